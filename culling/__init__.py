@@ -1,0 +1,18 @@
+"""View-distance culling: which objects could the camera see from here?
+
+Every object is a sphere whose radius is its maximum view distance; the
+camera sees an object when the camera point lies inside that sphere.  The
+:class:`ViewDistanceTree` answers that point query in time that depends on
+what is near the point, not on how many objects the world holds.
+"""
+
+from culling.trace import LevelTrace, QueryTrace
+from culling.tree import MAX_DEPTH, MAX_GROWTH, ViewDistanceTree
+
+__all__ = [
+    "LevelTrace",
+    "MAX_DEPTH",
+    "MAX_GROWTH",
+    "QueryTrace",
+    "ViewDistanceTree",
+]
