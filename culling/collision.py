@@ -1,0 +1,355 @@
+"""Collision candidates: which objects does a moving probe sphere touch?
+
+The view-distance tree answers "which spheres contain this point?".  A probe
+sphere of radius ``q`` (the camera, a player capsule's sphere, a projectile)
+touches an object with bounding radius ``b`` exactly when the probe's centre
+lies in the object's sphere grown by ``q``: ``|c - p| <= b + q``.  So
+:class:`CollisionCandidates` stores every object in a
+:class:`~culling.ViewDistanceTree` with radius ``b + q`` and a collision query
+is one point query at the probe's centre, costing O(levels + candidates)
+whatever the size of the world.
+
+>>> cc = CollisionCandidates(probe_radius=1.0, size=64.0)
+>>> rock = cc.insert((10.0, 0.0, 0.0), 2.0)
+>>> tower = cc.insert((30.0, 0.0, 0.0), 5.0)
+>>> cc.touching((7.5, 0.0, 0.0)).tolist() == [rock]     # 2.5 <= 2 + 1
+True
+>>> cc.resolve((9.0, 0.0, 0.0)).tolist()                 # pushed out to 10 - 3
+[7.0, 0.0, 0.0]
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+
+import numpy as np
+
+from culling.shapes import distances
+from culling.tree import ViewDistanceTree
+from culling.validation import (
+    as_handle,
+    as_handles,
+    as_point,
+    as_points,
+    as_radii,
+    as_radius,
+    check_constructor,
+    check_unique,
+)
+
+__all__ = ["CollisionCandidates"]
+
+
+class CollisionCandidates:
+    """Objects with bounding spheres, queried by a probe sphere of fixed radius.
+
+    Parameters
+    ----------
+    probe_radius : float
+        Radius ``q`` of the probe sphere, finite and ``>= 0``.
+    size : float
+        Edge of the tree's root node (it grows on demand).
+    origin : array_like, shape (dim,), optional
+        Low corner of the root node; zeros by default.
+    dim : int
+        1, 2 or 3.
+
+    Notes
+    -----
+    Each object is stored in the tree with radius ``b + q``; its bounding
+    radius ``b`` is kept in an array indexed by handle, so changing the probe
+    radius (:meth:`set_probe_radius`) re-stores everything with one
+    vectorised ``update_many``.  Handles are the tree's handles.  Bad input
+    raises the tree's exceptions (``ValueError``, ``TypeError``, ``KeyError``)
+    and changes nothing.
+    """
+
+    def __init__(self, probe_radius, size, origin=None, dim=3):
+        self._probe = as_radius(probe_radius, "probe_radius")
+        size, origin, dim, _ = check_constructor(size, origin, dim, "sphere")
+        self._dim = dim
+        self._tree = ViewDistanceTree(size=size, origin=origin, dim=dim)
+        self._bounding = np.zeros(0, dtype=np.float64)   # by handle
+        self._alive = np.zeros(0, dtype=bool)            # by handle
+
+    # -- properties ----------------------------------------------------------
+
+    @property
+    def probe_radius(self) -> float:
+        """Radius of the probe sphere."""
+        return self._probe
+
+    @property
+    def dim(self) -> int:
+        """Number of axes: 1, 2 or 3."""
+        return self._dim
+
+    @property
+    def tree(self) -> ViewDistanceTree:
+        """The underlying tree (radii are ``bounding + probe``); read it, do not mutate it."""
+        return self._tree
+
+    def handles(self) -> np.ndarray:
+        """Every handle stored, ascending; shape (n,), int64.  O(largest handle)."""
+        return np.flatnonzero(self._alive).astype(np.int64)
+
+    def __len__(self) -> int:
+        return len(self._tree)
+
+    def __contains__(self, handle) -> bool:
+        return handle in self._tree
+
+    # -- bookkeeping ---------------------------------------------------------
+
+    def _reach(self, bounding: np.ndarray, probe: float) -> np.ndarray:
+        """Tree radii ``bounding + probe``; ``ValueError`` if that overflows."""
+        with np.errstate(over="ignore"):
+            reach = bounding + probe
+        if reach.size and not np.isfinite(reach).all():
+            raise ValueError("bounding radius + probe_radius must be finite")
+        return reach
+
+    def _store(self, handles: np.ndarray, bounding: np.ndarray) -> None:
+        if handles.size:
+            needed = int(handles.max()) + 1
+            if needed > self._bounding.size:
+                capacity = max(needed, 2 * self._bounding.size, 16)
+                grown = np.zeros(capacity, dtype=np.float64)
+                grown[:self._bounding.size] = self._bounding
+                alive = np.zeros(capacity, dtype=bool)
+                alive[:self._alive.size] = self._alive
+                self._bounding, self._alive = grown, alive
+            self._bounding[handles] = bounding
+            self._alive[handles] = True
+
+    def _check_known(self, handles: np.ndarray) -> None:
+        known = (handles >= 0) & (handles < self._alive.size)
+        known[known] = self._alive[handles[known]]
+        if not known.all():
+            raise KeyError(f"handle {int(handles[~known][0])} is not in the structure")
+
+    # -- mutation ------------------------------------------------------------
+
+    def insert(self, centre, bounding_radius) -> int:
+        """Add one object; returns its handle.  O(1) amortised (a hash lookup).
+
+        Parameters
+        ----------
+        centre : array_like, shape (dim,), float (a scalar for dim 1)
+        bounding_radius : float, finite and ``>= 0``
+        """
+        bounding = as_radius(bounding_radius, "bounding_radius")
+        reach = self._reach(np.array([bounding]), self._probe)
+        handle = int(self._tree.insert(centre, float(reach[0])))
+        self._store(np.array([handle], dtype=np.int64), np.array([bounding]))
+        return handle
+
+    def insert_many(self, centres, bounding_radii) -> np.ndarray:
+        """Add ``n`` objects; returns their handles, shape (n,), int64.  O(n), vectorised.
+
+        Parameters
+        ----------
+        centres : array_like, shape (n, dim), float
+        bounding_radii : array_like, shape (n,), float, finite and ``>= 0``
+        """
+        points = as_points(centres, self._dim, "centres")
+        bounding = as_radii(bounding_radii, points.shape[0], "bounding_radii")
+        reach = self._reach(bounding, self._probe)
+        handles = np.asarray(self._tree.insert_many(points, reach), dtype=np.int64)
+        self._store(handles, bounding)
+        return handles
+
+    def update(self, handle, centre, bounding_radius=None) -> None:
+        """Move (and optionally resize) one object.  O(1) for a small move.
+
+        Parameters
+        ----------
+        handle : int
+        centre : array_like, shape (dim,), float
+        bounding_radius : float, optional
+            New bounding radius; the current one when omitted.
+
+        Raises
+        ------
+        KeyError
+            ``handle`` is not stored.
+        """
+        h = as_handle(handle)
+        self._check_known(np.array([h], dtype=np.int64))
+        bounding = (self._bounding[h] if bounding_radius is None
+                    else as_radius(bounding_radius, "bounding_radius"))
+        reach = self._reach(np.array([bounding]), self._probe)
+        self._tree.update(h, centre, float(reach[0]))
+        self._bounding[h] = bounding
+
+    def update_many(self, handles, centres, bounding_radii=None) -> None:
+        """Move (and optionally resize) ``n`` objects at once.  O(n), vectorised.
+
+        Parameters
+        ----------
+        handles : array_like of int, shape (n,), unique
+        centres : array_like, shape (n, dim), float
+        bounding_radii : array_like, shape (n,), float, optional
+            New bounding radii; the current ones when omitted.
+        """
+        hs = as_handles(handles)
+        check_unique(hs)
+        self._check_known(hs)
+        points = as_points(centres, self._dim, "centres")
+        if points.shape[0] != hs.size:
+            raise ValueError(f"centres must have shape ({hs.size}, {self._dim}), got {points.shape}")
+        bounding = (self._bounding[hs] if bounding_radii is None
+                    else as_radii(bounding_radii, hs.size, "bounding_radii"))
+        self._tree.update_many(hs, points, self._reach(bounding, self._probe))
+        self._bounding[hs] = bounding
+
+    def remove(self, handle) -> None:
+        """Remove one object; ``KeyError`` if it is not stored.  O(1) plus node cleanup."""
+        h = as_handle(handle)
+        self._check_known(np.array([h], dtype=np.int64))
+        self._tree.remove(h)
+        self._alive[h] = False
+
+    def remove_many(self, handles) -> None:
+        """Remove ``n`` objects (unique, all stored, else nothing changes).  O(n)."""
+        hs = as_handles(handles)
+        check_unique(hs)
+        self._check_known(hs)
+        self._tree.remove_many(hs)
+        self._alive[hs] = False
+
+    def set_probe_radius(self, probe_radius) -> None:
+        """Change the probe radius, re-storing every object with one ``update_many``.
+
+        O(n) vectorised over all ``n`` objects; nothing changes on bad input.
+        """
+        probe = as_radius(probe_radius, "probe_radius")
+        hs = self.handles()
+        if hs.size:
+            reach = self._reach(self._bounding[hs], probe)
+            self._tree.update_many(hs, self._tree.centres_of(hs), reach)
+        self._probe = probe
+
+    # -- queries -------------------------------------------------------------
+
+    def bounding_radius_of(self, handles) -> np.ndarray:
+        """Bounding radii of ``handles``, shape (k,), float64 (a fresh array).  O(k).
+
+        Raises
+        ------
+        KeyError
+            A handle that is not stored.
+        """
+        hs = as_handles(handles)
+        self._check_known(hs)
+        return self._bounding[hs].copy()
+
+    def centres_of(self, handles) -> np.ndarray:
+        """Centres of ``handles``, shape (k, dim), float64.  O(k)."""
+        return self._tree.centres_of(handles)
+
+    def candidates(self, probe_centre) -> np.ndarray:
+        """A superset of the objects touching the probe, int64, each once.
+
+        O(levels + candidates): the tree's plain point query at the probe centre.
+        """
+        return self._tree.query(as_point(probe_centre, self._dim, "probe_centre"))
+
+    def _contacts(self, point: np.ndarray):
+        """Candidates with their centres, reach ``b + q`` and distance to ``point``."""
+        hs = self._tree.query(point)
+        centres = np.asarray(self._tree.centres_of(hs), dtype=np.float64).reshape(-1, self._dim)
+        reach = self._bounding[hs] + self._probe
+        return hs, centres, reach, distances(centres, point, "sphere")
+
+    def touching(self, probe_centre) -> np.ndarray:
+        """Objects whose bounding sphere touches the probe sphere.
+
+        Exact sphere-sphere test ``|c - p| <= b + probe_radius`` (touching
+        surfaces count).
+
+        Parameters
+        ----------
+        probe_centre : array_like, shape (dim,), float
+
+        Returns
+        -------
+        ndarray, shape (k,), int64, sorted
+
+        Notes
+        -----
+        O(levels + candidates).
+        """
+        point = as_point(probe_centre, self._dim, "probe_centre")
+        hs, _, reach, dist = self._contacts(point)
+        return np.sort(hs[dist <= reach])
+
+    def resolve(self, probe_centre, iterations=4) -> np.ndarray:
+        """Push the probe out of every object it overlaps.
+
+        Each pass queries the tree at the current position and, deepest
+        overlap first, moves the probe along the direction from the object's
+        centre to the probe until their distance is ``b + probe_radius``
+        (a probe exactly at a centre moves along the last axis, +z in 3-D).
+        Passes repeat until nothing overlaps or ``iterations`` are done.
+
+        Parameters
+        ----------
+        probe_centre : array_like, shape (dim,), float
+        iterations : int, >= 0
+            Upper bound on the passes.  Between objects that box the probe
+            in, the result may still overlap; check :meth:`touching` if that
+            matters.
+
+        Returns
+        -------
+        ndarray, shape (dim,), float64
+            The corrected position (a new array; the input is not changed).
+            Touching surfaces (distance exactly ``b + q``) are not overlaps.
+
+        Notes
+        -----
+        O(iterations × (levels + candidates)); the Python loop runs over the
+        objects overlapping the probe only, a handful in practice.
+        """
+        point = as_point(probe_centre, self._dim, "probe_centre").copy()
+        if isinstance(iterations, bool) or not isinstance(iterations, (numbers.Integral, np.integer)):
+            raise TypeError(f"iterations must be an integer, got {type(iterations).__name__}")
+        if iterations < 0:
+            raise ValueError(f"iterations must be >= 0, got {iterations}")
+        for _ in range(int(iterations)):
+            _, centres, reach, dist = self._contacts(point)
+            overlap = dist < reach
+            if not overlap.any():
+                break
+            depth_order = np.argsort(dist[overlap] - reach[overlap], kind="stable")
+            p = point.tolist()
+            for centre, r in zip(centres[overlap][depth_order].tolist(),
+                                 reach[overlap][depth_order].tolist()):
+                offset = [a - b for a, b in zip(p, centre)]
+                d = math.hypot(*offset)
+                if d >= r:
+                    continue          # an earlier push already cleared it
+                if d > 0.0:
+                    p = [c + o / d * r for c, o in zip(centre, offset)]
+                else:
+                    p = list(centre)
+                    p[-1] += r
+            point = np.array(p, dtype=np.float64)
+        return point
+
+    # -- testing -------------------------------------------------------------
+
+    def check_invariants(self) -> None:
+        """Assert the tree's invariants and that radii are ``bounding + probe``."""
+        self._tree.check_invariants()
+        hs = self.handles()
+        assert len(self._tree) == hs.size, "tree and bounding radii disagree on the count"
+        if hs.size:
+            stored = np.asarray(self._tree.radii_of(hs))
+            assert np.array_equal(stored, self._bounding[hs] + self._probe), \
+                "a stored radius is not bounding radius + probe radius"
+
+    def __repr__(self) -> str:
+        return f"CollisionCandidates(probe_radius={self._probe}, objects={len(self)}, dim={self._dim})"

@@ -1,0 +1,129 @@
+"""Integer cell coordinates for every level of the tree, fixed once and for all.
+
+A node is named by ``(level, cell)``: its absolute level (0 is a node of the
+constructor's ``size``, level ``L`` has edge ``size / 2**L``, negative levels
+are roots grown above it) and its integer cell coordinates on that level.  The
+cells of all levels form one nested lattice, so a cell's parent is
+``cell >> 1`` and a sphere's home node follows from its centre and radius
+alone: locating it is a hash lookup, not a walk, and growing the root
+relabels nothing.
+
+The lattice is anchored so that growing the root alternates direction: the
+constructor's root is cell ``ANCHOR`` on level 0, with ``ANCHOR = 0b...0101``,
+so its level -1 ancestor extends it downwards, the level -2 ancestor upwards,
+and so on.  A world can therefore grow towards negative and positive
+coordinates alike, up to ``MAX_GROWTH`` levels, and still keep every index a
+non-negative integer.
+
+>>> lat = Lattice(size=8.0, origin=np.zeros(1))
+>>> lat.cell_bounds(0, lat.cells(np.array([[3.0]]) / 8.0, 0)[0])
+(array([0.]), array([8.]))
+>>> lat.cell_bounds(-1, lat.cells(np.array([[3.0]]) / 8.0, -1)[0])
+(array([-8.]), array([8.]))
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["ANCHOR", "Lattice", "MAX_DEPTH", "MAX_GROWTH"]
+
+#: Finest level, counted from the constructor's root: spheres smaller than a
+#: quarter of a node of this level stay there.  24 levels take a 4 km world to
+#: 0.24 mm cells, far below any object an engine culls, while keeping every
+#: cell index below 2**48 (exact in float64 and int64).
+MAX_DEPTH = 24
+
+#: How many levels the root may grow above the constructor's root: a world up
+#: to 2**24 times ``size`` across.  Even, so the anchor pattern is whole.
+MAX_GROWTH = 24
+
+#: The constructor's root is this cell on level 0 (binary 0101...01): each
+#: ancestor level alternately extends the world downwards and upwards.
+ANCHOR = (4 ** (MAX_GROWTH // 2) - 1) // 3
+
+
+class Lattice:
+    """Maps points and radii to levels and cells, and cells back to boxes.
+
+    Points enter as ``u = (point - origin) / size``: root-relative
+    coordinates in which a level-``L`` cell has edge ``2**-L``.
+    """
+
+    def __init__(self, size: float, origin: np.ndarray):
+        self.size = size
+        self.origin = origin
+        self.dim = origin.shape[0]
+        # Per level: u -> cell is floor((u + add) * scale) + offset, with the
+        # constants split so that each step is exact in float64.
+        self.level_params: dict[int, tuple[float, float, int]] = {}
+        for level in range(-MAX_GROWTH, MAX_DEPTH + 1):
+            if level >= 0:
+                self.level_params[level] = (2.0 ** level, 0.0, ANCHOR << level)
+            else:
+                k = -level
+                self.level_params[level] = (2.0 ** level, float(ANCHOR & ((1 << k) - 1)), ANCHOR >> k)
+        # The largest world: the level -MAX_GROWTH cell, cell 0 there.
+        self.world_lo_u = -float(ANCHOR)
+        self.world_hi_u = float((1 << MAX_GROWTH) - ANCHOR)
+
+    # -- points -------------------------------------------------------------
+
+    def to_u(self, points: np.ndarray) -> np.ndarray:
+        """Root-relative coordinates, shape (n, dim) or (dim,)."""
+        with np.errstate(under="ignore"):
+            return (points - self.origin) / self.size
+
+    def outside_world(self, u: np.ndarray) -> np.ndarray:
+        """Mask of rows of ``u`` (n, dim) outside the largest world the tree can grow to."""
+        return ((u < self.world_lo_u) | (u >= self.world_hi_u)).any(axis=1)
+
+    def world_bounds(self) -> tuple[np.ndarray, np.ndarray]:
+        """Low and high corner of the largest world, in world coordinates."""
+        return (self.origin + self.world_lo_u * self.size,
+                self.origin + self.world_hi_u * self.size)
+
+    # -- levels -------------------------------------------------------------
+
+    def levels_for(self, radii: np.ndarray) -> np.ndarray:
+        """Home level of each radius: the level whose nodes hold radii in [W/4, W/2).
+
+        Radii below the finest level's quarter edge (0 included) get
+        ``MAX_DEPTH``; the result may lie above ``-MAX_GROWTH`` for radii
+        too large for any world (callers reject those).  int64, shape (n,).
+        """
+        with np.errstate(under="ignore"):
+            relative = radii / self.size
+        _, exponent = np.frexp(relative)
+        levels = np.where(relative > 0, -exponent.astype(np.int64) - 1, MAX_DEPTH)
+        return np.minimum(levels, MAX_DEPTH)
+
+    def cells(self, u: np.ndarray, levels) -> np.ndarray:
+        """Cell of each row of ``u`` (n, dim) on ``levels`` (an int or (n,) ints); int64 (n, dim)."""
+        levels = np.asarray(levels, dtype=np.int64)
+        if levels.ndim == 0:
+            scale, add, offset = self.level_params[int(levels)]
+            return np.floor((u + add) * scale).astype(np.int64) + offset
+        shift = np.abs(levels)
+        scale = np.ldexp(1.0, levels)[:, None]
+        add = np.where(levels < 0, ANCHOR & ((np.int64(1) << shift) - 1), 0).astype(np.float64)[:, None]
+        offset = np.where(levels < 0, ANCHOR >> shift, np.int64(ANCHOR) << shift)[:, None]
+        return np.floor((u + add) * scale).astype(np.int64) + offset
+
+    def cell_of_point(self, u: float, level: int) -> float:
+        """One coordinate's position in cell units on ``level`` (cell = floor of it)."""
+        scale, add, offset = self.level_params[level]
+        return (u + add) * scale + offset
+
+    # -- boxes --------------------------------------------------------------
+
+    def node_size(self, level: int) -> float:
+        """Edge length of the nodes on ``level``."""
+        return self.size * 2.0 ** -level
+
+    def cell_bounds(self, level: int, cells) -> tuple[np.ndarray, np.ndarray]:
+        """``(lo, hi)`` corners of cells on ``level``; cells (dim,) or (k, dim)."""
+        cells = np.asarray(cells, dtype=np.float64)
+        step = 2.0 ** -level
+        lo = self.origin + (cells * step - ANCHOR) * self.size
+        return lo, lo + self.node_size(level)

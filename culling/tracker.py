@@ -1,0 +1,369 @@
+"""Visibility events: which objects came into view, left it, or changed band.
+
+A renderer asks the tree every frame which objects are visible; gameplay,
+audio and streaming code usually want the *changes*: start the particle
+system when a campfire becomes visible, stop it when it leaves, swap to the
+high-detail model when the camera comes within 50 m.  A
+:class:`VisibilityTracker` turns the per-frame visible sets into those events
+(Unity's ``CullingGroup`` offers the same), with sorted-array set operations
+and no Python loop over objects.
+
+Use one tracker per camera (a split-screen game, a shadow-casting light, a
+server-side player view): events are "since *this camera's* last frame".
+:class:`MultiCameraTracker` keeps one per camera id.
+
+>>> import numpy as np
+>>> tracker = VisibilityTracker(band_edges=(50.0,))
+>>> ev = tracker.update([7, 3], distances=[10.0, 80.0])
+>>> ev.entered.tolist(), ev.left.tolist(), ev.bands.tolist()
+([3, 7], [], [1, 0])
+>>> ev = tracker.update([3, 9], distances=[20.0, 5.0])
+>>> ev.entered.tolist(), ev.left.tolist(), ev.band_changed.tolist()
+([9], [7], [3])
+>>> tracker.forget([9])            # object 9 was removed from the tree
+>>> tracker.visible.tolist()
+[3]
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from culling.validation import as_handles, as_radii
+
+__all__ = ["MultiCameraTracker", "VisibilityEvents", "VisibilityTracker"]
+
+_EMPTY = np.empty(0, dtype=np.int64)
+_EMPTY.flags.writeable = False
+
+
+def _frozen(array: np.ndarray) -> np.ndarray:
+    array.flags.writeable = False
+    return array
+
+
+@dataclass(frozen=True)
+class VisibilityEvents:
+    """What changed between two consecutive updates of one tracker.
+
+    Attributes
+    ----------
+    entered : ndarray, shape (a,), int64
+        Sorted handles visible now and not in the previous update.
+    left : ndarray, shape (b,), int64
+        Sorted handles visible in the previous update and not now (objects
+        dropped with :meth:`VisibilityTracker.forget` never appear here).
+    band_changed : ndarray, shape (c,), int64
+        Sorted handles visible in both updates whose distance band differs.
+        Always empty for a tracker without ``band_edges``.
+    visible : ndarray, shape (n,), int64
+        Sorted handles visible now (read-only).
+    bands : ndarray, shape (n,), int64
+        Band of each handle of ``visible``, aligned with it (read-only); all
+        zeros for a tracker without ``band_edges``.
+    """
+
+    entered: np.ndarray
+    left: np.ndarray
+    band_changed: np.ndarray
+    visible: np.ndarray
+    bands: np.ndarray
+
+    @property
+    def changed(self) -> bool:
+        """True when anything entered, left or changed band."""
+        return bool(self.entered.size or self.left.size or self.band_changed.size)
+
+    def bands_of(self, handles) -> np.ndarray:
+        """Band of each of ``handles`` (which must be in ``visible``).
+
+        Parameters
+        ----------
+        handles : array_like of int, shape (k,)
+
+        Returns
+        -------
+        ndarray, shape (k,), int64
+
+        Raises
+        ------
+        KeyError
+            A handle that is not visible in this update.
+        """
+        return _lookup(self.visible, self.bands, as_handles(handles))
+
+
+def _lookup(keys: np.ndarray, values: np.ndarray, handles: np.ndarray) -> np.ndarray:
+    """``values`` at the positions of ``handles`` in the sorted ``keys``."""
+    pos = np.searchsorted(keys, handles)
+    ok = pos < keys.size
+    ok[ok] = keys[pos[ok]] == handles[ok]
+    if not ok.all():
+        raise KeyError(f"handle {int(handles[~ok][0])} is not visible")
+    return values[pos].astype(np.int64)
+
+
+class VisibilityTracker:
+    """Turns each frame's visible handles into entered / left / band-changed events.
+
+    Parameters
+    ----------
+    band_edges : sequence of float, optional
+        Strictly increasing distance thresholds ``e_0 < e_1 < ...``.  An object
+        at distance ``d`` is in band ``i`` = the number of edges ``<= d``: with
+        ``(50.0, 200.0)`` band 0 is ``d < 50``, band 1 ``50 <= d < 200`` and
+        band 2 ``d >= 200``.  Without edges every object is in band 0 and
+        :meth:`update` takes no distances.
+
+    Notes
+    -----
+    One tracker follows one camera.  State is two sorted arrays (visible
+    handles and their bands), so memory is O(visible) and an update costs
+    O(n log n) for sorting the ``n`` handles given plus O(n log m) for
+    matching them against the ``m`` of the previous frame; there is no Python
+    loop over objects.  Arrays handed out are read-only or fresh, and a later
+    update never changes them.
+    """
+
+    def __init__(self, band_edges=None):
+        if band_edges is None:
+            self._edges = None
+        else:
+            edges = np.asarray(band_edges, dtype=np.float64) if _is_numeric(band_edges) else None
+            if edges is None or edges.ndim != 1:
+                raise ValueError("band_edges must be a 1-D sequence of numbers, "
+                                 f"got {band_edges!r}")
+            if not np.isfinite(edges).all():
+                raise ValueError("band_edges must be finite (no NaN or inf)")
+            if edges.size > 1 and not (np.diff(edges) > 0).all():
+                raise ValueError(f"band_edges must be strictly increasing, got {edges.tolist()}")
+            self._edges = _frozen(edges + 0.0)
+        self.reset()
+
+    # -- state ---------------------------------------------------------------
+
+    @property
+    def band_edges(self) -> np.ndarray | None:
+        """The distance thresholds, shape (k,), float64, read-only; None without bands."""
+        return self._edges
+
+    @property
+    def n_bands(self) -> int:
+        """Number of bands: ``len(band_edges) + 1`` (1 without bands)."""
+        return 1 if self._edges is None else self._edges.size + 1
+
+    @property
+    def visible(self) -> np.ndarray:
+        """Handles visible after the last update, shape (n,), int64, sorted, read-only."""
+        return self._visible
+
+    @property
+    def bands(self) -> np.ndarray:
+        """Band of each handle of :attr:`visible`, shape (n,), int64, read-only."""
+        return self._bands
+
+    def __len__(self) -> int:
+        return int(self._visible.size)
+
+    def __contains__(self, handle) -> bool:
+        try:
+            handles = as_handles(handle)
+        except (TypeError, ValueError, KeyError):
+            return False
+        if handles.size != 1:
+            return False
+        pos = int(np.searchsorted(self._visible, handles[0]))
+        return pos < self._visible.size and self._visible[pos] == handles[0]
+
+    def bands_of(self, handles) -> np.ndarray:
+        """Current band of each of ``handles``; ``KeyError`` for one not visible.
+
+        O(k log n) for ``k`` handles.
+        """
+        return _lookup(self._visible, self._bands, as_handles(handles))
+
+    # -- mutation ------------------------------------------------------------
+
+    def update(self, visible_handles, distances=None) -> VisibilityEvents:
+        """Record this frame's visible set and return what changed.
+
+        Parameters
+        ----------
+        visible_handles : array_like of int, shape (n,)
+            Handles visible this frame, unique, in any order (for instance the
+            output of ``tree.query(camera, exact=True)``).
+        distances : array_like of float, shape (n,), optional
+            Camera distance of each handle, aligned with ``visible_handles``;
+            required when the tracker has ``band_edges``, refused otherwise.
+
+        Returns
+        -------
+        VisibilityEvents
+
+        Raises
+        ------
+        TypeError
+            Non-integer handles.
+        ValueError
+            A negative or duplicate handle, NaN/inf or negative distances,
+            ``distances`` of the wrong length, missing or unexpected.  A failed
+            update changes nothing.
+
+        Notes
+        -----
+        Cost O(n log n + n log m), ``m`` the previous frame's visible count.
+        """
+        handles = as_handles(visible_handles, "visible_handles")
+        if handles.size and handles.min() < 0:
+            raise ValueError("visible_handles must not be negative, "
+                             f"got {int(handles.min())}")
+        if self._edges is None:
+            if distances is not None:
+                raise ValueError("distances given but the tracker has no band_edges; "
+                                 "pass band_edges=... to the constructor to use bands")
+        elif distances is None:
+            raise ValueError("distances are required: the tracker has band_edges")
+        else:
+            distances = as_radii(distances, handles.size, "distances")
+
+        order = np.argsort(handles, kind="stable")
+        visible = handles[order]
+        if visible.size > 1:
+            repeated = visible[1:][visible[1:] == visible[:-1]]
+            if repeated.size:
+                raise ValueError("visible_handles must be unique, handle "
+                                 f"{int(repeated[0])} appears more than once")
+        if self._edges is None:
+            bands = np.zeros(visible.size, dtype=np.int64)
+        else:
+            bands = np.searchsorted(self._edges, distances[order], side="right").astype(np.int64)
+
+        # Match the new sorted set against the previous one.
+        previous, previous_bands = self._visible, self._bands
+        pos = np.searchsorted(previous, visible)
+        found = pos < previous.size
+        found[found] = previous[pos[found]] == visible[found]
+        kept = np.zeros(previous.size, dtype=bool)
+        kept[pos[found]] = True
+
+        entered = visible[~found]
+        left = previous[~kept]
+        band_changed = visible[found][bands[found] != previous_bands[pos[found]]]
+
+        self._visible = _frozen(visible)
+        self._bands = _frozen(bands)
+        return VisibilityEvents(entered=entered, left=left, band_changed=band_changed,
+                                visible=self._visible, bands=self._bands)
+
+    def forget(self, handles) -> None:
+        """Drop objects removed from the world: no ``left`` event will follow.
+
+        Call it next to ``tree.remove_many(handles)``; a handle the tree
+        hands out again later then starts fresh (an ``entered`` event when it
+        becomes visible).  Unknown handles and repeats are ignored.
+
+        Parameters
+        ----------
+        handles : array_like of int, shape (k,)
+
+        Raises
+        ------
+        TypeError
+            Non-integer handles (nothing is forgotten).
+
+        Notes
+        -----
+        Cost O(k log n + n).
+        """
+        handles = as_handles(handles)
+        if handles.size == 0 or self._visible.size == 0:
+            return
+        pos = np.searchsorted(self._visible, handles)
+        hit = pos < self._visible.size
+        hit[hit] = self._visible[pos[hit]] == handles[hit]
+        if not hit.any():
+            return
+        keep = np.ones(self._visible.size, dtype=bool)
+        keep[pos[hit]] = False
+        self._visible = _frozen(self._visible[keep])
+        self._bands = _frozen(self._bands[keep])
+
+    def reset(self) -> None:
+        """Forget everything: the next update reports all its handles as entered."""
+        self._visible = _EMPTY
+        self._bands = _EMPTY
+
+    def __repr__(self) -> str:
+        edges = None if self._edges is None else tuple(self._edges.tolist())
+        return f"VisibilityTracker(band_edges={edges}, visible={self._visible.size})"
+
+
+def _is_numeric(values) -> bool:
+    try:
+        array = np.asarray(values)
+    except (TypeError, ValueError):
+        return False
+    return array.dtype != object and (np.issubdtype(array.dtype, np.integer)
+                                      or np.issubdtype(array.dtype, np.floating)) \
+        and array.dtype != np.bool_
+
+
+class MultiCameraTracker:
+    """One :class:`VisibilityTracker` per camera id, created on first use.
+
+    Parameters
+    ----------
+    band_edges : sequence of float, optional
+        Passed to every camera's tracker.
+
+    Examples
+    --------
+    >>> cams = MultiCameraTracker()
+    >>> cams.update("left", [1, 2]).entered.tolist()
+    [1, 2]
+    >>> cams.update("right", [2]).entered.tolist()
+    [2]
+    >>> cams.forget([2])                 # removed from the world: gone for every camera
+    >>> cams["left"].visible.tolist(), cams["right"].visible.tolist()
+    ([1], [])
+    """
+
+    def __init__(self, band_edges=None):
+        VisibilityTracker(band_edges)  # validate once, up front
+        self._band_edges = band_edges
+        self._trackers: dict = {}
+
+    def __getitem__(self, camera) -> VisibilityTracker:
+        tracker = self._trackers.get(camera)
+        if tracker is None:
+            tracker = self._trackers[camera] = VisibilityTracker(self._band_edges)
+        return tracker
+
+    def __contains__(self, camera) -> bool:
+        return camera in self._trackers
+
+    def __len__(self) -> int:
+        return len(self._trackers)
+
+    def __iter__(self):
+        return iter(self._trackers)
+
+    def update(self, camera, visible_handles, distances=None) -> VisibilityEvents:
+        """:meth:`VisibilityTracker.update` for ``camera`` (any hashable id)."""
+        return self[camera].update(visible_handles, distances)
+
+    def forget(self, handles) -> None:
+        """Drop removed objects from every camera, silently.  O(cameras × forget)."""
+        handles = as_handles(handles)
+        for tracker in self._trackers.values():
+            tracker.forget(handles)
+
+    def remove_camera(self, camera) -> None:
+        """Stop tracking ``camera``; unknown ids are ignored."""
+        self._trackers.pop(camera, None)
+
+    def reset(self) -> None:
+        """Drop every camera's state."""
+        self._trackers.clear()

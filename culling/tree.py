@@ -1,0 +1,788 @@
+"""The view-distance tree: which spheres contain a point, in O(levels + output).
+
+Each object is a sphere whose radius is its maximum view distance.  A node of
+edge ``W`` keeps the spheres whose centre lies in its half-open box and whose
+radius lies in ``[W/4, W/2)``; smaller spheres live further down, larger ones
+further up.  Because everything below a node of edge ``W`` has a radius under
+``W/2``, a query point can only reach it from inside the node's box grown by
+``W/2`` on every side, and at most two such boxes per axis contain any point:
+a query visits at most ``2**dim`` nodes per level, however many objects crowd
+the world elsewhere.
+
+Nodes are named by ``(level, cell)`` (see :mod:`culling.lattice`) and found by
+hashing, so a sphere's home node, and the nodes a query visits, are computed,
+not searched for.  Objects live in a :class:`~culling.pool.BlockPool`, each
+node's members in one contiguous block; an object knows its node and its row,
+so removal is O(1).
+
+>>> tree = ViewDistanceTree(size=1024.0, dim=2)
+>>> grass = tree.insert((10.0, 10.0), 20.0)
+>>> tower = tree.insert((900.0, 900.0), 2000.0)
+>>> sorted(tree.query((15.0, 12.0), exact=True).tolist())
+[0, 1]
+>>> tree.query((100.0, 100.0), exact=True).tolist()
+[1]
+>>> tree.update(grass, (95.0, 95.0), 20.0)
+>>> sorted(tree.query((100.0, 100.0), exact=True).tolist())
+[0, 1]
+>>> tree.remove(tower); len(tree)
+1
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from itertools import product
+
+import numpy as np
+
+from culling.lattice import ANCHOR, MAX_DEPTH, MAX_GROWTH, Lattice
+from culling.pool import BlockPool, block_capacity
+from culling.shapes import contains
+from culling.trace import LevelTrace, QueryTrace
+from culling.validation import (
+    as_handle,
+    as_handles,
+    as_point,
+    as_points,
+    as_radii,
+    as_radius,
+    as_scale,
+    check_constructor,
+    check_unique,
+)
+
+__all__ = ["MAX_DEPTH", "MAX_GROWTH", "ViewDistanceTree"]
+
+#: Object and node arrays grow by this factor when full (amortised O(1) inserts).
+ARRAY_GROWTH = 1.5
+
+#: A query level whose point window spans more cells than this (only with a
+#: large distance scale) tests the level's existing nodes instead of hashing
+#: every cell of the window.
+MAX_ENUMERATED_CELLS = 64
+
+_EMPTY = np.empty(0, dtype=np.int64)
+_EMPTY.flags.writeable = False
+
+
+def _grown(array: np.ndarray, length: int, fill) -> np.ndarray:
+    """A copy of ``array`` with at least ``length`` rows, new rows set to ``fill``."""
+    capacity = max(length, int(array.shape[0] * ARRAY_GROWTH) + 8)
+    grown = np.full((capacity,) + array.shape[1:], fill, dtype=array.dtype)
+    grown[: array.shape[0]] = array
+    return grown
+
+
+def concat_ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """``concatenate([arange(s, s + n) for s, n in zip(starts, lengths)])``, vectorised."""
+    total = int(lengths.sum())
+    if total == 0:
+        return np.empty(0, dtype=np.int64)
+    shifts = np.repeat(starts - (np.cumsum(lengths) - lengths), lengths)
+    return np.arange(total, dtype=np.int64) + shifts
+
+
+class ViewDistanceTree:
+    """A loose octree (quadtree, binary tree for dim 2, 1) of view-distance spheres.
+
+    Parameters
+    ----------
+    size : float
+        Edge length of the root node.  The root grows on demand (up to
+        ``MAX_GROWTH`` levels) for spheres outside it or with a radius of
+        ``size / 2`` or more, so this is a hint, not a limit.
+    origin : array_like, shape (dim,), optional
+        Low corner of the root node; zeros by default.
+    dim : {1, 2, 3}
+    shape : {"sphere", "cube"}
+        The exact test: Euclidean distance (sphere) or the largest per-axis
+        distance (axis-aligned cube whose half edge is the radius).
+    """
+
+    def __init__(self, size: float, origin=None, dim: int = 3, shape: str = "sphere"):
+        self.size, self.origin, self.dim, self.shape = check_constructor(size, origin, dim, shape)
+        self._lattice = Lattice(self.size, self.origin)
+        self._origin_list = self.origin.tolist()
+        self._pool = BlockPool(self.dim)
+        # Objects, indexed by handle: their node (-1 when the handle is free)
+        # and their row in the pool.  Centre and radius live in the pool row.
+        self._obj_node = np.full(16, -1, dtype=np.int64)
+        self._obj_pos = np.zeros(16, dtype=np.int64)
+        self._next_handle = 0
+        self._free_handles: list[int] = []
+        self._count = 0
+        # Nodes, indexed by node id.  A dead node has count -1.
+        self._n_start = np.zeros(16, dtype=np.int64)
+        self._n_cap = np.zeros(16, dtype=np.int64)
+        self._n_count = np.full(16, -1, dtype=np.int64)
+        self._n_level = np.zeros(16, dtype=np.int64)
+        self._n_cells = np.zeros((16, self.dim), dtype=np.int64)
+        self._n_parent = np.full(16, -1, dtype=np.int64)
+        self._n_children = np.zeros(16, dtype=np.int64)
+        self._n_key: list[tuple[int, tuple[int, ...]] | None] = [None] * 16
+        self._next_node = 0
+        self._free_nodes: list[int] = []
+        self._levels: dict[int, dict[tuple[int, ...], int]] = {}
+        self._root = self._new_node(0, (ANCHOR,) * self.dim, -1)
+
+    # ------------------------------------------------------------------
+    # Size and membership
+
+    def __len__(self) -> int:
+        return self._count
+
+    def __contains__(self, handle) -> bool:
+        if isinstance(handle, (bool, np.bool_)) or not isinstance(handle, (numbers.Integral, np.integer)):
+            return False
+        handle = int(handle)
+        return 0 <= handle < self._next_handle and self._obj_node[handle] >= 0
+
+    def __repr__(self) -> str:
+        return (f"ViewDistanceTree(size={self.size}, origin={self._origin_list}, dim={self.dim}, "
+                f"shape={self.shape!r}, objects={self._count}, nodes={self.node_count})")
+
+    @property
+    def node_count(self) -> int:
+        """Number of live nodes, the root included."""
+        return self._next_node - len(self._free_nodes)
+
+    @property
+    def root_level(self) -> int:
+        """Absolute level of the current root: 0, or negative once it has grown."""
+        return int(self._n_level[self._root])
+
+    @property
+    def root_bounds(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(lo, hi)`` of the current root node."""
+        return self._lattice.cell_bounds(self.root_level, self._n_cells[self._root])
+
+    def handles(self) -> np.ndarray:
+        """Every handle in the tree, ascending; int64, O(handles ever issued)."""
+        return np.flatnonzero(self._obj_node[: self._next_handle] >= 0).astype(np.int64)
+
+    def centre(self, handle) -> np.ndarray:
+        """The centre of one object, shape (dim,), float64."""
+        return self._pool.spheres[self._obj_pos[self._live(handle)], : self.dim].copy()
+
+    def radius(self, handle) -> float:
+        """The radius (view distance) of one object."""
+        return float(self._pool.spheres[self._obj_pos[self._live(handle)], self.dim])
+
+    def centres_of(self, handles) -> np.ndarray:
+        """Centres of many objects, shape (n, dim), float64, O(n)."""
+        handles = self._live_many(handles)
+        return self._pool.spheres[self._obj_pos[handles], : self.dim]
+
+    def radii_of(self, handles) -> np.ndarray:
+        """Radii of many objects, shape (n,), float64, O(n)."""
+        handles = self._live_many(handles)
+        return self._pool.spheres[self._obj_pos[handles], self.dim]
+
+    def nbytes(self) -> int:
+        """Bytes held in NumPy arrays (objects, nodes and pool), without Python overhead."""
+        arrays = (self._obj_node, self._obj_pos, self._n_start, self._n_cap, self._n_count,
+                  self._n_level, self._n_cells, self._n_parent, self._n_children)
+        return self._pool.nbytes() + sum(a.nbytes for a in arrays)
+
+    # ------------------------------------------------------------------
+    # Mutation: single objects
+
+    def insert(self, centre, radius) -> int:
+        """Add one sphere; returns its handle.  O(1) amortised (plus root growth).
+
+        Parameters
+        ----------
+        centre : array_like, shape (dim,) (a scalar for dim 1)
+        radius : float, >= 0, the object's view distance
+        """
+        point = self._point(centre, "centre")
+        radius = as_radius(radius)
+        level, cell = self._home(point, radius)
+        handle = self._new_handles(1)[0]
+        node = self._node_at(level, cell)
+        self._append(node, handle, point + [radius])
+        self._count += 1
+        self._shrink_root()
+        return handle
+
+    def update(self, handle, centre, radius) -> None:
+        """Move or resize one object in place.
+
+        O(1) when it stays in its node (no other node is touched); otherwise
+        an O(1) unlink, a re-insert at its new home and cleanup of the old
+        node's emptied ancestors.
+        """
+        handle = self._live(handle)
+        point = self._point(centre, "centre")
+        radius = as_radius(radius)
+        level, cell = self._home(point, radius)
+        node = int(self._obj_node[handle])
+        if self._n_key[node] == (level, cell):
+            self._pool.spheres[self._obj_pos[handle]] = point + [radius]
+            return
+        self._unlink(handle)
+        self._append(self._node_at(level, cell), handle, point + [radius])
+        self._cleanup(node)
+
+    def remove(self, handle) -> None:
+        """Remove one object: an O(1) unlink, then cleanup of emptied nodes up the parent chain."""
+        handle = self._live(handle)
+        node = self._unlink(handle)
+        self._free_handles.append(handle)
+        self._count -= 1
+        self._cleanup(node)
+
+    # ------------------------------------------------------------------
+    # Mutation: batches (validated whole before anything changes)
+
+    def insert_many(self, centres, radii) -> np.ndarray:
+        """Add many spheres; returns their handles, int64 (n,).
+
+        Vectorised: O(n log n) for grouping by home node plus a Python step
+        per distinct home node, never per object.
+        """
+        centres = as_points(centres, self.dim, "centres")
+        radii = as_radii(radii, centres.shape[0])
+        u, levels = self._homes_many(centres, radii)
+        handles = self._new_handles(centres.shape[0])
+        if handles.size:
+            self._link_many(handles, levels, self._lattice.cells(u, levels),
+                            np.column_stack([centres, radii]))
+            self._count += handles.size
+            self._shrink_root()
+        return handles
+
+    def update_many(self, handles, centres, radii) -> None:
+        """Move or resize many objects.
+
+        Objects that stay in their node are rewritten with one vectorised
+        store and touch no node; the others are unlinked and re-linked in
+        batch.  O(n) plus O(movers log movers).
+        """
+        handles = self._live_many(handles)
+        check_unique(handles)
+        centres = as_points(centres, self.dim, "centres")
+        radii = as_radii(radii, centres.shape[0])
+        if centres.shape[0] != handles.size:
+            raise ValueError(f"centres must have shape ({handles.size}, {self.dim}) to match "
+                             f"the handles, got {centres.shape}")
+        u, levels = self._homes_many(centres, radii)
+        if not handles.size:
+            return
+        cells = self._lattice.cells(u, levels)
+        rows = np.column_stack([centres, radii])
+        nodes = self._obj_node[handles]
+        stay = (self._n_level[nodes] == levels) & (self._n_cells[nodes] == cells).all(axis=1)
+        self._pool.spheres[self._obj_pos[handles[stay]]] = rows[stay]
+        if stay.all():
+            return
+        move = ~stay
+        movers = handles[move]
+        touched = self._unlink_many(movers)
+        self._link_many(movers, levels[move], cells[move], rows[move])
+        self._cleanup_many(touched)
+        self._shrink_root()
+
+    def remove_many(self, handles) -> None:
+        """Remove many objects: a vectorised unlink, then cleanup per emptied node."""
+        handles = self._live_many(handles)
+        check_unique(handles)
+        if not handles.size:
+            return
+        touched = self._unlink_many(handles)
+        self._free_handles.extend(handles.tolist())
+        self._count -= handles.size
+        self._cleanup_many(touched)
+
+    # ------------------------------------------------------------------
+    # Queries
+
+    def query(self, point, exact: bool = False, scale: float = 1.0) -> np.ndarray:
+        """Handles of the spheres that may contain ``point``; int64 (k,), each once.
+
+        Parameters
+        ----------
+        point : array_like, shape (dim,) (a scalar for dim 1)
+        exact : bool
+            Keep only the spheres that do contain the point (distance <=
+            radius * scale); otherwise a superset: every object of every
+            visited node.
+        scale : float
+            Multiplies every view distance (a quality preset or zoom factor).
+
+        Cost: O(levels + candidates); at most ``2**dim`` nodes per level for
+        ``scale <= 1``.
+        """
+        p = self._point(point, "point")
+        scale = as_scale(scale) if scale != 1.0 else 1.0
+        nodes = [n for level in self._visit(p, scale) for n in level]
+        return self._collect(nodes, np.asarray(p), exact, scale)
+
+    def query_many(self, points, exact: bool = False, scale: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
+        """Answer many points at once.
+
+        Returns
+        -------
+        handles : ndarray, int64, the answers concatenated
+        counts : ndarray, shape (m,), int64: point ``i``'s answer is
+            ``handles[counts[:i].sum():][:counts[i]]``
+        """
+        points = as_points(points, self.dim, "points")
+        scale = as_scale(scale) if scale != 1.0 else 1.0
+        per_point = [[n for level in self._visit(p, scale) for n in level] for p in points.tolist()]
+        counts = np.array([len(nodes) for nodes in per_point], dtype=np.int64)
+        nodes = np.array([n for nodes in per_point for n in nodes], dtype=np.int64)
+        sizes = self._n_count[nodes]
+        rows = concat_ranges(self._n_start[nodes], sizes)
+        handles = self._pool.handles[rows]
+        owners = np.repeat(np.repeat(np.arange(points.shape[0]), counts), sizes)
+        if exact and rows.size:
+            spheres = self._pool.spheres[rows]
+            offsets = spheres[:, : self.dim] - points[owners]
+            with np.errstate(over="ignore", under="ignore"):
+                if self.shape == "cube":
+                    distance = np.abs(offsets).max(axis=1)
+                else:
+                    distance = np.sqrt(np.einsum("ij,ij->i", offsets, offsets))
+            keep = distance <= spheres[:, self.dim] * scale if scale != 1.0 else distance <= spheres[:, self.dim]
+            handles, owners = handles[keep], owners[keep]
+        return handles, np.bincount(owners, minlength=points.shape[0]).astype(np.int64)
+
+    def trace(self, point, scale: float = 1.0) -> QueryTrace:
+        """What ``query(point, scale=scale)`` visits, level by level (for overlays and tests)."""
+        p = self._point(point, "point")
+        scale = as_scale(scale) if scale != 1.0 else 1.0
+        visited = self._visit(p, scale) if self._count else []
+        candidates = self._collect([n for level in visited for n in level], np.asarray(p), False, scale)
+        levels = []
+        root_level = self.root_level
+        for depth, nodes in enumerate(visited):
+            level = root_level + depth
+            ids = np.array(nodes, dtype=np.int64)
+            lo, hi = self._lattice.cell_bounds(level, self._n_cells[ids])
+            margin = 0.0 if depth == 0 else 0.5 * scale * self._lattice.node_size(level)
+            levels.append(LevelTrace(
+                depth=depth,
+                level=level,
+                node_size=self._lattice.node_size(level),
+                bounds=np.stack([lo, hi], axis=1),
+                loose_bounds=np.stack([lo - margin, hi + margin], axis=1),
+                objects=int(self._n_count[ids].sum()),
+            ))
+        return QueryTrace(point=np.asarray(p), candidates=candidates, levels=levels)
+
+    # ------------------------------------------------------------------
+    # The invariant checker
+
+    def check_invariants(self) -> None:
+        """Assert every structural rule; O(objects + nodes).  For tests."""
+        lat = self._lattice
+        alive = np.flatnonzero(self._n_count[: self._next_node] >= 0)
+        assert alive.size == self.node_count, "free node list disagrees with dead nodes"
+        assert set(self._free_nodes).isdisjoint(alive.tolist()), "a live node is on the free list"
+        root = self._root
+        assert self._n_count[root] >= 0 and self._n_parent[root] == -1, "root must be live and parentless"
+        root_level = self.root_level
+        assert -MAX_GROWTH <= root_level <= 0, "root level out of range"
+        # Node keys, levels and the hash index agree.
+        indexed = sum(len(nodes) for nodes in self._levels.values())
+        assert indexed == alive.size, "level index holds a different number of nodes"
+        assert all(nodes for nodes in self._levels.values()), "empty level dict kept"
+        for node in alive.tolist():
+            level, cell = self._n_key[node]
+            assert self._levels[level][cell] == node, "level index points elsewhere"
+            assert level == self._n_level[node] and cell == tuple(self._n_cells[node].tolist())
+            assert root_level <= level <= MAX_DEPTH, "node level outside [root, MAX_DEPTH]"
+            parent = int(self._n_parent[node])
+            if node != root:
+                assert self._n_count[parent] >= 0, "parent is dead"
+                assert self._n_key[parent] == (level - 1, tuple(c >> 1 for c in cell)), "parent is not the enclosing cell"
+                assert self._n_count[node] > 0 or self._n_children[node] > 0, "empty leaf left after cleanup"
+        children = np.bincount(self._n_parent[alive][self._n_parent[alive] >= 0], minlength=self._next_node)
+        assert (children[alive] == self._n_children[alive]).all(), "child counts are wrong"
+        if root_level < 0:
+            assert not (self._n_count[root] == 0 and self._n_children[root] <= 1), "grown root should have shrunk"
+        # Blocks: inside the pool, disjoint, counts within capacity.
+        assert (self._n_count[alive] <= self._n_cap[alive]).all(), "node holds more than its block"
+        blocks = [(int(self._n_start[n]), int(self._n_cap[n])) for n in alive.tolist() if self._n_cap[n] > 0]
+        blocks += self._pool.free_blocks()
+        blocks.sort()
+        for (s0, c0), (s1, _) in zip(blocks, blocks[1:]):
+            assert s0 + c0 <= s1, "pool blocks overlap"
+        assert not blocks or blocks[-1][0] + blocks[-1][1] <= self._pool.top <= self._pool.capacity
+        # Objects: node and row agree with the pool, rows inside the node's used part.
+        live = self.handles()
+        assert live.size == self._count, "len() disagrees with live handles"
+        assert len(set(self._free_handles)) == len(self._free_handles), "handle freed twice"
+        assert live.size + len(self._free_handles) == self._next_handle, "handles lost"
+        assert (self._obj_node[self._free_handles] == -1).all() if self._free_handles else True
+        nodes, rows = self._obj_node[live], self._obj_pos[live]
+        assert (self._n_count[nodes] >= 0).all(), "object in a dead node"
+        assert (self._pool.handles[rows] == live).all(), "pool row holds another handle"
+        assert ((rows >= self._n_start[nodes]) & (rows < self._n_start[nodes] + self._n_count[nodes])).all()
+        assert int(self._n_count[alive].sum()) == live.size, "node counts disagree with objects"
+        # Home node: a pure function of (centre, radius).
+        spheres = self._pool.spheres[rows]
+        radii = spheres[:, self.dim]
+        assert np.isfinite(spheres).all() and (radii >= 0).all()
+        levels = lat.levels_for(radii)
+        expected = np.maximum(levels, root_level) if live.size else levels
+        assert (levels >= root_level).all(), "a sphere is too large for the root"
+        assert (self._n_level[nodes] == expected).all(), "object on the wrong level"
+        cells = lat.cells(lat.to_u(spheres[:, : self.dim]), levels)
+        assert (self._n_cells[nodes] == cells).all(), "object in the wrong cell"
+
+    # ------------------------------------------------------------------
+    # Internals: validation helpers
+
+    def _point(self, value, name: str) -> list[float]:
+        """One point as a list of floats, validated (fast path for plain tuples and arrays)."""
+        if type(value) in (tuple, list) and len(value) == self.dim and all(type(v) is float for v in value):
+            coords = list(value)
+        else:
+            coords = as_point(value, self.dim, name).tolist()
+        if not all(map(math.isfinite, coords)):
+            raise ValueError(f"{name} must be finite (no NaN or inf)")
+        return coords
+
+    def _live(self, handle) -> int:
+        handle = as_handle(handle)
+        if not (0 <= handle < self._next_handle) or self._obj_node[handle] < 0:
+            raise KeyError(f"handle {handle} is not in the tree")
+        return handle
+
+    def _live_many(self, handles) -> np.ndarray:
+        handles = as_handles(handles)
+        if handles.size:
+            outside = (handles < 0) | (handles >= self._next_handle)
+            if outside.any():
+                raise KeyError(f"handle {int(handles[outside][0])} is not in the tree")
+            dead = self._obj_node[handles] < 0
+            if dead.any():
+                raise KeyError(f"handle {int(handles[dead][0])} is not in the tree")
+        return handles
+
+    def _check_world(self, u: np.ndarray, levels: np.ndarray) -> None:
+        if u.size and self._lattice.outside_world(u).any():
+            lo, hi = self._lattice.world_bounds()
+            raise ValueError(f"centres must lie within the largest world this tree can grow to, "
+                             f"[{lo.tolist()}, {hi.tolist()})")
+        if levels.size and levels.min() < -MAX_GROWTH:
+            raise ValueError(f"radii must be below {self._lattice.node_size(-MAX_GROWTH) / 2:g}, "
+                             f"the largest this tree can grow to")
+
+    # ------------------------------------------------------------------
+    # Internals: placement
+
+    def _home(self, point: list[float], radius: float) -> tuple[int, tuple[int, ...]]:
+        """Validate one sphere against the world, grow the root for it, return its home key.
+
+        Pure Python floats: the same IEEE operations as :meth:`Lattice.cells`.
+        """
+        size = self.size
+        relative = radius / size
+        level = MAX_DEPTH if relative == 0 else min(-math.frexp(relative)[1] - 1, MAX_DEPTH)
+        u = [(c - o) / size for c, o in zip(point, self._origin_list)]
+        lat = self._lattice
+        if level < -MAX_GROWTH or not all(lat.world_lo_u <= x < lat.world_hi_u for x in u):
+            self._check_world(np.array([u]), np.array([level]))
+        while level < self.root_level or not self._root_contains(u):
+            self._grow_root()
+        scale, add, offset = lat.level_params[level]
+        return level, tuple(math.floor((x + add) * scale) + offset for x in u)
+
+    def _homes_many(self, centres: np.ndarray, radii: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Validate many spheres against the world and grow the root to hold them all."""
+        u = self._lattice.to_u(centres)
+        levels = self._lattice.levels_for(radii)
+        self._check_world(u, levels)
+        if u.shape[0]:
+            corners = [u.min(axis=0).tolist(), u.max(axis=0).tolist()]
+            top = int(levels.min())
+            while top < self.root_level or not all(self._root_contains(c) for c in corners):
+                self._grow_root()
+        return u, levels
+
+    def _root_contains(self, u: list[float]) -> bool:
+        level, cell = self._n_key[self._root]
+        scale, add, offset = self._lattice.level_params[level]
+        return all(math.floor((x + add) * scale) + offset == c for x, c in zip(u, cell))
+
+    def _grow_root(self) -> None:
+        """Put a parent above the root: the world doubles, nothing stored moves."""
+        old = self._root
+        level, cell = self._n_key[old]
+        keep_old = self._n_count[old] > 0 or self._n_children[old] > 0
+        if not keep_old:  # an empty root would become an empty leaf
+            self._delete_node(old)
+        self._root = self._new_node(level - 1, tuple(c >> 1 for c in cell), -1)
+        if keep_old:
+            self._n_parent[old] = self._root
+            self._n_children[self._root] = 1
+
+    def _shrink_root(self) -> None:
+        """Undo growth that no object needs any more."""
+        while self._n_level[self._root] < 0 and self._n_count[self._root] == 0:
+            root = self._root
+            level = int(self._n_level[root])
+            if self._n_children[root] == 1:
+                (child,) = self._levels[level + 1].values()
+                self._n_parent[child] = -1
+                self._n_children[root] = 0
+                self._delete_node(root)
+                self._root = child
+            elif self._n_children[root] == 0:  # the tree is empty: back to the constructor's root
+                self._delete_node(root)
+                self._root = self._new_node(0, (ANCHOR,) * self.dim, -1)
+            else:
+                break
+
+    def _new_handles(self, n: int) -> np.ndarray:
+        reused = min(n, len(self._free_handles))
+        taken = self._free_handles[len(self._free_handles) - reused:]
+        del self._free_handles[len(self._free_handles) - reused:]
+        fresh = np.arange(self._next_handle, self._next_handle + n - reused, dtype=np.int64)
+        self._next_handle += n - reused
+        if self._next_handle > self._obj_node.shape[0]:
+            self._obj_node = _grown(self._obj_node, self._next_handle, -1)
+            self._obj_pos = _grown(self._obj_pos, self._next_handle, 0)
+        return np.concatenate([np.array(taken[::-1], dtype=np.int64), fresh])
+
+    # ------------------------------------------------------------------
+    # Internals: nodes
+
+    def _new_node(self, level: int, cell: tuple[int, ...], parent: int) -> int:
+        if self._free_nodes:
+            node = self._free_nodes.pop()
+        else:
+            node = self._next_node
+            self._next_node += 1
+            if node >= self._n_count.shape[0]:
+                self._n_start = _grown(self._n_start, node + 1, 0)
+                self._n_cap = _grown(self._n_cap, node + 1, 0)
+                self._n_count = _grown(self._n_count, node + 1, -1)
+                self._n_level = _grown(self._n_level, node + 1, 0)
+                self._n_cells = _grown(self._n_cells, node + 1, 0)
+                self._n_parent = _grown(self._n_parent, node + 1, -1)
+                self._n_children = _grown(self._n_children, node + 1, 0)
+                self._n_key.extend([None] * (self._n_count.shape[0] - len(self._n_key)))
+        self._n_start[node] = 0
+        self._n_cap[node] = 0  # blocks are allocated on the first member
+        self._n_count[node] = 0
+        self._n_level[node] = level
+        self._n_cells[node] = cell
+        self._n_parent[node] = parent
+        self._n_children[node] = 0
+        self._n_key[node] = (level, cell)
+        self._levels.setdefault(level, {})[cell] = node
+        if parent >= 0:
+            self._n_children[parent] += 1
+        return node
+
+    def _node_at(self, level: int, cell: tuple[int, ...]) -> int:
+        """The node for ``(level, cell)``, created with any missing ancestors.  O(1) when it exists."""
+        nodes = self._levels.get(level)
+        node = nodes.get(cell) if nodes is not None else None
+        if node is None:
+            parent = self._node_at(level - 1, tuple(c >> 1 for c in cell))
+            node = self._new_node(level, cell, parent)
+        return node
+
+    def _delete_node(self, node: int) -> None:
+        level, cell = self._n_key[node]
+        nodes = self._levels[level]
+        del nodes[cell]
+        if not nodes:
+            del self._levels[level]
+        if self._n_cap[node]:
+            self._pool.release(int(self._n_start[node]), int(self._n_cap[node]))
+        parent = self._n_parent[node]
+        if parent >= 0:
+            self._n_children[parent] -= 1
+        self._n_count[node] = -1
+        self._n_cap[node] = 0
+        self._n_key[node] = None
+        self._free_nodes.append(node)
+
+    def _cleanup(self, node: int) -> None:
+        """Delete ``node`` and its ancestors while they are empty and childless."""
+        root = self._root
+        while node != root and self._n_count[node] == 0 and self._n_children[node] == 0:
+            parent = int(self._n_parent[node])
+            self._delete_node(node)
+            node = parent
+        self._shrink_root()
+
+    def _cleanup_many(self, nodes: np.ndarray) -> None:
+        for node in nodes[self._n_count[nodes] == 0].tolist():
+            if self._n_count[node] == 0:  # not deleted by an earlier chain
+                self._cleanup(node)
+
+    def _move_block(self, node: int, capacity: int) -> None:
+        """Give ``node`` a block of ``capacity`` rows, moving its members there."""
+        pool = self._pool
+        start = pool.allocate(capacity)
+        old_start, old_cap, count = int(self._n_start[node]), int(self._n_cap[node]), int(self._n_count[node])
+        if count:
+            pool.handles[start:start + count] = pool.handles[old_start:old_start + count]
+            pool.spheres[start:start + count] = pool.spheres[old_start:old_start + count]
+            self._obj_pos[pool.handles[start:start + count]] = np.arange(start, start + count)
+        if old_cap:
+            pool.release(old_start, old_cap)
+        self._n_start[node] = start
+        self._n_cap[node] = capacity
+
+    # ------------------------------------------------------------------
+    # Internals: membership
+
+    def _append(self, node: int, handle: int, row: list[float]) -> None:
+        count = int(self._n_count[node])
+        if count == self._n_cap[node]:
+            self._move_block(node, block_capacity(count + 1))
+        pos = int(self._n_start[node]) + count
+        self._pool.handles[pos] = handle
+        self._pool.spheres[pos] = row
+        self._n_count[node] = count + 1
+        self._obj_node[handle] = node
+        self._obj_pos[handle] = pos
+
+    def _unlink(self, handle: int) -> int:
+        """Take one object out of its node (swap with the node's last row); no cleanup."""
+        pool = self._pool
+        node = int(self._obj_node[handle])
+        pos = int(self._obj_pos[handle])
+        count = int(self._n_count[node]) - 1
+        last = int(self._n_start[node]) + count
+        if pos != last:
+            moved = int(pool.handles[last])
+            pool.handles[pos] = moved
+            pool.spheres[pos] = pool.spheres[last]
+            self._obj_pos[moved] = pos
+        pool.handles[last] = -1
+        self._n_count[node] = count
+        self._obj_node[handle] = -1
+        return node
+
+    def _unlink_many(self, handles: np.ndarray) -> np.ndarray:
+        """Take many objects out of their nodes, vectorised; returns the nodes touched.
+
+        Each node's block stays packed: the surviving members of its tail
+        fill the holes left in front of the new end.
+        """
+        pool = self._pool
+        nodes = self._obj_node[handles]
+        rows = self._obj_pos[handles]
+        touched, removed = np.unique(nodes, return_counts=True)
+        kept = self._n_count[touched] - removed
+        tail_starts = self._n_start[touched] + kept
+        which = np.searchsorted(touched, nodes)
+        in_front = rows < tail_starts[which]
+        self._obj_node[handles] = -1
+        holes = rows[in_front][np.argsort(nodes[in_front], kind="stable")]
+        tail = concat_ranges(tail_starts, removed)
+        fillers = tail[self._obj_node[pool.handles[tail]] >= 0]
+        moved = pool.handles[fillers]
+        pool.handles[holes] = moved
+        pool.spheres[holes] = pool.spheres[fillers]
+        self._obj_pos[moved] = holes
+        pool.handles[tail] = -1
+        self._n_count[touched] = kept
+        return touched
+
+    def _group_homes(self, levels: np.ndarray, cells: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Distinct ``(level, cell)`` rows: (index of each one's first row, inverse)."""
+        depth = levels - self.root_level
+        bits = int(depth.max())
+        if (self.dim * bits + 6) <= 62:
+            root_cell = self._n_cells[self._root]
+            relative = cells - (root_cell[None, :] << depth[:, None])
+            keys = depth << (self.dim * bits)
+            for axis in range(self.dim):
+                keys = keys | (relative[:, axis] << (axis * bits))
+        else:
+            keys = np.column_stack([levels, cells])
+            keys = np.ascontiguousarray(keys).view(np.dtype((np.void, keys.itemsize * keys.shape[1]))).ravel()
+        _, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
+        return first, inverse.ravel()
+
+    def _link_many(self, handles: np.ndarray, levels: np.ndarray, cells: np.ndarray, rows: np.ndarray) -> None:
+        """Put objects (handles already issued, root already grown) into their home nodes."""
+        first, inverse = self._group_homes(levels, cells)
+        keys = zip(levels[first].tolist(), map(tuple, cells[first].tolist()))
+        homes = np.array([self._node_at(level, cell) for level, cell in keys], dtype=np.int64)
+        added = np.bincount(inverse, minlength=homes.size)
+        needed = self._n_count[homes] + added
+        for i in np.flatnonzero(needed > self._n_cap[homes]).tolist():
+            self._move_block(int(homes[i]), block_capacity(int(needed[i])))
+        order = np.argsort(inverse, kind="stable")
+        rank = np.empty(handles.size, dtype=np.int64)
+        rank[order] = np.arange(handles.size) - np.repeat(np.cumsum(added) - added, added)
+        node_of = homes[inverse]
+        positions = self._n_start[node_of] + self._n_count[node_of] + rank
+        self._pool.handles[positions] = handles
+        self._pool.spheres[positions] = rows
+        self._n_count[homes] += added
+        self._obj_node[handles] = node_of
+        self._obj_pos[handles] = positions
+
+    # ------------------------------------------------------------------
+    # Internals: queries
+
+    def _visit(self, point: list[float], scale: float) -> list[list[int]]:
+        """Node ids visited per level, root first; stops at the first level with none.
+
+        A node on level ``L`` (edge ``W``) is visited when
+        ``lo - scale*W/2 <= p < hi + scale*W/2`` on every axis; in cell units
+        that is every cell ``i`` with ``x - 1 - scale/2 < i <= x + scale/2``.
+        """
+        if not self._count:
+            return []
+        half = 0.5 * scale
+        size = self.size
+        limit = 2.0 ** 80  # far beyond any world: keeps cell arithmetic finite
+        u = [min(max((c - o) / size, -limit), limit) for c, o in zip(point, self._origin_list)]
+        floor = math.floor
+        params = self._lattice.level_params
+        all_levels = self._levels
+        visited = [[self._root]]
+        level = self.root_level + 1
+        while True:
+            nodes = all_levels.get(level)
+            if not nodes:
+                break
+            scale_l, add, offset = params[level]
+            windows = []
+            cells = 1
+            for x in u:
+                x = (x + add) * scale_l
+                low = floor(x - 1.0 - half) + 1 + offset
+                high = floor(x + half) + 1 + offset
+                windows.append(range(low, high))
+                cells *= high - low
+            if cells <= MAX_ENUMERATED_CELLS or cells <= len(nodes):
+                get = nodes.get
+                hits = [n for n in map(get, product(*windows)) if n is not None]
+            else:
+                hits = [n for cell, n in nodes.items()
+                        if all(c in window for c, window in zip(cell, windows))]
+            if not hits:
+                break
+            visited.append(hits)
+            level += 1
+        return visited
+
+    def _collect(self, nodes: list[int], point: np.ndarray, exact: bool, scale: float) -> np.ndarray:
+        """The members of ``nodes`` (a fresh int64 array), optionally exact-filtered."""
+        if not nodes:
+            return np.empty(0, dtype=np.int64)
+        ids = np.array(nodes, dtype=np.int64)
+        rows = concat_ranges(self._n_start[ids], self._n_count[ids])
+        handles = self._pool.handles[rows]
+        if exact and rows.size:
+            spheres = self._pool.spheres[rows]
+            with np.errstate(over="ignore", under="ignore"):
+                mask = contains(spheres[:, : self.dim], spheres[:, self.dim], point, self.shape, scale)
+            handles = handles[mask]
+        return handles

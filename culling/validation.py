@@ -1,0 +1,181 @@
+"""Input validation shared by every culling structure.
+
+Each function turns caller input (lists, tuples, scalars, float32 or integer
+arrays) into the one dtype and shape the structures work on, or raises a
+``ValueError``/``TypeError`` whose message names what was expected.  Nothing
+here mutates anything, so a structure validates a whole batch first and only
+then changes its state.
+"""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+__all__ = [
+    "as_centres",
+    "as_handle",
+    "as_handles",
+    "as_point",
+    "as_points",
+    "as_radii",
+    "as_scale",
+    "check_constructor",
+]
+
+SHAPES = ("sphere", "cube")
+
+
+def _as_float_array(values, name: str) -> np.ndarray:
+    """Convert to a float64 array; non-numeric input is a ``TypeError``."""
+    try:
+        array = np.asarray(values)
+    except (TypeError, ValueError) as error:  # ragged nested lists
+        raise ValueError(f"{name} must be a rectangular numeric array: {error}") from None
+    if array.dtype == object:
+        try:
+            array = array.astype(np.float64)
+        except (TypeError, ValueError):
+            raise TypeError(f"{name} must be numeric, got objects of type "
+                            f"{type(array.flat[0]).__name__ if array.size else 'object'}") from None
+    if array.size and not (np.issubdtype(array.dtype, np.integer)
+                           or np.issubdtype(array.dtype, np.floating)):
+        raise TypeError(f"{name} must be numeric (int or float), got dtype {array.dtype}")
+    return array.astype(np.float64, copy=False)
+
+
+def _check_finite(array: np.ndarray, name: str) -> None:
+    if array.size and not np.isfinite(array).all():
+        raise ValueError(f"{name} must be finite (no NaN or inf)")
+
+
+def as_points(values, dim: int, name: str = "centres") -> np.ndarray:
+    """Many points as a float64 array of shape ``(n, dim)``.
+
+    ``dim == 1`` also accepts shape ``(n,)``.  Raises ``ValueError`` for a
+    wrong shape or a non-finite coordinate.
+    """
+    array = _as_float_array(values, name)
+    if dim == 1 and array.ndim == 1:
+        array = array.reshape(-1, 1)
+    if array.ndim == 1 and array.size == 0:
+        array = array.reshape(0, dim)
+    if array.ndim != 2 or array.shape[1] != dim:
+        raise ValueError(f"{name} must have shape (n, {dim}), got {array.shape}")
+    _check_finite(array, name)
+    return array
+
+
+def as_point(value, dim: int, name: str = "point") -> np.ndarray:
+    """One point as a float64 array of shape ``(dim,)`` (a scalar for dim 1)."""
+    array = _as_float_array(value, name)
+    if dim == 1 and array.shape in ((), (1,)):
+        array = array.reshape(1)
+    if array.shape != (dim,):
+        raise ValueError(f"{name} must have shape ({dim},), got {array.shape}"
+                         + ("; use query_many for many points" if array.ndim == 2 else ""))
+    _check_finite(array, name)
+    return array
+
+
+as_centres = as_points
+
+
+def as_radii(values, n: int | None = None, name: str = "radii") -> np.ndarray:
+    """Radii as a float64 array of shape ``(n,)``: finite and not negative."""
+    array = _as_float_array(values, name)
+    if array.ndim == 0:
+        array = array.reshape(1)
+    if array.ndim != 1 or (n is not None and array.shape[0] != n):
+        expected = f"({n},)" if n is not None else "(n,)"
+        raise ValueError(f"{name} must have shape {expected}, got {array.shape}")
+    _check_finite(array, name)
+    if array.size and (array < 0).any():
+        raise ValueError(f"{name} must not be negative")
+    return array + 0.0  # turns -0.0 into 0.0 and always copies
+
+
+def as_radius(value, name: str = "radius") -> float:
+    """One radius as a float: finite and not negative."""
+    array = _as_float_array(value, name)
+    if array.shape not in ((), (1,)):
+        raise ValueError(f"{name} must be a single number, got shape {array.shape}")
+    radius = float(array.reshape(()))
+    if not np.isfinite(radius):
+        raise ValueError(f"{name} must be finite (no NaN or inf)")
+    if radius < 0:
+        raise ValueError(f"{name} must not be negative, got {radius}")
+    return radius + 0.0
+
+
+def as_scale(value) -> float:
+    """The view-distance multiplier: a finite number above zero."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"scale must be a real number, got {type(value).__name__}")
+    scale = float(value)
+    if not np.isfinite(scale) or scale <= 0:
+        raise ValueError(f"scale must be finite and > 0, got {value}")
+    return scale
+
+
+def as_handle(value) -> int:
+    """One handle as a Python int; ``TypeError`` if it is not an integer."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (numbers.Integral, np.integer)):
+        raise TypeError(f"handle must be an integer, got {type(value).__name__}")
+    return int(value)
+
+
+def as_handles(values, name: str = "handles") -> np.ndarray:
+    """Handles as an int64 array of shape ``(n,)``; integers only."""
+    try:
+        array = np.asarray(values)
+    except (TypeError, ValueError) as error:
+        raise TypeError(f"{name} must be a 1-D array of integers: {error}") from None
+    if array.ndim == 0:
+        array = array.reshape(1)
+    if array.size == 0:
+        return np.empty(0, dtype=np.int64)
+    if array.dtype == object:
+        if not all(isinstance(v, (numbers.Integral, np.integer)) and not isinstance(v, bool)
+                   for v in array.ravel()):
+            raise TypeError(f"{name} must be integers")
+        array = array.astype(np.int64)
+    if array.dtype == np.bool_ or not np.issubdtype(array.dtype, np.integer):
+        raise TypeError(f"{name} must be integers, got dtype {array.dtype}")
+    if array.ndim != 1:
+        raise ValueError(f"{name} must have shape (n,), got {array.shape}")
+    if array.dtype == np.uint64 and (array > np.iinfo(np.int64).max).any():
+        raise KeyError(f"{name} contains a handle that is not in the structure")
+    return array.astype(np.int64)
+
+
+def check_unique(handles: np.ndarray, name: str = "handles") -> None:
+    """Duplicate handles in one batch mutation are a ``ValueError``."""
+    if handles.size > 1:
+        ordered = np.sort(handles)
+        repeated = ordered[1:][ordered[1:] == ordered[:-1]]
+        if repeated.size:
+            raise ValueError(f"{name} must be unique, handle {int(repeated[0])} appears more than once")
+
+
+def check_constructor(size, origin, dim, shape) -> tuple[float, np.ndarray, int, str]:
+    """Validate ``(size, origin, dim, shape)``; returns them normalised."""
+    if isinstance(dim, bool) or not isinstance(dim, (numbers.Integral, np.integer)) or dim not in (1, 2, 3):
+        raise ValueError(f"dim must be 1, 2 or 3, got {dim!r}")
+    dim = int(dim)
+    if isinstance(size, bool) or not isinstance(size, (numbers.Real, np.floating, np.integer)):
+        raise ValueError(f"size must be a finite number > 0, got {size!r}")
+    size = float(size)
+    if not np.isfinite(size) or size <= 0:
+        raise ValueError(f"size must be a finite number > 0, got {size!r}")
+    if origin is None:
+        origin = np.zeros(dim)
+    else:
+        try:
+            origin = as_point(origin, dim, "origin")
+        except TypeError as error:
+            raise ValueError(str(error)) from None
+    if shape not in SHAPES:
+        raise ValueError(f"shape must be 'sphere' or 'cube', got {shape!r}")
+    return size, origin + 0.0, dim, shape
