@@ -25,7 +25,6 @@ import numbers
 
 import numpy as np
 
-from culling.shapes import distances
 from culling.tree import ViewDistanceTree
 from culling.validation import (
     as_handle,
@@ -39,6 +38,19 @@ from culling.validation import (
 )
 
 __all__ = ["CollisionCandidates"]
+
+
+def _distances(centres: np.ndarray, point: np.ndarray) -> np.ndarray:
+    """Euclidean distance from ``point`` to each row of ``centres``, shape (n,).
+
+    Summed axis by axis in order, so an offset along one axis is exact.
+    """
+    offsets = centres - point
+    total = np.zeros(offsets.shape[0])
+    with np.errstate(under="ignore"):  # tiny offsets square to 0
+        for axis in range(offsets.shape[1]):
+            total += offsets[:, axis] * offsets[:, axis]
+    return np.sqrt(total)
 
 
 class CollisionCandidates:
@@ -261,7 +273,7 @@ class CollisionCandidates:
         hs = self._tree.query(point)
         centres = np.asarray(self._tree.centres_of(hs), dtype=np.float64).reshape(-1, self._dim)
         reach = self._bounding[hs] + self._probe
-        return hs, centres, reach, distances(centres, point, "sphere")
+        return hs, centres, reach, _distances(centres, point)
 
     def touching(self, probe_centre) -> np.ndarray:
         """Objects whose bounding sphere touches the probe sphere.

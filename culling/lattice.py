@@ -16,9 +16,9 @@ coordinates alike, up to ``MAX_GROWTH`` levels, and still keep every index a
 non-negative integer.
 
 >>> lat = Lattice(size=8.0, origin=np.zeros(1))
->>> lat.cell_bounds(0, lat.cells(np.array([[3.0]]) / 8.0, 0)[0])
+>>> lat.cell_bounds(0, lat.cells(lat.to_u(np.array([[3.0]])), 0)[:, 0])
 (array([0.]), array([8.]))
->>> lat.cell_bounds(-1, lat.cells(np.array([[3.0]]) / 8.0, -1)[0])
+>>> lat.cell_bounds(-1, lat.cells(lat.to_u(np.array([[3.0]])), -1)[:, 0])
 (array([-8.]), array([8.]))
 """
 
@@ -70,13 +70,21 @@ class Lattice:
     # -- points -------------------------------------------------------------
 
     def to_u(self, points: np.ndarray) -> np.ndarray:
-        """Root-relative coordinates, shape (n, dim) or (dim,)."""
-        with np.errstate(under="ignore"):
-            return (points - self.origin) / self.size
+        """Root-relative coordinates of points (n, dim), as columns: shape (dim, n).
 
-    def outside_world(self, u: np.ndarray) -> np.ndarray:
-        """Mask of rows of ``u`` (n, dim) outside the largest world the tree can grow to."""
-        return ((u < self.world_lo_u) | (u >= self.world_hi_u)).any(axis=1)
+        Column-wise because every later step works per axis on contiguous
+        1-D arrays (an inner axis of length 3 makes NumPy loop per row).
+        """
+        u = np.empty((self.dim, points.shape[0]))
+        with np.errstate(under="ignore"):
+            for axis in range(self.dim):
+                np.subtract(points[:, axis], self.origin[axis], out=u[axis])
+                u[axis] /= self.size
+        return u
+
+    def outside_world(self, u: np.ndarray) -> bool:
+        """Whether any coordinate of ``u`` lies outside the largest world the tree can grow to."""
+        return bool(u.size) and (u.min() < self.world_lo_u or u.max() >= self.world_hi_u)
 
     def world_bounds(self) -> tuple[np.ndarray, np.ndarray]:
         """Low and high corner of the largest world, in world coordinates."""
@@ -95,25 +103,34 @@ class Lattice:
         with np.errstate(under="ignore"):
             relative = radii / self.size
         _, exponent = np.frexp(relative)
-        levels = np.where(relative > 0, -exponent.astype(np.int64) - 1, MAX_DEPTH)
-        return np.minimum(levels, MAX_DEPTH)
+        levels = np.negative(exponent, dtype=np.int64)
+        levels -= 1
+        levels[relative == 0] = MAX_DEPTH
+        return np.minimum(levels, MAX_DEPTH, out=levels)
 
     def cells(self, u: np.ndarray, levels) -> np.ndarray:
-        """Cell of each row of ``u`` (n, dim) on ``levels`` (an int or (n,) ints); int64 (n, dim)."""
+        """Cells of the columns ``u`` (dim, n) on ``levels`` (an int or (n,) ints); int64 (dim, n)."""
         levels = np.asarray(levels, dtype=np.int64)
         if levels.ndim == 0:
             scale, add, offset = self.level_params[int(levels)]
             return np.floor((u + add) * scale).astype(np.int64) + offset
+        cells = np.empty(u.shape, dtype=np.int64)
+        if u.shape[1] == 0:
+            return cells
+        if levels.min() >= 0:  # the common case: no grown levels, no additive term
+            offset = np.left_shift(np.int64(ANCHOR), levels)
+            for axis in range(self.dim):
+                cells[axis] = np.floor(np.ldexp(u[axis], levels))
+                cells[axis] += offset
+            return cells
         shift = np.abs(levels)
-        scale = np.ldexp(1.0, levels)[:, None]
-        add = np.where(levels < 0, ANCHOR & ((np.int64(1) << shift) - 1), 0).astype(np.float64)[:, None]
-        offset = np.where(levels < 0, ANCHOR >> shift, np.int64(ANCHOR) << shift)[:, None]
-        return np.floor((u + add) * scale).astype(np.int64) + offset
-
-    def cell_of_point(self, u: float, level: int) -> float:
-        """One coordinate's position in cell units on ``level`` (cell = floor of it)."""
-        scale, add, offset = self.level_params[level]
-        return (u + add) * scale + offset
+        scale = np.ldexp(1.0, levels)
+        add = np.where(levels < 0, ANCHOR & ((np.int64(1) << shift) - 1), 0).astype(np.float64)
+        offset = np.where(levels < 0, ANCHOR >> shift, np.int64(ANCHOR) << shift)
+        for axis in range(self.dim):
+            cells[axis] = np.floor((u[axis] + add) * scale)
+            cells[axis] += offset
+        return cells
 
     # -- boxes --------------------------------------------------------------
 

@@ -30,18 +30,21 @@ def block_capacity(count: int) -> int:
 
 
 class BlockPool:
-    """Rows of ``handles`` (int64) and ``spheres`` (float64, centre then radius).
+    """Rows of ``handles`` (int64) and ``columns`` (float64: each axis, then the radius).
+
+    The spheres are stored column-wise, one contiguous array per coordinate
+    and one for the radius, so the exact test runs on 1-D arrays.
 
     Attributes
     ----------
     handles : ndarray, shape (capacity,), int64
-    spheres : ndarray, shape (capacity, dim + 1), float64
+    columns : ndarray, shape (dim + 1, capacity), float64
     """
 
     def __init__(self, dim: int, capacity: int = 64):
         self.dim = dim
         self.handles = np.full(capacity, -1, dtype=np.int64)
-        self.spheres = np.zeros((capacity, dim + 1), dtype=np.float64)
+        self.columns = np.zeros((dim + 1, capacity), dtype=np.float64)
         self.top = 0  # rows at and above ``top`` have never been handed out
         self._free: dict[int, list[int]] = {}
 
@@ -57,9 +60,9 @@ class BlockPool:
         capacity = max(needed, int(self.capacity * POOL_GROWTH))
         handles = np.full(capacity, -1, dtype=np.int64)
         handles[: self.top] = self.handles[: self.top]
-        spheres = np.zeros((capacity, self.dim + 1), dtype=np.float64)
-        spheres[: self.top] = self.spheres[: self.top]
-        self.handles, self.spheres = handles, spheres
+        columns = np.zeros((self.dim + 1, capacity), dtype=np.float64)
+        columns[:, : self.top] = self.columns[:, : self.top]
+        self.handles, self.columns = handles, columns
 
     def allocate(self, capacity: int) -> int:
         """Start of a free block of ``capacity`` rows (a power of two)."""
@@ -81,4 +84,4 @@ class BlockPool:
         return [(start, capacity) for capacity, starts in self._free.items() for start in starts]
 
     def nbytes(self) -> int:
-        return self.handles.nbytes + self.spheres.nbytes
+        return self.handles.nbytes + self.columns.nbytes

@@ -44,7 +44,7 @@ def _frozen(array: np.ndarray) -> np.ndarray:
     return array
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class VisibilityEvents:
     """What changed between two consecutive updates of one tracker.
 
@@ -331,8 +331,7 @@ class MultiCameraTracker:
     """
 
     def __init__(self, band_edges=None):
-        VisibilityTracker(band_edges)  # validate once, up front
-        self._band_edges = band_edges
+        self._band_edges = VisibilityTracker(band_edges).band_edges  # validated, read-only
         self._trackers: dict = {}
 
     def __getitem__(self, camera) -> VisibilityTracker:

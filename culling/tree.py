@@ -39,7 +39,7 @@ import numpy as np
 
 from culling.lattice import ANCHOR, MAX_DEPTH, MAX_GROWTH, Lattice
 from culling.pool import BlockPool, block_capacity
-from culling.shapes import contains
+from culling.shapes import distances, within
 from culling.trace import LevelTrace, QueryTrace
 from culling.validation import (
     as_handle,
@@ -118,7 +118,7 @@ class ViewDistanceTree:
         self._n_cap = np.zeros(16, dtype=np.int64)
         self._n_count = np.full(16, -1, dtype=np.int64)
         self._n_level = np.zeros(16, dtype=np.int64)
-        self._n_cells = np.zeros((16, self.dim), dtype=np.int64)
+        self._n_cells = np.zeros((self.dim, 16), dtype=np.int64)  # column-wise, like u
         self._n_parent = np.full(16, -1, dtype=np.int64)
         self._n_children = np.zeros(16, dtype=np.int64)
         self._n_key: list[tuple[int, tuple[int, ...]] | None] = [None] * 16
@@ -156,7 +156,7 @@ class ViewDistanceTree:
     @property
     def root_bounds(self) -> tuple[np.ndarray, np.ndarray]:
         """``(lo, hi)`` of the current root node."""
-        return self._lattice.cell_bounds(self.root_level, self._n_cells[self._root])
+        return self._lattice.cell_bounds(self.root_level, self._n_cells[:, self._root])
 
     def handles(self) -> np.ndarray:
         """Every handle in the tree, ascending; int64, O(handles ever issued)."""
@@ -164,21 +164,21 @@ class ViewDistanceTree:
 
     def centre(self, handle) -> np.ndarray:
         """The centre of one object, shape (dim,), float64."""
-        return self._pool.spheres[self._obj_pos[self._live(handle)], : self.dim].copy()
+        return self._pool.columns[: self.dim, self._obj_pos[self._live(handle)]].copy()
 
     def radius(self, handle) -> float:
         """The radius (view distance) of one object."""
-        return float(self._pool.spheres[self._obj_pos[self._live(handle)], self.dim])
+        return float(self._pool.columns[self.dim, self._obj_pos[self._live(handle)]])
 
     def centres_of(self, handles) -> np.ndarray:
         """Centres of many objects, shape (n, dim), float64, O(n)."""
         handles = self._live_many(handles)
-        return self._pool.spheres[self._obj_pos[handles], : self.dim]
+        return self._pool.columns[: self.dim, self._obj_pos[handles]].T.copy()
 
     def radii_of(self, handles) -> np.ndarray:
         """Radii of many objects, shape (n,), float64, O(n)."""
         handles = self._live_many(handles)
-        return self._pool.spheres[self._obj_pos[handles], self.dim]
+        return self._pool.columns[self.dim, self._obj_pos[handles]]
 
     def nbytes(self) -> int:
         """Bytes held in NumPy arrays (objects, nodes and pool), without Python overhead."""
@@ -220,7 +220,7 @@ class ViewDistanceTree:
         level, cell = self._home(point, radius)
         node = int(self._obj_node[handle])
         if self._n_key[node] == (level, cell):
-            self._pool.spheres[self._obj_pos[handle]] = point + [radius]
+            self._pool.columns[:, self._obj_pos[handle]] = point + [radius]
             return
         self._unlink(handle)
         self._append(self._node_at(level, cell), handle, point + [radius])
@@ -249,7 +249,7 @@ class ViewDistanceTree:
         handles = self._new_handles(centres.shape[0])
         if handles.size:
             self._link_many(handles, levels, self._lattice.cells(u, levels),
-                            np.column_stack([centres, radii]))
+                            np.vstack([centres.T, radii]))
             self._count += handles.size
             self._shrink_root()
         return handles
@@ -272,16 +272,18 @@ class ViewDistanceTree:
         if not handles.size:
             return
         cells = self._lattice.cells(u, levels)
-        rows = np.column_stack([centres, radii])
+        rows = np.vstack([centres.T, radii])
         nodes = self._obj_node[handles]
-        stay = (self._n_level[nodes] == levels) & (self._n_cells[nodes] == cells).all(axis=1)
-        self._pool.spheres[self._obj_pos[handles[stay]]] = rows[stay]
+        stay = self._n_level[nodes] == levels
+        for axis in range(self.dim):
+            stay &= self._n_cells[axis, nodes] == cells[axis]
+        self._pool.columns[:, self._obj_pos[handles[stay]]] = rows[:, stay]
         if stay.all():
             return
         move = ~stay
         movers = handles[move]
         touched = self._unlink_many(movers)
-        self._link_many(movers, levels[move], cells[move], rows[move])
+        self._link_many(movers, levels[move], cells[:, move], rows[:, move])
         self._cleanup_many(touched)
         self._shrink_root()
 
@@ -339,14 +341,9 @@ class ViewDistanceTree:
         handles = self._pool.handles[rows]
         owners = np.repeat(np.repeat(np.arange(points.shape[0]), counts), sizes)
         if exact and rows.size:
-            spheres = self._pool.spheres[rows]
-            offsets = spheres[:, : self.dim] - points[owners]
-            with np.errstate(over="ignore", under="ignore"):
-                if self.shape == "cube":
-                    distance = np.abs(offsets).max(axis=1)
-                else:
-                    distance = np.sqrt(np.einsum("ij,ij->i", offsets, offsets))
-            keep = distance <= spheres[:, self.dim] * scale if scale != 1.0 else distance <= spheres[:, self.dim]
+            columns = self._pool.columns[:, rows]
+            distance = distances(columns[: self.dim], points[owners].T, self.shape)
+            keep = within(distance, columns[self.dim], scale)
             handles, owners = handles[keep], owners[keep]
         return handles, np.bincount(owners, minlength=points.shape[0]).astype(np.int64)
 
@@ -361,7 +358,7 @@ class ViewDistanceTree:
         for depth, nodes in enumerate(visited):
             level = root_level + depth
             ids = np.array(nodes, dtype=np.int64)
-            lo, hi = self._lattice.cell_bounds(level, self._n_cells[ids])
+            lo, hi = self._lattice.cell_bounds(level, self._n_cells[:, ids].T)
             margin = 0.0 if depth == 0 else 0.5 * scale * self._lattice.node_size(level)
             levels.append(LevelTrace(
                 depth=depth,
@@ -393,7 +390,7 @@ class ViewDistanceTree:
         for node in alive.tolist():
             level, cell = self._n_key[node]
             assert self._levels[level][cell] == node, "level index points elsewhere"
-            assert level == self._n_level[node] and cell == tuple(self._n_cells[node].tolist())
+            assert level == self._n_level[node] and cell == tuple(self._n_cells[:, node].tolist())
             assert root_level <= level <= MAX_DEPTH, "node level outside [root, MAX_DEPTH]"
             parent = int(self._n_parent[node])
             if node != root:
@@ -424,15 +421,15 @@ class ViewDistanceTree:
         assert ((rows >= self._n_start[nodes]) & (rows < self._n_start[nodes] + self._n_count[nodes])).all()
         assert int(self._n_count[alive].sum()) == live.size, "node counts disagree with objects"
         # Home node: a pure function of (centre, radius).
-        spheres = self._pool.spheres[rows]
-        radii = spheres[:, self.dim]
-        assert np.isfinite(spheres).all() and (radii >= 0).all()
+        columns = self._pool.columns[:, rows]
+        radii = columns[self.dim]
+        assert np.isfinite(columns).all() and (radii >= 0).all()
         levels = lat.levels_for(radii)
         expected = np.maximum(levels, root_level) if live.size else levels
         assert (levels >= root_level).all(), "a sphere is too large for the root"
         assert (self._n_level[nodes] == expected).all(), "object on the wrong level"
-        cells = lat.cells(lat.to_u(spheres[:, : self.dim]), levels)
-        assert (self._n_cells[nodes] == cells).all(), "object in the wrong cell"
+        cells = lat.cells(lat.to_u(columns[: self.dim].T), levels)
+        assert (self._n_cells[:, nodes] == cells).all(), "object in the wrong cell"
 
     # ------------------------------------------------------------------
     # Internals: validation helpers
@@ -465,7 +462,7 @@ class ViewDistanceTree:
         return handles
 
     def _check_world(self, u: np.ndarray, levels: np.ndarray) -> None:
-        if u.size and self._lattice.outside_world(u).any():
+        if self._lattice.outside_world(u):
             lo, hi = self._lattice.world_bounds()
             raise ValueError(f"centres must lie within the largest world this tree can grow to, "
                              f"[{lo.tolist()}, {hi.tolist()})")
@@ -487,7 +484,7 @@ class ViewDistanceTree:
         u = [(c - o) / size for c, o in zip(point, self._origin_list)]
         lat = self._lattice
         if level < -MAX_GROWTH or not all(lat.world_lo_u <= x < lat.world_hi_u for x in u):
-            self._check_world(np.array([u]), np.array([level]))
+            self._check_world(np.array([u]).T, np.array([level]))
         while level < self.root_level or not self._root_contains(u):
             self._grow_root()
         scale, add, offset = lat.level_params[level]
@@ -498,8 +495,8 @@ class ViewDistanceTree:
         u = self._lattice.to_u(centres)
         levels = self._lattice.levels_for(radii)
         self._check_world(u, levels)
-        if u.shape[0]:
-            corners = [u.min(axis=0).tolist(), u.max(axis=0).tolist()]
+        if u.shape[1]:
+            corners = [u.min(axis=1).tolist(), u.max(axis=1).tolist()]
             top = int(levels.min())
             while top < self.root_level or not all(self._root_contains(c) for c in corners):
                 self._grow_root()
@@ -564,7 +561,7 @@ class ViewDistanceTree:
                 self._n_cap = _grown(self._n_cap, node + 1, 0)
                 self._n_count = _grown(self._n_count, node + 1, -1)
                 self._n_level = _grown(self._n_level, node + 1, 0)
-                self._n_cells = _grown(self._n_cells, node + 1, 0)
+                self._n_cells = _grown(self._n_cells.T, node + 1, 0).T.copy()
                 self._n_parent = _grown(self._n_parent, node + 1, -1)
                 self._n_children = _grown(self._n_children, node + 1, 0)
                 self._n_key.extend([None] * (self._n_count.shape[0] - len(self._n_key)))
@@ -572,7 +569,7 @@ class ViewDistanceTree:
         self._n_cap[node] = 0  # blocks are allocated on the first member
         self._n_count[node] = 0
         self._n_level[node] = level
-        self._n_cells[node] = cell
+        self._n_cells[:, node] = cell
         self._n_parent[node] = parent
         self._n_children[node] = 0
         self._n_key[node] = (level, cell)
@@ -627,7 +624,7 @@ class ViewDistanceTree:
         old_start, old_cap, count = int(self._n_start[node]), int(self._n_cap[node]), int(self._n_count[node])
         if count:
             pool.handles[start:start + count] = pool.handles[old_start:old_start + count]
-            pool.spheres[start:start + count] = pool.spheres[old_start:old_start + count]
+            pool.columns[:, start:start + count] = pool.columns[:, old_start:old_start + count]
             self._obj_pos[pool.handles[start:start + count]] = np.arange(start, start + count)
         if old_cap:
             pool.release(old_start, old_cap)
@@ -643,7 +640,7 @@ class ViewDistanceTree:
             self._move_block(node, block_capacity(count + 1))
         pos = int(self._n_start[node]) + count
         self._pool.handles[pos] = handle
-        self._pool.spheres[pos] = row
+        self._pool.columns[:, pos] = row
         self._n_count[node] = count + 1
         self._obj_node[handle] = node
         self._obj_pos[handle] = pos
@@ -658,7 +655,7 @@ class ViewDistanceTree:
         if pos != last:
             moved = int(pool.handles[last])
             pool.handles[pos] = moved
-            pool.spheres[pos] = pool.spheres[last]
+            pool.columns[:, pos] = pool.columns[:, last]
             self._obj_pos[moved] = pos
         pool.handles[last] = -1
         self._n_count[node] = count
@@ -685,7 +682,7 @@ class ViewDistanceTree:
         fillers = tail[self._obj_node[pool.handles[tail]] >= 0]
         moved = pool.handles[fillers]
         pool.handles[holes] = moved
-        pool.spheres[holes] = pool.spheres[fillers]
+        pool.columns[:, holes] = pool.columns[:, fillers]
         self._obj_pos[moved] = holes
         pool.handles[tail] = -1
         self._n_count[touched] = kept
@@ -696,13 +693,13 @@ class ViewDistanceTree:
         depth = levels - self.root_level
         bits = int(depth.max())
         if (self.dim * bits + 6) <= 62:
-            root_cell = self._n_cells[self._root]
-            relative = cells - (root_cell[None, :] << depth[:, None])
+            root_cell = self._n_cells[:, self._root]
             keys = depth << (self.dim * bits)
             for axis in range(self.dim):
-                keys = keys | (relative[:, axis] << (axis * bits))
+                relative = cells[axis] - (root_cell[axis] << depth)
+                keys |= relative << (axis * bits)
         else:
-            keys = np.column_stack([levels, cells])
+            keys = np.column_stack([levels, cells.T])
             keys = np.ascontiguousarray(keys).view(np.dtype((np.void, keys.itemsize * keys.shape[1]))).ravel()
         _, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
         return first, inverse.ravel()
@@ -710,7 +707,7 @@ class ViewDistanceTree:
     def _link_many(self, handles: np.ndarray, levels: np.ndarray, cells: np.ndarray, rows: np.ndarray) -> None:
         """Put objects (handles already issued, root already grown) into their home nodes."""
         first, inverse = self._group_homes(levels, cells)
-        keys = zip(levels[first].tolist(), map(tuple, cells[first].tolist()))
+        keys = zip(levels[first].tolist(), map(tuple, cells[:, first].T.tolist()))
         homes = np.array([self._node_at(level, cell) for level, cell in keys], dtype=np.int64)
         added = np.bincount(inverse, minlength=homes.size)
         needed = self._n_count[homes] + added
@@ -722,7 +719,7 @@ class ViewDistanceTree:
         node_of = homes[inverse]
         positions = self._n_start[node_of] + self._n_count[node_of] + rank
         self._pool.handles[positions] = handles
-        self._pool.spheres[positions] = rows
+        self._pool.columns[:, positions] = rows
         self._n_count[homes] += added
         self._obj_node[handles] = node_of
         self._obj_pos[handles] = positions
@@ -775,14 +772,25 @@ class ViewDistanceTree:
 
     def _collect(self, nodes: list[int], point: np.ndarray, exact: bool, scale: float) -> np.ndarray:
         """The members of ``nodes`` (a fresh int64 array), optionally exact-filtered."""
+        return self._gather(nodes, point, exact, scale)[0]
+
+    def _gather(self, nodes: list[int], point: np.ndarray, exact: bool,
+                scale: float) -> tuple[np.ndarray, np.ndarray]:
+        """Handles and sphere columns (dim + 1, k) of the members of ``nodes``.
+
+        Each node's members are one contiguous run of the pool, so this is a
+        concatenation of a few slices, not a per-object gather.
+        """
         if not nodes:
-            return np.empty(0, dtype=np.int64)
+            return np.empty(0, dtype=np.int64), np.empty((self.dim + 1, 0))
+        pool = self._pool
         ids = np.array(nodes, dtype=np.int64)
-        rows = concat_ranges(self._n_start[ids], self._n_count[ids])
-        handles = self._pool.handles[rows]
-        if exact and rows.size:
-            spheres = self._pool.spheres[rows]
-            with np.errstate(over="ignore", under="ignore"):
-                mask = contains(spheres[:, : self.dim], spheres[:, self.dim], point, self.shape, scale)
-            handles = handles[mask]
-        return handles
+        runs = [(s, s + n) for s, n in zip(self._n_start[ids].tolist(), self._n_count[ids].tolist()) if n]
+        if not runs:
+            return np.empty(0, dtype=np.int64), np.empty((self.dim + 1, 0))
+        handles = np.concatenate([pool.handles[a:b] for a, b in runs])
+        columns = np.concatenate([pool.columns[:, a:b] for a, b in runs], axis=1)
+        if exact:
+            keep = within(distances(columns[: self.dim], point.tolist(), self.shape), columns[self.dim], scale)
+            handles, columns = handles[keep], columns[:, keep]
+        return handles, columns
