@@ -347,6 +347,27 @@ class ViewDistanceTree:
             handles, owners = handles[keep], owners[keep]
         return handles, np.bincount(owners, minlength=points.shape[0]).astype(np.int64)
 
+    def query_spheres(self, point, exact: bool = False,
+                      scale: float = 1.0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Like :meth:`query`, with each answer's centre and radius.
+
+        Engines need both for the next filters; reading them here, from the
+        same contiguous node runs, avoids a random gather by handle.
+
+        Returns
+        -------
+        handles : ndarray, shape (k,), int64
+        centres : ndarray, shape (k, dim), float64
+        radii : ndarray, shape (k,), float64
+        """
+        p = self._point(point, "point")
+        scale = as_scale(scale) if scale != 1.0 else 1.0
+        handles, columns = self._gather([n for level in self._visit(p, scale) for n in level])
+        if exact and handles.size:
+            keep = self._inside(columns, np.asarray(p), scale)
+            handles, columns = handles[keep], columns[:, keep]
+        return handles, columns[: self.dim].T, columns[self.dim]
+
     def trace(self, point, scale: float = 1.0) -> QueryTrace:
         """What ``query(point, scale=scale)`` visits, level by level (for overlays and tests)."""
         p = self._point(point, "point")
@@ -772,25 +793,32 @@ class ViewDistanceTree:
 
     def _collect(self, nodes: list[int], point: np.ndarray, exact: bool, scale: float) -> np.ndarray:
         """The members of ``nodes`` (a fresh int64 array), optionally exact-filtered."""
-        return self._gather(nodes, point, exact, scale)[0]
+        runs = self._runs(nodes)
+        if not runs:
+            return np.empty(0, dtype=np.int64)
+        handles = np.concatenate([self._pool.handles[a:b] for a, b in runs])
+        if exact:
+            columns = np.concatenate([self._pool.columns[:, a:b] for a, b in runs], axis=1)
+            handles = handles[self._inside(columns, point, scale)]
+        return handles
 
-    def _gather(self, nodes: list[int], point: np.ndarray, exact: bool,
-                scale: float) -> tuple[np.ndarray, np.ndarray]:
-        """Handles and sphere columns (dim + 1, k) of the members of ``nodes``.
-
-        Each node's members are one contiguous run of the pool, so this is a
-        concatenation of a few slices, not a per-object gather.
-        """
-        if not nodes:
-            return np.empty(0, dtype=np.int64), np.empty((self.dim + 1, 0))
-        pool = self._pool
-        ids = np.array(nodes, dtype=np.int64)
-        runs = [(s, s + n) for s, n in zip(self._n_start[ids].tolist(), self._n_count[ids].tolist()) if n]
+    def _gather(self, nodes: list[int]) -> tuple[np.ndarray, np.ndarray]:
+        """Handles (k,) and sphere columns (dim + 1, k) of the members of ``nodes``."""
+        runs = self._runs(nodes)
         if not runs:
             return np.empty(0, dtype=np.int64), np.empty((self.dim + 1, 0))
-        handles = np.concatenate([pool.handles[a:b] for a, b in runs])
-        columns = np.concatenate([pool.columns[:, a:b] for a, b in runs], axis=1)
-        if exact:
-            keep = within(distances(columns[: self.dim], point.tolist(), self.shape), columns[self.dim], scale)
-            handles, columns = handles[keep], columns[:, keep]
-        return handles, columns
+        return (np.concatenate([self._pool.handles[a:b] for a, b in runs]),
+                np.concatenate([self._pool.columns[:, a:b] for a, b in runs], axis=1))
+
+    def _runs(self, nodes: list[int]) -> list[tuple[int, int]]:
+        """The pool rows of ``nodes``' members as ``(start, stop)`` runs.
+
+        Each node's members are one contiguous run of the pool, so a query
+        concatenates a few slices instead of gathering object by object.
+        """
+        ids = np.array(nodes, dtype=np.int64)
+        return [(s, s + n) for s, n in zip(self._n_start[ids].tolist(), self._n_count[ids].tolist()) if n]
+
+    def _inside(self, columns: np.ndarray, point: np.ndarray, scale: float) -> np.ndarray:
+        """Mask of the gathered spheres that contain ``point`` (radii times ``scale``)."""
+        return within(distances(columns[: self.dim], point.tolist(), self.shape), columns[self.dim], scale)
