@@ -457,7 +457,9 @@ class ViewDistanceTree:
 
     def _point(self, value, name: str) -> list[float]:
         """One point as a list of floats, validated (fast path for plain tuples and arrays)."""
-        if type(value) in (tuple, list) and len(value) == self.dim and all(type(v) is float for v in value):
+        if type(value) is np.ndarray and value.dtype == np.float64 and value.shape == (self.dim,):
+            coords = value.tolist()
+        elif type(value) in (tuple, list) and len(value) == self.dim and all(type(v) is float for v in value):
             coords = list(value)
         else:
             coords = as_point(value, self.dim, name).tolist()

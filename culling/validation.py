@@ -9,6 +9,7 @@ then changes its state.
 
 from __future__ import annotations
 
+import math
 import numbers
 
 import numpy as np
@@ -39,8 +40,7 @@ def _as_float_array(values, name: str) -> np.ndarray:
         except (TypeError, ValueError):
             raise TypeError(f"{name} must be numeric, got objects of type "
                             f"{type(array.flat[0]).__name__ if array.size else 'object'}") from None
-    if array.size and not (np.issubdtype(array.dtype, np.integer)
-                           or np.issubdtype(array.dtype, np.floating)):
+    if array.size and array.dtype.kind not in "iuf":
         raise TypeError(f"{name} must be numeric (int or float), got dtype {array.dtype}")
     return array.astype(np.float64, copy=False)
 
@@ -98,6 +98,9 @@ def as_radii(values, n: int | None = None, name: str = "radii") -> np.ndarray:
 
 def as_radius(value, name: str = "radius") -> float:
     """One radius as a float: finite and not negative."""
+    if type(value) is float or type(value) is np.float64:  # the common case, fast
+        if value >= 0 and value != math.inf:
+            return float(value) + 0.0
     array = _as_float_array(value, name)
     if array.shape not in ((), (1,)):
         raise ValueError(f"{name} must be a single number, got shape {array.shape}")
