@@ -6,13 +6,21 @@ camera sees an object when the camera point lies inside that sphere.  The
 what is near the point, not on how many objects the world holds.
 """
 
+from culling.collision import CollisionCandidates
+from culling.dense import DenseViewDistanceGrid
 from culling.trace import LevelTrace, QueryTrace
+from culling.tracker import MultiCameraTracker, VisibilityEvents, VisibilityTracker
 from culling.tree import MAX_DEPTH, MAX_GROWTH, ViewDistanceTree
 
 __all__ = [
+    "CollisionCandidates",
+    "DenseViewDistanceGrid",
     "LevelTrace",
     "MAX_DEPTH",
     "MAX_GROWTH",
+    "MultiCameraTracker",
     "QueryTrace",
     "ViewDistanceTree",
+    "VisibilityEvents",
+    "VisibilityTracker",
 ]

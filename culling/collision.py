@@ -270,9 +270,7 @@ class CollisionCandidates:
 
     def _contacts(self, point: np.ndarray):
         """Candidates with their centres, reach ``b + q`` and distance to ``point``."""
-        hs = self._tree.query(point)
-        centres = np.asarray(self._tree.centres_of(hs), dtype=np.float64).reshape(-1, self._dim)
-        reach = self._bounding[hs] + self._probe
+        hs, centres, reach = self._tree.query_spheres(point)   # reach = bounding + probe
         return hs, centres, reach, _distances(centres, point)
 
     def touching(self, probe_centre) -> np.ndarray:

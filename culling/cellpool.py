@@ -1,0 +1,307 @@
+"""Members of many fixed cells in one array, with vectorised batch updates.
+
+:class:`CellPool` is the membership store of the dense grid
+(:mod:`culling.dense`): cells are numbered ``0 .. n_cells - 1`` once and for
+all, each object (a handle) lives in at most one cell, and every operation on
+many objects is a handful of NumPy calls, never a Python loop over objects or
+cells.
+
+Layout (CSR with slack): a non-empty cell ``c`` owns the block
+``pool[start[c] : start[c] + cap[c]]`` and its members are the first
+``count[c]`` entries of that block, in no particular order.  Capacities are
+powers of two.  An object knows its cell and its slot (index inside the
+block), so unlinking it is O(1): the block's last member moves into its slot.
+A cell that outgrows its block moves to a block twice as large at the end of
+the pool; a cell that becomes empty gives its block up.  Blocks given up or
+left behind are garbage until the pool is full, when one vectorised repack
+copies every live block to a fresh pool sized :data:`POOL_SLACK` times the
+live capacity: amortised O(1) per member added.
+
+>>> cells = CellPool(n_cells=4)
+>>> cells.reserve_objects(3)
+>>> cells.link_many(np.array([0, 1, 2]), np.array([3, 1, 3]))
+>>> members, counts = cells.gather(np.array([3, 0]))
+>>> sorted(members.tolist()), counts.tolist()
+([0, 2], [2, 0])
+>>> cells.unlink(0); cells.gather(np.array([3]))[0].tolist()
+[2]
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["CellPool", "MIN_POOL", "POOL_SLACK", "concat_ranges"]
+
+#: Smallest pool (entries).  Tiny grids never repack more than a few times.
+MIN_POOL = 64
+
+#: Pool length after a repack, as a multiple of the live blocks' capacity.
+#: With power-of-two blocks (at most 2x their members) the pool stays within
+#: 4 entries (16 bytes) per object; 2 leaves as much room for growth as is
+#: live, so repacks (O(objects)) happen at most once per O(objects) links.
+POOL_SLACK = 2
+
+#: A pool longer than this many entries per linked member (plus MIN_POOL) is
+#: repacked after removals, giving memory back.  Above 2 * POOL_SLACK, so a
+#: repack right after growth never triggers a shrink.
+SHRINK_RATIO = 8
+
+_INT32_MAX = np.iinfo(np.int32).max
+
+
+def concat_ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """``concatenate([arange(s, s + n) for s, n in zip(starts, lengths)])``, vectorised, int64."""
+    lengths = np.asarray(lengths, dtype=np.int64)
+    total = int(lengths.sum())
+    if total == 0:
+        return np.empty(0, dtype=np.int64)
+    shifts = np.repeat(np.asarray(starts, dtype=np.int64) - (np.cumsum(lengths) - lengths), lengths)
+    return np.arange(total, dtype=np.int64) + shifts
+
+
+def _pow2_at_least(values: np.ndarray) -> np.ndarray:
+    """Smallest power of two >= each value (values >= 1), int64."""
+    _, exponent = np.frexp(np.asarray(values, dtype=np.int64) - 1)
+    return np.left_shift(np.int64(1), exponent.astype(np.int64))
+
+
+def _groups(sorted_keys: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Runs of equal values in a sorted array: ``(values, first index, lengths)``."""
+    n = sorted_keys.shape[0]
+    if n == 0:
+        empty = np.empty(0, dtype=np.int64)
+        return empty, empty, empty
+    first = np.flatnonzero(np.concatenate([[True], sorted_keys[1:] != sorted_keys[:-1]]))
+    lengths = np.diff(np.append(first, n))
+    return sorted_keys[first], first, lengths
+
+
+class CellPool:
+    """Which objects each of ``n_cells`` cells holds.
+
+    Parameters
+    ----------
+    n_cells : int
+        Number of cells, fixed.  Costs 12 bytes per cell (three int32 arrays).
+
+    Attributes
+    ----------
+    start, count, cap : ndarray, shape (n_cells,), int32
+        Each cell's block in ``pool``: first entry, members, capacity
+        (0 for an empty cell, else a power of two >= count).
+    pool : ndarray, shape (pool length,), int32
+        Member handles, block by block; entries outside ``[start, start +
+        count)`` of a live cell are garbage.
+    cell, slot : ndarray, shape (object capacity,), int32
+        Per object: its cell (-1 when it is in none) and its index in the
+        cell's block.
+    members : int
+        Objects linked to a cell.
+    nonempty : int
+        Cells with at least one member.
+    """
+
+    def __init__(self, n_cells: int):
+        self.start = np.zeros(n_cells, dtype=np.int32)
+        self.count = np.zeros(n_cells, dtype=np.int32)
+        self.cap = np.zeros(n_cells, dtype=np.int32)
+        self.pool = np.zeros(MIN_POOL, dtype=np.int32)
+        self.end = 0  # entries at and above ``end`` have never been handed out since the last repack
+        self.cell = np.full(0, -1, dtype=np.int32)
+        self.slot = np.zeros(0, dtype=np.int32)
+        self.members = 0
+        self.nonempty = 0
+
+    # ------------------------------------------------------------------
+    # Objects
+
+    def reserve_objects(self, capacity: int) -> None:
+        """Make the per-object arrays at least ``capacity`` long (new objects in no cell)."""
+        old = self.cell.shape[0]
+        if capacity <= old:
+            return
+        cell = np.full(capacity, -1, dtype=np.int32)
+        cell[:old] = self.cell
+        slot = np.zeros(capacity, dtype=np.int32)
+        slot[:old] = self.slot
+        self.cell, self.slot = cell, slot
+
+    def nbytes(self) -> int:
+        """Bytes held in NumPy arrays (cells, pool and per-object arrays)."""
+        return sum(a.nbytes for a in (self.start, self.count, self.cap, self.pool, self.cell, self.slot))
+
+    # ------------------------------------------------------------------
+    # One object: O(1) (amortised when a block has to move)
+
+    def link(self, handle: int, cell: int) -> None:
+        """Add ``handle`` (in no cell) to ``cell``."""
+        count = int(self.count[cell])
+        if count == self.cap[cell]:
+            self._grow(np.array([cell], dtype=np.int64), np.array([count + 1], dtype=np.int64))
+        self.pool[int(self.start[cell]) + count] = handle
+        self.slot[handle] = count
+        self.cell[handle] = cell
+        self.count[cell] = count + 1
+        self.members += 1
+        if count == 0:
+            self.nonempty += 1
+
+    def unlink(self, handle: int) -> None:
+        """Take ``handle`` out of its cell: the cell's last member moves into its slot."""
+        cell = int(self.cell[handle])
+        slot = int(self.slot[handle])
+        last = int(self.count[cell]) - 1
+        start = int(self.start[cell])
+        if slot != last:
+            moved = int(self.pool[start + last])
+            self.pool[start + slot] = moved
+            self.slot[moved] = slot
+        self.count[cell] = last
+        self.cell[handle] = -1
+        self.members -= 1
+        if last == 0:
+            self.cap[cell] = 0
+            self.nonempty -= 1
+
+    # ------------------------------------------------------------------
+    # Many objects: O(k log k) for grouping, no Python loop
+
+    def link_many(self, handles: np.ndarray, cells: np.ndarray) -> None:
+        """Add distinct ``handles`` (each in no cell) to ``cells`` (same length)."""
+        if handles.size == 0:
+            return
+        order = np.argsort(cells, kind="stable")
+        cells = cells[order].astype(np.int64)
+        handles = handles[order]
+        touched, first, added = _groups(cells)
+        old = self.count[touched].astype(np.int64)
+        new = old + added
+        grow = new > self.cap[touched]
+        if grow.any():
+            self._grow(touched[grow], new[grow])
+        slots = np.repeat(old, added) + (np.arange(handles.size) - np.repeat(first, added))
+        self.pool[np.repeat(self.start[touched].astype(np.int64), added) + slots] = handles
+        self.slot[handles] = slots
+        self.cell[handles] = cells
+        self.count[touched] = new
+        self.members += int(handles.size)
+        self.nonempty += int(np.count_nonzero(old == 0))
+
+    def unlink_many(self, handles: np.ndarray) -> None:
+        """Take distinct ``handles`` (each in a cell) out of their cells.
+
+        Per cell, the members left in the tail (the last ``k`` slots, ``k``
+        the number removed there) fill the holes in front of it, so the cost
+        is O(k log k) whatever the cells' sizes.
+        """
+        if handles.size == 0:
+            return
+        cells = self.cell[handles].astype(np.int64)
+        slots = self.slot[handles].astype(np.int64)
+        order = np.lexsort((slots, cells))
+        cells, slots = cells[order], slots[order]
+        touched, _, removed = _groups(cells)
+        kept = self.count[touched].astype(np.int64) - removed
+        self.cell[handles] = -1  # marks the removed ones inside the tails
+        in_front = slots < np.repeat(kept, removed)
+        hole_cells, hole_slots = cells[in_front], slots[in_front]
+        tail_slots = concat_ranges(kept, removed)
+        tail = self.pool[np.repeat(self.start[touched].astype(np.int64), removed) + tail_slots]
+        fillers = tail[self.cell[tail] >= 0]  # grouped by cell in the same order as the holes
+        self.pool[self.start[hole_cells].astype(np.int64) + hole_slots] = fillers
+        self.slot[fillers] = hole_slots
+        self.count[touched] = kept
+        emptied = touched[kept == 0]
+        self.cap[emptied] = 0
+        self.members -= int(handles.size)
+        self.nonempty -= int(emptied.size)
+        if self.pool.shape[0] > SHRINK_RATIO * self.members + MIN_POOL:
+            self._repack()
+
+    def gather(self, cells: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Members of ``cells`` concatenated (int64, a fresh array) and each cell's count (int64)."""
+        counts = self.count[cells].astype(np.int64)
+        members = self.pool[concat_ranges(self.start[cells], counts)].astype(np.int64)
+        return members, counts
+
+    # ------------------------------------------------------------------
+    # Blocks
+
+    def _grow(self, cells: np.ndarray, needs: np.ndarray) -> None:
+        """Give distinct ``cells`` blocks of at least ``needs`` entries, keeping their members."""
+        caps = _pow2_at_least(needs)
+        total = int(caps.sum())
+        if self.end + total > self.pool.shape[0]:
+            self._repack(cells, needs)
+            return
+        starts = self.end + np.cumsum(caps) - caps
+        counts = self.count[cells]
+        self.pool[concat_ranges(starts, counts)] = self.pool[concat_ranges(self.start[cells], counts)]
+        self.start[cells] = starts
+        self.cap[cells] = caps
+        self.end += total
+
+    def _repack(self, cells: np.ndarray | None = None, needs: np.ndarray | None = None) -> None:
+        """Copy every live block (and ``cells``, grown to ``needs``) into a fresh, packed pool.
+
+        Live cells are found from their members (the one in slot 0), so the
+        cost is O(objects), not O(cells).
+        """
+        first_members = (self.cell >= 0) & (self.slot == 0)
+        live = self.cell[first_members].astype(np.int64)
+        need = self.count[live].astype(np.int64)
+        if cells is not None:
+            live = np.concatenate([live, cells])
+            need = np.concatenate([need, needs])
+            order = np.argsort(live, kind="stable")
+            live, first, runs = _groups(live[order])
+            need = np.maximum.reduceat(need[order], first) if first.size else need[:0]
+        caps = _pow2_at_least(np.maximum(need, 1))
+        total = int(caps.sum())
+        length = max(MIN_POOL, POOL_SLACK * total)
+        if length > _INT32_MAX:
+            raise MemoryError(f"the dense grid's member pool would need {length} entries (int32 limit)")
+        starts = np.cumsum(caps) - caps
+        counts = self.count[live]
+        pool = np.zeros(length, dtype=np.int32)
+        pool[concat_ranges(starts, counts)] = self.pool[concat_ranges(self.start[live], counts)]
+        self.start[live] = starts
+        self.cap[live] = caps
+        self.pool = pool
+        self.end = total
+
+    # ------------------------------------------------------------------
+    # Invariants
+
+    def check(self, alive: np.ndarray) -> None:
+        """Assert every rule of the layout; ``alive`` is the boolean mask of live handles.
+
+        O(cells + objects).  For tests.
+        """
+        n_obj = alive.shape[0]
+        cell, slot = self.cell[:n_obj], self.slot[:n_obj]
+        assert (self.cell[n_obj:] == -1).all(), "an unissued handle is in a cell"
+        assert (cell[~alive] == -1).all(), "a free handle is still in a cell"
+        handles = np.flatnonzero(alive)
+        cells = cell[handles].astype(np.int64)
+        assert (cells >= 0).all() and (cells < self.count.shape[0]).all(), "a live handle is in no cell"
+        slots = slot[handles].astype(np.int64)
+        assert ((slots >= 0) & (slots < self.count[cells])).all(), "slot outside the cell's members"
+        assert (self.pool[self.start[cells].astype(np.int64) + slots] == handles).all(), \
+            "pool entry holds another handle"
+        assert (np.bincount(cells, minlength=self.count.shape[0]) == self.count).all(), \
+            "cell counts disagree with their members"
+        assert self.members == handles.size, "member total is wrong"
+        nonempty = self.count > 0
+        assert self.nonempty == int(nonempty.sum()), "non-empty cell total is wrong"
+        assert ((self.cap > 0) == nonempty).all(), "an empty cell keeps a block, or a member has none"
+        caps = self.cap[nonempty].astype(np.int64)
+        assert (caps >= self.count[nonempty]).all(), "a cell holds more than its block"
+        assert (caps & (caps - 1) == 0).all(), "block capacity is not a power of two"
+        starts = self.start[nonempty].astype(np.int64)
+        order = np.argsort(starts)
+        starts, caps = starts[order], caps[order]
+        assert (starts[1:] >= starts[:-1] + caps[:-1]).all(), "pool blocks overlap"
+        assert not starts.size or (starts[0] >= 0 and starts[-1] + caps[-1] <= self.end)
+        assert self.end <= self.pool.shape[0], "pool end beyond the pool"
