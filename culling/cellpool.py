@@ -8,7 +8,10 @@ cells.
 
 Layout (CSR with slack): a non-empty cell ``c`` owns the block
 ``pool[start[c] : start[c] + cap[c]]`` and its members are the first
-``count[c]`` entries of that block, in no particular order.  Capacities are
+``count[c]`` entries of that block, in no particular order.  Each entry may
+carry a row of float payload (the dense grid keeps each sphere's centre and
+radius there, column by column), so a query reads its candidates' data from
+a few contiguous runs instead of gathering object by object.  Capacities are
 powers of two.  An object knows its cell and its slot (index inside the
 block), so unlinking it is O(1): the block's last member moves into its slot.
 A cell that outgrows its block moves to a block twice as large at the end of
@@ -17,14 +20,14 @@ left behind are garbage until the pool is full, when one vectorised repack
 copies every live block to a fresh pool sized :data:`POOL_SLACK` times the
 live capacity: amortised O(1) per member added.
 
->>> cells = CellPool(n_cells=4)
+>>> cells = CellPool(n_cells=4, columns=1)
 >>> cells.reserve_objects(3)
->>> cells.link_many(np.array([0, 1, 2]), np.array([3, 1, 3]))
->>> members, counts = cells.gather(np.array([3, 0]))
->>> sorted(members.tolist()), counts.tolist()
-([0, 2], [2, 0])
->>> cells.unlink(0); cells.gather(np.array([3]))[0].tolist()
-[2]
+>>> cells.link_many(np.array([0, 1, 2]), np.array([3, 1, 3]), np.array([[0.5, 1.5, 2.5]]))
+>>> members, rows, counts = cells.gather(np.array([3, 0]))
+>>> members.tolist(), rows.tolist(), counts.tolist()
+([0, 2], [[0.5, 2.5]], [2, 0])
+>>> cells.unlink(0); cells.gather(np.array([3]))[1].tolist()
+[[2.5]]
 """
 
 from __future__ import annotations
@@ -37,15 +40,16 @@ __all__ = ["CellPool", "MIN_POOL", "POOL_SLACK", "concat_ranges"]
 MIN_POOL = 64
 
 #: Pool length after a repack, as a multiple of the live blocks' capacity.
-#: With power-of-two blocks (at most 2x their members) the pool stays within
-#: 4 entries (16 bytes) per object; 2 leaves as much room for growth as is
-#: live, so repacks (O(objects)) happen at most once per O(objects) links.
-POOL_SLACK = 2
+#: Power-of-two blocks hold at most 2x their members, so the pool stays
+#: within 3 entries per object; the free half leaves room for half the live
+#: capacity in new blocks before the next repack (O(objects)), so repacks
+#: cost O(1) amortised per link.  1.5 as the tree's pool growth factor.
+POOL_SLACK = 1.5
 
 #: A pool longer than this many entries per linked member (plus MIN_POOL) is
 #: repacked after removals, giving memory back.  Above 2 * POOL_SLACK, so a
 #: repack right after growth never triggers a shrink.
-SHRINK_RATIO = 8
+SHRINK_RATIO = 6
 
 _INT32_MAX = np.iinfo(np.int32).max
 
@@ -78,36 +82,38 @@ def _groups(sorted_keys: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray
 
 
 class CellPool:
-    """Which objects each of ``n_cells`` cells holds.
+    """Which objects each of ``n_cells`` cells holds, with a float row per member.
 
     Parameters
     ----------
     n_cells : int
         Number of cells, fixed.  Costs 12 bytes per cell (three int32 arrays).
+    columns : int
+        Floats of payload per member (0 for none).
 
     Attributes
     ----------
     start, count, cap : ndarray, shape (n_cells,), int32
-        Each cell's block in ``pool``: first entry, members, capacity
-        (0 for an empty cell, else a power of two >= count).
+        Each cell's block: first entry, members, capacity (0 for an empty
+        cell, else a power of two >= count).
     pool : ndarray, shape (pool length,), int32
         Member handles, block by block; entries outside ``[start, start +
         count)`` of a live cell are garbage.
+    rows : ndarray, shape (columns, pool length), float64
+        The members' payload, entry by entry, one contiguous array per column.
     cell, slot : ndarray, shape (object capacity,), int32
-        Per object: its cell (-1 when it is in none) and its index in the
-        cell's block.
-    members : int
-        Objects linked to a cell.
-    nonempty : int
-        Cells with at least one member.
+        Per object: its cell (-1 when in none) and its index in the block.
+    members, nonempty : int
+        Objects linked, and cells with at least one member.
     """
 
-    def __init__(self, n_cells: int):
+    def __init__(self, n_cells: int, columns: int = 0):
         self.start = np.zeros(n_cells, dtype=np.int32)
         self.count = np.zeros(n_cells, dtype=np.int32)
         self.cap = np.zeros(n_cells, dtype=np.int32)
         self.pool = np.zeros(MIN_POOL, dtype=np.int32)
-        self.end = 0  # entries at and above ``end`` have never been handed out since the last repack
+        self.rows = np.zeros((columns, MIN_POOL), dtype=np.float64)
+        self.end = 0  # entries from ``end`` on are unused since the last repack
         self.cell = np.full(0, -1, dtype=np.int32)
         self.slot = np.zeros(0, dtype=np.int32)
         self.members = 0
@@ -127,19 +133,30 @@ class CellPool:
         slot[:old] = self.slot
         self.cell, self.slot = cell, slot
 
+    def position(self, handle: int) -> int:
+        """Pool entry of one linked object."""
+        return int(self.start[self.cell[handle]]) + int(self.slot[handle])
+
+    def positions(self, handles: np.ndarray) -> np.ndarray:
+        """Pool entries (int64 (n,)) of linked objects."""
+        return self.start[self.cell[handles]].astype(np.int64) + self.slot[handles]
+
     def nbytes(self) -> int:
-        """Bytes held in NumPy arrays (cells, pool and per-object arrays)."""
-        return sum(a.nbytes for a in (self.start, self.count, self.cap, self.pool, self.cell, self.slot))
+        """Bytes held in NumPy arrays (cells, pool, rows and per-object arrays)."""
+        return sum(a.nbytes for a in (self.start, self.count, self.cap, self.pool, self.rows,
+                                      self.cell, self.slot))
 
     # ------------------------------------------------------------------
     # One object: O(1) (amortised when a block has to move)
 
-    def link(self, handle: int, cell: int) -> None:
-        """Add ``handle`` (in no cell) to ``cell``."""
+    def link(self, handle: int, cell: int, row=()) -> None:
+        """Add ``handle`` (in no cell) to ``cell`` with payload ``row`` (``columns`` floats)."""
         count = int(self.count[cell])
         if count == self.cap[cell]:
-            self._grow(np.array([cell], dtype=np.int64), np.array([count + 1], dtype=np.int64))
-        self.pool[int(self.start[cell]) + count] = handle
+            self._grow_one(cell, count)
+        pos = int(self.start[cell]) + count
+        self.pool[pos] = handle
+        self.rows[:, pos] = row
         self.slot[handle] = count
         self.cell[handle] = cell
         self.count[cell] = count + 1
@@ -152,10 +169,11 @@ class CellPool:
         cell = int(self.cell[handle])
         slot = int(self.slot[handle])
         last = int(self.count[cell]) - 1
-        start = int(self.start[cell])
         if slot != last:
+            start = int(self.start[cell])
             moved = int(self.pool[start + last])
             self.pool[start + slot] = moved
+            self.rows[:, start + slot] = self.rows[:, start + last]
             self.slot[moved] = slot
         self.count[cell] = last
         self.cell[handle] = -1
@@ -167,8 +185,8 @@ class CellPool:
     # ------------------------------------------------------------------
     # Many objects: O(k log k) for grouping, no Python loop
 
-    def link_many(self, handles: np.ndarray, cells: np.ndarray) -> None:
-        """Add distinct ``handles`` (each in no cell) to ``cells`` (same length)."""
+    def link_many(self, handles: np.ndarray, cells: np.ndarray, rows: np.ndarray | None = None) -> None:
+        """Add distinct ``handles`` (each in no cell) to ``cells``, with payload ``rows`` (columns, n)."""
         if handles.size == 0:
             return
         order = np.argsort(cells, kind="stable")
@@ -179,9 +197,15 @@ class CellPool:
         new = old + added
         grow = new > self.cap[touched]
         if grow.any():
-            self._grow(touched[grow], new[grow])
+            if self.end + int(_pow2_at_least(new[grow]).sum()) > self.pool.shape[0]:
+                self._repack(touched, new)  # every touched cell keeps room for its new members
+            else:
+                self._grow(touched[grow], new[grow])
         slots = np.repeat(old, added) + (np.arange(handles.size) - np.repeat(first, added))
-        self.pool[np.repeat(self.start[touched].astype(np.int64), added) + slots] = handles
+        pos = np.repeat(self.start[touched].astype(np.int64), added) + slots
+        self.pool[pos] = handles
+        if rows is not None:
+            self.rows[:, pos] = rows[:, order]
         self.slot[handles] = slots
         self.cell[handles] = cells
         self.count[touched] = new
@@ -205,12 +229,13 @@ class CellPool:
         kept = self.count[touched].astype(np.int64) - removed
         self.cell[handles] = -1  # marks the removed ones inside the tails
         in_front = slots < np.repeat(kept, removed)
-        hole_cells, hole_slots = cells[in_front], slots[in_front]
-        tail_slots = concat_ranges(kept, removed)
-        tail = self.pool[np.repeat(self.start[touched].astype(np.int64), removed) + tail_slots]
-        fillers = tail[self.cell[tail] >= 0]  # grouped by cell in the same order as the holes
-        self.pool[self.start[hole_cells].astype(np.int64) + hole_slots] = fillers
-        self.slot[fillers] = hole_slots
+        holes = self.start[cells[in_front]].astype(np.int64) + slots[in_front]
+        tail = np.repeat(self.start[touched].astype(np.int64), removed) + concat_ranges(kept, removed)
+        tail = tail[self.cell[self.pool[tail]] >= 0]  # the survivors, grouped by cell like the holes
+        fillers = self.pool[tail]
+        self.pool[holes] = fillers
+        self.rows[:, holes] = self.rows[:, tail]
+        self.slot[fillers] = slots[in_front]
         self.count[touched] = kept
         emptied = touched[kept == 0]
         self.cap[emptied] = 0
@@ -219,28 +244,53 @@ class CellPool:
         if self.pool.shape[0] > SHRINK_RATIO * self.members + MIN_POOL:
             self._repack()
 
-    def gather(self, cells: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Members of ``cells`` concatenated (int64, a fresh array) and each cell's count (int64)."""
+    # ------------------------------------------------------------------
+    # Reading
+
+    def runs(self, cells: np.ndarray) -> list[tuple[int, int]]:
+        """``(first, stop)`` pool entries of the non-empty ``cells``, for slicing."""
+        return [(s, s + n) for s, n in zip(self.start[cells].tolist(), self.count[cells].tolist()) if n]
+
+    def gather(self, cells: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Members of ``cells``: handles (int64 (k,)), rows (columns, k) and per-cell counts (int64).
+
+        Fresh arrays, cell by cell in the order given; O(cells + k).
+        """
         counts = self.count[cells].astype(np.int64)
-        members = self.pool[concat_ranges(self.start[cells], counts)].astype(np.int64)
-        return members, counts
+        pos = concat_ranges(self.start[cells], counts)
+        return self.pool[pos].astype(np.int64), self.rows[:, pos], counts
 
     # ------------------------------------------------------------------
     # Blocks
 
     def _grow(self, cells: np.ndarray, needs: np.ndarray) -> None:
-        """Give distinct ``cells`` blocks of at least ``needs`` entries, keeping their members."""
+        """Give distinct ``cells`` new blocks of at least ``needs`` entries at the pool's end
+        (the caller checked that they fit), keeping their members."""
         caps = _pow2_at_least(needs)
         total = int(caps.sum())
-        if self.end + total > self.pool.shape[0]:
-            self._repack(cells, needs)
-            return
         starts = self.end + np.cumsum(caps) - caps
         counts = self.count[cells]
-        self.pool[concat_ranges(starts, counts)] = self.pool[concat_ranges(self.start[cells], counts)]
+        src, dst = concat_ranges(self.start[cells], counts), concat_ranges(starts, counts)
+        self.pool[dst] = self.pool[src]
+        self.rows[:, dst] = self.rows[:, src]
         self.start[cells] = starts
         self.cap[cells] = caps
         self.end += total
+
+    def _grow_one(self, cell: int, count: int) -> None:
+        """:meth:`_grow` for one full cell: a block twice as large (or of 1) at the pool's end."""
+        cap = 2 * count if count else 1
+        end = self.end
+        if end + cap > self.pool.shape[0]:
+            self._repack(np.array([cell], dtype=np.int64), np.array([count + 1], dtype=np.int64))
+            return
+        if count:
+            start = int(self.start[cell])
+            self.pool[end:end + count] = self.pool[start:start + count]
+            self.rows[:, end:end + count] = self.rows[:, start:start + count]
+        self.start[cell] = end
+        self.cap[cell] = cap
+        self.end = end + cap
 
     def _repack(self, cells: np.ndarray | None = None, needs: np.ndarray | None = None) -> None:
         """Copy every live block (and ``cells``, grown to ``needs``) into a fresh, packed pool.
@@ -248,27 +298,29 @@ class CellPool:
         Live cells are found from their members (the one in slot 0), so the
         cost is O(objects), not O(cells).
         """
-        first_members = (self.cell >= 0) & (self.slot == 0)
-        live = self.cell[first_members].astype(np.int64)
+        live = self.cell[(self.cell >= 0) & (self.slot == 0)].astype(np.int64)
         need = self.count[live].astype(np.int64)
         if cells is not None:
             live = np.concatenate([live, cells])
             need = np.concatenate([need, needs])
             order = np.argsort(live, kind="stable")
-            live, first, runs = _groups(live[order])
-            need = np.maximum.reduceat(need[order], first) if first.size else need[:0]
+            live, first, _ = _groups(live[order])
+            need = np.maximum.reduceat(need[order], first)
         caps = _pow2_at_least(np.maximum(need, 1))
         total = int(caps.sum())
-        length = max(MIN_POOL, POOL_SLACK * total)
+        length = max(MIN_POOL, int(POOL_SLACK * total))
         if length > _INT32_MAX:
             raise MemoryError(f"the dense grid's member pool would need {length} entries (int32 limit)")
         starts = np.cumsum(caps) - caps
         counts = self.count[live]
+        src, dst = concat_ranges(self.start[live], counts), concat_ranges(starts, counts)
         pool = np.zeros(length, dtype=np.int32)
-        pool[concat_ranges(starts, counts)] = self.pool[concat_ranges(self.start[live], counts)]
+        pool[dst] = self.pool[src]
+        rows = np.zeros((self.rows.shape[0], length), dtype=np.float64)
+        rows[:, dst] = self.rows[:, src]
         self.start[live] = starts
         self.cap[live] = caps
-        self.pool = pool
+        self.pool, self.rows = pool, rows
         self.end = total
 
     # ------------------------------------------------------------------
@@ -280,13 +332,13 @@ class CellPool:
         O(cells + objects).  For tests.
         """
         n_obj = alive.shape[0]
-        cell, slot = self.cell[:n_obj], self.slot[:n_obj]
+        cell = self.cell[:n_obj]
         assert (self.cell[n_obj:] == -1).all(), "an unissued handle is in a cell"
         assert (cell[~alive] == -1).all(), "a free handle is still in a cell"
         handles = np.flatnonzero(alive)
         cells = cell[handles].astype(np.int64)
         assert (cells >= 0).all() and (cells < self.count.shape[0]).all(), "a live handle is in no cell"
-        slots = slot[handles].astype(np.int64)
+        slots = self.slot[handles].astype(np.int64)
         assert ((slots >= 0) & (slots < self.count[cells])).all(), "slot outside the cell's members"
         assert (self.pool[self.start[cells].astype(np.int64) + slots] == handles).all(), \
             "pool entry holds another handle"
@@ -304,4 +356,4 @@ class CellPool:
         starts, caps = starts[order], caps[order]
         assert (starts[1:] >= starts[:-1] + caps[:-1]).all(), "pool blocks overlap"
         assert not starts.size or (starts[0] >= 0 and starts[-1] + caps[-1] <= self.end)
-        assert self.end <= self.pool.shape[0], "pool end beyond the pool"
+        assert self.end <= self.pool.shape[0] == self.rows.shape[1], "pool end beyond the pool"

@@ -11,9 +11,10 @@ update are O(1).  Radii below ``min_radius`` live on the finest level.
 
 A query visits every level that holds objects and, on each, the at most two
 cells per axis whose box grown by ``scale * W / 2`` contains the point: O(levels
-+ candidates), like the tree, but with no empty nodes to skip and no child
-pointers to follow.  The price is memory: 12 bytes per cell of every level,
-whether or not it holds anything (see docs/DENSE.md for when that pays).
++ candidates), like the tree, with cells computed rather than hashed.  Cell
+members and their spheres live in a :class:`~culling.cellpool.CellPool`, one
+contiguous block per cell.  The price is memory: 12 bytes per cell of every
+level, whether or not it holds anything (see docs/DENSE.md for when that pays).
 
 Cell boxes are computed in world coordinates as ``origin + k * W`` and
 ``origin + (k + 1) * W``; both the placement and the query test compare
@@ -23,14 +24,14 @@ section 2 (``lo - scale*W/2 <= p < hi + scale*W/2``) to the last bit.
 
 from __future__ import annotations
 
-import bisect
 import math
 import numbers
 
 import numpy as np
 
-from culling.cellpool import CellPool, concat_ranges
-from culling.shapes import distances, within
+from culling.cellpool import CellPool
+from culling.gridgeometry import GridGeometry
+from culling.shapes import distances, sphere_contains, squared_reach, within
 from culling.trace import LevelTrace, QueryTrace
 from culling.validation import (
     as_handle,
@@ -47,14 +48,14 @@ from culling.validation import (
 __all__ = ["DEFAULT_FINEST_CELLS", "DenseViewDistanceGrid", "MAX_ENUMERATED_CELLS", "MAX_FINEST_CELLS"]
 
 #: Cells on the finest level when no ``min_radius`` is given: 2**18 (64**3 in
-#: 3D, 512**2 in 2D), 3 MiB of cell arrays for all levels together.  The
-#: default ``min_radius`` is the quarter edge of that level's cells:
+#: 3D, 512**2 in 2D), 3.4 to 6 MiB of cell arrays for all levels together.
+#: The default ``min_radius`` is the quarter edge of that level's cells:
 #: ``size / 256`` in 3D, ``size / 2048`` in 2D, ``size / 2**20`` in 1D.
 DEFAULT_FINEST_CELLS = 2 ** 18
 
 #: The most cells a finest level may have (2**24: 256**3, 4096**2); with the
-#: coarser levels that is at most 19.2M cells, 230 MiB.  A smaller
-#: ``min_radius`` is a ``ValueError``: use the tree for such worlds.
+#: coarser levels that is 19.2M cells (219 MiB) in 3D, 22.4M (256 MiB) in 2D.
+#: A smaller ``min_radius`` is a ``ValueError``: use the tree for such worlds.
 MAX_FINEST_CELLS = 2 ** 24
 
 #: A query whose windows span more cells than this (only with a large
@@ -96,9 +97,10 @@ class DenseViewDistanceGrid:
     Notes
     -----
     Memory: 12 bytes per cell summed over all levels (``sum_L 2**(L*dim)``,
-    about ``8/7`` of the finest level in 3D), plus per object about
-    ``8*dim + 17`` bytes of arrays and 4 to 16 bytes of pool, times the
-    arrays' growth slack.  :meth:`nbytes` reports the total.
+    about ``8/7`` of the finest level in 3D), plus per object
+    ``4 + 8*(dim+1)`` bytes per pool entry (1.5 to 3 entries with the blocks'
+    and the pool's slack) and 13 bytes of per-handle arrays.  :meth:`nbytes`
+    reports the total; docs/DENSE.md has the formula and the trade-off.
 
     Examples
     --------
@@ -120,29 +122,25 @@ class DenseViewDistanceGrid:
 
     def __init__(self, size: float, origin=None, dim: int = 3, shape: str = "sphere", min_radius=None):
         self.size, self.origin, self.dim, self.shape = check_constructor(size, origin, dim, shape)
-        with np.errstate(over="ignore"):
-            self._hi = self.origin + self.size
-        if not np.isfinite(self._hi).all():
-            raise ValueError(f"origin + size must be finite, got {self._hi.tolist()}")
         self.finest_level, self.min_radius = self._finest_level(min_radius)
-        levels = np.arange(self.finest_level + 1)
-        #: edge of a cell on each level, exact: size * 2**-L
-        self._cell_size = np.ldexp(self.size, -levels)
-        #: quarter edges W_L/4 for L = F-1 .. 0, ascending: level = F - #(thresholds <= r)
-        self._thresholds = np.ldexp(self.size, -(levels[:-1][::-1] + 2)).tolist()
-        #: first global cell id of each level (and the total at the end)
-        self._offsets = np.concatenate([[0], np.cumsum(np.left_shift(np.int64(1), levels * self.dim))])
+        self._geo = geo = GridGeometry(self.size, self.origin, self.finest_level)
+        if not np.isfinite(geo.hi).all():
+            raise ValueError(f"origin + size must be finite, got {geo.hi.tolist()}")
         self._origin_list = self.origin.tolist()
-        self._hi_list = self._hi.tolist()
-        self._check_resolution()
-        self._cells = CellPool(int(self._offsets[-1]))
+        self._hi_list = geo.hi.tolist()
+        span = max(abs(x) for x in self._origin_list + self._hi_list)
+        if geo.cell_size[-1] < 4 * math.ulp(span):
+            raise ValueError(f"finest cells of {geo.cell_size[-1]:g} are too small for float64 "
+                             f"coordinates near {span:g}; raise min_radius or move the origin")
+        # Cell members, each with its sphere as a pool row: the centre's axes, then the radius.
+        # Pool rows: the centre's axes, the radius and, for spheres, the squared reach
+        # (culling.shapes.squared_reach) that makes the exact test root-free.
+        self._reach = shape == "sphere"
+        self._cells = CellPool(geo.cell_count, columns=self.dim + 1 + self._reach)
         self._level_count = np.zeros(self.finest_level + 1, dtype=np.int64)
-        # Objects, indexed by handle (structure of arrays).  _level is -1 for a free handle;
-        # the cell and the slot in it live in self._cells.cell / .slot.
-        self._centres = np.zeros((0, self.dim), dtype=np.float64)
-        self._radii = np.zeros(0, dtype=np.float64)
+        # Objects, indexed by handle: level (-1 for a free handle); cell and slot in self._cells.
         self._level = np.full(0, -1, dtype=np.int8)
-        self._free = np.zeros(0, dtype=np.int32)  # stack of free handles
+        self._free = np.zeros(0, dtype=np.int32)  # stack of free handles, most recent last
         self._n_free = 0
         self._next_handle = 0
         self._count = 0
@@ -152,8 +150,8 @@ class DenseViewDistanceGrid:
         max_level = (MAX_FINEST_CELLS.bit_length() - 1) // self.dim
         if min_radius is None:
             level = (DEFAULT_FINEST_CELLS.bit_length() - 1) // self.dim
-            return level, float(np.ldexp(self.size, -(level + 2)))
-        if isinstance(min_radius, bool) or not isinstance(min_radius, numbers.Real):
+            return level, math.ldexp(self.size, -(level + 2))
+        if isinstance(min_radius, (bool, np.bool_)) or not isinstance(min_radius, (numbers.Real, np.floating)):
             raise ValueError(f"min_radius must be a finite number > 0, got {min_radius!r}")
         value = float(min_radius)
         if not math.isfinite(value) or value <= 0:
@@ -164,19 +162,11 @@ class DenseViewDistanceGrid:
         while value < math.ldexp(self.size, -(level + 2)):
             level += 1
             if level > max_level:
-                smallest = math.ldexp(self.size, -(max_level + 2))
                 raise ValueError(
-                    f"min_radius={value:g} needs {2 ** level}**{self.dim} cells on the finest level, "
-                    f"more than MAX_FINEST_CELLS = 2**{MAX_FINEST_CELLS.bit_length() - 1}; use "
-                    f"min_radius >= {smallest:g} (size/2**{max_level + 2}) or the ViewDistanceTree")
+                    f"min_radius={value:g} needs more than MAX_FINEST_CELLS = "
+                    f"2**{MAX_FINEST_CELLS.bit_length() - 1} cells on the finest level; use min_radius >= "
+                    f"{math.ldexp(self.size, -(max_level + 2)):g} (size/2**{max_level + 2}) or the tree")
         return level, value
-
-    def _check_resolution(self) -> None:
-        """The finest cells must be wide enough for float64 at this origin."""
-        span = max(abs(x) for x in self._origin_list + self._hi_list)
-        if self._cell_size[-1] < 4 * math.ulp(span):
-            raise ValueError(f"finest cells of {self._cell_size[-1]:g} are too small for float64 "
-                             f"coordinates near {span:g}; raise min_radius or move the origin")
 
     # ------------------------------------------------------------------
     # Size and membership
@@ -192,22 +182,21 @@ class DenseViewDistanceGrid:
 
     def __repr__(self) -> str:
         return (f"DenseViewDistanceGrid(size={self.size}, origin={self._origin_list}, dim={self.dim}, "
-                f"shape={self.shape!r}, min_radius={self.min_radius:g}, objects={self._count}, "
-                f"levels={self.finest_level + 1})")
+                f"shape={self.shape!r}, min_radius={self.min_radius:g}, objects={self._count})")
 
     @property
     def node_count(self) -> int:
-        """Number of non-empty cells (the tree's counterpart: nodes that hold objects)."""
+        """Number of non-empty cells (the counterpart of the tree's nodes)."""
         return self._cells.nonempty
 
     @property
     def cell_count(self) -> int:
-        """Number of cells over all levels, allocated up front: ``sum_L 2**(L*dim)``."""
-        return int(self._offsets[-1])
+        """Cells over all levels, allocated up front: ``sum_L 2**(L*dim)``."""
+        return self._geo.cell_count
 
     @property
     def level_counts(self) -> np.ndarray:
-        """Objects stored on each level, int64 (finest_level + 1,); a copy."""
+        """Objects stored on each level, int64 (finest_level + 1,), a copy."""
         return self._level_count.copy()
 
     def handles(self) -> np.ndarray:
@@ -216,24 +205,24 @@ class DenseViewDistanceGrid:
 
     def centre(self, handle) -> np.ndarray:
         """The centre of one object, shape (dim,), float64 (a copy)."""
-        return self._centres[self._live(handle)].copy()
+        return self._cells.rows[: self.dim, self._cells.position(self._live(handle))].copy()
 
     def radius(self, handle) -> float:
         """The radius (view distance) of one object."""
-        return float(self._radii[self._live(handle)])
+        return float(self._cells.rows[self.dim, self._cells.position(self._live(handle))])
 
     def centres_of(self, handles) -> np.ndarray:
         """Centres of many objects, shape (n, dim), float64 (a copy), O(n)."""
-        return self._centres[self._live_many(handles)]
+        pos = self._cells.positions(self._live_many(handles))
+        return np.ascontiguousarray(self._cells.rows[: self.dim, pos].T)
 
     def radii_of(self, handles) -> np.ndarray:
         """Radii of many objects, shape (n,), float64 (a copy), O(n)."""
-        return self._radii[self._live_many(handles)]
+        return self._cells.rows[self.dim, self._cells.positions(self._live_many(handles))]
 
     def nbytes(self) -> int:
         """Bytes held in NumPy arrays (cells, pool and objects), without Python overhead."""
-        arrays = (self._centres, self._radii, self._level, self._free)
-        return self._cells.nbytes() + sum(a.nbytes for a in arrays)
+        return self._cells.nbytes() + sum(a.nbytes for a in (self._level, self._free, self._level_count))
 
     # ------------------------------------------------------------------
     # Mutation: single objects, O(1) (amortised when arrays or a block grow)
@@ -249,11 +238,16 @@ class DenseViewDistanceGrid:
         point = self._point(centre, "centre")
         radius = as_radius(radius)
         level, cell = self._home(point, radius)
-        handle = int(self._new_handles(1)[0])
-        self._centres[handle] = point
-        self._radii[handle] = radius
+        if self._n_free:
+            self._n_free -= 1
+            handle = int(self._free[self._n_free])
+        else:
+            handle = self._next_handle
+            self._next_handle += 1
+            if handle >= self._level.shape[0]:
+                self._grow_objects(handle + 1)
         self._level[handle] = level
-        self._cells.link(handle, cell)
+        self._cells.link(handle, cell, self._row(point, radius))
         self._level_count[level] += 1
         self._count += 1
         return handle
@@ -265,13 +259,13 @@ class DenseViewDistanceGrid:
         point = self._point(centre, "centre")
         radius = as_radius(radius)
         level, cell = self._home(point, radius)
-        self._centres[handle] = point
-        self._radii[handle] = radius
+        row = self._row(point, radius)
         if cell == self._cells.cell[handle]:
+            self._cells.rows[:, self._cells.position(handle)] = row
             return
         self._level_count[self._level[handle]] -= 1
         self._cells.unlink(handle)
-        self._cells.link(handle, cell)
+        self._cells.link(handle, cell, row)
         self._level[handle] = level
         self._level_count[level] += 1
 
@@ -303,10 +297,9 @@ class DenseViewDistanceGrid:
         levels, cells = self._homes(centres, radii)
         handles = self._new_handles(centres.shape[0])
         if handles.size:
-            self._centres[handles] = centres
-            self._radii[handles] = radii
             self._level[handles] = levels
-            self._cells.link_many(handles, cells)
+            rows = [centres.T, radii, squared_reach(radii)] if self._reach else [centres.T, radii]
+            self._cells.link_many(handles, cells, np.vstack(rows))
             self._level_count += np.bincount(levels, minlength=self._level_count.size)
             self._count += handles.size
         return handles
@@ -328,15 +321,22 @@ class DenseViewDistanceGrid:
         levels, cells = self._homes(centres, radii)
         if not handles.size:
             return
-        self._centres[handles] = centres
-        self._radii[handles] = radii
+        rows = np.vstack([centres.T, radii, radii] if self._reach else [centres.T, radii])
+        if self._reach:  # the squared reach only changes with the radius
+            old = self._cells.rows[self.dim:, self._cells.positions(handles)]
+            resized = radii != old[0]
+            rows[self.dim + 1] = old[1]
+            rows[self.dim + 1, resized] = squared_reach(radii[resized])
         move = cells != self._cells.cell[handles]
+        if not move.all():
+            stay = ~move
+            self._cells.rows[:, self._cells.positions(handles[stay])] = rows[:, stay]
         if move.any():
             movers = handles[move]
             size = self._level_count.size
             self._level_count -= np.bincount(self._level[movers], minlength=size)
             self._cells.unlink_many(movers)
-            self._cells.link_many(movers, cells[move])
+            self._cells.link_many(movers, cells[move], rows[:, move])
             self._level[movers] = levels[move]
             self._level_count += np.bincount(levels[move], minlength=size)
 
@@ -371,11 +371,27 @@ class DenseViewDistanceGrid:
         Cost: O(levels + candidates); at most ``2**dim`` cells per level for
         ``scale <= 1`` (``ceil(1 + scale)**dim`` in general).
         """
-        p = as_point(point, self.dim, "point")
+        p = self._point(point, "point")
         scale = as_scale(scale) if scale != 1.0 else 1.0
-        handles, owners = self._candidates(p[None, :], scale)
-        if exact:
-            handles, _ = self._exact(handles, owners, p[None, :], scale)
+        if not self._count:
+            return np.empty(0, dtype=np.int64)
+        occupied = self._level_count.tolist()
+        deepest = max(level for level, n in enumerate(occupied) if n)
+        window = [(level, axes) for level, axes in enumerate(self._geo.window_one(p, scale, deepest))
+                  if occupied[level]]
+        if sum(math.prod(hi - lo + 1 for lo, hi in axes) for _, axes in window) > MAX_ENUMERATED_CELLS:
+            handles, rows, _ = self._candidates(np.array([p]), scale)  # a large scale: vectorised
+        else:
+            cells = [cell for level, axes in window for cell in self._geo.window_cells(level, axes)]
+            runs = self._cells.runs(np.array(cells, dtype=np.int64))
+            if not runs:
+                return np.empty(0, dtype=np.int64)
+            handles = np.concatenate([self._cells.pool[a:b] for a, b in runs], dtype=np.int64)
+            if not exact:
+                return handles
+            rows = np.concatenate([self._cells.rows[:, a:b] for a, b in runs], axis=1)
+        if exact and handles.size:
+            handles = handles[self._inside(rows, p, scale)]
         return handles
 
     def query_many(self, points, exact: bool = False, scale: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
@@ -390,12 +406,17 @@ class DenseViewDistanceGrid:
         handles : ndarray, int64, the answers concatenated
         counts : ndarray, shape (m,), int64: point ``i``'s answer is
             ``handles[counts[:i].sum():][:counts[i]]``
+
+        Cost: O(m x levels + candidates).
         """
         points = as_points(points, self.dim, "points")
         scale = as_scale(scale) if scale != 1.0 else 1.0
-        handles, owners = self._candidates(points, scale)
-        if exact:
-            handles, owners = self._exact(handles, owners, points, scale)
+        handles, rows, owners = self._candidates(points, scale)
+        if exact and handles.size:
+            with np.errstate(over="ignore"):  # offsets from each candidate's own point; inf is "outside"
+                offsets = np.array([rows[axis] - points[owners, axis] for axis in range(self.dim)])
+            keep = self._inside(np.vstack([offsets, rows[self.dim:]]), [0.0] * self.dim, scale)
+            handles, owners = handles[keep], owners[keep]
         return handles, np.bincount(owners, minlength=points.shape[0]).astype(np.int64)
 
     def trace(self, point, scale: float = 1.0) -> QueryTrace:
@@ -403,36 +424,35 @@ class DenseViewDistanceGrid:
 
         A visited node is a cell whose grown box contains the point, whether
         or not it holds objects; depth 0 is the world's single level-0 cell.
-        Levels run down to the deepest level that holds any object and stop
-        early where no cell of a level (nor, then, of any finer one) reaches
-        the point.  Levels that hold no objects are listed (their cells
-        return 0 objects) so the listing has no gaps; the query itself skips
-        them.
+        Levels run down to the deepest level that holds any object, and stop
+        early where no cell of a level (and so of no finer level) reaches the
+        point.  Levels that hold no objects are listed, with 0 objects, so
+        the listing has no gaps; the query itself skips them.
+
+        Cost: O(levels + visited cells + candidates), vectorised; a large
+        ``scale`` visits up to ``ceil(1 + scale)**dim`` cells per level.
         """
-        p = as_point(point, self.dim, "point")
+        p = self._point(point, "point")
         scale = as_scale(scale) if scale != 1.0 else 1.0
         if not self._count:
-            return QueryTrace(point=p, candidates=np.empty(0, dtype=np.int64), levels=[])
+            return QueryTrace(point=np.array(p), candidates=np.empty(0, dtype=np.int64), levels=[])
         deepest = int(np.flatnonzero(self._level_count)[-1])
-        low, width = self._windows(p[None, :], scale, deepest)
-        cells, _, level_of, coords = self._enumerate(low, width)
-        candidates, counts = self._cells.gather(cells)
+        cells, _, cell_levels = self._geo.enumerate(*self._geo.windows(np.array([p]), scale, deepest))
+        members, _, counts = self._cells.gather(cells)
+        coords = self._geo.coords(cells, cell_levels)
         levels = []
         for level in range(deepest + 1):
-            mine = level_of == level
+            mine = cell_levels == level  # a prefix of the levels has cells
             if not mine.any():
                 break
-            w = float(self._cell_size[level])
-            k = coords[mine].astype(np.float64)
-            lo = self.origin + k * w
-            hi = self.origin + (k + 1.0) * w
+            lo, hi = self._geo.bounds(level, coords[mine])
+            w = float(self._geo.cell_size[level])
             margin = 0.0 if level == 0 else scale * w / 2
             with np.errstate(over="ignore"):
                 loose = np.stack([lo - margin, hi + margin], axis=1)
-            levels.append(LevelTrace(depth=level, level=level, node_size=w,
-                                     bounds=np.stack([lo, hi], axis=1), loose_bounds=loose,
-                                     objects=int(counts[mine].sum())))
-        return QueryTrace(point=p, candidates=candidates, levels=levels)
+            levels.append(LevelTrace(depth=level, level=level, node_size=w, bounds=np.stack([lo, hi], axis=1),
+                                     loose_bounds=loose, objects=int(counts[mine].sum())))
+        return QueryTrace(point=np.array(p), candidates=members, levels=levels)
 
     # ------------------------------------------------------------------
     # The invariant checker
@@ -445,69 +465,79 @@ class DenseViewDistanceGrid:
         assert live.size == self._count, "len() disagrees with live handles"
         free = self._free[: self._n_free]
         assert np.unique(free).size == free.size, "handle freed twice"
-        assert not alive[free].any() if free.size else True, "a live handle is on the free list"
+        assert not alive[free].any(), "a live handle is on the free list"
         assert live.size + free.size == n, "handles lost"
         assert (self._level[n:] == -1).all(), "an unissued handle is live"
         self._cells.check(alive)
-        assert self._cells.members == self._count
         levels = self._level[live].astype(np.int64)
         assert (np.bincount(levels, minlength=self._level_count.size) == self._level_count).all(), \
             "per-level counts are wrong"
         # Home cell: a pure function of (centre, radius), inside its box in world coordinates.
-        centres, radii = self._centres[live], self._radii[live]
+        geo = self._geo
+        rows = self._cells.rows[:, self._cells.positions(live)]
+        centres, radii = rows[: self.dim].T, rows[self.dim]
+        assert not self._reach or (rows[self.dim + 1] == squared_reach(radii)).all(), "stale squared reach"
         assert np.isfinite(centres).all() and np.isfinite(radii).all() and (radii >= 0).all()
-        assert (radii < self.size / 2).all(), "a radius too large for the world"
-        assert ((centres >= self.origin) & (centres < self._hi)).all(), "a centre outside the world"
-        expected_levels, expected_cells = self._homes(centres, radii)
+        assert ((centres >= self.origin) & (centres < geo.hi)).all(), "a centre outside the world"
+        expected_levels, expected_cells = geo.homes(centres, radii)
         assert (levels == expected_levels).all(), "object on the wrong level"
         cells = self._cells.cell[live].astype(np.int64)
         assert (cells == expected_cells).all(), "object in the wrong cell"
-        assert ((cells >= self._offsets[levels]) & (cells < self._offsets[levels + 1])).all()
-        coords = self._coords(cells - self._offsets[levels], levels).astype(np.float64)
-        w = self._cell_size[levels][:, None]
-        assert ((self.origin + coords * w <= centres) & (centres < self.origin + (coords + 1) * w)).all(), \
-            "centre outside its cell's box"
-        w_level = self._cell_size[levels]
-        assert (radii < w_level / 2).all(), "radius not below half its cell's edge"
+        w = geo.cell_size[levels]
+        coords = geo.coords(cells, levels).astype(np.float64)
+        lo, hi = self.origin + coords * w[:, None], self.origin + (coords + 1.0) * w[:, None]
+        assert ((lo <= centres) & (centres < hi)).all(), "centre outside its cell's box"
+        assert (radii < w / 2).all(), "radius not below half its cell's edge"
         coarse = levels < self.finest_level
-        assert (radii[coarse] >= w_level[coarse] / 4).all(), "radius below a quarter of its cell's edge"
+        assert (radii[coarse] >= w[coarse] / 4).all(), "radius below a quarter of a coarse cell's edge"
 
     # ------------------------------------------------------------------
-    # Internals: placement
+    # Internals
 
     def _point(self, value, name: str) -> list[float]:
-        """One point as a list of floats, validated."""
-        return as_point(value, self.dim, name).tolist()
+        """One point as a list of floats, validated (fast path for float64 arrays and float tuples)."""
+        if type(value) is np.ndarray and value.dtype == np.float64 and value.shape == (self.dim,):
+            coords = value.tolist()
+        elif type(value) in (tuple, list) and len(value) == self.dim and all(type(v) is float for v in value):
+            coords = list(value)
+        else:
+            coords = as_point(value, self.dim, name).tolist()
+        if not all(map(math.isfinite, coords)):
+            raise ValueError(f"{name} must be finite (no NaN or inf)")
+        return coords
+
+    def _row(self, point: list[float], radius: float) -> list[float]:
+        """One object's pool row: centre, radius and (spheres) the scalar :func:`squared_reach`."""
+        if not self._reach:
+            return point + [radius]
+        reach = radius * radius
+        while math.sqrt(math.nextafter(reach, math.inf)) <= radius:
+            reach = math.nextafter(reach, math.inf)
+        while math.sqrt(reach) > radius:
+            reach = math.nextafter(reach, -math.inf)
+        return point + [radius, reach]
+
+    def _inside(self, rows: np.ndarray, point, scale: float) -> np.ndarray:
+        """Mask of the pool ``rows`` (columns, k) whose shape contains ``point`` (radii times ``scale``)."""
+        axes = rows[: self.dim]
+        if self._reach and scale == 1.0:
+            return sphere_contains(axes, point, rows[self.dim], rows[self.dim + 1])
+        return within(distances(axes, point, self.shape), rows[self.dim], scale)
 
     def _home(self, point: list[float], radius: float) -> tuple[int, int]:
-        """Level and global cell id of one sphere; pure Python floats, the same
-        IEEE operations as :meth:`_homes`."""
-        origin, hi = self._origin_list, self._hi_list
-        if not all(o <= c < h for c, o, h in zip(point, origin, hi)):
+        """Level and global cell of one validated sphere; ``ValueError`` outside the world."""
+        if radius >= self.size / 2 or not all(o <= c < h for c, o, h in
+                                                zip(point, self._origin_list, self._hi_list)):
             self._homes(np.array([point]), np.array([radius]))  # raises the ValueError
-        if radius >= self.size / 2:
-            self._homes(np.array([point]), np.array([radius]))
-        level = self.finest_level - bisect.bisect_right(self._thresholds, radius)
-        w = float(self._cell_size[level])
-        top = (1 << level) - 1
-        size = self.size
-        cell = 0
-        for c, o in zip(point, origin):
-            k = min(max(math.floor((c - o) / size * 2.0 ** level), 0), top)
-            if c < o + k * w:
-                k -= 1
-            elif c >= o + (k + 1) * w:
-                k += 1
-            cell = (cell << level) | min(max(k, 0), top)
-        return level, int(self._offsets[level]) + cell
+        return self._geo.home(point, radius)
 
     def _homes(self, centres: np.ndarray, radii: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Levels (int64 (n,)) and global cell ids (int64 (n,)) of many spheres.
+        """Levels and global cells (int64 (n,) each) of many validated spheres.
 
-        Raises ``ValueError`` for a centre outside the world or a radius of
-        ``size / 2`` or more.
+        ``ValueError`` for a centre outside ``[origin, origin + size)`` or a
+        radius of ``size / 2`` or more.
         """
-        outside = ((centres < self.origin) | (centres >= self._hi)).any(axis=1)
+        outside = ((centres < self.origin) | (centres >= self._geo.hi)).any(axis=1)
         if outside.any():
             i = int(np.flatnonzero(outside)[0])
             raise ValueError(f"centres must lie in the grid's world [{self._origin_list}, {self._hi_list}) "
@@ -517,27 +547,7 @@ class DenseViewDistanceGrid:
             i = int(np.flatnonzero(too_big)[0])
             raise ValueError(f"radii must be below size/2 = {self.size / 2:g} in a dense grid "
                              f"(it does not grow); radius {i} is {radii[i]:g}")
-        levels = self.finest_level - np.searchsorted(self._thresholds, radii, side="right").astype(np.int64)
-        w = self._cell_size[levels][:, None]
-        top = np.left_shift(np.int64(1), levels)[:, None] - 1
-        with np.errstate(under="ignore"):
-            u = (centres - self.origin) / self.size
-        k = np.clip(np.floor(np.ldexp(u, levels[:, None])).astype(np.int64), 0, top)
-        kf = k.astype(np.float64)
-        k = k - (centres < self.origin + kf * w) + (centres >= self.origin + (kf + 1.0) * w)
-        k = np.clip(k, 0, top)
-        cells = k[:, 0]
-        for axis in range(1, self.dim):
-            cells = np.left_shift(cells, levels) | k[:, axis]
-        return levels, self._offsets[levels] + cells
-
-    def _coords(self, flat: np.ndarray, levels: np.ndarray) -> np.ndarray:
-        """Per-axis cell coordinates (int64 (n, dim)) of flat in-level cell indices."""
-        mask = np.left_shift(np.int64(1), levels) - 1
-        coords = np.empty((flat.shape[0], self.dim), dtype=np.int64)
-        for axis in range(self.dim):
-            coords[:, axis] = np.right_shift(flat, levels * (self.dim - 1 - axis)) & mask
-        return coords
+        return self._geo.homes(centres, radii)
 
     def _new_handles(self, n: int) -> np.ndarray:
         """``n`` handles: the most recently freed first, then fresh ones; int64."""
@@ -553,15 +563,11 @@ class DenseViewDistanceGrid:
     def _grow_objects(self, needed: int) -> None:
         capacity = max(needed, int(self._level.shape[0] * ARRAY_GROWTH) + 8)
         old = self._level.shape[0]
-        centres = np.zeros((capacity, self.dim))
-        centres[:old] = self._centres
-        radii = np.zeros(capacity)
-        radii[:old] = self._radii
         level = np.full(capacity, -1, dtype=np.int8)
         level[:old] = self._level
         free = np.zeros(capacity, dtype=np.int32)
         free[:old] = self._free
-        self._centres, self._radii, self._level, self._free = centres, radii, level, free
+        self._level, self._free = level, free
         self._cells.reserve_objects(capacity)
 
     def _live(self, handle) -> int:
@@ -581,115 +587,34 @@ class DenseViewDistanceGrid:
                 raise KeyError(f"handle {int(handles[dead][0])} is not in the grid")
         return handles
 
-    # ------------------------------------------------------------------
-    # Internals: queries
+    def _candidates(self, points: np.ndarray, scale: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Members of the cells ``points`` visit: handles, their rows and the point each came for.
 
-    def _windows(self, points: np.ndarray, scale: float, deepest: int) -> tuple[np.ndarray, np.ndarray]:
-        """Per point, level 0..deepest and axis: the first visited cell and how many.
-
-        Returns ``low`` and ``width``, int64 (m, deepest + 1, dim).  Cell ``k``
-        of edge ``W`` is visited when ``lo - h <= p < hi + h`` with ``lo =
-        origin + k*W``, ``hi = origin + (k+1)*W``, ``h = scale*W/2``: a window
-        is first estimated in cell units, then each end is corrected by one
-        cell against those exact world-coordinate floats.  Level 0 is always
-        its one cell; a level with an empty window empties all finer ones.
-        """
-        m = points.shape[0]
-        levels = np.arange(deepest + 1)
-        w = self._cell_size[: deepest + 1][None, :, None]
-        n = np.ldexp(1.0, levels)[None, :, None]
-        o = self.origin[None, None, :]
-        p = points[:, None, :]
-        with np.errstate(all="ignore"):
-            limit = 2.0 ** 80  # far outside any world: keeps cell arithmetic finite
-            u = np.clip((points - self.origin) / self.size, -limit, limit)
-            x = np.ldexp(u[:, None, :], levels[None, :, None])
-            half = 0.5 * scale
-            low = np.clip(np.floor(x - 1.0 - half) + 1.0, -1.0, n)
-            high = np.clip(np.floor(x + half), -1.0, n)
-            h = scale * w / 2
-
-            def below_top(k):  # p < hi_k + h
-                return p < (o + (k + 1.0) * w) + h
-
-            def above_bottom(k):  # lo_k - h <= p
-                return (o + k * w) - h <= p
-
-            low = np.where(below_top(low - 1.0), low - 1.0, np.where(below_top(low), low, low + 1.0))
-            high = np.where(above_bottom(high + 1.0), high + 1.0, np.where(above_bottom(high), high, high - 1.0))
-        low = np.maximum(low, high - np.ceil(scale))  # ceil(1 + scale) cells per axis, whatever rounding did
-        low = np.maximum(low, 0.0).astype(np.int64)
-        high = np.minimum(high, n - 1.0).astype(np.int64)
-        width = np.maximum(high - low + 1, 0)
-        low[:, 0, :] = 0
-        width[:, 0, :] = 1
-        reached = np.cumprod((width > 0).all(axis=2), axis=1).astype(bool)  # (m, levels)
-        width = np.where(reached[:, :, None], width, 0)
-        return low, width.reshape(m, deepest + 1, self.dim)
-
-    def _enumerate(self, low: np.ndarray, width: np.ndarray):
-        """Every cell of the windows, point-major then level then row-major cell order.
-
-        Returns ``(cells, owners, levels, coords)``: global cell ids, point
-        index, level (int64 (K,)) and per-axis coordinates (int64 (K, dim)).
-        """
-        m, n_levels, dim = low.shape
-        per_window = np.prod(width, axis=2).ravel()
-        window = np.repeat(np.arange(m * n_levels), per_window)
-        rest = np.arange(window.size) - np.repeat(np.cumsum(per_window) - per_window, per_window)
-        low_w = low.reshape(-1, dim)[window]
-        width_w = width.reshape(-1, dim)[window]
-        coords = np.empty((window.size, dim), dtype=np.int64)
-        for axis in range(dim - 1, -1, -1):
-            coords[:, axis] = low_w[:, axis] + rest % width_w[:, axis]
-            rest //= width_w[:, axis]
-        levels = window % n_levels
-        cells = coords[:, 0].copy()
-        for axis in range(1, dim):
-            cells = np.left_shift(cells, levels) | coords[:, axis]
-        return self._offsets[levels] + cells, window // n_levels, levels, coords
-
-    def _candidates(self, points: np.ndarray, scale: float) -> tuple[np.ndarray, np.ndarray]:
-        """Members of the visited cells and the index of the point each came for.
-
-        int64 arrays, grouped by point (ascending).  Enumerates the visited
-        cells of the levels that hold objects; when that would be more cells
-        than (points x objects) and more than MAX_ENUMERATED_CELLS, tests
-        each object's cell against the windows instead.  Either way the
-        same set.
+        Handles and owners int64 (k,), pool rows (columns, k); grouped by point.  Enumerates the windows' cells on
+        the levels that hold objects; when that is more cells than both
+        MAX_ENUMERATED_CELLS and points x objects (a large scale), tests
+        every object's cell against the windows instead.  The same set either way.
         """
         m = points.shape[0]
         if not self._count or not m:
-            return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64)
+            empty = np.empty(0, dtype=np.int64)
+            return empty, np.empty((self._cells.rows.shape[0], 0)), empty
         occupied = self._level_count > 0
         deepest = int(np.flatnonzero(occupied)[-1])
-        low, width = self._windows(points, scale, deepest)
+        low, width = self._geo.windows(points, scale, deepest)
         width = np.where(occupied[None, : deepest + 1, None], width, 0)
         total = int(np.prod(width, axis=2).sum())
         if total > MAX_ENUMERATED_CELLS and total > m * self._count:
-            return self._candidates_by_object(low, width)
-        cells, owners, _, _ = self._enumerate(low, width)
+            handles = self.handles()
+            levels = self._level[handles].astype(np.int64)
+            coords = self._geo.coords(self._cells.cell[handles].astype(np.int64), levels)
+            first = low[:, levels, :]
+            inside = ((coords[None] >= first) & (coords[None] < first + width[:, levels, :])).all(axis=2)
+            owners, which = np.nonzero(inside)
+            handles = handles[which]
+            return handles, self._cells.rows[:, self._cells.positions(handles)], owners.astype(np.int64)
+        cells, owners, _ = self._geo.enumerate(low, width)
         nonempty = self._cells.count[cells] > 0
         cells, owners = cells[nonempty], owners[nonempty]
-        handles, counts = self._cells.gather(cells)
-        return handles, np.repeat(owners, counts)
-
-    def _candidates_by_object(self, low: np.ndarray, width: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Objects whose cell lies in a window: O(points x objects), for huge windows."""
-        handles = self.handles()
-        levels = self._level[handles].astype(np.int64)
-        cells = self._cells.cell[handles].astype(np.int64)
-        coords = self._coords(cells - self._offsets[levels], levels)
-        lo = low[:, levels, :]
-        inside = ((coords[None] >= lo) & (coords[None] < lo + width[:, levels, :])).all(axis=2)
-        owners, which = np.nonzero(inside)
-        return handles[which], owners.astype(np.int64)
-
-    def _exact(self, handles: np.ndarray, owners: np.ndarray, points: np.ndarray, scale: float):
-        """Keep the candidates whose shape contains their point (:mod:`culling.shapes`)."""
-        if not handles.size:
-            return handles, owners
-        axes = [self._centres[handles, axis] for axis in range(self.dim)]
-        at = [points[owners, axis] for axis in range(self.dim)]
-        keep = within(distances(axes, at, self.shape), self._radii[handles], scale)
-        return handles[keep], owners[keep]
+        handles, rows, counts = self._cells.gather(cells)
+        return handles, rows, np.repeat(owners, counts)

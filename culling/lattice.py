@@ -24,6 +24,8 @@ non-negative integer.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 __all__ = ["ANCHOR", "Lattice", "MAX_DEPTH", "MAX_GROWTH"]
@@ -54,15 +56,12 @@ class Lattice:
         self.size = size
         self.origin = origin
         self.dim = origin.shape[0]
-        # Per level: u -> cell is floor((u + add) * scale) + offset, with the
-        # constants split so that each step is exact in float64.
-        self.level_params: dict[int, tuple[float, float, int]] = {}
-        for level in range(-MAX_GROWTH, MAX_DEPTH + 1):
-            if level >= 0:
-                self.level_params[level] = (2.0 ** level, 0.0, ANCHOR << level)
-            else:
-                k = -level
-                self.level_params[level] = (2.0 ** level, float(ANCHOR & ((1 << k) - 1)), ANCHOR >> k)
+        # Level L >= 0: cell = floor(u * 2**L) + (ANCHOR << L), exact because
+        # the scaling is by a power of two.  Grown levels derive from level 0
+        # with integer shifts, cell = (floor(u) + ANCHOR) >> -L, so every cell
+        # is exactly its children's parent (a float sum u + offset would round).
+        self.scales = {level: 2.0 ** level for level in range(0, MAX_DEPTH + 1)}
+        self.offsets = {level: ANCHOR << level for level in range(0, MAX_DEPTH + 1)}
         # The largest world: the level -MAX_GROWTH cell, cell 0 there.
         self.world_lo_u = -float(ANCHOR)
         self.world_hi_u = float((1 << MAX_GROWTH) - ANCHOR)
@@ -112,25 +111,29 @@ class Lattice:
         """Cells of the columns ``u`` (dim, n) on ``levels`` (an int or (n,) ints); int64 (dim, n)."""
         levels = np.asarray(levels, dtype=np.int64)
         if levels.ndim == 0:
-            scale, add, offset = self.level_params[int(levels)]
-            return np.floor((u + add) * scale).astype(np.int64) + offset
+            level = int(levels)
+            if level >= 0:
+                return np.floor(u * self.scales[level]).astype(np.int64) + self.offsets[level]
+            return (np.floor(u).astype(np.int64) + ANCHOR) >> -level
         cells = np.empty(u.shape, dtype=np.int64)
         if u.shape[1] == 0:
             return cells
-        if levels.min() >= 0:  # the common case: no grown levels, no additive term
-            offset = np.left_shift(np.int64(ANCHOR), levels)
-            for axis in range(self.dim):
-                cells[axis] = np.floor(np.ldexp(u[axis], levels))
-                cells[axis] += offset
-            return cells
-        shift = np.abs(levels)
-        scale = np.ldexp(1.0, levels)
-        add = np.where(levels < 0, ANCHOR & ((np.int64(1) << shift) - 1), 0).astype(np.float64)
-        offset = np.where(levels < 0, ANCHOR >> shift, np.int64(ANCHOR) << shift)
+        fine = np.maximum(levels, 0)
+        offset = np.left_shift(np.int64(ANCHOR), fine)
+        grown = np.flatnonzero(levels < 0)
         for axis in range(self.dim):
-            cells[axis] = np.floor((u[axis] + add) * scale)
+            cells[axis] = np.floor(np.ldexp(u[axis], fine))
             cells[axis] += offset
+            if grown.size:
+                base = np.floor(u[axis, grown]).astype(np.int64) + ANCHOR
+                cells[axis, grown] = base >> -levels[grown]
         return cells
+
+    def cell(self, x: float, level: int) -> int:
+        """One coordinate's cell on ``level``: the scalar form of :meth:`cells`."""
+        if level >= 0:
+            return math.floor(x * self.scales[level]) + self.offsets[level]
+        return (math.floor(x) + ANCHOR) >> -level
 
     # -- boxes --------------------------------------------------------------
 
@@ -139,8 +142,11 @@ class Lattice:
         return self.size * 2.0 ** -level
 
     def cell_bounds(self, level: int, cells) -> tuple[np.ndarray, np.ndarray]:
-        """``(lo, hi)`` corners of cells on ``level``; cells (dim,) or (k, dim)."""
-        cells = np.asarray(cells, dtype=np.float64)
-        step = 2.0 ** -level
-        lo = self.origin + (cells * step - ANCHOR) * self.size
+        """``(lo, hi)`` corners of cells on ``level``; cells (dim,) or (k, dim) ints."""
+        cells = np.asarray(cells, dtype=np.int64)
+        if level >= 0:  # integer offset first: exact below 2**53
+            relative = (cells - self.offsets[level]).astype(np.float64) * 2.0 ** -level
+        else:
+            relative = ((cells << -level) - ANCHOR).astype(np.float64)
+        lo = self.origin + relative * self.size
         return lo, lo + self.node_size(level)

@@ -30,21 +30,21 @@ def block_capacity(count: int) -> int:
 
 
 class BlockPool:
-    """Rows of ``handles`` (int64) and ``columns`` (float64: each axis, then the radius).
+    """Rows of ``handles`` (int64) and ``columns`` (float64, ``width`` of them).
 
-    The spheres are stored column-wise, one contiguous array per coordinate
-    and one for the radius, so the exact test runs on 1-D arrays.
+    Object data is stored column-wise, one contiguous array per quantity
+    (each axis of the centre, the radius, ...), so tests run on 1-D arrays.
 
     Attributes
     ----------
     handles : ndarray, shape (capacity,), int64
-    columns : ndarray, shape (dim + 1, capacity), float64
+    columns : ndarray, shape (width, capacity), float64
     """
 
-    def __init__(self, dim: int, capacity: int = 64):
-        self.dim = dim
+    def __init__(self, width: int, capacity: int = 64):
+        self.width = width
         self.handles = np.full(capacity, -1, dtype=np.int64)
-        self.columns = np.zeros((dim + 1, capacity), dtype=np.float64)
+        self.columns = np.zeros((width, capacity), dtype=np.float64)
         self.top = 0  # rows at and above ``top`` have never been handed out
         self._free: dict[int, list[int]] = {}
 
@@ -60,7 +60,7 @@ class BlockPool:
         capacity = max(needed, int(self.capacity * POOL_GROWTH))
         handles = np.full(capacity, -1, dtype=np.int64)
         handles[: self.top] = self.handles[: self.top]
-        columns = np.zeros((self.dim + 1, capacity), dtype=np.float64)
+        columns = np.zeros((self.width, capacity), dtype=np.float64)
         columns[:, : self.top] = self.columns[:, : self.top]
         self.handles, self.columns = handles, columns
 

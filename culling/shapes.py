@@ -20,7 +20,13 @@ from collections.abc import Sequence
 
 import numpy as np
 
-__all__ = ["contains", "distances"]
+__all__ = ["contains", "distances", "sphere_contains", "squared_distances", "squared_reach", "within"]
+
+
+#: Squared distances below this may have lost bits to underflow (and ``inf``
+#: to overflow); those few are recomputed with scaling.  2**-960 leaves the
+#: squares of offsets down to 2**-480 (~1e-145) exact.
+_UNSAFE_SQUARE = 2.0 ** -960
 
 
 def distances(axes: Sequence[np.ndarray], point, shape: str) -> np.ndarray:
@@ -37,19 +43,90 @@ def distances(axes: Sequence[np.ndarray], point, shape: str) -> np.ndarray:
     -------
     ndarray, shape (n,), float64, a new array
     """
+    if shape == "cube":
+        result = np.abs(np.subtract(axes[0], point[0]))
+        for coords, p in zip(axes[1:], point[1:]):
+            np.maximum(result, np.abs(coords - p), out=result)
+        return result
+    squares = squared_distances(axes, point)
+    unsafe = _unsafe(squares)
+    result = np.sqrt(squares, out=squares)
+    if unsafe.size:
+        result[unsafe] = _scaled_distances([a[unsafe] for a in axes], point)
+    return result
+
+
+def squared_distances(axes: Sequence[np.ndarray], point) -> np.ndarray:
+    """Squared Euclidean distances, summed axis by axis in the order ``distances`` uses.
+
+    Entries below ``2**-960`` or infinite may be off by under- or overflow;
+    :func:`sphere_contains` repairs them, ``distances`` too.
+    """
     with np.errstate(over="ignore", under="ignore"):
         result = np.subtract(axes[0], point[0])
-        if shape == "cube":
-            np.abs(result, out=result)
-            for coords, p in zip(axes[1:], point[1:]):
-                np.maximum(result, np.abs(coords - p), out=result)
-            return result
         result *= result
         for coords, p in zip(axes[1:], point[1:]):
             offset = coords - p
             offset *= offset
             result += offset
-        return np.sqrt(result, out=result)
+        return result
+
+
+def sphere_contains(axes: Sequence[np.ndarray], point, radii: np.ndarray, reach: np.ndarray) -> np.ndarray:
+    """``distances(axes, point, "sphere") <= radii`` without a square root per object.
+
+    ``reach`` is :func:`squared_reach` of ``radii``, stored beside them.
+    """
+    squares = squared_distances(axes, point)
+    inside = squares <= reach
+    unsafe = _unsafe(squares)
+    if unsafe.size:
+        inside[unsafe] = _scaled_distances([a[unsafe] for a in axes], point) <= radii[unsafe]
+    return inside
+
+
+def _unsafe(squares: np.ndarray) -> np.ndarray:
+    return np.flatnonzero((squares < _UNSAFE_SQUARE) | (squares == np.inf))
+
+
+def _scaled_distances(axes: Sequence[np.ndarray], point) -> np.ndarray:
+    """Euclidean distances computed as ``m * sqrt(sum((d / m)**2))``, ``m = max |d|``: no under/overflow."""
+    offsets = np.abs(np.array([a - p for a, p in zip(axes, point)]))
+    largest = offsets.max(axis=0)
+    safe = np.where(largest > 0, largest, 1.0)
+    with np.errstate(under="ignore"):
+        return largest * np.sqrt(((offsets / safe) ** 2).sum(axis=0))
+
+
+def squared_reach(radii: np.ndarray) -> np.ndarray:
+    """The largest float ``t`` with ``sqrt(t) <= r``, for each radius ``r``.
+
+    ``sqrt`` is correctly rounded and monotone, so ``d2 <= squared_reach(r)``
+    holds exactly when ``sqrt(d2) <= r``: the exact test without its square
+    root, and without the rounding differences of ``d2 <= r * r``.  ``r * r``
+    is within a few ulps of the answer; a few ``nextafter`` steps settle it.
+
+    >>> r = np.array([0.0, 0.1, 3.0, 1e-200])
+    >>> t = squared_reach(r)
+    >>> bool((np.sqrt(t) <= r).all() and (np.sqrt(np.nextafter(t, np.inf)) > r).all())
+    True
+    """
+    radii = np.asarray(radii, dtype=np.float64)
+    with np.errstate(over="ignore", under="ignore"):
+        reach = radii * radii
+    bits = reach.view(np.int64)  # non-negative floats order like their bit patterns
+    for step, todo in ((1, np.sqrt(reach) <= radii), (-1, np.sqrt(reach) > radii)):
+        index = np.flatnonzero(todo)
+        while index.size:  # a few ulps at most
+            moved = bits[index] + step
+            fits = np.sqrt(moved.view(np.float64)) <= radii[index]
+            if step > 0:
+                index = index[fits]
+                bits[index] = moved[fits]
+            else:
+                bits[index] = moved
+                index = index[~fits]
+    return reach
 
 
 def contains(centres: np.ndarray, radii: np.ndarray, point: np.ndarray,

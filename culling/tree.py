@@ -39,7 +39,7 @@ import numpy as np
 
 from culling.lattice import ANCHOR, MAX_DEPTH, MAX_GROWTH, Lattice
 from culling.pool import BlockPool, block_capacity
-from culling.shapes import distances, within
+from culling.shapes import distances, sphere_contains, squared_reach, within
 from culling.trace import LevelTrace, QueryTrace
 from culling.validation import (
     as_handle,
@@ -105,7 +105,9 @@ class ViewDistanceTree:
         self.size, self.origin, self.dim, self.shape = check_constructor(size, origin, dim, shape)
         self._lattice = Lattice(self.size, self.origin)
         self._origin_list = self.origin.tolist()
-        self._pool = BlockPool(self.dim)
+        # Pool columns: the centre's axes, the radius, and the squared reach
+        # (see shapes.squared_reach) that makes the exact test root-free.
+        self._pool = BlockPool(self.dim + 2)
         # Objects, indexed by handle: their node (-1 when the handle is free)
         # and their row in the pool.  Centre and radius live in the pool row.
         self._obj_node = np.full(16, -1, dtype=np.int64)
@@ -200,9 +202,9 @@ class ViewDistanceTree:
         point = self._point(centre, "centre")
         radius = as_radius(radius)
         level, cell = self._home(point, radius)
-        handle = self._new_handles(1)[0]
+        handle = self._new_handle()
         node = self._node_at(level, cell)
-        self._append(node, handle, point + [radius])
+        self._append(node, handle, self._row(point, radius))
         self._count += 1
         self._shrink_root()
         return handle
@@ -220,10 +222,10 @@ class ViewDistanceTree:
         level, cell = self._home(point, radius)
         node = int(self._obj_node[handle])
         if self._n_key[node] == (level, cell):
-            self._pool.columns[:, self._obj_pos[handle]] = point + [radius]
+            self._pool.columns[:, self._obj_pos[handle]] = self._row(point, radius)
             return
         self._unlink(handle)
-        self._append(self._node_at(level, cell), handle, point + [radius])
+        self._append(self._node_at(level, cell), handle, self._row(point, radius))
         self._cleanup(node)
 
     def remove(self, handle) -> None:
@@ -249,7 +251,7 @@ class ViewDistanceTree:
         handles = self._new_handles(centres.shape[0])
         if handles.size:
             self._link_many(handles, levels, self._lattice.cells(u, levels),
-                            np.vstack([centres.T, radii]))
+                            np.vstack([centres.T, radii, squared_reach(radii)]))
             self._count += handles.size
             self._shrink_root()
         return handles
@@ -272,7 +274,13 @@ class ViewDistanceTree:
         if not handles.size:
             return
         cells = self._lattice.cells(u, levels)
-        rows = np.vstack([centres.T, radii])
+        rows = np.empty((self.dim + 2, handles.size))
+        rows[: self.dim] = centres.T
+        rows[self.dim] = radii
+        rows[self.dim + 1] = self._pool.columns[self.dim + 1, self._obj_pos[handles]]
+        resized = np.flatnonzero(self._pool.columns[self.dim, self._obj_pos[handles]] != radii)
+        if resized.size:  # the squared reach only changes with the radius
+            rows[self.dim + 1, resized] = squared_reach(radii[resized])
         nodes = self._obj_node[handles]
         stay = self._n_level[nodes] == levels
         for axis in range(self.dim):
@@ -333,19 +341,10 @@ class ViewDistanceTree:
         """
         points = as_points(points, self.dim, "points")
         scale = as_scale(scale) if scale != 1.0 else 1.0
-        per_point = [[n for level in self._visit(p, scale) for n in level] for p in points.tolist()]
-        counts = np.array([len(nodes) for nodes in per_point], dtype=np.int64)
-        nodes = np.array([n for nodes in per_point for n in nodes], dtype=np.int64)
-        sizes = self._n_count[nodes]
-        rows = concat_ranges(self._n_start[nodes], sizes)
-        handles = self._pool.handles[rows]
-        owners = np.repeat(np.repeat(np.arange(points.shape[0]), counts), sizes)
-        if exact and rows.size:
-            columns = self._pool.columns[:, rows]
-            distance = distances(columns[: self.dim], points[owners].T, self.shape)
-            keep = within(distance, columns[self.dim], scale)
-            handles, owners = handles[keep], owners[keep]
-        return handles, np.bincount(owners, minlength=points.shape[0]).astype(np.int64)
+        answers = [self._collect([n for level in self._visit(p, scale) for n in level], np.asarray(p), exact, scale)
+                   for p in points.tolist()]
+        counts = np.array([a.size for a in answers], dtype=np.int64)
+        return (np.concatenate(answers) if answers else np.empty(0, dtype=np.int64)), counts
 
     def query_spheres(self, point, exact: bool = False,
                       scale: float = 1.0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -365,7 +364,7 @@ class ViewDistanceTree:
         handles, columns = self._gather([n for level in self._visit(p, scale) for n in level])
         if exact and handles.size:
             keep = self._inside(columns, np.asarray(p), scale)
-            handles, columns = handles[keep], columns[:, keep]
+            handles, columns = handles.compress(keep), columns.compress(keep, axis=1)
         return handles, columns[: self.dim].T, columns[self.dim]
 
     def trace(self, point, scale: float = 1.0) -> QueryTrace:
@@ -444,7 +443,8 @@ class ViewDistanceTree:
         # Home node: a pure function of (centre, radius).
         columns = self._pool.columns[:, rows]
         radii = columns[self.dim]
-        assert np.isfinite(columns).all() and (radii >= 0).all()
+        assert np.isfinite(columns[: self.dim + 1]).all() and (radii >= 0).all()
+        assert (columns[self.dim + 1] == squared_reach(radii)).all(), "stale squared reach"
         levels = lat.levels_for(radii)
         expected = np.maximum(levels, root_level) if live.size else levels
         assert (levels >= root_level).all(), "a sphere is too large for the root"
@@ -510,8 +510,10 @@ class ViewDistanceTree:
             self._check_world(np.array([u]).T, np.array([level]))
         while level < self.root_level or not self._root_contains(u):
             self._grow_root()
-        scale, add, offset = lat.level_params[level]
-        return level, tuple(math.floor((x + add) * scale) + offset for x in u)
+        if level >= 0:
+            scale, offset = lat.scales[level], lat.offsets[level]
+            return level, tuple(math.floor(x * scale) + offset for x in u)
+        return level, tuple(lat.cell(x, level) for x in u)
 
     def _homes_many(self, centres: np.ndarray, radii: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Validate many spheres against the world and grow the root to hold them all."""
@@ -527,8 +529,8 @@ class ViewDistanceTree:
 
     def _root_contains(self, u: list[float]) -> bool:
         level, cell = self._n_key[self._root]
-        scale, add, offset = self._lattice.level_params[level]
-        return all(math.floor((x + add) * scale) + offset == c for x, c in zip(u, cell))
+        cell_of = self._lattice.cell
+        return all(cell_of(x, level) == c for x, c in zip(u, cell))
 
     def _grow_root(self) -> None:
         """Put a parent above the root: the world doubles, nothing stored moves."""
@@ -558,6 +560,20 @@ class ViewDistanceTree:
                 self._root = self._new_node(0, (ANCHOR,) * self.dim, -1)
             else:
                 break
+
+    def _row(self, point: list[float], radius: float) -> list[float]:
+        """One object's pool column: centre, radius, squared reach (scalar :func:`squared_reach`)."""
+        reach = radius * radius
+        while math.sqrt(math.nextafter(reach, math.inf)) <= radius:
+            reach = math.nextafter(reach, math.inf)
+        while math.sqrt(reach) > radius:
+            reach = math.nextafter(reach, -math.inf)
+        return point + [radius, reach]
+
+    def _new_handle(self) -> int:
+        if self._free_handles:
+            return self._free_handles.pop()
+        return int(self._new_handles(1)[0])
 
     def _new_handles(self, n: int) -> np.ndarray:
         reused = min(n, len(self._free_handles))
@@ -712,40 +728,54 @@ class ViewDistanceTree:
         return touched
 
     def _group_homes(self, levels: np.ndarray, cells: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Distinct ``(level, cell)`` rows: (index of each one's first row, inverse)."""
+        """Sort objects by home ``(level, cell)``: (the order, where each home's run starts in it).
+
+        The key is packed into one int64 when the depth below the root
+        allows (always, for worlds under ~2**20 cells per axis), so grouping
+        is a single argsort.
+        """
         depth = levels - self.root_level
         bits = int(depth.max())
         if (self.dim * bits + 6) <= 62:
             root_cell = self._n_cells[:, self._root]
             keys = depth << (self.dim * bits)
             for axis in range(self.dim):
-                relative = cells[axis] - (root_cell[axis] << depth)
-                keys |= relative << (axis * bits)
+                keys |= (cells[axis] - (root_cell[axis] << depth)) << (axis * bits)
+            order = np.argsort(keys, kind="stable")
+            keys = keys[order]
+            new_home = keys[1:] != keys[:-1]
         else:
-            keys = np.column_stack([levels, cells.T])
-            keys = np.ascontiguousarray(keys).view(np.dtype((np.void, keys.itemsize * keys.shape[1]))).ravel()
-        _, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
-        return first, inverse.ravel()
+            order = np.lexsort((*cells[::-1], levels))
+            new_home = levels[order][1:] != levels[order][:-1]
+            for axis in range(self.dim):
+                ordered = cells[axis, order]
+                new_home |= ordered[1:] != ordered[:-1]
+        return order, np.concatenate([[0], np.flatnonzero(new_home) + 1])
 
     def _link_many(self, handles: np.ndarray, levels: np.ndarray, cells: np.ndarray, rows: np.ndarray) -> None:
         """Put objects (handles already issued, root already grown) into their home nodes."""
-        first, inverse = self._group_homes(levels, cells)
+        order, starts = self._group_homes(levels, cells)
+        first = order[starts]
         keys = zip(levels[first].tolist(), map(tuple, cells[:, first].T.tolist()))
         homes = np.array([self._node_at(level, cell) for level, cell in keys], dtype=np.int64)
-        added = np.bincount(inverse, minlength=homes.size)
+        added = np.diff(np.append(starts, handles.size))
         needed = self._n_count[homes] + added
-        for i in np.flatnonzero(needed > self._n_cap[homes]).tolist():
-            self._move_block(int(homes[i]), block_capacity(int(needed[i])))
-        order = np.argsort(inverse, kind="stable")
-        rank = np.empty(handles.size, dtype=np.int64)
-        rank[order] = np.arange(handles.size) - np.repeat(np.cumsum(added) - added, added)
-        node_of = homes[inverse]
+        grow = np.flatnonzero(needed > self._n_cap[homes])
+        if grow.size:
+            capacities = [block_capacity(n) for n in needed[grow].tolist()]
+            self._pool.reserve(sum(capacities))  # one regrowth for the whole batch
+            for node, capacity in zip(homes[grow].tolist(), capacities):
+                self._move_block(node, capacity)
+        # Objects in sorted order: home by home, each appended after its home's members.
+        node_of = np.repeat(homes, added)
+        rank = np.arange(handles.size) - np.repeat(starts, added)
         positions = self._n_start[node_of] + self._n_count[node_of] + rank
-        self._pool.handles[positions] = handles
-        self._pool.columns[:, positions] = rows
+        ordered = handles[order]
+        self._pool.handles[positions] = ordered
+        self._pool.columns[:, positions] = rows[:, order]
         self._n_count[homes] += added
-        self._obj_node[handles] = node_of
-        self._obj_pos[handles] = positions
+        self._obj_node[ordered] = node_of
+        self._obj_pos[ordered] = positions
 
     # ------------------------------------------------------------------
     # Internals: queries
@@ -764,7 +794,7 @@ class ViewDistanceTree:
         limit = 2.0 ** 80  # far beyond any world: keeps cell arithmetic finite
         u = [min(max((c - o) / size, -limit), limit) for c, o in zip(point, self._origin_list)]
         floor = math.floor
-        params = self._lattice.level_params
+        scales, offsets = self._lattice.scales, self._lattice.offsets
         all_levels = self._levels
         visited = [[self._root]]
         level = self.root_level + 1
@@ -772,15 +802,29 @@ class ViewDistanceTree:
             nodes = all_levels.get(level)
             if not nodes:
                 break
-            scale_l, add, offset = params[level]
-            windows = []
-            cells = 1
-            for x in u:
-                x = (x + add) * scale_l
-                low = floor(x - 1.0 - half) + 1 + offset
-                high = floor(x + half) + 1 + offset
-                windows.append(range(low, high))
-                cells *= high - low
+            if level < 0:
+                windows = [self._grown_window(x, level, half) for x in u]
+                cells = math.prod(len(window) for window in windows)
+            else:
+                scale_l, offset = scales[level], offsets[level]
+                windows = []
+                cells = 1
+                for x in u:
+                    x *= scale_l  # exact: a power of two
+                    # Cells i with i - half <= x < i + 1 + half.  The floors are
+                    # of rounded sums, so each end is checked against the rule.
+                    high = floor(x + half)
+                    if high - half > x:
+                        high -= 1
+                    elif high + 1 - half <= x:
+                        high += 1
+                    low = floor(x - 1.0 - half) + 1
+                    if low + 1 + half <= x:
+                        low += 1
+                    elif low + half > x:
+                        low -= 1
+                    windows.append(range(low + offset, high + 1 + offset))
+                    cells *= high + 1 - low
             if cells <= MAX_ENUMERATED_CELLS or cells <= len(nodes):
                 get = nodes.get
                 hits = [n for n in map(get, product(*windows)) if n is not None]
@@ -793,6 +837,25 @@ class ViewDistanceTree:
             level += 1
         return visited
 
+    @staticmethod
+    def _grown_window(x: float, level: int, half: float) -> range:
+        """Cells of a grown level (``level < 0``) visited from root-relative ``x``.
+
+        A cell ``i`` there spans ``[i * 2**k - ANCHOR, (i + 1) * 2**k - ANCHOR)``
+        in root units (``k = -level``); the bounds are integers, so the rule
+        is checked exactly against them.
+        """
+        span = 1 << -level
+        reach = half * span
+        estimate = (math.floor(x) + ANCHOR) >> -level
+        high = estimate + math.ceil(half) + 1
+        while high * span - ANCHOR - reach > x:
+            high -= 1
+        low = estimate - math.ceil(half) - 1
+        while not x < (low + 1) * span - ANCHOR + reach:
+            low += 1
+        return range(low, high + 1)
+
     def _collect(self, nodes: list[int], point: np.ndarray, exact: bool, scale: float) -> np.ndarray:
         """The members of ``nodes`` (a fresh int64 array), optionally exact-filtered."""
         runs = self._runs(nodes)
@@ -801,14 +864,14 @@ class ViewDistanceTree:
         handles = np.concatenate([self._pool.handles[a:b] for a, b in runs])
         if exact:
             columns = np.concatenate([self._pool.columns[:, a:b] for a, b in runs], axis=1)
-            handles = handles[self._inside(columns, point, scale)]
+            handles = handles.compress(self._inside(columns, point, scale))
         return handles
 
     def _gather(self, nodes: list[int]) -> tuple[np.ndarray, np.ndarray]:
-        """Handles (k,) and sphere columns (dim + 1, k) of the members of ``nodes``."""
+        """Handles (k,) and pool columns (dim + 2, k) of the members of ``nodes``."""
         runs = self._runs(nodes)
         if not runs:
-            return np.empty(0, dtype=np.int64), np.empty((self.dim + 1, 0))
+            return np.empty(0, dtype=np.int64), np.empty((self.dim + 2, 0))
         return (np.concatenate([self._pool.handles[a:b] for a, b in runs]),
                 np.concatenate([self._pool.columns[:, a:b] for a, b in runs], axis=1))
 
@@ -823,4 +886,7 @@ class ViewDistanceTree:
 
     def _inside(self, columns: np.ndarray, point: np.ndarray, scale: float) -> np.ndarray:
         """Mask of the gathered spheres that contain ``point`` (radii times ``scale``)."""
-        return within(distances(columns[: self.dim], point.tolist(), self.shape), columns[self.dim], scale)
+        axes, p = columns[: self.dim], point.tolist()
+        if self.shape == "sphere" and scale == 1.0:
+            return sphere_contains(axes, p, columns[self.dim], columns[self.dim + 1])
+        return within(distances(axes, p, self.shape), columns[self.dim], scale)
