@@ -1,0 +1,63 @@
+"""The command line: ``python -m benchmarks [--quick] [--out DIR] [--only NAME]``."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Sequence
+
+from benchmarks.plots import write_plots
+from benchmarks.report import Results, to_text, write_markdown
+from benchmarks.suite import PRESETS, SECTION_NAMES, Structures, run_suite
+
+DOCS = Path(__file__).resolve().parent.parent / "docs"
+
+
+def run(
+    preset: str = "full",
+    out: Path | None = None,
+    only: Sequence[str] | None = None,
+    structs: Structures | None = None,
+    verbose: bool = True,
+    clock: str = "cpu",
+) -> Results:
+    """Run a preset; print the tables; write PERFORMANCE.md and plots to ``out``.
+
+    ``out`` None writes nothing.  Raises ``AgreementError`` when methods disagree.
+    """
+    log = (lambda s: print(s, file=sys.stderr, flush=True)) if verbose else (lambda s: None)
+    res = run_suite(PRESETS[preset], only, structs, log, clock)
+    if verbose:
+        print(to_text(res))
+    if out is not None:
+        written = [write_markdown(res, out), *write_plots(res, out)]
+        log("wrote " + ", ".join(str(p) for p in written))
+    return res
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point; returns the exit status (1 when a target fails under --strict)."""
+    ap = argparse.ArgumentParser(
+        prog="python -m benchmarks",
+        description="Benchmark culling against NumPy brute force, cKDTree and rtree. "
+        "The full run rewrites docs/PERFORMANCE.md and docs/*.png; --quick and --only "
+        "write files only when --out is given.",
+    )
+    ap.add_argument("--quick", action="store_true", help="small sizes; finishes within a minute")
+    ap.add_argument("--preset", choices=sorted(PRESETS), help="sizes by name (overrides --quick)")
+    ap.add_argument("--out", type=Path, help="folder for PERFORMANCE.md and the plots")
+    ap.add_argument("--only", action="append", choices=SECTION_NAMES, metavar="WORKLOAD",
+                    help=f"run only this benchmark (repeatable): {', '.join(SECTION_NAMES)}")
+    ap.add_argument("--clock", choices=("cpu", "wall"), default="cpu",
+                    help="time by the thread's CPU time (default; robust on a shared machine) or wall time")
+    ap.add_argument("--strict", action="store_true", help="exit with status 1 when a target fails")
+    args = ap.parse_args(argv)
+    preset = args.preset or ("quick" if args.quick else "full")
+    out = args.out
+    if out is None and preset == "full" and not args.only:
+        out = DOCS
+    res = run(preset, out, args.only, clock=args.clock)
+    if args.strict and any(not t.passed for t in res.targets):
+        return 1
+    return 0

@@ -1,0 +1,195 @@
+"""Run presets and shared steps: building methods, verifying them, single ops.
+
+The benchmarks themselves live in :mod:`benchmarks.sections`; this module
+holds what they share and :func:`run_suite`, which runs the chosen ones.
+"""
+
+from __future__ import annotations
+
+import copy
+import time
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from benchmarks.peers import BruteForce, CullingMethod, check_agreement
+from benchmarks.report import Results, machine_info
+from benchmarks.timing import clock, clock_name, time_call, time_each, use_clock
+from benchmarks.workloads import Workload
+
+
+@dataclass(frozen=True)
+class Config:
+    """Sizes and repeat counts of one preset."""
+
+    name: str
+    forest_sizes: tuple[int, ...]
+    path_points: int
+    repeats: int
+    peer_repeats: int
+    build_repeats: int
+    clusters: tuple[int, int]
+    remote_repeats: int
+    colocated_sizes: tuple[int, ...]
+    moving_n: int
+    frames: int
+    sprawl_sizes: tuple[int, ...]
+    dense_worlds: tuple[tuple[str, int], ...]
+    single_ops: int
+    rtree_ops: int
+
+
+PRESETS: dict[str, Config] = {
+    "full": Config(
+        "full", (10_000, 100_000, 1_000_000), 64, 5, 3, 3, (100_000, 1_000_000), 9,
+        (10_000, 100_000), 100_000, 12, (10_000, 100_000, 1_000_000),
+        (("dense", 1_000_000), ("sparse", 10_000)), 2000, 300,
+    ),
+    "quick": Config(
+        "quick", (1_000, 10_000, 100_000), 32, 3, 2, 1, (10_000, 100_000), 5,
+        (1_000, 10_000), 10_000, 6, (1_000, 10_000, 100_000),
+        (("dense", 100_000), ("sparse", 1_000)), 500, 100,
+    ),
+    "tiny": Config(
+        "tiny", (200, 1_000), 6, 1, 1, 1, (300, 2_000), 1,
+        (100, 1_000), 500, 3, (100, 1_000), (("dense", 2_000), ("sparse", 200)), 50, 20,
+    ),
+}
+
+
+@dataclass
+class Structures:
+    """The ``culling`` classes under test (the dense grid may be missing)."""
+
+    tree: Any
+    dense: Any = None
+
+
+def load_structures() -> Structures:
+    """Import ``culling``: the tree is required; the dense grid is used once
+    ``culling`` exports it (its public name, DESIGN.md section 2)."""
+    import culling
+
+    return Structures(culling.ViewDistanceTree, getattr(culling, "DenseViewDistanceGrid", None))
+
+
+def tree_method(structs: Structures, wl: Workload, name: str = "tree (exact)") -> CullingMethod:
+    """An unbuilt tree method with the workload's root."""
+    return CullingMethod(
+        name, lambda: structs.tree(size=wl.root_size, origin=wl.root_origin, dim=wl.centres.shape[1])
+    )
+
+
+def candidates_of(method: CullingMethod, name: str = "tree (candidates)") -> CullingMethod:
+    """The same built structure, answering ``query(point, exact=False)``."""
+    other = copy.copy(method)
+    other.name, other.exact = name, False
+    return other
+
+
+def built(method: Any, wl: Workload, repeats: int = 1, budget_s: float = 20.0) -> float:
+    """Build ``method`` on the workload; return the median build time."""
+    return time_call(lambda: method.build(wl.centres, wl.radii), repeats, warmup=0, budget_s=budget_s)
+
+
+def verify(wl: Workload, methods: Sequence[Any], reference: BruteForce | None = None) -> tuple[list[np.ndarray], int]:
+    """Check every method against brute force at every path point.
+
+    Returns the exact index sets (one sorted array per point) and the number
+    of surface ties seen.  Raises ``AgreementError`` on any disagreement.
+    """
+    if reference is None:
+        reference = BruteForce()
+        reference.build(wl.centres, wl.radii)
+    results, ties = [], 0
+    for p in wl.path:
+        expected = reference.indices(reference.query(p))
+        results.append(expected)
+        for m in methods:
+            got = m.indices(m.query(p))
+            superset = not getattr(m, "exact", True)
+            ties += check_agreement(f"{m.name} on {wl.name}", p, expected, got, wl.centres, wl.radii, superset)
+    return results, ties
+
+
+def verify_query_many(method: CullingMethod, wl: Workload, expected: list[np.ndarray]) -> None:
+    """``query_many(path, exact=True)`` must split into the per-point sets."""
+    handles, counts = method.structure.query_many(wl.path, exact=True)
+    starts = np.concatenate([[0], np.cumsum(counts)])
+    for i, p in enumerate(wl.path):
+        got = method.indices(handles[starts[i] : starts[i + 1]])
+        check_agreement(f"{method.name} query_many on {wl.name}", p, expected[i], got, wl.centres, wl.radii)
+
+
+def visited_nodes(method: CullingMethod, wl: Workload) -> tuple[np.ndarray, np.ndarray]:
+    """Per path point: (levels visited, nodes visited), from ``trace``."""
+    levels, nodes = [], []
+    for p in wl.path:
+        per_level = method.visited(p)
+        levels.append(len(per_level))
+        nodes.append(sum(len(b) for b in per_level))
+    return np.array(levels), np.array(nodes)
+
+
+def single_ops(method: CullingMethod, wl: Workload, k: int, seed: int = 11) -> tuple[float, float]:
+    """Seconds per single in-node ``update`` and per single ``remove``.
+
+    ``k`` random objects get a move of 1e-7 (which stays in the node) through
+    ``update(h, centre, radius)``, three times over; then ``k`` random objects
+    are removed one by one.  The structure is changed: use it last.
+    """
+    s = method.structure
+    rng = np.random.default_rng(seed)
+    k = min(k, len(method.handles))
+    pick = rng.choice(len(method.handles), k, replace=False)
+    args = [(int(method.handles[i]), wl.centres[i] + 1e-7, float(wl.radii[i])) for i in pick]
+    t_update = time_each(s.update, args, repeats=3)
+    before = len(s)
+    gone = rng.choice(len(method.handles), k, replace=False)
+    t_remove = time_each(s.remove, [(int(method.handles[i]),) for i in gone])
+    if len(s) != before - k:
+        raise RuntimeError(f"{method.name}: {k} removals left {len(s)} of {before} objects")
+    return t_update, t_remove
+
+
+def timed_loop(fn: Callable[..., Any], args: Sequence[tuple]) -> tuple[float, list[Any]]:
+    """Total seconds of one pass of ``fn(*a)`` over ``args``, and the results."""
+    out = []
+    t0 = clock()
+    for a in args:
+        out.append(fn(*a))
+    return clock() - t0, out
+
+
+SECTION_NAMES = ("forest", "clusters", "colocated", "moving", "scaling", "dense")
+
+
+def run_suite(
+    cfg: Config,
+    only: Sequence[str] | None = None,
+    structs: Structures | None = None,
+    progress: Callable[[str], None] = lambda s: None,
+    clock_kind: str = "cpu",
+) -> Results:
+    """Run the chosen sections (all by default) and return their results.
+
+    ``clock_kind`` is ``"cpu"`` (the thread's CPU time) or ``"wall"``.
+    """
+    from benchmarks import sections
+
+    structs = structs or load_structures()
+    use_clock(clock_kind)
+    res = Results(preset=cfg.name, machine=machine_info())
+    res.machine["clock"] = clock_name()
+    if structs.dense is None:
+        res.notes.append("culling.DenseViewDistanceGrid is not importable: the dense-grid comparison was skipped.")
+    t0 = time.perf_counter()
+    for name in only or SECTION_NAMES:
+        progress(f"running {name} ({cfg.name})")
+        t = time.perf_counter()
+        getattr(sections, f"run_{name}")(cfg, structs, res)
+        progress(f"  {name} took {time.perf_counter() - t:.1f} s")
+    res.elapsed_s = time.perf_counter() - t0
+    res.machine["load_end"] = machine_info()["load"]
+    return res

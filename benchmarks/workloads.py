@@ -1,0 +1,255 @@
+"""Seeded workloads: the worlds, objects and camera paths the benchmarks run on.
+
+Every workload is a pure function of its size and seed, so two runs (and two
+machines) measure the same data.  The world follows the issue: a root of 4096
+units, 3-D, objects standing on a ground plane (z near 0), view distances in
+classes from about 20 (grass, pebbles) to about 2,500 (landmarks), many small
+and few large, and a camera path at eye height through the world.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+WORLD_SIZE = 4096.0
+"""Edge of the forest world and of the tree's initial root (the issue's 4096)."""
+
+EYE_HEIGHT = 1.7
+"""Camera height above the ground plane."""
+
+# (share of objects, view distance low, high, centre height low, high):
+# many small objects, few large ones, view distances from 20 to 2500.
+VIEW_CLASSES: tuple[tuple[float, float, float, float, float], ...] = (
+    (0.60, 20.0, 30.0, 0.0, 0.5),  # grass, pebbles, debris
+    (0.25, 50.0, 100.0, 0.0, 2.0),  # bushes, rocks
+    (0.12, 150.0, 400.0, 2.0, 10.0),  # trees
+    (0.027, 600.0, 1200.0, 5.0, 20.0),  # buildings, towers
+    (0.003, 2000.0, 2500.0, 20.0, 60.0),  # landmarks, mountains
+)
+MIN_VIEW = 20.0
+MAX_VIEW = 2500.0
+
+# The camera path: a wavy line across the world inside a band around y = 2048,
+# so that the clusters workload can put its clusters far away from it.
+PATH_X = (400.0, 3700.0)
+PATH_Y_CENTRE = 2048.0
+PATH_Y_AMPLITUDE = 250.0
+
+
+@dataclass
+class Workload:
+    """Objects and query points of one benchmark.
+
+    centres : ndarray, shape (n, 3), float64
+    radii : ndarray, shape (n,), float64 (the view distances)
+    path : ndarray, shape (m, 3), float64 (camera positions, in order)
+    """
+
+    name: str
+    centres: np.ndarray
+    radii: np.ndarray
+    path: np.ndarray
+    root_size: float = WORLD_SIZE
+    root_origin: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def n(self) -> int:
+        return len(self.radii)
+
+
+def _classes(rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Draw view distances and centre heights by class: (radii (n,), z (n,))."""
+    shares = np.array([c[0] for c in VIEW_CLASSES])
+    kind = rng.choice(len(VIEW_CLASSES), size=n, p=shares / shares.sum())
+    table = np.array([c[1:] for c in VIEW_CLASSES])
+    lo_r, hi_r, lo_z, hi_z = table[kind].T
+    radii = lo_r + (hi_r - lo_r) * rng.random(n)
+    z = lo_z + (hi_z - lo_z) * rng.random(n)
+    return radii, z
+
+
+def camera_path(m: int, seed: int = 7) -> np.ndarray:
+    """A wavy camera path across the forest at eye height: shape (m, 3).
+
+    It stays inside ``PATH_Y_CENTRE +- (PATH_Y_AMPLITUDE + 20)``; a little
+    seeded jitter keeps the points off the node grid's exact boundaries.
+    """
+    rng = np.random.default_rng(seed)
+    t = np.linspace(0.0, 1.0, m)
+    x = PATH_X[0] + (PATH_X[1] - PATH_X[0]) * t + rng.uniform(-20, 20, m)
+    y = PATH_Y_CENTRE + PATH_Y_AMPLITUDE * np.sin(3.0 * np.pi * t) + rng.uniform(-20, 20, m)
+    z = np.full(m, EYE_HEIGHT) + rng.uniform(0.0, 0.3, m)
+    return np.column_stack([x, y, z])
+
+
+def path_box(path: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Axis-aligned bounds (lo (3,), hi (3,)) of a camera path."""
+    return path.min(axis=0), path.max(axis=0)
+
+
+def forest(n: int, m: int = 64, seed: int = 1) -> Workload:
+    """``n`` objects spread uniformly over the 4096 x 4096 ground plane.
+
+    Density grows with ``n`` (the world is fixed), and so does the output.
+    """
+    rng = np.random.default_rng(seed)
+    radii, z = _classes(rng, n)
+    xy = rng.uniform(0.0, WORLD_SIZE, (n, 2))
+    centres = np.column_stack([xy, z])
+    return Workload(f"forest-{n}", centres, radii, camera_path(m))
+
+
+def remote_mask(centres: np.ndarray, radii: np.ndarray, path: np.ndarray) -> np.ndarray:
+    """True where an object lies beyond twice its view distance from the whole
+    path along at least one axis: shape (n,), bool."""
+    lo, hi = path_box(path)
+    axis_gap = np.maximum(np.maximum(lo - centres, centres - hi), 0.0)
+    return axis_gap.max(axis=1) > 2.0 * radii
+
+
+def clusters(
+    n_forest: int, n_clustered: int, m: int = 64, seed: int = 2, n_clusters: int = 16
+) -> Workload:
+    """The forest plus dense clusters of small objects far from the path.
+
+    The first ``n_forest`` objects are exactly ``forest(n_forest)``; then come
+    ``n_clustered`` objects (view distance 20-30) in ``n_clusters`` Gaussian
+    clusters (sigma 25) in the bands y < 900 and y > 3200, at least 1,500 units
+    from the path along y, far beyond twice their view distance.
+    ``extra["n_forest"]`` says where the clusters start.
+    """
+    base = forest(n_forest, m)
+    rng = np.random.default_rng(seed)
+    k = n_clusters
+    cx = rng.uniform(200.0, WORLD_SIZE - 200.0, k)
+    cy = np.where(np.arange(k) % 2 == 0, rng.uniform(150.0, 850.0, k), rng.uniform(3250.0, 3950.0, k))
+    which = np.arange(n_clustered) % k
+    xy = np.column_stack([cx[which], cy[which]]) + rng.normal(0.0, 25.0, (n_clustered, 2))
+    xy = np.clip(xy, 1.0, WORLD_SIZE - 1.0)
+    z = rng.uniform(0.0, 0.5, n_clustered)
+    radii = rng.uniform(20.0, 30.0, n_clustered)
+    centres = np.column_stack([xy, z])
+    if not remote_mask(centres, radii, base.path).all():
+        raise RuntimeError("clusters workload: a clustered object is not remote from the path")
+    return Workload(
+        f"clusters-{n_forest}+{n_clustered}",
+        np.concatenate([base.centres, centres]),
+        np.concatenate([base.radii, radii]),
+        base.path,
+        extra={"n_forest": n_forest},
+    )
+
+
+COLOCATED_CENTRE = (2048.25, 2048.75, 5.125)
+COLOCATED_RADIUS = 30.0
+
+
+def colocated(n: int, m: int = 32, seed: int = 3) -> Workload:
+    """``n`` objects with exactly the same centre and view distance.
+
+    The query points lie half inside the common sphere (every object is
+    visible) and half outside (none is), never on its surface.
+    """
+    rng = np.random.default_rng(seed)
+    centres = np.tile(np.array(COLOCATED_CENTRE), (n, 1))
+    radii = np.full(n, COLOCATED_RADIUS)
+    direction = rng.normal(size=(m, 3))
+    direction /= np.linalg.norm(direction, axis=1, keepdims=True)
+    dist = np.where(np.arange(m) % 2 == 0, rng.uniform(0.0, 0.9, m), rng.uniform(1.1, 3.0, m))
+    path = np.array(COLOCATED_CENTRE) + direction * (dist * COLOCATED_RADIUS)[:, None]
+    return Workload(f"colocated-{n}", centres, radii, path)
+
+
+def moving_steps(wl: Workload, frames: int, seed: int = 4) -> list[np.ndarray]:
+    """Centres for ``frames`` frames of small random moves: a list of (n, 3).
+
+    Each frame every object steps along the ground by 1% of its view distance
+    in a random direction, reflected back into the world at its edges.
+    """
+    rng = np.random.default_rng(seed)
+    out = []
+    c = wl.centres.copy()
+    for _ in range(frames):
+        angle = rng.uniform(0.0, 2.0 * np.pi, wl.n)
+        step = 0.01 * wl.radii
+        c = c.copy()
+        c[:, 0] += step * np.cos(angle)
+        c[:, 1] += step * np.sin(angle)
+        for axis in (0, 1):
+            v = c[:, axis]
+            v = np.where(v < 0.0, -v, v)
+            v = np.where(v >= WORLD_SIZE, 2.0 * WORLD_SIZE - v - 1e-6, v)
+            c[:, axis] = v
+        out.append(c)
+    return out
+
+
+def moving(n: int, m: int = 32, seed: int = 5) -> Workload:
+    """A forest of ``n`` objects that move every frame (see :func:`moving_steps`)."""
+    wl = forest(n, m, seed)
+    wl.name = f"moving-{n}"
+    return wl
+
+
+SPRAWL_CENTRE = (1000.5, 1300.25)
+SPRAWL_INNER = 2700.0
+SPRAWL_PATH_RADIUS = 150.0
+
+
+def sprawl(sizes: list[int], n: int, m: int = 64, seed: int = 6) -> Workload:
+    """The forest at constant density, the world growing with ``n``.
+
+    Objects fill nested discs around ``SPRAWL_CENTRE``: the inner disc (radius
+    ``SPRAWL_INNER``) holds ``sizes[0]`` objects, and each larger size adds a ring
+    that keeps the density constant.  The inner disc is the same for every size,
+    and the camera path (a loop of radius 150 at its centre) is more than
+    ``MAX_VIEW`` from every ring, so the output near the camera is exactly the
+    same for every ``n``: only ``n`` changes.  The root is sized for the
+    largest world so the number of levels is the same too.
+    """
+    if n not in sizes:
+        raise ValueError(f"sprawl size {n} not in {sizes}")
+    sizes = sorted(sizes)
+    density = sizes[0] / (np.pi * SPRAWL_INNER**2)
+    parts_c, parts_r = [], []
+    inner = 0.0
+    prev = 0
+    for k, size in enumerate(sizes):
+        if size > n:
+            break
+        outer = np.sqrt(size / (np.pi * density))
+        count = size - prev
+        rng = np.random.default_rng(seed * 1000 + k)
+        radii, z = _classes(rng, count)
+        rho = np.sqrt(rng.uniform(inner**2, outer**2, count))
+        phi = rng.uniform(0.0, 2.0 * np.pi, count)
+        xy = np.column_stack([rho * np.cos(phi), rho * np.sin(phi)]) + np.array(SPRAWL_CENTRE)
+        parts_c.append(np.column_stack([xy, z]))
+        parts_r.append(radii)
+        inner, prev = outer, size
+    largest = np.sqrt(sizes[-1] / (np.pi * density))
+    root = float(2 ** int(np.ceil(np.log2(2.0 * largest + 2.0 * MAX_VIEW))))
+    t = np.linspace(0.0, 2.0 * np.pi, m, endpoint=False)
+    jitter = np.random.default_rng(seed).uniform(-3.0, 3.0, (m, 2))
+    path = np.column_stack(
+        [
+            SPRAWL_CENTRE[0] + SPRAWL_PATH_RADIUS * np.cos(t) + jitter[:, 0],
+            SPRAWL_CENTRE[1] + SPRAWL_PATH_RADIUS * np.sin(t) + jitter[:, 1],
+            np.full(m, EYE_HEIGHT),
+        ]
+    )
+    # Centred on the path, shifted by a fixed odd offset that keeps the path
+    # off the root's midlines; the ground plane z = 0 is the root's floor as
+    # in the forest.
+    origin = (SPRAWL_CENTRE[0] - root / 2 - 333.0, SPRAWL_CENTRE[1] - root / 2 - 517.0, 0.0)
+    return Workload(
+        f"sprawl-{n}",
+        np.concatenate(parts_c),
+        np.concatenate(parts_r),
+        path,
+        root_size=root,
+        root_origin=origin,
+    )

@@ -1,0 +1,173 @@
+"""``run_demo.py``: flags, the choice between window and headless, and clean errors.
+
+Every failure a user can cause or fix (a bad flag, no usable GL context, no
+display) ends with one line on stderr and a non-zero exit status, never a
+traceback; set ``DEMO_DEBUG=1`` to get the traceback anyway.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+from pathlib import Path
+
+__all__ = ["EXIT_ERROR", "EXIT_USAGE", "build_parser", "display_available", "main", "parse_size"]
+
+EXIT_ERROR = 1
+EXIT_USAGE = 2
+PROG = "run_demo.py"
+
+
+class _OneLineParser(argparse.ArgumentParser):
+    """argparse, but a usage error is a single line (no usage dump)."""
+
+    def error(self, message: str):  # noqa: D401 - argparse API
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see --help)\n")
+
+
+def parse_size(text: str) -> tuple[int, int]:
+    """``"960x540"`` -> ``(960, 540)``; each side 16..8192.
+
+    >>> parse_size("640x360")
+    (640, 360)
+    """
+    parts = text.lower().split("x")
+    try:
+        w, h = (int(p) for p in parts)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"size must look like 960x540, got {text!r}") from None
+    if not (16 <= w <= 8192 and 16 <= h <= 8192):
+        raise argparse.ArgumentTypeError(f"size sides must be 16..8192 pixels, got {text!r}")
+    return w, h
+
+
+def _count(text: str) -> int:
+    try:
+        value = int(text.replace("_", "").replace(",", ""))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0, got {value}")
+    return value
+
+
+def _positive(text: str) -> int:
+    value = _count(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
+    return value
+
+
+def _fraction(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number in [0, 1], got {text!r}") from None
+    if not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError(f"must be in [0, 1], got {value}")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from scenes import DEFAULT_SCENE, SCENES
+
+    p = _OneLineParser(
+        prog=PROG,
+        description="Fly-through demo of view-distance culling: per-frame tree query, distance and frustum "
+                    "filters, instanced drawing and a per-level debug overlay.  Opens a window when a display "
+                    "is available, else renders offscreen (EGL) and writes PNG frames.",
+    )
+    p.add_argument("--scene", choices=list(SCENES), default=DEFAULT_SCENE, help="scene to load (default %(default)s)")
+    p.add_argument("--objects", type=_count, default=None,
+                   help="object count (defaults: "
+                        + ", ".join(f"{k} {v.default_objects:,}" for k, v in SCENES.items()) + ")")
+    p.add_argument("--seed", type=int, default=1, help="random seed of the scene (default %(default)s)")
+    p.add_argument("--size", type=parse_size, default=None, metavar="WxH",
+                   help="window or image size (default 1280x720 window, 960x540 headless)")
+    p.add_argument("--frames", type=_positive, default=60, help="headless: frames to render (default %(default)s)")
+    p.add_argument("--out", type=Path, default=Path("out"),
+                   help="folder for headless PNG frames and P-key screenshots (default %(default)s)")
+    p.add_argument("--headless", action="store_true", help="render offscreen with EGL instead of opening a window")
+    p.add_argument("--no-overlay", action="store_true", help="start without the debug overlay (boxes and level table)")
+    p.add_argument("--no-hud", action="store_true", help="no HUD text")
+    p.add_argument("--no-images", action="store_true", help="headless: do not write PNGs (for timing runs)")
+    p.add_argument("--gif", action="store_true", help="headless: also write an animated GIF (out/demo.gif)")
+    p.add_argument("--stats", action="store_true", help="print per-frame stage timings as CSV on stdout")
+    p.add_argument("--shape", choices=("sphere", "cube"), default="sphere",
+                   help="view regions: spheres (Euclidean) or axis-aligned cubes (default %(default)s)")
+    p.add_argument("--brute-force", action="store_true",
+                   help="baseline: every object is a candidate (no tree), for comparing timings")
+    p.add_argument("--exit-after", type=float, default=None, help=argparse.SUPPRESS)  # window smoke tests
+    p.add_argument("--freeze-at", type=_fraction, default=None, metavar="U",
+                   help="headless: freeze culling at path fraction U and back the camera away to view it")
+    return p
+
+
+def display_available() -> bool:
+    """Whether a window can be tried: on Linux/BSD that needs an X display (pyglet uses Xlib)."""
+    if sys.platform.startswith(("linux", "freebsd", "openbsd")):
+        return bool(os.environ.get("DISPLAY"))
+    return True
+
+
+def _fail(message: str, code: int = EXIT_ERROR) -> int:
+    print(f"{PROG}: error: {message}", file=sys.stderr)
+    return code
+
+
+def _run(args) -> int:
+    from engine.demo import DemoSettings
+
+    settings = DemoSettings(scene=args.scene, objects=args.objects, seed=args.seed, shape=args.shape,
+                            brute_force=args.brute_force, overlay=not args.no_overlay, hud=not args.no_hud)
+    headless = args.headless
+    if not headless and not display_available():
+        print(f"{PROG}: no display (DISPLAY is not set): running headless, images go to {args.out}/", file=sys.stderr)
+        headless = True
+    if not headless:
+        from engine.interactive import run_window
+
+        return run_window(settings, args.size or (1280, 720), stats=args.stats, out=args.out,
+                          exit_after=args.exit_after)
+
+    from engine.headless import HeadlessOptions, run_headless
+
+    options = HeadlessOptions(settings=settings, size=args.size or (960, 540), frames=args.frames,
+                              out=None if args.no_images else args.out, gif=args.gif, stats=args.stats,
+                              freeze_at=args.freeze_at)
+    if args.gif and args.no_images:
+        return _fail("--gif needs images: drop --no-images", EXIT_USAGE)
+    result = run_headless(options)
+    if args.stats:
+        sys.stdout.write(result.csv_text)
+    med = result.medians()
+    where = f"images in {args.out}/" if result.images else "no images written"
+    print(f"{PROG}: ran headless on {result.renderer}: {len(result.frames)} frames of {args.scene}, {where}; "
+          f"median ms: query {med['query_ms']:.3f}, distance {med['distance_ms']:.3f}, "
+          f"frustum {med['frustum_ms']:.3f}, upload {med['upload_ms']:.3f} "
+          f"(cull total {med['cull_ms']:.3f}), draw {med['draw_ms']:.1f}", file=sys.stderr)
+    return 0
+
+
+def main(argv=None) -> int:
+    """Entry point; returns the process exit status."""
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=logging.WARNING, format=f"{PROG}: %(message)s")
+    from engine.demo import DemoError
+    from engine.shaders import ShaderError
+
+    try:
+        return _run(args)
+    except (DemoError, ShaderError) as exc:
+        return _fail(" | ".join(line.strip() for line in str(exc).splitlines() if line.strip()))
+    except KeyboardInterrupt:
+        return _fail("interrupted", 130)
+    except MemoryError:
+        return _fail("out of memory: try fewer --objects")
+    except Exception as exc:  # last resort: one line, not a traceback
+        if os.environ.get("DEMO_DEBUG"):
+            raise
+        text = " ".join(str(exc).split()) or "no message"
+        return _fail(f"unexpected {type(exc).__name__}: {text} (set DEMO_DEBUG=1 for the traceback)")

@@ -1,0 +1,270 @@
+"""The demo's frame, shared by the window and the headless runner.
+
+:class:`Demo` owns one scene, its view-distance tree, the culling pipeline,
+the renderer and the overlay.  A frame is two calls:
+
+* :meth:`Demo.update` (simulation and culling): move objects, push the moves
+  into the tree with ``update_many``, then query -> distance filter ->
+  frustum filter -> instance upload (:class:`CullingPipeline`), then the
+  trace for the debug overlay;
+* :meth:`Demo.render` (drawing only): ground and instances, then the overlay.
+
+The interactive window (:mod:`engine.interactive`) and the headless runner
+(:mod:`engine.headless`) only add input, text and image output around these.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from time import perf_counter
+
+import numpy as np
+
+import culling
+from culling import ViewDistanceTree
+from engine.camera import Camera
+from engine.culling_pipeline import BruteForceIndex, CullingPipeline, FrameStats
+from engine.hud import HudInfo
+from engine.overlay import OverlayRenderer, build_overlay, trace_levels
+from engine.renderer import Renderer
+from scenes import DEFAULT_SCENE, build_scene
+
+__all__ = ["CAMERA_RADIUS", "Demo", "DemoError", "DemoSettings", "SCALE_STEP"]
+
+log = logging.getLogger(__name__)
+
+#: The +/- keys multiply / divide the global view-distance scale by this.
+SCALE_STEP = 1.25
+SCALE_LIMITS = (1.0 / 32.0, 32.0)
+#: Radius of the camera's collision probe (metres): a person-sized sphere.
+CAMERA_RADIUS = 1.5
+
+# Optional parts of `culling`, from other issues: the demo works without them.
+VisibilityTracker = getattr(culling, "VisibilityTracker", None)
+CollisionCandidates = getattr(culling, "CollisionCandidates", None)
+
+
+class DemoError(RuntimeError):
+    """A problem the user can fix (bad scene, unsupported option); one line."""
+
+
+@dataclass
+class DemoSettings:
+    """Start-up choices, from the command line."""
+
+    scene: str = DEFAULT_SCENE
+    objects: int | None = None
+    seed: int = 1
+    shape: str = "sphere"
+    brute_force: bool = False
+    overlay: bool = True
+    hud: bool = True
+
+
+class Demo:
+    """One scene, culled with a view-distance tree and drawn with moderngl.
+
+    Parameters
+    ----------
+    ctx : moderngl.Context
+    size : tuple of int
+        Framebuffer width and height (for the camera's aspect).
+    settings : DemoSettings
+    """
+
+    def __init__(self, ctx, size: tuple[int, int], settings: DemoSettings | None = None) -> None:
+        self.ctx = ctx
+        self.settings = settings or DemoSettings()
+        self.size = size
+        self.overlay_renderer = OverlayRenderer(ctx)
+        self.renderer: Renderer | None = None
+        # Toggles (keys in the window, flags headless).
+        self.show_overlay = self.settings.overlay
+        self.show_hud = self.settings.hud
+        self.show_loose = False
+        self.only_depth: int | None = None
+        self.fade = True
+        self.scale = 1.0
+        self.collide = CollisionCandidates is not None
+        self.frozen: Camera | None = None
+        self.stats = FrameStats()
+        self.trace = None
+        self.events = None
+        self.load_scene(self.settings.scene, self.settings.objects)
+
+    # -- scene -----------------------------------------------------------------
+    def load_scene(self, name: str, objects: int | None = None) -> None:
+        """Build scene ``name`` and everything derived from it; O(objects)."""
+        try:
+            scene = build_scene(name, objects, self.settings.seed)
+        except ValueError as exc:
+            raise DemoError(str(exc)) from None
+        t0 = perf_counter()
+        if self.settings.brute_force:
+            index = BruteForceIndex(len(scene))
+            handles = np.arange(len(scene), dtype=np.int64)
+        else:
+            try:
+                index = ViewDistanceTree(size=scene.world_size, origin=scene.world_origin, dim=3,
+                                         shape=self.settings.shape)
+            except (TypeError, ValueError) as exc:
+                raise DemoError(f"cannot build a {self.settings.shape!r} tree: {exc}") from None
+            handles = index.insert_many(scene.centres, scene.view_distance)
+        log.info("%s: %d objects, index built in %.2f s", name, len(scene), perf_counter() - t0)
+        if self.renderer is not None:
+            self.renderer.release()
+        self.scene = scene
+        self.index = index
+        self.handles = handles
+        self.pipeline = CullingPipeline(scene, index, handles, shape=self.settings.shape)
+        self.renderer = Renderer(self.ctx, scene)
+        self.renderer.dither = self.fade
+        pose = scene.camera_pose(0.0)
+        self.camera = Camera(pose.position, pose.yaw, pose.pitch, aspect=self._aspect())
+        self.frozen = None
+        self.time = 0.0
+        self.only_depth = None
+        self.collision = None
+        solid = np.flatnonzero([k.solid for k in scene.kinds])
+        if CollisionCandidates is not None:
+            mask = np.isin(scene.kind, solid)
+            self.collision = CollisionCandidates(CAMERA_RADIUS, scene.world_size, scene.world_origin, dim=3)
+            self.collision.insert_many(scene.centres[mask], scene.bounding_radius[mask])
+        self.tracker = VisibilityTracker() if VisibilityTracker is not None else None
+        self.events = None
+
+    @property
+    def tree(self):
+        """The view-distance tree (None in brute-force mode)."""
+        return None if isinstance(self.index, BruteForceIndex) else self.index
+
+    def _aspect(self) -> float:
+        w, h = self.size
+        return max(w, 1) / max(h, 1)
+
+    def resize(self, size: tuple[int, int]) -> None:
+        self.size = size
+        self.camera.aspect = self._aspect()
+        if self.frozen is not None:
+            self.frozen.aspect = self.camera.aspect
+
+    # -- camera ------------------------------------------------------------------
+    def set_pose(self, position, yaw: float, pitch: float) -> None:
+        self.camera.position = np.asarray(position, dtype=np.float64).copy()
+        self.camera.yaw, self.camera.pitch = float(yaw), float(pitch)
+
+    def fly(self, forward: float, right: float, up: float) -> None:
+        """Move the camera in its own frame; with collision on it slides off
+        solid objects (rocks, trees, towers) and stays above the ground."""
+        self.camera.move_local(forward, right, up)
+        if self.collide and self.collision is not None:
+            self.camera.position = self.collision.resolve(self.camera.position)
+        if self.collide:
+            p = self.camera.position
+            ground = float(self.scene.ground_height(np.array(p[0]), np.array(p[2])))
+            p[1] = max(p[1], ground + CAMERA_RADIUS)
+
+    # -- toggles -----------------------------------------------------------------
+    def toggle_freeze(self) -> None:
+        """Freeze culling at the current camera, or thaw it."""
+        self.frozen = None if self.frozen is not None else self.camera.copy()
+
+    def step_level(self, delta: int) -> None:
+        """Show a single level (``[`` / ``]``); stepping past either end shows all."""
+        depths = [lv.depth for lv in trace_levels(self.trace)]
+        if not depths:
+            self.only_depth = None
+            return
+        if self.only_depth is None:
+            self.only_depth = depths[0] if delta > 0 else depths[-1]
+        else:
+            nxt = self.only_depth + delta
+            self.only_depth = nxt if depths[0] <= nxt <= depths[-1] else None
+
+    def scale_view(self, factor: float) -> None:
+        """Multiply the global view-distance scale (the + and - keys)."""
+        if self.pipeline.supports_scale:
+            self.scale = float(np.clip(self.scale * factor, *SCALE_LIMITS))
+
+    def set_fade(self, on: bool) -> None:
+        self.fade = bool(on)
+        self.renderer.dither = self.fade
+
+    # -- the frame -----------------------------------------------------------------
+    def update(self, dt: float) -> FrameStats:
+        """Simulation, then culling.  Call once per frame before :meth:`render`."""
+        scene = self.scene
+        self.time += dt
+
+        # Simulation: moving objects are pushed into the tree in one batch.
+        moved = scene.update(self.time, dt, self.camera.position)
+        if moved is not None and moved.shape[0]:
+            if self.tree is not None:
+                self.tree.update_many(self.handles[moved], scene.centres[moved], scene.view_distance[moved])
+            self.pipeline.refresh(moved)
+
+        # Culling: query -> distance filter -> frustum filter -> instance upload.
+        cull = self.frozen if self.frozen is not None else self.camera
+        stats = self.pipeline.run(cull.position, cull.view_projection(), scale=self.scale, fade=self.fade,
+                                  upload=self.renderer.upload)
+
+        # Gameplay hook: which objects came into view or left it this frame.
+        if self.tracker is not None:
+            self.events = self.tracker.update(self.handles[self.pipeline.visible])
+
+        # Debug overlay: what the query visited (not part of the culling budget).
+        t0 = perf_counter()
+        if self.show_overlay and self.tree is not None:
+            if self.pipeline.supports_scale and self.scale != 1.0:
+                self.trace = self.tree.trace(cull.position, scale=self.scale)
+            else:
+                self.trace = self.tree.trace(cull.position)
+            frozen = self.frozen is not None
+            self.overlay_renderer.upload(build_overlay(
+                self.trace, loose=self.show_loose, only_depth=self.only_depth,
+                frozen_view_projection=self.frozen.view_projection() if frozen else None,
+                frozen_point=self.frozen.position if frozen else None))
+        else:
+            self.trace = None
+        stats.trace_ms = (perf_counter() - t0) * 1e3
+        self.stats = stats
+        return stats
+
+    def render(self, framebuffer) -> None:
+        """Draw the frame into ``framebuffer`` (drawing only, no culling)."""
+        vp = self.camera.view_projection()
+        self.stats.draw_ms = self.renderer.draw(vp, self.camera.position, framebuffer)
+        if self.show_overlay and self.trace is not None:
+            self.overlay_renderer.draw(vp, framebuffer)
+
+    def hud_info(self, fps: float | None = None, speed: float | None = None, help: bool = True) -> HudInfo:
+        """The numbers the HUD shows for the last frame."""
+        levels = trace_levels(self.trace, self.show_loose)
+        if self.only_depth is not None:
+            levels = [lv for lv in levels if lv.depth == self.only_depth]
+        ev = self.events
+        return HudInfo(
+            scene=self.scene.name, objects=len(self.scene), stats=self.stats, levels=levels, fps=fps,
+            frozen=self.frozen is not None, overlay=self.show_overlay, loose=self.show_loose,
+            only_depth=self.only_depth, fade=self.fade,
+            scale=self.scale if self.pipeline.supports_scale else None,
+            collision=self.collide if self.collision is not None else None,
+            entered=None if ev is None else int(ev.entered.shape[0]),
+            left=None if ev is None else int(ev.left.shape[0]),
+            shape=self.settings.shape, brute_force=self.settings.brute_force, help=help, speed=speed,
+        )
+
+    def read_image(self, framebuffer):
+        """The framebuffer as a Pillow RGB image (top row first)."""
+        from PIL import Image
+
+        w, h = framebuffer.size
+        data = framebuffer.read(components=3, alignment=1)
+        return Image.frombytes("RGB", (w, h), data).transpose(Image.Transpose.FLIP_TOP_BOTTOM)
+
+    def release(self) -> None:
+        if self.renderer is not None:
+            self.renderer.release()
+        self.overlay_renderer.release()
+

@@ -1,0 +1,192 @@
+"""Debug overlay: the nodes a query visited, as wireframe boxes coloured by level.
+
+The geometry is built by pure functions from a ``QueryTrace`` (testable
+without GL); :class:`OverlayRenderer` only uploads and draws the lines.  While
+culling is frozen, the frozen frustum and query point are drawn too.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from engine.frustum import frustum_corners
+from engine.shaders import load_program
+
+__all__ = ["LEVEL_COLOURS", "LevelBoxes", "OverlayGeometry", "OverlayRenderer", "box_edges",
+           "build_overlay", "level_colour", "loose_bounds", "trace_levels"]
+
+#: One colour per tree depth (cycled): root red, then orange, yellow, ...
+#: White is kept for the frozen frustum, magenta-pink for the frozen query point.
+LEVEL_COLOURS = np.array([
+    (1.00, 0.25, 0.25), (1.00, 0.60, 0.15), (1.00, 0.95, 0.20), (0.45, 1.00, 0.30),
+    (0.20, 0.95, 0.85), (0.30, 0.60, 1.00), (0.65, 0.40, 1.00), (1.00, 0.40, 0.85),
+    (0.95, 0.75, 0.55), (0.60, 0.60, 0.60),
+], dtype=np.float32)
+FRUSTUM_COLOUR = (1.0, 1.0, 1.0, 1.0)
+POINT_COLOUR = (1.0, 0.1, 1.0, 1.0)
+
+# The 12 edges of a box as pairs of corner indices (corner bit k = axis k high).
+_EDGES = np.array([(0, 1), (2, 3), (4, 5), (6, 7), (0, 2), (1, 3), (4, 6), (5, 7),
+                   (0, 4), (1, 5), (2, 6), (3, 7)], dtype=np.int64)
+
+
+def level_colour(depth: int) -> tuple[float, float, float]:
+    """RGB in 0..1 for tree depth ``depth`` (0 = root)."""
+    return tuple(float(c) for c in LEVEL_COLOURS[depth % len(LEVEL_COLOURS)])
+
+
+def box_edges(bounds) -> np.ndarray:
+    """Line-list vertices of the 12 edges of each box.
+
+    Parameters
+    ----------
+    bounds : ndarray, shape (k, 2, dim), dim 1..3
+        ``[lo, hi]`` per box; missing axes (dim < 3) are drawn flat at 0.
+
+    Returns
+    -------
+    ndarray, shape (k * 24, 3), float32
+    """
+    b = np.asarray(bounds, dtype=np.float64)
+    k, _, dim = b.shape
+    lo = np.zeros((k, 3))
+    hi = np.zeros((k, 3))
+    lo[:, :dim], hi[:, :dim] = b[:, 0], b[:, 1]
+    bits = (np.arange(8)[:, None] >> np.arange(3)[None, :]) & 1          # (8, 3)
+    corners = lo[:, None, :] + bits[None, :, :] * (hi - lo)[:, None, :]  # (k, 8, 3)
+    return corners[:, _EDGES.ravel(), :].reshape(-1, 3).astype(np.float32)
+
+
+def loose_bounds(level) -> np.ndarray:
+    """The grown boxes a query tested at this level: ``.loose_bounds`` if the trace
+    has them, else each box grown by half its edge on every side (the root,
+    depth 0, is visited unconditionally and not grown)."""
+    loose = getattr(level, "loose_bounds", None)
+    if loose is not None:
+        return np.asarray(loose, dtype=np.float64)
+    b = np.asarray(level.bounds, dtype=np.float64)
+    if level.depth == 0:
+        return b
+    grow = float(level.node_size) / 2.0
+    return np.stack([b[:, 0] - grow, b[:, 1] + grow], axis=1)
+
+
+@dataclass(frozen=True)
+class LevelBoxes:
+    """The boxes drawn for one level of a trace."""
+
+    depth: int
+    node_size: float
+    bounds: np.ndarray          # (k, 2, dim)
+    objects: int
+
+    @property
+    def nodes(self) -> int:
+        return int(self.bounds.shape[0])
+
+
+def trace_levels(trace, loose: bool = False) -> list[LevelBoxes]:
+    """The trace's levels as :class:`LevelBoxes` (loose bounds if asked), root first."""
+    if trace is None:
+        return []
+    return [LevelBoxes(int(lv.depth), float(lv.node_size),
+                       loose_bounds(lv) if loose else np.asarray(lv.bounds, dtype=np.float64), int(lv.objects))
+            for lv in trace.levels]
+
+
+@dataclass(frozen=True)
+class OverlayGeometry:
+    """Line vertices and colours ready to upload, and which levels they hold."""
+
+    vertices: np.ndarray        # (m, 3) float32
+    colours: np.ndarray         # (m, 4) float32
+    levels: list[LevelBoxes]    # the levels drawn, in order
+
+    @property
+    def box_count(self) -> int:
+        return sum(lv.nodes for lv in self.levels)
+
+
+def build_overlay(trace, loose: bool = False, only_depth: int | None = None,
+                  frozen_view_projection=None, frozen_point=None, marker_size: float = 3.0) -> OverlayGeometry:
+    """Line geometry for the overlay.
+
+    Parameters
+    ----------
+    trace : culling.QueryTrace or None
+    loose : bool
+        Draw the grown boxes the query tested instead of the nodes' own boxes.
+    only_depth : int, optional
+        Draw a single level (the ``[`` / ``]`` keys).
+    frozen_view_projection, frozen_point : optional
+        While culling is frozen: the frustum and query point to draw as well.
+
+    Cost: O(nodes visited); a Python loop over levels only.
+    """
+    levels = [lv for lv in trace_levels(trace, loose) if only_depth is None or lv.depth == only_depth]
+    verts, cols = [], []
+    for lv in levels:
+        v = box_edges(lv.bounds)
+        c = np.empty((v.shape[0], 4), dtype=np.float32)
+        c[:, :3] = level_colour(lv.depth)
+        c[:, 3] = 1.0
+        verts.append(v)
+        cols.append(c)
+    if frozen_view_projection is not None:
+        corners = frustum_corners(frozen_view_projection)
+        v = corners[_EDGES.ravel()].astype(np.float32)
+        verts.append(v)
+        cols.append(np.tile(np.array(FRUSTUM_COLOUR, dtype=np.float32), (v.shape[0], 1)))
+    if frozen_point is not None:
+        p = np.asarray(frozen_point, dtype=np.float64)
+        v = np.repeat(p[None, :], 6, axis=0)
+        for axis in range(3):
+            v[2 * axis, axis] -= marker_size
+            v[2 * axis + 1, axis] += marker_size
+        verts.append(v.astype(np.float32))
+        cols.append(np.tile(np.array(POINT_COLOUR, dtype=np.float32), (6, 1)))
+    if not verts:
+        return OverlayGeometry(np.zeros((0, 3), np.float32), np.zeros((0, 4), np.float32), levels)
+    return OverlayGeometry(np.concatenate(verts), np.concatenate(cols), levels)
+
+
+class OverlayRenderer:
+    """Draws :class:`OverlayGeometry` as lines on top of the frame (no depth test)."""
+
+    def __init__(self, ctx) -> None:
+        self.ctx = ctx
+        self.program = load_program(ctx, "lines")
+        self.capacity = 4096
+        self.buffer = ctx.buffer(reserve=self.capacity * 28, dynamic=True)
+        self.vao = ctx.vertex_array(self.program, [(self.buffer, "3f 4f", "in_position", "in_colour")])
+        self.count = 0
+
+    def upload(self, geometry: OverlayGeometry) -> None:
+        n = geometry.vertices.shape[0]
+        if n > self.capacity:
+            self.capacity = 1 << (n - 1).bit_length()
+            self.buffer.orphan(self.capacity * 28)
+        if n:
+            data = np.concatenate([geometry.vertices, geometry.colours], axis=1).astype(np.float32)
+            self.buffer.write(data)
+        self.count = n
+
+    def draw(self, view_projection, framebuffer) -> None:
+        import moderngl
+
+        if not self.count:
+            return
+        framebuffer.use()
+        self.ctx.enable_only(moderngl.BLEND)
+        self.ctx.blend_func = moderngl.SRC_ALPHA, moderngl.ONE_MINUS_SRC_ALPHA
+        matrix = np.ascontiguousarray(np.asarray(view_projection).T, dtype=np.float32)   # GLSL is column-major
+        self.program["u_view_projection"].write(matrix.tobytes())
+        self.vao.render(moderngl.LINES, vertices=self.count)
+        self.ctx.enable_only(moderngl.NOTHING)
+
+    def release(self) -> None:
+        self.vao.release()
+        self.buffer.release()
+        self.program.release()

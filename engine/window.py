@@ -1,0 +1,197 @@
+"""A small application base class: pyglet owns the window, moderngl draws in it.
+
+Subclass :class:`App`, set its class attributes, override the hooks:
+
+* ``on_update(dt)``: simulation and culling, called at ``update_rate``;
+* ``on_render()``: drawing only, called when pyglet redraws the window;
+* ``on_resize(width, height)``: the framebuffer changed size;
+* input hooks with pyglet's signatures (``on_key_press``, ``on_mouse_motion``...).
+
+``App.run()`` opens the window, makes a moderngl context on pyglet's GL
+context and runs pyglet's event loop; nothing happens at import time, so
+this module imports fine on a machine without a display.
+
+Example (not run by doctest: it opens a window)::
+
+    class Spin(App):
+        title = "spin"
+
+        def on_update(self, dt):
+            self.angle += dt
+
+        def on_render(self):
+            self.ctx.clear(0.1, 0.1, 0.1)
+
+    Spin.run()
+"""
+
+from __future__ import annotations
+
+import logging
+from time import perf_counter
+
+__all__ = ["App", "WindowError"]
+
+log = logging.getLogger(__name__)
+
+
+class WindowError(RuntimeError):
+    """The window or its OpenGL context could not be created; one line."""
+
+
+class App:
+    """Base class for a windowed moderngl application driven by pyglet.
+
+    Class attributes are the settings; instances get ``window`` (the pyglet
+    window), ``ctx`` (moderngl context) and ``keys`` (pyglet's key state).
+    """
+
+    #: Window caption.
+    title = "moderngl + pyglet"
+    #: Initial client size in pixels.
+    window_size = (1280, 720)
+    resizable = True
+    vsync = False
+    #: OpenGL core profile version requested.
+    gl_version = (3, 3)
+    #: Depth buffer bits; 24 is universally available.
+    depth_size = 24
+    #: How often ``on_update`` and the redraw run (s); 1/60 caps the loop at 60 Hz.
+    update_rate = 1.0 / 60.0
+
+    def __init__(self, window, ctx, **kwargs) -> None:
+        self.window = window
+        self.ctx = ctx
+        self.keys = None
+        self.frames = 0
+
+    # -- hooks --------------------------------------------------------------------
+    def on_update(self, dt: float) -> None:
+        """Simulation (and culling) for ``dt`` seconds."""
+
+    def on_render(self) -> None:
+        """Draw the frame (the window's framebuffer is bound)."""
+
+    def on_resize(self, width: int, height: int) -> None:
+        """The window's framebuffer is now ``width`` x ``height`` pixels."""
+
+    def on_key_press(self, symbol: int, modifiers: int) -> None:
+        pass
+
+    def on_key_release(self, symbol: int, modifiers: int) -> None:
+        pass
+
+    def on_mouse_motion(self, x: int, y: int, dx: int, dy: int) -> None:
+        pass
+
+    def on_mouse_drag(self, x: int, y: int, dx: int, dy: int, buttons: int, modifiers: int) -> None:
+        pass
+
+    def on_mouse_press(self, x: int, y: int, button: int, modifiers: int) -> None:
+        pass
+
+    def on_mouse_scroll(self, x: int, y: int, scroll_x: float, scroll_y: float) -> None:
+        pass
+
+    def on_close(self) -> None:
+        pass
+
+    def close(self) -> None:
+        """Leave the event loop (after the current frame)."""
+        import pyglet
+
+        self.window.close()
+        pyglet.app.exit()
+
+    # -- running ------------------------------------------------------------------
+    @classmethod
+    def create_window(cls, size: tuple[int, int] | None = None):
+        """Open the pyglet window with a core-profile context; ``WindowError`` if impossible."""
+        import pyglet
+
+        pyglet.options["shadow_window"] = False      # no hidden window at import
+        pyglet.options["debug_gl"] = False           # per-call glGetError costs ~2x in Python
+        try:
+            import pyglet.window
+        except Exception as exc:
+            raise WindowError(f"pyglet cannot use the display: {exc}") from None
+        width, height = size or cls.window_size
+        major, minor = cls.gl_version
+        config = pyglet.gl.Config(major_version=major, minor_version=minor, forward_compatible=True,
+                                  double_buffer=True, depth_size=cls.depth_size)
+        try:
+            return pyglet.window.Window(width=width, height=height, caption=cls.title, resizable=cls.resizable,
+                                        vsync=cls.vsync, config=config)
+        except Exception as exc:
+            reason = " ".join(str(exc).split()) or type(exc).__name__
+            raise WindowError(f"cannot open an OpenGL {major}.{minor} window: {reason}") from None
+
+    @classmethod
+    def run(cls, size: tuple[int, int] | None = None, exit_after: float | None = None, **kwargs) -> "App":
+        """Open the window, build the app, run the event loop until it closes.
+
+        Parameters
+        ----------
+        size : (width, height), optional
+            Overrides :attr:`window_size`.
+        exit_after : float, optional
+            Close the window after this many seconds (smoke tests under Xvfb).
+        **kwargs
+            Passed to the subclass constructor.
+
+        Returns
+        -------
+        App
+            The finished app (``frames`` says how many frames were drawn).
+        """
+        import moderngl
+        import pyglet
+
+        window = cls.create_window(size)
+        try:
+            ctx = moderngl.create_context(require=cls.gl_version[0] * 100 + cls.gl_version[1] * 10)
+        except Exception as exc:
+            window.close()
+            raise WindowError(f"moderngl cannot use the window's OpenGL context: {exc}") from None
+        app = cls(window, ctx, **kwargs)
+        app.keys = pyglet.window.key.KeyStateHandler()
+        window.push_handlers(app.keys)
+
+        @window.event
+        def on_draw():
+            ctx.screen.use()
+            app.on_render()
+            app.frames += 1
+
+        @window.event
+        def on_resize(width, height):
+            fw, fh = window.get_framebuffer_size()
+            ctx.screen.viewport = (0, 0, max(fw, 1), max(fh, 1))
+            app.on_resize(max(fw, 1), max(fh, 1))
+
+        for name in ("on_key_press", "on_key_release", "on_mouse_motion", "on_mouse_drag",
+                     "on_mouse_press", "on_mouse_scroll"):
+            window.set_handler(name, getattr(app, name))
+
+        @window.event
+        def on_close():
+            app.on_close()
+            pyglet.app.exit()
+
+        last = [perf_counter()]
+
+        def tick(_dt):
+            now = perf_counter()
+            dt, last[0] = now - last[0], now
+            app.on_update(dt)
+
+        pyglet.clock.schedule_interval(tick, cls.update_rate)
+        if exit_after is not None:
+            pyglet.clock.schedule_once(lambda _dt: app.close(), exit_after)
+        try:
+            pyglet.app.run(cls.update_rate)
+        finally:
+            pyglet.clock.unschedule(tick)
+        log.info("window closed after %d frames", app.frames)
+        return app
+

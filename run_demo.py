@@ -1,0 +1,16 @@
+#!/usr/bin/env python3
+"""View-distance culling demo: ``python run_demo.py`` (``--help`` for the flags).
+
+Opens a window with a display; with none (or ``--headless``) renders
+offscreen through EGL and writes PNG frames.  See engine/cli.py.
+"""
+
+import sys
+
+if __name__ == "__main__":
+    try:
+        from engine.cli import main
+    except ImportError as exc:  # a missing dependency: one line, not a traceback
+        print(f"run_demo.py: error: {exc}; install the project first: pip install -e .", file=sys.stderr)
+        sys.exit(1)
+    sys.exit(main())

@@ -1,0 +1,283 @@
+"""What a scene is: plain NumPy arrays describing objects, and no drawing.
+
+A scene is built from a seed and an object count and is deterministic.  The
+engine reads the arrays, builds the view-distance tree and the GPU buffers,
+and calls :meth:`Scene.update` once per frame with the simulation clock.
+Objects are sorted by kind, so ``kind_offsets`` slices each kind out of every
+array and a sorted list of object indices falls into per-kind runs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+__all__ = ["ObjectKind", "Pose", "Scene", "Terrain", "allocate_counts", "smooth_noise"]
+
+
+@dataclass(frozen=True)
+class ObjectKind:
+    """One object class: how it looks (mesh name, colour) and whether it is solid.
+
+    ``mesh`` names an entry of :data:`engine.meshes.MESHES`; the scene does not
+    import the engine, it only names the mesh.
+    """
+
+    name: str
+    mesh: str
+    colour: tuple[float, float, float]
+    solid: bool = False
+
+
+@dataclass(frozen=True)
+class Pose:
+    """A camera placement: position (3,), yaw and pitch in degrees."""
+
+    position: np.ndarray
+    yaw: float
+    pitch: float
+
+
+def smooth_noise(x, z, seed: int, octaves: int = 4, wavelength: float = 1200.0) -> np.ndarray:
+    """Cheap deterministic smooth noise in about [-1, 1]: a sum of rotated sines.
+
+    Parameters
+    ----------
+    x, z : ndarray, same shape, float64
+    seed : int
+    octaves : int
+        Each octave halves the wavelength and the amplitude.
+    wavelength : float
+        Longest wavelength in metres.
+
+    Cost: O(octaves * size), vectorised.
+    """
+    rng = np.random.default_rng(seed)
+    x = np.asarray(x, dtype=np.float64)
+    z = np.asarray(z, dtype=np.float64)
+    total = np.zeros(np.broadcast(x, z).shape)
+    amp_sum = 0.0
+    for octave in range(octaves):
+        k = 2.0 * np.pi / (wavelength / 2.0 ** octave)
+        amp = 0.5 ** octave
+        for _ in range(2):
+            a = rng.uniform(0.0, np.pi)
+            phase = rng.uniform(0.0, 2.0 * np.pi)
+            total += amp * np.sin(k * (x * np.cos(a) + z * np.sin(a)) + phase)
+            amp_sum += amp
+    return total / amp_sum * 1.6
+
+
+@dataclass
+class Terrain:
+    """A square height field, drawn as one grid mesh.
+
+    ``heights[i, j]`` is the ground height at ``x = x0 + j * step``,
+    ``z = z0 + i * step``; between samples the height is bilinear.
+    """
+
+    origin: tuple[float, float]
+    size: float
+    heights: np.ndarray
+    low_colour: tuple[float, float, float] = (0.30, 0.45, 0.20)
+    high_colour: tuple[float, float, float] = (0.52, 0.52, 0.36)
+
+    @classmethod
+    def generate(cls, size: float, seed: int, amplitude: float, resolution: int = 257, **colours) -> "Terrain":
+        """Rolling hills ``amplitude`` metres high over a ``size`` square centred on the origin."""
+        origin = (-size / 2.0, -size / 2.0)
+        coords = np.linspace(0.0, size, resolution)
+        xs, zs = np.meshgrid(origin[0] + coords, origin[1] + coords)
+        heights = amplitude * 0.5 * (smooth_noise(xs, zs, seed) + 1.0)
+        return cls(origin, float(size), heights, **colours)
+
+    @property
+    def step(self) -> float:
+        return self.size / (self.heights.shape[0] - 1)
+
+    def height_at(self, x, z) -> np.ndarray:
+        """Ground height under points, bilinear; points outside are clamped to the edge.
+
+        Parameters
+        ----------
+        x, z : ndarray, same shape, float64
+
+        Returns
+        -------
+        ndarray, that shape, float64
+        """
+        res = self.heights.shape[0]
+        fx = np.clip((np.asarray(x, dtype=np.float64) - self.origin[0]) / self.step, 0.0, res - 1.0)
+        fz = np.clip((np.asarray(z, dtype=np.float64) - self.origin[1]) / self.step, 0.0, res - 1.0)
+        j = np.minimum(fx.astype(np.int64), res - 2)
+        i = np.minimum(fz.astype(np.int64), res - 2)
+        tx, tz = fx - j, fz - i
+        h = self.heights
+        top = h[i, j] * (1.0 - tx) + h[i, j + 1] * tx
+        bottom = h[i + 1, j] * (1.0 - tx) + h[i + 1, j + 1] * tx
+        return top * (1.0 - tz) + bottom * tz
+
+    @property
+    def height_range(self) -> tuple[float, float]:
+        return float(self.heights.min()), float(self.heights.max())
+
+
+def allocate_counts(total: int, fractions: dict[str, float], fixed: dict[str, int] | None = None) -> dict[str, int]:
+    """Split ``total`` objects between kinds: ``fixed`` counts first, the rest by fraction.
+
+    The rounding remainder goes to the first fractional kind; counts never go
+    negative and always sum to ``total``.
+
+    >>> allocate_counts(10, {"a": 0.5, "b": 0.5}, fixed={"t": 3})
+    {'t': 3, 'a': 4, 'b': 3}
+    """
+    if total < 0:
+        raise ValueError(f"object count must be >= 0, got {total}")
+    counts: dict[str, int] = {}
+    left = total
+    for name, n in (fixed or {}).items():
+        counts[name] = min(n, left)
+        left -= counts[name]
+    weight = sum(fractions.values())
+    shares = {name: int(left * f / weight) for name, f in fractions.items()}
+    first = next(iter(fractions))
+    shares[first] += left - sum(shares.values())
+    counts.update(shares)
+    return counts
+
+
+@dataclass
+class Scene:
+    """Objects as structure-of-arrays, sorted by kind, plus ground and camera path.
+
+    Attributes
+    ----------
+    kinds : tuple of ObjectKind
+    kind : ndarray, shape (n,), int32, non-decreasing
+    centres : ndarray, shape (n, 3), float64
+        Bounding-sphere centres (also where the mesh is drawn).
+    view_distance : ndarray, shape (n,), float64
+        How far away the object can be seen; the radius stored in the tree.
+    bounding_radius : ndarray, shape (n,), float64
+        Radius of a sphere holding the whole mesh; also the mesh scale.
+    yaw, tint, highlight : ndarray, shape (n,), float32
+        Heading (radians), colour variation in [-0.5, 0.5], highlight 0..1.
+    world_size, world_origin
+        A box holding the scene, a hint for the tree's root (which grows anyway).
+    """
+
+    name: str
+    seed: int
+    kinds: tuple[ObjectKind, ...]
+    kind: np.ndarray
+    centres: np.ndarray
+    view_distance: np.ndarray
+    bounding_radius: np.ndarray
+    yaw: np.ndarray
+    tint: np.ndarray
+    world_size: float
+    world_origin: tuple[float, float, float]
+    terrain: Terrain | None = None
+    sky: tuple[float, float, float] = (0.62, 0.74, 0.86)
+    fog_distance: float = 2500.0
+    highlight: np.ndarray = field(default=None)  # type: ignore[assignment]
+    description: str = ""
+
+    def __post_init__(self) -> None:
+        n = self.kind.shape[0]
+        if self.highlight is None:
+            self.highlight = np.zeros(n, dtype=np.float32)
+        for attr, shape in (("centres", (n, 3)), ("view_distance", (n,)), ("bounding_radius", (n,)),
+                            ("yaw", (n,)), ("tint", (n,)), ("highlight", (n,))):
+            if getattr(self, attr).shape != shape:
+                raise ValueError(f"scene {self.name!r}: {attr} has shape {getattr(self, attr).shape}, expected {shape}")
+        if n and np.any(np.diff(self.kind) < 0):
+            raise ValueError(f"scene {self.name!r}: objects must be sorted by kind")
+
+    def __len__(self) -> int:
+        return int(self.kind.shape[0])
+
+    @property
+    def kind_offsets(self) -> np.ndarray:
+        """Start index of each kind's run, plus ``n`` at the end: shape (k + 1,), int64."""
+        return np.searchsorted(self.kind, np.arange(len(self.kinds) + 1)).astype(np.int64)
+
+    def kind_counts(self) -> dict[str, int]:
+        return {k.name: int(c) for k, c in zip(self.kinds, np.diff(self.kind_offsets))}
+
+    def camera_pose(self, u: float) -> Pose:
+        """Where the scripted (headless) camera is at path fraction ``u`` in [0, 1]."""
+        raise NotImplementedError
+
+    def ground_height(self, x, z) -> np.ndarray:
+        if self.terrain is None:
+            return np.zeros(np.broadcast(np.asarray(x), np.asarray(z)).shape)
+        return self.terrain.height_at(x, z)
+
+    def update(self, t: float, dt: float, camera_position: np.ndarray) -> np.ndarray | None:
+        """Advance the simulation to time ``t`` by ``dt`` seconds.
+
+        Returns the indices (int64) of objects whose centre or view distance
+        changed, for the engine to pass to the tree's ``update_many``; ``None``
+        for a static scene.
+        """
+        return None
+
+
+def _spread_bits(v: np.ndarray) -> np.ndarray:
+    """Insert two zero bits between each of the low 21 bits of ``v`` (uint64)."""
+    v = v & np.uint64(0x1FFFFF)
+    for shift, mask in ((32, 0x1F00000000FFFF), (16, 0x1F0000FF0000FF), (8, 0x100F00F00F00F00F),
+                        (4, 0x10C30C30C30C30C3), (2, 0x1249249249249249)):
+        v = (v | (v << np.uint64(shift))) & np.uint64(mask)
+    return v
+
+
+def morton_order(centres: np.ndarray, cells: int = 1 << 16) -> np.ndarray:
+    """Permutation sorting points along a Z-order (Morton) curve.
+
+    Objects close in space end up close in memory, so the candidates a tree
+    node returns gather from a few cache lines instead of all over the arrays.
+
+    Parameters
+    ----------
+    centres : ndarray, shape (n, 3), float64
+    cells : int
+        Grid resolution per axis (at most 2**21).
+
+    Returns
+    -------
+    ndarray, shape (n,), int64
+    """
+    if centres.shape[0] == 0:
+        return np.zeros(0, dtype=np.int64)
+    lo = centres.min(axis=0)
+    extent = np.maximum(centres.max(axis=0) - lo, 1e-9)
+    q = np.minimum(((centres - lo) / extent * cells).astype(np.int64), cells - 1).astype(np.uint64)
+    code = _spread_bits(q[:, 0]) | (_spread_bits(q[:, 1]) << np.uint64(1)) | (_spread_bits(q[:, 2]) << np.uint64(2))
+    return np.argsort(code, kind="stable")
+
+
+def build_arrays(parts: list[dict[str, np.ndarray]], n_kinds: int) -> dict[str, np.ndarray]:
+    """Concatenate per-kind blocks (in kind order) into the scene's arrays.
+
+    Within a kind, objects are put in Morton order (see :func:`morton_order`).
+    """
+    parts = [dict(p) for p in parts]
+    for p in parts:
+        order = morton_order(np.asarray(p["centres"], dtype=np.float64).reshape(-1, 3))
+        for key in ("centres", "view_distance", "bounding_radius", "yaw", "tint"):
+            p[key] = np.asarray(p[key])[order]
+    out = {}
+    for key in ("centres", "view_distance", "bounding_radius", "yaw", "tint"):
+        arrays = [p[key] for p in parts]
+        out[key] = np.concatenate(arrays) if arrays else np.zeros((0, 3) if key == "centres" else (0,))
+    out["kind"] = np.concatenate([np.full(len(p["view_distance"]), p["kind"], dtype=np.int32) for p in parts]) \
+        if parts else np.zeros(0, dtype=np.int32)
+    out["centres"] = out["centres"].reshape(-1, 3).astype(np.float64)
+    out["view_distance"] = out["view_distance"].astype(np.float64)
+    out["bounding_radius"] = out["bounding_radius"].astype(np.float64)
+    out["yaw"] = out["yaw"].astype(np.float32)
+    out["tint"] = out["tint"].astype(np.float32)
+    return out

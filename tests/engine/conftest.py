@@ -1,0 +1,70 @@
+"""Engine test set-up: one offscreen EGL context for the whole session.
+
+Rendering tests draw real frames on Mesa's llvmpipe through EGL (no display,
+no GPU needed).  If EGL cannot give an OpenGL 3.3 context at all, every test
+that asks for ``gl_ctx`` is skipped with the reason; the others still run.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from engine.demo import Demo, DemoSettings
+
+
+@pytest.fixture(scope="session")
+def gl_ctx():
+    try:
+        import moderngl
+
+        ctx = moderngl.create_standalone_context(backend="egl", require=330)
+    except Exception as exc:  # no libEGL, no Mesa driver, no 3.3 support
+        pytest.skip(f"no OpenGL 3.3 context on EGL (install libegl1 libegl-mesa0 libgl1-mesa-dri): {exc}")
+    yield ctx
+    ctx.release()
+
+
+@pytest.fixture
+def make_demo(gl_ctx):
+    """``make_demo(scene, objects, size=(160, 90), **settings)`` -> Demo, released after the test."""
+    made = []
+
+    def _make(scene: str, objects: int, size=(160, 90), **settings) -> Demo:
+        settings.setdefault("hud", False)
+        demo = Demo(gl_ctx, size, DemoSettings(scene=scene, objects=objects, seed=settings.pop("seed", 3), **settings))
+        made.append(demo)
+        return demo
+
+    yield _make
+    for demo in made:
+        demo.release()
+
+
+@pytest.fixture
+def render(gl_ctx):
+    """``render(demo, flat=False)`` -> the frame as an (h, w, 3) uint8 array (top row first)."""
+
+    def _render(demo: Demo, flat: bool = False) -> np.ndarray:
+        fbo = gl_ctx.simple_framebuffer(demo.size)
+        try:
+            demo.renderer.flat = flat
+            demo.render(fbo)
+            return np.asarray(demo.read_image(fbo))
+        finally:
+            demo.renderer.flat = False
+            fbo.release()
+
+    return _render
+
+
+def _pixels_of(image: np.ndarray, rgb, tol: int = 1) -> int:
+    target = np.round(np.asarray(rgb, dtype=np.float64) * 255.0).astype(np.int16)
+    diff = np.abs(image.astype(np.int16) - target)
+    return int(np.count_nonzero(np.all(diff <= tol, axis=-1)))
+
+
+@pytest.fixture
+def pixels_of():
+    """``pixels_of(image, rgb, tol=1)``: pixels whose colour is ``rgb`` (0..1) within ``tol`` per channel."""
+    return _pixels_of

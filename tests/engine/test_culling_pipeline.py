@@ -1,0 +1,111 @@
+"""The per-frame stages against a brute-force mask over all objects."""
+
+import numpy as np
+import pytest
+
+from culling import ViewDistanceTree
+from engine.camera import Camera
+from engine.culling_pipeline import FADE_FRACTION, BruteForceIndex, CullingPipeline
+from engine.frustum import frustum_planes, spheres_in_frustum
+from scenes import build_scene
+
+
+def brute_force_visible(scene, camera, scale=1.0, shape="sphere"):
+    d = scene.centres - camera.position
+    dist = np.linalg.norm(d, axis=1) if shape == "sphere" else np.abs(d).max(axis=1)
+    in_range = dist <= scale * scene.view_distance
+    in_frustum = spheres_in_frustum(frustum_planes(camera.view_projection()), scene.centres, scene.bounding_radius)
+    return np.flatnonzero(in_range & in_frustum), int(in_range.sum())
+
+
+def random_cameras(scene, rng, n):
+    for _ in range(n):
+        pos = rng.uniform(-600, 600, 3)
+        pos[1] = float(scene.ground_height(np.array(pos[0]), np.array(pos[2]))) + rng.uniform(1, 60)
+        yield Camera(pos, yaw=rng.uniform(0, 360), pitch=rng.uniform(-30, 20), aspect=16 / 9)
+
+
+@pytest.mark.parametrize("shape", ["sphere", "cube"])
+def test_tree_pipeline_matches_brute_force(rng, shape):
+    scene = build_scene("forest", 30_000, seed=4)
+    tree = ViewDistanceTree(size=scene.world_size, origin=scene.world_origin, dim=3, shape=shape)
+    handles = tree.insert_many(scene.centres, scene.view_distance)
+    pipe = CullingPipeline(scene, tree, handles, shape=shape)
+    uploads = []
+    for cam in random_cameras(scene, rng, 25):
+        stats = pipe.run(cam.position, cam.view_projection(),
+                         upload=lambda inst, starts: uploads.append((inst.copy(), starts.copy())))
+        expected, in_range = brute_force_visible(scene, cam, shape=shape)
+        assert np.array_equal(pipe.visible, expected)
+        assert stats.in_range == in_range and stats.in_frustum == expected.shape[0]
+        assert stats.candidates >= in_range
+        inst, starts = uploads[-1]
+        assert inst.shape == (expected.shape[0], 8) and inst.dtype == np.float32
+        assert np.allclose(inst[:, :3], scene.centres[expected], atol=1e-3)
+        assert np.array_equal(np.diff(starts), np.bincount(scene.kind[expected], minlength=len(scene.kinds)))
+        assert np.all((inst[:, 6] >= 0) & (inst[:, 6] <= 1))
+
+
+def test_scaled_query_matches_scaled_brute_force(rng):
+    scene = build_scene("forest", 20_000, seed=8)
+    tree = ViewDistanceTree(size=scene.world_size, origin=scene.world_origin, dim=3)
+    pipe = CullingPipeline(scene, tree, tree.insert_many(scene.centres, scene.view_distance))
+    assert pipe.supports_scale
+    for scale, cam in zip((0.5, 1.25, 2.0, 3.0), random_cameras(scene, rng, 4)):
+        pipe.run(cam.position, cam.view_projection(), scale=scale)
+        expected, _ = brute_force_visible(scene, cam, scale=scale)
+        assert np.array_equal(pipe.visible, expected)
+
+
+def test_fade_runs_over_the_last_stretch_of_view_distance():
+    scene = build_scene("swarm", 500, seed=1)
+    pipe = CullingPipeline(scene, BruteForceIndex(len(scene)), np.arange(len(scene)))
+    cam = Camera(np.array([0.0, 30.0, 0.0]), yaw=0.0, pitch=-10.0)
+    got = []
+    pipe.run(cam.position, cam.view_projection(), upload=lambda inst, starts: got.append(inst.copy()))
+    vis = pipe.visible
+    dist = np.linalg.norm(scene.centres[vis] - cam.position, axis=1)
+    limit = scene.view_distance[vis]
+    expected = np.clip((limit - dist) / (FADE_FRACTION * limit), 0, 1)
+    assert np.allclose(got[0][:, 6], expected, atol=1e-6)
+
+
+def test_handles_need_not_be_object_indices():
+    scene = build_scene("forest", 5_000, seed=2)
+    tree = ViewDistanceTree(size=scene.world_size, origin=scene.world_origin, dim=3)
+    tree.insert_many(scene.centres[:100], scene.view_distance[:100])       # occupy handles 0..99
+    handles = tree.insert_many(scene.centres, scene.view_distance)
+    tree.remove_many(np.arange(100))
+    pipe = CullingPipeline(scene, tree, handles)
+    cam = Camera(scene.camera_pose(0.2).position, yaw=10.0)
+    pipe.run(cam.position, cam.view_projection())
+    assert np.array_equal(pipe.visible, brute_force_visible(scene, cam)[0])
+
+
+def test_staging_grows_and_rejects_bad_input():
+    scene = build_scene("swarm", 3000, seed=1)
+    pipe = CullingPipeline(scene, BruteForceIndex(len(scene)), np.arange(len(scene)))
+    cam = Camera(np.array([0.0, 60.0, 0.0]), pitch=-89.0, fov_y=150.0)
+    got = []
+    pipe.run(cam.position, cam.view_projection(), upload=lambda inst, starts: got.append(inst.shape))
+    assert got == [(pipe.visible.shape[0], 8)]
+    assert pipe._staging_rows(5000).shape == (5000, 8)                # grows past the initial 1024 rows
+    assert pipe._staging.shape[0] == 8192
+    with pytest.raises(ValueError, match="one handle per object"):
+        CullingPipeline(scene, BruteForceIndex(3), np.arange(3))
+    with pytest.raises(ValueError, match="shape must be"):
+        CullingPipeline(scene, BruteForceIndex(len(scene)), np.arange(len(scene)), shape="torus")
+
+
+def test_clusters_query_ignores_far_clusters():
+    """While the camera stays in the neighbourhood, the visited nodes and candidates
+    are the same whether the far clusters hold 20 thousand or 300 thousand objects."""
+    results = []
+    for total in (30_000, 310_000):
+        scene = build_scene("clusters", total, seed=1)
+        tree = ViewDistanceTree(size=scene.world_size, origin=scene.world_origin, dim=3)
+        tree.insert_many(scene.centres, scene.view_distance)
+        trace = tree.trace(scene.camera_pose(0.1).position)
+        results.append(([(lv.depth, lv.nodes, lv.objects) for lv in trace.levels], np.sort(trace.candidates)))
+    assert results[0][0] == results[1][0]
+    assert np.array_equal(results[0][1], results[1][1])

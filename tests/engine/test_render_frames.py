@@ -1,0 +1,86 @@
+"""Real frames on EGL/llvmpipe: every scene shows several classes, and culling
+never changes the picture (tree vs brute force, with and without the frustum filter)."""
+
+import numpy as np
+import pytest
+
+import engine.culling_pipeline as pipeline_module
+from engine.renderer import INITIAL_INSTANCE_CAPACITY
+
+SIZE = (192, 108)
+SCENE_CASES = {
+    # scene: (objects, path fraction, classes that must show)
+    "forest": (20_000, 0.0, 3),
+    "clusters": (30_000, 0.1, 3),
+    "swarm": (1_500, 0.0, 2),
+}
+
+
+@pytest.mark.parametrize("name", list(SCENE_CASES))
+def test_each_scene_renders_several_classes(name, make_demo, render, pixels_of):
+    objects, u, min_classes = SCENE_CASES[name]
+    demo = make_demo(name, objects, size=SIZE, overlay=False)
+    pose = demo.scene.camera_pose(u)
+    demo.set_pose(pose.position, pose.yaw, pose.pitch)
+    demo.set_fade(False)
+    stats = demo.update(0.0)
+    assert stats.drawn > 0
+
+    shaded = render(demo)
+    assert shaded.shape == (SIZE[1], SIZE[0], 3)
+    assert shaded.std() > 10.0                                           # not blank
+    assert len(np.unique(shaded.reshape(-1, 3), axis=0)) > 50
+
+    flat = render(demo, flat=True)
+    per_class = {k.name: pixels_of(flat, k.colour, tol=1) for k in demo.scene.kinds}
+    shown = [n for n, c in per_class.items() if c >= 4]
+    assert len(shown) >= min_classes, per_class
+    # Every kind with pixels on screen was uploaded; none shows that was not.
+    uploaded = {k.name for k, n in zip(demo.scene.kinds, stats.kind_counts) if n > 0}
+    assert set(shown) <= uploaded
+    sky = pixels_of(flat, demo.scene.sky, tol=1)
+    assert 0 < sky < flat.shape[0] * flat.shape[1]
+
+
+def _frame(make_demo, render, name, brute_force, pose_u=0.3, objects=None, size=SIZE):
+    count = objects or SCENE_CASES[name][0]
+    demo = make_demo(name, count, size=size, overlay=False, brute_force=brute_force)
+    pose = demo.scene.camera_pose(pose_u)
+    demo.set_pose(pose.position, pose.yaw, pose.pitch)
+    stats = demo.update(0.0)
+    return render(demo), stats, demo
+
+
+@pytest.mark.parametrize("name", list(SCENE_CASES))
+def test_tree_culling_gives_the_brute_force_picture(name, make_demo, render):
+    tree_img, tree_stats, tree_demo = _frame(make_demo, render, name, brute_force=False)
+    brute_img, brute_stats, brute_demo = _frame(make_demo, render, name, brute_force=True)
+    assert brute_stats.candidates == len(brute_demo.scene)
+    assert tree_stats.candidates < brute_stats.candidates or name == "swarm"
+    assert tree_stats.drawn == brute_stats.drawn > 0
+    assert np.array_equal(tree_img, brute_img)
+
+
+def test_frustum_filter_never_removes_a_visible_pixel(make_demo, render, monkeypatch):
+    """Drawing every in-range object, frustum filter off, gives the same image:
+    the bounding spheres really bound the meshes."""
+    culled, culled_stats, _ = _frame(make_demo, render, "forest", brute_force=False, pose_u=0.6)
+    monkeypatch.setattr(pipeline_module, "spheres_in_frustum",
+                        lambda planes, centres, radii: np.ones(len(radii), dtype=bool))
+    everything, all_stats, _ = _frame(make_demo, render, "forest", brute_force=False, pose_u=0.6)
+    assert all_stats.drawn > 2 * culled_stats.drawn
+    assert np.array_equal(culled, everything)
+
+
+def test_instance_buffers_grow(make_demo, render):
+    demo = make_demo("swarm", 6000, size=(96, 54), overlay=False)
+    demo.set_pose(np.array([0.0, 60.0, 0.0]), 0.0, -89.0)
+    demo.camera.fov_y = 170.0
+    demo.camera.aspect = 4.0
+    stats = demo.update(0.0)
+    creatures = demo.renderer.batches[1]
+    assert creatures.count == stats.kind_counts[1]
+    if stats.kind_counts[1] > INITIAL_INSTANCE_CAPACITY:
+        assert creatures.capacity >= stats.kind_counts[1]
+    img = render(demo)
+    assert img.std() > 5.0

@@ -1,0 +1,88 @@
+"""Scenes are plain arrays: deterministic, sorted by kind, meshes that exist, vectorised."""
+
+import time
+
+import numpy as np
+import pytest
+
+from engine.meshes import MESHES, get_mesh
+from scenes import SCENES, build_scene
+from scenes.base import allocate_counts, morton_order
+
+
+@pytest.mark.parametrize("name", list(SCENES))
+def test_scene_is_deterministic_and_well_formed(name):
+    a = build_scene(name, 3000, seed=5)
+    b = build_scene(name, 3000, seed=5)
+    c = build_scene(name, 3000, seed=6)
+    assert len(a) == 3000
+    for attr in ("centres", "view_distance", "bounding_radius", "kind", "yaw", "tint"):
+        assert np.array_equal(getattr(a, attr), getattr(b, attr)), attr
+    assert not np.array_equal(a.centres, c.centres)
+    assert np.all(np.diff(a.kind) >= 0)
+    assert a.centres.dtype == np.float64 and a.centres.shape == (3000, 3)
+    assert np.all(np.isfinite(a.centres))
+    assert np.all(a.view_distance > 0) and np.all(a.bounding_radius > 0)
+    assert np.all(a.view_distance > a.bounding_radius)
+    for kind in a.kinds:
+        assert kind.mesh in MESHES
+    counts = a.kind_counts()
+    assert sum(counts.values()) == 3000
+    assert sum(1 for c in counts.values() if c > 0) >= 2
+
+
+def test_unknown_scene_and_negative_count():
+    with pytest.raises(ValueError, match="unknown scene 'moon'; choose one of: forest, clusters, swarm"):
+        build_scene("moon")
+    with pytest.raises(ValueError, match=">= 0"):
+        build_scene("forest", -1)
+
+
+@pytest.mark.parametrize("name", list(SCENES))
+def test_empty_scene(name):
+    scene = build_scene(name, 0)
+    assert len(scene) == 0
+
+
+def test_forest_classes_and_ranges():
+    scene = build_scene("forest", 20_000, seed=2)
+    names = [k.name for k in scene.kinds]
+    assert names == ["grass", "pebble", "bush", "rock", "tree", "tower"]
+    offsets = scene.kind_offsets
+    vd = {n: scene.view_distance[offsets[i]:offsets[i + 1]] for i, n in enumerate(names)}
+    assert vd["grass"].max() < 100 and vd["pebble"].max() < 100          # tens of metres
+    assert 100 < vd["tree"].min() and vd["tree"].max() < 1000            # hundreds
+    assert vd["tower"].min() > 1000                                       # kilometres
+    assert scene.kind_counts()["tower"] == 8
+    # Everything stands on the ground: the mesh's lowest point touches the terrain.
+    base = np.array([get_mesh(k.mesh).base for k in scene.kinds])[scene.kind]
+    bottom = scene.centres[:, 1] + base * scene.bounding_radius
+    ground = scene.ground_height(scene.centres[:, 0], scene.centres[:, 2])
+    assert np.allclose(bottom, ground, atol=1e-6)
+    extent = np.ptp(scene.centres[:, [0, 2]], axis=0)
+    assert np.all(extent > 3500)                                          # about 4 km square
+
+
+def test_million_object_forest_builds_in_seconds():
+    t0 = time.perf_counter()
+    scene = build_scene("forest", 1_000_000, seed=1)
+    assert len(scene) == 1_000_000
+    assert time.perf_counter() - t0 < 5.0
+
+
+def test_meshes_fit_their_bounding_sphere():
+    for mesh in MESHES.values():
+        assert np.linalg.norm(mesh.vertices[:, :3], axis=1).max() <= 1.0 + 1e-5, mesh.name
+        assert mesh.vertices.dtype == np.float32 and mesh.vertices.shape[1] == 6
+        assert mesh.vertices.shape[0] % 3 == 0
+        assert np.allclose(np.linalg.norm(mesh.vertices[:, 3:], axis=1), 1.0, atol=1e-5)
+    with pytest.raises(KeyError, match="unknown mesh 'teapot'"):
+        get_mesh("teapot")
+
+
+def test_allocate_counts_sums_and_morton_is_permutation(rng):
+    counts = allocate_counts(1001, {"a": 0.3, "b": 0.7}, fixed={"t": 5})
+    assert sum(counts.values()) == 1001 and counts["t"] == 5
+    pts = rng.uniform(-100, 100, (500, 3))
+    order = morton_order(pts)
+    assert np.array_equal(np.sort(order), np.arange(500))
