@@ -11,14 +11,15 @@ Layout (CSR with slack): a non-empty cell ``c`` owns the block
 ``count[c]`` entries of that block, in no particular order.  Each entry may
 carry a row of float payload (the dense grid keeps each sphere's centre and
 radius there, column by column), so a query reads its candidates' data from
-a few contiguous runs instead of gathering object by object.  Capacities are
-powers of two.  An object knows its cell and its slot (index inside the
-block), so unlinking it is O(1): the block's last member moves into its slot.
-A cell that outgrows its block moves to a block twice as large at the end of
-the pool; a cell that becomes empty gives its block up.  Blocks given up or
-left behind are garbage until the pool is full, when one vectorised repack
-copies every live block to a fresh pool sized :data:`POOL_SLACK` times the
-live capacity: amortised O(1) per member added.
+a few contiguous runs instead of gathering object by object.  An object
+knows its cell and its slot (index inside the block), so unlinking it is
+O(1): the block's last member moves into its slot.  A cell that outgrows its
+block moves to a block at least twice as large at the end of the pool; a cell
+that becomes empty gives its block up.  Blocks given up or left behind are
+garbage until the pool is full, when one vectorised repack copies every live
+block, cut to its members, into a fresh pool sized :data:`POOL_SLACK` times
+their total: amortised O(1) per member added, and about ``POOL_SLACK``
+entries per member right after a repack.
 
 >>> cells = CellPool(n_cells=4, columns=1)
 >>> cells.reserve_objects(3)
@@ -39,11 +40,12 @@ __all__ = ["CellPool", "MIN_POOL", "POOL_SLACK", "concat_ranges"]
 #: Smallest pool (entries).  Tiny grids never repack more than a few times.
 MIN_POOL = 64
 
-#: Pool length after a repack, as a multiple of the live blocks' capacity.
-#: Power-of-two blocks hold at most 2x their members, so the pool stays
-#: within 3 entries per object; the free half leaves room for half the live
-#: capacity in new blocks before the next repack (O(objects)), so repacks
-#: cost O(1) amortised per link.  1.5 as the tree's pool growth factor.
+#: Pool length after a repack, as a multiple of the live blocks' capacity
+#: (blocks are cut to their members by a repack).  The free third leaves
+#: room for half the live capacity in new or doubled blocks before the next
+#: repack (O(objects)), so repacks cost O(1) amortised per link.  1.5 as the
+#: tree's pool growth factor: on the benchmark's dense world (1M objects)
+#: the pool then holds about 1.5 entries per object.
 POOL_SLACK = 1.5
 
 #: A pool longer than this many entries per linked member (plus MIN_POOL) is
@@ -64,10 +66,10 @@ def concat_ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     return np.arange(total, dtype=np.int64) + shifts
 
 
-def _pow2_at_least(values: np.ndarray) -> np.ndarray:
-    """Smallest power of two >= each value (values >= 1), int64."""
-    _, exponent = np.frexp(np.asarray(values, dtype=np.int64) - 1)
-    return np.left_shift(np.int64(1), exponent.astype(np.int64))
+def _block_sizes(needs: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """Capacity of a cell's new block: its new member count, and at least twice
+    its old one (doubling keeps moves amortised O(1) per member); int64."""
+    return np.maximum(np.asarray(needs, dtype=np.int64), 2 * np.asarray(counts, dtype=np.int64))
 
 
 def _groups(sorted_keys: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -95,7 +97,7 @@ class CellPool:
     ----------
     start, count, cap : ndarray, shape (n_cells,), int32
         Each cell's block: first entry, members, capacity (0 for an empty
-        cell, else a power of two >= count).
+        cell, else >= count).
     pool : ndarray, shape (pool length,), int32
         Member handles, block by block; entries outside ``[start, start +
         count)`` of a live cell are garbage.
@@ -197,7 +199,7 @@ class CellPool:
         new = old + added
         grow = new > self.cap[touched]
         if grow.any():
-            if self.end + int(_pow2_at_least(new[grow]).sum()) > self.pool.shape[0]:
+            if self.end + int(_block_sizes(new[grow], old[grow]).sum()) > self.pool.shape[0]:
                 self._repack(touched, new)  # every touched cell keeps room for its new members
             else:
                 self._grow(touched[grow], new[grow])
@@ -205,7 +207,8 @@ class CellPool:
         pos = np.repeat(self.start[touched].astype(np.int64), added) + slots
         self.pool[pos] = handles
         if rows is not None:
-            self.rows[:, pos] = rows[:, order]
+            for column, values in zip(self.rows, rows):  # 1-D scatters: faster than one 2-D one
+                column[pos] = values[order]
         self.slot[handles] = slots
         self.cell[handles] = cells
         self.count[touched] = new
@@ -234,7 +237,8 @@ class CellPool:
         tail = tail[self.cell[self.pool[tail]] >= 0]  # the survivors, grouped by cell like the holes
         fillers = self.pool[tail]
         self.pool[holes] = fillers
-        self.rows[:, holes] = self.rows[:, tail]
+        for column in self.rows:
+            column[holes] = column[tail]
         self.slot[fillers] = slots[in_front]
         self.count[touched] = kept
         emptied = touched[kept == 0]
@@ -258,7 +262,7 @@ class CellPool:
         """
         counts = self.count[cells].astype(np.int64)
         pos = concat_ranges(self.start[cells], counts)
-        return self.pool[pos].astype(np.int64), self.rows[:, pos], counts
+        return self.pool[pos].astype(np.int64), self.rows.take(pos, axis=1), counts
 
     # ------------------------------------------------------------------
     # Blocks
@@ -266,13 +270,14 @@ class CellPool:
     def _grow(self, cells: np.ndarray, needs: np.ndarray) -> None:
         """Give distinct ``cells`` new blocks of at least ``needs`` entries at the pool's end
         (the caller checked that they fit), keeping their members."""
-        caps = _pow2_at_least(needs)
+        counts = self.count[cells]
+        caps = _block_sizes(needs, counts)
         total = int(caps.sum())
         starts = self.end + np.cumsum(caps) - caps
-        counts = self.count[cells]
         src, dst = concat_ranges(self.start[cells], counts), concat_ranges(starts, counts)
         self.pool[dst] = self.pool[src]
-        self.rows[:, dst] = self.rows[:, src]
+        for column in self.rows:
+            column[dst] = column[src]
         self.start[cells] = starts
         self.cap[cells] = caps
         self.end += total
@@ -306,7 +311,7 @@ class CellPool:
             order = np.argsort(live, kind="stable")
             live, first, _ = _groups(live[order])
             need = np.maximum.reduceat(need[order], first)
-        caps = _pow2_at_least(np.maximum(need, 1))
+        caps = np.maximum(need, 1)
         total = int(caps.sum())
         length = max(MIN_POOL, int(POOL_SLACK * total))
         if length > _INT32_MAX:
@@ -317,7 +322,8 @@ class CellPool:
         pool = np.zeros(length, dtype=np.int32)
         pool[dst] = self.pool[src]
         rows = np.zeros((self.rows.shape[0], length), dtype=np.float64)
-        rows[:, dst] = self.rows[:, src]
+        for new, old in zip(rows, self.rows):
+            new[dst] = old[src]
         self.start[live] = starts
         self.cap[live] = caps
         self.pool, self.rows = pool, rows
@@ -350,7 +356,6 @@ class CellPool:
         assert ((self.cap > 0) == nonempty).all(), "an empty cell keeps a block, or a member has none"
         caps = self.cap[nonempty].astype(np.int64)
         assert (caps >= self.count[nonempty]).all(), "a cell holds more than its block"
-        assert (caps & (caps - 1) == 0).all(), "block capacity is not a power of two"
         starts = self.start[nonempty].astype(np.int64)
         order = np.argsort(starts)
         starts, caps = starts[order], caps[order]

@@ -114,10 +114,10 @@ class DenseViewDistanceGrid:
     >>> grid.update(grass, (95.0, 95.0), 20.0)
     >>> sorted(grid.query((100.0, 100.0), exact=True).tolist())
     [0]
-    >>> grid.insert((2000.0, 0.0), 1.0)
+    >>> grid.insert((2000.0, 0.0), 1.0)  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    ValueError: centres must lie in the grid's world [[0.0, 0.0], [1024.0, 1024.0]) (a dense grid does not grow); centre 0 is [2000.0, 0.0]
+    ValueError: centres must lie in the grid's world [[0.0, 0.0], [1024.0, 1024.0]) ...
     """
 
     def __init__(self, size: float, origin=None, dim: int = 3, shape: str = "sphere", min_radius=None):
@@ -318,19 +318,27 @@ class DenseViewDistanceGrid:
         if centres.shape[0] != handles.size:
             raise ValueError(f"centres must have shape ({handles.size}, {self.dim}) to match "
                              f"the handles, got {centres.shape}")
-        levels, cells = self._homes(centres, radii)
+        pool_rows, dim = self._cells.rows, self.dim
+        pos = self._cells.positions(handles)
+        # Level and squared reach only change with the radius: recompute them for the resized only.
+        resized = radii != pool_rows[dim][pos]
+        levels = self._level[handles].astype(np.int64)
+        levels[resized] = self._geo.levels_of(radii[resized])
+        levels, cells = self._homes(centres, radii, levels)
         if not handles.size:
             return
-        rows = np.vstack([centres.T, radii, radii] if self._reach else [centres.T, radii])
-        if self._reach:  # the squared reach only changes with the radius
-            old = self._cells.rows[self.dim:, self._cells.positions(handles)]
-            resized = radii != old[0]
-            rows[self.dim + 1] = old[1]
-            rows[self.dim + 1, resized] = squared_reach(radii[resized])
+        rows = np.empty((pool_rows.shape[0], handles.size))
+        rows[:dim] = centres.T
+        rows[dim] = radii
+        if self._reach:
+            rows[dim + 1] = pool_rows[dim + 1][pos]
+            rows[dim + 1, resized] = squared_reach(radii[resized])
         move = cells != self._cells.cell[handles]
         if not move.all():
-            stay = ~move
-            self._cells.rows[:, self._cells.positions(handles[stay])] = rows[:, stay]
+            stay = np.flatnonzero(~move)
+            at = pos[stay]
+            for column, values in zip(pool_rows, rows):  # 1-D scatters, one per column
+                column[at] = values[stay]
         if move.any():
             movers = handles[move]
             size = self._level_count.size
@@ -531,13 +539,17 @@ class DenseViewDistanceGrid:
             self._homes(np.array([point]), np.array([radius]))  # raises the ValueError
         return self._geo.home(point, radius)
 
-    def _homes(self, centres: np.ndarray, radii: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def _homes(self, centres: np.ndarray, radii: np.ndarray,
+               levels: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
         """Levels and global cells (int64 (n,) each) of many validated spheres.
 
         ``ValueError`` for a centre outside ``[origin, origin + size)`` or a
-        radius of ``size / 2`` or more.
+        radius of ``size / 2`` or more.  ``levels``: see :meth:`GridGeometry.homes`.
         """
-        outside = ((centres < self.origin) | (centres >= self._geo.hi)).any(axis=1)
+        outside = np.zeros(centres.shape[0], dtype=bool)
+        for axis, (lo, hi) in enumerate(zip(self._origin_list, self._hi_list)):
+            outside |= centres[:, axis] < lo
+            outside |= centres[:, axis] >= hi
         if outside.any():
             i = int(np.flatnonzero(outside)[0])
             raise ValueError(f"centres must lie in the grid's world [{self._origin_list}, {self._hi_list}) "
@@ -547,7 +559,7 @@ class DenseViewDistanceGrid:
             i = int(np.flatnonzero(too_big)[0])
             raise ValueError(f"radii must be below size/2 = {self.size / 2:g} in a dense grid "
                              f"(it does not grow); radius {i} is {radii[i]:g}")
-        return self._geo.homes(centres, radii)
+        return self._geo.homes(centres, radii, levels)
 
     def _new_handles(self, n: int) -> np.ndarray:
         """``n`` handles: the most recently freed first, then fresh ones; int64."""

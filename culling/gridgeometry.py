@@ -91,13 +91,20 @@ class GridGeometry:
             cell = (cell << level) | min(max(k, 0), top)
         return level, self._offsets_list[level] + cell
 
-    def homes(self, centres: np.ndarray, radii: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def levels_of(self, radii: np.ndarray) -> np.ndarray:
+        """Level of each radius (int64 (n,)): the one whose cells hold it in ``[W/4, W/2)``."""
+        return self.finest_level - np.searchsorted(self._thresholds, radii, side="right").astype(np.int64)
+
+    def homes(self, centres: np.ndarray, radii: np.ndarray,
+              levels: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
         """Levels and global cell ids (int64 (n,) each) of many spheres; O(n).
 
-        Axis by axis on 1-D arrays (an inner axis of length ``dim`` would make
-        NumPy loop per object); the same IEEE operations as :meth:`home`.
+        ``levels``, when given, are :meth:`levels_of` the radii, already
+        known.  Axis by axis on 1-D arrays (an inner axis of length ``dim``
+        would make NumPy loop per object); the same IEEE operations as :meth:`home`.
         """
-        levels = self.finest_level - np.searchsorted(self._thresholds, radii, side="right").astype(np.int64)
+        if levels is None:
+            levels = self.levels_of(radii)
         w = self.cell_size[levels]
         factor = np.ldexp(1.0, levels)
         top = factor - 1.0
