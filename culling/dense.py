@@ -31,12 +31,12 @@ import numpy as np
 
 from culling.cellpool import CellPool
 from culling.gridgeometry import GridGeometry
-from culling.shapes import distances, sphere_contains, squared_reach, within
+from culling.shapes import distances, sphere_contains, squared_reach, squared_reach_of, within
 from culling.trace import LevelTrace, QueryTrace
 from culling.validation import (
-    as_handle,
-    as_handles,
-    as_point,
+    as_coords,
+    live_handle,
+    live_handles,
     as_points,
     as_radii,
     as_radius,
@@ -235,7 +235,7 @@ class DenseViewDistanceGrid:
         centre : array_like, shape (dim,) (a scalar for dim 1), inside the world
         radius : float, >= 0 and < size/2, the object's view distance
         """
-        point = self._point(centre, "centre")
+        point = as_coords(centre, self.dim, "centre")
         radius = as_radius(radius)
         level, cell = self._home(point, radius)
         if self._n_free:
@@ -256,7 +256,7 @@ class DenseViewDistanceGrid:
         """Move or resize one object.  O(1): when it stays in its cell only its
         centre and radius are written; otherwise one unlink and one link."""
         handle = self._live(handle)
-        point = self._point(centre, "centre")
+        point = as_coords(centre, self.dim, "centre")
         radius = as_radius(radius)
         level, cell = self._home(point, radius)
         row = self._row(point, radius)
@@ -379,7 +379,7 @@ class DenseViewDistanceGrid:
         Cost: O(levels + candidates); at most ``2**dim`` cells per level for
         ``scale <= 1`` (``ceil(1 + scale)**dim`` in general).
         """
-        p = self._point(point, "point")
+        p = as_coords(point, self.dim, "point")
         scale = as_scale(scale) if scale != 1.0 else 1.0
         if not self._count:
             return np.empty(0, dtype=np.int64)
@@ -440,7 +440,7 @@ class DenseViewDistanceGrid:
         Cost: O(levels + visited cells + candidates), vectorised; a large
         ``scale`` visits up to ``ceil(1 + scale)**dim`` cells per level.
         """
-        p = self._point(point, "point")
+        p = as_coords(point, self.dim, "point")
         scale = as_scale(scale) if scale != 1.0 else 1.0
         if not self._count:
             return QueryTrace(point=np.array(p), candidates=np.empty(0, dtype=np.int64), levels=[])
@@ -502,28 +502,11 @@ class DenseViewDistanceGrid:
     # ------------------------------------------------------------------
     # Internals
 
-    def _point(self, value, name: str) -> list[float]:
-        """One point as a list of floats, validated (fast path for float64 arrays and float tuples)."""
-        if type(value) is np.ndarray and value.dtype == np.float64 and value.shape == (self.dim,):
-            coords = value.tolist()
-        elif type(value) in (tuple, list) and len(value) == self.dim and all(type(v) is float for v in value):
-            coords = list(value)
-        else:
-            coords = as_point(value, self.dim, name).tolist()
-        if not all(map(math.isfinite, coords)):
-            raise ValueError(f"{name} must be finite (no NaN or inf)")
-        return coords
-
     def _row(self, point: list[float], radius: float) -> list[float]:
         """One object's pool row: centre, radius and (spheres) the scalar :func:`squared_reach`."""
         if not self._reach:
             return point + [radius]
-        reach = radius * radius
-        while math.sqrt(math.nextafter(reach, math.inf)) <= radius:
-            reach = math.nextafter(reach, math.inf)
-        while math.sqrt(reach) > radius:
-            reach = math.nextafter(reach, -math.inf)
-        return point + [radius, reach]
+        return point + [radius, squared_reach_of(radius)]
 
     def _inside(self, rows: np.ndarray, point, scale: float) -> np.ndarray:
         """Mask of the pool ``rows`` (columns, k) whose shape contains ``point`` (radii times ``scale``)."""
@@ -583,21 +566,10 @@ class DenseViewDistanceGrid:
         self._cells.reserve_objects(capacity)
 
     def _live(self, handle) -> int:
-        handle = as_handle(handle)
-        if not (0 <= handle < self._next_handle) or self._level[handle] < 0:
-            raise KeyError(f"handle {handle} is not in the grid")
-        return handle
+        return live_handle(handle, self._next_handle, self._level, "grid")
 
     def _live_many(self, handles) -> np.ndarray:
-        handles = as_handles(handles)
-        if handles.size:
-            outside = (handles < 0) | (handles >= self._next_handle)
-            if outside.any():
-                raise KeyError(f"handle {int(handles[outside][0])} is not in the grid")
-            dead = self._level[handles] < 0
-            if dead.any():
-                raise KeyError(f"handle {int(handles[dead][0])} is not in the grid")
-        return handles
+        return live_handles(handles, self._next_handle, self._level, "grid")
 
     def _candidates(self, points: np.ndarray, scale: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Members of the cells ``points`` visit: handles, their rows and the point each came for.

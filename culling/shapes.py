@@ -16,11 +16,12 @@ length 3 would make NumPy loop per object), O(n).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import numpy as np
 
-__all__ = ["contains", "distances", "sphere_contains", "squared_distances", "squared_reach", "within"]
+__all__ = ["contains", "distances", "sphere_contains", "squared_distances", "squared_reach", "squared_reach_of", "within"]
 
 
 #: Squared distances below this may have lost bits to underflow (and ``inf``
@@ -126,6 +127,16 @@ def squared_reach(radii: np.ndarray) -> np.ndarray:
             else:
                 bits[index] = moved
                 index = index[~fits]
+    return reach
+
+
+def squared_reach_of(radius: float) -> float:
+    """:func:`squared_reach` of one radius, in plain Python (single-object updates)."""
+    reach = radius * radius
+    while math.sqrt(math.nextafter(reach, math.inf)) <= radius:
+        reach = math.nextafter(reach, math.inf)
+    while math.sqrt(reach) > radius:
+        reach = math.nextafter(reach, -math.inf)
     return reach
 
 

@@ -39,12 +39,12 @@ import numpy as np
 
 from culling.lattice import ANCHOR, MAX_DEPTH, MAX_GROWTH, Lattice
 from culling.pool import BlockPool, block_capacity
-from culling.shapes import distances, sphere_contains, squared_reach, within
+from culling.shapes import distances, sphere_contains, squared_reach, squared_reach_of, within
 from culling.trace import LevelTrace, QueryTrace
 from culling.validation import (
-    as_handle,
-    as_handles,
-    as_point,
+    as_coords,
+    live_handle,
+    live_handles,
     as_points,
     as_radii,
     as_radius,
@@ -199,7 +199,7 @@ class ViewDistanceTree:
         centre : array_like, shape (dim,) (a scalar for dim 1)
         radius : float, >= 0, the object's view distance
         """
-        point = self._point(centre, "centre")
+        point = as_coords(centre, self.dim, "centre")
         radius = as_radius(radius)
         level, cell = self._home(point, radius)
         handle = self._new_handle()
@@ -217,7 +217,7 @@ class ViewDistanceTree:
         node's emptied ancestors.
         """
         handle = self._live(handle)
-        point = self._point(centre, "centre")
+        point = as_coords(centre, self.dim, "centre")
         radius = as_radius(radius)
         level, cell = self._home(point, radius)
         node = int(self._obj_node[handle])
@@ -325,7 +325,7 @@ class ViewDistanceTree:
         Cost: O(levels + candidates); at most ``2**dim`` nodes per level for
         ``scale <= 1``.
         """
-        p = self._point(point, "point")
+        p = as_coords(point, self.dim, "point")
         scale = as_scale(scale) if scale != 1.0 else 1.0
         nodes = [n for level in self._visit(p, scale) for n in level]
         return self._collect(nodes, np.asarray(p), exact, scale)
@@ -359,7 +359,7 @@ class ViewDistanceTree:
         centres : ndarray, shape (k, dim), float64
         radii : ndarray, shape (k,), float64
         """
-        p = self._point(point, "point")
+        p = as_coords(point, self.dim, "point")
         scale = as_scale(scale) if scale != 1.0 else 1.0
         handles, columns = self._gather([n for level in self._visit(p, scale) for n in level])
         if exact and handles.size:
@@ -369,7 +369,7 @@ class ViewDistanceTree:
 
     def trace(self, point, scale: float = 1.0) -> QueryTrace:
         """What ``query(point, scale=scale)`` visits, level by level (for overlays and tests)."""
-        p = self._point(point, "point")
+        p = as_coords(point, self.dim, "point")
         scale = as_scale(scale) if scale != 1.0 else 1.0
         visited = self._visit(p, scale) if self._count else []
         candidates = self._collect([n for level in visited for n in level], np.asarray(p), False, scale)
@@ -455,34 +455,11 @@ class ViewDistanceTree:
     # ------------------------------------------------------------------
     # Internals: validation helpers
 
-    def _point(self, value, name: str) -> list[float]:
-        """One point as a list of floats, validated (fast path for plain tuples and arrays)."""
-        if type(value) is np.ndarray and value.dtype == np.float64 and value.shape == (self.dim,):
-            coords = value.tolist()
-        elif type(value) in (tuple, list) and len(value) == self.dim and all(type(v) is float for v in value):
-            coords = list(value)
-        else:
-            coords = as_point(value, self.dim, name).tolist()
-        if not all(map(math.isfinite, coords)):
-            raise ValueError(f"{name} must be finite (no NaN or inf)")
-        return coords
-
     def _live(self, handle) -> int:
-        handle = as_handle(handle)
-        if not (0 <= handle < self._next_handle) or self._obj_node[handle] < 0:
-            raise KeyError(f"handle {handle} is not in the tree")
-        return handle
+        return live_handle(handle, self._next_handle, self._obj_node, "tree")
 
     def _live_many(self, handles) -> np.ndarray:
-        handles = as_handles(handles)
-        if handles.size:
-            outside = (handles < 0) | (handles >= self._next_handle)
-            if outside.any():
-                raise KeyError(f"handle {int(handles[outside][0])} is not in the tree")
-            dead = self._obj_node[handles] < 0
-            if dead.any():
-                raise KeyError(f"handle {int(handles[dead][0])} is not in the tree")
-        return handles
+        return live_handles(handles, self._next_handle, self._obj_node, "tree")
 
     def _check_world(self, u: np.ndarray, levels: np.ndarray) -> None:
         if self._lattice.outside_world(u):
@@ -562,13 +539,8 @@ class ViewDistanceTree:
                 break
 
     def _row(self, point: list[float], radius: float) -> list[float]:
-        """One object's pool column: centre, radius, squared reach (scalar :func:`squared_reach`)."""
-        reach = radius * radius
-        while math.sqrt(math.nextafter(reach, math.inf)) <= radius:
-            reach = math.nextafter(reach, math.inf)
-        while math.sqrt(reach) > radius:
-            reach = math.nextafter(reach, -math.inf)
-        return point + [radius, reach]
+        """One object's pool column: centre, radius, squared reach."""
+        return point + [radius, squared_reach_of(radius)]
 
     def _new_handle(self) -> int:
         if self._free_handles:

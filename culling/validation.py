@@ -16,6 +16,7 @@ import numpy as np
 
 __all__ = [
     "as_centres",
+    "as_coords",
     "as_handle",
     "as_handles",
     "as_point",
@@ -23,6 +24,8 @@ __all__ = [
     "as_radii",
     "as_scale",
     "check_constructor",
+    "live_handle",
+    "live_handles",
 ]
 
 SHAPES = ("sphere", "cube")
@@ -182,3 +185,45 @@ def check_constructor(size, origin, dim, shape) -> tuple[float, np.ndarray, int,
     if shape not in SHAPES:
         raise ValueError(f"shape must be 'sphere' or 'cube', got {shape!r}")
     return size, origin + 0.0, dim, shape
+
+
+def as_coords(value, dim: int, name: str = "point") -> list[float]:
+    """One point as a list of ``dim`` floats: :func:`as_point` with a fast path.
+
+    Float64 arrays of the right shape and tuples of floats, what engines pass
+    every frame, skip the NumPy round trip (single-object calls cost a few us).
+    """
+    if type(value) is np.ndarray and value.dtype == np.float64 and value.shape == (dim,):
+        coords = value.tolist()
+    elif type(value) in (tuple, list) and len(value) == dim and all(type(v) is float for v in value):
+        coords = list(value)
+    else:
+        coords = as_point(value, dim, name).tolist()
+    if not all(map(math.isfinite, coords)):
+        raise ValueError(f"{name} must be finite (no NaN or inf)")
+    return coords
+
+
+def live_handle(handle, issued: int, state: np.ndarray, owner: str) -> int:
+    """``handle`` as an int, if it is live in a structure.
+
+    ``issued`` handles have been handed out so far; ``state[h] < 0`` marks a
+    free one.  A non-integer is a ``TypeError``, anything else a ``KeyError``.
+    """
+    handle = as_handle(handle)
+    if not (0 <= handle < issued) or state[handle] < 0:
+        raise KeyError(f"handle {handle} is not in the {owner}")
+    return handle
+
+
+def live_handles(handles, issued: int, state: np.ndarray, owner: str) -> np.ndarray:
+    """Many handles as int64 (n,), all live (see :func:`live_handle`)."""
+    handles = as_handles(handles)
+    if handles.size:
+        outside = (handles < 0) | (handles >= issued)
+        if outside.any():
+            raise KeyError(f"handle {int(handles[outside][0])} is not in the {owner}")
+        dead = state[handles] < 0
+        if dead.any():
+            raise KeyError(f"handle {int(handles[dead][0])} is not in the {owner}")
+    return handles
