@@ -136,6 +136,7 @@ class ViewDistanceTree:
         return self._count
 
     def __contains__(self, handle) -> bool:
+        """Whether ``handle`` is a live handle; anything else (1.5, "a", -1) is simply not in the tree."""
         if isinstance(handle, (bool, np.bool_)) or not isinstance(handle, (numbers.Integral, np.integer)):
             return False
         handle = int(handle)

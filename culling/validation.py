@@ -37,12 +37,11 @@ def _as_float_array(values, name: str) -> np.ndarray:
         array = np.asarray(values)
     except (TypeError, ValueError) as error:  # ragged nested lists
         raise ValueError(f"{name} must be a rectangular numeric array: {error}") from None
-    if array.dtype == object:
-        try:
-            array = array.astype(np.float64)
-        except (TypeError, ValueError):
-            raise TypeError(f"{name} must be numeric, got objects of type "
-                            f"{type(array.flat[0]).__name__ if array.size else 'object'}") from None
+    if array.dtype == object:  # None, strings, mixed lists: NumPy would turn None into NaN
+        wrong = [v for v in array.flat if isinstance(v, bool) or not isinstance(v, (numbers.Real, np.number))]
+        if wrong:
+            raise TypeError(f"{name} must be numeric, got {type(wrong[0]).__name__}")
+        array = array.astype(np.float64)
     if array.size and array.dtype.kind not in "iuf":
         raise TypeError(f"{name} must be numeric (int or float), got dtype {array.dtype}")
     return array.astype(np.float64, copy=False)
