@@ -35,6 +35,7 @@ from culling.shapes import distances, sphere_contains, squared_reach, squared_re
 from culling.trace import LevelTrace, QueryTrace
 from culling.validation import (
     as_coords,
+    is_live,
     live_handle,
     live_handles,
     as_points,
@@ -175,10 +176,7 @@ class DenseViewDistanceGrid:
         return self._count
 
     def __contains__(self, handle) -> bool:
-        if isinstance(handle, (bool, np.bool_)) or not isinstance(handle, (numbers.Integral, np.integer)):
-            return False
-        handle = int(handle)
-        return 0 <= handle < self._next_handle and self._level[handle] >= 0
+        return is_live(handle, self._next_handle, self._level)
 
     def __repr__(self) -> str:
         return (f"DenseViewDistanceGrid(size={self.size}, origin={self._origin_list}, dim={self.dim}, "

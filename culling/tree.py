@@ -32,7 +32,6 @@ so removal is O(1).
 from __future__ import annotations
 
 import math
-import numbers
 from itertools import product
 
 import numpy as np
@@ -43,6 +42,7 @@ from culling.shapes import distances, sphere_contains, squared_reach, squared_re
 from culling.trace import LevelTrace, QueryTrace
 from culling.validation import (
     as_coords,
+    is_live,
     live_handle,
     live_handles,
     as_points,
@@ -137,10 +137,7 @@ class ViewDistanceTree:
 
     def __contains__(self, handle) -> bool:
         """Whether ``handle`` is a live handle; anything else (1.5, "a", -1) is simply not in the tree."""
-        if isinstance(handle, (bool, np.bool_)) or not isinstance(handle, (numbers.Integral, np.integer)):
-            return False
-        handle = int(handle)
-        return 0 <= handle < self._next_handle and self._obj_node[handle] >= 0
+        return is_live(handle, self._next_handle, self._obj_node)
 
     def __repr__(self) -> str:
         return (f"ViewDistanceTree(size={self.size}, origin={self._origin_list}, dim={self.dim}, "

@@ -24,6 +24,7 @@ __all__ = [
     "as_radii",
     "as_scale",
     "check_constructor",
+    "is_live",
     "live_handle",
     "live_handles",
 ]
@@ -201,6 +202,13 @@ def as_coords(value, dim: int, name: str = "point") -> list[float]:
     if not all(map(math.isfinite, coords)):
         raise ValueError(f"{name} must be finite (no NaN or inf)")
     return coords
+
+
+def is_live(handle, issued: int, state: np.ndarray) -> bool:
+    """``handle in structure``: True only for a live handle, never an exception."""
+    if isinstance(handle, (bool, np.bool_)) or not isinstance(handle, (numbers.Integral, np.integer)):
+        return False
+    return 0 <= int(handle) < issued and state[int(handle)] >= 0
 
 
 def live_handle(handle, issued: int, state: np.ndarray, owner: str) -> int:
