@@ -207,8 +207,19 @@ class Scene:
         return {k.name: int(c) for k, c in zip(self.kinds, np.diff(self.kind_offsets))}
 
     def camera_pose(self, u: float) -> Pose:
-        """Where the scripted (headless) camera is at path fraction ``u`` in [0, 1]."""
-        raise NotImplementedError
+        """Where the scripted (headless) camera is at path fraction ``u`` in [0, 1].
+
+        By default one circle a third of the world across around its centre,
+        flying forwards a little above the ground and looking slightly down;
+        scenes override it with a path that shows what they are about.
+        """
+        angle = 2.0 * np.pi * u
+        half = 0.5 * self.world_size
+        cx, cz = self.world_origin[0] + half, self.world_origin[2] + half
+        x, z = cx + half / 3.0 * np.cos(angle), cz + half / 3.0 * np.sin(angle)
+        ground = float(self.ground_height(np.array(x), np.array(z)))
+        yaw = float(np.degrees(np.arctan2(-np.sin(angle), -np.cos(angle))))
+        return Pose(np.array([x, ground + 20.0, z]), yaw, -8.0)
 
     def ground_height(self, x, z) -> np.ndarray:
         if self.terrain is None:

@@ -86,3 +86,20 @@ def test_allocate_counts_sums_and_morton_is_permutation(rng):
     pts = rng.uniform(-100, 100, (500, 3))
     order = morton_order(pts)
     assert np.array_equal(np.sort(order), np.arange(500))
+
+
+@pytest.mark.parametrize("name", sorted(SCENES))
+def test_camera_paths_stay_in_the_world_above_ground(name):
+    """Every scene's scripted path, and the base class's default circle, stay inside the world."""
+    from scenes.base import Scene
+
+    scene = build_scene(name, 2000, seed=3)
+    lo = np.asarray(scene.world_origin)
+    hi = lo + scene.world_size
+    for pose_of in (scene.camera_pose, lambda u: Scene.camera_pose(scene, u)):
+        for u in np.linspace(0.0, 1.0, 9):
+            pose = pose_of(float(u))
+            x, y, z = pose.position
+            assert np.all(pose.position >= lo) and np.all(pose.position < hi)
+            assert y > float(scene.ground_height(np.array(x), np.array(z)))
+            assert np.isfinite([pose.yaw, pose.pitch]).all()
