@@ -87,6 +87,9 @@ def sphere_contains(axes: Sequence[np.ndarray], point, radii: np.ndarray, reach:
 
 
 def _unsafe(squares: np.ndarray) -> np.ndarray:
+    """Indices of squared distances that under- or overflow may have spoilt (usually none)."""
+    if not squares.size or (squares.min() >= _UNSAFE_SQUARE and squares.max() < np.inf):
+        return np.empty(0, dtype=np.int64)  # two reductions instead of four passes
     return np.flatnonzero((squares < _UNSAFE_SQUARE) | (squares == np.inf))
 
 
