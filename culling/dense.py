@@ -31,19 +31,20 @@ import numpy as np
 
 from culling.cellpool import CellPool
 from culling.gridgeometry import GridGeometry
+from culling.nodes import ARRAY_GROWTH
 from culling.shapes import distances, sphere_contains, squared_reach, squared_reach_of, within
 from culling.trace import LevelTrace, QueryTrace
 from culling.validation import (
     as_coords,
-    is_live,
-    live_handle,
-    live_handles,
     as_points,
     as_radii,
     as_radius,
     as_scale,
     check_constructor,
     check_unique,
+    is_live,
+    live_handle,
+    live_handles,
 )
 
 __all__ = ["DEFAULT_FINEST_CELLS", "DenseViewDistanceGrid", "MAX_ENUMERATED_CELLS", "MAX_FINEST_CELLS"]
@@ -64,8 +65,6 @@ MAX_FINEST_CELLS = 2 ** 24
 #: the windows instead, when that is fewer tests.
 MAX_ENUMERATED_CELLS = 4096
 
-#: Object arrays grow by this factor when full (amortised O(1) inserts).
-ARRAY_GROWTH = 1.5
 
 
 class DenseViewDistanceGrid:

@@ -37,26 +37,24 @@ from itertools import product
 import numpy as np
 
 from culling.lattice import ANCHOR, MAX_DEPTH, MAX_GROWTH, Lattice
+from culling.nodes import NodeTable, grown
 from culling.pool import BlockPool, block_capacity
 from culling.shapes import distances, sphere_contains, squared_reach, squared_reach_of, within
 from culling.trace import LevelTrace, QueryTrace
 from culling.validation import (
     as_coords,
-    is_live,
-    live_handle,
-    live_handles,
     as_points,
     as_radii,
     as_radius,
     as_scale,
     check_constructor,
     check_unique,
+    is_live,
+    live_handle,
+    live_handles,
 )
 
 __all__ = ["MAX_DEPTH", "MAX_GROWTH", "ViewDistanceTree"]
-
-#: Object and node arrays grow by this factor when full (amortised O(1) inserts).
-ARRAY_GROWTH = 1.5
 
 #: A query level whose point window spans more cells than this (only with a
 #: large distance scale) tests the level's existing nodes instead of hashing
@@ -65,14 +63,6 @@ MAX_ENUMERATED_CELLS = 64
 
 _EMPTY = np.empty(0, dtype=np.int64)
 _EMPTY.flags.writeable = False
-
-
-def _grown(array: np.ndarray, length: int, fill) -> np.ndarray:
-    """A copy of ``array`` with at least ``length`` rows, new rows set to ``fill``."""
-    capacity = max(length, int(array.shape[0] * ARRAY_GROWTH) + 8)
-    grown = np.full((capacity,) + array.shape[1:], fill, dtype=array.dtype)
-    grown[: array.shape[0]] = array
-    return grown
 
 
 def concat_ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
@@ -115,19 +105,8 @@ class ViewDistanceTree:
         self._next_handle = 0
         self._free_handles: list[int] = []
         self._count = 0
-        # Nodes, indexed by node id.  A dead node has count -1.
-        self._n_start = np.zeros(16, dtype=np.int64)
-        self._n_cap = np.zeros(16, dtype=np.int64)
-        self._n_count = np.full(16, -1, dtype=np.int64)
-        self._n_level = np.zeros(16, dtype=np.int64)
-        self._n_cells = np.zeros((self.dim, 16), dtype=np.int64)  # column-wise, like u
-        self._n_parent = np.full(16, -1, dtype=np.int64)
-        self._n_children = np.zeros(16, dtype=np.int64)
-        self._n_key: list[tuple[int, tuple[int, ...]] | None] = [None] * 16
-        self._next_node = 0
-        self._free_nodes: list[int] = []
-        self._levels: dict[int, dict[tuple[int, ...], int]] = {}
-        self._root = self._new_node(0, (ANCHOR,) * self.dim, -1)
+        self._nodes = NodeTable(self.dim)
+        self._root = self._nodes.new(0, (ANCHOR,) * self.dim, -1)
 
     # ------------------------------------------------------------------
     # Size and membership
@@ -146,17 +125,17 @@ class ViewDistanceTree:
     @property
     def node_count(self) -> int:
         """Number of live nodes, the root included."""
-        return self._next_node - len(self._free_nodes)
+        return self._nodes.live
 
     @property
     def root_level(self) -> int:
         """Absolute level of the current root: 0, or negative once it has grown."""
-        return int(self._n_level[self._root])
+        return int(self._nodes.level[self._root])
 
     @property
     def root_bounds(self) -> tuple[np.ndarray, np.ndarray]:
         """``(lo, hi)`` of the current root node."""
-        return self._lattice.cell_bounds(self.root_level, self._n_cells[:, self._root])
+        return self._lattice.cell_bounds(self.root_level, self._nodes.cells[:, self._root])
 
     def handles(self) -> np.ndarray:
         """Every handle in the tree, ascending; int64, O(handles ever issued)."""
@@ -182,9 +161,7 @@ class ViewDistanceTree:
 
     def nbytes(self) -> int:
         """Bytes held in NumPy arrays (objects, nodes and pool), without Python overhead."""
-        arrays = (self._obj_node, self._obj_pos, self._n_start, self._n_cap, self._n_count,
-                  self._n_level, self._n_cells, self._n_parent, self._n_children)
-        return self._pool.nbytes() + sum(a.nbytes for a in arrays)
+        return self._pool.nbytes() + self._nodes.nbytes() + self._obj_node.nbytes + self._obj_pos.nbytes
 
     # ------------------------------------------------------------------
     # Mutation: single objects
@@ -201,7 +178,7 @@ class ViewDistanceTree:
         radius = as_radius(radius)
         level, cell = self._home(point, radius)
         handle = self._new_handle()
-        node = self._node_at(level, cell)
+        node = self._nodes.at(level, cell)
         self._append(node, handle, self._row(point, radius))
         self._count += 1
         self._shrink_root()
@@ -219,11 +196,11 @@ class ViewDistanceTree:
         radius = as_radius(radius)
         level, cell = self._home(point, radius)
         node = int(self._obj_node[handle])
-        if self._n_key[node] == (level, cell):
+        if self._nodes.key[node] == (level, cell):
             self._pool.columns[:, self._obj_pos[handle]] = self._row(point, radius)
             return
         self._unlink(handle)
-        self._append(self._node_at(level, cell), handle, self._row(point, radius))
+        self._append(self._nodes.at(level, cell), handle, self._row(point, radius))
         self._cleanup(node)
 
     def remove(self, handle) -> None:
@@ -280,9 +257,9 @@ class ViewDistanceTree:
         if resized.size:  # the squared reach only changes with the radius
             rows[self.dim + 1, resized] = squared_reach(radii[resized])
         nodes = self._obj_node[handles]
-        stay = self._n_level[nodes] == levels
+        stay = self._nodes.level[nodes] == levels
         for axis in range(self.dim):
-            stay &= self._n_cells[axis, nodes] == cells[axis]
+            stay &= self._nodes.cells[axis, nodes] == cells[axis]
         self._pool.columns[:, self._obj_pos[handles[stay]]] = rows[:, stay]
         if stay.all():
             return
@@ -376,7 +353,7 @@ class ViewDistanceTree:
         for depth, nodes in enumerate(visited):
             level = root_level + depth
             ids = np.array(nodes, dtype=np.int64)
-            lo, hi = self._lattice.cell_bounds(level, self._n_cells[:, ids].T)
+            lo, hi = self._lattice.cell_bounds(level, self._nodes.cells[:, ids].T)
             margin = 0.0 if depth == 0 else 0.5 * scale * self._lattice.node_size(level)
             levels.append(LevelTrace(
                 depth=depth,
@@ -384,7 +361,7 @@ class ViewDistanceTree:
                 node_size=self._lattice.node_size(level),
                 bounds=np.stack([lo, hi], axis=1),
                 loose_bounds=np.stack([lo - margin, hi + margin], axis=1),
-                objects=int(self._n_count[ids].sum()),
+                objects=int(self._nodes.count[ids].sum()),
             ))
         return QueryTrace(point=np.asarray(p), candidates=candidates, levels=levels)
 
@@ -394,34 +371,34 @@ class ViewDistanceTree:
     def check_invariants(self) -> None:
         """Assert every structural rule; O(objects + nodes).  For tests."""
         lat = self._lattice
-        alive = np.flatnonzero(self._n_count[: self._next_node] >= 0)
+        alive = np.flatnonzero(self._nodes.count[: self._nodes.issued] >= 0)
         assert alive.size == self.node_count, "free node list disagrees with dead nodes"
-        assert set(self._free_nodes).isdisjoint(alive.tolist()), "a live node is on the free list"
+        assert set(self._nodes.free).isdisjoint(alive.tolist()), "a live node is on the free list"
         root = self._root
-        assert self._n_count[root] >= 0 and self._n_parent[root] == -1, "root must be live and parentless"
+        assert self._nodes.count[root] >= 0 and self._nodes.parent[root] == -1, "root must be live and parentless"
         root_level = self.root_level
         assert -MAX_GROWTH <= root_level <= 0, "root level out of range"
         # Node keys, levels and the hash index agree.
-        indexed = sum(len(nodes) for nodes in self._levels.values())
+        indexed = sum(len(nodes) for nodes in self._nodes.by_level.values())
         assert indexed == alive.size, "level index holds a different number of nodes"
-        assert all(nodes for nodes in self._levels.values()), "empty level dict kept"
+        assert all(nodes for nodes in self._nodes.by_level.values()), "empty level dict kept"
         for node in alive.tolist():
-            level, cell = self._n_key[node]
-            assert self._levels[level][cell] == node, "level index points elsewhere"
-            assert level == self._n_level[node] and cell == tuple(self._n_cells[:, node].tolist())
+            level, cell = self._nodes.key[node]
+            assert self._nodes.by_level[level][cell] == node, "level index points elsewhere"
+            assert level == self._nodes.level[node] and cell == tuple(self._nodes.cells[:, node].tolist())
             assert root_level <= level <= MAX_DEPTH, "node level outside [root, MAX_DEPTH]"
-            parent = int(self._n_parent[node])
+            parent = int(self._nodes.parent[node])
             if node != root:
-                assert self._n_count[parent] >= 0, "parent is dead"
-                assert self._n_key[parent] == (level - 1, tuple(c >> 1 for c in cell)), "parent is not the enclosing cell"
-                assert self._n_count[node] > 0 or self._n_children[node] > 0, "empty leaf left after cleanup"
-        children = np.bincount(self._n_parent[alive][self._n_parent[alive] >= 0], minlength=self._next_node)
-        assert (children[alive] == self._n_children[alive]).all(), "child counts are wrong"
+                assert self._nodes.count[parent] >= 0, "parent is dead"
+                assert self._nodes.key[parent] == (level - 1, tuple(c >> 1 for c in cell)), "parent is not the enclosing cell"
+                assert self._nodes.count[node] > 0 or self._nodes.children[node] > 0, "empty leaf left after cleanup"
+        children = np.bincount(self._nodes.parent[alive][self._nodes.parent[alive] >= 0], minlength=self._nodes.issued)
+        assert (children[alive] == self._nodes.children[alive]).all(), "child counts are wrong"
         if root_level < 0:
-            assert not (self._n_count[root] == 0 and self._n_children[root] <= 1), "grown root should have shrunk"
+            assert not (self._nodes.count[root] == 0 and self._nodes.children[root] <= 1), "grown root should have shrunk"
         # Blocks: inside the pool, disjoint, counts within capacity.
-        assert (self._n_count[alive] <= self._n_cap[alive]).all(), "node holds more than its block"
-        blocks = [(int(self._n_start[n]), int(self._n_cap[n])) for n in alive.tolist() if self._n_cap[n] > 0]
+        assert (self._nodes.count[alive] <= self._nodes.capacity[alive]).all(), "node holds more than its block"
+        blocks = [(int(self._nodes.start[n]), int(self._nodes.capacity[n])) for n in alive.tolist() if self._nodes.capacity[n] > 0]
         blocks += self._pool.free_blocks()
         blocks.sort()
         for (s0, c0), (s1, _) in zip(blocks, blocks[1:]):
@@ -434,10 +411,10 @@ class ViewDistanceTree:
         assert live.size + len(self._free_handles) == self._next_handle, "handles lost"
         assert (self._obj_node[self._free_handles] == -1).all() if self._free_handles else True
         nodes, rows = self._obj_node[live], self._obj_pos[live]
-        assert (self._n_count[nodes] >= 0).all(), "object in a dead node"
+        assert (self._nodes.count[nodes] >= 0).all(), "object in a dead node"
         assert (self._pool.handles[rows] == live).all(), "pool row holds another handle"
-        assert ((rows >= self._n_start[nodes]) & (rows < self._n_start[nodes] + self._n_count[nodes])).all()
-        assert int(self._n_count[alive].sum()) == live.size, "node counts disagree with objects"
+        assert ((rows >= self._nodes.start[nodes]) & (rows < self._nodes.start[nodes] + self._nodes.count[nodes])).all()
+        assert int(self._nodes.count[alive].sum()) == live.size, "node counts disagree with objects"
         # Home node: a pure function of (centre, radius).
         columns = self._pool.columns[:, rows]
         radii = columns[self.dim]
@@ -446,9 +423,9 @@ class ViewDistanceTree:
         levels = lat.levels_for(radii)
         expected = np.maximum(levels, root_level) if live.size else levels
         assert (levels >= root_level).all(), "a sphere is too large for the root"
-        assert (self._n_level[nodes] == expected).all(), "object on the wrong level"
+        assert (self._nodes.level[nodes] == expected).all(), "object on the wrong level"
         cells = lat.cells(lat.to_u(columns[: self.dim].T), levels)
-        assert (self._n_cells[:, nodes] == cells).all(), "object in the wrong cell"
+        assert (self._nodes.cells[:, nodes] == cells).all(), "object in the wrong cell"
 
     # ------------------------------------------------------------------
     # Internals: validation helpers
@@ -503,36 +480,36 @@ class ViewDistanceTree:
         return u, levels
 
     def _root_contains(self, u: list[float]) -> bool:
-        level, cell = self._n_key[self._root]
+        level, cell = self._nodes.key[self._root]
         cell_of = self._lattice.cell
         return all(cell_of(x, level) == c for x, c in zip(u, cell))
 
     def _grow_root(self) -> None:
         """Put a parent above the root: the world doubles, nothing stored moves."""
         old = self._root
-        level, cell = self._n_key[old]
-        keep_old = self._n_count[old] > 0 or self._n_children[old] > 0
+        level, cell = self._nodes.key[old]
+        keep_old = self._nodes.count[old] > 0 or self._nodes.children[old] > 0
         if not keep_old:  # an empty root would become an empty leaf
             self._delete_node(old)
-        self._root = self._new_node(level - 1, tuple(c >> 1 for c in cell), -1)
+        self._root = self._nodes.new(level - 1, tuple(c >> 1 for c in cell), -1)
         if keep_old:
-            self._n_parent[old] = self._root
-            self._n_children[self._root] = 1
+            self._nodes.parent[old] = self._root
+            self._nodes.children[self._root] = 1
 
     def _shrink_root(self) -> None:
         """Undo growth that no object needs any more."""
-        while self._n_level[self._root] < 0 and self._n_count[self._root] == 0:
+        while self._nodes.level[self._root] < 0 and self._nodes.count[self._root] == 0:
             root = self._root
-            level = int(self._n_level[root])
-            if self._n_children[root] == 1:
-                (child,) = self._levels[level + 1].values()
-                self._n_parent[child] = -1
-                self._n_children[root] = 0
+            level = int(self._nodes.level[root])
+            if self._nodes.children[root] == 1:
+                (child,) = self._nodes.by_level[level + 1].values()
+                self._nodes.parent[child] = -1
+                self._nodes.children[root] = 0
                 self._delete_node(root)
                 self._root = child
-            elif self._n_children[root] == 0:  # the tree is empty: back to the constructor's root
+            elif self._nodes.children[root] == 0:  # the tree is empty: back to the constructor's root
                 self._delete_node(root)
-                self._root = self._new_node(0, (ANCHOR,) * self.dim, -1)
+                self._root = self._nodes.new(0, (ANCHOR,) * self.dim, -1)
             else:
                 break
 
@@ -552,105 +529,57 @@ class ViewDistanceTree:
         fresh = np.arange(self._next_handle, self._next_handle + n - reused, dtype=np.int64)
         self._next_handle += n - reused
         if self._next_handle > self._obj_node.shape[0]:
-            self._obj_node = _grown(self._obj_node, self._next_handle, -1)
-            self._obj_pos = _grown(self._obj_pos, self._next_handle, 0)
+            self._obj_node = grown(self._obj_node, self._next_handle, -1)
+            self._obj_pos = grown(self._obj_pos, self._next_handle, 0)
         return np.concatenate([np.array(taken[::-1], dtype=np.int64), fresh])
 
     # ------------------------------------------------------------------
     # Internals: nodes
 
-    def _new_node(self, level: int, cell: tuple[int, ...], parent: int) -> int:
-        if self._free_nodes:
-            node = self._free_nodes.pop()
-        else:
-            node = self._next_node
-            self._next_node += 1
-            if node >= self._n_count.shape[0]:
-                self._n_start = _grown(self._n_start, node + 1, 0)
-                self._n_cap = _grown(self._n_cap, node + 1, 0)
-                self._n_count = _grown(self._n_count, node + 1, -1)
-                self._n_level = _grown(self._n_level, node + 1, 0)
-                self._n_cells = _grown(self._n_cells.T, node + 1, 0).T.copy()
-                self._n_parent = _grown(self._n_parent, node + 1, -1)
-                self._n_children = _grown(self._n_children, node + 1, 0)
-                self._n_key.extend([None] * (self._n_count.shape[0] - len(self._n_key)))
-        self._n_start[node] = 0
-        self._n_cap[node] = 0  # blocks are allocated on the first member
-        self._n_count[node] = 0
-        self._n_level[node] = level
-        self._n_cells[:, node] = cell
-        self._n_parent[node] = parent
-        self._n_children[node] = 0
-        self._n_key[node] = (level, cell)
-        self._levels.setdefault(level, {})[cell] = node
-        if parent >= 0:
-            self._n_children[parent] += 1
-        return node
-
-    def _node_at(self, level: int, cell: tuple[int, ...]) -> int:
-        """The node for ``(level, cell)``, created with any missing ancestors.  O(1) when it exists."""
-        nodes = self._levels.get(level)
-        node = nodes.get(cell) if nodes is not None else None
-        if node is None:
-            parent = self._node_at(level - 1, tuple(c >> 1 for c in cell))
-            node = self._new_node(level, cell, parent)
-        return node
-
     def _delete_node(self, node: int) -> None:
-        level, cell = self._n_key[node]
-        nodes = self._levels[level]
-        del nodes[cell]
-        if not nodes:
-            del self._levels[level]
-        if self._n_cap[node]:
-            self._pool.release(int(self._n_start[node]), int(self._n_cap[node]))
-        parent = self._n_parent[node]
-        if parent >= 0:
-            self._n_children[parent] -= 1
-        self._n_count[node] = -1
-        self._n_cap[node] = 0
-        self._n_key[node] = None
-        self._free_nodes.append(node)
+        if self._nodes.capacity[node]:
+            self._pool.release(int(self._nodes.start[node]), int(self._nodes.capacity[node]))
+        self._nodes.delete(node)
 
     def _cleanup(self, node: int) -> None:
         """Delete ``node`` and its ancestors while they are empty and childless."""
         root = self._root
-        while node != root and self._n_count[node] == 0 and self._n_children[node] == 0:
-            parent = int(self._n_parent[node])
+        while node != root and self._nodes.count[node] == 0 and self._nodes.children[node] == 0:
+            parent = int(self._nodes.parent[node])
             self._delete_node(node)
             node = parent
         self._shrink_root()
 
     def _cleanup_many(self, nodes: np.ndarray) -> None:
-        for node in nodes[self._n_count[nodes] == 0].tolist():
-            if self._n_count[node] == 0:  # not deleted by an earlier chain
+        for node in nodes[self._nodes.count[nodes] == 0].tolist():
+            if self._nodes.count[node] == 0:  # not deleted by an earlier chain
                 self._cleanup(node)
 
     def _move_block(self, node: int, capacity: int) -> None:
         """Give ``node`` a block of ``capacity`` rows, moving its members there."""
         pool = self._pool
         start = pool.allocate(capacity)
-        old_start, old_cap, count = int(self._n_start[node]), int(self._n_cap[node]), int(self._n_count[node])
+        old_start, old_cap, count = int(self._nodes.start[node]), int(self._nodes.capacity[node]), int(self._nodes.count[node])
         if count:
             pool.handles[start:start + count] = pool.handles[old_start:old_start + count]
             pool.columns[:, start:start + count] = pool.columns[:, old_start:old_start + count]
             self._obj_pos[pool.handles[start:start + count]] = np.arange(start, start + count)
         if old_cap:
             pool.release(old_start, old_cap)
-        self._n_start[node] = start
-        self._n_cap[node] = capacity
+        self._nodes.start[node] = start
+        self._nodes.capacity[node] = capacity
 
     # ------------------------------------------------------------------
     # Internals: membership
 
     def _append(self, node: int, handle: int, row: list[float]) -> None:
-        count = int(self._n_count[node])
-        if count == self._n_cap[node]:
+        count = int(self._nodes.count[node])
+        if count == self._nodes.capacity[node]:
             self._move_block(node, block_capacity(count + 1))
-        pos = int(self._n_start[node]) + count
+        pos = int(self._nodes.start[node]) + count
         self._pool.handles[pos] = handle
         self._pool.columns[:, pos] = row
-        self._n_count[node] = count + 1
+        self._nodes.count[node] = count + 1
         self._obj_node[handle] = node
         self._obj_pos[handle] = pos
 
@@ -659,15 +588,15 @@ class ViewDistanceTree:
         pool = self._pool
         node = int(self._obj_node[handle])
         pos = int(self._obj_pos[handle])
-        count = int(self._n_count[node]) - 1
-        last = int(self._n_start[node]) + count
+        count = int(self._nodes.count[node]) - 1
+        last = int(self._nodes.start[node]) + count
         if pos != last:
             moved = int(pool.handles[last])
             pool.handles[pos] = moved
             pool.columns[:, pos] = pool.columns[:, last]
             self._obj_pos[moved] = pos
         pool.handles[last] = -1
-        self._n_count[node] = count
+        self._nodes.count[node] = count
         self._obj_node[handle] = -1
         return node
 
@@ -681,8 +610,8 @@ class ViewDistanceTree:
         nodes = self._obj_node[handles]
         rows = self._obj_pos[handles]
         touched, removed = np.unique(nodes, return_counts=True)
-        kept = self._n_count[touched] - removed
-        tail_starts = self._n_start[touched] + kept
+        kept = self._nodes.count[touched] - removed
+        tail_starts = self._nodes.start[touched] + kept
         which = np.searchsorted(touched, nodes)
         in_front = rows < tail_starts[which]
         self._obj_node[handles] = -1
@@ -694,7 +623,7 @@ class ViewDistanceTree:
         pool.columns[:, holes] = pool.columns[:, fillers]
         self._obj_pos[moved] = holes
         pool.handles[tail] = -1
-        self._n_count[touched] = kept
+        self._nodes.count[touched] = kept
         return touched
 
     def _group_homes(self, levels: np.ndarray, cells: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -707,7 +636,7 @@ class ViewDistanceTree:
         depth = levels - self.root_level
         bits = int(depth.max())
         if (self.dim * bits + 6) <= 62:
-            root_cell = self._n_cells[:, self._root]
+            root_cell = self._nodes.cells[:, self._root]
             keys = depth << (self.dim * bits)
             for axis in range(self.dim):
                 keys |= (cells[axis] - (root_cell[axis] << depth)) << (axis * bits)
@@ -727,10 +656,10 @@ class ViewDistanceTree:
         order, starts = self._group_homes(levels, cells)
         first = order[starts]
         keys = zip(levels[first].tolist(), map(tuple, cells[:, first].T.tolist()))
-        homes = np.array([self._node_at(level, cell) for level, cell in keys], dtype=np.int64)
+        homes = np.array([self._nodes.at(level, cell) for level, cell in keys], dtype=np.int64)
         added = np.diff(np.append(starts, handles.size))
-        needed = self._n_count[homes] + added
-        grow = np.flatnonzero(needed > self._n_cap[homes])
+        needed = self._nodes.count[homes] + added
+        grow = np.flatnonzero(needed > self._nodes.capacity[homes])
         if grow.size:
             capacities = [block_capacity(n) for n in needed[grow].tolist()]
             self._pool.reserve(sum(capacities))  # one regrowth for the whole batch
@@ -739,11 +668,11 @@ class ViewDistanceTree:
         # Objects in sorted order: home by home, each appended after its home's members.
         node_of = np.repeat(homes, added)
         rank = np.arange(handles.size) - np.repeat(starts, added)
-        positions = self._n_start[node_of] + self._n_count[node_of] + rank
+        positions = self._nodes.start[node_of] + self._nodes.count[node_of] + rank
         ordered = handles[order]
         self._pool.handles[positions] = ordered
         self._pool.columns[:, positions] = rows[:, order]
-        self._n_count[homes] += added
+        self._nodes.count[homes] += added
         self._obj_node[ordered] = node_of
         self._obj_pos[ordered] = positions
 
@@ -765,7 +694,7 @@ class ViewDistanceTree:
         u = [min(max((c - o) / size, -limit), limit) for c, o in zip(point, self._origin_list)]
         floor = math.floor
         scales, offsets = self._lattice.scales, self._lattice.offsets
-        all_levels = self._levels
+        all_levels = self._nodes.by_level
         visited = [[self._root]]
         level = self.root_level + 1
         while True:
@@ -852,7 +781,7 @@ class ViewDistanceTree:
         concatenates a few slices instead of gathering object by object.
         """
         ids = np.array(nodes, dtype=np.int64)
-        return [(s, s + n) for s, n in zip(self._n_start[ids].tolist(), self._n_count[ids].tolist()) if n]
+        return [(s, s + n) for s, n in zip(self._nodes.start[ids].tolist(), self._nodes.count[ids].tolist()) if n]
 
     def _inside(self, columns: np.ndarray, point: np.ndarray, scale: float) -> np.ndarray:
         """Mask of the gathered spheres that contain ``point`` (radii times ``scale``)."""

@@ -1,0 +1,128 @@
+"""The tree's nodes: a table of NumPy columns plus a hash index by (level, cell).
+
+Nodes are rows of parallel arrays (block start, capacity and count in the
+pool, level, cell, parent, number of children), so batch operations read
+and write many nodes with one NumPy index.  ``by_level[level][cell]`` finds a
+node in O(1): a sphere's home node and the nodes a query visits are computed
+from coordinates, then looked up, never searched for.
+
+>>> table = NodeTable(dim=2)
+>>> root = table.new(0, (5, 5), -1)
+>>> leaf = table.at(2, (21, 20))           # creates the missing level-1 parent
+>>> table.live, table.key[table.parent[leaf]]
+(3, (1, (10, 10)))
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["ARRAY_GROWTH", "NodeTable", "grown"]
+
+#: Object and node arrays grow by this factor when full (amortised O(1) inserts).
+ARRAY_GROWTH = 1.5
+
+
+def grown(array: np.ndarray, length: int, fill) -> np.ndarray:
+    """A copy of ``array`` with at least ``length`` rows, new rows set to ``fill``."""
+    capacity = max(length, int(array.shape[0] * ARRAY_GROWTH) + 8)
+    bigger = np.full((capacity,) + array.shape[1:], fill, dtype=array.dtype)
+    bigger[: array.shape[0]] = array
+    return bigger
+
+
+class NodeTable:
+    """Every live node of one tree; a dead row has ``count == -1`` and is reused.
+
+    Attributes
+    ----------
+    start, capacity, count : ndarray, (N,), int64
+        The node's block of pool rows: where it starts, its size, rows used.
+    level : ndarray, (N,), int64
+    cells : ndarray, (dim, N), int64, column-wise like the lattice's cells
+    parent : ndarray, (N,), int64, -1 for the root
+    children : ndarray, (N,), int64, number of live children
+    key : list of ``(level, cell tuple)`` or None, by node id
+    by_level : dict level -> dict cell tuple -> node id
+    """
+
+    def __init__(self, dim: int, capacity: int = 16):
+        self.start = np.zeros(capacity, dtype=np.int64)
+        self.capacity = np.zeros(capacity, dtype=np.int64)
+        self.count = np.full(capacity, -1, dtype=np.int64)
+        self.level = np.zeros(capacity, dtype=np.int64)
+        self.cells = np.zeros((dim, capacity), dtype=np.int64)
+        self.parent = np.full(capacity, -1, dtype=np.int64)
+        self.children = np.zeros(capacity, dtype=np.int64)
+        self.key: list[tuple[int, tuple[int, ...]] | None] = [None] * capacity
+        self.by_level: dict[int, dict[tuple[int, ...], int]] = {}
+        self.issued = 0  # node ids handed out so far (live or free)
+        self.free: list[int] = []
+
+    @property
+    def live(self) -> int:
+        """Number of live nodes."""
+        return self.issued - len(self.free)
+
+    def nbytes(self) -> int:
+        arrays = (self.start, self.capacity, self.count, self.level, self.cells, self.parent, self.children)
+        return sum(a.nbytes for a in arrays)
+
+    def new(self, level: int, cell: tuple[int, ...], parent: int) -> int:
+        """Add an empty node (no pool block yet) under ``parent`` (-1: none); returns its id."""
+        if self.free:
+            node = self.free.pop()
+        else:
+            node = self.issued
+            self.issued += 1
+            if node >= self.count.shape[0]:
+                self._grow(node + 1)
+        self.start[node] = 0
+        self.capacity[node] = 0  # blocks are allocated on the first member
+        self.count[node] = 0
+        self.level[node] = level
+        self.cells[:, node] = cell
+        self.parent[node] = parent
+        self.children[node] = 0
+        self.key[node] = (level, cell)
+        self.by_level.setdefault(level, {})[cell] = node
+        if parent >= 0:
+            self.children[parent] += 1
+        return node
+
+    def at(self, level: int, cell: tuple[int, ...]) -> int:
+        """The node for ``(level, cell)``, created with any missing ancestors.  O(1) when it exists.
+
+        The caller guarantees that an ancestor (at the latest the root) exists.
+        """
+        nodes = self.by_level.get(level)
+        node = nodes.get(cell) if nodes is not None else None
+        if node is None:
+            parent = self.at(level - 1, tuple(c >> 1 for c in cell))
+            node = self.new(level, cell, parent)
+        return node
+
+    def delete(self, node: int) -> None:
+        """Remove ``node`` from the index and its parent; its pool block must be released first."""
+        level, cell = self.key[node]
+        nodes = self.by_level[level]
+        del nodes[cell]
+        if not nodes:
+            del self.by_level[level]
+        parent = self.parent[node]
+        if parent >= 0:
+            self.children[parent] -= 1
+        self.count[node] = -1
+        self.capacity[node] = 0
+        self.key[node] = None
+        self.free.append(node)
+
+    def _grow(self, length: int) -> None:
+        self.start = grown(self.start, length, 0)
+        self.capacity = grown(self.capacity, length, 0)
+        self.count = grown(self.count, length, -1)
+        self.level = grown(self.level, length, 0)
+        self.cells = grown(self.cells.T, length, 0).T.copy()
+        self.parent = grown(self.parent, length, -1)
+        self.children = grown(self.children, length, 0)
+        self.key.extend([None] * (self.count.shape[0] - len(self.key)))
