@@ -421,9 +421,8 @@ class ViewDistanceTree:
         assert np.isfinite(columns[: self.dim + 1]).all() and (radii >= 0).all()
         assert (columns[self.dim + 1] == squared_reach(radii)).all(), "stale squared reach"
         levels = lat.levels_for(radii)
-        expected = np.maximum(levels, root_level) if live.size else levels
         assert (levels >= root_level).all(), "a sphere is too large for the root"
-        assert (self._nodes.level[nodes] == expected).all(), "object on the wrong level"
+        assert (self._nodes.level[nodes] == levels).all(), "object on the wrong level"
         cells = lat.cells(lat.to_u(columns[: self.dim].T), levels)
         assert (self._nodes.cells[:, nodes] == cells).all(), "object in the wrong cell"
 

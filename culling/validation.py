@@ -15,7 +15,6 @@ import numbers
 import numpy as np
 
 __all__ = [
-    "as_centres",
     "as_coords",
     "as_handle",
     "as_handles",
@@ -81,8 +80,6 @@ def as_point(value, dim: int, name: str = "point") -> np.ndarray:
     _check_finite(array, name)
     return array
 
-
-as_centres = as_points
 
 
 def as_radii(values, n: int | None = None, name: str = "radii") -> np.ndarray:
