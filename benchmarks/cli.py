@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 from benchmarks.plots import write_plots
 from benchmarks.report import Results, to_text, write_markdown

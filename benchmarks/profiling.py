@@ -14,8 +14,8 @@ from __future__ import annotations
 import argparse
 import io
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 
@@ -124,8 +124,9 @@ CASES = {
 
 def profile_case(name: str, n: int | None = None, lines: bool = True, scale: int = 1) -> str:
     """Run one case under pyinstrument, then line_profiler; return both reports."""
-    from culling import ViewDistanceTree
     from pyinstrument import Profiler
+
+    from culling import ViewDistanceTree
 
     make, default_n = CASES[name]
     funcs, run = make(n or default_n, scale)

@@ -16,8 +16,9 @@ from __future__ import annotations
 import gc
 import time
 import tracemalloc
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any
 
 import numpy as np
 

@@ -99,7 +99,7 @@ class Camera:
         """Fly: ``forward`` along the view direction, ``right`` sideways, ``up`` along world y."""
         self.position = self.position + forward * self.forward() + right * self.right() + np.array([0.0, up, 0.0])
 
-    def copy(self) -> "Camera":
+    def copy(self) -> Camera:
         return replace(self, position=self.position.copy())
 
     # -- matrices ------------------------------------------------------------

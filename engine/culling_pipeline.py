@@ -14,9 +14,9 @@ query results back (the identity, skipped, when the tree handed out
 from __future__ import annotations
 
 import inspect
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from time import perf_counter
-from typing import Callable
 
 import numpy as np
 

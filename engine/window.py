@@ -127,7 +127,7 @@ class App:
             raise WindowError(f"cannot open an OpenGL {major}.{minor} window: {reason}") from None
 
     @classmethod
-    def run(cls, size: tuple[int, int] | None = None, exit_after: float | None = None, **kwargs) -> "App":
+    def run(cls, size: tuple[int, int] | None = None, exit_after: float | None = None, **kwargs) -> App:
         """Open the window, build the app, run the event loop until it closes.
 
         Parameters

@@ -84,7 +84,7 @@ class Terrain:
     high_colour: tuple[float, float, float] = (0.52, 0.52, 0.36)
 
     @classmethod
-    def generate(cls, size: float, seed: int, amplitude: float, resolution: int = 257, **colours) -> "Terrain":
+    def generate(cls, size: float, seed: int, amplitude: float, resolution: int = 257, **colours) -> Terrain:
         """Rolling hills ``amplitude`` metres high over a ``size`` square centred on the origin."""
         origin = (-size / 2.0, -size / 2.0)
         coords = np.linspace(0.0, size, resolution)

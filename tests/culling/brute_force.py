@@ -323,7 +323,7 @@ def check_contents(structure, model: BruteForce) -> None:
     """``check_invariants``, ``len``, ``in`` and the stored centres and radii."""
     structure.check_invariants()
     assert len(structure) == len(model)
-    for h, (c, r) in model.objects.items():
+    for h, (_c, _r) in model.objects.items():
         assert h in structure, f"handle {h} missing"
     handles, centres, radii = model.arrays()
     if hasattr(structure, "centres_of") and len(handles):

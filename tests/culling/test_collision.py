@@ -4,11 +4,11 @@ import math
 
 import numpy as np
 import pytest
+from brute_force import distances
 from hypothesis import given
 from hypothesis import strategies as st
 
 from culling.collision import CollisionCandidates
-from brute_force import distances
 
 
 class Reference:
@@ -64,7 +64,7 @@ def test_random_operations_match_brute_force(dim):
         r[rng.random(n) < 0.1] = 0.0
         return r
 
-    for step in range(150):
+    for _step in range(150):
         op = rng.integers(0, 7)
         live = sorted(ref.objects)
         if op == 0 or not live:

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
 from brute_force import KINDS, BruteForce, check_contents, check_query, sorted_handles
 
 SIZE = 16.0

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
 from brute_force import TREE, BruteForce, check_contents, check_query, sorted_handles
 
 SIZE = 16.0

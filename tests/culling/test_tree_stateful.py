@@ -23,11 +23,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from brute_force import KINDS, BruteForce, absent_handles, all_nodes, check_contents, check_query, check_query_many
 from hypothesis import note, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule, run_state_machine_as_test
-
-from brute_force import KINDS, BruteForce, absent_handles, all_nodes, check_contents, check_query, check_query_many
 
 SIZE = 16.0
 ORIGIN = -8.0          # the root (or world) is [-8, 8) on every axis

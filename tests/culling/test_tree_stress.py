@@ -23,9 +23,16 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
-from brute_force import (KINDS, TREE, BruteForce, all_nodes, check_contents, check_query, check_query_many,
-                         sorted_handles)
+from brute_force import (
+    KINDS,
+    TREE,
+    BruteForce,
+    all_nodes,
+    check_contents,
+    check_query,
+    check_query_many,
+    sorted_handles,
+)
 
 SIZE = 16.0
 ORIGIN = -8.0
