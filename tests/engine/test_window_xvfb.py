@@ -1,4 +1,4 @@
-"""The interactive window path, under a virtual X server (skipped without Xvfb).
+"""The interactive window path, under a virtual X server (skipped without Xvfb; a failure in CI).
 
 Starts ``run_demo.py`` with a window on Xvfb (pyglet's GLX context on Mesa),
 lets it run about two seconds, and checks it drew frames: it saves the last
@@ -18,7 +18,8 @@ from PIL import Image
 
 ROOT = Path(__file__).resolve().parents[2]
 
-pytestmark = pytest.mark.skipif(shutil.which("Xvfb") is None, reason="Xvfb is not installed")
+pytestmark = [pytest.mark.window,
+              pytest.mark.skipif(shutil.which("Xvfb") is None, reason="Xvfb is not installed")]
 
 
 @pytest.fixture
