@@ -1,19 +1,47 @@
-"""Run the doctests of engine/ and scenes/ (pytest's --doctest-modules covers culling/ only)."""
+"""Run the doctests of engine/, scenes/ and the demo (pytest's --doctest-modules covers culling/ only).
+
+The modules are found by their examples (a line starting with ``>>>``), so a
+new example is run without editing this file, and each case asserts its module
+really ran examples: a module whose examples stopped being collected (an
+indented code block instead of a prompt, a typo in the prompt) fails here
+instead of passing with zero examples.
+"""
 
 import doctest
 import importlib
+import re
+from pathlib import Path
 
 import pytest
 
-MODULES = ["engine.camera", "engine.frustum", "engine.hud", "engine.cli", "engine.window",
-           "scenes", "scenes.base"]
+ROOT = Path(__file__).resolve().parents[2]
+PACKAGES = ["engine", "scenes", "demo"]
+PROMPT = re.compile(r"^\s*>>> ", re.MULTILINE)
+
+
+def _modules_with_examples() -> list[str]:
+    found = []
+    for package in PACKAGES:
+        for path in sorted((ROOT / package).glob("*.py")):
+            if PROMPT.search(path.read_text(encoding="utf-8")):
+                found.append(package if path.stem == "__init__" else f"{package}.{path.stem}")
+    return found
+
+
+MODULES = _modules_with_examples()
+
+
+def test_the_examples_are_found():
+    assert {"engine.camera", "engine.frustum", "engine.hud", "scenes", "scenes.base"} <= set(MODULES)
 
 
 @pytest.mark.parametrize("name", MODULES)
 def test_doctests(name):
     module = importlib.import_module(name)
+    prompts = len(PROMPT.findall(Path(module.__file__).read_text(encoding="utf-8")))
     result = doctest.testmod(module, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
     assert result.failed == 0
+    assert result.attempted == prompts, f"{name}: {prompts} '>>>' lines in the source, {result.attempted} examples run"
 
 
 def test_imports_have_no_side_effects():
