@@ -3,13 +3,14 @@
 import numpy as np
 import pytest
 
-from engine.demo import CAMERA_RADIUS, SCALE_STEP, CollisionCandidates, VisibilityTracker
+from culling import CollisionCandidates, VisibilityTracker
+from engine.demo import CAMERA_RADIUS, SCALE_STEP
 from engine.hud import hud_lines
 
 
-@pytest.mark.skipif(CollisionCandidates is None, reason="culling.CollisionCandidates not available")
 def test_camera_cannot_fly_into_a_tree(make_demo):
     demo = make_demo("forest", 20_000, overlay=False)
+    assert isinstance(demo.collision, CollisionCandidates)
     scene = demo.scene
     tree_kind = [k.name for k in scene.kinds].index("tree")
     first = int(scene.kind_offsets[tree_kind])
@@ -29,9 +30,9 @@ def test_camera_cannot_fly_into_a_tree(make_demo):
     assert closest < radius
 
 
-@pytest.mark.skipif(VisibilityTracker is None, reason="culling.VisibilityTracker not available")
 def test_entered_and_left_follow_the_visible_set(make_demo):
     demo = make_demo("forest", 20_000, overlay=False)
+    assert isinstance(demo.tracker, VisibilityTracker)
     pose = demo.scene.camera_pose(0.2)
     demo.set_pose(pose.position, pose.yaw, pose.pitch)
     demo.update(0.0)
