@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 import engine.culling_pipeline as pipeline_module
+import engine.renderer as renderer_module
 from engine.renderer import INITIAL_INSTANCE_CAPACITY
 
 SIZE = (192, 108)
@@ -72,15 +73,24 @@ def test_frustum_filter_never_removes_a_visible_pixel(make_demo, render, monkeyp
     assert np.array_equal(culled, everything)
 
 
-def test_instance_buffers_grow(make_demo, render):
+def _wide_swarm_frame(make_demo, render):
     demo = make_demo("swarm", 6000, size=(96, 54), overlay=False)
     demo.set_pose(np.array([0.0, 60.0, 0.0]), 0.0, -89.0)
     demo.camera.fov_y = 170.0
     demo.camera.aspect = 4.0
-    stats = demo.update(0.0)
+    return demo, demo.update(0.0), render(demo, flat=True)
+
+
+def test_instance_buffers_grow(make_demo, render, pixels_of, monkeypatch):
+    demo, stats, grown = _wide_swarm_frame(make_demo, render)
     creatures = demo.renderer.batches[1]
+    assert stats.kind_counts[1] > INITIAL_INSTANCE_CAPACITY      # the view is wide enough to need growth
     assert creatures.count == stats.kind_counts[1]
-    if stats.kind_counts[1] > INITIAL_INSTANCE_CAPACITY:
-        assert creatures.capacity >= stats.kind_counts[1]
-    img = render(demo)
-    assert img.std() > 5.0
+    assert creatures.capacity >= stats.kind_counts[1]
+    assert pixels_of(grown, demo.scene.kinds[1].colour) > 0
+    # Every uploaded creature was drawn: the frame equals one drawn from buffers that never had to grow.
+    monkeypatch.setattr(renderer_module, "INITIAL_INSTANCE_CAPACITY", 1 << 16)
+    roomy, roomy_stats, never_grown = _wide_swarm_frame(make_demo, render)
+    assert roomy.renderer.batches[1].capacity == 1 << 16
+    assert np.array_equal(roomy_stats.kind_counts, stats.kind_counts)
+    assert np.array_equal(grown, never_grown)
