@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
+from numpy.typing import NDArray
 
 __all__ = ["LevelTrace", "QueryTrace"]
 
@@ -40,8 +41,8 @@ class LevelTrace:
     depth: int
     level: int
     node_size: float
-    bounds: np.ndarray
-    loose_bounds: np.ndarray
+    bounds: NDArray[np.float64]
+    loose_bounds: NDArray[np.float64]
     objects: int
 
     @property
@@ -52,10 +53,32 @@ class LevelTrace:
 
 @dataclass(frozen=True)
 class QueryTrace:
-    """The candidates of one query and the levels it visited, root first."""
+    """The candidates of one query and the levels it visited, root first.
 
-    point: np.ndarray
-    candidates: np.ndarray
+    Attributes
+    ----------
+    point : ndarray, shape (dim,), float64
+        The query point.
+    candidates : ndarray, shape (n,), int64
+        The same handles as ``query(point)`` (before any exact test).
+    levels : list of LevelTrace
+        Root first, without gaps; empty for an empty tree.  The levels'
+        ``objects`` sum to ``len(candidates)`` (docs/CONTRACT.md, "trace").
+
+    Examples
+    --------
+    >>> from culling import ViewDistanceTree
+    >>> tree = ViewDistanceTree(size=64.0, dim=2)
+    >>> _ = tree.insert_many([[1.0, 1.0], [40.0, 40.0]], [20.0, 3.0])
+    >>> trace = tree.trace((2.0, 2.0))
+    >>> trace.levels[0].depth, trace.levels[0].nodes, sum(lv.objects for lv in trace.levels)
+    (0, 1, 1)
+    >>> print(trace.table().splitlines()[0])
+    depth  node size  nodes  objects
+    """
+
+    point: NDArray[np.float64]
+    candidates: NDArray[np.int64]
     levels: list[LevelTrace] = field(default_factory=list)
 
     @property
