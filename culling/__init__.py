@@ -4,6 +4,9 @@ Every object is a sphere whose radius is its maximum view distance; the
 camera sees an object when the camera point lies inside that sphere.  The
 :class:`ViewDistanceTree` answers that point query in time that depends on
 what is near the point, not on how many objects the world holds.
+
+The public contract (names, shapes, dtypes, errors, the precise geometric
+rules) is docs/CONTRACT.md in the repository.
 """
 
 from culling.collision import CollisionCandidates

@@ -18,8 +18,8 @@ level, whether or not it holds anything (see docs/DENSE.md for when that pays).
 
 Cell boxes are computed in world coordinates as ``origin + k * W`` and
 ``origin + (k + 1) * W``; both the placement and the query test compare
-against exactly those floats, so the grid answers the rule of DESIGN.md
-section 2 (``lo - scale*W/2 <= p < hi + scale*W/2``) to the last bit.
+against exactly those floats, so the grid answers the visiting rule of
+docs/CONTRACT.md (``lo - scale*W/2 <= p < hi + scale*W/2``) to the last bit.
 """
 
 from __future__ import annotations

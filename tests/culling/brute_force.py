@@ -4,7 +4,7 @@ It holds a dict ``handle -> (centre, radius)`` and answers the exact point
 query with one NumPy mask over all objects, O(n) per query: the slow, obviously
 correct answer every structure under test is compared against.
 
-Containment follows DESIGN.md section 2 literally: a sphere contains ``p`` when
+Containment follows docs/CONTRACT.md ("Geometry", exact test) literally: a sphere contains ``p`` when
 ``sqrt(sum((p - c)**2)) <= radius * scale``, a cube when
 ``max(|p - c|) <= radius * scale``; surface points count as inside.  The
 Euclidean distance is summed axis by axis in order, so an offset along a single
@@ -55,7 +55,7 @@ def distances(centres: np.ndarray, point: np.ndarray, shape: str) -> np.ndarray:
     with np.errstate(under="ignore", over="ignore"):
         squares = offsets * offsets
         total = np.zeros(offsets.shape[0])
-        for axis in range(offsets.shape[1]):  # fixed order, as DESIGN's formula reads
+        for axis in range(offsets.shape[1]):  # fixed order, as the contract's formula reads
             total = total + squares[:, axis]
         result = np.sqrt(total)
         lossy = (total < 2.0**-960) | np.isinf(total)
@@ -202,7 +202,7 @@ def all_nodes(structure, dim: int) -> dict[float, np.ndarray] | None:
 
 
 def check_trace(structure, point, candidates, dim: int, scale: float = 1.0, nodes=None) -> None:
-    """Every rule DESIGN.md states about ``trace(point)``.
+    """Every rule docs/CONTRACT.md ("Trace") states about ``trace(point)``.
 
     The visited nodes must satisfy the visiting rule (``lo - s*W/2 <= p <
     hi + s*W/2`` per axis, ``W`` the node's edge, ``s`` the scale), and, for the
@@ -241,7 +241,7 @@ def check_trace(structure, point, candidates, dim: int, scale: float = 1.0, node
         visited[w] = set(map(tuple, lo.tolist()))
         if parents is not None:
             assert w == parents[2] / 2, "node size must halve from level to level"
-            # the visiting rule, with W the child's edge (DESIGN.md section 2)
+            # the visiting rule, with W the child's edge (docs/CONTRACT.md, "Geometry")
             half = scale * w / 2
             ok = (lo - half <= p) & (p < hi + half)
             if not ok.all():

@@ -1,7 +1,7 @@
 """Bad input, for every public method: the right exception, a message that names
 what was expected, and a structure left exactly as it was.
 
-DESIGN.md section 2: ``ValueError`` for NaN/inf, a negative radius or a wrong
+docs/CONTRACT.md, "Errors": ``ValueError`` for NaN/inf, a negative radius or a wrong
 shape; ``TypeError`` for non-numeric input and non-integer handles;
 ``KeyError`` for a handle not in the structure (never inserted, removed,
 negative); duplicate handles in ``update_many``/``remove_many`` are a

@@ -1,4 +1,4 @@
-"""The public contract of DESIGN.md section 2, one rule at a time, on small cases.
+"""The public contract of docs/CONTRACT.md, one rule at a time, on small cases.
 
 Every test runs on the tree and (when ``culling`` has it) the dense grid, over
 a world ``[0, 16)`` per axis, unless it is about something only the tree does.
@@ -23,7 +23,7 @@ def at(dim, *values):
 # -- construction and the empty structure ----------------------------------------
 
 def test_design_example():
-    """The usage example of DESIGN.md section 2."""
+    """The usage example of the contract (docs/CONTRACT.md)."""
     from culling import ViewDistanceTree
     tree = ViewDistanceTree(size=4096.0, origin=(0.0, 0.0, 0.0), dim=3)
     h = tree.insert((10.0, 20.0, 30.0), 100.0)
@@ -384,7 +384,7 @@ def _expected_lows(dim, level, p, lo, hi):
 @pytest.mark.parametrize("dim", [1, 2])
 @pytest.mark.parametrize("grown", [False, True], ids=["root", "grown root"])
 def test_visit_rule_is_exact_at_grown_edges(dim, grown):
-    """DESIGN.md: a child is visited when ``lo - W/2 <= p < hi + W/2`` per axis.
+    """docs/CONTRACT.md, "Geometry": a child is visited when ``lo - W/2 <= p < hi + W/2`` per axis.
 
     Every cell of levels 1..4 exists (one object each), so the visited set per
     level is known; query points sit on every grown edge and one ulp either

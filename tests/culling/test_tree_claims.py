@@ -115,9 +115,10 @@ def test_cluster_six_radii_away_is_never_a_candidate(dim):
 
 
 def test_cluster_bound_is_six_radii_not_two():
-    """DESIGN.md says a cluster 'more than twice its view distance away' is never
-    looked at.  The visiting rule of section 2 makes the bound 1.5 W <= 6 r: a
-    sphere of radius W/4 at its node's low edge is a candidate 5 r away."""
+    """Objects of view distance r are never looked at from 6 r away along an axis
+    (docs/CONTRACT.md, "Queries"), and 6 r, not 2 r, is the bound: the visiting
+    rule ("Geometry") gives 1.5 W <= 6 r, and a sphere of radius W/4 at its
+    node's low edge is a candidate 5 r away."""
     tree = TREE.make(SIZE, dim=1)
     r = 1.0                                       # home node edge W = 4: [8, 12)
     handles = tree.insert_many(np.full(100, 8.0), np.full(100, r))

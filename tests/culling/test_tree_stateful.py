@@ -6,7 +6,7 @@ and radii are drawn inside it).  Each step is one of insert / insert_many /
 update / update_many / remove / remove_many / query / query_many, and after
 every step ``check_invariants()``, ``len`` and ``in`` are compared with the
 model.  Each query compares the candidates, the exact answer and ``trace`` at
-three view-distance scales (DESIGN.md section 2).
+three view-distance scales (docs/CONTRACT.md, "Queries" and "Trace").
 
 Values are drawn from binary fractions of the root size (so points land exactly
 on node boundaries and on grown-box edges), from arbitrary floats, and near
