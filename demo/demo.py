@@ -286,6 +286,8 @@ class Demo:
         return dict(scene=self.scene.name, x=x, y=y, z=z, yaw=float(self.camera.yaw),
                     pitch=float(self.camera.pitch), frozen=self.frozen is not None, scale=float(self.scale),
                     overlay=self.show_overlay, boxes=self.boxes if self.show_overlay else 0,
+                    loose=self.show_loose, level="" if self.only_depth is None else self.only_depth,
+                    fade=self.fade, collide=self.collide,
                     width=int(self.size[0]), height=int(self.size[1]))
 
     def hud_info(self, fps: float | None = None, speed: float | None = None, help: bool = True,

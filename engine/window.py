@@ -30,6 +30,7 @@ Example (not run by doctest: it opens a window)::
 from __future__ import annotations
 
 import logging
+import os
 from time import perf_counter
 
 __all__ = ["App", "WindowError"]
@@ -39,6 +40,16 @@ log = logging.getLogger(__name__)
 
 class WindowError(RuntimeError):
     """The window or its OpenGL context could not be created; one line."""
+
+
+def _reason(exc: BaseException) -> str:
+    """One line for a pyglet failure; an X connection failure names $DISPLAY
+    (pyglet itself says 'Cannot connect to "None"' when it used the default)."""
+    reason = " ".join(str(exc).split()) or type(exc).__name__
+    if "Cannot connect to" in reason:
+        display = os.environ.get("DISPLAY", "")
+        reason = f"cannot connect to X display {display!r} (is an X server running there?)"
+    return reason
 
 
 def _handled(method):
@@ -138,7 +149,7 @@ class App:
         try:
             import pyglet.window
         except Exception as exc:
-            raise WindowError(f"pyglet cannot use the display: {exc}") from None
+            raise WindowError(f"pyglet cannot use the display: {_reason(exc)}") from None
         width, height = size or cls.window_size
         major, minor = cls.gl_version
         config = pyglet.gl.Config(major_version=major, minor_version=minor, forward_compatible=True,
@@ -147,8 +158,7 @@ class App:
             return pyglet.window.Window(width=width, height=height, caption=cls.title, resizable=cls.resizable,
                                         vsync=cls.vsync, config=config)
         except Exception as exc:
-            reason = " ".join(str(exc).split()) or type(exc).__name__
-            raise WindowError(f"cannot open an OpenGL {major}.{minor} window: {reason}") from None
+            raise WindowError(f"cannot open an OpenGL {major}.{minor} window: {_reason(exc)}") from None
 
     @classmethod
     def run(cls, size: tuple[int, int] | None = None, exit_after: float | None = None, **kwargs) -> App:
