@@ -197,7 +197,9 @@ def run_headless(options: HeadlessOptions, ctx=None) -> HeadlessResult:
             if out is not None or options.gif:
                 image = demo.read_image(fbo)
                 if hud_mode != "off":
-                    draw_hud(image, hud_lines(demo.hud_info(help=False), hud_mode), font_size=hud_font_size(h))
+                    lines = hud_lines(demo.hud_info(help=False), hud_mode)
+                    chars = max((len(text) for text, _ in lines), default=0)
+                    draw_hud(image, lines, font_size=hud_font_size(h, w, chars))
                 if out is not None:
                     path = out / f"frame_{i:04d}.png"
                     save_image(image, path)

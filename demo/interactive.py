@@ -111,7 +111,8 @@ class FlyThroughApp(App):
         lines = hud_lines(self.demo.hud_info(fps=self.fps, speed=self.speed, help=True, mouse=mouse),
                           self.hud_mode)
         width, height = self.window.get_size()
-        size = hud_font_size(height)
+        chars = max((len(text) for text, _ in lines), default=0)
+        size = hud_font_size(height, width, -(-chars // 8) * 8)     # rounded: no flicker as digits change
         if size != self._hud_font_size:            # scaled to the window: rebuild labels
             for label in self.hud_labels:
                 label.delete()

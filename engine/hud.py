@@ -141,13 +141,17 @@ def hud_lines(info: HudInfo, mode: str = "full") -> list[tuple[str, tuple[float,
     return lines
 
 
-def hud_font_size(height: int) -> int:
-    """Font size (pixels) for a picture ``height`` pixels tall: 1/48 of it, 9..18.
+def hud_font_size(height: int, width: int | None = None, chars: int = 0) -> int:
+    """Font size (pixels) for a picture ``height`` pixels tall: 1/48 of it, 9..18;
+    smaller (down to 6) when ``chars`` monospace characters must fit in ``width``.
 
-    >>> hud_font_size(720), hud_font_size(180), hud_font_size(2160)
-    (15, 9, 18)
+    >>> hud_font_size(720), hud_font_size(180), hud_font_size(2160), hud_font_size(180, 320, 90)
+    (15, 9, 18, 6)
     """
-    return int(min(max(height // 48, 9), 18))
+    size = min(max(height // 48, 9), 18)
+    if width is not None and chars > 0:
+        size = min(size, max(6, int((width - 12) / (0.61 * chars))))
+    return int(size)
 
 
 _FONT_CACHE: dict[int, object] = {}
