@@ -97,8 +97,8 @@ class Demo:
         self.stats = FrameStats()
         self.trace = None
         self.events = None
-        self.view_projection = None
-        self._cull_view_projection = None
+        self.view_projection: np.ndarray = np.eye(4)      # set for real by load_scene and update
+        self._cull_view_projection: np.ndarray = np.eye(4)
         self._drawn = False
         self.boxes = 0                  # overlay boxes in the last drawn frame
         self.load_scene(self.settings.scene, self.settings.objects)

@@ -127,7 +127,7 @@ def gif_palette(frames: list, sample: int = 12):
     for i, frame in enumerate(picks):
         montage.paste(frame, (0, i * h))
     rest = montage.quantize(colors=256 - len(fixed), method=Image.Quantize.MEDIANCUT, dither=Image.Dither.NONE)
-    palette = [v for rgb in fixed for v in rgb] + rest.getpalette()[: 3 * (256 - len(fixed))]
+    palette = [v for rgb in fixed for v in rgb] + (rest.getpalette() or [])[: 3 * (256 - len(fixed))]
     palette += [0] * (768 - len(palette))
     image = Image.new("P", (1, 1))
     image.putpalette(palette)

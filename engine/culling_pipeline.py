@@ -28,6 +28,7 @@ import inspect
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from time import perf_counter
+from typing import Any
 
 import numpy as np
 
@@ -156,7 +157,8 @@ class CullingPipeline:
         self._staging = np.zeros((_MIN_CAPACITY, INSTANCE_FLOATS), dtype=np.float32)
         self.exact_query = EXACT_QUERY and callable(getattr(index, "query_spheres", None))
         self.visible = np.zeros(0, dtype=np.int64)
-        self.trace = None
+        #: The last cull's ``QueryTrace`` when it was asked for one, else None.
+        self.trace: Any = None
         # The survivors' centres (m, 3) and (scaled) view distances (m,), kept
         # by cull() for the fade that instances() computes.
         self._point = np.zeros(3)

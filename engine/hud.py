@@ -10,8 +10,12 @@ the read-back image with Pillow, so screenshots show the same HUD.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 from engine.overlay import level_colour
+
+if TYPE_CHECKING:
+    from engine.culling_pipeline import FrameStats
 
 __all__ = ["CONTROLS_HELP", "HUD_MODES", "HudInfo", "draw_hud", "hud_font", "hud_font_size", "hud_lines",
            "text_colour"]
@@ -36,7 +40,7 @@ class HudInfo:
 
     scene: str
     objects: int
-    stats: object                       # engine.culling_pipeline.FrameStats
+    stats: FrameStats
     levels: list = field(default_factory=list)   # engine.overlay.LevelBoxes, drawn levels
     fps: float | None = None
     frozen: bool = False
@@ -162,7 +166,7 @@ def hud_font(size: int = 14):
     if size not in _FONT_CACHE:
         from PIL import ImageFont
 
-        font = None
+        font: Any = None
         for name in ("DejaVuSansMono.ttf", "LiberationMono-Regular.ttf", "Menlo.ttc", "consola.ttf"):
             try:
                 font = ImageFont.truetype(name, size)

@@ -31,7 +31,9 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Callable
 from time import perf_counter
+from typing import Any
 
 __all__ = ["App", "WindowError"]
 
@@ -52,11 +54,11 @@ def _reason(exc: BaseException) -> str:
     return reason
 
 
-def _handled(method):
+def _handled(method: Callable[..., bool | None]) -> Callable[..., bool | None]:
     """Wrap an app hook for pyglet: a True result becomes ``EVENT_HANDLED``."""
     import pyglet
 
-    def handler(*args):
+    def handler(*args: Any) -> bool | None:
         return pyglet.event.EVENT_HANDLED if method(*args) else None
 
     return handler
@@ -91,7 +93,7 @@ class App:
     def __init__(self, window, ctx, **kwargs) -> None:
         self.window = window
         self.ctx = ctx
-        self.keys = None
+        self.keys: Any = None           # pyglet.window.key.KeyStateHandler once running
         self.frames = 0
         #: True once the window is closing: no more frames are drawn.
         self.closed = False
@@ -106,26 +108,26 @@ class App:
     def on_resize(self, width: int, height: int) -> None:
         """The window's framebuffer is now ``width`` x ``height`` pixels."""
 
-    def on_key_press(self, symbol: int, modifiers: int) -> None:
-        pass
+    def on_key_press(self, symbol: int, modifiers: int) -> bool | None:
+        return None
 
-    def on_key_release(self, symbol: int, modifiers: int) -> None:
-        pass
+    def on_key_release(self, symbol: int, modifiers: int) -> bool | None:
+        return None
 
-    def on_mouse_motion(self, x: int, y: int, dx: int, dy: int) -> None:
-        pass
+    def on_mouse_motion(self, x: int, y: int, dx: int, dy: int) -> bool | None:
+        return None
 
-    def on_mouse_drag(self, x: int, y: int, dx: int, dy: int, buttons: int, modifiers: int) -> None:
-        pass
+    def on_mouse_drag(self, x: int, y: int, dx: int, dy: int, buttons: int, modifiers: int) -> bool | None:
+        return None
 
-    def on_mouse_press(self, x: int, y: int, button: int, modifiers: int) -> None:
-        pass
+    def on_mouse_press(self, x: int, y: int, button: int, modifiers: int) -> bool | None:
+        return None
 
-    def on_mouse_release(self, x: int, y: int, button: int, modifiers: int) -> None:
-        pass
+    def on_mouse_release(self, x: int, y: int, button: int, modifiers: int) -> bool | None:
+        return None
 
-    def on_mouse_scroll(self, x: int, y: int, scroll_x: float, scroll_y: float) -> None:
-        pass
+    def on_mouse_scroll(self, x: int, y: int, scroll_x: float, scroll_y: float) -> bool | None:
+        return None
 
     def on_close(self) -> None:
         pass
