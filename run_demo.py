@@ -2,14 +2,15 @@
 """View-distance culling demo: ``python run_demo.py`` (``--help`` for the flags).
 
 Opens a window with a display; with none (or ``--headless``) renders
-offscreen through EGL and writes PNG frames.  See engine/cli.py.
+offscreen through EGL and writes PNG frames.  The application is the
+``demo`` package (demo/cli.py: flags and errors); this file only calls it.
 """
 
 import sys
 
 if __name__ == "__main__":
     try:
-        from engine.cli import main
+        from demo.cli import main
     except ImportError as exc:  # a missing dependency: one line, not a traceback
         print(f"run_demo.py: error: {exc}; install the project first: pip install -e .", file=sys.stderr)
         sys.exit(1)

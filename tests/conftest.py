@@ -71,7 +71,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--regen-screenshots", action="store_true", default=False,
-                     help="rewrite tests/engine/reference/*.png and renderer.json from this machine's renderer")
+                     help="rewrite tests/demo/reference/*.png and renderer.json from this machine's renderer")
 
 
 def pytest_report_header(config: pytest.Config) -> str:
@@ -126,3 +126,16 @@ def _numpy_errors_raise():
 @pytest.fixture
 def rng():
     return np.random.default_rng(12345)
+
+
+@pytest.fixture(scope="session")
+def gl_ctx():
+    """One offscreen OpenGL 3.3 context (EGL; Mesa's llvmpipe without a GPU) for the whole session."""
+    try:
+        import moderngl
+
+        ctx = moderngl.create_standalone_context(backend="egl", require=330)
+    except Exception as exc:  # no libEGL, no Mesa driver, no 3.3 support
+        pytest.skip(f"no OpenGL 3.3 context on EGL (install libegl1 libegl-mesa0 libgl1-mesa-dri): {exc}")
+    yield ctx
+    ctx.release()

@@ -45,13 +45,13 @@ def test_doctests(name):
 
 
 def test_imports_have_no_side_effects():
-    """Importing the engine loads neither pyglet nor a GL context (no display needed)."""
+    """Importing the engine or the demo loads neither pyglet nor a GL context (no display needed)."""
     import os
     import subprocess
     import sys
     from pathlib import Path
 
-    code = ("import sys, engine, engine.window, engine.interactive, engine.demo, engine.headless, engine.cli, scenes; "
+    code = ("import sys, engine, engine.window, scenes, demo, demo.interactive, demo.demo, demo.headless, demo.cli; "
             "print(sorted(m for m in ('pyglet', 'moderngl') if m in sys.modules))")
     env = {k: v for k, v in os.environ.items() if k != "DISPLAY"}
     root = Path(__file__).resolve().parents[2]

@@ -13,7 +13,7 @@ warning, not a skip: in CI a rendering test may not skip, see tests/conftest.py)
 Regenerate after an intended visual change, on the machine whose renderer
 should become the reference::
 
-    pytest tests/engine/test_screenshots.py --regen-screenshots
+    pytest tests/demo/test_screenshots.py --regen-screenshots
 
 On a mismatch the actual image and a diff image (differences in red over the
 dimmed reference) are written to the test's temporary folder; the failure
@@ -31,7 +31,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from engine.headless import headless_pose
+from demo.headless import headless_pose
 
 pytestmark = pytest.mark.screenshot
 

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from culling import CollisionCandidates, VisibilityTracker
-from engine.demo import CAMERA_RADIUS, SCALE_STEP
+from demo.demo import CAMERA_RADIUS, SCALE_STEP
 from engine.hud import hud_lines
 
 
