@@ -26,6 +26,7 @@ one instanced call per (kind, level) run of :func:`lod_instances`' output.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -33,8 +34,8 @@ import numpy as np
 from engine.culling_pipeline import FADE_FRACTION
 from engine.meshes import get_mesh
 
-__all__ = ["CROSSFADE_BAND", "LOD_CHAINS", "LodChain", "MAX_LEVELS", "choose_levels", "group_triangles",
-           "level_fractions", "lod_chain", "lod_instances", "start_table"]
+__all__ = ["CROSSFADE_BAND", "LOD_CHAINS", "LodChain", "LodFrame", "LodSelector", "MAX_LEVELS", "choose_levels",
+           "group_triangles", "level_fractions", "lod_chain", "lod_instances", "start_table"]
 
 #: Adjacent levels cross-fade over 6 % of the view distance, centred on the
 #: switch: 42 m for a 700 m tree, about 1.7 s at the demo's walking speed of
@@ -156,7 +157,7 @@ def lod_chain(mesh: str) -> LodChain:
     return chain if chain is not None else LodChain((get_mesh(mesh).name,), (), (False,))
 
 
-def start_table(meshes) -> np.ndarray:
+def start_table(meshes: Sequence[str]) -> np.ndarray:
     """Level starts of each kind's mesh, padded with inf.
 
     Parameters
@@ -264,13 +265,86 @@ def lod_instances(records: np.ndarray, kind: np.ndarray, level: np.ndarray, blen
     return rows[order], starts
 
 
-def group_triangles(meshes) -> np.ndarray:
+def group_triangles(meshes: Sequence[str]) -> np.ndarray:
     """Triangles per instance of each (kind, level) group, shape (k * MAX_LEVELS,), int64 (0: no such level)."""
     out = np.zeros(len(meshes) * MAX_LEVELS, dtype=np.int64)
     for k, name in enumerate(meshes):
         tris = lod_chain(name).triangles()
         out[k * MAX_LEVELS:k * MAX_LEVELS + len(tris)] = tris
     return out
+
+
+@dataclass(frozen=True)
+class LodFrame:
+    """One frame's instances, grouped for drawing, and what they cost.
+
+    Attributes
+    ----------
+    instances : ndarray, shape (m', 8), float32
+        Records grouped by (kind, level); cross-fading instances appear twice.
+    group_starts : ndarray, shape (kinds * MAX_LEVELS + 1,), int64
+    level_counts : ndarray, shape (MAX_LEVELS,), int64
+        Instances drawn at each level (a cross-fading one counts at both).
+    triangles : int
+        Triangles the draw calls rasterise.
+    draw_calls : int
+        Non-empty (kind, level) groups.
+    """
+
+    instances: np.ndarray
+    group_starts: np.ndarray
+    level_counts: np.ndarray
+    triangles: int
+    draw_calls: int
+
+
+class LodSelector:
+    """Picks every visible instance's level for one scene's kinds.
+
+    Parameters
+    ----------
+    meshes : sequence of str
+        Each kind's full-detail mesh name, in kind order.
+    """
+
+    def __init__(self, meshes: Sequence[str]) -> None:
+        self.meshes = tuple(meshes)
+        self.starts = start_table(self.meshes)
+        self.group_triangles = group_triangles(self.meshes)
+
+    def select(self, records: np.ndarray, kind: np.ndarray, distance: np.ndarray | None = None,
+               view_distance: np.ndarray | None = None, band: float = CROSSFADE_BAND,
+               lod: bool = True) -> LodFrame:
+        """Group ``records`` by (kind, level).
+
+        Parameters
+        ----------
+        records : ndarray, shape (m, 8), float32
+            Visible instances, fade in column 6.
+        kind : ndarray, shape (m,), integer
+        distance, view_distance : ndarray, shape (m,), float64
+            Camera distance (as the distance filter computed it) and view
+            distance (times the query's scale) of each; needed when ``lod``.
+        band : float
+            Cross-fade width (0: hard switches, for when dithering is off).
+        lod : bool
+            False draws everything at full detail (``--no-lod``).
+
+        Cost: O(m * MAX_LEVELS), vectorised.
+        """
+        kind = np.asarray(kind)
+        n_kinds = len(self.meshes)
+        if lod and records.shape[0]:
+            if distance is None or view_distance is None:
+                raise ValueError("level of detail needs the distances and view distances")
+            level, blend = choose_levels(level_fractions(distance, view_distance), self.starts[kind], band)
+        else:
+            level = np.zeros(records.shape[0], dtype=np.int64)
+            blend = np.zeros(records.shape[0])
+        rows, starts = lod_instances(records, kind, level, blend, n_kinds)
+        counts = np.diff(starts)
+        return LodFrame(rows, starts, counts.reshape(n_kinds, MAX_LEVELS).sum(axis=0),
+                        int(counts @ self.group_triangles), int(np.count_nonzero(counts)))
 
 
 if __name__ == "__main__":   # pragma: no cover - a table for the docs

@@ -23,7 +23,9 @@ text: the window draws it with pyglet, headless frames with Pillow
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -148,12 +150,13 @@ def _colours(depths: np.ndarray, per: int, alpha: float) -> np.ndarray:
     return out
 
 
-def _solid(n: int, colour) -> np.ndarray:
+def _solid(n: int, colour: Sequence[float]) -> np.ndarray:
     return np.tile(np.asarray(colour, dtype=np.float32), (n, 1))
 
 
-def build_map(trace, camera, query_point=None, visible_centres=None, context=None,
-              radius: float = MAP_RADIUS, only_depth: int | None = None) -> MapGeometry:
+def build_map(trace: Any, camera: Any, query_point: Any = None, visible_centres: np.ndarray | None = None,
+              context: tuple[np.ndarray, np.ndarray] | None = None, radius: float = MAP_RADIUS,
+              only_depth: int | None = None) -> MapGeometry:
     """The inset's geometry for one frame.
 
     Parameters
@@ -245,14 +248,14 @@ def build_map(trace, camera, query_point=None, visible_centres=None, context=Non
                                [x0 + bar, z0 - tick], [x0 + bar, z0 + tick]])))
     line_cols.append(_solid(6, BAR_COLOUR))
 
-    def cat(parts, width):
+    def cat(parts: list[np.ndarray], width: int) -> np.ndarray:
         return np.concatenate(parts).astype(np.float32) if parts else np.zeros((0, width), np.float32)
 
     return MapGeometry(cat(tris, 3), cat(tri_cols, 4), cat(lines, 3), cat(line_cols, 4), cat(pts, 3),
                        cat(pt_cols, 4), v_depths, v_bounds, n_context, centre, float(radius), bar)
 
 
-def map_matrix(centre, radius: float) -> np.ndarray:
+def map_matrix(centre: Sequence[float] | np.ndarray, radius: float) -> np.ndarray:
     """World ``(x, y, z)`` to the inset's clip space, north up; column-vector form, (4, 4) float64.
 
     ``x`` maps to ``(x - cx) / radius``, ``z`` to ``-(z - cz) / radius``; height is dropped.
@@ -278,7 +281,7 @@ class MapRenderer:
     #: Pixel size of the object dots.
     DOT_SIZE = 2.0
 
-    def __init__(self, ctx) -> None:
+    def __init__(self, ctx: Any) -> None:
         self.ctx = ctx
         self.program = load_program(ctx, "lines")
         self.capacity = 4096
@@ -301,7 +304,7 @@ class MapRenderer:
         self.ranges = tuple(p[0].shape[0] for p in parts)
         self.geometry = geometry
 
-    def draw(self, framebuffer, size: tuple[int, int]) -> None:
+    def draw(self, framebuffer: Any, size: tuple[int, int]) -> None:
         import moderngl
 
         g = self.geometry
@@ -341,7 +344,7 @@ def label_position(geometry: MapGeometry, size: tuple[int, int]) -> tuple[int, i
     return x + int(0.05 * w), top + int(0.94 * h) - 2
 
 
-def draw_map_label(image, geometry: MapGeometry, font_size: int = 12):
+def draw_map_label(image: Any, geometry: MapGeometry, font_size: int = 12) -> Any:
     """Paint the scale bar's label on a Pillow image of the whole frame (headless frames)."""
     from PIL import ImageDraw
 

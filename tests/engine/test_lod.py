@@ -13,6 +13,7 @@ from engine.lod import (
     LOD_CHAINS,
     MAX_LEVELS,
     LodChain,
+    LodSelector,
     choose_levels,
     group_triangles,
     level_fractions,
@@ -156,3 +157,20 @@ def test_no_lod_means_level_zero_and_plain_records(rng):
 def test_group_triangles():
     t = group_triangles(["cone_tree", "rock"])
     assert t.tolist() == [38, 12, 3, 20, 8, 0]
+
+
+def test_selector_counts_levels_and_triangles(rng):
+    sel = LodSelector(["cone_tree", "rock"])
+    rec = _records(6, rng)
+    kind = np.array([0, 0, 0, 1, 1, 1])
+    view = np.full(6, 100.0)
+    frame = sel.select(rec, kind, np.array([1.0, 30.0, 90.0, 1.0, 50.0, 90.0]), view, band=0.0)
+    assert frame.level_counts.tolist() == [2, 3, 1]
+    assert frame.triangles == 38 + 12 + 3 + 20 + 8 + 8
+    assert frame.draw_calls == 5
+    full = sel.select(rec, kind, lod=False)
+    assert full.level_counts.tolist() == [6, 0, 0] and full.triangles == 3 * 38 + 3 * 20
+    fading = sel.select(rec, kind, np.array([20.0] * 6), view)        # on the tree's first switch
+    assert fading.instances.shape[0] == 9 and fading.level_counts.tolist() == [6, 3, 0]
+    with pytest.raises(ValueError, match="distances"):
+        sel.select(rec, kind)
