@@ -107,8 +107,8 @@ class LodChain:
 #: (315 m, about 10 px) a camera-facing card of the same outline does.
 TREE_LOD_STARTS = (0.20, 0.45)
 #: Bushes (130 m, radius 1-2 m): 80 facets matter only up close; at 30 % (40 m)
-#: they are about 15 px, at 60 % (80 m) under 8 px, where an octahedron will do.
-BUSH_LOD_STARTS = (0.30, 0.60)
+#: they are about 15 px, at 70 % (90 m) about 7 px, where an octahedron will do.
+BUSH_LOD_STARTS = (0.30, 0.70)
 #: Rocks (300 m, radius 1.5-4 m): the lumpy 20-face shape shows up to about 35 %
 #: (105 m, 12 px); beyond it an octahedron of the same squash.
 ROCK_LOD_STARTS = (0.35,)
