@@ -32,8 +32,8 @@ import numpy as np
 from engine.overlay import level_colour
 from engine.shaders import load_program
 
-__all__ = ["MAP_FRACTION", "MAP_RADIUS", "MapGeometry", "MapRenderer", "build_map", "draw_map_label",
-           "inset_rect", "map_matrix", "scale_bar_length"]
+__all__ = ["MAP_FRACTION", "MAP_RADIUS", "MapGeometry", "MapInset", "MapRenderer", "build_map", "draw_map_label",
+           "inset_rect", "label_position", "map_matrix", "scale_bar_length"]
 
 #: The inset's side is 38 % of the frame's shorter side: big enough to read
 #: node boxes, small enough to leave the view and the HUD (top left) free.
@@ -354,3 +354,39 @@ def draw_map_label(image: Any, geometry: MapGeometry, font_size: int = 12) -> An
     ImageDraw.Draw(image).text((px, py - font_size - 2), geometry.label, font=hud_font(font_size),
                                fill=(255, 255, 255))
     return image
+
+
+class MapInset:
+    """The map as a frame sees it: build from the frame's trace, draw in the corner.
+
+    ``update`` runs with the culling (it only builds arrays and uploads them);
+    ``draw`` in the render pass.  The index's ``node_boxes`` (the tree's, when
+    it has one) supplies the faint unvisited nodes around the camera.
+    """
+
+    def __init__(self, ctx: Any) -> None:
+        self.renderer = MapRenderer(ctx)
+        self.geometry: MapGeometry | None = None
+
+    def update(self, trace: Any, camera: Any, query_point: Any, visible_centres: np.ndarray | None,
+               index: Any = None, scale: float = 1.0, only_depth: int | None = None) -> MapGeometry:
+        """Build and upload this frame's map; O(visited + nearby nodes + visible)."""
+        radius = MAP_RADIUS * scale
+        context = None
+        if index is not None and hasattr(index, "node_boxes"):
+            p = np.asarray(camera.position, dtype=np.float64)
+            lo, hi = index.root_bounds
+            lo, hi = np.array(lo, dtype=np.float64), np.array(hi, dtype=np.float64)
+            if lo.shape[0] == 3:
+                lo[[0, 2]] = p[[0, 2]] - radius
+                hi[[0, 2]] = p[[0, 2]] + radius
+                context = index.node_boxes(lo, hi)
+        self.geometry = build_map(trace, camera, query_point, visible_centres, context, radius, only_depth)
+        self.renderer.upload(self.geometry)
+        return self.geometry
+
+    def draw(self, framebuffer: Any, size: tuple[int, int]) -> None:
+        self.renderer.draw(framebuffer, size)
+
+    def release(self) -> None:
+        self.renderer.release()
