@@ -14,8 +14,7 @@ import math
 import numpy as np
 
 from culling import ViewDistanceTree
-from engine.meshes import get_mesh
-from scenes.base import ObjectKind, Pose, Scene, Terrain, allocate_counts, build_arrays
+from scenes.base import ObjectKind, Pose, Scene, Terrain, allocate_counts, build_arrays, mesh_base
 
 __all__ = ["SWARM_KINDS", "SwarmScene", "make_swarm"]
 
@@ -121,7 +120,7 @@ def make_swarm(objects: int = 4000, seed: int = 1) -> SwarmScene:
         ground = terrain.height_at(x, z)
         if kind.name == "rock":
             radius = rng.uniform(2.0, 6.0, size=n)
-            y = ground - get_mesh(kind.mesh).base * radius
+            y = ground - mesh_base(kind.mesh) * radius
             view = 400.0 * rng.uniform(0.8, 1.2, size=n)
         else:
             radius = rng.uniform(0.8, 1.6, size=n)
