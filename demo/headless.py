@@ -20,6 +20,7 @@ import numpy as np
 
 from demo.demo import Demo, DemoError, DemoSettings
 from engine.hud import draw_hud, hud_lines
+from engine.map import draw_map_label
 
 __all__ = ["HeadlessOptions", "HeadlessResult", "create_offscreen_context", "headless_pose", "run_headless"]
 
@@ -71,7 +72,7 @@ class HeadlessResult:
     renderer: str
 
     def medians(self) -> dict[str, float]:
-        keys = ("query_ms", "distance_ms", "frustum_ms", "upload_ms", "cull_ms", "draw_ms")
+        keys = ("query_ms", "distance_ms", "frustum_ms", "upload_ms", "cull_ms", "draw_ms", "triangles")
         return {k: float(np.median([getattr(f, k) for f in self.frames])) for k in keys}
 
 
@@ -136,6 +137,8 @@ def run_headless(options: HeadlessOptions, ctx=None) -> HeadlessResult:
                 image = demo.read_image(fbo)
                 if demo.show_hud:
                     draw_hud(image, hud_lines(demo.hud_info(help=False)), font_size=max(11, h // 50))
+                if demo.show_map and demo.map_inset.geometry is not None:
+                    draw_map_label(image, demo.map_inset.geometry, font_size=max(10, h // 60))
                 if out is not None:
                     path = out / f"frame_{i:04d}.png"
                     image.save(path)

@@ -62,6 +62,10 @@ class FlyThroughApp(App):
         self.hud_panel = pyglet.shapes.Rectangle(0, 0, 10, 10, color=(0, 0, 0, 140),
                                                  batch=self.hud_batch, group=self._hud_back)
         self.hud_labels: list = []
+        # The map's scale-bar label (the map itself is drawn with GL by the demo).
+        self.map_label = pyglet.text.Label("", font_name=self.hud_font, font_size=self.hud_font_size - 1,
+                                           x=0, y=0, anchor_y="bottom", color=(255, 255, 255, 255))
+        self._right_held = False
 
     def _refresh_hud(self) -> None:
         import pyglet
@@ -97,6 +101,7 @@ class FlyThroughApp(App):
         up = (k[key.E] - k[key.Q]) * speed
         if forward or right or up:
             self.demo.fly(forward, right, up)
+        self.demo.set_zoom(bool(k[key.Z]) or self._right_held)
         self.demo.update(dt)
         self._hud_age += dt
 
@@ -118,6 +123,16 @@ class FlyThroughApp(App):
                 self._refresh_hud()
                 self._hud_age = 0.0
             self.hud_batch.draw()
+        geometry = self.demo.map_inset.geometry
+        if self.demo.show_map and geometry is not None:
+            from engine.map import label_position
+
+            fb_w, fb_h = self.ctx.screen.size
+            w, h = self.window.get_size()
+            px, py = label_position(geometry, (fb_w, fb_h))
+            self.map_label.text = geometry.label
+            self.map_label.x, self.map_label.y = px * w / max(fb_w, 1), (fb_h - py) * h / max(fb_h, 1) + 4
+            self.map_label.draw()
         if self._want_shot:
             self._want_shot = False
             self._save(self.out / f"screenshot_{self._shots:03d}.png")
@@ -176,6 +191,10 @@ class FlyThroughApp(App):
             demo.step_level(-1)
         elif symbol == key.BRACKETRIGHT:
             demo.step_level(+1)
+        elif symbol == key.M:
+            demo.show_map = not demo.show_map
+        elif symbol == key.G:
+            demo.lod = not demo.lod
         elif symbol == key.T:
             demo.set_fade(not demo.fade)
         elif symbol in (key.PLUS, key.EQUAL, key.NUM_ADD):
@@ -199,7 +218,18 @@ class FlyThroughApp(App):
         self.window.set_exclusive_mouse(on)
 
     def on_mouse_press(self, x: int, y: int, button: int, modifiers: int) -> None:
+        from pyglet.window import mouse
+
+        if button == mouse.RIGHT:        # held: zoom (see on_update)
+            self._right_held = True
+            return
         self._capture(not self.mouse_captured)
+
+    def on_mouse_release(self, x: int, y: int, button: int, modifiers: int) -> None:
+        from pyglet.window import mouse
+
+        if button == mouse.RIGHT:
+            self._right_held = False
 
     def on_mouse_motion(self, x: int, y: int, dx: int, dy: int) -> None:
         if self.mouse_captured:

@@ -16,7 +16,8 @@ from engine.overlay import level_colour
 __all__ = ["CONTROLS_HELP", "HudInfo", "draw_hud", "hud_font", "hud_lines"]
 
 CONTROLS_HELP = ("WASD/QE move  mouse: click + look  Shift fast  wheel speed  1-3 scene",
-                 "F freeze  O overlay  L loose  [ ] level  T fade  +/- scale  C collide  P shot  H help  Esc quit")
+                 "F freeze  O overlay  L loose  [ ] level  T fade  +/- scale  C collide  P shot  H help  Esc quit",
+                 "M map  Z or right mouse: zoom  G levels of detail")
 
 WHITE = (1.0, 1.0, 1.0)
 GREY = (0.75, 0.78, 0.82)
@@ -38,6 +39,9 @@ class HudInfo:
     only_depth: int | None = None
     fade: bool = True
     scale: float | None = None          # None: the tree has no scaled query
+    zoom: float | None = None           # view-distance factor of the zoom; None: not zoomed
+    lod: bool = True
+    show_map: bool = False
     collision: bool | None = None       # None: no collision module
     entered: int | None = None          # None: no visibility tracker
     left: int | None = None
@@ -69,10 +73,15 @@ def hud_lines(info: HudInfo) -> list[tuple[str, tuple[float, float, float]]]:
          + (f"   trace {_ms(s.trace_ms)}" if info.overlay else ""), WHITE),
         (f"funnel  candidates {s.candidates:,} -> in range {s.in_range:,} -> in frustum {s.in_frustum:,} "
          f"-> drawn {s.drawn:,}", WHITE),
+        (_lod_line(info), WHITE),
     ]
     extras = []
     if info.scale is not None:
         extras.append(f"view scale x{info.scale:.2f}")
+    if info.zoom is not None:
+        extras.append(f"zoom x{info.zoom:.2f}")
+    if info.show_map:
+        extras.append("map")
     if info.entered is not None:
         extras.append(f"entered {info.entered:,} left {info.left:,}")
     if info.collision is not None:
@@ -96,6 +105,19 @@ def hud_lines(info: HudInfo) -> list[tuple[str, tuple[float, float, float]]]:
     if info.help:
         lines.extend((text, GREY) for text in CONTROLS_HELP)
     return lines
+
+
+def _lod_line(info: HudInfo) -> str:
+    """Instances per level of detail and the triangles they make."""
+    s = info.stats
+    counts = [int(c) for c in getattr(s, "level_counts", ())]
+    if not info.lod:
+        per_level = "off (full detail)"
+    elif counts:
+        per_level = "  ".join(f"L{i} {c:,}" for i, c in enumerate(counts))
+    else:
+        per_level = "-"
+    return f"lod     {per_level}   triangles {getattr(s, 'triangles', 0):,}   draw calls {s.draw_calls}"
 
 
 _FONT_CACHE: dict[int, object] = {}

@@ -32,10 +32,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from engine.culling_pipeline import FADE_FRACTION
-from engine.meshes import get_mesh
+from engine.meshes import MESHES, get_mesh
 
 __all__ = ["CROSSFADE_BAND", "LOD_CHAINS", "LodChain", "LodFrame", "LodSelector", "MAX_LEVELS", "choose_levels",
-           "group_triangles", "level_fractions", "lod_chain", "lod_instances", "start_table"]
+           "full_detail_meshes", "group_triangles", "level_fractions", "lod_chain", "lod_instances", "start_table"]
 
 #: Adjacent levels cross-fade over 6 % of the view distance, centred on the
 #: switch: 42 m for a 700 m tree, about 1.7 s at the demo's walking speed of
@@ -127,9 +127,9 @@ CUBE_LOD_STARTS = (0.40,)
 #: Swarm creatures (radius 1-2 m): the lower half of the arrow-head only shows
 #: from below; dropped beyond 30 % of the view distance.
 CREATURE_LOD_STARTS = (0.30,)
-#: Cluster stand-ins (HLOD, 6 km, radius about 150 m): 320 facets while the
-#: cluster fills a good part of the frame, 80 beyond 30 % (1.8 km, 40 px), 20
-#: beyond 60 % (3.6 km, 20 px).
+#: Cluster stand-ins (HLOD, 4 km, radius about 150 m): 320 facets while the
+#: cluster fills a good part of the frame, 80 beyond 30 % (1.2 km, 60 px), 20
+#: beyond 60 % (2.4 km, 30 px).
 CLUSTER_BLOB_LOD_STARTS = (0.30, 0.60)
 
 #: Full-detail mesh name -> its chain.  Meshes not listed have one level.
@@ -155,6 +155,12 @@ def lod_chain(mesh: str) -> LodChain:
     """
     chain = LOD_CHAINS.get(mesh)
     return chain if chain is not None else LodChain((get_mesh(mesh).name,), (), (False,))
+
+
+def full_detail_meshes() -> list[str]:
+    """Names of the meshes a scene can give its kinds: every mesh but the lower levels, sorted."""
+    lower = {name for chain in LOD_CHAINS.values() for name in chain.meshes[1:]}
+    return sorted(set(MESHES) - lower)
 
 
 def start_table(meshes: Sequence[str]) -> np.ndarray:

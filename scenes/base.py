@@ -29,6 +29,7 @@ MESH_BASES: dict[str, float] = {
     "grass_card": -0.699999988079071,
     "tower": -0.9700000286102295,
     "creature": -0.25,
+    "cluster_blob": -0.8825593590736389,
 }
 
 

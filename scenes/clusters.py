@@ -33,8 +33,10 @@ CLUSTER_DISTANCE = (2600.0, 3200.0)
 NEIGHBOURHOOD_OBJECTS = 10_000
 #: The members' view distance (m, jittered x0.8..1.2): crystals are small.
 MEMBER_VIEW = 80.0
-#: A stand-in is seen from 7 km: from anywhere in the 8 km world, past the fog.
-STAND_IN_VIEW = 7000.0
+#: A stand-in is seen from 4 km: from anywhere in the neighbourhood (the
+#: clusters lie 2.6-3.2 km out), as far as the fog lets anything be seen, and
+#: below half the root's size, so the tree's root does not grow for it.
+STAND_IN_VIEW = 4000.0
 #: A stand-in hides once the camera is within 220 m of its cluster's centre:
 #: the cluster's radius plus the members' view distance, where the nearest
 #: members come into sight.  It fades in over the 15 % beyond (about 250 m).

@@ -73,7 +73,7 @@ def test_frustum_filter_never_removes_a_visible_pixel(make_demo, render, monkeyp
 
 
 def test_instance_buffers_grow(make_demo, render):
-    demo = make_demo("swarm", 6000, size=(96, 54), overlay=False)
+    demo = make_demo("swarm", 6000, size=(96, 54), overlay=False, lod=False)   # all in the full-detail batch
     demo.set_pose(np.array([0.0, 60.0, 0.0]), 0.0, -89.0)
     demo.camera.fov_y = 170.0
     demo.camera.aspect = 4.0
