@@ -68,6 +68,8 @@ class DemoSettings:
     brute_force: bool = False
     overlay: bool = True
     hud: bool = True
+    #: "compact", "full" or "off" (engine.hud.HUD_MODES); ``hud=False`` means "off".
+    hud_mode: str = "compact"
     lod: bool = True        # False: everything at full detail (--no-lod)
     map: bool = False       # the map inset (--map; M in the window)
 
@@ -104,9 +106,10 @@ class Demo:
         self.stats = FrameStats()
         self.trace = None
         self.events = None
-        self.view_projection = None
-        self._cull_view_projection = None
+        self.view_projection: np.ndarray = np.eye(4)      # set for real by load_scene and update
+        self._cull_view_projection: np.ndarray = np.eye(4)
         self._drawn = False
+        self.boxes = 0                  # overlay boxes in the last drawn frame
         self.load_scene(self.settings.scene, self.settings.objects)
 
     # -- scene -----------------------------------------------------------------
@@ -289,12 +292,15 @@ class Demo:
             stats.triangles, stats.level_counts, stats.draw_calls = \
                 frame.triangles, frame.level_counts, frame.draw_calls
             t1 = perf_counter()
+            self.boxes = 0
             if self.show_overlay and self.trace is not None:
                 frozen = self.frozen is not None
-                self.overlay_renderer.upload(build_overlay(
+                geometry = build_overlay(
                     self.trace, loose=self.show_loose, only_depth=self.only_depth,
                     frozen_view_projection=self._cull_view_projection if frozen else None,
-                    frozen_point=self.frozen.position if frozen else None))
+                    frozen_point=self.frozen.position if frozen else None)
+                self.overlay_renderer.upload(geometry)
+                self.boxes = geometry.box_count
             if self.show_map:
                 self.map_inset.update(self.trace, self.camera, self._cull_position,
                                       self.scene.centres[self.pipeline.visible], index=self.tree,
@@ -310,7 +316,19 @@ class Demo:
             self.map_inset.draw(framebuffer, framebuffer.size)
         return stats
 
-    def hud_info(self, fps: float | None = None, speed: float | None = None, help: bool = True) -> HudInfo:
+    def state(self) -> dict:
+        """Where the demo stands, for ``--stats`` rows (see :mod:`demo.stats`)."""
+        x, y, z = (float(v) for v in self.camera.position)
+        return dict(scene=self.scene.name, x=x, y=y, z=z, yaw=float(self.camera.yaw),
+                    pitch=float(self.camera.pitch), frozen=self.frozen is not None, scale=float(self.scale),
+                    overlay=self.show_overlay, boxes=self.boxes if self.show_overlay else 0,
+                    loose=self.show_loose, level="" if self.only_depth is None else self.only_depth,
+                    fade=self.fade, collide=self.collide,
+                    width=int(self.size[0]), height=int(self.size[1]),
+                    lod=self.lod, map=self.show_map, zoom=float(self.zoom.scale))
+
+    def hud_info(self, fps: float | None = None, speed: float | None = None, help: bool = True,
+                 mouse: str | None = None) -> HudInfo:
         """The numbers the HUD shows for the last frame."""
         levels = trace_levels(self.trace, self.show_loose)
         if self.only_depth is not None:
@@ -327,6 +345,7 @@ class Demo:
             entered=None if ev is None else int(ev.entered.shape[0]),
             left=None if ev is None else int(ev.left.shape[0]),
             shape=self.settings.shape, brute_force=self.settings.brute_force, help=help, speed=speed,
+            mouse=mouse,
         )
 
     def read_image(self, framebuffer):
