@@ -304,7 +304,7 @@ class Demo:
             if self.show_map:
                 self.map_inset.update(self.trace, self.camera, self._cull_position,
                                       self.scene.centres[self.pipeline.visible], index=self.tree,
-                                      scale=self.query_scale, only_depth=self.only_depth)
+                                      scale=self.query_scale, only_depth=self.only_depth, size=self.size)
             stats.upload_ms = (t1 - t0) * 1e3
             stats.trace_ms = (perf_counter() - t1) * 1e3
             self._drawn = True

@@ -46,10 +46,10 @@ MAP_MARGIN = 10
 MAP_RADIUS = 500.0
 
 PANEL_COLOUR = (0.05, 0.06, 0.08, 0.82)
-CONTEXT_ALPHA = 0.35          # outlines of nodes the query did not visit
+CONTEXT_ALPHA = 0.2           # outlines of nodes the query did not visit: context, not content
 LEVEL_OUTLINE_ALPHA = 1.0     # outlines of the visited nodes: exactly the overlay colours
-VISITED_FILL_ALPHA = 0.08      # nested visited nodes stack: deeper reads brighter
-DOT_COLOUR = (0.95, 0.95, 0.90, 0.9)
+VISITED_FILL_ALPHA = 0.12      # nested visited nodes stack: deeper reads brighter
+DOT_COLOUR = (0.92, 0.92, 0.86, 0.55)   # many thousands: faint, so the boxes still read
 CAMERA_COLOUR = (1.0, 1.0, 1.0, 1.0)
 WEDGE_COLOUR = (1.0, 1.0, 1.0, 0.85)
 POINT_COLOUR = (1.0, 0.1, 1.0, 1.0)
@@ -141,11 +141,12 @@ def _rect_triangles(boxes: np.ndarray) -> np.ndarray:
 
 
 def _colours(depths: np.ndarray, per: int, alpha: float) -> np.ndarray:
-    rgb = np.array([level_colour(int(d)) for d in np.unique(depths)], dtype=np.float32)
-    table = dict(zip(np.unique(depths).tolist(), range(len(rgb))))
-    idx = np.array([table[d] for d in depths.tolist()], dtype=np.int64) if depths.size else np.zeros(0, np.int64)
+    """``per`` RGBA rows per entry of ``depths``, in its level colour; a loop over levels only."""
     out = np.empty((depths.shape[0] * per, 4), dtype=np.float32)
-    out[:, :3] = np.repeat(rgb[idx], per, axis=0) if depths.size else np.zeros((0, 3), np.float32)
+    if depths.size:
+        levels, which = np.unique(depths, return_inverse=True)
+        rgb = np.array([level_colour(int(d)) for d in levels], dtype=np.float32)
+        out[:, :3] = np.repeat(rgb[which.reshape(-1)], per, axis=0)
     out[:, 3] = alpha
     return out
 
@@ -156,7 +157,7 @@ def _solid(n: int, colour: Sequence[float]) -> np.ndarray:
 
 def build_map(trace: Any, camera: Any, query_point: Any = None, visible_centres: np.ndarray | None = None,
               context: tuple[np.ndarray, np.ndarray] | None = None, radius: float = MAP_RADIUS,
-              only_depth: int | None = None) -> MapGeometry:
+              only_depth: int | None = None, pixel: float | None = None) -> MapGeometry:
     """The inset's geometry for one frame.
 
     Parameters
@@ -175,6 +176,9 @@ def build_map(trace: Any, camera: Any, query_point: Any = None, visible_centres:
         Metres from the camera to the inset's edge.
     only_depth : int, optional
         Draw a single level's nodes (the overlay's ``[`` / ``]`` keys).
+    pixel : float, optional
+        Metres per inset pixel: the visited outlines are then drawn twice, the
+        second one a pixel inside, so they read two pixels wide.
 
     Returns
     -------
@@ -213,6 +217,10 @@ def build_map(trace: Any, camera: Any, query_point: Any = None, visible_centres:
         tri_cols.append(_colours(v_depths, 6, VISITED_FILL_ALPHA))
         lines.append(_rect_lines(v_bounds))
         line_cols.append(_colours(v_depths, 8, LEVEL_OUTLINE_ALPHA))
+        if pixel is not None and pixel > 0.0:
+            inner = v_bounds + np.array([[pixel, pixel], [-pixel, -pixel]])
+            lines.append(_rect_lines(inner))
+            line_cols.append(_colours(v_depths, 8, LEVEL_OUTLINE_ALPHA))
 
     if visible_centres is not None and len(visible_centres):
         vc = np.asarray(visible_centres, dtype=np.float64)
@@ -279,7 +287,7 @@ class MapRenderer:
     """Draws :class:`MapGeometry` into the inset's viewport (no depth test, alpha blended)."""
 
     #: Pixel size of the object dots.
-    DOT_SIZE = 2.0
+    DOT_SIZE = 1.5
 
     def __init__(self, ctx: Any) -> None:
         self.ctx = ctx
@@ -369,7 +377,8 @@ class MapInset:
         self.geometry: MapGeometry | None = None
 
     def update(self, trace: Any, camera: Any, query_point: Any, visible_centres: np.ndarray | None,
-               index: Any = None, scale: float = 1.0, only_depth: int | None = None) -> MapGeometry:
+               index: Any = None, scale: float = 1.0, only_depth: int | None = None,
+               size: tuple[int, int] | None = None) -> MapGeometry:
         """Build and upload this frame's map; O(visited + nearby nodes + visible)."""
         radius = MAP_RADIUS * scale
         context = None
@@ -381,7 +390,9 @@ class MapInset:
                 lo[[0, 2]] = p[[0, 2]] - radius
                 hi[[0, 2]] = p[[0, 2]] + radius
                 context = index.node_boxes(lo, hi)
-        self.geometry = build_map(trace, camera, query_point, visible_centres, context, radius, only_depth)
+        side = inset_rect(size)[2] if size is not None else None
+        self.geometry = build_map(trace, camera, query_point, visible_centres, context, radius, only_depth,
+                                  pixel=None if side is None else 2.0 * radius / side)
         self.renderer.upload(self.geometry)
         return self.geometry
 
