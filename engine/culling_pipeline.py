@@ -36,12 +36,15 @@ import inspect
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from time import perf_counter
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from engine.frustum import frustum_planes, spheres_in_frustum
 from engine.visibility_range import begin_fade
+
+if TYPE_CHECKING:
+    from engine.lod import LodFrame
 
 __all__ = ["BruteForceIndex", "CullingPipeline", "EXACT_QUERY", "FADE_FRACTION", "FrameStats", "INSTANCE_FLOATS"]
 
@@ -166,6 +169,7 @@ class CullingPipeline:
         self._radius = np.zeros(n)
         self._begin = np.zeros(n)
         self.records = np.zeros((n, INSTANCE_FLOATS), dtype=np.float32)
+        self.has_begin = False          # any begin distance above 0 (refresh keeps it)
         self.refresh()
         self._staging = np.zeros((_MIN_CAPACITY, INSTANCE_FLOATS), dtype=np.float32)
         self.exact_query = EXACT_QUERY and callable(getattr(index, "query_spheres", None))
@@ -372,13 +376,13 @@ class CullingPipeline:
             return self._dist_cache[1]
         off = self._centres - self._point
         if self.shape == "sphere":
-            dist = np.sqrt(np.einsum("ij,ij->i", off, off))
+            dist: np.ndarray = np.sqrt(np.einsum("ij,ij->i", off, off))
         else:
             dist = np.max(np.abs(off), axis=1) if off.shape[0] else np.zeros(0)
         self._dist_cache = (self._centres, dist)
         return dist
 
-    def instance_groups(self, fade: bool = True, lod: bool = True):
+    def instance_groups(self, fade: bool = True, lod: bool = True) -> LodFrame:
         """The survivors' records with each one's level of detail, grouped by (kind, level).
 
         Parameters
