@@ -1,6 +1,7 @@
 """The window's new keys under a virtual X server, with real X input (xdotool):
 M shows the map inset, Z held zooms (the query's scale grows, so more candidates),
-G switches levels of detail off (more triangles for the same objects)."""
+so does the right mouse button held (without capturing the mouse), and G
+switches levels of detail off (more triangles for the same objects)."""
 
 import csv
 import io
@@ -55,6 +56,7 @@ def _run_with_keys(env, tmp_path, actions, exit_after):
     window = found.stdout.split()[0] if found and found.stdout.strip() else None
     if window is not None:
         _xdo(env, "windowfocus", "--sync", window)
+        _xdo(env, "mousemove", "--window", window, "160", "90")
         for delay, args in actions:
             time.sleep(delay)
             _xdo(env, *args)
@@ -66,11 +68,16 @@ def _run_with_keys(env, tmp_path, actions, exit_after):
 
 def test_m_z_and_g_keys(xvfb, tmp_path):
     env = dict(os.environ, DISPLAY=xvfb)
-    # Fly still: a screenshot (P), M, another screenshot, then hold Z (zoom), press G (no LOD), exit with Z held.
+    # Fly still: a screenshot (P), M, another screenshot, then hold Z (zoom), press G (no LOD),
+    # let Z go, hold the right mouse button instead, and exit holding it.
     actions = [(2.0, ("key", "p")), (0.6, ("key", "m")), (0.8, ("key", "p")), (0.6, ("keydown", "z")),
-               (1.5, ("key", "g"))]
-    rows, _ = _run_with_keys(env, tmp_path, actions, exit_after=7.5)
+               (1.5, ("key", "g")), (0.8, ("keyup", "z")), (0.8, ("mousedown", "3"))]
+    rows, _ = _run_with_keys(env, tmp_path, actions, exit_after=9.5)
     assert len(rows) > 10
+    zoom = np.array([float(r["zoom"]) for r in rows])
+    assert zoom[0] == 1.0 and zoom.max() > 4.0 and zoom[-1] > 4.0       # Z, then the right button
+    assert zoom[int(np.argmax(zoom > 4.0)):].min() < 1.2                # eased back between the two
+    assert rows[-1]["captured"] == "0" and rows[-1]["map"] == "1" and rows[-1]["lod"] == "0"
     cand = np.array([int(r["candidates"]) for r in rows])
     per_object = np.array([int(r["triangles"]) / max(int(r["drawn"]), 1) for r in rows])
     # Zoom: the view distances grow, so the query returns more candidates at the end than at the start.
