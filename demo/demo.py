@@ -302,9 +302,11 @@ class Demo:
                 self.overlay_renderer.upload(geometry)
                 self.boxes = geometry.box_count
             if self.show_map:
-                self.map_inset.update(self.trace, self.camera, self._cull_position,
+                frozen = self.frozen is not None
+                self.map_inset.update(self.trace, self.frozen if frozen else self.camera, self._cull_position,
                                       self.scene.centres[self.pipeline.visible], index=self.tree,
-                                      scale=self.query_scale, only_depth=self.only_depth, size=self.size)
+                                      scale=self.query_scale, only_depth=self.only_depth, size=self.size,
+                                      viewer=self.camera.position if frozen else None)
             stats.upload_ms = (t1 - t0) * 1e3
             stats.trace_ms = (perf_counter() - t1) * 1e3
             self._drawn = True

@@ -157,7 +157,7 @@ def _solid(n: int, colour: Sequence[float]) -> np.ndarray:
 
 def build_map(trace: Any, camera: Any, query_point: Any = None, visible_centres: np.ndarray | None = None,
               context: tuple[np.ndarray, np.ndarray] | None = None, radius: float = MAP_RADIUS,
-              only_depth: int | None = None, pixel: float | None = None) -> MapGeometry:
+              only_depth: int | None = None, pixel: float | None = None, viewer: Any = None) -> MapGeometry:
     """The inset's geometry for one frame.
 
     Parameters
@@ -165,9 +165,10 @@ def build_map(trace: Any, camera: Any, query_point: Any = None, visible_centres:
     trace : culling.QueryTrace or None
         The frame's query; its visited boxes are drawn, all of them, in order.
     camera : engine.camera.Camera
-        The map centres on it; its yaw and horizontal field of view make the wedge.
+        The culling camera (the frozen one while culling is frozen): its
+        position, yaw and horizontal field of view make the marker and the wedge.
     query_point : array_like, shape (3,), optional
-        Where the tree was queried (the frozen camera while frozen); default the camera.
+        Where the tree was queried; the map centres on it.  Default: the camera.
     visible_centres : ndarray, shape (m, 3), optional
         The frame's visible objects, drawn as dots.
     context : tuple (depths (c,), bounds (c, 2, dim)), optional
@@ -179,6 +180,9 @@ def build_map(trace: Any, camera: Any, query_point: Any = None, visible_centres:
     pixel : float, optional
         Metres per inset pixel: the visited outlines are then drawn twice, the
         second one a pixel inside, so they read two pixels wide.
+    viewer : array_like, shape (3,), optional
+        Where the drawing camera is, when it is not the culling camera (culling
+        frozen): a small square.
 
     Returns
     -------
@@ -188,7 +192,9 @@ def build_map(trace: Any, camera: Any, query_point: Any = None, visible_centres:
     """
     if not (radius > 0.0 and math.isfinite(radius)):
         raise ValueError(f"map radius must be finite and > 0, got {radius}")
-    centre = np.asarray(camera.position, dtype=np.float64)[[0, 2]]
+    eye = np.asarray(camera.position, dtype=np.float64)[[0, 2]]
+    q = eye if query_point is None else np.asarray(query_point, dtype=np.float64)[[0, 2]]
+    centre = q
     tris, tri_cols, lines, line_cols, pts, pt_cols = [], [], [], [], [], []
 
     # The dark panel behind everything.
@@ -230,8 +236,7 @@ def build_map(trace: Any, camera: Any, query_point: Any = None, visible_centres:
     # Camera: the frustum wedge (horizontal half-angle from fov_y and aspect), a marker.
     yaw = math.radians(camera.yaw)
     half = math.atan(math.tan(math.radians(camera.fov_y) / 2.0) * camera.aspect)
-    reach = 1.5 * radius
-    eye = centre
+    reach = 2.0 * radius + float(np.abs(eye - centre).max())
     wedge = []
     for a in (yaw - half, yaw + half):
         wedge += [eye, eye + reach * np.array([math.sin(a), -math.cos(a)])]
@@ -243,10 +248,13 @@ def build_map(trace: Any, camera: Any, query_point: Any = None, visible_centres:
     marker = np.array([eye + 1.6 * size * fwd, eye - size * fwd - size * side, eye - size * fwd + size * side])
     tris.append(_xz(marker))
     tri_cols.append(_solid(3, CAMERA_COLOUR))
-    q = centre if query_point is None else np.asarray(query_point, dtype=np.float64)[[0, 2]]
     cross = np.array([q - [size, size], q + [size, size], q - [size, -size], q + [size, -size]])
     lines.append(_xz(cross))
     line_cols.append(_solid(4, POINT_COLOUR))
+    if viewer is not None:
+        v = np.asarray(viewer, dtype=np.float64)[[0, 2]]
+        lines.append(_rect_lines(np.array([[v - size, v + size]])))
+        line_cols.append(_solid(8, CAMERA_COLOUR))
 
     # Scale bar along the bottom-left, with end ticks.
     bar = scale_bar_length(radius)
@@ -378,12 +386,12 @@ class MapInset:
 
     def update(self, trace: Any, camera: Any, query_point: Any, visible_centres: np.ndarray | None,
                index: Any = None, scale: float = 1.0, only_depth: int | None = None,
-               size: tuple[int, int] | None = None) -> MapGeometry:
+               size: tuple[int, int] | None = None, viewer: Any = None) -> MapGeometry:
         """Build and upload this frame's map; O(visited + nearby nodes + visible)."""
         radius = MAP_RADIUS * scale
         context = None
         if index is not None and hasattr(index, "node_boxes"):
-            p = np.asarray(camera.position, dtype=np.float64)
+            p = np.asarray(camera.position if query_point is None else query_point, dtype=np.float64)
             lo, hi = index.root_bounds
             lo, hi = np.array(lo, dtype=np.float64), np.array(hi, dtype=np.float64)
             if lo.shape[0] == 3:
@@ -392,7 +400,7 @@ class MapInset:
                 context = index.node_boxes(lo, hi)
         side = inset_rect(size)[2] if size is not None else None
         self.geometry = build_map(trace, camera, query_point, visible_centres, context, radius, only_depth,
-                                  pixel=None if side is None else 2.0 * radius / side)
+                                  pixel=None if side is None else 2.0 * radius / side, viewer=viewer)
         self.renderer.upload(self.geometry)
         return self.geometry
 

@@ -120,3 +120,14 @@ def test_rendered_inset_draws_each_visited_level_and_no_other(gl_ctx, rng):
         shown = _colour_pixels(level_inset, level_colour(lv.depth)) > 0
         assert shown == _crosses(g.visited_bounds, centre, r * 0.99), lv.depth
     assert LEVEL_OUTLINE_ALPHA == 1.0
+
+
+def test_frozen_map_centres_on_the_query_point_and_marks_the_viewer(rng):
+    tree, camera, trace = _tree_and_trace(rng)
+    viewer = camera.position + np.array([150.0, 80.0, 60.0])
+    g = build_map(trace, camera, query_point=camera.position, viewer=viewer, radius=300.0)
+    plain = build_map(trace, camera, radius=300.0)
+    assert np.array_equal(g.centre, camera.position[[0, 2]]) and np.array_equal(plain.centre, g.centre)
+    assert g.lines.shape[0] == plain.lines.shape[0] + 8                 # the viewer's square
+    square = g.lines[-8:][:, [0, 2]]
+    assert np.allclose(square.mean(axis=0), viewer[[0, 2]], atol=1e-3)
