@@ -10,7 +10,7 @@ query's ``scale``: zooming costs no rebuild and no per-object work.
 >>> round(zoom_scale(60.0, 60.0), 6)
 1.0
 >>> round(zoom_scale(60.0, 15.0), 3)
-4.386
+4.385
 """
 
 from __future__ import annotations

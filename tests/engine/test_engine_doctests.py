@@ -5,7 +5,8 @@ import importlib
 
 import pytest
 
-MODULES = ["engine.camera", "engine.frustum", "engine.hud", "engine.window",
+MODULES = ["engine.camera", "engine.frustum", "engine.hud", "engine.window", "engine.lod", "engine.map",
+           "engine.visibility_range", "engine.zoom",
            "scenes", "scenes.base", "demo.cli"]
 
 
