@@ -5,8 +5,7 @@ import importlib
 
 import pytest
 
-MODULES = ["engine.camera", "engine.frustum", "engine.hud", "engine.window", "engine.lod", "engine.map",
-           "engine.visibility_range", "engine.zoom",
+MODULES = ["engine.camera", "engine.frustum", "engine.hud", "engine.window",
            "scenes", "scenes.base", "demo.cli"]
 
 
