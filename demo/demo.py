@@ -251,7 +251,11 @@ class Demo:
             self.pipeline.refresh(moved)
 
         # Zoom narrows the field of view; the view distances grow with it (query_scale).
-        self.camera.fov_y = self.zoom.update(dt)
+        # At rest the zoom follows the camera's own field of view (a caller may set it).
+        if self.zoom.held or self.zoom.fov != self.zoom.base_fov:
+            self.camera.fov_y = self.zoom.update(dt)
+        else:
+            self.zoom.base_fov = self.zoom.fov = float(self.camera.fov_y)
 
         # Camera matrices, once per frame: the drawing camera's, and the frozen
         # one's while culling is frozen (it culls and its frustum is drawn).

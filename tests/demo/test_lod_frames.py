@@ -193,3 +193,16 @@ def test_map_draws_exactly_the_visited_nodes(make_demo, render, pixels_of):
     demo.update(0.0)
     plain = render(demo)
     assert np.abs(plain[demo.size[1] - (y + h):demo.size[1] - y, x:x + w].astype(int) - inset).mean() > 10
+
+
+def test_zoom_follows_a_field_of_view_set_from_outside(make_demo):
+    demo = make_demo("forest", 2_000, size=SIZE, overlay=False)
+    demo.camera.fov_y = 90.0
+    demo.update(0.0)
+    assert demo.camera.fov_y == 90.0 and demo.query_scale == 1.0
+    demo.set_zoom(True, snap=True)
+    demo.update(0.0)
+    assert demo.camera.fov_y == ZOOM_FOV and demo.zoom.scale == pytest.approx(zoom_scale(90.0, ZOOM_FOV))
+    demo.set_zoom(False, snap=True)
+    demo.update(0.0)
+    assert demo.camera.fov_y == 90.0 and demo.query_scale == 1.0
