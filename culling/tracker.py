@@ -12,6 +12,23 @@ Use one tracker per camera (a split-screen game, a shadow-casting light, a
 server-side player view): events are "since *this camera's* last frame".
 :class:`MultiCameraTracker` keeps one per camera id.
 
+With ``hysteresis=m`` an object enters when the camera comes within its view
+distance ``v`` and leaves only once it is beyond ``v * (1 + m)``, so one that
+sits at the edge does not flicker in and out of the events (Godot keeps this
+per viewport).  The tracker then needs the candidates out to the wider reach
+(``tree.query(camera, scale=tracker.query_scale)``) with their distances and
+view distances, and decides itself:
+
+>>> sticky = VisibilityTracker(hysteresis=0.1)
+>>> sticky.update([5], distances=[99.0], view_distances=[100.0]).entered.tolist()
+[5]
+>>> sticky.update([5], distances=[105.0], view_distances=[100.0]).left.tolist()  # within 110: stays
+[]
+>>> sticky.update([5], distances=[111.0], view_distances=[100.0]).left.tolist()
+[5]
+>>> sticky.update([5], distances=[105.0], view_distances=[100.0]).entered.tolist()  # must come within 100
+[]
+
 >>> import numpy as np
 >>> tracker = VisibilityTracker(band_edges=(50.0,))
 >>> ev = tracker.update([7, 3], distances=[10.0, 80.0])
@@ -27,11 +44,12 @@ server-side player view): events are "since *this camera's* last frame".
 
 from __future__ import annotations
 
+import numbers
 from dataclasses import dataclass
 
 import numpy as np
 
-from culling.validation import as_handles, as_radii
+from culling.validation import as_handles, as_radii, as_radius
 
 __all__ = ["MultiCameraTracker", "VisibilityEvents", "VisibilityTracker"]
 
@@ -116,6 +134,10 @@ class VisibilityTracker:
         ``(50.0, 200.0)`` band 0 is ``d < 50``, band 1 ``50 <= d < 200`` and
         band 2 ``d >= 200``.  Without edges every object is in band 0 and
         :meth:`update` takes no distances.
+    hysteresis : float, optional
+        Margin ``m >= 0``: an object enters at its view distance ``v`` and
+        leaves beyond ``v * (1 + m)``.  Above 0, :meth:`update` needs the
+        distances and view distances of the candidates (see :attr:`query_scale`).
 
     Notes
     -----
@@ -127,7 +149,10 @@ class VisibilityTracker:
     update never changes them.
     """
 
-    def __init__(self, band_edges=None):
+    def __init__(self, band_edges=None, hysteresis: float = 0.0):
+        if isinstance(hysteresis, bool) or not isinstance(hysteresis, numbers.Real):
+            raise TypeError(f"hysteresis must be a real number, got {type(hysteresis).__name__}")
+        self._hysteresis = as_radius(hysteresis, "hysteresis")
         if band_edges is None:
             self._edges = None
         else:
@@ -148,6 +173,16 @@ class VisibilityTracker:
     def band_edges(self) -> np.ndarray | None:
         """The distance thresholds, shape (k,), float64, read-only; None without bands."""
         return self._edges
+
+    @property
+    def hysteresis(self) -> float:
+        """The margin ``m``: objects leave beyond ``view distance * (1 + m)``."""
+        return self._hysteresis
+
+    @property
+    def query_scale(self) -> float:
+        """``1 + hysteresis``: query the tree with this ``scale`` to get every candidate that may stay."""
+        return 1.0 + self._hysteresis
 
     @property
     def n_bands(self) -> int:
@@ -186,17 +221,25 @@ class VisibilityTracker:
 
     # -- mutation ------------------------------------------------------------
 
-    def update(self, visible_handles, distances=None) -> VisibilityEvents:
+    def update(self, visible_handles, distances=None, view_distances=None) -> VisibilityEvents:
         """Record this frame's visible set and return what changed.
 
         Parameters
         ----------
         visible_handles : array_like of int, shape (n,)
             Handles visible this frame, unique, in any order (for instance the
-            output of ``tree.query(camera, exact=True)``).
+            output of ``tree.query(camera, exact=True)``).  With
+            ``view_distances`` these are *candidates* (for instance
+            ``tree.query(camera, scale=tracker.query_scale)``) and the tracker
+            decides which are visible: those within their view distance, and
+            those visible before that are still within ``view distance * (1 +
+            hysteresis)``.
         distances : array_like of float, shape (n,), optional
             Camera distance of each handle, aligned with ``visible_handles``;
-            required when the tracker has ``band_edges``, refused otherwise.
+            required when the tracker has ``band_edges`` or ``view_distances``
+            are given, refused otherwise.
+        view_distances : array_like of float, shape (n,), optional
+            View distance of each handle; required when ``hysteresis > 0``.
 
         Returns
         -------
@@ -207,9 +250,9 @@ class VisibilityTracker:
         TypeError
             Non-integer handles.
         ValueError
-            A negative or duplicate handle, NaN/inf or negative distances,
-            ``distances`` of the wrong length, missing or unexpected.  A failed
-            update changes nothing.
+            A negative or duplicate handle, NaN/inf or negative distances or
+            view distances, either of the wrong length, missing or unexpected.
+            A failed update changes nothing.
 
         Notes
         -----
@@ -219,7 +262,13 @@ class VisibilityTracker:
         if handles.size and handles.min() < 0:
             raise ValueError("visible_handles must not be negative, "
                              f"got {int(handles.min())}")
-        if self._edges is None:
+        if view_distances is not None:
+            if distances is None:
+                raise ValueError("view_distances need distances (one per handle)")
+            view_distances = as_radii(view_distances, handles.size, "view_distances")
+        elif self._hysteresis > 0.0:
+            raise ValueError("a tracker with hysteresis needs distances and view_distances of the candidates")
+        if self._edges is None and view_distances is None:
             if distances is not None:
                 raise ValueError("distances given but the tracker has no band_edges; "
                                  "pass band_edges=... to the constructor to use bands")
@@ -235,6 +284,9 @@ class VisibilityTracker:
             if repeated.size:
                 raise ValueError("visible_handles must be unique, handle "
                                  f"{int(repeated[0])} appears more than once")
+        if view_distances is not None:
+            order = order[self._stays(visible, distances[order], view_distances[order])]
+            visible = handles[order]
         if self._edges is None:
             bands = np.zeros(visible.size, dtype=np.int64)
         else:
@@ -256,6 +308,16 @@ class VisibilityTracker:
         self._bands = _frozen(bands)
         return VisibilityEvents(entered=entered, left=left, band_changed=band_changed,
                                 visible=self._visible, bands=self._bands)
+
+    def _stays(self, candidates: np.ndarray, distances: np.ndarray, view: np.ndarray) -> np.ndarray:
+        """Mask of sorted ``candidates`` visible now: in view, or visible before and within the margin."""
+        inside = distances <= view
+        if self._hysteresis > 0.0 and self._visible.size:
+            pos = np.searchsorted(self._visible, candidates)
+            was = pos < self._visible.size
+            was[was] = self._visible[pos[was]] == candidates[was]
+            inside |= was & (distances <= view * (1.0 + self._hysteresis))
+        return inside
 
     def forget(self, handles) -> None:
         """Drop objects removed from the world: no ``left`` event will follow.
@@ -297,7 +359,8 @@ class VisibilityTracker:
 
     def __repr__(self) -> str:
         edges = None if self._edges is None else tuple(self._edges.tolist())
-        return f"VisibilityTracker(band_edges={edges}, visible={self._visible.size})"
+        return (f"VisibilityTracker(band_edges={edges}, hysteresis={self._hysteresis}, "
+                f"visible={self._visible.size})")
 
 
 def _is_numeric(values) -> bool:
@@ -317,6 +380,8 @@ class MultiCameraTracker:
     ----------
     band_edges : sequence of float, optional
         Passed to every camera's tracker.
+    hysteresis : float, optional
+        Passed to every camera's tracker: each camera keeps its own margin state.
 
     Examples
     --------
@@ -330,14 +395,16 @@ class MultiCameraTracker:
     ([1], [])
     """
 
-    def __init__(self, band_edges=None):
-        self._band_edges = VisibilityTracker(band_edges).band_edges  # validated, read-only
+    def __init__(self, band_edges=None, hysteresis: float = 0.0):
+        checked = VisibilityTracker(band_edges, hysteresis)   # validates both
+        self._band_edges = checked.band_edges                 # read-only
+        self._hysteresis = checked.hysteresis
         self._trackers: dict = {}
 
     def __getitem__(self, camera) -> VisibilityTracker:
         tracker = self._trackers.get(camera)
         if tracker is None:
-            tracker = self._trackers[camera] = VisibilityTracker(self._band_edges)
+            tracker = self._trackers[camera] = VisibilityTracker(self._band_edges, self._hysteresis)
         return tracker
 
     def __contains__(self, camera) -> bool:
@@ -349,9 +416,14 @@ class MultiCameraTracker:
     def __iter__(self):
         return iter(self._trackers)
 
-    def update(self, camera, visible_handles, distances=None) -> VisibilityEvents:
+    @property
+    def query_scale(self) -> float:
+        """``1 + hysteresis``, as :attr:`VisibilityTracker.query_scale`."""
+        return 1.0 + self._hysteresis
+
+    def update(self, camera, visible_handles, distances=None, view_distances=None) -> VisibilityEvents:
         """:meth:`VisibilityTracker.update` for ``camera`` (any hashable id)."""
-        return self[camera].update(visible_handles, distances)
+        return self[camera].update(visible_handles, distances, view_distances)
 
     def forget(self, handles) -> None:
         """Drop removed objects from every camera, silently.  O(cameras × forget)."""

@@ -137,6 +137,43 @@ class ViewDistanceTree:
         """``(lo, hi)`` of the current root node."""
         return self._lattice.cell_bounds(self.root_level, self._nodes.cells[:, self._root])
 
+    def node_boxes(self, lo=None, hi=None) -> tuple[np.ndarray, np.ndarray]:
+        """The live nodes (all, or those whose box overlaps ``[lo, hi]``): for maps and debug views.
+
+        Parameters
+        ----------
+        lo, hi : array_like, shape (dim,), optional
+            A closed box to clip to; both or neither.
+
+        Returns
+        -------
+        depths : ndarray, shape (k,), int64
+            0 for the current root, as :attr:`LevelTrace.depth`.
+        bounds : ndarray, shape (k, 2, dim), float64
+            ``[lo, hi]`` of each node, deepest levels last.
+
+        Cost: O(nodes), vectorised per level.
+        """
+        if (lo is None) != (hi is None):
+            raise ValueError("give both lo and hi, or neither")
+        window = None if lo is None else (np.asarray(as_coords(lo, self.dim, "lo")),
+                                          np.asarray(as_coords(hi, self.dim, "hi")))
+        nodes = self._nodes
+        ids = np.flatnonzero(nodes.count[:nodes.issued] >= 0)
+        levels = nodes.level[ids]
+        depths, boxes = [], []
+        for level in np.unique(levels).tolist():
+            at = ids[levels == level]
+            box_lo, box_hi = self._lattice.cell_bounds(level, nodes.cells[:, at].T)
+            box = np.stack([box_lo, box_hi], axis=1)
+            if window is not None:
+                box = box[np.all((box[:, 1] >= window[0]) & (box[:, 0] <= window[1]), axis=1)]
+            depths.append(np.full(box.shape[0], level - self.root_level, dtype=np.int64))
+            boxes.append(box)
+        if not boxes:
+            return np.zeros(0, dtype=np.int64), np.zeros((0, 2, self.dim))
+        return np.concatenate(depths), np.concatenate(boxes)
+
     def handles(self) -> np.ndarray:
         """Every handle in the tree, ascending; int64, O(handles ever issued)."""
         return np.flatnonzero(self._obj_node[: self._next_handle] >= 0).astype(np.int64)

@@ -123,6 +123,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="view regions: spheres (Euclidean) or axis-aligned cubes (default %(default)s)")
     p.add_argument("--brute-force", action="store_true",
                    help="baseline: every object is a candidate (no tree), for comparing timings")
+    p.add_argument("--no-lod", action="store_true",
+                   help="draw every object at full detail (no levels of detail), for comparison")
+    p.add_argument("--map", action="store_true",
+                   help="show the map inset: the tree's nodes around the camera from above (M in the window)")
     p.add_argument("--exit-after", type=float, default=None, help=argparse.SUPPRESS)  # window smoke tests
     p.add_argument("--freeze-at", type=_fraction, default=None, metavar="U",
                    help="headless: freeze culling at path fraction U and back the camera away to view it")
@@ -182,7 +186,7 @@ def _run(args) -> int:
                      f"scene, only {have / 1e9:.1f} GB is available: try fewer")
     settings = DemoSettings(scene=args.scene, objects=args.objects, seed=args.seed, shape=args.shape,
                             brute_force=args.brute_force, overlay=not args.no_overlay, hud=not args.no_hud,
-                            hud_mode=args.hud)
+                            hud_mode=args.hud, lod=not args.no_lod, map=args.map)
     headless = args.headless
     if not headless and not display_available():
         where = "no images written (--no-images)" if args.no_images else f"images go to {args.out}/"
@@ -213,7 +217,8 @@ def _run(args) -> int:
     print(f"{PROG}: ran headless on {result.renderer}: {_plural(len(result.frames), 'frame')} of {args.scene}, "
           f"{where}; median ms: query {med['query_ms']:.3f}, distance {med['distance_ms']:.3f}, "
           f"frustum {med['frustum_ms']:.3f}, upload {med['upload_ms']:.3f} "
-          f"(cull total {med['cull_ms']:.3f}), draw {med['draw_ms']:.1f}", file=sys.stderr)
+          f"(cull total {med['cull_ms']:.3f}), draw {med['draw_ms']:.1f}, triangles {med['triangles']:,.0f}",
+          file=sys.stderr)
     return 0
 
 

@@ -10,8 +10,10 @@ overlay.  A frame is two calls:
   traversal) -> distance filter -> frustum filter
   (:meth:`CullingPipeline.cull`), giving the visible object indices;
 * :meth:`Demo.render` (``on_render``: drawing): the survivors' instance
-  records with the fade, one upload and one instanced draw per mesh kind,
-  then the overlay.  The frame's statistics are complete after it.
+  records with the fade and each one's level of detail (from the distances
+  the culling computed), one upload and one instanced draw per (mesh kind,
+  level), then the overlay and the map inset.  The frame's statistics are
+  complete after it.
 
 The interactive window (:mod:`demo.interactive`) and the headless runner
 (:mod:`demo.headless`) only add input, text and image output around these.
@@ -30,8 +32,10 @@ from culling import ViewDistanceTree
 from engine.camera import Camera
 from engine.culling_pipeline import BruteForceIndex, CullingPipeline, FrameStats
 from engine.hud import HudInfo
+from engine.map import MapInset
 from engine.overlay import OverlayRenderer, build_overlay, trace_levels
 from engine.renderer import Renderer
+from engine.zoom import Zoom
 from scenes import DEFAULT_SCENE, build_scene
 
 __all__ = ["CAMERA_RADIUS", "Demo", "DemoError", "DemoSettings", "SCALE_STEP"]
@@ -66,6 +70,8 @@ class DemoSettings:
     hud: bool = True
     #: "compact", "full" or "off" (engine.hud.HUD_MODES); ``hud=False`` means "off".
     hud_mode: str = "compact"
+    lod: bool = True        # False: everything at full detail (--no-lod)
+    map: bool = False       # the map inset (--map; M in the window)
 
 
 class Demo:
@@ -84,11 +90,14 @@ class Demo:
         self.settings = settings or DemoSettings()
         self.size = size
         self.overlay_renderer = OverlayRenderer(ctx)
+        self.map_inset = MapInset(ctx)
         self.renderer: Renderer | None = None
         # Toggles (keys in the window, flags headless).
         self.show_overlay = self.settings.overlay
         self.show_hud = self.settings.hud
         self.show_loose = False
+        self.show_map = self.settings.map
+        self.lod = self.settings.lod
         self.only_depth: int | None = None
         self.fade = True
         self.scale = 1.0
@@ -132,6 +141,7 @@ class Demo:
         self.renderer.dither = self.fade
         pose = scene.camera_pose(0.0)
         self.camera = Camera(pose.position, pose.yaw, pose.pitch, aspect=self._aspect())
+        self.zoom = Zoom(self.camera.fov_y)
         self.frozen = None
         self.time = 0.0
         self.only_depth = None
@@ -146,6 +156,8 @@ class Demo:
         # Nothing culled yet: a render before the next update draws ground and sky.
         self.stats = FrameStats()
         self.trace = None
+        self._cull_position = self.camera.position
+        self.map_inset.geometry = None
         self.view_projection = self._cull_view_projection = self.camera.view_projection()
         self._drawn = False
 
@@ -206,6 +218,18 @@ class Demo:
         self.fade = bool(on)
         self.renderer.dither = self.fade
 
+    def set_zoom(self, held: bool, snap: bool = False) -> None:
+        """Zoom in while ``held`` (Z or the right mouse button); ``snap`` skips the easing."""
+        self.zoom.held = bool(held)
+        if snap:
+            self.zoom.snap()
+            self.camera.fov_y = self.zoom.fov
+
+    @property
+    def query_scale(self) -> float:
+        """The scale every view distance is multiplied by this frame: the +/- keys' times the zoom's."""
+        return self.scale * self.zoom.scale if self.pipeline.supports_scale else 1.0
+
     # -- the frame -----------------------------------------------------------------
     def update(self, dt: float) -> FrameStats:
         """Simulation, then culling (``on_update``); touches no GPU object.
@@ -226,6 +250,13 @@ class Demo:
                 self.tree.update_many(self.handles[moved], scene.centres[moved], scene.view_distance[moved])
             self.pipeline.refresh(moved)
 
+        # Zoom narrows the field of view; the view distances grow with it (query_scale).
+        # At rest the zoom follows the camera's own field of view (a caller may set it).
+        if self.zoom.held or self.zoom.fov != self.zoom.base_fov:
+            self.camera.fov_y = self.zoom.update(dt)
+        else:
+            self.zoom.base_fov = self.zoom.fov = float(self.camera.fov_y)
+
         # Camera matrices, once per frame: the drawing camera's, and the frozen
         # one's while culling is frozen (it culls and its frustum is drawn).
         self.view_projection = self.camera.view_projection()
@@ -236,9 +267,10 @@ class Demo:
         self._cull_view_projection = cull_vp
 
         # Culling: query (+ trace for the overlay) -> distance filter -> frustum filter.
-        stats = self.pipeline.cull(cull_position, cull_vp, scale=self.scale,
-                                   trace=self.show_overlay and self.tree is not None)
+        stats = self.pipeline.cull(cull_position, cull_vp, scale=self.query_scale,
+                                   trace=(self.show_overlay or self.show_map) and self.tree is not None)
         self.trace = self.pipeline.trace
+        self._cull_position = cull_position
 
         # Gameplay hook: which objects came into view or left it this frame.
         if self.tracker is not None:
@@ -259,8 +291,10 @@ class Demo:
         stats = self.stats
         if not self._drawn:
             t0 = perf_counter()
-            records, kind_starts = self.pipeline.instances(self.fade)
-            self.renderer.upload(records, kind_starts)
+            frame = self.pipeline.instance_groups(self.fade, lod=self.lod)
+            self.renderer.upload_groups(frame.instances, frame.group_starts)
+            stats.triangles, stats.level_counts, stats.draw_calls = \
+                frame.triangles, frame.level_counts, frame.draw_calls
             t1 = perf_counter()
             self.boxes = 0
             if self.show_overlay and self.trace is not None:
@@ -271,6 +305,12 @@ class Demo:
                     frozen_point=self.frozen.position if frozen else None)
                 self.overlay_renderer.upload(geometry)
                 self.boxes = geometry.box_count
+            if self.show_map:
+                frozen = self.frozen is not None
+                self.map_inset.update(self.trace, self.frozen if frozen else self.camera, self._cull_position,
+                                      self.scene.centres[self.pipeline.visible], index=self.tree,
+                                      scale=self.query_scale, only_depth=self.only_depth, size=self.size,
+                                      viewer=self.camera.position if frozen else None)
             stats.upload_ms = (t1 - t0) * 1e3
             stats.trace_ms = (perf_counter() - t1) * 1e3
             self._drawn = True
@@ -278,6 +318,8 @@ class Demo:
         stats.draw_ms = self.renderer.draw(vp, self.camera.position, framebuffer)
         if self.show_overlay and self.trace is not None:
             self.overlay_renderer.draw(vp, framebuffer)
+        if self.show_map and self.map_inset.geometry is not None:
+            self.map_inset.draw(framebuffer, framebuffer.size)
         return stats
 
     def state(self) -> dict:
@@ -288,7 +330,8 @@ class Demo:
                     overlay=self.show_overlay, boxes=self.boxes if self.show_overlay else 0,
                     loose=self.show_loose, level="" if self.only_depth is None else self.only_depth,
                     fade=self.fade, collide=self.collide,
-                    width=int(self.size[0]), height=int(self.size[1]))
+                    width=int(self.size[0]), height=int(self.size[1]),
+                    lod=self.lod, map=self.show_map, zoom=float(self.zoom.scale))
 
     def hud_info(self, fps: float | None = None, speed: float | None = None, help: bool = True,
                  mouse: str | None = None) -> HudInfo:
@@ -302,6 +345,8 @@ class Demo:
             frozen=self.frozen is not None, overlay=self.show_overlay, loose=self.show_loose,
             only_depth=self.only_depth, fade=self.fade,
             scale=self.scale if self.pipeline.supports_scale else None,
+            zoom=self.zoom.scale if self.pipeline.supports_scale and self.zoom.scale != 1.0 else None,
+            lod=self.lod, show_map=self.show_map,
             collision=self.collide if self.collision is not None else None,
             entered=None if ev is None else int(ev.entered.shape[0]),
             left=None if ev is None else int(ev.left.shape[0]),
@@ -321,4 +366,5 @@ class Demo:
         if self.renderer is not None:
             self.renderer.release()
         self.overlay_renderer.release()
+        self.map_inset.release()
 

@@ -20,6 +20,7 @@ from demo.demo import Demo, DemoError, DemoSettings
 from demo.interactive import save_image
 from demo.stats import StatsWriter
 from engine.hud import GREY, WHITE, YELLOW, draw_hud, hud_font_size, hud_lines, text_colour
+from engine.map import draw_map_label
 from engine.overlay import LEVEL_COLOURS, POINT_COLOUR
 
 __all__ = ["HeadlessOptions", "HeadlessResult", "create_offscreen_context", "gif_palette", "headless_pose", "run_headless",
@@ -74,7 +75,7 @@ class HeadlessResult:
     renderer: str
 
     def medians(self) -> dict[str, float]:
-        keys = ("query_ms", "distance_ms", "frustum_ms", "upload_ms", "cull_ms", "draw_ms")
+        keys = ("query_ms", "distance_ms", "frustum_ms", "upload_ms", "cull_ms", "draw_ms", "triangles")
         return {k: float(np.median([getattr(f, k) for f in self.frames])) for k in keys}
 
 
@@ -200,6 +201,8 @@ def run_headless(options: HeadlessOptions, ctx=None) -> HeadlessResult:
                     lines = hud_lines(demo.hud_info(help=False), hud_mode)
                     chars = max((len(text) for text, _ in lines), default=0)
                     draw_hud(image, lines, font_size=hud_font_size(h, w, chars))
+                if demo.show_map and demo.map_inset.geometry is not None:
+                    draw_map_label(image, demo.map_inset.geometry, font_size=max(10, h // 60))
                 if out is not None:
                     path = out / f"frame_{i:04d}.png"
                     save_image(image, path)

@@ -103,6 +103,10 @@ class FlyThroughApp(App):
                                                  batch=self.hud_batch, group=self._hud_back)
         self.hud_labels: list = []
         self._hud_font_size = 0
+        # The map's scale-bar label (the map itself is drawn with GL by the demo).
+        self.map_label = pyglet.text.Label("", font_name=self.hud_font, font_size=9, x=0, y=0, anchor_y="bottom",
+                                           color=(255, 255, 255, 255))
+        self._right_held = False
 
     def _refresh_hud(self) -> None:
         import pyglet
@@ -148,6 +152,7 @@ class FlyThroughApp(App):
         up = (k[key.E] - k[key.Q]) * speed
         if forward or right or up:
             self.demo.fly(forward, right, up)
+        self.demo.set_zoom(bool(k[key.Z]) or self._right_held)
         self.demo.update(dt)
         self._hud_age += dt
 
@@ -175,6 +180,16 @@ class FlyThroughApp(App):
                 self._refresh_hud()
                 self._hud_age = 0.0
             self.hud_batch.draw()
+        geometry = self.demo.map_inset.geometry
+        if self.demo.show_map and geometry is not None:
+            from engine.map import label_position
+
+            fb_w, fb_h = self.ctx.screen.size
+            w, h = self.window.get_size()
+            px, py = label_position(geometry, (fb_w, fb_h))
+            self.map_label.text = geometry.label
+            self.map_label.x, self.map_label.y = px * w / max(fb_w, 1), (fb_h - py) * h / max(fb_h, 1) + 4
+            self.map_label.draw()
         return stats
 
     def state(self) -> dict:
@@ -242,6 +257,10 @@ class FlyThroughApp(App):
             demo.step_level(+1)
         elif symbol == key.T:
             demo.set_fade(not demo.fade)
+        elif symbol == key.M:
+            demo.show_map = not demo.show_map
+        elif symbol == key.G:
+            demo.lod = not demo.lod
         elif symbol in (key.PLUS, key.EQUAL, key.NUM_ADD):
             demo.scale_view(SCALE_STEP)
         elif symbol in (key.MINUS, key.NUM_SUBTRACT):
@@ -265,10 +284,20 @@ class FlyThroughApp(App):
         self._hud_age = HUD_REFRESH
 
     def on_mouse_press(self, x: int, y: int, button: int, modifiers: int) -> bool:
+        from pyglet.window import mouse
+
+        if button == mouse.RIGHT:             # held: zoom (see on_update); never captures
+            self._right_held = True
+            return True
         self._pressed_at, self._dragged = (x, y), False
         return True
 
     def on_mouse_release(self, x: int, y: int, button: int, modifiers: int) -> bool:
+        from pyglet.window import mouse
+
+        if button == mouse.RIGHT:
+            self._right_held = False
+            return True
         # A click (no drag in between) captures; a drag leaves the mouse as it was.
         if self._pressed_at is not None and not self._dragged and not self.mouse_captured:
             self._capture(True)

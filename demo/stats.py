@@ -21,7 +21,8 @@ __all__ = ["STATE_FIELDS", "StatsWriter"]
 
 #: The columns after ``frame`` and the ``FrameStats`` fields.
 STATE_FIELDS = ("time_s", "scene", "x", "y", "z", "yaw", "pitch", "captured", "frozen", "scale", "overlay",
-                "boxes", "loose", "level", "fade", "collide", "hud", "speed", "width", "height")
+                "boxes", "loose", "level", "fade", "collide", "hud", "speed", "width", "height", "lod", "map",
+                "zoom")
 
 
 def _cell(value: Any) -> str:

@@ -9,7 +9,15 @@ two at the place a game loop is cut:
   GPU object;
 * :meth:`CullingPipeline.instances` (``on_render``): the survivors' per-instance
   records, fade included, grouped by kind, ready for one upload and one
-  instanced draw per kind.
+  instanced draw per kind; :meth:`CullingPipeline.instance_groups` adds each
+  instance's level of detail (:mod:`engine.lod`) from the same distances and
+  groups them by (kind, level), one instanced draw per pair.
+
+An object can also have a *begin distance* (``scene.begin_distance``): it is
+visible only from at least that far, the near end of its visibility range
+(:mod:`engine.visibility_range`).  The tree stores only the view distance;
+the begin test is one more comparison in the distance filter, on the
+candidates, and only in scenes that use it.
 
 Each stage is timed; between stages only NumPy over the *candidates* runs,
 never a Python loop and never work over all objects (the tree's query is what
@@ -28,11 +36,15 @@ import inspect
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from time import perf_counter
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from engine.frustum import frustum_planes, spheres_in_frustum
+from engine.visibility_range import begin_fade
+
+if TYPE_CHECKING:
+    from engine.lod import LodFrame
 
 __all__ = ["BruteForceIndex", "CullingPipeline", "EXACT_QUERY", "FADE_FRACTION", "FrameStats", "INSTANCE_FLOATS"]
 
@@ -73,7 +85,10 @@ class FrameStats:
     upload_ms: float = 0.0
     draw_ms: float = 0.0
     trace_ms: float = 0.0
+    triangles: int = 0
     kind_counts: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    #: Instances drawn at each level of detail (a cross-fading one counts at both).
+    level_counts: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
 
     @property
     def cull_ms(self) -> float:
@@ -83,7 +98,7 @@ class FrameStats:
     #: ``trace_ms`` is the debug overlay's own cost (its boxes built and uploaded);
     #: the trace itself comes from the query's traversal and is inside ``query_ms``.
     CSV_FIELDS = ("query_ms", "distance_ms", "frustum_ms", "upload_ms", "cull_ms", "draw_ms", "trace_ms",
-                  "candidates", "in_range", "in_frustum", "drawn")
+                  "candidates", "in_range", "in_frustum", "drawn", "triangles")
 
     def csv_row(self) -> list:
         return [getattr(self, name) for name in self.CSV_FIELDS]
@@ -152,18 +167,26 @@ class CullingPipeline:
         self._xyz = tuple(np.zeros(n) for _ in range(3))
         self._view = np.zeros(n)
         self._radius = np.zeros(n)
+        self._begin = np.zeros(n)
         self.records = np.zeros((n, INSTANCE_FLOATS), dtype=np.float32)
+        self.has_begin = False          # any begin distance above 0 (refresh keeps it)
         self.refresh()
         self._staging = np.zeros((_MIN_CAPACITY, INSTANCE_FLOATS), dtype=np.float32)
         self.exact_query = EXACT_QUERY and callable(getattr(index, "query_spheres", None))
         self.visible = np.zeros(0, dtype=np.int64)
         #: The last cull's ``QueryTrace`` when it was asked for one, else None.
         self.trace: Any = None
-        # The survivors' centres (m, 3) and (scaled) view distances (m,), kept
-        # by cull() for the fade that instances() computes.
+        # The survivors' centres (m, 3), (scaled) view distances (m,) and
+        # (scaled) begin distances (m,), kept by cull() for the fade and the
+        # level of detail that instances() computes.
         self._point = np.zeros(3)
         self._centres = np.zeros((0, 3))
         self._limit = np.zeros(0)
+        self._begin_limit: np.ndarray | None = None
+        self._dist_cache: tuple[np.ndarray, np.ndarray] | None = None
+        from engine.lod import LodSelector  # engine.lod reads FADE_FRACTION from here
+
+        self.lod = LodSelector([kind.mesh for kind in scene.kinds])
 
     def refresh(self, objects=None) -> None:
         """Re-read ``objects`` (all when None) from the scene after it moved them.
@@ -177,6 +200,9 @@ class CullingPipeline:
             column[rows] = s.centres[rows, axis]
         self._view[rows] = s.view_distance[rows]
         self._radius[rows] = s.bounding_radius[rows]
+        self._begin[rows] = s.begin_distance[rows]
+        some = bool(np.any(self._begin[rows] > 0.0))
+        self.has_begin = some if objects is None else (self.has_begin or some)
         rec = self.records
         rec[rows, 0:3] = s.centres[rows]
         rec[rows, 3] = s.bounding_radius[rows]
@@ -237,7 +263,16 @@ class CullingPipeline:
             stats.candidates = stats.in_range = int(obj.shape[0])
             if scale != 1.0:
                 limit = limit * scale
-            t1 = t2 = perf_counter()
+            t1 = perf_counter()
+            if self.has_begin:
+                # The near end: keep |camera - centre| >= scale * begin distance.
+                off = centres - p
+                dist = np.sqrt(np.einsum("ij,ij->i", off, off)) if self.shape == "sphere" \
+                    else np.max(np.abs(off), axis=1)
+                keep = dist >= np.take(self._begin, obj) * scale
+                obj, limit, centres = obj[keep], limit[keep], centres[keep]
+                stats.in_range = int(obj.shape[0])
+            t2 = perf_counter()
             self.trace = None
         else:
             # 1. Query: objects whose (scaled) view distance might reach the camera.
@@ -264,9 +299,14 @@ class CullingPipeline:
                 d2 += y * y
                 d2 += z * z
                 keep = d2 <= limit * limit
+                if self.has_begin:
+                    near = np.take(self._begin, obj) * scale
+                    keep &= d2 >= near * near
             else:
                 dist = np.maximum(np.maximum(np.abs(x), np.abs(y)), np.abs(z))
                 keep = dist <= limit
+                if self.has_begin:
+                    keep &= dist >= np.take(self._begin, obj) * scale
             obj, limit = obj[keep], limit[keep]
             centres = None
             stats.in_range = int(obj.shape[0])
@@ -282,6 +322,7 @@ class CullingPipeline:
         order = np.argsort(obj, kind="stable")
         self.visible = obj[order]
         self._centres, self._limit, self._point = centres[order], limit[order], p
+        self._begin_limit = np.take(self._begin, self.visible) * scale if self.has_begin else None
         t3 = perf_counter()
 
         kind_starts = np.searchsorted(self.visible, self.kind_offsets)
@@ -318,15 +359,55 @@ class CullingPipeline:
         inst = self._staging_rows(obj.shape[0])
         np.take(self.records, obj, axis=0, out=inst)
         if fade and obj.shape[0]:
-            off, lim = self._centres - self._point, self._limit
-            if self.shape == "sphere":
-                dist = np.sqrt(np.einsum("ij,ij->i", off, off))
-            else:
-                dist = np.max(np.abs(off), axis=1)
+            dist, lim = self.distances(), self._limit
             band = np.maximum(lim * FADE_FRACTION, 1e-9)
             inst[:, 6] = np.clip((lim - dist) / band, 0.0, 1.0)
+            if self._begin_limit is not None:
+                inst[:, 6] *= begin_fade(dist, self._begin_limit)
         kind_starts = np.searchsorted(obj, self.kind_offsets).astype(np.int64)
         return inst, kind_starts
+
+    def distances(self) -> np.ndarray:
+        """Camera distance of each object of :attr:`visible` (the exact test's metric), shape (m,), float64.
+
+        O(m); computed once per frame and shared by the fade and the level of detail.
+        """
+        if self._dist_cache is not None and self._dist_cache[0] is self._centres:
+            return self._dist_cache[1]
+        off = self._centres - self._point
+        if self.shape == "sphere":
+            dist: np.ndarray = np.sqrt(np.einsum("ij,ij->i", off, off))
+        else:
+            dist = np.max(np.abs(off), axis=1) if off.shape[0] else np.zeros(0)
+        self._dist_cache = (self._centres, dist)
+        return dist
+
+    def instance_groups(self, fade: bool = True, lod: bool = True) -> LodFrame:
+        """The survivors' records with each one's level of detail, grouped by (kind, level).
+
+        Parameters
+        ----------
+        fade : bool
+            As :meth:`instances`; with it, adjacent levels also cross-fade
+            (dithered) over :data:`engine.lod.CROSSFADE_BAND`, else they switch hard.
+        lod : bool
+            False draws everything at full detail (``--no-lod``).
+
+        Returns
+        -------
+        engine.lod.LodFrame
+            Records (cross-fading instances twice), where each (kind, level)
+            run starts, instances per level and the triangles they make.
+
+        Cost: O(m) NumPy over the survivors of the last :meth:`cull`.
+        """
+        from engine.lod import CROSSFADE_BAND
+
+        records, _ = self.instances(fade)
+        kind = np.searchsorted(self.kind_offsets, self.visible, side="right") - 1
+        if not lod:
+            return self.lod.select(records, kind, lod=False)
+        return self.lod.select(records, kind, self.distances(), self._limit, band=CROSSFADE_BAND if fade else 0.0)
 
     def run(self, camera_position, view_projection, scale: float = 1.0, fade: bool = True,
             upload: Callable[[np.ndarray, np.ndarray], None] | None = None, trace: bool = False) -> FrameStats:

@@ -21,7 +21,8 @@ __all__ = ["CONTROLS_HELP", "HUD_MODES", "HudInfo", "draw_hud", "hud_font", "hud
            "text_colour"]
 
 CONTROLS_HELP = ("WASD move  QE down/up  Shift fast  wheel speed  click/Tab capture mouse  drag look  1-3 scene",
-                 "F freeze  O overlay  L loose  [ ] level  T fade  +/- scale  C collide  P shot  H HUD  Esc quit")
+                 "F freeze  O overlay  L loose  [ ] level  T fade  +/- scale  C collide  P shot  H HUD  Esc quit",
+                 "M map  Z or right mouse (held) zoom  G levels of detail")
 
 #: The HUD's modes, in the order the H key cycles them.
 HUD_MODES = ("compact", "full", "off")
@@ -49,6 +50,9 @@ class HudInfo:
     only_depth: int | None = None
     fade: bool = True
     scale: float | None = None          # None: the tree has no scaled query
+    zoom: float | None = None           # view-distance factor of the zoom; None: not zoomed
+    lod: bool = True
+    show_map: bool = False
     collision: bool | None = None       # None: no collision module
     entered: int | None = None          # None: no visibility tracker
     left: int | None = None
@@ -94,11 +98,16 @@ def hud_lines(info: HudInfo, mode: str = "full") -> list[tuple[str, tuple[float,
         state.append("CULLING FROZEN (F)")
     if info.scale is not None and info.scale != 1.0:
         state.append(f"view scale x{info.scale:.2f}")
+    if info.zoom is not None:
+        state.append(f"zoom x{info.zoom:.1f}")
+    if not info.lod:
+        state.append("full detail (G)")
     if mode == "compact":
         lines = [
             (f"{info.scene} {info.objects:,}  cull {s.cull_ms:.2f} ms  draw {s.draw_ms:.1f} ms"
              + ("" if info.fps is None else f"  {info.fps:.0f} fps"), WHITE),
-            (f"{s.candidates:,} cand > {s.in_range:,} range > {s.in_frustum:,} frustum", WHITE),
+            (f"{s.candidates:,} cand > {s.in_range:,} range > {s.in_frustum:,} frustum"
+             f"  {getattr(s, 'triangles', 0):,} tris", WHITE),
         ]
         if state:
             lines.append(("  ".join(state), YELLOW))
@@ -113,10 +122,15 @@ def hud_lines(info: HudInfo, mode: str = "full") -> list[tuple[str, tuple[float,
          + (f"   overlay {_ms(s.trace_ms)}" if info.overlay else ""), WHITE),
         (f"funnel  candidates {s.candidates:,} -> in range {s.in_range:,} -> in frustum {s.in_frustum:,} "
          f"-> drawn {s.drawn:,}", WHITE),
+        (_lod_line(info), WHITE),
     ]
     extras = []
     if info.scale is not None:
         extras.append(f"view scale x{info.scale:.2f}")
+    if info.zoom is not None:
+        extras.append(f"zoom x{info.zoom:.2f}")
+    if info.show_map:
+        extras.append("map")
     if info.entered is not None:
         extras.append(f"entered {info.entered:,} left {info.left:,}")
     if info.collision is not None:
@@ -143,6 +157,19 @@ def hud_lines(info: HudInfo, mode: str = "full") -> list[tuple[str, tuple[float,
     if info.help:
         lines.extend((text, GREY) for text in CONTROLS_HELP)
     return lines
+
+
+def _lod_line(info: HudInfo) -> str:
+    """Instances per level of detail and the triangles they make."""
+    s = info.stats
+    counts = [int(c) for c in getattr(s, "level_counts", ())]
+    if not info.lod:
+        per_level = "off (full detail)"
+    elif counts:
+        per_level = "  ".join(f"L{i} {c:,}" for i, c in enumerate(counts))
+    else:
+        per_level = "-"
+    return f"lod     {per_level}   triangles {getattr(s, 'triangles', 0):,}   draw calls {s.draw_calls}"
 
 
 def hud_font_size(height: int, width: int | None = None, chars: int = 0) -> int:

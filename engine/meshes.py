@@ -5,6 +5,11 @@ drawn at ``centre`` with scale ``r`` lies inside the bounding sphere
 ``(centre, r)`` that the frustum filter tests: frustum culling can never cut
 off a visible object.  Meshes are flat shaded: non-indexed triangles with one
 normal per face.
+
+Besides the full-detail mesh of each class there are its lower levels of
+detail (``*_low``: fewer facets, same silhouette; ``*_card``: a flat card in
+the xy plane that the renderer turns to face the camera); which one an
+instance uses is :mod:`engine.lod`'s choice.
 """
 
 from __future__ import annotations
@@ -161,16 +166,78 @@ def _creature() -> Mesh:
     return _flat("creature", np.array(tris))
 
 
+def _octahedron(name: str, squash: float, scale: float = 0.98) -> Mesh:
+    """Eight faces: the far level of the round shapes (rock, pebble, bush)."""
+    pts = np.array([(1, 0, 0), (-1, 0, 0), (0, 1, 0), (0, -1, 0), (0, 0, 1), (0, 0, -1)], dtype=np.float64)
+    pts *= scale
+    pts[:, 1] *= squash
+    faces = [(0, 2, 4), (4, 2, 1), (1, 2, 5), (5, 2, 0), (4, 3, 0), (1, 3, 4), (5, 3, 1), (0, 3, 5)]
+    return _flat(name, _indexed(pts, faces))
+
+
+def _cone_tree_low() -> Mesh:
+    # One 6-sided crown instead of two 7-sided tiers, a 3-sided trunk: 12 triangles, not 38.
+    trunk = _prism(0.1, -0.99, -0.45, 3, caps=False)
+    crown = _prism(0.55, -0.55, 0.99, 6, top_radius=0.0, caps=False)
+    return _flat("cone_tree_low", np.concatenate([trunk, crown]))
+
+
+def _card(name: str, outline: list[tuple[float, float]]) -> Mesh:
+    """A flat convex polygon in the xy plane (facing +z), fanned into triangles."""
+    pts = np.array([(x, y, 0.0) for x, y in outline])
+    tris = [(pts[0], pts[i], pts[i + 1]) for i in range(1, len(pts) - 1)]
+    return _flat(name, np.array(tris))
+
+
+def _cone_tree_card() -> Mesh:
+    crown = _card("crown", [(-0.55, -0.55), (0.55, -0.55), (0.0, 0.99)])
+    trunk = _card("trunk", [(-0.1, -0.99), (0.1, -0.99), (0.1, -0.55), (-0.1, -0.55)])
+    return Mesh("cone_tree_card", np.concatenate([crown.vertices, trunk.vertices]))
+
+
+def _tower_low() -> Mesh:
+    body = _prism(0.2, -0.97, 0.72, 4, caps=False)
+    roof = _prism(0.3, 0.72, 0.99, 4, top_radius=0.0, caps=False)
+    return _flat("tower_low", np.concatenate([body, roof]))
+
+
+def _creature_low() -> Mesh:
+    # The upper half of the arrow-head: from above (where the swarm is seen from) the same shape.
+    nose, tail = np.array([0.0, 0.0, -0.98]), np.array([0.0, 0.0, 0.6])
+    left, right, top = np.array([-0.75, 0.0, 0.45]), np.array([0.75, 0.0, 0.45]), np.array([0.0, 0.2, 0.2])
+    return _flat("creature_low", np.array([(nose, top, left), (nose, right, top), (tail, left, top),
+                                           (tail, top, right)]))
+
+
+def _hexagon_card(name: str, radius: float) -> Mesh:
+    a = np.linspace(0.0, 2.0 * np.pi, 6, endpoint=False) + np.pi / 6.0
+    return _card(name, [(radius * np.cos(t), radius * np.sin(t)) for t in a])
+
+
 def _build() -> dict[str, Mesh]:
     meshes = [
         _cube(),
+        _hexagon_card("cube_card", 0.8),
         _lumpy("rock", seed=7, squash=0.75, lo=0.72, subdivisions=0),
+        _octahedron("rock_low", squash=0.75, scale=0.9),
         _lumpy("pebble", seed=11, squash=0.5, lo=0.8, subdivisions=0),
+        _octahedron("pebble_low", squash=0.5, scale=0.9),
         _lumpy("bush", seed=3, squash=0.85, lo=0.85),
+        _lumpy("bush_low", seed=3, squash=0.85, lo=0.85, subdivisions=0),
+        _octahedron("bush_far", squash=0.85, scale=0.92),
         _cone_tree(),
+        _cone_tree_low(),
+        _cone_tree_card(),
         _grass_card(),
+        _card("grass_low", [(-0.6, -0.7), (0.6, -0.7), (0.4, 0.7), (-0.4, 0.7)]),
         _tower(),
+        _tower_low(),
         _creature(),
+        _creature_low(),
+        # A dense cluster's stand-in (HLOD): a lumpy ball, in three levels of its own.
+        _lumpy("cluster_blob", seed=5, squash=0.9, lo=0.9, subdivisions=2),
+        _lumpy("cluster_blob_low", seed=5, squash=0.9, lo=0.9, subdivisions=1),
+        _lumpy("cluster_blob_far", seed=5, squash=0.9, lo=0.9, subdivisions=0),
     ]
     return {m.name: m for m in meshes}
 

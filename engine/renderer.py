@@ -1,9 +1,9 @@
 """Turns a scene's arrays into GPU buffers and draws a frame with moderngl.
 
-One instanced draw call per object kind: each kind owns a mesh buffer, an
-instance buffer preallocated to a capacity that doubles when a frame needs
-more (``Buffer.orphan`` keeps the vertex array bindings valid), and a vertex
-array tying them to the object program.  The ground is one indexed grid.
+One instanced draw call per object kind and level of detail: each (kind,
+level) pair owns a mesh buffer, an instance buffer preallocated to a capacity
+that doubles when a frame needs more (``Buffer.orphan`` keeps the vertex
+array bindings valid), and a vertex array tying them to the object program.  The ground is one indexed grid.
 The renderer only draws; what to draw comes from the culling pipeline.
 """
 
@@ -14,6 +14,7 @@ from time import perf_counter
 import numpy as np
 
 from engine.culling_pipeline import INSTANCE_FLOATS
+from engine.lod import MAX_LEVELS, lod_chain
 from engine.meshes import get_mesh
 from engine.shaders import load_program
 
@@ -55,11 +56,15 @@ def terrain_mesh(terrain) -> tuple[np.ndarray, np.ndarray]:
 
 
 class _KindBatch:
-    """GPU state of one object kind: mesh, growing instance buffer, vertex array."""
+    """GPU state of one object kind at one level: mesh, growing instance buffer, vertex array."""
 
-    def __init__(self, ctx, program, kind) -> None:
-        mesh = get_mesh(kind.mesh)
+    def __init__(self, ctx, program, kind, level: int = 0) -> None:
+        chain = lod_chain(kind.mesh)
+        mesh = get_mesh(chain.meshes[level])
         self.kind = kind
+        self.level = level
+        self.billboard = chain.billboard[level]
+        self.triangles = mesh.triangle_count
         self.vertex_count = mesh.vertices.shape[0]
         self.mesh_buffer = ctx.buffer(mesh.vertices.tobytes())
         self.capacity = INITIAL_INSTANCE_CAPACITY
@@ -99,7 +104,10 @@ class Renderer:
         self.scene = scene
         self.object_program = load_program(ctx, "object")
         self.ground_program = load_program(ctx, "ground")
-        self.batches = [_KindBatch(ctx, self.object_program, kind) for kind in scene.kinds]
+        #: One batch per (kind, level), at index ``kind * MAX_LEVELS + level``; None past a kind's last level.
+        self.groups: list[_KindBatch | None] = [
+            _KindBatch(ctx, self.object_program, kind, level) if level < lod_chain(kind.mesh).levels else None
+            for kind in scene.kinds for level in range(MAX_LEVELS)]
         self.ground_vao = None
         self._ground_buffers = ()
         if scene.terrain is not None:
@@ -111,14 +119,38 @@ class Renderer:
         self.dither = True
         self.flat = False       # unlit kind colours, no fog: for pixel tests
 
+    @property
+    def batches(self) -> list[_KindBatch]:
+        """The full-detail batch of each kind."""
+        return [g for g in self.groups[::MAX_LEVELS] if g is not None]
+
     def upload(self, instances: np.ndarray, kind_starts: np.ndarray) -> None:
-        """Write each kind's run of ``instances`` (m, 8) float32 into its GPU buffer.
+        """Write each kind's run of ``instances`` (m, 8) float32 into its full-detail GPU buffer.
 
         ``kind_starts`` (kinds + 1,) says where each kind's run begins, as the
         culling pipeline hands it over.  One ``write`` per kind; O(m) bytes.
         """
-        for k, batch in enumerate(self.batches):
-            batch.upload(instances[kind_starts[k]:kind_starts[k + 1]])
+        starts = np.repeat(np.asarray(kind_starts, dtype=np.int64), MAX_LEVELS)[MAX_LEVELS - 1:]
+        self.upload_groups(instances, starts)
+
+    def upload_groups(self, instances: np.ndarray, group_starts: np.ndarray) -> None:
+        """Write each (kind, level) run of ``instances`` (m, 8) float32 into its GPU buffer.
+
+        ``group_starts`` (kinds * MAX_LEVELS + 1,) says where the run of group
+        ``kind * MAX_LEVELS + level`` begins (:func:`engine.lod.lod_instances`).
+        One ``write`` per non-empty group; O(m) bytes.
+        """
+        for g, batch in enumerate(self.groups):
+            run = instances[group_starts[g]:group_starts[g + 1]]
+            if batch is not None:
+                batch.upload(run)
+            elif run.shape[0]:
+                raise ValueError(f"{run.shape[0]} instances for level {g % MAX_LEVELS} of kind "
+                                 f"{self.scene.kinds[g // MAX_LEVELS].name!r}, which has no such level")
+
+    def triangles(self) -> int:
+        """Triangles the uploaded instances make (what :meth:`draw` will rasterise)."""
+        return sum(g.count * g.triangles for g in self.groups if g is not None)
 
     def draw(self, view_projection: np.ndarray, camera_position, framebuffer) -> float:
         """Clear ``framebuffer`` and draw ground and instances; returns milliseconds
@@ -148,16 +180,18 @@ class Renderer:
             _set(prog, name, value)
         _set(prog, "u_dither", self.dither)
         _set(prog, "u_highlight_colour", getattr(scene, "highlight_colour", HIGHLIGHT_COLOUR))
-        for batch in self.batches:
-            if batch.count:
+        for batch in self.groups:
+            if batch is not None and batch.count:
                 _set(prog, "u_colour", tuple(batch.kind.colour))
+                _set(prog, "u_billboard", batch.billboard)
                 batch.vao.render(moderngl.TRIANGLES, vertices=batch.vertex_count, instances=batch.count)
         ctx.finish()
         return (perf_counter() - t0) * 1e3
 
     def release(self) -> None:
-        for batch in self.batches:
-            batch.release()
+        for batch in self.groups:
+            if batch is not None:
+                batch.release()
         if self.ground_vao is not None:
             self.ground_vao.release()
             for buf in self._ground_buffers:

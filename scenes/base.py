@@ -29,6 +29,7 @@ MESH_BASES: dict[str, float] = {
     "grass_card": -0.699999988079071,
     "tower": -0.9700000286102295,
     "creature": -0.25,
+    "cluster_blob": -0.8825593590736389,
 }
 
 
@@ -192,6 +193,9 @@ class Scene:
         Radius of a sphere holding the whole mesh; also the mesh scale.
     yaw, tint, highlight : ndarray, shape (n,), float32
         Heading (radians), colour variation in [-0.5, 0.5], highlight 0..1.
+    begin_distance : ndarray, shape (n,), float64
+        Visible only from at least this far (0: from anywhere); a hierarchical
+        LOD stand-in uses it to give way to the objects it stands for.
     world_size, world_origin
         A box holding the scene, a hint for the tree's root (which grows anyway).
     """
@@ -211,16 +215,22 @@ class Scene:
     sky: tuple[float, float, float] = (0.62, 0.74, 0.86)
     fog_distance: float = 2500.0
     highlight: np.ndarray = field(default=None)  # type: ignore[assignment]
+    begin_distance: np.ndarray = field(default=None)  # type: ignore[assignment]
     description: str = ""
 
     def __post_init__(self) -> None:
         n = self.kind.shape[0]
         if self.highlight is None:
             self.highlight = np.zeros(n, dtype=np.float32)
+        if self.begin_distance is None:
+            self.begin_distance = np.zeros(n)
         for attr, shape in (("centres", (n, 3)), ("view_distance", (n,)), ("bounding_radius", (n,)),
-                            ("yaw", (n,)), ("tint", (n,)), ("highlight", (n,))):
+                            ("yaw", (n,)), ("tint", (n,)), ("highlight", (n,)),
+                            ("begin_distance", (n,))):
             if getattr(self, attr).shape != shape:
                 raise ValueError(f"scene {self.name!r}: {attr} has shape {getattr(self, attr).shape}, expected {shape}")
+        if n and not (np.isfinite(self.begin_distance).all() and (self.begin_distance >= 0.0).all()):
+            raise ValueError(f"scene {self.name!r}: begin distances must be finite and >= 0")
         if n and np.any(np.diff(self.kind) < 0):
             raise ValueError(f"scene {self.name!r}: objects must be sorted by kind")
 

@@ -5,6 +5,12 @@ query visits the same handful of nodes and costs the same whether the clusters
 hold ten thousand objects or a million, because the clusters lie more than
 twice their objects' view distance away.  The scripted camera then flies into
 one cluster and the per-level table fills up.
+
+Each cluster also has a stand-in, the way engines do hierarchical LOD: one
+low-detail object the size of the whole cluster, seen from kilometres away,
+with a *begin distance*: it gives way (cross-faded) once the camera is close
+enough to see the members, which are visible only near.  A cluster on the
+horizon then costs one candidate, not thousands.
 """
 
 from __future__ import annotations
@@ -25,8 +31,20 @@ CLUSTER_DISTANCE = (2600.0, 3200.0)
 #: Objects in the neighbourhood, whatever the total: the clusters get the rest,
 #: so the neighbourhood's query is the same at 100 thousand or 10 million objects.
 NEIGHBOURHOOD_OBJECTS = 10_000
+#: The members' view distance (m, jittered x0.8..1.2): crystals are small.
+MEMBER_VIEW = 80.0
+#: A stand-in is seen from 4 km: from anywhere in the neighbourhood (the
+#: clusters lie 2.6-3.2 km out), as far as the fog lets anything be seen, and
+#: below half the root's size, so the tree's root does not grow for it.
+STAND_IN_VIEW = 4000.0
+#: A stand-in hides once the camera is within 220 m of its cluster's centre:
+#: the cluster's radius plus the members' view distance, where the nearest
+#: members come into sight.  It fades in over the 15 % beyond (about 250 m).
+STAND_IN_BEGIN = CLUSTER_RADIUS + MEMBER_VIEW
 
 CLUSTER_KINDS = (
+    # First, so the stand-ins' object indices do not depend on the object count.
+    ObjectKind("stand-in", "cluster_blob", (0.30, 0.45, 0.85)),
     ObjectKind("bush", "bush", (0.22, 0.50, 0.18)),
     ObjectKind("rock", "rock", (0.48, 0.46, 0.50), solid=True),
     ObjectKind("tree", "cone_tree", (0.12, 0.36, 0.15), solid=True),
@@ -67,7 +85,8 @@ def make_clusters(objects: int = 400_000, seed: int = 1) -> ClustersScene:
                                low_colour=(0.40, 0.44, 0.30), high_colour=(0.52, 0.50, 0.42))
     near = min(objects, NEIGHBOURHOOD_OBJECTS)
     counts = allocate_counts(near, {"bush": 0.5, "rock": 0.3, "tree": 0.2})
-    counts["crystal"] = objects - near
+    counts["stand-in"] = min(CLUSTER_COUNT, objects - near)
+    counts["crystal"] = objects - near - counts["stand-in"]
     angles = np.linspace(0.0, 2.0 * np.pi, CLUSTER_COUNT, endpoint=False) + 0.35
     dists = rng.uniform(*CLUSTER_DISTANCE, size=CLUSTER_COUNT)
     cx, cz = dists * np.sin(angles), -dists * np.cos(angles)
@@ -75,10 +94,19 @@ def make_clusters(objects: int = 400_000, seed: int = 1) -> ClustersScene:
     cluster_centres = np.stack([cx, cy, cz], axis=1)
 
     spec = {"bush": (160.0, (0.9, 1.8)), "rock": (350.0, (1.5, 4.0)), "tree": (700.0, (5.0, 9.0)),
-            "crystal": (80.0, (0.6, 1.6))}
+            "crystal": (MEMBER_VIEW, (0.6, 1.6))}
     parts = []
+    begin = []
     for index, kind in enumerate(CLUSTER_KINDS):
         n = counts[kind.name]
+        if kind.name == "stand-in":
+            # One per cluster, the cluster's size; no random draws (the others' stay as they were).
+            parts.append(dict(kind=index, centres=cluster_centres[:n], view_distance=np.full(n, STAND_IN_VIEW),
+                              bounding_radius=np.full(n, CLUSTER_RADIUS * 1.05),
+                              yaw=np.linspace(0.0, 2.0, n), tint=np.zeros(n)))
+            begin.append(np.full(n, STAND_IN_BEGIN))
+            continue
+        begin.append(np.zeros(n))
         view, rad = spec[kind.name]
         radius = rng.uniform(*rad, size=n)
         if kind.name == "crystal":
@@ -98,7 +126,7 @@ def make_clusters(objects: int = 400_000, seed: int = 1) -> ClustersScene:
         name="clusters", seed=seed, kinds=CLUSTER_KINDS, terrain=terrain,
         world_size=WORLD_SIZE, world_origin=(-WORLD_SIZE / 2.0,) * 3, fog_distance=4000.0,
         description=f"sparse neighbourhood + {CLUSTER_COUNT} dense clusters ~3 km away",
-        **build_arrays(parts, len(CLUSTER_KINDS)),
+        begin_distance=np.concatenate(begin), **build_arrays(parts, len(CLUSTER_KINDS)),
     )
     scene.cluster_centres = cluster_centres
     return scene

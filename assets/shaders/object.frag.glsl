@@ -1,6 +1,8 @@
 #version 330 core
 // Flat-shaded objects with distance fog, and a dithered fade over the last
-// stretch of an object's view distance instead of a pop.
+// stretch of an object's view distance instead of a pop.  The same dither
+// cross-fades adjacent levels of detail: the incoming level keeps the
+// thresholds below its fade, the outgoing one (fade 1 + s) the complement.
 
 uniform vec3 u_colour;
 uniform vec3 u_highlight_colour;
@@ -14,7 +16,7 @@ uniform bool u_flat;            // debug/test view: the kind's colour, unlit, no
 in vec3 v_world;
 in vec3 v_normal;
 flat in float v_tint;
-flat in float v_fade;
+flat in float v_fade;           // 0..1: keep thresholds below it; 1..2: keep those at or above fade - 1
 flat in float v_highlight;
 
 out vec4 f_colour;
@@ -28,8 +30,11 @@ float bayer4(vec2 frag) {
 }
 
 void main() {
-    if (u_dither && v_fade < bayer4(gl_FragCoord.xy)) {
-        discard;
+    if (u_dither) {
+        float threshold = bayer4(gl_FragCoord.xy);
+        if (v_fade <= 1.0 ? v_fade < threshold : threshold < v_fade - 1.0) {
+            discard;
+        }
     }
     if (u_flat) {
         f_colour = vec4(u_colour, 1.0);

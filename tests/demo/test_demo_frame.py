@@ -34,8 +34,8 @@ def test_update_touches_no_gpu_object_and_render_completes_the_stats(make_demo, 
     pose = demo.scene.camera_pose(0.4)
     demo.set_pose(pose.position, pose.yaw, pose.pitch)
     with monkeypatch.context() as m:
-        for obj, name in ((demo.renderer, "upload"), (demo.renderer, "draw"), (demo.overlay_renderer, "upload"),
-                          (demo.overlay_renderer, "draw")):
+        for obj, name in ((demo.renderer, "upload"), (demo.renderer, "upload_groups"), (demo.renderer, "draw"),
+                          (demo.overlay_renderer, "upload"), (demo.overlay_renderer, "draw")):
             _forbid(m, obj, name)
         stats = demo.update(0.0)
     assert stats.drawn > 0 and stats.draw_ms == 0.0
@@ -46,7 +46,9 @@ def test_update_touches_no_gpu_object_and_render_completes_the_stats(make_demo, 
     finally:
         fbo.release()
     assert done is stats and stats.draw_ms > 0.0 and stats.upload_ms > 0.0
-    assert sum(b.count for b in demo.renderer.batches) == stats.drawn
+    # Every (kind, level) batch: cross-fading instances are drawn at two levels.
+    uploaded = sum(b.count for b in demo.renderer.groups if b is not None)
+    assert uploaded == int(stats.level_counts.sum()) >= stats.drawn
     assert (demo.overlay_renderer.count > 0) == overlay
 
 

@@ -74,7 +74,7 @@ def test_frustum_filter_never_removes_a_visible_pixel(make_demo, render, monkeyp
 
 
 def _wide_swarm_frame(make_demo, render):
-    demo = make_demo("swarm", 6000, size=(96, 54), overlay=False)
+    demo = make_demo("swarm", 6000, size=(96, 54), overlay=False, lod=False)
     demo.set_pose(np.array([0.0, 60.0, 0.0]), 0.0, -89.0)
     demo.camera.fov_y = 170.0
     demo.camera.aspect = 4.0
