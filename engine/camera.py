@@ -12,6 +12,7 @@ import math
 from dataclasses import dataclass, field, replace
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 from pyrr import matrix44
 
 __all__ = ["Camera", "MAX_PITCH_DEG"]
@@ -21,7 +22,7 @@ __all__ = ["Camera", "MAX_PITCH_DEG"]
 MAX_PITCH_DEG = 89.0
 
 
-def _as_position(value) -> np.ndarray:
+def _as_position(value: ArrayLike) -> NDArray[np.float64]:
     pos = np.array(value, dtype=np.float64).reshape(-1)
     if pos.shape != (3,) or not np.all(np.isfinite(pos)):
         raise ValueError(f"camera position must be 3 finite numbers, got {value!r}")
@@ -86,7 +87,7 @@ class Camera:
         self.yaw = (self.yaw + d_yaw) % 360.0
         self.pitch = float(np.clip(self.pitch + d_pitch, -MAX_PITCH_DEG, MAX_PITCH_DEG))
 
-    def look_at(self, target) -> None:
+    def look_at(self, target: ArrayLike) -> None:
         """Point the camera at ``target`` (shape (3,)); no-op if it is the eye."""
         d = _as_position(target) - self.position
         horiz = math.hypot(d[0], d[2])
@@ -103,17 +104,18 @@ class Camera:
         return replace(self, position=self.position.copy())
 
     # -- matrices ------------------------------------------------------------
-    def view_matrix(self) -> np.ndarray:
+    def view_matrix(self) -> NDArray[np.float64]:
         """World to eye, column-vector form, shape (4, 4), float64."""
         up = np.array([0.0, 1.0, 0.0])
-        m = matrix44.create_look_at(self.position, self.position + self.forward(), up, dtype=np.float64)
+        m: NDArray[np.float64] = matrix44.create_look_at(self.position, self.position + self.forward(), up,
+                                                         dtype=np.float64)
         return m.T
 
-    def projection_matrix(self) -> np.ndarray:
+    def projection_matrix(self) -> NDArray[np.float64]:
         """Eye to clip (OpenGL depth range -1..1), column-vector form, shape (4, 4), float64."""
-        m = matrix44.create_perspective_projection(self.fov_y, self.aspect, self.near, self.far, dtype=np.float64)
+        m: NDArray[np.float64] = matrix44.create_perspective_projection(self.fov_y, self.aspect, self.near, self.far, dtype=np.float64)
         return m.T
 
-    def view_projection(self) -> np.ndarray:
+    def view_projection(self) -> NDArray[np.float64]:
         """World to clip, column-vector form (``clip = M @ [x, y, z, 1]``), shape (4, 4), float64."""
         return self.projection_matrix() @ self.view_matrix()

@@ -36,17 +36,20 @@ import inspect
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from time import perf_counter
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 
 from engine.frustum import frustum_planes, spheres_in_frustum
 from engine.visibility_range import begin_fade
 
 if TYPE_CHECKING:
     from engine.lod import LodFrame
+    from engine.scene_protocol import SceneData
 
-__all__ = ["BruteForceIndex", "CullingPipeline", "EXACT_QUERY", "FADE_FRACTION", "FrameStats", "INSTANCE_FLOATS"]
+__all__ = ["BruteForceIndex", "CullingPipeline", "EXACT_QUERY", "FADE_FRACTION", "FrameStats", "INSTANCE_FLOATS",
+           "SpatialIndex"]
 
 #: Objects dither out over the last 15 % of their view distance: long enough to
 #: hide the pop at walking speed, short enough that they are solid most of the time.
@@ -100,8 +103,19 @@ class FrameStats:
     CSV_FIELDS = ("query_ms", "distance_ms", "frustum_ms", "upload_ms", "cull_ms", "draw_ms", "trace_ms",
                   "candidates", "in_range", "in_frustum", "drawn", "triangles")
 
-    def csv_row(self) -> list:
+    def csv_row(self) -> list[float | int]:
         return [getattr(self, name) for name in self.CSV_FIELDS]
+
+
+class SpatialIndex(Protocol):
+    """What the pipeline needs of an index: a point query returning handles.
+
+    ``ViewDistanceTree``, ``DenseViewDistanceGrid`` and :class:`BruteForceIndex`
+    all fit.  ``scale`` is passed only when the query accepts it; ``trace(p)``
+    and ``query_spheres(p, exact=True)`` are used when the index has them.
+    """
+
+    def query(self, point: Any, exact: bool = False, scale: float = 1.0) -> NDArray[np.int64]: ...
 
 
 class BruteForceIndex:
@@ -114,7 +128,7 @@ class BruteForceIndex:
     def __init__(self, n: int) -> None:
         self._all = np.arange(n, dtype=np.int64)
 
-    def query(self, point, exact: bool = False, scale: float = 1.0) -> np.ndarray:
+    def query(self, point: ArrayLike, exact: bool = False, scale: float = 1.0) -> NDArray[np.int64]:
         return self._all.copy()
 
     trace = None        # no tree, no trace: the overlay shows nothing
@@ -123,7 +137,7 @@ class BruteForceIndex:
         return int(self._all.shape[0])
 
 
-def _accepts_scale(index) -> bool:
+def _accepts_scale(index: SpatialIndex) -> bool:
     try:
         return "scale" in inspect.signature(index.query).parameters
     except (TypeError, ValueError):
@@ -144,7 +158,7 @@ class CullingPipeline:
         The exact distance test, matching the tree's: Euclidean or largest-axis.
     """
 
-    def __init__(self, scene, index, handles, shape: str = "sphere") -> None:
+    def __init__(self, scene: SceneData, index: SpatialIndex, handles: ArrayLike, shape: str = "sphere") -> None:
         if shape not in ("sphere", "cube"):
             raise ValueError(f"shape must be 'sphere' or 'cube', got {shape!r}")
         self.scene = scene
@@ -155,7 +169,7 @@ class CullingPipeline:
         if self.handles.shape != (n,):
             raise ValueError(f"need one handle per object ({n}), got shape {self.handles.shape}")
         if np.array_equal(self.handles, np.arange(n)):
-            self._object_of = None                      # handles are object indices
+            self._object_of: NDArray[np.int64] | None = None    # None: handles are object indices
         else:
             self._object_of = np.full(int(self.handles.max(initial=-1)) + 1, -1, dtype=np.int64)
             self._object_of[self.handles] = np.arange(n)
@@ -188,7 +202,7 @@ class CullingPipeline:
 
         self.lod = LodSelector([kind.mesh for kind in scene.kinds])
 
-    def refresh(self, objects=None) -> None:
+    def refresh(self, objects: ArrayLike | None = None) -> None:
         """Re-read ``objects`` (all when None) from the scene after it moved them.
 
         Updates the per-axis coordinate columns the filters gather from and
@@ -221,7 +235,8 @@ class CullingPipeline:
             self._staging = np.zeros((cap, INSTANCE_FLOATS), dtype=np.float32)
         return self._staging[:n]
 
-    def cull(self, camera_position, view_projection, scale: float = 1.0, trace: bool = False) -> FrameStats:
+    def cull(self, camera_position: ArrayLike, view_projection: ArrayLike, scale: float = 1.0,
+             trace: bool = False) -> FrameStats:
         """Query, distance filter and frustum filter for one frame (``on_update``).
 
         Parameters
@@ -250,15 +265,16 @@ class CullingPipeline:
         """
         p = np.asarray(camera_position, dtype=np.float64).reshape(3)
         scale = float(scale) if self.supports_scale else 1.0
-        scaled = {} if scale == 1.0 else {"scale": scale}
+        scaled: dict[str, Any] = {} if scale == 1.0 else {"scale": scale}   # only to queries that take it
         stats = FrameStats()
         tracer = getattr(self.index, "trace", None) if trace else None
+        query_spheres = getattr(self.index, "query_spheres", None) if self.exact_query else None
 
         t0 = perf_counter()
-        if tracer is None and self.exact_query:
+        if tracer is None and query_spheres is not None:
             # 1+2. Query and exact distance test in one call: centres and radii
             # come from the tree's own contiguous runs, not a gather by handle.
-            found, centres, limit = self.index.query_spheres(p, exact=True, **scaled)
+            found, centres, limit = query_spheres(p, exact=True, **scaled)
             obj = self.objects_of(np.asarray(found, dtype=np.int64))
             stats.candidates = stats.in_range = int(obj.shape[0])
             if scale != 1.0:
@@ -409,7 +425,7 @@ class CullingPipeline:
             return self.lod.select(records, kind, lod=False)
         return self.lod.select(records, kind, self.distances(), self._limit, band=CROSSFADE_BAND if fade else 0.0)
 
-    def run(self, camera_position, view_projection, scale: float = 1.0, fade: bool = True,
+    def run(self, camera_position: ArrayLike, view_projection: ArrayLike, scale: float = 1.0, fade: bool = True,
             upload: Callable[[np.ndarray, np.ndarray], None] | None = None, trace: bool = False) -> FrameStats:
         """:meth:`cull`, then :meth:`instances` handed to ``upload``: a whole frame's culling in one call.
 

@@ -11,6 +11,7 @@ inside half-space when that distance is ``>= -radius``.
 from __future__ import annotations
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 
 __all__ = ["PLANE_NAMES", "frustum_corners", "frustum_planes", "spheres_in_frustum"]
 
@@ -18,7 +19,7 @@ __all__ = ["PLANE_NAMES", "frustum_corners", "frustum_planes", "spheres_in_frust
 PLANE_NAMES = ("left", "right", "bottom", "top", "near", "far")
 
 
-def frustum_planes(view_projection) -> np.ndarray:
+def frustum_planes(view_projection: ArrayLike) -> NDArray[np.float64]:
     """The six inward-facing planes of a frustum.
 
     Parameters
@@ -53,7 +54,8 @@ def frustum_planes(view_projection) -> np.ndarray:
     return planes
 
 
-def spheres_in_frustum(planes, centres, radii) -> np.ndarray:
+def spheres_in_frustum(planes: NDArray[np.float64], centres: ArrayLike,
+                       radii: ArrayLike) -> NDArray[np.bool_]:
     """Which spheres touch the frustum (conservative, as every engine does it).
 
     A sphere is kept unless it lies entirely on the outside of one plane, i.e.
@@ -82,10 +84,11 @@ def spheres_in_frustum(planes, centres, radii) -> np.ndarray:
     dist = centres @ planes[:, :3].T
     dist += planes[:, 3]
     dist += radii[:, None]
-    return np.all(dist >= 0.0, axis=1)
+    mask: NDArray[np.bool_] = np.all(dist >= 0.0, axis=1)
+    return mask
 
 
-def frustum_corners(view_projection) -> np.ndarray:
+def frustum_corners(view_projection: ArrayLike) -> NDArray[np.float64]:
     """The eight corners of the frustum in world space, for drawing it.
 
     Returns

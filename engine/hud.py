@@ -9,13 +9,19 @@ the read-back image with Pillow, so screenshots show the same HUD.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from engine.overlay import level_colour
 
 if TYPE_CHECKING:
+    from PIL import Image, ImageFont
+
     from engine.culling_pipeline import FrameStats
+    from engine.overlay import LevelBoxes
+
+    Font = ImageFont.FreeTypeFont | ImageFont.ImageFont
 
 __all__ = ["CONTROLS_HELP", "HUD_MODES", "HudInfo", "draw_hud", "hud_font", "hud_font_size", "hud_lines",
            "text_colour"]
@@ -42,7 +48,7 @@ class HudInfo:
     scene: str
     objects: int
     stats: FrameStats
-    levels: list = field(default_factory=list)   # engine.overlay.LevelBoxes, drawn levels
+    levels: list[LevelBoxes] = field(default_factory=list)   # the drawn levels
     fps: float | None = None
     frozen: bool = False
     overlay: bool = True
@@ -67,10 +73,11 @@ def _ms(value: float) -> str:
     return f"{value:6.2f}"
 
 
-def text_colour(rgb) -> tuple[float, float, float]:
+def text_colour(rgb: Iterable[float]) -> tuple[float, float, float]:
     """A level colour lightened towards white so it reads on the dark panel
     (the saturated blues and violets of deep levels are hard to read as they are)."""
-    return tuple(0.55 * float(c) + 0.45 for c in rgb)  # type: ignore[return-value]
+    r, g, b = (0.55 * float(c) + 0.45 for c in rgb)
+    return r, g, b
 
 
 def hud_lines(info: HudInfo, mode: str = "full") -> list[tuple[str, tuple[float, float, float]]]:
@@ -185,15 +192,15 @@ def hud_font_size(height: int, width: int | None = None, chars: int = 0) -> int:
     return int(size)
 
 
-_FONT_CACHE: dict[int, object] = {}
+_FONT_CACHE: dict[int, Font] = {}
 
 
-def hud_font(size: int = 14):
+def hud_font(size: int = 14) -> Font:
     """A monospace TrueType font if the system has one, else Pillow's built-in font."""
     if size not in _FONT_CACHE:
         from PIL import ImageFont
 
-        font: Any = None
+        font: Font | None = None
         for name in ("DejaVuSansMono.ttf", "LiberationMono-Regular.ttf", "Menlo.ttc", "consola.ttf"):
             try:
                 font = ImageFont.truetype(name, size)
@@ -209,7 +216,7 @@ def hud_font(size: int = 14):
     return _FONT_CACHE[size]
 
 
-def draw_hud(image, lines, font_size: int = 14):
+def draw_hud(image: Image.Image, lines: Sequence[tuple[str, Iterable[float]]], font_size: int = 14) -> Image.Image:
     """Paint ``lines`` (from :func:`hud_lines`) in the top-left of a Pillow RGB image.
 
     A translucent dark panel sits behind the text so it reads over sky and

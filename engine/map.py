@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from engine.overlay import level_colour
-from engine.shaders import load_program
+from engine.shaders import load_program, uniform
 
 __all__ = ["MAP_FRACTION", "MAP_RADIUS", "MapGeometry", "MapInset", "MapRenderer", "build_map", "draw_map_label",
            "inset_rect", "label_position", "map_matrix", "scale_bar_length"]
@@ -335,7 +335,7 @@ class MapRenderer:
         self.ctx.blend_func = moderngl.SRC_ALPHA, moderngl.ONE_MINUS_SRC_ALPHA
         self.ctx.point_size = self.DOT_SIZE
         matrix = np.ascontiguousarray(map_matrix(g.centre, g.radius).T, dtype=np.float32)
-        self.program["u_view_projection"].write(matrix.tobytes())
+        uniform(self.program, "u_view_projection").write(matrix.tobytes())
         tri, line, point = self.ranges
         if tri:
             self.vao.render(moderngl.TRIANGLES, vertices=tri, first=0)

@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 
 __all__ = ["MESHES", "Mesh", "get_mesh", "mesh_names"]
 
@@ -43,7 +44,7 @@ class Mesh:
 
     @property
     def triangle_count(self) -> int:
-        return self.vertices.shape[0] // 3
+        return int(self.vertices.shape[0]) // 3
 
 
 def _flat(name: str, triangles: np.ndarray) -> Mesh:
@@ -61,8 +62,8 @@ def _flat(name: str, triangles: np.ndarray) -> Mesh:
     return Mesh(name, verts)
 
 
-def _indexed(points: np.ndarray, faces: np.ndarray) -> np.ndarray:
-    return np.asarray(points, dtype=np.float64)[np.asarray(faces)]
+def _indexed(points: ArrayLike, faces: ArrayLike) -> NDArray[np.float64]:
+    return np.asarray(points, dtype=np.float64)[np.asarray(faces, dtype=np.intp)]
 
 
 def _icosphere(subdivisions: int) -> tuple[np.ndarray, np.ndarray]:

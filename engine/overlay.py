@@ -8,11 +8,18 @@ culling is frozen, the frozen frustum and query point are drawn too.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 
 from engine.frustum import frustum_corners
-from engine.shaders import load_program
+from engine.shaders import load_program, uniform
+
+if TYPE_CHECKING:
+    import moderngl
+
+    from culling import LevelTrace, QueryTrace
 
 __all__ = ["LEVEL_COLOURS", "LevelBoxes", "OverlayGeometry", "OverlayRenderer", "box_edges",
            "build_overlay", "level_colour", "loose_bounds", "trace_levels"]
@@ -34,10 +41,11 @@ _EDGES = np.array([(0, 1), (2, 3), (4, 5), (6, 7), (0, 2), (1, 3), (4, 6), (5, 7
 
 def level_colour(depth: int) -> tuple[float, float, float]:
     """RGB in 0..1 for tree depth ``depth`` (0 = root)."""
-    return tuple(float(c) for c in LEVEL_COLOURS[depth % len(LEVEL_COLOURS)])
+    r, g, b = (float(c) for c in LEVEL_COLOURS[depth % len(LEVEL_COLOURS)])
+    return r, g, b
 
 
-def box_edges(bounds) -> np.ndarray:
+def box_edges(bounds: ArrayLike) -> NDArray[np.float32]:
     """Line-list vertices of the 12 edges of each box.
 
     Parameters
@@ -59,7 +67,7 @@ def box_edges(bounds) -> np.ndarray:
     return corners[:, _EDGES.ravel(), :].reshape(-1, 3).astype(np.float32)
 
 
-def loose_bounds(level) -> np.ndarray:
+def loose_bounds(level: LevelTrace) -> NDArray[np.float64]:
     """The grown boxes a query tested at this level: ``.loose_bounds`` if the trace
     has them, else each box grown by half its edge on every side (the root,
     depth 0, is visited unconditionally and not grown)."""
@@ -87,7 +95,7 @@ class LevelBoxes:
         return int(self.bounds.shape[0])
 
 
-def trace_levels(trace, loose: bool = False) -> list[LevelBoxes]:
+def trace_levels(trace: QueryTrace | None, loose: bool = False) -> list[LevelBoxes]:
     """The trace's levels as :class:`LevelBoxes` (loose bounds if asked), root first."""
     if trace is None:
         return []
@@ -109,8 +117,9 @@ class OverlayGeometry:
         return sum(lv.nodes for lv in self.levels)
 
 
-def build_overlay(trace, loose: bool = False, only_depth: int | None = None,
-                  frozen_view_projection=None, frozen_point=None, marker_size: float = 3.0) -> OverlayGeometry:
+def build_overlay(trace: QueryTrace | None, loose: bool = False, only_depth: int | None = None,
+                  frozen_view_projection: ArrayLike | None = None, frozen_point: ArrayLike | None = None,
+                  marker_size: float = 3.0) -> OverlayGeometry:
     """Line geometry for the overlay.
 
     Parameters
@@ -155,7 +164,7 @@ def build_overlay(trace, loose: bool = False, only_depth: int | None = None,
 class OverlayRenderer:
     """Draws :class:`OverlayGeometry` as lines on top of the frame (no depth test)."""
 
-    def __init__(self, ctx) -> None:
+    def __init__(self, ctx: moderngl.Context) -> None:
         self.ctx = ctx
         self.program = load_program(ctx, "lines")
         self.capacity = 4096
@@ -173,7 +182,7 @@ class OverlayRenderer:
             self.buffer.write(data)
         self.count = n
 
-    def draw(self, view_projection, framebuffer) -> None:
+    def draw(self, view_projection: ArrayLike, framebuffer: moderngl.Framebuffer) -> None:
         import moderngl
 
         if not self.count:
@@ -182,7 +191,7 @@ class OverlayRenderer:
         self.ctx.enable_only(moderngl.BLEND)
         self.ctx.blend_func = moderngl.SRC_ALPHA, moderngl.ONE_MINUS_SRC_ALPHA
         matrix = np.ascontiguousarray(np.asarray(view_projection).T, dtype=np.float32)   # GLSL is column-major
-        self.program["u_view_projection"].write(matrix.tobytes())
+        uniform(self.program, "u_view_projection").write(matrix.tobytes())
         self.vao.render(moderngl.LINES, vertices=self.count)
         self.ctx.enable_only(moderngl.NOTHING)
 

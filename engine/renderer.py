@@ -10,13 +10,20 @@ The renderer only draws; what to draw comes from the culling pipeline.
 from __future__ import annotations
 
 from time import perf_counter
+from typing import TYPE_CHECKING
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 
 from engine.culling_pipeline import INSTANCE_FLOATS
 from engine.lod import MAX_LEVELS, lod_chain
 from engine.meshes import get_mesh
-from engine.shaders import load_program
+from engine.shaders import load_program, uniform
+
+if TYPE_CHECKING:
+    import moderngl
+
+    from engine.scene_protocol import KindData, SceneData, TerrainData
 
 __all__ = ["INITIAL_INSTANCE_CAPACITY", "Renderer", "terrain_mesh"]
 
@@ -27,17 +34,17 @@ LIGHT_DIR = np.array([0.45, 0.8, 0.35]) / np.linalg.norm([0.45, 0.8, 0.35])
 HIGHLIGHT_COLOUR = (0.95, 0.15, 0.10)
 
 
-def _set(program, name: str, value) -> None:
+def _set(program: moderngl.Program, name: str, value: object) -> None:
     """Set a uniform if the compiler kept it (unused uniforms are optimised out)."""
     if name in program:
         if isinstance(value, np.ndarray) and value.shape == (4, 4):
             # Column-vector maths matrix -> GLSL's column-major layout.
-            program[name].write(np.ascontiguousarray(value.T, dtype=np.float32).tobytes())
+            uniform(program, name).write(np.ascontiguousarray(value.T, dtype=np.float32).tobytes())
         else:
-            program[name].value = value
+            uniform(program, name).value = value
 
 
-def terrain_mesh(terrain) -> tuple[np.ndarray, np.ndarray]:
+def terrain_mesh(terrain: TerrainData) -> tuple[NDArray[np.float32], NDArray[np.uint32]]:
     """Grid vertices ``(res*res, 6)`` float32 (position, normal) and triangle indices uint32."""
     h = terrain.heights
     res = h.shape[0]
@@ -58,7 +65,7 @@ def terrain_mesh(terrain) -> tuple[np.ndarray, np.ndarray]:
 class _KindBatch:
     """GPU state of one object kind at one level: mesh, growing instance buffer, vertex array."""
 
-    def __init__(self, ctx, program, kind, level: int = 0) -> None:
+    def __init__(self, ctx: moderngl.Context, program: moderngl.Program, kind: KindData, level: int = 0) -> None:
         chain = lod_chain(kind.mesh)
         mesh = get_mesh(chain.meshes[level])
         self.kind = kind
@@ -99,7 +106,7 @@ class Renderer:
     scene : scenes.Scene
     """
 
-    def __init__(self, ctx, scene) -> None:
+    def __init__(self, ctx: moderngl.Context, scene: SceneData) -> None:
         self.ctx = ctx
         self.scene = scene
         self.object_program = load_program(ctx, "object")
@@ -108,8 +115,8 @@ class Renderer:
         self.groups: list[_KindBatch | None] = [
             _KindBatch(ctx, self.object_program, kind, level) if level < lod_chain(kind.mesh).levels else None
             for kind in scene.kinds for level in range(MAX_LEVELS)]
-        self.ground_vao = None
-        self._ground_buffers = ()
+        self.ground_vao: moderngl.VertexArray | None = None
+        self._ground_buffers: tuple[moderngl.Buffer, ...] = ()
         if scene.terrain is not None:
             verts, indices = terrain_mesh(scene.terrain)
             vbo, ibo = ctx.buffer(verts.tobytes()), ctx.buffer(indices.tobytes())
@@ -152,7 +159,8 @@ class Renderer:
         """Triangles the uploaded instances make (what :meth:`draw` will rasterise)."""
         return sum(g.count * g.triangles for g in self.groups if g is not None)
 
-    def draw(self, view_projection: np.ndarray, camera_position, framebuffer) -> float:
+    def draw(self, view_projection: NDArray[np.float64], camera_position: ArrayLike,
+             framebuffer: moderngl.Framebuffer) -> float:
         """Clear ``framebuffer`` and draw ground and instances; returns milliseconds
         including ``ctx.finish()`` (so the time is the real cost on llvmpipe)."""
         import moderngl
@@ -162,17 +170,18 @@ class Renderer:
         framebuffer.use()
         framebuffer.clear(*scene.sky, 1.0, depth=1.0)
         ctx.enable_only(moderngl.DEPTH_TEST)
-        cam = tuple(float(v) for v in camera_position)
+        cam = tuple(float(v) for v in np.asarray(camera_position, dtype=np.float64).reshape(3))
         common = dict(u_camera=cam, u_light_dir=tuple(LIGHT_DIR), u_sky=tuple(scene.sky),
                       u_fog_distance=float(scene.fog_distance), u_flat=self.flat)
-        if self.ground_vao is not None:
+        terrain = scene.terrain
+        if self.ground_vao is not None and terrain is not None:
             prog = self.ground_program
             _set(prog, "u_view_projection", view_projection)
             for name, value in common.items():
                 _set(prog, name, value)
-            _set(prog, "u_low_colour", scene.terrain.low_colour)
-            _set(prog, "u_high_colour", scene.terrain.high_colour)
-            _set(prog, "u_height_range", scene.terrain.height_range)
+            _set(prog, "u_low_colour", terrain.low_colour)
+            _set(prog, "u_high_colour", terrain.high_colour)
+            _set(prog, "u_height_range", terrain.height_range)
             self.ground_vao.render(moderngl.TRIANGLES)
         prog = self.object_program
         _set(prog, "u_view_projection", view_projection)

@@ -11,8 +11,12 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-__all__ = ["SHADER_DIR", "ShaderError", "load_program", "shader_path"]
+if TYPE_CHECKING:
+    import moderngl
+
+__all__ = ["SHADER_DIR", "ShaderError", "load_program", "shader_path", "uniform"]
 
 #: Where the GLSL sources live: ``assets/shaders`` at the repository root.
 SHADER_DIR = Path(__file__).resolve().parent.parent / "assets" / "shaders"
@@ -81,7 +85,7 @@ def _translate(log: str, paths: dict[str, Path], sources: dict[str, str]) -> str
     return "\n".join(out) if out else log.strip()
 
 
-def load_program(ctx, name: str, directory: Path | None = None):
+def load_program(ctx: moderngl.Context, name: str, directory: Path | None = None) -> moderngl.Program:
     """Compile and link the program ``name`` from its ``.vert.glsl``/``.frag.glsl`` pair.
 
     Parameters
@@ -113,3 +117,24 @@ def load_program(ctx, name: str, directory: Path | None = None):
         )
     except moderngl.Error as exc:
         raise ShaderError(_translate(str(exc), paths, sources)) from None
+
+
+def uniform(program: moderngl.Program, name: str) -> moderngl.Uniform:
+    """The uniform ``name`` of ``program``.
+
+    ``program[name]`` may also be an attribute, a varying or a uniform block;
+    this narrows it to what can be written.
+
+    Raises
+    ------
+    KeyError
+        The program has no member ``name`` (or the compiler optimised it out).
+    TypeError
+        ``name`` is not a plain uniform.
+    """
+    import moderngl  # local: keep this module importable without a GL stack
+
+    member = program[name]
+    if not isinstance(member, moderngl.Uniform):
+        raise TypeError(f"{name!r} is a {type(member).__name__}, not a uniform")
+    return member
