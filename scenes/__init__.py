@@ -26,7 +26,8 @@ class SceneInfo:
     def load(self) -> Callable[..., Scene]:
         import importlib
 
-        return getattr(importlib.import_module(self.module), self.builder)
+        builder: Callable[..., Scene] = getattr(importlib.import_module(self.module), self.builder)
+        return builder
 
 
 #: Scene name -> how to build it.  Number keys 1..3 switch in this order.

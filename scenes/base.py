@@ -9,11 +9,15 @@ array and a sorted list of object indices falls into per-kind runs.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any, TypedDict
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 
-__all__ = ["MESH_BASES", "ObjectKind", "Pose", "Scene", "Terrain", "allocate_counts", "mesh_base", "smooth_noise"]
+__all__ = ["MESH_BASES", "ObjectKind", "Pose", "Scene", "SceneArrays", "Terrain", "allocate_counts", "build_arrays",
+           "mesh_base", "morton_order", "smooth_noise"]
 
 #: Lowest y of each mesh the engine draws, in units of the instance scale (the
 #: bounding radius): a scene stands an object on the ground by placing its
@@ -69,7 +73,7 @@ class Pose:
     pitch: float
 
 
-def smooth_noise(x, z, seed: int, octaves: int = 4, wavelength: float = 1200.0) -> np.ndarray:
+def smooth_noise(x: ArrayLike, z: ArrayLike, seed: int, octaves: int = 4, wavelength: float = 1200.0) -> np.ndarray:
     """Cheap deterministic smooth noise in about [-1, 1]: a sum of rotated sines.
 
     Parameters
@@ -114,7 +118,8 @@ class Terrain:
     high_colour: tuple[float, float, float] = (0.52, 0.52, 0.36)
 
     @classmethod
-    def generate(cls, size: float, seed: int, amplitude: float, resolution: int = 257, **colours) -> Terrain:
+    def generate(cls, size: float, seed: int, amplitude: float, resolution: int = 257,
+                 **colours: tuple[float, float, float]) -> Terrain:
         """Rolling hills ``amplitude`` metres high over a ``size`` square centred on the origin."""
         origin = (-size / 2.0, -size / 2.0)
         coords = np.linspace(0.0, size, resolution)
@@ -124,9 +129,9 @@ class Terrain:
 
     @property
     def step(self) -> float:
-        return self.size / (self.heights.shape[0] - 1)
+        return self.size / (int(self.heights.shape[0]) - 1)
 
-    def height_at(self, x, z) -> np.ndarray:
+    def height_at(self, x: ArrayLike, z: ArrayLike) -> NDArray[np.float64]:
         """Ground height under points, bilinear; points outside are clamped to the edge.
 
         Parameters
@@ -146,7 +151,8 @@ class Terrain:
         h = self.heights
         top = h[i, j] * (1.0 - tx) + h[i, j + 1] * tx
         bottom = h[i + 1, j] * (1.0 - tx) + h[i + 1, j + 1] * tx
-        return top * (1.0 - tz) + bottom * tz
+        height: NDArray[np.float64] = top * (1.0 - tz) + bottom * tz
+        return height
 
     @property
     def height_range(self) -> tuple[float, float]:
@@ -175,6 +181,12 @@ def allocate_counts(total: int, fractions: dict[str, float], fixed: dict[str, in
     shares[first] += left - sum(shares.values())
     counts.update(shares)
     return counts
+
+
+#: Marks an optional per-object array the caller did not give (compared by identity,
+#: so an explicitly passed empty array is still checked against the object count).
+_UNSET: NDArray[np.float64] = np.zeros(0)
+_UNSET.flags.writeable = False
 
 
 @dataclass
@@ -214,15 +226,15 @@ class Scene:
     terrain: Terrain | None = None
     sky: tuple[float, float, float] = (0.62, 0.74, 0.86)
     fog_distance: float = 2500.0
-    highlight: np.ndarray = field(default=None)  # type: ignore[assignment]
-    begin_distance: np.ndarray = field(default=None)  # type: ignore[assignment]
+    highlight: np.ndarray = field(default_factory=lambda: _UNSET)     # zeros when not given
+    begin_distance: np.ndarray = field(default_factory=lambda: _UNSET)  # zeros when not given
     description: str = ""
 
     def __post_init__(self) -> None:
         n = self.kind.shape[0]
-        if self.highlight is None:
+        if self.highlight is _UNSET:
             self.highlight = np.zeros(n, dtype=np.float32)
-        if self.begin_distance is None:
+        if self.begin_distance is _UNSET:
             self.begin_distance = np.zeros(n)
         for attr, shape in (("centres", (n, 3)), ("view_distance", (n,)), ("bounding_radius", (n,)),
                             ("yaw", (n,)), ("tint", (n,)), ("highlight", (n,)),
@@ -238,7 +250,7 @@ class Scene:
         return int(self.kind.shape[0])
 
     @property
-    def kind_offsets(self) -> np.ndarray:
+    def kind_offsets(self) -> NDArray[np.int64]:
         """Start index of each kind's run, plus ``n`` at the end: shape (k + 1,), int64."""
         return np.searchsorted(self.kind, np.arange(len(self.kinds) + 1)).astype(np.int64)
 
@@ -260,7 +272,7 @@ class Scene:
         yaw = float(np.degrees(np.arctan2(-np.sin(angle), -np.cos(angle))))
         return Pose(np.array([x, ground + 20.0, z]), yaw, -8.0)
 
-    def ground_height(self, x, z) -> np.ndarray:
+    def ground_height(self, x: ArrayLike, z: ArrayLike) -> NDArray[np.float64]:
         if self.terrain is None:
             return np.zeros(np.broadcast(np.asarray(x), np.asarray(z)).shape)
         return self.terrain.height_at(x, z)
@@ -309,25 +321,39 @@ def morton_order(centres: np.ndarray, cells: int = 1 << 16) -> np.ndarray:
     return np.argsort(code, kind="stable")
 
 
-def build_arrays(parts: list[dict[str, np.ndarray]], n_kinds: int) -> dict[str, np.ndarray]:
+class SceneArrays(TypedDict):
+    """The per-object arrays :func:`build_arrays` makes, named as :class:`Scene`'s fields."""
+
+    kind: NDArray[np.int32]
+    centres: NDArray[np.float64]
+    view_distance: NDArray[np.float64]
+    bounding_radius: NDArray[np.float64]
+    yaw: NDArray[np.float32]
+    tint: NDArray[np.float32]
+
+
+def build_arrays(parts: Sequence[Mapping[str, ArrayLike]], n_kinds: int) -> SceneArrays:
     """Concatenate per-kind blocks (in kind order) into the scene's arrays.
 
     Within a kind, objects are put in Morton order (see :func:`morton_order`).
     """
-    parts = [dict(p) for p in parts]
+    columns = ("centres", "view_distance", "bounding_radius", "yaw", "tint")
+    blocks: list[dict[str, NDArray[Any]]] = []
+    kinds: list[NDArray[np.int32]] = []
     for p in parts:
         order = morton_order(np.asarray(p["centres"], dtype=np.float64).reshape(-1, 3))
-        for key in ("centres", "view_distance", "bounding_radius", "yaw", "tint"):
-            p[key] = np.asarray(p[key])[order]
-    out = {}
-    for key in ("centres", "view_distance", "bounding_radius", "yaw", "tint"):
-        arrays = [p[key] for p in parts]
-        out[key] = np.concatenate(arrays) if arrays else np.zeros((0, 3) if key == "centres" else (0,))
-    out["kind"] = np.concatenate([np.full(len(p["view_distance"]), p["kind"], dtype=np.int32) for p in parts]) \
-        if parts else np.zeros(0, dtype=np.int32)
-    out["centres"] = out["centres"].reshape(-1, 3).astype(np.float64)
-    out["view_distance"] = out["view_distance"].astype(np.float64)
-    out["bounding_radius"] = out["bounding_radius"].astype(np.float64)
-    out["yaw"] = out["yaw"].astype(np.float32)
-    out["tint"] = out["tint"].astype(np.float32)
-    return out
+        blocks.append({key: np.asarray(p[key])[order] for key in columns})
+        kinds.append(np.full(order.shape[0], p["kind"], dtype=np.int32))
+
+    def joined(key: str) -> NDArray[Any]:
+        arrays = [b[key] for b in blocks]
+        return np.concatenate(arrays) if arrays else np.zeros((0, 3) if key == "centres" else (0,))
+
+    return SceneArrays(
+        kind=np.concatenate(kinds) if kinds else np.zeros(0, dtype=np.int32),
+        centres=joined("centres").reshape(-1, 3).astype(np.float64),
+        view_distance=joined("view_distance").astype(np.float64),
+        bounding_radius=joined("bounding_radius").astype(np.float64),
+        yaw=joined("yaw").astype(np.float32),
+        tint=joined("tint").astype(np.float32),
+    )

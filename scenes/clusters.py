@@ -18,6 +18,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from scenes.base import ObjectKind, Pose, Scene, Terrain, allocate_counts, build_arrays, mesh_base
 
@@ -95,7 +96,7 @@ def make_clusters(objects: int = 400_000, seed: int = 1) -> ClustersScene:
 
     spec = {"bush": (160.0, (0.9, 1.8)), "rock": (350.0, (1.5, 4.0)), "tree": (700.0, (5.0, 9.0)),
             "crystal": (MEMBER_VIEW, (0.6, 1.6))}
-    parts = []
+    parts: list[dict[str, ArrayLike]] = []
     begin = []
     for index, kind in enumerate(CLUSTER_KINDS):
         n = counts[kind.name]

@@ -9,8 +9,10 @@ decides where), grass in the clearings between them.
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 
 from scenes.base import ObjectKind, Pose, Scene, Terrain, allocate_counts, build_arrays, mesh_base, smooth_noise
 
@@ -28,15 +30,23 @@ FOREST_KINDS = (
     ObjectKind("tower", "tower", (0.78, 0.36, 0.26), solid=True),
 )
 
-# Per class: share of the objects, view distance (m, jittered x0.8..1.2),
-# bounding radius range (m), and where it grows (+1 forest, -1 clearings, 0 anywhere).
+class _ClassSpec(NamedTuple):
+    """Share of the objects, view distance (m, jittered x0.8..1.2), bounding
+    radius range (m), and where it grows (+1 forest, -1 clearings, 0 anywhere)."""
+
+    share: float
+    view: float
+    radius: tuple[float, float]
+    habitat: int
+
+
 _CLASS = {
-    "grass": dict(share=0.45, view=40.0, radius=(0.5, 0.9), habitat=-1),
-    "pebble": dict(share=0.20, view=25.0, radius=(0.2, 0.45), habitat=0),
-    "bush": dict(share=0.18, view=130.0, radius=(0.9, 1.8), habitat=1),
-    "rock": dict(share=0.09, view=300.0, radius=(1.5, 4.0), habitat=0),
-    "tree": dict(share=0.08, view=700.0, radius=(5.0, 9.0), habitat=1),
-    "tower": dict(share=0.0, view=5000.0, radius=(38.0, 50.0), habitat=0),
+    "grass": _ClassSpec(share=0.45, view=40.0, radius=(0.5, 0.9), habitat=-1),
+    "pebble": _ClassSpec(share=0.20, view=25.0, radius=(0.2, 0.45), habitat=0),
+    "bush": _ClassSpec(share=0.18, view=130.0, radius=(0.9, 1.8), habitat=1),
+    "rock": _ClassSpec(share=0.09, view=300.0, radius=(1.5, 4.0), habitat=0),
+    "tree": _ClassSpec(share=0.08, view=700.0, radius=(5.0, 9.0), habitat=1),
+    "tower": _ClassSpec(share=0.0, view=5000.0, radius=(38.0, 50.0), habitat=0),
 }
 TOWER_COUNT = 8
 
@@ -55,10 +65,11 @@ class ForestScene(Scene):
         return Pose(np.array([x, ground + 28.0, z]), yaw, -8.0)
 
 
-def _sample(rng, count: int, habitat: int, seed: int, half: float) -> np.ndarray:
+def _sample(rng: np.random.Generator, count: int, habitat: int, seed: int, half: float) -> np.ndarray:
     """``count`` (x, z) points; habitat +1/-1 prefers high/low values of a noise field."""
     if habitat == 0:
-        return rng.uniform(-half, half, size=(count, 2))
+        uniform: NDArray[np.float64] = rng.uniform(-half, half, size=(count, 2))
+        return uniform
     out = np.empty((0, 2))
     while out.shape[0] < count:
         need = count - out.shape[0]
@@ -83,24 +94,24 @@ def make_forest(objects: int = 200_000, seed: int = 1) -> ForestScene:
     """
     rng = np.random.default_rng(seed)
     terrain = Terrain.generate(WORLD_SIZE, seed, HILL_HEIGHT)
-    counts = allocate_counts(objects, {k: v["share"] for k, v in _CLASS.items() if v["share"] > 0},
+    counts = allocate_counts(objects, {k: v.share for k, v in _CLASS.items() if v.share > 0},
                              fixed={"tower": TOWER_COUNT})
     half = WORLD_SIZE / 2.0 - 16.0
-    parts = []
+    parts: list[dict[str, ArrayLike]] = []
     for index, kind in enumerate(FOREST_KINDS):
         spec, n = _CLASS[kind.name], counts[kind.name]
-        xz = _sample(rng, n, spec["habitat"], seed, half)
+        xz = _sample(rng, n, spec.habitat, seed, half)
         if kind.name == "tower" and n:
             # Landmarks on a ring so some are always in sight.
             a = np.linspace(0.0, 2.0 * np.pi, n, endpoint=False) + rng.uniform(0, 0.3)
             xz = np.stack([np.cos(a), np.sin(a)], axis=1) * rng.uniform(900.0, 1600.0, size=(n, 1))
-        radius = rng.uniform(*spec["radius"], size=n)
+        radius = rng.uniform(*spec.radius, size=n)
         ground = terrain.height_at(xz[:, 0], xz[:, 1])
         y = ground - mesh_base(kind.mesh) * radius
         parts.append(dict(
             kind=index,
             centres=np.stack([xz[:, 0], y, xz[:, 1]], axis=1),
-            view_distance=spec["view"] * rng.uniform(0.8, 1.2, size=n),
+            view_distance=spec.view * rng.uniform(0.8, 1.2, size=n),
             bounding_radius=radius,
             yaw=rng.uniform(0.0, 2.0 * np.pi, size=n),
             tint=rng.uniform(-0.5, 0.5, size=n),
