@@ -11,7 +11,9 @@ import argparse
 import logging
 import os
 import sys
+from collections.abc import Sequence
 from pathlib import Path
+from typing import NoReturn
 
 __all__ = ["EXIT_ERROR", "EXIT_USAGE", "build_parser", "display_available", "main", "parse_size"]
 
@@ -34,7 +36,7 @@ HEADLESS_ONLY = ("frames", "gif", "freeze_at", "no_images")
 class _OneLineParser(argparse.ArgumentParser):
     """argparse, but a usage error is a single line (no usage dump)."""
 
-    def error(self, message: str):  # noqa: D401 - argparse API
+    def error(self, message: str) -> NoReturn:  # noqa: D401 - argparse API
         self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see --help)\n")
 
 
@@ -173,7 +175,7 @@ def _plural(n: int, word: str) -> str:
     return f"{n:,} {word}" + ("" if n == 1 else "s")
 
 
-def _run(args) -> int:
+def _run(args: argparse.Namespace) -> int:
     from demo.demo import DemoSettings
     from scenes import SCENES
 
@@ -222,7 +224,7 @@ def _run(args) -> int:
     return 0
 
 
-def main(argv=None) -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     """Entry point; returns the process exit status."""
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format=f"{PROG}: %(message)s")

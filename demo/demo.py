@@ -24,8 +24,10 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from time import perf_counter
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 import culling
 from culling import ViewDistanceTree
@@ -37,6 +39,10 @@ from engine.overlay import OverlayRenderer, build_overlay, trace_levels
 from engine.renderer import Renderer
 from engine.zoom import Zoom
 from scenes import DEFAULT_SCENE, build_scene
+
+if TYPE_CHECKING:
+    import moderngl
+    from PIL import Image
 
 __all__ = ["CAMERA_RADIUS", "Demo", "DemoError", "DemoSettings", "SCALE_STEP"]
 
@@ -85,13 +91,13 @@ class Demo:
     settings : DemoSettings
     """
 
-    def __init__(self, ctx, size: tuple[int, int], settings: DemoSettings | None = None) -> None:
+    def __init__(self, ctx: moderngl.Context, size: tuple[int, int], settings: DemoSettings | None = None) -> None:
         self.ctx = ctx
         self.settings = settings or DemoSettings()
         self.size = size
         self.overlay_renderer = OverlayRenderer(ctx)
         self.map_inset = MapInset(ctx)
-        self.renderer: Renderer | None = None
+        self._renderer: Renderer | None = None     # None until load_scene
         # Toggles (keys in the window, flags headless).
         self.show_overlay = self.settings.overlay
         self.show_hud = self.settings.hud
@@ -120,6 +126,7 @@ class Demo:
         except ValueError as exc:
             raise DemoError(str(exc)) from None
         t0 = perf_counter()
+        index: ViewDistanceTree | BruteForceIndex
         if self.settings.brute_force:
             index = BruteForceIndex(len(scene))
             handles = np.arange(len(scene), dtype=np.int64)
@@ -131,14 +138,14 @@ class Demo:
                 raise DemoError(f"cannot build a {self.settings.shape!r} tree: {exc}") from None
             handles = index.insert_many(scene.centres, scene.view_distance)
         log.info("%s: %d objects, index built in %.2f s", name, len(scene), perf_counter() - t0)
-        if self.renderer is not None:
-            self.renderer.release()
+        if self._renderer is not None:
+            self._renderer.release()
         self.scene = scene
         self.index = index
         self.handles = handles
         self.pipeline = CullingPipeline(scene, index, handles, shape=self.settings.shape)
-        self.renderer = Renderer(self.ctx, scene)
-        self.renderer.dither = self.fade
+        self._renderer = Renderer(self.ctx, scene)
+        self._renderer.dither = self.fade
         pose = scene.camera_pose(0.0)
         self.camera = Camera(pose.position, pose.yaw, pose.pitch, aspect=self._aspect())
         self.zoom = Zoom(self.camera.fov_y)
@@ -162,7 +169,14 @@ class Demo:
         self._drawn = False
 
     @property
-    def tree(self):
+    def renderer(self) -> Renderer:
+        """The current scene's renderer (load_scene replaces it)."""
+        if self._renderer is None:
+            raise RuntimeError("no scene loaded")
+        return self._renderer
+
+    @property
+    def tree(self) -> ViewDistanceTree | None:
         """The view-distance tree (None in brute-force mode)."""
         return None if isinstance(self.index, BruteForceIndex) else self.index
 
@@ -177,7 +191,7 @@ class Demo:
             self.frozen.aspect = self.camera.aspect
 
     # -- camera ------------------------------------------------------------------
-    def set_pose(self, position, yaw: float, pitch: float) -> None:
+    def set_pose(self, position: ArrayLike, yaw: float, pitch: float) -> None:
         self.camera.position = np.asarray(position, dtype=np.float64).copy()
         self.camera.yaw, self.camera.pitch = float(yaw), float(pitch)
 
@@ -279,7 +293,7 @@ class Demo:
         self._drawn = False
         return stats
 
-    def render(self, framebuffer) -> FrameStats:
+    def render(self, framebuffer: moderngl.Framebuffer) -> FrameStats:
         """Draw the frame into ``framebuffer`` (``on_render``): instance records
         with the fade, one upload and one instanced draw per mesh kind, then
         the overlay.  Returns the frame's statistics, now complete (upload,
@@ -322,7 +336,7 @@ class Demo:
             self.map_inset.draw(framebuffer, framebuffer.size)
         return stats
 
-    def state(self) -> dict:
+    def state(self) -> dict[str, Any]:
         """Where the demo stands, for ``--stats`` rows (see :mod:`demo.stats`)."""
         x, y, z = (float(v) for v in self.camera.position)
         return dict(scene=self.scene.name, x=x, y=y, z=z, yaw=float(self.camera.yaw),
@@ -354,7 +368,7 @@ class Demo:
             mouse=mouse,
         )
 
-    def read_image(self, framebuffer):
+    def read_image(self, framebuffer: moderngl.Framebuffer) -> Image.Image:
         """The framebuffer as a Pillow RGB image (top row first)."""
         from PIL import Image
 
@@ -363,8 +377,8 @@ class Demo:
         return Image.frombytes("RGB", (w, h), data).transpose(Image.Transpose.FLIP_TOP_BOTTOM)
 
     def release(self) -> None:
-        if self.renderer is not None:
-            self.renderer.release()
+        if self._renderer is not None:
+            self._renderer.release()
         self.overlay_renderer.release()
         self.map_inset.release()
 

@@ -13,8 +13,10 @@ import logging
 import math
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
+from numpy.typing import NDArray
 
 from demo.demo import Demo, DemoError, DemoSettings
 from demo.interactive import save_image
@@ -22,6 +24,13 @@ from demo.stats import StatsWriter
 from engine.hud import GREY, WHITE, YELLOW, draw_hud, hud_font_size, hud_lines, text_colour
 from engine.map import draw_map_label
 from engine.overlay import LEVEL_COLOURS, POINT_COLOUR
+
+if TYPE_CHECKING:
+    import moderngl
+    from PIL import Image
+
+    from engine.culling_pipeline import FrameStats
+    from scenes import Scene
 
 __all__ = ["HeadlessOptions", "HeadlessResult", "create_offscreen_context", "gif_palette", "headless_pose", "run_headless",
            "write_gif"]
@@ -32,7 +41,7 @@ log = logging.getLogger(__name__)
 FRAME_DT = 1.0 / 30.0
 
 
-def create_offscreen_context():
+def create_offscreen_context() -> moderngl.Context:
     """A standalone OpenGL 3.3+ context on EGL (Mesa llvmpipe without a GPU).
 
     Raises
@@ -45,7 +54,8 @@ def create_offscreen_context():
     except ImportError as exc:
         raise DemoError(f"moderngl is not installed ({exc}); pip install moderngl") from None
     try:
-        return moderngl.create_standalone_context(backend="egl", require=330)
+        # The stub types every **setting as a dict; moderngl takes backend="egl" (a str).
+        return moderngl.create_standalone_context(backend="egl", require=330)  # type: ignore[arg-type]
     except Exception as exc:  # moderngl raises plain Exception subclasses from glcontext
         reason = " ".join(str(exc).split()) or type(exc).__name__
         raise DemoError(f"no usable OpenGL 3.3 context on EGL for headless rendering: {reason} "
@@ -69,8 +79,8 @@ class HeadlessOptions:
 class HeadlessResult:
     """What a headless run made: per-frame stats, the files written, the GL renderer."""
 
-    frames: list           # FrameStats per frame
-    images: list           # written PNG paths
+    frames: list[FrameStats]       # per frame
+    images: list[Path]             # written PNG paths
     gif: Path | None
     renderer: str
 
@@ -79,7 +89,8 @@ class HeadlessResult:
         return {k: float(np.median([getattr(f, k) for f in self.frames])) for k in keys}
 
 
-def headless_pose(scene, u: float, freeze_at: float | None):
+def headless_pose(scene: Scene, u: float,
+                  freeze_at: float | None) -> tuple[NDArray[np.float64], float, float, bool]:
     """Camera pose at path fraction ``u``, and whether culling is frozen there.
 
     Before ``freeze_at`` (or always, when None) this is the scene's path.
@@ -107,7 +118,7 @@ def headless_pose(scene, u: float, freeze_at: float | None):
         anchor.pitch + s * (look_pitch - anchor.pitch), True
 
 
-def gif_palette(frames: list, sample: int = 12):
+def gif_palette(frames: list[Image.Image], sample: int = 12) -> Image.Image:
     """One palette for a whole animation, as a Pillow "P" image to quantize every frame with.
 
     Its first entries are the overlay's level colours, the HUD's text
@@ -135,7 +146,7 @@ def gif_palette(frames: list, sample: int = 12):
     return image
 
 
-def write_gif(frames: list, path: Path, frame_ms: int) -> None:
+def write_gif(frames: list[Image.Image], path: Path, frame_ms: int) -> None:
     """Write ``frames`` (Pillow RGB images) as a looping GIF with one palette."""
     from PIL import Image
 
@@ -151,7 +162,7 @@ def write_gif(frames: list, path: Path, frame_ms: int) -> None:
         raise
 
 
-def run_headless(options: HeadlessOptions, ctx=None) -> HeadlessResult:
+def run_headless(options: HeadlessOptions, ctx: moderngl.Context | None = None) -> HeadlessResult:
     """Render ``options.frames`` frames along the scene's camera path.
 
     Writes ``frame_0000.png``... (and ``demo.gif``) into ``options.out`` unless
@@ -178,9 +189,9 @@ def run_headless(options: HeadlessOptions, ctx=None) -> HeadlessResult:
     fbo = ctx.simple_framebuffer((w, h))
     demo = Demo(ctx, (w, h), options.settings)
     hud_mode = options.settings.hud_mode if options.settings.hud else "off"
-    frames: list = []
-    images: list = []
-    gif_frames: list = []
+    frames: list[FrameStats] = []
+    images: list[Path] = []
+    gif_frames: list[Image.Image] = []
     gif_path = None
     try:
         for i in range(options.frames):

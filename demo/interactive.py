@@ -18,12 +18,21 @@ import os
 import sys
 from pathlib import Path
 from time import perf_counter
+from typing import TYPE_CHECKING, Any
 
 from demo.demo import SCALE_STEP, Demo, DemoError, DemoSettings
 from demo.stats import StatsWriter
 from engine.hud import HUD_MODES, hud_font_size, hud_lines
 from engine.window import App, WindowError
 from scenes import SCENES
+
+if TYPE_CHECKING:
+    import moderngl
+    import pyglet.text
+    import pyglet.window
+    from PIL import Image
+
+    from engine.culling_pipeline import FrameStats
 
 __all__ = ["FlyThroughApp", "next_free_path", "run_window", "save_image"]
 
@@ -47,7 +56,7 @@ def next_free_path(folder: Path, stem: str, suffix: str = ".png") -> Path:
     return folder / f"{stem}_{n:03d}{suffix}"
 
 
-def save_image(image, path: Path) -> None:
+def save_image(image: Image.Image, path: Path) -> None:
     """Write a Pillow image to ``path`` atomically: a temporary file in the same
     folder, then a rename, so an interrupted write never leaves a truncated PNG."""
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -74,7 +83,7 @@ class FlyThroughApp(App):
     mouse_sensitivity = 0.12      # degrees per pixel
     hud_font = "DejaVu Sans Mono"
 
-    def __init__(self, window, ctx, settings: DemoSettings, stats: str | Path | None = None,
+    def __init__(self, window: pyglet.window.Window, ctx: moderngl.Context, settings: DemoSettings, stats: str | Path | None = None,
                  out: Path = Path("out"), save_on_exit: bool = False) -> None:
         super().__init__(window, ctx)
         self.demo = Demo(ctx, window.get_framebuffer_size(), settings)
@@ -101,7 +110,7 @@ class FlyThroughApp(App):
         self._hud_front = pyglet.graphics.Group(order=1)
         self.hud_panel = pyglet.shapes.Rectangle(0, 0, 10, 10, color=(0, 0, 0, 200),
                                                  batch=self.hud_batch, group=self._hud_back)
-        self.hud_labels: list = []
+        self.hud_labels: list[pyglet.text.Label] = []
         self._hud_font_size = 0
         # The map's scale-bar label (the map itself is drawn with GL by the demo).
         self.map_label = pyglet.text.Label("", font_name=self.hud_font, font_size=9, x=0, y=0, anchor_y="bottom",
@@ -132,7 +141,8 @@ class FlyThroughApp(App):
             text, rgb = lines[i] if i < len(lines) else ("", (1.0, 1.0, 1.0))
             if label.text != text:
                 label.text = text
-            label.color = tuple(int(255 * c) for c in rgb) + (255,)
+            r, g, b = (int(255 * c) for c in rgb)
+            label.color = (r, g, b, 255)
             label.y = height - 4 - i * line_h
             if text:
                 text_width = max(text_width, label.content_width)
@@ -169,7 +179,7 @@ class FlyThroughApp(App):
             self._want_shot = False
             self._save(next_free_path(self.out, "screenshot"))
 
-    def _draw(self):
+    def _draw(self) -> FrameStats:
         """The scene, the overlay and the HUD into the window's framebuffer."""
         import moderngl
 
@@ -192,7 +202,7 @@ class FlyThroughApp(App):
             self.map_label.draw()
         return stats
 
-    def state(self) -> dict:
+    def state(self) -> dict[str, Any]:
         """The demo's state plus the window's: mouse capture, HUD mode, flying speed."""
         return dict(self.demo.state(), captured=self.mouse_captured, hud=self.hud_mode, speed=self.speed)
 

@@ -11,6 +11,7 @@ repeat.  Tools (and the window tests) read the demo's state from it.
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterable
 from pathlib import Path
 from time import perf_counter
 from typing import IO, Any
@@ -57,7 +58,7 @@ class StatsWriter:
         self.rows = 0
         self._write(("frame",) + FrameStats.CSV_FIELDS + STATE_FIELDS)
 
-    def _write(self, cells) -> None:
+    def _write(self, cells: Iterable[Any]) -> None:
         self._stream.write(",".join(_cell(c) for c in cells) + "\n")
         self._stream.flush()
 
