@@ -7,9 +7,10 @@ import them when they are used.
 """
 
 from engine.camera import Camera
-from engine.culling_pipeline import BruteForceIndex, CullingPipeline, FrameStats
+from engine.culling_pipeline import BruteForceIndex, CullingPipeline, FrameStats, SpatialIndex
 from engine.frustum import frustum_corners, frustum_planes, spheres_in_frustum
 from engine.meshes import MESHES, Mesh, get_mesh
+from engine.scene_protocol import KindData, SceneData, TerrainData
 from engine.shaders import ShaderError, load_program
 
 __all__ = [
@@ -17,9 +18,13 @@ __all__ = [
     "Camera",
     "CullingPipeline",
     "FrameStats",
+    "KindData",
     "MESHES",
     "Mesh",
+    "SceneData",
     "ShaderError",
+    "SpatialIndex",
+    "TerrainData",
     "frustum_corners",
     "frustum_planes",
     "get_mesh",
