@@ -9,7 +9,7 @@ import sys
 
 if __name__ == "__main__":
     try:
-        from engine.cli import main
+        from demo.cli import main
     except ImportError as exc:  # a missing dependency: one line, not a traceback
         print(f"run_demo.py: error: {exc}; install the project first: pip install -e .", file=sys.stderr)
         sys.exit(1)

@@ -1,9 +1,20 @@
-"""The per-frame culling stages, in order: query, distance filter, frustum filter, upload.
+"""The per-frame culling stages, in order: query, distance filter, frustum filter, instances.
 
-This is the part of the frame loop an engine programmer copies.  Each stage is
-timed; between stages only NumPy over the *candidates* runs, never a Python
-loop and never work over all objects (the tree's query is what keeps the
-candidate count following what is near the camera, not the world's size).
+This is the part of the frame loop an engine programmer copies.  It is cut in
+two at the place a game loop is cut:
+
+* :meth:`CullingPipeline.cull` (``on_update``): query -> distance filter ->
+  frustum filter.  It produces the visible object indices
+  (:attr:`CullingPipeline.visible`) and the frame's statistics and touches no
+  GPU object;
+* :meth:`CullingPipeline.instances` (``on_render``): the survivors' per-instance
+  records, fade included, grouped by kind, ready for one upload and one
+  instanced draw per kind.
+
+Each stage is timed; between stages only NumPy over the *candidates* runs,
+never a Python loop and never work over all objects (the tree's query is what
+keeps the candidate count following what is near the camera, not the world's
+size).
 
 Object indices (rows of the scene's arrays) and tree handles are kept apart:
 ``handles[i]`` is object ``i``'s handle, and a handle-to-object table maps
@@ -22,14 +33,21 @@ import numpy as np
 
 from engine.frustum import frustum_planes, spheres_in_frustum
 
-__all__ = ["BruteForceIndex", "CullingPipeline", "FADE_FRACTION", "FrameStats", "INSTANCE_FLOATS"]
+__all__ = ["BruteForceIndex", "CullingPipeline", "EXACT_QUERY", "FADE_FRACTION", "FrameStats", "INSTANCE_FLOATS"]
 
 #: Objects dither out over the last 15 % of their view distance: long enough to
 #: hide the pop at walking speed, short enough that they are solid most of the time.
 FADE_FRACTION = 0.15
 
-#: Per-instance record: centre xyz, scale | yaw, tint, fade, highlight (two vec4s).
+#: Per-instance record, two vec4s of float32 (32 bytes), what the object shader reads:
+#: ``in_instance = (centre x, y, z, scale)``, ``in_params = (yaw, tint, fade, highlight)``.
 INSTANCE_FLOATS = 8
+
+#: Use the tree's exact query (``query_spheres(p, exact=True)``: centres and radii
+#: read from contiguous node runs) instead of query + a gather by handle + our
+#: own distance test, when no trace is wanted.  Measured on the 1M forest along
+#: its camera path: see README "Frame" for the figures.
+EXACT_QUERY = True
 
 #: Staging rows grow to the next power of two: amortised O(1), at most 2x memory.
 _MIN_CAPACITY = 1024
@@ -57,6 +75,8 @@ class FrameStats:
         """Query + filters + instance upload: the budget the demo is measured on."""
         return self.query_ms + self.distance_ms + self.frustum_ms + self.upload_ms
 
+    #: ``trace_ms`` is the debug overlay's own cost (its boxes built and uploaded);
+    #: the trace itself comes from the query's traversal and is inside ``query_ms``.
     CSV_FIELDS = ("query_ms", "distance_ms", "frustum_ms", "upload_ms", "cull_ms", "draw_ms", "trace_ms",
                   "candidates", "in_range", "in_frustum", "drawn")
 
@@ -76,6 +96,8 @@ class BruteForceIndex:
 
     def query(self, point, exact: bool = False, scale: float = 1.0) -> np.ndarray:
         return self._all.copy()
+
+    trace = None        # no tree, no trace: the overlay shows nothing
 
     def __len__(self) -> int:
         return int(self._all.shape[0])
@@ -128,7 +150,14 @@ class CullingPipeline:
         self.records = np.zeros((n, INSTANCE_FLOATS), dtype=np.float32)
         self.refresh()
         self._staging = np.zeros((_MIN_CAPACITY, INSTANCE_FLOATS), dtype=np.float32)
+        self.exact_query = EXACT_QUERY and callable(getattr(index, "query_spheres", None))
         self.visible = np.zeros(0, dtype=np.int64)
+        self.trace = None
+        # The survivors' centres (m, 3) and (scaled) view distances (m,), kept
+        # by cull() for the fade that instances() computes.
+        self._point = np.zeros(3)
+        self._centres = np.zeros((0, 3))
+        self._limit = np.zeros(0)
 
     def refresh(self, objects=None) -> None:
         """Re-read ``objects`` (all when None) from the scene after it moved them.
@@ -160,9 +189,8 @@ class CullingPipeline:
             self._staging = np.zeros((cap, INSTANCE_FLOATS), dtype=np.float32)
         return self._staging[:n]
 
-    def run(self, camera_position, view_projection, scale: float = 1.0, fade: bool = True,
-            upload: Callable[[np.ndarray, np.ndarray], None] | None = None) -> FrameStats:
-        """Cull for one frame and hand the survivors' instance data to ``upload``.
+    def cull(self, camera_position, view_projection, scale: float = 1.0, trace: bool = False) -> FrameStats:
+        """Query, distance filter and frustum filter for one frame (``on_update``).
 
         Parameters
         ----------
@@ -172,66 +200,119 @@ class CullingPipeline:
             Column-vector world-to-clip matrix; the frustum planes come from it.
         scale : float
             Global view-distance multiplier (used only if the index supports it).
-        fade : bool
-            Compute the dithered fade over the last :data:`FADE_FRACTION` of the
-            view distance (else every survivor is drawn solid).
-        upload : callable ``(instances, kind_offsets) -> None``, optional
-            Receives the survivors' records, shape (m, 8), float32, sorted by
-            object index (hence grouped by kind), and where each kind's run
-            starts, shape (kinds + 1,); the renderer writes them to the GPU.
+        trace : bool
+            Also keep what the query visited, level by level, in :attr:`trace`
+            (for the debug overlay): the query is then ``index.trace(p)``,
+            whose ``candidates`` are the query's answer, so the tree is walked
+            once either way.
 
         Returns
         -------
         FrameStats
+            Counts and the query, distance and frustum times; ``upload_ms`` and
+            ``draw_ms`` are filled in when the frame is drawn.
 
-        Cost: the tree query, then O(candidates) NumPy.
+        Sets :attr:`visible`: object indices, shape (m,), int64, sorted (so
+        grouped by kind).  Touches no GPU object.  Cost: the tree query, then
+        O(candidates) NumPy.
         """
         p = np.asarray(camera_position, dtype=np.float64).reshape(3)
         scale = float(scale) if self.supports_scale else 1.0
+        scaled = {} if scale == 1.0 else {"scale": scale}
         stats = FrameStats()
+        tracer = getattr(self.index, "trace", None) if trace else None
 
-        # 1. Query: objects whose (scaled) view distance might reach the camera.
         t0 = perf_counter()
-        if scale != 1.0:
-            found = self.index.query(p, scale=scale)
+        if tracer is None and self.exact_query:
+            # 1+2. Query and exact distance test in one call: centres and radii
+            # come from the tree's own contiguous runs, not a gather by handle.
+            found, centres, limit = self.index.query_spheres(p, exact=True, **scaled)
+            obj = self.objects_of(np.asarray(found, dtype=np.int64))
+            stats.candidates = stats.in_range = int(obj.shape[0])
+            if scale != 1.0:
+                limit = limit * scale
+            t1 = t2 = perf_counter()
+            self.trace = None
         else:
-            found = self.index.query(p)
-        obj = self.objects_of(np.asarray(found, dtype=np.int64))
-        t1 = perf_counter()
+            # 1. Query: objects whose (scaled) view distance might reach the camera.
+            if tracer is not None:
+                self.trace = tracer(p, **scaled)
+                found = self.trace.candidates
+            else:
+                self.trace = None
+                found = self.index.query(p, **scaled)
+            obj = self.objects_of(np.asarray(found, dtype=np.int64))
+            stats.candidates = int(obj.shape[0])
+            t1 = perf_counter()
 
-        # 2. Distance filter: keep |camera - centre| <= scale * view_distance (exact).
-        x, y, z = (np.take(column, obj) for column in self._xyz)
-        x -= p[0]
-        y -= p[1]
-        z -= p[2]
-        limit = np.take(self._view, obj)
-        if scale != 1.0:
-            limit *= scale
-        if self.shape == "sphere":
-            d2 = x * x
-            d2 += y * y
-            d2 += z * z
-            keep = d2 <= limit * limit
-        else:
-            dist = np.maximum(np.maximum(np.abs(x), np.abs(y)), np.abs(z))
-            keep = dist <= limit
-        obj, limit = obj[keep], limit[keep]
-        t2 = perf_counter()
+            # 2. Distance filter: keep |camera - centre| <= scale * view_distance (exact).
+            x, y, z = (np.take(column, obj) for column in self._xyz)
+            x -= p[0]
+            y -= p[1]
+            z -= p[2]
+            limit = np.take(self._view, obj)
+            if scale != 1.0:
+                limit *= scale
+            if self.shape == "sphere":
+                d2 = x * x
+                d2 += y * y
+                d2 += z * z
+                keep = d2 <= limit * limit
+            else:
+                dist = np.maximum(np.maximum(np.abs(x), np.abs(y)), np.abs(z))
+                keep = dist <= limit
+            obj, limit = obj[keep], limit[keep]
+            centres = None
+            stats.in_range = int(obj.shape[0])
+            t2 = perf_counter()
 
-        # 3. Frustum filter on the bounding spheres (not the view-distance spheres).
+        # 3. Frustum filter on the bounding spheres (not the view-distance spheres),
+        # then sort the survivors: sorted object indices fall into per-kind runs.
         planes = frustum_planes(view_projection)
-        centres = np.stack([np.take(column, obj) for column in self._xyz], axis=1)
+        if centres is None:
+            centres = np.stack([np.take(column, obj) for column in self._xyz], axis=1)
         keep = spheres_in_frustum(planes, centres, np.take(self._radius, obj))
         obj, limit, centres = obj[keep], limit[keep], centres[keep]
+        order = np.argsort(obj, kind="stable")
+        self.visible = obj[order]
+        self._centres, self._limit, self._point = centres[order], limit[order], p
         t3 = perf_counter()
 
-        # 4. Instance upload: gather the survivors' records, grouped by kind.
-        order = np.argsort(obj, kind="stable")
-        obj = obj[order]
+        kind_starts = np.searchsorted(self.visible, self.kind_offsets)
+        counts = np.diff(kind_starts)
+        stats.in_frustum = stats.drawn = int(self.visible.shape[0])
+        stats.draw_calls = int(np.count_nonzero(counts))
+        stats.kind_counts = counts
+        stats.query_ms = (t1 - t0) * 1e3
+        stats.distance_ms = (t2 - t1) * 1e3
+        stats.frustum_ms = (t3 - t2) * 1e3
+        return stats
+
+    def instances(self, fade: bool = True) -> tuple[np.ndarray, np.ndarray]:
+        """The survivors' per-instance records (``on_render``, before the upload).
+
+        Parameters
+        ----------
+        fade : bool
+            Compute the dithered fade over the last :data:`FADE_FRACTION` of the
+            view distance (else every survivor is drawn solid).
+
+        Returns
+        -------
+        records : ndarray, shape (m, 8), float32
+            One row per object of :attr:`visible`, in that order (see
+            :data:`INSTANCE_FLOATS` for the layout).  A view of a staging
+            buffer the next call overwrites: upload it, do not keep it.
+        kind_starts : ndarray, shape (kinds + 1,), int64
+            Where each kind's run of records starts (the last entry is m).
+
+        Cost: O(m) NumPy over the survivors of the last :meth:`cull`.
+        """
+        obj = self.visible
         inst = self._staging_rows(obj.shape[0])
         np.take(self.records, obj, axis=0, out=inst)
-        if fade:
-            off, lim = centres[order] - p, limit[order]
+        if fade and obj.shape[0]:
+            off, lim = self._centres - self._point, self._limit
             if self.shape == "sphere":
                 dist = np.sqrt(np.einsum("ij,ij->i", off, off))
             else:
@@ -239,19 +320,20 @@ class CullingPipeline:
             band = np.maximum(lim * FADE_FRACTION, 1e-9)
             inst[:, 6] = np.clip((lim - dist) / band, 0.0, 1.0)
         kind_starts = np.searchsorted(obj, self.kind_offsets).astype(np.int64)
-        if upload is not None:
-            upload(inst, kind_starts)
-        t4 = perf_counter()
+        return inst, kind_starts
 
-        self.visible = obj
-        counts = np.diff(kind_starts)
-        stats.candidates = int(found.shape[0])
-        stats.in_range = int(keep.shape[0])  # the frustum mask has one entry per in-range object
-        stats.in_frustum = stats.drawn = int(obj.shape[0])
-        stats.draw_calls = int(np.count_nonzero(counts))
-        stats.kind_counts = counts
-        stats.query_ms = (t1 - t0) * 1e3
-        stats.distance_ms = (t2 - t1) * 1e3
-        stats.frustum_ms = (t3 - t2) * 1e3
-        stats.upload_ms = (t4 - t3) * 1e3
+    def run(self, camera_position, view_projection, scale: float = 1.0, fade: bool = True,
+            upload: Callable[[np.ndarray, np.ndarray], None] | None = None, trace: bool = False) -> FrameStats:
+        """:meth:`cull`, then :meth:`instances` handed to ``upload``: a whole frame's culling in one call.
+
+        For code without an update/render split (tests, benchmarks, a server).
+        ``upload`` is called as ``upload(records, kind_starts)``; ``upload_ms``
+        times building the records and that call.
+        """
+        stats = self.cull(camera_position, view_projection, scale=scale, trace=trace)
+        t0 = perf_counter()
+        records, kind_starts = self.instances(fade)
+        if upload is not None:
+            upload(records, kind_starts)
+        stats.upload_ms = (perf_counter() - t0) * 1e3
         return stats

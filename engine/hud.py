@@ -45,6 +45,7 @@ class HudInfo:
     brute_force: bool = False
     help: bool = True
     speed: float | None = None
+    notes: list[str] = field(default_factory=list)   # the scene's own lines (e.g. its batch timings)
 
 
 def _ms(value: float) -> str:
@@ -83,6 +84,7 @@ def hud_lines(info: HudInfo) -> list[tuple[str, tuple[float, float, float]]]:
     if info.frozen:
         extras.append("CULLING FROZEN")
     lines.append(("   ".join(extras), YELLOW if info.frozen else GREY))
+    lines.extend((note, WHITE) for note in info.notes)
     if info.overlay and info.levels:
         title = "loose bounds" if info.loose else "nodes"
         if info.only_depth is not None:

@@ -1,9 +1,11 @@
 """A small application base class: pyglet owns the window, moderngl draws in it.
 
-Subclass :class:`App`, set its class attributes, override the hooks:
+Subclass :class:`App`, set its class attributes, override the hooks.  A
+frame runs every ``update_rate`` seconds: ``on_update`` then ``on_render``,
+then the buffers swap.
 
-* ``on_update(dt)``: simulation and culling, called at ``update_rate``;
-* ``on_render()``: drawing only, called when pyglet redraws the window;
+* ``on_update(dt)``: simulation and culling (no GPU object), once per frame;
+* ``on_render()``: drawing only, right after it (the window's framebuffer is bound);
 * ``on_resize(width, height)``: the framebuffer changed size;
 * input hooks with pyglet's signatures (``on_key_press``, ``on_mouse_motion``...).
 
@@ -39,11 +41,22 @@ class WindowError(RuntimeError):
     """The window or its OpenGL context could not be created; one line."""
 
 
+def _handled(method):
+    """Wrap an app hook for pyglet: a True result becomes ``EVENT_HANDLED``."""
+    import pyglet
+
+    def handler(*args):
+        return pyglet.event.EVENT_HANDLED if method(*args) else None
+
+    return handler
+
+
 class App:
     """Base class for a windowed moderngl application driven by pyglet.
 
     Class attributes are the settings; instances get ``window`` (the pyglet
-    window), ``ctx`` (moderngl context) and ``keys`` (pyglet's key state).
+    window), ``ctx`` (moderngl context) and ``keys`` (pyglet's
+    ``KeyStateHandler``: ``keys[key.W]`` is True while W is held).
     """
 
     #: Window caption.
@@ -56,14 +69,21 @@ class App:
     gl_version = (3, 3)
     #: Depth buffer bits; 24 is universally available.
     depth_size = 24
-    #: How often ``on_update`` and the redraw run (s); 1/60 caps the loop at 60 Hz.
+    #: How often a frame (``on_update`` then ``on_render``) runs (s); 1/60 caps the loop at 60 Hz.
     update_rate = 1.0 / 60.0
+    #: pyglet input events forwarded to the methods of the same name.  A handler
+    #: that returns True consumes the event (pyglet's defaults do not run: the
+    #: window's own Esc-closes-the-window, for one).
+    input_events = ("on_key_press", "on_key_release", "on_mouse_motion", "on_mouse_drag", "on_mouse_press",
+                    "on_mouse_release", "on_mouse_scroll")
 
     def __init__(self, window, ctx, **kwargs) -> None:
         self.window = window
         self.ctx = ctx
         self.keys = None
         self.frames = 0
+        #: True once the window is closing: no more frames are drawn.
+        self.closed = False
 
     # -- hooks --------------------------------------------------------------------
     def on_update(self, dt: float) -> None:
@@ -90,6 +110,9 @@ class App:
     def on_mouse_press(self, x: int, y: int, button: int, modifiers: int) -> None:
         pass
 
+    def on_mouse_release(self, x: int, y: int, button: int, modifiers: int) -> None:
+        pass
+
     def on_mouse_scroll(self, x: int, y: int, scroll_x: float, scroll_y: float) -> None:
         pass
 
@@ -100,6 +123,7 @@ class App:
         """Leave the event loop (after the current frame)."""
         import pyglet
 
+        self.closed = True
         self.window.close()
         pyglet.app.exit()
 
@@ -154,6 +178,12 @@ class App:
             window.close()
             raise WindowError(f"moderngl cannot use the window's OpenGL context: {exc}") from None
         app = cls(window, ctx, **kwargs)
+        # Input: the app's handlers in one frame, pyglet's key-state handler in a
+        # frame above it.  KeyStateHandler returns nothing, so every key event
+        # reaches both; setting the app's key handlers into the key-state
+        # frame instead (window.set_handler) would replace its entries and
+        # leave ``keys`` forever empty.
+        window.push_handlers(**{name: _handled(getattr(app, name)) for name in cls.input_events})
         app.keys = pyglet.window.key.KeyStateHandler()
         window.push_handlers(app.keys)
 
@@ -169,29 +199,33 @@ class App:
             ctx.screen.viewport = (0, 0, max(fw, 1), max(fh, 1))
             app.on_resize(max(fw, 1), max(fh, 1))
 
-        for name in ("on_key_press", "on_key_release", "on_mouse_motion", "on_mouse_drag",
-                     "on_mouse_press", "on_mouse_scroll"):
-            window.set_handler(name, getattr(app, name))
-
         @window.event
         def on_close():
             app.on_close()
+            app.closed = True
             pyglet.app.exit()
 
         last = [perf_counter()]
 
-        def tick(_dt):
+        def frame(_dt):
+            # One frame = one update, then one draw: on_update always runs
+            # before the on_render that shows it, and each drawn frame follows
+            # exactly one update (pyglet's own redraw timer would run apart).
+            if app.closed:
+                return
             now = perf_counter()
             dt, last[0] = now - last[0], now
             app.on_update(dt)
+            if not app.closed:
+                window.draw(dt)
 
-        pyglet.clock.schedule_interval(tick, cls.update_rate)
+        pyglet.clock.schedule_interval(frame, cls.update_rate)
         if exit_after is not None:
             pyglet.clock.schedule_once(lambda _dt: app.close(), exit_after)
         try:
-            pyglet.app.run(cls.update_rate)
+            pyglet.app.run(None)
         finally:
-            pyglet.clock.unschedule(tick)
+            pyglet.clock.unschedule(frame)
         log.info("window closed after %d frames", app.frames)
         return app
 

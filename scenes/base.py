@@ -13,15 +13,44 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-__all__ = ["ObjectKind", "Pose", "Scene", "Terrain", "allocate_counts", "smooth_noise"]
+__all__ = ["MESH_BASES", "ObjectKind", "Pose", "Scene", "Terrain", "allocate_counts", "mesh_base", "smooth_noise"]
+
+#: Lowest y of each mesh the engine draws, in units of the instance scale (the
+#: bounding radius): a scene stands an object on the ground by placing its
+#: centre at ``ground - base * radius``.  Scenes import no engine, so the
+#: numbers live here; ``tests/engine/test_scene_data.py`` checks them against
+#: ``engine.meshes`` (they are the meshes' float32 minima, exactly).
+MESH_BASES: dict[str, float] = {
+    "cube": -0.5773492455482483,
+    "rock": -0.5979173183441162,
+    "pebble": -0.39142683148384094,
+    "bush": -0.7605158090591431,
+    "cone_tree": -0.9900000095367432,
+    "grass_card": -0.699999988079071,
+    "tower": -0.9700000286102295,
+    "creature": -0.25,
+}
+
+
+def mesh_base(mesh: str) -> float:
+    """:data:`MESH_BASES` entry of ``mesh``; ``KeyError`` naming the known meshes.
+
+    >>> mesh_base("creature")
+    -0.25
+    """
+    try:
+        return MESH_BASES[mesh]
+    except KeyError:
+        raise KeyError(f"unknown mesh {mesh!r}; known meshes: {', '.join(sorted(MESH_BASES))}") from None
 
 
 @dataclass(frozen=True)
 class ObjectKind:
     """One object class: how it looks (mesh name, colour) and whether it is solid.
 
-    ``mesh`` names an entry of :data:`engine.meshes.MESHES`; the scene does not
-    import the engine, it only names the mesh.
+    ``mesh`` names a mesh the renderer knows (``engine.meshes.MESHES``, listed
+    with their bases in :data:`MESH_BASES`); the scene does not import the
+    engine, it only names the mesh.
     """
 
     name: str

@@ -13,8 +13,7 @@ import math
 
 import numpy as np
 
-from engine.meshes import get_mesh
-from scenes.base import ObjectKind, Pose, Scene, Terrain, allocate_counts, build_arrays
+from scenes.base import ObjectKind, Pose, Scene, Terrain, allocate_counts, build_arrays, mesh_base
 
 __all__ = ["CLUSTER_KINDS", "ClustersScene", "make_clusters"]
 
@@ -90,7 +89,7 @@ def make_clusters(objects: int = 400_000, seed: int = 1) -> ClustersScene:
             centres = cluster_centres[which] + direction / norm * r
         else:
             xz = rng.uniform(-NEIGHBOURHOOD / 2.0, NEIGHBOURHOOD / 2.0, size=(n, 2))
-            y = terrain.height_at(xz[:, 0], xz[:, 1]) - get_mesh(kind.mesh).base * radius
+            y = terrain.height_at(xz[:, 0], xz[:, 1]) - mesh_base(kind.mesh) * radius
             centres = np.stack([xz[:, 0], y, xz[:, 1]], axis=1)
         parts.append(dict(kind=index, centres=centres, view_distance=view * rng.uniform(0.8, 1.2, size=n),
                           bounding_radius=radius, yaw=rng.uniform(0.0, 2.0 * np.pi, size=n),

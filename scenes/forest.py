@@ -12,8 +12,7 @@ import math
 
 import numpy as np
 
-from engine.meshes import get_mesh
-from scenes.base import ObjectKind, Pose, Scene, Terrain, allocate_counts, build_arrays, smooth_noise
+from scenes.base import ObjectKind, Pose, Scene, Terrain, allocate_counts, build_arrays, mesh_base, smooth_noise
 
 __all__ = ["FOREST_KINDS", "ForestScene", "make_forest"]
 
@@ -97,7 +96,7 @@ def make_forest(objects: int = 200_000, seed: int = 1) -> ForestScene:
             xz = np.stack([np.cos(a), np.sin(a)], axis=1) * rng.uniform(900.0, 1600.0, size=(n, 1))
         radius = rng.uniform(*spec["radius"], size=n)
         ground = terrain.height_at(xz[:, 0], xz[:, 1])
-        y = ground - get_mesh(kind.mesh).base * radius
+        y = ground - mesh_base(kind.mesh) * radius
         parts.append(dict(
             kind=index,
             centres=np.stack([xz[:, 0], y, xz[:, 1]], axis=1),

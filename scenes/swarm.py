@@ -23,7 +23,7 @@ from numpy.typing import ArrayLike
 
 from culling import ViewDistanceTree
 from scenes.aggro import Aggro, AggroStats
-from scenes.base import ObjectKind, Pose, Scene, Terrain, allocate_counts, build_arrays
+from scenes.base import ObjectKind, Pose, Scene, Terrain, allocate_counts, build_arrays, mesh_base
 
 __all__ = ["SWARM_KINDS", "SwarmScene", "arena_radius", "make_swarm"]
 
@@ -124,7 +124,8 @@ class SwarmScene(Scene):
         step = to / dist[:, None] * np.minimum(HUNTER_SPEED * dt, dist)[:, None]
         pos[:, 0] += step[:, 0]
         pos[:, 2] += step[:, 1]
-        pos[:, 1] = self.ground_height(pos[:, 0], pos[:, 2]) + 0.6 * self.bounding_radius[self.hunters]
+        lift = -mesh_base(self.kinds[1].mesh) * self.bounding_radius[self.hunters]
+        pos[:, 1] = self.ground_height(pos[:, 0], pos[:, 2]) + lift
         self.yaw[self.hunters] = np.arctan2(to[:, 0], -to[:, 1]).astype(np.float32)
 
     def update(self, t: float, dt: float, camera_position: np.ndarray) -> np.ndarray:
@@ -195,11 +196,11 @@ def make_swarm(objects: int = 30_000, seed: int = 1) -> SwarmScene:
         ground = terrain.height_at(x, z)
         if kind.name == "rock":
             radius = rng.uniform(2.0, 6.0, size=n)
-            y = ground + 0.45 * radius                  # half sunk into the ground
+            y = ground - mesh_base(kind.mesh) * radius
             view = rng.uniform(300.0, 400.0, size=n)
         elif kind.name == "hunter":
             radius = np.full(n, 2.0)
-            y = ground + 0.6 * radius                   # standing on the ground
+            y = ground - mesh_base(kind.mesh) * radius  # standing on the ground
             view = rng.uniform(250.0, 300.0, size=n)
         else:
             radius = rng.uniform(0.8, 1.6, size=n)

@@ -1,4 +1,9 @@
-"""Shared test set-up: seeded randomness and floating-point errors that raise."""
+"""Shared test set-up: seeded randomness, floating-point errors that raise, one EGL context.
+
+Rendering tests (engine and demo) draw real frames on Mesa's llvmpipe through
+EGL (no display, no GPU needed).  If EGL cannot give an OpenGL 3.3 context at
+all, every test that asks for ``gl_ctx`` is skipped with the reason.
+"""
 
 import os
 
@@ -34,3 +39,15 @@ def _numpy_errors_raise():
 @pytest.fixture
 def rng():
     return np.random.default_rng(12345)
+
+
+@pytest.fixture(scope="session")
+def gl_ctx():
+    try:
+        import moderngl
+
+        ctx = moderngl.create_standalone_context(backend="egl", require=330)
+    except Exception as exc:  # no libEGL, no Mesa driver, no 3.3 support
+        pytest.skip(f"no OpenGL 3.3 context on EGL (install libegl1 libegl-mesa0 libgl1-mesa-dri): {exc}")
+    yield ctx
+    ctx.release()

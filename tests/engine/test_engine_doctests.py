@@ -1,12 +1,12 @@
-"""Run the doctests of engine/ and scenes/ (pytest's --doctest-modules covers culling/ only)."""
+"""Run the doctests of engine/, scenes/ and demo/ (pytest's --doctest-modules covers culling/ only)."""
 
 import doctest
 import importlib
 
 import pytest
 
-MODULES = ["engine.camera", "engine.frustum", "engine.hud", "engine.cli", "engine.window",
-           "scenes", "scenes.base"]
+MODULES = ["engine.camera", "engine.frustum", "engine.hud", "engine.window",
+           "scenes", "scenes.base", "demo.cli"]
 
 
 @pytest.mark.parametrize("name", MODULES)
@@ -17,13 +17,13 @@ def test_doctests(name):
 
 
 def test_imports_have_no_side_effects():
-    """Importing the engine loads neither pyglet nor a GL context (no display needed)."""
+    """Importing the engine or the demo loads neither pyglet nor a GL context (no display needed)."""
     import os
     import subprocess
     import sys
     from pathlib import Path
 
-    code = ("import sys, engine, engine.window, engine.interactive, engine.demo, engine.headless, engine.cli, scenes; "
+    code = ("import sys, engine, engine.window, scenes, demo, demo.interactive, demo.demo, demo.headless, demo.cli; "
             "print(sorted(m for m in ('pyglet', 'moderngl') if m in sys.modules))")
     env = {k: v for k, v in os.environ.items() if k != "DISPLAY"}
     root = Path(__file__).resolve().parents[2]

@@ -103,22 +103,3 @@ def test_rendered_overlay_shows_each_level_in_its_colour(gl_ctx, traced):
         overlay.release()
         fbo.release()
     assert len(LEVEL_COLOURS) >= 8
-
-
-def test_demo_uploads_exactly_the_traced_boxes(make_demo):
-    demo = make_demo("forest", 20_000, overlay=True)
-    pose = demo.scene.camera_pose(0.4)
-    demo.set_pose(pose.position, pose.yaw, pose.pitch)
-    demo.update(0.0)
-    trace = demo.trace
-    assert np.array_equal(np.sort(trace.candidates), np.sort(demo.tree.query(demo.camera.position)))
-    assert demo.overlay_renderer.count == 24 * trace.visited_nodes
-    demo.toggle_freeze()
-    demo.camera.move_local(-200.0, 0.0, 100.0)
-    demo.update(0.0)
-    assert np.allclose(demo.trace.point, pose.position)             # the query stayed put
-    assert demo.overlay_renderer.count == 24 * demo.trace.visited_nodes + 24 + 6
-    demo.step_level(+1)
-    demo.update(0.0)
-    assert demo.only_depth == 0
-    assert demo.overlay_renderer.count == 24 * 1 + 24 + 6

@@ -10,6 +10,7 @@ import pytest
 
 from scenes import build_scene
 from scenes.aggro import COMPARE_EVERY, Aggro, brute_force_pairs
+from scenes.base import mesh_base
 from scenes.swarm import arena_radius, make_swarm
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -99,7 +100,8 @@ def test_hunters_walk_and_creatures_stay_near_the_arena():
     moved = np.linalg.norm(scene.hunter_positions()[:, [0, 2]] - start[:, [0, 2]], axis=1)
     assert (moved > 1.0).all()
     ground = scene.ground_height(scene.centres[scene.hunters, 0], scene.centres[scene.hunters, 2])
-    assert np.allclose(scene.centres[scene.hunters, 1], ground + 0.6 * scene.bounding_radius[scene.hunters])
+    lift = -mesh_base("cube") * scene.bounding_radius[scene.hunters]
+    assert np.allclose(scene.centres[scene.hunters, 1], ground + lift)
     creatures = scene.centres[scene.first:]
     assert np.hypot(creatures[:, 0], creatures[:, 2]).max() < scene.arena + 100.0
     scene.aggro_tree.check_invariants()

@@ -58,8 +58,8 @@ from pathlib import Path
 import pyglet
 from pyglet.window import key
 
-from engine.demo import DemoSettings
-from engine.interactive import FlyThroughApp
+from demo.demo import DemoSettings
+from demo.interactive import FlyThroughApp
 
 SEQUENCE = [key.F, key.O, key.O, key.L, key.BRACKETRIGHT, key.BRACKETRIGHT, key.BRACKETLEFT, key.T,
             key.PLUS, key.EQUAL, key.MINUS, key.C, key.H, key.P, key._3, key._1, key.F, key.TAB, key.TAB]

@@ -1,4 +1,4 @@
-"""The interactive fly-through: :class:`engine.demo.Demo` in a pyglet window.
+"""The interactive fly-through: :class:`demo.demo.Demo` in a pyglet window.
 
 Only input, text and timing live here; the frame itself is ``Demo.update``
 (in ``on_update``) and ``Demo.render`` (in ``on_render``).
@@ -10,8 +10,8 @@ import sys
 from pathlib import Path
 from time import perf_counter
 
+from demo.demo import SCALE_STEP, Demo, DemoError, DemoSettings
 from engine.culling_pipeline import FrameStats
-from engine.demo import SCALE_STEP, Demo, DemoError, DemoSettings
 from engine.hud import hud_lines
 from engine.window import App, WindowError
 from scenes import SCENES
@@ -97,10 +97,7 @@ class FlyThroughApp(App):
         up = (k[key.E] - k[key.Q]) * speed
         if forward or right or up:
             self.demo.fly(forward, right, up)
-        stats = self.demo.update(dt)
-        if self.print_stats:
-            print(f"{self.frames}," + ",".join(f"{v:.4f}" if isinstance(v, float) else str(v)
-                                                 for v in stats.csv_row()))
+        self.demo.update(dt)
         self._hud_age += dt
 
     def on_render(self) -> None:
@@ -111,7 +108,10 @@ class FlyThroughApp(App):
             rate = 1.0 / (now - self._last_render)
             self.fps = rate if self.fps is None else 0.9 * self.fps + 0.1 * rate
         self._last_render = now
-        self.demo.render(self.ctx.screen)
+        stats = self.demo.render(self.ctx.screen)
+        if self.print_stats:      # one row per drawn frame, complete: draw_ms included
+            print(f"{self.frames}," + ",".join(f"{v:.4f}" if isinstance(v, float) else str(v)
+                                                 for v in stats.csv_row()), flush=True)
         self.ctx.enable_only(moderngl.NOTHING)
         if self.demo.show_hud:
             if self._hud_age >= HUD_REFRESH:
@@ -141,7 +141,11 @@ class FlyThroughApp(App):
 
     def on_close(self) -> None:
         if self.save_on_exit:
+            # The back buffer is undefined after a swap: draw once more, then read it.
+            self.ctx.screen.use()
+            self.on_render()
             self._save(self.out / "window.png")
+            self.save_on_exit = False
 
     def close(self) -> None:
         if self.save_on_exit:

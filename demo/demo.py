@@ -1,16 +1,20 @@
 """The demo's frame, shared by the window and the headless runner.
 
-:class:`Demo` owns one scene, its view-distance tree, the culling pipeline,
-the renderer and the overlay.  A frame is two calls:
+:class:`Demo` wires a scene (``scenes/``) into the engine (``engine/``): it owns
+the scene, its view-distance tree, the culling pipeline, the renderer and the
+overlay.  A frame is two calls:
 
-* :meth:`Demo.update` (simulation and culling): move objects, push the moves
-  into the tree with ``update_many``, then query -> distance filter ->
-  frustum filter -> instance upload (:class:`CullingPipeline`), then the
-  trace for the debug overlay;
-* :meth:`Demo.render` (drawing only): ground and instances, then the overlay.
+* :meth:`Demo.update` (``on_update``: simulation and culling, no GPU object):
+  move objects, push the moves into the tree with ``update_many``, compute
+  the camera matrices, then query (with the overlay's trace from the same
+  traversal) -> distance filter -> frustum filter
+  (:meth:`CullingPipeline.cull`), giving the visible object indices;
+* :meth:`Demo.render` (``on_render``: drawing): the survivors' instance
+  records with the fade, one upload and one instanced draw per mesh kind,
+  then the overlay.  The frame's statistics are complete after it.
 
-The interactive window (:mod:`engine.interactive`) and the headless runner
-(:mod:`engine.headless`) only add input, text and image output around these.
+The interactive window (:mod:`demo.interactive`) and the headless runner
+(:mod:`demo.headless`) only add input, text and image output around these.
 """
 
 from __future__ import annotations
@@ -91,6 +95,9 @@ class Demo:
         self.stats = FrameStats()
         self.trace = None
         self.events = None
+        self.view_projection = None
+        self._cull_view_projection = None
+        self._drawn = False
         self.load_scene(self.settings.scene, self.settings.objects)
 
     # -- scene -----------------------------------------------------------------
@@ -100,6 +107,7 @@ class Demo:
             scene = build_scene(name, objects, self.settings.seed)
         except ValueError as exc:
             raise DemoError(str(exc)) from None
+        scene.set_brute_force(self.settings.brute_force)     # the scene's own queries too (swarm aggro)
         t0 = perf_counter()
         if self.settings.brute_force:
             index = BruteForceIndex(len(scene))
@@ -133,6 +141,11 @@ class Demo:
             self.collision.insert_many(scene.centres[mask], scene.bounding_radius[mask])
         self.tracker = VisibilityTracker() if VisibilityTracker is not None else None
         self.events = None
+        # Nothing culled yet: a render before the next update draws ground and sky.
+        self.stats = FrameStats()
+        self.trace = None
+        self.view_projection = self._cull_view_projection = self.camera.view_projection()
+        self._drawn = False
 
     @property
     def tree(self):
@@ -193,7 +206,14 @@ class Demo:
 
     # -- the frame -----------------------------------------------------------------
     def update(self, dt: float) -> FrameStats:
-        """Simulation, then culling.  Call once per frame before :meth:`render`."""
+        """Simulation, then culling (``on_update``); touches no GPU object.
+
+        Moves the scene's objects and pushes the moves into the tree with one
+        ``update_many``; computes the camera matrices (once per frame); runs
+        query -> distance filter -> frustum filter, with the overlay's trace
+        from the same traversal as the query.  Call once per frame before
+        :meth:`render`, which completes the returned statistics.
+        """
         scene = self.scene
         self.time += dt
 
@@ -204,39 +224,56 @@ class Demo:
                 self.tree.update_many(self.handles[moved], scene.centres[moved], scene.view_distance[moved])
             self.pipeline.refresh(moved)
 
-        # Culling: query -> distance filter -> frustum filter -> instance upload.
-        cull = self.frozen if self.frozen is not None else self.camera
-        stats = self.pipeline.run(cull.position, cull.view_projection(), scale=self.scale, fade=self.fade,
-                                  upload=self.renderer.upload)
+        # Camera matrices, once per frame: the drawing camera's, and the frozen
+        # one's while culling is frozen (it culls and its frustum is drawn).
+        self.view_projection = self.camera.view_projection()
+        if self.frozen is not None:
+            cull_position, cull_vp = self.frozen.position, self.frozen.view_projection()
+        else:
+            cull_position, cull_vp = self.camera.position, self.view_projection
+        self._cull_view_projection = cull_vp
+
+        # Culling: query (+ trace for the overlay) -> distance filter -> frustum filter.
+        stats = self.pipeline.cull(cull_position, cull_vp, scale=self.scale,
+                                   trace=self.show_overlay and self.tree is not None)
+        self.trace = self.pipeline.trace
 
         # Gameplay hook: which objects came into view or left it this frame.
         if self.tracker is not None:
             self.events = self.tracker.update(self.handles[self.pipeline.visible])
-
-        # Debug overlay: what the query visited (not part of the culling budget).
-        t0 = perf_counter()
-        if self.show_overlay and self.tree is not None:
-            if self.pipeline.supports_scale and self.scale != 1.0:
-                self.trace = self.tree.trace(cull.position, scale=self.scale)
-            else:
-                self.trace = self.tree.trace(cull.position)
-            frozen = self.frozen is not None
-            self.overlay_renderer.upload(build_overlay(
-                self.trace, loose=self.show_loose, only_depth=self.only_depth,
-                frozen_view_projection=self.frozen.view_projection() if frozen else None,
-                frozen_point=self.frozen.position if frozen else None))
-        else:
-            self.trace = None
-        stats.trace_ms = (perf_counter() - t0) * 1e3
         self.stats = stats
+        self._drawn = False
         return stats
 
-    def render(self, framebuffer) -> None:
-        """Draw the frame into ``framebuffer`` (drawing only, no culling)."""
-        vp = self.camera.view_projection()
-        self.stats.draw_ms = self.renderer.draw(vp, self.camera.position, framebuffer)
+    def render(self, framebuffer) -> FrameStats:
+        """Draw the frame into ``framebuffer`` (``on_render``): instance records
+        with the fade, one upload and one instanced draw per mesh kind, then
+        the overlay.  Returns the frame's statistics, now complete (upload,
+        draw and overlay times included).
+
+        Drawing the same frame again (a window redraw with no update between)
+        redraws it without rebuilding the instances.
+        """
+        stats = self.stats
+        if not self._drawn:
+            t0 = perf_counter()
+            records, kind_starts = self.pipeline.instances(self.fade)
+            self.renderer.upload(records, kind_starts)
+            t1 = perf_counter()
+            if self.show_overlay and self.trace is not None:
+                frozen = self.frozen is not None
+                self.overlay_renderer.upload(build_overlay(
+                    self.trace, loose=self.show_loose, only_depth=self.only_depth,
+                    frozen_view_projection=self._cull_view_projection if frozen else None,
+                    frozen_point=self.frozen.position if frozen else None))
+            stats.upload_ms = (t1 - t0) * 1e3
+            stats.trace_ms = (perf_counter() - t1) * 1e3
+            self._drawn = True
+        vp = self.view_projection
+        stats.draw_ms = self.renderer.draw(vp, self.camera.position, framebuffer)
         if self.show_overlay and self.trace is not None:
             self.overlay_renderer.draw(vp, framebuffer)
+        return stats
 
     def hud_info(self, fps: float | None = None, speed: float | None = None, help: bool = True) -> HudInfo:
         """The numbers the HUD shows for the last frame."""
@@ -253,6 +290,7 @@ class Demo:
             entered=None if ev is None else int(ev.entered.shape[0]),
             left=None if ev is None else int(ev.left.shape[0]),
             shape=self.settings.shape, brute_force=self.settings.brute_force, help=help, speed=speed,
+            notes=self.scene.status_lines(),
         )
 
     def read_image(self, framebuffer):

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-import engine.cli as cli
+import demo.cli as cli
 
 ROOT = Path(__file__).resolve().parents[2]
 RUN_DEMO = ROOT / "run_demo.py"

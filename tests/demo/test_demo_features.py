@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from engine.demo import CAMERA_RADIUS, SCALE_STEP, CollisionCandidates, VisibilityTracker
+from demo.demo import CAMERA_RADIUS, SCALE_STEP, CollisionCandidates, VisibilityTracker
 from engine.hud import hud_lines
 
 

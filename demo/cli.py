@@ -118,7 +118,7 @@ def _fail(message: str, code: int = EXIT_ERROR) -> int:
 
 
 def _run(args) -> int:
-    from engine.demo import DemoSettings
+    from demo.demo import DemoSettings
 
     settings = DemoSettings(scene=args.scene, objects=args.objects, seed=args.seed, shape=args.shape,
                             brute_force=args.brute_force, overlay=not args.no_overlay, hud=not args.no_hud)
@@ -127,12 +127,12 @@ def _run(args) -> int:
         print(f"{PROG}: no display (DISPLAY is not set): running headless, images go to {args.out}/", file=sys.stderr)
         headless = True
     if not headless:
-        from engine.interactive import run_window
+        from demo.interactive import run_window
 
         return run_window(settings, args.size or (1280, 720), stats=args.stats, out=args.out,
                           exit_after=args.exit_after)
 
-    from engine.headless import HeadlessOptions, run_headless
+    from demo.headless import HeadlessOptions, run_headless
 
     options = HeadlessOptions(settings=settings, size=args.size or (960, 540), frames=args.frames,
                               out=None if args.no_images else args.out, gif=args.gif, stats=args.stats,
@@ -155,7 +155,7 @@ def main(argv=None) -> int:
     """Entry point; returns the process exit status."""
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format=f"{PROG}: %(message)s")
-    from engine.demo import DemoError
+    from demo.demo import DemoError
     from engine.shaders import ShaderError
 
     try:

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from engine.demo import Demo, DemoError, DemoSettings
+from demo.demo import Demo, DemoError, DemoSettings
 from engine.hud import draw_hud, hud_lines
 
 __all__ = ["HeadlessOptions", "HeadlessResult", "create_offscreen_context", "headless_pose", "run_headless"]

@@ -78,9 +78,9 @@ def test_instance_buffers_grow(make_demo, render):
     demo.camera.fov_y = 170.0
     demo.camera.aspect = 4.0
     stats = demo.update(0.0)
+    img = render(demo)                      # the upload happens when the frame is drawn
     creatures = demo.renderer.batches[1]
     assert creatures.count == stats.kind_counts[1]
     if stats.kind_counts[1] > INITIAL_INSTANCE_CAPACITY:
         assert creatures.capacity >= stats.kind_counts[1]
-    img = render(demo)
     assert img.std() > 5.0

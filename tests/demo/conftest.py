@@ -1,28 +1,11 @@
-"""Engine test set-up: one offscreen EGL context for the whole session.
-
-Rendering tests draw real frames on Mesa's llvmpipe through EGL (no display,
-no GPU needed).  If EGL cannot give an OpenGL 3.3 context at all, every test
-that asks for ``gl_ctx`` is skipped with the reason; the others still run.
-"""
+"""Demo test set-up: a ``Demo`` on the session's EGL context, rendering and pixel counts."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from engine.demo import Demo, DemoSettings
-
-
-@pytest.fixture(scope="session")
-def gl_ctx():
-    try:
-        import moderngl
-
-        ctx = moderngl.create_standalone_context(backend="egl", require=330)
-    except Exception as exc:  # no libEGL, no Mesa driver, no 3.3 support
-        pytest.skip(f"no OpenGL 3.3 context on EGL (install libegl1 libegl-mesa0 libgl1-mesa-dri): {exc}")
-    yield ctx
-    ctx.release()
+from demo.demo import Demo, DemoSettings
 
 
 @pytest.fixture

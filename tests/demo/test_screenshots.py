@@ -2,7 +2,7 @@
 
 Regenerate after an intended visual change with::
 
-    UPDATE_SCREENSHOTS=1 python -m pytest tests/engine/test_screenshots.py
+    UPDATE_SCREENSHOTS=1 python -m pytest tests/demo/test_screenshots.py
 
 On a mismatch the actual image and a diff image (differences amplified, in
 red) are written next to the test's temporary folder; the failure message
@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from engine.headless import headless_pose
+from demo.headless import headless_pose
 
 REFERENCE_DIR = Path(__file__).resolve().parent / "reference"
 UPDATE = os.environ.get("UPDATE_SCREENSHOTS", "") not in ("", "0")

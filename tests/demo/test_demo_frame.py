@@ -1,0 +1,109 @@
+"""The frame cut: ``Demo.update`` culls and touches no GPU object, ``Demo.render`` draws.
+
+Also: the overlay's trace is the query's own traversal (the tree is walked
+once per frame), the camera matrices are computed once per frame, and the
+statistics are complete after drawing.
+"""
+
+import numpy as np
+import pytest
+
+from engine.camera import Camera
+
+
+def _counting(monkeypatch, obj, name, calls):
+    original = getattr(obj, name)
+
+    def wrapper(*args, **kwargs):
+        calls.append(name)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(obj, name, wrapper)
+
+
+def _forbid(monkeypatch, obj, name):
+    def boom(*args, **kwargs):
+        raise AssertionError(f"{name} called during update")
+
+    monkeypatch.setattr(obj, name, boom)
+
+
+@pytest.mark.parametrize("overlay", [False, True])
+def test_update_touches_no_gpu_object_and_render_completes_the_stats(make_demo, gl_ctx, monkeypatch, overlay):
+    demo = make_demo("forest", 20_000, overlay=overlay)
+    pose = demo.scene.camera_pose(0.4)
+    demo.set_pose(pose.position, pose.yaw, pose.pitch)
+    with monkeypatch.context() as m:
+        for obj, name in ((demo.renderer, "upload"), (demo.renderer, "draw"), (demo.overlay_renderer, "upload"),
+                          (demo.overlay_renderer, "draw")):
+            _forbid(m, obj, name)
+        stats = demo.update(0.0)
+    assert stats.drawn > 0 and stats.draw_ms == 0.0
+    assert sum(b.count for b in demo.renderer.batches) == 0          # nothing uploaded yet
+    fbo = gl_ctx.simple_framebuffer(demo.size)
+    try:
+        done = demo.render(fbo)
+    finally:
+        fbo.release()
+    assert done is stats and stats.draw_ms > 0.0 and stats.upload_ms > 0.0
+    assert sum(b.count for b in demo.renderer.batches) == stats.drawn
+    assert (demo.overlay_renderer.count > 0) == overlay
+
+
+@pytest.mark.parametrize("overlay", [False, True])
+def test_one_walk_of_the_tree_and_one_matrix_per_frame(make_demo, gl_ctx, monkeypatch, overlay):
+    demo = make_demo("forest", 20_000, overlay=overlay)
+    demo.update(0.0)
+    calls: list[str] = []
+    for name in ("query", "query_spheres", "trace", "query_many"):
+        _counting(monkeypatch, demo.tree, name, calls)
+    matrices: list[str] = []
+    _counting(monkeypatch, Camera, "view_projection", matrices)
+    fbo = gl_ctx.simple_framebuffer(demo.size)
+    try:
+        demo.update(1 / 60)
+        demo.render(fbo)
+        assert calls == (["trace"] if overlay else ["query_spheres"])
+        assert matrices == ["view_projection"]
+        demo.toggle_freeze()
+        matrices.clear()
+        demo.update(1 / 60)
+        demo.render(fbo)
+        assert len(matrices) == 2                    # the camera's and the frozen camera's
+    finally:
+        fbo.release()
+
+
+def test_traced_and_exact_frames_keep_the_same_objects(make_demo):
+    traced = make_demo("forest", 20_000, overlay=True)
+    exact = make_demo("forest", 20_000, overlay=False)
+    for u in (0.1, 0.4, 0.8):
+        pose = traced.scene.camera_pose(u)
+        for demo in (traced, exact):
+            demo.set_pose(pose.position, pose.yaw, pose.pitch)
+        a, b = traced.update(0.0), exact.update(0.0)
+        assert np.array_equal(traced.pipeline.visible, exact.pipeline.visible)
+        assert a.in_range == b.in_range and a.candidates >= a.in_range == b.candidates
+        assert np.array_equal(np.sort(traced.trace.candidates), np.sort(traced.tree.query(pose.position)))
+
+
+def test_demo_uploads_exactly_the_traced_boxes(make_demo, render):
+    demo = make_demo("forest", 20_000, overlay=True)
+    pose = demo.scene.camera_pose(0.4)
+    demo.set_pose(pose.position, pose.yaw, pose.pitch)
+    demo.update(0.0)
+    render(demo)
+    trace = demo.trace
+    assert np.array_equal(np.sort(trace.candidates), np.sort(demo.tree.query(demo.camera.position)))
+    assert demo.overlay_renderer.count == 24 * trace.visited_nodes
+    demo.toggle_freeze()
+    demo.camera.move_local(-200.0, 0.0, 100.0)
+    demo.update(0.0)
+    render(demo)
+    assert np.allclose(demo.trace.point, pose.position)             # the query stayed put
+    assert demo.overlay_renderer.count == 24 * demo.trace.visited_nodes + 24 + 6
+    demo.step_level(+1)
+    demo.update(0.0)
+    render(demo)
+    assert demo.only_depth == 0
+    assert demo.overlay_renderer.count == 24 * 1 + 24 + 6

@@ -1,0 +1,62 @@
+"""The floors hold: culling/ imports no GL library, scenes/ and engine/ never import
+each other, and only demo/ wires them together (DESIGN.md section 3)."""
+
+import ast
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+GL = {"pyglet", "moderngl", "pyrr", "glcontext", "PIL"}
+
+
+def _imported_tops(package: str) -> dict[str, set[str]]:
+    """Top-level names each module of ``package`` imports (at any depth of the file)."""
+    found = {}
+    for path in sorted((ROOT / package).rglob("*.py")):
+        names = set()
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Import):
+                names.update(alias.name.split(".")[0] for alias in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                names.add(node.module.split(".")[0])
+            elif isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "import_module" and node.args:
+                arg = node.args[0]
+                if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
+                    names.add(arg.value.split(".")[0])
+        found[str(path.relative_to(ROOT))] = names
+    return found
+
+
+@pytest.mark.parametrize("package, forbidden", [
+    ("culling", GL | {"engine", "scenes", "demo"}),
+    ("scenes", GL | {"engine", "demo"}),
+    ("engine", {"scenes", "demo"}),
+])
+def test_no_import_across_floors(package, forbidden):
+    bad = {module: sorted(names & forbidden) for module, names in _imported_tops(package).items()
+           if names & forbidden}
+    assert not bad, f"{package}/ imports across its floor: {bad}"
+
+
+def test_importing_a_scene_loads_no_engine_and_no_gl():
+    code = ("import sys, scenes, scenes.forest, scenes.clusters, scenes.swarm; "
+            "print(sorted(m for m in ('engine', 'demo', 'pyglet', 'moderngl', 'pyrr', 'PIL') if m in sys.modules))")
+    env = {k: v for k, v in os.environ.items() if k != "DISPLAY"}
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"
+
+
+def test_scene_mesh_bases_match_the_engine_meshes():
+    from engine.meshes import MESHES
+    from scenes.base import MESH_BASES, mesh_base
+
+    assert set(MESH_BASES) == set(MESHES)
+    for name, mesh in MESHES.items():
+        assert mesh_base(name) == mesh.base
+    with pytest.raises(KeyError, match="unknown mesh 'teapot'"):
+        mesh_base("teapot")
