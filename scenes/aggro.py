@@ -58,10 +58,13 @@ class AggroStats:
     compared: int = 0
     mismatches: int = 0
 
-    def line(self) -> str:
-        """The HUD line: ``aggro  300 hunters x 29,000 creatures  query_many 1.2 ms  brute force 30 ms (25x)``."""
-        text = f"aggro  {self.hunters:,} hunters x {self.creatures:,} creatures  pairs {self.pairs:,}  " \
-               f"chasing {self.chasing:,}"
+    def line(self, who: str | None = None) -> str:
+        """The HUD line: ``aggro  300 hunters x 29,000 creatures  ...  query_many 1.2 ms  brute force 30 ms (25x)``.
+
+        ``who`` names the query points (default ``"<hunters> hunters"``).
+        """
+        who = who or f"{self.hunters:,} hunters"
+        text = f"aggro  {who} x {self.creatures:,} creatures  pairs {self.pairs:,}  chasing {self.chasing:,}"
         if self.tree_ms is not None:
             text += f"  query_many {self.tree_ms:.2f} ms"
         if self.brute_ms is not None:

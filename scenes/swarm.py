@@ -95,7 +95,8 @@ class SwarmScene(Scene):
         self.aggro.method = "brute force" if on else "tree"
 
     def status_lines(self) -> list[str]:
-        return [self.aggro.stats.line()]
+        hunters = self.hunters.stop - self.hunters.start
+        return [self.aggro.stats.line(f"you + {hunters:,} hunters")]
 
     # -- motion -------------------------------------------------------------------------
     def _random_points(self, k: int) -> np.ndarray:

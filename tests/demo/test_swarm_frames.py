@@ -90,6 +90,6 @@ def test_hud_shows_the_aggro_batch_against_brute_force(make_demo):
     aggro = [t for t in texts if t.startswith("aggro")]
     assert len(aggro) == 1
     hunters = demo.scene.hunters.stop - demo.scene.hunters.start
-    assert f"{hunters + 1:,} hunters x {len(demo.scene) - demo.scene.first:,} creatures" in aggro[0]
+    assert f"you + {hunters:,} hunters x {len(demo.scene) - demo.scene.first:,} creatures" in aggro[0]
     assert "query_many" in aggro[0] and "brute force" in aggro[0]
     assert all(not t.startswith("aggro") for t, _ in hud_lines(make_demo("forest", 500).hud_info()))

@@ -71,7 +71,7 @@ def test_swarm_asks_every_hunter_in_one_batch_and_checks_it():
     assert stats.pairs > 0 and stats.chasing > 0
     assert stats.tree_ms is not None and stats.brute_ms is not None
     line = scene.status_lines()[0]
-    assert line.startswith(f"aggro  {hunters + 1:,} hunters x {len(scene) - scene.first:,} creatures")
+    assert line.startswith(f"aggro  you + {hunters:,} hunters x {len(scene) - scene.first:,} creatures")
     assert "query_many" in line and "brute force" in line
 
 
