@@ -32,7 +32,7 @@ import numpy as np
 from culling.cellpool import CellPool
 from culling.gridgeometry import GridGeometry
 from culling.nodes import ARRAY_GROWTH
-from culling.shapes import distances, sphere_contains, squared_reach, squared_reach_of, within
+from culling.shapes import inside_all, squared_reach, squared_reach_of
 from culling.trace import LevelTrace, QueryTrace
 from culling.validation import (
     as_coords,
@@ -507,10 +507,7 @@ class DenseViewDistanceGrid:
 
     def _inside(self, rows: np.ndarray, point, scale: float) -> np.ndarray:
         """Mask of the pool ``rows`` (columns, k) whose shape contains ``point`` (radii times ``scale``)."""
-        axes = rows[: self.dim]
-        if self._reach and scale == 1.0:
-            return sphere_contains(axes, point, rows[self.dim], rows[self.dim + 1])
-        return within(distances(axes, point, self.shape), rows[self.dim], scale)
+        return inside_all(np.ascontiguousarray(rows), np.array(point, dtype=np.float64), not self._reach, scale)
 
     def _home(self, point: list[float], radius: float) -> tuple[int, int]:
         """Level and global cell of one validated sphere; ``ValueError`` outside the world."""

@@ -3,8 +3,9 @@
 A sphere contains ``p`` when the Euclidean distance from its centre is at most
 its radius; a cube (``radius`` = half its edge) when the largest per-axis
 distance is.  Surface points count as inside, and a radius of 0 contains only
-its centre.  The tests work axis by axis on 1-D arrays (a short inner axis of
-length 3 would make NumPy loop per object), O(n).
+its centre.  :func:`inside` is the one test every query kernel runs on each
+candidate, reading the candidate's pool column in place: centre axes, radius,
+and (spheres) the squared reach that makes the common case root-free.
 
 >>> import numpy as np
 >>> centres = np.array([[0.0, 0.0], [3.0, 4.0]])
@@ -17,11 +18,12 @@ length 3 would make NumPy loop per object), O(n).
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 
 import numpy as np
 
-__all__ = ["contains", "distances", "sphere_contains", "squared_distances", "squared_reach", "squared_reach_of", "within"]
+from culling.jit import kernel
+
+__all__ = ["contains", "inside", "inside_all", "squared_reach", "squared_reach_of"]
 
 
 #: Squared distances below this may have lost bits to underflow (and ``inf``
@@ -30,117 +32,56 @@ __all__ = ["contains", "distances", "sphere_contains", "squared_distances", "squ
 _UNSAFE_SQUARE = 2.0 ** -960
 
 
-def distances(axes: Sequence[np.ndarray], point, shape: str) -> np.ndarray:
-    """Distance from ``point`` to each centre in the shape's metric.
+@kernel
+def _scaled_distance(columns: np.ndarray, row: int, p: np.ndarray) -> float:
+    """Euclidean distance as ``m * sqrt(sum((d / m)**2))``, ``m = max |d|``: no under/overflow."""
+    dim = p.shape[0]
+    largest = 0.0
+    for axis in range(dim):
+        largest = max(largest, abs(columns[axis, row] - p[axis]))
+    safe = largest if largest > 0.0 else 1.0
+    total = 0.0
+    for axis in range(dim):
+        x = abs(columns[axis, row] - p[axis]) / safe
+        total += x * x
+    return largest * math.sqrt(total)
 
-    Parameters
-    ----------
-    axes : sequence of ``dim`` ndarrays, shape (n,), float64
-        The centres' coordinates, one array per axis.
-    point : sequence of ``dim`` floats
-    shape : "sphere" (Euclidean) or "cube" (L-infinity)
 
-    Returns
-    -------
-    ndarray, shape (n,), float64, a new array
+@kernel
+def inside(columns: np.ndarray, row: int, p: np.ndarray, cube: bool, scale: float) -> bool:
+    """Whether pool column ``row`` (centre axes, radius, squared reach) contains ``p``.
+
+    The radius is multiplied by ``scale`` (1.0 for none).  A sphere compares
+    the squared distance, summed axis by axis, with the stored squared reach
+    (``sqrt(d2) <= r`` exactly, see :func:`squared_reach`); the rare square
+    that may have under- or overflowed is recomputed with scaling.  O(dim).
     """
-    if shape == "cube":
-        result = np.abs(np.subtract(axes[0], point[0]))
-        for coords, p in zip(axes[1:], point[1:]):
-            np.maximum(result, np.abs(coords - p), out=result)
-        return result
-    squares = squared_distances(axes, point)
-    unsafe = _unsafe(squares)
-    result = np.sqrt(squares, out=squares)
-    if unsafe.size:
-        result[unsafe] = _scaled_distances([a[unsafe] for a in axes], point)
-    return result
+    dim = p.shape[0]
+    radius = columns[dim, row]
+    if cube:
+        largest = abs(columns[0, row] - p[0])
+        for axis in range(1, dim):
+            largest = max(largest, abs(columns[axis, row] - p[axis]))
+        return largest <= radius * scale
+    d = columns[0, row] - p[0]
+    d2 = d * d
+    for axis in range(1, dim):
+        d = columns[axis, row] - p[axis]
+        d2 += d * d
+    if not (d2 >= _UNSAFE_SQUARE and d2 < math.inf):  # almost never taken
+        return _scaled_distance(columns, row, p) <= radius * scale
+    if scale == 1.0:
+        return d2 <= columns[dim + 1, row]
+    return math.sqrt(d2) <= radius * scale
 
 
-def squared_distances(axes: Sequence[np.ndarray], point) -> np.ndarray:
-    """Squared Euclidean distances, summed axis by axis in the order ``distances`` uses.
-
-    Entries below ``2**-960`` or infinite may be off by under- or overflow;
-    :func:`sphere_contains` repairs them, ``distances`` too.
-    """
-    with np.errstate(over="ignore", under="ignore"):
-        result = np.subtract(axes[0], point[0])
-        result *= result
-        for coords, p in zip(axes[1:], point[1:]):
-            offset = coords - p
-            offset *= offset
-            result += offset
-        return result
-
-
-def sphere_contains(axes: Sequence[np.ndarray], point, radii: np.ndarray, reach: np.ndarray) -> np.ndarray:
-    """``distances(axes, point, "sphere") <= radii`` without a square root per object.
-
-    ``reach`` is :func:`squared_reach` of ``radii``, stored beside them.
-    """
-    squares = squared_distances(axes, point)
-    inside = squares <= reach
-    unsafe = _unsafe(squares)
-    if unsafe.size:
-        inside[unsafe] = _scaled_distances([a[unsafe] for a in axes], point) <= radii[unsafe]
-    return inside
-
-
-def _unsafe(squares: np.ndarray) -> np.ndarray:
-    """Indices of squared distances that under- or overflow may have spoilt (usually none)."""
-    if not squares.size or (squares.min() >= _UNSAFE_SQUARE and squares.max() < np.inf):
-        return np.empty(0, dtype=np.int64)  # two reductions instead of four passes
-    return np.flatnonzero((squares < _UNSAFE_SQUARE) | (squares == np.inf))
-
-
-def _scaled_distances(axes: Sequence[np.ndarray], point) -> np.ndarray:
-    """Euclidean distances computed as ``m * sqrt(sum((d / m)**2))``, ``m = max |d|``: no under/overflow."""
-    offsets = np.abs(np.array([a - p for a, p in zip(axes, point)]))
-    largest = offsets.max(axis=0)
-    safe = np.where(largest > 0, largest, 1.0)
-    with np.errstate(under="ignore"):
-        return largest * np.sqrt(((offsets / safe) ** 2).sum(axis=0))
-
-
-def squared_reach(radii: np.ndarray) -> np.ndarray:
-    """The largest float ``t`` with ``sqrt(t) <= r``, for each radius ``r``.
-
-    ``sqrt`` is correctly rounded and monotone, so ``d2 <= squared_reach(r)``
-    holds exactly when ``sqrt(d2) <= r``: the exact test without its square
-    root, and without the rounding differences of ``d2 <= r * r``.  ``r * r``
-    is within a few ulps of the answer; a few ``nextafter`` steps settle it.
-
-    >>> r = np.array([0.0, 0.1, 3.0, 1e-200])
-    >>> t = squared_reach(r)
-    >>> bool((np.sqrt(t) <= r).all() and (np.sqrt(np.nextafter(t, np.inf)) > r).all())
-    True
-    """
-    radii = np.asarray(radii, dtype=np.float64)
-    with np.errstate(over="ignore", under="ignore"):
-        reach = radii * radii
-    bits = reach.view(np.int64)  # non-negative floats order like their bit patterns
-    for step, todo in ((1, np.sqrt(reach) <= radii), (-1, np.sqrt(reach) > radii)):
-        index = np.flatnonzero(todo)
-        while index.size:  # a few ulps at most
-            moved = bits[index] + step
-            fits = np.sqrt(moved.view(np.float64)) <= radii[index]
-            if step > 0:
-                index = index[fits]
-                bits[index] = moved[fits]
-            else:
-                bits[index] = moved
-                index = index[~fits]
-    return reach
-
-
-def squared_reach_of(radius: float) -> float:
-    """:func:`squared_reach` of one radius, in plain Python (single-object updates)."""
-    reach = radius * radius
-    while math.sqrt(math.nextafter(reach, math.inf)) <= radius:
-        reach = math.nextafter(reach, math.inf)
-    while math.sqrt(reach) > radius:
-        reach = math.nextafter(reach, -math.inf)
-    return reach
+@kernel
+def inside_all(columns: np.ndarray, p: np.ndarray, cube: bool, scale: float) -> np.ndarray:
+    """:func:`inside` for every column of ``columns`` (width, n); bool (n,)."""
+    out = np.empty(columns.shape[1], dtype=np.bool_)
+    for row in range(columns.shape[1]):
+        out[row] = inside(columns, row, p, cube, scale)
+    return out
 
 
 def contains(centres: np.ndarray, radii: np.ndarray, point: np.ndarray,
@@ -157,15 +98,48 @@ def contains(centres: np.ndarray, radii: np.ndarray, point: np.ndarray,
 
     Returns
     -------
-    ndarray, shape (n,), bool
+    ndarray, shape (n,), bool; O(n), :func:`inside` on each object
     """
-    axes = [centres[:, axis] for axis in range(centres.shape[1])]
-    return within(distances(axes, np.asarray(point).tolist(), shape), radii, scale)
+    radii = np.asarray(radii, dtype=np.float64)
+    columns = np.vstack([np.asarray(centres, dtype=np.float64).T, radii, squared_reach(radii)])
+    return inside_all(columns, np.ascontiguousarray(point, dtype=np.float64), shape == "cube", float(scale))
 
 
-def within(distance: np.ndarray, radii: np.ndarray, scale: float = 1.0) -> np.ndarray:
-    """``distance <= radii * scale``, elementwise (the radius multiplied only when scaled)."""
-    if scale == 1.0:
-        return distance <= radii
-    with np.errstate(over="ignore", under="ignore"):
-        return distance <= radii * scale
+@kernel
+def _reach_of(radius: float) -> float:
+    reach = radius * radius
+    while math.sqrt(np.nextafter(reach, math.inf)) <= radius:
+        reach = np.nextafter(reach, math.inf)
+    while math.sqrt(reach) > radius:
+        reach = np.nextafter(reach, -math.inf)
+    return reach
+
+
+@kernel
+def _squared_reach(radii: np.ndarray) -> np.ndarray:
+    out = np.empty(radii.shape[0])
+    for i in range(radii.shape[0]):
+        out[i] = _reach_of(radii[i])
+    return out
+
+
+def squared_reach(radii: np.ndarray) -> np.ndarray:
+    """The largest float ``t`` with ``sqrt(t) <= r``, for each radius ``r``.
+
+    ``sqrt`` is correctly rounded and monotone, so ``d2 <= squared_reach(r)``
+    holds exactly when ``sqrt(d2) <= r``: the exact test without its square
+    root, and without the rounding differences of ``d2 <= r * r``.  ``r * r``
+    is within a few ulps of the answer; a few ``nextafter`` steps settle it.
+    O(n), compiled.
+
+    >>> r = np.array([0.0, 0.1, 3.0, 1e-200])
+    >>> t = squared_reach(r)
+    >>> bool((np.sqrt(t) <= r).all() and (np.sqrt(np.nextafter(t, np.inf)) > r).all())
+    True
+    """
+    return _squared_reach(np.ascontiguousarray(radii, dtype=np.float64))
+
+
+def squared_reach_of(radius: float) -> float:
+    """:func:`squared_reach` of one radius (single-object updates)."""
+    return float(_reach_of(float(radius)))

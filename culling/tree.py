@@ -32,14 +32,14 @@ so removal is O(1).
 from __future__ import annotations
 
 import math
-from itertools import product
 
 import numpy as np
 
+from culling import treekernels
 from culling.lattice import ANCHOR, MAX_DEPTH, MAX_GROWTH, Lattice
 from culling.nodes import NodeTable, grown
 from culling.pool import BlockPool, block_capacity
-from culling.shapes import distances, sphere_contains, squared_reach, squared_reach_of, within
+from culling.shapes import squared_reach, squared_reach_of
 from culling.trace import LevelTrace, QueryTrace
 from culling.validation import (
     as_coords,
@@ -55,14 +55,6 @@ from culling.validation import (
 )
 
 __all__ = ["MAX_DEPTH", "MAX_GROWTH", "ViewDistanceTree"]
-
-#: A query level whose point window spans more cells than this (only with a
-#: large distance scale) tests the level's existing nodes instead of hashing
-#: every cell of the window.
-MAX_ENUMERATED_CELLS = 64
-
-_EMPTY = np.empty(0, dtype=np.int64)
-_EMPTY.flags.writeable = False
 
 
 def concat_ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
@@ -95,6 +87,7 @@ class ViewDistanceTree:
         self.size, self.origin, self.dim, self.shape = check_constructor(size, origin, dim, shape)
         self._lattice = Lattice(self.size, self.origin)
         self._origin_list = self.origin.tolist()
+        self._cube = self.shape == "cube"
         # Pool columns: the centre's axes, the radius, and the squared reach
         # (see shapes.squared_reach) that makes the exact test root-free.
         self._pool = BlockPool(self.dim + 2)
@@ -297,29 +290,42 @@ class ViewDistanceTree:
         scale : float
             Multiplies every view distance (a quality preset or zoom factor).
 
-        Cost: O(levels + candidates); at most ``2**dim`` nodes per level for
-        ``scale <= 1``.
+        Cost: O(levels + candidates), compiled (:func:`culling.treekernels.query`);
+        at most ``2**dim`` nodes per level for ``scale <= 1``.
         """
-        p = as_coords(point, self.dim, "point")
+        p = np.array(as_coords(point, self.dim, "point"))
         scale = as_scale(scale) if scale != 1.0 else 1.0
-        nodes = [n for level in self._visit(p, scale) for n in level]
-        return self._collect(nodes, np.asarray(p), exact, scale)
+        nodes, pool = self._nodes, self._pool
+        return treekernels.query(p, bool(exact), self._cube, scale, self.origin, self.size,
+                                 self._root, int(nodes.level[self._root]), nodes.child, nodes.cells,
+                                 nodes.start, nodes.count, pool.handles, pool.columns)
 
     def query_many(self, points, exact: bool = False, scale: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
-        """Answer many points at once.
+        """Answer many points at once, in parallel over the points (all cores).
+
+        Parameters
+        ----------
+        points : array_like, shape (m, dim) (or (m,) for dim 1)
+        exact, scale : as for :meth:`query`
 
         Returns
         -------
         handles : ndarray, int64, the answers concatenated
         counts : ndarray, shape (m,), int64: point ``i``'s answer is
             ``handles[counts[:i].sum():][:counts[i]]``
+
+        Cost: O(m x levels + candidates), compiled (:func:`culling.treekernels.query_many_parallel`).
         """
-        points = as_points(points, self.dim, "points")
+        points = np.ascontiguousarray(as_points(points, self.dim, "points"))
         scale = as_scale(scale) if scale != 1.0 else 1.0
-        answers = [self._collect([n for level in self._visit(p, scale) for n in level], np.asarray(p), exact, scale)
-                   for p in points.tolist()]
-        counts = np.array([a.size for a in answers], dtype=np.int64)
-        return (np.concatenate(answers) if answers else np.empty(0, dtype=np.int64)), counts
+        nodes, pool = self._nodes, self._pool
+        run = (treekernels.query_many_parallel if points.shape[0] >= treekernels.PARALLEL_MIN_POINTS
+               else treekernels.query_many_serial)
+        handles, counts = run(
+            points, bool(exact), self._cube, scale, self.origin, self.size, self._root,
+            int(nodes.level[self._root]), nodes.child, nodes.cells, nodes.start, nodes.count,
+            pool.handles, pool.columns)
+        return handles, counts
 
     def query_spheres(self, point, exact: bool = False,
                       scale: float = 1.0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -334,26 +340,35 @@ class ViewDistanceTree:
         centres : ndarray, shape (k, dim), float64
         radii : ndarray, shape (k,), float64
         """
-        p = as_coords(point, self.dim, "point")
+        p = np.array(as_coords(point, self.dim, "point"))
         scale = as_scale(scale) if scale != 1.0 else 1.0
-        handles, columns = self._gather([n for level in self._visit(p, scale) for n in level])
-        if exact and handles.size:
-            keep = self._inside(columns, np.asarray(p), scale)
-            handles, columns = handles.compress(keep), columns.compress(keep, axis=1)
-        return handles, columns[: self.dim].T, columns[self.dim]
+        nodes, pool = self._nodes, self._pool
+        handles, centres, radii = treekernels.query_spheres(
+            p, bool(exact), self._cube, scale, self.origin, self.size, self._root,
+            int(nodes.level[self._root]), nodes.child, nodes.cells, nodes.start, nodes.count,
+            pool.handles, pool.columns)
+        return handles, centres, radii
 
     def trace(self, point, scale: float = 1.0) -> QueryTrace:
-        """What ``query(point, scale=scale)`` visits, level by level (for overlays and tests)."""
-        p = as_coords(point, self.dim, "point")
+        """What ``query(point, scale=scale)`` visits, level by level (for overlays and tests).
+
+        The levels and the candidates come from one walk (:func:`culling.treekernels.walk`).
+        """
+        p = np.array(as_coords(point, self.dim, "point"))
         scale = as_scale(scale) if scale != 1.0 else 1.0
-        visited = self._visit(p, scale) if self._count else []
-        candidates = self._collect([n for level in visited for n in level], np.asarray(p), False, scale)
-        levels = []
+        if not self._count:
+            return QueryTrace(point=p, candidates=np.empty(0, dtype=np.int64), levels=[])
+        nodes = self._nodes
         root_level = self.root_level
-        for depth, nodes in enumerate(visited):
+        visited, ends = treekernels.walk(p, scale, self.origin, self.size, self._root, root_level,
+                                         nodes.child, nodes.cells)
+        candidates = treekernels.gather(visited, nodes.start, nodes.count, self._pool.handles)
+        levels = []
+        first = 0
+        for depth, last in enumerate(ends.tolist()):
             level = root_level + depth
-            ids = np.array(nodes, dtype=np.int64)
-            lo, hi = self._lattice.cell_bounds(level, self._nodes.cells[:, ids].T)
+            ids = visited[first:last]
+            lo, hi = self._lattice.cell_bounds(level, nodes.cells[:, ids].T)
             margin = 0.0 if depth == 0 else 0.5 * scale * self._lattice.node_size(level)
             levels.append(LevelTrace(
                 depth=depth,
@@ -361,9 +376,10 @@ class ViewDistanceTree:
                 node_size=self._lattice.node_size(level),
                 bounds=np.stack([lo, hi], axis=1),
                 loose_bounds=np.stack([lo - margin, hi + margin], axis=1),
-                objects=int(self._nodes.count[ids].sum()),
+                objects=int(nodes.count[ids].sum()),
             ))
-        return QueryTrace(point=np.asarray(p), candidates=candidates, levels=levels)
+            first = last
+        return QueryTrace(point=p, candidates=candidates, levels=levels)
 
     # ------------------------------------------------------------------
     # The invariant checker
@@ -394,6 +410,16 @@ class ViewDistanceTree:
                 assert self._nodes.count[node] > 0 or self._nodes.children[node] > 0, "empty leaf left after cleanup"
         children = np.bincount(self._nodes.parent[alive][self._nodes.parent[alive] >= 0], minlength=self._nodes.issued)
         assert (children[alive] == self._nodes.children[alive]).all(), "child counts are wrong"
+        # Child links: each live non-root node in its parent's quadrant slot, nothing else linked.
+        links = self._nodes.child[alive]
+        assert ((links >= 0).sum(axis=1) == self._nodes.children[alive]).all(), "child links disagree with counts"
+        linked = links[links >= 0]
+        assert (self._nodes.count[linked] >= 0).all(), "a child link points to a dead node"
+        owners = np.repeat(alive, (links >= 0).sum(axis=1))
+        assert (self._nodes.parent[linked] == owners).all(), "a child link points to another node's child"
+        quadrants = np.nonzero(links >= 0)[1]
+        bits = sum((self._nodes.cells[axis, linked] & 1) << axis for axis in range(self.dim))
+        assert (bits == quadrants).all(), "a child is linked in the wrong quadrant"
         if root_level < 0:
             assert not (self._nodes.count[root] == 0 and self._nodes.children[root] <= 1), "grown root should have shrunk"
         # Blocks: inside the pool, disjoint, counts within capacity.
@@ -492,8 +518,7 @@ class ViewDistanceTree:
             self._delete_node(old)
         self._root = self._nodes.new(level - 1, tuple(c >> 1 for c in cell), -1)
         if keep_old:
-            self._nodes.parent[old] = self._root
-            self._nodes.children[self._root] = 1
+            self._nodes.adopt(self._root, old)
 
     def _shrink_root(self) -> None:
         """Undo growth that no object needs any more."""
@@ -502,8 +527,7 @@ class ViewDistanceTree:
             level = int(self._nodes.level[root])
             if self._nodes.children[root] == 1:
                 (child,) = self._nodes.by_level[level + 1].values()
-                self._nodes.parent[child] = -1
-                self._nodes.children[root] = 0
+                self._nodes.orphan(child)
                 self._delete_node(root)
                 self._root = child
             elif self._nodes.children[root] == 0:  # the tree is empty: back to the constructor's root
@@ -674,117 +698,3 @@ class ViewDistanceTree:
         self._nodes.count[homes] += added
         self._obj_node[ordered] = node_of
         self._obj_pos[ordered] = positions
-
-    # ------------------------------------------------------------------
-    # Internals: queries
-
-    def _visit(self, point: list[float], scale: float) -> list[list[int]]:
-        """Node ids visited per level, root first; stops at the first level with none.
-
-        A node on level ``L`` (edge ``W``) is visited when
-        ``lo - scale*W/2 <= p < hi + scale*W/2`` on every axis; in cell units
-        that is every cell ``i`` with ``x - 1 - scale/2 < i <= x + scale/2``.
-        """
-        if not self._count:
-            return []
-        half = 0.5 * scale
-        size = self.size
-        limit = 2.0 ** 80  # far beyond any world: keeps cell arithmetic finite
-        u = [min(max((c - o) / size, -limit), limit) for c, o in zip(point, self._origin_list)]
-        floor = math.floor
-        scales, offsets = self._lattice.scales, self._lattice.offsets
-        all_levels = self._nodes.by_level
-        visited = [[self._root]]
-        level = self.root_level + 1
-        while True:
-            nodes = all_levels.get(level)
-            if not nodes:
-                break
-            if level < 0:
-                windows = [self._grown_window(x, level, half) for x in u]
-                cells = math.prod(len(window) for window in windows)
-            else:
-                scale_l, offset = scales[level], offsets[level]
-                windows = []
-                cells = 1
-                for x in u:
-                    x *= scale_l  # exact: a power of two
-                    # Cells i with i - half <= x < i + 1 + half.  The floors are
-                    # of rounded sums, so each end is checked against the rule.
-                    high = floor(x + half)
-                    if high - half > x:
-                        high -= 1
-                    elif high + 1 - half <= x:
-                        high += 1
-                    low = floor(x - 1.0 - half) + 1
-                    if low + 1 + half <= x:
-                        low += 1
-                    elif low + half > x:
-                        low -= 1
-                    windows.append(range(low + offset, high + 1 + offset))
-                    cells *= high + 1 - low
-            if cells <= MAX_ENUMERATED_CELLS or cells <= len(nodes):
-                get = nodes.get
-                hits = [n for n in map(get, product(*windows)) if n is not None]
-            else:
-                hits = [n for cell, n in nodes.items()
-                        if all(c in window for c, window in zip(cell, windows))]
-            if not hits:
-                break
-            visited.append(hits)
-            level += 1
-        return visited
-
-    @staticmethod
-    def _grown_window(x: float, level: int, half: float) -> range:
-        """Cells of a grown level (``level < 0``) visited from root-relative ``x``.
-
-        A cell ``i`` there spans ``[i * 2**k - ANCHOR, (i + 1) * 2**k - ANCHOR)``
-        in root units (``k = -level``); the bounds are integers, so the rule
-        is checked exactly against them.
-        """
-        span = 1 << -level
-        reach = half * span
-        estimate = (math.floor(x) + ANCHOR) >> -level
-        high = estimate + math.ceil(half) + 1
-        while high * span - ANCHOR - reach > x:
-            high -= 1
-        low = estimate - math.ceil(half) - 1
-        while not x < (low + 1) * span - ANCHOR + reach:
-            low += 1
-        return range(low, high + 1)
-
-    def _collect(self, nodes: list[int], point: np.ndarray, exact: bool, scale: float) -> np.ndarray:
-        """The members of ``nodes`` (a fresh int64 array), optionally exact-filtered."""
-        runs = self._runs(nodes)
-        if not runs:
-            return np.empty(0, dtype=np.int64)
-        handles = np.concatenate([self._pool.handles[a:b] for a, b in runs])
-        if exact:
-            columns = np.concatenate([self._pool.columns[:, a:b] for a, b in runs], axis=1)
-            handles = handles.compress(self._inside(columns, point, scale))
-        return handles
-
-    def _gather(self, nodes: list[int]) -> tuple[np.ndarray, np.ndarray]:
-        """Handles (k,) and pool columns (dim + 2, k) of the members of ``nodes``."""
-        runs = self._runs(nodes)
-        if not runs:
-            return np.empty(0, dtype=np.int64), np.empty((self.dim + 2, 0))
-        return (np.concatenate([self._pool.handles[a:b] for a, b in runs]),
-                np.concatenate([self._pool.columns[:, a:b] for a, b in runs], axis=1))
-
-    def _runs(self, nodes: list[int]) -> list[tuple[int, int]]:
-        """The pool rows of ``nodes``' members as ``(start, stop)`` runs.
-
-        Each node's members are one contiguous run of the pool, so a query
-        concatenates a few slices instead of gathering object by object.
-        """
-        ids = np.array(nodes, dtype=np.int64)
-        return [(s, s + n) for s, n in zip(self._nodes.start[ids].tolist(), self._nodes.count[ids].tolist()) if n]
-
-    def _inside(self, columns: np.ndarray, point: np.ndarray, scale: float) -> np.ndarray:
-        """Mask of the gathered spheres that contain ``point`` (radii times ``scale``)."""
-        axes, p = columns[: self.dim], point.tolist()
-        if self.shape == "sphere" and scale == 1.0:
-            return sphere_contains(axes, p, columns[self.dim], columns[self.dim + 1])
-        return within(distances(axes, p, self.shape), columns[self.dim], scale)

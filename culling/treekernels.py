@@ -1,0 +1,313 @@
+"""The tree's query kernels: walk the nodes level by level, test the members, write the answer.
+
+A query starts at the root and goes down one level at a time.  On level
+``L`` (node edge ``W``) it computes, per axis, the window of cells whose
+nodes can hold a sphere containing the point, and visits every existing
+child of the previous level's visited nodes that lies in the window.  The
+members of the visited nodes are contiguous runs of the pool; each is tested
+in place (:func:`culling.shapes.inside`) and written to the output, which
+advances only when the test passes, so the exact answer is written in one
+pass without a mask.
+
+The window (the "conservative visit"): a sphere on level ``L`` has a radius
+below ``W/2``, so a sphere of scale ``s`` containing ``p`` has, per axis,
+``p - s*W/2 < c < p + s*W/2``.  Centres are placed by the monotone
+``f(x) = fl(fl(x - origin) / size)`` and the lattice's monotone cell
+function, so the cells ``cell(f(q_lo)) .. cell(f(q_hi))`` cover every such
+centre when ``q_lo <= p - s*W/2`` and ``q_hi >= p + s*W/2``.  Those bounds
+are rounded outward: round to nearest, then one ulp outward when TwoSum's
+exact error says the rounding went inward (and ``s*(W/2)`` one ulp up when
+``s != 1``).  When every step is exact this is the rule of DESIGN.md,
+``lo - s*W/2 <= p < hi + s*W/2``: at most 2 nodes per axis for ``s <= 1``.
+``f(q)`` is clamped to just outside the largest world before becoming an
+integer, so a huge scale is a wide window over the existing nodes, never an
+overflow or a hang.
+
+Every kernel takes the tree's arrays as they are stored (float64 and int64,
+C-contiguous) and scalars, so each is compiled once for all dimensions.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from culling.jit import kernel, parallel_kernel, prange
+from culling.lattice import ANCHOR, MAX_DEPTH, MAX_GROWTH
+from culling.shapes import inside
+
+__all__ = ["below", "above", "cell_of", "gather", "query", "query_many_parallel", "query_many_serial", "query_spheres", "PARALLEL_MIN_POINTS", "walk", "window"]
+
+#: Root-relative coordinates are clamped to one unit outside the largest
+#: world (the level ``-MAX_GROWTH`` cell), where no node can ever be.
+_U_LOW = -float(ANCHOR) - 1.0
+_U_HIGH = float((1 << MAX_GROWTH) - ANCHOR) + 1.0
+
+#: Levels a walk can visit: from the highest possible root to the finest level.
+_LEVELS = MAX_DEPTH + MAX_GROWTH + 1
+
+#: Visited-node buffer to start with; it doubles when a large scale needs more.
+_FIRST_VISITS = 64
+
+
+# ----------------------------------------------------------------------
+# The window
+
+
+@kernel
+def _two_sum_error(a: float, b: float, s: float) -> float:
+    """``a + b - s`` exactly, for ``s = fl(a + b)`` (Knuth's TwoSum); NaN when ``s`` overflowed."""
+    bb = s - a
+    return (a - (s - bb)) + (b - bb)
+
+
+@kernel
+def below(p: float, t: float) -> float:
+    """The largest float ``<= p - t`` (exact): round to nearest, one step down if that rounded up."""
+    s = p - t
+    if _two_sum_error(p, -t, s) < 0.0:
+        s = np.nextafter(s, -math.inf)
+    return s
+
+
+@kernel
+def above(p: float, t: float) -> float:
+    """The smallest float ``>= p + t`` (exact): round to nearest, one step up if that rounded down."""
+    s = p + t
+    if _two_sum_error(p, t, s) > 0.0:
+        s = np.nextafter(s, math.inf)
+    return s
+
+
+@kernel
+def cell_of(u: float, level: int) -> int:
+    """The lattice cell (:meth:`culling.lattice.Lattice.cell`) of root-relative ``u`` on ``level``.
+
+    ``u`` is clamped to just outside the largest world first: every integer
+    stays below 2**49, and inf becomes a cell no node has.
+    """
+    u = min(max(u, _U_LOW), _U_HIGH)
+    if level >= 0:
+        return math.floor(math.ldexp(u, level)) + (ANCHOR << level)
+    return (math.floor(u) + ANCHOR) >> -level
+
+
+@kernel
+def window(p: np.ndarray, scale: float, origin: np.ndarray, size: float, level: int,
+           lo: np.ndarray, hi: np.ndarray) -> None:
+    """Write the first and last cell, per axis, that ``p`` visits on ``level`` into ``lo`` and ``hi``."""
+    half = math.ldexp(size, -level - 1)  # W/2, exact
+    t = half if scale == 1.0 else np.nextafter(scale * half, math.inf)
+    for axis in range(p.shape[0]):
+        lo[axis] = cell_of((below(p[axis], t) - origin[axis]) / size, level)
+        hi[axis] = cell_of((above(p[axis], t) - origin[axis]) / size, level)
+
+
+# ----------------------------------------------------------------------
+# The walk
+
+
+@kernel
+def _doubled(array: np.ndarray) -> np.ndarray:
+    """A copy of an int64 array with twice the room (a plain loop: cheap to compile)."""
+    bigger = np.empty(2 * array.shape[0], dtype=np.int64)
+    for i in range(array.shape[0]):
+        bigger[i] = array[i]
+    return bigger
+
+
+@kernel
+def walk(p: np.ndarray, scale: float, origin: np.ndarray, size: float, root: int, root_level: int,
+         child: np.ndarray, cells: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The nodes a query at ``p`` visits, root first, level by level.
+
+    Parameters
+    ----------
+    p : ndarray, shape (dim,), float64
+    child : ndarray, shape (nodes, 2**dim), int64, -1 for no child
+    cells : ndarray, shape (dim, nodes), int64
+
+    Returns
+    -------
+    visited : ndarray, int64, node ids, one level after the other
+    ends : ndarray, int64: level ``d`` below the root is ``visited[ends[d-1]:ends[d]]``
+
+    Cost: O(levels x visited x 2**dim); a query point visits at most ``2**dim``
+    nodes per level for ``scale <= 1``.
+    """
+    dim = p.shape[0]
+    quadrants = child.shape[1]
+    lo = np.empty(dim, dtype=np.int64)
+    hi = np.empty(dim, dtype=np.int64)
+    visited = np.empty(_FIRST_VISITS, dtype=np.int64)
+    ends = np.empty(_LEVELS + 1, dtype=np.int64)
+    visited[0] = root
+    n = 1
+    ends[0] = 1
+    depth = 1
+    first = 0
+    level = root_level + 1
+    while level <= MAX_DEPTH:
+        window(p, scale, origin, size, level, lo, hi)
+        last = n
+        for i in range(first, last):
+            parent = visited[i]
+            for quadrant in range(quadrants):
+                node = child[parent, quadrant]
+                if node < 0:
+                    continue
+                hit = True
+                for axis in range(dim):
+                    c = cells[axis, node]
+                    hit &= (lo[axis] <= c) & (c <= hi[axis])
+                if hit:
+                    if n == visited.shape[0]:
+                        visited = _doubled(visited)
+                    visited[n] = node
+                    n += 1
+        if n == last:  # no node on this level, so none below it either
+            break
+        ends[depth] = n
+        depth += 1
+        first = last
+        level += 1
+    return visited[:n], ends[:depth]
+
+
+# ----------------------------------------------------------------------
+# Members
+
+
+@kernel
+def _candidates(visited: np.ndarray, count: np.ndarray) -> int:
+    total = 0
+    for node in visited:
+        total += count[node]
+    return total
+
+
+@kernel
+def _hits(visited: np.ndarray, start: np.ndarray, count: np.ndarray, columns: np.ndarray,
+          p: np.ndarray, exact: bool, cube: bool, scale: float) -> int:
+    """How many members of the visited nodes the query returns."""
+    if not exact:
+        return _candidates(visited, count)
+    k = 0
+    for node in visited:
+        for row in range(start[node], start[node] + count[node]):
+            k += inside(columns, row, p, cube, scale)
+    return k
+
+
+@kernel
+def _write(visited: np.ndarray, start: np.ndarray, count: np.ndarray, handles: np.ndarray,
+           columns: np.ndarray, p: np.ndarray, exact: bool, cube: bool, scale: float,
+           out: np.ndarray, k: int, end: int) -> int:
+    """Write the returned members' handles to ``out[k:end]``; returns the new ``k``.
+
+    Each candidate is written at ``k``, which advances only when it passes:
+    no mask, no branch on the test.  Past the last slot it owns (``end``,
+    where a parallel neighbour's answer starts) nothing is written.
+    """
+    for node in visited:
+        first = start[node]
+        last = first + count[node]
+        if exact:
+            for row in range(first, last):
+                if k < end:  # false only after the answer is complete
+                    out[k] = handles[row]
+                k += inside(columns, row, p, cube, scale)  # kept only if inside
+        else:
+            for row in range(first, last):
+                out[k] = handles[row]
+                k += 1
+    return k
+
+
+@kernel
+def gather(visited: np.ndarray, start: np.ndarray, count: np.ndarray, handles: np.ndarray) -> np.ndarray:
+    """Every member of the visited nodes, in visiting order; int64, a new array."""
+    out = np.empty(_candidates(visited, count), dtype=np.int64)
+    k = 0
+    for node in visited:
+        for row in range(start[node], start[node] + count[node]):
+            out[k] = handles[row]
+            k += 1
+    return out
+
+
+# ----------------------------------------------------------------------
+# Queries
+
+
+@kernel
+def query(p: np.ndarray, exact: bool, cube: bool, scale: float, origin: np.ndarray, size: float,
+          root: int, root_level: int, child: np.ndarray, cells: np.ndarray, start: np.ndarray,
+          count: np.ndarray, handles: np.ndarray, columns: np.ndarray) -> np.ndarray:
+    """One query: walk, then write each visited member that passes (all of them unless ``exact``).
+
+    Returns the handles, int64 (k,); O(levels + candidates).
+    """
+    visited, _ = walk(p, scale, origin, size, root, root_level, child, cells)
+    out = np.empty(_candidates(visited, count), dtype=np.int64)
+    k = _write(visited, start, count, handles, columns, p, exact, cube, scale, out, 0, out.shape[0])
+    return out[:k]
+
+
+@kernel
+def query_spheres(p: np.ndarray, exact: bool, cube: bool, scale: float, origin: np.ndarray, size: float,
+                  root: int, root_level: int, child: np.ndarray, cells: np.ndarray, start: np.ndarray,
+                  count: np.ndarray, handles: np.ndarray,
+                  columns: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Like :func:`query`, with each answer's centre (k, dim) and radius (k,) read from the same rows."""
+    dim = p.shape[0]
+    visited, _ = walk(p, scale, origin, size, root, root_level, child, cells)
+    total = _candidates(visited, count)
+    out = np.empty(total, dtype=np.int64)
+    centres = np.empty((total, dim))
+    radii = np.empty(total)
+    k = 0
+    for node in visited:
+        for row in range(start[node], start[node] + count[node]):
+            out[k] = handles[row]
+            for axis in range(dim):
+                centres[k, axis] = columns[axis, row]
+            radii[k] = columns[dim, row]
+            k += inside(columns, row, p, cube, scale) if exact else 1
+    return out[:k], centres[:k], radii[:k]
+
+
+def _query_many(points: np.ndarray, exact: bool, cube: bool, scale: float, origin: np.ndarray, size: float,
+               root: int, root_level: int, child: np.ndarray, cells: np.ndarray, start: np.ndarray,
+               count: np.ndarray, handles: np.ndarray, columns: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Many queries in parallel over the points: count every answer, then write each at its offset.
+
+    Returns ``(handles, counts)``: point ``i``'s answer is
+    ``handles[offsets[i]:offsets[i] + counts[i]]``, ``offsets`` the prefix
+    sums of ``counts``.  O(m x levels + candidates) work, split over the cores.
+    """
+    m = points.shape[0]
+    counts = np.zeros(m, dtype=np.int64)
+    for i in prange(m):
+        visited, _ = walk(points[i], scale, origin, size, root, root_level, child, cells)
+        counts[i] = _hits(visited, start, count, columns, points[i], exact, cube, scale)
+    offsets = np.empty(m + 1, dtype=np.int64)
+    offsets[0] = 0
+    for i in range(m):
+        offsets[i + 1] = offsets[i] + counts[i]
+    out = np.empty(offsets[m], dtype=np.int64)
+    for i in prange(m):
+        visited, _ = walk(points[i], scale, origin, size, root, root_level, child, cells)
+        _write(visited, start, count, handles, columns, points[i], exact, cube, scale, out, offsets[i],
+               offsets[i + 1])
+    return out, counts
+
+
+#: ``query_many`` runs on all cores from this many points on; fewer run on the
+#: calling thread (the same loops, compiled without threads), where waking the
+#: thread pool would cost more than it saves.
+PARALLEL_MIN_POINTS = 64
+
+query_many_serial = kernel(_query_many)
+query_many_parallel = parallel_kernel(_query_many)
