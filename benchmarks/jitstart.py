@@ -58,12 +58,16 @@ print(json.dumps({"numpy": t1 - t0, "import": t2 - t1, "build": t3 - t2, "first_
 PARTS = ("import", "build", "first_query", "rest", "total")
 
 
-def measure(cache_dir: Path, timeout: float = 300.0) -> dict:
+def measure(cache_dir: Path | None, timeout: float = 300.0) -> dict:
     """One fresh process with ``NUMBA_CACHE_DIR=cache_dir``: seconds per step (see ``PROBE``).
 
+    ``cache_dir`` None keeps the environment's cache (numba's default: next
+    to the sources), which this benchmark process has already filled.
     Raises ``RuntimeError`` with the child's error output if it fails.
     """
-    env = dict(os.environ, NUMBA_CACHE_DIR=str(cache_dir), PYTHONPATH=str(ROOT), PYTHONDONTWRITEBYTECODE="1")
+    env = dict(os.environ, PYTHONPATH=str(ROOT), PYTHONDONTWRITEBYTECODE="1")
+    if cache_dir is not None:
+        env["NUMBA_CACHE_DIR"] = str(cache_dir)
     proc = subprocess.run([sys.executable, "-c", PROBE], cwd=ROOT, env=env, capture_output=True, text=True,
                           timeout=timeout)
     if proc.returncode != 0:
@@ -71,9 +75,15 @@ def measure(cache_dir: Path, timeout: float = 300.0) -> dict:
     return dict(json.loads(proc.stdout.strip().splitlines()[-1]))
 
 
-def cold_and_warm(warm_runs: int = 3) -> tuple[dict, list[dict]]:
-    """A cold start in a new empty cache folder, then ``warm_runs`` warm starts reusing it."""
+def cold_and_warm(warm_runs: int = 3, cold: bool = True) -> tuple[dict | None, list[dict]]:
+    """A cold start in a new empty cache folder, then ``warm_runs`` warm starts reusing it.
+
+    With ``cold`` False only the warm starts run, on the environment's own cache.
+    """
+    if not cold:
+        measure(None)           # fills the cache if this checkout's is empty, so the runs below are warm
+        return None, [measure(None) for _ in range(warm_runs)]
     with tempfile.TemporaryDirectory(prefix="culling-numba-cache-") as tmp:
-        cold = measure(Path(tmp))
+        first = measure(Path(tmp))
         warm = [measure(Path(tmp)) for _ in range(warm_runs)]
-    return cold, warm
+    return first, warm
