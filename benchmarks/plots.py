@@ -185,7 +185,7 @@ def interest(series: dict, out: Path) -> Path | None:
     values = [small["tick"][k] * 1e3 for k in names]
     bars = ax.barh(names, values, color=[BATCH_COLOURS.get(k, "C7") for k in names])
     ax.bar_label(bars, fmt="%.3g ms", fontsize=8)
-    ax.set_xscale("log")
+    ax.set_xlim(0, max(values) * 1.25)
     ax.set(title=f"one tick: {small['label']}", xlabel="ms per tick (wall clock)")
     ax.invert_yaxis()
     ax = axes[1]
