@@ -19,10 +19,15 @@ from typing import Any
 
 import numba
 
-__all__ = ["kernel", "parallel_kernel", "prange"]
+__all__ = ["inline_kernel", "kernel", "parallel_kernel", "prange"]
 
 #: A serial kernel.  ``nogil`` so that callers may run queries from threads.
 kernel: Any = numba.njit(cache=True, nogil=True, error_model="numpy")
+
+#: A small kernel called per object from other kernels: inlined into them
+#: (numba IR inlining), so no call and no reference counting of its array
+#: arguments per object (that alone costs ~30 ns on a 1M-object query).
+inline_kernel: Any = numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
 
 #: A kernel whose ``prange`` loops run on all cores (numba's thread pool).
 parallel_kernel: Any = numba.njit(cache=True, nogil=True, error_model="numpy", parallel=True)

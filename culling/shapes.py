@@ -21,33 +21,33 @@ import math
 
 import numpy as np
 
-from culling.jit import kernel
+from culling.jit import inline_kernel, kernel
 
-__all__ = ["contains", "inside", "inside_all", "squared_reach", "squared_reach_of"]
+__all__ = ["UNSAFE_SQUARE", "contains", "inside", "inside_all", "reach_of", "squared_reach", "squared_reach_of"]
 
 
 #: Squared distances below this may have lost bits to underflow (and ``inf``
 #: to overflow); those few are recomputed with scaling.  2**-960 leaves the
 #: squares of offsets down to 2**-480 (~1e-145) exact.
-_UNSAFE_SQUARE = 2.0 ** -960
+UNSAFE_SQUARE = 2.0 ** -960
 
 
 @kernel
-def _scaled_distance(columns: np.ndarray, row: int, p: np.ndarray) -> float:
-    """Euclidean distance as ``m * sqrt(sum((d / m)**2))``, ``m = max |d|``: no under/overflow."""
-    dim = p.shape[0]
-    largest = 0.0
-    for axis in range(dim):
-        largest = max(largest, abs(columns[axis, row] - p[axis]))
+def _scaled_distance(x: float, y: float, z: float) -> float:
+    """Euclidean length of offsets ``(x, y, z)`` as ``m * sqrt(sum((d / m)**2))``, ``m = max |d|``.
+
+    No under/overflow.  Scalars only (a missing axis is 0.0, which adds
+    exactly nothing), so the call in :func:`inside`'s rare branch passes no
+    array: passing one would cost reference counting on every object.
+    """
+    x, y, z = abs(x), abs(y), abs(z)
+    largest = max(x, max(y, z))
     safe = largest if largest > 0.0 else 1.0
-    total = 0.0
-    for axis in range(dim):
-        x = abs(columns[axis, row] - p[axis]) / safe
-        total += x * x
-    return largest * math.sqrt(total)
+    x, y, z = x / safe, y / safe, z / safe
+    return largest * math.sqrt(x * x + y * y + z * z)
 
 
-@kernel
+@inline_kernel
 def inside(columns: np.ndarray, row: int, p: np.ndarray, cube: bool, scale: float) -> bool:
     """Whether pool column ``row`` (centre axes, radius, squared reach) contains ``p``.
 
@@ -55,6 +55,7 @@ def inside(columns: np.ndarray, row: int, p: np.ndarray, cube: bool, scale: floa
     the squared distance, summed axis by axis, with the stored squared reach
     (``sqrt(d2) <= r`` exactly, see :func:`squared_reach`); the rare square
     that may have under- or overflowed is recomputed with scaling.  O(dim).
+    Written for ``dim <= 3``.
     """
     dim = p.shape[0]
     radius = columns[dim, row]
@@ -68,11 +69,13 @@ def inside(columns: np.ndarray, row: int, p: np.ndarray, cube: bool, scale: floa
     for axis in range(1, dim):
         d = columns[axis, row] - p[axis]
         d2 += d * d
-    if not (d2 >= _UNSAFE_SQUARE and d2 < math.inf):  # almost never taken
-        return _scaled_distance(columns, row, p) <= radius * scale
-    if scale == 1.0:
-        return d2 <= columns[dim + 1, row]
-    return math.sqrt(d2) <= radius * scale
+    if d2 >= UNSAFE_SQUARE and d2 < math.inf:
+        if scale == 1.0:
+            return d2 <= columns[dim + 1, row]
+        return math.sqrt(d2) <= radius * scale
+    y = columns[1, row] - p[1] if dim > 1 else 0.0  # almost never here
+    z = columns[2, row] - p[2] if dim > 2 else 0.0
+    return _scaled_distance(columns[0, row] - p[0], y, z) <= radius * scale
 
 
 @kernel
@@ -106,7 +109,8 @@ def contains(centres: np.ndarray, radii: np.ndarray, point: np.ndarray,
 
 
 @kernel
-def _reach_of(radius: float) -> float:
+def reach_of(radius: float) -> float:
+    """:func:`squared_reach` of one radius, compiled (for other kernels)."""
     reach = radius * radius
     while math.sqrt(np.nextafter(reach, math.inf)) <= radius:
         reach = np.nextafter(reach, math.inf)
@@ -119,7 +123,7 @@ def _reach_of(radius: float) -> float:
 def _squared_reach(radii: np.ndarray) -> np.ndarray:
     out = np.empty(radii.shape[0])
     for i in range(radii.shape[0]):
-        out[i] = _reach_of(radii[i])
+        out[i] = reach_of(radii[i])
     return out
 
 
@@ -142,4 +146,4 @@ def squared_reach(radii: np.ndarray) -> np.ndarray:
 
 def squared_reach_of(radius: float) -> float:
     """:func:`squared_reach` of one radius (single-object updates)."""
-    return float(_reach_of(float(radius)))
+    return float(reach_of(float(radius)))

@@ -35,7 +35,7 @@ import math
 
 import numpy as np
 
-from culling import treekernels
+from culling import batchkernels, treekernels
 from culling.lattice import ANCHOR, MAX_DEPTH, MAX_GROWTH, Lattice
 from culling.nodes import NodeTable, grown
 from culling.pool import BlockPool, block_capacity
@@ -218,8 +218,7 @@ class ViewDistanceTree:
         u, levels = self._homes_many(centres, radii)
         handles = self._new_handles(centres.shape[0])
         if handles.size:
-            self._link_many(handles, levels, self._lattice.cells(u, levels),
-                            np.vstack([centres.T, radii, squared_reach(radii)]))
+            self._link_many(handles, levels, self._lattice.cells(u, levels), centres, radii)
             self._count += handles.size
             self._shrink_root()
         return handles
@@ -227,9 +226,9 @@ class ViewDistanceTree:
     def update_many(self, handles, centres, radii) -> None:
         """Move or resize many objects.
 
-        Objects that stay in their node are rewritten with one vectorised
-        store and touch no node; the others are unlinked and re-linked in
-        batch.  O(n) plus O(movers log movers).
+        Objects that stay in their node are rewritten in place by one kernel
+        pass (:func:`culling.batchkernels.settle`) and touch no node; the
+        others are unlinked and re-linked in batch.  O(n) plus O(movers log movers).
         """
         handles = self._live_many(handles)
         check_unique(handles)
@@ -241,25 +240,15 @@ class ViewDistanceTree:
         u, levels = self._homes_many(centres, radii)
         if not handles.size:
             return
-        cells = self._lattice.cells(u, levels)
-        rows = np.empty((self.dim + 2, handles.size))
-        rows[: self.dim] = centres.T
-        rows[self.dim] = radii
-        rows[self.dim + 1] = self._pool.columns[self.dim + 1, self._obj_pos[handles]]
-        resized = np.flatnonzero(self._pool.columns[self.dim, self._obj_pos[handles]] != radii)
-        if resized.size:  # the squared reach only changes with the radius
-            rows[self.dim + 1, resized] = squared_reach(radii[resized])
-        nodes = self._obj_node[handles]
-        stay = self._nodes.level[nodes] == levels
-        for axis in range(self.dim):
-            stay &= self._nodes.cells[axis, nodes] == cells[axis]
-        self._pool.columns[:, self._obj_pos[handles[stay]]] = rows[:, stay]
-        if stay.all():
+        cells = np.empty((self.dim, handles.size), dtype=np.int64)
+        centres, radii = np.ascontiguousarray(centres), np.ascontiguousarray(radii)
+        movers = batchkernels.settle(np.ascontiguousarray(handles), centres, radii, u, levels, self._obj_node, self._obj_pos,
+                                     self._nodes.level, self._nodes.cells, self._pool.columns, cells)
+        if not movers.size:
             return
-        move = ~stay
-        movers = handles[move]
-        touched = self._unlink_many(movers)
-        self._link_many(movers, levels[move], cells[:, move], rows[:, move])
+        moving = handles[movers]
+        touched = self._unlink_many(moving)
+        self._link_many(moving, levels[movers], cells[:, movers], centres[movers], radii[movers])
         self._cleanup_many(touched)
         self._shrink_root()
 
@@ -674,27 +663,25 @@ class ViewDistanceTree:
                 new_home |= ordered[1:] != ordered[:-1]
         return order, np.concatenate([[0], np.flatnonzero(new_home) + 1])
 
-    def _link_many(self, handles: np.ndarray, levels: np.ndarray, cells: np.ndarray, rows: np.ndarray) -> None:
-        """Put objects (handles already issued, root already grown) into their home nodes."""
+    def _link_many(self, handles: np.ndarray, levels: np.ndarray, cells: np.ndarray, centres: np.ndarray,
+                   radii: np.ndarray) -> None:
+        """Put objects (handles already issued, root already grown) into their home nodes.
+
+        Grouping by home and block allocation run per home node; the
+        objects are written by one kernel pass (:func:`culling.batchkernels.place`).
+        """
         order, starts = self._group_homes(levels, cells)
         first = order[starts]
         keys = zip(levels[first].tolist(), map(tuple, cells[:, first].T.tolist()))
         homes = np.array([self._nodes.at(level, cell) for level, cell in keys], dtype=np.int64)
-        added = np.diff(np.append(starts, handles.size))
-        needed = self._nodes.count[homes] + added
+        bounds = np.append(starts, handles.size)
+        needed = self._nodes.count[homes] + np.diff(bounds)
         grow = np.flatnonzero(needed > self._nodes.capacity[homes])
         if grow.size:
             capacities = [block_capacity(n) for n in needed[grow].tolist()]
             self._pool.reserve(sum(capacities))  # one regrowth for the whole batch
             for node, capacity in zip(homes[grow].tolist(), capacities):
                 self._move_block(node, capacity)
-        # Objects in sorted order: home by home, each appended after its home's members.
-        node_of = np.repeat(homes, added)
-        rank = np.arange(handles.size) - np.repeat(starts, added)
-        positions = self._nodes.start[node_of] + self._nodes.count[node_of] + rank
-        ordered = handles[order]
-        self._pool.handles[positions] = ordered
-        self._pool.columns[:, positions] = rows[:, order]
-        self._nodes.count[homes] += added
-        self._obj_node[ordered] = node_of
-        self._obj_pos[ordered] = positions
+        batchkernels.place(handles, order, bounds, homes, np.ascontiguousarray(centres), np.ascontiguousarray(radii),
+                           squared_reach(radii), self._nodes.start, self._nodes.count, self._pool.handles,
+                           self._pool.columns, self._obj_node, self._obj_pos)

@@ -5,9 +5,7 @@ A query starts at the root and goes down one level at a time.  On level
 nodes can hold a sphere containing the point, and visits every existing
 child of the previous level's visited nodes that lies in the window.  The
 members of the visited nodes are contiguous runs of the pool; each is tested
-in place (:func:`culling.shapes.inside`) and written to the output, which
-advances only when the test passes, so the exact answer is written in one
-pass without a mask.
+in place and written to the output in one pass (:mod:`culling.members`).
 
 The window (the "conservative visit"): a sphere on level ``L`` has a radius
 below ``W/2``, so a sphere of scale ``s`` containing ``p`` has, per axis,
@@ -35,7 +33,7 @@ import numpy as np
 
 from culling.jit import kernel, parallel_kernel, prange
 from culling.lattice import ANCHOR, MAX_DEPTH, MAX_GROWTH
-from culling.shapes import inside
+from culling.members import candidates, keep_run, test_runs
 
 __all__ = ["below", "above", "cell_of", "gather", "query", "query_many_parallel", "query_many_serial", "query_spheres", "PARALLEL_MIN_POINTS", "walk", "window"]
 
@@ -180,55 +178,9 @@ def walk(p: np.ndarray, scale: float, origin: np.ndarray, size: float, root: int
 
 
 @kernel
-def _candidates(visited: np.ndarray, count: np.ndarray) -> int:
-    total = 0
-    for node in visited:
-        total += count[node]
-    return total
-
-
-@kernel
-def _hits(visited: np.ndarray, start: np.ndarray, count: np.ndarray, columns: np.ndarray,
-          p: np.ndarray, exact: bool, cube: bool, scale: float) -> int:
-    """How many members of the visited nodes the query returns."""
-    if not exact:
-        return _candidates(visited, count)
-    k = 0
-    for node in visited:
-        for row in range(start[node], start[node] + count[node]):
-            k += inside(columns, row, p, cube, scale)
-    return k
-
-
-@kernel
-def _write(visited: np.ndarray, start: np.ndarray, count: np.ndarray, handles: np.ndarray,
-           columns: np.ndarray, p: np.ndarray, exact: bool, cube: bool, scale: float,
-           out: np.ndarray, k: int, end: int) -> int:
-    """Write the returned members' handles to ``out[k:end]``; returns the new ``k``.
-
-    Each candidate is written at ``k``, which advances only when it passes:
-    no mask, no branch on the test.  Past the last slot it owns (``end``,
-    where a parallel neighbour's answer starts) nothing is written.
-    """
-    for node in visited:
-        first = start[node]
-        last = first + count[node]
-        if exact:
-            for row in range(first, last):
-                if k < end:  # false only after the answer is complete
-                    out[k] = handles[row]
-                k += inside(columns, row, p, cube, scale)  # kept only if inside
-        else:
-            for row in range(first, last):
-                out[k] = handles[row]
-                k += 1
-    return k
-
-
-@kernel
 def gather(visited: np.ndarray, start: np.ndarray, count: np.ndarray, handles: np.ndarray) -> np.ndarray:
     """Every member of the visited nodes, in visiting order; int64, a new array."""
-    out = np.empty(_candidates(visited, count), dtype=np.int64)
+    out = np.empty(candidates(visited, count), dtype=np.int64)
     k = 0
     for node in visited:
         for row in range(start[node], start[node] + count[node]):
@@ -242,17 +194,26 @@ def gather(visited: np.ndarray, start: np.ndarray, count: np.ndarray, handles: n
 
 
 @kernel
+def _handles_of(rows: np.ndarray, k: int, handles: np.ndarray) -> np.ndarray:
+    out = np.empty(k, dtype=np.int64)
+    for i in range(k):
+        out[i] = handles[rows[i]]
+    return out
+
+
+@kernel
 def query(p: np.ndarray, exact: bool, cube: bool, scale: float, origin: np.ndarray, size: float,
           root: int, root_level: int, child: np.ndarray, cells: np.ndarray, start: np.ndarray,
           count: np.ndarray, handles: np.ndarray, columns: np.ndarray) -> np.ndarray:
-    """One query: walk, then write each visited member that passes (all of them unless ``exact``).
+    """One query: walk, then keep each visited member that passes (all of them unless ``exact``).
 
     Returns the handles, int64 (k,); O(levels + candidates).
     """
     visited, _ = walk(p, scale, origin, size, root, root_level, child, cells)
-    out = np.empty(_candidates(visited, count), dtype=np.int64)
-    k = _write(visited, start, count, handles, columns, p, exact, cube, scale, out, 0, out.shape[0])
-    return out[:k]
+    total = candidates(visited, count)
+    rows = np.empty(total, dtype=np.int64)
+    k = test_runs(visited, start, count, columns, p, exact, cube, scale, rows, 0, total)
+    return _handles_of(rows, k, handles)
 
 
 @kernel
@@ -263,44 +224,101 @@ def query_spheres(p: np.ndarray, exact: bool, cube: bool, scale: float, origin: 
     """Like :func:`query`, with each answer's centre (k, dim) and radius (k,) read from the same rows."""
     dim = p.shape[0]
     visited, _ = walk(p, scale, origin, size, root, root_level, child, cells)
-    total = _candidates(visited, count)
-    out = np.empty(total, dtype=np.int64)
-    centres = np.empty((total, dim))
-    radii = np.empty(total)
-    k = 0
-    for node in visited:
-        for row in range(start[node], start[node] + count[node]):
-            out[k] = handles[row]
-            for axis in range(dim):
-                centres[k, axis] = columns[axis, row]
-            radii[k] = columns[dim, row]
-            k += inside(columns, row, p, cube, scale) if exact else 1
-    return out[:k], centres[:k], radii[:k]
+    total = candidates(visited, count)
+    rows = np.empty(total, dtype=np.int64)
+    k = test_runs(visited, start, count, columns, p, exact, cube, scale, rows, 0, total)
+    centres = np.empty((k, dim))
+    radii = np.empty(k)
+    for i in range(k):
+        for axis in range(dim):
+            centres[i, axis] = columns[axis, rows[i]]
+        radii[i] = columns[dim, rows[i]]
+    return _handles_of(rows, k, handles), centres, radii
 
 
 def _query_many(points: np.ndarray, exact: bool, cube: bool, scale: float, origin: np.ndarray, size: float,
-               root: int, root_level: int, child: np.ndarray, cells: np.ndarray, start: np.ndarray,
-               count: np.ndarray, handles: np.ndarray, columns: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Many queries in parallel over the points: count every answer, then write each at its offset.
+                root: int, root_level: int, child: np.ndarray, cells: np.ndarray, start: np.ndarray,
+                count: np.ndarray, handles: np.ndarray, columns: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Many queries at once, in parallel: every walk first, then the members node by node.
+
+    Points that are near each other visit the same nodes (players in a
+    town, agents in a swarm, and at the coarse levels everyone), so the
+    members are tested node-major: each visited node's rows are read from
+    memory once and tested against every point that visits it while they
+    are in cache, instead of once per point.
+
+    1. Walk from every point: the (point, node) visits, point by point.
+    2. Group the visits by node.
+    3. Count, in parallel over the nodes: each visit's number of answers.
+    4. Prefix sums: each point's answer, and each visit's part of it, gets
+       its offset in the output (a point's answer lists its nodes in the
+       order its walk visited them, as :func:`query` does).
+    5. Fill, in parallel over the nodes: each visit writes its answers at
+       its offset.
 
     Returns ``(handles, counts)``: point ``i``'s answer is
     ``handles[offsets[i]:offsets[i] + counts[i]]``, ``offsets`` the prefix
     sums of ``counts``.  O(m x levels + candidates) work, split over the cores.
     """
     m = points.shape[0]
-    counts = np.zeros(m, dtype=np.int64)
+    # 1. the walks, twice: once to size the visit list, once to fill it
+    first_visit = np.zeros(m + 1, dtype=np.int64)
     for i in prange(m):
         visited, _ = walk(points[i], scale, origin, size, root, root_level, child, cells)
-        counts[i] = _hits(visited, start, count, columns, points[i], exact, cube, scale)
-    offsets = np.empty(m + 1, dtype=np.int64)
-    offsets[0] = 0
+        first_visit[i + 1] = visited.shape[0]
     for i in range(m):
-        offsets[i + 1] = offsets[i] + counts[i]
-    out = np.empty(offsets[m], dtype=np.int64)
+        first_visit[i + 1] += first_visit[i]
+    n_visits = first_visit[m]
+    node_of = np.empty(n_visits, dtype=np.int64)
+    point_of = np.empty(n_visits, dtype=np.int64)
     for i in prange(m):
         visited, _ = walk(points[i], scale, origin, size, root, root_level, child, cells)
-        _write(visited, start, count, handles, columns, points[i], exact, cube, scale, out, offsets[i],
-               offsets[i + 1])
+        for j in range(visited.shape[0]):
+            node_of[first_visit[i] + j] = visited[j]
+            point_of[first_visit[i] + j] = i
+    # 2. visits grouped by node
+    by_node = np.argsort(node_of, kind="mergesort")
+    n_groups = 0
+    group_start = np.empty(n_visits + 1, dtype=np.int64)
+    for v in range(n_visits):
+        if v == 0 or node_of[by_node[v]] != node_of[by_node[v - 1]]:
+            group_start[n_groups] = v
+            n_groups += 1
+    group_start[n_groups] = n_visits
+    # 3. answers per visit, node-major
+    found = np.empty(n_visits, dtype=np.int64)
+    nothing = np.empty(0, dtype=np.int64)
+    for g in prange(n_groups):
+        for v in range(group_start[g], group_start[g + 1]):
+            visit = by_node[v]
+            node = node_of[visit]
+            if exact:
+                found[visit] = keep_run(columns, start[node], start[node] + count[node],
+                                        points[point_of[visit]], cube, scale, nothing, 0, 0)
+            else:
+                found[visit] = count[node]
+    # 4. offsets: points in order, each point's visits in walk order
+    counts = np.zeros(m, dtype=np.int64)
+    at = np.empty(n_visits + 1, dtype=np.int64)
+    at[0] = 0
+    for visit in range(n_visits):
+        at[visit + 1] = at[visit] + found[visit]
+        counts[point_of[visit]] += found[visit]
+    # 5. the answers, node-major again, each visit at its offset
+    rows = np.empty(at[n_visits], dtype=np.int64)
+    for g in prange(n_groups):
+        for v in range(group_start[g], group_start[g + 1]):
+            visit = by_node[v]
+            node = node_of[visit]
+            if exact:
+                keep_run(columns, start[node], start[node] + count[node], points[point_of[visit]],
+                         cube, scale, rows, at[visit], at[visit + 1])
+            else:
+                for j in range(count[node]):
+                    rows[at[visit] + j] = start[node] + j
+    out = np.empty(at[n_visits], dtype=np.int64)
+    for j in prange(at[n_visits]):
+        out[j] = handles[rows[j]]
     return out, counts
 
 
