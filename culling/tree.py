@@ -301,7 +301,7 @@ class ViewDistanceTree:
         ``scale <= 1``.
         """
         p = as_coords(point, self.dim, "point")
-        scale = as_scale(scale) if scale != 1.0 else 1.0
+        scale = as_scale(scale)
         nodes = [n for level in self._visit(p, scale) for n in level]
         return self._collect(nodes, np.asarray(p), exact, scale)
 
@@ -315,7 +315,7 @@ class ViewDistanceTree:
             ``handles[counts[:i].sum():][:counts[i]]``
         """
         points = as_points(points, self.dim, "points")
-        scale = as_scale(scale) if scale != 1.0 else 1.0
+        scale = as_scale(scale)
         answers = [self._collect([n for level in self._visit(p, scale) for n in level], np.asarray(p), exact, scale)
                    for p in points.tolist()]
         counts = np.array([a.size for a in answers], dtype=np.int64)
@@ -335,7 +335,7 @@ class ViewDistanceTree:
         radii : ndarray, shape (k,), float64
         """
         p = as_coords(point, self.dim, "point")
-        scale = as_scale(scale) if scale != 1.0 else 1.0
+        scale = as_scale(scale)
         handles, columns = self._gather([n for level in self._visit(p, scale) for n in level])
         if exact and handles.size:
             keep = self._inside(columns, np.asarray(p), scale)
@@ -345,7 +345,7 @@ class ViewDistanceTree:
     def trace(self, point, scale: float = 1.0) -> QueryTrace:
         """What ``query(point, scale=scale)`` visits, level by level (for overlays and tests)."""
         p = as_coords(point, self.dim, "point")
-        scale = as_scale(scale) if scale != 1.0 else 1.0
+        scale = as_scale(scale)
         visited = self._visit(p, scale) if self._count else []
         candidates = self._collect([n for level in visited for n in level], np.asarray(p), False, scale)
         levels = []
@@ -453,10 +453,9 @@ class ViewDistanceTree:
         Pure Python floats: the same IEEE operations as :meth:`Lattice.cells`.
         """
         size = self.size
-        relative = radius / size
-        level = MAX_DEPTH if relative == 0 else min(-math.frexp(relative)[1] - 1, MAX_DEPTH)
-        u = [(c - o) / size for c, o in zip(point, self._origin_list)]
         lat = self._lattice
+        level = lat.level_for(radius)
+        u = [(c - o) / size for c, o in zip(point, self._origin_list)]
         if level < -MAX_GROWTH or not all(lat.world_lo_u <= x < lat.world_hi_u for x in u):
             self._check_world(np.array([u]).T, np.array([level]))
         while level < self.root_level or not self._root_contains(u):
@@ -681,18 +680,16 @@ class ViewDistanceTree:
     def _visit(self, point: list[float], scale: float) -> list[list[int]]:
         """Node ids visited per level, root first; stops at the first level with none.
 
-        A node on level ``L`` (edge ``W``) is visited when
-        ``lo - scale*W/2 <= p < hi + scale*W/2`` on every axis; in cell units
-        that is every cell ``i`` with ``x - 1 - scale/2 < i <= x + scale/2``.
+        A node on level ``L`` (edge ``W``) is visited when its cell lies in
+        the conservative window of :meth:`Lattice.window` on every axis: in
+        exact arithmetic ``lo - scale*W/2 <= p < hi + scale*W/2``, and never
+        narrower when rounding happens.  A window of more cells than the
+        level has nodes (a huge ``scale``) tests the level's nodes instead of
+        enumerating cells, so the cost stays bounded by the nodes.
         """
         if not self._count:
             return []
-        half = 0.5 * scale
-        size = self.size
-        limit = 2.0 ** 80  # far beyond any world: keeps cell arithmetic finite
-        u = [min(max((c - o) / size, -limit), limit) for c, o in zip(point, self._origin_list)]
-        floor = math.floor
-        scales, offsets = self._lattice.scales, self._lattice.offsets
+        lat = self._lattice
         all_levels = self._nodes.by_level
         visited = [[self._root]]
         level = self.root_level + 1
@@ -700,29 +697,10 @@ class ViewDistanceTree:
             nodes = all_levels.get(level)
             if not nodes:
                 break
-            if level < 0:
-                windows = [self._grown_window(x, level, half) for x in u]
-                cells = math.prod(len(window) for window in windows)
-            else:
-                scale_l, offset = scales[level], offsets[level]
-                windows = []
-                cells = 1
-                for x in u:
-                    x *= scale_l  # exact: a power of two
-                    # Cells i with i - half <= x < i + 1 + half.  The floors are
-                    # of rounded sums, so each end is checked against the rule.
-                    high = floor(x + half)
-                    if high - half > x:
-                        high -= 1
-                    elif high + 1 - half <= x:
-                        high += 1
-                    low = floor(x - 1.0 - half) + 1
-                    if low + 1 + half <= x:
-                        low += 1
-                    elif low + half > x:
-                        low -= 1
-                    windows.append(range(low + offset, high + 1 + offset))
-                    cells *= high + 1 - low
+            half = lat.half_reach(level, scale)
+            windows = [range(lo, hi + 1) for lo, hi in
+                       (lat.window(x, axis, level, half) for axis, x in enumerate(point))]
+            cells = math.prod(len(window) for window in windows)
             if cells <= MAX_ENUMERATED_CELLS or cells <= len(nodes):
                 get = nodes.get
                 hits = [n for n in map(get, product(*windows)) if n is not None]
@@ -734,25 +712,6 @@ class ViewDistanceTree:
             visited.append(hits)
             level += 1
         return visited
-
-    @staticmethod
-    def _grown_window(x: float, level: int, half: float) -> range:
-        """Cells of a grown level (``level < 0``) visited from root-relative ``x``.
-
-        A cell ``i`` there spans ``[i * 2**k - ANCHOR, (i + 1) * 2**k - ANCHOR)``
-        in root units (``k = -level``); the bounds are integers, so the rule
-        is checked exactly against them.
-        """
-        span = 1 << -level
-        reach = half * span
-        estimate = (math.floor(x) + ANCHOR) >> -level
-        high = estimate + math.ceil(half) + 1
-        while high * span - ANCHOR - reach > x:
-            high -= 1
-        low = estimate - math.ceil(half) - 1
-        while not x < (low + 1) * span - ANCHOR + reach:
-            low += 1
-        return range(low, high + 1)
 
     def _collect(self, nodes: list[int], point: np.ndarray, exact: bool, scale: float) -> np.ndarray:
         """The members of ``nodes`` (a fresh int64 array), optionally exact-filtered."""
