@@ -28,7 +28,7 @@ import math
 
 import numpy as np
 
-__all__ = ["ANCHOR", "Lattice", "MAX_DEPTH", "MAX_GROWTH", "TOO_LARGE", "multiply_up", "round_down_add", "round_down_sub"]
+__all__ = ["ANCHOR", "Lattice", "MAX_DEPTH", "MAX_GROWTH", "TOO_LARGE", "half_reach", "multiply_up", "round_down_add", "round_down_add_many", "round_down_sub", "round_down_sub_many"]
 
 #: Finest level, counted from the constructor's root: spheres smaller than a
 #: quarter of a node of this level stay there.  24 levels take a 4 km world to
@@ -76,6 +76,43 @@ def round_down_add(a: float, b: float) -> float:
     bb = r - a
     error = (a - (r - bb)) + (b - bb)  # TwoSum: a + b == r + error exactly
     return math.nextafter(r, -math.inf) if error < 0 else r
+
+
+def round_down_sub_many(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """:func:`round_down_sub`, elementwise on arrays (broadcasting)."""
+    with np.errstate(all="ignore"):
+        r = a - b
+        bb = r - a
+        error = (a - (r - bb)) + (-b - bb)
+        down = np.where(error < 0, np.nextafter(r, -np.inf), r)
+    return np.where((r == -np.inf) | (b == np.inf), -np.inf, down)
+
+
+def round_down_add_many(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """:func:`round_down_add`, elementwise on arrays (broadcasting)."""
+    with np.errstate(all="ignore"):
+        r = a + b
+        bb = r - a
+        error = (a - (r - bb)) + (b - bb)
+        down = np.where(error < 0, np.nextafter(r, -np.inf), r)
+    return np.where((r == np.inf) | (b == np.inf), np.inf, down)
+
+
+def half_reach(size: float, level: int, scale: float) -> float:
+    """The smallest float ``>= scale * W / 2`` for nodes of ``level`` (``W = size * 2**-level``).
+
+    ``size * 2**(-level-1)`` is exact unless it leaves the normal range (then
+    it is rounded up one ulp); the product with ``scale`` is rounded up only
+    when inexact (:func:`multiply_up`).  May be ``inf`` for a huge scale: the
+    window is then the whole level.
+    """
+    try:
+        half = math.ldexp(size, -level - 1)
+    except OverflowError:  # math.ldexp raises where NumPy would give inf
+        half = math.inf
+    if half == math.inf or math.ldexp(half, level + 1) != size:
+        half = math.nextafter(half, math.inf)
+    return half if scale == 1.0 else multiply_up(scale, half)
 
 
 _SPLIT = 134217729.0  # 2**27 + 1: Veltkamp's split of a float into two 26-bit halves
@@ -210,19 +247,8 @@ class Lattice:
     # -- query windows -------------------------------------------------------
 
     def half_reach(self, level: int, scale: float) -> float:
-        """A float ``>= scale * W / 2`` for nodes of ``level`` (``W = size * 2**-level``).
-
-        ``size * 2**(-level-1)`` is exact unless it leaves the normal range;
-        then, and for any ``scale != 1``, the result is rounded up one ulp.
-        May be ``inf`` (a huge scale): the window is then the whole level.
-        """
-        try:
-            half = math.ldexp(self.size, -level - 1)
-        except OverflowError:  # math.ldexp raises where NumPy would give inf
-            half = math.inf
-        if half == math.inf or math.ldexp(half, level + 1) != self.size:
-            half = math.nextafter(half, math.inf)
-        return half if scale == 1.0 else multiply_up(scale, half)
+        """:func:`half_reach` for this lattice's ``size``."""
+        return half_reach(self.size, level, scale)
 
     def window(self, p: float, axis: int, level: int, half: float) -> tuple[int, int]:
         """First and last cell (inclusive) on ``level`` that a query at ``p`` must visit, on one axis.

@@ -39,7 +39,7 @@ import numpy as np
 from culling.lattice import ANCHOR, MAX_DEPTH, MAX_GROWTH, Lattice
 from culling.nodes import NodeTable, grown
 from culling.pool import BlockPool, block_capacity
-from culling.shapes import distances, sphere_contains, squared_reach, squared_reach_of, within
+from culling.shapes import contains_exact, squared_reach, squared_reach_of
 from culling.trace import LevelTrace, QueryTrace
 from culling.validation import (
     as_coords,
@@ -743,7 +743,5 @@ class ViewDistanceTree:
 
     def _inside(self, columns: np.ndarray, point: np.ndarray, scale: float) -> np.ndarray:
         """Mask of the gathered spheres that contain ``point`` (radii times ``scale``)."""
-        axes, p = columns[: self.dim], point.tolist()
-        if self.shape == "sphere" and scale == 1.0:
-            return sphere_contains(axes, p, columns[self.dim], columns[self.dim + 1])
-        return within(distances(axes, p, self.shape), columns[self.dim], scale)
+        return contains_exact(columns[: self.dim], point.tolist(), columns[self.dim], self.shape, scale,
+                              columns[self.dim + 1])
