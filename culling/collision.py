@@ -25,6 +25,7 @@ import numbers
 
 import numpy as np
 
+from culling.shapes import distances
 from culling.tree import ViewDistanceTree
 from culling.validation import (
     as_handle,
@@ -43,14 +44,11 @@ __all__ = ["CollisionCandidates"]
 def _distances(centres: np.ndarray, point: np.ndarray) -> np.ndarray:
     """Euclidean distance from ``point`` to each row of ``centres``, shape (n,).
 
-    Summed axis by axis in order, so an offset along one axis is exact.
+    :func:`culling.shapes.distances`: summed axis by axis, rescaled where the
+    squares would under- or overflow, so extreme magnitudes neither warn nor
+    lose the answer.
     """
-    offsets = centres - point
-    total = np.zeros(offsets.shape[0])
-    with np.errstate(under="ignore"):  # tiny offsets square to 0
-        for axis in range(offsets.shape[1]):
-            total += offsets[:, axis] * offsets[:, axis]
-    return np.sqrt(total)
+    return distances([centres[:, axis] for axis in range(centres.shape[1])], point.tolist(), "sphere")
 
 
 class CollisionCandidates:
@@ -276,8 +274,10 @@ class CollisionCandidates:
     def touching(self, probe_centre) -> np.ndarray:
         """Objects whose bounding sphere touches the probe sphere.
 
-        Exact sphere-sphere test ``|c - p| <= b + probe_radius`` (touching
-        surfaces count).
+        Sphere-sphere test ``|c - p| <= b + probe_radius`` (touching
+        surfaces count), decided exactly like the tree's exact query (it is
+        that query): the stored reach ``b + probe_radius`` (one float
+        addition) against the exact distance, at every magnitude.
 
         Parameters
         ----------
@@ -292,8 +292,7 @@ class CollisionCandidates:
         O(levels + candidates).
         """
         point = as_point(probe_centre, self._dim, "probe_centre")
-        hs, _, reach, dist = self._contacts(point)
-        return np.sort(hs[dist <= reach])
+        return np.sort(self._tree.query(point, exact=True))
 
     def resolve(self, probe_centre, iterations=4) -> np.ndarray:
         """Push the probe out of every object it overlaps.

@@ -32,7 +32,7 @@ import numpy as np
 from culling.cellpool import CellPool
 from culling.gridgeometry import GridGeometry
 from culling.nodes import ARRAY_GROWTH
-from culling.shapes import inside_all, squared_reach, squared_reach_of
+from culling.shapes import contains_exact, squared_reach, squared_reach_of
 from culling.trace import LevelTrace, QueryTrace
 from culling.validation import (
     as_coords,
@@ -417,10 +417,8 @@ class DenseViewDistanceGrid:
         points = as_points(points, self.dim, "points")
         scale = as_scale(scale) if scale != 1.0 else 1.0
         handles, rows, owners = self._candidates(points, scale)
-        if exact and handles.size:
-            with np.errstate(over="ignore"):  # offsets from each candidate's own point; inf is "outside"
-                offsets = np.array([rows[axis] - points[owners, axis] for axis in range(self.dim)])
-            keep = self._inside(np.vstack([offsets, rows[self.dim:]]), [0.0] * self.dim, scale)
+        if exact and handles.size:  # each candidate against its own query point
+            keep = self._inside(rows, [points[owners, axis] for axis in range(self.dim)], scale)
             handles, owners = handles[keep], owners[keep]
         return handles, np.bincount(owners, minlength=points.shape[0]).astype(np.int64)
 
@@ -507,7 +505,8 @@ class DenseViewDistanceGrid:
 
     def _inside(self, rows: np.ndarray, point, scale: float) -> np.ndarray:
         """Mask of the pool ``rows`` (columns, k) whose shape contains ``point`` (radii times ``scale``)."""
-        return inside_all(np.ascontiguousarray(rows), np.array(point, dtype=np.float64), not self._reach, scale)
+        return contains_exact(rows[: self.dim], point, rows[self.dim], self.shape, scale,
+                              rows[self.dim + 1] if self._reach else None)
 
     def _home(self, point: list[float], radius: float) -> tuple[int, int]:
         """Level and global cell of one validated sphere; ``ValueError`` outside the world."""

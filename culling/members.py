@@ -1,30 +1,31 @@
-"""Testing and writing the members of the visited nodes (tree) or cells (dense grid).
+"""Testing and writing the members of the visited nodes (tree) or cells.
 
-Both structures keep each node's (cell's) members in one contiguous run of
-pool rows: the centre's axes, the radius and the squared reach, column by
-column.  A query's answer is written in one pass over those runs: each
-row's index goes to ``rows[k]`` and ``k`` advances only when the row passes
-the exact test, so there is no mask and no branch on the test.
+Both keep each node's members in one contiguous run of pool rows: the
+centre's axes, the radius and the squared reach, column by column.  A query's
+answer is written in one pass over those runs: each row's index goes to
+``rows[k]`` and ``k`` advances only when the row surely passes the exact
+test, so there is no mask and no branch on the test.
 
-The sphere test runs in a tight loop (squared distance against the stored
-squared reach, or ``sqrt(d2) <= r * scale``) that only flags a square that
-may have under- or overflowed; a run with such a square, which practically
-never happens, is tested again with :func:`culling.shapes.inside`, which
-recomputes it with scaling.  Keeping that rare path out of the loop is worth
-about 10x: its call in the loop body stops the compiler from optimising the
-loop.
+The test is :func:`culling.shapes.contains_exact`'s: a float filter that is
+sure of every object not within rounding of its surface, and exact rational
+arithmetic for the few that are.  Those few (practically never any) are
+written to a second list, ``unsure``, which the caller settles with
+:func:`culling.shapes.decide`.  The common case (spheres, no scale) is
+spelled out in the loop; the call to the general filter stays out of it,
+because a call in the loop body costs about 10x.
 """
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from culling.jit import kernel
-from culling.shapes import UNSAFE_SQUARE, inside
+from culling.shapes import FILTER_EPS, SAFE_HI, SAFE_LO, classify
 
 __all__ = ["candidates", "keep_run", "test_runs"]
+
+_BELOW = 1.0 - FILTER_EPS
+_ABOVE = 1.0 + FILTER_EPS
 
 
 @kernel
@@ -38,77 +39,60 @@ def candidates(visited: np.ndarray, count: np.ndarray) -> int:
 
 @kernel
 def keep_run(columns: np.ndarray, first: int, last: int, p: np.ndarray, cube: bool, scale: float,
-             rows: np.ndarray, k: int, end: int) -> int:
-    """Write the pool rows ``first .. last - 1`` that contain ``p`` to ``rows[k:end]``; returns the new ``k``.
+             rows: np.ndarray, k: int, end: int, unsure: np.ndarray, uk: int, uend: int) -> tuple[int, int]:
+    """Sort the pool rows ``first .. last - 1`` by the filter: sure ones to ``rows[k:end]``, unsure ones
+    to ``unsure[uk:uend]``; returns the new ``(k, uk)``.
 
-    Past ``end`` (where a parallel neighbour's answer starts, or 0 when only
-    counting) nothing is written, but ``k`` still counts.  O(last - first).
+    Past ``end`` (``uend``), where a parallel neighbour's answer starts (or
+    at once, when only counting), nothing is written but the counts go on.
+    O(last - first).
     """
     dim = p.shape[0]
-    if cube:
+    if cube or scale != 1.0:
         for row in range(first, last):
+            inside, doubt = classify(columns, row, p, cube, scale)
             if k < end:
                 rows[k] = row
-            k += inside(columns, row, p, cube, scale)
-        return k
-    k0 = k
-    rare = False
-    if end <= k and scale == 1.0:  # counting only: no stores, so the loop vectorises
-        for row in range(first, last):
-            d = columns[0, row] - p[0]
-            d2 = d * d
-            for axis in range(1, dim):
-                d = columns[axis, row] - p[axis]
-                d2 += d * d
-            k += d2 <= columns[dim + 1, row]
-            rare |= (d2 < UNSAFE_SQUARE) | (d2 == math.inf)
-    elif scale == 1.0:
-        for row in range(first, last):
-            d = columns[0, row] - p[0]
-            d2 = d * d
-            for axis in range(1, dim):
-                d = columns[axis, row] - p[axis]
-                d2 += d * d
-            if k < end:  # false only after the answer is complete
-                rows[k] = row
-            k += d2 <= columns[dim + 1, row]
-            rare |= (d2 < UNSAFE_SQUARE) | (d2 == math.inf)
-    else:
-        for row in range(first, last):
-            d = columns[0, row] - p[0]
-            d2 = d * d
-            for axis in range(1, dim):
-                d = columns[axis, row] - p[axis]
-                d2 += d * d
-            if k < end:
-                rows[k] = row
-            k += math.sqrt(d2) <= columns[dim, row] * scale
-            rare |= (d2 < UNSAFE_SQUARE) | (d2 == math.inf)
-    if rare:  # a square may have under- or overflowed: this run again, carefully
-        k = k0
-        for row in range(first, last):
-            if k < end:
-                rows[k] = row
-            k += inside(columns, row, p, cube, scale)
-    return k
+            k += inside
+            if doubt and uk < uend:
+                unsure[uk] = row
+            uk += doubt
+        return k, uk
+    for row in range(first, last):  # spheres, scale 1: classify() spelled out
+        d = columns[0, row] - p[0]
+        squares = d * d
+        for axis in range(1, dim):
+            d = columns[axis, row] - p[axis]
+            squares += d * d
+        bound = columns[dim + 1, row]
+        safe = (squares >= SAFE_LO) & (squares <= SAFE_HI)
+        sure = (squares < bound * _BELOW) & safe
+        doubt = ((squares >= bound * _BELOW) & (squares <= bound * _ABOVE)) | (safe == False)  # noqa: E712
+        if k < end:  # false only after the answer is complete
+            rows[k] = row
+        k += sure
+        if doubt and uk < uend:  # practically never
+            unsure[uk] = row
+        uk += doubt
+    return k, uk
 
 
 @kernel
 def test_runs(visited: np.ndarray, start: np.ndarray, count: np.ndarray, columns: np.ndarray,
-              p: np.ndarray, exact: bool, cube: bool, scale: float, rows: np.ndarray, k: int, end: int) -> int:
-    """Write the rows of the visited members a query returns to ``rows[k:end]``; returns the new ``k``.
+              p: np.ndarray, exact: bool, cube: bool, scale: float, rows: np.ndarray, k: int, end: int,
+              unsure: np.ndarray, uk: int, uend: int) -> tuple[int, int]:
+    """:func:`keep_run` over the visited nodes (every member unless ``exact``); returns ``(k, uk)``.
 
-    All members unless ``exact``, else those that contain ``p`` (radii times
-    ``scale``).  With ``end <= k`` this only counts them.  O(members).
+    O(members).
     """
     for node in visited:
         first = start[node]
         last = first + count[node]
         if exact:
-            k = keep_run(columns, first, last, p, cube, scale, rows, k, end)
+            k, uk = keep_run(columns, first, last, p, cube, scale, rows, k, end, unsure, uk, uend)
         else:
             for row in range(first, last):
                 if k < end:
                     rows[k] = row
                 k += 1
-    return k
+    return k, uk

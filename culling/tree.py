@@ -39,7 +39,7 @@ from culling import batchkernels, treekernels
 from culling.lattice import ANCHOR, MAX_DEPTH, MAX_GROWTH, Lattice
 from culling.nodes import NodeTable, grown
 from culling.pool import BlockPool, block_capacity
-from culling.shapes import squared_reach, squared_reach_of
+from culling.shapes import decide, squared_reach, squared_reach_of
 from culling.trace import LevelTrace, QueryTrace
 from culling.validation import (
     as_coords,
@@ -283,11 +283,15 @@ class ViewDistanceTree:
         at most ``2**dim`` nodes per level for ``scale <= 1``.
         """
         p = np.array(as_coords(point, self.dim, "point"))
-        scale = as_scale(scale) if scale != 1.0 else 1.0
+        scale = as_scale(scale)
         nodes, pool = self._nodes, self._pool
-        return treekernels.query(p, bool(exact), self._cube, scale, self.origin, self.size,
-                                 self._root, int(nodes.level[self._root]), nodes.child, nodes.cells,
-                                 nodes.start, nodes.count, pool.handles, pool.columns)
+        handles, unsure = treekernels.query(p, bool(exact), self._cube, scale, self.origin, self.size,
+                                            self._root, int(nodes.level[self._root]), nodes.child, nodes.cells,
+                                            nodes.start, nodes.count, pool.handles, pool.columns)
+        if unsure.size:  # within rounding of a surface: exact arithmetic decides
+            keep = decide(pool.columns, unsure, p, self.shape, scale)
+            handles = np.concatenate([handles, pool.handles[unsure[keep]]])
+        return handles
 
     def query_many(self, points, exact: bool = False, scale: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
         """Answer many points at once, in parallel over the points (all cores).
@@ -306,14 +310,20 @@ class ViewDistanceTree:
         Cost: O(m x levels + candidates), compiled (:func:`culling.treekernels.query_many_parallel`).
         """
         points = np.ascontiguousarray(as_points(points, self.dim, "points"))
-        scale = as_scale(scale) if scale != 1.0 else 1.0
+        scale = as_scale(scale)
         nodes, pool = self._nodes, self._pool
         run = (treekernels.query_many_parallel if points.shape[0] >= treekernels.PARALLEL_MIN_POINTS
                else treekernels.query_many_serial)
-        handles, counts = run(
+        handles, counts, unsure, owners = run(
             points, bool(exact), self._cube, scale, self.origin, self.size, self._root,
             int(nodes.level[self._root]), nodes.child, nodes.cells, nodes.start, nodes.count,
             pool.handles, pool.columns)
+        if unsure.size:  # within rounding of a surface: exact arithmetic decides, then merge by point
+            keep = decide(pool.columns, unsure, points[owners], self.shape, scale)
+            owner = np.concatenate([np.repeat(np.arange(points.shape[0]), counts), owners[keep]])
+            order = np.argsort(owner, kind="stable")
+            handles = np.concatenate([handles, pool.handles[unsure[keep]]])[order]
+            counts = counts + np.bincount(owners[keep], minlength=points.shape[0])
         return handles, counts
 
     def query_spheres(self, point, exact: bool = False,
@@ -330,13 +340,15 @@ class ViewDistanceTree:
         radii : ndarray, shape (k,), float64
         """
         p = np.array(as_coords(point, self.dim, "point"))
-        scale = as_scale(scale) if scale != 1.0 else 1.0
+        scale = as_scale(scale)
         nodes, pool = self._nodes, self._pool
-        handles, centres, radii = treekernels.query_spheres(
+        rows, unsure = treekernels.query_spheres(
             p, bool(exact), self._cube, scale, self.origin, self.size, self._root,
             int(nodes.level[self._root]), nodes.child, nodes.cells, nodes.start, nodes.count,
             pool.handles, pool.columns)
-        return handles, centres, radii
+        if unsure.size:  # within rounding of a surface: exact arithmetic decides
+            rows = np.concatenate([rows, unsure[decide(pool.columns, unsure, p, self.shape, scale)]])
+        return pool.handles[rows], pool.columns[: self.dim, rows].T.copy(), pool.columns[self.dim, rows]
 
     def trace(self, point, scale: float = 1.0) -> QueryTrace:
         """What ``query(point, scale=scale)`` visits, level by level (for overlays and tests).
@@ -344,7 +356,7 @@ class ViewDistanceTree:
         The levels and the candidates come from one walk (:func:`culling.treekernels.walk`).
         """
         p = np.array(as_coords(point, self.dim, "point"))
-        scale = as_scale(scale) if scale != 1.0 else 1.0
+        scale = as_scale(scale)
         if not self._count:
             return QueryTrace(point=p, candidates=np.empty(0, dtype=np.int64), levels=[])
         nodes = self._nodes
@@ -468,10 +480,9 @@ class ViewDistanceTree:
         Pure Python floats: the same IEEE operations as :meth:`Lattice.cells`.
         """
         size = self.size
-        relative = radius / size
-        level = MAX_DEPTH if relative == 0 else min(-math.frexp(relative)[1] - 1, MAX_DEPTH)
-        u = [(c - o) / size for c, o in zip(point, self._origin_list)]
         lat = self._lattice
+        level = lat.level_for(radius)
+        u = [(c - o) / size for c, o in zip(point, self._origin_list)]
         if level < -MAX_GROWTH or not all(lat.world_lo_u <= x < lat.world_hi_u for x in u):
             self._check_world(np.array([u]).T, np.array([level]))
         while level < self.root_level or not self._root_contains(u):

@@ -7,19 +7,19 @@ child of the previous level's visited nodes that lies in the window.  The
 members of the visited nodes are contiguous runs of the pool; each is tested
 in place and written to the output in one pass (:mod:`culling.members`).
 
-The window (the "conservative visit"): a sphere on level ``L`` has a radius
+The window (the "conservative visit", :meth:`culling.lattice.Lattice.window`,
+whose rule these kernels implement): a sphere on level ``L`` has a radius
 below ``W/2``, so a sphere of scale ``s`` containing ``p`` has, per axis,
-``p - s*W/2 < c < p + s*W/2``.  Centres are placed by the monotone
+``p - s*W/2 < c < p + s*W/2``, and as ``c`` is a float, ``q_lo <= c <= q_hi``
+for the largest floats ``q_lo <= p - half`` and ``q_hi <= p + half``
+(``half`` the smallest float ``>= s*W/2``; TwoSum and Dekker's product give
+the rounding directions).  Centres are placed by the monotone
 ``f(x) = fl(fl(x - origin) / size)`` and the lattice's monotone cell
-function, so the cells ``cell(f(q_lo)) .. cell(f(q_hi))`` cover every such
-centre when ``q_lo <= p - s*W/2`` and ``q_hi >= p + s*W/2``.  Those bounds
-are rounded outward: round to nearest, then one ulp outward when TwoSum's
-exact error says the rounding went inward (and ``s*(W/2)`` one ulp up when
-``s != 1``).  When every step is exact this is the rule of DESIGN.md,
-``lo - s*W/2 <= p < hi + s*W/2``: at most 2 nodes per axis for ``s <= 1``.
-``f(q)`` is clamped to just outside the largest world before becoming an
-integer, so a huge scale is a wide window over the existing nodes, never an
-overflow or a hang.
+function, so the cells ``cell(f(q_lo)) .. cell(f(q_hi))`` hold every such
+centre.  When nothing rounds this is DESIGN.md's ``lo - s*W/2 <= p < hi +
+s*W/2``: at most 2 nodes per axis for ``s <= 1``.  ``f(q)`` is clamped to
+just outside the largest world before becoming an integer, so a huge scale
+is a wide window over the existing nodes, never an overflow or a hang.
 
 Every kernel takes the tree's arrays as they are stored (float64 and int64,
 C-contiguous) and scalars, so each is compiled once for all dimensions.
@@ -35,7 +35,7 @@ from culling.jit import kernel, parallel_kernel, prange
 from culling.lattice import ANCHOR, MAX_DEPTH, MAX_GROWTH
 from culling.members import candidates, keep_run, test_runs
 
-__all__ = ["below", "above", "cell_of", "gather", "query", "query_many_parallel", "query_many_serial", "query_spheres", "PARALLEL_MIN_POINTS", "walk", "window"]
+__all__ = ["cell_of", "half_reach", "multiply_up", "round_down_add", "round_down_sub", "gather", "query", "query_many_parallel", "query_many_serial", "query_spheres", "PARALLEL_MIN_POINTS", "walk", "window"]
 
 #: Root-relative coordinates are clamped to one unit outside the largest
 #: world (the level ``-MAX_GROWTH`` cell), where no node can ever be.
@@ -44,6 +44,8 @@ _U_HIGH = float((1 << MAX_GROWTH) - ANCHOR) + 1.0
 
 #: Levels a walk can visit: from the highest possible root to the finest level.
 _LEVELS = MAX_DEPTH + MAX_GROWTH + 1
+
+_SPLIT = 134217729.0  # 2**27 + 1: Veltkamp's split of a float into two 26-bit halves
 
 #: Visited-node buffer to start with; it doubles when a large scale needs more.
 _FIRST_VISITS = 64
@@ -54,28 +56,52 @@ _FIRST_VISITS = 64
 
 
 @kernel
-def _two_sum_error(a: float, b: float, s: float) -> float:
-    """``a + b - s`` exactly, for ``s = fl(a + b)`` (Knuth's TwoSum); NaN when ``s`` overflowed."""
-    bb = s - a
-    return (a - (s - bb)) + (b - bb)
+def round_down_sub(a: float, b: float) -> float:
+    """The largest float ``<= a - b`` (exact); ``b >= 0``.  :func:`culling.lattice.round_down_sub`."""
+    r = a - b
+    if r == -math.inf or b == math.inf:
+        return -math.inf
+    bb = r - a
+    error = (a - (r - bb)) + (-b - bb)  # TwoSum: a - b == r + error exactly
+    return np.nextafter(r, -math.inf) if error < 0.0 else r
 
 
 @kernel
-def below(p: float, t: float) -> float:
-    """The largest float ``<= p - t`` (exact): round to nearest, one step down if that rounded up."""
-    s = p - t
-    if _two_sum_error(p, -t, s) < 0.0:
-        s = np.nextafter(s, -math.inf)
-    return s
+def round_down_add(a: float, b: float) -> float:
+    """The largest float ``<= a + b`` (exact); ``b >= 0``.  :func:`culling.lattice.round_down_add`."""
+    r = a + b
+    if r == math.inf or b == math.inf:
+        return math.inf
+    bb = r - a
+    error = (a - (r - bb)) + (b - bb)  # TwoSum: a + b == r + error exactly
+    return np.nextafter(r, -math.inf) if error < 0.0 else r
 
 
 @kernel
-def above(p: float, t: float) -> float:
-    """The smallest float ``>= p + t`` (exact): round to nearest, one step up if that rounded down."""
-    s = p + t
-    if _two_sum_error(p, t, s) > 0.0:
-        s = np.nextafter(s, math.inf)
-    return s
+def multiply_up(a: float, b: float) -> float:
+    """The smallest float ``>= a * b`` (exact), ``a, b >= 0``.  :func:`culling.lattice.multiply_up`."""
+    r = a * b
+    if r == math.inf or r == 0.0:
+        return r if a == 0.0 or b == 0.0 or r == math.inf else np.nextafter(0.0, math.inf)
+    if r < 2.0 ** -960 or a > 2.0 ** 995 or b > 2.0 ** 995:
+        return np.nextafter(r, math.inf)
+    c = _SPLIT * a
+    a_hi = c - (c - a)
+    a_lo = a - a_hi
+    c = _SPLIT * b
+    b_hi = c - (c - b)
+    b_lo = b - b_hi
+    error = ((a_hi * b_hi - r) + a_hi * b_lo + a_lo * b_hi) + a_lo * b_lo  # Dekker: a * b == r + error
+    return np.nextafter(r, math.inf) if error > 0.0 else r
+
+
+@kernel
+def half_reach(size: float, level: int, scale: float) -> float:
+    """The smallest float ``>= scale * W / 2`` on ``level``.  :func:`culling.lattice.half_reach`."""
+    half = math.ldexp(size, -level - 1)
+    if half == math.inf or math.ldexp(half, level + 1) != size:
+        half = np.nextafter(half, math.inf)
+    return half if scale == 1.0 else multiply_up(scale, half)
 
 
 @kernel
@@ -94,12 +120,15 @@ def cell_of(u: float, level: int) -> int:
 @kernel
 def window(p: np.ndarray, scale: float, origin: np.ndarray, size: float, level: int,
            lo: np.ndarray, hi: np.ndarray) -> None:
-    """Write the first and last cell, per axis, that ``p`` visits on ``level`` into ``lo`` and ``hi``."""
-    half = math.ldexp(size, -level - 1)  # W/2, exact
-    t = half if scale == 1.0 else np.nextafter(scale * half, math.inf)
+    """Write the first and last cell, per axis, that ``p`` visits on ``level`` into ``lo`` and ``hi``.
+
+    :meth:`culling.lattice.Lattice.window`: the cells of the largest floats
+    ``<= p - half`` and ``<= p + half``, ``half >= scale * W / 2``.
+    """
+    half = half_reach(size, level, scale)
     for axis in range(p.shape[0]):
-        lo[axis] = cell_of((below(p[axis], t) - origin[axis]) / size, level)
-        hi[axis] = cell_of((above(p[axis], t) - origin[axis]) / size, level)
+        lo[axis] = cell_of((round_down_sub(p[axis], half) - origin[axis]) / size, level)
+        hi[axis] = cell_of((round_down_add(p[axis], half) - origin[axis]) / size, level)
 
 
 # ----------------------------------------------------------------------
@@ -194,51 +223,43 @@ def gather(visited: np.ndarray, start: np.ndarray, count: np.ndarray, handles: n
 
 
 @kernel
-def _handles_of(rows: np.ndarray, k: int, handles: np.ndarray) -> np.ndarray:
-    out = np.empty(k, dtype=np.int64)
-    for i in range(k):
-        out[i] = handles[rows[i]]
-    return out
-
-
-@kernel
 def query(p: np.ndarray, exact: bool, cube: bool, scale: float, origin: np.ndarray, size: float,
           root: int, root_level: int, child: np.ndarray, cells: np.ndarray, start: np.ndarray,
-          count: np.ndarray, handles: np.ndarray, columns: np.ndarray) -> np.ndarray:
+          count: np.ndarray, handles: np.ndarray, columns: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """One query: walk, then keep each visited member that passes (all of them unless ``exact``).
 
-    Returns the handles, int64 (k,); O(levels + candidates).
+    Returns the handles, int64 (k,), and the pool rows the exact filter left
+    unsure (:func:`culling.shapes.decide` settles them); O(levels + candidates).
     """
     visited, _ = walk(p, scale, origin, size, root, root_level, child, cells)
     total = candidates(visited, count)
     rows = np.empty(total, dtype=np.int64)
-    k = test_runs(visited, start, count, columns, p, exact, cube, scale, rows, 0, total)
-    return _handles_of(rows, k, handles)
+    unsure = np.empty(total if exact else 0, dtype=np.int64)
+    k, uk = test_runs(visited, start, count, columns, p, exact, cube, scale, rows, 0, total, unsure, 0, total)
+    out = np.empty(k, dtype=np.int64)
+    for i in range(k):
+        out[i] = handles[rows[i]]
+    return out, unsure[:uk]
 
 
 @kernel
 def query_spheres(p: np.ndarray, exact: bool, cube: bool, scale: float, origin: np.ndarray, size: float,
                   root: int, root_level: int, child: np.ndarray, cells: np.ndarray, start: np.ndarray,
                   count: np.ndarray, handles: np.ndarray,
-                  columns: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Like :func:`query`, with each answer's centre (k, dim) and radius (k,) read from the same rows."""
-    dim = p.shape[0]
+                  columns: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Like :func:`query`, returning the answers' pool rows (the caller reads handles, centres, radii)."""
     visited, _ = walk(p, scale, origin, size, root, root_level, child, cells)
     total = candidates(visited, count)
     rows = np.empty(total, dtype=np.int64)
-    k = test_runs(visited, start, count, columns, p, exact, cube, scale, rows, 0, total)
-    centres = np.empty((k, dim))
-    radii = np.empty(k)
-    for i in range(k):
-        for axis in range(dim):
-            centres[i, axis] = columns[axis, rows[i]]
-        radii[i] = columns[dim, rows[i]]
-    return _handles_of(rows, k, handles), centres, radii
+    unsure = np.empty(total if exact else 0, dtype=np.int64)
+    k, uk = test_runs(visited, start, count, columns, p, exact, cube, scale, rows, 0, total, unsure, 0, total)
+    return rows[:k], unsure[:uk]
 
 
 def _query_many(points: np.ndarray, exact: bool, cube: bool, scale: float, origin: np.ndarray, size: float,
                 root: int, root_level: int, child: np.ndarray, cells: np.ndarray, start: np.ndarray,
-                count: np.ndarray, handles: np.ndarray, columns: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+                count: np.ndarray, handles: np.ndarray,
+                columns: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Many queries at once, in parallel: every walk first, then the members node by node.
 
     Points that are near each other visit the same nodes (players in a
@@ -256,9 +277,11 @@ def _query_many(points: np.ndarray, exact: bool, cube: bool, scale: float, origi
     5. Fill, in parallel over the nodes: each visit writes its answers at
        its offset.
 
-    Returns ``(handles, counts)``: point ``i``'s answer is
-    ``handles[offsets[i]:offsets[i] + counts[i]]``, ``offsets`` the prefix
-    sums of ``counts``.  O(m x levels + candidates) work, split over the cores.
+    Returns ``(handles, counts, unsure_rows, unsure_points)``: point ``i``'s
+    sure answer is ``handles[offsets[i]:offsets[i] + counts[i]]``,
+    ``offsets`` the prefix sums of ``counts``; the pool rows the exact
+    filter left unsure, and the point each was tested for, are settled by
+    the caller.  O(m x levels + candidates) work, split over the cores.
     """
     m = points.shape[0]
     # 1. the walks, twice: once to size the visit list, once to fill it
@@ -285,41 +308,51 @@ def _query_many(points: np.ndarray, exact: bool, cube: bool, scale: float, origi
             group_start[n_groups] = v
             n_groups += 1
     group_start[n_groups] = n_visits
-    # 3. answers per visit, node-major
+    # 3. answers (sure and unsure) per visit, node-major
     found = np.empty(n_visits, dtype=np.int64)
+    doubts = np.zeros(n_visits, dtype=np.int64)
     nothing = np.empty(0, dtype=np.int64)
     for g in prange(n_groups):
         for v in range(group_start[g], group_start[g + 1]):
             visit = by_node[v]
             node = node_of[visit]
             if exact:
-                found[visit] = keep_run(columns, start[node], start[node] + count[node],
-                                        points[point_of[visit]], cube, scale, nothing, 0, 0)
+                found[visit], doubts[visit] = keep_run(columns, start[node], start[node] + count[node],
+                                                       points[point_of[visit]], cube, scale, nothing, 0, 0,
+                                                       nothing, 0, 0)
             else:
                 found[visit] = count[node]
     # 4. offsets: points in order, each point's visits in walk order
     counts = np.zeros(m, dtype=np.int64)
     at = np.empty(n_visits + 1, dtype=np.int64)
+    unsure_at = np.empty(n_visits + 1, dtype=np.int64)
     at[0] = 0
+    unsure_at[0] = 0
     for visit in range(n_visits):
         at[visit + 1] = at[visit] + found[visit]
+        unsure_at[visit + 1] = unsure_at[visit] + doubts[visit]
         counts[point_of[visit]] += found[visit]
     # 5. the answers, node-major again, each visit at its offset
     rows = np.empty(at[n_visits], dtype=np.int64)
+    unsure = np.empty(unsure_at[n_visits], dtype=np.int64)
     for g in prange(n_groups):
         for v in range(group_start[g], group_start[g + 1]):
             visit = by_node[v]
             node = node_of[visit]
             if exact:
-                keep_run(columns, start[node], start[node] + count[node], points[point_of[visit]],
-                         cube, scale, rows, at[visit], at[visit + 1])
+                keep_run(columns, start[node], start[node] + count[node], points[point_of[visit]], cube, scale,
+                         rows, at[visit], at[visit + 1], unsure, unsure_at[visit], unsure_at[visit + 1])
             else:
                 for j in range(count[node]):
                     rows[at[visit] + j] = start[node] + j
     out = np.empty(at[n_visits], dtype=np.int64)
     for j in prange(at[n_visits]):
         out[j] = handles[rows[j]]
-    return out, counts
+    unsure_points = np.empty(unsure_at[n_visits], dtype=np.int64)
+    for visit in range(n_visits):
+        for j in range(unsure_at[visit], unsure_at[visit + 1]):
+            unsure_points[j] = point_of[visit]
+    return out, counts, unsure, unsure_points
 
 
 #: ``query_many`` runs on all cores from this many points on; fewer run on the
