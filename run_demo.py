@@ -2,7 +2,8 @@
 """View-distance culling demo: ``python run_demo.py`` (``--help`` for the flags).
 
 Opens a window with a display; with none (or ``--headless``) renders
-offscreen through EGL and writes PNG frames.  See engine/cli.py.
+offscreen through EGL and writes PNG frames.  The application is the
+``demo`` package (demo/cli.py: flags and errors); this file only calls it.
 """
 
 import sys

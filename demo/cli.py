@@ -18,6 +18,17 @@ __all__ = ["EXIT_ERROR", "EXIT_USAGE", "build_parser", "display_available", "mai
 EXIT_ERROR = 1
 EXIT_USAGE = 2
 PROG = "run_demo.py"
+DEFAULT_FRAMES = 60
+
+#: Peak memory per object (bytes) of a scene with its tree, pipeline and
+#: staging arrays, and the fixed cost of the process: measured as the peak RSS
+#: of a 2M-object scene minus a 10k one (forest 340 B, clusters 330 B, swarm
+#: 590 B: its second, aggro tree and moving copies), rounded up.
+BYTES_PER_OBJECT = {"swarm": 640}
+DEFAULT_BYTES_PER_OBJECT = 380
+BASE_BYTES = 200 << 20
+#: Flags that only mean something for a headless run.
+HEADLESS_ONLY = ("frames", "gif", "freeze_at", "no_images")
 
 
 class _OneLineParser(argparse.ArgumentParser):
@@ -70,7 +81,14 @@ def _fraction(text: str) -> float:
     return value
 
 
+def _folder(text: str) -> Path:
+    if not text.strip():
+        raise argparse.ArgumentTypeError("must name a folder, got an empty string")
+    return Path(text)
+
+
 def build_parser() -> argparse.ArgumentParser:
+    from engine.hud import HUD_MODES
     from scenes import DEFAULT_SCENE, SCENES
 
     p = _OneLineParser(
@@ -83,18 +101,24 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--objects", type=_count, default=None,
                    help="object count (defaults: "
                         + ", ".join(f"{k} {v.default_objects:,}" for k, v in SCENES.items()) + ")")
-    p.add_argument("--seed", type=int, default=1, help="random seed of the scene (default %(default)s)")
+    p.add_argument("--seed", type=_count, default=1, help="random seed of the scene, >= 0 (default %(default)s)")
     p.add_argument("--size", type=parse_size, default=None, metavar="WxH",
                    help="window or image size (default 1280x720 window, 960x540 headless)")
-    p.add_argument("--frames", type=_positive, default=60, help="headless: frames to render (default %(default)s)")
-    p.add_argument("--out", type=Path, default=Path("out"),
+    p.add_argument("--frames", type=_positive, default=None,
+                   help=f"headless: frames to render (default {DEFAULT_FRAMES})")
+    p.add_argument("--out", type=_folder, default=Path("out"),
                    help="folder for headless PNG frames and P-key screenshots (default %(default)s)")
     p.add_argument("--headless", action="store_true", help="render offscreen with EGL instead of opening a window")
     p.add_argument("--no-overlay", action="store_true", help="start without the debug overlay (boxes and level table)")
-    p.add_argument("--no-hud", action="store_true", help="no HUD text")
+    p.add_argument("--no-hud", action="store_true", help="no HUD text (same as --hud off)")
+    p.add_argument("--hud", choices=HUD_MODES, default="compact",
+                   help="HUD at start: compact (three lines), full (stage table, levels, controls) or off; "
+                        "H cycles it in the window (default %(default)s)")
     p.add_argument("--no-images", action="store_true", help="headless: do not write PNGs (for timing runs)")
     p.add_argument("--gif", action="store_true", help="headless: also write an animated GIF (out/demo.gif)")
-    p.add_argument("--stats", action="store_true", help="print per-frame stage timings as CSV on stdout")
+    p.add_argument("--stats", nargs="?", const="-", default=None, metavar="FILE",
+                   help="one CSV row per drawn frame (stage timings, funnel, camera, toggles), flushed each frame, "
+                        "on stdout or into FILE")
     p.add_argument("--shape", choices=("sphere", "cube"), default="sphere",
                    help="view regions: spheres (Euclidean) or axis-aligned cubes (default %(default)s)")
     p.add_argument("--brute-force", action="store_true",
@@ -117,16 +141,59 @@ def _fail(message: str, code: int = EXIT_ERROR) -> int:
     return code
 
 
+def available_memory() -> int | None:
+    """Bytes the system can still give this process (``MemAvailable``), None if unknown."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        return int(os.sysconf("SC_AVPHYS_PAGES")) * int(os.sysconf("SC_PAGE_SIZE"))
+    except (AttributeError, ValueError, OSError):
+        return None
+
+
+def memory_estimate(scene: str, objects: int) -> int:
+    """Bytes a demo of ``objects`` objects of ``scene`` needs at its peak (an estimate).
+
+    >>> round(memory_estimate("forest", 50_000_000) / 1e9, 1)
+    19.2
+    """
+    return BASE_BYTES + objects * BYTES_PER_OBJECT.get(scene, DEFAULT_BYTES_PER_OBJECT)
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n:,} {word}" + ("" if n == 1 else "s")
+
+
 def _run(args) -> int:
     from demo.demo import DemoSettings
+    from scenes import SCENES
 
+    if args.gif and args.no_images:
+        return _fail("--gif needs images: drop --no-images", EXIT_USAGE)
+    objects = SCENES[args.scene].default_objects if args.objects is None else args.objects
+    need, have = memory_estimate(args.scene, objects), available_memory()
+    if have is not None and need > have:
+        return _fail(f"--objects {objects:,} needs about {need / 1e9:.1f} GB of memory for the {args.scene} "
+                     f"scene, only {have / 1e9:.1f} GB is available: try fewer")
     settings = DemoSettings(scene=args.scene, objects=args.objects, seed=args.seed, shape=args.shape,
-                            brute_force=args.brute_force, overlay=not args.no_overlay, hud=not args.no_hud)
+                            brute_force=args.brute_force, overlay=not args.no_overlay, hud=not args.no_hud,
+                            hud_mode=args.hud)
     headless = args.headless
     if not headless and not display_available():
-        print(f"{PROG}: no display (DISPLAY is not set): running headless, images go to {args.out}/", file=sys.stderr)
+        where = "no images written (--no-images)" if args.no_images else f"images go to {args.out}/"
+        print(f"{PROG}: no display (DISPLAY is not set): running headless, {where}", file=sys.stderr)
         headless = True
     if not headless:
+        given = [f"--{name.replace('_', '-')}" for name in HEADLESS_ONLY if getattr(args, name) not in (None, False)]
+        if given:
+            verb = "only apply" if len(given) > 1 else "only applies"
+            return _fail(f"{', '.join(given)} {verb} to a headless run: "
+                         "add --headless, or drop them (the window runs until you close it)", EXIT_USAGE)
         from demo.interactive import run_window
 
         return run_window(settings, args.size or (1280, 720), stats=args.stats, out=args.out,
@@ -134,18 +201,17 @@ def _run(args) -> int:
 
     from demo.headless import HeadlessOptions, run_headless
 
-    options = HeadlessOptions(settings=settings, size=args.size or (960, 540), frames=args.frames,
+    options = HeadlessOptions(settings=settings, size=args.size or (960, 540), frames=args.frames or DEFAULT_FRAMES,
                               out=None if args.no_images else args.out, gif=args.gif, stats=args.stats,
                               freeze_at=args.freeze_at)
-    if args.gif and args.no_images:
-        return _fail("--gif needs images: drop --no-images", EXIT_USAGE)
     result = run_headless(options)
-    if args.stats:
-        sys.stdout.write(result.csv_text)
     med = result.medians()
-    where = f"images in {args.out}/" if result.images else "no images written"
-    print(f"{PROG}: ran headless on {result.renderer}: {len(result.frames)} frames of {args.scene}, {where}; "
-          f"median ms: query {med['query_ms']:.3f}, distance {med['distance_ms']:.3f}, "
+    if result.images:
+        where = f"images in {args.out}/" + (f" and the animation in {result.gif}" if result.gif else "")
+    else:
+        where = "no images written"
+    print(f"{PROG}: ran headless on {result.renderer}: {_plural(len(result.frames), 'frame')} of {args.scene}, "
+          f"{where}; median ms: query {med['query_ms']:.3f}, distance {med['distance_ms']:.3f}, "
           f"frustum {med['frustum_ms']:.3f}, upload {med['upload_ms']:.3f} "
           f"(cull total {med['cull_ms']:.3f}), draw {med['draw_ms']:.1f}", file=sys.stderr)
     return 0

@@ -64,6 +64,8 @@ class DemoSettings:
     brute_force: bool = False
     overlay: bool = True
     hud: bool = True
+    #: "compact", "full" or "off" (engine.hud.HUD_MODES); ``hud=False`` means "off".
+    hud_mode: str = "compact"
 
 
 class Demo:
@@ -95,9 +97,10 @@ class Demo:
         self.stats = FrameStats()
         self.trace = None
         self.events = None
-        self.view_projection = None
-        self._cull_view_projection = None
+        self.view_projection: np.ndarray = np.eye(4)      # set for real by load_scene and update
+        self._cull_view_projection: np.ndarray = np.eye(4)
         self._drawn = False
+        self.boxes = 0                  # overlay boxes in the last drawn frame
         self.load_scene(self.settings.scene, self.settings.objects)
 
     # -- scene -----------------------------------------------------------------
@@ -260,12 +263,15 @@ class Demo:
             records, kind_starts = self.pipeline.instances(self.fade)
             self.renderer.upload(records, kind_starts)
             t1 = perf_counter()
+            self.boxes = 0
             if self.show_overlay and self.trace is not None:
                 frozen = self.frozen is not None
-                self.overlay_renderer.upload(build_overlay(
+                geometry = build_overlay(
                     self.trace, loose=self.show_loose, only_depth=self.only_depth,
                     frozen_view_projection=self._cull_view_projection if frozen else None,
-                    frozen_point=self.frozen.position if frozen else None))
+                    frozen_point=self.frozen.position if frozen else None)
+                self.overlay_renderer.upload(geometry)
+                self.boxes = geometry.box_count
             stats.upload_ms = (t1 - t0) * 1e3
             stats.trace_ms = (perf_counter() - t1) * 1e3
             self._drawn = True
@@ -275,7 +281,18 @@ class Demo:
             self.overlay_renderer.draw(vp, framebuffer)
         return stats
 
-    def hud_info(self, fps: float | None = None, speed: float | None = None, help: bool = True) -> HudInfo:
+    def state(self) -> dict:
+        """Where the demo stands, for ``--stats`` rows (see :mod:`demo.stats`)."""
+        x, y, z = (float(v) for v in self.camera.position)
+        return dict(scene=self.scene.name, x=x, y=y, z=z, yaw=float(self.camera.yaw),
+                    pitch=float(self.camera.pitch), frozen=self.frozen is not None, scale=float(self.scale),
+                    overlay=self.show_overlay, boxes=self.boxes if self.show_overlay else 0,
+                    loose=self.show_loose, level="" if self.only_depth is None else self.only_depth,
+                    fade=self.fade, collide=self.collide,
+                    width=int(self.size[0]), height=int(self.size[1]))
+
+    def hud_info(self, fps: float | None = None, speed: float | None = None, help: bool = True,
+                 mouse: str | None = None) -> HudInfo:
         """The numbers the HUD shows for the last frame."""
         levels = trace_levels(self.trace, self.show_loose)
         if self.only_depth is not None:
@@ -290,6 +307,7 @@ class Demo:
             entered=None if ev is None else int(ev.entered.shape[0]),
             left=None if ev is None else int(ev.left.shape[0]),
             shape=self.settings.shape, brute_force=self.settings.brute_force, help=help, speed=speed,
+            mouse=mouse,
             notes=self.scene.status_lines(),
         )
 

@@ -9,8 +9,6 @@ visited nodes from outside.
 
 from __future__ import annotations
 
-import csv
-import io
 import logging
 import math
 from dataclasses import dataclass
@@ -19,9 +17,13 @@ from pathlib import Path
 import numpy as np
 
 from demo.demo import Demo, DemoError, DemoSettings
-from engine.hud import draw_hud, hud_lines
+from demo.interactive import save_image
+from demo.stats import StatsWriter
+from engine.hud import GREY, WHITE, YELLOW, draw_hud, hud_font_size, hud_lines, text_colour
+from engine.overlay import LEVEL_COLOURS, POINT_COLOUR
 
-__all__ = ["HeadlessOptions", "HeadlessResult", "create_offscreen_context", "headless_pose", "run_headless"]
+__all__ = ["HeadlessOptions", "HeadlessResult", "create_offscreen_context", "gif_palette", "headless_pose", "run_headless",
+           "write_gif"]
 
 log = logging.getLogger(__name__)
 
@@ -58,16 +60,17 @@ class HeadlessOptions:
     frames: int = 60
     out: Path | None = Path("out")
     gif: bool = False
-    stats: bool = False
+    stats: str | Path | None = None       # "-" for stdout, a path, or None for no CSV
     freeze_at: float | None = None
 
 
 @dataclass
 class HeadlessResult:
+    """What a headless run made: per-frame stats, the files written, the GL renderer."""
+
     frames: list           # FrameStats per frame
     images: list           # written PNG paths
     gif: Path | None
-    csv_text: str
     renderer: str
 
     def medians(self) -> dict[str, float]:
@@ -103,59 +106,115 @@ def headless_pose(scene, u: float, freeze_at: float | None):
         anchor.pitch + s * (look_pitch - anchor.pitch), True
 
 
+def gif_palette(frames: list, sample: int = 12):
+    """One palette for a whole animation, as a Pillow "P" image to quantize every frame with.
+
+    Its first entries are the overlay's level colours, the HUD's text
+    colours and the frozen-frustum white, exactly, so boxes and HUD rows keep
+    the colours the HUD's table names; the rest is a median cut of up to
+    ``sample`` frames spread over the animation.  Quantizing every frame with
+    it (no dithering) keeps colours from drifting frame to frame.
+    """
+    from PIL import Image
+
+    fixed = [tuple(int(round(255 * c)) for c in rgb) for rgb in
+             [*(tuple(c) for c in LEVEL_COLOURS), *(text_colour(c) for c in LEVEL_COLOURS), WHITE, GREY, YELLOW,
+              POINT_COLOUR[:3]]]
+    fixed = list(dict.fromkeys(fixed))
+    picks = frames[:: max(1, len(frames) // sample)][:sample]
+    w, h = picks[0].size
+    montage = Image.new("RGB", (w, h * len(picks)))
+    for i, frame in enumerate(picks):
+        montage.paste(frame, (0, i * h))
+    rest = montage.quantize(colors=256 - len(fixed), method=Image.Quantize.MEDIANCUT, dither=Image.Dither.NONE)
+    palette = [v for rgb in fixed for v in rgb] + (rest.getpalette() or [])[: 3 * (256 - len(fixed))]
+    palette += [0] * (768 - len(palette))
+    image = Image.new("P", (1, 1))
+    image.putpalette(palette)
+    return image
+
+
+def write_gif(frames: list, path: Path, frame_ms: int) -> None:
+    """Write ``frames`` (Pillow RGB images) as a looping GIF with one palette."""
+    from PIL import Image
+
+    palette = gif_palette(frames)
+    indexed = [f.quantize(palette=palette, dither=Image.Dither.NONE) for f in frames]
+    tmp = path.with_name(f".{path.name}.tmp")
+    try:
+        indexed[0].save(tmp, format="GIF", save_all=True, append_images=indexed[1:], duration=frame_ms, loop=0,
+                        optimize=False)
+        tmp.replace(path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
 def run_headless(options: HeadlessOptions, ctx=None) -> HeadlessResult:
     """Render ``options.frames`` frames along the scene's camera path.
 
     Writes ``frame_0000.png``... (and ``demo.gif``) into ``options.out`` unless
-    it is None.  Returns the per-frame stats and the CSV text of them.
+    it is None; each PNG is written to a temporary name and renamed, so an
+    interrupted run (Ctrl-C) never leaves a truncated image.  With
+    ``options.stats`` each frame's CSV row is written and flushed as soon as
+    the frame is drawn, so an interrupted run keeps the rows so far.
     """
-    own_ctx = ctx is None
-    ctx = ctx or create_offscreen_context()
-    w, h = options.size
-    fbo = ctx.simple_framebuffer((w, h))
-    demo = Demo(ctx, (w, h), options.settings)
+    if options.frames < 1:
+        raise ValueError(f"frames must be >= 1, got {options.frames}")
     out = options.out
     if out is not None:
         try:
             out.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise DemoError(f"cannot create output folder {out}: {exc.strerror or exc}") from None
-    frames, images, gif_frames = [], [], []
+    try:
+        writer = StatsWriter(options.stats) if options.stats is not None else None
+    except ValueError as exc:
+        raise DemoError(str(exc)) from None
+    own_ctx = ctx is None
+    ctx = ctx or create_offscreen_context()
+    w, h = options.size
+    fbo = ctx.simple_framebuffer((w, h))
+    demo = Demo(ctx, (w, h), options.settings)
+    hud_mode = options.settings.hud_mode if options.settings.hud else "off"
+    frames: list = []
+    images: list = []
+    gif_frames: list = []
+    gif_path = None
     try:
         for i in range(options.frames):
             u = i / (options.frames - 1) if options.frames > 1 else 0.0
             pos, yaw, pitch, frozen = headless_pose(demo.scene, u, options.freeze_at)
-            if frozen and demo.frozen is None:
+            if frozen and demo.frozen is None and options.freeze_at is not None:
                 demo.set_pose(*headless_pose(demo.scene, options.freeze_at, None)[:3])
                 demo.toggle_freeze()
             demo.set_pose(pos, yaw, pitch)
-            stats = demo.update(FRAME_DT)
-            demo.render(fbo)
+            demo.update(FRAME_DT)
+            stats = demo.render(fbo)
             frames.append(stats)
+            if writer is not None:
+                writer.write(i, stats, dict(demo.state(), captured=False, hud=hud_mode))
             if out is not None or options.gif:
                 image = demo.read_image(fbo)
-                if demo.show_hud:
-                    draw_hud(image, hud_lines(demo.hud_info(help=False)), font_size=max(11, h // 50))
+                if hud_mode != "off":
+                    lines = hud_lines(demo.hud_info(help=False), hud_mode)
+                    chars = max((len(text) for text, _ in lines), default=0)
+                    draw_hud(image, lines, font_size=hud_font_size(h, w, chars))
                 if out is not None:
                     path = out / f"frame_{i:04d}.png"
-                    image.save(path)
+                    save_image(image, path)
                     images.append(path)
                 if options.gif:
                     gif_frames.append(image)
-        gif_path = None
         if options.gif and gif_frames and out is not None:
             gif_path = out / "demo.gif"
-            gif_frames[0].save(gif_path, save_all=True, append_images=gif_frames[1:],
-                               duration=int(1000 * FRAME_DT * 2), loop=0, optimize=False)
+            write_gif(gif_frames, gif_path, int(1000 * FRAME_DT * 2))
         renderer = ctx.info.get("GL_RENDERER", "unknown")
     finally:
+        if writer is not None:
+            writer.close()
         demo.release()
         fbo.release()
         if own_ctx:
             ctx.release()
-    buf = io.StringIO()
-    writer = csv.writer(buf, lineterminator="\n")
-    writer.writerow(("frame",) + type(frames[0]).CSV_FIELDS if frames else ("frame",))
-    for i, f in enumerate(frames):
-        writer.writerow([i] + [round(v, 4) if isinstance(v, float) else v for v in f.csv_row()])
-    return HeadlessResult(frames, images, gif_path, buf.getvalue(), renderer)
+    return HeadlessResult(frames, images, gif_path, renderer)

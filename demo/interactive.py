@@ -2,23 +2,62 @@
 
 Only input, text and timing live here; the frame itself is ``Demo.update``
 (in ``on_update``) and ``Demo.render`` (in ``on_render``).
+
+The mouse has one model.  A click (press and release without moving) or Tab
+*captures* the mouse: the cursor hides and every movement looks around.  Tab
+or Esc *releases* it.  Dragging with a button held looks around without
+capturing and leaves the mouse as it was.  Esc with the mouse free quits
+(so from captured, Esc twice: release, then quit).  The HUD says which state
+the mouse is in and how to leave it.
 """
 
 from __future__ import annotations
 
+import logging
+import os
 import sys
 from pathlib import Path
 from time import perf_counter
 
 from demo.demo import SCALE_STEP, Demo, DemoError, DemoSettings
-from engine.culling_pipeline import FrameStats
-from engine.hud import hud_lines
+from demo.stats import StatsWriter
+from engine.hud import HUD_MODES, hud_font_size, hud_lines
 from engine.window import App, WindowError
 from scenes import SCENES
 
-__all__ = ["FlyThroughApp", "run_window"]
+__all__ = ["FlyThroughApp", "next_free_path", "run_window", "save_image"]
+
+log = logging.getLogger(__name__)
 
 HUD_REFRESH = 0.1          # seconds between HUD text updates (pyglet re-lays out text)
+MOUSE_CAPTURED = "mouse captured: moving looks around; Tab or Esc releases"
+MOUSE_FREE = "mouse free: click or Tab captures, drag looks; Esc quits"
+
+
+def next_free_path(folder: Path, stem: str, suffix: str = ".png") -> Path:
+    """``folder/stem_NNN.suffix`` with the lowest NNN not yet taken (never overwrites).
+
+    Cost: one ``exists`` per taken number from the highest already there.
+    """
+    taken = [int(p.stem[len(stem) + 1:]) for p in folder.glob(f"{stem}_*{suffix}")
+             if p.stem[len(stem) + 1:].isdigit()] if folder.is_dir() else []
+    n = max(taken, default=-1) + 1
+    while (folder / f"{stem}_{n:03d}{suffix}").exists():
+        n += 1
+    return folder / f"{stem}_{n:03d}{suffix}"
+
+
+def save_image(image, path: Path) -> None:
+    """Write a Pillow image to ``path`` atomically: a temporary file in the same
+    folder, then a rename, so an interrupted write never leaves a truncated PNG."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        image.save(tmp, format=(path.suffix.lstrip(".") or "png").upper())
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
 
 
 class FlyThroughApp(App):
@@ -29,28 +68,29 @@ class FlyThroughApp(App):
     #: Base flying speed (m/s); the scroll wheel scales it, Shift multiplies it.
     move_speed = 25.0
     fast_factor = 6.0
+    #: One scroll-wheel notch multiplies the speed by this; limits in m/s.
+    wheel_step = 1.25
+    speed_limits = (1.0, 2000.0)
     mouse_sensitivity = 0.12      # degrees per pixel
     hud_font = "DejaVu Sans Mono"
-    hud_font_size = 10
 
-    def __init__(self, window, ctx, settings: DemoSettings, stats: bool = False, out: Path = Path("out"),
-                 save_on_exit: bool = False) -> None:
+    def __init__(self, window, ctx, settings: DemoSettings, stats: str | Path | None = None,
+                 out: Path = Path("out"), save_on_exit: bool = False) -> None:
         super().__init__(window, ctx)
         self.demo = Demo(ctx, window.get_framebuffer_size(), settings)
-        self.print_stats = stats
+        self.stats_writer = StatsWriter(stats) if stats is not None else None
         self.out = out
         self.save_on_exit = save_on_exit
-        self.show_help = True
+        self.hud_mode = settings.hud_mode if settings.hud else "off"
         self.speed = self.move_speed
         self.mouse_captured = False
-        self.fps = None
-        self._last_render = None
+        self.fps: float | None = None
+        self._last_render: float | None = None
         self._hud_age = HUD_REFRESH
-        self._shots = 0
         self._want_shot = False
+        self._pressed_at: tuple[int, int] | None = None
+        self._dragged = False
         self._build_hud()
-        if stats:
-            print("frame," + ",".join(FrameStats.CSV_FIELDS))
 
     # -- HUD with pyglet text --------------------------------------------------------
     def _build_hud(self) -> None:
@@ -59,32 +99,43 @@ class FlyThroughApp(App):
         self.hud_batch = pyglet.graphics.Batch()
         self._hud_back = pyglet.graphics.Group(order=0)
         self._hud_front = pyglet.graphics.Group(order=1)
-        self.hud_panel = pyglet.shapes.Rectangle(0, 0, 10, 10, color=(0, 0, 0, 140),
+        self.hud_panel = pyglet.shapes.Rectangle(0, 0, 10, 10, color=(0, 0, 0, 200),
                                                  batch=self.hud_batch, group=self._hud_back)
         self.hud_labels: list = []
+        self._hud_font_size = 0
 
     def _refresh_hud(self) -> None:
         import pyglet
 
-        lines = hud_lines(self.demo.hud_info(fps=self.fps, speed=self.speed, help=self.show_help))
+        mouse = MOUSE_CAPTURED if self.mouse_captured else MOUSE_FREE
+        lines = hud_lines(self.demo.hud_info(fps=self.fps, speed=self.speed, help=True, mouse=mouse),
+                          self.hud_mode)
+        width, height = self.window.get_size()
+        chars = max((len(text) for text, _ in lines), default=0)
+        size = hud_font_size(height, width, -(-chars // 8) * 8)     # rounded: no flicker as digits change
+        if size != self._hud_font_size:            # scaled to the window: rebuild labels
+            for label in self.hud_labels:
+                label.delete()
+            self.hud_labels = []
+            self._hud_font_size = size
         while len(self.hud_labels) < len(lines):
-            self.hud_labels.append(pyglet.text.Label("", font_name=self.hud_font, font_size=self.hud_font_size,
-                                                     x=8, y=0, anchor_y="top", batch=self.hud_batch,
+            self.hud_labels.append(pyglet.text.Label("", font_name=self.hud_font, font_size=size * 0.75,
+                                                     x=6, y=0, anchor_y="top", batch=self.hud_batch,
                                                      group=self._hud_front))
-        _, height = self.window.get_size()
-        line_h = int(self.hud_font_size * 1.6)
-        width = 0
+        line_h = int(size * 1.3)
+        text_width = 0
         for i, label in enumerate(self.hud_labels):
             text, rgb = lines[i] if i < len(lines) else ("", (1.0, 1.0, 1.0))
             if label.text != text:
                 label.text = text
             label.color = tuple(int(255 * c) for c in rgb) + (255,)
-            label.y = height - 6 - i * line_h
+            label.y = height - 4 - i * line_h
             if text:
-                width = max(width, label.content_width)
-        self.hud_panel.x, self.hud_panel.width = 0, width + 16
-        self.hud_panel.height = line_h * len(lines) + 10
+                text_width = max(text_width, label.content_width)
+        self.hud_panel.x, self.hud_panel.width = 0, min(text_width + 12, width)
+        self.hud_panel.height = line_h * len(lines) + 8
         self.hud_panel.y = height - self.hud_panel.height
+        self.hud_panel.visible = bool(lines)
 
     # -- frame -----------------------------------------------------------------------
     def on_update(self, dt: float) -> None:
@@ -101,69 +152,82 @@ class FlyThroughApp(App):
         self._hud_age += dt
 
     def on_render(self) -> None:
-        import moderngl
-
         now = perf_counter()
         if self._last_render is not None and now > self._last_render:
             rate = 1.0 / (now - self._last_render)
             self.fps = rate if self.fps is None else 0.9 * self.fps + 0.1 * rate
         self._last_render = now
+        stats = self._draw()
+        if self.stats_writer is not None:     # one row per drawn frame, complete: draw_ms included
+            self.stats_writer.write(self.frames, stats, self.state())
+        if self._want_shot:                   # read before the swap: the frame just drawn
+            self._want_shot = False
+            self._save(next_free_path(self.out, "screenshot"))
+
+    def _draw(self):
+        """The scene, the overlay and the HUD into the window's framebuffer."""
+        import moderngl
+
         stats = self.demo.render(self.ctx.screen)
-        if self.print_stats:      # one row per drawn frame, complete: draw_ms included
-            print(f"{self.frames}," + ",".join(f"{v:.4f}" if isinstance(v, float) else str(v)
-                                                 for v in stats.csv_row()), flush=True)
         self.ctx.enable_only(moderngl.NOTHING)
-        if self.demo.show_hud:
+        if self.hud_mode != "off":
             if self._hud_age >= HUD_REFRESH:
                 self._refresh_hud()
                 self._hud_age = 0.0
             self.hud_batch.draw()
-        if self._want_shot:
-            self._want_shot = False
-            self._save(self.out / f"screenshot_{self._shots:03d}.png")
-            self._shots += 1
+        return stats
+
+    def state(self) -> dict:
+        """The demo's state plus the window's: mouse capture, HUD mode, flying speed."""
+        return dict(self.demo.state(), captured=self.mouse_captured, hud=self.hud_mode, speed=self.speed)
 
     def _save(self, path: Path) -> None:
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
             image = self.demo.read_image(self.ctx.screen)
             # moderngl selects a colour attachment to read, which the default
             # framebuffer lacks: clear that GL error so pyglet does not trip on it.
             _ = self.ctx.error
-            image.save(path)
+            save_image(image, path)
             print(f"saved {path}", file=sys.stderr)
         except OSError as exc:
-            print(f"cannot save {path}: {exc}", file=sys.stderr)
+            print(f"cannot save {path}: {exc.strerror or exc}", file=sys.stderr)
+
+    def _final_shot(self) -> None:
+        """Save the last frame on close: drawn afresh and read before any swap
+        (after a swap the back buffer's content is undefined)."""
+        if self.save_on_exit:
+            self.save_on_exit = False
+            self.ctx.screen.use()
+            self._draw()
+            self._save(self.out / "window.png")
 
     def on_resize(self, width: int, height: int) -> None:
         self.demo.resize((width, height))
         self._hud_age = HUD_REFRESH
 
     def on_close(self) -> None:
-        if self.save_on_exit:
-            # The back buffer is undefined after a swap: draw once more, then read it.
-            self.ctx.screen.use()
-            self.on_render()
-            self._save(self.out / "window.png")
-            self.save_on_exit = False
+        self._final_shot()
+        if self.stats_writer is not None:
+            self.stats_writer.close()
 
     def close(self) -> None:
-        if self.save_on_exit:
-            # The back buffer is undefined after a swap: draw once more, then read it.
-            self.ctx.screen.use()
-            self.on_render()
-            self._save(self.out / "window.png")
-            self.save_on_exit = False
+        self._final_shot()
+        if self.stats_writer is not None:
+            self.stats_writer.close()
         super().close()
 
     # -- input -----------------------------------------------------------------------
-    def on_key_press(self, symbol: int, modifiers: int) -> None:
+    def on_key_press(self, symbol: int, modifiers: int) -> bool:
         from pyglet.window import key
 
         demo = self.demo
         scene_keys = {getattr(key, f"_{info.key}"): name for name, info in SCENES.items()}
+        scene_keys.update({getattr(key, f"NUM_{info.key}"): name for name, info in SCENES.items()})
         if symbol == key.ESCAPE:
-            self.close()
+            if self.mouse_captured:
+                self._capture(False)          # Esc releases first, quits second
+            else:
+                self.close()
         elif symbol in scene_keys:
             demo.load_scene(scene_keys[symbol])
         elif symbol == key.F:
@@ -187,34 +251,50 @@ class FlyThroughApp(App):
         elif symbol == key.P:
             self._want_shot = True
         elif symbol == key.H:
-            self.show_help = not self.show_help
+            self.hud_mode = HUD_MODES[(HUD_MODES.index(self.hud_mode) + 1) % len(HUD_MODES)]
         elif symbol == key.TAB:
             self._capture(not self.mouse_captured)
         else:
-            return
+            return False
         self._hud_age = HUD_REFRESH
+        return True
 
     def _capture(self, on: bool) -> None:
         self.mouse_captured = on
         self.window.set_exclusive_mouse(on)
-
-    def on_mouse_press(self, x: int, y: int, button: int, modifiers: int) -> None:
-        self._capture(not self.mouse_captured)
-
-    def on_mouse_motion(self, x: int, y: int, dx: int, dy: int) -> None:
-        if self.mouse_captured:
-            self.demo.camera.look(dx * self.mouse_sensitivity, dy * self.mouse_sensitivity)
-
-    def on_mouse_drag(self, x: int, y: int, dx: int, dy: int, buttons: int, modifiers: int) -> None:
-        self.demo.camera.look(dx * self.mouse_sensitivity, dy * self.mouse_sensitivity)
-
-    def on_mouse_scroll(self, x: int, y: int, scroll_x: float, scroll_y: float) -> None:
-        self.speed = min(max(self.speed * 1.25 ** scroll_y, 1.0), 2000.0)
         self._hud_age = HUD_REFRESH
 
+    def on_mouse_press(self, x: int, y: int, button: int, modifiers: int) -> bool:
+        self._pressed_at, self._dragged = (x, y), False
+        return True
 
-def run_window(settings: DemoSettings, size: tuple[int, int], stats: bool = False, out: Path = Path("out"),
-               exit_after: float | None = None) -> int:
+    def on_mouse_release(self, x: int, y: int, button: int, modifiers: int) -> bool:
+        # A click (no drag in between) captures; a drag leaves the mouse as it was.
+        if self._pressed_at is not None and not self._dragged and not self.mouse_captured:
+            self._capture(True)
+        self._pressed_at = None
+        return True
+
+    def on_mouse_motion(self, x: int, y: int, dx: int, dy: int) -> bool:
+        if self.mouse_captured:
+            self.demo.camera.look(dx * self.mouse_sensitivity, dy * self.mouse_sensitivity)
+        return True
+
+    def on_mouse_drag(self, x: int, y: int, dx: int, dy: int, buttons: int, modifiers: int) -> bool:
+        if dx or dy:
+            self._dragged = True
+            self.demo.camera.look(dx * self.mouse_sensitivity, dy * self.mouse_sensitivity)
+        return True
+
+    def on_mouse_scroll(self, x: int, y: int, scroll_x: float, scroll_y: float) -> bool:
+        lo, hi = self.speed_limits
+        self.speed = min(max(self.speed * self.wheel_step ** scroll_y, lo), hi)
+        self._hud_age = HUD_REFRESH
+        return True
+
+
+def run_window(settings: DemoSettings, size: tuple[int, int], stats: str | Path | None = None,
+               out: Path = Path("out"), exit_after: float | None = None) -> int:
     """Open the demo window; returns an exit status (0 after a normal close)."""
     try:
         app = FlyThroughApp.run(size=size, exit_after=exit_after, settings=settings, stats=stats, out=out,

@@ -10,17 +10,28 @@ the read-back image with Pillow, so screenshots show the same HUD.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 from engine.overlay import level_colour
 
-__all__ = ["CONTROLS_HELP", "HudInfo", "draw_hud", "hud_font", "hud_lines"]
+if TYPE_CHECKING:
+    from engine.culling_pipeline import FrameStats
 
-CONTROLS_HELP = ("WASD/QE move  mouse: click + look  Shift fast  wheel speed  1-3 scene",
-                 "F freeze  O overlay  L loose  [ ] level  T fade  +/- scale  C collide  P shot  H help  Esc quit")
+__all__ = ["CONTROLS_HELP", "HUD_MODES", "HudInfo", "draw_hud", "hud_font", "hud_font_size", "hud_lines",
+           "text_colour"]
+
+CONTROLS_HELP = ("WASD move  QE down/up  Shift fast  wheel speed  click/Tab capture mouse  drag look  1-3 scene",
+                 "F freeze  O overlay  L loose  [ ] level  T fade  +/- scale  C collide  P shot  H HUD  Esc quit")
+
+#: The HUD's modes, in the order the H key cycles them.
+HUD_MODES = ("compact", "full", "off")
 
 WHITE = (1.0, 1.0, 1.0)
-GREY = (0.75, 0.78, 0.82)
+GREY = (0.78, 0.80, 0.84)
 YELLOW = (1.0, 0.9, 0.4)
+#: Opacity of the panel behind the text: dark enough that every level colour
+#: reads over sky, ground and the blue crystals of the clusters scene alike.
+PANEL_ALPHA = 200
 
 
 @dataclass
@@ -29,7 +40,7 @@ class HudInfo:
 
     scene: str
     objects: int
-    stats: object                       # engine.culling_pipeline.FrameStats
+    stats: FrameStats
     levels: list = field(default_factory=list)   # engine.overlay.LevelBoxes, drawn levels
     fps: float | None = None
     frozen: bool = False
@@ -45,6 +56,7 @@ class HudInfo:
     brute_force: bool = False
     help: bool = True
     speed: float | None = None
+    mouse: str | None = None            # the mouse-capture state line (windows only)
     notes: list[str] = field(default_factory=list)   # the scene's own lines (e.g. its batch timings)
 
 
@@ -52,22 +64,55 @@ def _ms(value: float) -> str:
     return f"{value:6.2f}"
 
 
-def hud_lines(info: HudInfo) -> list[tuple[str, tuple[float, float, float]]]:
+def text_colour(rgb) -> tuple[float, float, float]:
+    """A level colour lightened towards white so it reads on the dark panel
+    (the saturated blues and violets of deep levels are hard to read as they are)."""
+    return tuple(0.55 * float(c) + 0.45 for c in rgb)  # type: ignore[return-value]
+
+
+def hud_lines(info: HudInfo, mode: str = "full") -> list[tuple[str, tuple[float, float, float]]]:
     """The HUD as ``(text, rgb)`` lines, top to bottom.
+
+    ``mode`` is one of :data:`HUD_MODES`: ``"full"`` (timings, funnel, state,
+    scene notes, per-level table, mouse line, controls), ``"compact"`` (three
+    short lines and the scene notes), ``"off"`` (no lines).
 
     >>> from engine.culling_pipeline import FrameStats
     >>> lines = hud_lines(HudInfo("forest", 1000, FrameStats(candidates=9, in_range=5, in_frustum=2, drawn=2)))
     >>> lines[2][0]
     'funnel  candidates 9 -> in range 5 -> in frustum 2 -> drawn 2'
+    >>> [text for text, _ in hud_lines(HudInfo("forest", 1000, FrameStats()), "compact")][0]
+    'forest 1,000  cull 0.00 ms  draw 0.0 ms'
     """
+    if mode not in HUD_MODES:
+        raise ValueError(f"HUD mode must be one of {', '.join(HUD_MODES)}, got {mode!r}")
+    if mode == "off":
+        return []
     s = info.stats
     fps = "" if info.fps is None else f"   {info.fps:5.1f} fps"
+    state = []
+    if info.frozen:
+        state.append("CULLING FROZEN (F)")
+    if info.scale is not None and info.scale != 1.0:
+        state.append(f"view scale x{info.scale:.2f}")
+    if mode == "compact":
+        lines = [
+            (f"{info.scene} {info.objects:,}  cull {s.cull_ms:.2f} ms  draw {s.draw_ms:.1f} ms"
+             + ("" if info.fps is None else f"  {info.fps:.0f} fps"), WHITE),
+            (f"{s.candidates:,} cand > {s.in_range:,} range > {s.in_frustum:,} frustum", WHITE),
+        ]
+        lines.extend((note, WHITE) for note in info.notes)
+        if state:
+            lines.append(("  ".join(state), YELLOW))
+        if info.mouse:
+            lines.append((info.mouse + "   H: more", GREY))
+        return lines
     culling = "brute force" if info.brute_force else f"tree ({info.shape})"
     lines = [
         (f"{info.scene}  {info.objects:,} objects  culling: {culling}{fps}", WHITE),
         (f"ms  query {_ms(s.query_ms)}  dist {_ms(s.distance_ms)}  frustum {_ms(s.frustum_ms)}  "
          f"upload {_ms(s.upload_ms)}  = {_ms(s.cull_ms)}   draw {_ms(s.draw_ms)}"
-         + (f"   trace {_ms(s.trace_ms)}" if info.overlay else ""), WHITE),
+         + (f"   overlay {_ms(s.trace_ms)}" if info.overlay else ""), WHITE),
         (f"funnel  candidates {s.candidates:,} -> in range {s.in_range:,} -> in frustum {s.in_frustum:,} "
          f"-> drawn {s.drawn:,}", WHITE),
     ]
@@ -91,13 +136,29 @@ def hud_lines(info: HudInfo) -> list[tuple[str, tuple[float, float, float]]]:
             title += f", level {info.only_depth} only"
         lines.append((f"depth   node size   nodes  objects   ({title})", GREY))
         for lv in info.levels:
-            lines.append((f"{lv.depth:5d} {lv.node_size:11.1f} {lv.nodes:7d} {lv.objects:8,d}", level_colour(lv.depth)))
+            lines.append((f"{lv.depth:5d} {lv.node_size:11.1f} {lv.nodes:7d} {lv.objects:8,d}",
+                          text_colour(level_colour(lv.depth))))
         total_nodes = sum(lv.nodes for lv in info.levels)
         total_objects = sum(lv.objects for lv in info.levels)
         lines.append((f"  all {'':11s} {total_nodes:7d} {total_objects:8,d}", GREY))
+    if info.mouse:
+        lines.append((info.mouse, GREY))
     if info.help:
         lines.extend((text, GREY) for text in CONTROLS_HELP)
     return lines
+
+
+def hud_font_size(height: int, width: int | None = None, chars: int = 0) -> int:
+    """Font size (pixels) for a picture ``height`` pixels tall: 1/48 of it, 9..18;
+    smaller (down to 6) when ``chars`` monospace characters must fit in ``width``.
+
+    >>> hud_font_size(720), hud_font_size(180), hud_font_size(2160), hud_font_size(180, 320, 90)
+    (15, 9, 18, 6)
+    """
+    size = min(max(height // 48, 9), 18)
+    if width is not None and chars > 0:
+        size = min(size, max(6, int((width - 12) / (0.61 * chars))))
+    return int(size)
 
 
 _FONT_CACHE: dict[int, object] = {}
@@ -108,7 +169,7 @@ def hud_font(size: int = 14):
     if size not in _FONT_CACHE:
         from PIL import ImageFont
 
-        font = None
+        font: Any = None
         for name in ("DejaVuSansMono.ttf", "LiberationMono-Regular.ttf", "Menlo.ttc", "consola.ttf"):
             try:
                 font = ImageFont.truetype(name, size)
@@ -140,7 +201,7 @@ def draw_hud(image, lines, font_size: int = 14):
     height = line_height * len(lines) + 10
     panel = Image.new("RGBA", image.size, (0, 0, 0, 0))
     draw = ImageDraw.Draw(panel)
-    draw.rectangle([0, 0, min(width, image.size[0] - 1), min(height, image.size[1] - 1)], fill=(0, 0, 0, 140))
+    draw.rectangle([0, 0, min(width, image.size[0] - 1), min(height, image.size[1] - 1)], fill=(0, 0, 0, PANEL_ALPHA))
     for row, (text, rgb) in enumerate(lines):
         colour = tuple(int(round(255 * c)) for c in rgb) + (255,)
         draw.text((8, 5 + row * line_height), text, font=font, fill=colour)

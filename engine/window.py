@@ -30,7 +30,10 @@ Example (not run by doctest: it opens a window)::
 from __future__ import annotations
 
 import logging
+import os
+from collections.abc import Callable
 from time import perf_counter
+from typing import Any
 
 __all__ = ["App", "WindowError"]
 
@@ -41,11 +44,21 @@ class WindowError(RuntimeError):
     """The window or its OpenGL context could not be created; one line."""
 
 
-def _handled(method):
+def _reason(exc: BaseException) -> str:
+    """One line for a pyglet failure; an X connection failure names $DISPLAY
+    (pyglet itself says 'Cannot connect to "None"' when it used the default)."""
+    reason = " ".join(str(exc).split()) or type(exc).__name__
+    if "Cannot connect to" in reason:
+        display = os.environ.get("DISPLAY", "")
+        reason = f"cannot connect to X display {display!r} (is an X server running there?)"
+    return reason
+
+
+def _handled(method: Callable[..., bool | None]) -> Callable[..., bool | None]:
     """Wrap an app hook for pyglet: a True result becomes ``EVENT_HANDLED``."""
     import pyglet
 
-    def handler(*args):
+    def handler(*args: Any) -> bool | None:
         return pyglet.event.EVENT_HANDLED if method(*args) else None
 
     return handler
@@ -80,7 +93,7 @@ class App:
     def __init__(self, window, ctx, **kwargs) -> None:
         self.window = window
         self.ctx = ctx
-        self.keys = None
+        self.keys: Any = None           # pyglet.window.key.KeyStateHandler once running
         self.frames = 0
         #: True once the window is closing: no more frames are drawn.
         self.closed = False
@@ -95,26 +108,26 @@ class App:
     def on_resize(self, width: int, height: int) -> None:
         """The window's framebuffer is now ``width`` x ``height`` pixels."""
 
-    def on_key_press(self, symbol: int, modifiers: int) -> None:
-        pass
+    def on_key_press(self, symbol: int, modifiers: int) -> bool | None:
+        return None
 
-    def on_key_release(self, symbol: int, modifiers: int) -> None:
-        pass
+    def on_key_release(self, symbol: int, modifiers: int) -> bool | None:
+        return None
 
-    def on_mouse_motion(self, x: int, y: int, dx: int, dy: int) -> None:
-        pass
+    def on_mouse_motion(self, x: int, y: int, dx: int, dy: int) -> bool | None:
+        return None
 
-    def on_mouse_drag(self, x: int, y: int, dx: int, dy: int, buttons: int, modifiers: int) -> None:
-        pass
+    def on_mouse_drag(self, x: int, y: int, dx: int, dy: int, buttons: int, modifiers: int) -> bool | None:
+        return None
 
-    def on_mouse_press(self, x: int, y: int, button: int, modifiers: int) -> None:
-        pass
+    def on_mouse_press(self, x: int, y: int, button: int, modifiers: int) -> bool | None:
+        return None
 
-    def on_mouse_release(self, x: int, y: int, button: int, modifiers: int) -> None:
-        pass
+    def on_mouse_release(self, x: int, y: int, button: int, modifiers: int) -> bool | None:
+        return None
 
-    def on_mouse_scroll(self, x: int, y: int, scroll_x: float, scroll_y: float) -> None:
-        pass
+    def on_mouse_scroll(self, x: int, y: int, scroll_x: float, scroll_y: float) -> bool | None:
+        return None
 
     def on_close(self) -> None:
         pass
@@ -138,7 +151,7 @@ class App:
         try:
             import pyglet.window
         except Exception as exc:
-            raise WindowError(f"pyglet cannot use the display: {exc}") from None
+            raise WindowError(f"pyglet cannot use the display: {_reason(exc)}") from None
         width, height = size or cls.window_size
         major, minor = cls.gl_version
         config = pyglet.gl.Config(major_version=major, minor_version=minor, forward_compatible=True,
@@ -147,8 +160,7 @@ class App:
             return pyglet.window.Window(width=width, height=height, caption=cls.title, resizable=cls.resizable,
                                         vsync=cls.vsync, config=config)
         except Exception as exc:
-            reason = " ".join(str(exc).split()) or type(exc).__name__
-            raise WindowError(f"cannot open an OpenGL {major}.{minor} window: {reason}") from None
+            raise WindowError(f"cannot open an OpenGL {major}.{minor} window: {_reason(exc)}") from None
 
     @classmethod
     def run(cls, size: tuple[int, int] | None = None, exit_after: float | None = None, **kwargs) -> App:

@@ -63,7 +63,8 @@ def test_one_walk_of_the_tree_and_one_matrix_per_frame(make_demo, gl_ctx, monkey
     try:
         demo.update(1 / 60)
         demo.render(fbo)
-        assert calls == (["trace"] if overlay else ["query_spheres"])
+        plain = "query_spheres" if demo.pipeline.exact_query else "query"
+        assert calls == (["trace"] if overlay else [plain])
         assert matrices == ["view_projection"]
         demo.toggle_freeze()
         matrices.clear()
@@ -77,6 +78,7 @@ def test_one_walk_of_the_tree_and_one_matrix_per_frame(make_demo, gl_ctx, monkey
 def test_traced_and_exact_frames_keep_the_same_objects(make_demo):
     traced = make_demo("forest", 20_000, overlay=True)
     exact = make_demo("forest", 20_000, overlay=False)
+    exact.pipeline.exact_query = True                  # the tree's own exact filter
     for u in (0.1, 0.4, 0.8):
         pose = traced.scene.camera_pose(u)
         for demo in (traced, exact):

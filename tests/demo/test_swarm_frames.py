@@ -92,4 +92,6 @@ def test_hud_shows_the_aggro_batch_against_brute_force(make_demo):
     hunters = demo.scene.hunters.stop - demo.scene.hunters.start
     assert f"you + {hunters:,} hunters x {len(demo.scene) - demo.scene.first:,} creatures" in aggro[0]
     assert "query_many" in aggro[0] and "brute force" in aggro[0]
+    compact = [text for text, _ in hud_lines(demo.hud_info(), "compact")]
+    assert aggro[0] in compact                                      # the compact HUD keeps the batch line
     assert all(not t.startswith("aggro") for t, _ in hud_lines(make_demo("forest", 500).hud_info()))

@@ -1,0 +1,154 @@
+"""What a newcomer stumbled on, each fixed: flag errors, summaries, memory, files."""
+
+import csv
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image
+
+import demo.cli as cli
+from demo.demo import DemoSettings
+from demo.headless import HeadlessOptions, gif_palette, run_headless
+from demo.interactive import next_free_path, save_image
+from engine.overlay import LEVEL_COLOURS
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def run_demo(args, cwd, display=None, timeout=120):
+    env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY")}
+    if display is not None:
+        env["DISPLAY"] = display
+    return subprocess.run([sys.executable, str(ROOT / "run_demo.py"), *args], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def _err_lines(proc):
+    return [line for line in proc.stderr.splitlines() if line.strip()]
+
+
+@pytest.mark.parametrize("args, fragment", [
+    (["--seed", "-1"], "argument --seed: must be >= 0"),
+    (["--out", ""], "argument --out: must name a folder"),
+    (["--hud", "huge"], "argument --hud: invalid choice"),
+])
+def test_odd_flags_name_the_flag_and_exit_2(args, fragment, tmp_path):
+    proc = run_demo(args, tmp_path)
+    assert proc.returncode == cli.EXIT_USAGE
+    assert len(_err_lines(proc)) == 1 and fragment in proc.stderr, proc.stderr
+
+
+@pytest.mark.parametrize("args, named", [
+    (["--frames", "5"], "--frames only applies"),
+    (["--gif"], "--gif only applies"),
+    (["--freeze-at", "0.5", "--no-images"], "--freeze-at, --no-images only apply"),
+])
+def test_headless_only_flags_are_rejected_for_a_window(args, named, tmp_path):
+    proc = run_demo(["--objects", "100", *args], tmp_path, display=":987654")
+    assert proc.returncode == cli.EXIT_USAGE
+    assert len(_err_lines(proc)) == 1 and named in proc.stderr and "--headless" in proc.stderr
+
+
+def test_missing_display_is_named(tmp_path):
+    proc = run_demo(["--objects", "100"], tmp_path, display=":987654")
+    assert proc.returncode == cli.EXIT_ERROR
+    assert "':987654'" in proc.stderr and "None" not in proc.stderr
+
+
+def test_objects_that_cannot_fit_are_refused_before_allocating(tmp_path):
+    start = time.monotonic()
+    proc = run_demo(["--headless", "--objects", "10_000_000_000"], tmp_path)
+    assert proc.returncode == cli.EXIT_ERROR and time.monotonic() - start < 30
+    (line,) = _err_lines(proc)
+    assert "--objects 10,000,000,000 needs about" in line and "GB is available" in line
+
+
+def test_memory_estimate_follows_the_measured_peak():
+    # Measured peaks (RSS, 2M objects minus 10k): forest 340, clusters 330, swarm 590 bytes per object.
+    assert cli.memory_estimate("forest", 2_000_000) - cli.memory_estimate("forest", 0) >= 340 * 2_000_000
+    assert cli.memory_estimate("swarm", 1) > cli.memory_estimate("forest", 1)
+
+
+def test_summary_says_one_frame_and_no_images_without_announcing_a_folder(tmp_path, gl_ctx):
+    proc = run_demo(["--frames", "1", "--size", "64x36", "--objects", "500", "--no-images"], tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    first, second = _err_lines(proc)
+    assert "running headless" in first and "images go to" not in first and "--no-images" in first
+    assert "1 frame of forest" in second and "no images written" in second
+    assert not (tmp_path / "out").exists()
+
+
+def test_gif_has_one_palette_and_is_named(tmp_path, gl_ctx):
+    out = tmp_path / "o"
+    proc = run_demo(["--headless", "--frames", "4", "--size", "160x90", "--objects", "3000", "--gif",
+                     "--out", str(out), "--hud", "full"], tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert f"animation in {out / 'demo.gif'}" in proc.stderr
+    with Image.open(out / "demo.gif") as gif:
+        palette = np.array(gif.getpalette()[:768]).reshape(-1, 3)
+        colours = set()
+        for i in range(gif.n_frames):
+            gif.seek(i)
+            colours |= {tuple(c) for c in np.asarray(gif.convert("RGB")).reshape(-1, 3).tolist()}
+    # Every frame draws from the first frame's palette: one palette for the animation.
+    assert colours <= {tuple(c) for c in palette.tolist()}
+    level = {tuple(int(round(255 * v)) for v in c) for c in LEVEL_COLOURS}
+    assert level <= {tuple(c) for c in palette.tolist()}
+
+
+def test_gif_palette_holds_the_level_colours_exactly():
+    frames = [Image.new("RGB", (8, 8), (i * 20, 100, 200)) for i in range(5)]
+    palette = np.array(gif_palette(frames).getpalette()[:768]).reshape(-1, 3)
+    for colour in LEVEL_COLOURS:
+        assert (np.round(255 * colour).astype(int) == palette).all(axis=1).any()
+
+
+def test_stats_rows_go_to_a_file_one_per_frame(tmp_path, gl_ctx):
+    stats = tmp_path / "s.csv"
+    result = run_headless(HeadlessOptions(DemoSettings(objects=2000, hud=False), size=(64, 36), frames=3,
+                                          out=None, stats=str(stats)), ctx=gl_ctx)
+    rows = list(csv.DictReader(stats.open()))
+    assert [r["frame"] for r in rows] == ["0", "1", "2"] and len(result.frames) == 3
+    assert all(float(r["draw_ms"]) > 0 and r["scene"] == "forest" and r["captured"] == "0" for r in rows)
+
+
+def test_screenshot_names_never_overwrite(tmp_path):
+    assert next_free_path(tmp_path / "none", "screenshot").name == "screenshot_000.png"
+    (tmp_path / "screenshot_000.png").write_bytes(b"x")
+    (tmp_path / "screenshot_007.png").write_bytes(b"x")
+    assert next_free_path(tmp_path, "screenshot").name == "screenshot_008.png"
+
+
+def test_save_image_writes_then_renames(tmp_path):
+    path = tmp_path / "a" / "x.png"
+    save_image(Image.new("RGB", (4, 4), (1, 2, 3)), path)
+    assert Image.open(path).getpixel((0, 0)) == (1, 2, 3)
+    assert [p.name for p in path.parent.iterdir()] == ["x.png"]
+
+
+def test_ctrl_c_keeps_stats_rows_and_leaves_no_truncated_png(tmp_path, gl_ctx):
+    out, stats = tmp_path / "o", tmp_path / "s.csv"
+    env = {k: v for k, v in os.environ.items() if k != "DISPLAY"}
+    proc = subprocess.Popen([sys.executable, str(ROOT / "run_demo.py"), "--headless", "--frames", "400", "--size",
+                             "320x180", "--objects", "2000", "--out", str(out), "--stats", str(stats)],
+                            cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline and (not stats.exists() or stats.read_text().count("\n") < 6):
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130 and "interrupted" in err and "Traceback" not in err
+    lines = stats.read_text().splitlines()
+    assert stats.read_text().endswith("\n") and len(lines) >= 6
+    assert [int(line.split(",")[0]) for line in lines[1:]] == list(range(len(lines) - 1))
+    pngs = sorted(out.glob("*.png"))
+    assert pngs and not list(out.glob(".*tmp"))
+    for png in pngs:
+        with Image.open(png) as image:
+            image.load()                               # a truncated file would raise
