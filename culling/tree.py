@@ -654,7 +654,7 @@ class ViewDistanceTree:
 
         The key is packed into one int64 when the depth below the root
         allows (always, for worlds under ~2**20 cells per axis), so grouping
-        is a single argsort.
+        is one hash pass (:func:`culling.batchkernels.group`); else a lexsort.
         """
         depth = levels - self.root_level
         bits = int(depth.max())
@@ -663,9 +663,8 @@ class ViewDistanceTree:
             keys = depth << (self.dim * bits)
             for axis in range(self.dim):
                 keys |= (cells[axis] - (root_cell[axis] << depth)) << (axis * bits)
-            order = np.argsort(keys, kind="stable")
-            keys = keys[order]
-            new_home = keys[1:] != keys[:-1]
+            order, starts = batchkernels.group(keys)
+            return order, starts
         else:
             order = np.lexsort((*cells[::-1], levels))
             new_home = levels[order][1:] != levels[order][:-1]
