@@ -82,9 +82,9 @@ def multiply_up(a: float, b: float) -> float:
     """The smallest float ``>= a * b`` (exact), ``a, b >= 0``.  :func:`culling.lattice.multiply_up`."""
     r = a * b
     if r == math.inf or r == 0.0:
-        return r if a == 0.0 or b == 0.0 or r == math.inf else np.nextafter(0.0, math.inf)
+        return r if a == 0.0 or b == 0.0 or r == math.inf else float(np.nextafter(0.0, math.inf))
     if r < 2.0 ** -960 or a > 2.0 ** 995 or b > 2.0 ** 995:
-        return np.nextafter(r, math.inf)
+        return float(np.nextafter(r, math.inf))
     c = _SPLIT * a
     a_hi = c - (c - a)
     a_lo = a - a_hi
@@ -92,7 +92,7 @@ def multiply_up(a: float, b: float) -> float:
     b_hi = c - (c - b)
     b_lo = b - b_hi
     error = ((a_hi * b_hi - r) + a_hi * b_lo + a_lo * b_hi) + a_lo * b_lo  # Dekker: a * b == r + error
-    return np.nextafter(r, math.inf) if error > 0.0 else r
+    return float(np.nextafter(r, math.inf)) if error > 0.0 else r
 
 
 @kernel
@@ -101,7 +101,7 @@ def half_reach(size: float, level: int, scale: float) -> float:
     half = math.ldexp(size, -level - 1)
     if half == math.inf or math.ldexp(half, level + 1) != size:
         half = np.nextafter(half, math.inf)
-    return half if scale == 1.0 else multiply_up(scale, half)
+    return float(half) if scale == 1.0 else float(multiply_up(scale, half))
 
 
 @kernel
@@ -113,8 +113,8 @@ def cell_of(u: float, level: int) -> int:
     """
     u = min(max(u, _U_LOW), _U_HIGH)
     if level >= 0:
-        return math.floor(math.ldexp(u, level)) + (ANCHOR << level)
-    return (math.floor(u) + ANCHOR) >> -level
+        return int(math.floor(math.ldexp(u, level)) + (ANCHOR << level))
+    return int((math.floor(u) + ANCHOR) >> -level)
 
 
 @kernel
