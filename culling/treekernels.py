@@ -334,6 +334,7 @@ def _query_many(points: np.ndarray, exact: bool, cube: bool, scale: float, origi
         counts[point_of[visit]] += found[visit]
     # 5. the answers, node-major again, each visit at its offset
     rows = np.empty(at[n_visits], dtype=np.int64)
+    out = np.empty(at[n_visits], dtype=np.int64)
     unsure = np.empty(unsure_at[n_visits], dtype=np.int64)
     for g in prange(n_groups):
         for v in range(group_start[g], group_start[g + 1]):
@@ -345,9 +346,8 @@ def _query_many(points: np.ndarray, exact: bool, cube: bool, scale: float, origi
             else:
                 for j in range(count[node]):
                     rows[at[visit] + j] = start[node] + j
-    out = np.empty(at[n_visits], dtype=np.int64)
-    for j in prange(at[n_visits]):
-        out[j] = handles[rows[j]]
+            for j in range(at[visit], at[visit + 1]):
+                out[j] = handles[rows[j]]
     unsure_points = np.empty(unsure_at[n_visits], dtype=np.int64)
     for visit in range(n_visits):
         for j in range(unsure_at[visit], unsure_at[visit + 1]):
