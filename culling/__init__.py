@@ -8,6 +8,7 @@ what is near the point, not on how many objects the world holds.
 
 from culling.collision import CollisionCandidates
 from culling.dense import DenseViewDistanceGrid
+from culling.interface import PointIndex
 from culling.trace import LevelTrace, QueryTrace
 from culling.tracker import MultiCameraTracker, VisibilityEvents, VisibilityTracker
 from culling.tree import MAX_DEPTH, MAX_GROWTH, ViewDistanceTree
@@ -19,6 +20,7 @@ __all__ = [
     "MAX_DEPTH",
     "MAX_GROWTH",
     "MultiCameraTracker",
+    "PointIndex",
     "QueryTrace",
     "ViewDistanceTree",
     "VisibilityEvents",

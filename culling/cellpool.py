@@ -183,6 +183,8 @@ class CellPool:
         if last == 0:
             self.cap[cell] = 0
             self.nonempty -= 1
+        if self.pool.shape[0] > SHRINK_RATIO * self.members + MIN_POOL:
+            self._repack()  # amortised O(1): see SHRINK_RATIO
 
     # ------------------------------------------------------------------
     # Many objects: O(k log k) for grouping, no Python loop
@@ -247,6 +249,19 @@ class CellPool:
         self.nonempty -= int(emptied.size)
         if self.pool.shape[0] > SHRINK_RATIO * self.members + MIN_POOL:
             self._repack()
+
+    def clear(self) -> None:
+        """Forget every member and give the pool and per-object arrays back (sizes as new).
+
+        O(1) beyond freeing: with no member, every cell's count and capacity are already 0.
+        """
+        self.pool = np.zeros(MIN_POOL, dtype=np.int32)
+        self.rows = np.zeros((self.rows.shape[0], MIN_POOL), dtype=np.float64)
+        self.end = 0
+        self.cell = np.full(0, -1, dtype=np.int32)
+        self.slot = np.zeros(0, dtype=np.int32)
+        self.members = 0
+        self.nonempty = 0
 
     # ------------------------------------------------------------------
     # Reading

@@ -38,7 +38,12 @@ from culling.validation import (
     check_unique,
 )
 
-__all__ = ["CollisionCandidates"]
+__all__ = ["CollisionCandidates", "MAX_RESOLVE_ITERATIONS"]
+
+#: The most passes :meth:`CollisionCandidates.resolve` accepts: a probe boxed
+#: in between objects may never get free, and a bound the caller gives must
+#: also bound the time (a larger value is a ``ValueError``, not a hang).
+MAX_RESOLVE_ITERATIONS = 10_000
 
 
 def _distances(centres: np.ndarray, point: np.ndarray) -> np.ndarray:
@@ -186,7 +191,7 @@ class CollisionCandidates:
             ``handle`` is not stored.
         """
         h = as_handle(handle)
-        self._check_known(np.array([h], dtype=np.int64))
+        self._check_known(as_handles([h]))
         bounding = (self._bounding[h] if bounding_radius is None
                     else as_radius(bounding_radius, "bounding_radius"))
         reach = self._reach(np.array([bounding]), self._probe)
@@ -217,7 +222,7 @@ class CollisionCandidates:
     def remove(self, handle) -> None:
         """Remove one object; ``KeyError`` if it is not stored.  O(1) plus node cleanup."""
         h = as_handle(handle)
-        self._check_known(np.array([h], dtype=np.int64))
+        self._check_known(as_handles([h]))
         self._tree.remove(h)
         self._alive[h] = False
 
@@ -306,7 +311,7 @@ class CollisionCandidates:
         Parameters
         ----------
         probe_centre : array_like, shape (dim,), float
-        iterations : int, >= 0
+        iterations : int, 0 to ``MAX_RESOLVE_ITERATIONS``
             Upper bound on the passes.  Between objects that box the probe
             in, the result may still overlap; check :meth:`touching` if that
             matters.
@@ -325,8 +330,8 @@ class CollisionCandidates:
         point = as_point(probe_centre, self._dim, "probe_centre").copy()
         if isinstance(iterations, bool) or not isinstance(iterations, (numbers.Integral, np.integer)):
             raise TypeError(f"iterations must be an integer, got {type(iterations).__name__}")
-        if iterations < 0:
-            raise ValueError(f"iterations must be >= 0, got {iterations}")
+        if not 0 <= iterations <= MAX_RESOLVE_ITERATIONS:
+            raise ValueError(f"iterations must be in [0, {MAX_RESOLVE_ITERATIONS}], got {iterations}")
         for _ in range(int(iterations)):
             _, centres, reach, dist = self._contacts(point)
             overlap = dist < reach
@@ -345,7 +350,10 @@ class CollisionCandidates:
                 else:
                     p = list(centre)
                     p[-1] += r
-            point = np.array(p, dtype=np.float64)
+            moved = np.array(p, dtype=np.float64)
+            if np.array_equal(moved, point):
+                break  # a fixed point: further passes would change nothing
+            point = moved
         return point
 
     # -- testing -------------------------------------------------------------

@@ -15,21 +15,35 @@ instead of raising (and keeps the check out of the loops).
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar, cast
 
 import numba
 
+F = TypeVar("F", bound=Callable[..., Any])
+
 __all__ = ["inline_kernel", "kernel", "parallel_kernel", "prange"]
 
-#: A serial kernel.  ``nogil`` so that callers may run queries from threads.
-kernel: Any = numba.njit(cache=True, nogil=True, error_model="numpy")
+_SERIAL = numba.njit(cache=True, nogil=True, error_model="numpy")
+_INLINE = numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
+_PARALLEL = numba.njit(cache=True, nogil=True, error_model="numpy", parallel=True)
 
-#: A small kernel called per object from other kernels: inlined into them
-#: (numba IR inlining), so no call and no reference counting of its array
-#: arguments per object (that alone costs ~30 ns on a 1M-object query).
-inline_kernel: Any = numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
 
-#: A kernel whose ``prange`` loops run on all cores (numba's thread pool).
-parallel_kernel: Any = numba.njit(cache=True, nogil=True, error_model="numpy", parallel=True)
+def kernel(fn: F) -> F:
+    """A serial kernel.  ``nogil`` so that callers may run queries from threads."""
+    return cast(F, _SERIAL(fn))
+
+
+def inline_kernel(fn: F) -> F:
+    """A small kernel called per object from other kernels: inlined into them
+    (numba IR inlining), so no call and no reference counting of its array
+    arguments per object."""
+    return cast(F, _INLINE(fn))
+
+
+def parallel_kernel(fn: F) -> F:
+    """A kernel whose ``prange`` loops run on all cores (numba's thread pool)."""
+    return cast(F, _PARALLEL(fn))
+
 
 prange: Any = numba.prange

@@ -11,8 +11,9 @@ sure of every object not within rounding of its surface, and exact rational
 arithmetic for the few that are.  Those few (practically never any) are
 written to a second list, ``unsure``, which the caller settles with
 :func:`culling.shapes.decide`.  The common case (spheres, no scale) is
-spelled out in the loop; the call to the general filter stays out of it,
-because a call in the loop body costs about 10x.
+spelled out in a lean loop that only notes whether any row was unsure; such
+a run (practically never) is filtered again in full.  The general filter
+stays out of that loop: a call in its body costs about 10x.
 """
 
 from __future__ import annotations
@@ -48,32 +49,33 @@ def keep_run(columns: np.ndarray, first: int, last: int, p: np.ndarray, cube: bo
     O(last - first).
     """
     dim = p.shape[0]
-    if cube or scale != 1.0:
+    if not cube and scale == 1.0:  # spheres, no scale: the filter spelled out, lean
+        k0 = k
+        maybe = 0  # rows inside the upper bound: as many as the sure ones unless one is unsure
+        unsafe = False
         for row in range(first, last):
-            inside, doubt = classify(columns, row, p, cube, scale)
-            if k < end:
+            d = columns[0, row] - p[0]
+            squares = d * d
+            for axis in range(1, dim):
+                d = columns[axis, row] - p[axis]
+                squares += d * d
+            bound = columns[dim + 1, row]
+            if k < end:  # false only after the answer is complete
                 rows[k] = row
-            k += inside
-            if doubt and uk < uend:
-                unsure[uk] = row
-            uk += doubt
-        return k, uk
-    for row in range(first, last):  # spheres, scale 1: classify() spelled out
-        d = columns[0, row] - p[0]
-        squares = d * d
-        for axis in range(1, dim):
-            d = columns[axis, row] - p[axis]
-            squares += d * d
-        bound = columns[dim + 1, row]
-        safe = (squares >= SAFE_LO) & (squares <= SAFE_HI)
-        sure = (squares < bound * _BELOW) & safe
-        doubt = ((squares >= bound * _BELOW) & (squares <= bound * _ABOVE)) | (safe == False)  # noqa: E712
-        if k < end:  # false only after the answer is complete
+            k += squares < bound * _BELOW
+            maybe += squares <= bound * _ABOVE
+            unsafe |= (squares < SAFE_LO) | (squares > SAFE_HI)
+        if maybe == k - k0 and not unsafe:
+            return k, uk
+        k = k0  # a row within rounding of its surface (practically never): the run again, in full
+    for row in range(first, last):
+        inside, doubtful = classify(columns, row, p, cube, scale)
+        if k < end:
             rows[k] = row
-        k += sure
-        if doubt and uk < uend:  # practically never
+        k += inside
+        if doubtful and uk < uend:
             unsure[uk] = row
-        uk += doubt
+        uk += doubtful
     return k, uk
 
 

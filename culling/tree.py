@@ -88,6 +88,15 @@ class ViewDistanceTree:
         self._lattice = Lattice(self.size, self.origin)
         self._origin_list = self.origin.tolist()
         self._cube = self.shape == "cube"
+        self._count = 0
+        self._reset_storage()
+
+    def _reset_storage(self) -> None:
+        """Fresh, minimal arrays: at construction, and whenever the tree becomes empty.
+
+        An emptied tree so holds no more memory than a new one, and handles
+        start again from 0 (a removed handle may be handed out again).
+        """
         # Pool columns: the centre's axes, the radius, and the squared reach
         # (see shapes.squared_reach) that makes the exact test root-free.
         self._pool = BlockPool(self.dim + 2)
@@ -97,9 +106,37 @@ class ViewDistanceTree:
         self._obj_pos = np.zeros(16, dtype=np.int64)
         self._next_handle = 0
         self._free_handles: list[int] = []
-        self._count = 0
         self._nodes = NodeTable(self.dim)
         self._root = self._nodes.new(0, (ANCHOR,) * self.dim, -1)
+
+    def _after_removal(self) -> None:
+        """Give memory back: reset an empty tree, compact a pool mostly garbage.
+
+        Amortised O(1) per removal: after a compaction the pool holds at most
+        6 rows per object, and the next one needs more than ``SHRINK_RATIO``
+        (12), so at least half the objects were removed in between.
+        """
+        if not self._count:
+            self._reset_storage()
+        elif self._pool.wasteful(self._count):
+            self._compact()
+
+    def _compact(self) -> None:
+        """Pack every node's members into a fresh pool (see :meth:`BlockPool.compact`); O(objects + nodes)."""
+        nodes = self._nodes
+        blocks = np.flatnonzero(nodes.capacity[: nodes.issued] > 0)
+        empty = blocks[nodes.count[blocks] == 0]
+        nodes.capacity[empty] = 0
+        nodes.start[empty] = 0
+        blocks = blocks[nodes.count[blocks] > 0]
+        old_starts = nodes.start[blocks]
+        new_starts, capacities = self._pool.compact(old_starts, nodes.count[blocks])
+        shift = np.zeros(nodes.issued, dtype=np.int64)
+        shift[blocks] = new_starts - old_starts
+        live = np.flatnonzero(self._obj_node[: self._next_handle] >= 0)
+        self._obj_pos[live] += shift[self._obj_node[live]]
+        nodes.start[blocks] = new_starts
+        nodes.capacity[blocks] = capacities
 
     # ------------------------------------------------------------------
     # Size and membership
@@ -203,6 +240,7 @@ class ViewDistanceTree:
         self._free_handles.append(handle)
         self._count -= 1
         self._cleanup(node)
+        self._after_removal()
 
     # ------------------------------------------------------------------
     # Mutation: batches (validated whole before anything changes)
@@ -262,6 +300,7 @@ class ViewDistanceTree:
         self._free_handles.extend(handles.tolist())
         self._count -= handles.size
         self._cleanup_many(touched)
+        self._after_removal()
 
     # ------------------------------------------------------------------
     # Queries
@@ -654,7 +693,7 @@ class ViewDistanceTree:
 
         The key is packed into one int64 when the depth below the root
         allows (always, for worlds under ~2**20 cells per axis), so grouping
-        is a single argsort.
+        is one hash pass (:func:`culling.batchkernels.group`); else a lexsort.
         """
         depth = levels - self.root_level
         bits = int(depth.max())
@@ -663,9 +702,8 @@ class ViewDistanceTree:
             keys = depth << (self.dim * bits)
             for axis in range(self.dim):
                 keys |= (cells[axis] - (root_cell[axis] << depth)) << (axis * bits)
-            order = np.argsort(keys, kind="stable")
-            keys = keys[order]
-            new_home = keys[1:] != keys[:-1]
+            order, starts = batchkernels.group(keys)
+            return order, starts
         else:
             order = np.lexsort((*cells[::-1], levels))
             new_home = levels[order][1:] != levels[order][:-1]
@@ -690,7 +728,7 @@ class ViewDistanceTree:
         grow = np.flatnonzero(needed > self._nodes.capacity[homes])
         if grow.size:
             capacities = [block_capacity(n) for n in needed[grow].tolist()]
-            self._pool.reserve(sum(capacities))  # one regrowth for the whole batch
+            self._pool.reserve(self._pool.fresh_rows(capacities))  # one regrowth for the whole batch
             for node, capacity in zip(homes[grow].tolist(), capacities):
                 self._move_block(node, capacity)
         batchkernels.place(handles, order, bounds, homes, np.ascontiguousarray(centres), np.ascontiguousarray(radii),

@@ -82,9 +82,9 @@ def multiply_up(a: float, b: float) -> float:
     """The smallest float ``>= a * b`` (exact), ``a, b >= 0``.  :func:`culling.lattice.multiply_up`."""
     r = a * b
     if r == math.inf or r == 0.0:
-        return r if a == 0.0 or b == 0.0 or r == math.inf else np.nextafter(0.0, math.inf)
+        return r if a == 0.0 or b == 0.0 or r == math.inf else float(np.nextafter(0.0, math.inf))
     if r < 2.0 ** -960 or a > 2.0 ** 995 or b > 2.0 ** 995:
-        return np.nextafter(r, math.inf)
+        return float(np.nextafter(r, math.inf))
     c = _SPLIT * a
     a_hi = c - (c - a)
     a_lo = a - a_hi
@@ -92,7 +92,7 @@ def multiply_up(a: float, b: float) -> float:
     b_hi = c - (c - b)
     b_lo = b - b_hi
     error = ((a_hi * b_hi - r) + a_hi * b_lo + a_lo * b_hi) + a_lo * b_lo  # Dekker: a * b == r + error
-    return np.nextafter(r, math.inf) if error > 0.0 else r
+    return float(np.nextafter(r, math.inf)) if error > 0.0 else r
 
 
 @kernel
@@ -101,7 +101,7 @@ def half_reach(size: float, level: int, scale: float) -> float:
     half = math.ldexp(size, -level - 1)
     if half == math.inf or math.ldexp(half, level + 1) != size:
         half = np.nextafter(half, math.inf)
-    return half if scale == 1.0 else multiply_up(scale, half)
+    return float(half) if scale == 1.0 else float(multiply_up(scale, half))
 
 
 @kernel
@@ -113,8 +113,8 @@ def cell_of(u: float, level: int) -> int:
     """
     u = min(max(u, _U_LOW), _U_HIGH)
     if level >= 0:
-        return math.floor(math.ldexp(u, level)) + (ANCHOR << level)
-    return (math.floor(u) + ANCHOR) >> -level
+        return int(math.floor(math.ldexp(u, level)) + (ANCHOR << level))
+    return int((math.floor(u) + ANCHOR) >> -level)
 
 
 @kernel
@@ -334,6 +334,7 @@ def _query_many(points: np.ndarray, exact: bool, cube: bool, scale: float, origi
         counts[point_of[visit]] += found[visit]
     # 5. the answers, node-major again, each visit at its offset
     rows = np.empty(at[n_visits], dtype=np.int64)
+    out = np.empty(at[n_visits], dtype=np.int64)
     unsure = np.empty(unsure_at[n_visits], dtype=np.int64)
     for g in prange(n_groups):
         for v in range(group_start[g], group_start[g + 1]):
@@ -345,9 +346,8 @@ def _query_many(points: np.ndarray, exact: bool, cube: bool, scale: float, origi
             else:
                 for j in range(count[node]):
                     rows[at[visit] + j] = start[node] + j
-    out = np.empty(at[n_visits], dtype=np.int64)
-    for j in prange(at[n_visits]):
-        out[j] = handles[rows[j]]
+            for j in range(at[visit], at[visit + 1]):
+                out[j] = handles[rows[j]]
     unsure_points = np.empty(unsure_at[n_visits], dtype=np.int64)
     for visit in range(n_visits):
         for j in range(unsure_at[visit], unsure_at[visit + 1]):

@@ -254,9 +254,11 @@ def check_constructor(size, origin, dim, shape) -> tuple[float, np.ndarray, int,
             origin = as_point(origin, dim, "origin")
         except TypeError as error:
             raise ValueError(str(error)) from None
-    if shape not in SHAPES:
+    if not isinstance(shape, str) or shape not in SHAPES:
         raise ValueError(f"shape must be 'sphere' or 'cube', got {shape!r}")
-    return size, origin + 0.0, dim, shape
+    origin = origin + 0.0  # a private copy, -0.0 as 0.0
+    origin.flags.writeable = False  # handed out as .origin: must not be a way to corrupt the lattice
+    return size, origin, dim, shape
 
 
 def as_coords(value, dim: int, name: str = "point") -> list[float]:
