@@ -188,7 +188,7 @@ def make_swarm(objects: int = 30_000, seed: int = 1) -> SwarmScene:
     world = float(2 ** math.ceil(math.log2(2.0 * arena + 800.0)))
     terrain = Terrain.generate(world, seed, 25.0, resolution=129,
                                low_colour=(0.36, 0.40, 0.26), high_colour=(0.50, 0.47, 0.38))
-    parts = []
+    parts: list[dict[str, np.ndarray]] = []
     for index, kind in enumerate(SWARM_KINDS):
         n = counts[kind.name]
         a = rng.uniform(0.0, 2.0 * np.pi, size=n)
@@ -207,14 +207,16 @@ def make_swarm(objects: int = 30_000, seed: int = 1) -> SwarmScene:
             radius = rng.uniform(0.8, 1.6, size=n)
             y = ground + rng.uniform(*ALTITUDE, size=n)
             view = rng.uniform(120.0, 200.0, size=n)
-        parts.append(dict(kind=index, centres=np.stack([x, y, z], axis=1), view_distance=view,
+        parts.append(dict(kind=np.asarray(index), centres=np.stack([x, y, z], axis=1), view_distance=view,
                           bounding_radius=radius, yaw=rng.uniform(0.0, 2.0 * np.pi, size=n),
                           tint=rng.uniform(-0.5, 0.5, size=n)))
+    arrays = build_arrays(parts, len(SWARM_KINDS))
     scene = SwarmScene(
         name="swarm", seed=seed, kinds=SWARM_KINDS, terrain=terrain,
-        world_size=world, world_origin=(-world / 2.0,) * 3, fog_distance=600.0,
+        world_size=world, world_origin=(-world / 2.0, -world / 2.0, -world / 2.0), fog_distance=600.0,
         description="creatures and hunters moving every frame; red creatures chase a hunter or you",
-        **build_arrays(parts, len(SWARM_KINDS)),
+        kind=arrays["kind"], centres=arrays["centres"], view_distance=arrays["view_distance"],
+        bounding_radius=arrays["bounding_radius"], yaw=arrays["yaw"], tint=arrays["tint"],
     )
     n_creatures = counts["creature"]
     heading = rng.uniform(0.0, 2.0 * np.pi, size=n_creatures)
