@@ -164,6 +164,7 @@ class Lattice:
         self.clamp_lo_u = self.world_lo_u - 1.0
         self.clamp_hi_u = self.world_hi_u + 1.0
         self.origin_list: list[float] = origin.tolist()
+        self._unit_half: dict[int, float] = {}
 
     # -- points -------------------------------------------------------------
 
@@ -247,8 +248,43 @@ class Lattice:
     # -- query windows -------------------------------------------------------
 
     def half_reach(self, level: int, scale: float) -> float:
-        """:func:`half_reach` for this lattice's ``size``."""
+        """:func:`half_reach` for this lattice's ``size`` (cached for ``scale == 1``)."""
+        if scale == 1.0:
+            half = self._unit_half.get(level)
+            if half is None:
+                half = self._unit_half[level] = half_reach(self.size, level, 1.0)
+            return half
         return half_reach(self.size, level, scale)
+
+    def windows(self, point: list[float], level: int, half: float) -> list[range]:
+        """:meth:`window` on every axis, as ranges of cells; the same operations, inlined (hot path)."""
+        size, lo_clamp, hi_clamp = self.size, self.clamp_lo_u, self.clamp_hi_u
+        inf, nextafter, floor = math.inf, math.nextafter, math.floor
+        result = []
+        for p, o in zip(point, self.origin_list):
+            # round_down_sub(p, half) and round_down_add(p, half), inlined
+            q_lo = p - half
+            if q_lo != -inf and half != inf:
+                bb = q_lo - p
+                if (p - (q_lo - bb)) + (-half - bb) < 0:
+                    q_lo = nextafter(q_lo, -inf)
+            else:
+                q_lo = -inf
+            q_hi = p + half
+            if q_hi != inf and half != inf:
+                bb = q_hi - p
+                if (p - (q_hi - bb)) + (half - bb) < 0:
+                    q_hi = nextafter(q_hi, -inf)
+            else:
+                q_hi = inf
+            lo_u = min(max((q_lo - o) / size, lo_clamp), hi_clamp)
+            hi_u = min(max((q_hi - o) / size, lo_clamp), hi_clamp)
+            if level >= 0:
+                scale, offset = self.scales[level], self.offsets[level]
+                result.append(range(floor(lo_u * scale) + offset, floor(hi_u * scale) + offset + 1))
+            else:
+                result.append(range((floor(lo_u) + ANCHOR) >> -level, ((floor(hi_u) + ANCHOR) >> -level) + 1))
+        return result
 
     def window(self, p: float, axis: int, level: int, half: float) -> tuple[int, int]:
         """First and last cell (inclusive) on ``level`` that a query at ``p`` must visit, on one axis.

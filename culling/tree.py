@@ -736,9 +736,7 @@ class ViewDistanceTree:
             nodes = all_levels.get(level)
             if not nodes:
                 break
-            half = lat.half_reach(level, scale)
-            windows = [range(lo, hi + 1) for lo, hi in
-                       (lat.window(x, axis, level, half) for axis, x in enumerate(point))]
+            windows = lat.windows(point, level, lat.half_reach(level, scale))
             cells = math.prod(len(window) for window in windows)
             if cells <= MAX_ENUMERATED_CELLS or cells <= len(nodes):
                 get = nodes.get
