@@ -57,11 +57,11 @@ class GridGeometry:
         # W_L/4 for L = F-1 .. 0, ascending: a radius's level is F - #(thresholds <= r).
         self._thresholds = np.ldexp(size, -(levels[:-1][::-1] + 2))
         self._thresholds_list = self._thresholds.tolist()
-        self._origin_list = origin.tolist()
-        self._hi_list = self.hi.tolist()
+        self._origin_list: list[float] = origin.tolist()
+        self._hi_list: list[float] = self.hi.tolist()
         self._unit_halves = [half_reach(size, level, 1.0) for level in range(finest_level + 1)]
-        self._w_list = self.cell_size.tolist()
-        self._offsets_list = self.offsets.tolist()
+        self._w_list: list[float] = self.cell_size.tolist()
+        self._offsets_list: list[int] = self.offsets.tolist()
 
     @property
     def cell_count(self) -> int:
@@ -159,7 +159,7 @@ class GridGeometry:
             return 1 << level
         w = self._w_list[level]
         top = (1 << level) - 1
-        k = min(max(math.floor((q - o) / self.size * 2.0 ** level), 0), top)
+        k = min(max(math.floor((q - o) / self.size * math.ldexp(1.0, level)), 0), top)
         if q < o + k * w:
             k -= 1
         elif q >= o + (k + 1) * w:
