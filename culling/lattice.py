@@ -175,7 +175,7 @@ class Lattice:
         1-D arrays (an inner axis of length 3 makes NumPy loop per row).
         """
         u = np.empty((self.dim, points.shape[0]))
-        with np.errstate(under="ignore"):
+        with np.errstate(under="ignore", over="ignore"):  # an overflow is inf: outside the world
             for axis in range(self.dim):
                 np.subtract(points[:, axis], self.origin[axis], out=u[axis])
                 u[axis] /= self.size
@@ -328,5 +328,6 @@ class Lattice:
             relative = (cells - self.offsets[level]).astype(np.float64) * 2.0 ** -level
         else:
             relative = ((cells << -level) - ANCHOR).astype(np.float64)
-        lo = self.origin + relative * self.size
-        return lo, lo + self.node_size(level)
+        with np.errstate(over="ignore", invalid="ignore"):  # a world at the float limit: inf bounds, no warning
+            lo = self.origin + relative * self.size
+            return lo, lo + self.node_size(level)
