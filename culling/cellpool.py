@@ -63,7 +63,8 @@ def concat_ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     if total == 0:
         return np.empty(0, dtype=np.int64)
     shifts = np.repeat(np.asarray(starts, dtype=np.int64) - (np.cumsum(lengths) - lengths), lengths)
-    return np.arange(total, dtype=np.int64) + shifts
+    result: np.ndarray = np.arange(total, dtype=np.int64) + shifts
+    return result
 
 
 def _block_sizes(needs: np.ndarray, counts: np.ndarray) -> np.ndarray:
@@ -141,7 +142,8 @@ class CellPool:
 
     def positions(self, handles: np.ndarray) -> np.ndarray:
         """Pool entries (int64 (n,)) of linked objects."""
-        return self.start[self.cell[handles]].astype(np.int64) + self.slot[handles]
+        result: np.ndarray = self.start[self.cell[handles]].astype(np.int64) + self.slot[handles]
+        return result
 
     def nbytes(self) -> int:
         """Bytes held in NumPy arrays (cells, pool, rows and per-object arrays)."""
@@ -151,7 +153,7 @@ class CellPool:
     # ------------------------------------------------------------------
     # One object: O(1) (amortised when a block has to move)
 
-    def link(self, handle: int, cell: int, row=()) -> None:
+    def link(self, handle: int, cell: int, row: list[float] | tuple[float, ...] | np.ndarray = ()) -> None:
         """Add ``handle`` (in no cell) to ``cell`` with payload ``row`` (``columns`` floats)."""
         count = int(self.count[cell])
         if count == self.cap[cell]:

@@ -27,7 +27,7 @@ import math
 
 import numpy as np
 
-from culling.lattice import half_reach, round_down_add, round_down_add_many, round_down_sub, round_down_sub_many
+from culling.lattice import half_reach, round_down_add_many, round_down_sub_many
 
 __all__ = ["GridGeometry"]
 
@@ -57,10 +57,11 @@ class GridGeometry:
         # W_L/4 for L = F-1 .. 0, ascending: a radius's level is F - #(thresholds <= r).
         self._thresholds = np.ldexp(size, -(levels[:-1][::-1] + 2))
         self._thresholds_list = self._thresholds.tolist()
-        self._origin_list = origin.tolist()
-        self._hi_list = self.hi.tolist()
-        self._w_list = self.cell_size.tolist()
-        self._offsets_list = self.offsets.tolist()
+        self._origin_list: list[float] = origin.tolist()
+        self._hi_list: list[float] = self.hi.tolist()
+        self._unit_halves = [half_reach(size, level, 1.0) for level in range(finest_level + 1)]
+        self._w_list: list[float] = self.cell_size.tolist()
+        self._offsets_list: list[int] = self.offsets.tolist()
 
     @property
     def cell_count(self) -> int:
@@ -158,7 +159,7 @@ class GridGeometry:
             return 1 << level
         w = self._w_list[level]
         top = (1 << level) - 1
-        k = min(max(math.floor((q - o) / self.size * 2.0 ** level), 0), top)
+        k = min(max(math.floor((q - o) / self.size * math.ldexp(1.0, level)), 0), top)
         if q < o + k * w:
             k -= 1
         elif q >= o + (k + 1) * w:
@@ -182,15 +183,54 @@ class GridGeometry:
         :meth:`windows`, in Python floats: O(levels x dim), no NumPy call.
         """
         result = [[(0, 0)] * self.dim]
+        inf, nextafter, floor = math.inf, math.nextafter, math.floor
+        size = self.size
+        halves = self._unit_halves if scale == 1.0 else [half_reach(size, level, scale)
+                                                          for level in range(self.finest_level + 1)]
+        bounds = list(zip(point, self._origin_list, self._hi_list))
         for level in range(1, deepest + 1):
-            h = half_reach(self.size, level, scale)
+            h = halves[level]
+            w = self._w_list[level]
+            factor = 2.0 ** level
             top = (1 << level) - 1
             axes = []
-            for axis, p in enumerate(point):
-                low = max(self.axis_cell(round_down_sub(p, h), axis, level), 0)
-                high = min(self.axis_cell(round_down_add(p, h), axis, level), top)
-                if high < low:
+            for p, o, hi in bounds:
+                # q_lo, q_hi: round_down_sub(p, h), round_down_add(p, h), inlined (hot path)
+                q_lo = p - h
+                if q_lo != -inf and h != inf:
+                    bb = q_lo - p
+                    if (p - (q_lo - bb)) + (-h - bb) < 0:
+                        q_lo = nextafter(q_lo, -inf)
+                else:
+                    q_lo = -inf
+                q_hi = p + h
+                if q_hi != inf and h != inf:
+                    bb = q_hi - p
+                    if (p - (q_hi - bb)) + (h - bb) < 0:
+                        q_hi = nextafter(q_hi, -inf)
+                else:
+                    q_hi = inf
+                if q_hi < o or q_lo >= hi:
                     return result
+                # axis_cell(q_lo) clamped to 0 and axis_cell(q_hi) clamped to top, inlined
+                if q_lo < o:
+                    low = 0
+                else:
+                    low = min(max(floor((q_lo - o) / size * factor), 0), top)
+                    if q_lo < o + low * w:
+                        low -= 1
+                    elif q_lo >= o + (low + 1) * w:
+                        low += 1
+                    low = min(max(low, 0), top)
+                if q_hi >= hi:
+                    high = top
+                else:
+                    high = min(max(floor((q_hi - o) / size * factor), 0), top)
+                    if q_hi < o + high * w:
+                        high -= 1
+                    elif q_hi >= o + (high + 1) * w:
+                        high += 1
+                    high = min(max(high, 0), top)
                 axes.append((low, high))
             result.append(axes)
         return result

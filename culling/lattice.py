@@ -42,7 +42,7 @@ MAX_GROWTH = 24
 
 #: The constructor's root is this cell on level 0 (binary 0101...01): each
 #: ancestor level alternately extends the world downwards and upwards.
-ANCHOR = (4 ** (MAX_GROWTH // 2) - 1) // 3
+ANCHOR: int = int((4 ** (MAX_GROWTH // 2) - 1) // 3)
 
 #: The level reported for a radius whose ``radius / size`` overflows: above
 #: every level a tree can grow to, so placement rejects it with a ``ValueError``.
@@ -155,8 +155,8 @@ class Lattice:
         # the scaling is by a power of two.  Grown levels derive from level 0
         # with integer shifts, cell = (floor(u) + ANCHOR) >> -L, so every cell
         # is exactly its children's parent (a float sum u + offset would round).
-        self.scales = {level: 2.0 ** level for level in range(0, MAX_DEPTH + 1)}
-        self.offsets = {level: ANCHOR << level for level in range(0, MAX_DEPTH + 1)}
+        self.scales: dict[int, float] = {level: math.ldexp(1.0, level) for level in range(0, MAX_DEPTH + 1)}
+        self.offsets: dict[int, int] = {level: ANCHOR << level for level in range(0, MAX_DEPTH + 1)}
         # The largest world: the level -MAX_GROWTH cell, cell 0 there.
         self.world_lo_u = -float(ANCHOR)
         self.world_hi_u = float((1 << MAX_GROWTH) - ANCHOR)
@@ -174,7 +174,7 @@ class Lattice:
         1-D arrays (an inner axis of length 3 makes NumPy loop per row).
         """
         u = np.empty((self.dim, points.shape[0]))
-        with np.errstate(under="ignore"):
+        with np.errstate(under="ignore", over="ignore"):  # an overflow is inf: outside the world
             for axis in range(self.dim):
                 np.subtract(points[:, axis], self.origin[axis], out=u[axis])
                 u[axis] /= self.size
@@ -216,14 +216,17 @@ class Lattice:
             return TOO_LARGE
         return min(-math.frexp(relative)[1] - 1, MAX_DEPTH)
 
-    def cells(self, u: np.ndarray, levels) -> np.ndarray:
+    def cells(self, u: np.ndarray, levels: int | np.ndarray) -> np.ndarray:
         """Cells of the columns ``u`` (dim, n) on ``levels`` (an int or (n,) ints); int64 (dim, n)."""
         levels = np.asarray(levels, dtype=np.int64)
         if levels.ndim == 0:
             level = int(levels)
+            result: np.ndarray
             if level >= 0:
-                return np.floor(u * self.scales[level]).astype(np.int64) + self.offsets[level]
-            return (np.floor(u).astype(np.int64) + ANCHOR) >> -level
+                result = np.floor(u * self.scales[level]).astype(np.int64) + self.offsets[level]
+            else:
+                result = (np.floor(u).astype(np.int64) + ANCHOR) >> -level
+            return result
         cells = np.empty(u.shape, dtype=np.int64)
         if u.shape[1] == 0:
             return cells
@@ -255,12 +258,13 @@ class Lattice:
         """Edge length of the nodes on ``level``."""
         return self.size * 2.0 ** -level
 
-    def cell_bounds(self, level: int, cells) -> tuple[np.ndarray, np.ndarray]:
+    def cell_bounds(self, level: int, cells: object) -> tuple[np.ndarray, np.ndarray]:
         """``(lo, hi)`` corners of cells on ``level``; cells (dim,) or (k, dim) ints."""
         cells = np.asarray(cells, dtype=np.int64)
         if level >= 0:  # integer offset first: exact below 2**53
             relative = (cells - self.offsets[level]).astype(np.float64) * 2.0 ** -level
         else:
             relative = ((cells << -level) - ANCHOR).astype(np.float64)
-        lo = self.origin + relative * self.size
-        return lo, lo + self.node_size(level)
+        with np.errstate(over="ignore", invalid="ignore"):  # a world at the float limit: inf bounds, no warning
+            lo = self.origin + relative * self.size
+            return lo, lo + self.node_size(level)

@@ -53,7 +53,7 @@ SAFE_HI = 2.0 ** 1020
 _UNSAFE_SQUARE = 2.0 ** -960
 
 
-def distances(axes: Sequence[np.ndarray], point, shape: str) -> np.ndarray:
+def distances(axes: Sequence[np.ndarray], point: Sequence[float], shape: str) -> np.ndarray:
     """Distance from ``point`` to each centre in the shape's metric.
 
     Parameters
@@ -68,6 +68,7 @@ def distances(axes: Sequence[np.ndarray], point, shape: str) -> np.ndarray:
     ndarray, shape (n,), float64, a new array
     """
     if shape == "cube":
+        result: np.ndarray
         with np.errstate(over="ignore"):
             result = np.abs(np.subtract(axes[0], point[0]))
             for coords, p in zip(axes[1:], point[1:]):
@@ -81,12 +82,13 @@ def distances(axes: Sequence[np.ndarray], point, shape: str) -> np.ndarray:
     return result
 
 
-def squared_distances(axes: Sequence[np.ndarray], point) -> np.ndarray:
+def squared_distances(axes: Sequence[np.ndarray], point: Sequence[float]) -> np.ndarray:
     """Squared Euclidean distances, summed axis by axis in the order ``distances`` uses.
 
     Entries below ``2**-960`` or infinite may be off by under- or overflow;
     :func:`sphere_contains` repairs them, ``distances`` too.
     """
+    result: np.ndarray
     with np.errstate(over="ignore", under="ignore"):
         result = np.subtract(axes[0], point[0])
         result *= result
@@ -97,7 +99,7 @@ def squared_distances(axes: Sequence[np.ndarray], point) -> np.ndarray:
         return result
 
 
-def sphere_contains(axes: Sequence[np.ndarray], point, radii: np.ndarray, reach: np.ndarray) -> np.ndarray:
+def sphere_contains(axes: Sequence[np.ndarray], point: Sequence[float], radii: np.ndarray, reach: np.ndarray) -> np.ndarray:
     """``distances(axes, point, "sphere") <= radii`` without a square root per object.
 
     ``reach`` is :func:`squared_reach` of ``radii``, stored beside them.
@@ -117,13 +119,14 @@ def _unsafe(squares: np.ndarray) -> np.ndarray:
     return np.flatnonzero((squares < _UNSAFE_SQUARE) | (squares == np.inf))
 
 
-def _scaled_distances(axes: Sequence[np.ndarray], point) -> np.ndarray:
+def _scaled_distances(axes: Sequence[np.ndarray], point: Sequence[float]) -> np.ndarray:
     """Euclidean distances computed as ``m * sqrt(sum((d / m)**2))``, ``m = max |d|``: no under/overflow."""
     with np.errstate(all="ignore"):  # an overflowed offset is inf: the distance is inf
         offsets = np.abs(np.array([a - p for a, p in zip(axes, point)]))
         largest = offsets.max(axis=0)
         safe = np.where((largest > 0) & (largest < np.inf), largest, 1.0)
-        return largest * np.sqrt(((offsets / safe) ** 2).sum(axis=0))
+        result: np.ndarray = largest * np.sqrt(((offsets / safe) ** 2).sum(axis=0))
+        return result
 
 
 def squared_reach(radii: np.ndarray) -> np.ndarray:
@@ -233,13 +236,12 @@ def contains(centres: np.ndarray, radii: np.ndarray, point: np.ndarray,
 
 def within(distance: np.ndarray, radii: np.ndarray, scale: float = 1.0) -> np.ndarray:
     """``distance <= radii * scale``, elementwise (the radius multiplied only when scaled)."""
-    if scale == 1.0:
-        return distance <= radii
     with np.errstate(over="ignore", under="ignore"):
-        return distance <= radii * scale
+        result: np.ndarray = distance <= (radii if scale == 1.0 else radii * scale)
+    return result
 
 
-def contains_exact(axes: Sequence[np.ndarray], point: Sequence, radii: np.ndarray, shape: str,
+def contains_exact(axes: Sequence[np.ndarray], point: Sequence[float | np.ndarray], radii: np.ndarray, shape: str,
                    scale: float = 1.0, reach: np.ndarray | None = None) -> np.ndarray:
     """Which objects contain ``point``, decided exactly for the float64 inputs.
 
@@ -265,6 +267,7 @@ def contains_exact(axes: Sequence[np.ndarray], point: Sequence, radii: np.ndarra
     within about ``2**-48`` (relative) of its surface or with coordinates
     whose squares leave the float range (rare; never for ordinary worlds).
     """
+    inside: np.ndarray
     with np.errstate(all="ignore"):
         offsets = [np.subtract(a, p) for a, p in zip(axes, point)]
         if shape == "cube":
@@ -298,7 +301,7 @@ def contains_exact(axes: Sequence[np.ndarray], point: Sequence, radii: np.ndarra
     return inside
 
 
-def _exact(axes: Sequence[np.ndarray], point: Sequence, radii: np.ndarray, shape: str, scale: float,
+def _exact(axes: Sequence[np.ndarray], point: Sequence[float | np.ndarray], radii: np.ndarray, shape: str, scale: float,
            which: np.ndarray) -> np.ndarray:
     """The containment test in rational arithmetic for the objects ``which``."""
     from fractions import Fraction

@@ -410,12 +410,14 @@ class ViewDistanceTree:
             ids = visited[first:last]
             lo, hi = self._lattice.cell_bounds(level, nodes.cells[:, ids].T)
             margin = 0.0 if depth == 0 else 0.5 * scale * self._lattice.node_size(level)
+            with np.errstate(over="ignore", invalid="ignore"):  # huge scales or worlds: inf margins
+                loose = np.stack([lo - margin, hi + margin], axis=1)
             levels.append(LevelTrace(
                 depth=depth,
                 level=level,
                 node_size=self._lattice.node_size(level),
                 bounds=np.stack([lo, hi], axis=1),
-                loose_bounds=np.stack([lo - margin, hi + margin], axis=1),
+                loose_bounds=loose,
                 objects=int(nodes.count[ids].sum()),
             ))
             first = last

@@ -83,7 +83,7 @@ def _check_finite(array: np.ndarray, name: str) -> None:
         raise ValueError(f"{name} must be finite (no NaN or inf)")
 
 
-def as_points(values, dim: int, name: str = "centres") -> np.ndarray:
+def as_points(values: object, dim: int, name: str = "centres") -> np.ndarray:
     """Many points as a float64 array of shape ``(n, dim)``.
 
     ``dim == 1`` also accepts shape ``(n,)``.  Raises ``ValueError`` for a
@@ -100,7 +100,7 @@ def as_points(values, dim: int, name: str = "centres") -> np.ndarray:
     return array
 
 
-def as_point(value, dim: int, name: str = "point") -> np.ndarray:
+def as_point(value: object, dim: int, name: str = "point") -> np.ndarray:
     """One point as a float64 array of shape ``(dim,)`` (a scalar for dim 1)."""
     array = _as_float_array(value, name)
     if dim == 1 and array.shape in ((), (1,)):
@@ -113,7 +113,7 @@ def as_point(value, dim: int, name: str = "point") -> np.ndarray:
 
 
 
-def as_radii(values, n: int | None = None, name: str = "radii") -> np.ndarray:
+def as_radii(values: object, n: int | None = None, name: str = "radii") -> np.ndarray:
     """Radii as a float64 array of shape ``(n,)``: finite and not negative."""
     array = _as_float_array(values, name)
     if array.ndim == 0:
@@ -127,7 +127,7 @@ def as_radii(values, n: int | None = None, name: str = "radii") -> np.ndarray:
     return array + 0.0  # turns -0.0 into 0.0 and always copies
 
 
-def as_radius(value, name: str = "radius") -> float:
+def as_radius(value: object, name: str = "radius") -> float:
     """One radius as a float: finite and not negative."""
     if type(value) is float or type(value) is np.float64:  # the common case, fast
         if value >= 0 and value != math.inf:
@@ -172,7 +172,7 @@ def as_scale(value: object) -> float:
     return scale
 
 
-def as_handle(value) -> int:
+def as_handle(value: object) -> int:
     """One handle as a Python int; ``TypeError`` if it is not an integer."""
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (numbers.Integral, np.integer)):
         raise TypeError(f"handle must be an integer, got {type(value).__name__}")
@@ -236,7 +236,7 @@ def check_unique(handles: np.ndarray, name: str = "handles") -> None:
             raise ValueError(f"{name} must be unique, handle {int(repeated[0])} appears more than once")
 
 
-def check_constructor(size, origin, dim, shape) -> tuple[float, np.ndarray, int, str]:
+def check_constructor(size: object, origin: object, dim: object, shape: object) -> tuple[float, np.ndarray, int, str]:
     """Validate ``(size, origin, dim, shape)``; returns them normalised."""
     if isinstance(dim, bool) or not isinstance(dim, (numbers.Integral, np.integer)) or dim not in (1, 2, 3):
         raise ValueError(f"dim must be 1, 2 or 3, got {dim!r}")
@@ -261,15 +261,17 @@ def check_constructor(size, origin, dim, shape) -> tuple[float, np.ndarray, int,
     return size, origin, dim, shape
 
 
-def as_coords(value, dim: int, name: str = "point") -> list[float]:
+def as_coords(value: object, dim: int, name: str = "point") -> list[float]:
     """One point as a list of ``dim`` floats: :func:`as_point` with a fast path.
 
     Float64 arrays of the right shape and tuples of floats, what engines pass
     every frame, skip the NumPy round trip (single-object calls cost a few us).
     """
+    coords: list[float]
     if type(value) is np.ndarray and value.dtype == np.float64 and value.shape == (dim,):
         coords = value.tolist()
-    elif type(value) in (tuple, list) and len(value) == dim and all(type(v) is float for v in value):
+    elif isinstance(value, (tuple, list)) and type(value) in (tuple, list) and len(value) == dim \
+            and all(type(v) is float for v in value):
         coords = list(value)
     else:
         coords = as_point(value, dim, name).tolist()
@@ -278,14 +280,14 @@ def as_coords(value, dim: int, name: str = "point") -> list[float]:
     return coords
 
 
-def is_live(handle, issued: int, state: np.ndarray) -> bool:
+def is_live(handle: object, issued: int, state: np.ndarray) -> bool:
     """``handle in structure``: True only for a live handle, never an exception."""
     if isinstance(handle, (bool, np.bool_)) or not isinstance(handle, (numbers.Integral, np.integer)):
         return False
     return 0 <= int(handle) < issued and state[int(handle)] >= 0
 
 
-def live_handle(handle, issued: int, state: np.ndarray, owner: str) -> int:
+def live_handle(handle: object, issued: int, state: np.ndarray, owner: str) -> int:
     """``handle`` as an int, if it is live in a structure.
 
     ``issued`` handles have been handed out so far; ``state[h] < 0`` marks a
@@ -297,7 +299,7 @@ def live_handle(handle, issued: int, state: np.ndarray, owner: str) -> int:
     return handle
 
 
-def live_handles(handles, issued: int, state: np.ndarray, owner: str) -> np.ndarray:
+def live_handles(handles: object, issued: int, state: np.ndarray, owner: str) -> np.ndarray:
     """Many handles as int64 (n,), all live (see :func:`live_handle`)."""
     handles = as_handles(handles)
     if handles.size:

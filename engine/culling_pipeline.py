@@ -122,7 +122,10 @@ class BruteForceIndex:
         return int(self._all.shape[0])
 
     def query(self, point, exact: bool = False, scale: float = 1.0) -> np.ndarray:
-        return self.query_spheres(point, exact, scale)[0] if exact else self._all.copy()
+        if exact:
+            return self.query_spheres(point, exact, scale)[0]
+        as_scale(scale)
+        return self._all.copy()
 
     def query_many(self, points, exact: bool = False, scale: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
         dim = 1 if self._centres is None else self._centres.shape[1]

@@ -151,7 +151,7 @@ class BruteForce:
             # Within rounding of the surface, or at magnitudes where floats lose
             # bits: decide with Fractions (DESIGN.md 6: exact for the float inputs).
             unsure = (np.abs(found - reach) <= 1e-9 * np.maximum(found, reach)) | ~np.isfinite(found) \
-                | ~np.isfinite(reach) | (found < 1e-140) | (reach < 1e-140) | (found > 1e140)
+                | ~np.isfinite(reach) | (np.maximum(found, reach) < 1e-300)
         for i in np.flatnonzero(unsure).tolist():
             inside[i] = exactly_inside(centres[i], point, float(radii[i]), scale, self.shape)
         return set(handles[inside].tolist())

@@ -383,3 +383,46 @@ def test_grid_window_keeps_the_home_cell_when_rounding_widens_it():
             p = _nudge(c + sign * r, int(rng.integers(-1, 2)))
             assert (h in grid.query(p, exact=True).tolist()) == exactly_inside([c], [p], r, 1.0, "sphere")
         grid.remove(h)
+
+
+def _reference_window(lat, p: float, axis: int, level: int, half: float) -> tuple[int, int]:
+    """The tree's window on one axis from the readable reference functions of culling.lattice."""
+    from culling.lattice import round_down_add, round_down_sub
+
+    o, size = lat.origin_list[axis], lat.size
+    lo_u = min(max((round_down_sub(p, half) - o) / size, lat.clamp_lo_u), lat.clamp_hi_u)
+    hi_u = min(max((round_down_add(p, half) - o) / size, lat.clamp_lo_u), lat.clamp_hi_u)
+    return lat.cell(lo_u, level), lat.cell(hi_u, level)
+
+
+def test_inlined_windows_equal_their_reference_functions():
+    """The tree's compiled window (culling.treekernels.window, half_reach) and the grid's
+    inlined GridGeometry.window_one must agree with the readable references
+    (Lattice.cell of round_down_sub/add, GridGeometry.axis_cell)."""
+    from culling import treekernels
+    from culling.gridgeometry import GridGeometry
+    from culling.lattice import Lattice, half_reach, round_down_add, round_down_sub
+
+    rng = np.random.default_rng(11)
+    for size, origin in [(7.3, 1e6), (1000.0, -500.0), (16.0, 0.0), (4096.0, -2048.0)]:
+        lat = Lattice(size, np.array([origin, origin * 0.5]))
+        geo = GridGeometry(size, np.array([origin, origin * 0.5]), finest_level=6)
+        for _ in range(300):
+            p = (origin + size * rng.uniform(-3, 4, 2)).tolist()
+            if rng.random() < 0.3:
+                p = [_nudge(origin + size * int(rng.integers(-8, 9)) / 8, int(rng.integers(-1, 2))) for _ in p]
+            scale = float(rng.choice([1.0, 0.5, 2.5, 1e-3, 1e9, 1.7e308]))
+            level = int(rng.integers(-4, 10))
+            half = treekernels.half_reach(size, level, scale)
+            assert half == half_reach(size, level, scale)
+            assert half == math.inf or Fraction(half) >= Fraction(scale) * Fraction(size) / Fraction(2) ** (level + 1)
+            lo, hi = np.empty(2, dtype=np.int64), np.empty(2, dtype=np.int64)
+            treekernels.window(np.array(p), scale, lat.origin, size, level, lo, hi)
+            want = [_reference_window(lat, x, axis, level, half) for axis, x in enumerate(p)]
+            assert list(zip(lo.tolist(), hi.tolist())) == want
+            one = geo.window_one(p, scale, geo.finest_level)
+            for lv, axes in enumerate(one[1:], start=1):
+                h = half_reach(size, lv, scale)
+                for axis, (low, high) in enumerate(axes):
+                    assert low == max(geo.axis_cell(round_down_sub(p[axis], h), axis, lv), 0)
+                    assert high == min(geo.axis_cell(round_down_add(p[axis], h), axis, lv), (1 << lv) - 1)

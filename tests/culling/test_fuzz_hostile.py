@@ -215,3 +215,40 @@ def test_trackers_with_hostile_values():
         if _call_hostile(cams, name, call, value):
             cams = MultiCameraTracker(band_edges=(5.0,))
             cams.update("a", [1], distances=[1.0])
+
+
+@pytest.mark.parametrize("kind", ["tree", "grid", "collision"])
+def test_worlds_at_the_edge_of_float64(kind):
+    """Sizes and origins near the float limits or subnormal: documented exceptions or answers, never a warning."""
+    for origin, size in itertools.product([-1e308, 1e308, -1.7e308, 0.0, 1e-300, 5e-324],
+                                          [1e308, 1.7e308, 1e-300, 5e-324, 1.0]):
+        with warnings.catch_warnings(), np.errstate(all="warn"):
+            warnings.simplefilter("error", RuntimeWarning)
+            try:
+                if kind == "tree":
+                    s = ViewDistanceTree(size, origin=(origin,) * 2, dim=2)
+                elif kind == "grid":
+                    s = DenseViewDistanceGrid(size, origin=(origin,) * 2, dim=2, min_radius=size / 64)
+                else:
+                    s = CollisionCandidates(0.5, size, origin=(origin,) * 2, dim=2)
+            except DOCUMENTED:
+                continue
+            for c, r in [((1e308, 1e308), 1.0), ((-1e308, 1e308), 1e308), ((origin, origin), size / 4),
+                         ((origin, origin), 0.0), ((5e-324, 0.0), 5e-324)]:
+                for call in (lambda: s.insert(c, r), lambda: s.insert_many([c, c], [r, r])):
+                    try:
+                        call()
+                    except DOCUMENTED:
+                        pass
+            s.check_invariants()
+            for p in [(1e308, 1e308), (-1.7e308, 1.7e308), (origin, origin), (0.0, 0.0)]:
+                if kind == "collision":
+                    s.touching(p)
+                    s.resolve(p)
+                    continue
+                for scale in [1.0, 1e300, 5e-324, 1.7e308]:
+                    exact = s.query(p, exact=True, scale=scale)
+                    assert set(exact.tolist()) <= set(s.query(p, scale=scale).tolist())
+                    s.query_many([p], exact=True, scale=scale)
+                    s.query_spheres(p, exact=True, scale=scale)
+                    s.trace(p, scale=scale)
