@@ -11,7 +11,14 @@ from benchmarks.plots import write_plots
 from benchmarks.report import Results, to_text, write_markdown
 from benchmarks.suite import PRESETS, SECTION_NAMES, Structures, run_suite
 
-DOCS = Path(__file__).resolve().parent.parent / "docs"
+CHECKOUT = Path(__file__).resolve().parent.parent
+DOCS = CHECKOUT / "docs"
+"""The checkout's docs folder, found from this file (not the working directory)."""
+
+
+def in_checkout() -> bool:
+    """True when ``benchmarks`` runs from a source checkout (next to ``culling`` and ``pyproject.toml``)."""
+    return (CHECKOUT / "pyproject.toml").is_file() and (CHECKOUT / "culling").is_dir()
 
 
 def run(
@@ -44,7 +51,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "The full run rewrites docs/PERFORMANCE.md and docs/*.png; --quick and --only "
         "write files only when --out is given.",
     )
-    ap.add_argument("--quick", action="store_true", help="small sizes; finishes within a minute")
+    ap.add_argument("--quick", action="store_true", help="small sizes; finishes in about 20 s")
     ap.add_argument("--preset", choices=sorted(PRESETS), help="sizes by name (overrides --quick)")
     ap.add_argument("--out", type=Path, help="folder for PERFORMANCE.md and the plots")
     ap.add_argument("--only", action="append", choices=SECTION_NAMES, metavar="WORKLOAD",
@@ -56,6 +63,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     preset = args.preset or ("quick" if args.quick else "full")
     out = args.out
     if out is None and preset == "full" and not args.only:
+        if not in_checkout():
+            ap.error(f"{CHECKOUT} is not a source checkout: give --out DIR for the report and plots")
         out = DOCS
     res = run(preset, out, args.only, clock=args.clock)
     if args.strict and any(not t.passed for t in res.targets):

@@ -98,7 +98,7 @@ def update_cost(series: dict, out: Path) -> Path | None:
     values = [r[1] * 1e9 for r in moving["rows"]]
     ax = axes[0]
     ax.barh(names, values, color=["C0", "C3", "C2", "C1", "C1"][: len(names)])
-    ax.axvline(150, color="k", ls="--", lw=1, label="target 150 ns")
+    ax.axvline(100, color="k", ls="--", lw=1, label="target 100 ns")
     ax.set_xscale("log")
     ax.set(title="moving objects: cost per object per frame", xlabel="ns per object")
     ax.legend(fontsize=8)
@@ -161,7 +161,63 @@ def dense_vs_tree(series: dict, out: Path) -> Path | None:
     return _save(fig, out, "dense_vs_tree.png")
 
 
-FIGURES = (query_vs_n, query_vs_output, update_cost, remote_clusters, dense_vs_tree)
+BATCH_COLOURS = {
+    "tree query_many": "C0",
+    "numpy brute force": "C3",
+    "scipy cKDTree inverted": "C2",
+    "rtree intersection_v": "C1",
+    "tree: CollisionCandidates + query_many": "C0",
+    "scipy cKDTree query_pairs": "C2",
+    "numpy uniform hash grid": "C4",
+}
+
+
+def interest(series: dict, out: Path) -> Path | None:
+    """Interest management: tick time per method, the small case and against N."""
+    cases = series.get("interest")
+    if not cases:
+        return None
+    plt = _plt()
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
+    small, large = cases[0], cases[1:]
+    ax = axes[0]
+    names = list(small["tick"])
+    values = [small["tick"][k] * 1e3 for k in names]
+    bars = ax.barh(names, values, color=[BATCH_COLOURS.get(k, "C7") for k in names])
+    ax.bar_label(bars, fmt="%.3g ms", fontsize=8)
+    ax.set_xlim(0, max(values) * 1.25)
+    ax.set(title=f"one tick: {small['label']}", xlabel="ms per tick (wall clock)")
+    ax.invert_yaxis()
+    ax = axes[1]
+    if large:
+        n = [c["n"] for c in large]
+        for name in names:
+            ax.loglog(n, [c["tick"][name] * 1e3 for c in large], "o-", label=name, color=BATCH_COLOURS.get(name))
+        ax.axhline(25, color="k", ls="--", lw=1, label="aim: 25 ms tick")
+        ax.set(title=f"{large[0]['m']:,} viewers: tick against entities", xlabel="entities N",
+               ylabel="ms per tick (wall clock)")
+        ax.legend(fontsize=8)
+        ax.grid(True, which="both", alpha=0.3)
+    return _save(fig, out, "interest.png")
+
+
+def collision(series: dict, out: Path) -> Path | None:
+    """Broad phase: time per frame against N for each method."""
+    c = series.get("collision")
+    if not c or not c["n"]:
+        return None
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(6.5, 4.5))
+    for name, ys in c["methods"].items():
+        ax.loglog(c["n"], np.array(ys) * 1e3, "o-", label=name, color=BATCH_COLOURS.get(name))
+    ax.set(title="collision broad phase: all touching pairs per frame", xlabel="moving creatures N",
+           ylabel="ms per frame (wall clock)")
+    ax.legend(fontsize=8)
+    ax.grid(True, which="both", alpha=0.3)
+    return _save(fig, out, "collision.png")
+
+
+FIGURES = (query_vs_n, query_vs_output, update_cost, remote_clusters, dense_vs_tree, interest, collision)
 
 
 def write_plots(res: Results, out: Path) -> list[Path]:

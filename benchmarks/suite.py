@@ -39,6 +39,16 @@ class Config:
     dense_worlds: tuple[tuple[str, int], ...]
     single_ops: int
     rtree_ops: int
+    interest_small: tuple[int, int]          # (mobs, players)
+    interest_sizes: tuple[int, ...]          # entities, each with interest_viewers viewers
+    interest_viewers: int
+    interest_repeats: int
+    collision_sizes: tuple[int, ...]
+    collision_frames: int
+    collision_full_check: int                # brute-force every pair up to this N, else a sample
+    collision_sample: int
+    jit_warm_runs: int                       # 0: skip the JIT start-up section
+    jit_cold: bool                           # also a cold start (compiles every kernel: seconds)
 
 
 PRESETS: dict[str, Config] = {
@@ -46,15 +56,21 @@ PRESETS: dict[str, Config] = {
         "full", (10_000, 100_000, 1_000_000), 64, 5, 3, 3, (100_000, 1_000_000), 9,
         (10_000, 100_000), 100_000, 12, (10_000, 100_000, 1_000_000),
         (("dense", 1_000_000), ("sparse", 10_000)), 2000, 300,
+        (5_000, 100), (10_000, 100_000, 1_000_000), 2000, 5,
+        (10_000, 100_000), 6, 20_000, 1000, 3, True,
     ),
     "quick": Config(
         "quick", (1_000, 10_000, 100_000), 32, 3, 2, 1, (10_000, 100_000), 5,
         (1_000, 10_000), 10_000, 6, (1_000, 10_000, 100_000),
         (("dense", 100_000), ("sparse", 1_000)), 500, 100,
+        (5_000, 100), (100_000,), 500, 3,
+        (2_000, 5_000), 4, 5_000, 500, 1, False,
     ),
     "tiny": Config(
         "tiny", (200, 1_000), 6, 1, 1, 1, (300, 2_000), 1,
         (100, 1_000), 500, 3, (100, 1_000), (("dense", 2_000), ("sparse", 200)), 50, 20,
+        (500, 20), (2_000,), 40, 1,
+        (300, 1_500), 3, 1_000, 200, 0, False,
     ),
 }
 
@@ -65,6 +81,7 @@ class Structures:
 
     tree: Any
     dense: Any = None
+    collision: Any = None
 
 
 def load_structures() -> Structures:
@@ -72,7 +89,8 @@ def load_structures() -> Structures:
     ``culling`` exports it (its public name, DESIGN.md section 2)."""
     import culling
 
-    return Structures(culling.ViewDistanceTree, getattr(culling, "DenseViewDistanceGrid", None))
+    return Structures(culling.ViewDistanceTree, getattr(culling, "DenseViewDistanceGrid", None),
+                      culling.CollisionCandidates)
 
 
 def tree_method(structs: Structures, wl: Workload, name: str = "tree (exact)") -> CullingMethod:
@@ -163,7 +181,19 @@ def timed_loop(fn: Callable[..., Any], args: Sequence[tuple]) -> tuple[float, li
     return clock() - t0, out
 
 
-SECTION_NAMES = ("forest", "clusters", "colocated", "moving", "scaling", "dense")
+SECTIONS: dict[str, tuple[str, str]] = {
+    "forest": ("benchmarks.sections", "run_forest"),
+    "clusters": ("benchmarks.sections", "run_clusters"),
+    "colocated": ("benchmarks.sections", "run_colocated"),
+    "moving": ("benchmarks.sections", "run_moving"),
+    "scaling": ("benchmarks.sections", "run_scaling"),
+    "dense": ("benchmarks.sections", "run_dense"),
+    "interest": ("benchmarks.batch_sections", "run_interest"),
+    "collision": ("benchmarks.batch_sections", "run_collision"),
+    "jit": ("benchmarks.batch_sections", "run_jit"),
+}
+"""Section name -> (module, function): each function adds tables, targets and series to the run."""
+SECTION_NAMES = tuple(SECTIONS)
 
 
 def run_suite(
@@ -177,7 +207,7 @@ def run_suite(
 
     ``clock_kind`` is ``"cpu"`` (the thread's CPU time) or ``"wall"``.
     """
-    from benchmarks import sections
+    import importlib
 
     structs = structs or load_structures()
     use_clock(clock_kind)
@@ -189,7 +219,8 @@ def run_suite(
     for name in only or SECTION_NAMES:
         progress(f"running {name} ({cfg.name})")
         t = time.perf_counter()
-        getattr(sections, f"run_{name}")(cfg, structs, res)
+        module, function = SECTIONS[name]
+        getattr(importlib.import_module(module), function)(cfg, structs, res)
         progress(f"  {name} took {time.perf_counter() - t:.1f} s")
     res.elapsed_s = time.perf_counter() - t0
     res.machine["load_end"] = machine_info()["load"]

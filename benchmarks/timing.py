@@ -162,3 +162,19 @@ def traced_memory(fn: Callable[[], Any]) -> tuple[Any, int]:
     finally:
         tracemalloc.stop()
     return result, after - before
+
+
+@contextmanager
+def wall_clock() -> Iterator[None]:
+    """Time by ``time.perf_counter`` inside the block, whatever the run's clock.
+
+    For methods that run on several threads (``query_many`` in parallel,
+    cKDTree with ``workers=-1``): the benchmark thread's CPU time would miss
+    the other threads' work.
+    """
+    saved = dict(_state)
+    use_clock("wall")
+    try:
+        yield
+    finally:
+        _state.update(saved)

@@ -253,3 +253,118 @@ def sprawl(sizes: list[int], n: int, m: int = 64, seed: int = 6) -> Workload:
         root_size=root,
         root_origin=origin,
     )
+
+
+# ------------------------------------------------------------ many viewers
+
+# Interest radii of server entities (share, low, high): most mobs matter only
+# nearby, a few (bosses, vehicles, events) far away.
+INTEREST_CLASSES: tuple[tuple[float, float, float], ...] = (
+    (0.60, 10.0, 25.0),
+    (0.30, 25.0, 60.0),
+    (0.10, 60.0, 150.0),
+)
+TOWNS = 16
+TOWN_SIGMA = 100.0
+"""Towns: Gaussian crowds of this spread (units) around seeded centres."""
+TOWN_SHARE_ENTITIES = 0.10
+
+
+@dataclass
+class Crowd:
+    """Entities with per-entity radii, and the viewers that ask about them.
+
+    A viewer sees an entity when the viewer lies inside the entity's sphere
+    (distance to its centre <= its radius): the tree's question, asked for
+    every viewer at once.
+
+    centres : ndarray, shape (n, 3), float64
+    radii : ndarray, shape (n,), float64 (per-entity interest radius)
+    viewers : ndarray, shape (m, 3), float64
+    """
+
+    name: str
+    centres: np.ndarray
+    radii: np.ndarray
+    viewers: np.ndarray
+    world: float
+
+    @property
+    def n(self) -> int:
+        return len(self.radii)
+
+
+def _radii_by_class(rng: np.random.Generator, n: int, classes: tuple[tuple[float, float, float], ...]) -> np.ndarray:
+    shares = np.array([c[0] for c in classes])
+    kind = rng.choice(len(classes), size=n, p=shares / shares.sum())
+    lo, hi = np.array([c[1:] for c in classes])[kind].T
+    return lo + (hi - lo) * rng.random(n)
+
+
+def interest(n: int, m: int, world: float = WORLD_SIZE, seed: int = 8) -> Crowd:
+    """Interest management on a game server: ``n`` entities, ``m`` viewers (players).
+
+    Entities stand on a ``world`` x ``world`` ground plane, 90% spread
+    uniformly and 10% in 16 towns (Gaussian, sigma 100); each has its own
+    radius (60% 10-25, 30% 25-60, 10% 60-150).  Half the viewers stand in
+    the towns, half anywhere, at eye height; so town players see several
+    times more entities than the rest.  Pure function of the arguments.
+    """
+    rng = np.random.default_rng(seed)
+    margin = min(400.0, world / 4)
+    towns = rng.uniform(margin, world - margin, (TOWNS, 2))
+    in_town = int(round(n * TOWN_SHARE_ENTITIES))
+    xy = np.concatenate([rng.uniform(0.0, world, (n - in_town, 2)),
+                         towns[np.arange(in_town) % TOWNS] + rng.normal(0.0, TOWN_SIGMA, (in_town, 2))])
+    xy = np.clip(xy, 0.0, np.nextafter(world, 0.0))
+    centres = np.column_stack([xy, rng.uniform(0.0, 2.0, n)])
+    radii = _radii_by_class(rng, n, INTEREST_CLASSES)
+    half = m // 2
+    vxy = np.concatenate([towns[np.arange(half) % TOWNS] + rng.normal(0.0, TOWN_SIGMA, (half, 2)),
+                          rng.uniform(0.0, world, (m - half, 2))])
+    vxy = np.clip(vxy, 0.0, np.nextafter(world, 0.0))
+    viewers = np.column_stack([vxy, np.full(m, EYE_HEIGHT) + rng.uniform(0.0, 0.3, m)])
+    return Crowd(f"interest-{n}x{m}", centres, radii, viewers, world)
+
+
+def mmo(n_mobs: int = 5_000, n_players: int = 100, seed: int = 9) -> Crowd:
+    """The case networking libraries measure: 100 players among 5,000 mobs.
+
+    A 1000 x 1000 map, every mob with its own radius (the same classes as
+    :func:`interest`), players half in towns and half anywhere.
+    """
+    wl = interest(n_mobs, n_players, world=1000.0, seed=seed)
+    wl.name = f"mmo-{n_mobs}x{n_players}"
+    return wl
+
+
+# ------------------------------------------------------------ broad phase
+
+SWARM_BOUNDING = (0.5, 2.5)
+"""Bounding radii of broad-phase creatures: uniform in this range (units)."""
+SWARM_SPACING = 6.0
+"""Volume per creature is SWARM_SPACING**3, so a creature touches about one other."""
+
+
+def swarm_frames(n: int, frames: int, seed: int = 10) -> tuple[np.ndarray, list[np.ndarray]]:
+    """``n`` creatures with bounding spheres flying in a cube, ``frames`` frames.
+
+    Returns (bounding radii (n,), centres per frame: a list of (n, 3)).  The
+    cube's edge keeps the density the same at every ``n`` (about one contact
+    per creature); every frame each creature moves by up to a quarter of its
+    radius, bouncing off the cube's walls.
+    """
+    rng = np.random.default_rng(seed)
+    edge = SWARM_SPACING * n ** (1.0 / 3.0)
+    radii = rng.uniform(*SWARM_BOUNDING, n)
+    c = rng.uniform(0.0, edge, (n, 3))
+    velocity = rng.normal(0.0, 1.0, (n, 3))
+    velocity *= (0.25 * radii / np.linalg.norm(velocity, axis=1))[:, None]
+    out = []
+    for _ in range(frames):
+        c = c + velocity
+        low, high = c < 0.0, c >= edge
+        c = np.where(low, -c, np.where(high, 2.0 * edge - c - 1e-9, c))
+        velocity = np.where(low | high, -velocity, velocity)
+        out.append(c)
+    return radii, out

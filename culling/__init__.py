@@ -11,6 +11,7 @@ rules) is docs/CONTRACT.md in the repository.
 
 from culling.collision import CollisionCandidates
 from culling.dense import DenseViewDistanceGrid
+from culling.interface import PointIndex
 from culling.trace import LevelTrace, QueryTrace
 from culling.tracker import MultiCameraTracker, VisibilityEvents, VisibilityTracker
 from culling.tree import MAX_DEPTH, MAX_GROWTH, ViewDistanceTree
@@ -22,6 +23,7 @@ __all__ = [
     "MAX_DEPTH",
     "MAX_GROWTH",
     "MultiCameraTracker",
+    "PointIndex",
     "QueryTrace",
     "ViewDistanceTree",
     "VisibilityEvents",

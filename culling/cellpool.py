@@ -63,7 +63,8 @@ def concat_ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     if total == 0:
         return np.empty(0, dtype=np.int64)
     shifts = np.repeat(np.asarray(starts, dtype=np.int64) - (np.cumsum(lengths) - lengths), lengths)
-    return np.arange(total, dtype=np.int64) + shifts
+    result: np.ndarray = np.arange(total, dtype=np.int64) + shifts
+    return result
 
 
 def _block_sizes(needs: np.ndarray, counts: np.ndarray) -> np.ndarray:
@@ -141,7 +142,8 @@ class CellPool:
 
     def positions(self, handles: np.ndarray) -> np.ndarray:
         """Pool entries (int64 (n,)) of linked objects."""
-        return self.start[self.cell[handles]].astype(np.int64) + self.slot[handles]
+        result: np.ndarray = self.start[self.cell[handles]].astype(np.int64) + self.slot[handles]
+        return result
 
     def nbytes(self) -> int:
         """Bytes held in NumPy arrays (cells, pool, rows and per-object arrays)."""
@@ -151,7 +153,7 @@ class CellPool:
     # ------------------------------------------------------------------
     # One object: O(1) (amortised when a block has to move)
 
-    def link(self, handle: int, cell: int, row=()) -> None:
+    def link(self, handle: int, cell: int, row: list[float] | tuple[float, ...] | np.ndarray = ()) -> None:
         """Add ``handle`` (in no cell) to ``cell`` with payload ``row`` (``columns`` floats)."""
         count = int(self.count[cell])
         if count == self.cap[cell]:
@@ -183,6 +185,8 @@ class CellPool:
         if last == 0:
             self.cap[cell] = 0
             self.nonempty -= 1
+        if self.pool.shape[0] > SHRINK_RATIO * self.members + MIN_POOL:
+            self._repack()  # amortised O(1): see SHRINK_RATIO
 
     # ------------------------------------------------------------------
     # Many objects: O(k log k) for grouping, no Python loop
@@ -247,6 +251,19 @@ class CellPool:
         self.nonempty -= int(emptied.size)
         if self.pool.shape[0] > SHRINK_RATIO * self.members + MIN_POOL:
             self._repack()
+
+    def clear(self) -> None:
+        """Forget every member and give the pool and per-object arrays back (sizes as new).
+
+        O(1) beyond freeing: with no member, every cell's count and capacity are already 0.
+        """
+        self.pool = np.zeros(MIN_POOL, dtype=np.int32)
+        self.rows = np.zeros((self.rows.shape[0], MIN_POOL), dtype=np.float64)
+        self.end = 0
+        self.cell = np.full(0, -1, dtype=np.int32)
+        self.slot = np.zeros(0, dtype=np.int32)
+        self.members = 0
+        self.nonempty = 0
 
     # ------------------------------------------------------------------
     # Reading

@@ -25,6 +25,7 @@ import numbers
 
 import numpy as np
 
+from culling.shapes import distances
 from culling.tree import ViewDistanceTree
 from culling.validation import (
     as_handle,
@@ -37,20 +38,22 @@ from culling.validation import (
     check_unique,
 )
 
-__all__ = ["CollisionCandidates"]
+__all__ = ["CollisionCandidates", "MAX_RESOLVE_ITERATIONS"]
+
+#: The most passes :meth:`CollisionCandidates.resolve` accepts: a probe boxed
+#: in between objects may never get free, and a bound the caller gives must
+#: also bound the time (a larger value is a ``ValueError``, not a hang).
+MAX_RESOLVE_ITERATIONS = 10_000
 
 
 def _distances(centres: np.ndarray, point: np.ndarray) -> np.ndarray:
     """Euclidean distance from ``point`` to each row of ``centres``, shape (n,).
 
-    Summed axis by axis in order, so an offset along one axis is exact.
+    :func:`culling.shapes.distances`: summed axis by axis, rescaled where the
+    squares would under- or overflow, so extreme magnitudes neither warn nor
+    lose the answer.
     """
-    offsets = centres - point
-    total = np.zeros(offsets.shape[0])
-    with np.errstate(under="ignore"):  # tiny offsets square to 0
-        for axis in range(offsets.shape[1]):
-            total += offsets[:, axis] * offsets[:, axis]
-    return np.sqrt(total)
+    return distances([centres[:, axis] for axis in range(centres.shape[1])], point.tolist(), "sphere")
 
 
 class CollisionCandidates:
@@ -188,7 +191,7 @@ class CollisionCandidates:
             ``handle`` is not stored.
         """
         h = as_handle(handle)
-        self._check_known(np.array([h], dtype=np.int64))
+        self._check_known(as_handles([h]))
         bounding = (self._bounding[h] if bounding_radius is None
                     else as_radius(bounding_radius, "bounding_radius"))
         reach = self._reach(np.array([bounding]), self._probe)
@@ -219,7 +222,7 @@ class CollisionCandidates:
     def remove(self, handle) -> None:
         """Remove one object; ``KeyError`` if it is not stored.  O(1) plus node cleanup."""
         h = as_handle(handle)
-        self._check_known(np.array([h], dtype=np.int64))
+        self._check_known(as_handles([h]))
         self._tree.remove(h)
         self._alive[h] = False
 
@@ -276,8 +279,10 @@ class CollisionCandidates:
     def touching(self, probe_centre) -> np.ndarray:
         """Objects whose bounding sphere touches the probe sphere.
 
-        Exact sphere-sphere test ``|c - p| <= b + probe_radius`` (touching
-        surfaces count).
+        Sphere-sphere test ``|c - p| <= b + probe_radius`` (touching
+        surfaces count), decided exactly like the tree's exact query (it is
+        that query): the stored reach ``b + probe_radius`` (one float
+        addition) against the exact distance, at every magnitude.
 
         Parameters
         ----------
@@ -292,8 +297,7 @@ class CollisionCandidates:
         O(levels + candidates).
         """
         point = as_point(probe_centre, self._dim, "probe_centre")
-        hs, _, reach, dist = self._contacts(point)
-        return np.sort(hs[dist <= reach])
+        return np.sort(self._tree.query(point, exact=True))
 
     def resolve(self, probe_centre, iterations=4) -> np.ndarray:
         """Push the probe out of every object it overlaps.
@@ -307,7 +311,7 @@ class CollisionCandidates:
         Parameters
         ----------
         probe_centre : array_like, shape (dim,), float
-        iterations : int, >= 0
+        iterations : int, 0 to ``MAX_RESOLVE_ITERATIONS``
             Upper bound on the passes.  Between objects that box the probe
             in, the result may still overlap; check :meth:`touching` if that
             matters.
@@ -326,8 +330,8 @@ class CollisionCandidates:
         point = as_point(probe_centre, self._dim, "probe_centre").copy()
         if isinstance(iterations, bool) or not isinstance(iterations, (numbers.Integral, np.integer)):
             raise TypeError(f"iterations must be an integer, got {type(iterations).__name__}")
-        if iterations < 0:
-            raise ValueError(f"iterations must be >= 0, got {iterations}")
+        if not 0 <= iterations <= MAX_RESOLVE_ITERATIONS:
+            raise ValueError(f"iterations must be in [0, {MAX_RESOLVE_ITERATIONS}], got {iterations}")
         for _ in range(int(iterations)):
             _, centres, reach, dist = self._contacts(point)
             overlap = dist < reach
@@ -346,7 +350,10 @@ class CollisionCandidates:
                 else:
                     p = list(centre)
                     p[-1] += r
-            point = np.array(p, dtype=np.float64)
+            moved = np.array(p, dtype=np.float64)
+            if np.array_equal(moved, point):
+                break  # a fixed point: further passes would change nothing
+            point = moved
         return point
 
     # -- testing -------------------------------------------------------------

@@ -32,7 +32,7 @@ import numpy as np
 from culling.cellpool import CellPool
 from culling.gridgeometry import GridGeometry
 from culling.nodes import ARRAY_GROWTH
-from culling.shapes import distances, sphere_contains, squared_reach, squared_reach_of, within
+from culling.shapes import contains_exact, squared_reach, squared_reach_of
 from culling.trace import LevelTrace, QueryTrace
 from culling.validation import (
     as_coords,
@@ -138,12 +138,20 @@ class DenseViewDistanceGrid:
         self._reach = shape == "sphere"
         self._cells = CellPool(geo.cell_count, columns=self.dim + 1 + self._reach)
         self._level_count = np.zeros(self.finest_level + 1, dtype=np.int64)
+        self._count = 0
+        self._reset_objects()
+
+    def _reset_objects(self) -> None:
+        """Empty per-object arrays and handles from 0: at construction and whenever the grid empties.
+
+        With :meth:`CellPool.clear` an emptied grid holds no more memory than a new one.
+        """
         # Objects, indexed by handle: level (-1 for a free handle); cell and slot in self._cells.
         self._level = np.full(0, -1, dtype=np.int8)
         self._free = np.zeros(0, dtype=np.int32)  # stack of free handles, most recent last
         self._n_free = 0
         self._next_handle = 0
-        self._count = 0
+        self._cells.clear()
 
     def _finest_level(self, min_radius) -> tuple[int, float]:
         """The finest level and the min_radius it stands for, validated."""
@@ -275,6 +283,8 @@ class DenseViewDistanceGrid:
         self._free[self._n_free] = handle
         self._n_free += 1
         self._count -= 1
+        if not self._count:
+            self._reset_objects()
 
     # ------------------------------------------------------------------
     # Mutation: batches, validated whole before anything changes
@@ -357,6 +367,8 @@ class DenseViewDistanceGrid:
         self._free[self._n_free:self._n_free + handles.size] = handles
         self._n_free += handles.size
         self._count -= handles.size
+        if not self._count:
+            self._reset_objects()
 
     # ------------------------------------------------------------------
     # Queries
@@ -377,7 +389,7 @@ class DenseViewDistanceGrid:
         ``scale <= 1`` (``ceil(1 + scale)**dim`` in general).
         """
         p = as_coords(point, self.dim, "point")
-        scale = as_scale(scale) if scale != 1.0 else 1.0
+        scale = as_scale(scale)
         if not self._count:
             return np.empty(0, dtype=np.int64)
         occupied = self._level_count.tolist()
@@ -399,6 +411,26 @@ class DenseViewDistanceGrid:
             handles = handles[self._inside(rows, p, scale)]
         return handles
 
+    def query_spheres(self, point, exact: bool = False,
+                      scale: float = 1.0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Like :meth:`query`, with each answer's centre and radius (as the tree's).
+
+        Returns
+        -------
+        handles : ndarray, shape (k,), int64
+        centres : ndarray, shape (k, dim), float64, a fresh array
+        radii : ndarray, shape (k,), float64, a fresh array
+
+        Cost: O(levels + candidates), read from the visited cells' contiguous runs.
+        """
+        p = as_coords(point, self.dim, "point")
+        scale = as_scale(scale)
+        handles, rows, _ = self._candidates(np.array([p]), scale)
+        if exact and handles.size:
+            keep = self._inside(rows, p, scale)
+            handles, rows = handles[keep], rows[:, keep]
+        return handles, np.ascontiguousarray(rows[: self.dim].T), rows[self.dim].copy()
+
     def query_many(self, points, exact: bool = False, scale: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
         """Answer many points at once, vectorised over points, levels and cells.
 
@@ -415,12 +447,10 @@ class DenseViewDistanceGrid:
         Cost: O(m x levels + candidates).
         """
         points = as_points(points, self.dim, "points")
-        scale = as_scale(scale) if scale != 1.0 else 1.0
+        scale = as_scale(scale)
         handles, rows, owners = self._candidates(points, scale)
-        if exact and handles.size:
-            with np.errstate(over="ignore"):  # offsets from each candidate's own point; inf is "outside"
-                offsets = np.array([rows[axis] - points[owners, axis] for axis in range(self.dim)])
-            keep = self._inside(np.vstack([offsets, rows[self.dim:]]), [0.0] * self.dim, scale)
+        if exact and handles.size:  # each candidate against its own query point
+            keep = self._inside(rows, [points[owners, axis] for axis in range(self.dim)], scale)
             handles, owners = handles[keep], owners[keep]
         return handles, np.bincount(owners, minlength=points.shape[0]).astype(np.int64)
 
@@ -438,7 +468,7 @@ class DenseViewDistanceGrid:
         ``scale`` visits up to ``ceil(1 + scale)**dim`` cells per level.
         """
         p = as_coords(point, self.dim, "point")
-        scale = as_scale(scale) if scale != 1.0 else 1.0
+        scale = as_scale(scale)
         if not self._count:
             return QueryTrace(point=np.array(p), candidates=np.empty(0, dtype=np.int64), levels=[])
         deepest = int(np.flatnonzero(self._level_count)[-1])
@@ -507,10 +537,8 @@ class DenseViewDistanceGrid:
 
     def _inside(self, rows: np.ndarray, point, scale: float) -> np.ndarray:
         """Mask of the pool ``rows`` (columns, k) whose shape contains ``point`` (radii times ``scale``)."""
-        axes = rows[: self.dim]
-        if self._reach and scale == 1.0:
-            return sphere_contains(axes, point, rows[self.dim], rows[self.dim + 1])
-        return within(distances(axes, point, self.shape), rows[self.dim], scale)
+        return contains_exact(rows[: self.dim], point, rows[self.dim], self.shape, scale,
+                              rows[self.dim + 1] if self._reach else None)
 
     def _home(self, point: list[float], radius: float) -> tuple[int, int]:
         """Level and global cell of one validated sphere; ``ValueError`` outside the world."""

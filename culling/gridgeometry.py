@@ -27,11 +27,9 @@ import math
 
 import numpy as np
 
-__all__ = ["GridGeometry"]
+from culling.lattice import half_reach, round_down_add_many, round_down_sub_many
 
-#: Cell coordinates of points farther than this many world sizes away are
-#: clamped: far outside any window, and finite in every step.
-_LIMIT = 2.0 ** 80
+__all__ = ["GridGeometry"]
 
 
 class GridGeometry:
@@ -59,9 +57,11 @@ class GridGeometry:
         # W_L/4 for L = F-1 .. 0, ascending: a radius's level is F - #(thresholds <= r).
         self._thresholds = np.ldexp(size, -(levels[:-1][::-1] + 2))
         self._thresholds_list = self._thresholds.tolist()
-        self._origin_list = origin.tolist()
-        self._w_list = self.cell_size.tolist()
-        self._offsets_list = self.offsets.tolist()
+        self._origin_list: list[float] = origin.tolist()
+        self._hi_list: list[float] = self.hi.tolist()
+        self._unit_halves = [half_reach(size, level, 1.0) for level in range(finest_level + 1)]
+        self._w_list: list[float] = self.cell_size.tolist()
+        self._offsets_list: list[int] = self.offsets.tolist()
 
     @property
     def cell_count(self) -> int:
@@ -145,57 +145,93 @@ class GridGeometry:
     # ------------------------------------------------------------------
     # Query windows
 
+    def axis_cell(self, q: float, axis: int, level: int) -> int:
+        """Cell of coordinate ``q`` on one axis and level, as :meth:`home` places centres.
+
+        Extended outside the world (``-1`` below it, ``2**level`` at or above
+        its end), so it is a monotone (non-decreasing) function of ``q`` over
+        all floats, infinities included; query windows rely on that.
+        """
+        o = self._origin_list[axis]
+        if q < o:
+            return -1
+        if q >= self._hi_list[axis]:
+            return 1 << level
+        w = self._w_list[level]
+        top = (1 << level) - 1
+        k = min(max(math.floor((q - o) / self.size * math.ldexp(1.0, level)), 0), top)
+        if q < o + k * w:
+            k -= 1
+        elif q >= o + (k + 1) * w:
+            k += 1
+        return min(max(k, 0), top)
+
     def window_one(self, point: list[float], scale: float, deepest: int) -> list[list[tuple[int, int]]]:
         """The visited cells of one point: per level ``[(first, last)]`` per axis.
 
         Levels ``0 .. deepest``, stopping before the first level with no
         visited cell (finer levels have none either); level 0 is always its
-        one cell.  Cell ``k`` of edge ``W`` is visited when ``lo - h <= p <
-        hi + h`` with ``lo = origin + k*W``, ``hi = origin + (k+1)*W`` and
-        ``h = scale*W/2``: each window is estimated in cell units, then each
-        end is moved by at most one cell to satisfy those float comparisons.
-        The same IEEE operations as :meth:`windows`, in Python floats:
-        O(levels x dim), no NumPy call.
+        one cell.  A sphere on level ``L`` has ``radius < W/2`` exactly, so
+        a containing centre ``c`` lies in ``(p - h, p + h)``, ``h`` >=
+        ``scale * W / 2`` (:func:`~culling.lattice.half_reach`); with
+        ``q_lo``, ``q_hi`` the largest floats at or below ``p - h`` and
+        ``p + h`` (directed rounding by TwoSum) and the monotone
+        :meth:`axis_cell`, every cell from ``axis_cell(q_lo)`` to
+        ``axis_cell(q_hi)`` is visited: never a cell that truly holds a
+        containing sphere is skipped, and where the coordinates are exact this
+        is the rule ``lo - h <= p < hi + h``.  The same IEEE operations as
+        :meth:`windows`, in Python floats: O(levels x dim), no NumPy call.
         """
-        size = self.size
-        half = 0.5 * scale
-        span = float(math.ceil(scale))
-        axes_in = []
-        for p, o in zip(point, self._origin_list):
-            u = (p - o) / size
-            axes_in.append((p, o, -_LIMIT if u < -_LIMIT else (_LIMIT if u > _LIMIT else u)))
         result = [[(0, 0)] * self.dim]
-        floor = math.floor
-        w_list = self._w_list
+        inf, nextafter, floor = math.inf, math.nextafter, math.floor
+        size = self.size
+        halves = self._unit_halves if scale == 1.0 else [half_reach(size, level, scale)
+                                                          for level in range(self.finest_level + 1)]
+        bounds = list(zip(point, self._origin_list, self._hi_list))
         for level in range(1, deepest + 1):
-            w = w_list[level]
-            h = scale * w / 2
-            n = float(1 << level)
+            h = halves[level]
+            w = self._w_list[level]
             factor = 2.0 ** level
+            top = (1 << level) - 1
             axes = []
-            for p, o, u in axes_in:
-                x = u * factor
-                low = floor(x - 1.0 - half) + 1.0
-                low = -1.0 if low < -1.0 else (n if low > n else low)
-                high = float(floor(x + half))
-                high = -1.0 if high < -1.0 else (n if high > n else high)
-                if p < (o + low * w) + h:  # the cell before reaches p too
-                    low -= 1.0
-                elif not p < (o + (low + 1.0) * w) + h:
-                    low += 1.0
-                if (o + (high + 1.0) * w) - h <= p:
-                    high += 1.0
-                elif not (o + high * w) - h <= p:
-                    high -= 1.0
-                if low < high - span:
-                    low = high - span
-                if low < 0.0:
-                    low = 0.0
-                if high > n - 1.0:
-                    high = n - 1.0
-                if high < low:
+            for p, o, hi in bounds:
+                # q_lo, q_hi: round_down_sub(p, h), round_down_add(p, h), inlined (hot path)
+                q_lo = p - h
+                if q_lo != -inf and h != inf:
+                    bb = q_lo - p
+                    if (p - (q_lo - bb)) + (-h - bb) < 0:
+                        q_lo = nextafter(q_lo, -inf)
+                else:
+                    q_lo = -inf
+                q_hi = p + h
+                if q_hi != inf and h != inf:
+                    bb = q_hi - p
+                    if (p - (q_hi - bb)) + (h - bb) < 0:
+                        q_hi = nextafter(q_hi, -inf)
+                else:
+                    q_hi = inf
+                if q_hi < o or q_lo >= hi:
                     return result
-                axes.append((int(low), int(high)))
+                # axis_cell(q_lo) clamped to 0 and axis_cell(q_hi) clamped to top, inlined
+                if q_lo < o:
+                    low = 0
+                else:
+                    low = min(max(floor((q_lo - o) / size * factor), 0), top)
+                    if q_lo < o + low * w:
+                        low -= 1
+                    elif q_lo >= o + (low + 1) * w:
+                        low += 1
+                    low = min(max(low, 0), top)
+                if q_hi >= hi:
+                    high = top
+                else:
+                    high = min(max(floor((q_hi - o) / size * factor), 0), top)
+                    if q_hi < o + high * w:
+                        high -= 1
+                    elif q_hi >= o + (high + 1) * w:
+                        high += 1
+                    high = min(max(high, 0), top)
+                axes.append((low, high))
             result.append(axes)
         return result
 
@@ -220,29 +256,33 @@ class GridGeometry:
         first empty window).
         """
         levels = np.arange(deepest + 1)
-        w = self.cell_size[: deepest + 1][None, :, None]
-        n = np.ldexp(1.0, levels)[None, :, None]
-        o = self.origin[None, None, :]
+        h = np.array([half_reach(self.size, level, scale) for level in range(deepest + 1)])[None, :, None]
         p = points[:, None, :]
-        with np.errstate(all="ignore"):
-            u = np.clip((points - self.origin) / self.size, -_LIMIT, _LIMIT)
-            x = np.ldexp(u[:, None, :], levels[None, :, None])
-            half = 0.5 * scale
-            low = np.clip(np.floor(x - 1.0 - half) + 1.0, -1.0, n)
-            high = np.clip(np.floor(x + half), -1.0, n)
-            h = scale * w / 2
-            low = np.where(p < (o + low * w) + h, low - 1.0,
-                           np.where(p < (o + (low + 1.0) * w) + h, low, low + 1.0))
-            high = np.where((o + (high + 1.0) * w) - h <= p, high + 1.0,
-                            np.where((o + high * w) - h <= p, high, high - 1.0))
-        low = np.maximum(np.maximum(low, high - float(math.ceil(scale))), 0.0)
-        high = np.minimum(high, n - 1.0)
-        width = np.maximum(high - low + 1.0, 0.0).astype(np.int64)
-        low = low.astype(np.int64)
+        low = np.maximum(self._axis_cells(round_down_sub_many(p, h), levels), 0)
+        high = np.minimum(self._axis_cells(round_down_add_many(p, h), levels),
+                          np.left_shift(1, levels)[None, :, None] - 1)
+        width = np.maximum(high - low + 1, 0)
         low[:, 0, :] = 0
         width[:, 0, :] = 1
         reached = np.cumprod((width > 0).all(axis=2), axis=1).astype(bool)
         return low, np.where(reached[:, :, None], width, 0)
+
+    def _axis_cells(self, q: np.ndarray, levels: np.ndarray) -> np.ndarray:
+        """:meth:`axis_cell` of ``q`` (m, levels, dim) on ``levels``; int64, the same IEEE operations."""
+        o = self.origin[None, None, :]
+        factor = np.ldexp(1.0, levels)[None, :, None]
+        w = self.cell_size[levels][None, :, None]
+        top = factor - 1.0
+        with np.errstate(all="ignore"):  # q may be infinite: those are replaced below
+            k = (q - o) / self.size
+            k = k * factor
+            np.floor(k, out=k)
+            np.clip(k, 0.0, top, out=k)
+            k -= q < o + k * w
+            k += q >= o + (k + 1.0) * w
+        np.clip(k, 0.0, top, out=k)
+        k = np.where(q < o, -1.0, np.where(q >= self.hi[None, None, :], factor, k))
+        return k.astype(np.int64)
 
     def enumerate(self, low: np.ndarray, width: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Every cell of many windows: point-major, then level, then row-major.

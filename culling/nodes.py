@@ -1,16 +1,19 @@
 """The tree's nodes: a table of NumPy columns plus a hash index by (level, cell).
 
 Nodes are rows of parallel arrays (block start, capacity and count in the
-pool, level, cell, parent, number of children), so batch operations read
-and write many nodes with one NumPy index.  ``by_level[level][cell]`` finds a
-node in O(1): a sphere's home node and the nodes a query visits are computed
-from coordinates, then looked up, never searched for.
+pool, level, cell, parent, number of children, child links), so batch
+operations read and write many nodes with one NumPy index and the compiled
+query kernels (:mod:`culling.treekernels`) walk the tree from flat arrays.
+``by_level[level][cell]`` finds a node in O(1): a sphere's home node is
+computed from coordinates, then looked up, never searched for.
 
 >>> table = NodeTable(dim=2)
 >>> root = table.new(0, (5, 5), -1)
 >>> leaf = table.at(2, (21, 20))           # creates the missing level-1 parent
 >>> table.live, table.key[table.parent[leaf]]
 (3, (1, (10, 10)))
+>>> table.child[root].tolist()             # (10, 10): low half on both axes
+[1, -1, -1, -1]
 """
 
 from __future__ import annotations
@@ -42,6 +45,9 @@ class NodeTable:
     cells : ndarray, (dim, N), int64, column-wise like the lattice's cells
     parent : ndarray, (N,), int64, -1 for the root
     children : ndarray, (N,), int64, number of live children
+    child : ndarray, (N, 2**dim), int64, C-contiguous
+        The live children by quadrant (``sum((cell[axis] & 1) << axis)``),
+        -1 for none: the links a top-down walk follows.
     key : list of ``(level, cell tuple)`` or None, by node id
     by_level : dict level -> dict cell tuple -> node id
     """
@@ -54,6 +60,7 @@ class NodeTable:
         self.cells = np.zeros((dim, capacity), dtype=np.int64)
         self.parent = np.full(capacity, -1, dtype=np.int64)
         self.children = np.zeros(capacity, dtype=np.int64)
+        self.child = np.full((capacity, 1 << dim), -1, dtype=np.int64)
         self.key: list[tuple[int, tuple[int, ...]] | None] = [None] * capacity
         self.by_level: dict[int, dict[tuple[int, ...], int]] = {}
         self.issued = 0  # node ids handed out so far (live or free)
@@ -65,7 +72,8 @@ class NodeTable:
         return self.issued - len(self.free)
 
     def nbytes(self) -> int:
-        arrays = (self.start, self.capacity, self.count, self.level, self.cells, self.parent, self.children)
+        arrays = (self.start, self.capacity, self.count, self.level, self.cells, self.parent, self.children,
+                  self.child)
         return sum(a.nbytes for a in arrays)
 
     def new(self, level: int, cell: tuple[int, ...], parent: int) -> int:
@@ -84,11 +92,31 @@ class NodeTable:
         self.cells[:, node] = cell
         self.parent[node] = parent
         self.children[node] = 0
+        self.child[node] = -1
         self.key[node] = (level, cell)
         self.by_level.setdefault(level, {})[cell] = node
         if parent >= 0:
             self.children[parent] += 1
+            self.child[parent, self.quadrant(cell)] = node
         return node
+
+    @staticmethod
+    def quadrant(cell: tuple[int, ...]) -> int:
+        """Which child of its parent a cell is: bit ``axis`` set for the high half on that axis."""
+        return sum((c & 1) << axis for axis, c in enumerate(cell))
+
+    def adopt(self, parent: int, node: int) -> None:
+        """Make ``node`` (a root so far) the child of the new root ``parent``."""
+        self.parent[node] = parent
+        self.children[parent] += 1
+        self.child[parent, self.quadrant(tuple(self.cells[:, node].tolist()))] = node
+
+    def orphan(self, node: int) -> None:
+        """Detach ``node`` from its parent, which is about to be deleted: ``node`` becomes the root."""
+        parent = int(self.parent[node])
+        self.children[parent] -= 1
+        self.child[parent, self.quadrant(tuple(self.cells[:, node].tolist()))] = -1
+        self.parent[node] = -1
 
     def at(self, level: int, cell: tuple[int, ...]) -> int:
         """The node for ``(level, cell)``, created with any missing ancestors.  O(1) when it exists.
@@ -112,6 +140,7 @@ class NodeTable:
         parent = self.parent[node]
         if parent >= 0:
             self.children[parent] -= 1
+            self.child[parent, self.quadrant(cell)] = -1
         self.count[node] = -1
         self.capacity[node] = 0
         self.key[node] = None
@@ -125,4 +154,5 @@ class NodeTable:
         self.cells = grown(self.cells.T, length, 0).T.copy()
         self.parent = grown(self.parent, length, -1)
         self.children = grown(self.children, length, 0)
+        self.child = grown(self.child, length, -1)
         self.key.extend([None] * (self.count.shape[0] - len(self.key)))

@@ -8,13 +8,19 @@ and batch mutations can address any member of any node with one NumPy index.
 
 Blocks come in power-of-two capacities; a node that outgrows its block moves
 to one twice as large, and released blocks are reused by their size class.
+Released blocks of other sizes cannot serve a request, so after many removals
+the owner compacts the pool (:meth:`BlockPool.compact`): every live block,
+cut to the power of two its members need, is copied into fresh arrays and the
+garbage is given back.  The owner triggers that when the pool holds more than
+``SHRINK_RATIO`` times the rows its members need, which keeps the copy
+amortised O(1) per removal.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["BlockPool", "MIN_BLOCK", "POOL_GROWTH"]
+__all__ = ["BlockPool", "MIN_BLOCK", "POOL_GROWTH", "SHRINK_RATIO"]
 
 #: Smallest block: a node with a handful of members wastes at most 3 rows.
 MIN_BLOCK = 4
@@ -22,6 +28,17 @@ MIN_BLOCK = 4
 #: The pool's arrays grow by this factor when full.  1.5 rather than 2 keeps
 #: the slack at 1M objects within the memory target (see docs/PERFORMANCE.md).
 POOL_GROWTH = 1.5
+
+
+#: A pool longer than this many rows per stored object (plus one initial
+#: pool) is compacted after removals.  A compacted pool holds at most 6 rows
+#: per object (blocks of at least ``MIN_BLOCK`` = 4 rows, times the 1.5 of
+#: ``POOL_GROWTH``), so at least half the objects must go before the next
+#: compaction: amortised O(1) per removal.
+SHRINK_RATIO = 12
+
+#: Rows of a fresh pool.
+INITIAL_ROWS = 64
 
 
 def block_capacity(count: int) -> int:
@@ -41,7 +58,7 @@ class BlockPool:
     columns : ndarray, shape (width, capacity), float64
     """
 
-    def __init__(self, width: int, capacity: int = 64):
+    def __init__(self, width: int, capacity: int = INITIAL_ROWS):
         self.width = width
         self.handles = np.full(capacity, -1, dtype=np.int64)
         self.columns = np.zeros((width, capacity), dtype=np.float64)
@@ -74,6 +91,44 @@ class BlockPool:
         self.top += capacity
         return start
 
+    def fresh_rows(self, capacities: list[int]) -> int:
+        """Rows above ``top`` that allocating blocks of ``capacities`` would take (free blocks serve first)."""
+        wanted: dict[int, int] = {}
+        for capacity in capacities:
+            wanted[capacity] = wanted.get(capacity, 0) + 1
+        return sum(capacity * max(0, n - len(self._free.get(capacity, ()))) for capacity, n in wanted.items())
+
+    def wasteful(self, objects: int) -> bool:
+        """Whether the pool is far longer than ``objects`` stored objects need (compaction pays)."""
+        return self.capacity > SHRINK_RATIO * objects + INITIAL_ROWS
+
+    def compact(self, starts: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Copy the live blocks' members into fresh, packed arrays; returns their new starts and capacities.
+
+        ``starts`` and ``counts`` (int64 (k,)) describe the live blocks; each
+        gets a block of ``block_capacity(count)`` rows, in the order given,
+        and the pool is sized ``POOL_GROWTH`` times their total.  Free blocks
+        are forgotten.  O(rows in use), vectorised.
+        """
+        counts = np.asarray(counts, dtype=np.int64)
+        capacities = np.maximum(MIN_BLOCK, np.left_shift(1, _bit_length(np.maximum(counts - 1, 0))))
+        new_starts = np.cumsum(capacities) - capacities
+        total = int(capacities.sum())
+        length = max(INITIAL_ROWS, int(total * POOL_GROWTH))
+        rows = int(counts.sum())
+        shifts = np.repeat(new_starts - (np.cumsum(counts) - counts), counts)
+        dst = np.arange(rows, dtype=np.int64) + shifts
+        src = dst - np.repeat(new_starts - np.asarray(starts, dtype=np.int64), counts)
+        handles = np.full(length, -1, dtype=np.int64)
+        handles[dst] = self.handles[src]
+        columns = np.zeros((self.width, length), dtype=np.float64)
+        for new, old in zip(columns, self.columns):
+            new[dst] = old[src]
+        self.handles, self.columns = handles, columns
+        self.top = total
+        self._free = {}
+        return new_starts, capacities
+
     def release(self, start: int, capacity: int) -> None:
         """Give a block back for reuse by a block of the same capacity."""
         self.handles[start:start + capacity] = -1
@@ -85,3 +140,9 @@ class BlockPool:
 
     def nbytes(self) -> int:
         return self.handles.nbytes + self.columns.nbytes
+
+
+def _bit_length(values: np.ndarray) -> np.ndarray:
+    """``int.bit_length`` of each non-negative int64, vectorised (exact below 2**53)."""
+    _, exponent = np.frexp(values.astype(np.float64))
+    return exponent.astype(np.int64)

@@ -6,7 +6,16 @@ distance is.  Surface points count as inside, and a radius of 0 contains only
 its centre.  The tests work axis by axis on 1-D arrays (a short inner axis of
 length 3 would make NumPy loop per object), O(n).
 
+"Exact" means exact: :func:`contains_exact` decides ``sum((c - p)**2) <=
+(radius * scale)**2`` for the float64 inputs as real numbers, the answer a
+``fractions.Fraction`` computation gives.  Floats decide every object whose
+float result lies clearly (by a proven error bound) on one side; the few
+within rounding of the surface, or whose squares under- or overflow, are
+decided with exact rational arithmetic.
+
 >>> import numpy as np
+
+from culling.jit import inline_kernel, kernel
 >>> centres = np.array([[0.0, 0.0], [3.0, 4.0]])
 >>> contains(centres, np.array([5.0, 5.0]), np.zeros(2), "sphere").tolist()
 [True, True]
@@ -21,7 +30,21 @@ from collections.abc import Sequence
 
 import numpy as np
 
-__all__ = ["contains", "distances", "sphere_contains", "squared_distances", "squared_reach", "squared_reach_of", "within"]
+from culling.jit import inline_kernel, kernel
+
+__all__ = ["classify", "contains", "contains_exact", "decide", "distances", "reach_of", "sphere_contains",
+           "squared_distances", "squared_reach", "squared_reach_of", "within"]
+
+#: Relative error bound used by the float filter of :func:`contains_exact`:
+#: the squared distance (three roundings per axis, two for the sum) and the
+#: squared reach (two or three) are each within ``6 * 2**-53`` of the truth;
+#: ``2**-48`` leaves a wide margin.  Objects inside the band go to exact arithmetic.
+FILTER_EPS = 2.0 ** -48
+
+#: Squared distances outside ``[SAFE_LO, SAFE_HI]`` may have lost bits to
+#: underflow or be near overflow: they go to exact arithmetic.
+SAFE_LO = 2.0 ** -960
+SAFE_HI = 2.0 ** 1020
 
 
 #: Squared distances below this may have lost bits to underflow (and ``inf``
@@ -30,7 +53,7 @@ __all__ = ["contains", "distances", "sphere_contains", "squared_distances", "squ
 _UNSAFE_SQUARE = 2.0 ** -960
 
 
-def distances(axes: Sequence[np.ndarray], point, shape: str) -> np.ndarray:
+def distances(axes: Sequence[np.ndarray], point: Sequence[float], shape: str) -> np.ndarray:
     """Distance from ``point`` to each centre in the shape's metric.
 
     Parameters
@@ -45,9 +68,11 @@ def distances(axes: Sequence[np.ndarray], point, shape: str) -> np.ndarray:
     ndarray, shape (n,), float64, a new array
     """
     if shape == "cube":
-        result = np.abs(np.subtract(axes[0], point[0]))
-        for coords, p in zip(axes[1:], point[1:]):
-            np.maximum(result, np.abs(coords - p), out=result)
+        result: np.ndarray
+        with np.errstate(over="ignore"):
+            result = np.abs(np.subtract(axes[0], point[0]))
+            for coords, p in zip(axes[1:], point[1:]):
+                np.maximum(result, np.abs(coords - p), out=result)
         return result
     squares = squared_distances(axes, point)
     unsafe = _unsafe(squares)
@@ -57,12 +82,13 @@ def distances(axes: Sequence[np.ndarray], point, shape: str) -> np.ndarray:
     return result
 
 
-def squared_distances(axes: Sequence[np.ndarray], point) -> np.ndarray:
+def squared_distances(axes: Sequence[np.ndarray], point: Sequence[float]) -> np.ndarray:
     """Squared Euclidean distances, summed axis by axis in the order ``distances`` uses.
 
     Entries below ``2**-960`` or infinite may be off by under- or overflow;
     :func:`sphere_contains` repairs them, ``distances`` too.
     """
+    result: np.ndarray
     with np.errstate(over="ignore", under="ignore"):
         result = np.subtract(axes[0], point[0])
         result *= result
@@ -73,7 +99,7 @@ def squared_distances(axes: Sequence[np.ndarray], point) -> np.ndarray:
         return result
 
 
-def sphere_contains(axes: Sequence[np.ndarray], point, radii: np.ndarray, reach: np.ndarray) -> np.ndarray:
+def sphere_contains(axes: Sequence[np.ndarray], point: Sequence[float], radii: np.ndarray, reach: np.ndarray) -> np.ndarray:
     """``distances(axes, point, "sphere") <= radii`` without a square root per object.
 
     ``reach`` is :func:`squared_reach` of ``radii``, stored beside them.
@@ -93,13 +119,14 @@ def _unsafe(squares: np.ndarray) -> np.ndarray:
     return np.flatnonzero((squares < _UNSAFE_SQUARE) | (squares == np.inf))
 
 
-def _scaled_distances(axes: Sequence[np.ndarray], point) -> np.ndarray:
+def _scaled_distances(axes: Sequence[np.ndarray], point: Sequence[float]) -> np.ndarray:
     """Euclidean distances computed as ``m * sqrt(sum((d / m)**2))``, ``m = max |d|``: no under/overflow."""
-    offsets = np.abs(np.array([a - p for a, p in zip(axes, point)]))
-    largest = offsets.max(axis=0)
-    safe = np.where(largest > 0, largest, 1.0)
-    with np.errstate(under="ignore"):
-        return largest * np.sqrt(((offsets / safe) ** 2).sum(axis=0))
+    with np.errstate(all="ignore"):  # an overflowed offset is inf: the distance is inf
+        offsets = np.abs(np.array([a - p for a, p in zip(axes, point)]))
+        largest = offsets.max(axis=0)
+        safe = np.where((largest > 0) & (largest < np.inf), largest, 1.0)
+        result: np.ndarray = largest * np.sqrt(((offsets / safe) ** 2).sum(axis=0))
+        return result
 
 
 def squared_reach(radii: np.ndarray) -> np.ndarray:
@@ -115,32 +142,76 @@ def squared_reach(radii: np.ndarray) -> np.ndarray:
     >>> bool((np.sqrt(t) <= r).all() and (np.sqrt(np.nextafter(t, np.inf)) > r).all())
     True
     """
-    radii = np.asarray(radii, dtype=np.float64)
-    with np.errstate(over="ignore", under="ignore"):
-        reach = radii * radii
-    bits = reach.view(np.int64)  # non-negative floats order like their bit patterns
-    for step, todo in ((1, np.sqrt(reach) <= radii), (-1, np.sqrt(reach) > radii)):
-        index = np.flatnonzero(todo)
-        while index.size:  # a few ulps at most
-            moved = bits[index] + step
-            fits = np.sqrt(moved.view(np.float64)) <= radii[index]
-            if step > 0:
-                index = index[fits]
-                bits[index] = moved[fits]
-            else:
-                bits[index] = moved
-                index = index[~fits]
-    return reach
+    return _squared_reach(np.ascontiguousarray(radii, dtype=np.float64))
 
 
 def squared_reach_of(radius: float) -> float:
-    """:func:`squared_reach` of one radius, in plain Python (single-object updates)."""
+    """:func:`squared_reach` of one radius (single-object updates)."""
+    return float(reach_of(float(radius)))
+
+
+@kernel
+def reach_of(radius: float) -> float:
+    """:func:`squared_reach` of one radius, compiled (for other kernels)."""
     reach = radius * radius
-    while math.sqrt(math.nextafter(reach, math.inf)) <= radius:
-        reach = math.nextafter(reach, math.inf)
+    while math.sqrt(np.nextafter(reach, math.inf)) <= radius:
+        reach = np.nextafter(reach, math.inf)
     while math.sqrt(reach) > radius:
-        reach = math.nextafter(reach, -math.inf)
+        reach = np.nextafter(reach, -math.inf)
     return reach
+
+
+@kernel
+def _squared_reach(radii: np.ndarray) -> np.ndarray:
+    out = np.empty(radii.shape[0])
+    for i in range(radii.shape[0]):
+        out[i] = reach_of(radii[i])
+    return out
+
+
+@inline_kernel
+def classify(columns: np.ndarray, row: int, p: np.ndarray, cube: bool, scale: float) -> tuple[bool, bool]:
+    """The float filter of :func:`contains_exact` for pool column ``row``: ``(inside, unsure)``.
+
+    ``inside`` when the object surely contains ``p``; ``unsure`` when the
+    float result lies within rounding of the surface (or a square left the
+    float range): :func:`decide` settles those in exact arithmetic.  Neither:
+    surely outside.  The same operations and bounds as :func:`contains_exact`.
+    """
+    dim = p.shape[0]
+    radius = columns[dim, row]
+    limit = radius if scale == 1.0 else radius * scale
+    if cube:
+        largest = abs(columns[0, row] - p[0])
+        for axis in range(1, dim):
+            largest = max(largest, abs(columns[axis, row] - p[axis]))
+        inside = largest < limit * (1.0 - FILTER_EPS)
+        unsure = not (inside or largest > limit * (1.0 + FILTER_EPS))
+        unsure = unsure or (limit < 2.0 ** -1000 and radius > 0.0) or largest == math.inf
+        return inside and not unsure, unsure
+    d = columns[0, row] - p[0]
+    squares = d * d
+    for axis in range(1, dim):
+        d = columns[axis, row] - p[axis]
+        squares += d * d
+    bound = columns[dim + 1, row] if scale == 1.0 else limit * limit
+    inside = squares < bound * (1.0 - FILTER_EPS)
+    unsure = not (inside or squares > bound * (1.0 + FILTER_EPS))
+    unsure = unsure or squares < SAFE_LO or squares > SAFE_HI
+    return inside and not unsure, unsure
+
+
+def decide(columns: np.ndarray, rows: np.ndarray, points: np.ndarray, shape: str, scale: float) -> np.ndarray:
+    """Exact containment (rational arithmetic) for the pool ``rows`` the float filter left unsure.
+
+    ``points``: (dim,) for one query, or (len(rows), dim), one per row.
+    Returns bool (len(rows),).  A few microseconds each; practically never called.
+    """
+    dim = points.shape[-1]
+    which = np.arange(rows.size)
+    axes = [columns[axis, rows] for axis in range(dim)]
+    point = list(points.T) if points.ndim == 2 else points.tolist()
+    return _exact(axes, point, columns[dim, rows], shape, scale, which)
 
 
 def contains(centres: np.ndarray, radii: np.ndarray, point: np.ndarray,
@@ -165,7 +236,86 @@ def contains(centres: np.ndarray, radii: np.ndarray, point: np.ndarray,
 
 def within(distance: np.ndarray, radii: np.ndarray, scale: float = 1.0) -> np.ndarray:
     """``distance <= radii * scale``, elementwise (the radius multiplied only when scaled)."""
-    if scale == 1.0:
-        return distance <= radii
     with np.errstate(over="ignore", under="ignore"):
-        return distance <= radii * scale
+        result: np.ndarray = distance <= (radii if scale == 1.0 else radii * scale)
+    return result
+
+
+def contains_exact(axes: Sequence[np.ndarray], point: Sequence[float | np.ndarray], radii: np.ndarray, shape: str,
+                   scale: float = 1.0, reach: np.ndarray | None = None) -> np.ndarray:
+    """Which objects contain ``point``, decided exactly for the float64 inputs.
+
+    Parameters
+    ----------
+    axes : sequence of ``dim`` ndarrays, shape (n,), float64
+        The centres' coordinates, one array per axis.
+    point : sequence of ``dim`` floats, or of ndarrays shape (n,)
+        The query point (one per object when arrays: a batch of queries).
+    radii : ndarray, shape (n,), float64
+    shape : "sphere" or "cube"
+    scale : float > 0, multiplies every radius
+    reach : ndarray, shape (n,), optional
+        :func:`squared_reach` of ``radii`` (spheres, ``scale == 1``): saves
+        squaring the radii.
+
+    Returns
+    -------
+    ndarray, shape (n,), bool: ``|c - p| <= radius * scale`` in exact
+    arithmetic (Euclidean for spheres, largest axis for cubes).
+
+    Cost: O(n) vectorised; plus a few microseconds of Python per object
+    within about ``2**-48`` (relative) of its surface or with coordinates
+    whose squares leave the float range (rare; never for ordinary worlds).
+    """
+    inside: np.ndarray
+    with np.errstate(all="ignore"):
+        offsets = [np.subtract(a, p) for a, p in zip(axes, point)]
+        if shape == "cube":
+            largest = np.abs(offsets[0])
+            for d in offsets[1:]:
+                np.maximum(largest, np.abs(d), out=largest)
+            limit = radii if scale == 1.0 else radii * scale
+            # |fl(c - p)| and fl(r * s) are each within one rounding of the
+            # truth, unless the product underflowed or the offset overflowed.
+            inside = largest < limit * (1.0 - FILTER_EPS)
+            unsure = ~(inside | (largest > limit * (1.0 + FILTER_EPS)))
+            unsure |= ((limit < 2.0 ** -1000) & (radii > 0)) | (largest == np.inf)
+            inside &= ~unsure
+        else:
+            squares = offsets[0] * offsets[0]
+            for d in offsets[1:]:
+                squares += d * d
+            if reach is not None and scale == 1.0:
+                bound = reach
+            else:
+                limit = radii if scale == 1.0 else radii * scale
+                bound = limit * limit
+            inside = squares < bound * (1.0 - FILTER_EPS)
+            unsure = ~(inside | (squares > bound * (1.0 + FILTER_EPS)))
+            if squares.size and not (squares.min() >= SAFE_LO and squares.max() <= SAFE_HI):
+                unsure |= (squares < SAFE_LO) | (squares > SAFE_HI)
+                inside &= ~unsure
+    if unsure.any():
+        which = np.flatnonzero(unsure)
+        inside[which] = _exact(axes, point, radii, shape, scale, which)
+    return inside
+
+
+def _exact(axes: Sequence[np.ndarray], point: Sequence[float | np.ndarray], radii: np.ndarray, shape: str, scale: float,
+           which: np.ndarray) -> np.ndarray:
+    """The containment test in rational arithmetic for the objects ``which``."""
+    from fractions import Fraction
+
+    s = Fraction(scale)
+    result = np.empty(which.size, dtype=bool)
+    columns = [a[which].tolist() for a in axes]
+    points = [p[which].tolist() if isinstance(p, np.ndarray) and p.ndim else [float(p)] * which.size
+              for p in point]
+    for i, r in enumerate(radii[which].tolist()):
+        limit = Fraction(r) * s
+        offsets = [Fraction(c[i]) - Fraction(q[i]) for c, q in zip(columns, points)]
+        if shape == "cube":
+            result[i] = all(abs(d) <= limit for d in offsets)
+        else:
+            result[i] = sum(d * d for d in offsets) <= limit * limit
+    return result

@@ -162,7 +162,7 @@ class VisibilityTracker:
                                  f"got {band_edges!r}")
             if not np.isfinite(edges).all():
                 raise ValueError("band_edges must be finite (no NaN or inf)")
-            if edges.size > 1 and not (np.diff(edges) > 0).all():
+            if edges.size > 1 and not (edges[1:] > edges[:-1]).all():  # no np.diff: it overflows
                 raise ValueError(f"band_edges must be strictly increasing, got {edges.tolist()}")
             self._edges = _frozen(edges + 0.0)
         self.reset()
@@ -258,7 +258,10 @@ class VisibilityTracker:
         -----
         Cost O(n log n + n log m), ``m`` the previous frame's visible count.
         """
-        handles = as_handles(visible_handles, "visible_handles")
+        try:
+            handles = as_handles(visible_handles, "visible_handles")
+        except KeyError:
+            raise ValueError("visible_handles must fit in int64 (a handle beyond it was given)") from None
         if handles.size and handles.min() < 0:
             raise ValueError("visible_handles must not be negative, "
                              f"got {int(handles.min())}")
@@ -339,7 +342,7 @@ class VisibilityTracker:
         -----
         Cost O(k log n + n).
         """
-        handles = as_handles(handles)
+        handles = as_handles(handles, beyond="drop")  # beyond int64: never visible, ignored
         if handles.size == 0 or self._visible.size == 0:
             return
         pos = np.searchsorted(self._visible, handles)
@@ -364,6 +367,10 @@ class VisibilityTracker:
 
 
 def _is_numeric(values) -> bool:
+    if isinstance(values, (list, tuple)) and any(isinstance(v, (bool, np.bool_)) for v in values):
+        return False
+    if isinstance(values, np.ma.MaskedArray) and np.ma.getmaskarray(values).any():
+        return False
     try:
         array = np.asarray(values)
     except (TypeError, ValueError):
@@ -422,12 +429,23 @@ class MultiCameraTracker:
         return 1.0 + self._hysteresis
 
     def update(self, camera, visible_handles, distances=None, view_distances=None) -> VisibilityEvents:
-        """:meth:`VisibilityTracker.update` for ``camera`` (any hashable id)."""
-        return self[camera].update(visible_handles, distances, view_distances)
+        """:meth:`VisibilityTracker.update` for ``camera`` (any hashable id).
+
+        A new camera is registered only when its first update succeeds: bad
+        input raises and leaves the set of cameras unchanged.
+        """
+        hash(camera)  # an unhashable id is a TypeError before anything happens
+        tracker = self._trackers.get(camera)
+        if tracker is not None:
+            return tracker.update(visible_handles, distances, view_distances)
+        tracker = VisibilityTracker(self._band_edges, self._hysteresis)
+        events = tracker.update(visible_handles, distances, view_distances)
+        self._trackers[camera] = tracker
+        return events
 
     def forget(self, handles) -> None:
         """Drop removed objects from every camera, silently.  O(cameras × forget)."""
-        handles = as_handles(handles)
+        handles = as_handles(handles, beyond="drop")
         for tracker in self._trackers.values():
             tracker.forget(handles)
 

@@ -32,14 +32,14 @@ so removal is O(1).
 from __future__ import annotations
 
 import math
-from itertools import product
 
 import numpy as np
 
+from culling import batchkernels, treekernels
 from culling.lattice import ANCHOR, MAX_DEPTH, MAX_GROWTH, Lattice
 from culling.nodes import NodeTable, grown
 from culling.pool import BlockPool, block_capacity
-from culling.shapes import distances, sphere_contains, squared_reach, squared_reach_of, within
+from culling.shapes import decide, squared_reach, squared_reach_of
 from culling.trace import LevelTrace, QueryTrace
 from culling.validation import (
     as_coords,
@@ -55,14 +55,6 @@ from culling.validation import (
 )
 
 __all__ = ["MAX_DEPTH", "MAX_GROWTH", "ViewDistanceTree"]
-
-#: A query level whose point window spans more cells than this (only with a
-#: large distance scale) tests the level's existing nodes instead of hashing
-#: every cell of the window.
-MAX_ENUMERATED_CELLS = 64
-
-_EMPTY = np.empty(0, dtype=np.int64)
-_EMPTY.flags.writeable = False
 
 
 def concat_ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
@@ -95,6 +87,16 @@ class ViewDistanceTree:
         self.size, self.origin, self.dim, self.shape = check_constructor(size, origin, dim, shape)
         self._lattice = Lattice(self.size, self.origin)
         self._origin_list = self.origin.tolist()
+        self._cube = self.shape == "cube"
+        self._count = 0
+        self._reset_storage()
+
+    def _reset_storage(self) -> None:
+        """Fresh, minimal arrays: at construction, and whenever the tree becomes empty.
+
+        An emptied tree so holds no more memory than a new one, and handles
+        start again from 0 (a removed handle may be handed out again).
+        """
         # Pool columns: the centre's axes, the radius, and the squared reach
         # (see shapes.squared_reach) that makes the exact test root-free.
         self._pool = BlockPool(self.dim + 2)
@@ -104,9 +106,37 @@ class ViewDistanceTree:
         self._obj_pos = np.zeros(16, dtype=np.int64)
         self._next_handle = 0
         self._free_handles: list[int] = []
-        self._count = 0
         self._nodes = NodeTable(self.dim)
         self._root = self._nodes.new(0, (ANCHOR,) * self.dim, -1)
+
+    def _after_removal(self) -> None:
+        """Give memory back: reset an empty tree, compact a pool mostly garbage.
+
+        Amortised O(1) per removal: after a compaction the pool holds at most
+        6 rows per object, and the next one needs more than ``SHRINK_RATIO``
+        (12), so at least half the objects were removed in between.
+        """
+        if not self._count:
+            self._reset_storage()
+        elif self._pool.wasteful(self._count):
+            self._compact()
+
+    def _compact(self) -> None:
+        """Pack every node's members into a fresh pool (see :meth:`BlockPool.compact`); O(objects + nodes)."""
+        nodes = self._nodes
+        blocks = np.flatnonzero(nodes.capacity[: nodes.issued] > 0)
+        empty = blocks[nodes.count[blocks] == 0]
+        nodes.capacity[empty] = 0
+        nodes.start[empty] = 0
+        blocks = blocks[nodes.count[blocks] > 0]
+        old_starts = nodes.start[blocks]
+        new_starts, capacities = self._pool.compact(old_starts, nodes.count[blocks])
+        shift = np.zeros(nodes.issued, dtype=np.int64)
+        shift[blocks] = new_starts - old_starts
+        live = np.flatnonzero(self._obj_node[: self._next_handle] >= 0)
+        self._obj_pos[live] += shift[self._obj_node[live]]
+        nodes.start[blocks] = new_starts
+        nodes.capacity[blocks] = capacities
 
     # ------------------------------------------------------------------
     # Size and membership
@@ -247,6 +277,7 @@ class ViewDistanceTree:
         self._free_handles.append(handle)
         self._count -= 1
         self._cleanup(node)
+        self._after_removal()
 
     # ------------------------------------------------------------------
     # Mutation: batches (validated whole before anything changes)
@@ -262,8 +293,7 @@ class ViewDistanceTree:
         u, levels = self._homes_many(centres, radii)
         handles = self._new_handles(centres.shape[0])
         if handles.size:
-            self._link_many(handles, levels, self._lattice.cells(u, levels),
-                            np.vstack([centres.T, radii, squared_reach(radii)]))
+            self._link_many(handles, levels, self._lattice.cells(u, levels), centres, radii)
             self._count += handles.size
             self._shrink_root()
         return handles
@@ -271,9 +301,9 @@ class ViewDistanceTree:
     def update_many(self, handles, centres, radii) -> None:
         """Move or resize many objects.
 
-        Objects that stay in their node are rewritten with one vectorised
-        store and touch no node; the others are unlinked and re-linked in
-        batch.  O(n) plus O(movers log movers).
+        Objects that stay in their node are rewritten in place by one kernel
+        pass (:func:`culling.batchkernels.settle`) and touch no node; the
+        others are unlinked and re-linked in batch.  O(n) plus O(movers log movers).
         """
         handles = self._live_many(handles)
         check_unique(handles)
@@ -285,25 +315,15 @@ class ViewDistanceTree:
         u, levels = self._homes_many(centres, radii)
         if not handles.size:
             return
-        cells = self._lattice.cells(u, levels)
-        rows = np.empty((self.dim + 2, handles.size))
-        rows[: self.dim] = centres.T
-        rows[self.dim] = radii
-        rows[self.dim + 1] = self._pool.columns[self.dim + 1, self._obj_pos[handles]]
-        resized = np.flatnonzero(self._pool.columns[self.dim, self._obj_pos[handles]] != radii)
-        if resized.size:  # the squared reach only changes with the radius
-            rows[self.dim + 1, resized] = squared_reach(radii[resized])
-        nodes = self._obj_node[handles]
-        stay = self._nodes.level[nodes] == levels
-        for axis in range(self.dim):
-            stay &= self._nodes.cells[axis, nodes] == cells[axis]
-        self._pool.columns[:, self._obj_pos[handles[stay]]] = rows[:, stay]
-        if stay.all():
+        cells = np.empty((self.dim, handles.size), dtype=np.int64)
+        centres, radii = np.ascontiguousarray(centres), np.ascontiguousarray(radii)
+        movers = batchkernels.settle(np.ascontiguousarray(handles), centres, radii, u, levels, self._obj_node, self._obj_pos,
+                                     self._nodes.level, self._nodes.cells, self._pool.columns, cells)
+        if not movers.size:
             return
-        move = ~stay
-        movers = handles[move]
-        touched = self._unlink_many(movers)
-        self._link_many(movers, levels[move], cells[:, move], rows[:, move])
+        moving = handles[movers]
+        touched = self._unlink_many(moving)
+        self._link_many(moving, levels[movers], cells[:, movers], centres[movers], radii[movers])
         self._cleanup_many(touched)
         self._shrink_root()
 
@@ -317,6 +337,7 @@ class ViewDistanceTree:
         self._free_handles.extend(handles.tolist())
         self._count -= handles.size
         self._cleanup_many(touched)
+        self._after_removal()
 
     # ------------------------------------------------------------------
     # Queries
@@ -334,29 +355,52 @@ class ViewDistanceTree:
         scale : float
             Multiplies every view distance (a quality preset or zoom factor).
 
-        Cost: O(levels + candidates); at most ``2**dim`` nodes per level for
-        ``scale <= 1``.
+        Cost: O(levels + candidates), compiled (:func:`culling.treekernels.query`);
+        at most ``2**dim`` nodes per level for ``scale <= 1``.
         """
-        p = as_coords(point, self.dim, "point")
-        scale = as_scale(scale) if scale != 1.0 else 1.0
-        nodes = [n for level in self._visit(p, scale) for n in level]
-        return self._collect(nodes, np.asarray(p), exact, scale)
+        p = np.array(as_coords(point, self.dim, "point"))
+        scale = as_scale(scale)
+        nodes, pool = self._nodes, self._pool
+        handles, unsure = treekernels.query(p, bool(exact), self._cube, scale, self.origin, self.size,
+                                            self._root, int(nodes.level[self._root]), nodes.child, nodes.cells,
+                                            nodes.start, nodes.count, pool.handles, pool.columns)
+        if unsure.size:  # within rounding of a surface: exact arithmetic decides
+            keep = decide(pool.columns, unsure, p, self.shape, scale)
+            handles = np.concatenate([handles, pool.handles[unsure[keep]]])
+        return handles
 
     def query_many(self, points, exact: bool = False, scale: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
-        """Answer many points at once.
+        """Answer many points at once, in parallel over the points (all cores).
+
+        Parameters
+        ----------
+        points : array_like, shape (m, dim) (or (m,) for dim 1)
+        exact, scale : as for :meth:`query`
 
         Returns
         -------
         handles : ndarray, int64, the answers concatenated
         counts : ndarray, shape (m,), int64: point ``i``'s answer is
             ``handles[counts[:i].sum():][:counts[i]]``
+
+        Cost: O(m x levels + candidates), compiled (:func:`culling.treekernels.query_many_parallel`).
         """
-        points = as_points(points, self.dim, "points")
-        scale = as_scale(scale) if scale != 1.0 else 1.0
-        answers = [self._collect([n for level in self._visit(p, scale) for n in level], np.asarray(p), exact, scale)
-                   for p in points.tolist()]
-        counts = np.array([a.size for a in answers], dtype=np.int64)
-        return (np.concatenate(answers) if answers else np.empty(0, dtype=np.int64)), counts
+        points = np.ascontiguousarray(as_points(points, self.dim, "points"))
+        scale = as_scale(scale)
+        nodes, pool = self._nodes, self._pool
+        run = (treekernels.query_many_parallel if points.shape[0] >= treekernels.PARALLEL_MIN_POINTS
+               else treekernels.query_many_serial)
+        handles, counts, unsure, owners = run(
+            points, bool(exact), self._cube, scale, self.origin, self.size, self._root,
+            int(nodes.level[self._root]), nodes.child, nodes.cells, nodes.start, nodes.count,
+            pool.handles, pool.columns)
+        if unsure.size:  # within rounding of a surface: exact arithmetic decides, then merge by point
+            keep = decide(pool.columns, unsure, points[owners], self.shape, scale)
+            owner = np.concatenate([np.repeat(np.arange(points.shape[0]), counts), owners[keep]])
+            order = np.argsort(owner, kind="stable")
+            handles = np.concatenate([handles, pool.handles[unsure[keep]]])[order]
+            counts = counts + np.bincount(owners[keep], minlength=points.shape[0])
+        return handles, counts
 
     def query_spheres(self, point, exact: bool = False,
                       scale: float = 1.0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -371,36 +415,50 @@ class ViewDistanceTree:
         centres : ndarray, shape (k, dim), float64
         radii : ndarray, shape (k,), float64
         """
-        p = as_coords(point, self.dim, "point")
-        scale = as_scale(scale) if scale != 1.0 else 1.0
-        handles, columns = self._gather([n for level in self._visit(p, scale) for n in level])
-        if exact and handles.size:
-            keep = self._inside(columns, np.asarray(p), scale)
-            handles, columns = handles.compress(keep), columns.compress(keep, axis=1)
-        return handles, columns[: self.dim].T, columns[self.dim]
+        p = np.array(as_coords(point, self.dim, "point"))
+        scale = as_scale(scale)
+        nodes, pool = self._nodes, self._pool
+        rows, unsure = treekernels.query_spheres(
+            p, bool(exact), self._cube, scale, self.origin, self.size, self._root,
+            int(nodes.level[self._root]), nodes.child, nodes.cells, nodes.start, nodes.count,
+            pool.handles, pool.columns)
+        if unsure.size:  # within rounding of a surface: exact arithmetic decides
+            rows = np.concatenate([rows, unsure[decide(pool.columns, unsure, p, self.shape, scale)]])
+        return pool.handles[rows], pool.columns[: self.dim, rows].T.copy(), pool.columns[self.dim, rows]
 
     def trace(self, point, scale: float = 1.0) -> QueryTrace:
-        """What ``query(point, scale=scale)`` visits, level by level (for overlays and tests)."""
-        p = as_coords(point, self.dim, "point")
-        scale = as_scale(scale) if scale != 1.0 else 1.0
-        visited = self._visit(p, scale) if self._count else []
-        candidates = self._collect([n for level in visited for n in level], np.asarray(p), False, scale)
-        levels = []
+        """What ``query(point, scale=scale)`` visits, level by level (for overlays and tests).
+
+        The levels and the candidates come from one walk (:func:`culling.treekernels.walk`).
+        """
+        p = np.array(as_coords(point, self.dim, "point"))
+        scale = as_scale(scale)
+        if not self._count:
+            return QueryTrace(point=p, candidates=np.empty(0, dtype=np.int64), levels=[])
+        nodes = self._nodes
         root_level = self.root_level
-        for depth, nodes in enumerate(visited):
+        visited, ends = treekernels.walk(p, scale, self.origin, self.size, self._root, root_level,
+                                         nodes.child, nodes.cells)
+        candidates = treekernels.gather(visited, nodes.start, nodes.count, self._pool.handles)
+        levels = []
+        first = 0
+        for depth, last in enumerate(ends.tolist()):
             level = root_level + depth
-            ids = np.array(nodes, dtype=np.int64)
-            lo, hi = self._lattice.cell_bounds(level, self._nodes.cells[:, ids].T)
+            ids = visited[first:last]
+            lo, hi = self._lattice.cell_bounds(level, nodes.cells[:, ids].T)
             margin = 0.0 if depth == 0 else 0.5 * scale * self._lattice.node_size(level)
+            with np.errstate(over="ignore", invalid="ignore"):  # huge scales or worlds: inf margins
+                loose = np.stack([lo - margin, hi + margin], axis=1)
             levels.append(LevelTrace(
                 depth=depth,
                 level=level,
                 node_size=self._lattice.node_size(level),
                 bounds=np.stack([lo, hi], axis=1),
-                loose_bounds=np.stack([lo - margin, hi + margin], axis=1),
-                objects=int(self._nodes.count[ids].sum()),
+                loose_bounds=loose,
+                objects=int(nodes.count[ids].sum()),
             ))
-        return QueryTrace(point=np.asarray(p), candidates=candidates, levels=levels)
+            first = last
+        return QueryTrace(point=p, candidates=candidates, levels=levels)
 
     # ------------------------------------------------------------------
     # The invariant checker
@@ -431,6 +489,16 @@ class ViewDistanceTree:
                 assert self._nodes.count[node] > 0 or self._nodes.children[node] > 0, "empty leaf left after cleanup"
         children = np.bincount(self._nodes.parent[alive][self._nodes.parent[alive] >= 0], minlength=self._nodes.issued)
         assert (children[alive] == self._nodes.children[alive]).all(), "child counts are wrong"
+        # Child links: each live non-root node in its parent's quadrant slot, nothing else linked.
+        links = self._nodes.child[alive]
+        assert ((links >= 0).sum(axis=1) == self._nodes.children[alive]).all(), "child links disagree with counts"
+        linked = links[links >= 0]
+        assert (self._nodes.count[linked] >= 0).all(), "a child link points to a dead node"
+        owners = np.repeat(alive, (links >= 0).sum(axis=1))
+        assert (self._nodes.parent[linked] == owners).all(), "a child link points to another node's child"
+        quadrants = np.nonzero(links >= 0)[1]
+        bits = sum((self._nodes.cells[axis, linked] & 1) << axis for axis in range(self.dim))
+        assert (bits == quadrants).all(), "a child is linked in the wrong quadrant"
         if root_level < 0:
             assert not (self._nodes.count[root] == 0 and self._nodes.children[root] <= 1), "grown root should have shrunk"
         # Blocks: inside the pool, disjoint, counts within capacity.
@@ -490,10 +558,9 @@ class ViewDistanceTree:
         Pure Python floats: the same IEEE operations as :meth:`Lattice.cells`.
         """
         size = self.size
-        relative = radius / size
-        level = MAX_DEPTH if relative == 0 else min(-math.frexp(relative)[1] - 1, MAX_DEPTH)
-        u = [(c - o) / size for c, o in zip(point, self._origin_list)]
         lat = self._lattice
+        level = lat.level_for(radius)
+        u = [(c - o) / size for c, o in zip(point, self._origin_list)]
         if level < -MAX_GROWTH or not all(lat.world_lo_u <= x < lat.world_hi_u for x in u):
             self._check_world(np.array([u]).T, np.array([level]))
         while level < self.root_level or not self._root_contains(u):
@@ -529,8 +596,7 @@ class ViewDistanceTree:
             self._delete_node(old)
         self._root = self._nodes.new(level - 1, tuple(c >> 1 for c in cell), -1)
         if keep_old:
-            self._nodes.parent[old] = self._root
-            self._nodes.children[self._root] = 1
+            self._nodes.adopt(self._root, old)
 
     def _shrink_root(self) -> None:
         """Undo growth that no object needs any more."""
@@ -539,8 +605,7 @@ class ViewDistanceTree:
             level = int(self._nodes.level[root])
             if self._nodes.children[root] == 1:
                 (child,) = self._nodes.by_level[level + 1].values()
-                self._nodes.parent[child] = -1
-                self._nodes.children[root] = 0
+                self._nodes.orphan(child)
                 self._delete_node(root)
                 self._root = child
             elif self._nodes.children[root] == 0:  # the tree is empty: back to the constructor's root
@@ -667,7 +732,7 @@ class ViewDistanceTree:
 
         The key is packed into one int64 when the depth below the root
         allows (always, for worlds under ~2**20 cells per axis), so grouping
-        is a single argsort.
+        is one hash pass (:func:`culling.batchkernels.group`); else a lexsort.
         """
         depth = levels - self.root_level
         bits = int(depth.max())
@@ -676,9 +741,8 @@ class ViewDistanceTree:
             keys = depth << (self.dim * bits)
             for axis in range(self.dim):
                 keys |= (cells[axis] - (root_cell[axis] << depth)) << (axis * bits)
-            order = np.argsort(keys, kind="stable")
-            keys = keys[order]
-            new_home = keys[1:] != keys[:-1]
+            order, starts = batchkernels.group(keys)
+            return order, starts
         else:
             order = np.lexsort((*cells[::-1], levels))
             new_home = levels[order][1:] != levels[order][:-1]
@@ -687,141 +751,25 @@ class ViewDistanceTree:
                 new_home |= ordered[1:] != ordered[:-1]
         return order, np.concatenate([[0], np.flatnonzero(new_home) + 1])
 
-    def _link_many(self, handles: np.ndarray, levels: np.ndarray, cells: np.ndarray, rows: np.ndarray) -> None:
-        """Put objects (handles already issued, root already grown) into their home nodes."""
+    def _link_many(self, handles: np.ndarray, levels: np.ndarray, cells: np.ndarray, centres: np.ndarray,
+                   radii: np.ndarray) -> None:
+        """Put objects (handles already issued, root already grown) into their home nodes.
+
+        Grouping by home and block allocation run per home node; the
+        objects are written by one kernel pass (:func:`culling.batchkernels.place`).
+        """
         order, starts = self._group_homes(levels, cells)
         first = order[starts]
         keys = zip(levels[first].tolist(), map(tuple, cells[:, first].T.tolist()))
         homes = np.array([self._nodes.at(level, cell) for level, cell in keys], dtype=np.int64)
-        added = np.diff(np.append(starts, handles.size))
-        needed = self._nodes.count[homes] + added
+        bounds = np.append(starts, handles.size)
+        needed = self._nodes.count[homes] + np.diff(bounds)
         grow = np.flatnonzero(needed > self._nodes.capacity[homes])
         if grow.size:
             capacities = [block_capacity(n) for n in needed[grow].tolist()]
-            self._pool.reserve(sum(capacities))  # one regrowth for the whole batch
+            self._pool.reserve(self._pool.fresh_rows(capacities))  # one regrowth for the whole batch
             for node, capacity in zip(homes[grow].tolist(), capacities):
                 self._move_block(node, capacity)
-        # Objects in sorted order: home by home, each appended after its home's members.
-        node_of = np.repeat(homes, added)
-        rank = np.arange(handles.size) - np.repeat(starts, added)
-        positions = self._nodes.start[node_of] + self._nodes.count[node_of] + rank
-        ordered = handles[order]
-        self._pool.handles[positions] = ordered
-        self._pool.columns[:, positions] = rows[:, order]
-        self._nodes.count[homes] += added
-        self._obj_node[ordered] = node_of
-        self._obj_pos[ordered] = positions
-
-    # ------------------------------------------------------------------
-    # Internals: queries
-
-    def _visit(self, point: list[float], scale: float) -> list[list[int]]:
-        """Node ids visited per level, root first; stops at the first level with none.
-
-        A node on level ``L`` (edge ``W``) is visited when
-        ``lo - scale*W/2 <= p < hi + scale*W/2`` on every axis; in cell units
-        that is every cell ``i`` with ``x - 1 - scale/2 < i <= x + scale/2``.
-        """
-        if not self._count:
-            return []
-        half = 0.5 * scale
-        size = self.size
-        limit = 2.0 ** 80  # far beyond any world: keeps cell arithmetic finite
-        u = [min(max((c - o) / size, -limit), limit) for c, o in zip(point, self._origin_list)]
-        floor = math.floor
-        scales, offsets = self._lattice.scales, self._lattice.offsets
-        all_levels = self._nodes.by_level
-        visited = [[self._root]]
-        level = self.root_level + 1
-        while True:
-            nodes = all_levels.get(level)
-            if not nodes:
-                break
-            if level < 0:
-                windows = [self._grown_window(x, level, half) for x in u]
-                cells = math.prod(len(window) for window in windows)
-            else:
-                scale_l, offset = scales[level], offsets[level]
-                windows = []
-                cells = 1
-                for x in u:
-                    x *= scale_l  # exact: a power of two
-                    # Cells i with i - half <= x < i + 1 + half.  The floors are
-                    # of rounded sums, so each end is checked against the rule.
-                    high = floor(x + half)
-                    if high - half > x:
-                        high -= 1
-                    elif high + 1 - half <= x:
-                        high += 1
-                    low = floor(x - 1.0 - half) + 1
-                    if low + 1 + half <= x:
-                        low += 1
-                    elif low + half > x:
-                        low -= 1
-                    windows.append(range(low + offset, high + 1 + offset))
-                    cells *= high + 1 - low
-            if cells <= MAX_ENUMERATED_CELLS or cells <= len(nodes):
-                get = nodes.get
-                hits = [n for n in map(get, product(*windows)) if n is not None]
-            else:
-                hits = [n for cell, n in nodes.items()
-                        if all(c in window for c, window in zip(cell, windows))]
-            if not hits:
-                break
-            visited.append(hits)
-            level += 1
-        return visited
-
-    @staticmethod
-    def _grown_window(x: float, level: int, half: float) -> range:
-        """Cells of a grown level (``level < 0``) visited from root-relative ``x``.
-
-        A cell ``i`` there spans ``[i * 2**k - ANCHOR, (i + 1) * 2**k - ANCHOR)``
-        in root units (``k = -level``); the bounds are integers, so the rule
-        is checked exactly against them.
-        """
-        span = 1 << -level
-        reach = half * span
-        estimate = (math.floor(x) + ANCHOR) >> -level
-        high = estimate + math.ceil(half) + 1
-        while high * span - ANCHOR - reach > x:
-            high -= 1
-        low = estimate - math.ceil(half) - 1
-        while not x < (low + 1) * span - ANCHOR + reach:
-            low += 1
-        return range(low, high + 1)
-
-    def _collect(self, nodes: list[int], point: np.ndarray, exact: bool, scale: float) -> np.ndarray:
-        """The members of ``nodes`` (a fresh int64 array), optionally exact-filtered."""
-        runs = self._runs(nodes)
-        if not runs:
-            return np.empty(0, dtype=np.int64)
-        handles = np.concatenate([self._pool.handles[a:b] for a, b in runs])
-        if exact:
-            columns = np.concatenate([self._pool.columns[:, a:b] for a, b in runs], axis=1)
-            handles = handles.compress(self._inside(columns, point, scale))
-        return handles
-
-    def _gather(self, nodes: list[int]) -> tuple[np.ndarray, np.ndarray]:
-        """Handles (k,) and pool columns (dim + 2, k) of the members of ``nodes``."""
-        runs = self._runs(nodes)
-        if not runs:
-            return np.empty(0, dtype=np.int64), np.empty((self.dim + 2, 0))
-        return (np.concatenate([self._pool.handles[a:b] for a, b in runs]),
-                np.concatenate([self._pool.columns[:, a:b] for a, b in runs], axis=1))
-
-    def _runs(self, nodes: list[int]) -> list[tuple[int, int]]:
-        """The pool rows of ``nodes``' members as ``(start, stop)`` runs.
-
-        Each node's members are one contiguous run of the pool, so a query
-        concatenates a few slices instead of gathering object by object.
-        """
-        ids = np.array(nodes, dtype=np.int64)
-        return [(s, s + n) for s, n in zip(self._nodes.start[ids].tolist(), self._nodes.count[ids].tolist()) if n]
-
-    def _inside(self, columns: np.ndarray, point: np.ndarray, scale: float) -> np.ndarray:
-        """Mask of the gathered spheres that contain ``point`` (radii times ``scale``)."""
-        axes, p = columns[: self.dim], point.tolist()
-        if self.shape == "sphere" and scale == 1.0:
-            return sphere_contains(axes, p, columns[self.dim], columns[self.dim + 1])
-        return within(distances(axes, p, self.shape), columns[self.dim], scale)
+        batchkernels.place(handles, order, bounds, homes, np.ascontiguousarray(centres), np.ascontiguousarray(radii),
+                           squared_reach(radii), self._nodes.start, self._nodes.count, self._pool.handles,
+                           self._pool.columns, self._obj_node, self._obj_pos)

@@ -21,6 +21,7 @@ __all__ = [
     "as_point",
     "as_points",
     "as_radii",
+    "as_real",
     "as_scale",
     "check_constructor",
     "is_live",
@@ -29,19 +30,49 @@ __all__ = [
 ]
 
 SHAPES = ("sphere", "cube")
+_INT64_MIN = int(np.iinfo(np.int64).min)
+_INT64_MAX = int(np.iinfo(np.int64).max)
 
 
-def _as_float_array(values, name: str) -> np.ndarray:
-    """Convert to a float64 array; non-numeric input is a ``TypeError``."""
+def _has_bool(values: object) -> bool:
+    """Whether a (nested) list or tuple holds a bool: NumPy would silently read it as 1.0 or 0.0."""
+    stack = [values]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, (list, tuple)):
+            stack.extend(item)
+        elif isinstance(item, (bool, np.bool_)):
+            return True
+    return False
+
+
+def _as_float_array(values: object, name: str) -> np.ndarray:
+    """Convert to a float64 array; non-numeric input is a ``TypeError``.
+
+    Bools (even one among floats), complex numbers, ``Decimal``, strings and
+    ``None`` are ``TypeError``; masked arrays with a masked entry too (the
+    mask would otherwise be dropped silently); integers too large for
+    float64 (``10**400``) are a ``ValueError``, never an ``OverflowError``.
+    """
+    if isinstance(values, np.ma.MaskedArray) and np.ma.getmaskarray(values).any():
+        raise TypeError(f"{name} must not be a masked array with masked entries")
+    if isinstance(values, (list, tuple)) and _has_bool(values):
+        raise TypeError(f"{name} must be numeric, got a bool")
     try:
         array = np.asarray(values)
     except (TypeError, ValueError) as error:  # ragged nested lists
         raise ValueError(f"{name} must be a rectangular numeric array: {error}") from None
+    except OverflowError as error:
+        raise ValueError(f"{name} holds a number too large for float64: {error}") from None
     if array.dtype == object:  # None, strings, mixed lists: NumPy would turn None into NaN
-        wrong = [v for v in array.flat if isinstance(v, bool) or not isinstance(v, (numbers.Real, np.number))]
+        wrong = [v for v in array.flat if isinstance(v, (bool, np.bool_))
+                 or not isinstance(v, (numbers.Real, np.number)) or isinstance(v, np.complexfloating)]
         if wrong:
             raise TypeError(f"{name} must be numeric, got {type(wrong[0]).__name__}")
-        array = array.astype(np.float64)
+        try:
+            array = array.astype(np.float64)
+        except OverflowError:
+            raise ValueError(f"{name} holds a number too large for float64") from None
     if array.size and array.dtype.kind not in "iuf":
         raise TypeError(f"{name} must be numeric (int or float), got dtype {array.dtype}")
     return array.astype(np.float64, copy=False)
@@ -52,7 +83,7 @@ def _check_finite(array: np.ndarray, name: str) -> None:
         raise ValueError(f"{name} must be finite (no NaN or inf)")
 
 
-def as_points(values, dim: int, name: str = "centres") -> np.ndarray:
+def as_points(values: object, dim: int, name: str = "centres") -> np.ndarray:
     """Many points as a float64 array of shape ``(n, dim)``.
 
     ``dim == 1`` also accepts shape ``(n,)``.  Raises ``ValueError`` for a
@@ -69,7 +100,7 @@ def as_points(values, dim: int, name: str = "centres") -> np.ndarray:
     return array
 
 
-def as_point(value, dim: int, name: str = "point") -> np.ndarray:
+def as_point(value: object, dim: int, name: str = "point") -> np.ndarray:
     """One point as a float64 array of shape ``(dim,)`` (a scalar for dim 1)."""
     array = _as_float_array(value, name)
     if dim == 1 and array.shape in ((), (1,)):
@@ -82,7 +113,7 @@ def as_point(value, dim: int, name: str = "point") -> np.ndarray:
 
 
 
-def as_radii(values, n: int | None = None, name: str = "radii") -> np.ndarray:
+def as_radii(values: object, n: int | None = None, name: str = "radii") -> np.ndarray:
     """Radii as a float64 array of shape ``(n,)``: finite and not negative."""
     array = _as_float_array(values, name)
     if array.ndim == 0:
@@ -96,7 +127,7 @@ def as_radii(values, n: int | None = None, name: str = "radii") -> np.ndarray:
     return array + 0.0  # turns -0.0 into 0.0 and always copies
 
 
-def as_radius(value, name: str = "radius") -> float:
+def as_radius(value: object, name: str = "radius") -> float:
     """One radius as a float: finite and not negative."""
     if type(value) is float or type(value) is np.float64:  # the common case, fast
         if value >= 0 and value != math.inf:
@@ -112,45 +143,88 @@ def as_radius(value, name: str = "radius") -> float:
     return radius + 0.0
 
 
-def as_scale(value) -> float:
-    """The view-distance multiplier: a finite number above zero."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(f"scale must be a real number, got {type(value).__name__}")
-    scale = float(value)
-    if not np.isfinite(scale) or scale <= 0:
-        raise ValueError(f"scale must be finite and > 0, got {value}")
+def as_real(value: object, name: str) -> float:
+    """One real number as a float: bools, complex, ``Decimal``, strings and arrays are a ``TypeError``.
+
+    A number beyond float64 (``10**400``) is a ``ValueError``; NaN and inf
+    pass through for the caller to judge.
+    """
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a real number, got {type(value).__name__}")
+    try:
+        return float(value)
+    except OverflowError:
+        raise ValueError(f"{name} must be finite, got a number beyond float64") from None
+
+
+def as_scale(value: object) -> float:
+    """The view-distance multiplier: a finite real number above zero.
+
+    A bool, complex, ``Decimal`` or string is a ``TypeError`` (never read
+    as 1); zero, negatives, NaN, inf and integers beyond float64 are a
+    ``ValueError``.  Plain floats take a fast path (queries call this every time).
+    """
+    if type(value) is float and 0.0 < value < math.inf:
+        return value
+    scale = as_real(value, "scale")
+    if not math.isfinite(scale) or scale <= 0:
+        raise ValueError(f"scale must be finite and > 0, got {value!r}")
     return scale
 
 
-def as_handle(value) -> int:
+def as_handle(value: object) -> int:
     """One handle as a Python int; ``TypeError`` if it is not an integer."""
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (numbers.Integral, np.integer)):
         raise TypeError(f"handle must be an integer, got {type(value).__name__}")
     return int(value)
 
 
-def as_handles(values, name: str = "handles") -> np.ndarray:
-    """Handles as an int64 array of shape ``(n,)``; integers only."""
+def as_handles(values: object, name: str = "handles", beyond: str = "raise") -> np.ndarray:
+    """Handles as an int64 array of shape ``(n,)``; integers only.
+
+    Bools (even one in a list), floats and masked arrays with a masked entry
+    are a ``TypeError``.  A handle beyond int64 (``2**64``) cannot be in any
+    structure: ``beyond="raise"`` makes that a ``KeyError``, ``beyond="drop"``
+    leaves it out (for calls that ignore unknown handles).
+    """
+    if isinstance(values, np.ma.MaskedArray) and np.ma.getmaskarray(values).any():
+        raise TypeError(f"{name} must not be a masked array with masked entries")
+    if isinstance(values, (list, tuple)) and _has_bool(values):
+        raise TypeError(f"{name} must be integers, got a bool")
     try:
         array = np.asarray(values)
-    except (TypeError, ValueError) as error:
+    except (TypeError, ValueError, OverflowError) as error:
         raise TypeError(f"{name} must be a 1-D array of integers: {error}") from None
     if array.ndim == 0:
         array = array.reshape(1)
     if array.size == 0:
+        if array.ndim != 1 and array.shape[-1] != 0:
+            raise ValueError(f"{name} must have shape (n,), got {array.shape}")
         return np.empty(0, dtype=np.int64)
-    if array.dtype == object:
-        if not all(isinstance(v, (numbers.Integral, np.integer)) and not isinstance(v, bool)
-                   for v in array.ravel()):
-            raise TypeError(f"{name} must be integers")
-        array = array.astype(np.int64)
-    if array.dtype == np.bool_ or not np.issubdtype(array.dtype, np.integer):
-        raise TypeError(f"{name} must be integers, got dtype {array.dtype}")
     if array.ndim != 1:
         raise ValueError(f"{name} must have shape (n,), got {array.shape}")
-    if array.dtype == np.uint64 and (array > np.iinfo(np.int64).max).any():
-        raise KeyError(f"{name} contains a handle that is not in the structure")
-    return array.astype(np.int64)
+    if array.dtype == object:
+        items = array.tolist()
+        if not all(isinstance(v, (numbers.Integral, np.integer)) and not isinstance(v, (bool, np.bool_))
+                   for v in items):
+            raise TypeError(f"{name} must be integers")
+        fits = [_INT64_MIN <= int(v) <= _INT64_MAX for v in items]
+        if not all(fits):
+            if beyond == "raise":
+                raise KeyError(f"{name} contains a handle that is not in the structure "
+                               f"({int(items[fits.index(False)])} is beyond int64)")
+            items = [v for v, ok in zip(items, fits) if ok]
+        return np.array([int(v) for v in items], dtype=np.int64)
+    if array.dtype == np.bool_ or not np.issubdtype(array.dtype, np.integer):
+        raise TypeError(f"{name} must be integers, got dtype {array.dtype}")
+    if array.dtype == np.uint64:
+        huge = array > np.uint64(_INT64_MAX)
+        if huge.any():
+            if beyond == "raise":
+                raise KeyError(f"{name} contains a handle that is not in the structure "
+                               f"({int(array[huge][0])} is beyond int64)")
+            array = array[~huge]
+    return np.array(array, dtype=np.int64)
 
 
 def check_unique(handles: np.ndarray, name: str = "handles") -> None:
@@ -162,15 +236,16 @@ def check_unique(handles: np.ndarray, name: str = "handles") -> None:
             raise ValueError(f"{name} must be unique, handle {int(repeated[0])} appears more than once")
 
 
-def check_constructor(size, origin, dim, shape) -> tuple[float, np.ndarray, int, str]:
+def check_constructor(size: object, origin: object, dim: object, shape: object) -> tuple[float, np.ndarray, int, str]:
     """Validate ``(size, origin, dim, shape)``; returns them normalised."""
     if isinstance(dim, bool) or not isinstance(dim, (numbers.Integral, np.integer)) or dim not in (1, 2, 3):
         raise ValueError(f"dim must be 1, 2 or 3, got {dim!r}")
     dim = int(dim)
-    if isinstance(size, bool) or not isinstance(size, (numbers.Real, np.floating, np.integer)):
-        raise ValueError(f"size must be a finite number > 0, got {size!r}")
-    size = float(size)
-    if not np.isfinite(size) or size <= 0:
+    try:
+        size = as_real(size, "size")
+    except TypeError:
+        raise ValueError(f"size must be a finite number > 0, got {size!r}") from None
+    if not math.isfinite(size) or size <= 0:
         raise ValueError(f"size must be a finite number > 0, got {size!r}")
     if origin is None:
         origin = np.zeros(dim)
@@ -179,20 +254,24 @@ def check_constructor(size, origin, dim, shape) -> tuple[float, np.ndarray, int,
             origin = as_point(origin, dim, "origin")
         except TypeError as error:
             raise ValueError(str(error)) from None
-    if shape not in SHAPES:
+    if not isinstance(shape, str) or shape not in SHAPES:
         raise ValueError(f"shape must be 'sphere' or 'cube', got {shape!r}")
-    return size, origin + 0.0, dim, shape
+    origin = origin + 0.0  # a private copy, -0.0 as 0.0
+    origin.flags.writeable = False  # handed out as .origin: must not be a way to corrupt the lattice
+    return size, origin, dim, shape
 
 
-def as_coords(value, dim: int, name: str = "point") -> list[float]:
+def as_coords(value: object, dim: int, name: str = "point") -> list[float]:
     """One point as a list of ``dim`` floats: :func:`as_point` with a fast path.
 
     Float64 arrays of the right shape and tuples of floats, what engines pass
     every frame, skip the NumPy round trip (single-object calls cost a few us).
     """
+    coords: list[float]
     if type(value) is np.ndarray and value.dtype == np.float64 and value.shape == (dim,):
         coords = value.tolist()
-    elif type(value) in (tuple, list) and len(value) == dim and all(type(v) is float for v in value):
+    elif isinstance(value, (tuple, list)) and type(value) in (tuple, list) and len(value) == dim \
+            and all(type(v) is float for v in value):
         coords = list(value)
     else:
         coords = as_point(value, dim, name).tolist()
@@ -201,14 +280,14 @@ def as_coords(value, dim: int, name: str = "point") -> list[float]:
     return coords
 
 
-def is_live(handle, issued: int, state: np.ndarray) -> bool:
+def is_live(handle: object, issued: int, state: np.ndarray) -> bool:
     """``handle in structure``: True only for a live handle, never an exception."""
     if isinstance(handle, (bool, np.bool_)) or not isinstance(handle, (numbers.Integral, np.integer)):
         return False
     return 0 <= int(handle) < issued and state[int(handle)] >= 0
 
 
-def live_handle(handle, issued: int, state: np.ndarray, owner: str) -> int:
+def live_handle(handle: object, issued: int, state: np.ndarray, owner: str) -> int:
     """``handle`` as an int, if it is live in a structure.
 
     ``issued`` handles have been handed out so far; ``state[h] < 0`` marks a
@@ -220,7 +299,7 @@ def live_handle(handle, issued: int, state: np.ndarray, owner: str) -> int:
     return handle
 
 
-def live_handles(handles, issued: int, state: np.ndarray, owner: str) -> np.ndarray:
+def live_handles(handles: object, issued: int, state: np.ndarray, owner: str) -> np.ndarray:
     """Many handles as int64 (n,), all live (see :func:`live_handle`)."""
     handles = as_handles(handles)
     if handles.size:

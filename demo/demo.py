@@ -125,6 +125,7 @@ class Demo:
             scene = build_scene(name, objects, self.settings.seed)
         except ValueError as exc:
             raise DemoError(str(exc)) from None
+        scene.set_brute_force(self.settings.brute_force)     # the scene's own queries too (swarm aggro)
         t0 = perf_counter()
         index: ViewDistanceTree | BruteForceIndex
         if self.settings.brute_force:
@@ -366,6 +367,7 @@ class Demo:
             left=None if ev is None else int(ev.left.shape[0]),
             shape=self.settings.shape, brute_force=self.settings.brute_force, help=help, speed=speed,
             mouse=mouse,
+            notes=self.scene.status_lines(),
         )
 
     def read_image(self, framebuffer: moderngl.Framebuffer) -> Image.Image:

@@ -41,6 +41,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from culling.shapes import contains_exact
+from culling.validation import as_point, as_scale
 from engine.frustum import frustum_planes, spheres_in_frustum
 from engine.visibility_range import begin_fade
 
@@ -121,20 +123,58 @@ class SpatialIndex(Protocol):
 class BruteForceIndex:
     """The baseline the tree replaces: every object is a candidate of every query.
 
-    Same ``query`` signature as the tree, so the pipeline runs unchanged; the
-    tests compare pictures made with it and with the tree.
+    Satisfies :class:`culling.PointIndex`, so the pipeline runs unchanged and
+    tests compare pictures made with it and with the tree.  Built from a
+    count alone (``BruteForceIndex(n)``), its handles are ``0 .. n-1`` and it
+    knows no spheres: the plain query returns them all, and the exact query
+    and :meth:`query_spheres` need ``centres`` and ``radii`` (a ``ValueError``
+    otherwise).  With them, ``exact=True`` is one vectorised exact test over
+    all objects (O(n) per query, the point of a baseline).
     """
 
-    def __init__(self, n: int) -> None:
+    def __init__(self, n: int, centres=None, radii=None, shape: str = "sphere") -> None:
         self._all = np.arange(n, dtype=np.int64)
-
-    def query(self, point: ArrayLike, exact: bool = False, scale: float = 1.0) -> NDArray[np.int64]:
-        return self._all.copy()
+        self._shape = shape
+        self._centres: np.ndarray | None = None
+        self._radii: np.ndarray | None = None
+        if centres is not None or radii is not None:
+            centres = np.asarray(centres, dtype=np.float64)
+            centres = centres.reshape(n, -1) if centres.ndim < 2 else centres
+            radii = np.asarray(radii, dtype=np.float64)
+            if centres.shape[0] != n or radii.shape != (n,):
+                raise ValueError(f"need centres (n, dim) and radii (n,) for n = {n} objects")
+            self._centres, self._radii = centres.copy(), radii.copy()
 
     trace = None        # no tree, no trace: the overlay shows nothing
 
     def __len__(self) -> int:
         return int(self._all.shape[0])
+
+    def query(self, point, exact: bool = False, scale: float = 1.0) -> np.ndarray:
+        if exact:
+            return self.query_spheres(point, exact, scale)[0]
+        as_scale(scale)
+        return self._all.copy()
+
+    def query_many(self, points, exact: bool = False, scale: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
+        dim = 1 if self._centres is None else self._centres.shape[1]
+        points = np.asarray(points, dtype=np.float64).reshape(-1, dim)
+        answers = [self.query(p, exact, scale) for p in points]
+        counts = np.array([a.size for a in answers], dtype=np.int64)
+        return (np.concatenate(answers) if answers else np.empty(0, dtype=np.int64)), counts
+
+    def query_spheres(self, point, exact: bool = False,
+                      scale: float = 1.0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        if self._centres is None or self._radii is None:
+            raise ValueError("this BruteForceIndex was built from a count: pass centres and radii "
+                             "for exact queries and query_spheres")
+        scale = as_scale(scale)
+        p = as_point(point, self._centres.shape[1]).tolist()
+        keep = self._all
+        if exact:
+            axes = [self._centres[:, axis] for axis in range(self._centres.shape[1])]
+            keep = np.flatnonzero(contains_exact(axes, p, self._radii, self._shape, scale))
+        return keep.astype(np.int64), self._centres[keep], self._radii[keep]
 
 
 def _accepts_scale(index: SpatialIndex) -> bool:

@@ -67,6 +67,7 @@ class HudInfo:
     help: bool = True
     speed: float | None = None
     mouse: str | None = None            # the mouse-capture state line (windows only)
+    notes: list[str] = field(default_factory=list)   # the scene's own lines (e.g. its batch timings)
 
 
 def _ms(value: float) -> str:
@@ -84,8 +85,8 @@ def hud_lines(info: HudInfo, mode: str = "full") -> list[tuple[str, tuple[float,
     """The HUD as ``(text, rgb)`` lines, top to bottom.
 
     ``mode`` is one of :data:`HUD_MODES`: ``"full"`` (timings, funnel, state,
-    per-level table, mouse line, controls), ``"compact"`` (three short
-    lines), ``"off"`` (no lines).
+    scene notes, per-level table, mouse line, controls), ``"compact"`` (three
+    short lines and the scene notes), ``"off"`` (no lines).
 
     >>> from engine.culling_pipeline import FrameStats
     >>> lines = hud_lines(HudInfo("forest", 1000, FrameStats(candidates=9, in_range=5, in_frustum=2, drawn=2)))
@@ -116,6 +117,7 @@ def hud_lines(info: HudInfo, mode: str = "full") -> list[tuple[str, tuple[float,
             (f"{s.candidates:,} cand > {s.in_range:,} range > {s.in_frustum:,} frustum"
              f"  {getattr(s, 'triangles', 0):,} tris", WHITE),
         ]
+        lines.extend((note, WHITE) for note in info.notes)
         if state:
             lines.append(("  ".join(state), YELLOW))
         if info.mouse:
@@ -148,6 +150,7 @@ def hud_lines(info: HudInfo, mode: str = "full") -> list[tuple[str, tuple[float,
     if info.frozen:
         extras.append("CULLING FROZEN")
     lines.append(("   ".join(extras), YELLOW if info.frozen else GREY))
+    lines.extend((note, WHITE) for note in info.notes)
     if info.overlay and info.levels:
         title = "loose bounds" if info.loose else "nodes"
         if info.only_depth is not None:

@@ -34,7 +34,7 @@ class SceneInfo:
 SCENES: dict[str, SceneInfo] = {
     "forest": SceneInfo("scenes.forest", "make_forest", 200_000, "1"),
     "clusters": SceneInfo("scenes.clusters", "make_clusters", 400_000, "2"),
-    "swarm": SceneInfo("scenes.swarm", "make_swarm", 4_000, "3"),
+    "swarm": SceneInfo("scenes.swarm", "make_swarm", 30_000, "3"),
 }
 DEFAULT_SCENE = "forest"
 

@@ -286,6 +286,18 @@ class Scene:
         """
         return None
 
+    def set_brute_force(self, on: bool) -> None:
+        """Answer the scene's own spatial queries by brute force (``on``) or its trees.
+
+        The demo's brute-force mode calls it so that a whole frame, not only the
+        engine's culling, can be compared with brute force.  Scenes without
+        queries of their own ignore it.
+        """
+
+    def status_lines(self) -> list[str]:
+        """Lines the HUD shows for this scene (its own batches and timings); none by default."""
+        return []
+
 
 def _spread_bits(v: np.ndarray) -> np.ndarray:
     """Insert two zero bits between each of the low 21 bits of ``v`` (uint64)."""

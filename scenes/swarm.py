@@ -1,10 +1,17 @@
-"""Thousands of creatures that move every frame, each with an aggro radius.
+"""Tens of thousands of creatures and hundreds of hunters, all moving every frame.
 
-Two view-distance trees meet here.  The engine's tree stores every
-creature's view distance and is updated with ``update_many`` each frame.  The
-scene's own tree stores each creature's *aggro radius*: querying it at the
-camera answers "which creatures notice the player?" (the same point-in-spheres
-question), and those turn red and steer towards the camera.
+Two view-distance trees meet here.  The engine's tree stores every object's
+view distance and is updated with ``update_many`` each frame.  The scene's
+own tree (:class:`~scenes.aggro.Aggro`) stores each creature's *aggro
+radius*, and every frame asks it once for all hunters and the player together
+(one ``query_many``): a creature that has a hunter or the camera inside its
+aggro sphere turns red and chases the nearest of them.  The batch's time,
+and now and then brute force's for the same question, are in
+:attr:`SwarmScene.aggro_stats` for the HUD.
+
+The world keeps the same density at every size: the arena's radius grows with
+the square root of the object count, so 1,500 objects look like a corner of
+30,000.
 """
 
 from __future__ import annotations
@@ -12,80 +19,147 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from culling import ViewDistanceTree
+from scenes.aggro import Aggro, AggroStats
 from scenes.base import ObjectKind, Pose, Scene, Terrain, allocate_counts, build_arrays, mesh_base
 
-__all__ = ["SWARM_KINDS", "SwarmScene", "make_swarm"]
+__all__ = ["SWARM_KINDS", "SwarmScene", "arena_radius", "make_swarm"]
 
-ARENA_RADIUS = 350.0
-WORLD_SIZE = 1024.0
+DENSITY = 0.0065            # creatures per square metre of arena
+HUNTER_SHARE = 0.01         # one hunter per hundred objects
+ROCK_SHARE = 0.03
 CRUISE_SPEED = 9.0          # m/s
 CHASE_SPEED = 16.0
+HUNTER_SPEED = 6.0
 WANDER_ACCEL = 6.0          # m/s^2, random walk of the velocity
 CHASE_ACCEL = 30.0
 PERSONAL_SPACE = 12.0       # chasers stop pushing closer than this (m)
-ALTITUDE = (6.0, 45.0)      # above the ground (m)
+ALTITUDE = (6.0, 45.0)      # creatures fly this high above the ground (m)
+AGGRO_RADIUS = (15.0, 70.0)
+WAYPOINT_REACHED = 5.0      # a hunter picks a new waypoint this close to the old one (m)
 
 SWARM_KINDS = (
     ObjectKind("rock", "rock", (0.48, 0.46, 0.47), solid=True),
+    ObjectKind("hunter", "cube", (0.20, 0.35, 0.95)),
     ObjectKind("creature", "creature", (0.95, 0.80, 0.25)),
 )
 
 
+def arena_radius(creatures: int) -> float:
+    """Radius (m) of the disc that holds ``creatures`` at :data:`DENSITY`; at least 60 m."""
+    return max(60.0, math.sqrt(max(creatures, 1) / (math.pi * DENSITY)))
+
+
 class SwarmScene(Scene):
-    """Moving creatures; ``update`` advances them and the aggro tree."""
+    """Moving creatures and hunters; ``update`` advances them and the aggro batch."""
 
     highlight_colour = (0.95, 0.15, 0.10)
 
-    def setup(self, seed: int, velocity: np.ndarray, aggro_radius: np.ndarray) -> None:
+    def setup(self, seed: int, arena: float, velocity: np.ndarray, aggro_radius: np.ndarray) -> None:
         self._rng = np.random.default_rng(seed + 7)
-        self.first = int(self.kind_offsets[1])          # creatures are objects [first, n)
+        offsets = self.kind_offsets
+        self.hunters = slice(int(offsets[1]), int(offsets[2]))
+        self.first = int(offsets[2])                    # creatures are objects [first, n)
+        self.arena = arena
         self.velocity = velocity
         self.aggro_radius = aggro_radius
-        self.aggro_tree = ViewDistanceTree(size=WORLD_SIZE, origin=(-WORLD_SIZE / 2.0,) * 3, dim=3)
-        self.aggro_handles = self.aggro_tree.insert_many(self.centres[self.first:], aggro_radius)
-        self._creature_of = np.full(int(self.aggro_handles.max(initial=-1)) + 1, -1, dtype=np.int64)
-        self._creature_of[self.aggro_handles] = np.arange(self.aggro_handles.shape[0])
+        self.aggro = Aggro(self.centres[self.first:], aggro_radius, self.world_size, self.world_origin)
+        n_hunters = self.hunters.stop - self.hunters.start
+        self.waypoints = self._random_points(n_hunters)
         self.aggro_count = 0
 
-    def aggro_at(self, point) -> np.ndarray:
+    # -- queries the tests and the HUD use ------------------------------------------
+    @property
+    def aggro_tree(self) -> ViewDistanceTree:
+        """The creatures' aggro-radius tree (read it; the scene mutates it)."""
+        return self.aggro.tree
+
+    @property
+    def aggro_stats(self) -> AggroStats:
+        return self.aggro.stats
+
+    def hunter_positions(self) -> np.ndarray:
+        """Hunter centres, shape (h, 3), float64 (a copy)."""
+        return self.centres[self.hunters].copy()
+
+    def aggro_at(self, point: ArrayLike) -> np.ndarray:
         """Creature indices (0-based among creatures) whose aggro sphere holds ``point``."""
-        handles = self.aggro_tree.query(np.asarray(point, dtype=np.float64), exact=True)
-        return np.sort(self._creature_of[handles])
+        handles = self.aggro.tree.query(np.asarray(point, dtype=np.float64), exact=True)
+        return np.sort(self.aggro.creature_of[handles])
+
+    def set_brute_force(self, on: bool) -> None:
+        """Answer the aggro batch by brute force every frame (the tree then runs
+        beside it now and then): the demo's ``--brute-force`` covers it too."""
+        self.aggro.method = "brute force" if on else "tree"
+
+    def status_lines(self) -> list[str]:
+        hunters = self.hunters.stop - self.hunters.start
+        return [self.aggro.stats.line(f"you + {hunters:,} hunters")]
+
+    # -- motion -------------------------------------------------------------------------
+    def _random_points(self, k: int) -> np.ndarray:
+        """``k`` uniform (x, z) points in the arena, shape (k, 2)."""
+        a = self._rng.uniform(0.0, 2.0 * np.pi, k)
+        r = self.arena * np.sqrt(self._rng.random(k))
+        return np.stack([r * np.cos(a), r * np.sin(a)], axis=1)
 
     def camera_pose(self, u: float) -> Pose:
         a = 2.0 * math.pi * u
-        pos = np.array([150.0 * math.cos(a), 0.0, 150.0 * math.sin(a)])
+        radius = 0.4 * self.arena
+        pos = np.array([radius * math.cos(a), 0.0, radius * math.sin(a)])
         pos[1] = float(self.ground_height(np.array(pos[0]), np.array(pos[2]))) + 25.0
         return Pose(pos, math.degrees(math.atan2(-math.sin(a), -math.cos(a))) - 30.0, -6.0)
 
-    def update(self, t: float, dt: float, camera_position: np.ndarray) -> np.ndarray:
-        """Move every creature: wander, stay in the arena and the air band, chase the camera.
+    def _move_hunters(self, dt: float) -> None:
+        """Hunters walk at a steady pace from waypoint to waypoint on the ground."""
+        pos = self.centres[self.hunters]
+        fresh = self._random_points(pos.shape[0])        # drawn every frame: deterministic
+        to = self.waypoints - pos[:, [0, 2]]
+        dist = np.hypot(to[:, 0], to[:, 1])
+        reached = dist < WAYPOINT_REACHED
+        self.waypoints[reached] = fresh[reached]
+        to = self.waypoints - pos[:, [0, 2]]
+        dist = np.maximum(np.hypot(to[:, 0], to[:, 1]), 1e-9)
+        step = to / dist[:, None] * np.minimum(HUNTER_SPEED * dt, dist)[:, None]
+        pos[:, 0] += step[:, 0]
+        pos[:, 2] += step[:, 1]
+        lift = -mesh_base(self.kinds[1].mesh) * self.bounding_radius[self.hunters]
+        pos[:, 1] = self.ground_height(pos[:, 0], pos[:, 2]) + lift
+        self.yaw[self.hunters] = np.arctan2(to[:, 0], -to[:, 1]).astype(np.float32)
 
-        Cost: O(creatures) NumPy, plus one aggro-tree query and ``update_many``.
+    def update(self, t: float, dt: float, camera_position: np.ndarray) -> np.ndarray:
+        """Move hunters, then creatures: wander, stay in the arena and the air band,
+        chase the nearest hunter (or the camera) inside their aggro radius.
+
+        Cost: O(objects) NumPy, one ``query_many`` over all hunters and the
+        camera, one ``update_many``.
         """
         dt = float(min(max(dt, 0.0), 0.1))
+        self._move_hunters(dt)
         first = self.first
         pos = self.centres[first:]
         vel = self.velocity
-        cam = np.asarray(camera_position, dtype=np.float64)
+        cam = np.asarray(camera_position, dtype=np.float64).reshape(1, 3)
+        points = np.concatenate([cam, self.centres[self.hunters]])   # the camera is point 0
 
-        chasing = self.aggro_at(cam)
+        target = self.aggro.nearest(points)
+        chasing = np.flatnonzero(target >= 0)
         self.aggro_count = int(chasing.shape[0])
         accel = self._rng.normal(0.0, WANDER_ACCEL, size=vel.shape)
         accel[:, 1] *= 0.3
-        out = np.hypot(pos[:, 0], pos[:, 2]) > ARENA_RADIUS
+        out = np.hypot(pos[:, 0], pos[:, 2]) > self.arena
         accel[out, 0] -= pos[out, 0] * 0.05
         accel[out, 2] -= pos[out, 2] * 0.05
         ground = self.ground_height(pos[:, 0], pos[:, 2])
         height = pos[:, 1] - ground
         accel[:, 1] += np.clip(np.mean(ALTITUDE) - height, -20.0, 20.0) * 0.3
         if chasing.shape[0]:
-            to_cam = cam - pos[chasing]
-            dist = np.maximum(np.linalg.norm(to_cam, axis=1), 1e-6)
+            to = points[target[chasing]] - pos[chasing]
+            dist = np.maximum(np.linalg.norm(to, axis=1), 1e-6)
             push = np.where(dist > PERSONAL_SPACE, CHASE_ACCEL, -CHASE_ACCEL)
-            accel[chasing] += to_cam / dist[:, None] * push[:, None]
+            accel[chasing] += to / dist[:, None] * push[:, None]
         vel += accel * dt
         limit = np.full(vel.shape[0], CRUISE_SPEED)
         limit[chasing] = CHASE_SPEED
@@ -97,46 +171,55 @@ class SwarmScene(Scene):
         self.yaw[first:] = np.arctan2(vel[:, 0], -vel[:, 2]).astype(np.float32)
         self.highlight[first:] = 0.0
         self.highlight[first + chasing] = 1.0
-        self.aggro_tree.update_many(self.aggro_handles, pos, self.aggro_radius)
-        return np.arange(first, len(self), dtype=np.int64)
+        self.aggro.move(pos)
+        return np.arange(self.hunters.start, len(self), dtype=np.int64)
 
 
-def make_swarm(objects: int = 4000, seed: int = 1) -> SwarmScene:
-    """Build the swarm: 5 % static rocks, the rest creatures (view distance 200-300 m,
-    aggro radius 15-70 m).
+def make_swarm(objects: int = 30_000, seed: int = 1) -> SwarmScene:
+    """Build the swarm: 3 % static rocks, 1 % hunters, the rest creatures (view
+    distance 120-200 m, aggro radius 15-70 m) in an arena sized for constant density.
 
     Cost: O(objects), vectorised, plus building the aggro tree.
     """
     rng = np.random.default_rng(seed)
-    terrain = Terrain.generate(WORLD_SIZE, seed, 25.0, resolution=129,
+    counts = allocate_counts(objects, {"creature": 1.0 - HUNTER_SHARE - ROCK_SHARE, "rock": ROCK_SHARE,
+                                       "hunter": HUNTER_SHARE})
+    arena = arena_radius(counts["creature"])
+    world = float(2 ** math.ceil(math.log2(2.0 * arena + 800.0)))
+    terrain = Terrain.generate(world, seed, 25.0, resolution=129,
                                low_colour=(0.36, 0.40, 0.26), high_colour=(0.50, 0.47, 0.38))
-    counts = allocate_counts(objects, {"creature": 0.95, "rock": 0.05})
-    parts = []
+    parts: list[dict[str, np.ndarray]] = []
     for index, kind in enumerate(SWARM_KINDS):
         n = counts[kind.name]
         a = rng.uniform(0.0, 2.0 * np.pi, size=n)
-        r = ARENA_RADIUS * np.sqrt(rng.random(n))
+        r = arena * np.sqrt(rng.random(n))
         x, z = r * np.cos(a), r * np.sin(a)
         ground = terrain.height_at(x, z)
         if kind.name == "rock":
             radius = rng.uniform(2.0, 6.0, size=n)
             y = ground - mesh_base(kind.mesh) * radius
-            view = 400.0 * rng.uniform(0.8, 1.2, size=n)
+            view = rng.uniform(300.0, 400.0, size=n)
+        elif kind.name == "hunter":
+            radius = np.full(n, 2.0)
+            y = ground - mesh_base(kind.mesh) * radius  # standing on the ground
+            view = rng.uniform(250.0, 300.0, size=n)
         else:
             radius = rng.uniform(0.8, 1.6, size=n)
             y = ground + rng.uniform(*ALTITUDE, size=n)
-            view = rng.uniform(200.0, 300.0, size=n)
-        parts.append(dict(kind=index, centres=np.stack([x, y, z], axis=1), view_distance=view,
+            view = rng.uniform(120.0, 200.0, size=n)
+        parts.append(dict(kind=np.asarray(index), centres=np.stack([x, y, z], axis=1), view_distance=view,
                           bounding_radius=radius, yaw=rng.uniform(0.0, 2.0 * np.pi, size=n),
                           tint=rng.uniform(-0.5, 0.5, size=n)))
+    arrays = build_arrays(parts, len(SWARM_KINDS))
     scene = SwarmScene(
         name="swarm", seed=seed, kinds=SWARM_KINDS, terrain=terrain,
-        world_size=WORLD_SIZE, world_origin=(-WORLD_SIZE / 2.0,) * 3, fog_distance=1500.0,
-        description="creatures moving every frame; red ones have you inside their aggro radius",
-        **build_arrays(parts, len(SWARM_KINDS)),
+        world_size=world, world_origin=(-world / 2.0, -world / 2.0, -world / 2.0), fog_distance=600.0,
+        description="creatures and hunters moving every frame; red creatures chase a hunter or you",
+        kind=arrays["kind"], centres=arrays["centres"], view_distance=arrays["view_distance"],
+        bounding_radius=arrays["bounding_radius"], yaw=arrays["yaw"], tint=arrays["tint"],
     )
     n_creatures = counts["creature"]
     heading = rng.uniform(0.0, 2.0 * np.pi, size=n_creatures)
     velocity = np.stack([np.sin(heading), np.zeros(n_creatures), -np.cos(heading)], axis=1) * CRUISE_SPEED
-    scene.setup(seed, velocity, rng.uniform(15.0, 70.0, size=n_creatures))
+    scene.setup(seed, arena, velocity, rng.uniform(*AGGRO_RADIUS, size=n_creatures))
     return scene

@@ -1,39 +1,153 @@
 """The benchmark harness runs end to end at tiny sizes (no timing assertions).
 
-It checks that every workload runs, every method agrees with brute force, the
-report and plots are written, and that nothing in ``docs/`` is touched.
+Every section runs, every method's answer is checked against brute force (a
+structure that drops one answer must fail the run), the report and plots are
+written where asked and ``docs/`` is left alone, and the report records the
+commit it measured.
 """
 
+import subprocess
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 pytest.importorskip("scipy")
 pytest.importorskip("rtree")
 pytest.importorskip("matplotlib")
 
-DOCS = Path(__file__).resolve().parent.parent / "docs"
+from benchmarks import SECTION_NAMES, AgreementError, run  # noqa: E402
+from benchmarks.suite import Structures, load_structures  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+DOCS = ROOT / "docs"
+
+ISSUE_11_TARGETS = ("exact query vs brute force", "query_many", "update_many", "insert_many build",
+                    "memory per object", "remote clusters")
 
 
 def _snapshot(folder: Path) -> dict:
     return {p.name: p.stat().st_mtime_ns for p in folder.glob("*")} if folder.exists() else {}
 
 
-def test_harness_runs_at_tiny_sizes(tmp_path):
-    from benchmarks import SECTION_NAMES, run
-
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    out = tmp_path_factory.mktemp("bench")
     before = _snapshot(DOCS)
-    res = run(preset="tiny", out=tmp_path, verbose=False)
+    res = run(preset="tiny", out=out, verbose=False)
+    return res, out, before
+
+
+def test_every_section_reports(tiny):
+    res, _, _ = tiny
+    keys = {t.key for t in res.tables}
+    assert set(SECTION_NAMES) <= keys
+    for t in res.tables:
+        if t.key == "jit":                 # skipped in the tiny preset, and says so
+            assert t.sentences and "Skipped" in t.sentences[0]
+            continue
+        assert t.rows, t.key
+        assert all(len(row) == len(t.columns) for row in t.rows), t.key
+
+
+def test_many_query_sections_compare_every_method(tiny):
+    res, _, _ = tiny
+    tables = {t.key: t for t in res.tables}
+    methods = {row[1] for row in tables["interest"].rows}
+    assert methods == {"tree query_many", "numpy brute force", "scipy cKDTree inverted", "rtree intersection_v"}
+    for case in {row[0] for row in tables["interest"].rows}:
+        pairs = {row[5] for row in tables["interest"].rows if row[0] == case}
+        assert len(pairs) == 1                     # every method found the same pairs
+    collision = tables["collision"].rows
+    assert {row[1] for row in collision} == {"tree: CollisionCandidates + query_many", "scipy cKDTree query_pairs",
+                                            "numpy uniform hash grid"}
+    for n in {row[0] for row in collision}:
+        assert len({row[5] for row in collision if row[0] == n}) == 1
+    assert int(collision[-1][5].replace(",", "")) > 0   # the workload has contacts to find
+
+
+def test_targets_follow_issue_11(tiny):
+    res, _, _ = tiny
+    names = [t.name for t in res.targets]
+    for prefix in ISSUE_11_TARGETS:
+        assert any(n.startswith(prefix) for n in names), prefix
+    limits = {t.name.split(" (")[0].split(",")[0]: t.limit for t in res.targets}
+    assert limits["update_many"].startswith("<= 100 ns")
+    assert limits["insert_many build at 1k"].startswith("<= 150 ms")
+    assert limits["memory per object at 1k"] == "<= 100 B"
+    assert all(isinstance(t.passed, bool) for t in res.targets)
+
+
+def test_report_and_plots_written_where_asked(tiny):
+    res, out, before = tiny
     assert _snapshot(DOCS) == before
-    keys = [t.key for t in res.tables]
-    assert set(keys) >= {"forest", "forest_ops", "clusters", "colocated", "moving", "scaling", "dense"}
-    assert set(SECTION_NAMES) <= set(keys), "a section the harness declares produced no table"
-    assert len(keys) == len(set(keys))
-    assert all(t.rows or t.key == "dense" for t in res.tables)
-    assert len(res.targets) >= 12
-    text = (tmp_path / "PERFORMANCE.md").read_text()
-    assert "## Targets" in text and "commit:" in text
+    text = (out / "PERFORMANCE.md").read_text()
+    for heading in ("## Targets", "## Interest management", "## Collision broad phase", "## JIT start-up"):
+        assert heading in text
     for table in res.tables:
         assert f"## {table.title}" in text, f"table {table.key!r} is missing from the report"
-    for name in ("query_vs_n.png", "query_vs_output.png", "update_cost.png", "remote_clusters.png"):
-        assert (tmp_path / name).stat().st_size > 1000
+    for name in ("query_vs_n.png", "query_vs_output.png", "update_cost.png", "remote_clusters.png",
+                 "interest.png", "collision.png"):
+        assert (out / name).stat().st_size > 1000, name
+
+
+def test_report_records_the_commit(tiny):
+    res, _, _ = tiny
+    head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
+    if head.returncode != 0:
+        pytest.skip("not a git checkout")
+    assert res.machine["commit"].split()[0] == head.stdout.strip()
+
+
+def test_cli_writes_into_the_checkouts_docs():
+    from benchmarks import cli
+
+    assert cli.DOCS == DOCS
+
+
+def _drop_every_third(handles, counts=None):
+    """Lose answers 0, 3, 6, ...: (handles,) or (handles, counts) with counts kept consistent."""
+    keep = np.arange(len(handles)) % 3 != 0
+    if counts is None:
+        return handles[keep]
+    owner = np.repeat(np.arange(len(counts)), counts)
+    return handles[keep], np.bincount(owner[keep], minlength=len(counts)).astype(counts.dtype)
+
+
+def _dropping(cls, method):
+    """A subclass of ``cls`` whose ``method`` loses a third of its answers."""
+
+    def broken(self, *args, **kwargs):
+        out = getattr(super(sub, self), method)(*args, **kwargs)
+        return _drop_every_third(*out) if method == "query_many" else _drop_every_third(out)
+
+    sub = type(f"Dropping{cls.__name__}", (cls,), {method: broken})
+    return sub
+
+
+@pytest.mark.parametrize(("section", "method"), [("forest", "query"), ("interest", "query_many")])
+def test_a_wrong_answer_fails_the_run(section, method):
+    real = load_structures()
+    structs = Structures(_dropping(real.tree, method), real.dense, real.collision)
+    with pytest.raises(AgreementError, match="disagrees"):
+        run(preset="tiny", only=[section], structs=structs, verbose=False)
+
+
+def test_a_missed_contact_fails_the_collision_run():
+    real = load_structures()
+
+    class LossyTree:
+        def __init__(self, tree):
+            self._tree = tree
+
+        def query_many(self, points, exact=False):
+            return _drop_every_third(*self._tree.query_many(points, exact=exact))
+
+    class Lossy(real.collision):
+        @property
+        def tree(self):
+            return LossyTree(super().tree)
+
+    structs = Structures(real.tree, real.dense, Lossy)
+    with pytest.raises(AgreementError, match="disagrees"):
+        run(preset="tiny", only=["collision"], structs=structs, verbose=False)

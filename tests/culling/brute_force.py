@@ -6,7 +6,9 @@ correct answer every structure under test is compared against.
 
 Containment follows docs/CONTRACT.md ("Geometry", exact test) literally: a sphere contains ``p`` when
 ``sqrt(sum((p - c)**2)) <= radius * scale``, a cube when
-``max(|p - c|) <= radius * scale``; surface points count as inside.  The
+``max(|p - c|) <= radius * scale``; surface points count as inside.  Both are
+decided exactly for the float64 inputs (DESIGN.md section 6): floats away from
+the surface, ``fractions.Fraction`` within rounding of it.  The
 Euclidean distance is summed axis by axis in order, so an offset along a single
 axis gives exactly ``|p_i - c_i|``.
 
@@ -25,7 +27,7 @@ from fractions import Fraction
 
 import numpy as np
 
-__all__ = ["BruteForce", "distances", "sorted_handles"]
+__all__ = ["BruteForce", "distances", "exactly_inside", "sorted_handles"]
 
 
 def distances(centres: np.ndarray, point: np.ndarray, shape: str) -> np.ndarray:
@@ -64,6 +66,15 @@ def distances(centres: np.ndarray, point: np.ndarray, shape: str) -> np.ndarray:
             safe = np.where(m > 0, m, 1.0)
             result[lossy] = m * np.sqrt(((offsets[lossy] / safe[:, None]) ** 2).sum(axis=1))
     return result
+
+
+def exactly_inside(centre, point, radius: float, scale: float, shape: str) -> bool:
+    """The containment test in rational arithmetic: the truth for float64 inputs."""
+    offsets = [Fraction(float(c)) - Fraction(float(p)) for c, p in zip(centre, point)]
+    limit = Fraction(radius) * Fraction(scale)
+    if shape == "cube":
+        return all(abs(d) <= limit for d in offsets)
+    return sum(d * d for d in offsets) <= limit * limit
 
 
 def sorted_handles(handles) -> list[int]:
@@ -133,9 +144,17 @@ class BruteForce:
         handles, centres, radii = self.arrays()
         if handles.size == 0:
             return set()
-        with np.errstate(under="ignore"):  # a subnormal radius times 0.5
+        with np.errstate(under="ignore", over="ignore"):  # a subnormal radius times 0.5
             reach = radii if scale == 1.0 else radii * scale
-        return set(handles[distances(centres, point, self.shape) <= reach].tolist())
+            found = distances(centres, point, self.shape)
+            inside = found <= reach
+            # Within rounding of the surface, or at magnitudes where floats lose
+            # bits: decide with Fractions (DESIGN.md 6: exact for the float inputs).
+            unsure = (np.abs(found - reach) <= 1e-9 * np.maximum(found, reach)) | ~np.isfinite(found) \
+                | ~np.isfinite(reach) | (np.maximum(found, reach) < 1e-300)
+        for i in np.flatnonzero(unsure).tolist():
+            inside[i] = exactly_inside(centres[i], point, float(radii[i]), scale, self.shape)
+        return set(handles[inside].tolist())
 
 
 # -- checks of a structure under test against the model ----------------------
@@ -144,14 +163,17 @@ class BruteForce:
 VISIT_SLACK_ULPS = 4
 
 
-def visit_bound(dim: int, scale: float = 1.0) -> int:
+def visit_bound(dim: int, scale: float = 1.0, exact: bool = True) -> int:
     """Most nodes one level can have visited: ``ceil(1 + scale)`` per axis.
 
     A child of edge ``W`` is visited when ``lo - scale*W/2 <= p < hi + scale*W/2``;
     the lows ``lo`` of those children lie in a half-open interval of length
     ``(1 + scale) * W`` on a grid of spacing ``W``: 2 per axis for ``scale <= 1``.
+    Where ``(p - origin) / size`` rounds (``exact`` False), a conservative visit
+    may take one more cell at each end of an axis: a centre a rounding away
+    from a cell's face may have been placed in that cell.
     """
-    return int(np.ceil(1.0 + scale)) ** dim
+    return (int(np.ceil(1.0 + scale)) + (0 if exact else 2)) ** dim
 
 
 def _exact_in_root_units(structure, p: np.ndarray) -> bool:
@@ -232,7 +254,7 @@ def check_trace(structure, point, candidates, dim: int, scale: float = 1.0, node
         if lv.depth == 0:
             assert k == 1, "exactly one node (the root) at depth 0"
             root_magnitude = np.abs(bounds[0]).max(axis=0)
-        assert k <= visit_bound(dim, scale), f"{k} nodes visited on level {lv.depth}"
+        assert k <= visit_bound(dim, scale, exact), f"{k} nodes visited on level {lv.depth}"
         lo, hi = bounds[:, 0, :], bounds[:, 1, :]
         w = float(lv.node_size)
         assert w > 0

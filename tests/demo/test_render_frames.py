@@ -57,7 +57,7 @@ def test_tree_culling_gives_the_brute_force_picture(name, make_demo, render):
     tree_img, tree_stats, tree_demo = _frame(make_demo, render, name, brute_force=False)
     brute_img, brute_stats, brute_demo = _frame(make_demo, render, name, brute_force=True)
     assert brute_stats.candidates == len(brute_demo.scene)
-    assert tree_stats.candidates < brute_stats.candidates or name == "swarm"
+    assert tree_stats.candidates < brute_stats.candidates
     assert tree_stats.drawn == brute_stats.drawn > 0
     assert np.array_equal(tree_img, brute_img)
 

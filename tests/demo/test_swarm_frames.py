@@ -53,3 +53,45 @@ def test_swarm_pipeline_refresh_moves_instances():
     pipe.refresh(moved)
     assert np.allclose(pipe.records[:, :3], scene.centres.astype(np.float32))
     assert np.array_equal(pipe.records[:, 7], scene.highlight)
+
+
+def _flown(make_demo, render, brute_force, frames=24):
+    """A swarm demo after ``frames`` simulated frames along the scripted camera path."""
+    demo = make_demo("swarm", 3_000, size=(160, 90), overlay=False, brute_force=brute_force, seed=6)
+    for frame in range(frames):
+        pose = demo.scene.camera_pose(0.2 + 0.002 * frame)
+        demo.set_pose(pose.position, pose.yaw, pose.pitch)
+        demo.update(1.0 / 30.0)
+    return demo, render(demo)
+
+
+def test_swarm_pixels_identical_with_tree_and_brute_force(make_demo, render):
+    """Tree culling with the aggro batch through query_many, and brute force for
+    both, simulate and draw exactly the same frames."""
+    tree_demo, tree_img = _flown(make_demo, render, brute_force=False)
+    brute_demo, brute_img = _flown(make_demo, render, brute_force=True)
+    assert tree_demo.scene.aggro_stats.method == "tree"
+    assert brute_demo.scene.aggro_stats.method == "brute force"
+    assert np.array_equal(tree_demo.scene.centres, brute_demo.scene.centres)
+    assert tree_demo.scene.highlight.sum() > 0                       # some creatures are chasing
+    assert tree_demo.stats.candidates < brute_demo.stats.candidates  # the tree culls
+    assert tree_demo.stats.drawn == brute_demo.stats.drawn > 0
+    assert np.array_equal(tree_img, brute_img)
+    for demo in (tree_demo, brute_demo):
+        assert demo.scene.aggro_stats.compared > 0 and demo.scene.aggro_stats.mismatches == 0
+
+
+def test_hud_shows_the_aggro_batch_against_brute_force(make_demo):
+    from engine.hud import hud_lines
+
+    demo = make_demo("swarm", 2_000, overlay=False)
+    demo.update(1.0 / 30.0)
+    texts = [text for text, _ in hud_lines(demo.hud_info())]
+    aggro = [t for t in texts if t.startswith("aggro")]
+    assert len(aggro) == 1
+    hunters = demo.scene.hunters.stop - demo.scene.hunters.start
+    assert f"you + {hunters:,} hunters x {len(demo.scene) - demo.scene.first:,} creatures" in aggro[0]
+    assert "query_many" in aggro[0] and "brute force" in aggro[0]
+    compact = [text for text, _ in hud_lines(demo.hud_info(), "compact")]
+    assert aggro[0] in compact                                      # the compact HUD keeps the batch line
+    assert all(not t.startswith("aggro") for t, _ in hud_lines(make_demo("forest", 500).hud_info()))

@@ -1,0 +1,207 @@
+"""Collision broad phase: every touching pair of moving spheres, every frame.
+
+Creature ``i`` (centre ``c_i``, bounding radius ``b_i``) touches ``j`` when
+``|c_i - c_j| <= b_i + b_j``.  Each method keeps its own index of the
+creatures and, per frame, takes the new centres, brings its index up to date
+and returns every touching pair once, as ``(i, j)`` with ``i < j``.  All of
+them finish with the same exact filter (:func:`exact_pairs`), so they differ
+only in how they find candidates:
+
+- :class:`TreePairs`: ``culling.CollisionCandidates`` with the largest
+  bounding radius as its probe (each creature stored with reach
+  ``b_i + b_max``), moved with ``update_many``; the candidates of every
+  creature come from one ``query_many`` over all centres on its tree;
+- :class:`KDTreePairs`: scipy's cKDTree rebuilt every frame,
+  ``query_pairs(2 b_max)``;
+- :class:`HashGridPairs`: a uniform hash grid written in NumPy (cell edge
+  ``2 b_max``; creatures sorted by cell key; each cell against itself and its
+  13 forward neighbours through ``searchsorted``).
+
+:func:`brute_pairs` is the O(n^2) reference (in blocks), and
+:func:`brute_partners` its sampled form for large ``n``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from benchmarks.peers import TIE_TOLERANCE, AgreementError
+
+BLOCK = 2048
+"""Rows per block of the brute-force reference: a (BLOCK, n) float64 block."""
+
+
+def _sq_dist(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Row-wise squared distance, summed x, y, z in order (the same rounding everywhere)."""
+    d = a - b
+    return d[:, 0] * d[:, 0] + d[:, 1] * d[:, 1] + d[:, 2] * d[:, 2]
+
+
+def exact_pairs(i: np.ndarray, j: np.ndarray, centres: np.ndarray, radii: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Keep the candidate pairs that touch, as ``(min, max)``; input pairs distinct, i != j."""
+    reach = radii[i] + radii[j]
+    keep = _sq_dist(centres[i], centres[j]) <= reach * reach
+    i, j = i[keep], j[keep]
+    return np.minimum(i, j), np.maximum(i, j)
+
+
+def pair_keys(i: np.ndarray, j: np.ndarray, n: int) -> np.ndarray:
+    """Sorted ``i * n + j`` keys of pairs with ``i < j``: shape (pairs,), int64."""
+    return np.sort(np.asarray(i, dtype=np.int64) * n + np.asarray(j, dtype=np.int64))
+
+
+def concat_ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """``[s, s + 1, ..., s + l - 1]`` for each (s, l), concatenated; int64.  O(total)."""
+    total = int(lengths.sum())
+    if total == 0:
+        return np.empty(0, dtype=np.int64)
+    ends = np.cumsum(lengths)
+    shift = np.repeat(starts - (ends - lengths), lengths)
+    return np.arange(total, dtype=np.int64) + shift
+
+
+class TreePairs:
+    """``CollisionCandidates`` (probe = largest bounding radius) and its tree's ``query_many``."""
+
+    name = "tree: CollisionCandidates + query_many"
+
+    def __init__(self, factory: Any) -> None:
+        self.factory = factory     # (probe_radius, size, origin) -> CollisionCandidates
+
+    def setup(self, radii: np.ndarray, centres: np.ndarray, size: float) -> None:
+        self.radii = radii
+        self.cc = self.factory(float(radii.max()), size, (0.0, 0.0, 0.0))
+        self.handles = np.asarray(self.cc.insert_many(centres, radii), dtype=np.int64)
+        self.index_of = np.full(int(self.handles.max()) + 1, -1, dtype=np.int64)
+        self.index_of[self.handles] = np.arange(self.handles.size)
+
+    def frame(self, centres: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        self.cc.update_many(self.handles, centres)
+        hs, counts = self.cc.tree.query_many(centres, exact=True)
+        i = np.repeat(np.arange(len(counts), dtype=np.int64), counts)
+        j = self.index_of[hs]
+        keep = i < j                  # each pair once, and not oneself
+        return exact_pairs(i[keep], j[keep], centres, self.radii)
+
+
+class KDTreePairs:
+    """scipy cKDTree rebuilt every frame; ``query_pairs`` with twice the largest radius."""
+
+    name = "scipy cKDTree query_pairs"
+
+    def setup(self, radii: np.ndarray, centres: np.ndarray, size: float) -> None:
+        self.radii = radii
+        self.reach = 2.0 * float(radii.max())
+
+    def frame(self, centres: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        from scipy.spatial import cKDTree
+
+        pairs = cKDTree(centres).query_pairs(self.reach, output_type="ndarray")
+        return exact_pairs(pairs[:, 0].astype(np.int64), pairs[:, 1].astype(np.int64), centres, self.radii)
+
+
+# The 13 neighbour offsets "after" (0, 0, 0) in lexicographic order: with the
+# cell itself, every pair of neighbouring cells is visited exactly once.
+FORWARD = np.array([(dx, dy, dz) for dx in (-1, 0, 1) for dy in (-1, 0, 1) for dz in (-1, 0, 1)
+                    if (dx, dy, dz) > (0, 0, 0)], dtype=np.int64)
+
+
+class HashGridPairs:
+    """A uniform grid (cell edge ``2 b_max``) hashed by cell key, in NumPy.
+
+    Per frame: cell keys, one sort, then for the cell itself and each of the 13
+    forward neighbours a ``searchsorted`` giving every creature the run of
+    creatures in that cell.  O(n log n + candidates).
+    """
+
+    name = "numpy uniform hash grid"
+
+    def setup(self, radii: np.ndarray, centres: np.ndarray, size: float) -> None:
+        self.radii = radii
+        self.cell = 2.0 * float(radii.max())
+
+    def frame(self, centres: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        n = len(centres)
+        cells = np.floor((centres - centres.min(axis=0)) / self.cell).astype(np.int64) + 1  # >= 1: room for -1
+        dims = cells.max(axis=0) + 2
+        stride = np.array([dims[1] * dims[2], dims[2], 1], dtype=np.int64)
+        key = cells @ stride
+        order = np.argsort(key, kind="stable")
+        sorted_key = key[order]
+        # The cell itself: pairs within one run, i before j in sorted order.
+        end = np.searchsorted(sorted_key, sorted_key, side="right")
+        rank = np.arange(n, dtype=np.int64)
+        after = end - rank - 1
+        parts_i = [np.repeat(order, after)]
+        parts_j = [order[concat_ranges(rank + 1, after)]]
+        for offset in FORWARD:
+            other = sorted_key + int(offset @ stride)
+            lo = np.searchsorted(sorted_key, other, side="left")
+            hi = np.searchsorted(sorted_key, other, side="right")
+            length = hi - lo
+            parts_i.append(np.repeat(order, length))
+            parts_j.append(order[concat_ranges(lo, length)])
+        return exact_pairs(np.concatenate(parts_i), np.concatenate(parts_j), centres, self.radii)
+
+
+def brute_pairs(centres: np.ndarray, radii: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Every touching pair by testing all n (n - 1) / 2 pairs, in blocks.  O(n^2)."""
+    n = len(radii)
+    out_i, out_j = [], []
+    for s in range(0, n, BLOCK):
+        rows = np.arange(s, min(s + BLOCK, n))
+        i, j = _touching_block(rows, centres, radii)
+        keep = i < j
+        out_i.append(i[keep])
+        out_j.append(j[keep])
+    if not out_i:
+        return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64)
+    return np.concatenate(out_i), np.concatenate(out_j)
+
+
+def _touching_block(rows: np.ndarray, centres: np.ndarray, radii: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(row, other) for every ``other != row`` touching a row: brute force over all n."""
+    d2 = np.zeros((len(rows), len(radii)))
+    for axis in range(3):
+        diff = centres[rows, axis][:, None] - centres[:, axis][None, :]
+        d2 += diff * diff
+    reach = radii[rows][:, None] + radii[None, :]
+    r, other = np.nonzero(d2 <= reach * reach)
+    i = rows[r].astype(np.int64)
+    other = other.astype(np.int64)
+    keep = i != other
+    return i[keep], other[keep]
+
+
+def brute_partners(sample: np.ndarray, centres: np.ndarray, radii: np.ndarray) -> np.ndarray:
+    """Keys (min * n + max) of every touching pair with an end in ``sample``, brute force.  O(k n)."""
+    n = len(radii)
+    keys = []
+    for s in range(0, len(sample), BLOCK):
+        i, j = _touching_block(sample[s:s + BLOCK], centres, radii)
+        keys.append(np.minimum(i, j) * n + np.maximum(i, j))
+    return np.unique(np.concatenate(keys)) if keys else np.empty(0, dtype=np.int64)
+
+
+def check_pairs(what: str, expected: np.ndarray, got: np.ndarray, centres: np.ndarray, radii: np.ndarray) -> int:
+    """Compare sorted pair keys; ties (touching to the last bits) are counted, not failures.
+
+    Raises :class:`~benchmarks.peers.AgreementError` on a real difference or a
+    pair reported twice.
+    """
+    n = len(radii)
+    if len(got) and (np.diff(got) == 0).any():
+        raise AgreementError(f"{what}: a pair was reported twice")
+    diff = np.concatenate([np.setdiff1d(expected, got, assume_unique=True), np.setdiff1d(got, expected, assume_unique=True)])
+    if diff.size == 0:
+        return 0
+    i, j = diff // n, diff % n
+    reach2 = (radii[i] + radii[j]) ** 2
+    ties = np.abs(_sq_dist(centres[i], centres[j]) - reach2) <= TIE_TOLERANCE * np.maximum(reach2, 1.0)
+    if not ties.all():
+        bad = np.flatnonzero(~ties)[:5]
+        raise AgreementError(f"{what} disagrees with brute force on {int((~ties).sum())} pairs, "
+                             f"e.g. {list(zip(i[bad].tolist(), j[bad].tolist()))}")
+    return int(ties.sum())

@@ -1,0 +1,49 @@
+"""How the library compiles its hot loops: numba, cached on disk, one signature each.
+
+Every kernel is compiled lazily on its first call and cached on disk
+(``cache=True``), so ``import culling`` compiles nothing and a second process
+loads the machine code instead of compiling it again.  When the package
+directory is not writable (an installed wheel), numba keeps the cache in a
+per-user directory instead (``NUMBA_CACHE_DIR`` overrides both).
+
+Callers pass float64 and int64 C-contiguous arrays and Python scalars only,
+so each kernel has one signature for all dimensions and shapes: the cold
+compile is bounded by the number of kernels, not by the ways of calling them.
+``error_model="numpy"`` lets float division give inf/NaN as NumPy does
+instead of raising (and keeps the check out of the loops).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, TypeVar, cast
+
+import numba
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+__all__ = ["inline_kernel", "kernel", "parallel_kernel", "prange"]
+
+_SERIAL = numba.njit(cache=True, nogil=True, error_model="numpy")
+_INLINE = numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
+_PARALLEL = numba.njit(cache=True, nogil=True, error_model="numpy", parallel=True)
+
+
+def kernel(fn: F) -> F:
+    """A serial kernel.  ``nogil`` so that callers may run queries from threads."""
+    return cast(F, _SERIAL(fn))
+
+
+def inline_kernel(fn: F) -> F:
+    """A small kernel called per object from other kernels: inlined into them
+    (numba IR inlining), so no call and no reference counting of its array
+    arguments per object."""
+    return cast(F, _INLINE(fn))
+
+
+def parallel_kernel(fn: F) -> F:
+    """A kernel whose ``prange`` loops run on all cores (numba's thread pool)."""
+    return cast(F, _PARALLEL(fn))
+
+
+prange: Any = numba.prange

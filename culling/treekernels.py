@@ -1,0 +1,364 @@
+"""The tree's query kernels: walk the nodes level by level, test the members, write the answer.
+
+A query starts at the root and goes down one level at a time.  On level
+``L`` (node edge ``W``) it computes, per axis, the window of cells whose
+nodes can hold a sphere containing the point, and visits every existing
+child of the previous level's visited nodes that lies in the window.  The
+members of the visited nodes are contiguous runs of the pool; each is tested
+in place and written to the output in one pass (:mod:`culling.members`).
+
+The window (the "conservative visit", :meth:`culling.lattice.Lattice.window`,
+whose rule these kernels implement): a sphere on level ``L`` has a radius
+below ``W/2``, so a sphere of scale ``s`` containing ``p`` has, per axis,
+``p - s*W/2 < c < p + s*W/2``, and as ``c`` is a float, ``q_lo <= c <= q_hi``
+for the largest floats ``q_lo <= p - half`` and ``q_hi <= p + half``
+(``half`` the smallest float ``>= s*W/2``; TwoSum and Dekker's product give
+the rounding directions).  Centres are placed by the monotone
+``f(x) = fl(fl(x - origin) / size)`` and the lattice's monotone cell
+function, so the cells ``cell(f(q_lo)) .. cell(f(q_hi))`` hold every such
+centre.  When nothing rounds this is DESIGN.md's ``lo - s*W/2 <= p < hi +
+s*W/2``: at most 2 nodes per axis for ``s <= 1``.  ``f(q)`` is clamped to
+just outside the largest world before becoming an integer, so a huge scale
+is a wide window over the existing nodes, never an overflow or a hang.
+
+Every kernel takes the tree's arrays as they are stored (float64 and int64,
+C-contiguous) and scalars, so each is compiled once for all dimensions.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from culling.jit import kernel, parallel_kernel, prange
+from culling.lattice import ANCHOR, MAX_DEPTH, MAX_GROWTH
+from culling.members import candidates, keep_run, test_runs
+
+__all__ = ["cell_of", "half_reach", "multiply_up", "round_down_add", "round_down_sub", "gather", "query", "query_many_parallel", "query_many_serial", "query_spheres", "PARALLEL_MIN_POINTS", "walk", "window"]
+
+#: Root-relative coordinates are clamped to one unit outside the largest
+#: world (the level ``-MAX_GROWTH`` cell), where no node can ever be.
+_U_LOW = -float(ANCHOR) - 1.0
+_U_HIGH = float((1 << MAX_GROWTH) - ANCHOR) + 1.0
+
+#: Levels a walk can visit: from the highest possible root to the finest level.
+_LEVELS = MAX_DEPTH + MAX_GROWTH + 1
+
+_SPLIT = 134217729.0  # 2**27 + 1: Veltkamp's split of a float into two 26-bit halves
+
+#: Visited-node buffer to start with; it doubles when a large scale needs more.
+_FIRST_VISITS = 64
+
+
+# ----------------------------------------------------------------------
+# The window
+
+
+@kernel
+def round_down_sub(a: float, b: float) -> float:
+    """The largest float ``<= a - b`` (exact); ``b >= 0``.  :func:`culling.lattice.round_down_sub`."""
+    r = a - b
+    if r == -math.inf or b == math.inf:
+        return -math.inf
+    bb = r - a
+    error = (a - (r - bb)) + (-b - bb)  # TwoSum: a - b == r + error exactly
+    return np.nextafter(r, -math.inf) if error < 0.0 else r
+
+
+@kernel
+def round_down_add(a: float, b: float) -> float:
+    """The largest float ``<= a + b`` (exact); ``b >= 0``.  :func:`culling.lattice.round_down_add`."""
+    r = a + b
+    if r == math.inf or b == math.inf:
+        return math.inf
+    bb = r - a
+    error = (a - (r - bb)) + (b - bb)  # TwoSum: a + b == r + error exactly
+    return np.nextafter(r, -math.inf) if error < 0.0 else r
+
+
+@kernel
+def multiply_up(a: float, b: float) -> float:
+    """The smallest float ``>= a * b`` (exact), ``a, b >= 0``.  :func:`culling.lattice.multiply_up`."""
+    r = a * b
+    if r == math.inf or r == 0.0:
+        return r if a == 0.0 or b == 0.0 or r == math.inf else float(np.nextafter(0.0, math.inf))
+    if r < 2.0 ** -960 or a > 2.0 ** 995 or b > 2.0 ** 995:
+        return float(np.nextafter(r, math.inf))
+    c = _SPLIT * a
+    a_hi = c - (c - a)
+    a_lo = a - a_hi
+    c = _SPLIT * b
+    b_hi = c - (c - b)
+    b_lo = b - b_hi
+    error = ((a_hi * b_hi - r) + a_hi * b_lo + a_lo * b_hi) + a_lo * b_lo  # Dekker: a * b == r + error
+    return float(np.nextafter(r, math.inf)) if error > 0.0 else r
+
+
+@kernel
+def half_reach(size: float, level: int, scale: float) -> float:
+    """The smallest float ``>= scale * W / 2`` on ``level``.  :func:`culling.lattice.half_reach`."""
+    half = math.ldexp(size, -level - 1)
+    if half == math.inf or math.ldexp(half, level + 1) != size:
+        half = np.nextafter(half, math.inf)
+    return float(half) if scale == 1.0 else float(multiply_up(scale, half))
+
+
+@kernel
+def cell_of(u: float, level: int) -> int:
+    """The lattice cell (:meth:`culling.lattice.Lattice.cell`) of root-relative ``u`` on ``level``.
+
+    ``u`` is clamped to just outside the largest world first: every integer
+    stays below 2**49, and inf becomes a cell no node has.
+    """
+    u = min(max(u, _U_LOW), _U_HIGH)
+    if level >= 0:
+        return int(math.floor(math.ldexp(u, level)) + (ANCHOR << level))
+    return int((math.floor(u) + ANCHOR) >> -level)
+
+
+@kernel
+def window(p: np.ndarray, scale: float, origin: np.ndarray, size: float, level: int,
+           lo: np.ndarray, hi: np.ndarray) -> None:
+    """Write the first and last cell, per axis, that ``p`` visits on ``level`` into ``lo`` and ``hi``.
+
+    :meth:`culling.lattice.Lattice.window`: the cells of the largest floats
+    ``<= p - half`` and ``<= p + half``, ``half >= scale * W / 2``.
+    """
+    half = half_reach(size, level, scale)
+    for axis in range(p.shape[0]):
+        lo[axis] = cell_of((round_down_sub(p[axis], half) - origin[axis]) / size, level)
+        hi[axis] = cell_of((round_down_add(p[axis], half) - origin[axis]) / size, level)
+
+
+# ----------------------------------------------------------------------
+# The walk
+
+
+@kernel
+def _doubled(array: np.ndarray) -> np.ndarray:
+    """A copy of an int64 array with twice the room (a plain loop: cheap to compile)."""
+    bigger = np.empty(2 * array.shape[0], dtype=np.int64)
+    for i in range(array.shape[0]):
+        bigger[i] = array[i]
+    return bigger
+
+
+@kernel
+def walk(p: np.ndarray, scale: float, origin: np.ndarray, size: float, root: int, root_level: int,
+         child: np.ndarray, cells: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The nodes a query at ``p`` visits, root first, level by level.
+
+    Parameters
+    ----------
+    p : ndarray, shape (dim,), float64
+    child : ndarray, shape (nodes, 2**dim), int64, -1 for no child
+    cells : ndarray, shape (dim, nodes), int64
+
+    Returns
+    -------
+    visited : ndarray, int64, node ids, one level after the other
+    ends : ndarray, int64: level ``d`` below the root is ``visited[ends[d-1]:ends[d]]``
+
+    Cost: O(levels x visited x 2**dim); a query point visits at most ``2**dim``
+    nodes per level for ``scale <= 1``.
+    """
+    dim = p.shape[0]
+    quadrants = child.shape[1]
+    lo = np.empty(dim, dtype=np.int64)
+    hi = np.empty(dim, dtype=np.int64)
+    visited = np.empty(_FIRST_VISITS, dtype=np.int64)
+    ends = np.empty(_LEVELS + 1, dtype=np.int64)
+    visited[0] = root
+    n = 1
+    ends[0] = 1
+    depth = 1
+    first = 0
+    level = root_level + 1
+    while level <= MAX_DEPTH:
+        window(p, scale, origin, size, level, lo, hi)
+        last = n
+        for i in range(first, last):
+            parent = visited[i]
+            for quadrant in range(quadrants):
+                node = child[parent, quadrant]
+                if node < 0:
+                    continue
+                hit = True
+                for axis in range(dim):
+                    c = cells[axis, node]
+                    hit &= (lo[axis] <= c) & (c <= hi[axis])
+                if hit:
+                    if n == visited.shape[0]:
+                        visited = _doubled(visited)
+                    visited[n] = node
+                    n += 1
+        if n == last:  # no node on this level, so none below it either
+            break
+        ends[depth] = n
+        depth += 1
+        first = last
+        level += 1
+    return visited[:n], ends[:depth]
+
+
+# ----------------------------------------------------------------------
+# Members
+
+
+@kernel
+def gather(visited: np.ndarray, start: np.ndarray, count: np.ndarray, handles: np.ndarray) -> np.ndarray:
+    """Every member of the visited nodes, in visiting order; int64, a new array."""
+    out = np.empty(candidates(visited, count), dtype=np.int64)
+    k = 0
+    for node in visited:
+        for row in range(start[node], start[node] + count[node]):
+            out[k] = handles[row]
+            k += 1
+    return out
+
+
+# ----------------------------------------------------------------------
+# Queries
+
+
+@kernel
+def query(p: np.ndarray, exact: bool, cube: bool, scale: float, origin: np.ndarray, size: float,
+          root: int, root_level: int, child: np.ndarray, cells: np.ndarray, start: np.ndarray,
+          count: np.ndarray, handles: np.ndarray, columns: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """One query: walk, then keep each visited member that passes (all of them unless ``exact``).
+
+    Returns the handles, int64 (k,), and the pool rows the exact filter left
+    unsure (:func:`culling.shapes.decide` settles them); O(levels + candidates).
+    """
+    visited, _ = walk(p, scale, origin, size, root, root_level, child, cells)
+    total = candidates(visited, count)
+    rows = np.empty(total, dtype=np.int64)
+    unsure = np.empty(total if exact else 0, dtype=np.int64)
+    k, uk = test_runs(visited, start, count, columns, p, exact, cube, scale, rows, 0, total, unsure, 0, total)
+    out = np.empty(k, dtype=np.int64)
+    for i in range(k):
+        out[i] = handles[rows[i]]
+    return out, unsure[:uk]
+
+
+@kernel
+def query_spheres(p: np.ndarray, exact: bool, cube: bool, scale: float, origin: np.ndarray, size: float,
+                  root: int, root_level: int, child: np.ndarray, cells: np.ndarray, start: np.ndarray,
+                  count: np.ndarray, handles: np.ndarray,
+                  columns: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Like :func:`query`, returning the answers' pool rows (the caller reads handles, centres, radii)."""
+    visited, _ = walk(p, scale, origin, size, root, root_level, child, cells)
+    total = candidates(visited, count)
+    rows = np.empty(total, dtype=np.int64)
+    unsure = np.empty(total if exact else 0, dtype=np.int64)
+    k, uk = test_runs(visited, start, count, columns, p, exact, cube, scale, rows, 0, total, unsure, 0, total)
+    return rows[:k], unsure[:uk]
+
+
+def _query_many(points: np.ndarray, exact: bool, cube: bool, scale: float, origin: np.ndarray, size: float,
+                root: int, root_level: int, child: np.ndarray, cells: np.ndarray, start: np.ndarray,
+                count: np.ndarray, handles: np.ndarray,
+                columns: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Many queries at once, in parallel: every walk first, then the members node by node.
+
+    Points that are near each other visit the same nodes (players in a
+    town, agents in a swarm, and at the coarse levels everyone), so the
+    members are tested node-major: each visited node's rows are read from
+    memory once and tested against every point that visits it while they
+    are in cache, instead of once per point.
+
+    1. Walk from every point: the (point, node) visits, point by point.
+    2. Group the visits by node.
+    3. Count, in parallel over the nodes: each visit's number of answers.
+    4. Prefix sums: each point's answer, and each visit's part of it, gets
+       its offset in the output (a point's answer lists its nodes in the
+       order its walk visited them, as :func:`query` does).
+    5. Fill, in parallel over the nodes: each visit writes its answers at
+       its offset.
+
+    Returns ``(handles, counts, unsure_rows, unsure_points)``: point ``i``'s
+    sure answer is ``handles[offsets[i]:offsets[i] + counts[i]]``,
+    ``offsets`` the prefix sums of ``counts``; the pool rows the exact
+    filter left unsure, and the point each was tested for, are settled by
+    the caller.  O(m x levels + candidates) work, split over the cores.
+    """
+    m = points.shape[0]
+    # 1. the walks, twice: once to size the visit list, once to fill it
+    first_visit = np.zeros(m + 1, dtype=np.int64)
+    for i in prange(m):
+        visited, _ = walk(points[i], scale, origin, size, root, root_level, child, cells)
+        first_visit[i + 1] = visited.shape[0]
+    for i in range(m):
+        first_visit[i + 1] += first_visit[i]
+    n_visits = first_visit[m]
+    node_of = np.empty(n_visits, dtype=np.int64)
+    point_of = np.empty(n_visits, dtype=np.int64)
+    for i in prange(m):
+        visited, _ = walk(points[i], scale, origin, size, root, root_level, child, cells)
+        for j in range(visited.shape[0]):
+            node_of[first_visit[i] + j] = visited[j]
+            point_of[first_visit[i] + j] = i
+    # 2. visits grouped by node
+    by_node = np.argsort(node_of, kind="mergesort")
+    n_groups = 0
+    group_start = np.empty(n_visits + 1, dtype=np.int64)
+    for v in range(n_visits):
+        if v == 0 or node_of[by_node[v]] != node_of[by_node[v - 1]]:
+            group_start[n_groups] = v
+            n_groups += 1
+    group_start[n_groups] = n_visits
+    # 3. answers (sure and unsure) per visit, node-major
+    found = np.empty(n_visits, dtype=np.int64)
+    doubts = np.zeros(n_visits, dtype=np.int64)
+    nothing = np.empty(0, dtype=np.int64)
+    for g in prange(n_groups):
+        for v in range(group_start[g], group_start[g + 1]):
+            visit = by_node[v]
+            node = node_of[visit]
+            if exact:
+                found[visit], doubts[visit] = keep_run(columns, start[node], start[node] + count[node],
+                                                       points[point_of[visit]], cube, scale, nothing, 0, 0,
+                                                       nothing, 0, 0)
+            else:
+                found[visit] = count[node]
+    # 4. offsets: points in order, each point's visits in walk order
+    counts = np.zeros(m, dtype=np.int64)
+    at = np.empty(n_visits + 1, dtype=np.int64)
+    unsure_at = np.empty(n_visits + 1, dtype=np.int64)
+    at[0] = 0
+    unsure_at[0] = 0
+    for visit in range(n_visits):
+        at[visit + 1] = at[visit] + found[visit]
+        unsure_at[visit + 1] = unsure_at[visit] + doubts[visit]
+        counts[point_of[visit]] += found[visit]
+    # 5. the answers, node-major again, each visit at its offset
+    rows = np.empty(at[n_visits], dtype=np.int64)
+    out = np.empty(at[n_visits], dtype=np.int64)
+    unsure = np.empty(unsure_at[n_visits], dtype=np.int64)
+    for g in prange(n_groups):
+        for v in range(group_start[g], group_start[g + 1]):
+            visit = by_node[v]
+            node = node_of[visit]
+            if exact:
+                keep_run(columns, start[node], start[node] + count[node], points[point_of[visit]], cube, scale,
+                         rows, at[visit], at[visit + 1], unsure, unsure_at[visit], unsure_at[visit + 1])
+            else:
+                for j in range(count[node]):
+                    rows[at[visit] + j] = start[node] + j
+            for j in range(at[visit], at[visit + 1]):
+                out[j] = handles[rows[j]]
+    unsure_points = np.empty(unsure_at[n_visits], dtype=np.int64)
+    for visit in range(n_visits):
+        for j in range(unsure_at[visit], unsure_at[visit + 1]):
+            unsure_points[j] = point_of[visit]
+    return out, counts, unsure, unsure_points
+
+
+#: ``query_many`` runs on all cores from this many points on; fewer run on the
+#: calling thread (the same loops, compiled without threads), where waking the
+#: thread pool would cost more than it saves.
+PARALLEL_MIN_POINTS = 64
+
+query_many_serial = kernel(_query_many)
+query_many_parallel = parallel_kernel(_query_many)

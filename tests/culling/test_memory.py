@@ -1,0 +1,91 @@
+"""Memory is given back (issue 8, item 11): fill/empty cycles, tracemalloc-bounded.
+
+An emptied structure holds no more than a fresh one (``nbytes``), repeated
+fill/empty cycles do not grow what tracemalloc sees (NumPy reports its
+buffers to tracemalloc), and removing most objects compacts the tree's pool.
+"""
+
+from __future__ import annotations
+
+import gc
+import tracemalloc
+
+import numpy as np
+import pytest
+
+from culling import DenseViewDistanceGrid, ViewDistanceTree
+
+N = 30_000
+#: Slack for Python-level bookkeeping that tracemalloc sees between cycles
+#: (interned ints, dict resizes, NumPy's small caches).
+TRACED_SLACK = 256 * 1024
+
+
+def _make(kind):
+    if kind == "tree":
+        return ViewDistanceTree(size=1000.0, dim=3)
+    return DenseViewDistanceGrid(size=1000.0, dim=3, min_radius=4.0)
+
+
+@pytest.mark.parametrize("kind", ["tree", "grid"])
+def test_fill_empty_cycles_do_not_grow(kind):
+    rng = np.random.default_rng(5)
+    centres = rng.uniform(0.0, 1000.0, (N, 3))
+    radii = rng.uniform(0.0, 20.0, N)
+    structure = _make(kind)
+    fresh = structure.nbytes()
+    gc.collect()
+    tracemalloc.start()
+    try:
+        traced = []
+        for cycle in range(3):
+            handles = structure.insert_many(centres, radii)
+            assert structure.nbytes() > fresh
+            if cycle == 1:  # empty it one by one, another path
+                for h in handles[: N // 10].tolist():
+                    structure.remove(h)
+                structure.remove_many(handles[N // 10:])
+            else:
+                structure.remove_many(handles)
+            del handles
+            assert len(structure) == 0
+            assert structure.nbytes() == fresh, f"cycle {cycle}: an emptied {kind} holds more than a new one"
+            gc.collect()
+            traced.append(tracemalloc.get_traced_memory()[0])
+    finally:
+        tracemalloc.stop()
+    assert max(traced) - traced[0] <= TRACED_SLACK, f"traced memory grows over cycles: {traced}"
+    structure.check_invariants()
+
+
+def test_tree_pool_compacts_after_most_removals():
+    rng = np.random.default_rng(6)
+    tree = ViewDistanceTree(size=1000.0, dim=3)
+    handles = tree.insert_many(rng.uniform(0.0, 1000.0, (N, 3)), rng.uniform(0.0, 20.0, N))
+    full_pool = tree._pool.capacity
+    keep = handles[:: 20]
+    tree.remove_many(np.setdiff1d(handles, keep))
+    assert tree._pool.capacity <= full_pool / 4, "the pool kept the rows of removed objects"
+    tree.check_invariants()
+    assert sorted(tree.handles().tolist()) == sorted(keep.tolist())
+    # Still answers exactly after compaction, and grows again.
+    point = tree.centre(int(keep[0]))
+    assert int(keep[0]) in tree.query(point, exact=True).tolist()
+    tree.insert_many(rng.uniform(0.0, 1000.0, (1000, 3)), rng.uniform(0.0, 20.0, 1000))
+    tree.check_invariants()
+
+
+def test_tree_reuses_freed_blocks_before_growing():
+    rng = np.random.default_rng(7)
+    tree = ViewDistanceTree(size=1000.0, dim=3)
+    keep = tree.insert(np.array([1.0, 1.0, 1.0]), 1.0)
+    centres = rng.uniform(0.0, 1000.0, (5000, 3))
+    radii = rng.uniform(0.0, 20.0, 5000)
+    capacities = []
+    for _ in range(6):
+        handles = tree.insert_many(centres, radii)
+        capacities.append(tree._pool.capacity)
+        tree.remove_many(handles)
+    assert capacities[-1] <= capacities[1], f"the pool grows over identical cycles: {capacities}"
+    assert tree.handles().tolist() == [keep]
+    tree.check_invariants()
