@@ -6,7 +6,6 @@ import pytest
 
 import engine.culling_pipeline as pipeline_module
 import engine.renderer as renderer_module
-from engine.renderer import INITIAL_INSTANCE_CAPACITY
 
 SIZE = (192, 108)
 SCENE_CASES = {
@@ -81,16 +80,22 @@ def _wide_swarm_frame(make_demo, render):
     return demo, demo.update(0.0), render(demo, flat=True)
 
 
+#: A small first capacity, so that the wide swarm view must grow the buffers whatever the scene's density.
+SMALL_CAPACITY = 64
+
+
 def test_instance_buffers_grow(make_demo, render, pixels_of, monkeypatch):
+    monkeypatch.setattr(renderer_module, "INITIAL_INSTANCE_CAPACITY", SMALL_CAPACITY)
     demo, stats, grown = _wide_swarm_frame(make_demo, render)
-    creatures = demo.renderer.batches[1]
-    assert stats.kind_counts[1] > INITIAL_INSTANCE_CAPACITY      # the view is wide enough to need growth
-    assert creatures.count == stats.kind_counts[1]
-    assert creatures.capacity >= stats.kind_counts[1]
-    assert pixels_of(grown, demo.scene.kinds[1].colour) > 0
+    k = [kind.name for kind in demo.scene.kinds].index("creature")
+    creatures = demo.renderer.batches[k]
+    assert stats.kind_counts[k] > SMALL_CAPACITY      # the view is wide enough to need growth
+    assert creatures.count == stats.kind_counts[k]
+    assert creatures.capacity >= stats.kind_counts[k]
+    assert pixels_of(grown, demo.scene.kinds[k].colour) > 0
     # Every uploaded creature was drawn: the frame equals one drawn from buffers that never had to grow.
     monkeypatch.setattr(renderer_module, "INITIAL_INSTANCE_CAPACITY", 1 << 16)
     roomy, roomy_stats, never_grown = _wide_swarm_frame(make_demo, render)
-    assert roomy.renderer.batches[1].capacity == 1 << 16
+    assert roomy.renderer.batches[k].capacity == 1 << 16
     assert np.array_equal(roomy_stats.kind_counts, stats.kind_counts)
     assert np.array_equal(grown, never_grown)
