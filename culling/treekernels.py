@@ -341,6 +341,8 @@ def _query_many(points: np.ndarray, exact: bool, cube: bool, scale: float, origi
         for v in range(group_start[g], group_start[g + 1]):
             visit = by_node[v]
             node = node_of[visit]
+            if at[visit] == at[visit + 1] and unsure_at[visit] == unsure_at[visit + 1]:
+                continue  # nothing to write for this visit
             if exact:
                 keep_run(columns, start[node], start[node] + count[node], points[point_of[visit]], cube, scale,
                          rows, at[visit], at[visit + 1], unsure, unsure_at[visit], unsure_at[visit + 1])
