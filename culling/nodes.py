@@ -26,7 +26,7 @@ __all__ = ["ARRAY_GROWTH", "NodeTable", "grown"]
 ARRAY_GROWTH = 1.5
 
 
-def grown(array: np.ndarray, length: int, fill) -> np.ndarray:
+def grown(array: np.ndarray, length: int, fill: int | float) -> np.ndarray:
     """A copy of ``array`` with at least ``length`` rows, new rows set to ``fill``."""
     capacity = max(length, int(array.shape[0] * ARRAY_GROWTH) + 8)
     bigger = np.full((capacity,) + array.shape[1:], fill, dtype=array.dtype)
@@ -100,6 +100,13 @@ class NodeTable:
             self.child[parent, self.quadrant(cell)] = node
         return node
 
+    def key_of(self, node: int) -> tuple[int, tuple[int, ...]]:
+        """``(level, cell)`` of a live node."""
+        key = self.key[node]
+        if key is None:
+            raise KeyError(f"node {node} is not live")
+        return key
+
     @staticmethod
     def quadrant(cell: tuple[int, ...]) -> int:
         """Which child of its parent a cell is: bit ``axis`` set for the high half on that axis."""
@@ -132,7 +139,7 @@ class NodeTable:
 
     def delete(self, node: int) -> None:
         """Remove ``node`` from the index and its parent; its pool block must be released first."""
-        level, cell = self.key[node]
+        level, cell = self.key_of(node)
         nodes = self.by_level[level]
         del nodes[cell]
         if not nodes:

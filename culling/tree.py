@@ -34,6 +34,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from culling import batchkernels, treekernels
 from culling.lattice import ANCHOR, MAX_DEPTH, MAX_GROWTH, Lattice
@@ -54,6 +55,9 @@ from culling.validation import (
     live_handles,
 )
 
+#: A handle as callers pass it: a Python or NumPy integer (anything else is a TypeError).
+Handle = int | np.integer
+
 __all__ = ["MAX_DEPTH", "MAX_GROWTH", "ViewDistanceTree"]
 
 
@@ -63,7 +67,7 @@ def concat_ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     if total == 0:
         return np.empty(0, dtype=np.int64)
     shifts = np.repeat(starts - (np.cumsum(lengths) - lengths), lengths)
-    return np.arange(total, dtype=np.int64) + shifts
+    return np.asarray(np.arange(total, dtype=np.int64) + shifts)
 
 
 class ViewDistanceTree:
@@ -83,7 +87,7 @@ class ViewDistanceTree:
         distance (axis-aligned cube whose half edge is the radius).
     """
 
-    def __init__(self, size: float, origin=None, dim: int = 3, shape: str = "sphere"):
+    def __init__(self, size: float, origin: ArrayLike | None = None, dim: int = 3, shape: str = "sphere") -> None:
         self.size, self.origin, self.dim, self.shape = check_constructor(size, origin, dim, shape)
         self._lattice = Lattice(self.size, self.origin)
         self._origin_list = self.origin.tolist()
@@ -144,7 +148,7 @@ class ViewDistanceTree:
     def __len__(self) -> int:
         return self._count
 
-    def __contains__(self, handle) -> bool:
+    def __contains__(self, handle: object) -> bool:
         """Whether ``handle`` is a live handle; anything else (1.5, "a", -1) is simply not in the tree."""
         return is_live(handle, self._next_handle, self._obj_node)
 
@@ -208,23 +212,23 @@ class ViewDistanceTree:
         """Every handle in the tree, ascending; int64, O(handles ever issued)."""
         return np.flatnonzero(self._obj_node[: self._next_handle] >= 0).astype(np.int64)
 
-    def centre(self, handle) -> np.ndarray:
+    def centre(self, handle: Handle) -> np.ndarray:
         """The centre of one object, shape (dim,), float64."""
         return self._pool.columns[: self.dim, self._obj_pos[self._live(handle)]].copy()
 
-    def radius(self, handle) -> float:
+    def radius(self, handle: Handle) -> float:
         """The radius (view distance) of one object."""
         return float(self._pool.columns[self.dim, self._obj_pos[self._live(handle)]])
 
-    def centres_of(self, handles) -> np.ndarray:
+    def centres_of(self, handles: ArrayLike) -> np.ndarray:
         """Centres of many objects, shape (n, dim), float64, O(n)."""
         handles = self._live_many(handles)
         return self._pool.columns[: self.dim, self._obj_pos[handles]].T.copy()
 
-    def radii_of(self, handles) -> np.ndarray:
+    def radii_of(self, handles: ArrayLike) -> np.ndarray:
         """Radii of many objects, shape (n,), float64, O(n)."""
         handles = self._live_many(handles)
-        return self._pool.columns[self.dim, self._obj_pos[handles]]
+        return np.asarray(self._pool.columns[self.dim, self._obj_pos[handles]])
 
     def nbytes(self) -> int:
         """Bytes held in NumPy arrays (objects, nodes and pool), without Python overhead."""
@@ -233,7 +237,7 @@ class ViewDistanceTree:
     # ------------------------------------------------------------------
     # Mutation: single objects
 
-    def insert(self, centre, radius) -> int:
+    def insert(self, centre: ArrayLike, radius: float) -> int:
         """Add one sphere; returns its handle.  O(1) amortised (plus root growth).
 
         Parameters
@@ -251,7 +255,7 @@ class ViewDistanceTree:
         self._shrink_root()
         return handle
 
-    def update(self, handle, centre, radius) -> None:
+    def update(self, handle: Handle, centre: ArrayLike, radius: float) -> None:
         """Move or resize one object in place.
 
         O(1) when it stays in its node (no other node is touched); otherwise
@@ -270,7 +274,7 @@ class ViewDistanceTree:
         self._append(self._nodes.at(level, cell), handle, self._row(point, radius))
         self._cleanup(node)
 
-    def remove(self, handle) -> None:
+    def remove(self, handle: Handle) -> None:
         """Remove one object: an O(1) unlink, then cleanup of emptied nodes up the parent chain."""
         handle = self._live(handle)
         node = self._unlink(handle)
@@ -282,7 +286,7 @@ class ViewDistanceTree:
     # ------------------------------------------------------------------
     # Mutation: batches (validated whole before anything changes)
 
-    def insert_many(self, centres, radii) -> np.ndarray:
+    def insert_many(self, centres: ArrayLike, radii: ArrayLike) -> np.ndarray:
         """Add many spheres; returns their handles, int64 (n,).
 
         Vectorised: O(n log n) for grouping by home node plus a Python step
@@ -298,7 +302,7 @@ class ViewDistanceTree:
             self._shrink_root()
         return handles
 
-    def update_many(self, handles, centres, radii) -> None:
+    def update_many(self, handles: ArrayLike, centres: ArrayLike, radii: ArrayLike) -> None:
         """Move or resize many objects.
 
         Objects that stay in their node are rewritten in place by one kernel
@@ -327,7 +331,7 @@ class ViewDistanceTree:
         self._cleanup_many(touched)
         self._shrink_root()
 
-    def remove_many(self, handles) -> None:
+    def remove_many(self, handles: ArrayLike) -> None:
         """Remove many objects: a vectorised unlink, then cleanup per emptied node."""
         handles = self._live_many(handles)
         check_unique(handles)
@@ -342,7 +346,7 @@ class ViewDistanceTree:
     # ------------------------------------------------------------------
     # Queries
 
-    def query(self, point, exact: bool = False, scale: float = 1.0) -> np.ndarray:
+    def query(self, point: ArrayLike, exact: bool = False, scale: float = 1.0) -> np.ndarray:
         """Handles of the spheres that may contain ``point``; int64 (k,), each once.
 
         Parameters
@@ -369,7 +373,8 @@ class ViewDistanceTree:
             handles = np.concatenate([handles, pool.handles[unsure[keep]]])
         return handles
 
-    def query_many(self, points, exact: bool = False, scale: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
+    def query_many(self, points: ArrayLike, exact: bool = False,
+                   scale: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
         """Answer many points at once, in parallel over the points (all cores).
 
         Parameters
@@ -402,7 +407,7 @@ class ViewDistanceTree:
             counts = counts + np.bincount(owners[keep], minlength=points.shape[0])
         return handles, counts
 
-    def query_spheres(self, point, exact: bool = False,
+    def query_spheres(self, point: ArrayLike, exact: bool = False,
                       scale: float = 1.0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Like :meth:`query`, with each answer's centre and radius.
 
@@ -426,7 +431,7 @@ class ViewDistanceTree:
             rows = np.concatenate([rows, unsure[decide(pool.columns, unsure, p, self.shape, scale)]])
         return pool.handles[rows], pool.columns[: self.dim, rows].T.copy(), pool.columns[self.dim, rows]
 
-    def trace(self, point, scale: float = 1.0) -> QueryTrace:
+    def trace(self, point: ArrayLike, scale: float = 1.0) -> QueryTrace:
         """What ``query(point, scale=scale)`` visits, level by level (for overlays and tests).
 
         The levels and the candidates come from one walk (:func:`culling.treekernels.walk`).
@@ -478,7 +483,7 @@ class ViewDistanceTree:
         assert indexed == alive.size, "level index holds a different number of nodes"
         assert all(nodes for nodes in self._nodes.by_level.values()), "empty level dict kept"
         for node in alive.tolist():
-            level, cell = self._nodes.key[node]
+            level, cell = self._nodes.key_of(node)
             assert self._nodes.by_level[level][cell] == node, "level index points elsewhere"
             assert level == self._nodes.level[node] and cell == tuple(self._nodes.cells[:, node].tolist())
             assert root_level <= level <= MAX_DEPTH, "node level outside [root, MAX_DEPTH]"
@@ -534,10 +539,10 @@ class ViewDistanceTree:
     # ------------------------------------------------------------------
     # Internals: validation helpers
 
-    def _live(self, handle) -> int:
+    def _live(self, handle: Handle) -> int:
         return live_handle(handle, self._next_handle, self._obj_node, "tree")
 
-    def _live_many(self, handles) -> np.ndarray:
+    def _live_many(self, handles: ArrayLike) -> np.ndarray:
         return live_handles(handles, self._next_handle, self._obj_node, "tree")
 
     def _check_world(self, u: np.ndarray, levels: np.ndarray) -> None:
@@ -583,14 +588,14 @@ class ViewDistanceTree:
         return u, levels
 
     def _root_contains(self, u: list[float]) -> bool:
-        level, cell = self._nodes.key[self._root]
+        level, cell = self._nodes.key_of(self._root)
         cell_of = self._lattice.cell
         return all(cell_of(x, level) == c for x, c in zip(u, cell))
 
     def _grow_root(self) -> None:
         """Put a parent above the root: the world doubles, nothing stored moves."""
         old = self._root
-        level, cell = self._nodes.key[old]
+        level, cell = self._nodes.key_of(old)
         keep_old = self._nodes.count[old] > 0 or self._nodes.children[old] > 0
         if not keep_old:  # an empty root would become an empty leaf
             self._delete_node(old)

@@ -7,8 +7,9 @@ child of the previous level's visited nodes that lies in the window.  The
 members of the visited nodes are contiguous runs of the pool; each is tested
 in place and written to the output in one pass (:mod:`culling.members`).
 
-The window (the "conservative visit", :meth:`culling.lattice.Lattice.window`,
-whose rule these kernels implement): a sphere on level ``L`` has a radius
+The window (the "conservative visit"; the readable reference functions are
+:func:`culling.lattice.round_down_sub`, :func:`~culling.lattice.round_down_add`
+and :func:`~culling.lattice.half_reach`): a sphere on level ``L`` has a radius
 below ``W/2``, so a sphere of scale ``s`` containing ``p`` has, per axis,
 ``p - s*W/2 < c < p + s*W/2``, and as ``c`` is a float, ``q_lo <= c <= q_hi``
 for the largest floats ``q_lo <= p - half`` and ``q_hi <= p + half``
@@ -122,7 +123,7 @@ def window(p: np.ndarray, scale: float, origin: np.ndarray, size: float, level: 
            lo: np.ndarray, hi: np.ndarray) -> None:
     """Write the first and last cell, per axis, that ``p`` visits on ``level`` into ``lo`` and ``hi``.
 
-    :meth:`culling.lattice.Lattice.window`: the cells of the largest floats
+    The cells (:meth:`culling.lattice.Lattice.cell`) of the largest floats
     ``<= p - half`` and ``<= p + half``, ``half >= scale * W / 2``.
     """
     half = half_reach(size, level, scale)
@@ -340,6 +341,8 @@ def _query_many(points: np.ndarray, exact: bool, cube: bool, scale: float, origi
         for v in range(group_start[g], group_start[g + 1]):
             visit = by_node[v]
             node = node_of[visit]
+            if at[visit] == at[visit + 1] and unsure_at[visit] == unsure_at[visit + 1]:
+                continue  # nothing to write for this visit
             if exact:
                 keep_run(columns, start[node], start[node] + count[node], points[point_of[visit]], cube, scale,
                          rows, at[visit], at[visit + 1], unsure, unsure_at[visit], unsure_at[visit + 1])
