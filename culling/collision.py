@@ -24,6 +24,7 @@ import math
 import numbers
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 
 from culling.shapes import distances
 from culling.tree import ViewDistanceTree
@@ -46,7 +47,7 @@ __all__ = ["CollisionCandidates", "MAX_RESOLVE_ITERATIONS"]
 MAX_RESOLVE_ITERATIONS = 10_000
 
 
-def _distances(centres: np.ndarray, point: np.ndarray) -> np.ndarray:
+def _distances(centres: NDArray[np.float64], point: NDArray[np.float64]) -> NDArray[np.float64]:
     """Euclidean distance from ``point`` to each row of ``centres``, shape (n,).
 
     :func:`culling.shapes.distances`: summed axis by axis, rescaled where the
@@ -80,13 +81,14 @@ class CollisionCandidates:
     and changes nothing.
     """
 
-    def __init__(self, probe_radius, size, origin=None, dim=3):
-        self._probe = as_radius(probe_radius, "probe_radius")
+    def __init__(self, probe_radius: float, size: float, origin: ArrayLike | None = None,
+                 dim: int = 3) -> None:
+        self._probe: float = as_radius(probe_radius, "probe_radius")
         size, origin, dim, _ = check_constructor(size, origin, dim, "sphere")
-        self._dim = dim
+        self._dim: int = dim
         self._tree = ViewDistanceTree(size=size, origin=origin, dim=dim)
-        self._bounding = np.zeros(0, dtype=np.float64)   # by handle
-        self._alive = np.zeros(0, dtype=bool)            # by handle
+        self._bounding: NDArray[np.float64] = np.zeros(0, dtype=np.float64)   # by handle
+        self._alive: NDArray[np.bool_] = np.zeros(0, dtype=np.bool_)          # by handle
 
     # -- properties ----------------------------------------------------------
 
@@ -105,19 +107,19 @@ class CollisionCandidates:
         """The underlying tree (radii are ``bounding + probe``); read it, do not mutate it."""
         return self._tree
 
-    def handles(self) -> np.ndarray:
+    def handles(self) -> NDArray[np.int64]:
         """Every handle stored, ascending; shape (n,), int64.  O(largest handle)."""
         return np.flatnonzero(self._alive).astype(np.int64)
 
     def __len__(self) -> int:
         return len(self._tree)
 
-    def __contains__(self, handle) -> bool:
+    def __contains__(self, handle: object) -> bool:
         return handle in self._tree
 
     # -- bookkeeping ---------------------------------------------------------
 
-    def _reach(self, bounding: np.ndarray, probe: float) -> np.ndarray:
+    def _reach(self, bounding: NDArray[np.float64], probe: float) -> NDArray[np.float64]:
         """Tree radii ``bounding + probe``; ``ValueError`` if that overflows."""
         with np.errstate(over="ignore"):
             reach = bounding + probe
@@ -125,20 +127,20 @@ class CollisionCandidates:
             raise ValueError("bounding radius + probe_radius must be finite")
         return reach
 
-    def _store(self, handles: np.ndarray, bounding: np.ndarray) -> None:
+    def _store(self, handles: NDArray[np.int64], bounding: NDArray[np.float64]) -> None:
         if handles.size:
             needed = int(handles.max()) + 1
             if needed > self._bounding.size:
                 capacity = max(needed, 2 * self._bounding.size, 16)
                 grown = np.zeros(capacity, dtype=np.float64)
                 grown[:self._bounding.size] = self._bounding
-                alive = np.zeros(capacity, dtype=bool)
+                alive = np.zeros(capacity, dtype=np.bool_)
                 alive[:self._alive.size] = self._alive
                 self._bounding, self._alive = grown, alive
             self._bounding[handles] = bounding
             self._alive[handles] = True
 
-    def _check_known(self, handles: np.ndarray) -> None:
+    def _check_known(self, handles: NDArray[np.int64]) -> None:
         known = (handles >= 0) & (handles < self._alive.size)
         known[known] = self._alive[handles[known]]
         if not known.all():
@@ -146,7 +148,7 @@ class CollisionCandidates:
 
     # -- mutation ------------------------------------------------------------
 
-    def insert(self, centre, bounding_radius) -> int:
+    def insert(self, centre: ArrayLike, bounding_radius: float) -> int:
         """Add one object; returns its handle.  O(1) amortised (a hash lookup).
 
         Parameters
@@ -160,7 +162,7 @@ class CollisionCandidates:
         self._store(np.array([handle], dtype=np.int64), np.array([bounding]))
         return handle
 
-    def insert_many(self, centres, bounding_radii) -> np.ndarray:
+    def insert_many(self, centres: ArrayLike, bounding_radii: ArrayLike) -> NDArray[np.int64]:
         """Add ``n`` objects; returns their handles, shape (n,), int64.  O(n), vectorised.
 
         Parameters
@@ -175,7 +177,7 @@ class CollisionCandidates:
         self._store(handles, bounding)
         return handles
 
-    def update(self, handle, centre, bounding_radius=None) -> None:
+    def update(self, handle: int, centre: ArrayLike, bounding_radius: float | None = None) -> None:
         """Move (and optionally resize) one object.  O(1) for a small move.
 
         Parameters
@@ -198,7 +200,8 @@ class CollisionCandidates:
         self._tree.update(h, centre, float(reach[0]))
         self._bounding[h] = bounding
 
-    def update_many(self, handles, centres, bounding_radii=None) -> None:
+    def update_many(self, handles: ArrayLike, centres: ArrayLike,
+                    bounding_radii: ArrayLike | None = None) -> None:
         """Move (and optionally resize) ``n`` objects at once.  O(n), vectorised.
 
         Parameters
@@ -219,14 +222,14 @@ class CollisionCandidates:
         self._tree.update_many(hs, points, self._reach(bounding, self._probe))
         self._bounding[hs] = bounding
 
-    def remove(self, handle) -> None:
+    def remove(self, handle: int) -> None:
         """Remove one object; ``KeyError`` if it is not stored.  O(1) plus node cleanup."""
         h = as_handle(handle)
         self._check_known(as_handles([h]))
         self._tree.remove(h)
         self._alive[h] = False
 
-    def remove_many(self, handles) -> None:
+    def remove_many(self, handles: ArrayLike) -> None:
         """Remove ``n`` objects (unique, all stored, else nothing changes).  O(n)."""
         hs = as_handles(handles)
         check_unique(hs)
@@ -234,7 +237,7 @@ class CollisionCandidates:
         self._tree.remove_many(hs)
         self._alive[hs] = False
 
-    def set_probe_radius(self, probe_radius) -> None:
+    def set_probe_radius(self, probe_radius: float) -> None:
         """Change the probe radius, re-storing every object with one ``update_many``.
 
         O(n) vectorised over all ``n`` objects; nothing changes on bad input.
@@ -248,7 +251,7 @@ class CollisionCandidates:
 
     # -- queries -------------------------------------------------------------
 
-    def bounding_radius_of(self, handles) -> np.ndarray:
+    def bounding_radius_of(self, handles: ArrayLike) -> NDArray[np.float64]:
         """Bounding radii of ``handles``, shape (k,), float64 (a fresh array).  O(k).
 
         Raises
@@ -256,27 +259,29 @@ class CollisionCandidates:
         KeyError
             A handle that is not stored.
         """
-        hs = as_handles(handles)
+        hs: NDArray[np.int64] = as_handles(handles)
         self._check_known(hs)
         return self._bounding[hs].copy()
 
-    def centres_of(self, handles) -> np.ndarray:
+    def centres_of(self, handles: ArrayLike) -> NDArray[np.float64]:
         """Centres of ``handles``, shape (k, dim), float64.  O(k)."""
-        return self._tree.centres_of(handles)
+        centres: NDArray[np.float64] = self._tree.centres_of(handles)
+        return centres
 
-    def candidates(self, probe_centre) -> np.ndarray:
+    def candidates(self, probe_centre: ArrayLike) -> NDArray[np.int64]:
         """A superset of the objects touching the probe, int64, each once.
 
         O(levels + candidates): the tree's plain point query at the probe centre.
         """
         return self._tree.query(as_point(probe_centre, self._dim, "probe_centre"))
 
-    def _contacts(self, point: np.ndarray):
+    def _contacts(self, point: NDArray[np.float64]) -> tuple[
+            NDArray[np.int64], NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
         """Candidates with their centres, reach ``b + q`` and distance to ``point``."""
         hs, centres, reach = self._tree.query_spheres(point)   # reach = bounding + probe
         return hs, centres, reach, _distances(centres, point)
 
-    def touching(self, probe_centre) -> np.ndarray:
+    def touching(self, probe_centre: ArrayLike) -> NDArray[np.int64]:
         """Objects whose bounding sphere touches the probe sphere.
 
         Sphere-sphere test ``|c - p| <= b + probe_radius`` (touching
@@ -299,7 +304,7 @@ class CollisionCandidates:
         point = as_point(probe_centre, self._dim, "probe_centre")
         return np.sort(self._tree.query(point, exact=True))
 
-    def resolve(self, probe_centre, iterations=4) -> np.ndarray:
+    def resolve(self, probe_centre: ArrayLike, iterations: int = 4) -> NDArray[np.float64]:
         """Push the probe out of every object it overlaps.
 
         Each pass queries the tree at the current position and, deepest

@@ -45,19 +45,24 @@ view distances, and decides itself:
 from __future__ import annotations
 
 import numbers
+from collections.abc import Hashable, Iterator
 from dataclasses import dataclass
+from typing import Any, TypeVar
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 
 from culling.validation import as_handles, as_radii, as_radius
 
 __all__ = ["MultiCameraTracker", "VisibilityEvents", "VisibilityTracker"]
 
-_EMPTY = np.empty(0, dtype=np.int64)
+_A = TypeVar("_A", bound="NDArray[Any]")
+
+_EMPTY: NDArray[np.int64] = np.empty(0, dtype=np.int64)
 _EMPTY.flags.writeable = False
 
 
-def _frozen(array: np.ndarray) -> np.ndarray:
+def _frozen(array: _A) -> _A:
     array.flags.writeable = False
     return array
 
@@ -83,18 +88,18 @@ class VisibilityEvents:
         zeros for a tracker without ``band_edges``.
     """
 
-    entered: np.ndarray
-    left: np.ndarray
-    band_changed: np.ndarray
-    visible: np.ndarray
-    bands: np.ndarray
+    entered: NDArray[np.int64]
+    left: NDArray[np.int64]
+    band_changed: NDArray[np.int64]
+    visible: NDArray[np.int64]
+    bands: NDArray[np.int64]
 
     @property
     def changed(self) -> bool:
         """True when anything entered, left or changed band."""
         return bool(self.entered.size or self.left.size or self.band_changed.size)
 
-    def bands_of(self, handles) -> np.ndarray:
+    def bands_of(self, handles: ArrayLike) -> NDArray[np.int64]:
         """Band of each of ``handles`` (which must be in ``visible``).
 
         Parameters
@@ -113,7 +118,8 @@ class VisibilityEvents:
         return _lookup(self.visible, self.bands, as_handles(handles))
 
 
-def _lookup(keys: np.ndarray, values: np.ndarray, handles: np.ndarray) -> np.ndarray:
+def _lookup(keys: NDArray[np.int64], values: NDArray[np.int64],
+            handles: NDArray[np.int64]) -> NDArray[np.int64]:
     """``values`` at the positions of ``handles`` in the sorted ``keys``."""
     pos = np.searchsorted(keys, handles)
     ok = pos < keys.size
@@ -149,10 +155,13 @@ class VisibilityTracker:
     update never changes them.
     """
 
-    def __init__(self, band_edges=None, hysteresis: float = 0.0):
+    def __init__(self, band_edges: ArrayLike | None = None, hysteresis: float = 0.0) -> None:
         if isinstance(hysteresis, bool) or not isinstance(hysteresis, numbers.Real):
             raise TypeError(f"hysteresis must be a real number, got {type(hysteresis).__name__}")
-        self._hysteresis = as_radius(hysteresis, "hysteresis")
+        self._hysteresis: float = as_radius(hysteresis, "hysteresis")
+        self._edges: NDArray[np.float64] | None
+        self._visible: NDArray[np.int64]
+        self._bands: NDArray[np.int64]
         if band_edges is None:
             self._edges = None
         else:
@@ -170,7 +179,7 @@ class VisibilityTracker:
     # -- state ---------------------------------------------------------------
 
     @property
-    def band_edges(self) -> np.ndarray | None:
+    def band_edges(self) -> NDArray[np.float64] | None:
         """The distance thresholds, shape (k,), float64, read-only; None without bands."""
         return self._edges
 
@@ -190,19 +199,19 @@ class VisibilityTracker:
         return 1 if self._edges is None else self._edges.size + 1
 
     @property
-    def visible(self) -> np.ndarray:
+    def visible(self) -> NDArray[np.int64]:
         """Handles visible after the last update, shape (n,), int64, sorted, read-only."""
         return self._visible
 
     @property
-    def bands(self) -> np.ndarray:
+    def bands(self) -> NDArray[np.int64]:
         """Band of each handle of :attr:`visible`, shape (n,), int64, read-only."""
         return self._bands
 
     def __len__(self) -> int:
         return int(self._visible.size)
 
-    def __contains__(self, handle) -> bool:
+    def __contains__(self, handle: object) -> bool:
         try:
             handles = as_handles(handle)
         except (TypeError, ValueError, KeyError):
@@ -212,7 +221,7 @@ class VisibilityTracker:
         pos = int(np.searchsorted(self._visible, handles[0]))
         return pos < self._visible.size and self._visible[pos] == handles[0]
 
-    def bands_of(self, handles) -> np.ndarray:
+    def bands_of(self, handles: ArrayLike) -> NDArray[np.int64]:
         """Current band of each of ``handles``; ``KeyError`` for one not visible.
 
         O(k log n) for ``k`` handles.
@@ -221,7 +230,8 @@ class VisibilityTracker:
 
     # -- mutation ------------------------------------------------------------
 
-    def update(self, visible_handles, distances=None, view_distances=None) -> VisibilityEvents:
+    def update(self, visible_handles: ArrayLike, distances: ArrayLike | None = None,
+               view_distances: ArrayLike | None = None) -> VisibilityEvents:
         """Record this frame's visible set and return what changed.
 
         Parameters
@@ -265,20 +275,23 @@ class VisibilityTracker:
         if handles.size and handles.min() < 0:
             raise ValueError("visible_handles must not be negative, "
                              f"got {int(handles.min())}")
+        # ``dist`` is set whenever ``view`` or the band edges are.
+        dist: NDArray[np.float64] | None = None
+        view: NDArray[np.float64] | None = None
         if view_distances is not None:
             if distances is None:
                 raise ValueError("view_distances need distances (one per handle)")
-            view_distances = as_radii(view_distances, handles.size, "view_distances")
+            view = as_radii(view_distances, handles.size, "view_distances")
         elif self._hysteresis > 0.0:
             raise ValueError("a tracker with hysteresis needs distances and view_distances of the candidates")
-        if self._edges is None and view_distances is None:
+        if self._edges is None and view is None:
             if distances is not None:
                 raise ValueError("distances given but the tracker has no band_edges; "
                                  "pass band_edges=... to the constructor to use bands")
         elif distances is None:
             raise ValueError("distances are required: the tracker has band_edges")
         else:
-            distances = as_radii(distances, handles.size, "distances")
+            dist = as_radii(distances, handles.size, "distances")
 
         order = np.argsort(handles, kind="stable")
         visible = handles[order]
@@ -287,13 +300,13 @@ class VisibilityTracker:
             if repeated.size:
                 raise ValueError("visible_handles must be unique, handle "
                                  f"{int(repeated[0])} appears more than once")
-        if view_distances is not None:
-            order = order[self._stays(visible, distances[order], view_distances[order])]
+        if view is not None and dist is not None:
+            order = order[self._stays(visible, dist[order], view[order])]
             visible = handles[order]
-        if self._edges is None:
+        if self._edges is None or dist is None:
             bands = np.zeros(visible.size, dtype=np.int64)
         else:
-            bands = np.searchsorted(self._edges, distances[order], side="right").astype(np.int64)
+            bands = np.searchsorted(self._edges, dist[order], side="right").astype(np.int64)
 
         # Match the new sorted set against the previous one.
         previous, previous_bands = self._visible, self._bands
@@ -312,7 +325,8 @@ class VisibilityTracker:
         return VisibilityEvents(entered=entered, left=left, band_changed=band_changed,
                                 visible=self._visible, bands=self._bands)
 
-    def _stays(self, candidates: np.ndarray, distances: np.ndarray, view: np.ndarray) -> np.ndarray:
+    def _stays(self, candidates: NDArray[np.int64], distances: NDArray[np.float64],
+               view: NDArray[np.float64]) -> NDArray[np.bool_]:
         """Mask of sorted ``candidates`` visible now: in view, or visible before and within the margin."""
         inside = distances <= view
         if self._hysteresis > 0.0 and self._visible.size:
@@ -322,7 +336,7 @@ class VisibilityTracker:
             inside |= was & (distances <= view * (1.0 + self._hysteresis))
         return inside
 
-    def forget(self, handles) -> None:
+    def forget(self, handles: ArrayLike) -> None:
         """Drop objects removed from the world: no ``left`` event will follow.
 
         Call it next to ``tree.remove_many(handles)``; a handle the tree
@@ -366,7 +380,7 @@ class VisibilityTracker:
                 f"visible={self._visible.size})")
 
 
-def _is_numeric(values) -> bool:
+def _is_numeric(values: object) -> bool:
     if isinstance(values, (list, tuple)) and any(isinstance(v, (bool, np.bool_)) for v in values):
         return False
     if isinstance(values, np.ma.MaskedArray) and np.ma.getmaskarray(values).any():
@@ -402,25 +416,25 @@ class MultiCameraTracker:
     ([1], [])
     """
 
-    def __init__(self, band_edges=None, hysteresis: float = 0.0):
+    def __init__(self, band_edges: ArrayLike | None = None, hysteresis: float = 0.0) -> None:
         checked = VisibilityTracker(band_edges, hysteresis)   # validates both
         self._band_edges = checked.band_edges                 # read-only
         self._hysteresis = checked.hysteresis
-        self._trackers: dict = {}
+        self._trackers: dict[Hashable, VisibilityTracker] = {}
 
-    def __getitem__(self, camera) -> VisibilityTracker:
+    def __getitem__(self, camera: Hashable) -> VisibilityTracker:
         tracker = self._trackers.get(camera)
         if tracker is None:
             tracker = self._trackers[camera] = VisibilityTracker(self._band_edges, self._hysteresis)
         return tracker
 
-    def __contains__(self, camera) -> bool:
+    def __contains__(self, camera: object) -> bool:
         return camera in self._trackers
 
     def __len__(self) -> int:
         return len(self._trackers)
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[Hashable]:
         return iter(self._trackers)
 
     @property
@@ -428,7 +442,8 @@ class MultiCameraTracker:
         """``1 + hysteresis``, as :attr:`VisibilityTracker.query_scale`."""
         return 1.0 + self._hysteresis
 
-    def update(self, camera, visible_handles, distances=None, view_distances=None) -> VisibilityEvents:
+    def update(self, camera: Hashable, visible_handles: ArrayLike, distances: ArrayLike | None = None,
+               view_distances: ArrayLike | None = None) -> VisibilityEvents:
         """:meth:`VisibilityTracker.update` for ``camera`` (any hashable id).
 
         A new camera is registered only when its first update succeeds: bad
@@ -443,13 +458,13 @@ class MultiCameraTracker:
         self._trackers[camera] = tracker
         return events
 
-    def forget(self, handles) -> None:
+    def forget(self, handles: ArrayLike) -> None:
         """Drop removed objects from every camera, silently.  O(cameras × forget)."""
         handles = as_handles(handles, beyond="drop")
         for tracker in self._trackers.values():
             tracker.forget(handles)
 
-    def remove_camera(self, camera) -> None:
+    def remove_camera(self, camera: Hashable) -> None:
         """Stop tracking ``camera``; unknown ids are ignored."""
         self._trackers.pop(camera, None)
 
