@@ -28,12 +28,14 @@ import math
 import numbers
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from culling.cellpool import CellPool
 from culling.gridgeometry import GridGeometry
 from culling.nodes import ARRAY_GROWTH
 from culling.shapes import contains_exact, squared_reach, squared_reach_of
 from culling.trace import LevelTrace, QueryTrace
+from culling.tree import Handle
 from culling.validation import (
     as_coords,
     as_points,
@@ -120,7 +122,8 @@ class DenseViewDistanceGrid:
     ValueError: centres must lie in the grid's world [[0.0, 0.0], [1024.0, 1024.0]) ...
     """
 
-    def __init__(self, size: float, origin=None, dim: int = 3, shape: str = "sphere", min_radius=None):
+    def __init__(self, size: float, origin: ArrayLike | None = None, dim: int = 3, shape: str = "sphere",
+                 min_radius: float | None = None) -> None:
         self.size, self.origin, self.dim, self.shape = check_constructor(size, origin, dim, shape)
         self.finest_level, self.min_radius = self._finest_level(min_radius)
         self._geo = geo = GridGeometry(self.size, self.origin, self.finest_level)
@@ -153,7 +156,7 @@ class DenseViewDistanceGrid:
         self._next_handle = 0
         self._cells.clear()
 
-    def _finest_level(self, min_radius) -> tuple[int, float]:
+    def _finest_level(self, min_radius: float | None) -> tuple[int, float]:
         """The finest level and the min_radius it stands for, validated."""
         max_level = (MAX_FINEST_CELLS.bit_length() - 1) // self.dim
         if min_radius is None:
@@ -182,7 +185,7 @@ class DenseViewDistanceGrid:
     def __len__(self) -> int:
         return self._count
 
-    def __contains__(self, handle) -> bool:
+    def __contains__(self, handle: object) -> bool:
         return is_live(handle, self._next_handle, self._level)
 
     def __repr__(self) -> str:
@@ -208,22 +211,23 @@ class DenseViewDistanceGrid:
         """Every handle in the grid, ascending; int64, O(handles ever issued)."""
         return np.flatnonzero(self._level[: self._next_handle] >= 0).astype(np.int64)
 
-    def centre(self, handle) -> np.ndarray:
+    def centre(self, handle: Handle) -> np.ndarray:
         """The centre of one object, shape (dim,), float64 (a copy)."""
         return self._cells.rows[: self.dim, self._cells.position(self._live(handle))].copy()
 
-    def radius(self, handle) -> float:
+    def radius(self, handle: Handle) -> float:
         """The radius (view distance) of one object."""
         return float(self._cells.rows[self.dim, self._cells.position(self._live(handle))])
 
-    def centres_of(self, handles) -> np.ndarray:
+    def centres_of(self, handles: ArrayLike) -> np.ndarray:
         """Centres of many objects, shape (n, dim), float64 (a copy), O(n)."""
         pos = self._cells.positions(self._live_many(handles))
         return np.ascontiguousarray(self._cells.rows[: self.dim, pos].T)
 
-    def radii_of(self, handles) -> np.ndarray:
+    def radii_of(self, handles: ArrayLike) -> np.ndarray:
         """Radii of many objects, shape (n,), float64 (a copy), O(n)."""
-        return self._cells.rows[self.dim, self._cells.positions(self._live_many(handles))]
+        radii: np.ndarray = self._cells.rows[self.dim, self._cells.positions(self._live_many(handles))]
+        return radii
 
     def nbytes(self) -> int:
         """Bytes held in NumPy arrays (cells, pool and objects), without Python overhead."""
@@ -232,7 +236,7 @@ class DenseViewDistanceGrid:
     # ------------------------------------------------------------------
     # Mutation: single objects, O(1) (amortised when arrays or a block grow)
 
-    def insert(self, centre, radius) -> int:
+    def insert(self, centre: ArrayLike, radius: float) -> int:
         """Add one sphere; returns its handle.  O(1) amortised.
 
         Parameters
@@ -257,7 +261,7 @@ class DenseViewDistanceGrid:
         self._count += 1
         return handle
 
-    def update(self, handle, centre, radius) -> None:
+    def update(self, handle: Handle, centre: ArrayLike, radius: float) -> None:
         """Move or resize one object.  O(1): when it stays in its cell only its
         centre and radius are written; otherwise one unlink and one link."""
         handle = self._live(handle)
@@ -274,7 +278,7 @@ class DenseViewDistanceGrid:
         self._level[handle] = level
         self._level_count[level] += 1
 
-    def remove(self, handle) -> None:
+    def remove(self, handle: Handle) -> None:
         """Remove one object; its handle may be handed out again.  O(1)."""
         handle = self._live(handle)
         self._cells.unlink(handle)
@@ -289,7 +293,7 @@ class DenseViewDistanceGrid:
     # ------------------------------------------------------------------
     # Mutation: batches, validated whole before anything changes
 
-    def insert_many(self, centres, radii) -> np.ndarray:
+    def insert_many(self, centres: ArrayLike, radii: ArrayLike) -> np.ndarray:
         """Add many spheres; returns their handles, int64 (n,).
 
         Parameters
@@ -311,7 +315,7 @@ class DenseViewDistanceGrid:
             self._count += handles.size
         return handles
 
-    def update_many(self, handles, centres, radii) -> None:
+    def update_many(self, handles: ArrayLike, centres: ArrayLike, radii: ArrayLike) -> None:
         """Move or resize many objects.
 
         Objects that stay in their cell cost one vectorised store each and
@@ -355,7 +359,7 @@ class DenseViewDistanceGrid:
             self._level[movers] = levels[move]
             self._level_count += np.bincount(levels[move], minlength=size)
 
-    def remove_many(self, handles) -> None:
+    def remove_many(self, handles: ArrayLike) -> None:
         """Remove many objects, vectorised: O(n log n), no Python loop."""
         handles = self._live_many(handles)
         check_unique(handles)
@@ -373,7 +377,7 @@ class DenseViewDistanceGrid:
     # ------------------------------------------------------------------
     # Queries
 
-    def query(self, point, exact: bool = False, scale: float = 1.0) -> np.ndarray:
+    def query(self, point: ArrayLike, exact: bool = False, scale: float = 1.0) -> np.ndarray:
         """Handles of the spheres that may contain ``point``; int64 (k,), each once.
 
         Parameters
@@ -411,7 +415,7 @@ class DenseViewDistanceGrid:
             handles = handles[self._inside(rows, p, scale)]
         return handles
 
-    def query_spheres(self, point, exact: bool = False,
+    def query_spheres(self, point: ArrayLike, exact: bool = False,
                       scale: float = 1.0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Like :meth:`query`, with each answer's centre and radius (as the tree's).
 
@@ -431,7 +435,8 @@ class DenseViewDistanceGrid:
             handles, rows = handles[keep], rows[:, keep]
         return handles, np.ascontiguousarray(rows[: self.dim].T), rows[self.dim].copy()
 
-    def query_many(self, points, exact: bool = False, scale: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
+    def query_many(self, points: ArrayLike, exact: bool = False,
+                   scale: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
         """Answer many points at once, vectorised over points, levels and cells.
 
         Parameters
@@ -454,7 +459,7 @@ class DenseViewDistanceGrid:
             handles, owners = handles[keep], owners[keep]
         return handles, np.bincount(owners, minlength=points.shape[0]).astype(np.int64)
 
-    def trace(self, point, scale: float = 1.0) -> QueryTrace:
+    def trace(self, point: ArrayLike, scale: float = 1.0) -> QueryTrace:
         """What ``query(point, scale=scale)`` visits, level by level.
 
         A visited node is a cell whose grown box contains the point, whether
@@ -535,9 +540,9 @@ class DenseViewDistanceGrid:
             return point + [radius]
         return point + [radius, squared_reach_of(radius)]
 
-    def _inside(self, rows: np.ndarray, point, scale: float) -> np.ndarray:
+    def _inside(self, rows: np.ndarray, point: list[float], scale: float) -> np.ndarray:
         """Mask of the pool ``rows`` (columns, k) whose shape contains ``point`` (radii times ``scale``)."""
-        return contains_exact(rows[: self.dim], point, rows[self.dim], self.shape, scale,
+        return contains_exact(list(rows[: self.dim]), point, rows[self.dim], self.shape, scale,
                               rows[self.dim + 1] if self._reach else None)
 
     def _home(self, point: list[float], radius: float) -> tuple[int, int]:
@@ -590,10 +595,10 @@ class DenseViewDistanceGrid:
         self._level, self._free = level, free
         self._cells.reserve_objects(capacity)
 
-    def _live(self, handle) -> int:
+    def _live(self, handle: object) -> int:
         return live_handle(handle, self._next_handle, self._level, "grid")
 
-    def _live_many(self, handles) -> np.ndarray:
+    def _live_many(self, handles: ArrayLike) -> np.ndarray:
         return live_handles(handles, self._next_handle, self._level, "grid")
 
     def _candidates(self, points: np.ndarray, scale: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

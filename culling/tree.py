@@ -171,7 +171,8 @@ class ViewDistanceTree:
         """``(lo, hi)`` of the current root node."""
         return self._lattice.cell_bounds(self.root_level, self._nodes.cells[:, self._root])
 
-    def node_boxes(self, lo=None, hi=None) -> tuple[np.ndarray, np.ndarray]:
+    def node_boxes(self, lo: ArrayLike | None = None,
+                   hi: ArrayLike | None = None) -> tuple[np.ndarray, np.ndarray]:
         """The live nodes (all, or those whose box overlaps ``[lo, hi]``): for maps and debug views.
 
         Parameters

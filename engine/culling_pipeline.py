@@ -132,38 +132,40 @@ class BruteForceIndex:
     all objects (O(n) per query, the point of a baseline).
     """
 
-    def __init__(self, n: int, centres=None, radii=None, shape: str = "sphere") -> None:
+    def __init__(self, n: int, centres: ArrayLike | None = None, radii: ArrayLike | None = None,
+                 shape: str = "sphere") -> None:
         self._all = np.arange(n, dtype=np.int64)
         self._shape = shape
         self._centres: np.ndarray | None = None
         self._radii: np.ndarray | None = None
         if centres is not None or radii is not None:
-            centres = np.asarray(centres, dtype=np.float64)
-            centres = centres.reshape(n, -1) if centres.ndim < 2 else centres
-            radii = np.asarray(radii, dtype=np.float64)
-            if centres.shape[0] != n or radii.shape != (n,):
+            points = np.asarray(centres, dtype=np.float64)
+            points = points.reshape(n, -1) if points.ndim < 2 else points
+            reach = np.asarray(radii, dtype=np.float64)
+            if points.shape[0] != n or reach.shape != (n,):
                 raise ValueError(f"need centres (n, dim) and radii (n,) for n = {n} objects")
-            self._centres, self._radii = centres.copy(), radii.copy()
+            self._centres, self._radii = points.copy(), reach.copy()
 
     trace = None        # no tree, no trace: the overlay shows nothing
 
     def __len__(self) -> int:
         return int(self._all.shape[0])
 
-    def query(self, point, exact: bool = False, scale: float = 1.0) -> np.ndarray:
+    def query(self, point: ArrayLike, exact: bool = False, scale: float = 1.0) -> np.ndarray:
         if exact:
             return self.query_spheres(point, exact, scale)[0]
         as_scale(scale)
         return self._all.copy()
 
-    def query_many(self, points, exact: bool = False, scale: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
+    def query_many(self, points: ArrayLike, exact: bool = False,
+                   scale: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
         dim = 1 if self._centres is None else self._centres.shape[1]
-        points = np.asarray(points, dtype=np.float64).reshape(-1, dim)
-        answers = [self.query(p, exact, scale) for p in points]
+        rows = np.asarray(points, dtype=np.float64).reshape(-1, dim)
+        answers = [self.query(p, exact, scale) for p in rows]
         counts = np.array([a.size for a in answers], dtype=np.int64)
         return (np.concatenate(answers) if answers else np.empty(0, dtype=np.int64)), counts
 
-    def query_spheres(self, point, exact: bool = False,
+    def query_spheres(self, point: ArrayLike, exact: bool = False,
                       scale: float = 1.0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         if self._centres is None or self._radii is None:
             raise ValueError("this BruteForceIndex was built from a count: pass centres and radii "
