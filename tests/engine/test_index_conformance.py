@@ -1,8 +1,11 @@
-"""One declared interface, ``culling.PointIndex``, satisfied by tree, dense grid and brute force.
+"""One declared interface, ``culling.PointIndex``, satisfied by tree, dense grid and the demo's brute force.
 
 The same conformance test runs over all three: the same objects, the same
 queries (exact and not, scaled, single and batched, with spheres), the same
 exact answers, decided by ``fractions.Fraction``.
+
+It lives beside the engine tests because the brute-force index is the engine's
+(`engine.culling_pipeline.BruteForceIndex`): the wheel-only test run has no engine.
 """
 
 from __future__ import annotations
