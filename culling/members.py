@@ -1,32 +1,60 @@
-"""Testing and writing the members of the visited nodes (tree) or cells.
+"""Testing and writing the members of the visited nodes (tree) or cells (grid).
 
 Both keep each node's members in one contiguous run of pool rows: the
 centre's axes, the radius and the squared reach, column by column.  A query's
-answer is written in one pass over those runs: each row's index goes to
-``rows[k]`` and ``k`` advances only when the row surely passes the exact
-test, so there is no mask and no branch on the test.
+answer is made in two passes over those runs:
+
+1. :func:`flag_run` tests every row of a run and writes one flag per row:
+   ``SURE`` (surely inside), ``UNSURE`` (within rounding of the surface) or
+   0 (surely outside).  It is a handful of plain loops over contiguous
+   columns with no branch and no store that depends on the test, so the
+   compiler turns each into SIMD code (several rows per instruction): the
+   distance axis by axis into a scratch column, then the comparisons.
+2. :func:`write_run` writes the flagged rows' handles (or rows) in order:
+   ``out[k] = handle; k += flag & SURE``, again without a branch on the test.
 
 The test is :func:`culling.shapes.contains_exact`'s: a float filter that is
 sure of every object not within rounding of its surface, and exact rational
 arithmetic for the few that are.  Those few (practically never any) are
-written to a second list, ``unsure``, which the caller settles with
-:func:`culling.shapes.decide`.  The common case (spheres, no scale) is
-spelled out in a lean loop that only notes whether any row was unsure; such
-a run (practically never) is filtered again in full.  The general filter
-stays out of that loop: a call in its body costs about 10x.
+flagged ``UNSURE`` and returned to the caller, which settles them with
+:func:`culling.shapes.decide`.  The SIMD loops only note whether a run holds
+any such row; such a run (practically never) is flagged again row by row
+with :func:`culling.shapes.classify`, which tells the unsure rows apart.
+
+:func:`answer` is one query's answer from its visited runs; :func:`answer_many`
+many queries' answers from their visits, node-major and in parallel.  The
+tree (:mod:`culling.treekernels`) and the dense grid (:mod:`culling.dense`)
+differ only in how they find the runs to visit.
 """
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
-from culling.jit import kernel
+from culling.jit import kernel, parallel_kernel, prange
 from culling.shapes import FILTER_EPS, SAFE_HI, SAFE_LO, classify
 
-__all__ = ["candidates", "keep_run", "test_runs"]
+__all__ = ["SURE", "TILE", "UNSURE", "answer", "answer_many_parallel", "answer_many_serial", "candidates", "flag_run",
+           "write_run"]
+
+#: Flag of a row that surely contains the point.
+SURE = 1
+#: Flag of a row within rounding of its surface: exact arithmetic decides.
+UNSURE = 2
 
 _BELOW = 1.0 - FILTER_EPS
 _ABOVE = 1.0 + FILTER_EPS
+_TINY_LIMIT = 2.0 ** -1000  # a cube's radius times scale below this may have lost bits
+
+#: Rows :func:`flag_run` tests at a time: their distances (8 KiB) stay in the L1 cache.
+TILE = 1024
+
+#: Chunks of about equal work per thread in :func:`answer_many`: enough that
+#: the cores stay busy when one chunk holds a big node, few enough that each
+#: chunk's scratch column is cheap.
+_CHUNKS_PER_THREAD = 8
 
 
 @kernel
@@ -39,62 +67,276 @@ def candidates(visited: np.ndarray, count: np.ndarray) -> int:
 
 
 @kernel
-def keep_run(columns: np.ndarray, first: int, last: int, p: np.ndarray, cube: bool, scale: float,
-             rows: np.ndarray, k: int, end: int, unsure: np.ndarray, uk: int, uend: int) -> tuple[int, int]:
-    """Sort the pool rows ``first .. last - 1`` by the filter: sure ones to ``rows[k:end]``, unsure ones
-    to ``unsure[uk:uend]``; returns the new ``(k, uk)``.
+def flag_run(columns: np.ndarray, first: int, last: int, p: np.ndarray, cube: bool, scale: float,
+             distance: np.ndarray, flags: np.ndarray) -> tuple[int, int]:
+    """Flag pool rows ``first .. last - 1`` against ``p``: ``flags[i]`` for row ``first + i``.
 
-    Past ``end`` (``uend``), where a parallel neighbour's answer starts (or
-    at once, when only counting), nothing is written but the counts go on.
-    O(last - first).
+    ``distance`` is scratch of ``TILE`` floats.  Returns ``(sure, unsure)``,
+    how many rows were flagged ``SURE`` and ``UNSURE``.  O(last - first), SIMD.
     """
-    dim = p.shape[0]
-    if not cube and scale == 1.0:  # spheres, no scale: the filter spelled out, lean
-        k0 = k
-        maybe = 0  # rows inside the upper bound: as many as the sure ones unless one is unsure
-        unsafe = False
-        for row in range(first, last):
-            d = columns[0, row] - p[0]
-            squares = d * d
-            for axis in range(1, dim):
-                d = columns[axis, row] - p[axis]
-                squares += d * d
-            bound = columns[dim + 1, row]
-            if k < end:  # false only after the answer is complete
-                rows[k] = row
-            k += squares < bound * _BELOW
-            maybe += squares <= bound * _ABOVE
-            unsafe |= (squares < SAFE_LO) | (squares > SAFE_HI)
-        if maybe == k - k0 and not unsafe:
-            return k, uk
-        k = k0  # a row within rounding of its surface (practically never): the run again, in full
-    for row in range(first, last):
-        inside, doubtful = classify(columns, row, p, cube, scale)
-        if k < end:
-            rows[k] = row
-        k += inside
-        if doubtful and uk < uend:
-            unsure[uk] = row
-        uk += doubtful
-    return k, uk
+    sure = 0
+    maybe = 0  # rows inside the upper bound: as many as the sure ones unless a row is unsure
+    unsafe = False  # a distance that may have lost bits to under- or overflow
+    for tile in range(first, last, TILE):
+        s, m, u = _flag_tile(columns, tile, min(tile + TILE, last), p, cube, scale, distance,
+                             flags[tile - first:])
+        sure += s
+        maybe += m
+        unsafe |= u
+    if maybe == sure and not unsafe:
+        return sure, 0
+    # A row within rounding of its surface (practically never): the run again, row by row.
+    sure = 0
+    unsure = 0
+    for i in range(last - first):
+        inside, doubtful = classify(columns, first + i, p, cube, scale)
+        flags[i] = SURE if inside else (UNSURE if doubtful else 0)
+        sure += inside
+        unsure += doubtful
+    return sure, unsure
 
 
 @kernel
-def test_runs(visited: np.ndarray, start: np.ndarray, count: np.ndarray, columns: np.ndarray,
-              p: np.ndarray, exact: bool, cube: bool, scale: float, rows: np.ndarray, k: int, end: int,
-              unsure: np.ndarray, uk: int, uend: int) -> tuple[int, int]:
-    """:func:`keep_run` over the visited nodes (every member unless ``exact``); returns ``(k, uk)``.
+def _flag_tile(columns: np.ndarray, first: int, last: int, p: np.ndarray, cube: bool, scale: float,
+               distance: np.ndarray, flags: np.ndarray) -> tuple[int, int, bool]:
+    """:func:`flag_run`'s float filter on at most ``TILE`` rows, whose distances stay in the L1 cache.
 
-    O(members).
+    Returns ``(sure, maybe, unsafe)``: the rows surely inside, the rows
+    inside the filter's upper bound (as many unless a row is unsure), and
+    whether a distance may have lost bits to under- or overflow.
     """
-    for node in visited:
-        first = start[node]
-        last = first + count[node]
-        if exact:
-            k, uk = keep_run(columns, first, last, p, cube, scale, rows, k, end, unsure, uk, uend)
+    n = last - first
+    dim = p.shape[0]
+    # The distance, axis by axis: squared and summed (spheres) or largest (cubes).
+    for axis in range(dim):
+        coords = columns[axis, first:last]
+        offset = p[axis]
+        if cube and axis == 0:
+            for i in range(n):
+                distance[i] = abs(coords[i] - offset)
+        elif cube:
+            for i in range(n):
+                distance[i] = max(distance[i], abs(coords[i] - offset))
+        elif axis == 0:
+            for i in range(n):
+                d = coords[i] - offset
+                distance[i] = d * d
         else:
-            for row in range(first, last):
-                if k < end:
-                    rows[k] = row
+            for i in range(n):
+                d = coords[i] - offset
+                distance[i] += d * d
+    # The comparison with the radius (cubes) or the squared reach (spheres).
+    radius = columns[dim, first:last]
+    reach = columns[dim + 1, first:last]
+    sure = 0
+    maybe = 0
+    unsafe = False
+    if cube:
+        for i in range(n):
+            limit = radius[i] * scale
+            inside = distance[i] < limit * _BELOW
+            flags[i] = inside
+            sure += inside
+            maybe += distance[i] <= limit * _ABOVE
+            unsafe |= ((limit < _TINY_LIMIT) & (radius[i] > 0.0)) | (distance[i] == math.inf)
+    elif scale == 1.0:
+        for i in range(n):
+            inside = distance[i] < reach[i] * _BELOW
+            flags[i] = inside
+            sure += inside
+            maybe += distance[i] <= reach[i] * _ABOVE
+            unsafe |= (distance[i] < SAFE_LO) | (distance[i] > SAFE_HI)
+    else:
+        for i in range(n):
+            limit = radius[i] * scale
+            bound = limit * limit
+            inside = distance[i] < bound * _BELOW
+            flags[i] = inside
+            sure += inside
+            maybe += distance[i] <= bound * _ABOVE
+            unsafe |= (distance[i] < SAFE_LO) | (distance[i] > SAFE_HI)
+    return sure, maybe, unsafe
+
+
+@kernel
+def write_run(flags: np.ndarray, first: int, last: int, handles: np.ndarray, want_rows: bool,
+              out: np.ndarray, k: int) -> int:
+    """Write the ``SURE`` rows among ``first .. last - 1`` (``flags[i]`` for row ``first + i``) to
+    ``out[k:]``, as handles or, with ``want_rows``, as pool rows; returns the new ``k``.
+
+    Every row is written and ``k`` advances only past the sure ones; a write
+    at ``out``'s end (after the last sure row) is skipped.  O(last - first).
+    """
+    end = out.shape[0]
+    if want_rows:
+        for i in range(last - first):
+            if k < end:
+                out[k] = first + i
+            k += flags[i] & SURE
+        return k
+    source = handles[first:last]
+    for i in range(last - first):
+        if k < end:
+            out[k] = source[i]
+        k += flags[i] & SURE
+    return k
+
+
+@kernel
+def write_unsure(flags: np.ndarray, first: int, last: int, unsure: np.ndarray, k: int) -> int:
+    """Write the ``UNSURE`` rows among ``first .. last - 1`` to ``unsure[k:]``; returns the new ``k``."""
+    for i in range(last - first):
+        if flags[i] == UNSURE:
+            unsure[k] = first + i
+            k += 1
+    return k
+
+
+@kernel
+def answer(visited: np.ndarray, start: np.ndarray, count: np.ndarray, handles: np.ndarray, columns: np.ndarray,
+           p: np.ndarray, exact: bool, cube: bool, scale: float, want_rows: bool) -> tuple[np.ndarray, np.ndarray]:
+    """One query's answer from the runs of the ``visited`` nodes (or cells), in visiting order.
+
+    Returns the handles (or, with ``want_rows``, the pool rows) of the
+    members that surely contain ``p`` (every member unless ``exact``), and
+    the pool rows the float filter left unsure.  O(candidates).
+    """
+    total = candidates(visited, count)
+    if not exact:
+        out = np.empty(total, dtype=np.int64)
+        k = 0
+        for node in visited:
+            for row in range(start[node], start[node] + count[node]):
+                out[k] = row if want_rows else handles[row]
                 k += 1
-    return k, uk
+        return out, np.empty(0, dtype=np.int64)
+    flags = np.empty(total, dtype=np.uint8)
+    distance = np.empty(TILE, dtype=np.float64)
+    sure = 0
+    unsure = 0
+    at = 0
+    for node in visited:
+        s, u = flag_run(columns, start[node], start[node] + count[node], p, cube, scale, distance,
+                        flags[at:at + count[node]])
+        sure += s
+        unsure += u
+        at += count[node]
+    out = np.empty(sure, dtype=np.int64)
+    doubtful = np.empty(unsure, dtype=np.int64)
+    k = 0
+    uk = 0
+    at = 0
+    for node in visited:
+        run = flags[at:at + count[node]]
+        k = write_run(run, start[node], start[node] + count[node], handles, want_rows, out, k)
+        if unsure:
+            uk = write_unsure(run, start[node], start[node] + count[node], doubtful, uk)
+        at += count[node]
+    return out, doubtful
+
+
+def _answer_many(visit_node: np.ndarray, visit_point: np.ndarray, points: np.ndarray, start: np.ndarray,
+                 count: np.ndarray, handles: np.ndarray, columns: np.ndarray, exact: bool, cube: bool,
+                 scale: float, threads: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Many queries' answers from their visits: visit ``v`` is point ``visit_point[v]`` visiting node
+    (or cell) ``visit_node[v]``, each point's visits in its visiting order, the points in order.
+
+    Points near each other visit the same nodes (players in a town, agents
+    in a swarm, and at the coarse levels everyone), so the members are tested
+    node-major: the visits are grouped by node, and each node's run is read
+    from memory once for all the points that visit it, while it is in cache.
+
+    1. Group the visits by node (a counting sort) and cut the groups into
+       chunks of about equal work, ``_CHUNKS_PER_THREAD`` per thread.
+    2. Flag, in parallel over the chunks: every visit's run, into its own
+       part of one flag array (:func:`flag_run`).
+    3. Prefix sums: each point's answer, and each visit's part of it, gets
+       its offset (a point's answer lists its nodes in visiting order, as
+       :func:`answer` does).
+    4. Write, in parallel over the chunks: each visit's sure members at its
+       offset (:func:`write_run`).
+
+    Returns ``(handles, counts, unsure_rows, unsure_points)``: point ``i``'s
+    sure answer is ``handles[offsets[i]:offsets[i] + counts[i]]``,
+    ``offsets`` the prefix sums of ``counts``; the pool rows the filter left
+    unsure, and the point each was tested for, are settled by the caller.
+    O(visits + nodes + candidates) work, split over the cores.
+    """
+    m = points.shape[0]
+    n_visits = visit_node.shape[0]
+    # 1. the visits by node (stable: a node's visitors in point order), with their flags' offsets
+    per_node = np.zeros(start.shape[0] + 1, dtype=np.int64)
+    for v in range(n_visits):
+        per_node[visit_node[v] + 1] += 1
+    for node in range(start.shape[0]):
+        per_node[node + 1] += per_node[node]
+    by_node = np.empty(n_visits, dtype=np.int64)
+    for v in range(n_visits):
+        by_node[per_node[visit_node[v]]] = v
+        per_node[visit_node[v]] += 1
+    flag_at = np.empty(n_visits + 1, dtype=np.int64)
+    flag_at[0] = 0
+    for j in range(n_visits):
+        flag_at[j + 1] = flag_at[j] + count[visit_node[by_node[j]]]
+    total = flag_at[n_visits]
+    n_chunks = max(1, min(n_visits, threads * _CHUNKS_PER_THREAD))
+    chunk = np.empty(n_chunks + 1, dtype=np.int64)  # chunk c is by_node[chunk[c]:chunk[c + 1]]
+    j = 0
+    for c in range(n_chunks + 1):
+        goal = (total * c) // n_chunks
+        while j < n_visits and flag_at[j] < goal:
+            j += 1
+        chunk[c] = j
+    chunk[n_chunks] = n_visits
+    # 2. flags, node-major
+    found = np.empty(n_visits, dtype=np.int64)
+    doubts = np.zeros(n_visits, dtype=np.int64)
+    flags = np.empty(total if exact else 0, dtype=np.uint8)
+    if exact:
+        for c in prange(n_chunks):
+            distance = np.empty(TILE, dtype=np.float64)
+            for j in range(chunk[c], chunk[c + 1]):
+                v = by_node[j]
+                node = visit_node[v]
+                found[v], doubts[v] = flag_run(columns, start[node], start[node] + count[node],
+                                               points[visit_point[v]], cube, scale, distance,
+                                               flags[flag_at[j]:flag_at[j + 1]])
+    else:
+        for v in range(n_visits):
+            found[v] = count[visit_node[v]]
+    # 3. offsets: points in order, each point's visits in visiting order
+    counts = np.zeros(m, dtype=np.int64)
+    at = np.empty(n_visits + 1, dtype=np.int64)
+    unsure_at = np.empty(n_visits + 1, dtype=np.int64)
+    at[0] = 0
+    unsure_at[0] = 0
+    for v in range(n_visits):
+        at[v + 1] = at[v] + found[v]
+        unsure_at[v + 1] = unsure_at[v] + doubts[v]
+        counts[visit_point[v]] += found[v]
+    # 4. the answers, node-major again, each visit at its offset
+    out = np.empty(at[n_visits], dtype=np.int64)
+    unsure = np.empty(unsure_at[n_visits], dtype=np.int64)
+    unsure_points = np.empty(unsure_at[n_visits], dtype=np.int64)
+    for c in prange(n_chunks):
+        for j in range(chunk[c], chunk[c + 1]):
+            v = by_node[j]
+            node = visit_node[v]
+            first = start[node]
+            if not exact:
+                for i in range(count[node]):
+                    out[at[v] + i] = handles[first + i]
+                continue
+            write_run(flags[flag_at[j]:flag_at[j + 1]], first, first + count[node], handles, False,
+                      out[at[v]:at[v + 1]], 0)
+            if doubts[v]:
+                write_unsure(flags[flag_at[j]:flag_at[j + 1]], first, first + count[node], unsure, unsure_at[v])
+                for i in range(unsure_at[v], unsure_at[v + 1]):
+                    unsure_points[i] = visit_point[v]
+    return out, counts, unsure, unsure_points
+
+
+#: ``answer_many`` on all cores (numba's thread pool), and the same loops on
+#: the calling thread, for batches too small to be worth waking the pool.
+answer_many_parallel = parallel_kernel(_answer_many)
+answer_many_serial = kernel(_answer_many)

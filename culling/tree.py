@@ -33,10 +33,11 @@ from __future__ import annotations
 
 import math
 
+import numba
 import numpy as np
 from numpy.typing import ArrayLike
 
-from culling import batchkernels, treekernels
+from culling import batchkernels, members, treekernels
 from culling.lattice import ANCHOR, MAX_DEPTH, MAX_GROWTH, Lattice
 from culling.nodes import NodeTable, grown
 from culling.pool import BlockPool, block_capacity
@@ -368,7 +369,7 @@ class ViewDistanceTree:
         nodes, pool = self._nodes, self._pool
         handles, unsure = treekernels.query(p, bool(exact), self._cube, scale, self.origin, self.size,
                                             self._root, int(nodes.level[self._root]), nodes.child, nodes.cells,
-                                            nodes.start, nodes.count, pool.handles, pool.columns)
+                                            nodes.start, nodes.count, pool.handles, pool.columns, False)
         if unsure.size:  # within rounding of a surface: exact arithmetic decides
             keep = decide(pool.columns, unsure, p, self.shape, scale)
             handles = np.concatenate([handles, pool.handles[unsure[keep]]])
@@ -394,12 +395,14 @@ class ViewDistanceTree:
         points = np.ascontiguousarray(as_points(points, self.dim, "points"))
         scale = as_scale(scale)
         nodes, pool = self._nodes, self._pool
-        run = (treekernels.query_many_parallel if points.shape[0] >= treekernels.PARALLEL_MIN_POINTS
-               else treekernels.query_many_serial)
-        handles, counts, unsure, owners = run(
-            points, bool(exact), self._cube, scale, self.origin, self.size, self._root,
-            int(nodes.level[self._root]), nodes.child, nodes.cells, nodes.start, nodes.count,
-            pool.handles, pool.columns)
+        parallel = points.shape[0] >= treekernels.PARALLEL_MIN_POINTS
+        visits = treekernels.visits_parallel if parallel else treekernels.visits_serial
+        visit_node, visit_point = visits(points, scale, self.origin, self.size, self._root,
+                                         int(nodes.level[self._root]), nodes.child, nodes.cells)
+        answer_many = members.answer_many_parallel if parallel else members.answer_many_serial
+        handles, counts, unsure, owners = answer_many(
+            visit_node, visit_point, points, nodes.start, nodes.count, pool.handles, pool.columns, bool(exact),
+            self._cube, scale, numba.get_num_threads() if parallel else 1)
         if unsure.size:  # within rounding of a surface: exact arithmetic decides, then merge by point
             keep = decide(pool.columns, unsure, points[owners], self.shape, scale)
             owner = np.concatenate([np.repeat(np.arange(points.shape[0]), counts), owners[keep]])
@@ -424,10 +427,10 @@ class ViewDistanceTree:
         p = np.array(as_coords(point, self.dim, "point"))
         scale = as_scale(scale)
         nodes, pool = self._nodes, self._pool
-        rows, unsure = treekernels.query_spheres(
+        rows, unsure = treekernels.query(
             p, bool(exact), self._cube, scale, self.origin, self.size, self._root,
             int(nodes.level[self._root]), nodes.child, nodes.cells, nodes.start, nodes.count,
-            pool.handles, pool.columns)
+            pool.handles, pool.columns, True)
         if unsure.size:  # within rounding of a surface: exact arithmetic decides
             rows = np.concatenate([rows, unsure[decide(pool.columns, unsure, p, self.shape, scale)]])
         return pool.handles[rows], pool.columns[: self.dim, rows].T.copy(), pool.columns[self.dim, rows]

@@ -34,9 +34,9 @@ import numpy as np
 
 from culling.jit import kernel, parallel_kernel, prange
 from culling.lattice import ANCHOR, MAX_DEPTH, MAX_GROWTH
-from culling.members import candidates, keep_run, test_runs
+from culling.members import answer, candidates
 
-__all__ = ["cell_of", "half_reach", "multiply_up", "round_down_add", "round_down_sub", "gather", "query", "query_many_parallel", "query_many_serial", "query_spheres", "PARALLEL_MIN_POINTS", "walk", "window"]
+__all__ = ["cell_of", "half_reach", "multiply_up", "round_down_add", "round_down_sub", "gather", "query", "visits_parallel", "visits_serial", "PARALLEL_MIN_POINTS", "walk", "window"]
 
 #: Root-relative coordinates are clamped to one unit outside the largest
 #: world (the level ``-MAX_GROWTH`` cell), where no node can ever be.
@@ -226,136 +226,57 @@ def gather(visited: np.ndarray, start: np.ndarray, count: np.ndarray, handles: n
 @kernel
 def query(p: np.ndarray, exact: bool, cube: bool, scale: float, origin: np.ndarray, size: float,
           root: int, root_level: int, child: np.ndarray, cells: np.ndarray, start: np.ndarray,
-          count: np.ndarray, handles: np.ndarray, columns: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+          count: np.ndarray, handles: np.ndarray, columns: np.ndarray,
+          want_rows: bool) -> tuple[np.ndarray, np.ndarray]:
     """One query: walk, then keep each visited member that passes (all of them unless ``exact``).
 
-    Returns the handles, int64 (k,), and the pool rows the exact filter left
-    unsure (:func:`culling.shapes.decide` settles them); O(levels + candidates).
+    Returns the handles (with ``want_rows``, the pool rows) and the pool rows
+    the exact filter left unsure (:func:`culling.shapes.decide` settles
+    them); O(levels + candidates).
     """
     visited, _ = walk(p, scale, origin, size, root, root_level, child, cells)
-    total = candidates(visited, count)
-    rows = np.empty(total, dtype=np.int64)
-    unsure = np.empty(total if exact else 0, dtype=np.int64)
-    k, uk = test_runs(visited, start, count, columns, p, exact, cube, scale, rows, 0, total, unsure, 0, total)
-    out = np.empty(k, dtype=np.int64)
-    for i in range(k):
-        out[i] = handles[rows[i]]
-    return out, unsure[:uk]
+    return answer(visited, start, count, handles, columns, p, exact, cube, scale, want_rows)
 
 
-@kernel
-def query_spheres(p: np.ndarray, exact: bool, cube: bool, scale: float, origin: np.ndarray, size: float,
-                  root: int, root_level: int, child: np.ndarray, cells: np.ndarray, start: np.ndarray,
-                  count: np.ndarray, handles: np.ndarray,
-                  columns: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Like :func:`query`, returning the answers' pool rows (the caller reads handles, centres, radii)."""
-    visited, _ = walk(p, scale, origin, size, root, root_level, child, cells)
-    total = candidates(visited, count)
-    rows = np.empty(total, dtype=np.int64)
-    unsure = np.empty(total if exact else 0, dtype=np.int64)
-    k, uk = test_runs(visited, start, count, columns, p, exact, cube, scale, rows, 0, total, unsure, 0, total)
-    return rows[:k], unsure[:uk]
+#: A point's visits kept from the first walk of :func:`visits`; a point that
+#: visits more (a large scale) walks again to write them.
+_KEPT_VISITS = 256
 
 
-def _query_many(points: np.ndarray, exact: bool, cube: bool, scale: float, origin: np.ndarray, size: float,
-                root: int, root_level: int, child: np.ndarray, cells: np.ndarray, start: np.ndarray,
-                count: np.ndarray, handles: np.ndarray,
-                columns: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Many queries at once, in parallel: every walk first, then the members node by node.
+def _visits(points: np.ndarray, scale: float, origin: np.ndarray, size: float, root: int, root_level: int,
+            child: np.ndarray, cells: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Every point's walk, in parallel: the nodes each visits, for
+    :func:`culling.members.answer_many`.
 
-    Points that are near each other visit the same nodes (players in a
-    town, agents in a swarm, and at the coarse levels everyone), so the
-    members are tested node-major: each visited node's rows are read from
-    memory once and tested against every point that visits it while they
-    are in cache, instead of once per point.
-
-    1. Walk from every point: the (point, node) visits, point by point.
-    2. Group the visits by node.
-    3. Count, in parallel over the nodes: each visit's number of answers.
-    4. Prefix sums: each point's answer, and each visit's part of it, gets
-       its offset in the output (a point's answer lists its nodes in the
-       order its walk visited them, as :func:`query` does).
-    5. Fill, in parallel over the nodes: each visit writes its answers at
-       its offset.
-
-    Returns ``(handles, counts, unsure_rows, unsure_points)``: point ``i``'s
-    sure answer is ``handles[offsets[i]:offsets[i] + counts[i]]``,
-    ``offsets`` the prefix sums of ``counts``; the pool rows the exact
-    filter left unsure, and the point each was tested for, are settled by
-    the caller.  O(m x levels + candidates) work, split over the cores.
+    Returns ``(visit_node, visit_point)``: visit ``v`` is point
+    ``visit_point[v]`` visiting node ``visit_node[v]``; the points in order,
+    each point's nodes in its walk's order.  O(m x levels).
     """
     m = points.shape[0]
-    # 1. the walks, twice: once to size the visit list, once to fill it
+    kept = np.empty((m, _KEPT_VISITS), dtype=np.int64)
     first_visit = np.zeros(m + 1, dtype=np.int64)
     for i in prange(m):
         visited, _ = walk(points[i], scale, origin, size, root, root_level, child, cells)
         first_visit[i + 1] = visited.shape[0]
+        for j in range(min(visited.shape[0], _KEPT_VISITS)):
+            kept[i, j] = visited[j]
     for i in range(m):
         first_visit[i + 1] += first_visit[i]
     n_visits = first_visit[m]
-    node_of = np.empty(n_visits, dtype=np.int64)
-    point_of = np.empty(n_visits, dtype=np.int64)
+    visit_node = np.empty(n_visits, dtype=np.int64)
+    visit_point = np.empty(n_visits, dtype=np.int64)
     for i in prange(m):
-        visited, _ = walk(points[i], scale, origin, size, root, root_level, child, cells)
-        for j in range(visited.shape[0]):
-            node_of[first_visit[i] + j] = visited[j]
-            point_of[first_visit[i] + j] = i
-    # 2. visits grouped by node
-    by_node = np.argsort(node_of, kind="mergesort")
-    n_groups = 0
-    group_start = np.empty(n_visits + 1, dtype=np.int64)
-    for v in range(n_visits):
-        if v == 0 or node_of[by_node[v]] != node_of[by_node[v - 1]]:
-            group_start[n_groups] = v
-            n_groups += 1
-    group_start[n_groups] = n_visits
-    # 3. answers (sure and unsure) per visit, node-major
-    found = np.empty(n_visits, dtype=np.int64)
-    doubts = np.zeros(n_visits, dtype=np.int64)
-    nothing = np.empty(0, dtype=np.int64)
-    for g in prange(n_groups):
-        for v in range(group_start[g], group_start[g + 1]):
-            visit = by_node[v]
-            node = node_of[visit]
-            if exact:
-                found[visit], doubts[visit] = keep_run(columns, start[node], start[node] + count[node],
-                                                       points[point_of[visit]], cube, scale, nothing, 0, 0,
-                                                       nothing, 0, 0)
-            else:
-                found[visit] = count[node]
-    # 4. offsets: points in order, each point's visits in walk order
-    counts = np.zeros(m, dtype=np.int64)
-    at = np.empty(n_visits + 1, dtype=np.int64)
-    unsure_at = np.empty(n_visits + 1, dtype=np.int64)
-    at[0] = 0
-    unsure_at[0] = 0
-    for visit in range(n_visits):
-        at[visit + 1] = at[visit] + found[visit]
-        unsure_at[visit + 1] = unsure_at[visit] + doubts[visit]
-        counts[point_of[visit]] += found[visit]
-    # 5. the answers, node-major again, each visit at its offset
-    rows = np.empty(at[n_visits], dtype=np.int64)
-    out = np.empty(at[n_visits], dtype=np.int64)
-    unsure = np.empty(unsure_at[n_visits], dtype=np.int64)
-    for g in prange(n_groups):
-        for v in range(group_start[g], group_start[g + 1]):
-            visit = by_node[v]
-            node = node_of[visit]
-            if at[visit] == at[visit + 1] and unsure_at[visit] == unsure_at[visit + 1]:
-                continue  # nothing to write for this visit
-            if exact:
-                keep_run(columns, start[node], start[node] + count[node], points[point_of[visit]], cube, scale,
-                         rows, at[visit], at[visit + 1], unsure, unsure_at[visit], unsure_at[visit + 1])
-            else:
-                for j in range(count[node]):
-                    rows[at[visit] + j] = start[node] + j
-            for j in range(at[visit], at[visit + 1]):
-                out[j] = handles[rows[j]]
-    unsure_points = np.empty(unsure_at[n_visits], dtype=np.int64)
-    for visit in range(n_visits):
-        for j in range(unsure_at[visit], unsure_at[visit + 1]):
-            unsure_points[j] = point_of[visit]
-    return out, counts, unsure, unsure_points
+        n = first_visit[i + 1] - first_visit[i]
+        if n <= _KEPT_VISITS:
+            for j in range(n):
+                visit_node[first_visit[i] + j] = kept[i, j]
+        else:  # more visits than slots (a large scale): walk again
+            visited, _ = walk(points[i], scale, origin, size, root, root_level, child, cells)
+            for j in range(n):
+                visit_node[first_visit[i] + j] = visited[j]
+        for j in range(n):
+            visit_point[first_visit[i] + j] = i
+    return visit_node, visit_point
 
 
 #: ``query_many`` runs on all cores from this many points on; fewer run on the
@@ -363,5 +284,5 @@ def _query_many(points: np.ndarray, exact: bool, cube: bool, scale: float, origi
 #: thread pool would cost more than it saves.
 PARALLEL_MIN_POINTS = 64
 
-query_many_serial = kernel(_query_many)
-query_many_parallel = parallel_kernel(_query_many)
+visits_serial = kernel(_visits)
+visits_parallel = parallel_kernel(_visits)
