@@ -7,6 +7,9 @@ that touch each object's row once:
 - :func:`settle` (``update_many``): compute each object's home cell, and
   when it is the node the object is already in (a small move), rewrite its
   centre and radius in place; return the others, the movers.
+- :func:`spatial_order` (``insert_many`` and the movers): within each home
+  node, order the new members along a Morton curve over the node's cell, so
+  that each tile of pool rows covers a small part of it (:mod:`culling.tiles`).
 - :func:`place` (``insert_many`` and the movers): append objects, grouped
   by home node, after their node's members.
 
@@ -20,16 +23,20 @@ import numpy as np
 
 from culling.jit import kernel
 from culling.shapes import reach_of
+from culling.tiles import TILE_ROWS, cover
 from culling.treekernels import cell_of
 
-__all__ = ["group", "place", "settle"]
+#: Finest Morton order within a node: at most 2**SPATIAL_BITS sub-cells per axis.
+SPATIAL_BITS = 5
+
+__all__ = ["group", "place", "settle", "spatial_order"]
 
 
 @kernel
 def settle(handles: np.ndarray, centres: np.ndarray, radii: np.ndarray, u: np.ndarray, levels: np.ndarray,
            obj_node: np.ndarray, obj_pos: np.ndarray, node_level: np.ndarray, node_cells: np.ndarray,
-           columns: np.ndarray, cells: np.ndarray) -> np.ndarray:
-    """Store every object whose home is unchanged in place; return the indices of the others.
+           columns: np.ndarray, cells: np.ndarray, tile_box: np.ndarray) -> np.ndarray:
+    """Store every object whose home is unchanged in place (covering its tile); return the indices of the others.
 
     Parameters
     ----------
@@ -60,6 +67,7 @@ def settle(handles: np.ndarray, centres: np.ndarray, radii: np.ndarray, u: np.nd
             if columns[dim, row] != radii[i]:  # the squared reach only changes with the radius
                 columns[dim, row] = radii[i]
                 columns[dim + 1, row] = reach_of(radii[i])
+            cover(columns, row, row + 1, tile_box)
         else:
             movers[k] = i
             k += 1
@@ -70,37 +78,78 @@ def settle(handles: np.ndarray, centres: np.ndarray, radii: np.ndarray, u: np.nd
 def place(handles: np.ndarray, order: np.ndarray, starts: np.ndarray, homes: np.ndarray,
           centres: np.ndarray, radii: np.ndarray, reach: np.ndarray, node_start: np.ndarray,
           node_count: np.ndarray, pool_handles: np.ndarray, columns: np.ndarray,
-          obj_node: np.ndarray, obj_pos: np.ndarray) -> None:
+          obj_node: np.ndarray, obj_pos: np.ndarray, tile_box: np.ndarray) -> None:
     """Append objects to their home nodes, whose blocks already have room.
 
     ``order`` sorts the objects by home; the objects of home ``g`` (node
-    ``homes[g]``) are ``order[starts[g]:starts[g + 1]]``.  Writes each
-    object's pool row (handle, centre, radius, squared reach), its node and
-    row, and the nodes' counts.  The objects are read in their own order
-    (sequential reads), each written at its home's next free row: a
-    counting-sort scatter into one write stream per home.  O(n).
+    ``homes[g]``) are ``order[starts[g]:starts[g + 1]]``, each home's in the
+    order they take in its block.  Writes each object's pool row (handle,
+    centre, radius, squared reach), its node and row, the nodes' counts, and
+    covers the rows' tiles.  O(n).
     """
-    n, dim = centres.shape
-    home_of = np.empty(n, dtype=np.int64)
+    dim = centres.shape[1]
     for g in range(homes.shape[0]):
+        node = homes[g]
+        first = node_start[node] + node_count[node]
+        row = first
         for j in range(starts[g], starts[g + 1]):
-            home_of[order[j]] = g
-    next_row = np.empty(homes.shape[0], dtype=np.int64)
-    for g in range(homes.shape[0]):
-        next_row[g] = node_start[homes[g]] + node_count[homes[g]]
-        node_count[homes[g]] += starts[g + 1] - starts[g]
-    for i in range(n):
-        g = home_of[i]
-        row = next_row[g]
-        next_row[g] = row + 1
-        h = handles[i]
-        pool_handles[row] = h
-        for axis in range(dim):
-            columns[axis, row] = centres[i, axis]
-        columns[dim, row] = radii[i]
-        columns[dim + 1, row] = reach[i]
-        obj_node[h] = homes[g]
-        obj_pos[h] = row
+            i = order[j]
+            h = handles[i]
+            pool_handles[row] = h
+            for axis in range(dim):
+                columns[axis, row] = centres[i, axis]
+            columns[dim, row] = radii[i]
+            columns[dim + 1, row] = reach[i]
+            obj_node[h] = node
+            obj_pos[h] = row
+            row += 1
+        node_count[node] += starts[g + 1] - starts[g]
+        cover(columns, first, row, tile_box)
+
+
+@kernel
+def spatial_order(order: np.ndarray, starts: np.ndarray, centres: np.ndarray, levels: np.ndarray,
+                  origin: np.ndarray, size: float) -> None:
+    """Sort each home's objects, ``order[starts[g]:starts[g + 1]]``, in place along a Morton curve
+    over the home's cell (levels ``levels``; the tree's root edge ``size`` at ``origin``).
+
+    A home of ``n`` objects gets about ``n`` sub-cells (at most
+    ``2**SPATIAL_BITS`` per axis); a counting sort by the sub-cell's Morton
+    code keeps equal codes in their order.  Homes of at most one tile are
+    left alone.  Only the layout changes (the tiles cover smaller boxes), never
+    a node or an answer.  O(n + sub-cells).
+    """
+    dim = centres.shape[1]
+    groups = starts.shape[0] - 1
+    counts = np.zeros(1 << (dim * SPATIAL_BITS), dtype=np.int64)
+    codes = np.empty(order.shape[0], dtype=np.int64)
+    scratch = np.empty(order.shape[0], dtype=np.int64)
+    for g in range(groups):
+        first, last = starts[g], starts[g + 1]
+        if last - first <= TILE_ROWS:
+            continue
+        bits = 0  # about one sub-cell per object
+        while bits < SPATIAL_BITS and (1 << (dim * (bits + 1))) <= 2 * (last - first):
+            bits += 1
+        buckets = 1 << (dim * bits)
+        for j in range(first, last):
+            i = order[j]
+            code = 0
+            for axis in range(dim):
+                sub = cell_of((centres[i, axis] - origin[axis]) / size, levels[i] + bits) & ((1 << bits) - 1)
+                for b in range(bits):
+                    code |= ((sub >> b) & 1) << (b * dim + axis)
+            codes[j] = code
+            counts[code] += 1
+        total = first
+        for c in range(buckets):
+            total, counts[c] = total + counts[c], total
+        for j in range(first, last):
+            scratch[counts[codes[j]]] = order[j]
+            counts[codes[j]] += 1
+        for j in range(first, last):
+            order[j] = scratch[j]
+        counts[:buckets] = 0
 
 
 #: Golden-ratio multiplier of the hash in :func:`group` (Fibonacci hashing).

@@ -15,6 +15,7 @@ instead of raising (and keeps the check out of the loops).
 
 from __future__ import annotations
 
+import types
 from collections.abc import Callable
 from typing import Any, TypeVar, cast
 
@@ -42,8 +43,18 @@ def inline_kernel(fn: F) -> F:
 
 
 def parallel_kernel(fn: F) -> F:
-    """A kernel whose ``prange`` loops run on all cores (numba's thread pool)."""
-    return cast(F, _PARALLEL(fn))
+    """A kernel whose ``prange`` loops run on all cores (numba's thread pool).
+
+    Compiled from a twin of ``fn`` named ``<name>_parallel``: numba's disk
+    cache keys an entry by the function's name and signature, not by its
+    options, so a serial :func:`kernel` of the same function would otherwise
+    load the threaded machine code (and the other way round); on a busy
+    machine waking the thread pool for a handful of points costs tens of ms.
+    """
+    twin = types.FunctionType(fn.__code__, fn.__globals__, fn.__name__, fn.__defaults__, fn.__closure__)
+    twin.__qualname__ = fn.__qualname__ + "_parallel"
+    twin.__doc__, twin.__module__ = fn.__doc__, fn.__module__
+    return cast(F, _PARALLEL(twin))
 
 
 prange: Any = numba.prange

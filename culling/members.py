@@ -1,8 +1,11 @@
 """Testing and writing the members of the visited nodes (tree) or cells (grid).
 
 Both keep each node's members in one contiguous run of pool rows: the
-centre's axes, the radius and the squared reach, column by column.  A query's
-answer is made in two passes over those runs:
+centre's axes, the radius and the squared reach, column by column.  The
+tree's runs are cut into tiles with a summary each (:mod:`culling.tiles`);
+the exact test reads only the tiles near the point
+(:func:`flag_near`, :func:`write_near`).  A query's answer is made in two
+passes over those rows:
 
 1. :func:`flag_run` tests every row of a run and writes one flag per row:
    ``SURE`` (surely inside), ``UNSURE`` (within rounding of the surface) or
@@ -35,9 +38,10 @@ import numpy as np
 
 from culling.jit import kernel, parallel_kernel, prange
 from culling.shapes import FILTER_EPS, SAFE_HI, SAFE_LO, classify
+from culling.tiles import next_near_rows
 
-__all__ = ["SURE", "TILE", "UNSURE", "answer", "answer_many_parallel", "answer_many_serial", "candidates", "flag_run",
-           "write_run"]
+__all__ = ["SURE", "TILE", "UNSURE", "answer", "answer_many_parallel", "answer_many_serial", "candidates", "flag_near", "flag_run",
+           "write_near", "write_run", "write_unsure"]
 
 #: Flag of a row that surely contains the point.
 SURE = 1
@@ -68,8 +72,8 @@ def candidates(visited: np.ndarray, count: np.ndarray) -> int:
 
 @kernel
 def flag_run(columns: np.ndarray, first: int, last: int, p: np.ndarray, cube: bool, scale: float,
-             distance: np.ndarray, flags: np.ndarray) -> tuple[int, int]:
-    """Flag pool rows ``first .. last - 1`` against ``p``: ``flags[i]`` for row ``first + i``.
+             distance: np.ndarray, flags: np.ndarray, at: int) -> tuple[int, int]:
+    """Flag pool rows ``first .. last - 1`` against ``p``: ``flags[at + i]`` for row ``first + i``.
 
     ``distance`` is scratch of ``TILE`` floats.  Returns ``(sure, unsure)``,
     how many rows were flagged ``SURE`` and ``UNSURE``.  O(last - first), SIMD.
@@ -78,8 +82,8 @@ def flag_run(columns: np.ndarray, first: int, last: int, p: np.ndarray, cube: bo
     maybe = 0  # rows inside the upper bound: as many as the sure ones unless a row is unsure
     unsafe = False  # a distance that may have lost bits to under- or overflow
     for tile in range(first, last, TILE):
-        s, m, u = _flag_tile(columns, tile, min(tile + TILE, last), p, cube, scale, distance,
-                             flags[tile - first:])
+        s, m, u = _flag_tile(columns, tile, min(tile + TILE, last), p, cube, scale, distance, flags,
+                             at + tile - first)
         sure += s
         maybe += m
         unsafe |= u
@@ -90,7 +94,7 @@ def flag_run(columns: np.ndarray, first: int, last: int, p: np.ndarray, cube: bo
     unsure = 0
     for i in range(last - first):
         inside, doubtful = classify(columns, first + i, p, cube, scale)
-        flags[i] = SURE if inside else (UNSURE if doubtful else 0)
+        flags[at + i] = SURE if inside else (UNSURE if doubtful else 0)
         sure += inside
         unsure += doubtful
     return sure, unsure
@@ -98,60 +102,65 @@ def flag_run(columns: np.ndarray, first: int, last: int, p: np.ndarray, cube: bo
 
 @kernel
 def _flag_tile(columns: np.ndarray, first: int, last: int, p: np.ndarray, cube: bool, scale: float,
-               distance: np.ndarray, flags: np.ndarray) -> tuple[int, int, bool]:
+               distance: np.ndarray, flags: np.ndarray, at: int) -> tuple[int, int, bool]:
     """:func:`flag_run`'s float filter on at most ``TILE`` rows, whose distances stay in the L1 cache.
 
     Returns ``(sure, maybe, unsafe)``: the rows surely inside, the rows
     inside the filter's upper bound (as many unless a row is unsure), and
     whether a distance may have lost bits to under- or overflow.
+
+    The loops count ``i`` unsigned: the compiler then knows no index is
+    negative (NumPy's wrap-around needs a check per access) and runs them
+    several rows per instruction.
     """
-    n = last - first
+    n = np.uint64(last - first)
+    row = np.uint64(first)
+    flag = np.uint64(at)
     dim = p.shape[0]
     # The distance, axis by axis: squared and summed (spheres) or largest (cubes).
     for axis in range(dim):
-        coords = columns[axis, first:last]
         offset = p[axis]
         if cube and axis == 0:
             for i in range(n):
-                distance[i] = abs(coords[i] - offset)
+                distance[i] = abs(columns[axis, row + i] - offset)
         elif cube:
             for i in range(n):
-                distance[i] = max(distance[i], abs(coords[i] - offset))
+                distance[i] = max(distance[i], abs(columns[axis, row + i] - offset))
         elif axis == 0:
             for i in range(n):
-                d = coords[i] - offset
+                d = columns[axis, row + i] - offset
                 distance[i] = d * d
         else:
             for i in range(n):
-                d = coords[i] - offset
+                d = columns[axis, row + i] - offset
                 distance[i] += d * d
     # The comparison with the radius (cubes) or the squared reach (spheres).
-    radius = columns[dim, first:last]
-    reach = columns[dim + 1, first:last]
     sure = 0
     maybe = 0
     unsafe = False
     if cube:
         for i in range(n):
-            limit = radius[i] * scale
+            radius = columns[dim, row + i]
+            limit = radius * scale
             inside = distance[i] < limit * _BELOW
-            flags[i] = inside
+            flags[flag + i] = inside
             sure += inside
             maybe += distance[i] <= limit * _ABOVE
-            unsafe |= ((limit < _TINY_LIMIT) & (radius[i] > 0.0)) | (distance[i] == math.inf)
+            unsafe |= ((limit < _TINY_LIMIT) & (radius > 0.0)) | (distance[i] == math.inf)
     elif scale == 1.0:
         for i in range(n):
-            inside = distance[i] < reach[i] * _BELOW
-            flags[i] = inside
+            reach = columns[dim + 1, row + i]
+            inside = distance[i] < reach * _BELOW
+            flags[flag + i] = inside
             sure += inside
-            maybe += distance[i] <= reach[i] * _ABOVE
+            maybe += distance[i] <= reach * _ABOVE
             unsafe |= (distance[i] < SAFE_LO) | (distance[i] > SAFE_HI)
     else:
         for i in range(n):
-            limit = radius[i] * scale
+            limit = columns[dim, row + i] * scale
             bound = limit * limit
             inside = distance[i] < bound * _BELOW
-            flags[i] = inside
+            flags[flag + i] = inside
             sure += inside
             maybe += distance[i] <= bound * _ABOVE
             unsafe |= (distance[i] < SAFE_LO) | (distance[i] > SAFE_HI)
@@ -159,47 +168,81 @@ def _flag_tile(columns: np.ndarray, first: int, last: int, p: np.ndarray, cube: 
 
 
 @kernel
-def write_run(flags: np.ndarray, first: int, last: int, handles: np.ndarray, want_rows: bool,
+def write_run(flags: np.ndarray, at: int, first: int, last: int, handles: np.ndarray, want_rows: bool,
               out: np.ndarray, k: int) -> int:
-    """Write the ``SURE`` rows among ``first .. last - 1`` (``flags[i]`` for row ``first + i``) to
+    """Write the ``SURE`` rows among ``first .. last - 1`` (``flags[at + i]`` for row ``first + i``) to
     ``out[k:]``, as handles or, with ``want_rows``, as pool rows; returns the new ``k``.
 
     Every row is written and ``k`` advances only past the sure ones; a write
     at ``out``'s end (after the last sure row) is skipped.  O(last - first).
     """
     end = out.shape[0]
-    if want_rows:
-        for i in range(last - first):
-            if k < end:
-                out[k] = first + i
-            k += flags[i] & SURE
-        return k
-    source = handles[first:last]
-    for i in range(last - first):
+    n = np.uint64(last - first)
+    row = np.uint64(first)
+    flag = np.uint64(at)
+    for i in range(n):
         if k < end:
-            out[k] = source[i]
-        k += flags[i] & SURE
+            out[k] = np.int64(row + i) if want_rows else handles[row + i]
+        k += flags[flag + i] & SURE
     return k
 
 
 @kernel
-def write_unsure(flags: np.ndarray, first: int, last: int, unsure: np.ndarray, k: int) -> int:
+def write_unsure(flags: np.ndarray, at: int, first: int, last: int, unsure: np.ndarray, k: int) -> int:
     """Write the ``UNSURE`` rows among ``first .. last - 1`` to ``unsure[k:]``; returns the new ``k``."""
     for i in range(last - first):
-        if flags[i] == UNSURE:
+        if flags[at + i] == UNSURE:
             unsure[k] = first + i
             k += 1
     return k
 
 
 @kernel
+def flag_near(columns: np.ndarray, first: int, last: int, tile_box: np.ndarray, p: np.ndarray, cube: bool,
+              scale: float, distance: np.ndarray, flags: np.ndarray, at: int) -> tuple[int, int]:
+    """:func:`flag_run` on the rows of the run ``first .. last - 1`` whose tiles are near ``p``
+    (:func:`culling.tiles.next_near_rows`), ``flags[at + i]`` for row ``first + i``; the other rows'
+    flags are left unwritten.
+
+    Returns ``(sure, unsure)``.  O(tiles + rows tested).
+    """
+    sure = 0
+    unsure = 0
+    row = first
+    while row < last:
+        near, row = next_near_rows(row, last, p, scale, tile_box)
+        s, u = flag_run(columns, near, row, p, cube, scale, distance, flags, at + near - first)
+        sure += s
+        unsure += u
+    return sure, unsure
+
+
+@kernel
+def write_near(flags: np.ndarray, at: int, first: int, last: int, tile_box: np.ndarray, p: np.ndarray,
+               scale: float, handles: np.ndarray, want_rows: bool, out: np.ndarray, k: int, unsure: np.ndarray,
+               uk: int) -> tuple[int, int]:
+    """:func:`write_run` (and, when ``unsure`` has room, :func:`write_unsure`) on the rows
+    :func:`flag_near` flagged; returns the new ``(k, uk)``.  O(tiles + rows tested).
+    """
+    row = first
+    while row < last:
+        near, row = next_near_rows(row, last, p, scale, tile_box)
+        k = write_run(flags, at + near - first, near, row, handles, want_rows, out, k)
+        if uk < unsure.shape[0]:
+            uk = write_unsure(flags, at + near - first, near, row, unsure, uk)
+    return k, uk
+
+
+@kernel
 def answer(visited: np.ndarray, start: np.ndarray, count: np.ndarray, handles: np.ndarray, columns: np.ndarray,
-           p: np.ndarray, exact: bool, cube: bool, scale: float, want_rows: bool) -> tuple[np.ndarray, np.ndarray]:
+           tile_box: np.ndarray, p: np.ndarray, exact: bool,
+           cube: bool, scale: float, want_rows: bool) -> tuple[np.ndarray, np.ndarray]:
     """One query's answer from the runs of the ``visited`` nodes (or cells), in visiting order.
 
     Returns the handles (or, with ``want_rows``, the pool rows) of the
     members that surely contain ``p`` (every member unless ``exact``), and
-    the pool rows the float filter left unsure.  O(candidates).
+    the pool rows the float filter left unsure.  The exact test reads only
+    the tiles near ``p`` (empty ``tile_box``: every row).  O(candidates).
     """
     total = candidates(visited, count)
     if not exact:
@@ -216,8 +259,8 @@ def answer(visited: np.ndarray, start: np.ndarray, count: np.ndarray, handles: n
     unsure = 0
     at = 0
     for node in visited:
-        s, u = flag_run(columns, start[node], start[node] + count[node], p, cube, scale, distance,
-                        flags[at:at + count[node]])
+        s, u = flag_near(columns, start[node], start[node] + count[node], tile_box, p, cube, scale, distance,
+                         flags, at)
         sure += s
         unsure += u
         at += count[node]
@@ -227,16 +270,14 @@ def answer(visited: np.ndarray, start: np.ndarray, count: np.ndarray, handles: n
     uk = 0
     at = 0
     for node in visited:
-        run = flags[at:at + count[node]]
-        k = write_run(run, start[node], start[node] + count[node], handles, want_rows, out, k)
-        if unsure:
-            uk = write_unsure(run, start[node], start[node] + count[node], doubtful, uk)
+        k, uk = write_near(flags, at, start[node], start[node] + count[node], tile_box, p, scale, handles,
+                           want_rows, out, k, doubtful, uk)
         at += count[node]
     return out, doubtful
 
 
 def _answer_many(visit_node: np.ndarray, visit_point: np.ndarray, points: np.ndarray, start: np.ndarray,
-                 count: np.ndarray, handles: np.ndarray, columns: np.ndarray, exact: bool, cube: bool,
+                 count: np.ndarray, handles: np.ndarray, columns: np.ndarray, tile_box: np.ndarray, exact: bool, cube: bool,
                  scale: float, threads: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Many queries' answers from their visits: visit ``v`` is point ``visit_point[v]`` visiting node
     (or cell) ``visit_node[v]``, each point's visits in its visiting order, the points in order.
@@ -248,13 +289,14 @@ def _answer_many(visit_node: np.ndarray, visit_point: np.ndarray, points: np.nda
 
     1. Group the visits by node (a counting sort) and cut the groups into
        chunks of about equal work, ``_CHUNKS_PER_THREAD`` per thread.
-    2. Flag, in parallel over the chunks: every visit's run, into its own
-       part of one flag array (:func:`flag_run`).
+    2. In parallel over the chunks: flag every visit's near tiles
+       (:func:`flag_near`) and write its sure rows at once, while they are
+       in cache, into the visit's own part of one array (:func:`write_near`).
     3. Prefix sums: each point's answer, and each visit's part of it, gets
        its offset (a point's answer lists its nodes in visiting order, as
        :func:`answer` does).
-    4. Write, in parallel over the chunks: each visit's sure members at its
-       offset (:func:`write_run`).
+    4. In parallel over the chunks: each visit's answers' handles at its
+       offset; only the sure rows are read again.
 
     Returns ``(handles, counts, unsure_rows, unsure_points)``: point ``i``'s
     sure answer is ``handles[offsets[i]:offsets[i] + counts[i]]``,
@@ -288,22 +330,32 @@ def _answer_many(visit_node: np.ndarray, visit_point: np.ndarray, points: np.nda
             j += 1
         chunk[c] = j
     chunk[n_chunks] = n_visits
-    # 2. flags, node-major
+    # 2. node-major: each visit's sure rows, written one after the other from its chunk's part of one
+    #    array (densely: the memory touched follows the answers, not the candidates)
     found = np.empty(n_visits, dtype=np.int64)
     doubts = np.zeros(n_visits, dtype=np.int64)
-    flags = np.empty(total if exact else 0, dtype=np.uint8)
-    if exact:
-        for c in prange(n_chunks):
-            distance = np.empty(TILE, dtype=np.float64)
-            for j in range(chunk[c], chunk[c + 1]):
-                v = by_node[j]
-                node = visit_node[v]
-                found[v], doubts[v] = flag_run(columns, start[node], start[node] + count[node],
-                                               points[visit_point[v]], cube, scale, distance,
-                                               flags[flag_at[j]:flag_at[j + 1]])
-    else:
-        for v in range(n_visits):
-            found[v] = count[visit_node[v]]
+    kept_at = np.empty(n_visits, dtype=np.int64)
+    rows = np.empty(total, dtype=np.int64)
+    nothing = np.empty(0, dtype=np.int64)
+    for c in prange(n_chunks):
+        distance = np.empty(TILE, dtype=np.float64)
+        flags = np.empty(_largest_run(visit_node, by_node, chunk[c], chunk[c + 1], count), dtype=np.uint8)
+        cursor = flag_at[chunk[c]]
+        for j in range(chunk[c], chunk[c + 1]):
+            v = by_node[j]
+            node = visit_node[v]
+            first, last = start[node], start[node] + count[node]
+            kept_at[v] = cursor
+            if not exact:
+                for i in range(count[node]):
+                    rows[cursor + i] = first + i
+                found[v] = count[node]
+            else:
+                p = points[visit_point[v]]
+                found[v], doubts[v] = flag_near(columns, first, last, tile_box, p, cube, scale, distance, flags, 0)
+                write_near(flags, 0, first, last, tile_box, p, scale, handles, True, rows[cursor:cursor + found[v]], 0,
+                           nothing, 0)
+            cursor += found[v]
     # 3. offsets: points in order, each point's visits in visiting order
     counts = np.zeros(m, dtype=np.int64)
     at = np.empty(n_visits + 1, dtype=np.int64)
@@ -314,26 +366,36 @@ def _answer_many(visit_node: np.ndarray, visit_point: np.ndarray, points: np.nda
         at[v + 1] = at[v] + found[v]
         unsure_at[v + 1] = unsure_at[v] + doubts[v]
         counts[visit_point[v]] += found[v]
-    # 4. the answers, node-major again, each visit at its offset
+    # 4. the answers' handles, each visit's at its offset; the unsure rows (practically never) flagged again
     out = np.empty(at[n_visits], dtype=np.int64)
     unsure = np.empty(unsure_at[n_visits], dtype=np.int64)
     unsure_points = np.empty(unsure_at[n_visits], dtype=np.int64)
     for c in prange(n_chunks):
         for j in range(chunk[c], chunk[c + 1]):
             v = by_node[j]
-            node = visit_node[v]
-            first = start[node]
-            if not exact:
-                for i in range(count[node]):
-                    out[at[v] + i] = handles[first + i]
-                continue
-            write_run(flags[flag_at[j]:flag_at[j + 1]], first, first + count[node], handles, False,
-                      out[at[v]:at[v + 1]], 0)
+            for i in range(found[v]):
+                out[at[v] + i] = handles[rows[kept_at[v] + i]]
             if doubts[v]:
-                write_unsure(flags[flag_at[j]:flag_at[j + 1]], first, first + count[node], unsure, unsure_at[v])
+                node = visit_node[v]
+                first, last = start[node], start[node] + count[node]
+                p = points[visit_point[v]]
+                flags = np.empty(count[node], dtype=np.uint8)
+                distance = np.empty(TILE, dtype=np.float64)
+                flag_near(columns, first, last, tile_box, p, cube, scale, distance, flags, 0)
+                write_near(flags, 0, first, last, tile_box, p, scale, handles, True, nothing, 0,
+                           unsure[unsure_at[v]:unsure_at[v + 1]], 0)
                 for i in range(unsure_at[v], unsure_at[v + 1]):
                     unsure_points[i] = visit_point[v]
     return out, counts, unsure, unsure_points
+
+
+@kernel
+def _largest_run(visit_node: np.ndarray, by_node: np.ndarray, first: int, last: int, count: np.ndarray) -> int:
+    """The most members a node visited by ``by_node[first:last]`` holds (the size of a flags scratch)."""
+    largest = 0
+    for j in range(first, last):
+        largest = max(largest, count[visit_node[by_node[j]]])
+    return largest
 
 
 #: ``answer_many`` on all cores (numba's thread pool), and the same loops on

@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from culling import tiles
+
 __all__ = ["BlockPool", "MIN_BLOCK", "POOL_GROWTH", "SHRINK_RATIO"]
 
 #: Smallest block: a node with a handful of members wastes at most 3 rows.
@@ -56,12 +58,17 @@ class BlockPool:
     ----------
     handles : ndarray, shape (capacity,), int64
     columns : ndarray, shape (width, capacity), float64
+        The centre's ``width - 2`` axes, the radius, the squared reach.
+    tile_box : ndarray, shape (tiles, 2 * (width - 2) + 1), float64
+        Every tile's summary (:mod:`culling.tiles`): whoever writes a row's
+        centre or radius covers it (:func:`culling.tiles.cover`).
     """
 
     def __init__(self, width: int, capacity: int = INITIAL_ROWS):
         self.width = width
         self.handles = np.full(capacity, -1, dtype=np.int64)
         self.columns = np.zeros((width, capacity), dtype=np.float64)
+        self.tile_box = tiles.empty_summaries(width - 2, tiles.tiles_for(capacity))
         self.top = 0  # rows at and above ``top`` have never been handed out
         self._free: dict[int, list[int]] = {}
 
@@ -80,6 +87,9 @@ class BlockPool:
         columns = np.zeros((self.width, capacity), dtype=np.float64)
         columns[:, : self.top] = self.columns[:, : self.top]
         self.handles, self.columns = handles, columns
+        box = tiles.empty_summaries(self.width - 2, tiles.tiles_for(capacity))
+        box[: self.tile_box.shape[0]] = self.tile_box
+        self.tile_box = box
 
     def allocate(self, capacity: int) -> int:
         """Start of a free block of ``capacity`` rows (a power of two)."""
@@ -125,9 +135,19 @@ class BlockPool:
         for new, old in zip(columns, self.columns):
             new[dst] = old[src]
         self.handles, self.columns = handles, columns
+        self.tile_box = tiles.empty_summaries(self.width - 2, tiles.tiles_for(length))
+        tiles.summarise(columns, new_starts, counts, self.tile_box)
         self.top = total
         self._free = {}
         return new_starts, capacities
+
+    def cover(self, first: int, last: int) -> None:
+        """Grow the tile summaries to include rows ``first .. last - 1``, just written."""
+        tiles.cover(self.columns, first, last, self.tile_box)
+
+    def cover_rows(self, rows: np.ndarray) -> None:
+        """Grow the tile summaries to include the scattered ``rows`` (int64), just written."""
+        tiles.cover_rows(self.columns, rows, self.tile_box)
 
     def release(self, start: int, capacity: int) -> None:
         """Give a block back for reuse by a block of the same capacity."""
@@ -139,7 +159,7 @@ class BlockPool:
         return [(start, capacity) for capacity, starts in self._free.items() for start in starts]
 
     def nbytes(self) -> int:
-        return self.handles.nbytes + self.columns.nbytes
+        return self.handles.nbytes + self.columns.nbytes + self.tile_box.nbytes
 
 
 def _bit_length(values: np.ndarray) -> np.ndarray:

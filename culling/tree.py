@@ -42,6 +42,7 @@ from culling.lattice import ANCHOR, MAX_DEPTH, MAX_GROWTH, Lattice
 from culling.nodes import NodeTable, grown
 from culling.pool import BlockPool, block_capacity
 from culling.shapes import decide, squared_reach, squared_reach_of
+from culling.tiles import TILE_ROWS, TILE_SHIFT
 from culling.trace import LevelTrace, QueryTrace
 from culling.validation import (
     as_coords,
@@ -270,7 +271,9 @@ class ViewDistanceTree:
         level, cell = self._home(point, radius)
         node = int(self._obj_node[handle])
         if self._nodes.key[node] == (level, cell):
-            self._pool.columns[:, self._obj_pos[handle]] = self._row(point, radius)
+            row = int(self._obj_pos[handle])
+            self._pool.columns[:, row] = self._row(point, radius)
+            self._pool.cover(row, row + 1)
             return
         self._unlink(handle)
         self._append(self._nodes.at(level, cell), handle, self._row(point, radius))
@@ -323,8 +326,10 @@ class ViewDistanceTree:
             return
         cells = np.empty((self.dim, handles.size), dtype=np.int64)
         centres, radii = np.ascontiguousarray(centres), np.ascontiguousarray(radii)
-        movers = batchkernels.settle(np.ascontiguousarray(handles), centres, radii, u, levels, self._obj_node, self._obj_pos,
-                                     self._nodes.level, self._nodes.cells, self._pool.columns, cells)
+        pool = self._pool
+        movers = batchkernels.settle(np.ascontiguousarray(handles), centres, radii, u, levels, self._obj_node,
+                                     self._obj_pos, self._nodes.level, self._nodes.cells, pool.columns, cells,
+                                     pool.tile_box)
         if not movers.size:
             return
         moving = handles[movers]
@@ -369,7 +374,8 @@ class ViewDistanceTree:
         nodes, pool = self._nodes, self._pool
         handles, unsure = treekernels.query(p, bool(exact), self._cube, scale, self.origin, self.size,
                                             self._root, int(nodes.level[self._root]), nodes.child, nodes.cells,
-                                            nodes.start, nodes.count, pool.handles, pool.columns, False)
+                                            nodes.start, nodes.count, pool.handles, pool.columns,
+                                            pool.tile_box, False)
         if unsure.size:  # within rounding of a surface: exact arithmetic decides
             keep = decide(pool.columns, unsure, p, self.shape, scale)
             handles = np.concatenate([handles, pool.handles[unsure[keep]]])
@@ -398,11 +404,12 @@ class ViewDistanceTree:
         parallel = points.shape[0] >= treekernels.PARALLEL_MIN_POINTS
         visits = treekernels.visits_parallel if parallel else treekernels.visits_serial
         visit_node, visit_point = visits(points, scale, self.origin, self.size, self._root,
-                                         int(nodes.level[self._root]), nodes.child, nodes.cells)
+                                         int(nodes.level[self._root]), nodes.child, nodes.cells, nodes.count)
         answer_many = members.answer_many_parallel if parallel else members.answer_many_serial
         handles, counts, unsure, owners = answer_many(
-            visit_node, visit_point, points, nodes.start, nodes.count, pool.handles, pool.columns, bool(exact),
-            self._cube, scale, numba.get_num_threads() if parallel else 1)
+            visit_node, visit_point, points, nodes.start, nodes.count, pool.handles, pool.columns,
+            pool.tile_box, bool(exact), self._cube, scale,
+            numba.get_num_threads() if parallel else 1)
         if unsure.size:  # within rounding of a surface: exact arithmetic decides, then merge by point
             keep = decide(pool.columns, unsure, points[owners], self.shape, scale)
             owner = np.concatenate([np.repeat(np.arange(points.shape[0]), counts), owners[keep]])
@@ -430,7 +437,7 @@ class ViewDistanceTree:
         rows, unsure = treekernels.query(
             p, bool(exact), self._cube, scale, self.origin, self.size, self._root,
             int(nodes.level[self._root]), nodes.child, nodes.cells, nodes.start, nodes.count,
-            pool.handles, pool.columns, True)
+            pool.handles, pool.columns, pool.tile_box, True)
         if unsure.size:  # within rounding of a surface: exact arithmetic decides
             rows = np.concatenate([rows, unsure[decide(pool.columns, unsure, p, self.shape, scale)]])
         return pool.handles[rows], pool.columns[: self.dim, rows].T.copy(), pool.columns[self.dim, rows]
@@ -539,6 +546,13 @@ class ViewDistanceTree:
         assert (self._nodes.level[nodes] == levels).all(), "object on the wrong level"
         cells = lat.cells(lat.to_u(columns[: self.dim].T), levels)
         assert (self._nodes.cells[:, nodes] == cells).all(), "object in the wrong cell"
+        # Tile summaries (culling.tiles): every live row inside its tile's box, its radius within the tile's.
+        pool, tile = self._pool, rows >> TILE_SHIFT
+        box = pool.tile_box[tile].T
+        assert pool.tile_box.shape[0] * TILE_ROWS >= pool.capacity, "tile summaries shorter than the pool"
+        assert (box[: self.dim] <= columns[: self.dim]).all(), "a centre below its tile's box"
+        assert (box[self.dim:2 * self.dim] >= columns[: self.dim]).all(), "a centre above its tile's box"
+        assert (box[2 * self.dim] >= radii).all(), "a radius above its tile's largest"
 
     # ------------------------------------------------------------------
     # Internals: validation helpers
@@ -673,6 +687,7 @@ class ViewDistanceTree:
         if count:
             pool.handles[start:start + count] = pool.handles[old_start:old_start + count]
             pool.columns[:, start:start + count] = pool.columns[:, old_start:old_start + count]
+            pool.cover(start, start + count)
             self._obj_pos[pool.handles[start:start + count]] = np.arange(start, start + count)
         if old_cap:
             pool.release(old_start, old_cap)
@@ -689,6 +704,7 @@ class ViewDistanceTree:
         pos = int(self._nodes.start[node]) + count
         self._pool.handles[pos] = handle
         self._pool.columns[:, pos] = row
+        self._pool.cover(pos, pos + 1)
         self._nodes.count[node] = count + 1
         self._obj_node[handle] = node
         self._obj_pos[handle] = pos
@@ -704,6 +720,7 @@ class ViewDistanceTree:
             moved = int(pool.handles[last])
             pool.handles[pos] = moved
             pool.columns[:, pos] = pool.columns[:, last]
+            pool.cover(pos, pos + 1)
             self._obj_pos[moved] = pos
         pool.handles[last] = -1
         self._nodes.count[node] = count
@@ -731,6 +748,7 @@ class ViewDistanceTree:
         moved = pool.handles[fillers]
         pool.handles[holes] = moved
         pool.columns[:, holes] = pool.columns[:, fillers]
+        pool.cover_rows(holes)
         self._obj_pos[moved] = holes
         pool.handles[tail] = -1
         self._nodes.count[touched] = kept
@@ -779,6 +797,9 @@ class ViewDistanceTree:
             self._pool.reserve(self._pool.fresh_rows(capacities))  # one regrowth for the whole batch
             for node, capacity in zip(homes[grow].tolist(), capacities):
                 self._move_block(node, capacity)
-        batchkernels.place(handles, order, bounds, homes, np.ascontiguousarray(centres), np.ascontiguousarray(radii),
-                           squared_reach(radii), self._nodes.start, self._nodes.count, self._pool.handles,
-                           self._pool.columns, self._obj_node, self._obj_pos)
+        centres = np.ascontiguousarray(centres)
+        batchkernels.spatial_order(order, bounds, centres, levels, self.origin, self.size)
+        pool = self._pool
+        batchkernels.place(handles, order, bounds, homes, centres, np.ascontiguousarray(radii),
+                           squared_reach(radii), self._nodes.start, self._nodes.count, pool.handles,
+                           pool.columns, self._obj_node, self._obj_pos, pool.tile_box)

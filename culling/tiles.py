@@ -1,0 +1,119 @@
+"""Tile summaries: a box around the centres, and the largest radius, of every 64 pool rows.
+
+A node at a coarse level holds thousands of members spread over a cell as
+wide as the world's quarter, while the point sees only those within their
+radius (below half the cell's edge).  The query must visit the node, but it
+need not read every member: a node's members are laid out spatially sorted
+(:func:`culling.batchkernels.spatial_order`), so each tile of
+``TILE_ROWS`` consecutive pool rows covers a small part of the node, and a
+tile whose box is farther from the point, along some axis, than its largest
+radius can hold no answer.  The query then tests the remaining tiles only
+(:func:`next_near_rows`): on the benchmark's forest less than half the
+members a node-by-node test reads.
+
+The summaries are conservative: every write of a row's centre or radius
+grows its tile's box and radius (:func:`cover`, :func:`cover_rows`) and
+nothing ever shrinks them, except a compaction, which recomputes them from
+the live rows (:func:`summarise`).  A stale summary only costs a test, never
+an answer.
+
+Why skipping is exact: a member with centre ``c`` and radius ``r <= R``
+(the tile's) that contains ``p`` has ``|p[a] - c[a]| <= r * s`` on every
+axis (for spheres and cubes, whether the limit is ``r * s`` or its rounding),
+and ``low[a] <= c[a] <= high[a]``; rounding to nearest is monotone, so
+``fl(p[a] - high[a]) <= fl(R * s)`` and ``fl(low[a] - p[a]) <= fl(R * s)``.
+A tile failing either on some axis holds no member containing ``p``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from culling.jit import kernel
+
+__all__ = ["TILE_ROWS", "TILE_SHIFT", "cover", "cover_rows", "empty_summaries", "next_near_rows", "summarise",
+           "tiles_for"]
+
+#: log2 of the rows per tile.
+TILE_SHIFT = 6
+#: Rows per tile: small enough to cut a big node finely, large enough that a
+#: tile's test (a few comparisons) is cheap next to testing its rows.
+TILE_ROWS = 1 << TILE_SHIFT
+
+
+def tiles_for(rows: int) -> int:
+    """How many tiles ``rows`` pool rows span."""
+    return (rows + TILE_ROWS - 1) >> TILE_SHIFT
+
+
+def empty_summaries(dim: int, tiles: int) -> np.ndarray:
+    """Summaries of ``tiles`` empty tiles: float64 ``(tiles, 2 * dim + 1)``.
+
+    Tile ``t``'s row is its box's low corner, its high corner and its
+    largest radius, side by side (one cache line in 3-D).  An empty tile's
+    box is inverted (``low = inf``, ``high = -inf``), so it is far from
+    every point.
+    """
+    box = np.empty((tiles, 2 * dim + 1))
+    box[:, :dim] = math.inf
+    box[:, dim:] = -math.inf
+    return box
+
+
+@kernel
+def cover(columns: np.ndarray, first: int, last: int, box: np.ndarray) -> None:
+    """Grow the summaries of the tiles holding pool rows ``first .. last - 1`` to include them.  O(rows)."""
+    dim = (box.shape[1] - 1) // 2
+    for row in range(first, last):
+        tile = row >> TILE_SHIFT
+        for axis in range(dim):
+            box[tile, axis] = min(box[tile, axis], columns[axis, row])
+            box[tile, dim + axis] = max(box[tile, dim + axis], columns[axis, row])
+        box[tile, 2 * dim] = max(box[tile, 2 * dim], columns[dim, row])
+
+
+@kernel
+def cover_rows(columns: np.ndarray, rows: np.ndarray, box: np.ndarray) -> None:
+    """:func:`cover` for scattered pool ``rows`` (int64).  O(len(rows))."""
+    for row in rows:
+        cover(columns, row, row + 1, box)
+
+
+@kernel
+def summarise(columns: np.ndarray, starts: np.ndarray, counts: np.ndarray, box: np.ndarray) -> None:
+    """Recompute every summary from the live runs ``starts[i] .. starts[i] + counts[i] - 1``.  O(rows + tiles)."""
+    dim = (box.shape[1] - 1) // 2
+    box[:, :dim] = math.inf
+    box[:, dim:] = -math.inf
+    for i in range(starts.shape[0]):
+        cover(columns, starts[i], starts[i] + counts[i], box)
+
+
+@kernel
+def next_near_rows(row: int, last: int, p: np.ndarray, scale: float, box: np.ndarray) -> tuple[int, int]:
+    """The next rows to test of the run ``row .. last - 1``: ``(first, end)``, the rows of consecutive
+    tiles near ``p`` (``first == end == last`` when none is left).
+
+    A tile is far when ``p`` lies farther from its box than its largest
+    radius (times ``scale``) along some axis; the module docstring says why
+    no far tile holds an answer.  Without summaries (``box`` empty: the
+    dense grid) the whole run is one range.  O(tiles skipped + tiles returned).
+    """
+    if box.shape[0] == 0:
+        return row, last
+    dim = p.shape[0]
+    first = last
+    while row < last:
+        tile = row >> TILE_SHIFT
+        reach = box[tile, 2 * dim] * scale
+        far = False
+        for axis in range(dim):
+            far |= (p[axis] - box[tile, dim + axis] > reach) | (box[tile, axis] - p[axis] > reach)
+        if far and first < last:
+            break  # the end of a range of near tiles
+        if not far and first == last:
+            first = row  # the start of one
+        row = min(last, (tile + 1) << TILE_SHIFT)
+    return min(first, row), row
