@@ -7,9 +7,9 @@ that touch each object's row once:
 - :func:`settle` (``update_many``): compute each object's home cell, and
   when it is the node the object is already in (a small move), rewrite its
   centre and radius in place; return the others, the movers.
-- :func:`spatial_order` (``insert_many`` and the movers): within each home
-  node, order the new members along a Morton curve over the node's cell, so
-  that each tile of pool rows covers a small part of it (:mod:`culling.tiles`).
+- :func:`layout_order` (``insert_many``): the batch along a Morton curve,
+  so that each node's new members follow it and each tile of pool rows
+  covers a small part of its node (:mod:`culling.tiles`).
 - :func:`place` (``insert_many`` and the movers): append objects, grouped
   by home node, after their node's members.
 
@@ -19,17 +19,19 @@ data is read once and its row written once.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from culling.jit import kernel
 from culling.shapes import reach_of
-from culling.tiles import TILE_ROWS, cover
+from culling.tiles import cover
 from culling.treekernels import cell_of
 
-#: Finest Morton order within a node: at most 2**SPATIAL_BITS sub-cells per axis.
-SPATIAL_BITS = 5
+#: Bits of :func:`layout_order`'s Morton code: 4,096 cells over the batch's box.
+LAYOUT_BITS = 12
 
-__all__ = ["group", "place", "settle", "spatial_order"]
+__all__ = ["group", "layout_order", "place", "settle"]
 
 
 @kernel
@@ -82,74 +84,111 @@ def place(handles: np.ndarray, order: np.ndarray, starts: np.ndarray, homes: np.
     """Append objects to their home nodes, whose blocks already have room.
 
     ``order`` sorts the objects by home; the objects of home ``g`` (node
-    ``homes[g]``) are ``order[starts[g]:starts[g + 1]]``, each home's in the
-    order they take in its block.  Writes each object's pool row (handle,
-    centre, radius, squared reach), its node and row, the nodes' counts, and
-    covers the rows' tiles.  O(n).
+    ``homes[g]``) are ``order[starts[g]:starts[g + 1]]``.  Writes each
+    object's pool row (handle, centre, radius, squared reach), its node and
+    row, the nodes' counts, and covers the rows' tiles.  The objects are
+    read in their own order (sequential reads), each written at its home's
+    next free row: a counting-sort scatter into one write stream per home.
+    O(n).
     """
-    dim = centres.shape[1]
+    n, dim = centres.shape
+    home_of = np.empty(n, dtype=np.int64)
     for g in range(homes.shape[0]):
-        node = homes[g]
-        first = node_start[node] + node_count[node]
-        row = first
         for j in range(starts[g], starts[g + 1]):
-            i = order[j]
-            h = handles[i]
-            pool_handles[row] = h
-            for axis in range(dim):
-                columns[axis, row] = centres[i, axis]
-            columns[dim, row] = radii[i]
-            columns[dim + 1, row] = reach[i]
-            obj_node[h] = node
-            obj_pos[h] = row
-            row += 1
-        node_count[node] += starts[g + 1] - starts[g]
-        cover(columns, first, row, tile_box)
+            home_of[order[j]] = g
+    next_row = np.empty(homes.shape[0], dtype=np.int64)
+    for g in range(homes.shape[0]):
+        next_row[g] = node_start[homes[g]] + node_count[homes[g]]
+    for i in range(n):
+        g = home_of[i]
+        row = next_row[g]
+        next_row[g] = row + 1
+        h = handles[i]
+        pool_handles[row] = h
+        for axis in range(dim):
+            columns[axis, row] = centres[i, axis]
+        columns[dim, row] = radii[i]
+        columns[dim + 1, row] = reach[i]
+        obj_node[h] = homes[g]
+        obj_pos[h] = row
+    for g in range(homes.shape[0]):  # each home's new rows are one range: cover it in one sweep
+        cover(columns, node_start[homes[g]] + node_count[homes[g]], next_row[g], tile_box)
+        node_count[homes[g]] += starts[g + 1] - starts[g]
 
 
 @kernel
-def spatial_order(order: np.ndarray, starts: np.ndarray, centres: np.ndarray, levels: np.ndarray,
-                  origin: np.ndarray, size: float) -> None:
-    """Sort each home's objects, ``order[starts[g]:starts[g + 1]]``, in place along a Morton curve
-    over the home's cell (levels ``levels``; the tree's root edge ``size`` at ``origin``).
+def layout_order(centres: np.ndarray, radii: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """An order of the objects along a Morton curve over the batch's bounding box: int64 (n,),
+    and the centres and radii in that order (new arrays).
 
-    A home of ``n`` objects gets about ``n`` sub-cells (at most
-    ``2**SPATIAL_BITS`` per axis); a counting sort by the sub-cell's Morton
-    code keeps equal codes in their order.  Homes of at most one tile are
-    left alone.  Only the layout changes (the tiles cover smaller boxes), never
-    a node or an answer.  O(n + sub-cells).
+    ``insert_many`` takes its objects in this order, so every node's new
+    members lie along the curve too (the curve restricted to an aligned cell
+    is the cell's own Morton curve), and each tile of pool rows covers a
+    small part of its node (:mod:`culling.tiles`).  Only the layout follows
+    from it, never a node or an answer.
+
+    ``LAYOUT_BITS`` bits are handed out one at a time to the axis whose
+    cells are widest (a flat world splits only its wide axes), each object's
+    code is the Morton interleave of its cell, and a counting sort orders
+    the codes, equal codes in input order.  O(n + 2**LAYOUT_BITS).
     """
-    dim = centres.shape[1]
-    groups = starts.shape[0] - 1
-    counts = np.zeros(1 << (dim * SPATIAL_BITS), dtype=np.int64)
-    codes = np.empty(order.shape[0], dtype=np.int64)
-    scratch = np.empty(order.shape[0], dtype=np.int64)
-    for g in range(groups):
-        first, last = starts[g], starts[g + 1]
-        if last - first <= TILE_ROWS:
-            continue
-        bits = 0  # about one sub-cell per object
-        while bits < SPATIAL_BITS and (1 << (dim * (bits + 1))) <= 2 * (last - first):
-            bits += 1
-        buckets = 1 << (dim * bits)
-        for j in range(first, last):
-            i = order[j]
-            code = 0
-            for axis in range(dim):
-                sub = cell_of((centres[i, axis] - origin[axis]) / size, levels[i] + bits) & ((1 << bits) - 1)
-                for b in range(bits):
-                    code |= ((sub >> b) & 1) << (b * dim + axis)
-            codes[j] = code
-            counts[code] += 1
-        total = first
-        for c in range(buckets):
-            total, counts[c] = total + counts[c], total
-        for j in range(first, last):
-            scratch[counts[codes[j]]] = order[j]
-            counts[codes[j]] += 1
-        for j in range(first, last):
-            order[j] = scratch[j]
-        counts[:buckets] = 0
+    n, dim = centres.shape
+    low = np.empty(dim)
+    width = np.empty(dim)
+    for axis in range(dim):
+        lo, hi = math.inf, -math.inf
+        for i in range(n):
+            lo = min(lo, centres[i, axis])
+            hi = max(hi, centres[i, axis])
+        low[axis] = 0.5 * lo
+        width[axis] = 0.5 * hi - 0.5 * lo if n else 0.0  # halves: no overflow across a huge world
+    # which axis each bit of the code splits, most significant first
+    bits = np.zeros(dim, dtype=np.int64)
+    split = np.empty(LAYOUT_BITS, dtype=np.int64)
+    used = 0
+    while used < LAYOUT_BITS:
+        widest = 0
+        for axis in range(1, dim):
+            if math.ldexp(width[axis], -bits[axis]) > math.ldexp(width[widest], -bits[widest]):
+                widest = axis
+        if not width[widest] > 0.0:  # every object at one point (or a single object): nothing to split
+            break
+        split[used] = widest
+        bits[widest] += 1
+        used += 1
+    # part[axis, cell]: what the cell number on ``axis`` adds to the code
+    part = np.zeros((dim, 1 << bits.max()), dtype=np.int64)
+    seen = np.zeros(dim, dtype=np.int64)
+    for k in range(used):
+        axis = split[k]
+        seen[axis] += 1
+        for cell in range(1 << bits[axis]):
+            part[axis, cell] |= ((cell >> (bits[axis] - seen[axis])) & 1) << (used - 1 - k)
+    codes = np.zeros(n, dtype=np.int64)
+    for i in range(n):
+        code = 0
+        for axis in range(dim):
+            if bits[axis]:
+                top = (1 << bits[axis]) - 1
+                cell = min(top, int((0.5 * centres[i, axis] - low[axis]) / width[axis] * (top + 1)))
+                code |= part[axis, cell]
+        codes[i] = code
+    starts = np.zeros((1 << used) + 1, dtype=np.int64)
+    for i in range(n):
+        starts[codes[i] + 1] += 1
+    for c in range(1 << used):
+        starts[c + 1] += starts[c]
+    order = np.empty(n, dtype=np.int64)
+    sorted_centres = np.empty((n, dim))
+    sorted_radii = np.empty(n)
+    for i in range(n):
+        j = starts[codes[i]]
+        starts[codes[i]] += 1
+        order[j] = i
+        for axis in range(dim):
+            sorted_centres[j, axis] = centres[i, axis]
+        sorted_radii[j] = radii[i]
+    return order, sorted_centres, sorted_radii
 
 
 #: Golden-ratio multiplier of the hash in :func:`group` (Fibonacci hashing).

@@ -299,10 +299,12 @@ class ViewDistanceTree:
         """
         centres = as_points(centres, self.dim, "centres")
         radii = as_radii(radii, centres.shape[0])
+        # Along a Morton curve: each node's new members then lie along it too (see culling.tiles).
+        layout, centres, radii = batchkernels.layout_order(np.ascontiguousarray(centres), radii)
         u, levels = self._homes_many(centres, radii)
         handles = self._new_handles(centres.shape[0])
         if handles.size:
-            self._link_many(handles, levels, self._lattice.cells(u, levels), centres, radii)
+            self._link_many(handles[layout], levels, self._lattice.cells(u, levels), centres, radii)
             self._count += handles.size
             self._shrink_root()
         return handles
@@ -797,9 +799,7 @@ class ViewDistanceTree:
             self._pool.reserve(self._pool.fresh_rows(capacities))  # one regrowth for the whole batch
             for node, capacity in zip(homes[grow].tolist(), capacities):
                 self._move_block(node, capacity)
-        centres = np.ascontiguousarray(centres)
-        batchkernels.spatial_order(order, bounds, centres, levels, self.origin, self.size)
         pool = self._pool
-        batchkernels.place(handles, order, bounds, homes, centres, np.ascontiguousarray(radii),
+        batchkernels.place(handles, order, bounds, homes, np.ascontiguousarray(centres), np.ascontiguousarray(radii),
                            squared_reach(radii), self._nodes.start, self._nodes.count, pool.handles,
                            pool.columns, self._obj_node, self._obj_pos, pool.tile_box)
