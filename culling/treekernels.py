@@ -252,41 +252,42 @@ def _visits(points: np.ndarray, scale: float, origin: np.ndarray, size: float, r
     ``visit_point[v]`` visiting node ``visit_node[v]``; the points in order,
     each point's nodes in its walk's order.  Nodes without members are left
     out (a quarter of a walk's nodes, on the benchmark's crowd): nothing to
-    test there.  O(m x levels).
+    test there.  Only the ``prange`` loops live here (see
+    :func:`culling.members.answer_many`).  O(m x levels).
     """
     m = points.shape[0]
     kept = np.empty((m, _KEPT_VISITS), dtype=np.int64)
     first_visit = np.zeros(m + 1, dtype=np.int64)
     for i in prange(m):
-        visited, _ = walk(points[i], scale, origin, size, root, root_level, child, cells)
-        n = 0
-        for node in visited:
-            if count[node] > 0:
-                if n < _KEPT_VISITS:
-                    kept[i, n] = node
-                n += 1
-        first_visit[i + 1] = n
+        first_visit[i + 1] = _walk_kept(points[i], scale, origin, size, root, root_level, child, cells, count,
+                                        kept[i])
     for i in range(m):
         first_visit[i + 1] += first_visit[i]
-    n_visits = first_visit[m]
-    visit_node = np.empty(n_visits, dtype=np.int64)
-    visit_point = np.empty(n_visits, dtype=np.int64)
+    visit_node = np.empty(first_visit[m], dtype=np.int64)
+    visit_point = np.empty(first_visit[m], dtype=np.int64)
     for i in prange(m):
-        at = first_visit[i]
-        n = first_visit[i + 1] - at
-        if n <= _KEPT_VISITS:
-            for j in range(n):
-                visit_node[at + j] = kept[i, j]
-        else:  # more visits than slots (a large scale): walk again
-            visited, _ = walk(points[i], scale, origin, size, root, root_level, child, cells)
-            j = 0
-            for node in visited:
-                if count[node] > 0:
-                    visit_node[at + j] = node
-                    j += 1
-        for j in range(n):
-            visit_point[at + j] = i
+        at, end = first_visit[i], first_visit[i + 1]
+        if end - at > _KEPT_VISITS:  # more visits than slots (a large scale): walk again
+            _walk_kept(points[i], scale, origin, size, root, root_level, child, cells, count, visit_node[at:end])
+        else:
+            visit_node[at:end] = kept[i, :end - at]
+        visit_point[at:end] = i
     return visit_node, visit_point
+
+
+@kernel
+def _walk_kept(p: np.ndarray, scale: float, origin: np.ndarray, size: float, root: int, root_level: int,
+               child: np.ndarray, cells: np.ndarray, count: np.ndarray, kept: np.ndarray) -> int:
+    """Walk from ``p``; write the visited nodes that have members to ``kept`` (as many as fit) and
+    return how many there are."""
+    visited, _ = walk(p, scale, origin, size, root, root_level, child, cells)
+    n = 0
+    for node in visited:
+        if count[node] > 0:
+            if n < kept.shape[0]:
+                kept[n] = node
+            n += 1
+    return n
 
 
 #: ``query_many`` runs on all cores from this many points on; fewer run on the
