@@ -36,7 +36,7 @@ from culling.jit import inline_kernel, kernel, parallel_kernel, prange
 from culling.lattice import ANCHOR, MAX_DEPTH, MAX_GROWTH
 from culling.members import answer, candidates
 
-__all__ = ["cell_of", "half_reach", "multiply_up", "round_down_add", "round_down_sub", "gather", "query", "visits_parallel", "visits_serial", "PARALLEL_MIN_POINTS", "walk", "window"]
+__all__ = ["axis_window", "cell_of", "cell_scaled", "half_reach", "half_reach_by", "level_factor", "multiply_up", "round_down_add", "round_down_sub", "gather", "query", "visits_parallel", "visits_serial", "PARALLEL_MIN_POINTS", "walk", "window"]
 
 #: Root-relative coordinates are clamped to one unit outside the largest
 #: world (the level ``-MAX_GROWTH`` cell), where no node can ever be.
@@ -101,6 +101,21 @@ def half_reach(size: float, level: int, scale: float) -> float:
     """The smallest float ``>= scale * W / 2`` on ``level``.  :func:`culling.lattice.half_reach`."""
     half = math.ldexp(size, -level - 1)
     if half == math.inf or math.ldexp(half, level + 1) != size:
+        half = np.nextafter(half, math.inf)
+    return float(half) if scale == 1.0 else float(multiply_up(scale, half))
+
+
+@inline_kernel
+def half_reach_by(size: float, down: float, up: float, scale: float) -> float:
+    """:func:`half_reach` with the level's powers of two given: ``down = 2**(-level-1)``, ``up = 2**(level+1)``.
+
+    On the walk's levels (``-MAX_GROWTH .. MAX_DEPTH``) both are normal floats,
+    so ``size * down`` and ``half * up`` are single correctly rounded products
+    of the exact values, as ``ldexp`` gives them: the same result, without a
+    library call per level.
+    """
+    half = size * down
+    if half == math.inf or half * up != size:
         half = np.nextafter(half, math.inf)
     return float(half) if scale == 1.0 else float(multiply_up(scale, half))
 
@@ -229,9 +244,11 @@ def walk(p: np.ndarray, scale: float, origin: np.ndarray, size: float, root: int
     depth = 1
     first = 0
     level = root_level + 1
+    down = math.ldexp(1.0, -level - 1)  # 2**(-level-1) and 2**(level+1), halved and doubled per level: exact
+    up = math.ldexp(1.0, level + 1)
     while level <= MAX_DEPTH:
-        half = half_reach(size, level, scale)
-        factor = level_factor(level)
+        half = half_reach_by(size, down, up, scale)
+        factor = 0.5 * up  # level_factor(level) where it is used (level >= 0)
         for axis in range(dim):  # window(), written out: a call with array arguments costs more than it does
             lo[axis], hi[axis] = axis_window(p[axis], origin[axis], half, size, level, factor)
         last = n
@@ -271,6 +288,8 @@ def walk(p: np.ndarray, scale: float, origin: np.ndarray, size: float, root: int
         depth += 1
         first = last
         level += 1
+        down *= 0.5
+        up *= 2.0
     return visited[:n], ends[:depth]
 
 

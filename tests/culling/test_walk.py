@@ -76,7 +76,7 @@ def compiled_walk(tree: ViewDistanceTree, p: list[float], scale: float,
 
 
 @st.composite
-def walk_cases(draw):
+def walk_cases(draw: st.DrawFn) -> tuple[ViewDistanceTree, list[float], float]:
     """A tree with objects on cell faces and class edges (grown roots, deep chains, freed rows), a point, a scale."""
     dim = draw(st.integers(1, 3))
     size = draw(st.sampled_from(SIZES))
@@ -121,14 +121,14 @@ def walk_cases(draw):
 
 @WALK_SETTINGS
 @given(walk_cases())
-def test_walk_visits_the_nodes_of_the_reference_walk(case):
+def test_walk_visits_the_nodes_of_the_reference_walk(case: tuple[ViewDistanceTree, list[float], float]) -> None:
     tree, p, scale = case
     assert compiled_walk(tree, p, scale) == reference_walk(tree, p, scale)
 
 
 @WALK_SETTINGS
 @given(walk_cases())
-def test_walk_reads_no_cell_but_the_roots(case):
+def test_walk_reads_no_cell_but_the_roots(case: tuple[ViewDistanceTree, list[float], float]) -> None:
     """Cells of every node but the root scrambled: the same walk (children's cells come from their parents')."""
     tree, p, scale = case
     nodes = tree._nodes
@@ -137,7 +137,7 @@ def test_walk_reads_no_cell_but_the_roots(case):
     assert compiled_walk(tree, p, scale, np.ascontiguousarray(scrambled)) == compiled_walk(tree, p, scale)
 
 
-def test_walk_on_the_deepest_grown_root():
+def test_walk_on_the_deepest_grown_root() -> None:
     """Objects at both ends of the largest world: the root at level -MAX_GROWTH, chains down to MAX_DEPTH."""
     tree = ViewDistanceTree(size=1.0, dim=2)
     lo, hi = tree._lattice.world_bounds()
@@ -152,7 +152,7 @@ def test_walk_on_the_deepest_grown_root():
     assert len(ends) == MAX_DEPTH + MAX_GROWTH + 1  # every level from the root to the finest
 
 
-def test_walk_beyond_its_first_buffer():
+def test_walk_beyond_its_first_buffer() -> None:
     """A huge scale visits every node: thousands, far beyond the walk's first buffer (it grows)."""
     rng = np.random.default_rng(3)
     tree = ViewDistanceTree(size=100.0, dim=3)
@@ -171,9 +171,22 @@ def test_walk_beyond_its_first_buffer():
 
 @settings(max_examples=300, deadline=None)
 @given(st.floats(allow_nan=False), st.integers(-MAX_GROWTH, MAX_DEPTH))
-def test_cell_of_is_the_lattice_cell(u, level):
+def test_cell_of_is_the_lattice_cell(u: float, level: int) -> None:
     """The compiled cell (a multiply by the level's power of two) is the lattice's, subnormals and huge u too."""
     lat = Lattice(1.0, np.zeros(1))
     clamped = min(max(u, lat.clamp_lo_u), lat.clamp_hi_u)
     assert treekernels.cell_of(u, level) == lat.cell(clamped, level)
     assert treekernels.cell_of(u, level) == treekernels.cell_scaled(u, level, treekernels.level_factor(level))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(st.floats(min_value=5e-324, max_value=1.7976931348623157e308),
+                 st.sampled_from([5e-324, 2.2250738585072014e-308, 1e-310, 1.0, 7.3, 1e300, 1.7976931348623157e308])),
+       st.integers(-MAX_GROWTH, MAX_DEPTH),
+       st.sampled_from(SCALES))
+def test_per_level_half_reach_is_half_reach(size: float, level: int, scale: float) -> None:
+    """The walk's half reach from powers of two carried level to level equals the ldexp definition,
+    subnormal and overflowing halves included."""
+    down, up = math.ldexp(1.0, -level - 1), math.ldexp(1.0, level + 1)
+    want = half_reach(size, level, scale)
+    assert treekernels.half_reach_by(size, down, up, scale) == want == treekernels.half_reach(size, level, scale)
