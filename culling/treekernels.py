@@ -32,11 +32,11 @@ import math
 
 import numpy as np
 
-from culling.jit import kernel, parallel_kernel, prange
+from culling.jit import inline_kernel, kernel, parallel_kernel, prange
 from culling.lattice import ANCHOR, MAX_DEPTH, MAX_GROWTH
 from culling.members import answer, candidates
 
-__all__ = ["cell_of", "half_reach", "multiply_up", "round_down_add", "round_down_sub", "gather", "query", "visits_parallel", "visits_serial", "PARALLEL_MIN_POINTS", "walk", "window"]
+__all__ = ["axis_window", "cell_of", "cell_scaled", "half_reach", "half_reach_by", "level_factor", "multiply_up", "round_down_add", "round_down_sub", "gather", "query", "visits_parallel", "visits_serial", "PARALLEL_MIN_POINTS", "walk", "window"]
 
 #: Root-relative coordinates are clamped to one unit outside the largest
 #: world (the level ``-MAX_GROWTH`` cell), where no node can ever be.
@@ -56,7 +56,7 @@ _FIRST_VISITS = 64
 # The window
 
 
-@kernel
+@inline_kernel
 def round_down_sub(a: float, b: float) -> float:
     """The largest float ``<= a - b`` (exact); ``b >= 0``.  :func:`culling.lattice.round_down_sub`."""
     r = a - b
@@ -67,7 +67,7 @@ def round_down_sub(a: float, b: float) -> float:
     return np.nextafter(r, -math.inf) if error < 0.0 else r
 
 
-@kernel
+@inline_kernel
 def round_down_add(a: float, b: float) -> float:
     """The largest float ``<= a + b`` (exact); ``b >= 0``.  :func:`culling.lattice.round_down_add`."""
     r = a + b
@@ -96,13 +96,51 @@ def multiply_up(a: float, b: float) -> float:
     return float(np.nextafter(r, math.inf)) if error > 0.0 else r
 
 
-@kernel
+@inline_kernel
 def half_reach(size: float, level: int, scale: float) -> float:
     """The smallest float ``>= scale * W / 2`` on ``level``.  :func:`culling.lattice.half_reach`."""
     half = math.ldexp(size, -level - 1)
     if half == math.inf or math.ldexp(half, level + 1) != size:
         half = np.nextafter(half, math.inf)
     return float(half) if scale == 1.0 else float(multiply_up(scale, half))
+
+
+@inline_kernel
+def half_reach_by(size: float, down: float, up: float, scale: float) -> float:
+    """:func:`half_reach` with the level's powers of two given: ``down = 2**(-level-1)``, ``up = 2**(level+1)``.
+
+    On the walk's levels (``-MAX_GROWTH .. MAX_DEPTH``) both are normal floats,
+    so ``size * down`` and ``half * up`` are single correctly rounded products
+    of the exact values, as ``ldexp`` gives them: the same result, without a
+    library call per level.
+    """
+    half = size * down
+    if half == math.inf or half * up != size:
+        half = np.nextafter(half, math.inf)
+    return float(half) if scale == 1.0 else float(multiply_up(scale, half))
+
+
+@inline_kernel
+def level_factor(level: int) -> float:
+    """``2**level`` for ``level >= 0`` (exact: ``level <= MAX_DEPTH``), 1.0 for grown levels (unused there).
+
+    Computed once per level, so that :func:`cell_scaled` multiplies instead of calling ``ldexp`` per axis.
+    """
+    return math.ldexp(1.0, level) if level >= 0 else 1.0
+
+
+@inline_kernel
+def cell_scaled(u: float, level: int, factor: float) -> int:
+    """:func:`cell_of` with the level's ``factor = level_factor(level)`` given.
+
+    After the clamp ``|u| < 2**25`` and ``level <= MAX_DEPTH``, so ``u * 2**level``
+    neither overflows nor loses a bit (a subnormal ``u`` only moves up): the
+    product is exactly ``ldexp(u, level)``, the lattice's scaling.
+    """
+    u = min(max(u, _U_LOW), _U_HIGH)
+    if level >= 0:
+        return int(math.floor(u * factor)) + (ANCHOR << level)
+    return int((math.floor(u) + ANCHOR) >> -level)
 
 
 @kernel
@@ -112,10 +150,19 @@ def cell_of(u: float, level: int) -> int:
     ``u`` is clamped to just outside the largest world first: every integer
     stays below 2**49, and inf becomes a cell no node has.
     """
-    u = min(max(u, _U_LOW), _U_HIGH)
-    if level >= 0:
-        return int(math.floor(math.ldexp(u, level)) + (ANCHOR << level))
-    return int((math.floor(u) + ANCHOR) >> -level)
+    return cell_scaled(u, level, level_factor(level))
+
+
+@inline_kernel
+def axis_window(x: float, o: float, half: float, size: float, level: int, factor: float) -> tuple[int, int]:
+    """First and last cell on one axis: the cells of the largest floats ``<= x - half`` and ``<= x + half``.
+
+    ``o`` is the origin's coordinate on that axis, ``half = half_reach(size, level, scale)``
+    and ``factor = level_factor(level)``: both once per level.  Scalars only, so
+    the walk's per-level loop over the axes compiles to straight-line code.
+    """
+    return (cell_scaled((round_down_sub(x, half) - o) / size, level, factor),
+            cell_scaled((round_down_add(x, half) - o) / size, level, factor))
 
 
 @kernel
@@ -127,9 +174,9 @@ def window(p: np.ndarray, scale: float, origin: np.ndarray, size: float, level: 
     ``<= p - half`` and ``<= p + half``, ``half >= scale * W / 2``.
     """
     half = half_reach(size, level, scale)
+    factor = level_factor(level)
     for axis in range(p.shape[0]):
-        lo[axis] = cell_of((round_down_sub(p[axis], half) - origin[axis]) / size, level)
-        hi[axis] = cell_of((round_down_add(p[axis], half) - origin[axis]) / size, level)
+        lo[axis], hi[axis] = axis_window(p[axis], origin[axis], half, size, level, factor)
 
 
 # ----------------------------------------------------------------------
@@ -137,11 +184,16 @@ def window(p: np.ndarray, scale: float, origin: np.ndarray, size: float, level: 
 
 
 @kernel
-def _doubled(array: np.ndarray) -> np.ndarray:
-    """A copy of an int64 array with twice the room (a plain loop: cheap to compile)."""
-    bigger = np.empty(2 * array.shape[0], dtype=np.int64)
-    for i in range(array.shape[0]):
-        bigger[i] = array[i]
+def _with_room(visited: np.ndarray, room: int, n: int, dim: int) -> np.ndarray:
+    """The walk's buffer with twice the ``room``: the ``n`` node ids first, then their cells.
+
+    Plain loops (cheap to compile); only a large scale visits enough nodes to need it.
+    """
+    bigger = np.empty(2 * room * (1 + dim), dtype=np.int64)
+    for i in range(n):
+        bigger[i] = visited[i]
+    for k in range(n * dim):
+        bigger[2 * room + k] = visited[room + k]
     return bigger
 
 
@@ -154,7 +206,7 @@ def walk(p: np.ndarray, scale: float, origin: np.ndarray, size: float, root: int
     ----------
     p : ndarray, shape (dim,), float64
     child : ndarray, shape (nodes, 2**dim), int64, -1 for no child
-    cells : ndarray, shape (dim, nodes), int64
+    cells : ndarray, shape (dim, nodes), int64 (only the root's column is read)
 
     Returns
     -------
@@ -162,44 +214,82 @@ def walk(p: np.ndarray, scale: float, origin: np.ndarray, size: float, root: int
     ends : ndarray, int64: level ``d`` below the root is ``visited[ends[d-1]:ends[d]]``
 
     Cost: O(levels x visited x 2**dim); a query point visits at most ``2**dim``
-    nodes per level for ``scale <= 1``.
+    nodes per level for ``scale <= 1``.  Per visited node the walk reads one
+    row of ``child`` (none when the window excludes all its children), and
+    it allocates only the two arrays it returns.
+
+    A child's cell is not read from ``cells``: on every level, grown ones
+    included, the lattice nests as ``cell = 2 * parent_cell + bit`` per axis
+    (``bit`` the quadrant's bit of that axis; the table's invariant
+    ``parent = cell >> 1``, ``quadrant = cell & 1``), so the walk carries each
+    visited node's cell in its own buffer and decides from the parent's cell
+    which quadrants lie in the window before it touches the child row.  The
+    nodes visited, and their order, are those of testing every child's
+    stored cell against the window.
     """
     dim = p.shape[0]
     quadrants = child.shape[1]
-    lo = np.empty(dim, dtype=np.int64)
-    hi = np.empty(dim, dtype=np.int64)
-    visited = np.empty(_FIRST_VISITS, dtype=np.int64)
-    ends = np.empty(_LEVELS + 1, dtype=np.int64)
+    # The level ends (returned), then the window's first and last cell per axis (scratch).
+    ends = np.empty(_LEVELS + 1 + 2 * dim, dtype=np.int64)
+    lo = ends[_LEVELS + 1:_LEVELS + 1 + dim]
+    hi = ends[_LEVELS + 1 + dim:]
+    # Node ids in [0, room), visit i's cell at room + i * dim + axis.
+    room = _FIRST_VISITS
+    visited = np.empty(room * (1 + dim), dtype=np.int64)
     visited[0] = root
+    for axis in range(dim):
+        visited[room + axis] = cells[axis, root]
     n = 1
     ends[0] = 1
     depth = 1
     first = 0
     level = root_level + 1
+    down = math.ldexp(1.0, -level - 1)  # 2**(-level-1) and 2**(level+1), halved and doubled per level: exact
+    up = math.ldexp(1.0, level + 1)
     while level <= MAX_DEPTH:
-        window(p, scale, origin, size, level, lo, hi)
+        half = half_reach_by(size, down, up, scale)
+        factor = 0.5 * up  # level_factor(level) where it is used (level >= 0)
+        for axis in range(dim):  # window(), written out: a call with array arguments costs more than it does
+            lo[axis], hi[axis] = axis_window(p[axis], origin[axis], half, size, level, factor)
         last = n
+        # Room for this level's visits first, so that the loops below never replace the buffer:
+        # at most 2**dim per parent, and at most one per cell of the window.
+        bound = (last - first) * quadrants
+        in_window = 1
+        for axis in range(dim):
+            in_window = min(in_window * min(hi[axis] - lo[axis] + 1, bound), bound)
+        while n + in_window > room:
+            visited = _with_room(visited, room, n, dim)
+            room *= 2
         for i in range(first, last):
+            # Bit q of ``inside``: quadrant q's cell (2 * cell + its bits) is in the window on every axis.
+            inside = 1
+            for axis in range(dim):
+                low = 2 * visited[room + i * dim + axis]
+                low_in = (lo[axis] <= low) & (low <= hi[axis])
+                high_in = (lo[axis] <= low + 1) & (low + 1 <= hi[axis])
+                inside = (inside if low_in else 0) | ((inside << (1 << axis)) if high_in else 0)
+            if inside == 0:
+                continue
             parent = visited[i]
             for quadrant in range(quadrants):
+                if (inside >> quadrant) & 1 == 0:
+                    continue
                 node = child[parent, quadrant]
                 if node < 0:
                     continue
-                hit = True
+                visited[n] = node
                 for axis in range(dim):
-                    c = cells[axis, node]
-                    hit &= (lo[axis] <= c) & (c <= hi[axis])
-                if hit:
-                    if n == visited.shape[0]:
-                        visited = _doubled(visited)
-                    visited[n] = node
-                    n += 1
+                    visited[room + n * dim + axis] = 2 * visited[room + i * dim + axis] + ((quadrant >> axis) & 1)
+                n += 1
         if n == last:  # no node on this level, so none below it either
             break
         ends[depth] = n
         depth += 1
         first = last
         level += 1
+        down *= 0.5
+        up *= 2.0
     return visited[:n], ends[:depth]
 
 

@@ -1,0 +1,192 @@
+"""The compiled walk (culling.treekernels.walk) against a readable reference walk.
+
+The walk derives each child's cell from its parent's cell (``2 * cell + bit``
+per axis) and skips the quadrants outside the window before it reads the
+child row.  The reference below is the plain algorithm: on every level, test
+the stored cell of every existing child of the previous level's visited
+nodes against the window of the lattice's reference functions
+(:func:`culling.lattice.half_reach`, ``round_down_sub``/``round_down_add``,
+:meth:`Lattice.cell`).  Both must visit the same nodes in the same order, on
+trees with grown roots (negative levels), deep chains, freed node rows,
+points on cell faces and one ulp either side, and scales from tiny to huge.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from culling import ViewDistanceTree, treekernels
+from culling.lattice import MAX_DEPTH, MAX_GROWTH, Lattice, half_reach, round_down_add, round_down_sub
+
+WALK_SETTINGS = settings(max_examples=120, deadline=None)
+
+SIZES = [1.0, 7.3, 1000.0, 4096.0, 3e-3, 2.5e5]
+ORIGINS = [0.0, -2048.0, 1e6, 0.1, -3.7e4]
+SCALES = [1.0, 0.5, math.nextafter(1.0, 0.0), math.nextafter(1.0, 2.0), 3.0, 1e-9, 5e-324, 1e9, 1e300, 1.7e308]
+
+
+def _nudge(x: float, ulps: int) -> float:
+    for _ in range(abs(ulps)):
+        x = math.nextafter(x, math.inf if ulps > 0 else -math.inf)
+    return x
+
+
+def _window(lat: Lattice, p: list[float], level: int, scale: float) -> list[tuple[int, int]]:
+    """Per axis, the first and last cell a query at ``p`` visits on ``level`` (the readable definition)."""
+    half = half_reach(lat.size, level, scale)
+    out = []
+    for axis, x in enumerate(p):
+        o = lat.origin_list[axis]
+        lo_u = min(max((round_down_sub(x, half) - o) / lat.size, lat.clamp_lo_u), lat.clamp_hi_u)
+        hi_u = min(max((round_down_add(x, half) - o) / lat.size, lat.clamp_lo_u), lat.clamp_hi_u)
+        out.append((lat.cell(lo_u, level), lat.cell(hi_u, level)))
+    return out
+
+
+def reference_walk(tree: ViewDistanceTree, p: list[float], scale: float) -> tuple[list[int], list[int]]:
+    """Visited nodes and level ends, testing every child's stored cell against the window."""
+    nodes, lat = tree._nodes, tree._lattice
+    visited, ends = [tree._root], [1]
+    first, level = 0, tree.root_level + 1
+    while level <= MAX_DEPTH:
+        window = _window(lat, p, level, scale)
+        last = len(visited)
+        for parent in visited[first:last]:
+            for node in nodes.child[parent].tolist():
+                cell = nodes.cells[:, node].tolist() if node >= 0 else None
+                if cell is not None and all(lo <= c <= hi for c, (lo, hi) in zip(cell, window)):
+                    visited.append(node)
+        if len(visited) == last:
+            break
+        ends.append(len(visited))
+        first, level = last, level + 1
+    return visited, ends
+
+
+def compiled_walk(tree: ViewDistanceTree, p: list[float], scale: float,
+                  cells: np.ndarray | None = None) -> tuple[list[int], list[int]]:
+    nodes = tree._nodes
+    visited, ends = treekernels.walk(np.array(p, dtype=np.float64), scale, tree.origin, tree.size, tree._root,
+                                     tree.root_level, nodes.child, nodes.cells if cells is None else cells)
+    return visited.tolist(), ends.tolist()
+
+
+@st.composite
+def walk_cases(draw: st.DrawFn) -> tuple[ViewDistanceTree, list[float], float]:
+    """A tree with objects on cell faces and class edges (grown roots, deep chains, freed rows), a point, a scale."""
+    dim = draw(st.integers(1, 3))
+    size = draw(st.sampled_from(SIZES))
+    origin = [draw(st.sampled_from(ORIGINS)) for _ in range(dim)]
+    tree = ViewDistanceTree(size=size, origin=origin, dim=dim)
+    n = draw(st.integers(1, 14))
+    centres, radii = [], []
+    for _ in range(n):
+        centre = []
+        for axis in range(dim):
+            j = draw(st.integers(0, 6))
+            reach = draw(st.sampled_from([1, 3, 40]))  # worlds up to 40 roots across: grown levels
+            k = draw(st.integers(-reach * 2**j, reach * 2**j))
+            centre.append(_nudge(origin[axis] + size * k / 2**j, draw(st.integers(-1, 1))))
+        centres.append(centre)
+        kind = draw(st.sampled_from(["edge", "edge", "zero", "tiny"]))
+        if kind == "edge":
+            w = size / 2.0 ** draw(st.integers(-3, 12))
+            radii.append(_nudge(draw(st.sampled_from([w / 4, w / 2])), -draw(st.integers(0, 1))))
+        else:
+            radii.append(0.0 if kind == "zero" else size * 1e-12)  # the finest level: a chain MAX_DEPTH deep
+    handles = tree.insert_many(centres, radii)
+    gone = draw(st.lists(st.integers(0, n - 1), unique=True, max_size=n - 1))
+    if gone:
+        tree.remove_many(handles[gone])  # freed rows and cleaned-up chains in the node table
+    # The point: on a face of some object's cells, or at its reach, one ulp either side; or anywhere.
+    base = centres[draw(st.integers(0, n - 1))]
+    p = []
+    for axis in range(dim):
+        how = draw(st.sampled_from(["face", "reach", "near"]))
+        if how == "face":
+            j = draw(st.integers(0, 14))
+            x = origin[axis] + size * math.floor((base[axis] - origin[axis]) / size * 2**j) / 2**j
+        elif how == "reach":
+            x = base[axis] + draw(st.sampled_from([-1.0, 1.0])) * radii[draw(st.integers(0, n - 1))]
+        else:
+            x = base[axis] + size * draw(st.floats(-2.0, 2.0))
+        p.append(_nudge(x, draw(st.integers(-1, 1))))
+    scale = draw(st.sampled_from(SCALES))
+    return tree, p, scale
+
+
+@WALK_SETTINGS
+@given(walk_cases())
+def test_walk_visits_the_nodes_of_the_reference_walk(case: tuple[ViewDistanceTree, list[float], float]) -> None:
+    tree, p, scale = case
+    assert compiled_walk(tree, p, scale) == reference_walk(tree, p, scale)
+
+
+@WALK_SETTINGS
+@given(walk_cases())
+def test_walk_reads_no_cell_but_the_roots(case: tuple[ViewDistanceTree, list[float], float]) -> None:
+    """Cells of every node but the root scrambled: the same walk (children's cells come from their parents')."""
+    tree, p, scale = case
+    nodes = tree._nodes
+    scrambled = np.random.default_rng(0).integers(-2**40, 2**40, nodes.cells.shape)
+    scrambled[:, tree._root] = nodes.cells[:, tree._root]
+    assert compiled_walk(tree, p, scale, np.ascontiguousarray(scrambled)) == compiled_walk(tree, p, scale)
+
+
+def test_walk_on_the_deepest_grown_root() -> None:
+    """Objects at both ends of the largest world: the root at level -MAX_GROWTH, chains down to MAX_DEPTH."""
+    tree = ViewDistanceTree(size=1.0, dim=2)
+    lo, hi = tree._lattice.world_bounds()
+    centres = [lo.tolist(), np.nextafter(hi, -np.inf).tolist(), [0.5, 0.5], [0.25, 0.75]]
+    tree.insert_many(centres, [0.0, 0.0, 1e-9, 0.3])
+    assert tree.root_level == -MAX_GROWTH
+    for p in ([0.5, 0.5], [0.25, 0.75], centres[0], centres[1], [0.0, 0.0], [1e6, -1e6]):
+        for scale in (1.0, 1e-300, 1e300):
+            want = reference_walk(tree, p, scale)
+            assert compiled_walk(tree, p, scale) == want
+    visited, ends = compiled_walk(tree, [0.5, 0.5], 1.0)
+    assert len(ends) == MAX_DEPTH + MAX_GROWTH + 1  # every level from the root to the finest
+
+
+def test_walk_beyond_its_first_buffer() -> None:
+    """A huge scale visits every node: thousands, far beyond the walk's first buffer (it grows)."""
+    rng = np.random.default_rng(3)
+    tree = ViewDistanceTree(size=100.0, dim=3)
+    tree.insert_many(rng.uniform(-150.0, 250.0, (3000, 3)), rng.uniform(0.0, 2.0, 3000) ** 3)
+    live = np.flatnonzero(tree._nodes.count[: tree._nodes.issued] >= 0)
+    for scale in (1e300, 50.0, 1.0):
+        p = [10.0, 20.0, 30.0]
+        visited, ends = compiled_walk(tree, p, scale)
+        assert (visited, ends) == reference_walk(tree, p, scale)
+        assert len(set(visited)) == len(visited)
+        if scale == 1e300:
+            assert sorted(visited) == live.tolist()
+    trace = tree.trace([10.0, 20.0, 30.0], scale=1e300)
+    assert sum(len(level.bounds) for level in trace.levels) == live.size
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.floats(allow_nan=False), st.integers(-MAX_GROWTH, MAX_DEPTH))
+def test_cell_of_is_the_lattice_cell(u: float, level: int) -> None:
+    """The compiled cell (a multiply by the level's power of two) is the lattice's, subnormals and huge u too."""
+    lat = Lattice(1.0, np.zeros(1))
+    clamped = min(max(u, lat.clamp_lo_u), lat.clamp_hi_u)
+    assert treekernels.cell_of(u, level) == lat.cell(clamped, level)
+    assert treekernels.cell_of(u, level) == treekernels.cell_scaled(u, level, treekernels.level_factor(level))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(st.floats(min_value=5e-324, max_value=1.7976931348623157e308),
+                 st.sampled_from([5e-324, 2.2250738585072014e-308, 1e-310, 1.0, 7.3, 1e300, 1.7976931348623157e308])),
+       st.integers(-MAX_GROWTH, MAX_DEPTH),
+       st.sampled_from(SCALES))
+def test_per_level_half_reach_is_half_reach(size: float, level: int, scale: float) -> None:
+    """The walk's half reach from powers of two carried level to level equals the ldexp definition,
+    subnormal and overflowing halves included."""
+    down, up = math.ldexp(1.0, -level - 1), math.ldexp(1.0, level + 1)
+    want = half_reach(size, level, scale)
+    assert treekernels.half_reach_by(size, down, up, scale) == want == treekernels.half_reach(size, level, scale)
