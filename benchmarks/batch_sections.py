@@ -233,19 +233,29 @@ def run_jit(cfg: Config, structs: Structures, res: Results) -> None:
     if cold is not None:
         t.rows.append(["cold (empty cache)", *(fmt_time(cold[k]) for k in keys)])
     t.rows.append(["warm (cache present)", *(fmt_time(warm[k]) for k in keys)])
+    first = ("import", "build", "first_query")  # the issue's "first query": what a program waits for first
+    warm_first = sum(warm[k] for k in first)
     if cold is not None:
+        cold_first = sum(cold[k] for k in first)
         t.sentences.append(
-            f"numba {numba}: a cold start costs {fmt_time(cold['total'])} before the first frame is answered, "
-            f"a warm start {fmt_time(warm['total'])}; `import culling` alone takes {fmt_time(warm['import'])} warm."
+            f"numba {numba}: a cold start answers its first exact query after {fmt_time(cold_first)} (import, "
+            f"build and query) and has compiled the whole first frame after {fmt_time(cold['total'])}; a warm "
+            f"start takes {fmt_time(warm_first)} and {fmt_time(warm['total'])}; `import culling` alone takes "
+            f"{fmt_time(warm['import'])} warm.  Most of the rest of a cold first frame is the threaded "
+            "`query_many` kernels' compile."
         )
-        res.targets.append(Target("JIT cold start (fresh cache)", f"import + build + first frame, numba {numba}",
-                                  fmt_time(cold["total"]), "< 10 s", cold["total"] < 10.0))
+        res.targets.append(Target("JIT cold start (fresh cache)",
+                                  f"import + build + first exact query, numba {numba}; whole first frame "
+                                  f"{fmt_time(cold['total'])}", fmt_time(cold_first), "< 10 s", cold_first < 10.0))
     else:
         t.sentences.append(
-            f"numba {numba}: a warm start (the cache this run filled) costs {fmt_time(warm['total'])}; the cold "
-            "start compiles every kernel and runs only in the full preset."
+            f"numba {numba}: a warm start (the cache this run filled) answers its first exact query after "
+            f"{fmt_time(warm_first)} and the whole first frame after {fmt_time(warm['total'])}; the cold start "
+            "compiles every kernel and runs only in the full preset."
         )
     res.tables.append(t)
     res.series["jit"] = {"cold": cold, "warm": warm}
-    res.targets.append(Target("JIT warm start (cache present)", f"median of {len(warm_runs)} fresh processes",
-                              fmt_time(warm["total"]), "< 1 s", warm["total"] < 1.0))
+    res.targets.append(Target("JIT warm start (cache present)",
+                              f"import + build + first exact query, median of {len(warm_runs)} fresh processes; "
+                              f"whole first frame {fmt_time(warm['total'])}", fmt_time(warm_first), "< 1 s",
+                              warm_first < 1.0))

@@ -15,11 +15,19 @@ instead of raising (and keeps the check out of the loops).
 
 from __future__ import annotations
 
+import os
 import types
 from collections.abc import Callable
 from typing import Any, TypeVar, cast
 
 import numba
+
+# Idle worker threads sleep instead of spinning (GNU OpenMP's default spins
+# for a while after every threaded kernel): on a machine with as many busy
+# threads as cores, the spinning starves the caller's next serial kernel and
+# the rest of the frame.  A value the user set is kept.  This must happen
+# before numba's OpenMP pool starts, that is before the first threaded call.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 F = TypeVar("F", bound=Callable[..., Any])
 
