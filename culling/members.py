@@ -331,6 +331,7 @@ def _test_chunk(first: int, last: int, by_node: np.ndarray, visit_node: np.ndarr
     flags = np.empty(largest, dtype=np.uint8)
     distance = np.empty(TILE, dtype=np.float64)
     nothing = np.empty(0, dtype=np.int64)
+    p = np.empty(points.shape[1])  # the visit's point, copied: a view per visit would cost a refcount
     cursor = room[first]
     for j in range(first, last):
         v = by_node[j]
@@ -338,7 +339,8 @@ def _test_chunk(first: int, last: int, by_node: np.ndarray, visit_node: np.ndarr
         begin, end = start[node], start[node] + count[node]
         kept_at[v] = cursor
         if exact:
-            p = points[visit_point[v]]
+            for axis in range(p.shape[0]):
+                p[axis] = points[visit_point[v], axis]
             found[v], doubts[v] = flag_rows(columns, begin, end, tile_box, p, cube, scale, distance, flags, 0)
             write_rows(flags, 0, begin, end, tile_box, p, scale, rows, True, rows[cursor:cursor + found[v]], 0,
                        nothing, 0)

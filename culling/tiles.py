@@ -31,7 +31,7 @@ import math
 
 import numpy as np
 
-from culling.jit import kernel
+from culling.jit import inline_kernel, kernel
 
 __all__ = ["TILE_ROWS", "TILE_SHIFT", "cover", "cover_rows", "empty_summaries", "next_near_rows", "summarise",
            "tiles_for"]
@@ -91,7 +91,7 @@ def summarise(columns: np.ndarray, starts: np.ndarray, counts: np.ndarray, box: 
         cover(columns, starts[i], starts[i] + counts[i], box)
 
 
-@kernel
+@inline_kernel
 def next_near_rows(row: int, last: int, p: np.ndarray, scale: float, box: np.ndarray) -> tuple[int, int]:
     """The next rows to test of the run ``row .. last - 1``: ``(first, end)``, the rows of consecutive
     tiles near ``p`` (``first == end == last`` when none is left).
