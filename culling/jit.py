@@ -15,6 +15,7 @@ instead of raising (and keeps the check out of the loops).
 
 from __future__ import annotations
 
+import types
 from collections.abc import Callable
 from typing import Any, TypeVar, cast
 
@@ -42,8 +43,21 @@ def inline_kernel(fn: F) -> F:
 
 
 def parallel_kernel(fn: F) -> F:
-    """A kernel whose ``prange`` loops run on all cores (numba's thread pool)."""
-    return cast(F, _PARALLEL(fn))
+    """A kernel whose ``prange`` loops run on all cores (numba's thread pool).
+
+    Compiled from a twin of ``fn`` named ``<name>_parallel``: numba names a
+    cache entry after the function (qualified name and first line) and its
+    signature, not its options, so a serial ``kernel(fn)`` and this one would
+    share one entry, and whichever compiled first would be loaded by both
+    (a parallel kernel running serially, or the reverse).
+    """
+    twin = types.FunctionType(fn.__code__, fn.__globals__, fn.__name__ + "_parallel", fn.__defaults__,
+                              fn.__closure__)
+    twin.__qualname__ = fn.__qualname__ + "_parallel"
+    twin.__doc__ = fn.__doc__
+    twin.__module__ = fn.__module__
+    twin.__annotations__ = fn.__annotations__
+    return cast(F, _PARALLEL(twin))
 
 
 prange: Any = numba.prange
