@@ -393,7 +393,7 @@ class DenseViewDistanceGrid:
         scale : float
             Multiplies every view distance.
 
-        Cost: O(levels + candidates), compiled (:func:`culling.gridkernels.query`);
+        Cost: O(levels + candidates), compiled (:func:`culling.gridkernels.visits`, :func:`culling.members.answer`);
         at most ``2**dim`` cells per level for ``scale <= 1`` (``ceil(1 + scale)**dim``
         in general, O(objects) at most).
         """
@@ -439,9 +439,9 @@ class DenseViewDistanceGrid:
         counts : ndarray, shape (m,), int64: point ``i``'s answer is
             ``handles[counts[:i].sum():][:counts[i]]``
 
-        Cost: O(m x levels + candidates), compiled (:func:`culling.gridkernels.visits_parallel`,
-        :func:`culling.members.answer_many_parallel`): each cell's run is read
-        once for all the points that visit it.
+        Cost: O(m x levels + candidates), compiled (:func:`culling.gridkernels.visits`,
+        then :func:`culling.members.answer_many_parallel` on all cores): each
+        cell's run is read once for all the points that visit it.
         """
         points = np.ascontiguousarray(as_points(points, self.dim, "points"))
         scale = as_scale(scale)
@@ -449,11 +449,10 @@ class DenseViewDistanceGrid:
         cells, geo = self._cells, self._geo
         if not self._count or not m:
             return np.empty(0, dtype=np.int64), np.zeros(m, dtype=np.int64)
-        parallel = m >= treekernels.PARALLEL_MIN_POINTS
-        visits = gridkernels.visits_parallel if parallel else gridkernels.visits_serial
-        visit_run, visit_point, run_start, run_count = visits(
+        visit_run, visit_point, run_start, run_count = gridkernels.visits(
             points, scale, self.origin, self._top_corner, self.size, geo.offsets, self._level_count, cells.start,
             cells.count, cells.cell, cells.slot, MAX_ENUMERATED_CELLS)
+        parallel = m >= treekernels.PARALLEL_MIN_POINTS
         answer_many = members.answer_many_parallel if parallel else members.answer_many_serial
         handles, counts, unsure, owners = answer_many(
             visit_run, visit_point, points, run_start, run_count, cells.pool, cells.rows, bool(exact), self._cube,
@@ -505,13 +504,16 @@ class DenseViewDistanceGrid:
         return QueryTrace(point=p, candidates=candidates, levels=levels)
 
     def _query(self, p: np.ndarray, exact: bool, scale: float, want_rows: bool) -> tuple[np.ndarray, np.ndarray]:
-        """:func:`culling.gridkernels.query` on this grid's arrays: sure handles (or pool rows), unsure rows."""
+        """One point's answer from its visited cells' runs (:func:`culling.gridkernels.visits`, then
+        :func:`culling.members.answer`): the sure handles (or pool rows) and the unsure rows."""
         if not self._count:
             return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64)
         cells = self._cells
-        return gridkernels.query(p, exact, self._cube, scale, self.origin, self._top_corner, self.size,
-                                 self._geo.offsets, self._level_count, cells.start, cells.count, cells.cell,
-                                 cells.slot, cells.pool, cells.rows, MAX_ENUMERATED_CELLS, want_rows)
+        runs, _, run_start, run_count = gridkernels.visits(
+            p[None], scale, self.origin, self._top_corner, self.size, self._geo.offsets, self._level_count,
+            cells.start, cells.count, cells.cell, cells.slot, MAX_ENUMERATED_CELLS)
+        return members.answer(runs, run_start, run_count, cells.pool, cells.rows, p, exact, self._cube, scale,
+                              want_rows)
 
     # ------------------------------------------------------------------
     # The invariant checker

@@ -29,17 +29,16 @@ from __future__ import annotations
 
 import numpy as np
 
-from culling.jit import kernel, parallel_kernel, prange
+from culling.jit import kernel
 from culling.lattice import ANCHOR
-from culling.members import answer
 from culling.treekernels import half_reach, round_down_sub, window
 
-__all__ = ["cell_window", "query", "visit", "visits_parallel", "visits_serial"]
+__all__ = ["cell_window", "visit", "visits"]
 
 #: Visited-cell buffer to start with; it doubles when a large scale needs more.
 _FIRST_CELLS = 64
 
-#: A point's visited cells kept from the first pass of :func:`_visits`; a
+#: A point's visited cells kept from the first pass of :func:`visits`; a
 #: point that visits more (a large scale) is visited again to write them.
 _KEPT_CELLS = 256
 
@@ -189,30 +188,12 @@ def visit(p: np.ndarray, scale: float, origin: np.ndarray, top_corner: np.ndarra
 
 
 @kernel
-def query(p: np.ndarray, exact: bool, cube: bool, scale: float, origin: np.ndarray, top_corner: np.ndarray,
-          size: float, offsets: np.ndarray, level_count: np.ndarray, start: np.ndarray, count: np.ndarray,
-          cell: np.ndarray, slot: np.ndarray, handles: np.ndarray, columns: np.ndarray, limit: int,
-          want_rows: bool) -> tuple[np.ndarray, np.ndarray]:
-    """One query: the visited non-empty cells (:func:`visit`), then :func:`culling.members.answer` on their runs.
-
-    Returns the handles (with ``want_rows``, the pool rows) and the pool rows
-    the exact filter left unsure; O(levels + candidates).
-    """
-    cells, _ = visit(p, scale, origin, top_corner, size, offsets, level_count, count, cell, slot, False, limit)
-    k = cells.shape[0]
-    run_start = np.empty(k, dtype=np.int64)
-    run_count = np.empty(k, dtype=np.int64)
-    for i in range(k):
-        run_start[i] = start[cells[i]]
-        run_count[i] = count[cells[i]]
-    return answer(np.arange(k), run_start, run_count, handles, columns, p, exact, cube, scale, want_rows)
-
-
-def _visits(points: np.ndarray, scale: float, origin: np.ndarray, top_corner: np.ndarray, size: float,
+def visits(points: np.ndarray, scale: float, origin: np.ndarray, top_corner: np.ndarray, size: float,
             offsets: np.ndarray, level_count: np.ndarray, start: np.ndarray, count: np.ndarray, cell: np.ndarray,
             slot: np.ndarray, limit: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Every point's visited non-empty cells, in parallel, as the visits
-    :func:`culling.members.answer_many` reads.
+    """Every point's visited non-empty cells, as the visits
+    :func:`culling.members.answer` (one point) and
+    :func:`culling.members.answer_many` read.
 
     Returns ``(visit_run, visit_point, run_start, run_count)``: visit ``v``
     is point ``visit_point[v]`` reading run ``visit_run[v]``, the points in
@@ -221,11 +202,15 @@ def _visits(points: np.ndarray, scale: float, origin: np.ndarray, top_corner: np
     count (int64).  Points near each other share cells (a town's players,
     and at the coarse levels everyone), and ``answer_many`` reads each
     shared run once for all its visitors.  O(m x levels + visits log visits).
+
+    Serial: finding the cells is a small part of a batch (the members'
+    tests, in ``answer_many``, run on all cores), and one variant is one
+    compile at start-up.
     """
     m = points.shape[0]
     kept = np.empty((m, _KEPT_CELLS), dtype=np.int64)
     first_visit = np.zeros(m + 1, dtype=np.int64)
-    for i in prange(m):
+    for i in range(m):
         cells, _ = visit(points[i], scale, origin, top_corner, size, offsets, level_count, count, cell, slot,
                          False, limit)
         first_visit[i + 1] = cells.shape[0]
@@ -236,7 +221,7 @@ def _visits(points: np.ndarray, scale: float, origin: np.ndarray, top_corner: np
     n_visits = first_visit[m]
     visit_cell = np.empty(n_visits, dtype=np.int64)
     visit_point = np.empty(n_visits, dtype=np.int64)
-    for i in prange(m):
+    for i in range(m):
         n = first_visit[i + 1] - first_visit[i]
         if n <= _KEPT_CELLS:
             for j in range(n):
@@ -265,5 +250,3 @@ def _visits(points: np.ndarray, scale: float, origin: np.ndarray, top_corner: np
     return visit_run, visit_point, run_start, run_count
 
 
-visits_serial = kernel(_visits)
-visits_parallel = parallel_kernel(_visits)
