@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from culling.jit import kernel
+from culling.jit import inline_kernel, kernel
 from culling.lattice import ANCHOR
 from culling.treekernels import half_reach, round_down_sub, window
 
@@ -38,12 +38,17 @@ __all__ = ["cell_window", "visit", "visits"]
 #: Visited-cell buffer to start with; it doubles when a large scale needs more.
 _FIRST_CELLS = 64
 
+#: Cell ids are hashed by a multiplication with this odd constant (2**64 /
+#: golden ratio, as a signed int64; the product wraps): the low bits of the
+#: product spread a window's neighbouring cells over :func:`visits`' table.
+_HASH = -7046029254386353131
+
 #: A point's visited cells kept from the first pass of :func:`visits`; a
 #: point that visits more (a large scale) is visited again to write them.
 _KEPT_CELLS = 256
 
 
-@kernel
+@inline_kernel
 def cell_window(p: np.ndarray, scale: float, origin: np.ndarray, top_corner: np.ndarray, size: float,
                 level: int, lo: np.ndarray, hi: np.ndarray) -> int:
     """Write the first and last grid cell, per axis, that ``p`` visits on ``level`` into ``lo`` and ``hi``.
@@ -76,13 +81,13 @@ def cell_window(p: np.ndarray, scale: float, origin: np.ndarray, top_corner: np.
     return cells
 
 
-@kernel
+@inline_kernel
 def _grown(cells: np.ndarray) -> np.ndarray:
     """A copy of an int64 array with twice the room."""
     return np.concatenate((cells, np.empty(cells.shape[0], dtype=np.int64)))
 
 
-@kernel
+@inline_kernel
 def _append_window(level: int, offset: int, lo: np.ndarray, hi: np.ndarray, count: np.ndarray, every: bool,
                    cells: np.ndarray, n: int) -> tuple[np.ndarray, int]:
     """Append the global ids of one window's cells (row-major; only the non-empty ones unless
@@ -201,18 +206,19 @@ def visits(points: np.ndarray, scale: float, origin: np.ndarray, top_corner: np.
     visited cells in ascending id, each with its pool start and member
     count (int64).  Points near each other share cells (a town's players,
     and at the coarse levels everyone), and ``answer_many`` reads each
-    shared run once for all its visitors.  O(m x levels + visits log visits).
+    shared run once for all its visitors.  O(m x levels + visits).
 
     Serial: finding the cells is a small part of a batch (the members'
     tests, in ``answer_many``, run on all cores), and one variant is one
     compile at start-up.
     """
     m = points.shape[0]
+    every = bool(False)  # noqa: UP018 (a bool, not the literal False: the same compiled visit as the trace's)
     kept = np.empty((m, _KEPT_CELLS), dtype=np.int64)
     first_visit = np.zeros(m + 1, dtype=np.int64)
     for i in range(m):
         cells, _ = visit(points[i], scale, origin, top_corner, size, offsets, level_count, count, cell, slot,
-                         False, limit)
+                         every, limit)
         first_visit[i + 1] = cells.shape[0]
         for j in range(min(cells.shape[0], _KEPT_CELLS)):
             kept[i, j] = cells[j]
@@ -228,25 +234,34 @@ def visits(points: np.ndarray, scale: float, origin: np.ndarray, top_corner: np.
                 visit_cell[first_visit[i] + j] = kept[i, j]
         else:  # more cells than slots (a large scale): visit again
             cells, _ = visit(points[i], scale, origin, top_corner, size, offsets, level_count, count, cell, slot,
-                             False, limit)
+                             every, limit)
             for j in range(n):
                 visit_cell[first_visit[i] + j] = cells[j]
         for j in range(n):
             visit_point[first_visit[i] + j] = i
-    # The distinct cells, numbered in ascending order.
-    order = np.argsort(visit_cell)
+    # The distinct cells, numbered as first met: an open-addressing hash table of cell ids.
+    size = 2
+    while size < 2 * n_visits:  # at most half full
+        size *= 2
+    table = np.full(size, -1, dtype=np.int64)  # slot -> run, -1 for none
     visit_run = np.empty(n_visits, dtype=np.int64)
+    run_cell = np.empty(n_visits, dtype=np.int64)
     runs = 0
-    for j in range(n_visits):
-        if j == 0 or visit_cell[order[j]] != visit_cell[order[j - 1]]:
-            runs += 1
-        visit_run[order[j]] = runs - 1
-    run_start = np.empty(runs, dtype=np.int64)
-    run_count = np.empty(runs, dtype=np.int64)
     for v in range(n_visits):
         c = visit_cell[v]
-        run_start[visit_run[v]] = start[c]
-        run_count[visit_run[v]] = count[c]
+        slot = (c * _HASH) & (size - 1)
+        while table[slot] >= 0 and run_cell[table[slot]] != c:
+            slot = (slot + 1) & (size - 1)
+        if table[slot] < 0:
+            table[slot] = runs
+            run_cell[runs] = c
+            runs += 1
+        visit_run[v] = table[slot]
+    run_start = np.empty(runs, dtype=np.int64)
+    run_count = np.empty(runs, dtype=np.int64)
+    for r in range(runs):
+        run_start[r] = start[run_cell[r]]
+        run_count[r] = count[run_cell[r]]
     return visit_run, visit_point, run_start, run_count
 
 
