@@ -43,10 +43,6 @@ _FIRST_CELLS = 64
 #: product spread a window's neighbouring cells over :func:`visits`' table.
 _HASH = -7046029254386353131
 
-#: A point's visited cells kept from the first pass of :func:`visits`; a
-#: point that visits more (a large scale) is visited again to write them.
-_KEPT_CELLS = 256
-
 
 @inline_kernel
 def cell_window(p: np.ndarray, scale: float, origin: np.ndarray, top_corner: np.ndarray, size: float,
@@ -115,7 +111,7 @@ def _append_window(level: int, offset: int, lo: np.ndarray, hi: np.ndarray, coun
             return cells, n
 
 
-@kernel
+@inline_kernel
 def visit(p: np.ndarray, scale: float, origin: np.ndarray, top_corner: np.ndarray, size: float,
           offsets: np.ndarray, level_count: np.ndarray, count: np.ndarray, cell: np.ndarray, slot: np.ndarray,
           every: bool, limit: int) -> tuple[np.ndarray, np.ndarray]:
@@ -209,54 +205,42 @@ def visits(points: np.ndarray, scale: float, origin: np.ndarray, top_corner: np.
     shared run once for all its visitors.  O(m x levels + visits).
 
     Serial: finding the cells is a small part of a batch (the members'
-    tests, in ``answer_many``, run on all cores), and one variant is one
-    compile at start-up.
+    tests, in ``answer_many``, run on all cores), and one variant, with
+    :func:`visit` inlined once, is one compile at start-up.
     """
     m = points.shape[0]
-    every = bool(False)  # noqa: UP018 (a bool, not the literal False: the same compiled visit as the trace's)
-    kept = np.empty((m, _KEPT_CELLS), dtype=np.int64)
-    first_visit = np.zeros(m + 1, dtype=np.int64)
+    visit_cell = np.empty(_FIRST_CELLS * max(m, 1), dtype=np.int64)
+    visit_point = np.empty(visit_cell.shape[0], dtype=np.int64)
+    n_visits = 0
     for i in range(m):
         cells, _ = visit(points[i], scale, origin, top_corner, size, offsets, level_count, count, cell, slot,
-                         every, limit)
-        first_visit[i + 1] = cells.shape[0]
-        for j in range(min(cells.shape[0], _KEPT_CELLS)):
-            kept[i, j] = cells[j]
-    for i in range(m):
-        first_visit[i + 1] += first_visit[i]
-    n_visits = first_visit[m]
-    visit_cell = np.empty(n_visits, dtype=np.int64)
-    visit_point = np.empty(n_visits, dtype=np.int64)
-    for i in range(m):
-        n = first_visit[i + 1] - first_visit[i]
-        if n <= _KEPT_CELLS:
-            for j in range(n):
-                visit_cell[first_visit[i] + j] = kept[i, j]
-        else:  # more cells than slots (a large scale): visit again
-            cells, _ = visit(points[i], scale, origin, top_corner, size, offsets, level_count, count, cell, slot,
-                             every, limit)
-            for j in range(n):
-                visit_cell[first_visit[i] + j] = cells[j]
-        for j in range(n):
-            visit_point[first_visit[i] + j] = i
+                         False, limit)
+        while n_visits + cells.shape[0] > visit_cell.shape[0]:
+            visit_cell = _grown(visit_cell)
+            visit_point = _grown(visit_point)
+        for j in range(cells.shape[0]):
+            visit_cell[n_visits] = cells[j]
+            visit_point[n_visits] = i
+            n_visits += 1
+    visit_point = visit_point[:n_visits]
     # The distinct cells, numbered as first met: an open-addressing hash table of cell ids.
-    size = 2
-    while size < 2 * n_visits:  # at most half full
-        size *= 2
-    table = np.full(size, -1, dtype=np.int64)  # slot -> run, -1 for none
+    table_size = 2
+    while table_size < 2 * n_visits:  # at most half full
+        table_size *= 2
+    table = np.full(table_size, -1, dtype=np.int64)  # run of the cell hashed there, -1 for none
     visit_run = np.empty(n_visits, dtype=np.int64)
     run_cell = np.empty(n_visits, dtype=np.int64)
     runs = 0
     for v in range(n_visits):
         c = visit_cell[v]
-        slot = (c * _HASH) & (size - 1)
-        while table[slot] >= 0 and run_cell[table[slot]] != c:
-            slot = (slot + 1) & (size - 1)
-        if table[slot] < 0:
-            table[slot] = runs
+        at = (c * _HASH) & (table_size - 1)
+        while table[at] >= 0 and run_cell[table[at]] != c:
+            at = (at + 1) & (table_size - 1)
+        if table[at] < 0:
+            table[at] = runs
             run_cell[runs] = c
             runs += 1
-        visit_run[v] = table[slot]
+        visit_run[v] = table[at]
     run_start = np.empty(runs, dtype=np.int64)
     run_count = np.empty(runs, dtype=np.int64)
     for r in range(runs):
