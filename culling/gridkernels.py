@@ -149,6 +149,8 @@ def visit(p: np.ndarray, scale: float, origin: np.ndarray, top_corner: np.ndarra
     reached = 0
     total = 0
     for level in range(deepest + 1):
+        if not every and level_count[level] == 0:
+            continue  # nothing to find there: its window is not needed
         n_cells = cell_window(p, scale, origin, top_corner, size, level, lo[level], hi[level])
         if n_cells == 0:  # no centre of the world within reach: none on finer levels either
             break
