@@ -125,7 +125,9 @@ def visit(p: np.ndarray, scale: float, origin: np.ndarray, top_corner: np.ndarra
     cell, slot : ndarray, shape (handles,), int32: each handle's cell (-1: none) and slot
     every : bool
         Every cell of every window, down to the deepest level that holds
-        objects (the trace); otherwise only the non-empty cells (the query).
+        objects (the trace); otherwise only the non-empty cells of the
+        levels that hold objects (the query: other levels' windows are not
+        even computed).
     limit : int
         Without ``every``: windows holding more cells than this and than
         the handles are not enumerated; the non-empty cells are found from
@@ -192,8 +194,8 @@ def visit(p: np.ndarray, scale: float, origin: np.ndarray, top_corner: np.ndarra
 
 @kernel
 def visits(points: np.ndarray, scale: float, origin: np.ndarray, top_corner: np.ndarray, size: float,
-            offsets: np.ndarray, level_count: np.ndarray, start: np.ndarray, count: np.ndarray, cell: np.ndarray,
-            slot: np.ndarray, limit: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+           offsets: np.ndarray, level_count: np.ndarray, start: np.ndarray, count: np.ndarray, cell: np.ndarray,
+           slot: np.ndarray, limit: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Every point's visited non-empty cells, as the visits
     :func:`culling.members.answer` (one point) and
     :func:`culling.members.answer_many` read.
