@@ -31,7 +31,7 @@ import numpy as np
 
 from culling.jit import inline_kernel, kernel
 from culling.lattice import ANCHOR
-from culling.treekernels import half_reach, round_down_sub, window
+from culling.treekernels import _doubled, half_reach, round_down_sub, window
 
 __all__ = ["cell_window", "visit", "visits"]
 
@@ -78,12 +78,6 @@ def cell_window(p: np.ndarray, scale: float, origin: np.ndarray, top_corner: np.
 
 
 @inline_kernel
-def _grown(cells: np.ndarray) -> np.ndarray:
-    """A copy of an int64 array with twice the room."""
-    return np.concatenate((cells, np.empty(cells.shape[0], dtype=np.int64)))
-
-
-@inline_kernel
 def _append_window(level: int, offset: int, lo: np.ndarray, hi: np.ndarray, count: np.ndarray, every: bool,
                    cells: np.ndarray, n: int) -> tuple[np.ndarray, int]:
     """Append the global ids of one window's cells (row-major; only the non-empty ones unless
@@ -97,7 +91,7 @@ def _append_window(level: int, offset: int, lo: np.ndarray, hi: np.ndarray, coun
         cell += offset
         if every or count[cell] > 0:
             if n == cells.shape[0]:
-                cells = _grown(cells)
+                cells = _doubled(cells)
             cells[n] = cell
             n += 1
         axis = dim - 1  # the next cell: the last axis runs fastest
@@ -180,7 +174,7 @@ def visit(p: np.ndarray, scale: float, origin: np.ndarray, top_corner: np.ndarra
                 inside &= (lo[level, axis] <= k) & (k <= hi[level, axis])
             if inside:
                 if n == cells.shape[0]:
-                    cells = _grown(cells)
+                    cells = _doubled(cells)
                 cells[n] = c
                 n += 1
         ends[:] = n
@@ -220,8 +214,8 @@ def visits(points: np.ndarray, scale: float, origin: np.ndarray, top_corner: np.
         cells, _ = visit(points[i], scale, origin, top_corner, size, offsets, level_count, count, cell, slot,
                          False, limit)
         while n_visits + cells.shape[0] > visit_cell.shape[0]:
-            visit_cell = _grown(visit_cell)
-            visit_point = _grown(visit_point)
+            visit_cell = _doubled(visit_cell)
+            visit_point = _doubled(visit_point)
         for j in range(cells.shape[0]):
             visit_cell[n_visits] = cells[j]
             visit_point[n_visits] = i
