@@ -99,9 +99,10 @@ class CellPool:
     start, count, cap : ndarray, shape (n_cells,), int32
         Each cell's block: first entry, members, capacity (0 for an empty
         cell, else >= count).
-    pool : ndarray, shape (pool length,), int32
+    pool : ndarray, shape (pool length,), int64
         Member handles, block by block; entries outside ``[start, start +
-        count)`` of a live cell are garbage.
+        count)`` of a live cell are garbage.  int64, as the tree's pool, so
+        the same query kernels (:mod:`culling.members`) read both.
     rows : ndarray, shape (columns, pool length), float64
         The members' payload, entry by entry, one contiguous array per column.
     cell, slot : ndarray, shape (object capacity,), int32
@@ -114,7 +115,7 @@ class CellPool:
         self.start = np.zeros(n_cells, dtype=np.int32)
         self.count = np.zeros(n_cells, dtype=np.int32)
         self.cap = np.zeros(n_cells, dtype=np.int32)
-        self.pool = np.zeros(MIN_POOL, dtype=np.int32)
+        self.pool = np.zeros(MIN_POOL, dtype=np.int64)
         self.rows = np.zeros((columns, MIN_POOL), dtype=np.float64)
         self.end = 0  # entries from ``end`` on are unused since the last repack
         self.cell = np.full(0, -1, dtype=np.int32)
@@ -257,7 +258,7 @@ class CellPool:
 
         O(1) beyond freeing: with no member, every cell's count and capacity are already 0.
         """
-        self.pool = np.zeros(MIN_POOL, dtype=np.int32)
+        self.pool = np.zeros(MIN_POOL, dtype=np.int64)
         self.rows = np.zeros((self.rows.shape[0], MIN_POOL), dtype=np.float64)
         self.end = 0
         self.cell = np.full(0, -1, dtype=np.int32)
@@ -268,10 +269,6 @@ class CellPool:
     # ------------------------------------------------------------------
     # Reading
 
-    def runs(self, cells: np.ndarray) -> list[tuple[int, int]]:
-        """``(first, stop)`` pool entries of the non-empty ``cells``, for slicing."""
-        return [(s, s + n) for s, n in zip(self.start[cells].tolist(), self.count[cells].tolist()) if n]
-
     def gather(self, cells: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Members of ``cells``: handles (int64 (k,)), rows (columns, k) and per-cell counts (int64).
 
@@ -279,7 +276,7 @@ class CellPool:
         """
         counts = self.count[cells].astype(np.int64)
         pos = concat_ranges(self.start[cells], counts)
-        return self.pool[pos].astype(np.int64), self.rows.take(pos, axis=1), counts
+        return self.pool[pos], self.rows.take(pos, axis=1), counts
 
     # ------------------------------------------------------------------
     # Blocks
@@ -336,7 +333,7 @@ class CellPool:
         starts = np.cumsum(caps) - caps
         counts = self.count[live]
         src, dst = concat_ranges(self.start[live], counts), concat_ranges(starts, counts)
-        pool = np.zeros(length, dtype=np.int32)
+        pool = np.zeros(length, dtype=np.int64)
         pool[dst] = self.pool[src]
         rows = np.zeros((self.rows.shape[0], length), dtype=np.float64)
         for new, old in zip(rows, self.rows):

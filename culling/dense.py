@@ -16,10 +16,13 @@ members and their spheres live in a :class:`~culling.cellpool.CellPool`, one
 contiguous block per cell.  The price is memory: 12 bytes per cell of every
 level, whether or not it holds anything (see docs/DENSE.md for when that pays).
 
-Cell boxes are computed in world coordinates as ``origin + k * W`` and
-``origin + (k + 1) * W``; both the placement and the query test compare
-against exactly those floats, so the grid answers the visiting rule of
-docs/CONTRACT.md (``lo - scale*W/2 <= p < hi + scale*W/2``) to the last bit.
+Level ``L`` is the tree's level ``L`` cut to the world, and centres are
+placed by the tree's cell function, so the queries are the tree's compiled
+kernels: the tree's conservative window per level
+(:mod:`culling.gridkernels`), then the same member tests
+(:mod:`culling.members`).  Where nothing rounds that is the visiting rule of
+docs/CONTRACT.md (``lo - scale*W/2 <= p < hi + scale*W/2``) to the last bit;
+elsewhere a window may take one more cell at an end of an axis, never one less.
 """
 
 from __future__ import annotations
@@ -27,13 +30,15 @@ from __future__ import annotations
 import math
 import numbers
 
+import numba
 import numpy as np
 from numpy.typing import ArrayLike
 
+from culling import gridkernels, members, treekernels
 from culling.cellpool import CellPool
 from culling.gridgeometry import GridGeometry
 from culling.nodes import ARRAY_GROWTH
-from culling.shapes import contains_exact, squared_reach, squared_reach_of
+from culling.shapes import decide, squared_reach, squared_reach_of
 from culling.trace import LevelTrace, QueryTrace
 from culling.tree import Handle
 from culling.validation import (
@@ -51,6 +56,12 @@ from culling.validation import (
 
 __all__ = ["DEFAULT_FINEST_CELLS", "DenseViewDistanceGrid", "MAX_ENUMERATED_CELLS", "MAX_FINEST_CELLS"]
 
+#: The grid's cells are small (a cell holds the objects of one radius class
+#: in a box of twice their radius), so its runs have no tile summaries
+#: (:mod:`culling.tiles`): an empty summary array, one per dimension, makes
+#: the member kernels test every row.
+_NO_TILES = {dim: np.empty((0, 2 * dim + 1)) for dim in (1, 2, 3)}
+
 #: Cells on the finest level when no ``min_radius`` is given: 2**18 (64**3 in
 #: 3D, 512**2 in 2D), 3.4 to 6 MiB of cell arrays for all levels together.
 #: The default ``min_radius`` is the quarter edge of that level's cells:
@@ -62,9 +73,9 @@ DEFAULT_FINEST_CELLS = 2 ** 18
 #: A smaller ``min_radius`` is a ``ValueError``: use the tree for such worlds.
 MAX_FINEST_CELLS = 2 ** 24
 
-#: A query whose windows span more cells than this (only with a large
-#: distance scale or many points) tests every stored object's cell against
-#: the windows instead, when that is fewer tests.
+#: A query point whose windows span more cells than this (only with a large
+#: distance scale) tests the first member of every non-empty cell against
+#: the windows instead, when that is fewer tests (more cells than handles).
 MAX_ENUMERATED_CELLS = 4096
 
 
@@ -100,7 +111,7 @@ class DenseViewDistanceGrid:
     -----
     Memory: 12 bytes per cell summed over all levels (``sum_L 2**(L*dim)``,
     about ``8/7`` of the finest level in 3D), plus per object
-    ``4 + 8*(dim+1)`` bytes per pool entry (1.5 to 3 entries with the blocks'
+    ``8 + 8*(dim+2)`` bytes per pool entry (1.5 to 3 entries with the blocks'
     and the pool's slack) and 13 bytes of per-handle arrays.  :meth:`nbytes`
     reports the total; docs/DENSE.md has the formula and the trade-off.
 
@@ -131,15 +142,16 @@ class DenseViewDistanceGrid:
             raise ValueError(f"origin + size must be finite, got {geo.hi.tolist()}")
         self._origin_list = self.origin.tolist()
         self._hi_list = geo.hi.tolist()
+        self._top_corner = np.ascontiguousarray(geo.hi, dtype=np.float64)
+        self._cube = shape == "cube"
         span = max(abs(x) for x in self._origin_list + self._hi_list)
         if geo.cell_size[-1] < 4 * math.ulp(span):
             raise ValueError(f"finest cells of {geo.cell_size[-1]:g} are too small for float64 "
                              f"coordinates near {span:g}; raise min_radius or move the origin")
-        # Cell members, each with its sphere as a pool row: the centre's axes, then the radius.
-        # Pool rows: the centre's axes, the radius and, for spheres, the squared reach
-        # (culling.shapes.squared_reach) that makes the exact test root-free.
-        self._reach = shape == "sphere"
-        self._cells = CellPool(geo.cell_count, columns=self.dim + 1 + self._reach)
+        # Cell members, each with its sphere as a pool row, as in the tree's pool (the query
+        # kernels of culling.members read both): the centre's axes, the radius and the squared
+        # reach (culling.shapes.squared_reach) that makes the sphere test root-free.
+        self._cells = CellPool(geo.cell_count, columns=self.dim + 2)
         self._level_count = np.zeros(self.finest_level + 1, dtype=np.int64)
         self._count = 0
         self._reset_objects()
@@ -309,8 +321,7 @@ class DenseViewDistanceGrid:
         handles = self._new_handles(centres.shape[0])
         if handles.size:
             self._level[handles] = levels
-            rows = [centres.T, radii, squared_reach(radii)] if self._reach else [centres.T, radii]
-            self._cells.link_many(handles, cells, np.vstack(rows))
+            self._cells.link_many(handles, cells, np.vstack([centres.T, radii, squared_reach(radii)]))
             self._level_count += np.bincount(levels, minlength=self._level_count.size)
             self._count += handles.size
         return handles
@@ -341,9 +352,8 @@ class DenseViewDistanceGrid:
         rows = np.empty((pool_rows.shape[0], handles.size))
         rows[:dim] = centres.T
         rows[dim] = radii
-        if self._reach:
-            rows[dim + 1] = pool_rows[dim + 1][pos]
-            rows[dim + 1, resized] = squared_reach(radii[resized])
+        rows[dim + 1] = pool_rows[dim + 1][pos]
+        rows[dim + 1, resized] = squared_reach(radii[resized])
         move = cells != self._cells.cell[handles]
         if not move.all():
             stay = np.flatnonzero(~move)
@@ -389,30 +399,16 @@ class DenseViewDistanceGrid:
         scale : float
             Multiplies every view distance.
 
-        Cost: O(levels + candidates); at most ``2**dim`` cells per level for
-        ``scale <= 1`` (``ceil(1 + scale)**dim`` in general).
+        Cost: O(levels + candidates), compiled (:func:`culling.gridkernels.visits`, :func:`culling.members.answer`);
+        at most ``2**dim`` cells per level for ``scale <= 1`` (``ceil(1 + scale)**dim``
+        in general, O(objects) at most).
         """
-        p = as_coords(point, self.dim, "point")
+        p = np.array(as_coords(point, self.dim, "point"))
         scale = as_scale(scale)
-        if not self._count:
-            return np.empty(0, dtype=np.int64)
-        occupied = self._level_count.tolist()
-        deepest = max(level for level, n in enumerate(occupied) if n)
-        window = [(level, axes) for level, axes in enumerate(self._geo.window_one(p, scale, deepest))
-                  if occupied[level]]
-        if sum(math.prod(hi - lo + 1 for lo, hi in axes) for _, axes in window) > MAX_ENUMERATED_CELLS:
-            handles, rows, _ = self._candidates(np.array([p]), scale)  # a large scale: vectorised
-        else:
-            cells = [cell for level, axes in window for cell in self._geo.window_cells(level, axes)]
-            runs = self._cells.runs(np.array(cells, dtype=np.int64))
-            if not runs:
-                return np.empty(0, dtype=np.int64)
-            handles = np.concatenate([self._cells.pool[a:b] for a, b in runs], dtype=np.int64)
-            if not exact:
-                return handles
-            rows = np.concatenate([self._cells.rows[:, a:b] for a, b in runs], axis=1)
-        if exact and handles.size:
-            handles = handles[self._inside(rows, p, scale)]
+        handles, unsure = self._query(p, bool(exact), scale, False)
+        if unsure.size:  # within rounding of a surface: exact arithmetic decides
+            keep = decide(self._cells.rows, unsure, p, self.shape, scale)
+            handles = np.concatenate([handles, self._cells.pool[unsure[keep]]])
         return handles
 
     def query_spheres(self, point: ArrayLike, exact: bool = False,
@@ -427,17 +423,17 @@ class DenseViewDistanceGrid:
 
         Cost: O(levels + candidates), read from the visited cells' contiguous runs.
         """
-        p = as_coords(point, self.dim, "point")
+        p = np.array(as_coords(point, self.dim, "point"))
         scale = as_scale(scale)
-        handles, rows, _ = self._candidates(np.array([p]), scale)
-        if exact and handles.size:
-            keep = self._inside(rows, p, scale)
-            handles, rows = handles[keep], rows[:, keep]
-        return handles, np.ascontiguousarray(rows[: self.dim].T), rows[self.dim].copy()
+        rows, unsure = self._query(p, bool(exact), scale, True)
+        if unsure.size:  # within rounding of a surface: exact arithmetic decides
+            rows = np.concatenate([rows, unsure[decide(self._cells.rows, unsure, p, self.shape, scale)]])
+        columns = self._cells.rows
+        return self._cells.pool[rows], columns[: self.dim, rows].T.copy(), columns[self.dim, rows]
 
     def query_many(self, points: ArrayLike, exact: bool = False,
                    scale: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
-        """Answer many points at once, vectorised over points, levels and cells.
+        """Answer many points at once, in parallel over the points (all cores).
 
         Parameters
         ----------
@@ -449,15 +445,31 @@ class DenseViewDistanceGrid:
         counts : ndarray, shape (m,), int64: point ``i``'s answer is
             ``handles[counts[:i].sum():][:counts[i]]``
 
-        Cost: O(m x levels + candidates).
+        Cost: O(m x levels + candidates), compiled (:func:`culling.gridkernels.visits`,
+        then :func:`culling.members.answer_many_parallel` on all cores): each
+        cell's run is read once for all the points that visit it.
         """
-        points = as_points(points, self.dim, "points")
+        points = np.ascontiguousarray(as_points(points, self.dim, "points"))
         scale = as_scale(scale)
-        handles, rows, owners = self._candidates(points, scale)
-        if exact and handles.size:  # each candidate against its own query point
-            keep = self._inside(rows, [points[owners, axis] for axis in range(self.dim)], scale)
-            handles, owners = handles[keep], owners[keep]
-        return handles, np.bincount(owners, minlength=points.shape[0]).astype(np.int64)
+        m = points.shape[0]
+        cells, geo = self._cells, self._geo
+        if not self._count or not m:
+            return np.empty(0, dtype=np.int64), np.zeros(m, dtype=np.int64)
+        visit_run, visit_point, run_start, run_count = gridkernels.visits(
+            points, scale, self.origin, self._top_corner, self.size, geo.offsets, self._level_count, cells.start,
+            cells.count, cells.cell, cells.slot, MAX_ENUMERATED_CELLS)
+        parallel = m >= treekernels.PARALLEL_MIN_POINTS
+        answer_many = members.answer_many_parallel if parallel else members.answer_many_serial
+        handles, counts, unsure, owners = answer_many(
+            visit_run, visit_point, points, run_start, run_count, cells.pool, cells.rows, _NO_TILES[self.dim],
+            bool(exact), self._cube, scale, numba.get_num_threads() if parallel else 1)
+        if unsure.size:  # within rounding of a surface: exact arithmetic decides, then merge by point
+            keep = decide(cells.rows, unsure, points[owners], self.shape, scale)
+            owner = np.concatenate([np.repeat(np.arange(m), counts), owners[keep]])
+            order = np.argsort(owner, kind="stable")
+            handles = np.concatenate([handles, cells.pool[unsure[keep]]])[order]
+            counts = counts + np.bincount(owners[keep], minlength=m)
+        return handles, counts
 
     def trace(self, point: ArrayLike, scale: float = 1.0) -> QueryTrace:
         """What ``query(point, scale=scale)`` visits, level by level.
@@ -469,30 +481,45 @@ class DenseViewDistanceGrid:
         point.  Levels that hold no objects are listed, with 0 objects, so
         the listing has no gaps; the query itself skips them.
 
-        Cost: O(levels + visited cells + candidates), vectorised; a large
-        ``scale`` visits up to ``ceil(1 + scale)**dim`` cells per level.
+        Cost: O(levels + visited cells + candidates), compiled windows
+        (:func:`culling.gridkernels.visit`); a large ``scale`` visits up to
+        ``ceil(1 + scale)**dim`` cells per level.
         """
-        p = as_coords(point, self.dim, "point")
+        p = np.array(as_coords(point, self.dim, "point"))
         scale = as_scale(scale)
         if not self._count:
-            return QueryTrace(point=np.array(p), candidates=np.empty(0, dtype=np.int64), levels=[])
-        deepest = int(np.flatnonzero(self._level_count)[-1])
-        cells, _, cell_levels = self._geo.enumerate(*self._geo.windows(np.array([p]), scale, deepest))
-        members, _, counts = self._cells.gather(cells)
-        coords = self._geo.coords(cells, cell_levels)
+            return QueryTrace(point=p, candidates=np.empty(0, dtype=np.int64), levels=[])
+        pool, geo = self._cells, self._geo
+        visited, ends = gridkernels.visit(p, scale, self.origin, self._top_corner, self.size, geo.offsets,
+                                          self._level_count, pool.count, pool.cell, pool.slot, True,
+                                          MAX_ENUMERATED_CELLS)
+        counts = pool.count[visited].astype(np.int64)
+        candidates = treekernels.gather(np.arange(visited.size), pool.start[visited].astype(np.int64), counts,
+                                        pool.pool)
         levels = []
-        for level in range(deepest + 1):
-            mine = cell_levels == level  # a prefix of the levels has cells
-            if not mine.any():
-                break
-            lo, hi = self._geo.bounds(level, coords[mine])
-            w = float(self._geo.cell_size[level])
+        first = 0
+        for level, last in enumerate(ends.tolist()):
+            lo, hi = geo.bounds(level, geo.coords(visited[first:last], np.full(last - first, level)))
+            w = float(geo.cell_size[level])
             margin = 0.0 if level == 0 else scale * w / 2
             with np.errstate(over="ignore"):
                 loose = np.stack([lo - margin, hi + margin], axis=1)
             levels.append(LevelTrace(depth=level, level=level, node_size=w, bounds=np.stack([lo, hi], axis=1),
-                                     loose_bounds=loose, objects=int(counts[mine].sum())))
-        return QueryTrace(point=np.array(p), candidates=members, levels=levels)
+                                     loose_bounds=loose, objects=int(counts[first:last].sum())))
+            first = last
+        return QueryTrace(point=p, candidates=candidates, levels=levels)
+
+    def _query(self, p: np.ndarray, exact: bool, scale: float, want_rows: bool) -> tuple[np.ndarray, np.ndarray]:
+        """One point's answer from its visited cells' runs (:func:`culling.gridkernels.visits`, then
+        :func:`culling.members.answer`): the sure handles (or pool rows) and the unsure rows."""
+        if not self._count:
+            return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64)
+        cells = self._cells
+        runs, _, run_start, run_count = gridkernels.visits(
+            p[None], scale, self.origin, self._top_corner, self.size, self._geo.offsets, self._level_count,
+            cells.start, cells.count, cells.cell, cells.slot, MAX_ENUMERATED_CELLS)
+        return members.answer(runs, run_start, run_count, cells.pool, cells.rows, _NO_TILES[self.dim], p, exact,
+                              self._cube, scale, want_rows)
 
     # ------------------------------------------------------------------
     # The invariant checker
@@ -516,7 +543,7 @@ class DenseViewDistanceGrid:
         geo = self._geo
         rows = self._cells.rows[:, self._cells.positions(live)]
         centres, radii = rows[: self.dim].T, rows[self.dim]
-        assert not self._reach or (rows[self.dim + 1] == squared_reach(radii)).all(), "stale squared reach"
+        assert (rows[self.dim + 1] == squared_reach(radii)).all(), "stale squared reach"
         assert np.isfinite(centres).all() and np.isfinite(radii).all() and (radii >= 0).all()
         assert ((centres >= self.origin) & (centres < geo.hi)).all(), "a centre outside the world"
         expected_levels, expected_cells = geo.homes(centres, radii)
@@ -524,9 +551,6 @@ class DenseViewDistanceGrid:
         cells = self._cells.cell[live].astype(np.int64)
         assert (cells == expected_cells).all(), "object in the wrong cell"
         w = geo.cell_size[levels]
-        coords = geo.coords(cells, levels).astype(np.float64)
-        lo, hi = self.origin + coords * w[:, None], self.origin + (coords + 1.0) * w[:, None]
-        assert ((lo <= centres) & (centres < hi)).all(), "centre outside its cell's box"
         assert (radii < w / 2).all(), "radius not below half its cell's edge"
         coarse = levels < self.finest_level
         assert (radii[coarse] >= w[coarse] / 4).all(), "radius below a quarter of a coarse cell's edge"
@@ -535,15 +559,8 @@ class DenseViewDistanceGrid:
     # Internals
 
     def _row(self, point: list[float], radius: float) -> list[float]:
-        """One object's pool row: centre, radius and (spheres) the scalar :func:`squared_reach`."""
-        if not self._reach:
-            return point + [radius]
+        """One object's pool row: centre, radius and the scalar :func:`squared_reach`."""
         return point + [radius, squared_reach_of(radius)]
-
-    def _inside(self, rows: np.ndarray, point: list[float], scale: float) -> np.ndarray:
-        """Mask of the pool ``rows`` (columns, k) whose shape contains ``point`` (radii times ``scale``)."""
-        return contains_exact(list(rows[: self.dim]), point, rows[self.dim], self.shape, scale,
-                              rows[self.dim + 1] if self._reach else None)
 
     def _home(self, point: list[float], radius: float) -> tuple[int, int]:
         """Level and global cell of one validated sphere; ``ValueError`` outside the world."""
@@ -600,35 +617,3 @@ class DenseViewDistanceGrid:
 
     def _live_many(self, handles: ArrayLike) -> np.ndarray:
         return live_handles(handles, self._next_handle, self._level, "grid")
-
-    def _candidates(self, points: np.ndarray, scale: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Members of the cells ``points`` visit: handles, their rows and the point each came for.
-
-        Handles and owners int64 (k,), pool rows (columns, k); grouped by point.  Enumerates the windows' cells on
-        the levels that hold objects; when that is more cells than both
-        MAX_ENUMERATED_CELLS and points x objects (a large scale), tests
-        every object's cell against the windows instead.  The same set either way.
-        """
-        m = points.shape[0]
-        if not self._count or not m:
-            empty = np.empty(0, dtype=np.int64)
-            return empty, np.empty((self._cells.rows.shape[0], 0)), empty
-        occupied = self._level_count > 0
-        deepest = int(np.flatnonzero(occupied)[-1])
-        low, width = self._geo.windows(points, scale, deepest)
-        width = np.where(occupied[None, : deepest + 1, None], width, 0)
-        total = int(np.prod(width, axis=2).sum())
-        if total > MAX_ENUMERATED_CELLS and total > m * self._count:
-            handles = self.handles()
-            levels = self._level[handles].astype(np.int64)
-            coords = self._geo.coords(self._cells.cell[handles].astype(np.int64), levels)
-            first = low[:, levels, :]
-            inside = ((coords[None] >= first) & (coords[None] < first + width[:, levels, :])).all(axis=2)
-            owners, which = np.nonzero(inside)
-            handles = handles[which]
-            return handles, self._cells.rows[:, self._cells.positions(handles)], owners.astype(np.int64)
-        cells, owners, _ = self._geo.enumerate(low, width)
-        nonempty = self._cells.count[cells] > 0
-        cells, owners = cells[nonempty], owners[nonempty]
-        handles, rows, counts = self._cells.gather(cells)
-        return handles, rows, np.repeat(owners, counts)

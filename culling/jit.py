@@ -53,15 +53,18 @@ def inline_kernel(fn: F) -> F:
 def parallel_kernel(fn: F) -> F:
     """A kernel whose ``prange`` loops run on all cores (numba's thread pool).
 
-    Compiled from a twin of ``fn`` named ``<name>_parallel``: numba's disk
-    cache keys an entry by the function's name and signature, not by its
-    options, so a serial :func:`kernel` of the same function would otherwise
-    load the threaded machine code (and the other way round); on a busy
-    machine waking the thread pool for a handful of points costs tens of ms.
+    Compiled from a twin of ``fn`` named ``<name>_parallel``: numba names a
+    cache entry after the function (qualified name and first line) and its
+    signature, not its options, so a serial ``kernel(fn)`` and this one would
+    share one entry, and whichever compiled first would be loaded by both
+    (a parallel kernel running serially, or the reverse).
     """
-    twin = types.FunctionType(fn.__code__, fn.__globals__, fn.__name__, fn.__defaults__, fn.__closure__)
+    twin = types.FunctionType(fn.__code__, fn.__globals__, fn.__name__ + "_parallel", fn.__defaults__,
+                              fn.__closure__)
     twin.__qualname__ = fn.__qualname__ + "_parallel"
-    twin.__doc__, twin.__module__ = fn.__doc__, fn.__module__
+    twin.__doc__ = fn.__doc__
+    twin.__module__ = fn.__module__
+    twin.__annotations__ = fn.__annotations__
     return cast(F, _PARALLEL(twin))
 
 

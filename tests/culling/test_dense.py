@@ -605,7 +605,7 @@ def test_extreme_points_and_scales_raise_no_floating_point_error():
             assert sorted(traced.tolist()) == sorted(grid.query(point, scale=scale).tolist())
 
 
-# -- the two candidate paths and the two window computations agree -------------------------
+# -- the two candidate paths agree, and the windows are the tree's -------------------------
 
 @pytest.mark.parametrize("dim", [2, 3])
 def test_large_scale_object_path_equals_cell_enumeration(dim, monkeypatch):
@@ -630,33 +630,54 @@ def test_large_scale_object_path_equals_cell_enumeration(dim, monkeypatch):
         assert fine.query(p, scale=1e6).size == len(fine)
 
 
-@pytest.mark.parametrize("size, origin", [(16.0, (-8.0, -8.0, -8.0)), (1000.0, (-317.3, 0.1, 1e4 / 3))])
-def test_single_point_windows_equal_vectorised_windows(size, origin):
-    """``window_one`` (Python floats) and ``windows`` (NumPy) must pick the same cells,
-    also for points a few ulps from a grown box's edge."""
-    geo = DenseViewDistanceGrid(size, origin=origin, dim=3, min_radius=size / 300)._geo
+@pytest.mark.parametrize("size, origin", [(16.0, (-8.0, -8.0, -8.0)), (1000.0, (-317.3, 0.1, 1e4 / 3)),
+                                          (7.3, (1e6, -2048.0, 0.1))])
+def test_windows_are_the_trees_windows_cut_to_the_world(size, origin):
+    """The grid's compiled window (culling.gridkernels.cell_window) is the tree's lattice window
+    (readable references: culling.lattice) shifted to the grid's cells and clamped to the world,
+    empty exactly when no centre of the world can lie in it; and it holds the home cell of every
+    world centre within reach, also a few ulps from a grown box's edge."""
+    from culling import gridkernels
+    from culling.lattice import ANCHOR, Lattice, half_reach, round_down_add, round_down_sub
+
+    grid = DenseViewDistanceGrid(size, origin=origin, dim=3, min_radius=size / 300)
+    geo, lat = grid._geo, Lattice(size, np.array(origin))
+    o, top_corner = np.array(origin), geo.hi
     rng = np.random.default_rng(3)
-    o = np.array(origin)
     points = []
     for level in range(1, geo.finest_level + 1):
         w = geo.cell_size[level]
         for scale in (0.5, 1.0, 2.5):
-            k = rng.integers(-1, 2 ** level + 1, (6, 3)).astype(float)
-            edge = o + k * w + rng.choice([-1, 1], (6, 3)) * (scale * w / 2)
+            k = rng.integers(-1, 2 ** level + 1, (4, 3)).astype(float)
+            edge = o + k * w + rng.choice([-1, 1], (4, 3)) * (scale * w / 2)
             for ulps in (-2, -1, 0, 1, 2):
-                points.append((edge + ulps * np.spacing(edge), scale))
-    points.append((o + rng.uniform(-0.5, 1.5, (50, 3)) * size, 1.0))
-    for batch, scale in points:
-        low, width = geo.windows(batch, scale, geo.finest_level)
-        for i, p in enumerate(batch):
-            one = geo.window_one(p.tolist(), scale, geo.finest_level)
-            for level in range(geo.finest_level + 1):
-                expected = [(int(a), int(a + b - 1)) for a, b in zip(low[i, level], width[i, level])]
-                if level < len(one):
-                    assert one[level] == expected, (p.tolist(), scale, level)
-                else:
-                    assert (width[i, level] == 0).any()
-                    assert all(b == 0 for b in width[i, level]) or level >= len(one)
+                points += [(p, scale) for p in edge + ulps * np.spacing(edge)]
+    points += [(p, 1.0) for p in o + rng.uniform(-0.5, 1.5, (50, 3)) * size]
+    lo, hi = np.empty(3, dtype=np.int64), np.empty(3, dtype=np.int64)
+    for p, scale in points:
+        for level in range(1, geo.finest_level + 1):
+            top = 2 ** level - 1
+            h = half_reach(size, level, scale)
+            n = gridkernels.cell_window(p, scale, grid.origin, top_corner, size, level, lo, hi)
+            want, empty = [], False
+            for axis in range(3):
+                q_lo, q_hi = round_down_sub(p[axis], h), round_down_add(p[axis], h)
+                first, last = (lat.cell((q - o[axis]) / size, level) - (ANCHOR << level) for q in (q_lo, q_hi))
+                empty |= q_hi < o[axis] or (first > top and q_lo >= top_corner[axis])
+                want.append((min(max(first, 0), top), min(last, top)))
+            if empty:
+                assert n == 0, (p.tolist(), scale, level)
+                continue
+            assert list(zip(lo.tolist(), hi.tolist())) == want, (p.tolist(), scale, level)
+            assert n == np.prod([b - a + 1 for a, b in want])
+            # centres at the window's reach (the largest floats below p +- h), placed as the grid does
+            q = np.array([[round_down_sub(x, h), math.nextafter(round_down_sub(x, h), math.inf),
+                           round_down_add(x, h), x] for x in p.tolist()]).T
+            q = q[((q >= o) & (q < top_corner)).all(axis=1)]
+            if q.size:
+                _, cells = geo.homes(q, np.full(len(q), geo.cell_size[level] / 4))
+                coords = geo.coords(cells, np.full(len(q), level))
+                assert ((coords >= lo) & (coords <= hi)).all(), (p.tolist(), scale, level)
 
 
 # -- against the tree, and memory ---------------------------------------------------------------

@@ -396,17 +396,16 @@ def _reference_window(lat, p: float, axis: int, level: int, half: float) -> tupl
 
 
 def test_inlined_windows_equal_their_reference_functions():
-    """The tree's compiled window (culling.treekernels.window, half_reach) and the grid's
-    inlined GridGeometry.window_one must agree with the readable references
-    (Lattice.cell of round_down_sub/add, GridGeometry.axis_cell)."""
-    from culling import treekernels
-    from culling.gridgeometry import GridGeometry
-    from culling.lattice import Lattice, half_reach, round_down_add, round_down_sub
+    """The tree's compiled window (culling.treekernels.window, half_reach), which the grid's
+    (culling.gridkernels.cell_window) shifts and clamps to its world, must agree with the
+    readable references (Lattice.cell of round_down_sub/add)."""
+    from culling import gridkernels, treekernels
+    from culling.lattice import ANCHOR, Lattice, half_reach
 
     rng = np.random.default_rng(11)
     for size, origin in [(7.3, 1e6), (1000.0, -500.0), (16.0, 0.0), (4096.0, -2048.0)]:
         lat = Lattice(size, np.array([origin, origin * 0.5]))
-        geo = GridGeometry(size, np.array([origin, origin * 0.5]), finest_level=6)
+        top_corner = lat.origin + size
         for _ in range(300):
             p = (origin + size * rng.uniform(-3, 4, 2)).tolist()
             if rng.random() < 0.3:
@@ -420,9 +419,12 @@ def test_inlined_windows_equal_their_reference_functions():
             treekernels.window(np.array(p), scale, lat.origin, size, level, lo, hi)
             want = [_reference_window(lat, x, axis, level, half) for axis, x in enumerate(p)]
             assert list(zip(lo.tolist(), hi.tolist())) == want
-            one = geo.window_one(p, scale, geo.finest_level)
-            for lv, axes in enumerate(one[1:], start=1):
-                h = half_reach(size, lv, scale)
-                for axis, (low, high) in enumerate(axes):
-                    assert low == max(geo.axis_cell(round_down_sub(p[axis], h), axis, lv), 0)
-                    assert high == min(geo.axis_cell(round_down_add(p[axis], h), axis, lv), (1 << lv) - 1)
+            if level < 1:
+                continue
+            n = gridkernels.cell_window(np.array(p), scale, lat.origin, top_corner, size, level, lo, hi)
+            top = (1 << level) - 1
+            cut = [(min(max(a - (ANCHOR << level), 0), top), min(b - (ANCHOR << level), top)) for a, b in want]
+            if n:
+                assert list(zip(lo.tolist(), hi.tolist())) == cut
+            else:
+                assert any(b < 0 or a > b for a, b in cut) or any(a - (ANCHOR << level) > top for a, _ in want)
