@@ -7,6 +7,10 @@ line_profiler``); the reports go to the terminal and, with ``--out``, to text
 files.  Cases: query (exact query, forest 1M), query_many, insert_many
 (forest 1M), update_many (100k moving), single (in-node update() and
 remove() at 1M), colocated (100k insert(), query, remove()).
+
+Python profilers see a compiled kernel as one call; ``phases`` times the
+exact query's compiled steps instead (the walk, the filter pass, the write
+pass, the Python wrapper), by running the same kernels stopped after each.
 """
 
 from __future__ import annotations
@@ -42,7 +46,7 @@ def case_query(n: int, scale: int) -> tuple[list[str], Callable[[], object]]:
             for p in path:
                 tree.query(p, exact=True)
 
-    return ["query", "_visit", "_collect", "_runs", "_inside"], run
+    return ["query"], run
 
 
 def case_query_many(n: int, scale: int) -> tuple[list[str], Callable[[], object]]:
@@ -53,7 +57,7 @@ def case_query_many(n: int, scale: int) -> tuple[list[str], Callable[[], object]
         for _ in range(3 * scale):
             tree.query_many(wl.path, exact=True)
 
-    return ["query_many", "_visit"], run
+    return ["query_many"], run
 
 
 def case_insert_many(n: int, scale: int) -> tuple[list[str], Callable[[], object]]:
@@ -122,6 +126,71 @@ CASES = {
 }
 
 
+def query_phases(n: int = 1_000_000, repeats: int = 3) -> str:
+    """The exact query's time, step by step, on the forest (medians over its camera path)."""
+    import time
+
+    import numba
+
+    from culling import members, tiles, treekernels
+
+    wl = forest(n, 64)
+    tree, _ = _tree(wl)
+    nodes, pool = tree._nodes, tree._pool
+
+    @numba.njit
+    def stopped_after(p, stop, origin, size, root, root_level, child, cells, start, count, handles, columns, box):
+        visited, _ = treekernels.walk(p, 1.0, origin, size, root, root_level, child, cells)
+        if stop == 0:
+            return 0, 0, 0
+        total = members.candidates(visited, count)
+        flags = np.empty(total, dtype=np.uint8)
+        distance = np.empty(members.TILE)
+        sure, tested, at = 0, 0, 0
+        for node in visited:
+            first, last = start[node], start[node] + count[node]
+            s, _ = members.flag_rows(columns, first, last, box, p, False, 1.0, distance, flags, at)
+            sure += s
+            row = first
+            while stop == 4 and row < last:  # counting only, untimed
+                near, row = tiles.next_near_rows(row, last, p, 1.0, box)
+                tested += row - near
+            at += count[node]
+        if stop in (1, 4):
+            return total, tested, sure
+        out = np.empty(sure, dtype=np.int64)
+        k, at, nothing = 0, 0, np.empty(0, dtype=np.int64)
+        for node in visited:
+            k, _ = members.write_rows(flags, at, start[node], start[node] + count[node], box, p, 1.0, handles,
+                                      False, out, k, nothing, 0)
+            at += count[node]
+        return total, tested, k
+
+    args = (tree.origin, tree.size, tree._root, int(nodes.level[tree._root]), nodes.child, nodes.cells,
+            nodes.start, nodes.count, pool.handles, pool.columns, pool.tile_box)
+    steps = {}
+    for stop in (0, 1, 2, 3):
+        fn = (lambda p: tree.query(p, exact=True)) if stop == 3 else (lambda p, s=stop: stopped_after(p, s, *args))
+        fn(wl.path[0])
+        times = []
+        for _ in range(repeats):
+            for p in wl.path:
+                t0 = time.perf_counter()
+                fn(p)
+                times.append(time.perf_counter() - t0)
+        steps[stop] = float(np.median(times)) * 1e6
+    counts = np.median(np.array([stopped_after(p, 4, *args) for p in wl.path]), axis=0)
+    return "\n".join([
+        f"### exact query step by step, forest {n:,} (median us over {len(wl.path)} points x {repeats})",
+        f"walk (and the kernel call)         {steps[0]:7.1f} us",
+        f"filter pass (flag_rows)            {steps[1] - steps[0]:7.1f} us",
+        f"write pass (write_rows)            {steps[2] - steps[1]:7.1f} us",
+        f"Python wrapper (checks, decide)    {steps[3] - steps[2]:7.1f} us",
+        f"total, tree.query(p, exact=True)   {steps[3]:7.1f} us",
+        f"candidates {counts[0]:,.0f}, rows tested (near tiles) {counts[1]:,.0f}, answers {counts[2]:,.0f}",
+    ])
+
+
 def profile_case(name: str, n: int | None = None, lines: bool = True, scale: int = 1) -> str:
     """Run one case under pyinstrument, then line_profiler; return both reports."""
     from pyinstrument import Profiler
@@ -149,16 +218,16 @@ def profile_case(name: str, n: int | None = None, lines: bool = True, scale: int
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m benchmarks.profiling", description=__doc__.splitlines()[0])
-    ap.add_argument("cases", nargs="*", help=f"cases to profile, of {', '.join(CASES)} (all by default)")
+    ap.add_argument("cases", nargs="*", help=f"cases to profile, of {', '.join(CASES)}, phases (all by default)")
     ap.add_argument("--n", type=int, help="objects (default per case)")
     ap.add_argument("--no-lines", action="store_true", help="skip line_profiler")
     ap.add_argument("--out", type=Path, help="folder for one report file per case")
     args = ap.parse_args(argv)
-    unknown = set(args.cases) - set(CASES)
+    unknown = set(args.cases) - set(CASES) - {"phases"}
     if unknown:
-        ap.error(f"unknown case(s) {sorted(unknown)}; choose from {', '.join(CASES)}")
-    for name in args.cases or CASES:
-        text = profile_case(name, args.n, not args.no_lines)
+        ap.error(f"unknown case(s) {sorted(unknown)}; choose from {', '.join(CASES)}, phases")
+    for name in args.cases or [*CASES, "phases"]:
+        text = query_phases(args.n or 1_000_000) if name == "phases" else profile_case(name, args.n, not args.no_lines)
         print(text)
         if args.out:
             args.out.mkdir(parents=True, exist_ok=True)
