@@ -62,14 +62,15 @@ FADE_FRACTION = 0.15
 INSTANCE_FLOATS = 8
 
 #: Use the tree's exact query (``query_spheres(p, exact=True)``: centres and radii
-#: read from contiguous node runs) instead of query + a gather by handle + our
-#: own distance test, when no trace is wanted.  Measured in one run on the 1M
-#: forest, 120 poses along its camera path (medians): query + distance 0.76 ms
-#: our way, 0.82 ms the tree's way; with the frustum stage 1.20 ms both.  A tie,
-#: so the default keeps our way, which also reports the candidate count (the
-#: funnel's first number) and is the same code as the traced path.  Flip it
-#: (or ``CullingPipeline.exact_query``) when the tree's exact query gets faster.
-EXACT_QUERY = False
+#: read from contiguous node runs, only the runs' tiles near the camera tested)
+#: instead of query + a gather by handle + our own distance test, when no trace
+#: is wanted (``--no-overlay``).  Measured in one run on the 1M forest, 60
+#: frames of its path, medians: query + distance 1.34 ms our way, 0.33 ms the
+#: tree's way; culling with frustum and upload 2.34 ms against 1.28 ms, the
+#: same objects drawn.  The funnel's first number is then the in-range count
+#: (the tree does not report the candidates it skipped).  With a trace (the
+#: overlay) the candidates come from the walk and our distance test runs.
+EXACT_QUERY = True
 
 #: Staging rows grow to the next power of two: amortised O(1), at most 2x memory.
 _MIN_CAPACITY = 1024
@@ -147,6 +148,11 @@ class BruteForceIndex:
             self._centres, self._radii = points.copy(), reach.copy()
 
     trace = None        # no tree, no trace: the overlay shows nothing
+
+    @property
+    def knows_spheres(self) -> bool:
+        """Whether it was given centres and radii (so exact queries and ``query_spheres`` work)."""
+        return self._centres is not None
 
     def __len__(self) -> int:
         return int(self._all.shape[0])
@@ -228,7 +234,8 @@ class CullingPipeline:
         self.has_begin = False          # any begin distance above 0 (refresh keeps it)
         self.refresh()
         self._staging = np.zeros((_MIN_CAPACITY, INSTANCE_FLOATS), dtype=np.float32)
-        self.exact_query = EXACT_QUERY and callable(getattr(index, "query_spheres", None))
+        self.exact_query = (EXACT_QUERY and callable(getattr(index, "query_spheres", None))
+                            and getattr(index, "knows_spheres", True))
         self.visible = np.zeros(0, dtype=np.int64)
         #: The last cull's ``QueryTrace`` when it was asked for one, else None.
         self.trace: Any = None
