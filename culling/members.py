@@ -35,7 +35,7 @@ import math
 
 import numpy as np
 
-from culling.jit import kernel, parallel_kernel, prange
+from culling.jit import inline_kernel, kernel, parallel_kernel, prange
 from culling.shapes import FILTER_EPS, SAFE_HI, SAFE_LO, classify
 from culling.tiles import next_near_rows
 
@@ -49,6 +49,12 @@ UNSURE = 2
 _BELOW = 1.0 - FILTER_EPS
 _ABOVE = 1.0 + FILTER_EPS
 _TINY_LIMIT = 2.0 ** -1000  # a cube's radius times scale below this may have lost bits
+#: A squared distance below ``SAFE_LO`` may have lost bits to underflow, but
+#: the true one is then below ``2 * SAFE_LO`` (each square's error is at most
+#: a subnormal's ulp), so against a squared reach of ``4 * SAFE_LO`` or more
+#: it is surely inside: only smaller reaches need exact arithmetic.  (A point
+#: exactly at a centre, as in the collision broad phase, is such a case.)
+_TINY_REACH = 4.0 * SAFE_LO
 
 #: Rows :func:`flag_rows` tests at a time: their distances (8 KiB) stay in the L1 cache.
 TILE = 1024
@@ -68,7 +74,7 @@ def candidates(visited: np.ndarray, count: np.ndarray) -> int:
     return total
 
 
-@kernel
+@inline_kernel
 def flag_rows(columns: np.ndarray, first: int, last: int, tile_box: np.ndarray, p: np.ndarray, cube: bool,
               scale: float, distance: np.ndarray, flags: np.ndarray, at: int) -> tuple[int, int]:
     """Flag the rows of the run ``first .. last - 1`` whose tiles are near ``p``
@@ -132,7 +138,7 @@ def flag_rows(columns: np.ndarray, first: int, last: int, tile_box: np.ndarray, 
                     flags[flag + i] = inside
                     inside_count += inside
                     maybe += distance[i] <= reach * _ABOVE
-                    unsafe |= (distance[i] < SAFE_LO) | (distance[i] > SAFE_HI)
+                    unsafe |= ((distance[i] < SAFE_LO) & (reach < _TINY_REACH)) | (distance[i] > SAFE_HI)
             else:
                 for i in range(n):
                     limit = columns[dim, row + i] * scale
@@ -141,7 +147,7 @@ def flag_rows(columns: np.ndarray, first: int, last: int, tile_box: np.ndarray, 
                     flags[flag + i] = inside
                     inside_count += inside
                     maybe += distance[i] <= bound * _ABOVE
-                    unsafe |= (distance[i] < SAFE_LO) | (distance[i] > SAFE_HI)
+                    unsafe |= ((distance[i] < SAFE_LO) & (bound < _TINY_REACH)) | (distance[i] > SAFE_HI)
             if maybe != inside_count or unsafe:  # within rounding of a surface: row by row
                 inside_count = 0
                 for i in range(n):
@@ -153,7 +159,7 @@ def flag_rows(columns: np.ndarray, first: int, last: int, tile_box: np.ndarray, 
     return sure, unsure
 
 
-@kernel
+@inline_kernel
 def write_rows(flags: np.ndarray, at: int, first: int, last: int, tile_box: np.ndarray, p: np.ndarray,
                scale: float, handles: np.ndarray, want_rows: bool, out: np.ndarray, k: int, unsure: np.ndarray,
                uk: int) -> tuple[int, int]:

@@ -109,3 +109,20 @@ def test_far_tiles_are_skipped() -> None:
     assert next_near_rows(0, 3 * TILE_ROWS, np.array([12.0, 10.5]), 1.0, box)[0] == TILE_ROWS
     assert next_near_rows(0, 3 * TILE_ROWS, np.array([np.nextafter(12.0, 13.0), 10.5]), 1.0,
                           box) == (3 * TILE_ROWS, 3 * TILE_ROWS)
+
+
+@settings(max_examples=60, deadline=None)
+@given(exponent=st.integers(-1074, 10), offset_exponent=st.integers(-1074, 0), dim=st.integers(1, 3))
+def test_points_at_or_next_to_centres_at_every_magnitude(exponent: int, offset_exponent: int, dim: int) -> None:
+    """A point at a centre (squared distance 0) or a subnormal step away: the filter's underflow
+    rule leaves tiny reaches to exact arithmetic and decides the others at once, never wrongly."""
+    radius = float(np.ldexp(1.0, exponent))
+    centres = np.array([[1.0] * dim, [1.0 + 2.0 ** -40] * dim, [2.0] * dim])
+    radii = np.array([radius, radius, 0.0])
+    tree = ViewDistanceTree(4.0, dim=dim)
+    handles = tree.insert_many(centres, radii)
+    for p in (centres[0], centres[2], centres[0] + np.ldexp(1.0, offset_exponent)):
+        want = {int(handles[i]) for i in _brute(centres, radii, p)}
+        assert set(tree.query(p, exact=True).tolist()) == want
+        found, counts = tree.query_many(np.repeat(p[None], 70, axis=0), exact=True)
+        assert set(found[: counts[0]].tolist()) == want
