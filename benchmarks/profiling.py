@@ -63,7 +63,7 @@ def case_insert_many(n: int, scale: int) -> tuple[list[str], Callable[[], object
         for _ in range(scale):
             _tree(wl)
 
-    return ["insert_many", "_homes_many", "_link_many", "_group_homes", "_node_at", "_move_block"], run
+    return ["insert_many", "_homes_many", "_link_many", "_make_room"], run
 
 
 def case_update_many(n: int, scale: int) -> tuple[list[str], Callable[[], object]]:
