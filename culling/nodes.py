@@ -139,32 +139,35 @@ class NodeTable:
             node = self.new(level, cell, parent)
         return node
 
-    def at_many(self, levels: np.ndarray, cells: np.ndarray, root: int) -> np.ndarray:
+    def at_many(self, keys: np.ndarray, root: int) -> np.ndarray:
         """:meth:`at` of many keys at once: node ids, int64 (k,).
 
-        ``levels`` int64 (k,) and ``cells`` int64 (dim, k) name distinct
+        ``keys`` int64 (k, dim + 1), rows ``(level, cell...)``, name distinct
         nodes at or below the root ``root``, which must contain them all.
         A kernel (:func:`_descend`) finds each from the root by its child
         links and creates the missing ones; the hash index then learns the
         new nodes in one pass.  O(k x depth) compiled, plus O(new nodes).
         """
-        homes = np.empty(levels.shape[0], dtype=np.int64)
-        free = np.array(self.free[::-1], dtype=np.int64)  # the order :meth:`new` would pop them in
+        homes = np.empty(keys.shape[0], dtype=np.int64)
+        # Dead rows to reuse, in the order :meth:`new` would pop them: a few per key (a batch
+        # that needs more takes fresh rows; the rest stay free for later).
+        reuse = min(len(self.free), 2 * keys.shape[0] + 16)
+        free = np.array(self.free[len(self.free) - reuse:][::-1], dtype=np.int64)
         created = np.empty(free.shape[0] + self.count.shape[0] - self.issued, dtype=np.int64)
         done, used, made = 0, 0, 0
         while True:
             done, used, self.issued, made = _descend(
-                levels, cells, done, root, free, used, self.issued, created, made, self.start, self.capacity,
+                keys, done, root, free, used, self.issued, created, made, self.start, self.capacity,
                 self.count, self.level, self.cells, self.parent, self.children, self.child, homes)
-            if done == levels.shape[0]:
+            if done == keys.shape[0]:
                 break
             self._grow(self.count.shape[0] + 1)  # out of rows: grow by ARRAY_GROWTH and go on
             room = free.shape[0] - used + self.count.shape[0] - self.issued
             created = np.concatenate([created[:made], np.empty(room, dtype=np.int64)])
         del self.free[len(self.free) - used:]
         new = created[:made]
-        keys = list(zip(self.level[new].tolist(), map(tuple, self.cells[:, new].T.tolist())))
-        for node, key in zip(new.tolist(), keys):
+        named = list(zip(self.level[new].tolist(), map(tuple, self.cells[:, new].T.tolist())))
+        for node, key in zip(new.tolist(), named):
             self.key[node] = key
             self.by_level.setdefault(key[0], {})[key[1]] = node
         return homes
@@ -198,7 +201,7 @@ class NodeTable:
 
 
 @kernel
-def _descend(levels: np.ndarray, cells: np.ndarray, done: int, root: int, free: np.ndarray, used: int, issued: int,
+def _descend(keys: np.ndarray, done: int, root: int, free: np.ndarray, used: int, issued: int,
              created: np.ndarray, made: int, start: np.ndarray, capacity: np.ndarray, count: np.ndarray,
              level: np.ndarray, node_cells: np.ndarray, parent: np.ndarray, children: np.ndarray,
              child: np.ndarray, homes: np.ndarray) -> tuple[int, int, int, int]:
@@ -212,15 +215,15 @@ def _descend(levels: np.ndarray, cells: np.ndarray, done: int, root: int, free: 
     Returns ``(done, used, issued, made)``: keys finished (all, unless the
     table ran out of rows), free ids and rows taken so far, ids in ``created``.
     """
-    dim = cells.shape[0]
+    dim = node_cells.shape[0]
     rows = count.shape[0]
-    for g in range(done, levels.shape[0]):
+    for g in range(done, keys.shape[0]):
         node = root
-        for below in range(level[root] + 1, levels[g] + 1):
-            shift = levels[g] - below
+        for below in range(level[root] + 1, keys[g, 0] + 1):
+            shift = keys[g, 0] - below
             quadrant = 0
             for axis in range(dim):
-                quadrant |= ((cells[axis, g] >> shift) & 1) << axis
+                quadrant |= ((keys[g, axis + 1] >> shift) & 1) << axis
             next_node = child[node, quadrant]
             if next_node < 0:
                 if used < free.shape[0]:
@@ -236,7 +239,7 @@ def _descend(levels: np.ndarray, cells: np.ndarray, done: int, root: int, free: 
                 count[next_node] = 0
                 level[next_node] = below
                 for axis in range(dim):
-                    node_cells[axis, next_node] = cells[axis, g] >> shift
+                    node_cells[axis, next_node] = keys[g, axis + 1] >> shift
                 parent[next_node] = node
                 children[next_node] = 0
                 child[next_node] = -1
@@ -246,4 +249,4 @@ def _descend(levels: np.ndarray, cells: np.ndarray, done: int, root: int, free: 
                 made += 1
             node = next_node
         homes[g] = node
-    return levels.shape[0], used, issued, made
+    return keys.shape[0], used, issued, made

@@ -297,10 +297,10 @@ class ViewDistanceTree:
         """
         centres = np.ascontiguousarray(as_points(centres, self.dim, "centres"))
         radii = as_radii(radii, centres.shape[0])
-        levels, cells = self._homes_many(centres, radii)
+        self._fit_many(centres, radii)
         handles = self._new_handles(centres.shape[0])
         if handles.size:
-            self._link_many(handles, levels, cells, centres, radii)
+            self._link_many(handles, centres, radii)
             self._count += handles.size
             self._shrink_root()
         return handles
@@ -320,16 +320,16 @@ class ViewDistanceTree:
             raise ValueError(f"centres must have shape ({handles.size}, {self.dim}) to match "
                              f"the handles, got {centres.shape}")
         centres = np.ascontiguousarray(centres)
-        levels, cells = self._homes_many(centres, radii)
+        self._fit_many(centres, radii)
         if not handles.size:
             return
-        movers = batchkernels.settle(handles, centres, radii, levels, cells, self._obj_node, self._obj_pos,
+        movers = batchkernels.settle(handles, centres, radii, self.origin, self.size, self._obj_node, self._obj_pos,
                                      self._nodes.level, self._nodes.cells, self._pool.columns)
         if not movers.size:
             return
         moving = handles[movers]
         touched = self._unlink_many(moving)
-        self._link_many(moving, levels[movers], cells[:, movers], centres[movers], radii[movers])
+        self._link_many(moving, centres[movers], radii[movers])
         self._cleanup_many(touched)
         self._shrink_root()
 
@@ -581,20 +581,24 @@ class ViewDistanceTree:
             return level, tuple(math.floor(x * scale) + offset for x in u)
         return level, tuple(lat.cell(x, level) for x in u)
 
-    def _homes_many(self, centres: np.ndarray, radii: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Home ``(levels, cells)`` of many spheres (:func:`culling.batchkernels.locate`), validated
-        against the world; grows the root to hold them all.
+    def _fit_many(self, centres: np.ndarray, radii: np.ndarray) -> None:
+        """Validate many spheres against the world and grow the root to hold them all.
 
+        Root-relative coordinates and levels are monotone in the centres and
+        radii, so the extreme centres and the largest radius
+        (:func:`culling.batchkernels.extent`) decide for the whole batch.
         ``centres`` float64 (n, dim), C-contiguous; ``radii`` float64 (n,).
         """
-        levels, cells, lo, hi = batchkernels.locate(centres, radii, self.origin, self.size)
-        if levels.size:
-            corners = [lo.tolist(), hi.tolist()]
-            top = int(levels.min())
-            self._check_world(corners[0], corners[1], top)
-            while top < self.root_level or not all(self._root_contains(c) for c in corners):
-                self._grow_root()
-        return levels, cells
+        if not radii.size:
+            return
+        low, high, largest = batchkernels.extent(centres, radii)
+        size = self.size
+        lo = [(c - o) / size for c, o in zip(low.tolist(), self._origin_list)]
+        hi = [(c - o) / size for c, o in zip(high.tolist(), self._origin_list)]
+        top = self._lattice.level_for(largest)
+        self._check_world(lo, hi, top)
+        while top < self.root_level or not (self._root_contains(lo) and self._root_contains(hi)):
+            self._grow_root()
 
     def _root_contains(self, u: list[float]) -> bool:
         level, cell = self._nodes.key_of(self._root)
@@ -741,8 +745,7 @@ class ViewDistanceTree:
         self._nodes.count[touched] = kept
         return touched
 
-    def _link_many(self, handles: np.ndarray, levels: np.ndarray, cells: np.ndarray, centres: np.ndarray,
-                   radii: np.ndarray) -> None:
+    def _link_many(self, handles: np.ndarray, centres: np.ndarray, radii: np.ndarray) -> None:
         """Put objects (handles already issued, root already grown) into their home nodes.
 
         Grouping by home (:func:`culling.batchkernels.group`), finding and
@@ -750,8 +753,8 @@ class ViewDistanceTree:
         blocks (:meth:`_make_room`), then one pass writing the objects
         (:func:`culling.batchkernels.place`).  ``centres`` C-contiguous.
         """
-        group_of, first, sizes = batchkernels.group(levels, cells)
-        homes = self._nodes.at_many(levels[first], np.ascontiguousarray(cells[:, first]), self._root)
+        group_of, keys, sizes = batchkernels.group(centres, radii, self.origin, self.size)
+        homes = self._nodes.at_many(keys, self._root)
         self._make_room(homes, sizes)
         batchkernels.place(handles, group_of, homes, centres, radii, self._nodes.start, self._nodes.count,
                            self._pool.handles, self._pool.columns, self._obj_node, self._obj_pos)
