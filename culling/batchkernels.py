@@ -40,10 +40,10 @@ def extent(centres: np.ndarray, radii: np.ndarray) -> tuple[np.ndarray, np.ndarr
     largest radius of a non-empty batch.  O(n), one pass (NumPy's ``min(axis=0)`` on an
     (n, 3) array is twenty times slower)."""
     n, dim = centres.shape
-    lo = centres[0].copy()
-    hi = centres[0].copy()
-    largest = radii[0]
-    for i in range(1, n):
+    lo = np.full(dim, math.inf)
+    hi = np.full(dim, -math.inf)
+    largest = 0.0
+    for i in range(n):
         for axis in range(dim):
             lo[axis] = min(lo[axis], centres[i, axis])
             hi[axis] = max(hi[axis], centres[i, axis])
@@ -73,7 +73,7 @@ def _cell(u: float, level: int) -> int:
 
 @inline_kernel
 def _home(centres: np.ndarray, radii: np.ndarray, i: int, origin: np.ndarray, size: float, key: np.ndarray) -> None:
-    """Object ``i``'s home node into ``key`` (int64 (dim + 1,)): its level, then its cell.
+    """Object ``i``'s home node into ``key[0]`` (int64 (1, dim + 1)): its level, then its cell.
 
     The level of :meth:`culling.lattice.Lattice.levels_for` and the cell of
     :meth:`~culling.lattice.Lattice.cells` for the root-relative centre
@@ -86,9 +86,9 @@ def _home(centres: np.ndarray, radii: np.ndarray, i: int, origin: np.ndarray, si
         level = TOO_LARGE
     else:
         level = min(-math.frexp(relative)[1] - 1, MAX_DEPTH)
-    key[0] = level
+    key[0, 0] = level
     for axis in range(centres.shape[1]):
-        key[axis + 1] = _cell((centres[i, axis] - origin[axis]) / size, level)
+        key[0, axis + 1] = _cell((centres[i, axis] - origin[axis]) / size, level)
 
 
 #: Golden-ratio multiplier of the hash in :func:`group` (Fibonacci hashing).
@@ -96,15 +96,14 @@ _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 
 
 @inline_kernel
-def _slot(key: np.ndarray, bits: int) -> np.int64:
-    """Hash table slot (of ``2**bits``) of a key ``(level, cell...)``: multiply-xor, top bits."""
+def _slot(keys: np.ndarray, g: int, bits: int) -> np.int64:
+    """Hash table slot (of ``2**bits``) of the key ``keys[g] = (level, cell...)``: multiply-xor, top bits."""
     h = np.uint64(0)
-    for part in key:
-        h = (h ^ np.uint64(part)) * _GOLDEN
+    for part in range(keys.shape[1]):
+        h = (h ^ np.uint64(keys[g, part])) * _GOLDEN
     return np.int64(h >> np.uint64(64 - bits))
 
 
-@kernel
 def group(centres: np.ndarray, radii: np.ndarray, origin: np.ndarray,
           size: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Group objects by home node: ``(group_of, keys, sizes)``.
@@ -115,63 +114,66 @@ def group(centres: np.ndarray, radii: np.ndarray, origin: np.ndarray,
     numbered in order of first appearance.
 
     A hash table from key to group (open addressing, at most half full):
-    :func:`_group_into` fills it until it is half full, then the table and
-    the groups' columns double and it goes on.  O(n), where sorting the
-    keys would be O(n log n).
+    :func:`_group_into` fills it until it is half full; then the table and
+    the groups' columns double and it goes on (about log2(k / 512) times).
+    O(n), where sorting the keys would be O(n log n).  The doubling is
+    driven from here rather than from a kernel: a kernel calling
+    ``_group_into`` would compile it a second time (a second in a cold start).
     """
     n, dim = centres.shape
     group_of = np.empty(n, dtype=np.int64)
     bits = 10
-    table = np.full(1 << bits, -1, dtype=np.int64)  # slot -> group, -1 for empty
     keys = np.empty((1 << (bits - 1), dim + 1), dtype=np.int64)
     sizes = np.zeros(1 << (bits - 1), dtype=np.int64)
-    done, groups = _group_into(centres, radii, origin, size, 0, 0, bits, table, keys, sizes, group_of)
-    while done < n:  # the table is half full: double it and the groups' columns, re-insert every group
+    done, groups = _group_into(centres, radii, origin, size, 0, 0, bits, keys, sizes, group_of)
+    while done < n:
         bits += 1
-        table = np.full(1 << bits, -1, dtype=np.int64)
-        for g in range(groups):
-            slot = _slot(keys[g], bits)
-            while table[slot] >= 0:
-                slot = (slot + 1) & ((1 << bits) - 1)
-            table[slot] = g
-        keys = np.concatenate((keys, np.empty_like(keys)))
-        sizes = np.concatenate((sizes, np.zeros_like(sizes)))
-        done, groups = _group_into(centres, radii, origin, size, done, groups, bits, table, keys, sizes, group_of)
+        keys = np.concatenate([keys, np.empty_like(keys)])
+        sizes = np.concatenate([sizes, np.zeros_like(sizes)])
+        done, groups = _group_into(centres, radii, origin, size, done, groups, bits, keys, sizes, group_of)
     return group_of, keys[:groups].copy(), sizes[:groups].copy()
 
 
 @kernel
 def _group_into(centres: np.ndarray, radii: np.ndarray, origin: np.ndarray, size: float, done: int, groups: int,
-                bits: int, table: np.ndarray, keys: np.ndarray, sizes: np.ndarray,
-                group_of: np.ndarray) -> tuple[int, int]:
-    """:func:`group`'s loop over objects ``done ..`` while the table has room for their groups.
+                bits: int, keys: np.ndarray, sizes: np.ndarray, group_of: np.ndarray) -> tuple[int, int]:
+    """:func:`group`'s loop over objects ``done ..``, with ``groups`` groups so far.
 
-    ``table`` has ``2**bits`` slots.  Returns ``(done, groups)``: the first
-    object not grouped (``n`` when all are) and the groups so far.  Its
-    arrays never change size, so the loop keeps them in registers
-    (reassigning an array inside a numba loop costs reference counting on
-    every iteration).
+    Builds a table of ``2**bits`` slots holding the groups so far, then
+    adds objects while ``keys`` and ``sizes`` have room for their groups.
+    Returns ``(done, groups)``: the first object not grouped (``n`` when
+    all are) and the groups so far.  The loop's arrays never change size,
+    so they stay in registers (reassigning an array inside a numba loop
+    costs reference counting on every iteration).
     """
     n, dim = centres.shape
-    key = np.empty(dim + 1, dtype=np.int64)
+    mask = (1 << bits) - 1
+    table = np.full(1 << bits, -1, dtype=np.int64)  # slot -> group, -1 for empty
+    for g in range(groups):
+        slot = _slot(keys, g, bits)
+        while table[slot] >= 0:
+            slot = (slot + 1) & mask
+        table[slot] = g
+    key = np.empty((1, dim + 1), dtype=np.int64)
     for i in range(done, n):
         _home(centres, radii, i, origin, size, key)
-        slot = _slot(key, bits)
+        slot = _slot(key, 0, bits)
         g = table[slot]
         while g >= 0:
             same = True
             for part in range(dim + 1):
-                same &= keys[g, part] == key[part]
+                same &= keys[g, part] == key[0, part]
             if same:
                 break
-            slot = (slot + 1) & (table.shape[0] - 1)
+            slot = (slot + 1) & mask
             g = table[slot]
         if g < 0:  # a new group
             if groups == keys.shape[0]:
                 return i, groups
             g = groups
             groups += 1
-            keys[g] = key
+            for part in range(dim + 1):
+                keys[g, part] = key[0, part]
             table[slot] = g
         group_of[i] = g
         sizes[g] += 1
@@ -196,14 +198,14 @@ def settle(handles: np.ndarray, centres: np.ndarray, radii: np.ndarray, origin: 
     """
     n, dim = centres.shape
     movers = np.empty(n, dtype=np.int64)
-    key = np.empty(dim + 1, dtype=np.int64)
+    key = np.empty((1, dim + 1), dtype=np.int64)
     k = 0
     for i in range(n):
         _home(centres, radii, i, origin, size, key)
         node = obj_node[handles[i]]
-        stay = node_level[node] == key[0]
+        stay = node_level[node] == key[0, 0]
         for axis in range(dim):
-            stay &= node_cells[axis, node] == key[axis + 1]
+            stay &= node_cells[axis, node] == key[0, axis + 1]
         if stay:
             row = obj_pos[handles[i]]
             for axis in range(dim):

@@ -242,7 +242,8 @@ def _descend(keys: np.ndarray, done: int, root: int, free: np.ndarray, used: int
                     node_cells[axis, next_node] = keys[g, axis + 1] >> shift
                 parent[next_node] = node
                 children[next_node] = 0
-                child[next_node] = -1
+                for quadrant_below in range(child.shape[1]):
+                    child[next_node, quadrant_below] = -1
                 children[node] += 1
                 child[node, quadrant] = next_node
                 created[made] = next_node
