@@ -310,7 +310,9 @@ class ViewDistanceTree:
 
         Objects that stay in their node are rewritten in place by one kernel
         pass (:func:`culling.batchkernels.settle`) and touch no node; the
-        others are unlinked and re-linked in batch.  O(n) plus O(movers log movers).
+        others (the movers) are unlinked and re-linked in batch, as
+        ``insert_many`` links.  O(n) compiled, plus O(movers log movers) NumPy
+        for the unlink.
         """
         handles = self._live_many(handles)
         check_unique(handles)

@@ -152,3 +152,18 @@ def test_squared_reach_is_exact_at_every_magnitude():
         reach = squared_reach(radii)
         assert (np.sqrt(reach) <= radii).all()
         assert (np.sqrt(np.nextafter(reach, np.inf)) > radii).all()
+
+
+def test_batch_cells_equal_the_query_walks_cells():
+    """The batch kernels' cell function (a multiplication where the walk's calls ``ldexp``) and
+    :func:`culling.treekernels.cell_of` agree on cell edges, their neighbours and beyond the world."""
+    from culling.batchkernels import _cell
+    from culling.treekernels import cell_of
+
+    rng = np.random.default_rng(11)
+    edges = rng.integers(-2 ** 20, 2 ** 20, 300) * 2.0 ** -rng.integers(0, 25, 300)
+    u = np.concatenate([edges, np.nextafter(edges, np.inf), np.nextafter(edges, -np.inf),
+                        rng.uniform(-6e6, 1.2e7, 300), [0.0, -0.0, 5e-324, -5e-324, 1e300, -1e300, np.inf, -np.inf]])
+    for level in range(-24, 25):
+        for x in u.tolist():
+            assert _cell(x, level) == cell_of(x, level), (x, level)
