@@ -5,9 +5,6 @@ Node creation and block allocation run per node (:meth:`culling.nodes.NodeTable.
 as plain loops that read each object's data once and keep its home
 ``(level, cell)`` in registers instead of arrays:
 
-- :func:`extent`: the batch's extreme centres and largest radius, which
-  the tree checks against the world (and grows its root for) before any
-  kernel writes anything.
 - :func:`group` (``insert_many`` and the movers of ``update_many``): which
   objects share a home node, by a hash table keyed by ``(level, cell)``;
   O(n) where sorting is O(n log n).
@@ -31,24 +28,7 @@ from culling.jit import inline_kernel, kernel
 from culling.lattice import ANCHOR, MAX_DEPTH, MAX_GROWTH, TOO_LARGE
 from culling.shapes import reach_of
 
-__all__ = ["extent", "group", "place", "settle"]
-
-
-@kernel
-def extent(centres: np.ndarray, radii: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
-    """``(lo, hi, largest)``: the smallest and largest centre per axis (float64 (dim,)) and the
-    largest radius of a non-empty batch.  O(n), one pass (NumPy's ``min(axis=0)`` on an
-    (n, 3) array is twenty times slower)."""
-    n, dim = centres.shape
-    lo = np.full(dim, math.inf)
-    hi = np.full(dim, -math.inf)
-    largest = 0.0
-    for i in range(n):
-        for axis in range(dim):
-            lo[axis] = min(lo[axis], centres[i, axis])
-            hi[axis] = max(hi[axis], centres[i, axis])
-        largest = max(largest, radii[i])
-    return lo, hi, largest
+__all__ = ["group", "place", "settle"]
 
 
 #: Root-relative coordinates are clamped to one unit outside the largest
@@ -189,7 +169,8 @@ def settle(handles: np.ndarray, centres: np.ndarray, radii: np.ndarray, origin: 
     Parameters
     ----------
     handles : int64 (n,), live and unique
-    centres : float64 (n, dim); radii : float64 (n,), inside the tree's root
+    centres : float64 (n, dim); radii : float64 (n,), inside the tree's root (the tree checked
+        the batch's extreme centres and largest radius first)
 
     Returns
     -------

@@ -587,17 +587,17 @@ class ViewDistanceTree:
         """Validate many spheres against the world and grow the root to hold them all.
 
         Root-relative coordinates and levels are monotone in the centres and
-        radii, so the extreme centres and the largest radius
-        (:func:`culling.batchkernels.extent`) decide for the whole batch.
-        ``centres`` float64 (n, dim), C-contiguous; ``radii`` float64 (n,).
+        radii, so the extreme centres and the largest radius decide for the
+        whole batch.  Reduced axis by axis: NumPy's ``min(axis=0)`` on an
+        (n, 3) array is ten times slower than three strided passes.
+        ``centres`` float64 (n, dim); ``radii`` float64 (n,).
         """
         if not radii.size:
             return
-        low, high, largest = batchkernels.extent(centres, radii)
-        size = self.size
-        lo = [(c - o) / size for c, o in zip(low.tolist(), self._origin_list)]
-        hi = [(c - o) / size for c, o in zip(high.tolist(), self._origin_list)]
-        top = self._lattice.level_for(largest)
+        size, origin = self.size, self._origin_list
+        lo = [(float(centres[:, axis].min()) - o) / size for axis, o in enumerate(origin)]
+        hi = [(float(centres[:, axis].max()) - o) / size for axis, o in enumerate(origin)]
+        top = self._lattice.level_for(float(radii.max()))
         self._check_world(lo, hi, top)
         while top < self.root_level or not (self._root_contains(lo) and self._root_contains(hi)):
             self._grow_root()
