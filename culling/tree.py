@@ -785,6 +785,7 @@ class ViewDistanceTree:
             pool.columns[:, target] = pool.columns[:, source]
             self._obj_pos[pool.handles[target]] = target
         held = old_capacities > 0
-        self._pool.release_many(old_starts[held], old_capacities[held])
+        if held.any():
+            self._pool.release_many(old_starts[held], old_capacities[held])
         table.start[nodes] = starts
         table.capacity[nodes] = capacities
