@@ -67,7 +67,7 @@ def case_insert_many(n: int, scale: int) -> tuple[list[str], Callable[[], object
         for _ in range(scale):
             _tree(wl)
 
-    return ["insert_many", "_homes_many", "_link_many", "_group_homes", "_node_at", "_move_block"], run
+    return ["insert_many", "_fit_many", "_link_many", "_make_room"], run
 
 
 def case_update_many(n: int, scale: int) -> tuple[list[str], Callable[[], object]]:
@@ -79,7 +79,7 @@ def case_update_many(n: int, scale: int) -> tuple[list[str], Callable[[], object
         for c in frames:
             tree.update_many(handles, c, wl.radii)
 
-    return ["update_many", "_homes_many", "_unlink_many", "_link_many", "_cleanup_many", "_live_many"], run
+    return ["update_many", "_fit_many", "_unlink_many", "_link_many", "_cleanup_many", "_live_many"], run
 
 
 def case_single(n: int, scale: int) -> tuple[list[str], Callable[[], object]]:

@@ -1,20 +1,25 @@
 """The tree's batch-mutation kernels: the per-object loops of ``insert_many`` and ``update_many``.
 
-Grouping, node creation and block allocation stay in NumPy and Python (they
-run per node, not per object); what runs per object is here, as plain loops
-that touch each object's row once:
+Node creation and block allocation run per node (:meth:`culling.nodes.NodeTable.at_many`,
+:meth:`culling.pool.BlockPool.allocate_many`); what runs per object is here,
+as plain loops that read each object's data once and keep its home
+``(level, cell)`` in registers instead of arrays:
 
-- :func:`settle` (``update_many``): compute each object's home cell, and
-  when it is the node the object is already in (a small move), rewrite its
-  centre and radius in place; return the others, the movers.
+- :func:`group` (``insert_many`` and the movers of ``update_many``): which
+  objects share a home node, by a hash table keyed by ``(level, cell)``;
+  O(n) where sorting is O(n log n).
+- :func:`settle` (``update_many``): rewrite in place every object whose
+  home node is the one it is in (a small move), covering its tile; return
+  the others, the movers.
+- :func:`place`: append the grouped objects after their home node's
+  members, with their squared reach, and cover their tiles.
 - :func:`layout_order` (``insert_many``): the batch along a Morton curve,
   so that each node's new members follow it and each tile of pool rows
   covers a small part of its node (:mod:`culling.tiles`).
-- :func:`place` (``insert_many`` and the movers): append objects, grouped
-  by home node, after their node's members.
 
-NumPy needed a dozen passes and two 2-D scatters for each; here each object's
-data is read once and its row written once.
+Homes come from :func:`_home`, the compiled twin of
+:meth:`culling.lattice.Lattice.levels_for` and :meth:`~culling.lattice.Lattice.cells`
+(the same IEEE operations; ``check_invariants`` compares the two).
 """
 
 from __future__ import annotations
@@ -23,10 +28,10 @@ import math
 
 import numpy as np
 
-from culling.jit import kernel
+from culling.jit import inline_kernel, kernel
+from culling.lattice import ANCHOR, MAX_DEPTH, MAX_GROWTH, TOO_LARGE
 from culling.shapes import reach_of
-from culling.tiles import cover
-from culling.treekernels import cell_of
+from culling.tiles import cover, cover_row
 
 #: Bits of :func:`layout_order`'s Morton code: 4,096 cells over the batch's box.
 LAYOUT_BITS = 12
@@ -34,18 +39,146 @@ LAYOUT_BITS = 12
 __all__ = ["group", "layout_order", "place", "settle"]
 
 
+#: Root-relative coordinates are clamped to one unit outside the largest
+#: world, as :func:`culling.treekernels.cell_of` does.
+_U_LOW = -float(ANCHOR) - 1.0
+_U_HIGH = float((1 << MAX_GROWTH) - ANCHOR) + 1.0
+
+
+@inline_kernel
+def _cell(u: float, level: int) -> int:
+    """:func:`culling.treekernels.cell_of`, the power of two applied by a multiplication.
+
+    ``math.ldexp`` is a library call (5 ns, three per object); the product
+    with ``2.0**level`` is the same exact scaling, as ``|u| < 2**25`` and
+    ``0 <= level <= MAX_DEPTH`` can neither overflow nor underflow.
+    """
+    u = min(max(u, _U_LOW), _U_HIGH)
+    if level >= 0:
+        return int(math.floor(u * float(1 << level))) + (ANCHOR << level)
+    return int((math.floor(u) + ANCHOR) >> -level)
+
+
+@inline_kernel
+def _home(centres: np.ndarray, radii: np.ndarray, i: int, origin: np.ndarray, size: float, key: np.ndarray) -> None:
+    """Object ``i``'s home node into ``key[0]`` (int64 (1, dim + 1)): its level, then its cell.
+
+    The level of :meth:`culling.lattice.Lattice.levels_for` and the cell of
+    :meth:`~culling.lattice.Lattice.cells` for the root-relative centre
+    ``(centre - origin) / size``, by the same IEEE operations.
+    """
+    relative = radii[i] / size
+    if relative == 0.0:
+        level = MAX_DEPTH
+    elif relative == math.inf:
+        level = TOO_LARGE
+    else:
+        level = min(-math.frexp(relative)[1] - 1, MAX_DEPTH)
+    key[0, 0] = level
+    for axis in range(centres.shape[1]):
+        key[0, axis + 1] = _cell((centres[i, axis] - origin[axis]) / size, level)
+
+
+#: Golden-ratio multiplier of the hash in :func:`group` (Fibonacci hashing).
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+
+
+@inline_kernel
+def _slot(keys: np.ndarray, g: int, bits: int) -> np.int64:
+    """Hash table slot (of ``2**bits``) of the key ``keys[g] = (level, cell...)``: multiply-xor, top bits."""
+    h = np.uint64(0)
+    for part in range(keys.shape[1]):
+        h = (h ^ np.uint64(keys[g, part])) * _GOLDEN
+    return np.int64(h >> np.uint64(64 - bits))
+
+
+def group(centres: np.ndarray, radii: np.ndarray, origin: np.ndarray,
+          size: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Group objects by home node: ``(group_of, keys, sizes)``.
+
+    Object ``i`` (centre ``centres[i]``, radius ``radii[i]``) is in group
+    ``group_of[i]``; group ``g`` is the node ``keys[g] = (level, cell...)``
+    (int64 (k, dim + 1)) and holds ``sizes[g]`` objects.  Groups are
+    numbered in order of first appearance.
+
+    A hash table from key to group (open addressing, at most half full):
+    :func:`_group_into` fills it until it is half full; then the table and
+    the groups' columns double and it goes on (about log2(k / 512) times).
+    O(n), where sorting the keys would be O(n log n).  The doubling is
+    driven from here rather than from a kernel: a kernel calling
+    ``_group_into`` would compile it a second time (a second in a cold start).
+    """
+    n, dim = centres.shape
+    group_of = np.empty(n, dtype=np.int64)
+    bits = 10
+    keys = np.empty((1 << (bits - 1), dim + 1), dtype=np.int64)
+    sizes = np.zeros(1 << (bits - 1), dtype=np.int64)
+    done, groups = _group_into(centres, radii, origin, size, 0, 0, bits, keys, sizes, group_of)
+    while done < n:
+        bits += 1
+        keys = np.concatenate([keys, np.empty_like(keys)])
+        sizes = np.concatenate([sizes, np.zeros_like(sizes)])
+        done, groups = _group_into(centres, radii, origin, size, done, groups, bits, keys, sizes, group_of)
+    return group_of, keys[:groups].copy(), sizes[:groups].copy()
+
+
 @kernel
-def settle(handles: np.ndarray, centres: np.ndarray, radii: np.ndarray, u: np.ndarray, levels: np.ndarray,
+def _group_into(centres: np.ndarray, radii: np.ndarray, origin: np.ndarray, size: float, done: int, groups: int,
+                bits: int, keys: np.ndarray, sizes: np.ndarray, group_of: np.ndarray) -> tuple[int, int]:
+    """:func:`group`'s loop over objects ``done ..``, with ``groups`` groups so far.
+
+    Builds a table of ``2**bits`` slots holding the groups so far, then
+    adds objects while ``keys`` and ``sizes`` have room for their groups.
+    Returns ``(done, groups)``: the first object not grouped (``n`` when
+    all are) and the groups so far.  The loop's arrays never change size,
+    so they stay in registers (reassigning an array inside a numba loop
+    costs reference counting on every iteration).
+    """
+    n, dim = centres.shape
+    mask = (1 << bits) - 1
+    table = np.full(1 << bits, -1, dtype=np.int64)  # slot -> group, -1 for empty
+    for g in range(groups):
+        slot = _slot(keys, g, bits)
+        while table[slot] >= 0:
+            slot = (slot + 1) & mask
+        table[slot] = g
+    key = np.empty((1, dim + 1), dtype=np.int64)
+    for i in range(done, n):
+        _home(centres, radii, i, origin, size, key)
+        slot = _slot(key, 0, bits)
+        g = table[slot]
+        while g >= 0:
+            same = True
+            for part in range(dim + 1):
+                same &= keys[g, part] == key[0, part]
+            if same:
+                break
+            slot = (slot + 1) & mask
+            g = table[slot]
+        if g < 0:  # a new group
+            if groups == keys.shape[0]:
+                return i, groups
+            g = groups
+            groups += 1
+            for part in range(dim + 1):
+                keys[g, part] = key[0, part]
+            table[slot] = g
+        group_of[i] = g
+        sizes[g] += 1
+    return n, groups
+
+
+@kernel
+def settle(handles: np.ndarray, centres: np.ndarray, radii: np.ndarray, origin: np.ndarray, size: float,
            obj_node: np.ndarray, obj_pos: np.ndarray, node_level: np.ndarray, node_cells: np.ndarray,
-           columns: np.ndarray, cells: np.ndarray, tile_box: np.ndarray) -> np.ndarray:
+           columns: np.ndarray, tile_box: np.ndarray) -> np.ndarray:
     """Store every object whose home is unchanged in place (covering its tile); return the indices of the others.
 
     Parameters
     ----------
     handles : int64 (n,), live and unique
-    centres : float64 (n, dim); radii : float64 (n,)
-    u : float64 (dim, n), root-relative centres; levels : int64 (n,), home levels
-    cells : int64 (dim, n), written: every object's home cell
+    centres : float64 (n, dim); radii : float64 (n,), inside the tree's root (the tree checked
+        the batch's extreme centres and largest radius first)
 
     Returns
     -------
@@ -54,14 +187,14 @@ def settle(handles: np.ndarray, centres: np.ndarray, radii: np.ndarray, u: np.nd
     """
     n, dim = centres.shape
     movers = np.empty(n, dtype=np.int64)
+    key = np.empty((1, dim + 1), dtype=np.int64)
     k = 0
     for i in range(n):
+        _home(centres, radii, i, origin, size, key)
         node = obj_node[handles[i]]
-        stay = node_level[node] == levels[i]
+        stay = node_level[node] == key[0, 0]
         for axis in range(dim):
-            cell = cell_of(u[axis, i], levels[i])
-            cells[axis, i] = cell
-            stay &= node_cells[axis, node] == cell
+            stay &= node_cells[axis, node] == key[0, axis + 1]
         if stay:
             row = obj_pos[handles[i]]
             for axis in range(dim):
@@ -69,7 +202,7 @@ def settle(handles: np.ndarray, centres: np.ndarray, radii: np.ndarray, u: np.nd
             if columns[dim, row] != radii[i]:  # the squared reach only changes with the radius
                 columns[dim, row] = radii[i]
                 columns[dim + 1, row] = reach_of(radii[i])
-            cover(columns, row, row + 1, tile_box)
+            cover_row(columns, row, tile_box)
         else:
             movers[k] = i
             k += 1
@@ -77,30 +210,25 @@ def settle(handles: np.ndarray, centres: np.ndarray, radii: np.ndarray, u: np.nd
 
 
 @kernel
-def place(handles: np.ndarray, order: np.ndarray, starts: np.ndarray, homes: np.ndarray,
-          centres: np.ndarray, radii: np.ndarray, reach: np.ndarray, node_start: np.ndarray,
-          node_count: np.ndarray, pool_handles: np.ndarray, columns: np.ndarray,
+def place(handles: np.ndarray, group_of: np.ndarray, homes: np.ndarray, centres: np.ndarray, radii: np.ndarray,
+          node_start: np.ndarray, node_count: np.ndarray, pool_handles: np.ndarray, columns: np.ndarray,
           obj_node: np.ndarray, obj_pos: np.ndarray, tile_box: np.ndarray) -> None:
     """Append objects to their home nodes, whose blocks already have room.
 
-    ``order`` sorts the objects by home; the objects of home ``g`` (node
-    ``homes[g]``) are ``order[starts[g]:starts[g + 1]]``.  Writes each
-    object's pool row (handle, centre, radius, squared reach), its node and
-    row, the nodes' counts, and covers the rows' tiles.  The objects are
-    read in their own order (sequential reads), each written at its home's
-    next free row: a counting-sort scatter into one write stream per home.
-    O(n).
+    Object ``i`` (handle ``handles[i]``) goes to node ``homes[group_of[i]]``
+    (:func:`group`).  Writes each object's pool row (handle, centre, radius,
+    squared reach), its node and row, the nodes' counts, and covers the new
+    rows' tiles (:mod:`culling.tiles`; each home's new rows are one range,
+    covered in one sweep).  The objects are read in their own order
+    (sequential reads), each written at its home's next free row: one write
+    stream per home.  O(n).
     """
     n, dim = centres.shape
-    home_of = np.empty(n, dtype=np.int64)
-    for g in range(homes.shape[0]):
-        for j in range(starts[g], starts[g + 1]):
-            home_of[order[j]] = g
     next_row = np.empty(homes.shape[0], dtype=np.int64)
     for g in range(homes.shape[0]):
         next_row[g] = node_start[homes[g]] + node_count[homes[g]]
     for i in range(n):
-        g = home_of[i]
+        g = group_of[i]
         row = next_row[g]
         next_row[g] = row + 1
         h = handles[i]
@@ -108,12 +236,12 @@ def place(handles: np.ndarray, order: np.ndarray, starts: np.ndarray, homes: np.
         for axis in range(dim):
             columns[axis, row] = centres[i, axis]
         columns[dim, row] = radii[i]
-        columns[dim + 1, row] = reach[i]
+        columns[dim + 1, row] = reach_of(radii[i])
         obj_node[h] = homes[g]
         obj_pos[h] = row
-    for g in range(homes.shape[0]):  # each home's new rows are one range: cover it in one sweep
+    for g in range(homes.shape[0]):
         cover(columns, node_start[homes[g]] + node_count[homes[g]], next_row[g], tile_box)
-        node_count[homes[g]] += starts[g + 1] - starts[g]
+        node_count[homes[g]] = next_row[g] - node_start[homes[g]]
 
 
 @kernel
@@ -189,69 +317,3 @@ def layout_order(centres: np.ndarray, radii: np.ndarray) -> tuple[np.ndarray, np
             sorted_centres[j, axis] = centres[i, axis]
         sorted_radii[j] = radii[i]
     return order, sorted_centres, sorted_radii
-
-
-#: Golden-ratio multiplier of the hash in :func:`group` (Fibonacci hashing).
-_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
-
-
-@kernel
-def group(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Group equal keys: ``(order, starts)``, the objects of group ``g`` being
-    ``order[starts[g]:starts[g + 1]]`` (groups by first appearance, objects in input order).
-
-    A hash table from key to group (open addressing, doubled when half
-    full), then a counting sort: O(n), where a sort of the keys is
-    O(n log n) and twice the memory traffic.  ``keys`` int64 (n,).
-    """
-    n = keys.shape[0]
-    bits = 10
-    table_key = np.empty(1 << bits, dtype=np.int64)
-    table_group = np.full(1 << bits, -1, dtype=np.int64)
-    group_of = np.empty(n, dtype=np.int64)
-    sizes = np.zeros(16, dtype=np.int64)
-    groups = 0
-    for i in range(n):
-        key = keys[i]
-        slot = np.int64((np.uint64(key) * _GOLDEN) >> np.uint64(64 - bits))
-        mask = (1 << bits) - 1
-        rehashed = False
-        while table_group[slot] >= 0 and table_key[slot] != key:
-            slot = (slot + 1) & mask
-        if table_group[slot] < 0:  # a new group
-            table_key[slot] = key
-            table_group[slot] = groups
-            if groups == sizes.shape[0]:
-                bigger = np.zeros(2 * groups, dtype=np.int64)
-                for g in range(groups):
-                    bigger[g] = sizes[g]
-                sizes = bigger
-            groups += 1
-            if 2 * groups > (1 << bits):  # half full: double the table and re-insert
-                bits += 1
-                old_key, old_group = table_key, table_group
-                table_key = np.empty(1 << bits, dtype=np.int64)
-                table_group = np.full(1 << bits, -1, dtype=np.int64)
-                mask = (1 << bits) - 1
-                for s in range(old_group.shape[0]):
-                    if old_group[s] >= 0:
-                        t = np.int64((np.uint64(old_key[s]) * _GOLDEN) >> np.uint64(64 - bits))
-                        while table_group[t] >= 0:
-                            t = (t + 1) & mask
-                        table_key[t] = old_key[s]
-                        table_group[t] = old_group[s]
-                rehashed = True
-        g = groups - 1 if rehashed else table_group[slot]
-        group_of[i] = g
-        sizes[g] += 1
-    starts = np.empty(groups + 1, dtype=np.int64)
-    starts[0] = 0
-    for g in range(groups):
-        starts[g + 1] = starts[g] + sizes[g]
-    cursor = starts[:groups].copy()
-    order = np.empty(n, dtype=np.int64)
-    for i in range(n):
-        g = group_of[i]
-        order[cursor[g]] = i
-        cursor[g] += 1
-    return order, starts[:groups]

@@ -180,9 +180,10 @@ class Lattice:
                 u[axis] /= self.size
         return u
 
-    def outside_world(self, u: np.ndarray) -> bool:
-        """Whether any coordinate of ``u`` lies outside the largest world the tree can grow to."""
-        return bool(u.size) and (u.min() < self.world_lo_u or u.max() >= self.world_hi_u)
+    def outside_world(self, lo: list[float], hi: list[float]) -> bool:
+        """Whether root-relative coordinates from ``lo`` to ``hi`` (per axis) leave the largest
+        world the tree can grow to."""
+        return min(lo) < self.world_lo_u or max(hi) >= self.world_hi_u
 
     def world_bounds(self) -> tuple[np.ndarray, np.ndarray]:
         """Low and high corner of the largest world, in world coordinates."""

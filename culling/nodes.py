@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from culling.jit import kernel
+
 __all__ = ["ARRAY_GROWTH", "NodeTable", "grown"]
 
 #: Object and node arrays grow by this factor when full (amortised O(1) inserts).
@@ -137,6 +139,39 @@ class NodeTable:
             node = self.new(level, cell, parent)
         return node
 
+    def at_many(self, keys: np.ndarray, root: int) -> np.ndarray:
+        """:meth:`at` of many keys at once: node ids, int64 (k,).
+
+        ``keys`` int64 (k, dim + 1), rows ``(level, cell...)``, name distinct
+        nodes at or below the root ``root``, which must contain them all.
+        A kernel (:func:`_descend`) finds each from the root by its child
+        links and creates the missing ones; the hash index then learns the
+        new nodes in one pass.  O(k x depth) compiled, plus O(new nodes).
+        """
+        homes = np.empty(keys.shape[0], dtype=np.int64)
+        # Dead rows to reuse, in the order :meth:`new` would pop them: a few per key (a batch
+        # that needs more takes fresh rows; the rest stay free for later).
+        reuse = min(len(self.free), 2 * keys.shape[0] + 16)
+        free = np.array(self.free[len(self.free) - reuse:][::-1], dtype=np.int64)
+        created = np.empty(free.shape[0] + self.count.shape[0] - self.issued, dtype=np.int64)
+        done, used, made = 0, 0, 0
+        while True:
+            done, used, self.issued, made = _descend(
+                keys, done, root, free, used, self.issued, created, made, self.start, self.capacity,
+                self.count, self.level, self.cells, self.parent, self.children, self.child, homes)
+            if done == keys.shape[0]:
+                break
+            self._grow(self.count.shape[0] + 1)  # out of rows: grow by ARRAY_GROWTH and go on
+            room = free.shape[0] - used + self.count.shape[0] - self.issued
+            created = np.concatenate([created[:made], np.empty(room, dtype=np.int64)])
+        del self.free[len(self.free) - used:]
+        new = created[:made]
+        named = list(zip(self.level[new].tolist(), map(tuple, self.cells[:, new].T.tolist())))
+        for node, key in zip(new.tolist(), named):
+            self.key[node] = key
+            self.by_level.setdefault(key[0], {})[key[1]] = node
+        return homes
+
     def delete(self, node: int) -> None:
         """Remove ``node`` from the index and its parent; its pool block must be released first."""
         level, cell = self.key_of(node)
@@ -163,3 +198,56 @@ class NodeTable:
         self.children = grown(self.children, length, 0)
         self.child = grown(self.child, length, -1)
         self.key.extend([None] * (self.count.shape[0] - len(self.key)))
+
+
+@kernel
+def _descend(keys: np.ndarray, done: int, root: int, free: np.ndarray, used: int, issued: int,
+             created: np.ndarray, made: int, start: np.ndarray, capacity: np.ndarray, count: np.ndarray,
+             level: np.ndarray, node_cells: np.ndarray, parent: np.ndarray, children: np.ndarray,
+             child: np.ndarray, homes: np.ndarray) -> tuple[int, int, int, int]:
+    """Find or create the nodes of keys ``done ..`` (:meth:`NodeTable.at_many`), writing ``homes``.
+
+    Each key is reached from ``root`` level by level through the child
+    links; a missing node is created (as :meth:`NodeTable.new` does) from
+    ``free`` (ids ``used ..``), else from row ``issued`` on, and its id
+    appended to ``created``.  Stops early when the table has no row left.
+
+    Returns ``(done, used, issued, made)``: keys finished (all, unless the
+    table ran out of rows), free ids and rows taken so far, ids in ``created``.
+    """
+    dim = node_cells.shape[0]
+    rows = count.shape[0]
+    for g in range(done, keys.shape[0]):
+        node = root
+        for below in range(level[root] + 1, keys[g, 0] + 1):
+            shift = keys[g, 0] - below
+            quadrant = 0
+            for axis in range(dim):
+                quadrant |= ((keys[g, axis + 1] >> shift) & 1) << axis
+            next_node = child[node, quadrant]
+            if next_node < 0:
+                if used < free.shape[0]:
+                    next_node = free[used]
+                    used += 1
+                elif issued < rows:
+                    next_node = issued
+                    issued += 1
+                else:
+                    return g, used, issued, made
+                start[next_node] = 0
+                capacity[next_node] = 0
+                count[next_node] = 0
+                level[next_node] = below
+                for axis in range(dim):
+                    node_cells[axis, next_node] = keys[g, axis + 1] >> shift
+                parent[next_node] = node
+                children[next_node] = 0
+                for quadrant_below in range(child.shape[1]):
+                    child[next_node, quadrant_below] = -1
+                children[node] += 1
+                child[node, quadrant] = next_node
+                created[made] = next_node
+                made += 1
+            node = next_node
+        homes[g] = node
+    return keys.shape[0], used, issued, made

@@ -48,6 +48,12 @@ def block_capacity(count: int) -> int:
     return max(MIN_BLOCK, 1 << max(0, int(count) - 1).bit_length())
 
 
+def block_capacities(counts: np.ndarray) -> np.ndarray:
+    """:func:`block_capacity` of each count, int64 (k,); vectorised."""
+    capacities: np.ndarray = np.maximum(MIN_BLOCK, np.left_shift(1, _bit_length(np.maximum(np.asarray(counts, dtype=np.int64) - 1, 0))))
+    return capacities
+
+
 class BlockPool:
     """Rows of ``handles`` (int64) and ``columns`` (float64, ``width`` of them).
 
@@ -101,12 +107,28 @@ class BlockPool:
         self.top += capacity
         return start
 
-    def fresh_rows(self, capacities: list[int]) -> int:
-        """Rows above ``top`` that allocating blocks of ``capacities`` would take (free blocks serve first)."""
-        wanted: dict[int, int] = {}
-        for capacity in capacities:
-            wanted[capacity] = wanted.get(capacity, 0) + 1
-        return sum(capacity * max(0, n - len(self._free.get(capacity, ()))) for capacity, n in wanted.items())
+    def allocate_many(self, capacities: np.ndarray) -> np.ndarray:
+        """Starts of free blocks of ``capacities`` (int64 (k,), powers of two), in the order given.
+
+        Released blocks of each size serve first (the most recently released
+        first, as :meth:`allocate`); the rest are cut from one regrowth of
+        the pool, consecutively.  O(k) vectorised, plus O(1) per size class.
+        """
+        starts = np.empty(capacities.shape[0], dtype=np.int64)
+        fresh = np.ones(capacities.shape[0], dtype=bool)
+        for capacity in np.unique(capacities).tolist() if self._free else ():
+            free = self._free.get(capacity)
+            if free:
+                wanted = np.flatnonzero(capacities == capacity)[: len(free)]
+                starts[wanted] = free[len(free) - wanted.size:][::-1]
+                del free[len(free) - wanted.size:]
+                fresh[wanted] = False
+        fresh_capacities = capacities[fresh]
+        total = int(fresh_capacities.sum())
+        self.reserve(total)
+        starts[fresh] = self.top + np.cumsum(fresh_capacities) - fresh_capacities
+        self.top += total
+        return starts
 
     def wasteful(self, objects: int) -> bool:
         """Whether the pool is far longer than ``objects`` stored objects need (compaction pays)."""
@@ -121,7 +143,7 @@ class BlockPool:
         are forgotten.  O(rows in use), vectorised.
         """
         counts = np.asarray(counts, dtype=np.int64)
-        capacities = np.maximum(MIN_BLOCK, np.left_shift(1, _bit_length(np.maximum(counts - 1, 0))))
+        capacities = block_capacities(counts)
         new_starts = np.cumsum(capacities) - capacities
         total = int(capacities.sum())
         length = max(INITIAL_ROWS, int(total * POOL_GROWTH))
@@ -153,6 +175,13 @@ class BlockPool:
         """Give a block back for reuse by a block of the same capacity."""
         self.handles[start:start + capacity] = -1
         self._free.setdefault(capacity, []).append(start)
+
+    def release_many(self, starts: np.ndarray, capacities: np.ndarray) -> None:
+        """:meth:`release` of many blocks, in the order given; O(rows released) vectorised."""
+        for capacity in np.unique(capacities).tolist():
+            mine = starts[capacities == capacity]
+            self.handles[(mine[:, None] + np.arange(capacity)).ravel()] = -1
+            self._free.setdefault(capacity, []).extend(mine.tolist())
 
     def free_blocks(self) -> list[tuple[int, int]]:
         """``(start, capacity)`` of every released block, for the invariant checker."""

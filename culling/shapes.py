@@ -150,14 +150,34 @@ def squared_reach_of(radius: float) -> float:
     return float(reach_of(float(radius)))
 
 
+@inline_kernel
+def _next_up(x: float) -> float:
+    """``nextafter(x, inf)`` for ``0 <= x < inf``: the bit pattern plus one (a libm call costs 20x more)."""
+    return float(np.int64(np.float64(x).view(np.int64) + 1).view(np.float64))
+
+
+@inline_kernel
+def _next_down(x: float) -> float:
+    """``nextafter(x, -inf)`` for ``0 < x <= inf``: the bit pattern minus one."""
+    return float(np.int64(np.float64(x).view(np.int64) - 1).view(np.float64))
+
+
 @kernel
 def reach_of(radius: float) -> float:
-    """:func:`squared_reach` of one radius, compiled (for other kernels)."""
+    """:func:`squared_reach` of one radius, compiled (for other kernels).
+
+    ``r * r`` or the float above it is the answer for every radius whose
+    square neither under- nor overflows; that choice is made without a
+    branch (batch kernels call this per object, and a mispredicted branch
+    costs more than the square roots).  The loops settle the other radii.
+    """
     reach = radius * radius
-    while math.sqrt(np.nextafter(reach, math.inf)) <= radius:
-        reach = np.nextafter(reach, math.inf)
-    while math.sqrt(reach) > radius:
-        reach = np.nextafter(reach, -math.inf)
+    above = _next_up(reach)  # NaN for an overflowed square: never chosen
+    reach = above if math.sqrt(above) <= radius else reach
+    while math.sqrt(_next_up(reach)) <= radius:
+        reach = _next_up(reach)
+    while math.sqrt(reach) > radius:  # > radius >= 0, so reach > 0
+        reach = _next_down(reach)
     return reach
 
 

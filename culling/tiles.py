@@ -33,7 +33,7 @@ import numpy as np
 
 from culling.jit import inline_kernel, kernel
 
-__all__ = ["TILE_ROWS", "TILE_SHIFT", "cover", "cover_rows", "empty_summaries", "next_near_rows", "summarise",
+__all__ = ["TILE_ROWS", "TILE_SHIFT", "cover", "cover_row", "cover_rows", "empty_summaries", "next_near_rows", "summarise",
            "tiles_for"]
 
 #: log2 of the rows per tile.
@@ -62,16 +62,22 @@ def empty_summaries(dim: int, tiles: int) -> np.ndarray:
     return box
 
 
+@inline_kernel
+def cover_row(columns: np.ndarray, row: int, box: np.ndarray) -> None:
+    """Grow the summary of the tile holding pool row ``row`` to include it (inlined into per-object loops)."""
+    dim = (box.shape[1] - 1) // 2
+    tile = row >> TILE_SHIFT
+    for axis in range(dim):
+        box[tile, axis] = min(box[tile, axis], columns[axis, row])
+        box[tile, dim + axis] = max(box[tile, dim + axis], columns[axis, row])
+    box[tile, 2 * dim] = max(box[tile, 2 * dim], columns[dim, row])
+
+
 @kernel
 def cover(columns: np.ndarray, first: int, last: int, box: np.ndarray) -> None:
     """Grow the summaries of the tiles holding pool rows ``first .. last - 1`` to include them.  O(rows)."""
-    dim = (box.shape[1] - 1) // 2
     for row in range(first, last):
-        tile = row >> TILE_SHIFT
-        for axis in range(dim):
-            box[tile, axis] = min(box[tile, axis], columns[axis, row])
-            box[tile, dim + axis] = max(box[tile, dim + axis], columns[axis, row])
-        box[tile, 2 * dim] = max(box[tile, 2 * dim], columns[dim, row])
+        cover_row(columns, row, box)
 
 
 @kernel

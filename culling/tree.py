@@ -40,7 +40,7 @@ from numpy.typing import ArrayLike
 from culling import batchkernels, members, treekernels
 from culling.lattice import ANCHOR, MAX_DEPTH, MAX_GROWTH, Lattice
 from culling.nodes import NodeTable, grown
-from culling.pool import BlockPool, block_capacity
+from culling.pool import BlockPool, block_capacities, block_capacity
 from culling.shapes import decide, squared_reach, squared_reach_of
 from culling.tiles import TILE_ROWS, TILE_SHIFT
 from culling.trace import LevelTrace, QueryTrace
@@ -294,17 +294,18 @@ class ViewDistanceTree:
     def insert_many(self, centres: ArrayLike, radii: ArrayLike) -> np.ndarray:
         """Add many spheres; returns their handles, int64 (n,).
 
-        Vectorised: O(n log n) for grouping by home node plus a Python step
-        per distinct home node, never per object.
+        Compiled passes over the objects (:mod:`culling.batchkernels`) and
+        vectorised steps per home node: O(n + homes x depth), no Python step
+        per object or per node.
         """
-        centres = as_points(centres, self.dim, "centres")
+        centres = np.ascontiguousarray(as_points(centres, self.dim, "centres"))
         radii = as_radii(radii, centres.shape[0])
-        # Along a Morton curve: each node's new members then lie along it too (see culling.tiles).
-        layout, centres, radii = batchkernels.layout_order(np.ascontiguousarray(centres), radii)
-        u, levels = self._homes_many(centres, radii)
+        self._fit_many(centres, radii)
         handles = self._new_handles(centres.shape[0])
         if handles.size:
-            self._link_many(handles[layout], levels, self._lattice.cells(u, levels), centres, radii)
+            # Along a Morton curve: each node's new members then lie along it too (see culling.tiles).
+            layout, centres, radii = batchkernels.layout_order(centres, radii)
+            self._link_many(handles[layout], centres, radii)
             self._count += handles.size
             self._shrink_root()
         return handles
@@ -314,7 +315,9 @@ class ViewDistanceTree:
 
         Objects that stay in their node are rewritten in place by one kernel
         pass (:func:`culling.batchkernels.settle`) and touch no node; the
-        others are unlinked and re-linked in batch.  O(n) plus O(movers log movers).
+        others (the movers) are unlinked and re-linked in batch, as
+        ``insert_many`` links.  O(n) compiled, plus O(movers log movers) NumPy
+        for the unlink.
         """
         handles = self._live_many(handles)
         check_unique(handles)
@@ -323,20 +326,17 @@ class ViewDistanceTree:
         if centres.shape[0] != handles.size:
             raise ValueError(f"centres must have shape ({handles.size}, {self.dim}) to match "
                              f"the handles, got {centres.shape}")
-        u, levels = self._homes_many(centres, radii)
+        centres = np.ascontiguousarray(centres)
+        self._fit_many(centres, radii)
         if not handles.size:
             return
-        cells = np.empty((self.dim, handles.size), dtype=np.int64)
-        centres, radii = np.ascontiguousarray(centres), np.ascontiguousarray(radii)
-        pool = self._pool
-        movers = batchkernels.settle(np.ascontiguousarray(handles), centres, radii, u, levels, self._obj_node,
-                                     self._obj_pos, self._nodes.level, self._nodes.cells, pool.columns, cells,
-                                     pool.tile_box)
+        movers = batchkernels.settle(handles, centres, radii, self.origin, self.size, self._obj_node, self._obj_pos,
+                                     self._nodes.level, self._nodes.cells, self._pool.columns, self._pool.tile_box)
         if not movers.size:
             return
         moving = handles[movers]
         touched = self._unlink_many(moving)
-        self._link_many(moving, levels[movers], cells[:, movers], centres[movers], radii[movers])
+        self._link_many(moving, centres[movers], radii[movers])
         self._cleanup_many(touched)
         self._shrink_root()
 
@@ -565,12 +565,14 @@ class ViewDistanceTree:
     def _live_many(self, handles: ArrayLike) -> np.ndarray:
         return live_handles(handles, self._next_handle, self._obj_node, "tree")
 
-    def _check_world(self, u: np.ndarray, levels: np.ndarray) -> None:
-        if self._lattice.outside_world(u):
-            lo, hi = self._lattice.world_bounds()
+    def _check_world(self, lo: list[float], hi: list[float], top: int) -> None:
+        """Reject root-relative centres from ``lo`` to ``hi`` outside the largest world, or a level
+        ``top`` above its root."""
+        if self._lattice.outside_world(lo, hi):
+            low, high = self._lattice.world_bounds()
             raise ValueError(f"centres must lie within the largest world this tree can grow to, "
-                             f"[{lo.tolist()}, {hi.tolist()})")
-        if levels.size and levels.min() < -MAX_GROWTH:
+                             f"[{low.tolist()}, {high.tolist()})")
+        if top < -MAX_GROWTH:
             raise ValueError(f"radii must be below {self._lattice.node_size(-MAX_GROWTH) / 2:g}, "
                              f"the largest this tree can grow to")
 
@@ -587,7 +589,7 @@ class ViewDistanceTree:
         level = lat.level_for(radius)
         u = [(c - o) / size for c, o in zip(point, self._origin_list)]
         if level < -MAX_GROWTH or not all(lat.world_lo_u <= x < lat.world_hi_u for x in u):
-            self._check_world(np.array([u]).T, np.array([level]))
+            self._check_world(u, u, level)
         while level < self.root_level or not self._root_contains(u):
             self._grow_root()
         if level >= 0:
@@ -595,17 +597,24 @@ class ViewDistanceTree:
             return level, tuple(math.floor(x * scale) + offset for x in u)
         return level, tuple(lat.cell(x, level) for x in u)
 
-    def _homes_many(self, centres: np.ndarray, radii: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Validate many spheres against the world and grow the root to hold them all."""
-        u = self._lattice.to_u(centres)
-        levels = self._lattice.levels_for(radii)
-        self._check_world(u, levels)
-        if u.shape[1]:
-            corners = [u.min(axis=1).tolist(), u.max(axis=1).tolist()]
-            top = int(levels.min())
-            while top < self.root_level or not all(self._root_contains(c) for c in corners):
-                self._grow_root()
-        return u, levels
+    def _fit_many(self, centres: np.ndarray, radii: np.ndarray) -> None:
+        """Validate many spheres against the world and grow the root to hold them all.
+
+        Root-relative coordinates and levels are monotone in the centres and
+        radii, so the extreme centres and the largest radius decide for the
+        whole batch.  Reduced axis by axis: NumPy's ``min(axis=0)`` on an
+        (n, 3) array is ten times slower than three strided passes.
+        ``centres`` float64 (n, dim); ``radii`` float64 (n,).
+        """
+        if not radii.size:
+            return
+        size, origin = self.size, self._origin_list
+        lo = [(float(centres[:, axis].min()) - o) / size for axis, o in enumerate(origin)]
+        hi = [(float(centres[:, axis].max()) - o) / size for axis, o in enumerate(origin)]
+        top = self._lattice.level_for(float(radii.max()))
+        self._check_world(lo, hi, top)
+        while top < self.root_level or not (self._root_contains(lo) and self._root_contains(hi)):
+            self._grow_root()
 
     def _root_contains(self, u: list[float]) -> bool:
         level, cell = self._nodes.key_of(self._root)
@@ -756,50 +765,47 @@ class ViewDistanceTree:
         self._nodes.count[touched] = kept
         return touched
 
-    def _group_homes(self, levels: np.ndarray, cells: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Sort objects by home ``(level, cell)``: (the order, where each home's run starts in it).
-
-        The key is packed into one int64 when the depth below the root
-        allows (always, for worlds under ~2**20 cells per axis), so grouping
-        is one hash pass (:func:`culling.batchkernels.group`); else a lexsort.
-        """
-        depth = levels - self.root_level
-        bits = int(depth.max())
-        if (self.dim * bits + 6) <= 62:
-            root_cell = self._nodes.cells[:, self._root]
-            keys = depth << (self.dim * bits)
-            for axis in range(self.dim):
-                keys |= (cells[axis] - (root_cell[axis] << depth)) << (axis * bits)
-            order, starts = batchkernels.group(keys)
-            return order, starts
-        else:
-            order = np.lexsort((*cells[::-1], levels))
-            new_home = levels[order][1:] != levels[order][:-1]
-            for axis in range(self.dim):
-                ordered = cells[axis, order]
-                new_home |= ordered[1:] != ordered[:-1]
-        return order, np.concatenate([[0], np.flatnonzero(new_home) + 1])
-
-    def _link_many(self, handles: np.ndarray, levels: np.ndarray, cells: np.ndarray, centres: np.ndarray,
-                   radii: np.ndarray) -> None:
+    def _link_many(self, handles: np.ndarray, centres: np.ndarray, radii: np.ndarray) -> None:
         """Put objects (handles already issued, root already grown) into their home nodes.
 
-        Grouping by home and block allocation run per home node; the
-        objects are written by one kernel pass (:func:`culling.batchkernels.place`).
+        Grouping by home (:func:`culling.batchkernels.group`), finding and
+        creating the home nodes (:meth:`NodeTable.at_many`), room in their
+        blocks (:meth:`_make_room`), then one pass writing the objects
+        (:func:`culling.batchkernels.place`).  ``centres`` C-contiguous.
         """
-        order, starts = self._group_homes(levels, cells)
-        first = order[starts]
-        keys = zip(levels[first].tolist(), map(tuple, cells[:, first].T.tolist()))
-        homes = np.array([self._nodes.at(level, cell) for level, cell in keys], dtype=np.int64)
-        bounds = np.append(starts, handles.size)
-        needed = self._nodes.count[homes] + np.diff(bounds)
-        grow = np.flatnonzero(needed > self._nodes.capacity[homes])
-        if grow.size:
-            capacities = [block_capacity(n) for n in needed[grow].tolist()]
-            self._pool.reserve(self._pool.fresh_rows(capacities))  # one regrowth for the whole batch
-            for node, capacity in zip(homes[grow].tolist(), capacities):
-                self._move_block(node, capacity)
-        pool = self._pool
-        batchkernels.place(handles, order, bounds, homes, np.ascontiguousarray(centres), np.ascontiguousarray(radii),
-                           squared_reach(radii), self._nodes.start, self._nodes.count, pool.handles,
-                           pool.columns, self._obj_node, self._obj_pos, pool.tile_box)
+        group_of, keys, sizes = batchkernels.group(centres, radii, self.origin, self.size)
+        homes = self._nodes.at_many(keys, self._root)
+        self._make_room(homes, sizes)
+        batchkernels.place(handles, group_of, homes, centres, radii, self._nodes.start, self._nodes.count,
+                           self._pool.handles, self._pool.columns, self._obj_node, self._obj_pos,
+                           self._pool.tile_box)
+
+    def _make_room(self, nodes: np.ndarray, more: np.ndarray) -> None:
+        """Give each of ``nodes`` (distinct) room for ``more`` more members: :meth:`_move_block`, vectorised.
+
+        The nodes whose blocks are too small get blocks of the power of two
+        their members will need (:meth:`BlockPool.allocate_many`, one pool
+        regrowth at most); their members move there and the old blocks are
+        released.  O(nodes + members moved).
+        """
+        table = self._nodes
+        needed = table.count[nodes] + more
+        grow = np.flatnonzero(needed > table.capacity[nodes])
+        if not grow.size:
+            return
+        nodes = nodes[grow]
+        capacities = block_capacities(needed[grow])
+        starts = self._pool.allocate_many(capacities)
+        old_starts, old_capacities, counts = table.start[nodes], table.capacity[nodes], table.count[nodes]
+        if counts.any():
+            pool = self._pool
+            source, target = concat_ranges(old_starts, counts), concat_ranges(starts, counts)
+            pool.handles[target] = pool.handles[source]
+            pool.columns[:, target] = pool.columns[:, source]
+            pool.cover_rows(target)
+            self._obj_pos[pool.handles[target]] = target
+        held = old_capacities > 0
+        if held.any():
+            self._pool.release_many(old_starts[held], old_capacities[held])
+        table.start[nodes] = starts
+        table.capacity[nodes] = capacities

@@ -1,0 +1,169 @@
+"""Batch mutations at the edges of their bookkeeping (issue 11: ``insert_many`` kernels).
+
+``insert_many`` and the movers of ``update_many`` group objects by home node
+in a compiled hash table, find or create the home nodes by walking child
+links (reusing dead node rows, growing the node table in the middle of a
+batch), and make room in the nodes' blocks for all of them at once (moving
+members, reusing released blocks).  Each test drives one of those paths
+through the public API and checks the structure (``check_invariants``, which
+recomputes every home with the lattice's NumPy functions) and the answers
+against brute force.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from brute_force import BruteForce, check_contents, check_query
+
+from culling import ViewDistanceTree
+from culling.shapes import squared_reach
+
+SIZE = 64.0
+
+
+def build(dim: int, centres: np.ndarray, radii: np.ndarray) -> tuple[ViewDistanceTree, BruteForce]:
+    tree = ViewDistanceTree(SIZE, dim=dim)
+    model = BruteForce(dim=dim, shape="sphere")
+    for h, c, r in zip(tree.insert_many(centres, radii).tolist(), centres, radii.tolist()):
+        model.insert(h, c, r)
+    return tree, model
+
+
+def check(tree: ViewDistanceTree, model: BruteForce, points: np.ndarray) -> None:
+    check_contents(tree, model)
+    for p in points:
+        check_query(tree, model, p)
+
+
+@pytest.mark.parametrize("dim", [1, 2, 3])
+def test_one_batch_creates_thousands_of_nodes(dim):
+    """The node table starts with 16 rows: one batch fills it many times over (the walk resumes)."""
+    rng = np.random.default_rng(dim)
+    n = 6000
+    centres = rng.uniform(0.0, SIZE, (n, dim))
+    radii = SIZE * 2.0 ** -rng.integers(3, 12, n) * rng.uniform(0.25, 0.5, n)
+    tree, model = build(dim, centres, radii)
+    assert tree.node_count > 1000
+    check(tree, model, centres[:20])
+
+
+@pytest.mark.parametrize("dim", [1, 2, 3])
+def test_homes_on_cell_and_level_edges(dim):
+    """Centres on the cell boundaries of every level, radii exactly at and next to the level
+    boundaries (W/4, W/2), zero and tiny: the compiled homes equal the lattice's, and a batch
+    places each object where single inserts do."""
+    rng = np.random.default_rng(10 + dim)
+    n = 3000
+    levels = rng.integers(0, 25, (n, 1))
+    centres = rng.integers(0, 2 ** 12, (n, dim)) * SIZE * 2.0 ** -np.minimum(levels, 12)
+    centres = np.minimum(centres, np.nextafter(SIZE, 0.0))
+    edges = SIZE * 2.0 ** -rng.integers(0, 26, n) / 4.0
+    radii = np.choose(rng.integers(0, 5, n), [edges, np.nextafter(edges, 0.0), np.nextafter(edges, np.inf),
+                                              np.zeros(n), np.full(n, 1e-300)])
+    tree, model = build(dim, centres, radii)
+    check(tree, model, centres[:10])
+    one_by_one = ViewDistanceTree(SIZE, dim=dim)
+    for c, r in zip(centres, radii.tolist()):
+        one_by_one.insert(c, r)
+    assert one_by_one.node_count == tree.node_count
+    depths, boxes = tree.node_boxes()
+    other_depths, other_boxes = one_by_one.node_boxes()
+    order = np.lexsort(boxes.reshape(len(boxes), -1).T[::-1])
+    other_order = np.lexsort(other_boxes.reshape(len(other_boxes), -1).T[::-1])
+    assert (boxes[order] == other_boxes[other_order]).all()
+    assert (depths[order] == other_depths[other_order]).all()
+
+
+def test_batches_reuse_dead_nodes_and_released_blocks():
+    """After removing most objects, batches elsewhere take the dead node rows and freed blocks."""
+    rng = np.random.default_rng(5)
+    n = 4000
+    centres = rng.uniform(0.0, SIZE, (n, 3))
+    radii = rng.uniform(0.05, 2.0, n)
+    tree, model = build(3, centres, radii)
+    for _ in range(3):
+        gone = rng.choice(tree.handles(), len(tree) // 2, replace=False)
+        tree.remove_many(gone)
+        for h in gone.tolist():
+            model.remove(h)
+        check_contents(tree, model)
+        more = rng.uniform(0.0, SIZE, (gone.size, 3))
+        more_radii = rng.uniform(0.05, 2.0, gone.size)
+        for h, c, r in zip(tree.insert_many(more, more_radii).tolist(), more, more_radii.tolist()):
+            model.insert(h, c, r)
+        check(tree, model, more[:10])
+
+
+def test_batch_into_nodes_whose_blocks_are_full_moves_their_members():
+    """A batch that overflows existing blocks moves their members to larger blocks, intact."""
+    tree = ViewDistanceTree(SIZE, dim=2)
+    model = BruteForce(dim=2, shape="sphere")
+    rng = np.random.default_rng(7)
+    for count in (3, 1, 4, 9, 30, 2, 100):
+        centres = rng.uniform(10.0, 11.0, (count, 2))  # the same few nodes every time
+        radii = rng.choice([0.3, 0.6, 1.2], count)
+        for h, c, r in zip(tree.insert_many(centres, radii).tolist(), centres, radii.tolist()):
+            model.insert(h, c, r)
+        check(tree, model, centres[:5])
+
+
+def test_movers_go_to_new_and_reused_nodes():
+    """update_many's movers are linked by the same batch path: into nodes that exist, nodes
+    created for them, and rows of nodes their departure just emptied."""
+    rng = np.random.default_rng(9)
+    n = 3000
+    centres = rng.uniform(0.0, SIZE, (n, 3))
+    radii = rng.uniform(0.01, 3.0, n)
+    tree, model = build(3, centres, radii)
+    handles = tree.handles()
+    for step in range(4):
+        centres = np.where(rng.random((n, 1)) < 0.3, rng.uniform(0.0, SIZE, (n, 3)), centres + 0.01)
+        centres = np.clip(centres, 0.0, np.nextafter(SIZE, 0.0))
+        radii = radii * rng.choice([0.5, 1.0, 2.0], n)
+        tree.update_many(handles, centres, radii)
+        for h, c, r in zip(handles.tolist(), centres, radii.tolist()):
+            model.update(h, c, r)
+        check(tree, model, centres[step::500])
+
+
+def test_batch_grows_the_root_both_ways():
+    tree = ViewDistanceTree(SIZE, dim=2)
+    model = BruteForce(dim=2, shape="sphere")
+    centres = np.array([[-1000.0, 5.0], [3000.0, -7000.0], [1.0, 1.0], [40.0, 40.0]])
+    radii = np.array([1.0, 5000.0, 0.5, 200.0])
+    for h, c, r in zip(tree.insert_many(centres, radii).tolist(), centres, radii.tolist()):
+        model.insert(h, c, r)
+    assert tree.root_level < -5
+    check(tree, model, centres)
+
+
+def test_squared_reach_is_exact_at_every_magnitude():
+    """The largest ``t`` with ``sqrt(t) <= r``, for subnormal, huge and exactly square radii."""
+    rng = np.random.default_rng(3)
+    with np.errstate(all="ignore"):  # subnormal powers, the float above the largest
+        radii = np.concatenate([
+            rng.uniform(0.0, 100.0, 20000), 10.0 ** rng.uniform(-323.5, 308.2, 40000),
+            np.sqrt(rng.integers(0, 2 ** 40, 20000).astype(np.float64)), np.arange(1000.0),
+            [0.0, 5e-324, 1e-323, 2.2250738585072014e-308, 1.4916681462400413e-154, 1.3407807929942596e154,
+             1.7976931348623157e308]])
+        radii = np.concatenate([radii, np.nextafter(radii, np.inf), np.nextafter(radii, 0.0)])
+        radii = radii[np.isfinite(radii)]
+        reach = squared_reach(radii)
+        assert (np.sqrt(reach) <= radii).all()
+        assert (np.sqrt(np.nextafter(reach, np.inf)) > radii).all()
+
+
+def test_batch_cells_equal_the_query_walks_cells():
+    """The batch kernels' cell function (a multiplication where the walk's calls ``ldexp``) and
+    :func:`culling.treekernels.cell_of` agree on cell edges, their neighbours and beyond the world."""
+    from culling.batchkernels import _cell
+    from culling.treekernels import cell_of
+
+    rng = np.random.default_rng(11)
+    edges = rng.integers(-2 ** 20, 2 ** 20, 300) * 2.0 ** -rng.integers(0, 25, 300)
+    u = np.concatenate([edges, np.nextafter(edges, np.inf), np.nextafter(edges, -np.inf),
+                        rng.uniform(-6e6, 1.2e7, 300), [0.0, -0.0, 5e-324, -5e-324, 1e300, -1e300, np.inf, -np.inf]])
+    for level in range(-24, 25):
+        for x in u.tolist():
+            assert _cell(x, level) == cell_of(x, level), (x, level)
