@@ -29,9 +29,10 @@ import math
 import numpy as np
 
 from culling.jit import inline_kernel, kernel
-from culling.lattice import ANCHOR, MAX_DEPTH, MAX_GROWTH, TOO_LARGE
+from culling.lattice import MAX_DEPTH, TOO_LARGE
 from culling.shapes import reach_of
 from culling.tiles import cover, cover_row
+from culling.treekernels import cell_scaled
 
 #: Bits of :func:`layout_order`'s Morton code: 4,096 cells over the batch's box.
 LAYOUT_BITS = 12
@@ -39,24 +40,11 @@ LAYOUT_BITS = 12
 __all__ = ["group", "layout_order", "place", "settle"]
 
 
-#: Root-relative coordinates are clamped to one unit outside the largest
-#: world, as :func:`culling.treekernels.cell_of` does.
-_U_LOW = -float(ANCHOR) - 1.0
-_U_HIGH = float((1 << MAX_GROWTH) - ANCHOR) + 1.0
-
-
 @inline_kernel
 def _cell(u: float, level: int) -> int:
-    """:func:`culling.treekernels.cell_of`, the power of two applied by a multiplication.
-
-    ``math.ldexp`` is a library call (5 ns, three per object); the product
-    with ``2.0**level`` is the same exact scaling, as ``|u| < 2**25`` and
-    ``0 <= level <= MAX_DEPTH`` can neither overflow nor underflow.
-    """
-    u = min(max(u, _U_LOW), _U_HIGH)
-    if level >= 0:
-        return int(math.floor(u * float(1 << level))) + (ANCHOR << level)
-    return int((math.floor(u) + ANCHOR) >> -level)
+    """:func:`culling.treekernels.cell_of`, with ``2**level`` as an integer power: no ``ldexp`` call
+    (a library call, 5 ns, three per object) in the per-object loops."""
+    return cell_scaled(u, level, float(1 << level) if level >= 0 else 1.0)
 
 
 @inline_kernel
