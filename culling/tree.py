@@ -398,7 +398,8 @@ class ViewDistanceTree:
         counts : ndarray, shape (m,), int64: point ``i``'s answer is
             ``handles[counts[:i].sum():][:counts[i]]``
 
-        Cost: O(m x levels + candidates), compiled (:func:`culling.treekernels.query_many_parallel`).
+        Cost: O(m x levels + candidates), compiled and on all cores (:func:`culling.treekernels.visits_parallel`,
+        then :func:`culling.members.answer_many_parallel`).
         """
         points = np.ascontiguousarray(as_points(points, self.dim, "points"))
         scale = as_scale(scale)

@@ -4,8 +4,9 @@ A query starts at the root and goes down one level at a time.  On level
 ``L`` (node edge ``W``) it computes, per axis, the window of cells whose
 nodes can hold a sphere containing the point, and visits every existing
 child of the previous level's visited nodes that lies in the window.  The
-members of the visited nodes are contiguous runs of the pool; each is tested
-in place and written to the output in one pass (:mod:`culling.members`).
+members of the visited nodes are contiguous runs of the pool; the rows of
+their tiles near the point are tested in place and the answers written in two
+branch-free passes (:mod:`culling.members`, :mod:`culling.tiles`).
 
 The window (the "conservative visit"; the readable reference functions are
 :func:`culling.lattice.round_down_sub`, :func:`~culling.lattice.round_down_add`
