@@ -132,7 +132,8 @@ def query_phases(n: int = 1_000_000, repeats: int = 3) -> str:
 
     import numba
 
-    from culling import members, tiles, treekernels
+    from culling.core import members, tiles
+    from culling.tree import walk as treewalk
 
     wl = forest(n, 64)
     tree, _ = _tree(wl)
@@ -140,7 +141,7 @@ def query_phases(n: int = 1_000_000, repeats: int = 3) -> str:
 
     @numba.njit
     def stopped_after(p, stop, origin, size, root, root_level, child, cells, start, count, handles, columns, box):
-        visited, _ = treekernels.walk(p, 1.0, origin, size, root, root_level, child, cells)
+        visited, _ = treewalk.walk(p, 1.0, origin, size, root, root_level, child, cells)
         if stop == 0:
             return 0, 0, 0
         total = members.candidates(visited, count)

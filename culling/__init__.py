@@ -9,12 +9,12 @@ The public contract (names, shapes, dtypes, errors, the precise geometric
 rules) is docs/CONTRACT.md in the repository.
 """
 
-from culling.collision import CollisionCandidates
-from culling.dense import DenseViewDistanceGrid
+from culling.grid.grid import DenseViewDistanceGrid
 from culling.interface import PointIndex
 from culling.trace import LevelTrace, QueryTrace
-from culling.tracker import MultiCameraTracker, VisibilityEvents, VisibilityTracker
-from culling.tree import MAX_DEPTH, MAX_GROWTH, ViewDistanceTree
+from culling.tree.tree import MAX_DEPTH, MAX_GROWTH, ViewDistanceTree
+from culling.uses.collision import CollisionCandidates
+from culling.uses.tracker import MultiCameraTracker, VisibilityEvents, VisibilityTracker
 
 __all__ = [
     "CollisionCandidates",

@@ -41,8 +41,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from culling.shapes import contains_exact
-from culling.validation import as_point, as_scale
+from culling.core.containment import contains_exact
+from culling.core.validation import as_point, as_scale
 from engine.frustum import frustum_planes, spheres_in_frustum
 from engine.visibility_range import begin_fade
 

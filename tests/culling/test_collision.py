@@ -8,7 +8,7 @@ from brute_force import distances
 from hypothesis import given
 from hypothesis import strategies as st
 
-from culling.collision import CollisionCandidates
+from culling.uses.collision import CollisionCandidates
 
 
 class Reference:

@@ -18,9 +18,9 @@ from brute_force import BruteForce, check_contents, check_query, check_query_man
 from hypothesis import given
 from hypothesis import strategies as st
 
-import culling.dense as dense_module
-from culling.dense import DEFAULT_FINEST_CELLS, MAX_FINEST_CELLS, DenseViewDistanceGrid
-from culling.tree import ViewDistanceTree
+import culling.grid.grid as dense_module
+from culling.grid.grid import DEFAULT_FINEST_CELLS, MAX_FINEST_CELLS, DenseViewDistanceGrid
+from culling.tree.tree import ViewDistanceTree
 
 SHAPES = ("sphere", "cube")
 
@@ -633,12 +633,12 @@ def test_large_scale_object_path_equals_cell_enumeration(dim, monkeypatch):
 @pytest.mark.parametrize("size, origin", [(16.0, (-8.0, -8.0, -8.0)), (1000.0, (-317.3, 0.1, 1e4 / 3)),
                                           (7.3, (1e6, -2048.0, 0.1))])
 def test_windows_are_the_trees_windows_cut_to_the_world(size, origin):
-    """The grid's compiled window (culling.gridkernels.cell_window) is the tree's lattice window
-    (readable references: culling.lattice) shifted to the grid's cells and clamped to the world,
+    """The grid's compiled window (culling.grid.walk.cell_window) is the tree's lattice window
+    (readable references: culling.core.lattice) shifted to the grid's cells and clamped to the world,
     empty exactly when no centre of the world can lie in it; and it holds the home cell of every
     world centre within reach, also a few ulps from a grown box's edge."""
-    from culling import gridkernels
-    from culling.lattice import ANCHOR, Lattice, half_reach, round_down_add, round_down_sub
+    from culling.core.lattice import ANCHOR, Lattice, half_reach, round_down_add, round_down_sub
+    from culling.grid import walk as gridwalk
 
     grid = DenseViewDistanceGrid(size, origin=origin, dim=3, min_radius=size / 300)
     geo, lat = grid._geo, Lattice(size, np.array(origin))
@@ -658,7 +658,7 @@ def test_windows_are_the_trees_windows_cut_to_the_world(size, origin):
         for level in range(1, geo.finest_level + 1):
             top = 2 ** level - 1
             h = half_reach(size, level, scale)
-            n = gridkernels.cell_window(p, scale, grid.origin, top_corner, size, level, lo, hi)
+            n = gridwalk.cell_window(p, scale, grid.origin, top_corner, size, level, lo, hi)
             want, empty = [], False
             for axis in range(3):
                 q_lo, q_hi = round_down_sub(p[axis], h), round_down_add(p[axis], h)
@@ -746,7 +746,7 @@ def test_nbytes_counts_cells_and_objects():
 def test_cell_pool_random_batches_with_frequent_repacks(monkeypatch):
     """The membership store alone: random single and batch links and unlinks, a pool that
     starts tiny, so blocks move and the pool repacks and shrinks all the time."""
-    from culling import cellpool
+    from culling.grid import pool as cellpool
 
     monkeypatch.setattr(cellpool, "MIN_POOL", 1)
     rng = np.random.default_rng(9)

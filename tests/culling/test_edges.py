@@ -387,7 +387,7 @@ def test_grid_window_keeps_the_home_cell_when_rounding_widens_it():
 
 def _reference_window(lat, p: float, axis: int, level: int, half: float) -> tuple[int, int]:
     """The tree's window on one axis from the readable reference functions of culling.lattice."""
-    from culling.lattice import round_down_add, round_down_sub
+    from culling.core.lattice import round_down_add, round_down_sub
 
     o, size = lat.origin_list[axis], lat.size
     lo_u = min(max((round_down_sub(p, half) - o) / size, lat.clamp_lo_u), lat.clamp_hi_u)
@@ -396,11 +396,12 @@ def _reference_window(lat, p: float, axis: int, level: int, half: float) -> tupl
 
 
 def test_inlined_windows_equal_their_reference_functions():
-    """The tree's compiled window (culling.treekernels.window, half_reach), which the grid's
-    (culling.gridkernels.cell_window) shifts and clamps to its world, must agree with the
+    """The tree's compiled window (culling.tree.walk.window, half_reach), which the grid's
+    (culling.grid.walk.cell_window) shifts and clamps to its world, must agree with the
     readable references (Lattice.cell of round_down_sub/add)."""
-    from culling import gridkernels, treekernels
-    from culling.lattice import ANCHOR, Lattice, half_reach
+    from culling.core import cells
+    from culling.core.lattice import ANCHOR, Lattice, half_reach
+    from culling.grid import walk as gridwalk
 
     rng = np.random.default_rng(11)
     for size, origin in [(7.3, 1e6), (1000.0, -500.0), (16.0, 0.0), (4096.0, -2048.0)]:
@@ -412,16 +413,16 @@ def test_inlined_windows_equal_their_reference_functions():
                 p = [_nudge(origin + size * int(rng.integers(-8, 9)) / 8, int(rng.integers(-1, 2))) for _ in p]
             scale = float(rng.choice([1.0, 0.5, 2.5, 1e-3, 1e9, 1.7e308]))
             level = int(rng.integers(-4, 10))
-            half = treekernels.half_reach(size, level, scale)
+            half = cells.half_reach(size, level, scale)
             assert half == half_reach(size, level, scale)
             assert half == math.inf or Fraction(half) >= Fraction(scale) * Fraction(size) / Fraction(2) ** (level + 1)
             lo, hi = np.empty(2, dtype=np.int64), np.empty(2, dtype=np.int64)
-            treekernels.window(np.array(p), scale, lat.origin, size, level, lo, hi)
+            cells.window(np.array(p), scale, lat.origin, size, level, lo, hi)
             want = [_reference_window(lat, x, axis, level, half) for axis, x in enumerate(p)]
             assert list(zip(lo.tolist(), hi.tolist())) == want
             if level < 1:
                 continue
-            n = gridkernels.cell_window(np.array(p), scale, lat.origin, top_corner, size, level, lo, hi)
+            n = gridwalk.cell_window(np.array(p), scale, lat.origin, top_corner, size, level, lo, hi)
             top = (1 << level) - 1
             cut = [(min(max(a - (ANCHOR << level), 0), top), min(b - (ANCHOR << level), top)) for a, b in want]
             if n:

@@ -1,4 +1,4 @@
-"""Tile summaries (culling.tiles): the exact query skips far tiles and never an answer.
+"""Tile summaries (culling.core.tiles): the exact query skips far tiles and never an answer.
 
 The stateful machines and the invariant checker already hold every summary
 to "each live row inside its tile's box, its radius within the tile's" after
@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from culling import ViewDistanceTree
-from culling.tiles import TILE_ROWS, next_near_rows
+from culling.core.tiles import TILE_ROWS, next_near_rows
 
 
 def _brute(centres: np.ndarray, radii: np.ndarray, p: np.ndarray, scale: float = 1.0) -> set[int]:

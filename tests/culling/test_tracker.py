@@ -5,7 +5,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from culling.tracker import MultiCameraTracker, VisibilityEvents, VisibilityTracker
+from culling.uses.tracker import MultiCameraTracker, VisibilityEvents, VisibilityTracker
 
 
 class ReferenceTracker:

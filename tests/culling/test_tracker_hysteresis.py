@@ -12,7 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from culling import ViewDistanceTree
-from culling.tracker import MultiCameraTracker, VisibilityTracker
+from culling.uses.tracker import MultiCameraTracker, VisibilityTracker
 
 
 class Model:

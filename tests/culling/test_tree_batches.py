@@ -17,7 +17,7 @@ import pytest
 from brute_force import BruteForce, check_contents, check_query
 
 from culling import ViewDistanceTree
-from culling.shapes import squared_reach
+from culling.core.containment import squared_reach
 
 SIZE = 64.0
 
@@ -156,9 +156,9 @@ def test_squared_reach_is_exact_at_every_magnitude():
 
 def test_batch_cells_equal_the_query_walks_cells():
     """The batch kernels' cell function (a multiplication where the walk's calls ``ldexp``) and
-    :func:`culling.treekernels.cell_of` agree on cell edges, their neighbours and beyond the world."""
-    from culling.batchkernels import _cell
-    from culling.treekernels import cell_of
+    :func:`culling.tree.walk.cell_of` agree on cell edges, their neighbours and beyond the world."""
+    from culling.tree.batch import _cell
+    from culling.tree.walk import cell_of
 
     rng = np.random.default_rng(11)
     edges = rng.integers(-2 ** 20, 2 ** 20, 300) * 2.0 ** -rng.integers(0, 25, 300)

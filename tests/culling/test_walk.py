@@ -1,11 +1,11 @@
-"""The compiled walk (culling.treekernels.walk) against a readable reference walk.
+"""The compiled walk (culling.tree.walk.walk) against a readable reference walk.
 
 The walk derives each child's cell from its parent's cell (``2 * cell + bit``
 per axis) and skips the quadrants outside the window before it reads the
 child row.  The reference below is the plain algorithm: on every level, test
 the stored cell of every existing child of the previous level's visited
 nodes against the window of the lattice's reference functions
-(:func:`culling.lattice.half_reach`, ``round_down_sub``/``round_down_add``,
+(:func:`culling.core.lattice.half_reach`, ``round_down_sub``/``round_down_add``,
 :meth:`Lattice.cell`).  Both must visit the same nodes in the same order, on
 trees with grown roots (negative levels), deep chains, freed node rows,
 points on cell faces and one ulp either side, and scales from tiny to huge.
@@ -19,8 +19,10 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from culling import ViewDistanceTree, treekernels
-from culling.lattice import MAX_DEPTH, MAX_GROWTH, Lattice, half_reach, round_down_add, round_down_sub
+from culling import ViewDistanceTree
+from culling.core import cells
+from culling.core.lattice import MAX_DEPTH, MAX_GROWTH, Lattice, half_reach, round_down_add, round_down_sub
+from culling.tree import walk as treewalk
 
 WALK_SETTINGS = settings(max_examples=120, deadline=None)
 
@@ -70,7 +72,7 @@ def reference_walk(tree: ViewDistanceTree, p: list[float], scale: float) -> tupl
 def compiled_walk(tree: ViewDistanceTree, p: list[float], scale: float,
                   cells: np.ndarray | None = None) -> tuple[list[int], list[int]]:
     nodes = tree._nodes
-    visited, ends = treekernels.walk(np.array(p, dtype=np.float64), scale, tree.origin, tree.size, tree._root,
+    visited, ends = treewalk.walk(np.array(p, dtype=np.float64), scale, tree.origin, tree.size, tree._root,
                                      tree.root_level, nodes.child, nodes.cells if cells is None else cells)
     return visited.tolist(), ends.tolist()
 
@@ -175,8 +177,8 @@ def test_cell_of_is_the_lattice_cell(u: float, level: int) -> None:
     """The compiled cell (a multiply by the level's power of two) is the lattice's, subnormals and huge u too."""
     lat = Lattice(1.0, np.zeros(1))
     clamped = min(max(u, lat.clamp_lo_u), lat.clamp_hi_u)
-    assert treekernels.cell_of(u, level) == lat.cell(clamped, level)
-    assert treekernels.cell_of(u, level) == treekernels.cell_scaled(u, level, treekernels.level_factor(level))
+    assert cells.cell_of(u, level) == lat.cell(clamped, level)
+    assert cells.cell_of(u, level) == cells.cell_scaled(u, level, cells.level_factor(level))
 
 
 @settings(max_examples=300, deadline=None)
@@ -189,4 +191,4 @@ def test_per_level_half_reach_is_half_reach(size: float, level: int, scale: floa
     subnormal and overflowing halves included."""
     down, up = math.ldexp(1.0, -level - 1), math.ldexp(1.0, level + 1)
     want = half_reach(size, level, scale)
-    assert treekernels.half_reach_by(size, down, up, scale) == want == treekernels.half_reach(size, level, scale)
+    assert cells.half_reach_by(size, down, up, scale) == want == cells.half_reach(size, level, scale)

@@ -2,26 +2,12 @@
 
 A query starts at the root and goes down one level at a time.  On level
 ``L`` (node edge ``W``) it computes, per axis, the window of cells whose
-nodes can hold a sphere containing the point, and visits every existing
-child of the previous level's visited nodes that lies in the window.  The
-members of the visited nodes are contiguous runs of the pool; the rows of
-their tiles near the point are tested in place and the answers written in two
-branch-free passes (:mod:`culling.members`, :mod:`culling.tiles`).
-
-The window (the "conservative visit"; the readable reference functions are
-:func:`culling.lattice.round_down_sub`, :func:`~culling.lattice.round_down_add`
-and :func:`~culling.lattice.half_reach`): a sphere on level ``L`` has a radius
-below ``W/2``, so a sphere of scale ``s`` containing ``p`` has, per axis,
-``p - s*W/2 < c < p + s*W/2``, and as ``c`` is a float, ``q_lo <= c <= q_hi``
-for the largest floats ``q_lo <= p - half`` and ``q_hi <= p + half``
-(``half`` the smallest float ``>= s*W/2``; TwoSum and Dekker's product give
-the rounding directions).  Centres are placed by the monotone
-``f(x) = fl(fl(x - origin) / size)`` and the lattice's monotone cell
-function, so the cells ``cell(f(q_lo)) .. cell(f(q_hi))`` hold every such
-centre.  When nothing rounds this is DESIGN.md's ``lo - s*W/2 <= p < hi +
-s*W/2``: at most 2 nodes per axis for ``s <= 1``.  ``f(q)`` is clamped to
-just outside the largest world before becoming an integer, so a huge scale
-is a wide window over the existing nodes, never an overflow or a hang.
+nodes can hold a sphere containing the point (:func:`culling.core.cells.window`),
+and visits every existing child of the previous level's visited nodes that
+lies in the window.  The members of the visited nodes are contiguous runs of
+the pool; the rows of their tiles near the point are tested in place and the
+answers written in two branch-free passes (:mod:`culling.core.members`,
+:mod:`culling.core.tiles`).
 
 Every kernel takes the tree's arrays as they are stored (float64 and int64,
 C-contiguous) and scalars, so each is compiled once for all dimensions.
@@ -33,151 +19,18 @@ import math
 
 import numpy as np
 
-from culling.jit import inline_kernel, kernel, parallel_kernel, prange
-from culling.lattice import ANCHOR, MAX_DEPTH, MAX_GROWTH
-from culling.members import answer, candidates
+from culling.core.cells import axis_window, half_reach_by
+from culling.core.jit import kernel, parallel_kernel, prange
+from culling.core.lattice import MAX_DEPTH, MAX_GROWTH
+from culling.core.members import answer
 
-__all__ = ["axis_window", "cell_of", "cell_scaled", "half_reach", "half_reach_by", "level_factor", "multiply_up", "round_down_add", "round_down_sub", "gather", "query", "visits_parallel", "visits_serial", "PARALLEL_MIN_POINTS", "walk", "window"]
-
-#: Root-relative coordinates are clamped to one unit outside the largest
-#: world (the level ``-MAX_GROWTH`` cell), where no node can ever be.
-_U_LOW = -float(ANCHOR) - 1.0
-_U_HIGH = float((1 << MAX_GROWTH) - ANCHOR) + 1.0
+__all__ = ["query", "visits_parallel", "visits_serial", "walk"]
 
 #: Levels a walk can visit: from the highest possible root to the finest level.
 _LEVELS = MAX_DEPTH + MAX_GROWTH + 1
 
-_SPLIT = 134217729.0  # 2**27 + 1: Veltkamp's split of a float into two 26-bit halves
-
 #: Visited-node buffer to start with; it doubles when a large scale needs more.
 _FIRST_VISITS = 64
-
-
-# ----------------------------------------------------------------------
-# The window
-
-
-@inline_kernel
-def round_down_sub(a: float, b: float) -> float:
-    """The largest float ``<= a - b`` (exact); ``b >= 0``.  :func:`culling.lattice.round_down_sub`."""
-    r = a - b
-    if r == -math.inf or b == math.inf:
-        return -math.inf
-    bb = r - a
-    error = (a - (r - bb)) + (-b - bb)  # TwoSum: a - b == r + error exactly
-    return np.nextafter(r, -math.inf) if error < 0.0 else r
-
-
-@inline_kernel
-def round_down_add(a: float, b: float) -> float:
-    """The largest float ``<= a + b`` (exact); ``b >= 0``.  :func:`culling.lattice.round_down_add`."""
-    r = a + b
-    if r == math.inf or b == math.inf:
-        return math.inf
-    bb = r - a
-    error = (a - (r - bb)) + (b - bb)  # TwoSum: a + b == r + error exactly
-    return np.nextafter(r, -math.inf) if error < 0.0 else r
-
-
-@kernel
-def multiply_up(a: float, b: float) -> float:
-    """The smallest float ``>= a * b`` (exact), ``a, b >= 0``.  :func:`culling.lattice.multiply_up`."""
-    r = a * b
-    if r == math.inf or r == 0.0:
-        return r if a == 0.0 or b == 0.0 or r == math.inf else float(np.nextafter(0.0, math.inf))
-    if r < 2.0 ** -960 or a > 2.0 ** 995 or b > 2.0 ** 995:
-        return float(np.nextafter(r, math.inf))
-    c = _SPLIT * a
-    a_hi = c - (c - a)
-    a_lo = a - a_hi
-    c = _SPLIT * b
-    b_hi = c - (c - b)
-    b_lo = b - b_hi
-    error = ((a_hi * b_hi - r) + a_hi * b_lo + a_lo * b_hi) + a_lo * b_lo  # Dekker: a * b == r + error
-    return float(np.nextafter(r, math.inf)) if error > 0.0 else r
-
-
-@inline_kernel
-def half_reach(size: float, level: int, scale: float) -> float:
-    """The smallest float ``>= scale * W / 2`` on ``level``.  :func:`culling.lattice.half_reach`."""
-    half = math.ldexp(size, -level - 1)
-    if half == math.inf or math.ldexp(half, level + 1) != size:
-        half = np.nextafter(half, math.inf)
-    return float(half) if scale == 1.0 else float(multiply_up(scale, half))
-
-
-@inline_kernel
-def half_reach_by(size: float, down: float, up: float, scale: float) -> float:
-    """:func:`half_reach` with the level's powers of two given: ``down = 2**(-level-1)``, ``up = 2**(level+1)``.
-
-    On the walk's levels (``-MAX_GROWTH .. MAX_DEPTH``) both are normal floats,
-    so ``size * down`` and ``half * up`` are single correctly rounded products
-    of the exact values, as ``ldexp`` gives them: the same result, without a
-    library call per level.
-    """
-    half = size * down
-    if half == math.inf or half * up != size:
-        half = np.nextafter(half, math.inf)
-    return float(half) if scale == 1.0 else float(multiply_up(scale, half))
-
-
-@inline_kernel
-def level_factor(level: int) -> float:
-    """``2**level`` for ``level >= 0`` (exact: ``level <= MAX_DEPTH``), 1.0 for grown levels (unused there).
-
-    Computed once per level, so that :func:`cell_scaled` multiplies instead of calling ``ldexp`` per axis.
-    """
-    return math.ldexp(1.0, level) if level >= 0 else 1.0
-
-
-@inline_kernel
-def cell_scaled(u: float, level: int, factor: float) -> int:
-    """:func:`cell_of` with the level's ``factor = level_factor(level)`` given.
-
-    After the clamp ``|u| < 2**25`` and ``level <= MAX_DEPTH``, so ``u * 2**level``
-    neither overflows nor loses a bit (a subnormal ``u`` only moves up): the
-    product is exactly ``ldexp(u, level)``, the lattice's scaling.
-    """
-    u = min(max(u, _U_LOW), _U_HIGH)
-    if level >= 0:
-        return int(math.floor(u * factor)) + (ANCHOR << level)
-    return int((math.floor(u) + ANCHOR) >> -level)
-
-
-@kernel
-def cell_of(u: float, level: int) -> int:
-    """The lattice cell (:meth:`culling.lattice.Lattice.cell`) of root-relative ``u`` on ``level``.
-
-    ``u`` is clamped to just outside the largest world first: every integer
-    stays below 2**49, and inf becomes a cell no node has.
-    """
-    return cell_scaled(u, level, level_factor(level))
-
-
-@inline_kernel
-def axis_window(x: float, o: float, half: float, size: float, level: int, factor: float) -> tuple[int, int]:
-    """First and last cell on one axis: the cells of the largest floats ``<= x - half`` and ``<= x + half``.
-
-    ``o`` is the origin's coordinate on that axis, ``half = half_reach(size, level, scale)``
-    and ``factor = level_factor(level)``: both once per level.  Scalars only, so
-    the walk's per-level loop over the axes compiles to straight-line code.
-    """
-    return (cell_scaled((round_down_sub(x, half) - o) / size, level, factor),
-            cell_scaled((round_down_add(x, half) - o) / size, level, factor))
-
-
-@kernel
-def window(p: np.ndarray, scale: float, origin: np.ndarray, size: float, level: int,
-           lo: np.ndarray, hi: np.ndarray) -> None:
-    """Write the first and last cell, per axis, that ``p`` visits on ``level`` into ``lo`` and ``hi``.
-
-    The cells (:meth:`culling.lattice.Lattice.cell`) of the largest floats
-    ``<= p - half`` and ``<= p + half``, ``half >= scale * W / 2``.
-    """
-    half = half_reach(size, level, scale)
-    factor = level_factor(level)
-    for axis in range(p.shape[0]):
-        lo[axis], hi[axis] = axis_window(p[axis], origin[axis], half, size, level, factor)
 
 
 # ----------------------------------------------------------------------
@@ -295,22 +148,6 @@ def walk(p: np.ndarray, scale: float, origin: np.ndarray, size: float, root: int
 
 
 # ----------------------------------------------------------------------
-# Members
-
-
-@kernel
-def gather(visited: np.ndarray, start: np.ndarray, count: np.ndarray, handles: np.ndarray) -> np.ndarray:
-    """Every member of the visited nodes, in visiting order; int64, a new array."""
-    out = np.empty(candidates(visited, count), dtype=np.int64)
-    k = 0
-    for node in visited:
-        for row in range(start[node], start[node] + count[node]):
-            out[k] = handles[row]
-            k += 1
-    return out
-
-
-# ----------------------------------------------------------------------
 # Queries
 
 
@@ -322,7 +159,7 @@ def query(p: np.ndarray, exact: bool, cube: bool, scale: float, origin: np.ndarr
     """One query: walk, then keep each visited member that passes (all of them unless ``exact``).
 
     Returns the handles (with ``want_rows``, the pool rows) and the pool rows
-    the exact filter left unsure (:func:`culling.shapes.decide` settles
+    the exact filter left unsure (:func:`culling.core.containment.decide` settles
     them); O(levels + candidates).
     """
     visited, _ = walk(p, scale, origin, size, root, root_level, child, cells)
@@ -337,14 +174,14 @@ _KEPT_VISITS = 256
 def _visits(points: np.ndarray, scale: float, origin: np.ndarray, size: float, root: int, root_level: int,
             child: np.ndarray, cells: np.ndarray, count: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Every point's walk, in parallel: the nodes with members each visits, for
-    :func:`culling.members.answer_many`.
+    :func:`culling.core.members.answer_many`.
 
     Returns ``(visit_node, visit_point)``: visit ``v`` is point
     ``visit_point[v]`` visiting node ``visit_node[v]``; the points in order,
     each point's nodes in its walk's order.  Nodes without members are left
     out (a quarter of a walk's nodes, on the benchmark's crowd): nothing to
     test there.  Only the ``prange`` loops live here (see
-    :func:`culling.members.answer_many`).  O(m x levels).
+    :func:`culling.core.members.answer_many`).  O(m x levels).
     """
     m = points.shape[0]
     kept = np.empty((m, _KEPT_VISITS), dtype=np.int64)
@@ -380,11 +217,6 @@ def _walk_kept(p: np.ndarray, scale: float, origin: np.ndarray, size: float, roo
             n += 1
     return n
 
-
-#: ``query_many`` runs on all cores from this many points on; fewer run on the
-#: calling thread (the same loops, compiled without threads), where waking the
-#: thread pool would cost more than it saves.
-PARALLEL_MIN_POINTS = 64
 
 visits_serial = kernel(_visits)
 visits_parallel = parallel_kernel(_visits)

@@ -2,11 +2,11 @@
 
 Level ``L`` of a world ``[origin, origin + size)`` per axis is a grid of
 ``2**L`` cells per axis of edge ``W = size / 2**L``: the tree's level ``L``
-(:class:`~culling.lattice.Lattice`) for the same ``size`` and ``origin``, cut
+(:class:`~culling.core.lattice.Lattice`) for the same ``size`` and ``origin``, cut
 to the world.  A centre ``c`` lies in cell ``floor(fl(fl(c - origin) / size)
 * 2**L)`` per axis, the lattice's monotone cell function, clamped to the last
 cell for the few floats below ``origin + size`` whose quotient rounds up to
-1; so the query kernels (:mod:`culling.gridkernels`) find it with the tree's
+1; so the query kernels (:mod:`culling.grid.walk`) find it with the tree's
 compiled window.  Cell ``k`` spans ``[origin + k*W, origin + (k+1)*W)``
 where nothing rounds; a centre within rounding of a face may lie an ulp
 outside those floats, as in the tree.  Cells of all levels are numbered by
@@ -15,7 +15,7 @@ row-major index in the level.
 
 A sphere's level follows from its radius (cells of level ``L`` hold radii in
 ``[W/4, W/2)``, the finest level everything smaller) and its cell from its
-centre.  Nothing here holds objects; :class:`~culling.dense.DenseViewDistanceGrid` does.
+centre.  Nothing here holds objects; :class:`~culling.grid.grid.DenseViewDistanceGrid` does.
 
 >>> geo = GridGeometry(size=8.0, origin=np.zeros(2), finest_level=2)
 >>> geo.home([5.0, 1.0], 0.3)           # W = 2 on level 2: cell (2, 0)
@@ -96,7 +96,7 @@ class GridGeometry:
         ``levels``, when given, are :meth:`levels_of` the radii, already
         known.  Axis by axis on 1-D arrays (an inner axis of length ``dim``
         would make NumPy loop per object); the same IEEE operations as
-        :meth:`home` and as the tree's :meth:`~culling.lattice.Lattice.cells`.
+        :meth:`home` and as the tree's :meth:`~culling.core.lattice.Lattice.cells`.
         """
         if levels is None:
             levels = self.levels_of(radii)

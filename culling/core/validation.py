@@ -15,6 +15,7 @@ import numbers
 import numpy as np
 
 __all__ = [
+    "Handle",
     "as_coords",
     "as_handle",
     "as_handles",
@@ -28,6 +29,9 @@ __all__ = [
     "live_handle",
     "live_handles",
 ]
+
+#: A handle as callers pass it: a Python or NumPy integer (anything else is a TypeError).
+Handle = int | np.integer
 
 SHAPES = ("sphere", "cube")
 _INT64_MIN = int(np.iinfo(np.int64).min)

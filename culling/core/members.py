@@ -2,7 +2,7 @@
 
 Both keep each node's members in one contiguous run of pool rows: the
 centre's axes, the radius and the squared reach, column by column.  The
-tree's runs are cut into tiles with a summary each (:mod:`culling.tiles`),
+tree's runs are cut into tiles with a summary each (:mod:`culling.core.tiles`),
 and only the rows of tiles near the point are read.  A query's answer is
 made in two passes over those rows:
 
@@ -15,17 +15,17 @@ made in two passes over those rows:
 2. :func:`write_rows` writes the flagged rows' handles (or rows) in order:
    ``out[k] = handle; k += flag & SURE``, again without a branch on the test.
 
-The test is :func:`culling.shapes.contains_exact`'s: a float filter that is
+The test is :func:`culling.core.containment.contains_exact`'s: a float filter that is
 sure of every object not within rounding of its surface, and exact rational
 arithmetic for the few that are.  Those few (practically never any) are
 flagged ``UNSURE`` and returned to the caller, which settles them with
-:func:`culling.shapes.decide`.  The SIMD loops only note whether a tile
+:func:`culling.core.containment.decide`.  The SIMD loops only note whether a tile
 holds any such row; such a tile (practically never) is flagged again row by
-row with :func:`culling.shapes.classify`, which tells the unsure rows apart.
+row with :func:`culling.core.containment.classify`, which tells the unsure rows apart.
 
 :func:`answer` is one query's answer from its visited runs; :func:`answer_many`
 many queries' answers from their visits, node-major and in parallel.  The
-tree (:mod:`culling.treekernels`) and the dense grid (:mod:`culling.dense`)
+tree (:mod:`culling.tree.walk`) and the dense grid (:mod:`culling.grid.grid`)
 differ only in how they find the runs to visit.
 """
 
@@ -35,11 +35,12 @@ import math
 
 import numpy as np
 
-from culling.jit import inline_kernel, kernel, parallel_kernel, prange
-from culling.shapes import FILTER_EPS, SAFE_HI, SAFE_LO, classify
-from culling.tiles import next_near_rows
+from culling.core.containment import FILTER_EPS, SAFE_HI, SAFE_LO, classify
+from culling.core.jit import inline_kernel, kernel, parallel_kernel, prange
+from culling.core.tiles import next_near_rows
 
-__all__ = ["SURE", "TILE", "UNSURE", "answer", "answer_many_parallel", "answer_many_serial", "candidates", "flag_rows", "write_rows"]
+__all__ = ["PARALLEL_MIN_POINTS", "SURE", "TILE", "UNSURE", "answer", "answer_many_parallel", "answer_many_serial",
+           "candidates", "flag_rows", "gather", "write_rows"]
 
 #: Flag of a row that surely contains the point.
 SURE = 1
@@ -78,7 +79,7 @@ def candidates(visited: np.ndarray, count: np.ndarray) -> int:
 def flag_rows(columns: np.ndarray, first: int, last: int, tile_box: np.ndarray, p: np.ndarray, cube: bool,
               scale: float, distance: np.ndarray, flags: np.ndarray, at: int) -> tuple[int, int]:
     """Flag the rows of the run ``first .. last - 1`` whose tiles are near ``p``
-    (:func:`culling.tiles.next_near_rows`): ``flags[at + i]`` for row ``first + i``; the other rows'
+    (:func:`culling.core.tiles.next_near_rows`): ``flags[at + i]`` for row ``first + i``; the other rows'
     flags are left unwritten.
 
     The float filter runs ``TILE`` rows at a time, whose distances (the
@@ -88,7 +89,7 @@ def flag_rows(columns: np.ndarray, first: int, last: int, tile_box: np.ndarray, 
     the compiler then knows no index is negative (NumPy's wrap-around needs a
     check per access) and runs them several rows per instruction.  A tile
     with a row within rounding of its surface (practically never) is flagged
-    again row by row with :func:`culling.shapes.classify`.
+    again row by row with :func:`culling.core.containment.classify`.
 
     Returns ``(sure, unsure)``: how many rows were flagged ``SURE`` and
     ``UNSURE``.  O(tiles + rows tested).
@@ -406,3 +407,25 @@ def _write_chunk(first: int, last: int, by_node: np.ndarray, visit_node: np.ndar
 #: the calling thread, for batches too small to be worth waking the pool.
 answer_many_parallel = parallel_kernel(_answer_many)
 answer_many_serial = kernel(_answer_many)
+
+
+# ----------------------------------------------------------------------
+# Gathering
+
+
+#: ``query_many`` runs on all cores from this many points on; fewer run on the
+#: calling thread (the same loops, compiled without threads), where waking the
+#: thread pool would cost more than it saves.
+PARALLEL_MIN_POINTS = 64
+
+
+@kernel
+def gather(visited: np.ndarray, start: np.ndarray, count: np.ndarray, handles: np.ndarray) -> np.ndarray:
+    """Every member of the visited nodes, in visiting order; int64, a new array."""
+    out = np.empty(candidates(visited, count), dtype=np.int64)
+    k = 0
+    for node in visited:
+        for row in range(start[node], start[node] + count[node]):
+            out[k] = handles[row]
+            k += 1
+    return out

@@ -3,7 +3,7 @@
 Nodes are rows of parallel arrays (block start, capacity and count in the
 pool, level, cell, parent, number of children, child links), so batch
 operations read and write many nodes with one NumPy index and the compiled
-query kernels (:mod:`culling.treekernels`) walk the tree from flat arrays.
+query kernels (:mod:`culling.tree.walk`) walk the tree from flat arrays.
 ``by_level[level][cell]`` finds a node in O(1): a sphere's home node is
 computed from coordinates, then looked up, never searched for.
 
@@ -20,21 +20,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from culling.jit import kernel
+from culling.core.growth import grown
+from culling.core.jit import kernel
 
-__all__ = ["ARRAY_GROWTH", "NodeTable", "grown"]
-
-#: Object and node arrays grow by this factor when full (amortised O(1) inserts).
-ARRAY_GROWTH = 1.5
-
-
-def grown(array: np.ndarray, length: int, fill: int | float) -> np.ndarray:
-    """A copy of ``array`` with at least ``length`` rows, new rows set to ``fill``."""
-    capacity = max(length, int(array.shape[0] * ARRAY_GROWTH) + 8)
-    bigger = np.full((capacity,) + array.shape[1:], fill, dtype=array.dtype)
-    bigger[: array.shape[0]] = array
-    return bigger
-
+__all__ = ["NodeTable"]
 
 class NodeTable:
     """Every live node of one tree; a dead row has ``count == -1`` and is reused.

@@ -14,8 +14,6 @@ within rounding of the surface, or whose squares under- or overflow, are
 decided with exact rational arithmetic.
 
 >>> import numpy as np
-
-from culling.jit import inline_kernel, kernel
 >>> centres = np.array([[0.0, 0.0], [3.0, 4.0]])
 >>> contains(centres, np.array([5.0, 5.0]), np.zeros(2), "sphere").tolist()
 [True, True]
@@ -30,7 +28,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from culling.jit import inline_kernel, kernel
+from culling.core.jit import inline_kernel, kernel
 
 __all__ = ["classify", "contains", "contains_exact", "decide", "distances", "reach_of", "sphere_contains",
            "squared_distances", "squared_reach", "squared_reach_of", "within"]

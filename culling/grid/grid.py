@@ -2,7 +2,7 @@
 
 A :class:`DenseViewDistanceGrid` covers a fixed world ``[origin, origin +
 size)`` per axis.  Level ``L`` is a full grid of ``2**L`` cells per axis, each
-of edge ``W = size / 2**L``, and, as in :class:`~culling.tree.ViewDistanceTree`,
+of edge ``W = size / 2**L``, and, as in :class:`~culling.tree.tree.ViewDistanceTree`,
 a cell holds the spheres whose centre lies in its half-open box and whose
 radius lies in ``[W/4, W/2)``.  So an object's level follows from its radius
 alone and its cell from its centre (``floor((c - origin) / W)``): placement is
@@ -12,15 +12,15 @@ update are O(1).  Radii below ``min_radius`` live on the finest level.
 A query visits every level that holds objects and, on each, the at most two
 cells per axis whose box grown by ``scale * W / 2`` contains the point: O(levels
 + candidates), like the tree, with cells computed rather than hashed.  Cell
-members and their spheres live in a :class:`~culling.cellpool.CellPool`, one
+members and their spheres live in a :class:`~culling.grid.pool.CellPool`, one
 contiguous block per cell.  The price is memory: 12 bytes per cell of every
 level, whether or not it holds anything (see docs/DENSE.md for when that pays).
 
 Level ``L`` is the tree's level ``L`` cut to the world, and centres are
 placed by the tree's cell function, so the queries are the tree's compiled
 kernels: the tree's conservative window per level
-(:mod:`culling.gridkernels`), then the same member tests
-(:mod:`culling.members`).  Where nothing rounds that is the visiting rule of
+(:mod:`culling.grid.walk`), then the same member tests
+(:mod:`culling.core.members`).  Where nothing rounds that is the visiting rule of
 docs/CONTRACT.md (``lo - scale*W/2 <= p < hi + scale*W/2``) to the last bit;
 elsewhere a window may take one more cell at an end of an axis, never one less.
 """
@@ -34,14 +34,11 @@ import numba
 import numpy as np
 from numpy.typing import ArrayLike
 
-from culling import gridkernels, members, treekernels
-from culling.cellpool import CellPool
-from culling.gridgeometry import GridGeometry
-from culling.nodes import ARRAY_GROWTH
-from culling.shapes import decide, squared_reach, squared_reach_of
-from culling.trace import LevelTrace, QueryTrace
-from culling.tree import Handle
-from culling.validation import (
+from culling.core import members
+from culling.core.containment import decide, squared_reach, squared_reach_of
+from culling.core.growth import ARRAY_GROWTH
+from culling.core.validation import (
+    Handle,
     as_coords,
     as_points,
     as_radii,
@@ -53,12 +50,16 @@ from culling.validation import (
     live_handle,
     live_handles,
 )
+from culling.grid import walk as gridwalk
+from culling.grid.geometry import GridGeometry
+from culling.grid.pool import CellPool
+from culling.trace import LevelTrace, QueryTrace
 
 __all__ = ["DEFAULT_FINEST_CELLS", "DenseViewDistanceGrid", "MAX_ENUMERATED_CELLS", "MAX_FINEST_CELLS"]
 
 #: The grid's cells are small (a cell holds the objects of one radius class
 #: in a box of twice their radius), so its runs have no tile summaries
-#: (:mod:`culling.tiles`): an empty summary array, one per dimension, makes
+#: (:mod:`culling.core.tiles`): an empty summary array, one per dimension, makes
 #: the member kernels test every row.
 _NO_TILES = {dim: np.empty((0, 2 * dim + 1)) for dim in (1, 2, 3)}
 
@@ -83,7 +84,7 @@ MAX_ENUMERATED_CELLS = 4096
 class DenseViewDistanceGrid:
     """Dense per-level grids of view-distance spheres in a fixed world.
 
-    The same interface as :class:`~culling.tree.ViewDistanceTree`, with O(1)
+    The same interface as :class:`~culling.tree.tree.ViewDistanceTree`, with O(1)
     insert, remove and update, at the cost of allocating every cell of every
     level up front.
 
@@ -149,8 +150,8 @@ class DenseViewDistanceGrid:
             raise ValueError(f"finest cells of {geo.cell_size[-1]:g} are too small for float64 "
                              f"coordinates near {span:g}; raise min_radius or move the origin")
         # Cell members, each with its sphere as a pool row, as in the tree's pool (the query
-        # kernels of culling.members read both): the centre's axes, the radius and the squared
-        # reach (culling.shapes.squared_reach) that makes the sphere test root-free.
+        # kernels of culling.core.members read both): the centre's axes, the radius and the squared
+        # reach (culling.core.containment.squared_reach) that makes the sphere test root-free.
         self._cells = CellPool(geo.cell_count, columns=self.dim + 2)
         self._level_count = np.zeros(self.finest_level + 1, dtype=np.int64)
         self._count = 0
@@ -399,7 +400,7 @@ class DenseViewDistanceGrid:
         scale : float
             Multiplies every view distance.
 
-        Cost: O(levels + candidates), compiled (:func:`culling.gridkernels.visits`, :func:`culling.members.answer`);
+        Cost: O(levels + candidates), compiled (:func:`culling.grid.walk.visits`, :func:`culling.core.members.answer`);
         at most ``2**dim`` cells per level for ``scale <= 1`` (``ceil(1 + scale)**dim``
         in general, O(objects) at most).
         """
@@ -445,8 +446,8 @@ class DenseViewDistanceGrid:
         counts : ndarray, shape (m,), int64: point ``i``'s answer is
             ``handles[counts[:i].sum():][:counts[i]]``
 
-        Cost: O(m x levels + candidates), compiled (:func:`culling.gridkernels.visits`,
-        then :func:`culling.members.answer_many_parallel` on all cores): each
+        Cost: O(m x levels + candidates), compiled (:func:`culling.grid.walk.visits`,
+        then :func:`culling.core.members.answer_many_parallel` on all cores): each
         cell's run is read once for all the points that visit it.
         """
         points = np.ascontiguousarray(as_points(points, self.dim, "points"))
@@ -455,10 +456,10 @@ class DenseViewDistanceGrid:
         cells, geo = self._cells, self._geo
         if not self._count or not m:
             return np.empty(0, dtype=np.int64), np.zeros(m, dtype=np.int64)
-        visit_run, visit_point, run_start, run_count = gridkernels.visits(
+        visit_run, visit_point, run_start, run_count = gridwalk.visits(
             points, scale, self.origin, self._top_corner, self.size, geo.offsets, self._level_count, cells.start,
             cells.count, cells.cell, cells.slot, MAX_ENUMERATED_CELLS)
-        parallel = m >= treekernels.PARALLEL_MIN_POINTS
+        parallel = m >= members.PARALLEL_MIN_POINTS
         answer_many = members.answer_many_parallel if parallel else members.answer_many_serial
         handles, counts, unsure, owners = answer_many(
             visit_run, visit_point, points, run_start, run_count, cells.pool, cells.rows, _NO_TILES[self.dim],
@@ -482,7 +483,7 @@ class DenseViewDistanceGrid:
         the listing has no gaps; the query itself skips them.
 
         Cost: O(levels + visited cells + candidates), compiled windows
-        (:func:`culling.gridkernels.visit`); a large ``scale`` visits up to
+        (:func:`culling.grid.walk.visit`); a large ``scale`` visits up to
         ``ceil(1 + scale)**dim`` cells per level.
         """
         p = np.array(as_coords(point, self.dim, "point"))
@@ -490,11 +491,11 @@ class DenseViewDistanceGrid:
         if not self._count:
             return QueryTrace(point=p, candidates=np.empty(0, dtype=np.int64), levels=[])
         pool, geo = self._cells, self._geo
-        visited, ends = gridkernels.visit(p, scale, self.origin, self._top_corner, self.size, geo.offsets,
+        visited, ends = gridwalk.visit(p, scale, self.origin, self._top_corner, self.size, geo.offsets,
                                           self._level_count, pool.count, pool.cell, pool.slot, True,
                                           MAX_ENUMERATED_CELLS)
         counts = pool.count[visited].astype(np.int64)
-        candidates = treekernels.gather(np.arange(visited.size), pool.start[visited].astype(np.int64), counts,
+        candidates = members.gather(np.arange(visited.size), pool.start[visited].astype(np.int64), counts,
                                         pool.pool)
         levels = []
         first = 0
@@ -510,12 +511,12 @@ class DenseViewDistanceGrid:
         return QueryTrace(point=p, candidates=candidates, levels=levels)
 
     def _query(self, p: np.ndarray, exact: bool, scale: float, want_rows: bool) -> tuple[np.ndarray, np.ndarray]:
-        """One point's answer from its visited cells' runs (:func:`culling.gridkernels.visits`, then
-        :func:`culling.members.answer`): the sure handles (or pool rows) and the unsure rows."""
+        """One point's answer from its visited cells' runs (:func:`culling.grid.walk.visits`, then
+        :func:`culling.core.members.answer`): the sure handles (or pool rows) and the unsure rows."""
         if not self._count:
             return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64)
         cells = self._cells
-        runs, _, run_start, run_count = gridkernels.visits(
+        runs, _, run_start, run_count = gridwalk.visits(
             p[None], scale, self.origin, self._top_corner, self.size, self._geo.offsets, self._level_count,
             cells.start, cells.count, cells.cell, cells.slot, MAX_ENUMERATED_CELLS)
         return members.answer(runs, run_start, run_count, cells.pool, cells.rows, _NO_TILES[self.dim], p, exact,

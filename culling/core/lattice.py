@@ -250,7 +250,7 @@ class Lattice:
 
     # -- query windows -------------------------------------------------------
     # The tree's visit window on a level is computed by the compiled walk,
-    # :func:`culling.treekernels.window`, from the functions above: the
+    # :func:`culling.tree.walk.window`, from the functions above: the
     # cells of the largest floats <= p -+ half_reach(size, level, scale).
 
     # -- boxes --------------------------------------------------------------

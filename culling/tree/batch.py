@@ -1,7 +1,7 @@
 """The tree's batch-mutation kernels: the per-object loops of ``insert_many`` and ``update_many``.
 
-Node creation and block allocation run per node (:meth:`culling.nodes.NodeTable.at_many`,
-:meth:`culling.pool.BlockPool.allocate_many`); what runs per object is here,
+Node creation and block allocation run per node (:meth:`culling.tree.nodes.NodeTable.at_many`,
+:meth:`culling.tree.pool.BlockPool.allocate_many`); what runs per object is here,
 as plain loops that read each object's data once and keep its home
 ``(level, cell)`` in registers instead of arrays:
 
@@ -15,10 +15,10 @@ as plain loops that read each object's data once and keep its home
   members, with their squared reach, and cover their tiles.
 - :func:`layout_order` (``insert_many``): the batch along a Morton curve,
   so that each node's new members follow it and each tile of pool rows
-  covers a small part of its node (:mod:`culling.tiles`).
+  covers a small part of its node (:mod:`culling.core.tiles`).
 
 Homes come from :func:`_home`, the compiled twin of
-:meth:`culling.lattice.Lattice.levels_for` and :meth:`~culling.lattice.Lattice.cells`
+:meth:`culling.core.lattice.Lattice.levels_for` and :meth:`~culling.core.lattice.Lattice.cells`
 (the same IEEE operations; ``check_invariants`` compares the two).
 """
 
@@ -28,11 +28,11 @@ import math
 
 import numpy as np
 
-from culling.jit import inline_kernel, kernel
-from culling.lattice import MAX_DEPTH, TOO_LARGE
-from culling.shapes import reach_of
-from culling.tiles import cover, cover_row
-from culling.treekernels import cell_scaled
+from culling.core.cells import cell_scaled
+from culling.core.containment import reach_of
+from culling.core.jit import inline_kernel, kernel
+from culling.core.lattice import MAX_DEPTH, TOO_LARGE
+from culling.core.tiles import cover, cover_row
 
 #: Bits of :func:`layout_order`'s Morton code: 4,096 cells over the batch's box.
 LAYOUT_BITS = 12
@@ -42,7 +42,7 @@ __all__ = ["group", "layout_order", "place", "settle"]
 
 @inline_kernel
 def _cell(u: float, level: int) -> int:
-    """:func:`culling.treekernels.cell_of`, with ``2**level`` as an integer power: no ``ldexp`` call
+    """:func:`culling.tree.walk.cell_of`, with ``2**level`` as an integer power: no ``ldexp`` call
     (a library call, 5 ns, three per object) in the per-object loops."""
     return cell_scaled(u, level, float(1 << level) if level >= 0 else 1.0)
 
@@ -51,8 +51,8 @@ def _cell(u: float, level: int) -> int:
 def _home(centres: np.ndarray, radii: np.ndarray, i: int, origin: np.ndarray, size: float, key: np.ndarray) -> None:
     """Object ``i``'s home node into ``key[0]`` (int64 (1, dim + 1)): its level, then its cell.
 
-    The level of :meth:`culling.lattice.Lattice.levels_for` and the cell of
-    :meth:`~culling.lattice.Lattice.cells` for the root-relative centre
+    The level of :meth:`culling.core.lattice.Lattice.levels_for` and the cell of
+    :meth:`~culling.core.lattice.Lattice.cells` for the root-relative centre
     ``(centre - origin) / size``, by the same IEEE operations.
     """
     relative = radii[i] / size
@@ -206,7 +206,7 @@ def place(handles: np.ndarray, group_of: np.ndarray, homes: np.ndarray, centres:
     Object ``i`` (handle ``handles[i]``) goes to node ``homes[group_of[i]]``
     (:func:`group`).  Writes each object's pool row (handle, centre, radius,
     squared reach), its node and row, the nodes' counts, and covers the new
-    rows' tiles (:mod:`culling.tiles`; each home's new rows are one range,
+    rows' tiles (:mod:`culling.core.tiles`; each home's new rows are one range,
     covered in one sweep).  The objects are read in their own order
     (sequential reads), each written at its home's next free row: one write
     stream per home.  O(n).
@@ -240,7 +240,7 @@ def layout_order(centres: np.ndarray, radii: np.ndarray) -> tuple[np.ndarray, np
     ``insert_many`` takes its objects in this order, so every node's new
     members lie along the curve too (the curve restricted to an aligned cell
     is the cell's own Morton curve), and each tile of pool rows covers a
-    small part of its node (:mod:`culling.tiles`).  Only the layout follows
+    small part of its node (:mod:`culling.core.tiles`).  Only the layout follows
     from it, never a node or an answer.
 
     ``LAYOUT_BITS`` bits are handed out one at a time to the axis whose

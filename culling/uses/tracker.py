@@ -52,7 +52,7 @@ from typing import Any, TypeVar
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from culling.validation import as_handles, as_radii, as_radius
+from culling.core.validation import as_handles, as_radii, as_radius
 
 __all__ = ["MultiCameraTracker", "VisibilityEvents", "VisibilityTracker"]
 

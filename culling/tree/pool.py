@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from culling import tiles
+from culling.core import tiles
 
 __all__ = ["BlockPool", "MIN_BLOCK", "POOL_GROWTH", "SHRINK_RATIO"]
 
@@ -66,8 +66,8 @@ class BlockPool:
     columns : ndarray, shape (width, capacity), float64
         The centre's ``width - 2`` axes, the radius, the squared reach.
     tile_box : ndarray, shape (tiles, 2 * (width - 2) + 1), float64
-        Every tile's summary (:mod:`culling.tiles`): whoever writes a row's
-        centre or radius covers it (:func:`culling.tiles.cover`).
+        Every tile's summary (:mod:`culling.core.tiles`): whoever writes a row's
+        centre or radius covers it (:func:`culling.core.tiles.cover`).
     """
 
     def __init__(self, width: int, capacity: int = INITIAL_ROWS):

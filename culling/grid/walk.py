@@ -1,20 +1,20 @@
 """The dense grid's query kernels: the cells a point visits, level by level, then their members.
 
-Level ``L`` of a :class:`~culling.dense.DenseViewDistanceGrid` is the tree's
+Level ``L`` of a :class:`~culling.grid.grid.DenseViewDistanceGrid` is the tree's
 level ``L`` for the same ``size`` and ``origin``, cut to the world: grid cell
 ``k`` (per axis) is lattice cell ``(ANCHOR << L) + k``, and a centre is placed
 by the same monotone function as in the tree
 (``floor(fl(fl(c - origin) / size) * 2**L)``, clamped to the level's last
 cell for the few floats below ``origin + size`` that round up to it).  So the
 window a point visits on a level is the tree's conservative window
-(:func:`culling.treekernels.window`: the cells of the largest floats at or
+(:func:`culling.tree.walk.window`: the cells of the largest floats at or
 below ``p - half`` and ``p + half``, ``half >= scale * W / 2``), shifted to
 the grid's numbering and clamped to the world; there is no second window
 arithmetic to keep in step.  A window is empty when every centre it could
 hold lies outside the world; finer levels' windows are then empty too.
 
 Each non-empty cell's members are one contiguous run of the cell pool with
-the tree's row layout (:mod:`culling.members`), so the same kernels test and
+the tree's row layout (:mod:`culling.core.members`), so the same kernels test and
 write them: a grid's visit list is its visited non-empty cells, numbered
 ``0 .. k-1``, with each one's pool start and member count (int64 arrays of
 ``k``: no array over all cells is allocated or scanned per query).
@@ -29,9 +29,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from culling.jit import inline_kernel, kernel
-from culling.lattice import ANCHOR
-from culling.treekernels import half_reach, round_down_sub, window
+from culling.core.cells import half_reach, round_down_sub, window
+from culling.core.jit import inline_kernel, kernel
+from culling.core.lattice import ANCHOR
 
 __all__ = ["cell_window", "visit", "visits"]
 
@@ -200,8 +200,8 @@ def visits(points: np.ndarray, scale: float, origin: np.ndarray, top_corner: np.
            offsets: np.ndarray, level_count: np.ndarray, start: np.ndarray, count: np.ndarray, cell: np.ndarray,
            slot: np.ndarray, limit: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Every point's visited non-empty cells, as the visits
-    :func:`culling.members.answer` (one point) and
-    :func:`culling.members.answer_many` read.
+    :func:`culling.core.members.answer` (one point) and
+    :func:`culling.core.members.answer_many` read.
 
     Returns ``(visit_run, visit_point, run_start, run_count)``: visit ``v``
     is point ``visit_point[v]`` reading run ``visit_run[v]``, the points in

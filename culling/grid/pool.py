@@ -1,7 +1,7 @@
 """Members of many fixed cells in one array, with vectorised batch updates.
 
 :class:`CellPool` is the membership store of the dense grid
-(:mod:`culling.dense`): cells are numbered ``0 .. n_cells - 1`` once and for
+(:mod:`culling.grid.grid`): cells are numbered ``0 .. n_cells - 1`` once and for
 all, each object (a handle) lives in at most one cell, and every operation on
 many objects is a handful of NumPy calls, never a Python loop over objects or
 cells.
@@ -102,7 +102,7 @@ class CellPool:
     pool : ndarray, shape (pool length,), int64
         Member handles, block by block; entries outside ``[start, start +
         count)`` of a live cell are garbage.  int64, as the tree's pool, so
-        the same query kernels (:mod:`culling.members`) read both.
+        the same query kernels (:mod:`culling.core.members`) read both.
     rows : ndarray, shape (columns, pool length), float64
         The members' payload, entry by entry, one contiguous array per column.
     cell, slot : ndarray, shape (object capacity,), int32

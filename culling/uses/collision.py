@@ -26,9 +26,8 @@ import numbers
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from culling.shapes import distances
-from culling.tree import ViewDistanceTree
-from culling.validation import (
+from culling.core.containment import distances
+from culling.core.validation import (
     as_handle,
     as_handles,
     as_point,
@@ -38,6 +37,7 @@ from culling.validation import (
     check_constructor,
     check_unique,
 )
+from culling.tree.tree import ViewDistanceTree
 
 __all__ = ["CollisionCandidates", "MAX_RESOLVE_ITERATIONS"]
 
@@ -50,7 +50,7 @@ MAX_RESOLVE_ITERATIONS = 10_000
 def _distances(centres: NDArray[np.float64], point: NDArray[np.float64]) -> NDArray[np.float64]:
     """Euclidean distance from ``point`` to each row of ``centres``, shape (n,).
 
-    :func:`culling.shapes.distances`: summed axis by axis, rescaled where the
+    :func:`culling.core.containment.distances`: summed axis by axis, rescaled where the
     squares would under- or overflow, so extreme magnitudes neither warn nor
     lose the answer.
     """

@@ -9,9 +9,9 @@ further up.  Because everything below a node of edge ``W`` has a radius under
 a query visits at most ``2**dim`` nodes per level, however many objects crowd
 the world elsewhere.
 
-Nodes are named by ``(level, cell)`` (see :mod:`culling.lattice`) and found by
+Nodes are named by ``(level, cell)`` (see :mod:`culling.core.lattice`) and found by
 hashing, so a sphere's home node, and the nodes a query visits, are computed,
-not searched for.  Objects live in a :class:`~culling.pool.BlockPool`, each
+not searched for.  Objects live in a :class:`~culling.tree.pool.BlockPool`, each
 node's members in one contiguous block; an object knows its node and its row,
 so removal is O(1).
 
@@ -37,14 +37,13 @@ import numba
 import numpy as np
 from numpy.typing import ArrayLike
 
-from culling import batchkernels, members, treekernels
-from culling.lattice import ANCHOR, MAX_DEPTH, MAX_GROWTH, Lattice
-from culling.nodes import NodeTable, grown
-from culling.pool import BlockPool, block_capacities, block_capacity
-from culling.shapes import decide, squared_reach, squared_reach_of
-from culling.tiles import TILE_ROWS, TILE_SHIFT
-from culling.trace import LevelTrace, QueryTrace
-from culling.validation import (
+from culling.core import members
+from culling.core.containment import decide, squared_reach, squared_reach_of
+from culling.core.growth import grown
+from culling.core.lattice import ANCHOR, MAX_DEPTH, MAX_GROWTH, Lattice
+from culling.core.tiles import TILE_ROWS, TILE_SHIFT
+from culling.core.validation import (
+    Handle,
     as_coords,
     as_points,
     as_radii,
@@ -56,9 +55,10 @@ from culling.validation import (
     live_handle,
     live_handles,
 )
-
-#: A handle as callers pass it: a Python or NumPy integer (anything else is a TypeError).
-Handle = int | np.integer
+from culling.trace import LevelTrace, QueryTrace
+from culling.tree import batch, walk
+from culling.tree.nodes import NodeTable
+from culling.tree.pool import BlockPool, block_capacities, block_capacity
 
 __all__ = ["MAX_DEPTH", "MAX_GROWTH", "ViewDistanceTree"]
 
@@ -294,7 +294,7 @@ class ViewDistanceTree:
     def insert_many(self, centres: ArrayLike, radii: ArrayLike) -> np.ndarray:
         """Add many spheres; returns their handles, int64 (n,).
 
-        Compiled passes over the objects (:mod:`culling.batchkernels`) and
+        Compiled passes over the objects (:mod:`culling.tree.batch`) and
         vectorised steps per home node: O(n + homes x depth), no Python step
         per object or per node.
         """
@@ -303,8 +303,8 @@ class ViewDistanceTree:
         self._fit_many(centres, radii)
         handles = self._new_handles(centres.shape[0])
         if handles.size:
-            # Along a Morton curve: each node's new members then lie along it too (see culling.tiles).
-            layout, centres, radii = batchkernels.layout_order(centres, radii)
+            # Along a Morton curve: each node's new members then lie along it too (see culling.core.tiles).
+            layout, centres, radii = batch.layout_order(centres, radii)
             self._link_many(handles[layout], centres, radii)
             self._count += handles.size
             self._shrink_root()
@@ -314,7 +314,7 @@ class ViewDistanceTree:
         """Move or resize many objects.
 
         Objects that stay in their node are rewritten in place by one kernel
-        pass (:func:`culling.batchkernels.settle`) and touch no node; the
+        pass (:func:`culling.tree.batch.settle`) and touch no node; the
         others (the movers) are unlinked and re-linked in batch, as
         ``insert_many`` links.  O(n) compiled, plus O(movers log movers) NumPy
         for the unlink.
@@ -330,7 +330,7 @@ class ViewDistanceTree:
         self._fit_many(centres, radii)
         if not handles.size:
             return
-        movers = batchkernels.settle(handles, centres, radii, self.origin, self.size, self._obj_node, self._obj_pos,
+        movers = batch.settle(handles, centres, radii, self.origin, self.size, self._obj_node, self._obj_pos,
                                      self._nodes.level, self._nodes.cells, self._pool.columns, self._pool.tile_box)
         if not movers.size:
             return
@@ -368,13 +368,13 @@ class ViewDistanceTree:
         scale : float
             Multiplies every view distance (a quality preset or zoom factor).
 
-        Cost: O(levels + candidates), compiled (:func:`culling.treekernels.query`);
+        Cost: O(levels + candidates), compiled (:func:`culling.tree.walk.query`);
         at most ``2**dim`` nodes per level for ``scale <= 1``.
         """
         p = np.array(as_coords(point, self.dim, "point"))
         scale = as_scale(scale)
         nodes, pool = self._nodes, self._pool
-        handles, unsure = treekernels.query(p, bool(exact), self._cube, scale, self.origin, self.size,
+        handles, unsure = walk.query(p, bool(exact), self._cube, scale, self.origin, self.size,
                                             self._root, int(nodes.level[self._root]), nodes.child, nodes.cells,
                                             nodes.start, nodes.count, pool.handles, pool.columns,
                                             pool.tile_box, False)
@@ -398,14 +398,14 @@ class ViewDistanceTree:
         counts : ndarray, shape (m,), int64: point ``i``'s answer is
             ``handles[counts[:i].sum():][:counts[i]]``
 
-        Cost: O(m x levels + candidates), compiled and on all cores (:func:`culling.treekernels.visits_parallel`,
-        then :func:`culling.members.answer_many_parallel`).
+        Cost: O(m x levels + candidates), compiled and on all cores (:func:`culling.tree.walk.visits_parallel`,
+        then :func:`culling.core.members.answer_many_parallel`).
         """
         points = np.ascontiguousarray(as_points(points, self.dim, "points"))
         scale = as_scale(scale)
         nodes, pool = self._nodes, self._pool
-        parallel = points.shape[0] >= treekernels.PARALLEL_MIN_POINTS
-        visits = treekernels.visits_parallel if parallel else treekernels.visits_serial
+        parallel = points.shape[0] >= members.PARALLEL_MIN_POINTS
+        visits = walk.visits_parallel if parallel else walk.visits_serial
         visit_node, visit_point = visits(points, scale, self.origin, self.size, self._root,
                                          int(nodes.level[self._root]), nodes.child, nodes.cells, nodes.count)
         answer_many = members.answer_many_parallel if parallel else members.answer_many_serial
@@ -437,7 +437,7 @@ class ViewDistanceTree:
         p = np.array(as_coords(point, self.dim, "point"))
         scale = as_scale(scale)
         nodes, pool = self._nodes, self._pool
-        rows, unsure = treekernels.query(
+        rows, unsure = walk.query(
             p, bool(exact), self._cube, scale, self.origin, self.size, self._root,
             int(nodes.level[self._root]), nodes.child, nodes.cells, nodes.start, nodes.count,
             pool.handles, pool.columns, pool.tile_box, True)
@@ -448,7 +448,7 @@ class ViewDistanceTree:
     def trace(self, point: ArrayLike, scale: float = 1.0) -> QueryTrace:
         """What ``query(point, scale=scale)`` visits, level by level (for overlays and tests).
 
-        The levels and the candidates come from one walk (:func:`culling.treekernels.walk`).
+        The levels and the candidates come from one walk (:func:`culling.tree.walk.walk`).
         """
         p = np.array(as_coords(point, self.dim, "point"))
         scale = as_scale(scale)
@@ -456,9 +456,9 @@ class ViewDistanceTree:
             return QueryTrace(point=p, candidates=np.empty(0, dtype=np.int64), levels=[])
         nodes = self._nodes
         root_level = self.root_level
-        visited, ends = treekernels.walk(p, scale, self.origin, self.size, self._root, root_level,
+        visited, ends = walk.walk(p, scale, self.origin, self.size, self._root, root_level,
                                          nodes.child, nodes.cells)
-        candidates = treekernels.gather(visited, nodes.start, nodes.count, self._pool.handles)
+        candidates = members.gather(visited, nodes.start, nodes.count, self._pool.handles)
         levels = []
         first = 0
         for depth, last in enumerate(ends.tolist()):
@@ -549,7 +549,7 @@ class ViewDistanceTree:
         assert (self._nodes.level[nodes] == levels).all(), "object on the wrong level"
         cells = lat.cells(lat.to_u(columns[: self.dim].T), levels)
         assert (self._nodes.cells[:, nodes] == cells).all(), "object in the wrong cell"
-        # Tile summaries (culling.tiles): every live row inside its tile's box, its radius within the tile's.
+        # Tile summaries (culling.core.tiles): every live row inside its tile's box, its radius within the tile's.
         pool, tile = self._pool, rows >> TILE_SHIFT
         box = pool.tile_box[tile].T
         assert pool.tile_box.shape[0] * TILE_ROWS >= pool.capacity, "tile summaries shorter than the pool"
@@ -769,15 +769,15 @@ class ViewDistanceTree:
     def _link_many(self, handles: np.ndarray, centres: np.ndarray, radii: np.ndarray) -> None:
         """Put objects (handles already issued, root already grown) into their home nodes.
 
-        Grouping by home (:func:`culling.batchkernels.group`), finding and
+        Grouping by home (:func:`culling.tree.batch.group`), finding and
         creating the home nodes (:meth:`NodeTable.at_many`), room in their
         blocks (:meth:`_make_room`), then one pass writing the objects
-        (:func:`culling.batchkernels.place`).  ``centres`` C-contiguous.
+        (:func:`culling.tree.batch.place`).  ``centres`` C-contiguous.
         """
-        group_of, keys, sizes = batchkernels.group(centres, radii, self.origin, self.size)
+        group_of, keys, sizes = batch.group(centres, radii, self.origin, self.size)
         homes = self._nodes.at_many(keys, self._root)
         self._make_room(homes, sizes)
-        batchkernels.place(handles, group_of, homes, centres, radii, self._nodes.start, self._nodes.count,
+        batch.place(handles, group_of, homes, centres, radii, self._nodes.start, self._nodes.count,
                            self._pool.handles, self._pool.columns, self._obj_node, self._obj_pos,
                            self._pool.tile_box)
 

@@ -4,7 +4,7 @@ A node at a coarse level holds thousands of members spread over a cell as
 wide as the world's quarter, while the point sees only those within their
 radius (below half the cell's edge).  The query must visit the node, but it
 need not read every member: a node's members are laid out spatially sorted
-(:func:`culling.batchkernels.spatial_order`), so each tile of
+(:func:`culling.tree.batch.spatial_order`), so each tile of
 ``TILE_ROWS`` consecutive pool rows covers a small part of the node, and a
 tile whose box is farther from the point, along some axis, than its largest
 radius can hold no answer.  The query then tests the remaining tiles only
@@ -31,7 +31,7 @@ import math
 
 import numpy as np
 
-from culling.jit import inline_kernel, kernel
+from culling.core.jit import inline_kernel, kernel
 
 __all__ = ["TILE_ROWS", "TILE_SHIFT", "cover", "cover_row", "cover_rows", "empty_summaries", "next_near_rows", "summarise",
            "tiles_for"]
