@@ -1,7 +1,7 @@
 """Hostile numbers at the edges: the reported repros, and generators aimed at the edges.
 
 Truth is decided with ``fractions.Fraction`` for the float64 inputs
-(DESIGN.md section 6): a sphere contains ``p`` when ``sum((c - p)**2) <=
+(docs/DESIGN.md, "The exact filter and its exact fallback"): a sphere contains ``p`` when ``sum((c - p)**2) <=
 (radius * scale)**2`` exactly, a cube when every ``|c_i - p_i| <= radius *
 scale``.  The generators put centres on cell faces (binary fractions of the
 root size from the origin) and one ulp either side, radii at and one ulp
@@ -385,28 +385,21 @@ def test_grid_window_keeps_the_home_cell_when_rounding_widens_it():
         grid.remove(h)
 
 
-def _reference_window(lat, p: float, axis: int, level: int, half: float) -> tuple[int, int]:
-    """The tree's window on one axis from the readable reference functions of culling.lattice."""
-    from culling.core.lattice import round_down_add, round_down_sub
+def test_compiled_windows_are_the_exact_windows():
+    """The tree's compiled window (culling.core.cells.window, half_reach), which the grid's
+    (culling.grid.walk.cell_window) shifts and clamps to its world, is the exact definition's
+    (the cells of the largest floats at or below p -+ half, in Fraction arithmetic)."""
+    from lattice_reference import window_cells
 
-    o, size = lat.origin_list[axis], lat.size
-    lo_u = min(max((round_down_sub(p, half) - o) / size, lat.clamp_lo_u), lat.clamp_hi_u)
-    hi_u = min(max((round_down_add(p, half) - o) / size, lat.clamp_lo_u), lat.clamp_hi_u)
-    return lat.cell(lo_u, level), lat.cell(hi_u, level)
-
-
-def test_inlined_windows_equal_their_reference_functions():
-    """The tree's compiled window (culling.tree.walk.window, half_reach), which the grid's
-    (culling.grid.walk.cell_window) shifts and clamps to its world, must agree with the
-    readable references (Lattice.cell of round_down_sub/add)."""
     from culling.core import cells
-    from culling.core.lattice import ANCHOR, Lattice, half_reach
+    from culling.core.lattice import ANCHOR, Lattice
+    from culling.core.structs import World
     from culling.grid import walk as gridwalk
 
     rng = np.random.default_rng(11)
     for size, origin in [(7.3, 1e6), (1000.0, -500.0), (16.0, 0.0), (4096.0, -2048.0)]:
         lat = Lattice(size, np.array([origin, origin * 0.5]))
-        top_corner = lat.origin + size
+        world = World(lat.origin, size, 0, 0)
         for _ in range(300):
             p = (origin + size * rng.uniform(-3, 4, 2)).tolist()
             if rng.random() < 0.3:
@@ -414,15 +407,14 @@ def test_inlined_windows_equal_their_reference_functions():
             scale = float(rng.choice([1.0, 0.5, 2.5, 1e-3, 1e9, 1.7e308]))
             level = int(rng.integers(-4, 10))
             half = cells.half_reach(size, level, scale)
-            assert half == half_reach(size, level, scale)
             assert half == math.inf or Fraction(half) >= Fraction(scale) * Fraction(size) / Fraction(2) ** (level + 1)
             lo, hi = np.empty(2, dtype=np.int64), np.empty(2, dtype=np.int64)
             cells.window(np.array(p), scale, lat.origin, size, level, lo, hi)
-            want = [_reference_window(lat, x, axis, level, half) for axis, x in enumerate(p)]
+            want = [window_cells(x, lat.origin_list[axis], size, level, half) for axis, x in enumerate(p)]
             assert list(zip(lo.tolist(), hi.tolist())) == want
             if level < 1:
                 continue
-            n = gridwalk.cell_window(np.array(p), scale, lat.origin, top_corner, size, level, lo, hi)
+            n = gridwalk.cell_window(np.array(p), scale, world, level, lo, hi)
             top = (1 << level) - 1
             cut = [(min(max(a - (ANCHOR << level), 0), top), min(b - (ANCHOR << level), top)) for a, b in want]
             if n:
