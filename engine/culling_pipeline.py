@@ -42,7 +42,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from culling.core.containment import contains_exact
-from culling.core.validation import as_point, as_scale
+from culling.core.validation import as_point, as_points, as_probe_radii, as_radius, as_scale
 from engine.frustum import frustum_planes, spheres_in_frustum
 from engine.visibility_range import begin_fade
 
@@ -183,6 +183,47 @@ class BruteForceIndex:
             axes = [self._centres[:, axis] for axis in range(self._centres.shape[1])]
             keep = np.flatnonzero(contains_exact(axes, p, self._radii, self._shape, scale))
         return keep.astype(np.int64), self._centres[keep], self._radii[keep]
+
+    def _spheres(self) -> tuple[np.ndarray, np.ndarray]:
+        if self._centres is None or self._radii is None:
+            raise ValueError("this BruteForceIndex was built from a count: pass centres and radii "
+                             "for sphere probes and pairs")
+        return self._centres, self._radii
+
+    def overlapping(self, centre: ArrayLike, radius: float, exact: bool = False, scale: float = 1.0) -> np.ndarray:
+        """Every object (or, ``exact``, those meeting the probe sphere): O(n), one vectorised exact test."""
+        rho, scale = as_radius(radius), as_scale(scale)
+        if not exact:
+            return self._all.copy()
+        centres, radii = self._spheres()
+        p = as_point(centre, centres.shape[1], "centre").tolist()
+        axes = [centres[:, axis] for axis in range(centres.shape[1])]
+        return np.flatnonzero(contains_exact(axes, p, radii, self._shape, scale, grow=rho)).astype(np.int64)
+
+    def overlapping_many(self, centres: ArrayLike, radii: ArrayLike, exact: bool = False,
+                         scale: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`overlapping` per probe: O(m n)."""
+        dim = 1 if self._centres is None else self._centres.shape[1]
+        points = as_points(centres, dim, "centres")
+        grows = as_probe_radii(radii, points.shape[0])
+        answers = [self.overlapping(p, g, exact, scale) for p, g in zip(points, grows.tolist())]
+        counts = np.array([a.size for a in answers], dtype=np.int64)
+        return (np.concatenate(answers) if answers else np.empty(0, dtype=np.int64)), counts
+
+    def overlapping_pairs(self) -> tuple[np.ndarray, np.ndarray]:
+        """Every pair of objects whose spheres meet, ``first < second``: one exact test per object, O(n^2)."""
+        centres, radii = self._spheres()
+        axes = [centres[:, axis] for axis in range(centres.shape[1])]
+        first, second = [], []
+        for i in range(len(radii) - 1):
+            rest = [a[i + 1:] for a in axes]
+            meet = np.flatnonzero(contains_exact(rest, centres[i].tolist(), radii[i + 1:], self._shape,
+                                                 grow=float(radii[i]))) + i + 1
+            first.append(np.full(meet.size, i, dtype=np.int64))
+            second.append(meet.astype(np.int64))
+        if not first:
+            return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64)
+        return np.concatenate(first), np.concatenate(second)
 
 
 def _accepts_scale(index: SpatialIndex) -> bool:

@@ -27,8 +27,8 @@ import numpy as np
 from culling.core.jit import inline_kernel, kernel
 from culling.core.lattice import ANCHOR, MAX_GROWTH
 
-__all__ = ["axis_window", "cell_of", "cell_scaled", "half_reach", "half_reach_by", "level_factor", "multiply_up",
-           "round_down_add", "round_down_sub", "window"]
+__all__ = ["axis_window", "cell_of", "cell_scaled", "grown_half", "half_reach", "half_reach_by", "level_factor",
+           "multiply_up", "round_down_add", "round_down_sub", "round_up_add", "window"]
 
 #: Root-relative coordinates are clamped to one unit outside the largest
 #: world (the level ``-MAX_GROWTH`` cell), where no node can ever be.
@@ -57,6 +57,30 @@ def round_down_add(a: float, b: float) -> float:
     bb = r - a
     error = (a - (r - bb)) + (b - bb)  # TwoSum: a + b == r + error exactly
     return np.nextafter(r, -math.inf) if error < 0.0 else r
+
+
+@inline_kernel
+def round_up_add(a: float, b: float) -> float:
+    """The smallest float ``>= a + b`` (exact); ``a, b >= 0``.  TwoSum says whether ``fl(a + b)`` lies below."""
+    r = a + b
+    if r == math.inf:
+        return math.inf
+    bb = r - a
+    error = (a - (r - bb)) + (b - bb)  # TwoSum: a + b == r + error exactly
+    return np.nextafter(r, math.inf) if error > 0.0 else r
+
+
+@inline_kernel
+def grown_half(half: float, grow: float) -> float:
+    """A window's half width grown by a probe's radius: the smallest float ``>= half + grow``.
+
+    A probe sphere of radius ``rho`` meets a sphere of scaled radius below
+    ``s*W/2`` only if their centres are closer than ``s*W/2 + rho`` on every
+    axis, so the probe's window on a level is the point's window widened by
+    ``rho`` at both ends: ``(2 + ceil(2 * rho / W))`` cells per axis at most
+    for ``s <= 1``.  ``grow == 0`` leaves ``half`` as it is (the point query).
+    """
+    return half if grow == 0.0 else round_up_add(half, grow)
 
 
 @kernel
@@ -148,13 +172,14 @@ def axis_window(x: float, o: float, half: float, size: float, level: int, factor
 
 @kernel
 def window(p: np.ndarray, scale: float, origin: np.ndarray, size: float, level: int,
-           lo: np.ndarray, hi: np.ndarray) -> None:
+           lo: np.ndarray, hi: np.ndarray, grow: float = 0.0) -> None:
     """Write the first and last cell, per axis, that ``p`` visits on ``level`` into ``lo`` and ``hi``.
 
     The cells (:meth:`culling.core.lattice.Lattice.cell`) of the largest floats
-    ``<= p - half`` and ``<= p + half``, ``half >= scale * W / 2``.
+    ``<= p - half`` and ``<= p + half``, ``half >= scale * W / 2 + grow``
+    (``grow``: a probe sphere's radius, :func:`grown_half`).
     """
-    half = half_reach(size, level, scale)
+    half = grown_half(half_reach(size, level, scale), grow)
     factor = level_factor(level)
     for axis in range(p.shape[0]):
         lo[axis], hi[axis] = axis_window(p[axis], origin[axis], half, size, level, factor)

@@ -30,7 +30,7 @@ import numpy as np
 
 from culling.core.jit import inline_kernel, kernel
 
-__all__ = ["classify", "contains", "contains_exact", "decide", "distances", "reach_of", "sphere_contains",
+__all__ = ["classify", "contains", "contains_exact", "decide", "decide_grown", "decide_pairs", "distances", "reach_of", "sphere_contains",
            "squared_distances", "squared_reach", "squared_reach_of", "within"]
 
 #: Relative error bound used by the float filter of :func:`contains_exact`:
@@ -232,6 +232,28 @@ def decide(columns: np.ndarray, rows: np.ndarray, points: np.ndarray, shape: str
     return _exact(axes, point, columns[dim, rows], shape, scale, which)
 
 
+def decide_grown(columns: np.ndarray, rows: np.ndarray, points: np.ndarray, grows: np.ndarray, shape: str,
+                 scale: float) -> np.ndarray:
+    """Exact overlap (rational arithmetic) of the pool ``rows`` with probe spheres:
+    ``distance(c, p) <= r * scale + rho``, one probe per row.
+
+    ``points``: (len(rows), dim); ``grows``: (len(rows),) the probes' radii ``rho``.
+    Returns bool (len(rows),).  For the few rows the float filter of
+    :func:`culling.core.overlap.probe_row` left unsure.
+    """
+    dim = points.shape[-1]
+    which = np.arange(rows.size)
+    axes = [columns[axis, rows] for axis in range(dim)]
+    return _exact(axes, list(points.T), columns[dim, rows], shape, scale, which, grows)
+
+
+def decide_pairs(columns: np.ndarray, first: np.ndarray, second: np.ndarray, shape: str) -> np.ndarray:
+    """Exact overlap of the spheres in pool rows ``first[k]`` and ``second[k]``:
+    ``distance(c_i, c_j) <= r_i + r_j``; bool (len(first),)."""
+    dim = columns.shape[0] - 2
+    return decide_grown(columns, first, columns[:dim, second].T, columns[dim, second], shape, 1.0)
+
+
 def contains(centres: np.ndarray, radii: np.ndarray, point: np.ndarray,
              shape: str, scale: float = 1.0) -> np.ndarray:
     """Boolean mask: which objects contain ``point`` (radii multiplied by ``scale``).
@@ -260,7 +282,7 @@ def within(distance: np.ndarray, radii: np.ndarray, scale: float = 1.0) -> np.nd
 
 
 def contains_exact(axes: Sequence[np.ndarray], point: Sequence[float | np.ndarray], radii: np.ndarray, shape: str,
-                   scale: float = 1.0, reach: np.ndarray | None = None) -> np.ndarray:
+                   scale: float = 1.0, reach: np.ndarray | None = None, grow: float = 0.0) -> np.ndarray:
     """Which objects contain ``point``, decided exactly for the float64 inputs.
 
     Parameters
@@ -275,6 +297,9 @@ def contains_exact(axes: Sequence[np.ndarray], point: Sequence[float | np.ndarra
     reach : ndarray, shape (n,), optional
         :func:`squared_reach` of ``radii`` (spheres, ``scale == 1``): saves
         squaring the radii.
+    grow : float >= 0, optional
+        A probe sphere's radius added to every limit: then the answer is
+        which spheres meet the probe sphere, ``|c - p| <= radius * scale + grow``.
 
     Returns
     -------
@@ -293,20 +318,24 @@ def contains_exact(axes: Sequence[np.ndarray], point: Sequence[float | np.ndarra
             for d in offsets[1:]:
                 np.maximum(largest, np.abs(d), out=largest)
             limit = radii if scale == 1.0 else radii * scale
-            # |fl(c - p)| and fl(r * s) are each within one rounding of the
-            # truth, unless the product underflowed or the offset overflowed.
+            if grow:
+                limit = limit + grow
+            # |fl(c - p)| and fl(r * s) (plus grow) are each within two roundings
+            # of the truth, unless the product underflowed or the offset overflowed.
             inside = largest < limit * (1.0 - FILTER_EPS)
             unsure = ~(inside | (largest > limit * (1.0 + FILTER_EPS)))
-            unsure |= ((limit < 2.0 ** -1000) & (radii > 0)) | (largest == np.inf)
+            unsure |= ((limit < 2.0 ** -1000) & ((radii > 0) | (grow > 0))) | (largest == np.inf)
             inside &= ~unsure
         else:
             squares = offsets[0] * offsets[0]
             for d in offsets[1:]:
                 squares += d * d
-            if reach is not None and scale == 1.0:
+            if reach is not None and scale == 1.0 and not grow:
                 bound = reach
             else:
                 limit = radii if scale == 1.0 else radii * scale
+                if grow:
+                    limit = limit + grow
                 bound = limit * limit
             inside = squares < bound * (1.0 - FILTER_EPS)
             unsure = ~(inside | (squares > bound * (1.0 + FILTER_EPS)))
@@ -315,13 +344,15 @@ def contains_exact(axes: Sequence[np.ndarray], point: Sequence[float | np.ndarra
                 inside &= ~unsure
     if unsure.any():
         which = np.flatnonzero(unsure)
-        inside[which] = _exact(axes, point, radii, shape, scale, which)
+        inside[which] = _exact(axes, point, radii, shape, scale, which,
+                               np.full(radii.shape[0], grow) if grow else None)
     return inside
 
 
 def _exact(axes: Sequence[np.ndarray], point: Sequence[float | np.ndarray], radii: np.ndarray, shape: str, scale: float,
-           which: np.ndarray) -> np.ndarray:
-    """The containment test in rational arithmetic for the objects ``which``."""
+           which: np.ndarray, grows: np.ndarray | None = None) -> np.ndarray:
+    """The containment test in rational arithmetic for the objects ``which``
+    (each radius times ``scale``, plus ``grows[k]`` when given: a probe sphere's radius)."""
     from fractions import Fraction
 
     s = Fraction(scale)
@@ -329,8 +360,9 @@ def _exact(axes: Sequence[np.ndarray], point: Sequence[float | np.ndarray], radi
     columns = [a[which].tolist() for a in axes]
     points = [p[which].tolist() if isinstance(p, np.ndarray) and p.ndim else [float(p)] * which.size
               for p in point]
+    extra = [0.0] * which.size if grows is None else grows[which].tolist()
     for i, r in enumerate(radii[which].tolist()):
-        limit = Fraction(r) * s
+        limit = Fraction(r) * s + Fraction(extra[i])
         offsets = [Fraction(c[i]) - Fraction(q[i]) for c, q in zip(columns, points)]
         if shape == "cube":
             result[i] = all(abs(d) <= limit for d in offsets)

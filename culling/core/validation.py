@@ -21,6 +21,7 @@ __all__ = [
     "as_handles",
     "as_point",
     "as_points",
+    "as_probe_radii",
     "as_radii",
     "as_real",
     "as_scale",
@@ -314,3 +315,11 @@ def live_handles(handles: object, issued: int, state: np.ndarray, owner: str) ->
         if dead.any():
             raise KeyError(f"handle {int(handles[dead][0])} is not in the {owner}")
     return handles
+
+
+def as_probe_radii(values: object, m: int) -> np.ndarray:
+    """Probe radii for ``m`` probes: one number for all, or shape ``(m,)``; finite, not negative; float64."""
+    array = _as_float_array(values, "radii")
+    if array.ndim == 0:
+        return as_radii(array, 1)[np.zeros(m, dtype=np.int64)]
+    return as_radii(array, m)

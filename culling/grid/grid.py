@@ -34,13 +34,15 @@ import numba
 import numpy as np
 from numpy.typing import ArrayLike
 
-from culling.core import members
+from culling.core import members, overlap, pairs
 from culling.core.containment import decide, squared_reach, squared_reach_of
 from culling.core.growth import ARRAY_GROWTH
+from culling.core.threads import run_chunks
 from culling.core.validation import (
     Handle,
     as_coords,
     as_points,
+    as_probe_radii,
     as_radii,
     as_radius,
     as_scale,
@@ -50,6 +52,7 @@ from culling.core.validation import (
     live_handle,
     live_handles,
 )
+from culling.grid import probe
 from culling.grid import walk as gridwalk
 from culling.grid.geometry import GridGeometry
 from culling.grid.pool import CellPool
@@ -62,6 +65,9 @@ __all__ = ["DEFAULT_FINEST_CELLS", "DenseViewDistanceGrid", "MAX_ENUMERATED_CELL
 #: (:mod:`culling.core.tiles`): an empty summary array, one per dimension, makes
 #: the member kernels test every row.
 _NO_TILES = {dim: np.empty((0, 2 * dim + 1)) for dim in (1, 2, 3)}
+
+#: The probe radii of a point query: none (every window as the point's).
+_NO_GROWS = np.empty(0)
 
 #: Cells on the finest level when no ``min_radius`` is given: 2**18 (64**3 in
 #: 3D, 512**2 in 2D), 3.4 to 6 MiB of cell arrays for all levels together.
@@ -458,7 +464,7 @@ class DenseViewDistanceGrid:
             return np.empty(0, dtype=np.int64), np.zeros(m, dtype=np.int64)
         visit_run, visit_point, run_start, run_count = gridwalk.visits(
             points, scale, self.origin, self._top_corner, self.size, geo.offsets, self._level_count, cells.start,
-            cells.count, cells.cell, cells.slot, MAX_ENUMERATED_CELLS)
+            cells.count, cells.cell, cells.slot, MAX_ENUMERATED_CELLS, _NO_GROWS)
         parallel = m >= members.PARALLEL_MIN_POINTS
         answer_many = members.answer_many_parallel if parallel else members.answer_many_serial
         handles, counts, unsure, owners = answer_many(
@@ -471,6 +477,67 @@ class DenseViewDistanceGrid:
             handles = np.concatenate([handles, cells.pool[unsure[keep]]])[order]
             counts = counts + np.bincount(owners[keep], minlength=m)
         return handles, counts
+
+    def overlapping(self, centre: ArrayLike, radius: float, exact: bool = False, scale: float = 1.0) -> np.ndarray:
+        """Handles of the stored spheres that may meet the probe sphere ``(centre, radius)``; int64 (k,).
+
+        As :meth:`ViewDistanceTree.overlapping <culling.ViewDistanceTree.overlapping>`:
+        ``exact`` keeps exactly those with ``distance(c_i, centre) <= r_i * scale
+        + radius``, decided exactly; ``radius=0`` answers as :meth:`query`.
+        The centre may lie outside the world.
+
+        Cost: O(levels + candidates), compiled (:mod:`culling.grid.probe`): at most
+        ``(2 + ceil(2 * radius / W))**dim`` cells per level of edge ``W`` (``scale <= 1``).
+        """
+        p = np.array([as_coords(centre, self.dim, "centre")])
+        grows = np.array([as_radius(radius)])
+        handles, _ = self._probe(p, grows, bool(exact), as_scale(scale))
+        return handles
+
+    def overlapping_many(self, centres: ArrayLike, radii: ArrayLike, exact: bool = False,
+                         scale: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`overlapping` for many probes, each with its own radius (``(m,)``, or one number).
+
+        Returns ``(handles, counts)`` as :meth:`query_many`.  Cost: O(m x levels
+        + candidates), the probes cut into chunks run on the library's threads.
+        """
+        points = np.ascontiguousarray(as_points(centres, self.dim, "centres"))
+        grows = as_probe_radii(radii, points.shape[0])
+        return self._probe(points, grows, bool(exact), as_scale(scale))
+
+    def _probe(self, points: np.ndarray, grows: np.ndarray, exact: bool, scale: float) -> tuple[np.ndarray, np.ndarray]:
+        """Probes ``(points (m, dim), grows (m,))``, validated: their answers and counts."""
+        m = points.shape[0]
+        cells, geo = self._cells, self._geo
+        if not self._count or not m:
+            return np.empty(0, dtype=np.int64), np.zeros(m, dtype=np.int64)
+
+        def chunk(lo: int, hi: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+            visit_run, visit_point, run_start, run_count = gridwalk.visits(
+                points[lo:hi], scale, self.origin, self._top_corner, self.size, geo.offsets, self._level_count,
+                cells.start, cells.count, cells.cell, cells.slot, MAX_ENUMERATED_CELLS, grows[lo:hi])
+            handles, counts, unsure, owners = probe.probe_visits(
+                visit_run, visit_point, hi - lo, run_start, run_count, points[lo:hi], grows[lo:hi], exact,
+                self._cube, scale, cells.pool, cells.rows, _NO_TILES[self.dim])
+            return handles, counts, unsure, owners + lo
+
+        parts = run_chunks(chunk, m, min_items=members.PARALLEL_MIN_POINTS // 2)
+        handles, counts, unsure, owners = overlap.joined(parts)
+        return overlap.settle(handles, counts, unsure, owners, cells.rows, cells.pool, points, grows, self.shape,
+                              scale)
+
+    def overlapping_pairs(self) -> tuple[np.ndarray, np.ndarray]:
+        """Every unordered pair of distinct stored spheres that meet: ``distance(c_i, c_j) <= r_i + r_j``.
+
+        Returns ``(first, second)``, int64, ``first < second``, each pair once,
+        as :meth:`ViewDistanceTree.overlapping_pairs <culling.ViewDistanceTree.overlapping_pairs>`:
+        the cells whose subtree holds objects form a tree
+        (:func:`culling.grid.probe.cell_tree`, O(cells)), joined with itself
+        (:func:`culling.core.pairs.overlapping_pairs`).
+        """
+        cells = self._cells
+        child, start, count = probe.cell_tree(self._geo.offsets, cells.start, cells.count, self.dim)
+        return pairs.overlapping_pairs(0, child, start, count, cells.pool, cells.rows, self._cube, self.shape)
 
     def trace(self, point: ArrayLike, scale: float = 1.0) -> QueryTrace:
         """What ``query(point, scale=scale)`` visits, level by level.
@@ -518,7 +585,7 @@ class DenseViewDistanceGrid:
         cells = self._cells
         runs, _, run_start, run_count = gridwalk.visits(
             p[None], scale, self.origin, self._top_corner, self.size, self._geo.offsets, self._level_count,
-            cells.start, cells.count, cells.cell, cells.slot, MAX_ENUMERATED_CELLS)
+            cells.start, cells.count, cells.cell, cells.slot, MAX_ENUMERATED_CELLS, _NO_GROWS)
         return members.answer(runs, run_start, run_count, cells.pool, cells.rows, _NO_TILES[self.dim], p, exact,
                               self._cube, scale, want_rows)
 

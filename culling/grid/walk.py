@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from culling.core.cells import half_reach, round_down_sub, window
+from culling.core.cells import grown_half, half_reach, round_down_sub, window
 from culling.core.jit import inline_kernel, kernel
 from culling.core.lattice import ANCHOR
 
@@ -46,13 +46,14 @@ _HASH = -7046029254386353131
 
 @inline_kernel
 def cell_window(p: np.ndarray, scale: float, origin: np.ndarray, top_corner: np.ndarray, size: float,
-                level: int, lo: np.ndarray, hi: np.ndarray) -> int:
+                level: int, lo: np.ndarray, hi: np.ndarray, grow: float = 0.0) -> int:
     """Write the first and last grid cell, per axis, that ``p`` visits on ``level`` into ``lo`` and ``hi``.
 
     ``top_corner`` is the world's high corner, ``origin + size`` (float64
     (dim,)).  Returns how many cells the window holds, 0 when no centre of
     the world can lie in it.  Level 0 is always its one cell, as the tree's
-    root is always visited.  O(dim).
+    root is always visited.  ``grow``: a probe sphere's radius, widening the
+    window at both ends (:func:`culling.core.cells.grown_half`).  O(dim).
     """
     dim = p.shape[0]
     if level == 0:
@@ -60,7 +61,7 @@ def cell_window(p: np.ndarray, scale: float, origin: np.ndarray, top_corner: np.
             lo[axis] = 0
             hi[axis] = 0
         return 1
-    window(p, scale, origin, size, level, lo, hi)  # lattice cells of the level
+    window(p, scale, origin, size, level, lo, hi, grow)  # lattice cells of the level
     shift = ANCHOR << level
     top = (1 << level) - 1
     cells = 1
@@ -69,7 +70,7 @@ def cell_window(p: np.ndarray, scale: float, origin: np.ndarray, top_corner: np.
         last = hi[axis] - shift
         if last < 0:  # the window's high end lies below the origin
             return 0
-        if first > top and round_down_sub(p[axis], half_reach(size, level, scale)) >= top_corner[axis]:
+        if first > top and round_down_sub(p[axis], grown_half(half_reach(size, level, scale), grow)) >= top_corner[axis]:
             return 0  # its low end lies at or above the world's end (not merely rounded up to it)
         lo[axis] = min(max(first, 0), top)
         hi[axis] = min(last, top)
@@ -108,7 +109,7 @@ def _append_window(level: int, offset: int, lo: np.ndarray, hi: np.ndarray, coun
 @inline_kernel
 def visit(p: np.ndarray, scale: float, origin: np.ndarray, top_corner: np.ndarray, size: float,
           offsets: np.ndarray, level_count: np.ndarray, count: np.ndarray, cell: np.ndarray, slot: np.ndarray,
-          every: bool, limit: int) -> tuple[np.ndarray, np.ndarray]:
+          every: bool, limit: int, grow: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
     """The cells a query at ``p`` visits, level by level from level 0.
 
     Parameters
@@ -147,7 +148,7 @@ def visit(p: np.ndarray, scale: float, origin: np.ndarray, top_corner: np.ndarra
     for level in range(deepest + 1):
         if not every and level_count[level] == 0:
             continue  # nothing to find there: its window is not needed
-        n_cells = cell_window(p, scale, origin, top_corner, size, level, lo[level], hi[level])
+        n_cells = cell_window(p, scale, origin, top_corner, size, level, lo[level], hi[level], grow)
         if n_cells == 0:  # no centre of the world within reach: none on finer levels either
             break
         reached = level + 1
@@ -198,7 +199,7 @@ def _doubled(array: np.ndarray) -> np.ndarray:
 @kernel
 def visits(points: np.ndarray, scale: float, origin: np.ndarray, top_corner: np.ndarray, size: float,
            offsets: np.ndarray, level_count: np.ndarray, start: np.ndarray, count: np.ndarray, cell: np.ndarray,
-           slot: np.ndarray, limit: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+           slot: np.ndarray, limit: int, grows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Every point's visited non-empty cells, as the visits
     :func:`culling.core.members.answer` (one point) and
     :func:`culling.core.members.answer_many` read.
@@ -221,7 +222,7 @@ def visits(points: np.ndarray, scale: float, origin: np.ndarray, top_corner: np.
     n_visits = 0
     for i in range(m):
         cells, _ = visit(points[i], scale, origin, top_corner, size, offsets, level_count, count, cell, slot,
-                         False, limit)
+                         False, limit, grows[i] if grows.shape[0] else 0.0)
         while n_visits + cells.shape[0] > visit_cell.shape[0]:
             visit_cell = _doubled(visit_cell)
             visit_point = _doubled(visit_point)

@@ -37,15 +37,17 @@ import numba
 import numpy as np
 from numpy.typing import ArrayLike
 
-from culling.core import members
+from culling.core import members, overlap, pairs
 from culling.core.containment import decide, squared_reach, squared_reach_of
 from culling.core.growth import grown
 from culling.core.lattice import ANCHOR, MAX_DEPTH, MAX_GROWTH, Lattice
+from culling.core.threads import run_chunks
 from culling.core.tiles import TILE_ROWS, TILE_SHIFT
 from culling.core.validation import (
     Handle,
     as_coords,
     as_points,
+    as_probe_radii,
     as_radii,
     as_radius,
     as_scale,
@@ -56,7 +58,7 @@ from culling.core.validation import (
     live_handles,
 )
 from culling.trace import LevelTrace, QueryTrace
-from culling.tree import batch, walk
+from culling.tree import batch, probe, walk
 from culling.tree.nodes import NodeTable
 from culling.tree.pool import BlockPool, block_capacities, block_capacity
 
@@ -420,6 +422,88 @@ class ViewDistanceTree:
             handles = np.concatenate([handles, pool.handles[unsure[keep]]])[order]
             counts = counts + np.bincount(owners[keep], minlength=points.shape[0])
         return handles, counts
+
+    def overlapping(self, centre: ArrayLike, radius: float, exact: bool = False, scale: float = 1.0) -> np.ndarray:
+        """Handles of the stored spheres that may meet the probe sphere ``(centre, radius)``; int64 (k,).
+
+        Parameters
+        ----------
+        centre : array_like, shape (dim,) (a scalar for dim 1)
+        radius : float, >= 0, the probe's radius ``rho``
+        exact : bool
+            Keep exactly the spheres with ``distance(c_i, centre) <= r_i * scale
+            + radius`` (the largest per-axis distance for cubes), decided
+            exactly (rounding of the sum never flips an answer); otherwise a
+            superset.  ``radius=0`` answers as :meth:`query`.
+        scale : float, multiplies every stored radius
+
+        Cost: O(levels + candidates), compiled (:func:`culling.tree.probe.probe_chunk`):
+        at most ``(2 + ceil(2 * radius / W))**dim`` nodes per level of edge ``W``
+        (``scale <= 1``); a probe covering the whole world visits every node once.
+        """
+        p = np.array([as_coords(centre, self.dim, "centre")])
+        grows = np.array([as_radius(radius)])
+        handles, _ = self._probe(p, grows, bool(exact), as_scale(scale))
+        return handles
+
+    def overlapping_many(self, centres: ArrayLike, radii: ArrayLike, exact: bool = False,
+                         scale: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`overlapping` for many probes, each with its own radius, on the library's threads.
+
+        Parameters
+        ----------
+        centres : array_like, shape (m, dim) (or (m,) for dim 1)
+        radii : array_like, shape (m,), or one number for every probe; >= 0
+        exact, scale : as for :meth:`overlapping`
+
+        Returns
+        -------
+        handles : ndarray, int64, the answers concatenated
+        counts : ndarray, shape (m,), int64: probe ``i``'s answer is
+            ``handles[counts[:i].sum():][:counts[i]]``
+
+        Cost: O(m x levels + candidates), compiled, the probes cut into chunks
+        run on all cores (:func:`culling.core.threads.run_chunks`).
+        """
+        points = np.ascontiguousarray(as_points(centres, self.dim, "centres"))
+        grows = as_probe_radii(radii, points.shape[0])
+        return self._probe(points, grows, bool(exact), as_scale(scale))
+
+    def _probe(self, points: np.ndarray, grows: np.ndarray, exact: bool, scale: float) -> tuple[np.ndarray, np.ndarray]:
+        """Probes ``(points (m, dim), grows (m,))``, validated: their answers and counts."""
+        m = points.shape[0]
+        nodes, pool = self._nodes, self._pool
+        root, root_level = self._root, int(nodes.level[self._root])
+
+        def chunk(lo: int, hi: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+            return probe.probe_chunk(points, grows, lo, hi, exact, self._cube, scale, self.origin, self.size, root,
+                                     root_level, nodes.child, nodes.cells, nodes.start, nodes.count, pool.handles,
+                                     pool.columns, pool.tile_box)
+
+        if not m:
+            return np.empty(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+        parts = run_chunks(chunk, m, min_items=members.PARALLEL_MIN_POINTS // 2)
+        handles, counts, unsure, owners = overlap.joined(parts)
+        return overlap.settle(handles, counts, unsure, owners, pool.columns, pool.handles, points, grows,
+                              self.shape, scale)
+
+    def overlapping_pairs(self) -> tuple[np.ndarray, np.ndarray]:
+        """Every unordered pair of distinct stored spheres that meet: ``distance(c_i, c_j) <= r_i + r_j``.
+
+        Returns
+        -------
+        first, second : ndarray, int64, shape (k,) each
+            The pairs' handles, ``first[k] < second[k]``, each pair once, in no particular order.
+
+        The tree joined with itself (:func:`culling.core.pairs.pairs`): node
+        boxes refitted to their members, then a dual walk over pairs of
+        subtrees whose boxes, grown by their largest radii, meet; compiled,
+        on all cores.  Decided exactly, as :meth:`overlapping` with
+        ``exact=True``.  Memory: the output plus O(nodes) integers.
+        """
+        nodes, pool = self._nodes, self._pool
+        return pairs.overlapping_pairs(self._root, nodes.child, nodes.start, nodes.count, pool.handles,
+                                       pool.columns, self._cube, self.shape)
 
     def query_spheres(self, point: ArrayLike, exact: bool = False,
                       scale: float = 1.0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

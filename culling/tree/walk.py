@@ -19,7 +19,7 @@ import math
 
 import numpy as np
 
-from culling.core.cells import axis_window, half_reach_by
+from culling.core.cells import axis_window, grown_half, half_reach_by
 from culling.core.jit import kernel, parallel_kernel, prange
 from culling.core.lattice import MAX_DEPTH, MAX_GROWTH
 from culling.core.members import answer
@@ -53,14 +53,22 @@ def _with_room(visited: np.ndarray, room: int, n: int, dim: int) -> np.ndarray:
 
 @kernel
 def walk(p: np.ndarray, scale: float, origin: np.ndarray, size: float, root: int, root_level: int,
-         child: np.ndarray, cells: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The nodes a query at ``p`` visits, root first, level by level.
+         child: np.ndarray, cells: np.ndarray, grow: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
+    """The nodes a query at ``p`` (or a probe sphere of radius ``grow`` centred there) visits,
+    root first, level by level.
 
     Parameters
     ----------
     p : ndarray, shape (dim,), float64
     child : ndarray, shape (nodes, 2**dim), int64, -1 for no child
     cells : ndarray, shape (dim, nodes), int64 (only the root's column is read)
+    grow : float, >= 0
+        A probe sphere's radius ``rho``: each window is widened by ``rho`` at
+        both ends (:func:`culling.core.cells.grown_half`, rounded up), so a
+        node is visited when the point's rule holds for its box grown by
+        ``rho`` too, and at most ``(2 + ceil(2 * rho / W))**dim`` nodes per
+        level for ``scale <= 1``.  A probe covering the whole world visits
+        every node (the windows clamp like a huge ``scale``'s), no more.
 
     Returns
     -------
@@ -101,7 +109,7 @@ def walk(p: np.ndarray, scale: float, origin: np.ndarray, size: float, root: int
     down = math.ldexp(1.0, -level - 1)  # 2**(-level-1) and 2**(level+1), halved and doubled per level: exact
     up = math.ldexp(1.0, level + 1)
     while level <= MAX_DEPTH:
-        half = half_reach_by(size, down, up, scale)
+        half = grown_half(half_reach_by(size, down, up, scale), grow)
         factor = 0.5 * up  # level_factor(level) where it is used (level >= 0)
         for axis in range(dim):  # window(), written out: a call with array arguments costs more than it does
             lo[axis], hi[axis] = axis_window(p[axis], origin[axis], half, size, level, factor)
