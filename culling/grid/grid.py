@@ -537,7 +537,8 @@ class DenseViewDistanceGrid:
         """
         cells = self._cells
         child, start, count = probe.cell_tree(self._geo.offsets, cells.start, cells.count, self.dim)
-        return pairs.overlapping_pairs(0, child, start, count, cells.pool, cells.rows, self._cube, self.shape)
+        return pairs.overlapping_pairs(0, child, start, count, cells.pool, cells.rows, self._count, self._cube,
+                                       self.shape)
 
     def trace(self, point: ArrayLike, scale: float = 1.0) -> QueryTrace:
         """What ``query(point, scale=scale)`` visits, level by level.

@@ -503,7 +503,7 @@ class ViewDistanceTree:
         """
         nodes, pool = self._nodes, self._pool
         return pairs.overlapping_pairs(self._root, nodes.child, nodes.start, nodes.count, pool.handles,
-                                       pool.columns, self._cube, self.shape)
+                                       pool.columns, self._count, self._cube, self.shape)
 
     def query_spheres(self, point: ArrayLike, exact: bool = False,
                       scale: float = 1.0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
