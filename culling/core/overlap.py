@@ -30,7 +30,7 @@ from culling.core.containment import FILTER_EPS, SAFE_HI, SAFE_LO, decide_grown
 from culling.core.jit import inline_kernel, kernel
 from culling.core.tiles import TILE_SHIFT
 
-__all__ = ["appended", "far_apart", "joined", "meets", "pair_row", "probe_row", "probe_run", "reach_up", "settle"]
+__all__ = ["appended", "far_apart", "joined", "pair_row", "probe_row", "probe_run", "reach_up", "settle"]
 
 _BELOW = 1.0 - FILTER_EPS
 _ABOVE = 1.0 + FILTER_EPS
@@ -130,17 +130,6 @@ def pair_row(columns: np.ndarray, i: int, j: int, cube: bool) -> tuple[bool, boo
         unsure = squares < 2.0 * _TINY_REACH
     unsure = unsure or squares > SAFE_HI
     return inside and not unsure, unsure
-
-
-@inline_kernel
-def meets(lo_a: np.ndarray, hi_a: np.ndarray, a: int, lo_b: np.ndarray, hi_b: np.ndarray, b: int,
-          reach: float) -> bool:
-    """Whether boxes ``a`` and ``b`` (rows of ``(n, dim)`` float arrays) may hold centres within
-    ``reach`` of each other on every axis (conservative: :func:`far_apart` per axis)."""
-    for axis in range(lo_a.shape[1]):
-        if far_apart(hi_a[a, axis], lo_b[b, axis], reach) or far_apart(hi_b[b, axis], lo_a[a, axis], reach):
-            return False
-    return True
 
 
 @kernel

@@ -40,10 +40,15 @@ import numpy as np
 
 from culling.core.containment import FILTER_EPS, SAFE_HI, SAFE_LO, decide_pairs
 from culling.core.jit import inline_kernel, kernel
-from culling.core.overlap import appended, far_apart, meets, pair_row, reach_up
+from culling.core.lattice import MAX_DEPTH, MAX_GROWTH
+from culling.core.overlap import appended, far_apart, pair_row, reach_up
 from culling.core.threads import run_chunks, thread_count
 
-__all__ = ["BUCKET", "ITEMS_PER_THREAD", "JoinTree", "build", "frontier", "join_chunk", "overlapping_pairs"]
+__all__ = ["BUCKET", "END", "FIRST_CHILD", "ITEMS_PER_THREAD", "NEXT_SIBLING", "OWN", "OWN_COUNT",
+           "PARALLEL_MIN_OBJECTS", "JoinTree", "build", "frontier", "join_chunk", "overlapping_pairs"]
+
+#: Levels a tree can have: the depth-first stack's bound.
+_LEVELS = MAX_DEPTH + MAX_GROWTH + 2
 
 _BELOW = 1.0 - FILTER_EPS
 _ABOVE = 1.0 + FILTER_EPS
@@ -55,6 +60,10 @@ _TINY_REACH = 4.0 * SAFE_LO
 #: not keep the other threads waiting.
 ITEMS_PER_THREAD = 64
 
+#: The join runs on the library's threads from this many objects on; below, on the
+#: calling thread (waking the pool would cost more than the threads save).
+PARALLEL_MIN_OBJECTS = 20_000
+
 #: A subtree with at most this many members is one leaf of the join: its
 #: members (contiguous in the join's copy) are tested against each other and
 #: against another leaf's directly, without walking its nodes.  Most nodes of
@@ -63,28 +72,28 @@ ITEMS_PER_THREAD = 64
 BUCKET = 32
 
 
+#: Columns of :attr:`JoinTree.link`: a node's own members' first row and count, its subtree's end row,
+#: its first child and its next sibling (-1: none).
+OWN, OWN_COUNT, END, FIRST_CHILD, NEXT_SIBLING = 0, 1, 2, 3, 4
+
+
 class JoinTree(NamedTuple):
     """The structure as the join reads it, built by :func:`build`, nodes in depth-first order.
 
     ``columns`` (dim + 2, n) float64 and ``handles`` (n,) int64: the members,
     copied so that every subtree's members are one contiguous range, its own
-    first; node ``k``'s own members are ``own[k] .. own[k] + own_count[k] - 1``
-    and its subtree's ``own[k] .. end[k] - 1``.  ``first_child``/``next_sibling``
-    link the nodes (-1: none).  ``lo``/``hi`` (2K, dim) and ``radius`` (2K,):
-    the box of the centres and the largest radius of node ``k``'s subtree
-    (row ``k``) and of its own members (row ``K + k``; empty: ``radius = -1``).
+    first.  ``link`` int64 (K, 5), one row per node (columns :data:`OWN` ..
+    :data:`NEXT_SIBLING`): node ``k``'s own members are rows ``OWN .. OWN +
+    OWN_COUNT - 1``, its subtree's ``OWN .. END - 1``.  ``box`` float64
+    (2K, 2 dim + 1): the low corner, high corner and largest radius of node
+    ``k``'s subtree (row ``k``) and of its own members (row ``K + k``; none:
+    radius -1).  One row per node each, so a visit reads two cache lines.
     """
 
     columns: np.ndarray
     handles: np.ndarray
-    own: np.ndarray
-    own_count: np.ndarray
-    end: np.ndarray
-    first_child: np.ndarray
-    next_sibling: np.ndarray
-    lo: np.ndarray
-    hi: np.ndarray
-    radius: np.ndarray
+    link: np.ndarray
+    box: np.ndarray
 
 
 @kernel
@@ -103,13 +112,13 @@ def build(root: int, child: np.ndarray, start: np.ndarray, count: np.ndarray, ha
     parent = np.empty(n_nodes, dtype=np.int64)
     own = np.empty(n_nodes, dtype=np.int64)
     own_count = np.empty(n_nodes, dtype=np.int64)
-    end = np.empty(n_nodes, dtype=np.int64)
     first_child = np.full(n_nodes, -1, dtype=np.int64)
     next_sibling = np.full(n_nodes, -1, dtype=np.int64)
     out_columns = np.empty((dim + 2, objects))
     out_handles = np.empty(objects, dtype=np.int64)
-    stack = np.empty(64, dtype=np.int64)
-    stack_parent = np.empty(64, dtype=np.int64)
+    # Depth first: at most 2**dim - 1 siblings wait per level above the node being visited.
+    stack = np.empty(child.shape[1] * _LEVELS, dtype=np.int64)
+    stack_parent = np.empty(child.shape[1] * _LEVELS, dtype=np.int64)
     stack[0] = root
     stack_parent[0] = -1
     sp = 1
@@ -134,52 +143,55 @@ def build(root: int, child: np.ndarray, start: np.ndarray, count: np.ndarray, ha
         for q in range(child.shape[1]):
             c = child[node, q]
             if c >= 0:
-                stack = appended(stack, sp, 1)
-                stack_parent = appended(stack_parent, sp, 1)
                 stack[sp] = c
                 stack_parent[sp] = k
                 sp += 1
         k += 1
     nodes = k
-    lo = np.full((2 * nodes, dim), math.inf)
-    hi = np.full((2 * nodes, dim), -math.inf)
-    radius = np.full(2 * nodes, -1.0)
+    link = np.empty((nodes, 5), dtype=np.int64)
+    box = np.empty((2 * nodes, 2 * dim + 1))
+    for j in range(2 * nodes):
+        for axis in range(dim):
+            box[j, axis] = math.inf
+            box[j, dim + axis] = -math.inf
+        box[j, 2 * dim] = -1.0
     for j in range(nodes - 1, -1, -1):  # children (later in depth-first order) before parents
         leaf = nodes + j
         for i in range(own[j], own[j] + own_count[j]):
             for axis in range(dim):
-                lo[leaf, axis] = min(lo[leaf, axis], out_columns[axis, i])
-                hi[leaf, axis] = max(hi[leaf, axis], out_columns[axis, i])
-            radius[leaf] = max(radius[leaf], out_columns[dim, i])
+                box[leaf, axis] = min(box[leaf, axis], out_columns[axis, i])
+                box[leaf, dim + axis] = max(box[leaf, dim + axis], out_columns[axis, i])
+            box[leaf, 2 * dim] = max(box[leaf, 2 * dim], out_columns[dim, i])
         if own_count[j] > 0:
-            for axis in range(dim):
-                lo[j, axis] = min(lo[j, axis], lo[leaf, axis])
-                hi[j, axis] = max(hi[j, axis], hi[leaf, axis])
-            radius[j] = max(radius[j], radius[leaf])
-        end[j] = own[j] + own_count[j]
+            for f in range(2 * dim + 1):
+                box[j, f] = min(box[j, f], box[leaf, f]) if f < dim else max(box[j, f], box[leaf, f])
+        end = own[j] + own_count[j]
         c = first_child[j]
         while c >= 0:
-            end[j] = max(end[j], end[c])
+            end = max(end, link[c, END])
             c = next_sibling[c]
+        link[j, OWN] = own[j]
+        link[j, OWN_COUNT] = own_count[j]
+        link[j, END] = end
+        link[j, FIRST_CHILD] = first_child[j]
+        link[j, NEXT_SIBLING] = next_sibling[j]
         up = parent[j]
-        if up >= 0 and radius[j] >= 0.0:
-            for axis in range(dim):
-                lo[up, axis] = min(lo[up, axis], lo[j, axis])
-                hi[up, axis] = max(hi[up, axis], hi[j, axis])
-            radius[up] = max(radius[up], radius[j])
-    return JoinTree(out_columns[:, :at], out_handles[:at], own[:nodes], own_count[:nodes], end[:nodes],
-                    first_child[:nodes], next_sibling[:nodes], lo, hi, radius)
+        if up >= 0 and box[j, 2 * dim] >= 0.0:
+            for f in range(2 * dim + 1):
+                box[up, f] = min(box[up, f], box[j, f]) if f < dim else max(box[up, f], box[j, f])
+    return JoinTree(out_columns[:, :at], out_handles[:at], link, box)
 
 
 @inline_kernel
 def _range(x: int, tree: JoinTree) -> tuple[int, int, bool]:
     """Item part ``x``'s members ``(first, last)``, and whether it is a leaf of the join
     (a node's own members, or a subtree of at most ``BUCKET`` members)."""
-    nodes = tree.own.shape[0]
+    link = tree.link
+    nodes = link.shape[0]
     if x >= nodes:
         k = x - nodes
-        return tree.own[k], tree.own[k] + tree.own_count[k], True
-    return tree.own[x], tree.end[x], tree.end[x] - tree.own[x] <= BUCKET
+        return link[k, OWN], link[k, OWN] + link[k, OWN_COUNT], True
+    return link[x, OWN], link[x, END], link[x, END] - link[x, OWN] <= BUCKET
 
 
 @inline_kernel
@@ -194,22 +206,30 @@ def _push(stack_a: np.ndarray, stack_b: np.ndarray, sp: int, a: int,
 
 @inline_kernel
 def _meet(tree: JoinTree, a: int, b: int) -> bool:
-    return meets(tree.lo, tree.hi, a, tree.lo, tree.hi, b, reach_up(tree.radius[a], 1.0, tree.radius[b]))
+    """Whether parts ``a`` and ``b`` may hold members that meet: their boxes, grown by the sum of
+    their largest radii, overlap on every axis (conservative, :func:`culling.core.overlap.far_apart`)."""
+    box = tree.box
+    dim = (box.shape[1] - 1) // 2
+    reach = reach_up(box[a, 2 * dim], 1.0, box[b, 2 * dim])
+    for axis in range(dim):
+        if far_apart(box[a, dim + axis], box[b, axis], reach) or far_apart(box[b, dim + axis], box[a, axis], reach):
+            return False
+    return True
 
 
 @inline_kernel
 def _kids(x: int, tree: JoinTree, kids: np.ndarray) -> tuple[np.ndarray, int]:
     """The parts of node ``x``'s subtree: its own members (``K + x``) and its children."""
+    link = tree.link
     k = 0
-    if tree.own_count[x] > 0:
-        kids[0] = tree.own.shape[0] + x
+    if link[x, OWN_COUNT] > 0:
+        kids[0] = link.shape[0] + x
         k = 1
-    c = tree.first_child[x]
+    c = link[x, FIRST_CHILD]
     while c >= 0:
-        kids = appended(kids, k, 1)
         kids[k] = c
         k += 1
-        c = tree.next_sibling[c]
+        c = link[c, NEXT_SIBLING]
     return kids, k
 
 
@@ -219,9 +239,9 @@ def _expand(a: int, b: int, tree: JoinTree, kids: np.ndarray, stack_a: np.ndarra
     """Push the items that item ``(a, b)`` (``b == -1``: ``self(a)``), not a leaf's, splits into."""
     if b < 0:
         kids, k = _kids(a, tree, kids)
-        nodes = tree.own.shape[0]
+        nodes = tree.link.shape[0]
         for i in range(k):
-            if kids[i] < nodes or tree.own_count[kids[i] - nodes] > 1:
+            if kids[i] < nodes or tree.link[kids[i] - nodes, OWN_COUNT] > 1:
                 stack_a, stack_b, sp = _push(stack_a, stack_b, sp, kids[i], -1)
             for j in range(i + 1, k):
                 if _meet(tree, kids[i], kids[j]):
@@ -300,11 +320,12 @@ def _leaf_pairs(a: int, b: int, tree: JoinTree, cube: bool, first: np.ndarray, s
     for i in range(begin, end):
         j0 = i + 1 if b < 0 else other_begin
         if b >= 0:
-            reach = reach_up(columns[dim, i], 1.0, tree.radius[b])
+            box = tree.box
+            reach = reach_up(columns[dim, i], 1.0, box[b, 2 * dim])
             near = True
             for axis in range(dim):
-                near &= not (far_apart(tree.hi[b, axis], columns[axis, i], reach) or
-                             far_apart(columns[axis, i], tree.lo[b, axis], reach))
+                near &= not (far_apart(box[b, dim + axis], columns[axis, i], reach) or
+                             far_apart(columns[axis, i], box[b, axis], reach))
             if not near:
                 continue
         first = appended(first, k, other_end - j0)
@@ -332,7 +353,7 @@ def _leaf_pairs(a: int, b: int, tree: JoinTree, cube: bool, first: np.ndarray, s
 def frontier(tree: JoinTree, target: int) -> tuple[np.ndarray, np.ndarray]:
     """The first work items, ``self(root)`` expanded breadth first until there are ``target`` of them
     (or nothing left to split): ``(a, b)`` int64 arrays, ``b == -1`` for ``self(a)``."""
-    kids = np.empty(16, dtype=np.int64)
+    kids = np.empty(9, dtype=np.int64)  # own members and up to 8 children
     items_a = np.empty(16, dtype=np.int64)
     items_b = np.empty(16, dtype=np.int64)
     items_a[0] = 0
@@ -363,7 +384,7 @@ def join_chunk(items_a: np.ndarray, items_b: np.ndarray, first_item: int, last_i
     ``tree.columns``) of the pairs the float filter is unsure of.
     O(items' node pairs + members tested).
     """
-    kids = np.empty(16, dtype=np.int64)
+    kids = np.empty(9, dtype=np.int64)  # own members and up to 8 children
     stack_a = np.empty(64, dtype=np.int64)
     stack_b = np.empty(64, dtype=np.int64)
     sp = 0
@@ -403,7 +424,7 @@ def overlapping_pairs(root: int, child: np.ndarray, start: np.ndarray, count: np
     def chunk(lo_item: int, hi_item: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         return join_chunk(items_a, items_b, lo_item, hi_item, tree, cube)
 
-    parts = run_chunks(chunk, items_a.shape[0])
+    parts = run_chunks(chunk, items_a.shape[0], chunks=None if objects >= PARALLEL_MIN_OBJECTS else 1)
     if len(parts) == 1:
         first, second, unsure_a, unsure_b = parts[0]
     else:
