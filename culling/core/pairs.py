@@ -5,30 +5,35 @@ The collision broad phase asks for every unordered pair ``(i, j)`` with
 the root once per object; instead the tree (or the dense grid's cells, seen
 as a tree) is joined with itself, node-major:
 
-1. **Refit** (:func:`refit`): every node gets the box of its own members'
-   centres with their largest radius, and the box of its whole subtree's
-   centres with the subtree's largest radius, bottom up.  O(nodes + objects).
+1. **Build** (:func:`build`): one depth-first pass copies the members so
+   that every subtree's members are one contiguous range (its node's own
+   first), and gives every node the box of its own members' centres with
+   their largest radius, and the box of its subtree's, bottom up.
+   O(nodes + objects).
 2. **Dual walk** (:func:`join_chunk`): work items are ``self(X)`` (all pairs
    inside the subtree of ``X``) and ``cross(A, B)`` (all pairs with one end in
-   ``A`` and the other in ``B``, disjoint).  A node's members are a leaf of
-   their own (id ``X + N``), beside its children, so ``self(X)`` is the
-   members against each other, each child's ``self``, and ``cross`` of every
-   two of them: a node's members meet the nodes of the same level and the
-   nodes below them exactly through these crosses.  ``cross(A, B)`` stops when
-   the boxes, grown by the sum of their largest radii, are apart on some
-   axis (:func:`culling.core.overlap.meets`, conservative in floats);
-   otherwise it splits the coarser side, until two leaves meet and their
-   members are tested (:func:`culling.core.overlap.pair_row`, each member
-   first against the other leaf's box).  Each pair of members is so tested
-   in exactly one item: no pair is found twice.
+   ``A`` and the other in ``B``, disjoint).  A node's own members are a part
+   of their own (id ``K + X``) beside its children, so ``self(X)`` is each
+   part's ``self`` and ``cross`` of every two parts whose boxes, grown by the
+   sum of their largest radii, overlap: a node's members meet the nodes of
+   the same level and the nodes below them exactly through these crosses.
+   ``cross(A, B)`` stops when the grown boxes are apart on some axis
+   (:func:`culling.core.overlap.far_apart`, conservative in floats) and
+   otherwise splits the side with more members, until both are leaves: a
+   node's own members, or a whole subtree of at most :data:`BUCKET` members
+   (contiguous in the copy).  Then each member of one leaf is checked against
+   the other leaf's grown box and tested against its members
+   (:func:`culling.core.overlap.pair_row`'s float filter, branch-free).  Each
+   pair of members is tested in exactly one item: none is reported twice.
 3. **Threads**: the first items are expanded breadth first until there are
    enough to keep every core busy (:func:`frontier`); chunks of them run on
    the library's threads (:func:`culling.core.threads.run_chunks`), each
    writing its own growable output.
 
-The pairs the float filter is unsure of (within ``2**-48`` of touching) are
-settled in exact arithmetic (:func:`culling.core.containment.decide_pairs`).
-Memory: the output, the boxes (O(nodes)) and the work stack.
+The pairs the float filter is unsure of (within ``2**-48`` of touching, or
+with a square out of range) are settled in exact arithmetic
+(:func:`culling.core.containment.decide_pairs`).  Memory: the output, the
+copy and the boxes (O(objects + nodes)) and the work stacks.
 """
 
 from __future__ import annotations
