@@ -28,6 +28,7 @@ import numpy as np
 
 from culling.core.containment import FILTER_EPS, SAFE_HI, SAFE_LO, decide_grown
 from culling.core.jit import inline_kernel, kernel
+from culling.core.structs import Pool, Query
 from culling.core.tiles import TILE_SHIFT
 
 __all__ = ["appended", "far_apart", "joined", "pair_row", "probe_row", "probe_run", "reach_up", "settle"]
@@ -144,18 +145,18 @@ def appended(buffer: np.ndarray, n: int, extra: int) -> np.ndarray:
 
 
 @inline_kernel
-def probe_run(columns: np.ndarray, first: int, last: int, tile_box: np.ndarray, p: np.ndarray, rho: float,
-              exact: bool, cube: bool, scale: float, handles: np.ndarray, out: np.ndarray, k: int,
+def probe_run(pool: Pool, first: int, last: int, p: np.ndarray, rho: float, q: Query, out: np.ndarray, k: int,
               unsure: np.ndarray, uk: int) -> tuple[np.ndarray, int, np.ndarray, int]:
-    """Append the handles of pool rows ``first .. last - 1`` that meet the probe to ``out[k:]``
-    (every row unless ``exact``), and the rows the filter is unsure of to ``unsure[uk:]``.
+    """Append the handles of pool rows ``first .. last - 1`` that meet the probe ``(p, rho)`` to
+    ``out[k:]`` (every row unless ``q.exact``), and the rows the filter is unsure of to ``unsure[uk:]``.
 
-    With tile summaries (``tile_box`` not empty: the tree), a tile whose box
-    lies farther from ``p`` than its largest radius times ``scale`` plus
+    With tile summaries (``pool.tile_box`` not empty: the tree), a tile whose
+    box lies farther from ``p`` than its largest radius times ``q.scale`` plus
     ``rho`` on some axis is skipped (:func:`reach_up`, conservative).
     Returns the buffers (grown when full) and the new ``k``, ``uk``.  O(rows tested).
     """
-    if not exact:
+    handles, columns, tile_box = pool.handles, pool.columns, pool.tile_box
+    if not q.exact:
         out = appended(out, k, last - first)
         for row in range(first, last):
             out[k] = handles[row]
@@ -168,7 +169,7 @@ def probe_run(columns: np.ndarray, first: int, last: int, tile_box: np.ndarray, 
         end = min(last, ((row >> TILE_SHIFT) + 1) << TILE_SHIFT) if tiles else last
         if tiles:
             tile = row >> TILE_SHIFT
-            reach = reach_up(tile_box[tile, 2 * dim], scale, rho)
+            reach = reach_up(tile_box[tile, 2 * dim], q.scale, rho)
             far = False
             for axis in range(dim):
                 far |= far_apart(tile_box[tile, dim + axis], p[axis], reach)
@@ -178,7 +179,7 @@ def probe_run(columns: np.ndarray, first: int, last: int, tile_box: np.ndarray, 
                 continue
         out = appended(out, k, end - row)
         for r in range(row, end):
-            inside, doubtful = probe_row(columns, r, p, rho, cube, scale)
+            inside, doubtful = probe_row(columns, r, p, rho, q.cube, q.scale)
             out[k] = handles[r]
             k += inside
             if doubtful:
@@ -187,7 +188,6 @@ def probe_run(columns: np.ndarray, first: int, last: int, tile_box: np.ndarray, 
                 uk += 1
         row = end
     return out, k, unsure, uk
-
 
 def joined(parts: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]) -> tuple[
         np.ndarray, np.ndarray, np.ndarray, np.ndarray]:

@@ -37,6 +37,7 @@ from numpy.typing import ArrayLike
 from culling.core import members, overlap, pairs
 from culling.core.containment import decide, squared_reach, squared_reach_of
 from culling.core.growth import ARRAY_GROWTH
+from culling.core.structs import CellsFields, PoolFields, WorldFields
 from culling.core.threads import run_chunks
 from culling.core.validation import (
     Handle,
@@ -65,9 +66,6 @@ __all__ = ["DEFAULT_FINEST_CELLS", "DenseViewDistanceGrid", "MAX_ENUMERATED_CELL
 #: (:mod:`culling.core.tiles`): an empty summary array, one per dimension, makes
 #: the member kernels test every row.
 _NO_TILES = {dim: np.empty((0, 2 * dim + 1)) for dim in (1, 2, 3)}
-
-#: The probe radii of a point query: none (every window as the point's).
-_NO_GROWS = np.empty(0)
 
 #: Cells on the finest level when no ``min_radius`` is given: 2**18 (64**3 in
 #: 3D, 512**2 in 2D), 3.4 to 6 MiB of cell arrays for all levels together.
@@ -149,7 +147,6 @@ class DenseViewDistanceGrid:
             raise ValueError(f"origin + size must be finite, got {geo.hi.tolist()}")
         self._origin_list = self.origin.tolist()
         self._hi_list = geo.hi.tolist()
-        self._top_corner = np.ascontiguousarray(geo.hi, dtype=np.float64)
         self._cube = shape == "cube"
         span = max(abs(x) for x in self._origin_list + self._hi_list)
         if geo.cell_size[-1] < 4 * math.ulp(span):
@@ -459,17 +456,16 @@ class DenseViewDistanceGrid:
         points = np.ascontiguousarray(as_points(points, self.dim, "points"))
         scale = as_scale(scale)
         m = points.shape[0]
-        cells, geo = self._cells, self._geo
+        cells = self._cells
         if not self._count or not m:
             return np.empty(0, dtype=np.int64), np.zeros(m, dtype=np.int64)
-        visit_run, visit_point, run_start, run_count = gridwalk.visits(
-            points, scale, self.origin, self._top_corner, self.size, geo.offsets, self._level_count, cells.start,
-            cells.count, cells.cell, cells.slot, MAX_ENUMERATED_CELLS, _NO_GROWS)
+        visit_run, visit_point, run_start, run_count = gridwalk.visits(points, scale, self._world(), self._cell_arrays(),
+                                                                       MAX_ENUMERATED_CELLS)
         parallel = m >= members.PARALLEL_MIN_POINTS
         answer_many = members.answer_many_parallel if parallel else members.answer_many_serial
         handles, counts, unsure, owners = answer_many(
-            visit_run, visit_point, points, run_start, run_count, cells.pool, cells.rows, _NO_TILES[self.dim],
-            bool(exact), self._cube, scale, numba.get_num_threads() if parallel else 1)
+            visit_run, visit_point, points, run_start, run_count, self._pool_arrays(),
+            (scale, bool(exact), self._cube, False), numba.get_num_threads() if parallel else 1)
         if unsure.size:  # within rounding of a surface: exact arithmetic decides, then merge by point
             keep = decide(cells.rows, unsure, points[owners], self.shape, scale)
             owner = np.concatenate([np.repeat(np.arange(m), counts), owners[keep]])
@@ -508,17 +504,17 @@ class DenseViewDistanceGrid:
     def _probe(self, points: np.ndarray, grows: np.ndarray, exact: bool, scale: float) -> tuple[np.ndarray, np.ndarray]:
         """Probes ``(points (m, dim), grows (m,))``, validated: their answers and counts."""
         m = points.shape[0]
-        cells, geo = self._cells, self._geo
+        cells = self._cells
         if not self._count or not m:
             return np.empty(0, dtype=np.int64), np.zeros(m, dtype=np.int64)
+        query, world, cell_arrays, pool = (scale, exact, self._cube, False), self._world(), self._cell_arrays(), \
+            self._pool_arrays()
 
         def chunk(lo: int, hi: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-            visit_run, visit_point, run_start, run_count = gridwalk.visits(
-                points[lo:hi], scale, self.origin, self._top_corner, self.size, geo.offsets, self._level_count,
-                cells.start, cells.count, cells.cell, cells.slot, MAX_ENUMERATED_CELLS, grows[lo:hi])
-            handles, counts, unsure, owners = probe.probe_visits(
-                visit_run, visit_point, hi - lo, run_start, run_count, points[lo:hi], grows[lo:hi], exact,
-                self._cube, scale, cells.pool, cells.rows, _NO_TILES[self.dim])
+            visit_run, visit_point, run_start, run_count = gridwalk.grown_visits(
+                points[lo:hi], grows[lo:hi], scale, world, cell_arrays, MAX_ENUMERATED_CELLS)
+            handles, counts, unsure, owners = probe.probe_visits(visit_run, visit_point, run_start, run_count,
+                                                                 points[lo:hi], grows[lo:hi], query, pool)
             return handles, counts, unsure, owners + lo
 
         parts = run_chunks(chunk, m, min_items=members.PARALLEL_MIN_POINTS // 2)
@@ -559,9 +555,7 @@ class DenseViewDistanceGrid:
         if not self._count:
             return QueryTrace(point=p, candidates=np.empty(0, dtype=np.int64), levels=[])
         pool, geo = self._cells, self._geo
-        visited, ends = gridwalk.visit(p, scale, self.origin, self._top_corner, self.size, geo.offsets,
-                                          self._level_count, pool.count, pool.cell, pool.slot, True,
-                                          MAX_ENUMERATED_CELLS)
+        visited, ends = gridwalk.trace_visit(p, scale, self._world(), self._cell_arrays(), MAX_ENUMERATED_CELLS)
         counts = pool.count[visited].astype(np.int64)
         candidates = members.gather(np.arange(visited.size), pool.start[visited].astype(np.int64), counts,
                                         pool.pool)
@@ -583,12 +577,21 @@ class DenseViewDistanceGrid:
         :func:`culling.core.members.answer`): the sure handles (or pool rows) and the unsure rows."""
         if not self._count:
             return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64)
+        return gridwalk.query(p, (scale, exact, self._cube, want_rows), self._world(), self._cell_arrays(),
+                              self._pool_arrays(), MAX_ENUMERATED_CELLS)
+
+    def _world(self) -> WorldFields:
+        """The :class:`~culling.core.structs.World` the kernels read, as a plain tuple (the root is cell 0)."""
+        return self.origin, self.size, 0, 0
+
+    def _cell_arrays(self) -> CellsFields:
+        """The :class:`~culling.core.structs.Cells` the kernels read, as a plain tuple."""
         cells = self._cells
-        runs, _, run_start, run_count = gridwalk.visits(
-            p[None], scale, self.origin, self._top_corner, self.size, self._geo.offsets, self._level_count,
-            cells.start, cells.count, cells.cell, cells.slot, MAX_ENUMERATED_CELLS, _NO_GROWS)
-        return members.answer(runs, run_start, run_count, cells.pool, cells.rows, _NO_TILES[self.dim], p, exact,
-                              self._cube, scale, want_rows)
+        return self._geo.offsets, self._level_count, cells.start, cells.count, cells.cell, cells.slot
+
+    def _pool_arrays(self) -> PoolFields:
+        """The :class:`~culling.core.structs.Pool` the kernels read, as a plain tuple (no tiles)."""
+        return self._cells.pool, self._cells.rows, _NO_TILES[self.dim]
 
     # ------------------------------------------------------------------
     # The invariant checker

@@ -19,22 +19,23 @@ import numpy as np
 
 from culling.core.jit import kernel
 from culling.core.overlap import probe_run
+from culling.core.structs import Pool, PoolFields, Query, QueryFields
 
 __all__ = ["cell_tree", "probe_visits"]
 
 
 @kernel
-def probe_visits(visit_run: np.ndarray, visit_point: np.ndarray, m: int, run_start: np.ndarray,
-                 run_count: np.ndarray, points: np.ndarray, grows: np.ndarray, exact: bool, cube: bool, scale: float,
-                 handles: np.ndarray, columns: np.ndarray,
-                 tile_box: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def probe_visits(visit_run: np.ndarray, visit_point: np.ndarray, run_start: np.ndarray, run_count: np.ndarray,
+                 points: np.ndarray, grows: np.ndarray, query_fields: QueryFields,
+                 pool_fields: PoolFields) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """The probes' answers from their visits (visit ``v``: probe ``visit_point[v]`` reads run
-    ``visit_run[v]``, the probes in order).
+    ``visit_run[v]``, the probes in order; ``points`` (m, dim) and ``grows`` (m,) the probes).
 
     Returns ``(handles, counts, unsure_rows, unsure_probes)`` as
     :func:`culling.tree.probe.probe_chunk`.  O(visits + candidates).
     """
-    counts = np.zeros(m, dtype=np.int64)
+    q, pool = Query(*query_fields), Pool(*pool_fields)
+    counts = np.zeros(points.shape[0], dtype=np.int64)
     out = np.empty(64, dtype=np.int64)
     unsure = np.empty(0, dtype=np.int64)
     owners = np.empty(0, dtype=np.int64)
@@ -45,8 +46,8 @@ def probe_visits(visit_run: np.ndarray, visit_point: np.ndarray, m: int, run_sta
         run = visit_run[v]
         before = k
         unsure_before = uk
-        out, k, unsure, uk = probe_run(columns, run_start[run], run_start[run] + run_count[run], tile_box, points[i],
-                                       grows[i], exact, cube, scale, handles, out, k, unsure, uk)
+        out, k, unsure, uk = probe_run(pool, run_start[run], run_start[run] + run_count[run], points[i], grows[i], q,
+                                       out, k, unsure, uk)
         counts[i] += k - before
         if uk > unsure_before:
             more = np.empty(uk, dtype=np.int64)

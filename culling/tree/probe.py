@@ -16,25 +16,27 @@ import numpy as np
 
 from culling.core.jit import kernel
 from culling.core.overlap import probe_run
+from culling.core.structs import Nodes, NodesFields, Pool, PoolFields, Query, QueryFields, World, WorldFields
 from culling.tree.walk import walk
 
 __all__ = ["probe_chunk"]
 
 
 @kernel
-def probe_chunk(points: np.ndarray, grows: np.ndarray, lo: int, hi: int, exact: bool, cube: bool, scale: float,
-                origin: np.ndarray, size: float, root: int, root_level: int, child: np.ndarray, cells: np.ndarray,
-                start: np.ndarray, count: np.ndarray, handles: np.ndarray, columns: np.ndarray,
-                tile_box: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def probe_chunk(points: np.ndarray, grows: np.ndarray, lo: int, hi: int, query_fields: QueryFields,
+                world_fields: WorldFields, nodes_fields: NodesFields,
+                pool_fields: PoolFields) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Probes ``lo .. hi - 1`` (centres ``points``, radii ``grows``): walk, then test each visited run.
 
     Returns ``(handles, counts, unsure_rows, unsure_probes)``: probe ``lo + i``'s
     sure answer is the ``counts[i]`` handles after those of the probes before
     it; the pool rows the float filter left unsure, and the probe each was
-    tested for, are settled exactly by the caller.  O(probes x levels + candidates).
+    tested for, are settled exactly by the caller.  The structs as plain
+    tuples.  O(probes x levels + candidates).
     """
-    m = hi - lo
-    counts = np.zeros(m, dtype=np.int64)
+    q, world, nodes, pool = Query(*query_fields), World(*world_fields), Nodes(*nodes_fields), Pool(*pool_fields)
+    start, count = nodes.start, nodes.members
+    counts = np.zeros(hi - lo, dtype=np.int64)
     out = np.empty(64, dtype=np.int64)
     unsure = np.empty(0, dtype=np.int64)
     owners = np.empty(0, dtype=np.int64)
@@ -43,13 +45,13 @@ def probe_chunk(points: np.ndarray, grows: np.ndarray, lo: int, hi: int, exact: 
     for i in range(lo, hi):
         p = points[i]
         rho = grows[i]
-        visited, _ = walk(p, scale, origin, size, root, root_level, child, cells, rho)
+        visited, _ = walk(p, q.scale, world, nodes, rho)
         before = k
         unsure_before = uk
         for node in visited:
             if count[node] > 0:
-                out, k, unsure, uk = probe_run(columns, start[node], start[node] + count[node], tile_box, p, rho,
-                                               exact, cube, scale, handles, out, k, unsure, uk)
+                out, k, unsure, uk = probe_run(pool, start[node], start[node] + count[node], p, rho, q, out, k,
+                                               unsure, uk)
         counts[i - lo] = k - before
         if uk > unsure_before:
             more = np.empty(uk, dtype=np.int64)

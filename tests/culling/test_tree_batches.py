@@ -1,4 +1,4 @@
-"""Batch mutations at the edges of their bookkeeping (issue 11: ``insert_many`` kernels).
+"""Batch mutations at the edges of their bookkeeping (the ``insert_many`` and ``update_many`` kernels).
 
 ``insert_many`` and the movers of ``update_many`` group objects by home node
 in a compiled hash table, find or create the home nodes by walking child
