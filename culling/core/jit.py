@@ -29,6 +29,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar, cast
 
 import numba
+from numba.core import types as _types
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -41,6 +42,8 @@ _OPTIONS: dict[str, Any] = {"nogil": True, "error_model": "numpy"}
 KERNELS: list[Any] = []
 
 _cache_ok: bool | None = None
+
+_unliteral: Callable[[Any], Any] = _types.unliteral
 
 
 def _compile(fn: Callable[..., Any], **options: Any) -> Any:
@@ -62,6 +65,24 @@ def _compile(fn: Callable[..., Any], **options: Any) -> Any:
     return numba.njit(cache=False, **_OPTIONS, **options)(fn)
 
 
+def _one_signature(dispatcher: Any) -> Any:
+    """Make a kernel called from other kernels compile for plain types, not once per literal.
+
+    numba types a constant argument (``0``, ``True``) as a literal, and a
+    kernel called from other kernels with ``at=0`` in one place and a
+    variable in another would compile twice (three times for three
+    patterns).  Typed as plain ``int64`` and ``bool``, one compile serves
+    every call site; the callers' constants are converted at the call.
+    """
+    resolve = dispatcher.get_call_template
+
+    def get_call_template(args: tuple[Any, ...], kws: dict[str, Any]) -> Any:
+        return resolve(tuple(_unliteral(a) for a in args), {k: _unliteral(v) for k, v in kws.items()})
+
+    dispatcher.get_call_template = get_call_template
+    return dispatcher
+
+
 def cache_writable() -> bool:
     """Whether compiled kernels are kept on disk (False: compiled in memory in every process)."""
     return _cache_ok is not False
@@ -69,7 +90,7 @@ def cache_writable() -> bool:
 
 def kernel(fn: F) -> F:
     """A serial kernel.  ``nogil`` so that callers may run queries from threads."""
-    compiled = _compile(fn)
+    compiled = _one_signature(_compile(fn))
     KERNELS.append(compiled)
     return cast(F, compiled)
 

@@ -36,7 +36,7 @@ import math
 import numpy as np
 
 from culling.core.containment import FILTER_EPS, SAFE_HI, SAFE_LO, classify
-from culling.core.jit import inline_kernel, kernel
+from culling.core.jit import kernel
 from culling.core.threads import run_chunks, thread_count
 from culling.core.tiles import next_near_rows
 
@@ -76,7 +76,7 @@ def candidates(visited: np.ndarray, count: np.ndarray) -> int:
     return total
 
 
-@inline_kernel
+@kernel
 def flag_rows(columns: np.ndarray, first: int, last: int, tile_box: np.ndarray, p: np.ndarray, cube: bool,
               scale: float, distance: np.ndarray, flags: np.ndarray, at: int) -> tuple[int, int]:
     """Flag the rows of the run ``first .. last - 1`` whose tiles are near ``p``
@@ -161,7 +161,7 @@ def flag_rows(columns: np.ndarray, first: int, last: int, tile_box: np.ndarray, 
     return sure, unsure
 
 
-@inline_kernel
+@kernel
 def write_rows(flags: np.ndarray, at: int, first: int, last: int, tile_box: np.ndarray, p: np.ndarray,
                scale: float, handles: np.ndarray, want_rows: bool, out: np.ndarray, k: int, unsure: np.ndarray,
                uk: int) -> tuple[int, int]:

@@ -105,7 +105,7 @@ def _append_window(level: int, offset: int, lo: np.ndarray, hi: np.ndarray, coun
             return cells, n
 
 
-@inline_kernel
+@kernel
 def visit(p: np.ndarray, scale: float, origin: np.ndarray, top_corner: np.ndarray, size: float,
           offsets: np.ndarray, level_count: np.ndarray, count: np.ndarray, cell: np.ndarray, slot: np.ndarray,
           every: bool, limit: int) -> tuple[np.ndarray, np.ndarray]:
