@@ -16,7 +16,7 @@ from culling.trace import LevelTrace, QueryTrace
 from culling.tree.tree import MAX_DEPTH, MAX_GROWTH, ViewDistanceTree
 from culling.uses.collision import CollisionCandidates
 from culling.uses.tracker import MultiCameraTracker, VisibilityEvents, VisibilityTracker
-from culling.warmup import warm_up
+from culling.warmup import kernels_cached, warm_up
 
 __all__ = [
     "CollisionCandidates",
@@ -30,6 +30,7 @@ __all__ = [
     "ViewDistanceTree",
     "VisibilityEvents",
     "VisibilityTracker",
+    "kernels_cached",
     "set_thread_count",
     "thread_count",
     "warm_up",

@@ -20,13 +20,19 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
+from culling.core import members
+from culling.core.jit import cache_writable
+from culling.grid import walk as grid_walk
 from culling.grid.grid import DenseViewDistanceGrid
+from culling.tree import batch
+from culling.tree import walk as tree_walk
 from culling.tree.tree import ViewDistanceTree
 
-__all__ = ["STEPS", "Progress", "warm_up"]
+__all__ = ["STEPS", "Progress", "kernels_cached", "warm_up"]
 
 #: ``progress(done, total, name)``: ``done`` of ``total`` steps finished, ``name`` the one just done.
 Progress = Callable[[int, int, str], None]
@@ -134,6 +140,28 @@ STEPS: tuple[tuple[str, Callable[[dict[str, object]], None]], ...] = (
     ("grid: trace", lambda s: _trace(_grid(s))),
     ("grid: update_many, remove_many", lambda s: _mutations(_grid(s), _handles(s, "grid_handles"))),
 )
+
+
+#: Kernels that the first steps of :data:`STEPS` compile, one per group: when numba's cache holds all of
+#: them, fresh for these sources, the cache was filled by an earlier run.
+_PROBED: tuple[Any, ...] = (batch.place, tree_walk.query, tree_walk._visits, members._test_chunk,
+                            members._write_chunk, batch.settle, grid_walk.visits)
+
+
+def kernels_cached() -> bool:
+    """Whether numba's cache already holds the kernels (compiled by an earlier run, for these sources).
+
+    A fast check (reads a few cache index files, milliseconds) for a
+    program that wants to say "compiling kernels (first run only)" only on a
+    first run.  False when kernels are compiled in memory (no writable
+    cache) or the cache cannot be read.
+    """
+    if not cache_writable():
+        return False
+    try:
+        return all(kernel._cache._cache_file._load_index() for kernel in _PROBED)
+    except Exception:  # noqa: BLE001 - numba's cache internals differ between versions: assume not cached
+        return False
 
 
 def warm_up(progress: Progress | None = None) -> float:

@@ -20,6 +20,7 @@ from numpy.typing import NDArray
 
 from demo.demo import Demo, DemoError, DemoSettings
 from demo.interactive import save_image
+from demo.loading import building, warm_up_headless
 from demo.stats import StatsWriter
 from engine.hud import GREY, WHITE, YELLOW, draw_hud, hud_font_size, hud_lines, text_colour
 from engine.map import draw_map_label
@@ -173,6 +174,7 @@ def run_headless(options: HeadlessOptions, ctx: moderngl.Context | None = None) 
     """
     if options.frames < 1:
         raise ValueError(f"frames must be >= 1, got {options.frames}")
+    warm_up_headless()  # says at once when the kernels compile (first run only)
     out = options.out
     if out is not None:
         try:
@@ -187,7 +189,8 @@ def run_headless(options: HeadlessOptions, ctx: moderngl.Context | None = None) 
     ctx = ctx or create_offscreen_context()
     w, h = options.size
     fbo = ctx.simple_framebuffer((w, h))
-    demo = Demo(ctx, (w, h), options.settings)
+    with building(options.settings.scene, options.settings.objects):
+        demo = Demo(ctx, (w, h), options.settings)
     hud_mode = options.settings.hud_mode if options.settings.hud else "off"
     frames: list[FrameStats] = []
     images: list[Path] = []

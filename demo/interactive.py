@@ -21,6 +21,7 @@ from time import perf_counter
 from typing import TYPE_CHECKING, Any
 
 from demo.demo import SCALE_STEP, Demo, DemoError, DemoSettings
+from demo.loading import building, warm_up_window
 from demo.stats import StatsWriter
 from engine.hud import HUD_MODES, hud_font_size, hud_lines
 from engine.window import App, WindowError
@@ -86,7 +87,9 @@ class FlyThroughApp(App):
     def __init__(self, window: pyglet.window.Window, ctx: moderngl.Context, settings: DemoSettings, stats: str | Path | None = None,
                  out: Path = Path("out"), save_on_exit: bool = False) -> None:
         super().__init__(window, ctx)
-        self.demo = Demo(ctx, window.get_framebuffer_size(), settings)
+        warm_up_window(window, ctx)  # a loading screen while the kernels compile (first run only)
+        with building(settings.scene, settings.objects):
+            self.demo = Demo(ctx, window.get_framebuffer_size(), settings)
         self.stats_writer = StatsWriter(stats) if stats is not None else None
         self.out = out
         self.save_on_exit = save_on_exit
