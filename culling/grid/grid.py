@@ -37,6 +37,7 @@ from culling.core import members
 from culling.core.containment import decide, squared_reach, squared_reach_of
 from culling.core.growth import ARRAY_GROWTH
 from culling.core.locks import ReadWriteLock, reading, state_without_lock, writing
+from culling.core.structs import CellsFields, PoolFields, WorldFields
 from culling.core.validation import (
     Handle,
     as_coords,
@@ -144,7 +145,6 @@ class DenseViewDistanceGrid:
             raise ValueError(f"origin + size must be finite, got {geo.hi.tolist()}")
         self._origin_list = self.origin.tolist()
         self._hi_list = geo.hi.tolist()
-        self._top_corner = np.ascontiguousarray(geo.hi, dtype=np.float64)
         self._cube = shape == "cube"
         span = max(abs(x) for x in self._origin_list + self._hi_list)
         if geo.cell_size[-1] < 4 * math.ulp(span):
@@ -479,15 +479,14 @@ class DenseViewDistanceGrid:
         points = np.ascontiguousarray(as_points(points, self.dim, "points"))
         scale = as_scale(scale)
         m = points.shape[0]
-        cells, geo = self._cells, self._geo
+        cells = self._cells
         if not self._count or not m:
             return np.empty(0, dtype=np.int64), np.zeros(m, dtype=np.int64)
-        visit_run, visit_point, run_start, run_count = gridwalk.visits(
-            points, scale, self.origin, self._top_corner, self.size, geo.offsets, self._level_count, cells.start,
-            cells.count, cells.cell, cells.slot, MAX_ENUMERATED_CELLS)
+        visit_run, visit_point, run_start, run_count = gridwalk.visits(points, scale, self._world(), self._cell_arrays(),
+                                                                       MAX_ENUMERATED_CELLS)
         handles, counts, unsure, owners = members.answer_many(
-            visit_run, visit_point, points, run_start, run_count, cells.pool, cells.rows, _NO_TILES[self.dim],
-            bool(exact), self._cube, scale)
+            visit_run, visit_point, points, run_start, run_count, self._pool_arrays(),
+            (scale, bool(exact), self._cube, False))
         if unsure.size:  # within rounding of a surface: exact arithmetic decides, then merge by point
             keep = decide(cells.rows, unsure, points[owners], self.shape, scale)
             owner = np.concatenate([np.repeat(np.arange(m), counts), owners[keep]])
@@ -516,9 +515,7 @@ class DenseViewDistanceGrid:
         if not self._count:
             return QueryTrace(point=p, candidates=np.empty(0, dtype=np.int64), levels=[])
         pool, geo = self._cells, self._geo
-        visited, ends = gridwalk.visit(p, scale, self.origin, self._top_corner, self.size, geo.offsets,
-                                          self._level_count, pool.count, pool.cell, pool.slot, True,
-                                          MAX_ENUMERATED_CELLS)
+        visited, ends = gridwalk.trace_visit(p, scale, self._world(), self._cell_arrays(), MAX_ENUMERATED_CELLS)
         counts = pool.count[visited].astype(np.int64)
         candidates = members.gather(np.arange(visited.size), pool.start[visited].astype(np.int64), counts,
                                         pool.pool)
@@ -540,12 +537,21 @@ class DenseViewDistanceGrid:
         :func:`culling.core.members.answer`): the sure handles (or pool rows) and the unsure rows."""
         if not self._count:
             return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64)
+        return gridwalk.query(p, (scale, exact, self._cube, want_rows), self._world(), self._cell_arrays(),
+                              self._pool_arrays(), MAX_ENUMERATED_CELLS)
+
+    def _world(self) -> WorldFields:
+        """The :class:`~culling.core.structs.World` the kernels read, as a plain tuple (the root is cell 0)."""
+        return self.origin, self.size, 0, 0
+
+    def _cell_arrays(self) -> CellsFields:
+        """The :class:`~culling.core.structs.Cells` the kernels read, as a plain tuple."""
         cells = self._cells
-        runs, _, run_start, run_count = gridwalk.visits(
-            p[None], scale, self.origin, self._top_corner, self.size, self._geo.offsets, self._level_count,
-            cells.start, cells.count, cells.cell, cells.slot, MAX_ENUMERATED_CELLS)
-        return members.answer(runs, run_start, run_count, cells.pool, cells.rows, _NO_TILES[self.dim], p, exact,
-                              self._cube, scale, want_rows)
+        return self._geo.offsets, self._level_count, cells.start, cells.count, cells.cell, cells.slot
+
+    def _pool_arrays(self) -> PoolFields:
+        """The :class:`~culling.core.structs.Pool` the kernels read, as a plain tuple (no tiles)."""
+        return self._cells.pool, self._cells.rows, _NO_TILES[self.dim]
 
     # ------------------------------------------------------------------
     # The invariant checker

@@ -41,6 +41,7 @@ from culling.core.containment import decide, squared_reach, squared_reach_of
 from culling.core.growth import grown
 from culling.core.lattice import ANCHOR, MAX_DEPTH, MAX_GROWTH, Lattice
 from culling.core.locks import ReadWriteLock, reading, state_without_lock, writing
+from culling.core.structs import WorldFields
 from culling.core.tiles import TILE_ROWS, TILE_SHIFT
 from culling.core.validation import (
     Handle,
@@ -178,6 +179,10 @@ class ViewDistanceTree:
     def root_level(self) -> int:
         """Absolute level of the current root: 0, or negative once it has grown."""
         return int(self._nodes.level[self._root])
+
+    def _world(self) -> WorldFields:
+        """The :class:`~culling.core.structs.World` the kernels walk, as a plain tuple."""
+        return self.origin, self.size, self._root, int(self._nodes.level[self._root])
 
     @property
     @reading
@@ -357,8 +362,8 @@ class ViewDistanceTree:
         self._fit_many(centres, radii)
         if not handles.size:
             return
-        movers = batch.settle(handles, centres, radii, self.origin, self.size, self._obj_node, self._obj_pos,
-                                     self._nodes.level, self._nodes.cells, self._pool.columns, self._pool.tile_box)
+        movers = batch.settle(handles, centres, radii, self._world(), (self._obj_node, self._obj_pos),
+                              self._nodes.arrays(), self._pool.arrays())
         if not movers.size:
             return
         moving = handles[movers]
@@ -402,11 +407,9 @@ class ViewDistanceTree:
         """
         p = np.array(as_coords(point, self.dim, "point"))
         scale = as_scale(scale)
-        nodes, pool = self._nodes, self._pool
-        handles, unsure = walk.query(p, bool(exact), self._cube, scale, self.origin, self.size,
-                                            self._root, int(nodes.level[self._root]), nodes.child, nodes.cells,
-                                            nodes.start, nodes.count, pool.handles, pool.columns,
-                                            pool.tile_box, False)
+        pool = self._pool
+        handles, unsure = walk.query(p, (scale, bool(exact), self._cube, False), self._world(),
+                                     self._nodes.arrays(), pool.arrays())
         if unsure.size:  # within rounding of a surface: exact arithmetic decides
             keep = decide(pool.columns, unsure, p, self.shape, scale)
             handles = np.concatenate([handles, pool.handles[unsure[keep]]])
@@ -435,11 +438,10 @@ class ViewDistanceTree:
         points = np.ascontiguousarray(as_points(points, self.dim, "points"))
         scale = as_scale(scale)
         nodes, pool = self._nodes, self._pool
-        visit_node, visit_point = walk.visits(points, scale, self.origin, self.size, self._root,
-                                              int(nodes.level[self._root]), nodes.child, nodes.cells, nodes.count)
+        visit_node, visit_point = walk.visits(points, scale, self._world(), nodes.arrays())
         handles, counts, unsure, owners = members.answer_many(
-            visit_node, visit_point, points, nodes.start, nodes.count, pool.handles, pool.columns,
-            pool.tile_box, bool(exact), self._cube, scale)
+            visit_node, visit_point, points, nodes.start, nodes.count, pool.arrays(),
+            (scale, bool(exact), self._cube, False))
         if unsure.size:  # within rounding of a surface: exact arithmetic decides, then merge by point
             keep = decide(pool.columns, unsure, points[owners], self.shape, scale)
             owner = np.concatenate([np.repeat(np.arange(points.shape[0]), counts), owners[keep]])
@@ -464,11 +466,9 @@ class ViewDistanceTree:
         """
         p = np.array(as_coords(point, self.dim, "point"))
         scale = as_scale(scale)
-        nodes, pool = self._nodes, self._pool
-        rows, unsure = walk.query(
-            p, bool(exact), self._cube, scale, self.origin, self.size, self._root,
-            int(nodes.level[self._root]), nodes.child, nodes.cells, nodes.start, nodes.count,
-            pool.handles, pool.columns, pool.tile_box, True)
+        pool = self._pool
+        rows, unsure = walk.query(p, (scale, bool(exact), self._cube, True), self._world(), self._nodes.arrays(),
+                                  pool.arrays())
         if unsure.size:  # within rounding of a surface: exact arithmetic decides
             rows = np.concatenate([rows, unsure[decide(pool.columns, unsure, p, self.shape, scale)]])
         return pool.handles[rows], pool.columns[: self.dim, rows].T.copy(), pool.columns[self.dim, rows]
@@ -485,8 +485,7 @@ class ViewDistanceTree:
             return QueryTrace(point=p, candidates=np.empty(0, dtype=np.int64), levels=[])
         nodes = self._nodes
         root_level = self.root_level
-        visited, ends = walk.walk(p, scale, self.origin, self.size, self._root, root_level,
-                                         nodes.child, nodes.cells)
+        visited, ends = walk.trace_walk(p, scale, self._world(), nodes.arrays())
         candidates = members.gather(visited, nodes.start, nodes.count, self._pool.handles)
         levels = []
         first = 0
@@ -807,9 +806,8 @@ class ViewDistanceTree:
         group_of, keys, sizes = batch.group(centres, radii, self.origin, self.size)
         homes = self._nodes.at_many(keys, self._root)
         self._make_room(homes, sizes)
-        batch.place(handles, group_of, homes, centres, radii, self._nodes.start, self._nodes.count,
-                           self._pool.handles, self._pool.columns, self._obj_node, self._obj_pos,
-                           self._pool.tile_box)
+        batch.place(handles, group_of, homes, centres, radii, (self._obj_node, self._obj_pos),
+                    self._nodes.arrays(), self._pool.arrays())
 
     def _make_room(self, nodes: np.ndarray, more: np.ndarray) -> None:
         """Give each of ``nodes`` (distinct) room for ``more`` more members: :meth:`_move_block`, vectorised.
