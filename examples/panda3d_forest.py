@@ -25,9 +25,24 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the checkout: scenes/ and culling/
-from panda3d.core import (BoundingBox, ClockObject, Filename, GeoMipTerrain, Geom, GeomNode,  # noqa: E402
-                          GeomTriangles, GeomVertexArrayFormat, GeomVertexData, GeomVertexFormat, InternalName,
-                          KeyboardButton, PNMImage, Point3, Shader, StringStream, loadPrcFileData)
+from panda3d.core import (  # noqa: E402
+    BoundingBox,
+    ClockObject,
+    Filename,
+    Geom,
+    GeoMipTerrain,
+    GeomNode,
+    GeomTriangles,
+    GeomVertexArrayFormat,
+    GeomVertexData,
+    GeomVertexFormat,
+    KeyboardButton,
+    PNMImage,
+    Point3,
+    Shader,
+    StringStream,
+    loadPrcFileData,
+)
 
 from culling import ViewDistanceTree  # noqa: E402
 from scenes.base import mesh_base  # noqa: E402
