@@ -7,8 +7,8 @@ distance.  They go into a ``culling.ViewDistanceTree`` once; in pygfx's draw cal
 asked at the camera, and only the objects whose view distance reaches it get their instance matrices
 uploaded into their kind's ``InstancedMesh``.  pygfx draws those instances; the GPU clips what lies
 outside the view (pygfx has no frustum culling of its own yet).  With a display a window opens: the
-camera flies the scene's path until you touch a key, then W/A/S/D, space/shift and a mouse drag fly
-it.  With no display, or ``--headless``, frames render offscreen (wgpu on Vulkan, lavapipe without a
+camera flies the scene's path until you touch a key, then W/A/S/D, space/shift and the arrow keys
+fly it.  With no display, or ``--headless``, frames render offscreen (wgpu on Vulkan, lavapipe without a
 GPU) into ``DIR/frame_NNNN.png``.  Each frame prints ``drawn D of N objects, query X ms``;
 ``--all`` draws every object instead, to time the engine without the tree.
 """
@@ -25,6 +25,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the checkout: scenes/ and culling/
 import pygfx as gfx  # noqa: E402
+import pylinalg as la  # noqa: E402
 
 from culling import ViewDistanceTree  # noqa: E402
 from scenes.base import mesh_base  # noqa: E402
@@ -33,6 +34,8 @@ from scenes.forest import make_forest  # noqa: E402
 FPS = 30.0            # headless frames are this far apart on the camera path
 PATH_SECONDS = 60.0   # one lap of the scene's camera path
 SIZE = (640, 360)
+MOVES = {"w": (0, 0, -1), "s": (0, 0, 1), "a": (-1, 0, 0), "d": (1, 0, 0), " ": (0, 1, 0), "shift": (0, -1, 0)}
+TURNS = {"arrowleft": ((0, 1, 0), 1), "arrowright": ((0, 1, 0), -1), "arrowup": ((1, 0, 0), 1), "arrowdown": ((1, 0, 0), -1)}
 
 
 def build_world(objects: int, seed: int = 1):
@@ -136,20 +139,34 @@ def main(argv=None) -> None:
     aspect = SIZE[0] / SIZE[1]                       # pygfx's fov spans the mean of width and height
     fov = 2.0 * np.degrees(np.arctan(np.tan(np.radians(30.0)) * (1.0 + aspect) / 2.0))   # 60 degrees vertically
     camera = gfx.PerspectiveCamera(fov, aspect, depth_range=(0.3, 6000.0))
-    flown = {"yes": False, "frame": 0, "start": time.perf_counter()}
+    state = {"flown": False, "frame": 0, "start": time.perf_counter(), "last": time.perf_counter()}
+    held: set[str] = set()                           # keys down now: we poll them, as a game loop does
     if not headless:
-        gfx.FlyController(camera, register_events=renderer, speed=40.0)
-        canvas.add_event_handler(lambda event: flown.update(yes=True), "key_down", "pointer_down")
+        def on_key(event) -> None:
+            (held.add if event["event_type"] == "key_down" else held.discard)(event["key"].lower())
+            state["flown"] = True                    # the first key takes the camera off its path
+        canvas.add_event_handler(on_key, "key_down", "key_up")
     frame_ms: list[float] = []
     query_ms: list[float] = []
 
+    def fly(dt: float) -> None:
+        for key in held:
+            if key in MOVES:
+                camera.local.position = camera.local.position + la.vec_transform_quat(MOVES[key], camera.local.rotation) * 40.0 * dt
+            elif key in TURNS:
+                axis, sign = TURNS[key]
+                turn = la.quat_from_axis_angle(axis, sign * np.radians(60.0) * dt)
+                rotation = camera.local.rotation     # heading turns about the world's up, pitch about the camera's x
+                camera.local.rotation = la.quat_mul(turn, rotation) if axis[1] else la.quat_mul(rotation, turn)
+
     def draw_frame() -> None:                        # pygfx's draw callback: cull, upload, render
-        i = flown["frame"]
-        t0 = time.perf_counter()
-        if flown["yes"]:
+        i, t0 = state["frame"], time.perf_counter()
+        fly(t0 - state["last"])
+        state["last"] = t0
+        if state["flown"]:
             eye = np.asarray(camera.world.position, dtype=np.float64)
         else:
-            eye, target = camera_at(scene, i / FPS if headless else t0 - flown["start"])
+            eye, target = camera_at(scene, i / FPS if headless else t0 - state["start"])
             camera.local.position = eye
             camera.look_at(target)
         if args.all:
@@ -165,9 +182,9 @@ def main(argv=None) -> None:
             mesh.instance_buffer.draw_range = (0, mine.size)
         renderer.render(world, camera)
         print(f"drawn {visible.size} of {len(scene)} objects, query {query_ms[-1]:.2f} ms", flush=True)
-        flown["frame"] = i + 1
+        state["frame"] = i + 1
         if not headless:
-            if args.frames is not None and flown["frame"] >= args.frames:
+            if args.frames is not None and state["frame"] >= args.frames:
                 canvas.close()
             else:
                 canvas.request_draw()
