@@ -100,7 +100,7 @@ class _OneLineParser(argparse.ArgumentParser):
 
 
 def parse_args(argv=None) -> argparse.Namespace:
-    p = _OneLineParser(description="A forest in pygfx, culled by view distance.")
+    p = _OneLineParser(prog=Path(__file__).name, description="A forest in pygfx, culled by view distance.")
     p.add_argument("--headless", action="store_true", help="render offscreen (the default with no display)")
     p.add_argument("--frames", type=int, default=None, help="stop after N frames (headless default: 60)")
     p.add_argument("--objects", type=int, default=200_000, help="objects in the forest (default 200000)")
