@@ -169,11 +169,12 @@ def main(argv=None) -> None:
             eye, target = camera_at(scene, i / FPS if headless else t0 - state["start"])
             camera.local.position = eye
             camera.look_at(target)
+        t_query = time.perf_counter()
         if args.all:
             visible = np.arange(len(scene))
         else:
             visible = np.sort(object_of[tree.query(eye, exact=True)])   # sorted: objects are sorted by kind
-        query_ms.append(1000.0 * (time.perf_counter() - t0))
+        query_ms.append(1000.0 * (time.perf_counter() - t_query))
         cuts = np.searchsorted(visible, offsets)
         for k, mesh in enumerate(meshes):
             mine = visible[cuts[k]:cuts[k + 1]]
