@@ -91,8 +91,8 @@ def test_a_key_takes_the_camera_off_its_path_and_w_flies_it(name, display, tmp_p
         flown = app.grab()
         changed = np.count_nonzero(np.abs(flown - still).max(axis=-1) > 24)
         assert changed > 1000, f"holding W changed only {changed} pixels"
-        foliage = (flown[..., 1] > 2.2 * flown[..., 0]) & (flown[..., 1] > 1.5 * flown[..., 2]) & (flown[..., 1] > 30)
-        assert np.count_nonzero(foliage) > 100, "no trees in the window"
+        foliage = (still[..., 1] > 2.2 * still[..., 0]) & (still[..., 1] > 1.5 * still[..., 2]) & (still[..., 1] > 30)
+        assert np.count_nonzero(foliage) > 100, "no trees in the window"   # (after W it may look into a hill)
     finally:
         app.proc.terminate()
         app.proc.wait(20)
