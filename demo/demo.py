@@ -29,8 +29,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import ArrayLike
 
-import culling
-from culling import ViewDistanceTree
+from culling import CollisionCandidates, QueryTrace, ViewDistanceTree, VisibilityEvents, VisibilityTracker
 from engine.camera import Camera
 from engine.culling_pipeline import BruteForceIndex, CullingPipeline, FrameStats
 from engine.hud import HudInfo
@@ -53,11 +52,6 @@ SCALE_STEP = 1.25
 SCALE_LIMITS = (1.0 / 32.0, 32.0)
 #: Radius of the camera's collision probe (metres): a person-sized sphere.
 CAMERA_RADIUS = 1.5
-
-# Optional parts of `culling`, from other issues: the demo works without them.
-VisibilityTracker = getattr(culling, "VisibilityTracker", None)
-CollisionCandidates = getattr(culling, "CollisionCandidates", None)
-
 
 class DemoError(RuntimeError):
     """A problem the user can fix (bad scene, unsupported option); one line."""
@@ -107,11 +101,11 @@ class Demo:
         self.only_depth: int | None = None
         self.fade = True
         self.scale = 1.0
-        self.collide = CollisionCandidates is not None
+        self.collide = True
         self.frozen: Camera | None = None
         self.stats = FrameStats()
-        self.trace = None
-        self.events = None
+        self.trace: QueryTrace | None = None
+        self.events: VisibilityEvents | None = None
         self.view_projection: np.ndarray = np.eye(4)      # set for real by load_scene and update
         self._cull_view_projection: np.ndarray = np.eye(4)
         self._drawn = False
@@ -129,7 +123,7 @@ class Demo:
         t0 = perf_counter()
         index: ViewDistanceTree | BruteForceIndex
         if self.settings.brute_force:
-            index = BruteForceIndex(len(scene))
+            index = BruteForceIndex(scene.centres, scene.view_distance, shape=self.settings.shape)
             handles = np.arange(len(scene), dtype=np.int64)
         else:
             try:
@@ -153,13 +147,11 @@ class Demo:
         self.frozen = None
         self.time = 0.0
         self.only_depth = None
-        self.collision = None
         solid = np.flatnonzero([k.solid for k in scene.kinds])
-        if CollisionCandidates is not None:
-            mask = np.isin(scene.kind, solid)
-            self.collision = CollisionCandidates(CAMERA_RADIUS, scene.world_size, scene.world_origin, dim=3)
-            self.collision.insert_many(scene.centres[mask], scene.bounding_radius[mask])
-        self.tracker = VisibilityTracker() if VisibilityTracker is not None else None
+        mask = np.isin(scene.kind, solid)
+        self.collision = CollisionCandidates(CAMERA_RADIUS, scene.world_size, scene.world_origin, dim=3)
+        self.collision.insert_many(scene.centres[mask], scene.bounding_radius[mask])
+        self.tracker = VisibilityTracker()
         self.events = None
         # Nothing culled yet: a render before the next update draws ground and sky.
         self.stats = FrameStats()
@@ -200,7 +192,7 @@ class Demo:
         """Move the camera in its own frame; with collision on it slides off
         solid objects (rocks, trees, towers) and stays above the ground."""
         self.camera.move_local(forward, right, up)
-        if self.collide and self.collision is not None:
+        if self.collide:
             self.camera.position = self.collision.resolve(self.camera.position)
         if self.collide:
             p = self.camera.position
@@ -226,8 +218,7 @@ class Demo:
 
     def scale_view(self, factor: float) -> None:
         """Multiply the global view-distance scale (the + and - keys)."""
-        if self.pipeline.supports_scale:
-            self.scale = float(np.clip(self.scale * factor, *SCALE_LIMITS))
+        self.scale = float(np.clip(self.scale * factor, *SCALE_LIMITS))
 
     def set_fade(self, on: bool) -> None:
         self.fade = bool(on)
@@ -243,7 +234,7 @@ class Demo:
     @property
     def query_scale(self) -> float:
         """The scale every view distance is multiplied by this frame: the +/- keys' times the zoom's."""
-        return self.scale * self.zoom.scale if self.pipeline.supports_scale else 1.0
+        return self.scale * self.zoom.scale
 
     # -- the frame -----------------------------------------------------------------
     def update(self, dt: float) -> FrameStats:
@@ -260,10 +251,8 @@ class Demo:
 
         # Simulation: moving objects are pushed into the tree in one batch.
         moved = scene.update(self.time, dt, self.camera.position)
-        if moved is not None and moved.shape[0]:
-            if self.tree is not None:
-                self.tree.update_many(self.handles[moved], scene.centres[moved], scene.view_distance[moved])
-            self.pipeline.refresh(moved)
+        if moved is not None and moved.shape[0] and self.tree is not None:
+            self.tree.update_many(self.handles[moved], scene.centres[moved], scene.view_distance[moved])
 
         # Zoom narrows the field of view; the view distances grow with it (query_scale).
         # At rest the zoom follows the camera's own field of view (a caller may set it).
@@ -281,15 +270,14 @@ class Demo:
             cull_position, cull_vp = self.camera.position, self.view_projection
         self._cull_view_projection = cull_vp
 
-        # Culling: query (+ trace for the overlay) -> distance filter -> frustum filter.
+        # Culling: the walk (the overlay's trace when asked) -> the exact query -> frustum filter.
         stats = self.pipeline.cull(cull_position, cull_vp, scale=self.query_scale,
                                    trace=(self.show_overlay or self.show_map) and self.tree is not None)
         self.trace = self.pipeline.trace
         self._cull_position = cull_position
 
         # Gameplay hook: which objects came into view or left it this frame.
-        if self.tracker is not None:
-            self.events = self.tracker.update(self.handles[self.pipeline.visible])
+        self.events = self.tracker.update(self.handles[self.pipeline.visible])
         self.stats = stats
         self._drawn = False
         return stats
@@ -313,11 +301,10 @@ class Demo:
             t1 = perf_counter()
             self.boxes = 0
             if self.show_overlay and self.trace is not None:
-                frozen = self.frozen is not None
                 geometry = build_overlay(
                     self.trace, loose=self.show_loose, only_depth=self.only_depth,
-                    frozen_view_projection=self._cull_view_projection if frozen else None,
-                    frozen_point=self.frozen.position if frozen else None)
+                    frozen_view_projection=self._cull_view_projection if self.frozen is not None else None,
+                    frozen_point=self.frozen.position if self.frozen is not None else None)
                 self.overlay_renderer.upload(geometry)
                 self.boxes = geometry.box_count
             if self.show_map:
@@ -359,10 +346,10 @@ class Demo:
             scene=self.scene.name, objects=len(self.scene), stats=self.stats, levels=levels, fps=fps,
             frozen=self.frozen is not None, overlay=self.show_overlay, loose=self.show_loose,
             only_depth=self.only_depth, fade=self.fade,
-            scale=self.scale if self.pipeline.supports_scale else None,
-            zoom=self.zoom.scale if self.pipeline.supports_scale and self.zoom.scale != 1.0 else None,
+            scale=self.scale,
+            zoom=self.zoom.scale if self.zoom.scale != 1.0 else None,
             lod=self.lod, show_map=self.show_map,
-            collision=self.collide if self.collision is not None else None,
+            collision=self.collide,
             entered=None if ev is None else int(ev.entered.shape[0]),
             left=None if ev is None else int(ev.left.shape[0]),
             shape=self.settings.shape, brute_force=self.settings.brute_force, help=help, speed=speed,

@@ -31,25 +31,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from engine.culling_pipeline import FADE_FRACTION
 from engine.meshes import MESHES, get_mesh
+from engine.records import CROSSFADE_BAND, FADE_COLUMN, FADE_FRACTION
 
-__all__ = ["CROSSFADE_BAND", "LOD_CHAINS", "LodChain", "LodFrame", "LodSelector", "MAX_LEVELS", "choose_levels",
+__all__ = ["LOD_CHAINS", "LodChain", "LodFrame", "LodSelector", "MAX_LEVELS", "choose_levels",
            "full_detail_meshes", "group_triangles", "level_fractions", "lod_chain", "lod_instances", "start_table"]
-
-#: Adjacent levels cross-fade over 6 % of the view distance, centred on the
-#: switch: 42 m for a 700 m tree, about 1.7 s at the demo's walking speed of
-#: 25 m/s, enough for the dither to read as a blend rather than a pop, short
-#: enough that few instances are drawn twice (about 6 % of those in range).
-CROSSFADE_BAND = 0.06
 
 #: Levels per chain at most (full, low, card): the renderer keeps one
 #: instance buffer per (kind, level) and the group key is ``kind * MAX_LEVELS + level``.
 MAX_LEVELS = 3
-
-#: Fade column of the per-instance record (see ``engine.culling_pipeline``).
-FADE_COLUMN = 6
-
 
 @dataclass(frozen=True)
 class LodChain:

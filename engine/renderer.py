@@ -15,9 +15,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from engine.culling_pipeline import INSTANCE_FLOATS
 from engine.lod import MAX_LEVELS, lod_chain
 from engine.meshes import get_mesh
+from engine.records import INSTANCE_FLOATS
 from engine.shaders import load_program, uniform
 
 if TYPE_CHECKING:

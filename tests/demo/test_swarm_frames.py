@@ -2,7 +2,6 @@
 
 import numpy as np
 
-from engine.culling_pipeline import CullingPipeline
 from scenes import build_scene
 
 
@@ -42,17 +41,6 @@ def test_swarm_is_deterministic():
             scene.update(step / 30.0, 1.0 / 30.0, cam)
         runs.append(scene.centres.copy())
     assert np.array_equal(runs[0], runs[1])
-
-
-def test_swarm_pipeline_refresh_moves_instances():
-    scene = build_scene("swarm", 200, seed=2)
-    from engine.culling_pipeline import BruteForceIndex
-
-    pipe = CullingPipeline(scene, BruteForceIndex(len(scene)), np.arange(len(scene)))
-    moved = scene.update(0.1, 0.1, np.zeros(3))
-    pipe.refresh(moved)
-    assert np.allclose(pipe.records[:, :3], scene.centres.astype(np.float32))
-    assert np.array_equal(pipe.records[:, 7], scene.highlight)
 
 
 def _flown(make_demo, render, brute_force, frames=24):

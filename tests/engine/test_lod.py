@@ -7,9 +7,7 @@ are the pure parts, without GL.
 import numpy as np
 import pytest
 
-from engine.culling_pipeline import FADE_FRACTION, INSTANCE_FLOATS
 from engine.lod import (
-    CROSSFADE_BAND,
     LOD_CHAINS,
     MAX_LEVELS,
     LodChain,
@@ -22,6 +20,7 @@ from engine.lod import (
     start_table,
 )
 from engine.meshes import get_mesh
+from engine.records import CROSSFADE_BAND, FADE_FRACTION, INSTANCE_FLOATS
 from scenes import SCENES, build_scene
 
 BAYER = (np.array([0, 8, 2, 10, 12, 4, 14, 6, 3, 11, 1, 9, 15, 7, 13, 5]) + 0.5) / 16.0
