@@ -36,6 +36,8 @@ HUD_MODES = ("compact", "full", "off")
 WHITE = (1.0, 1.0, 1.0)
 GREY = (0.78, 0.80, 0.84)
 YELLOW = (1.0, 0.9, 0.4)
+#: The status line (the last key's answer): bright cyan, apart from every level colour.
+STATUS = (0.45, 1.0, 1.0)
 #: Opacity of the panel behind the text: dark enough that every level colour
 #: reads over sky, ground and the blue crystals of the clusters scene alike.
 PANEL_ALPHA = 200
@@ -68,6 +70,7 @@ class HudInfo:
     speed: float | None = None
     mouse: str | None = None            # the mouse-capture state line (windows only)
     notes: list[str] = field(default_factory=list)   # the scene's own lines (e.g. its batch timings)
+    status: str = ""                    # the last key's answer, shown in every mode while it lives
 
 
 def _ms(value: float) -> str:
@@ -97,8 +100,9 @@ def hud_lines(info: HudInfo, mode: str = "full") -> list[tuple[str, tuple[float,
     """
     if mode not in HUD_MODES:
         raise ValueError(f"HUD mode must be one of {', '.join(HUD_MODES)}, got {mode!r}")
+    status = [(info.status, STATUS)] if info.status else []
     if mode == "off":
-        return []
+        return status
     s = info.stats
     fps = "" if info.fps is None else f"   {info.fps:5.1f} fps"
     state = []
@@ -122,7 +126,7 @@ def hud_lines(info: HudInfo, mode: str = "full") -> list[tuple[str, tuple[float,
             lines.append(("  ".join(state), YELLOW))
         if info.mouse:
             lines.append((info.mouse + "   H: more", GREY))
-        return lines
+        return status + lines
     culling = "brute force" if info.brute_force else f"tree ({info.shape})"
     lines = [
         (f"{info.scene}  {info.objects:,} objects  culling: {culling}{fps}", WHITE),
@@ -166,7 +170,7 @@ def hud_lines(info: HudInfo, mode: str = "full") -> list[tuple[str, tuple[float,
         lines.append((info.mouse, GREY))
     if info.help:
         lines.extend((text, GREY) for text in CONTROLS_HELP)
-    return lines
+    return status + lines
 
 
 def _lod_line(info: HudInfo) -> str:
