@@ -22,7 +22,8 @@ The interactive window (:mod:`demo.interactive`) and the headless runner
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from collections import deque
+from dataclasses import dataclass, replace
 from time import perf_counter
 from typing import TYPE_CHECKING, Any
 
@@ -50,6 +51,13 @@ log = logging.getLogger(__name__)
 #: The +/- keys multiply / divide the global view-distance scale by this.
 SCALE_STEP = 1.25
 SCALE_LIMITS = (1.0 / 32.0, 32.0)
+#: The HUD's times are medians over this many recent frames: one slow frame
+#: (a compile, a scene switch, the OS) does not set the figure people read.
+WARM_FRAMES = 30
+#: A frame slower than this many times the median (and than COLD_MS) is marked
+#: on the HUD as one that paid for compiling or a first use.
+COLD_FACTOR = 4.0
+COLD_MS = 5.0
 #: Radius of the camera's collision probe (metres): a person-sized sphere.
 CAMERA_RADIUS = 1.5
 
@@ -110,6 +118,7 @@ class Demo:
         self._cull_view_projection: np.ndarray = np.eye(4)
         self._drawn = False
         self.boxes = 0                  # overlay boxes in the last drawn frame
+        self.recent: deque[FrameStats] = deque(maxlen=WARM_FRAMES)     # drawn frames, newest last
         self.load_scene(self.settings.scene, self.settings.objects)
 
     # -- scene -----------------------------------------------------------------
@@ -160,6 +169,23 @@ class Demo:
         self.map_inset.geometry = None
         self.view_projection = self._cull_view_projection = self.camera.view_projection()
         self._drawn = False
+        self.recent = deque(maxlen=WARM_FRAMES)
+        self._warm_up()
+
+    def _warm_up(self) -> None:
+        """Run every query path once (walk, trace, exact query, records, levels) and
+        the scene's own batches, so the first frame shows warm times: compiling
+        happens here, at load, not in a frame people read figures from."""
+        t0 = perf_counter()
+        position, vp = self.camera.position, self.camera.view_projection()
+        for trace in (True, False):
+            self.pipeline.cull(position, vp, scale=1.0, trace=trace and self.tree is not None)
+            frame = self.pipeline.instance_groups(self.fade, lod=self.lod)
+            self.renderer.upload_groups(frame.instances, frame.group_starts)
+            self.renderer.upload_groups(frame.instances[:0], np.zeros_like(frame.group_starts))   # draw nothing yet
+        self.scene.warm_up(position)
+        self.pipeline.visible = self.pipeline.visible[:0]
+        log.info("%s: query paths warmed up in %.2f s", self.scene.name, perf_counter() - t0)
 
     @property
     def renderer(self) -> Renderer:
@@ -293,6 +319,7 @@ class Demo:
         """
         stats = self.stats
         if not self._drawn:
+            self.recent.append(stats)             # completed below (draw_ms)
             t0 = perf_counter()
             frame = self.pipeline.instance_groups(self.fade, lod=self.lod)
             self.renderer.upload_groups(frame.instances, frame.group_starts)
@@ -335,15 +362,33 @@ class Demo:
                     width=int(self.size[0]), height=int(self.size[1]),
                     lod=self.lod, map=self.show_map, zoom=float(self.zoom.scale))
 
+    def warm_stats(self) -> tuple[FrameStats, bool]:
+        """The last frame's counts with the median times of :data:`WARM_FRAMES` recent frames,
+        and whether the last frame was cold (slower than ``COLD_FACTOR`` times that median)."""
+        frames = list(self.recent)
+        if not frames or frames[-1] is not self.stats:
+            return self.stats, False
+        def median(name: str) -> float:
+            return float(np.median([getattr(f, name) for f in frames]))
+
+        warm = replace(self.stats, query_ms=median("query_ms"), distance_ms=median("distance_ms"),
+                       frustum_ms=median("frustum_ms"), upload_ms=median("upload_ms"), draw_ms=median("draw_ms"),
+                       trace_ms=median("trace_ms"))
+        earlier = [f.cull_ms for f in frames[:-1]]
+        cold = bool(earlier) and self.stats.cull_ms > max(COLD_FACTOR * float(np.median(earlier)), COLD_MS)
+        return warm, cold
+
     def hud_info(self, fps: float | None = None, speed: float | None = None, help: bool = True,
                  mouse: str | None = None) -> HudInfo:
-        """The numbers the HUD shows for the last frame."""
+        """The numbers the HUD shows for the last frame (times: medians of recent frames)."""
         levels = trace_levels(self.trace, self.show_loose)
         if self.only_depth is not None:
             levels = [lv for lv in levels if lv.depth == self.only_depth]
         ev = self.events
+        warm, cold = self.warm_stats()
         return HudInfo(
-            scene=self.scene.name, objects=len(self.scene), stats=self.stats, levels=levels, fps=fps,
+            scene=self.scene.name, objects=len(self.scene), stats=warm, levels=levels, fps=fps,
+            warm_frames=len(self.recent), cold=cold,
             frozen=self.frozen is not None, overlay=self.show_overlay, loose=self.show_loose,
             only_depth=self.only_depth, fade=self.fade,
             scale=self.scale,

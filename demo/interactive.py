@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from demo.demo import SCALE_STEP, Demo, DemoError, DemoSettings
 from demo.stats import StatsWriter
-from engine.hud import HUD_MODES, hud_font_size, hud_lines
+from engine.hud import HUD_MODES, hud_font_size, hud_legend, hud_lines, text_colour
 from engine.window import App, WindowError
 from engine.zoom import zoom_scale
 from scenes import SCENES
@@ -122,6 +122,7 @@ class FlyThroughApp(App):
         self.hud_panel = pyglet.shapes.Rectangle(0, 0, 10, 10, color=(0, 0, 0, 200),
                                                  batch=self.hud_batch, group=self._hud_back)
         self.hud_labels: list[pyglet.text.Label] = []
+        self.legend_items: list[tuple[pyglet.shapes.Rectangle, pyglet.text.Label]] = []
         self._hud_font_size = 0
         # The map's scale-bar label (the map itself is drawn with GL by the demo).
         self.map_label = pyglet.text.Label("", font_name=self.hud_font, font_size=9, x=0, y=0, anchor_y="bottom",
@@ -135,13 +136,17 @@ class FlyThroughApp(App):
         info = self.demo.hud_info(fps=self.fps, speed=self.speed, help=True, mouse=mouse)
         info.status = self.current_status()
         lines = hud_lines(info, self.hud_mode)
+        legend = hud_legend(info) if self.hud_mode == "compact" else []
         width, height = self.window.get_size()
         chars = max((len(text) for text, _ in lines), default=0)
         size = hud_font_size(height, width, -(-chars // 8) * 8)     # rounded: no flicker as digits change
         if size != self._hud_font_size:            # scaled to the window: rebuild labels
             for label in self.hud_labels:
                 label.delete()
-            self.hud_labels = []
+            for swatch, label in self.legend_items:
+                swatch.delete()
+                label.delete()
+            self.hud_labels, self.legend_items = [], []
             self._hud_font_size = size
         while len(self.hud_labels) < len(lines):
             self.hud_labels.append(pyglet.text.Label("", font_name=self.hud_font, font_size=size * 0.75,
@@ -158,10 +163,38 @@ class FlyThroughApp(App):
             label.y = height - 4 - i * line_h
             if text:
                 text_width = max(text_width, label.content_width)
+        # The compact HUD's key to the overlay: a swatch of each level's colour and its node size.
+        while len(self.legend_items) < len(legend):
+            self.legend_items.append((
+                pyglet.shapes.Rectangle(0, 0, 1, 1, color=(255, 255, 255, 255), batch=self.hud_batch,
+                                        group=self._hud_front),
+                pyglet.text.Label("", font_name=self.hud_font, font_size=size * 0.75, x=0, y=0, anchor_y="top",
+                                  batch=self.hud_batch, group=self._hud_front)))
+        swatch_px = max(6, size * 2 // 3)
+        x, y = 6, height - 4 - len(lines) * line_h
+        for i, (swatch, label) in enumerate(self.legend_items):
+            shown = i < len(legend)
+            swatch.visible = shown
+            text, rgb = legend[i] if shown else ("", (1.0, 1.0, 1.0))
+            if label.text != text:
+                label.text = text
+            if not shown:
+                continue
+            swatch.x, swatch.y = x, y - (line_h + swatch_px) // 2
+            swatch.width = swatch.height = swatch_px
+            r, g, b = (int(255 * c) for c in rgb)
+            swatch.color = (r, g, b, 255)
+            r, g, b = (int(255 * c) for c in text_colour(rgb))
+            label.color = (r, g, b, 255)
+            label.x, label.y = x + swatch_px + 3, y
+            x = label.x + label.content_width + size // 2
+        if legend:
+            text_width = max(text_width, x)
+        rows = len(lines) + (1 if legend else 0)
         self.hud_panel.x, self.hud_panel.width = 0, min(text_width + 12, width)
-        self.hud_panel.height = line_h * len(lines) + 8
+        self.hud_panel.height = line_h * rows + 8
         self.hud_panel.y = height - self.hud_panel.height
-        self.hud_panel.visible = bool(lines)
+        self.hud_panel.visible = bool(lines) or bool(legend)
 
     # -- frame -----------------------------------------------------------------------
     def on_update(self, dt: float) -> None:

@@ -294,6 +294,10 @@ class Scene:
         queries of their own ignore it.
         """
 
+    def warm_up(self, camera_position: np.ndarray) -> None:
+        """Run the scene's own queries once without changing anything (compiling them
+        before the first frame); nothing to do for a static scene."""
+
     def status_lines(self) -> list[str]:
         """Lines the HUD shows for this scene (its own batches and timings); none by default."""
         return []

@@ -96,7 +96,11 @@ class SwarmScene(Scene):
 
     def status_lines(self) -> list[str]:
         hunters = self.hunters.stop - self.hunters.start
-        return [self.aggro.stats.line(f"you + {hunters:,} hunters")]
+        return self.aggro.stats.lines(f"you + {hunters:,} hunters")
+
+    def warm_up(self, camera_position: np.ndarray) -> None:
+        cam = np.asarray(camera_position, dtype=np.float64).reshape(1, 3)
+        self.aggro.warm_up(np.concatenate([cam, self.centres[self.hunters]]))
 
     # -- motion -------------------------------------------------------------------------
     def _random_points(self, k: int) -> np.ndarray:

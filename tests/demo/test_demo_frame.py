@@ -110,3 +110,19 @@ def test_demo_uploads_exactly_the_traced_boxes(make_demo, render):
     render(demo)
     assert demo.only_depth == 0
     assert demo.overlay_renderer.count == 24 * 1 + 24 + 6
+
+
+def test_hud_times_are_medians_of_recent_frames_and_a_slow_one_is_marked(make_demo, render):
+    demo = make_demo("forest", 5_000, overlay=True)
+    for _ in range(5):
+        demo.update(1 / 60)
+        render(demo)
+    info = demo.hud_info()
+    assert info.warm_frames == 5 and not info.cold
+    assert info.stats.query_ms == float(np.median([f.query_ms for f in demo.recent]))
+    assert info.stats.candidates == demo.stats.candidates
+    demo.update(1 / 60)
+    render(demo)
+    demo.stats.query_ms += 1000.0                         # as a frame that compiled a kernel would be
+    info = demo.hud_info()
+    assert info.cold and info.stats.query_ms < 1000.0

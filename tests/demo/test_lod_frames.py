@@ -54,12 +54,12 @@ def test_no_lod_flag_and_hud_line(make_demo, render):
     from engine.hud import hud_lines
 
     text = [t for t, _ in hud_lines(demo.hud_info())]
-    assert any(t.startswith("lod     off (full detail)   triangles ") for t in text)
+    assert any(t.startswith("lod off (full detail)  ") and t.endswith(" draws") for t in text)
     demo.lod = True
     stats = demo.update(0.0)
     render(demo)
     line = next(t for t, _ in hud_lines(demo.hud_info()) if t.startswith("lod "))
-    assert f"L0 {stats.level_counts[0]:,}" in line and f"triangles {stats.triangles:,}" in line
+    assert f"L0 {stats.level_counts[0]:,}" in line and f"{stats.triangles:,} tris" in line
     assert stats.draw_calls == sum(1 for g in demo.renderer.groups if g is not None and g.count)
     assert stats.draw_calls <= len(demo.scene.kinds) * MAX_LEVELS
 

@@ -70,9 +70,9 @@ def test_swarm_asks_every_hunter_in_one_batch_and_checks_it():
     assert stats.compared == 2 and stats.mismatches == 0
     assert stats.pairs > 0 and stats.chasing > 0
     assert stats.tree_ms is not None and stats.brute_ms is not None
-    line = scene.status_lines()[0]
-    assert line.startswith(f"aggro  you + {hunters:,} hunters x {len(scene) - scene.first:,} creatures")
-    assert "query_many" in line and "brute force" in line
+    who, times = scene.status_lines()
+    assert who.startswith(f"aggro: you + {hunters:,} hunters x {len(scene) - scene.first:,} creatures")
+    assert "query_many" in times and "brute force" in times
 
 
 def test_brute_force_and_tree_give_the_same_simulation():
