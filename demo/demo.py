@@ -55,9 +55,10 @@ SCALE_LIMITS = (1.0 / 32.0, 32.0)
 #: (a compile, a scene switch, the OS) does not set the figure people read.
 WARM_FRAMES = 30
 #: A frame slower than this many times the median (and than COLD_MS) is marked
-#: on the HUD as one that paid for compiling or a first use.
-COLD_FACTOR = 4.0
-COLD_MS = 5.0
+#: on the HUD as one that paid for compiling or a first use (20 ms: above the
+#: spikes of a loaded machine, below any kernel compile, 0.1 s and more).
+COLD_FACTOR = 5.0
+COLD_MS = 20.0
 #: Radius of the camera's collision probe (metres): a person-sized sphere.
 CAMERA_RADIUS = 1.5
 

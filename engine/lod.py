@@ -117,10 +117,12 @@ CUBE_LOD_STARTS = (0.40,)
 #: Swarm creatures (radius 1-2 m): the lower half of the arrow-head only shows
 #: from below; dropped beyond 30 % of the view distance.
 CREATURE_LOD_STARTS = (0.30,)
-#: Cluster stand-ins (HLOD, 4 km, radius about 150 m): 320 facets while the
-#: cluster fills a good part of the frame, 80 beyond 30 % (1.2 km, 60 px), 20
-#: beyond 60 % (2.4 km, 30 px).
-CLUSTER_BLOB_LOD_STARTS = (0.30, 0.60)
+#: Houses (600 m, radius 9 m): the chimney and the walls' top (under the roof) go
+#: beyond 30 % (180 m, about 30 px).
+HOUSE_LOD_STARTS = (0.30,)
+#: Settlement stand-ins (HLOD, 4 km, radius 150 m): each house its own block up to
+#: 50 % (2 km, a house about 3 px); beyond, each row of houses one block, trees 3-sided.
+TOWN_LOD_STARTS = (0.50,)
 
 #: Full-detail mesh name -> its chain.  Meshes not listed have one level.
 LOD_CHAINS: dict[str, LodChain] = {
@@ -133,8 +135,10 @@ LOD_CHAINS: dict[str, LodChain] = {
     "tower": LodChain(("tower", "tower_low"), TOWER_LOD_STARTS, (False, False)),
     "cube": LodChain(("cube", "cube_card"), CUBE_LOD_STARTS, (False, True)),
     "creature": LodChain(("creature", "creature_low"), CREATURE_LOD_STARTS, (False, False)),
-    "cluster_blob": LodChain(("cluster_blob", "cluster_blob_low", "cluster_blob_far"), CLUSTER_BLOB_LOD_STARTS,
-                           (False, False, False)),
+    "house_walls": LodChain(("house_walls", "house_walls_low"), HOUSE_LOD_STARTS, (False, False)),
+    "house_roof": LodChain(("house_roof", "house_roof_low"), HOUSE_LOD_STARTS, (False, False)),
+    **{f"town_{part}": LodChain((f"town_{part}", f"town_{part}_far"), TOWN_LOD_STARTS, (False, False))
+       for part in ("walls", "roofs", "trees")},
 }
 
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-__all__ = ["MESHES", "Mesh", "get_mesh", "mesh_names"]
+__all__ = ["MESHES", "Mesh", "get_mesh", "mesh_names", "town_plan"]
 
 
 @dataclass(frozen=True)
@@ -215,6 +215,128 @@ def _hexagon_card(name: str, radius: float) -> Mesh:
     return _card(name, [(radius * np.cos(t), radius * np.sin(t)) for t in a])
 
 
+def _box(x: float, z: float, y0: float, y1: float, top: bool = True) -> np.ndarray:
+    """The walls (and top) of an axis-aligned box ``[-x, x] x [y0, y1] x [-z, z]``, no floor: (10 or 8, 3, 3)."""
+    c = np.array([[sx * x, y, sz * z] for sx in (-1, 1) for y in (y0, y1) for sz in (-1, 1)])
+    quads = [(4, 6, 7, 5), (0, 1, 3, 2), (0, 2, 6, 4), (1, 5, 7, 3)] + ([(2, 3, 7, 6)] if top else [])
+    tris = []
+    for a, b, cc, d in quads:
+        tris += [(c[a], c[b], c[cc]), (c[a], c[cc], c[d])]
+    return np.array(tris)
+
+
+#: A house's walls and its gable roof (two objects sharing a centre and a scale,
+#: two colours): walls to ``HOUSE_EAVES``, the ridge along x at ``HOUSE_RIDGE``.
+HOUSE_HALF = (0.6, 0.45)
+HOUSE_FLOOR, HOUSE_EAVES, HOUSE_RIDGE = -0.5, 0.2, 0.62
+
+
+def _house_walls(name: str = "house_walls", top: bool = True) -> Mesh:
+    """Four walls (and the top, hidden under the roof only from above and afar)."""
+    x, z = HOUSE_HALF
+    return _flat(name, _box(x, z, HOUSE_FLOOR, HOUSE_EAVES, top=top))
+
+
+def _gable(x: float, z: float, e: float, r: float, x0: float | None = None) -> np.ndarray:
+    """A gable roof over ``[x0 or -x, x] x [-z, z]`` from the eaves ``e`` to the ridge ``r`` (along x), (6, 3, 3)."""
+    lo = -x if x0 is None else x0
+    a, b, c, d = (np.array(p) for p in ([lo, e, -z], [x, e, -z], [x, e, z], [lo, e, z]))
+    top0, top1 = np.array([lo, r, 0.0]), np.array([x, r, 0.0])
+    return np.array([(d, c, top1), (d, top1, top0),          # the +z slope
+                     (b, a, top0), (b, top0, top1),          # the -z slope
+                     (a, d, top0), (c, b, top1)])            # the gables
+
+
+def _house_roof(name: str = "house_roof", chimney: bool = True) -> Mesh:
+    x, z = HOUSE_HALF[0] + 0.06, HOUSE_HALF[1] + 0.08        # the eaves overhang the walls
+    roof = _gable(x, z, HOUSE_EAVES, HOUSE_RIDGE)
+    if chimney:
+        stack = _box(0.05, 0.05, 0.3, 0.68) + np.array([0.32, 0.0, 0.12])
+        roof = np.concatenate([roof, stack])
+    return _flat(name, roof)
+
+
+#: The clusters scene's settlements, as their far stand-ins see them (HLOD):
+#: each part of one settlement (walls, roofs and the tower, trees) merged into
+#: one mesh, in the stand-in's unit sphere (the settlement's radius is 1).
+#: The plan is the scene's (``scenes/clusters.py``, ``town_plan``): houses on a
+#: square grid of pitch ``TOWN_PITCH`` within ``TOWN_EXTENT`` of the centre,
+#: the tower at the centre, trees in every other square between them; a test
+#: checks the scene's houses against these meshes.
+TOWN_PITCH = 1.0 / 6.0
+TOWN_EXTENT = 0.84
+TOWN_HOUSE_SCALE = 9.0 / 150.0       # a house's bounding radius over the settlement's radius
+TOWN_TREE_SCALE = 8.0 / 150.0
+TOWN_TOWER_SCALE = 42.0 / 150.0
+
+
+def town_plan() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """House centres (k, 2) and yaws (k,), tree centres (t, 2): x, z in units of the settlement's radius."""
+    steps = np.arange(-6, 7)
+    i, j = (g.ravel() for g in np.meshgrid(steps, steps, indexing="ij"))
+    house = (np.hypot(i, j) * TOWN_PITCH <= TOWN_EXTENT) & ((i != 0) | (j != 0))
+    houses = np.stack([i[house], j[house]], axis=1) * TOWN_PITCH
+    yaws = np.where(j[house] % 2 == 0, 0.0, np.pi / 2.0)
+    tree = (np.hypot(i + 0.5, j + 0.5) * TOWN_PITCH <= TOWN_EXTENT) & ((i + j) % 2 == 0)
+    trees = np.stack([i[tree] + 0.5, j[tree] + 0.5], axis=1) * TOWN_PITCH
+    return houses, yaws, trees
+
+
+def _placed(mesh: Mesh, xz: np.ndarray, yaw: np.ndarray, scale: float, base: float) -> np.ndarray:
+    """Copies of ``mesh``'s triangles at ``xz``, turned by ``yaw`` (as the object shader does),
+    scaled, standing on y = 0; shape (copies * t, 3, 3)."""
+    tri = mesh.vertices[:, :3].astype(np.float64).reshape(-1, 3, 3)
+    out = []
+    for (x, z), a in zip(xz, yaw):
+        c, s = np.cos(a), np.sin(a)
+        px, py, pz = tri[..., 0], tri[..., 1], tri[..., 2]
+        y = np.maximum(scale * (py - base), 0.0)           # rounding must not sink a vertex below y = 0
+        out.append(np.stack([x + scale * (c * px - s * pz), y, z + scale * (s * px + c * pz)], axis=-1))
+    return np.concatenate(out)
+
+
+def _rows(houses: np.ndarray, yaws: np.ndarray, part: str) -> np.ndarray:
+    """The far level of a settlement's walls or roofs: each grid row of houses turned
+    alike merged into one block (the same footprint, height and ridge line)."""
+    s = TOWN_HOUSE_SCALE
+    (hx, hz), overhang = HOUSE_HALF, (0.06, 0.08)
+    out = []
+    for turned in (False, True):
+        pick = (yaws != 0.0) == turned
+        along, across = (houses[pick, 1], houses[pick, 0]) if turned else (houses[pick, 0], houses[pick, 1])
+        for row in np.unique(across):
+            run = along[across == row]
+            lo, hi = float(run.min()), float(run.max())
+            if part == "walls":
+                block = _box(1.0, hz * s, 0.0, (HOUSE_EAVES - HOUSE_FLOOR) * s, top=False)
+                block[..., 0] = np.where(block[..., 0] < 0.0, lo - hx * s, hi + hx * s)
+            else:
+                ox, oz = overhang
+                block = _gable(hi + (hx + ox) * s, (hz + oz) * s, (HOUSE_EAVES - HOUSE_FLOOR) * s,
+                               (HOUSE_RIDGE - HOUSE_FLOOR) * s, x0=lo - (hx + ox) * s)
+            block[..., 2] += row
+            if turned:
+                block = block[..., [2, 1, 0]][:, ::-1]        # swap x and z, keep the winding
+            out.append(block)
+    return np.concatenate(out)
+
+
+def _town(parts: dict[str, Mesh]) -> list[Mesh]:
+    houses, yaws, trees = town_plan()
+    tower_base = float(parts["tower"].vertices[:, 1].min())
+    walls = _placed(parts["house_walls"], houses, yaws, TOWN_HOUSE_SCALE, HOUSE_FLOOR)
+    roofs = _placed(parts["house_roof_low"], houses, yaws, TOWN_HOUSE_SCALE, HOUSE_FLOOR)
+    tower = _placed(parts["tower_low"], np.zeros((1, 2)), np.zeros(1), TOWN_TOWER_SCALE, tower_base)
+    crowns = _placed(parts["cone_tree_low"], trees, np.zeros(len(trees)), TOWN_TREE_SCALE, -0.99)
+    far_crowns = _placed(_flat("cone3", _prism(0.55, -0.8, 0.6, 3, top_radius=0.0, caps=False)), trees,
+                         np.zeros(len(trees)), TOWN_TREE_SCALE, -0.99)
+    return [_flat("town_walls", walls), _flat("town_roofs", np.concatenate([roofs, tower])),
+            _flat("town_trees", crowns),
+            _flat("town_walls_far", _rows(houses, yaws, "walls")),
+            _flat("town_roofs_far", np.concatenate([_rows(houses, yaws, "roofs"), tower])),
+            _flat("town_trees_far", far_crowns)]
+
+
 def _build() -> dict[str, Mesh]:
     meshes = [
         _cube(),
@@ -235,12 +357,14 @@ def _build() -> dict[str, Mesh]:
         _tower_low(),
         _creature(),
         _creature_low(),
-        # A dense cluster's stand-in (HLOD): a lumpy ball, in three levels of its own.
-        _lumpy("cluster_blob", seed=5, squash=0.9, lo=0.9, subdivisions=2),
-        _lumpy("cluster_blob_low", seed=5, squash=0.9, lo=0.9, subdivisions=1),
-        _lumpy("cluster_blob_far", seed=5, squash=0.9, lo=0.9, subdivisions=0),
+        _house_walls(),
+        _house_walls("house_walls_low", top=False),
+        _house_roof(),
+        _house_roof("house_roof_low", chimney=False),
     ]
-    return {m.name: m for m in meshes}
+    parts = {m.name: m for m in meshes}
+    # A settlement's stand-in (HLOD): its houses, tower and trees merged, in three meshes (three colours).
+    return parts | {m.name: m for m in _town(parts)}
 
 
 #: Every mesh by name, built once at import (a few milliseconds, no GL).

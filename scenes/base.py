@@ -33,7 +33,11 @@ MESH_BASES: dict[str, float] = {
     "grass_card": -0.699999988079071,
     "tower": -0.9700000286102295,
     "creature": -0.25,
-    "cluster_blob": -0.8825593590736389,
+    "house_walls": -0.5,
+    "house_roof": 0.20000000298023224,
+    "town_walls": 0.0,
+    "town_roofs": 0.0,
+    "town_trees": 0.0,
 }
 
 
