@@ -205,9 +205,9 @@ def make_clusters(objects: int = 400_000, seed: int = 1) -> ClustersScene:
             continue
         begin.append(np.zeros(n))
         if kind.name in plan:
-            offsets, radius, yaw = plan[kind.name]
+            offsets, size, yaw = plan[kind.name]
             xz = (site[:, None, [0, 2]] + offsets[None] * CLUSTER_RADIUS).reshape(-1, 2)
-            r = np.full(len(xz), radius)
+            r = np.full(len(xz), size)
             base_mesh = "house_walls" if kind.name == "roof" else kind.mesh     # a roof sits on its walls
             parts.append(dict(kind=index, centres=on_ground(xz[:, 0], xz[:, 1], base_mesh, r),
                               view_distance=np.full(len(xz), BUILDING_VIEW), bounding_radius=r,
@@ -218,8 +218,8 @@ def make_clusters(objects: int = 400_000, seed: int = 1) -> ClustersScene:
         if kind.name in ("lawn", "flower bed"):
             which = rng.integers(0, max(sites, 1), size=n)
             a = rng.uniform(0.0, 2.0 * np.pi, size=n)
-            r = CLUSTER_RADIUS * TOWN_EXTENT * 1.1 * np.sqrt(rng.random(n))
-            x, z = site[which, 0] + r * np.cos(a), site[which, 2] + r * np.sin(a)
+            out = CLUSTER_RADIUS * TOWN_EXTENT * 1.1 * np.sqrt(rng.random(n))
+            x, z = site[which, 0] + out * np.cos(a), site[which, 2] + out * np.sin(a)
         else:
             x, z = rng.uniform(-NEIGHBOURHOOD / 2.0, NEIGHBOURHOOD / 2.0, size=(2, n))
         parts.append(dict(kind=index, centres=on_ground(x, z, kind.mesh, radius),
