@@ -400,7 +400,7 @@ class Demo:
             left=None if ev is None else int(ev.left.shape[0]),
             shape=self.settings.shape, brute_force=self.settings.brute_force, help=help, speed=speed,
             mouse=mouse,
-            notes=self.scene.status_lines(),
+            notes=self.scene.status_lines(), scene_legend=self.scene.legend(),
         )
 
     def read_image(self, framebuffer: moderngl.Framebuffer) -> Image.Image:

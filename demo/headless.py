@@ -213,7 +213,7 @@ def run_headless(options: HeadlessOptions, ctx: moderngl.Context | None = None) 
                     lines = hud_lines(info, hud_mode)
                     chars = max((len(text) for text, _ in lines), default=0)
                     draw_hud(image, lines, font_size=hud_font_size(h, w, chars),
-                             legend=hud_legend(info) if hud_mode == "compact" else ())
+                             legend=hud_legend(info, hud_mode))
                 if demo.show_map and demo.map_inset.geometry is not None:
                     draw_map_label(image, demo.map_inset.geometry, font_size=max(10, h // 60))
                 if out is not None:

@@ -136,7 +136,8 @@ class FlyThroughApp(App):
         info = self.demo.hud_info(fps=self.fps, speed=self.speed, help=True, mouse=mouse)
         info.status = self.current_status()
         lines = hud_lines(info, self.hud_mode)
-        legend = hud_legend(info) if self.hud_mode == "compact" else []
+        legend_rows = hud_legend(info, self.hud_mode)
+        legend = [(r, item) for r, row in enumerate(legend_rows) for item in row]
         width, height = self.window.get_size()
         chars = max((len(text) for text, _ in lines), default=0)
         size = hud_font_size(height, width, -(-chars // 8) * 8)     # rounded: no flicker as digits change
@@ -163,7 +164,7 @@ class FlyThroughApp(App):
             label.y = height - 4 - i * line_h
             if text:
                 text_width = max(text_width, label.content_width)
-        # The compact HUD's key to the overlay: a swatch of each level's colour and its node size.
+        # Legend rows: the scene's colours; in the compact HUD also each level's colour and node size.
         while len(self.legend_items) < len(legend):
             self.legend_items.append((
                 pyglet.shapes.Rectangle(0, 0, 1, 1, color=(255, 255, 255, 255), batch=self.hud_batch,
@@ -171,15 +172,18 @@ class FlyThroughApp(App):
                 pyglet.text.Label("", font_name=self.hud_font, font_size=size * 0.75, x=0, y=0, anchor_y="top",
                                   batch=self.hud_batch, group=self._hud_front)))
         swatch_px = max(6, size * 2 // 3)
-        x, y = 6, height - 4 - len(lines) * line_h
+        x, row_now = 6, 0
         for i, (swatch, label) in enumerate(self.legend_items):
             shown = i < len(legend)
             swatch.visible = shown
-            text, rgb = legend[i] if shown else ("", (1.0, 1.0, 1.0))
+            row, (text, rgb) = legend[i] if shown else (0, ("", (1.0, 1.0, 1.0)))
             if label.text != text:
                 label.text = text
             if not shown:
                 continue
+            if row != row_now:
+                text_width, x, row_now = max(text_width, x), 6, row
+            y = height - 4 - (len(lines) + row) * line_h
             swatch.x, swatch.y = x, y - (line_h + swatch_px) // 2
             swatch.width = swatch.height = swatch_px
             r, g, b = (int(255 * c) for c in rgb)
@@ -190,7 +194,7 @@ class FlyThroughApp(App):
             x = label.x + label.content_width + size // 2
         if legend:
             text_width = max(text_width, x)
-        rows = len(lines) + (1 if legend else 0)
+        rows = len(lines) + len(legend_rows)
         self.hud_panel.x, self.hud_panel.width = 0, min(text_width + 12, width)
         self.hud_panel.height = line_h * rows + 8
         self.hud_panel.y = height - self.hud_panel.height

@@ -74,6 +74,7 @@ class HudInfo:
     status: str = ""                    # the last key's answer, shown in every mode while it lives
     warm_frames: int = 0                # the times are medians over this many recent frames (0: this frame's)
     cold: bool = False                  # this frame took far longer than the median: compiling, first use
+    scene_legend: list[tuple[str, tuple[float, float, float]]] = field(default_factory=list)   # what looks mean
 
 
 def _ms(value: float) -> str:
@@ -189,23 +190,28 @@ def _size(metres: float) -> str:
     return f"{metres:.0f}" if metres >= 1.0 else f"{metres:.3g}"
 
 
-def hud_legend(info: HudInfo) -> list[tuple[str, tuple[float, float, float]]]:
-    """The compact HUD's key to the overlay: one ``(node size, colour)`` per level drawn.
+def hud_legend(info: HudInfo, mode: str = "compact") -> list[list[tuple[str, tuple[float, float, float]]]]:
+    """Rows of colour swatches with labels, drawn below the HUD's lines.
 
-    Empty when the overlay is off or there is no tree.
+    The scene's own legend (what its colours mean) in every mode but off; in
+    the compact mode also the overlay's key, one ``(node size, colour)`` per
+    level drawn (the full mode's level table says it in colour already).
 
     >>> from engine.culling_pipeline import FrameStats
     >>> from engine.overlay import LevelBoxes
     >>> import numpy as np
     >>> lv = LevelBoxes(depth=0, node_size=4096.0, bounds=np.zeros((1, 2, 3)), objects=3)
-    >>> [text for text, _ in hud_legend(HudInfo("forest", 10, FrameStats(), levels=[lv]))]
-    ['4096 m boxes']
+    >>> [[text for text, _ in row] for row in hud_legend(HudInfo("forest", 10, FrameStats(), levels=[lv]))]
+    [['4096 m boxes']]
     """
-    if not info.overlay or not info.levels:
-        return []
-    legend = [(_size(lv.node_size), level_colour(lv.depth)) for lv in info.levels]
-    legend[-1] = (legend[-1][0] + " m boxes", legend[-1][1])
-    return legend
+    rows = []
+    if mode != "off" and info.scene_legend:
+        rows.append(list(info.scene_legend))
+    if mode == "compact" and info.overlay and info.levels:
+        levels = [(_size(lv.node_size), level_colour(lv.depth)) for lv in info.levels]
+        levels[-1] = (levels[-1][0] + " m boxes", levels[-1][1])
+        rows.append(levels)
+    return rows
 
 
 def _lod_line(info: HudInfo) -> str:
@@ -262,11 +268,11 @@ def hud_font(size: int = 14) -> Font:
 
 
 def draw_hud(image: Image.Image, lines: Sequence[tuple[str, Iterable[float]]], font_size: int = 14,
-             legend: Sequence[tuple[str, Iterable[float]]] = ()) -> Image.Image:
+             legend: Sequence[Sequence[tuple[str, Iterable[float]]]] = ()) -> Image.Image:
     """Paint ``lines`` (from :func:`hud_lines`) in the top-left of a Pillow RGB image.
 
     A translucent dark panel sits behind the text so it reads over sky and
-    ground alike.  ``legend`` (from :func:`hud_legend`) adds a row of colour
+    ground alike.  ``legend`` (from :func:`hud_legend`) adds rows of colour
     swatches with their labels below the lines.  Returns the image (modified
     in place).
     """
@@ -279,22 +285,24 @@ def draw_hud(image: Image.Image, lines: Sequence[tuple[str, Iterable[float]]], f
     measure = ImageDraw.Draw(image)
     swatch = max(6, font_size * 2 // 3)
     gap = font_size // 2
-    legend_width = sum(swatch + 3 + int(measure.textlength(text, font=font)) + gap for text, _ in legend)
-    width = max([int(measure.textlength(text, font=font)) for text, _ in lines] + [legend_width]) + 16
-    height = line_height * (len(lines) + (1 if legend else 0)) + 10
+    legend_width = [sum(swatch + 3 + int(measure.textlength(text, font=font)) + gap for text, _ in row)
+                    for row in legend]
+    width = max([int(measure.textlength(text, font=font)) for text, _ in lines] + legend_width) + 16
+    height = line_height * (len(lines) + len(legend)) + 10
     panel = Image.new("RGBA", image.size, (0, 0, 0, 0))
     draw = ImageDraw.Draw(panel)
     draw.rectangle([0, 0, min(width, image.size[0] - 1), min(height, image.size[1] - 1)], fill=(0, 0, 0, PANEL_ALPHA))
     for row, (text, rgb) in enumerate(lines):
         colour = tuple(int(round(255 * c)) for c in rgb) + (255,)
         draw.text((8, 5 + row * line_height), text, font=font, fill=colour)
-    x, y = 8, 5 + len(lines) * line_height
-    for text, rgb in legend:
-        colour = tuple(int(round(255 * c)) for c in rgb) + (255,)
-        top = y + (line_height - swatch) // 2
-        draw.rectangle([x, top, x + swatch - 1, top + swatch - 1], fill=colour)
-        x += swatch + 3
-        draw.text((x, y), text, font=font, fill=tuple(int(round(255 * c)) for c in text_colour(rgb)) + (255,))
-        x += int(measure.textlength(text, font=font)) + gap
+    for r, swatches in enumerate(legend):
+        x, y = 8, 5 + (len(lines) + r) * line_height
+        for text, rgb in swatches:
+            colour = tuple(int(round(255 * c)) for c in rgb) + (255,)
+            top = y + (line_height - swatch) // 2
+            draw.rectangle([x, top, x + swatch - 1, top + swatch - 1], fill=colour)
+            x += swatch + 3
+            draw.text((x, y), text, font=font, fill=tuple(int(round(255 * c)) for c in text_colour(rgb)) + (255,))
+            x += int(measure.textlength(text, font=font)) + gap
     image.paste(Image.alpha_composite(image.convert("RGBA"), panel).convert("RGB"))
     return image

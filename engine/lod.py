@@ -114,9 +114,12 @@ TOWER_LOD_STARTS = (0.30,)
 #: Crystals (80 m, radius 0.6-1.6 m): a cube becomes a hexagonal card (its
 #: silhouette) at 40 % (32 m, about 15 px).
 CUBE_LOD_STARTS = (0.40,)
-#: Swarm creatures (radius 1-2 m): the lower half of the arrow-head only shows
-#: from below; dropped beyond 30 % of the view distance.
+#: Swarm creatures (radius 1-2 m): the bird's body and tail are a few pixels
+#: beyond 30 % of the view distance (about 50 m); the wings' V and a flat body stay.
 CREATURE_LOD_STARTS = (0.30,)
+#: Hunters (radius 2 m, seen from 250-300 m): the head and the cloak's facets
+#: matter up to 25 % (about 70 m, 25 px tall).
+HUNTER_LOD_STARTS = (0.25,)
 #: Houses (600 m, radius 9 m): the chimney and the walls' top (under the roof) go
 #: beyond 30 % (180 m, about 30 px).
 HOUSE_LOD_STARTS = (0.30,)
@@ -135,6 +138,7 @@ LOD_CHAINS: dict[str, LodChain] = {
     "tower": LodChain(("tower", "tower_low"), TOWER_LOD_STARTS, (False, False)),
     "cube": LodChain(("cube", "cube_card"), CUBE_LOD_STARTS, (False, True)),
     "creature": LodChain(("creature", "creature_low"), CREATURE_LOD_STARTS, (False, False)),
+    "hunter": LodChain(("hunter", "hunter_low"), HUNTER_LOD_STARTS, (False, False)),
     "house_walls": LodChain(("house_walls", "house_walls_low"), HOUSE_LOD_STARTS, (False, False)),
     "house_roof": LodChain(("house_roof", "house_roof_low"), HOUSE_LOD_STARTS, (False, False)),
     **{f"town_{part}": LodChain((f"town_{part}", f"town_{part}_far"), TOWN_LOD_STARTS, (False, False))

@@ -157,14 +157,26 @@ def _tower() -> Mesh:
     return _flat("tower", np.concatenate([body, gallery, roof]))
 
 
+def _bird_parts(wings: float, tail: bool) -> np.ndarray:
+    """A bird seen from anywhere: a diamond body along -z and two wings raised in a V."""
+    nose, back = np.array([0.0, 0.0, -0.95]), np.array([0.0, 0.0, 0.55])
+    left, right = np.array([-0.16, 0.0, -0.1]), np.array([0.16, 0.0, -0.1])
+    top, belly = np.array([0.0, 0.14, -0.1]), np.array([0.0, -0.12, -0.1])
+    body = [(nose, top, left), (nose, right, top), (nose, left, belly), (nose, belly, right),
+            (back, left, top), (back, top, right), (back, belly, left), (back, right, belly)]
+    lw, rw = np.array([-wings, 0.4, 0.15]), np.array([wings, 0.4, 0.15])
+    root0, root1 = np.array([0.0, 0.05, -0.35]), np.array([0.0, 0.05, 0.2])
+    parts = body + [(root0, lw, root1), (root0, root1, rw)]
+    if tail:
+        t0, t1 = np.array([-0.25, 0.0, 0.85]), np.array([0.25, 0.0, 0.85])
+        parts += [(back, t0, t1)]
+    return np.array(parts)
+
+
 def _creature() -> Mesh:
-    # An arrow-head pointing down -z (the direction of travel at yaw 0).
-    nose, tail = np.array([0.0, 0.0, -0.98]), np.array([0.0, 0.0, 0.6])
-    left, right = np.array([-0.75, 0.0, 0.45]), np.array([0.75, 0.0, 0.45])
-    top, bottom = np.array([0.0, 0.35, 0.2]), np.array([0.0, -0.25, 0.2])
-    tris = [(nose, top, left), (nose, right, top), (nose, left, bottom), (nose, bottom, right),
-            (tail, left, top), (tail, top, right), (tail, bottom, left), (tail, right, bottom)]
-    return _flat("creature", np.array(tris))
+    # A bird flying down -z (the direction of travel at yaw 0), wings up in a V:
+    # its outline reads as a bird from below, from the side and from above.
+    return _flat("creature", _bird_parts(0.85, tail=True))
 
 
 def _octahedron(name: str, squash: float, scale: float = 0.98) -> Mesh:
@@ -203,11 +215,28 @@ def _tower_low() -> Mesh:
 
 
 def _creature_low() -> Mesh:
-    # The upper half of the arrow-head: from above (where the swarm is seen from) the same shape.
-    nose, tail = np.array([0.0, 0.0, -0.98]), np.array([0.0, 0.0, 0.6])
-    left, right, top = np.array([-0.75, 0.0, 0.45]), np.array([0.75, 0.0, 0.45]), np.array([0.0, 0.2, 0.2])
-    return _flat("creature_low", np.array([(nose, top, left), (nose, right, top), (tail, left, top),
-                                           (tail, top, right)]))
+    # Far off: the wings' V and a flat body, no tail: 4 triangles, the same outline.
+    nose, back = np.array([0.0, 0.0, -0.95]), np.array([0.0, 0.0, 0.55])
+    root0, root1 = np.array([0.0, 0.05, -0.35]), np.array([0.0, 0.05, 0.2])
+    lw, rw = np.array([-0.85, 0.4, 0.15]), np.array([0.85, 0.4, 0.15])
+    side = np.array([0.16, 0.0, -0.1])
+    return _flat("creature_low", np.array([(root0, lw, root1), (root0, root1, rw),
+                                           (nose, side, back), (nose, back, -side + [0, 0, -0.2])]))
+
+
+def _hunter() -> Mesh:
+    # A hunter: a broad cloaked body (an 8-sided cone), a head and a tall spear, so it
+    # reads as a standing figure on the ground, unlike anything that flies.
+    body = _prism(0.4, -0.9, 0.3, 8, top_radius=0.14)
+    head = _prism(0.2, 0.3, 0.62, 6, top_radius=0.12)
+    spear = _prism(0.04, -0.85, 0.82, 3) + np.array([0.42, 0.0, 0.0])
+    return _flat("hunter", np.concatenate([body, head, spear]))
+
+
+def _hunter_low() -> Mesh:
+    body = _prism(0.4, -0.9, 0.62, 5, top_radius=0.12, caps=False)
+    spear = _prism(0.05, -0.85, 0.82, 3, caps=False) + np.array([0.42, 0.0, 0.0])
+    return _flat("hunter_low", np.concatenate([body, spear]))
 
 
 def _hexagon_card(name: str, radius: float) -> Mesh:
@@ -357,6 +386,8 @@ def _build() -> dict[str, Mesh]:
         _tower_low(),
         _creature(),
         _creature_low(),
+        _hunter(),
+        _hunter_low(),
         _house_walls(),
         _house_walls("house_walls_low", top=False),
         _house_roof(),

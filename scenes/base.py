@@ -32,7 +32,8 @@ MESH_BASES: dict[str, float] = {
     "cone_tree": -0.9900000095367432,
     "grass_card": -0.699999988079071,
     "tower": -0.9700000286102295,
-    "creature": -0.25,
+    "creature": -0.11999999731779099,
+    "hunter": -0.8999999761581421,
     "house_walls": -0.5,
     "house_roof": 0.20000000298023224,
     "town_walls": 0.0,
@@ -44,8 +45,8 @@ MESH_BASES: dict[str, float] = {
 def mesh_base(mesh: str) -> float:
     """:data:`MESH_BASES` entry of ``mesh``; ``KeyError`` naming the known meshes.
 
-    >>> mesh_base("creature")
-    -0.25
+    >>> mesh_base("hunter")
+    -0.8999999761581421
     """
     try:
         return MESH_BASES[mesh]
@@ -301,6 +302,10 @@ class Scene:
     def warm_up(self, camera_position: np.ndarray) -> None:
         """Run the scene's own queries once without changing anything (compiling them
         before the first frame); nothing to do for a static scene."""
+
+    def legend(self) -> list[tuple[str, tuple[float, float, float]]]:
+        """What the scene's looks mean, for the HUD: ``(label, rgb)`` pairs; none by default."""
+        return []
 
     def status_lines(self) -> list[str]:
         """Lines the HUD shows for this scene (its own batches and timings); none by default."""

@@ -45,7 +45,7 @@ def test_swarm_is_deterministic():
 
 def _flown(make_demo, render, brute_force, frames=24):
     """A swarm demo after ``frames`` simulated frames along the scripted camera path."""
-    demo = make_demo("swarm", 3_000, size=(160, 90), overlay=False, brute_force=brute_force, seed=6)
+    demo = make_demo("swarm", 8_000, size=(160, 90), overlay=False, brute_force=brute_force, seed=6)
     for frame in range(frames):
         pose = demo.scene.camera_pose(0.2 + 0.002 * frame)
         demo.set_pose(pose.position, pose.yaw, pose.pitch)

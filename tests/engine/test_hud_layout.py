@@ -30,7 +30,7 @@ def _panel_share(size: tuple[int, int], mode: str) -> float:
     lines = hud_lines(info, mode)
     image = Image.new("RGB", size, (255, 255, 255))
     chars = max(len(text) for text, _ in lines)
-    draw_hud(image, lines, hud_font_size(h, w, chars), legend=hud_legend(info) if mode == "compact" else ())
+    draw_hud(image, lines, hud_font_size(h, w, chars), legend=hud_legend(info, mode))
     dark = np.asarray(image).max(axis=-1) < 120
     return float(dark.any(axis=1).sum() * dark.any(axis=0).sum()) / (w * h)
 
@@ -48,10 +48,10 @@ def test_full_hud_stays_readable_at_640x360():
 
 def test_compact_hud_draws_a_legend_swatch_per_level_colour():
     info = _busy_info()
-    legend = hud_legend(info)
+    (legend,) = hud_legend(info)
     assert [text for text, _ in legend][:2] == ["16384", "8192"] and legend[-1][0].endswith(" m boxes")
     image = Image.new("RGB", (1280, 720), (255, 255, 255))
-    draw_hud(image, hud_lines(info, "compact"), 12, legend=legend)
+    draw_hud(image, hud_lines(info, "compact"), 12, legend=[legend])
     pixels = np.asarray(image).reshape(-1, 3).astype(int)
     for lv in info.levels:
         rgb = np.array([round(255 * c) for c in level_colour(lv.depth)])
