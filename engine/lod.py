@@ -9,8 +9,8 @@ switch to the view distance (not to metres) means a class seen from far
 distance filter has already computed.
 
 Adjacent levels cross-fade over :data:`CROSSFADE_BAND` around each switch:
-both meshes are drawn, with complementary halves of the same 4x4 ordered
-dither the far fade uses (``assets/shaders/object.frag.glsl``), so every pixel
+both meshes are drawn, with complementary halves of the same dither (a
+blue-noise-like interleaved gradient noise) the far fade uses (``assets/shaders/object.frag.glsl``), so every pixel
 shows exactly one of them and nothing pops.  The fade value in the instance
 record encodes which half: ``0 <= fade <= 1`` keeps dither thresholds below
 ``fade`` (the far fade, and the incoming level), ``1 < fade <= 2`` keeps those
@@ -97,7 +97,8 @@ class LodChain:
 #: (315 m, about 10 px) a camera-facing card of the same outline does.
 TREE_LOD_STARTS = (0.20, 0.45)
 #: Bushes (130 m, radius 1-2 m): 80 facets matter only up close; at 30 % (40 m)
-#: they are about 15 px, at 70 % (90 m) about 7 px, where an octahedron will do.
+#: they are about 15 px, at 70 % (90 m) about 7 px, where a camera-facing card of
+#: the same rounded outline and mean colour will do.
 BUSH_LOD_STARTS = (0.30, 0.70)
 #: Rocks (300 m, radius 1.5-4 m): the lumpy 20-face shape shows up to about 35 %
 #: (105 m, 12 px); beyond it an octahedron of the same squash.
@@ -131,7 +132,7 @@ TOWN_LOD_STARTS = (0.50,)
 LOD_CHAINS: dict[str, LodChain] = {
     "cone_tree": LodChain(("cone_tree", "cone_tree_low", "cone_tree_card"), TREE_LOD_STARTS,
                         (False, False, True)),
-    "bush": LodChain(("bush", "bush_low", "bush_far"), BUSH_LOD_STARTS, (False, False, False)),
+    "bush": LodChain(("bush", "bush_low", "bush_far"), BUSH_LOD_STARTS, (False, False, True)),
     "rock": LodChain(("rock", "rock_low"), ROCK_LOD_STARTS, (False, False)),
     "pebble": LodChain(("pebble", "pebble_low"), PEBBLE_LOD_STARTS, (False, False)),
     "grass_card": LodChain(("grass_card", "grass_low"), GRASS_LOD_STARTS, (False, True)),

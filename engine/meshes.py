@@ -62,6 +62,20 @@ def _flat(name: str, triangles: np.ndarray) -> Mesh:
     return Mesh(name, verts)
 
 
+def _shaded(name: str, triangles: ArrayLike, normals: ArrayLike) -> Mesh:
+    """Mesh from ``(t, 3, 3)`` triangles with the given per-triangle normals ``(t, 3)``,
+    not the faces' own: foliage cards and blades lit like the volume they stand for."""
+    tri = np.asarray(triangles, dtype=np.float64)
+    n = np.asarray(normals, dtype=np.float64).reshape(-1, 3)
+    n = np.broadcast_to(n / np.linalg.norm(n, axis=1, keepdims=True), (tri.shape[0], 3))
+    verts = np.concatenate([tri.reshape(-1, 3), np.repeat(n, 3, axis=0)], axis=1).astype(np.float32)
+    radius = float(np.linalg.norm(verts[:, :3], axis=1).max())
+    if radius > 1.0 + 1e-5:
+        raise ValueError(f"mesh {name!r} leaves the unit sphere (radius {radius:.4f})")
+    verts.flags.writeable = False
+    return Mesh(name, verts)
+
+
 def _indexed(points: ArrayLike, faces: ArrayLike) -> NDArray[np.float64]:
     return np.asarray(points, dtype=np.float64)[np.asarray(faces, dtype=np.intp)]
 
@@ -139,15 +153,39 @@ def _cone_tree() -> Mesh:
     return _flat("cone_tree", np.concatenate([trunk, crown_low, crown_high]))
 
 
+#: Grass blades are lit as the lawn they make, not as thin vertical cards: their
+#: normals lean this far from straight up (towards their own facing side).
+GRASS_NORMAL = (0.0, 0.85, 0.5)
+
+
+def _blade(angle: float, lean: float, height: float, width: float) -> np.ndarray:
+    """One blade: a thin triangle from the ground (y = -0.7) leaning out along ``angle``."""
+    d = np.array([np.cos(angle), 0.0, np.sin(angle)])
+    side = np.array([-d[2], 0.0, d[0]]) * width
+    root = np.array([0.0, -0.7, 0.0]) + d * 0.12
+    tip = root + np.array([0.0, height, 0.0]) + d * lean
+    return np.array([root - side, root + side, tip])
+
+
 def _grass_card() -> Mesh:
+    # A tuft of nine thin blades of three heights, leaning out all round: it reads as grass.
+    blades = [_blade(k * 2.0 * np.pi / 9.0 + 0.3 * (k % 2), 0.25 + 0.12 * (k % 3), 1.1 + 0.15 * ((k * 5) % 3),
+                     0.13) for k in range(9)]
+    tri = np.array(blades)
+    up = np.array(GRASS_NORMAL)
+    normals = [np.array([np.cos(k * 2.0 * np.pi / 9.0) * up[2], up[1], np.sin(k * 2.0 * np.pi / 9.0) * up[2]])
+               for k in range(9)]
+    return _shaded("grass_card", tri, normals)
+
+
+def _grass_low() -> Mesh:
+    # The tuft's outline as one camera-facing card: five spikes on a low base.
+    xs = np.linspace(-0.55, 0.55, 6)
+    tips = [(-0.4, 0.55), (-0.18, 0.8), (0.02, 0.62), (0.22, 0.78), (0.42, 0.5)]
     tris = []
-    for k in range(3):
-        a = k * np.pi / 3.0
-        d = np.array([np.cos(a), 0.0, np.sin(a)]) * 0.68
-        p0, p1 = -d + [0, -0.7, 0], d + [0, -0.7, 0]
-        p2, p3 = d * 0.6 + [0, 0.7, 0], -d * 0.6 + [0, 0.7, 0]
-        tris += [(p0, p1, p2), (p0, p2, p3)]
-    return _flat("grass_card", np.array(tris))
+    for k, (tx, ty) in enumerate(tips):
+        tris.append(((xs[k], -0.7, 0.0), (xs[k + 1], -0.7, 0.0), (tx, ty, 0.0)))
+    return _shaded("grass_low", np.array(tris), np.array(GRASS_NORMAL)[[0, 1, 2]] * [0, 1, 1])
 
 
 def _tower() -> Mesh:
@@ -186,6 +224,32 @@ def _octahedron(name: str, squash: float, scale: float = 0.98) -> Mesh:
     pts[:, 1] *= squash
     faces = [(0, 2, 4), (4, 2, 1), (1, 2, 5), (5, 2, 0), (4, 3, 0), (1, 3, 4), (5, 3, 1), (0, 3, 5)]
     return _flat(name, _indexed(pts, faces))
+
+
+def _bush_far() -> Mesh:
+    """A bush far off: a camera-facing card of the full mesh's rounded outline (an
+    octagon squashed as the bush is), fanned from its centre, whose vertex normals
+    are a sphere's (the centre's towards the viewer, the rim's outwards): the
+    normals interpolate across the card, so it is lit like the round bush it
+    stands for.  The silhouette and the colour stay, the facets go: 8 triangles
+    instead of 20."""
+    a = np.linspace(0.0, 2.0 * np.pi, 8, endpoint=False) + np.pi / 8.0
+    rim = np.stack([0.95 * np.cos(a), 0.95 * 0.85 * np.sin(a), np.zeros(8)], axis=1)
+    rim_normal = np.stack([np.cos(a), np.sin(a), np.full(8, BUSH_FAR_RIM_TILT)], axis=1)
+    rim_normal /= np.linalg.norm(rim_normal, axis=1, keepdims=True)
+    verts = []
+    for i in range(8):
+        j = (i + 1) % 8
+        for p, n in ((np.zeros(3), (0.0, 0.0, 1.0)), (rim[i], rim_normal[i]), (rim[j], rim_normal[j])):
+            verts.append(np.concatenate([p, n]))
+    out = np.array(verts, dtype=np.float32)
+    out.flags.writeable = False
+    return Mesh("bush_far", out)
+
+
+#: How far the far bush card's rim normals lean towards the viewer (0: a sphere's
+#: silhouette normals): a bush's visible rim is not seen edge-on.
+BUSH_FAR_RIM_TILT = 0.4
 
 
 def _cone_tree_low() -> Mesh:
@@ -375,13 +439,13 @@ def _build() -> dict[str, Mesh]:
         _lumpy("pebble", seed=11, squash=0.5, lo=0.8, subdivisions=0),
         _octahedron("pebble_low", squash=0.5, scale=0.9),
         _lumpy("bush", seed=3, squash=0.85, lo=0.85),
-        _lumpy("bush_low", seed=3, squash=0.85, lo=0.85, subdivisions=0),
-        _octahedron("bush_far", squash=0.85, scale=0.92),
+        _lumpy("bush_low", seed=3, squash=0.85, lo=0.98, subdivisions=0),   # round: the full outline
+        _bush_far(),
         _cone_tree(),
         _cone_tree_low(),
         _cone_tree_card(),
         _grass_card(),
-        _card("grass_low", [(-0.6, -0.7), (0.6, -0.7), (0.4, 0.7), (-0.4, 0.7)]),
+        _grass_low(),
         _tower(),
         _tower_low(),
         _creature(),

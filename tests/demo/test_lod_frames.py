@@ -247,3 +247,38 @@ def test_zoom_follows_a_field_of_view_set_from_outside(make_demo):
     demo.set_zoom(False, snap=True)
     demo.update(0.0)
     assert demo.camera.fov_y == 90.0 and demo.query_scale == 1.0
+
+
+def _close_up(demo, render, index, dist, lod=True):
+    """Object ``index`` from ``dist`` metres, framed by a narrow field of view; its pixels' mask and mean colour."""
+    scene = demo.scene
+    c, r = scene.centres[index], scene.bounding_radius[index]
+    eye = c + np.array([dist * 0.9, dist * 0.3 + 1.0, dist * 0.3])
+    demo.set_pose(eye, 0.0, 0.0)
+    demo.camera.look_at(c)
+    demo.camera.fov_y = float(np.degrees(2.0 * np.arctan(3.0 * r / dist)))
+    demo.lod = lod
+    demo.update(0.0)
+    shaded = render(demo).astype(float)
+    plain = render(demo, flat=True)
+    mask = np.all(np.abs(plain.astype(int) - np.round(np.array(scene.kinds[scene.kind[index]].colour) * 255)) <= 1,
+                  axis=-1)
+    return mask, shaded[mask].mean(axis=0)
+
+
+@pytest.mark.parametrize("fraction", [0.5, 0.85])
+def test_a_bush_keeps_its_silhouette_and_colour_at_its_lower_levels(make_demo, render, fraction):
+    """At each lower level a bush covers about the same pixels, in about the same mean colour,
+    as its full mesh seen from the same place (not a bright pointed shape)."""
+    demo = make_demo("forest", 3_000, size=(120, 120), overlay=False)
+    names = _names(demo.scene)
+    bushes = np.flatnonzero(demo.scene.kind == names.index("bush"))
+    index = int(bushes[len(bushes) // 3])
+    dist = fraction * demo.scene.view_distance[index]
+    full_mask, full_rgb = _close_up(demo, render, index, dist, lod=False)
+    demo.set_fade(False)                     # no dither: the level alone, solid
+    low_mask, low_rgb = _close_up(demo, render, index, dist, lod=True)
+    area = low_mask.sum() / full_mask.sum()
+    overlap = (low_mask & full_mask).sum() / full_mask.sum()
+    assert 0.8 <= area <= 1.2 and overlap > 0.8, (area, overlap)
+    assert np.abs(low_rgb - full_rgb).max() < 20, (low_rgb, full_rgb)
