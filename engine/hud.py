@@ -40,7 +40,7 @@ YELLOW = (1.0, 0.9, 0.4)
 #: The status line (the last key's answer): bright cyan, apart from every level colour.
 STATUS = (0.45, 1.0, 1.0)
 #: Opacity of the panel behind the text: dark enough that every level colour
-#: reads over sky, ground and the blue crystals of the clusters scene alike.
+#: reads over sky, ground, roofs and walls alike.
 PANEL_ALPHA = 200
 
 

@@ -231,6 +231,8 @@ class Scene:
     terrain: Terrain | None = None
     sky: tuple[float, float, float] = (0.62, 0.74, 0.86)
     fog_distance: float = 2500.0
+    #: Highlighted objects (``highlight`` 1) are drawn in this colour.
+    highlight_colour: tuple[float, float, float] = (0.95, 0.15, 0.10)
     highlight: np.ndarray = field(default_factory=lambda: _UNSET)     # zeros when not given
     begin_distance: np.ndarray = field(default_factory=lambda: _UNSET)  # zeros when not given
     description: str = ""

@@ -95,8 +95,6 @@ def arena_radius(creatures: int) -> float:
 class SwarmScene(Scene):
     """Moving creatures and hunters; ``update`` advances them and the aggro batch."""
 
-    highlight_colour = (0.95, 0.15, 0.10)
-
     def setup(self, seed: int, arena: float, velocity: np.ndarray, aggro_radius: np.ndarray,
               flock: np.ndarray) -> None:
         self._rng = np.random.default_rng(seed + 7)

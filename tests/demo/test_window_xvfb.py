@@ -6,7 +6,7 @@ so the demo reports, per drawn frame, its camera, mouse capture and toggles,
 and drives it with ``xdotool`` (XTEST key and button events, pointer motion).
 Each test checks an effect: the camera moved, the picture changed (screen
 grabs with ImageMagick's ``import``), the capture state follows the model,
-each toggle of the README's controls table did what it says.
+each toggle of docs/DEMO.md's controls table did what it says and said so.
 
 One demo process serves every test (they run in file order and build on
 each other's state), so the whole module takes well under a minute.  Without
