@@ -22,7 +22,7 @@ from demo.demo import Demo, DemoError, DemoSettings
 from demo.interactive import save_image
 from demo.loading import building, warm_up_headless
 from demo.stats import StatsWriter
-from engine.hud import GREY, WHITE, YELLOW, draw_hud, hud_font_size, hud_lines, text_colour
+from engine.hud import GREY, WHITE, YELLOW, draw_hud, hud_font_size, hud_legend, hud_lines, text_colour
 from engine.map import draw_map_label
 from engine.overlay import LEVEL_COLOURS, POINT_COLOUR
 
@@ -212,9 +212,11 @@ def run_headless(options: HeadlessOptions, ctx: moderngl.Context | None = None) 
             if out is not None or options.gif:
                 image = demo.read_image(fbo)
                 if hud_mode != "off":
-                    lines = hud_lines(demo.hud_info(help=False), hud_mode)
+                    info = demo.hud_info(help=False)
+                    lines = hud_lines(info, hud_mode)
                     chars = max((len(text) for text, _ in lines), default=0)
-                    draw_hud(image, lines, font_size=hud_font_size(h, w, chars))
+                    draw_hud(image, lines, font_size=hud_font_size(h, w, chars),
+                             legend=hud_legend(info, hud_mode))
                 if demo.show_map and demo.map_inset.geometry is not None:
                     draw_map_label(image, demo.map_inset.geometry, font_size=max(10, h // 60))
                 if out is not None:
