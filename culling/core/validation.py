@@ -17,6 +17,7 @@ import numpy as np
 __all__ = [
     "Handle",
     "as_coords",
+    "as_flag",
     "as_handle",
     "as_handles",
     "as_point",
@@ -314,3 +315,14 @@ def live_handles(handles: object, issued: int, state: np.ndarray, owner: str) ->
         if dead.any():
             raise KeyError(f"handle {int(handles[dead][0])} is not in the {owner}")
     return handles
+
+
+def as_flag(value: object, name: str) -> bool:
+    """``value`` as a bool: ``True``/``False`` or a NumPy bool; anything else is a ``TypeError``.
+
+    >>> as_flag(np.True_, "trace")
+    True
+    """
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    raise TypeError(f"{name} must be True or False, not {type(value).__name__}")
