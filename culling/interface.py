@@ -20,6 +20,8 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
+from culling.answer import QueryDetails
+
 __all__ = ["PointIndex"]
 
 
@@ -66,4 +68,9 @@ class PointIndex(Protocol):
 
     def overlapping_pairs(self) -> tuple[np.ndarray, np.ndarray]:
         """``(first, second)``, int64: every pair of stored spheres that meet, once, ``first < second``."""
+        ...
+
+    def query_detailed(self, point: object, scale: float = 1.0, trace: bool = False) -> QueryDetails:
+        """The exact answer with centres, radii, distances, the candidate count and (``trace=True``)
+        the walk's trace, from one walk (:class:`culling.QueryDetails`)."""
         ...

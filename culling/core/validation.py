@@ -17,6 +17,7 @@ import numpy as np
 __all__ = [
     "Handle",
     "as_coords",
+    "as_flag",
     "as_handle",
     "as_handles",
     "as_point",
@@ -323,3 +324,14 @@ def as_probe_radii(values: object, m: int) -> np.ndarray:
     if array.ndim == 0:
         return as_radii(array, 1)[np.zeros(m, dtype=np.int64)]
     return as_radii(array, m)
+
+
+def as_flag(value: object, name: str) -> bool:
+    """``value`` as a bool: ``True``/``False`` or a NumPy bool; anything else is a ``TypeError``.
+
+    >>> as_flag(np.True_, "trace")
+    True
+    """
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    raise TypeError(f"{name} must be True or False, not {type(value).__name__}")
