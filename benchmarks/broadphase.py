@@ -42,6 +42,8 @@ from benchmarks.peers import TIE_TOLERANCE, AgreementError
 
 BLOCK = 2048
 """Rows per block of the brute-force reference: a (BLOCK, n) float64 block."""
+BLOCK_ENTRIES = 1 << 24
+"""At most this many entries per block of :func:`brute_partners` (16M float64: 128 MB)."""
 
 
 def _sq_dist(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -338,8 +340,9 @@ def brute_partners(sample: np.ndarray, centres: np.ndarray, radii: np.ndarray) -
     """Keys (min * n + max) of every touching pair with an end in ``sample``, brute force.  O(k n)."""
     n = len(radii)
     keys = []
-    for s in range(0, len(sample), BLOCK):
-        i, j = _touching_block(sample[s:s + BLOCK], centres, radii)
+    block = max(1, min(BLOCK, BLOCK_ENTRIES // max(n, 1)))   # a (block, n) distance block stays ~128 MB
+    for s in range(0, len(sample), block):
+        i, j = _touching_block(sample[s:s + block], centres, radii)
         keys.append(np.minimum(i, j) * n + np.maximum(i, j))
     return np.unique(np.concatenate(keys)) if keys else np.empty(0, dtype=np.int64)
 
