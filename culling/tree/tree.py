@@ -528,11 +528,14 @@ class ViewDistanceTree:
         first, second : ndarray, int64, shape (k,) each
             The pairs' handles, ``first[k] < second[k]``, each pair once, in no particular order.
 
-        The tree joined with itself (:func:`culling.core.pairs.pairs`): node
-        boxes refitted to their members, then a dual walk over pairs of
-        subtrees whose boxes, grown by their largest radii, meet; compiled,
-        on all cores.  Decided exactly, as :meth:`overlapping` with
-        ``exact=True``.  Memory: the output plus O(nodes) integers.
+        The tree joined with itself (:func:`culling.core.pairs.overlapping_pairs`):
+        one depth-first copy of the members with every node's box and largest
+        radius, then a dual walk over pairs of subtrees whose boxes, grown by
+        their largest radii, meet, down to leaves of at most
+        :data:`~culling.core.pairs.BUCKET` members; compiled, on the library's
+        threads.  Decided exactly, as :meth:`overlapping` with ``exact=True``.
+        Cost: O(objects + nodes + node pairs that meet + members tested);
+        memory: the output plus O(objects + nodes).
         """
         nodes, pool = self._nodes, self._pool
         return pairs.overlapping_pairs(self._root, nodes.child, nodes.start, nodes.count, pool.handles,
