@@ -15,12 +15,14 @@ instead of raising (and keeps the check out of the loops).
 
 from __future__ import annotations
 
+import functools
 import os
 import types
 from collections.abc import Callable
 from typing import Any, TypeVar, cast
 
 import numba
+import numpy as np
 
 # Idle worker threads sleep instead of spinning (GNU OpenMP's default spins
 # for a while after every threaded kernel): on a machine with as many busy
@@ -38,16 +40,33 @@ _INLINE = numba.njit(cache=True, nogil=True, error_model="numpy", inline="always
 _PARALLEL = numba.njit(cache=True, nogil=True, error_model="numpy", parallel=True)
 
 
+#: ``NUMBA_DISABLE_JIT=1``: kernels run as plain Python (numba's debugging switch).
+_JIT_DISABLED = bool(getattr(numba.config, "DISABLE_JIT", False))
+
+
+def _interpreted(fn: F) -> F:
+    """``fn`` as plain Python, for ``NUMBA_DISABLE_JIT=1`` (debugging): NumPy's scalar integers warn
+    where a compiled kernel wraps around silently (the hashes' multiplications), so the warnings
+    a compiled kernel cannot give are off while it runs."""
+
+    @functools.wraps(fn)
+    def run(*args: Any) -> Any:
+        with np.errstate(over="ignore", under="ignore"):
+            return fn(*args)
+
+    return cast(F, run)
+
+
 def kernel(fn: F) -> F:
     """A serial kernel.  ``nogil`` so that callers may run queries from threads."""
-    return cast(F, _SERIAL(fn))
+    return _interpreted(fn) if _JIT_DISABLED else cast(F, _SERIAL(fn))
 
 
 def inline_kernel(fn: F) -> F:
     """A small kernel called per object from other kernels: inlined into them
     (numba IR inlining), so no call and no reference counting of its array
     arguments per object."""
-    return cast(F, _INLINE(fn))
+    return _interpreted(fn) if _JIT_DISABLED else cast(F, _INLINE(fn))
 
 
 def parallel_kernel(fn: F) -> F:
@@ -65,7 +84,7 @@ def parallel_kernel(fn: F) -> F:
     twin.__doc__ = fn.__doc__
     twin.__module__ = fn.__module__
     twin.__annotations__ = fn.__annotations__
-    return cast(F, _PARALLEL(twin))
+    return _interpreted(cast(F, twin)) if _JIT_DISABLED else cast(F, _PARALLEL(twin))
 
 
 prange: Any = numba.prange

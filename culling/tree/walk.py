@@ -19,7 +19,7 @@ import math
 
 import numpy as np
 
-from culling.core.cells import axis_window, half_reach_by
+from culling.core.cells import axis_window, exact_axis_window, half_reach_by
 from culling.core.jit import kernel, parallel_kernel, prange
 from culling.core.lattice import MAX_DEPTH, MAX_GROWTH
 from culling.core.members import answer
@@ -104,7 +104,8 @@ def walk(p: np.ndarray, scale: float, origin: np.ndarray, size: float, root: int
         half = half_reach_by(size, down, up, scale)
         factor = 0.5 * up  # level_factor(level) where it is used (level >= 0)
         for axis in range(dim):  # window(), written out: a call with array arguments costs more than it does
-            lo[axis], hi[axis] = axis_window(p[axis], origin[axis], half, size, level, factor)
+            first_cell, last_cell = axis_window(p[axis], origin[axis], half, size, level, factor)
+            lo[axis], hi[axis] = exact_axis_window(p[axis], origin[axis], scale, size, level, first_cell, last_cell)
         last = n
         # Room for this level's visits first, so that the loops below never replace the buffer:
         # at most 2**dim per parent, and at most one per cell of the window.
