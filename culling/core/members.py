@@ -32,11 +32,13 @@ differ only in how they find the runs to visit.
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import numpy as np
 
 from culling.core.containment import FILTER_EPS, SAFE_HI, SAFE_LO, classify
 from culling.core.jit import inline_kernel, kernel, parallel_kernel, prange
+from culling.core.structs import Pool, PoolFields, Query, QueryFields
 from culling.core.tiles import next_near_rows
 
 __all__ = ["PARALLEL_MIN_POINTS", "SURE", "TILE", "UNSURE", "answer", "answer_many_parallel", "answer_many_serial",
@@ -76,9 +78,9 @@ def candidates(visited: np.ndarray, count: np.ndarray) -> int:
 
 
 @inline_kernel
-def flag_rows(columns: np.ndarray, first: int, last: int, tile_box: np.ndarray, p: np.ndarray, cube: bool,
-              scale: float, distance: np.ndarray, flags: np.ndarray, at: int) -> tuple[int, int]:
-    """Flag the rows of the run ``first .. last - 1`` whose tiles are near ``p``
+def flag_rows(pool: Pool, run: tuple[int, int], p: np.ndarray, q: Query, distance: np.ndarray, flags: np.ndarray,
+              at: int) -> tuple[int, int]:
+    """Flag the rows of the pool's ``run = (first, last)``, rows ``first .. last - 1``, whose tiles are near ``p``
     (:func:`culling.core.tiles.next_near_rows`): ``flags[at + i]`` for row ``first + i``; the other rows'
     flags are left unwritten.
 
@@ -94,12 +96,14 @@ def flag_rows(columns: np.ndarray, first: int, last: int, tile_box: np.ndarray, 
     Returns ``(sure, unsure)``: how many rows were flagged ``SURE`` and
     ``UNSURE``.  O(tiles + rows tested).
     """
+    columns, cube, scale = pool.columns, q.cube, q.scale
+    first, last = run
     dim = p.shape[0]
     sure = 0
     unsure = 0
     near_end = first
     while near_end < last:
-        near, near_end = next_near_rows(near_end, last, p, scale, tile_box)
+        near, near_end = next_near_rows(near_end, last, p, scale, pool.tile_box)
         for tile in range(near, near_end, TILE):
             n = np.uint64(min(TILE, near_end - tile))
             row = np.uint64(tile)
@@ -161,21 +165,22 @@ def flag_rows(columns: np.ndarray, first: int, last: int, tile_box: np.ndarray, 
 
 
 @inline_kernel
-def write_rows(flags: np.ndarray, at: int, first: int, last: int, tile_box: np.ndarray, p: np.ndarray,
-               scale: float, handles: np.ndarray, want_rows: bool, out: np.ndarray, k: int, unsure: np.ndarray,
-               uk: int) -> tuple[int, int]:
-    """Write the rows :func:`flag_rows` flagged ``SURE`` to ``out[k:]``, as handles or, with
-    ``want_rows``, as pool rows, and (when ``unsure`` has room) the ``UNSURE`` ones to
+def write_rows(pool: Pool, run: tuple[int, int], p: np.ndarray, q: Query, flags: np.ndarray, at: int,
+               out: np.ndarray, k: int, unsure: np.ndarray, uk: int) -> tuple[int, int]:
+    """Write the rows of ``run`` that :func:`flag_rows` flagged ``SURE`` to ``out[k:]``, as handles or,
+    with ``q.want_rows``, as pool rows, and (when ``unsure`` has room) the ``UNSURE`` ones to
     ``unsure[uk:]``; returns the new ``(k, uk)``.
 
     Every row is written and ``k`` advances only past the sure ones (no
     branch on the test); a write at ``out``'s end, after the last sure row,
     is skipped.  O(tiles + rows tested).
     """
+    handles, want_rows = pool.handles, q.want_rows
+    first, last = run
     end = out.shape[0]
     near_end = first
     while near_end < last:
-        near, near_end = next_near_rows(near_end, last, p, scale, tile_box)
+        near, near_end = next_near_rows(near_end, last, p, q.scale, pool.tile_box)
         n = np.uint64(near_end - near)
         row = np.uint64(near)
         flag = np.uint64(at + near - first)
@@ -192,23 +197,23 @@ def write_rows(flags: np.ndarray, at: int, first: int, last: int, tile_box: np.n
 
 
 @kernel
-def answer(visited: np.ndarray, start: np.ndarray, count: np.ndarray, handles: np.ndarray, columns: np.ndarray,
-           tile_box: np.ndarray, p: np.ndarray, exact: bool,
-           cube: bool, scale: float, want_rows: bool) -> tuple[np.ndarray, np.ndarray]:
-    """One query's answer from the runs of the ``visited`` nodes (or cells), in visiting order.
+def answer(visited: np.ndarray, start: np.ndarray, count: np.ndarray, pool: Pool, p: np.ndarray,
+           q: Query) -> tuple[np.ndarray, np.ndarray]:
+    """One query's answer from the runs of the ``visited`` nodes (or cells), in visiting order:
+    node ``i``'s run is ``start[i] .. start[i] + count[i] - 1``.
 
-    Returns the handles (or, with ``want_rows``, the pool rows) of the
-    members that surely contain ``p`` (every member unless ``exact``), and
+    Returns the handles (or, with ``q.want_rows``, the pool rows) of the
+    members that surely contain ``p`` (every member unless ``q.exact``), and
     the pool rows the float filter left unsure.  The exact test reads only
     the tiles near ``p`` (empty ``tile_box``: every row).  O(candidates).
     """
     total = candidates(visited, count)
-    if not exact:
+    if not q.exact:
         out = np.empty(total, dtype=np.int64)
         k = 0
         for node in visited:
             for row in range(start[node], start[node] + count[node]):
-                out[k] = row if want_rows else handles[row]
+                out[k] = row if q.want_rows else pool.handles[row]
                 k += 1
         return out, np.empty(0, dtype=np.int64)
     flags = np.empty(total, dtype=np.uint8)
@@ -217,8 +222,7 @@ def answer(visited: np.ndarray, start: np.ndarray, count: np.ndarray, handles: n
     unsure = 0
     at = 0
     for node in visited:
-        s, u = flag_rows(columns, start[node], start[node] + count[node], tile_box, p, cube, scale, distance,
-                         flags, at)
+        s, u = flag_rows(pool, (start[node], start[node] + count[node]), p, q, distance, flags, at)
         sure += s
         unsure += u
         at += count[node]
@@ -228,17 +232,48 @@ def answer(visited: np.ndarray, start: np.ndarray, count: np.ndarray, handles: n
     uk = 0
     at = 0
     for node in visited:
-        k, uk = write_rows(flags, at, start[node], start[node] + count[node], tile_box, p, scale, handles,
-                           want_rows, out, k, doubtful, uk)
+        k, uk = write_rows(pool, (start[node], start[node] + count[node]), p, q, flags, at, out, k, doubtful,
+                           uk)
         at += count[node]
     return out, doubtful
 
 
+class _Visits(NamedTuple):
+    """The visits of :func:`answer_many`: visit ``v`` is point ``points[point[v]]`` reading run ``node[v]``."""
+
+    node: np.ndarray
+    point: np.ndarray
+    points: np.ndarray
+
+
+class _Kept(NamedTuple):
+    """Step 2's results, per visit ``v``: ``found[v]`` sure rows, listed from ``rows[kept_at[v]]`` on,
+    and ``doubts[v]`` unsure rows."""
+
+    found: np.ndarray
+    doubts: np.ndarray
+    kept_at: np.ndarray
+    rows: np.ndarray
+
+
+class _Answers(NamedTuple):
+    """Step 4's output: visit ``v``'s handles at ``out[at[v]:]``, its unsure rows (and their points) at
+    ``unsure[unsure_at[v]:unsure_at[v + 1]]``."""
+
+    at: np.ndarray
+    unsure_at: np.ndarray
+    out: np.ndarray
+    unsure: np.ndarray
+    unsure_points: np.ndarray
+
+
 def _answer_many(visit_node: np.ndarray, visit_point: np.ndarray, points: np.ndarray, start: np.ndarray,
-                 count: np.ndarray, handles: np.ndarray, columns: np.ndarray, tile_box: np.ndarray, exact: bool,
-                 cube: bool, scale: float, threads: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+                 count: np.ndarray, pool_fields: PoolFields, query_fields: QueryFields,
+                 threads: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Many queries' answers from their visits: visit ``v`` is point ``visit_point[v]`` visiting node
-    (or cell) ``visit_node[v]``, each point's visits in its visiting order, the points in order.
+    (or cell) ``visit_node[v]``, whose run is ``start[n] .. start[n] + count[n] - 1``, each point's
+    visits in its visiting order, the points in order.  The :class:`~culling.core.structs.Pool` and the
+    :class:`~culling.core.structs.Query` as plain tuples; ``want_rows`` is not read (handles are answered).
 
     Points near each other visit the same nodes (players in a town, agents
     in a swarm, and at the coarse levels everyone), so the members are tested
@@ -265,24 +300,20 @@ def _answer_many(visit_node: np.ndarray, visit_point: np.ndarray, points: np.nda
     unsure, and the point each was tested for, are settled by the caller.
     O(visits + nodes + candidates) work, split over the cores.
     """
+    pool, q = Pool(*pool_fields), Query(*query_fields)
+    visits = _Visits(visit_node, visit_point, points)
     by_node, room, chunk = _chunks(visit_node, count, start.shape[0], threads)
     n_visits = visit_node.shape[0]
-    found = np.empty(n_visits, dtype=np.int64)
-    doubts = np.zeros(n_visits, dtype=np.int64)
-    kept_at = np.empty(n_visits, dtype=np.int64)
-    rows = np.empty(room[n_visits], dtype=np.int64)
+    kept = _Kept(np.empty(n_visits, dtype=np.int64), np.zeros(n_visits, dtype=np.int64),
+                 np.empty(n_visits, dtype=np.int64), np.empty(room[n_visits], dtype=np.int64))
     for c in prange(chunk.shape[0] - 1):
-        _test_chunk(chunk[c], chunk[c + 1], by_node, visit_node, visit_point, points, start, count, columns,
-                    tile_box, exact, cube, scale, room, found, doubts, kept_at, rows)
-    at, unsure_at, counts = _offsets(visit_point, found, doubts, points.shape[0])
-    out = np.empty(at[n_visits], dtype=np.int64)
-    unsure = np.empty(unsure_at[n_visits], dtype=np.int64)
-    unsure_points = np.empty(unsure_at[n_visits], dtype=np.int64)
+        _test_chunk(chunk[c], chunk[c + 1], by_node, room, visits, start, count, pool, q, kept)
+    at, unsure_at, counts = _offsets(visit_point, kept.found, kept.doubts, points.shape[0])
+    answers = _Answers(at, unsure_at, np.empty(at[n_visits], dtype=np.int64),
+                       np.empty(unsure_at[n_visits], dtype=np.int64), np.empty(unsure_at[n_visits], dtype=np.int64))
     for c in prange(chunk.shape[0] - 1):
-        _write_chunk(chunk[c], chunk[c + 1], by_node, visit_node, visit_point, points, start, count, handles,
-                     columns, tile_box, cube, scale, found, doubts, kept_at, rows, at, unsure_at, out, unsure,
-                     unsure_points)
-    return out, counts, unsure, unsure_points
+        _write_chunk(chunk[c], chunk[c + 1], by_node, visits, start, count, pool, q, kept, answers)
+    return answers.out, counts, answers.unsure, answers.unsure_points
 
 
 @kernel
@@ -323,37 +354,37 @@ def _chunks(visit_node: np.ndarray, count: np.ndarray, nodes: int,
 
 
 @kernel
-def _test_chunk(first: int, last: int, by_node: np.ndarray, visit_node: np.ndarray, visit_point: np.ndarray,
-                points: np.ndarray, start: np.ndarray, count: np.ndarray, columns: np.ndarray, tile_box: np.ndarray,
-                exact: bool, cube: bool, scale: float, room: np.ndarray, found: np.ndarray, doubts: np.ndarray,
-                kept_at: np.ndarray, rows: np.ndarray) -> None:
+def _test_chunk(first: int, last: int, by_node: np.ndarray, room: np.ndarray, visits: _Visits, start: np.ndarray,
+                count: np.ndarray, pool: Pool, q: Query, kept: _Kept) -> None:
     """Step 2 of :func:`answer_many` for the visits ``by_node[first:last]``: each visit's sure rows,
-    one visit after the other from ``rows[room[first]]`` on (densely: the memory touched follows the
-    answers, not the candidates), where ``kept_at[v]`` says; their number in ``found[v]`` and the
-    unsure rows' in ``doubts[v]``.  O(rows tested).
+    one visit after the other from ``kept.rows[room[first]]`` on (densely: the memory touched follows
+    the answers, not the candidates), where ``kept.kept_at[v]`` says; their number in
+    ``kept.found[v]`` and the unsure rows' in ``kept.doubts[v]``.  O(rows tested).
     """
+    found, doubts, kept_at, rows = kept
+    points = visits.points
     largest = 0
     for j in range(first, last):
-        largest = max(largest, count[visit_node[by_node[j]]])
+        largest = max(largest, count[visits.node[by_node[j]]])
     flags = np.empty(largest, dtype=np.uint8)
     distance = np.empty(TILE, dtype=np.float64)
     nothing = np.empty(0, dtype=np.int64)
+    as_rows = Query(q.scale, q.exact, q.cube, True)
     p = np.empty(points.shape[1])  # the visit's point, copied: a view per visit would cost a refcount
     cursor = room[first]
     for j in range(first, last):
         v = by_node[j]
-        node = visit_node[v]
-        begin, end = start[node], start[node] + count[node]
+        node = visits.node[v]
+        run = (start[node], start[node] + count[node])
         kept_at[v] = cursor
-        if exact:
+        if q.exact:
             for axis in range(p.shape[0]):
-                p[axis] = points[visit_point[v], axis]
-            found[v], doubts[v] = flag_rows(columns, begin, end, tile_box, p, cube, scale, distance, flags, 0)
-            write_rows(flags, 0, begin, end, tile_box, p, scale, rows, True, rows[cursor:cursor + found[v]], 0,
-                       nothing, 0)
+                p[axis] = points[visits.point[v], axis]
+            found[v], doubts[v] = flag_rows(pool, run, p, q, distance, flags, 0)
+            write_rows(pool, run, p, as_rows, flags, 0, rows[cursor:cursor + found[v]], 0, nothing, 0)
         else:
             for i in range(count[node]):
-                rows[cursor + i] = begin + i
+                rows[cursor + i] = run[0] + i
             found[v] = count[node]
         cursor += found[v]
 
@@ -377,30 +408,28 @@ def _offsets(visit_point: np.ndarray, found: np.ndarray, doubts: np.ndarray,
 
 
 @kernel
-def _write_chunk(first: int, last: int, by_node: np.ndarray, visit_node: np.ndarray, visit_point: np.ndarray,
-                 points: np.ndarray, start: np.ndarray, count: np.ndarray, handles: np.ndarray, columns: np.ndarray,
-                 tile_box: np.ndarray, cube: bool, scale: float, found: np.ndarray, doubts: np.ndarray,
-                 kept_at: np.ndarray, rows: np.ndarray, at: np.ndarray, unsure_at: np.ndarray, out: np.ndarray,
-                 unsure: np.ndarray, unsure_points: np.ndarray) -> None:
+def _write_chunk(first: int, last: int, by_node: np.ndarray, visits: _Visits, start: np.ndarray, count: np.ndarray,
+                 pool: Pool, q: Query, kept: _Kept, answers: _Answers) -> None:
     """Step 4 of :func:`answer_many` for the visits ``by_node[first:last]``: the handles of each
     visit's sure rows at its offset; a visit with unsure rows (practically never) is flagged again
     to list them.  O(answers)."""
+    at, unsure_at, out, unsure, unsure_points = answers
     nothing = np.empty(0, dtype=np.int64)
+    as_rows = Query(q.scale, q.exact, q.cube, True)
     for j in range(first, last):
         v = by_node[j]
-        for i in range(found[v]):
-            out[at[v] + i] = handles[rows[kept_at[v] + i]]
-        if doubts[v]:
-            node = visit_node[v]
-            begin, end = start[node], start[node] + count[node]
-            p = points[visit_point[v]]
+        for i in range(kept.found[v]):
+            out[at[v] + i] = pool.handles[kept.rows[kept.kept_at[v] + i]]
+        if kept.doubts[v]:
+            node = visits.node[v]
+            run = (start[node], start[node] + count[node])
+            p = visits.points[visits.point[v]]
             flags = np.empty(count[node], dtype=np.uint8)
             distance = np.empty(TILE, dtype=np.float64)
-            flag_rows(columns, begin, end, tile_box, p, cube, scale, distance, flags, 0)
-            write_rows(flags, 0, begin, end, tile_box, p, scale, nothing, True, nothing, 0,
-                       unsure[unsure_at[v]:unsure_at[v + 1]], 0)
+            flag_rows(pool, run, p, q, distance, flags, 0)
+            write_rows(pool, run, p, as_rows, flags, 0, nothing, 0, unsure[unsure_at[v]:unsure_at[v + 1]], 0)
             for i in range(unsure_at[v], unsure_at[v + 1]):
-                unsure_points[i] = visit_point[v]
+                unsure_points[i] = visits.point[v]
 
 
 #: ``answer_many`` on all cores (numba's thread pool), and the same loops on

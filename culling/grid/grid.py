@@ -39,6 +39,7 @@ from culling.core import chunks, growth, members
 from culling.core.cells import placed_u
 from culling.core.containment import decide, squared_reach, squared_reach_of
 from culling.core.growth import ARRAY_GROWTH
+from culling.core.structs import CellsFields, PoolFields, WorldFields
 from culling.core.validation import (
     Handle,
     as_coords,
@@ -146,7 +147,6 @@ class DenseViewDistanceGrid:
             raise ValueError(f"origin + size must be finite, got {geo.hi.tolist()}")
         self._origin_list = self.origin.tolist()
         self._hi_list = geo.hi.tolist()
-        self._top_corner = np.ascontiguousarray(geo.hi, dtype=np.float64)
         self._cube = shape == "cube"
         span = max(abs(x) for x in self._origin_list + self._hi_list)
         if geo.cell_size[-1] < 4 * math.ulp(span):
@@ -488,15 +488,14 @@ class DenseViewDistanceGrid:
     def _answer_many(self, points: np.ndarray, exact: bool, scale: float) -> tuple[np.ndarray, np.ndarray]:
         """:meth:`query_many` of one pass of points (:mod:`culling.core.chunks`), validated."""
         m = points.shape[0]
-        cells, geo = self._cells, self._geo
-        visit_run, visit_point, run_start, run_count = gridwalk.visits(
-            points, scale, self.origin, self._top_corner, self.size, geo.offsets, self._level_count, cells.start,
-            cells.count, cells.cell, cells.slot, MAX_ENUMERATED_CELLS)
+        cells = self._cells
+        visit_run, visit_point, run_start, run_count = gridwalk.visits(points, scale, self._world(), self._cell_arrays(),
+                                                                       MAX_ENUMERATED_CELLS)
         parallel = m >= members.PARALLEL_MIN_POINTS
         answer_many = members.answer_many_parallel if parallel else members.answer_many_serial
         handles, counts, unsure, owners = answer_many(
-            visit_run, visit_point, points, run_start, run_count, cells.pool, cells.rows, _NO_TILES[self.dim],
-            exact, self._cube, scale, numba.get_num_threads() if parallel else 1)
+            visit_run, visit_point, points, run_start, run_count, self._pool_arrays(),
+            (scale, exact, self._cube, False), numba.get_num_threads() if parallel else 1)
         if unsure.size:  # within rounding of a surface: exact arithmetic decides, then merge by point
             keep = decide(cells.rows, unsure, points[owners], self.shape, scale)
             owner = np.concatenate([np.repeat(np.arange(m), counts), owners[keep]])
@@ -524,9 +523,7 @@ class DenseViewDistanceGrid:
         if not self._count:
             return QueryTrace(point=p, candidates=np.empty(0, dtype=np.int64), levels=[])
         pool, geo = self._cells, self._geo
-        visited, ends = gridwalk.visit(p, scale, self.origin, self._top_corner, self.size, geo.offsets,
-                                          self._level_count, pool.count, pool.cell, pool.slot, True,
-                                          MAX_ENUMERATED_CELLS)
+        visited, ends = gridwalk.trace_visit(p, scale, self._world(), self._cell_arrays(), MAX_ENUMERATED_CELLS)
         counts = pool.count[visited].astype(np.int64)
         candidates = members.gather(np.arange(visited.size), pool.start[visited].astype(np.int64), counts,
                                         pool.pool)
@@ -548,12 +545,21 @@ class DenseViewDistanceGrid:
         :func:`culling.core.members.answer`): the sure handles (or pool rows) and the unsure rows."""
         if not self._count:
             return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64)
+        return gridwalk.query(p, (scale, exact, self._cube, want_rows), self._world(), self._cell_arrays(),
+                              self._pool_arrays(), MAX_ENUMERATED_CELLS)
+
+    def _world(self) -> WorldFields:
+        """The :class:`~culling.core.structs.World` the kernels read, as a plain tuple (the root is cell 0)."""
+        return self.origin, self.size, 0, 0
+
+    def _cell_arrays(self) -> CellsFields:
+        """The :class:`~culling.core.structs.Cells` the kernels read, as a plain tuple."""
         cells = self._cells
-        runs, _, run_start, run_count = gridwalk.visits(
-            p[None], scale, self.origin, self._top_corner, self.size, self._geo.offsets, self._level_count,
-            cells.start, cells.count, cells.cell, cells.slot, MAX_ENUMERATED_CELLS)
-        return members.answer(runs, run_start, run_count, cells.pool, cells.rows, _NO_TILES[self.dim], p, exact,
-                              self._cube, scale, want_rows)
+        return self._geo.offsets, self._level_count, cells.start, cells.count, cells.cell, cells.slot
+
+    def _pool_arrays(self) -> PoolFields:
+        """The :class:`~culling.core.structs.Pool` the kernels read, as a plain tuple (no tiles)."""
+        return self._cells.pool, self._cells.rows, _NO_TILES[self.dim]
 
     # ------------------------------------------------------------------
     # The invariant checker
@@ -579,7 +585,7 @@ class DenseViewDistanceGrid:
         centres, radii = rows[: self.dim].T, rows[self.dim]
         assert (rows[self.dim + 1] == squared_reach(radii)).all(), "stale squared reach"
         assert np.isfinite(centres).all() and np.isfinite(radii).all() and (radii >= 0).all()
-        assert ((centres >= self.origin) & (centres < geo.hi)).all(), "a centre outside the world"
+        assert (centres >= self.origin).all() and (geo.placed(centres) < 1.0).all(), "a centre outside the world"
         expected_levels, expected_cells = geo.homes(centres, radii)
         assert (levels == expected_levels).all(), "object on the wrong level"
         cells = self._cells.cell[live].astype(np.int64)
@@ -598,8 +604,8 @@ class DenseViewDistanceGrid:
 
     def _home(self, point: list[float], radius: float) -> tuple[int, int]:
         """Level and global cell of one validated sphere; ``ValueError`` outside the world."""
-        if radius >= self.size / 2 or not all(o <= c < h and placed_u(c, o, self.size) < 1.0 for c, o, h in
-                                                zip(point, self._origin_list, self._hi_list)):
+        if radius >= self.size / 2 or not all(o <= c and placed_u(c, o, self.size) < 1.0 for c, o in
+                                                zip(point, self._origin_list)):
             self._homes(np.array([point]), np.array([radius]))  # raises the ValueError
         return self._geo.home(point, radius)
 
@@ -611,11 +617,10 @@ class DenseViewDistanceGrid:
         radius of ``size / 2`` or more.  ``levels``: see :meth:`GridGeometry.homes`.
         """
         outside = np.zeros(centres.shape[0], dtype=bool)
-        for axis, (lo, hi) in enumerate(zip(self._origin_list, self._hi_list)):
+        for axis, lo in enumerate(self._origin_list):
             outside |= centres[:, axis] < lo
-            outside |= centres[:, axis] >= hi
         u = self._geo.placed(centres)
-        outside |= (u >= 1.0).any(axis=0)  # at or beyond origin + size exactly, though below its rounding
+        outside |= (u >= 1.0).any(axis=0)  # at or beyond origin + size in exact arithmetic
         if outside.any():
             i = int(np.flatnonzero(outside)[0])
             raise ValueError(f"centres must lie in the grid's world [{self._origin_list}, {self._hi_list}) "

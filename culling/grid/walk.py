@@ -32,8 +32,10 @@ import numpy as np
 from culling.core.cells import half_reach, round_down_sub, window
 from culling.core.jit import inline_kernel, kernel
 from culling.core.lattice import ANCHOR
+from culling.core.members import answer
+from culling.core.structs import Cells, CellsFields, Pool, PoolFields, Query, QueryFields, World, WorldFields
 
-__all__ = ["cell_window", "visit", "visits"]
+__all__ = ["cell_window", "query", "trace_visit", "visit", "visits"]
 
 #: Visited-cell buffer to start with; it doubles when a large scale needs more.
 _FIRST_CELLS = 64
@@ -45,15 +47,15 @@ _HASH = -7046029254386353131
 
 
 @inline_kernel
-def cell_window(p: np.ndarray, scale: float, origin: np.ndarray, top_corner: np.ndarray, size: float,
-                level: int, lo: np.ndarray, hi: np.ndarray) -> int:
+def cell_window(p: np.ndarray, scale: float, world: World, level: int, lo: np.ndarray, hi: np.ndarray) -> int:
     """Write the first and last grid cell, per axis, that ``p`` visits on ``level`` into ``lo`` and ``hi``.
 
-    ``top_corner`` is the world's high corner, ``origin + size`` (float64
-    (dim,)).  Returns how many cells the window holds, 0 when no centre of
-    the world can lie in it.  Level 0 is always its one cell, as the tree's
-    root is always visited.  O(dim).
+    The world's high corner is ``origin + size`` per axis (the grid's
+    ``GridGeometry.hi``, the same float sum).  Returns how many cells the
+    window holds, 0 when no centre of the world can lie in it.  Level 0 is
+    always its one cell, as the tree's root is always visited.  O(dim).
     """
+    origin, size = world.origin, world.size
     dim = p.shape[0]
     if level == 0:
         for axis in range(dim):
@@ -69,7 +71,7 @@ def cell_window(p: np.ndarray, scale: float, origin: np.ndarray, top_corner: np.
         last = hi[axis] - shift
         if last < 0:  # the window's high end lies below the origin
             return 0
-        if first > top and round_down_sub(p[axis], half_reach(size, level, scale)) >= top_corner[axis]:
+        if first > top and round_down_sub(p[axis], half_reach(size, level, scale)) >= origin[axis] + size:
             return 0  # its low end lies at or above the world's end (not merely rounded up to it)
         lo[axis] = min(max(first, 0), top)
         hi[axis] = min(last, top)
@@ -106,17 +108,15 @@ def _append_window(level: int, offset: int, lo: np.ndarray, hi: np.ndarray, coun
 
 
 @inline_kernel
-def visit(p: np.ndarray, scale: float, origin: np.ndarray, top_corner: np.ndarray, size: float,
-          offsets: np.ndarray, level_count: np.ndarray, count: np.ndarray, cell: np.ndarray, slot: np.ndarray,
-          every: bool, limit: int) -> tuple[np.ndarray, np.ndarray]:
+def visit(p: np.ndarray, scale: float, world: World, grid: Cells, every: bool,
+          limit: int) -> tuple[np.ndarray, np.ndarray]:
     """The cells a query at ``p`` visits, level by level from level 0.
 
     Parameters
     ----------
-    offsets : ndarray, shape (levels + 1,), int64: first global cell id of each level
-    level_count : ndarray, shape (levels,), int64: objects per level
-    count : ndarray, shape (cells,), int32: members per cell
-    cell, slot : ndarray, shape (handles,), int32: each handle's cell (-1: none) and slot
+    world : the grid's origin and size
+    grid : its cells (:class:`~culling.core.structs.Cells`: level offsets, objects per level,
+        members per cell, each handle's cell and slot)
     every : bool
         Every cell of every window, down to the deepest level that holds
         objects (the trace); otherwise only the non-empty cells of the
@@ -136,6 +136,7 @@ def visit(p: np.ndarray, scale: float, origin: np.ndarray, top_corner: np.ndarra
 
     Cost: O(levels + cells listed); at most ``2**dim`` cells per level for ``scale <= 1``.
     """
+    offsets, level_count, count, cell, slot = grid.offsets, grid.level_count, grid.members, grid.cell, grid.slot
     dim = p.shape[0]
     deepest = level_count.shape[0] - 1
     while deepest >= 0 and level_count[deepest] == 0:
@@ -147,7 +148,7 @@ def visit(p: np.ndarray, scale: float, origin: np.ndarray, top_corner: np.ndarra
     for level in range(deepest + 1):
         if not every and level_count[level] == 0:
             continue  # nothing to find there: its window is not needed
-        n_cells = cell_window(p, scale, origin, top_corner, size, level, lo[level], hi[level])
+        n_cells = cell_window(p, scale, world, level, lo[level], hi[level])
         if n_cells == 0:  # no centre of the world within reach: none on finer levels either
             break
         reached = level + 1
@@ -196,9 +197,34 @@ def _doubled(array: np.ndarray) -> np.ndarray:
 
 
 @kernel
-def visits(points: np.ndarray, scale: float, origin: np.ndarray, top_corner: np.ndarray, size: float,
-           offsets: np.ndarray, level_count: np.ndarray, start: np.ndarray, count: np.ndarray, cell: np.ndarray,
-           slot: np.ndarray, limit: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def trace_visit(p: np.ndarray, scale: float, world_fields: WorldFields,
+                cells_fields: CellsFields, limit: int) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`visit` of every cell of every window (the grid's trace), the structs as plain tuples."""
+    return visit(p, scale, World(*world_fields), Cells(*cells_fields), True, limit)
+
+
+@kernel
+def query(p: np.ndarray, query_fields: QueryFields, world_fields: WorldFields, cells_fields: CellsFields,
+          pool_fields: PoolFields, limit: int) -> tuple[np.ndarray, np.ndarray]:
+    """One query: the visited non-empty cells (:func:`_visits`), then their members that pass
+    (:func:`culling.core.members.answer`), as the tree's :func:`culling.tree.walk.query`; the
+    structs as plain tuples.  Returns the sure handles (or pool rows) and the unsure pool rows."""
+    q = Query(*query_fields)
+    runs, _, run_start, run_count = _visits(p.reshape(1, p.shape[0]), q.scale, World(*world_fields),
+                                            Cells(*cells_fields), limit)
+    return answer(runs, run_start, run_count, Pool(*pool_fields), p, q)
+
+
+@kernel
+def visits(points: np.ndarray, scale: float, world_fields: WorldFields, cells_fields: CellsFields,
+           limit: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`_visits` for Python (``query_many``), the structs as plain tuples."""
+    return _visits(points, scale, World(*world_fields), Cells(*cells_fields), limit)
+
+
+@kernel
+def _visits(points: np.ndarray, scale: float, world: World, grid: Cells,
+            limit: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Every point's visited non-empty cells, as the visits
     :func:`culling.core.members.answer` (one point) and
     :func:`culling.core.members.answer_many` read.
@@ -220,8 +246,7 @@ def visits(points: np.ndarray, scale: float, origin: np.ndarray, top_corner: np.
     visit_point = np.empty(visit_cell.shape[0], dtype=np.int64)
     n_visits = 0
     for i in range(m):
-        cells, _ = visit(points[i], scale, origin, top_corner, size, offsets, level_count, count, cell, slot,
-                         False, limit)
+        cells, _ = visit(points[i], scale, world, grid, False, limit)
         while n_visits + cells.shape[0] > visit_cell.shape[0]:
             visit_cell = _doubled(visit_cell)
             visit_point = _doubled(visit_point)
@@ -251,8 +276,8 @@ def visits(points: np.ndarray, scale: float, origin: np.ndarray, top_corner: np.
     run_start = np.empty(runs, dtype=np.int64)
     run_count = np.empty(runs, dtype=np.int64)
     for r in range(runs):
-        run_start[r] = start[run_cell[r]]
-        run_count[r] = count[run_cell[r]]
+        run_start[r] = grid.start[run_cell[r]]
+        run_count[r] = grid.members[run_cell[r]]
     return visit_run, visit_point, run_start, run_count
 
 

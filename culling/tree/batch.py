@@ -32,6 +32,7 @@ from culling.core.cells import cell_scaled, placed_u
 from culling.core.containment import reach_of
 from culling.core.jit import inline_kernel, kernel
 from culling.core.lattice import MAX_DEPTH, TOO_LARGE
+from culling.core.structs import Nodes, NodesFields, ObjectsFields, PoolFields, WorldFields
 from culling.core.tiles import cover, cover_row
 
 #: Bits of :func:`layout_order`'s Morton code: 4,096 cells over the batch's box.
@@ -157,9 +158,9 @@ def _group_into(centres: np.ndarray, radii: np.ndarray, origin: np.ndarray, size
 
 
 @kernel
-def settle(handles: np.ndarray, centres: np.ndarray, radii: np.ndarray, origin: np.ndarray, size: float,
-           obj_node: np.ndarray, obj_pos: np.ndarray, node_level: np.ndarray, node_cells: np.ndarray,
-           columns: np.ndarray, tile_box: np.ndarray, write: bool) -> np.ndarray:
+def settle(handles: np.ndarray, centres: np.ndarray, radii: np.ndarray, world_fields: WorldFields,
+           objects_fields: ObjectsFields, nodes_fields: NodesFields, pool_fields: PoolFields,
+           write: bool) -> np.ndarray:
     """Store every object whose home is unchanged in place (covering its tile); return the indices of the others.
 
     Without ``write`` nothing is stored: only the movers are found (``update_many``
@@ -176,6 +177,11 @@ def settle(handles: np.ndarray, centres: np.ndarray, radii: np.ndarray, origin: 
     int64 (k,): indices into ``handles`` of the objects whose home node changed
     (nothing of theirs is written).  O(n).
     """
+    origin, size, _, _ = world_fields  # the structs of culling.core.structs, in field order
+    obj_node, obj_pos = objects_fields
+    nodes = Nodes(*nodes_fields)
+    node_level, node_cells = nodes.level, nodes.cells
+    _, columns, tile_box = pool_fields
     n, dim = centres.shape
     movers = np.empty(n, dtype=np.int64)
     key = np.empty((1, dim + 1), dtype=np.int64)
@@ -204,8 +210,7 @@ def settle(handles: np.ndarray, centres: np.ndarray, radii: np.ndarray, origin: 
 
 @kernel
 def place(handles: np.ndarray, group_of: np.ndarray, homes: np.ndarray, centres: np.ndarray, radii: np.ndarray,
-          node_start: np.ndarray, node_count: np.ndarray, pool_handles: np.ndarray, columns: np.ndarray,
-          obj_node: np.ndarray, obj_pos: np.ndarray, tile_box: np.ndarray) -> None:
+          objects_fields: ObjectsFields, nodes_fields: NodesFields, pool_fields: PoolFields) -> None:
     """Append objects to their home nodes, whose blocks already have room.
 
     Object ``i`` (handle ``handles[i]``) goes to node ``homes[group_of[i]]``
@@ -216,6 +221,10 @@ def place(handles: np.ndarray, group_of: np.ndarray, homes: np.ndarray, centres:
     (sequential reads), each written at its home's next free row: one write
     stream per home.  O(n).
     """
+    obj_node, obj_pos = objects_fields  # the structs of culling.core.structs, in field order
+    nodes = Nodes(*nodes_fields)
+    node_start, node_count = nodes.start, nodes.members
+    pool_handles, columns, tile_box = pool_fields
     n, dim = centres.shape
     next_row = np.empty(homes.shape[0], dtype=np.int64)
     for g in range(homes.shape[0]):

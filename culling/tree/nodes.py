@@ -23,6 +23,7 @@ import numpy as np
 from culling.core import growth
 from culling.core.growth import ARRAY_GROWTH, grown
 from culling.core.jit import kernel
+from culling.core.structs import NodesFields
 
 __all__ = ["NodeTable", "SHRINK_RATIO"]
 
@@ -63,10 +64,14 @@ class NodeTable:
         """Number of live nodes."""
         return self.issued - len(self.free)
 
+    def arrays(self) -> NodesFields:
+        """The table's columns as the kernels take them: :class:`~culling.core.structs.Nodes`'s fields,
+        a plain tuple (references, no copy; valid until the table next grows)."""
+        return (self.start, self.capacity, self.count, self.level, self.cells, self.parent, self.children,
+                self.child)
+
     def nbytes(self) -> int:
-        arrays = (self.start, self.capacity, self.count, self.level, self.cells, self.parent, self.children,
-                  self.child)
-        return sum(a.nbytes for a in arrays)
+        return sum(a.nbytes for a in self.arrays())
 
     def new(self, level: int, cell: tuple[int, ...], parent: int) -> int:
         """Add an empty node (no pool block yet) under ``parent`` (-1: none); returns its id."""
@@ -151,9 +156,8 @@ class NodeTable:
         done, used, count = 0, 0, 0
         try:
             while True:
-                done, used, self.issued, count = _descend(
-                    keys, done, root, free, used, self.issued, created, count, self.start, self.capacity,
-                    self.count, self.level, self.cells, self.parent, self.children, self.child, homes)
+                done, used, self.issued, count = _descend(keys, homes, done, root, (free, used, self.issued),
+                                                          (created, count), self.arrays())
                 if done == keys.shape[0]:
                     break
                 self._grow(self.count.shape[0] + 1)  # out of rows: grow by ARRAY_GROWTH and go on
@@ -253,22 +257,24 @@ SHRINK_RATIO = 4
 
 
 @kernel
-def _descend(keys: np.ndarray, done: int, root: int, free: np.ndarray, used: int, issued: int,
-             created: np.ndarray, made: int, start: np.ndarray, capacity: np.ndarray, count: np.ndarray,
-             level: np.ndarray, node_cells: np.ndarray, parent: np.ndarray, children: np.ndarray,
-             child: np.ndarray, homes: np.ndarray) -> tuple[int, int, int, int]:
+def _descend(keys: np.ndarray, homes: np.ndarray, done: int, root: int, rows: tuple[np.ndarray, int, int],
+             new: tuple[np.ndarray, int], nodes_fields: NodesFields) -> tuple[int, int, int, int]:
     """Find or create the nodes of keys ``done ..`` (:meth:`NodeTable.at_many`), writing ``homes``.
 
     Each key is reached from ``root`` level by level through the child
     links; a missing node is created (as :meth:`NodeTable.new` does) from
-    ``free`` (ids ``used ..``), else from row ``issued`` on, and its id
-    appended to ``created``.  Stops early when the table has no row left.
+    ``free`` (ids ``used ..``), else from row ``issued`` on
+    (``rows = (free, used, issued)``), and its id appended to ``created``
+    (``new = (created, made)``).  Stops early when the table has no row left.
 
     Returns ``(done, used, issued, made)``: keys finished (all, unless the
     table ran out of rows), free ids and rows taken so far, ids in ``created``.
     """
+    start, capacity, count, level, node_cells, parent, children, child = nodes_fields  # Nodes, in field order
+    free, used, issued = rows
+    created, made = new
     dim = node_cells.shape[0]
-    rows = count.shape[0]
+    table_rows = count.shape[0]
     for g in range(done, keys.shape[0]):
         node = root
         for below in range(level[root] + 1, keys[g, 0] + 1):
@@ -281,7 +287,7 @@ def _descend(keys: np.ndarray, done: int, root: int, free: np.ndarray, used: int
                 if used < free.shape[0]:
                     next_node = free[used]
                     used += 1
-                elif issued < rows:
+                elif issued < table_rows:
                     next_node = issued
                     issued += 1
                 else:

@@ -21,6 +21,7 @@ from __future__ import annotations
 import numpy as np
 
 from culling.core import growth, tiles
+from culling.core.structs import PoolFields
 
 __all__ = ["BlockPool", "MIN_BLOCK", "POOL_GROWTH", "SHRINK_RATIO"]
 
@@ -189,6 +190,11 @@ class BlockPool:
     def free_blocks(self) -> list[tuple[int, int]]:
         """``(start, capacity)`` of every released block, for the invariant checker."""
         return [(start, capacity) for capacity, starts in self._free.items() for start in starts]
+
+    def arrays(self) -> PoolFields:
+        """The rows as the kernels take them: :class:`~culling.core.structs.Pool`'s fields, a plain
+        tuple (references, no copy; valid until the pool next grows or is compacted)."""
+        return self.handles, self.columns, self.tile_box
 
     def nbytes(self) -> int:
         return self.handles.nbytes + self.columns.nbytes + self.tile_box.nbytes

@@ -44,6 +44,7 @@ from culling.core.cells import placed_u
 from culling.core.containment import decide, squared_reach, squared_reach_of
 from culling.core.growth import ARRAY_GROWTH, grown
 from culling.core.lattice import ANCHOR, MAX_DEPTH, MAX_GROWTH, Lattice
+from culling.core.structs import WorldFields
 from culling.core.tiles import TILE_ROWS, TILE_SHIFT
 from culling.core.validation import (
     Handle,
@@ -244,6 +245,10 @@ class ViewDistanceTree:
         """Absolute level of the current root: 0, or negative once it has grown."""
         return int(self._nodes.level[self._root])
 
+    def _world(self) -> WorldFields:
+        """The :class:`~culling.core.structs.World` the kernels walk, as a plain tuple."""
+        return self.origin, self.size, self._root, int(self._nodes.level[self._root])
+
     @property
     def root_bounds(self) -> tuple[np.ndarray, np.ndarray]:
         """``(lo, hi)`` of the current root node."""
@@ -426,8 +431,8 @@ class ViewDistanceTree:
             return
 
         def settle(write: bool) -> np.ndarray:
-            return batch.settle(handles, centres, radii, self.origin, self.size, self._obj_node, self._obj_pos,
-                                self._nodes.level, self._nodes.cells, self._pool.columns, self._pool.tile_box, write)
+            return batch.settle(handles, centres, radii, self._world(), (self._obj_node, self._obj_pos),
+                                self._nodes.arrays(), self._pool.arrays(), write)
 
         # The movers' homes (a grown root too) and room in their blocks first: a MemoryError there
         # changes nothing.  Then the commit, which allocates none of the tree's arrays.
@@ -475,11 +480,9 @@ class ViewDistanceTree:
         """
         p = np.array(as_coords(point, self.dim, "point"))
         scale = as_scale(scale)
-        nodes, pool = self._nodes, self._pool
-        handles, unsure = walk.query(p, as_flag(exact), self._cube, scale, self.origin, self.size,
-                                            self._root, int(nodes.level[self._root]), nodes.child, nodes.cells,
-                                            nodes.start, nodes.count, pool.handles, pool.columns,
-                                            pool.tile_box, False)
+        pool = self._pool
+        handles, unsure = walk.query(p, (scale, as_flag(exact), self._cube, False), self._world(),
+                                     self._nodes.arrays(), pool.arrays())
         if unsure.size:  # within rounding of a surface: exact arithmetic decides
             keep = decide(pool.columns, unsure, p, self.shape, scale)
             handles = np.concatenate([handles, pool.handles[unsure[keep]]])
@@ -515,13 +518,11 @@ class ViewDistanceTree:
         nodes, pool = self._nodes, self._pool
         parallel = points.shape[0] >= members.PARALLEL_MIN_POINTS
         visits = walk.visits_parallel if parallel else walk.visits_serial
-        visit_node, visit_point = visits(points, scale, self.origin, self.size, self._root,
-                                         int(nodes.level[self._root]), nodes.child, nodes.cells, nodes.count)
+        visit_node, visit_point = visits(points, scale, self._world(), nodes.arrays())
         answer_many = members.answer_many_parallel if parallel else members.answer_many_serial
         handles, counts, unsure, owners = answer_many(
-            visit_node, visit_point, points, nodes.start, nodes.count, pool.handles, pool.columns,
-            pool.tile_box, exact, self._cube, scale,
-            numba.get_num_threads() if parallel else 1)
+            visit_node, visit_point, points, nodes.start, nodes.count, pool.arrays(),
+            (scale, exact, self._cube, False), numba.get_num_threads() if parallel else 1)
         if unsure.size:  # within rounding of a surface: exact arithmetic decides, then merge by point
             keep = decide(pool.columns, unsure, points[owners], self.shape, scale)
             owner = np.concatenate([np.repeat(np.arange(points.shape[0]), counts), owners[keep]])
@@ -545,11 +546,9 @@ class ViewDistanceTree:
         """
         p = np.array(as_coords(point, self.dim, "point"))
         scale = as_scale(scale)
-        nodes, pool = self._nodes, self._pool
-        rows, unsure = walk.query(
-            p, as_flag(exact), self._cube, scale, self.origin, self.size, self._root,
-            int(nodes.level[self._root]), nodes.child, nodes.cells, nodes.start, nodes.count,
-            pool.handles, pool.columns, pool.tile_box, True)
+        pool = self._pool
+        rows, unsure = walk.query(p, (scale, as_flag(exact), self._cube, True), self._world(), self._nodes.arrays(),
+                                  pool.arrays())
         if unsure.size:  # within rounding of a surface: exact arithmetic decides
             rows = np.concatenate([rows, unsure[decide(pool.columns, unsure, p, self.shape, scale)]])
         return pool.handles[rows], pool.columns[: self.dim, rows].T.copy(), pool.columns[self.dim, rows]
@@ -565,8 +564,7 @@ class ViewDistanceTree:
             return QueryTrace(point=p, candidates=np.empty(0, dtype=np.int64), levels=[])
         nodes = self._nodes
         root_level = self.root_level
-        visited, ends = walk.walk(p, scale, self.origin, self.size, self._root, root_level,
-                                         nodes.child, nodes.cells)
+        visited, ends = walk.trace_walk(p, scale, self._world(), nodes.arrays())
         candidates = members.gather(visited, nodes.start, nodes.count, self._pool.handles)
         levels = []
         first = 0
@@ -735,8 +733,8 @@ class ViewDistanceTree:
                radii: np.ndarray) -> None:
         """Write the objects into the rows :meth:`_prepare_links` made room for (:func:`culling.tree.batch.place`)."""
         group_of, homes = links
-        batch.place(handles, group_of, homes, centres, radii, self._nodes.start, self._nodes.count,
-                    self._pool.handles, self._pool.columns, self._obj_node, self._obj_pos, self._pool.tile_box)
+        batch.place(handles, group_of, homes, centres, radii, (self._obj_node, self._obj_pos),
+                    self._nodes.arrays(), self._pool.arrays())
 
     def _fit_many(self, centres: np.ndarray, radii: np.ndarray) -> None:
         """Validate many spheres against the world and grow the root to hold them all.

@@ -10,7 +10,10 @@ answers written in two branch-free passes (:mod:`culling.core.members`,
 :mod:`culling.core.tiles`).
 
 Every kernel takes the tree's arrays as they are stored (float64 and int64,
-C-contiguous) and scalars, so each is compiled once for all dimensions.
+C-contiguous), as a few structs (:mod:`culling.core.structs`: the world, the
+node table, the pool, the query), and scalars, so each is compiled once for
+all dimensions.  The kernels Python calls (:func:`query`, :func:`trace_walk`,
+:func:`visits_serial` and :func:`visits_parallel`) take the structs as plain tuples.
 """
 
 from __future__ import annotations
@@ -23,8 +26,9 @@ from culling.core.cells import axis_window, exact_axis_window, half_reach_by
 from culling.core.jit import kernel, parallel_kernel, prange
 from culling.core.lattice import MAX_DEPTH, MAX_GROWTH
 from culling.core.members import answer
+from culling.core.structs import Nodes, NodesFields, Pool, PoolFields, Query, QueryFields, World, WorldFields
 
-__all__ = ["query", "visits_parallel", "visits_serial", "walk"]
+__all__ = ["query", "trace_walk", "visits_parallel", "visits_serial", "walk"]
 
 #: Levels a walk can visit: from the highest possible root to the finest level.
 _LEVELS = MAX_DEPTH + MAX_GROWTH + 1
@@ -52,15 +56,15 @@ def _with_room(visited: np.ndarray, room: int, n: int, dim: int) -> np.ndarray:
 
 
 @kernel
-def walk(p: np.ndarray, scale: float, origin: np.ndarray, size: float, root: int, root_level: int,
-         child: np.ndarray, cells: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def walk(p: np.ndarray, scale: float, world: World, nodes: Nodes) -> tuple[np.ndarray, np.ndarray]:
     """The nodes a query at ``p`` visits, root first, level by level.
 
     Parameters
     ----------
     p : ndarray, shape (dim,), float64
-    child : ndarray, shape (nodes, 2**dim), int64, -1 for no child
-    cells : ndarray, shape (dim, nodes), int64 (only the root's column is read)
+    scale : float, the query's scale
+    world : the origin, size, root and root level
+    nodes : the node table; the walk reads ``child`` (-1 for no child) and the root's column of ``cells``
 
     Returns
     -------
@@ -81,6 +85,8 @@ def walk(p: np.ndarray, scale: float, origin: np.ndarray, size: float, root: int
     nodes visited, and their order, are those of testing every child's
     stored cell against the window.
     """
+    origin, size, root, root_level = world
+    child, cells = nodes.child, nodes.cells
     dim = p.shape[0]
     quadrants = child.shape[1]
     # The level ends (returned), then the window's first and last cell per axis (scratch).
@@ -153,18 +159,25 @@ def walk(p: np.ndarray, scale: float, origin: np.ndarray, size: float, root: int
 
 
 @kernel
-def query(p: np.ndarray, exact: bool, cube: bool, scale: float, origin: np.ndarray, size: float,
-          root: int, root_level: int, child: np.ndarray, cells: np.ndarray, start: np.ndarray,
-          count: np.ndarray, handles: np.ndarray, columns: np.ndarray, tile_box: np.ndarray,
-          want_rows: bool) -> tuple[np.ndarray, np.ndarray]:
+def query(p: np.ndarray, query_fields: QueryFields, world_fields: WorldFields, nodes_fields: NodesFields,
+          pool_fields: PoolFields) -> tuple[np.ndarray, np.ndarray]:
     """One query: walk, then keep each visited member that passes (all of them unless ``exact``).
 
-    Returns the handles (with ``want_rows``, the pool rows) and the pool rows
-    the exact filter left unsure (:func:`culling.core.containment.decide` settles
+    The structs come as plain tuples (:mod:`culling.core.structs`).  Returns
+    the handles (with ``want_rows``, the pool rows) and the pool rows the
+    exact filter left unsure (:func:`culling.core.containment.decide` settles
     them); O(levels + candidates).
     """
-    visited, _ = walk(p, scale, origin, size, root, root_level, child, cells)
-    return answer(visited, start, count, handles, columns, tile_box, p, exact, cube, scale, want_rows)
+    q, nodes = Query(*query_fields), Nodes(*nodes_fields)
+    visited, _ = walk(p, q.scale, World(*world_fields), nodes)
+    return answer(visited, nodes.start, nodes.members, Pool(*pool_fields), p, q)
+
+
+@kernel
+def trace_walk(p: np.ndarray, scale: float, world_fields: WorldFields,
+               nodes_fields: NodesFields) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`walk` for Python (the tree's trace), the structs as plain tuples."""
+    return walk(p, scale, World(*world_fields), Nodes(*nodes_fields))
 
 
 #: A point's visits kept from the first walk of :func:`visits`; a point that
@@ -172,10 +185,10 @@ def query(p: np.ndarray, exact: bool, cube: bool, scale: float, origin: np.ndarr
 _KEPT_VISITS = 256
 
 
-def _visits(points: np.ndarray, scale: float, origin: np.ndarray, size: float, root: int, root_level: int,
-            child: np.ndarray, cells: np.ndarray, count: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _visits(points: np.ndarray, scale: float, world_fields: WorldFields,
+            nodes_fields: NodesFields) -> tuple[np.ndarray, np.ndarray]:
     """Every point's walk, in parallel: the nodes with members each visits, for
-    :func:`culling.core.members.answer_many`.
+    :func:`culling.core.members.answer_many`.  The structs come as plain tuples.
 
     Returns ``(visit_node, visit_point)``: visit ``v`` is point
     ``visit_point[v]`` visiting node ``visit_node[v]``; the points in order,
@@ -184,12 +197,12 @@ def _visits(points: np.ndarray, scale: float, origin: np.ndarray, size: float, r
     test there.  Only the ``prange`` loops live here (see
     :func:`culling.core.members.answer_many`).  O(m x levels).
     """
+    world, nodes = World(*world_fields), Nodes(*nodes_fields)
     m = points.shape[0]
     kept = np.empty((m, _KEPT_VISITS), dtype=np.int64)
     first_visit = np.zeros(m + 1, dtype=np.int64)
     for i in prange(m):
-        first_visit[i + 1] = _walk_kept(points[i], scale, origin, size, root, root_level, child, cells, count,
-                                        kept[i])
+        first_visit[i + 1] = _walk_kept(points[i], scale, world, nodes, kept[i])
     for i in range(m):
         first_visit[i + 1] += first_visit[i]
     visit_node = np.empty(first_visit[m], dtype=np.int64)
@@ -197,7 +210,7 @@ def _visits(points: np.ndarray, scale: float, origin: np.ndarray, size: float, r
     for i in prange(m):
         at, end = first_visit[i], first_visit[i + 1]
         if end - at > _KEPT_VISITS:  # more visits than slots (a large scale): walk again
-            _walk_kept(points[i], scale, origin, size, root, root_level, child, cells, count, visit_node[at:end])
+            _walk_kept(points[i], scale, world, nodes, visit_node[at:end])
         else:
             visit_node[at:end] = kept[i, :end - at]
         visit_point[at:end] = i
@@ -205,14 +218,13 @@ def _visits(points: np.ndarray, scale: float, origin: np.ndarray, size: float, r
 
 
 @kernel
-def _walk_kept(p: np.ndarray, scale: float, origin: np.ndarray, size: float, root: int, root_level: int,
-               child: np.ndarray, cells: np.ndarray, count: np.ndarray, kept: np.ndarray) -> int:
+def _walk_kept(p: np.ndarray, scale: float, world: World, nodes: Nodes, kept: np.ndarray) -> int:
     """Walk from ``p``; write the visited nodes that have members to ``kept`` (as many as fit) and
     return how many there are."""
-    visited, _ = walk(p, scale, origin, size, root, root_level, child, cells)
+    visited, _ = walk(p, scale, world, nodes)
     n = 0
     for node in visited:
-        if count[node] > 0:
+        if nodes.members[node] > 0:
             if n < kept.shape[0]:
                 kept[n] = node
             n += 1

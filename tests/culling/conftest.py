@@ -1,4 +1,4 @@
-"""Culling tests run with NumPy's RuntimeWarnings as errors (issue 8, item 10).
+"""Culling tests run with NumPy's RuntimeWarnings as errors.
 
 The library must not leak overflow/underflow/invalid warnings on extreme
 input: it decides such cases itself.  The root conftest also sets

@@ -1,4 +1,4 @@
-"""Hostile numbers at the edges (issue 8): every repro, and generators aimed at the edges.
+"""Hostile numbers at the edges: the reported repros, and generators aimed at the edges.
 
 Truth is decided with ``fractions.Fraction`` for the float64 inputs
 (DESIGN.md section 6): a sphere contains ``p`` when ``sum((c - p)**2) <=
@@ -37,9 +37,9 @@ def truth(centres, radii, point, scale, shape) -> list[int]:
     return [i for i, (c, r) in enumerate(zip(centres, radii)) if exactly_inside(c, point, r, scale, shape)]
 
 
-# -- the repros of the issue, one test each ----------------------------------------------
+# -- reported repros, one test each ---------------------------------------------------------
 
-def test_item1_query_at_rounded_grown_edge_finds_the_sphere():
+def test_query_at_a_rounded_grown_edge_finds_the_sphere():
     t = ViewDistanceTree(size=4096.0, origin=(-2048.0, -2048.0), dim=2)
     t.insert((-1.1368683772161605e-13, 0.0), 511.99999999999994)
     t.insert((1000.0, 1000.0), 1.0)
@@ -48,7 +48,7 @@ def test_item1_query_at_rounded_grown_edge_finds_the_sphere():
     t.check_invariants()
 
 
-def test_item2_radius_whose_ratio_to_size_overflows_is_rejected():
+def test_radius_whose_ratio_to_size_overflows_is_rejected():
     t = ViewDistanceTree(size=0.5, dim=1)
     with pytest.raises(ValueError, match="radii must be below"):
         t.insert(0.0, 1.7e308)
@@ -60,7 +60,7 @@ def test_item2_radius_whose_ratio_to_size_overflows_is_rejected():
     t.check_invariants()
 
 
-def test_item3_touching_agrees_with_the_trees_exact_test_at_extreme_magnitudes():
+def test_touching_agrees_with_the_trees_exact_test_at_extreme_magnitudes():
     for magnitude in (1e-160, 1e-300, 1e150, 1e300):
         cc = CollisionCandidates(probe_radius=0.0, size=16.0 * magnitude, dim=3)
         r = 3.0 * magnitude
@@ -75,7 +75,7 @@ def test_item3_touching_agrees_with_the_trees_exact_test_at_extreme_magnitudes()
         cc.check_invariants()
 
 
-def test_item4_huge_scale_on_a_grown_root_answers_without_overflow_or_hang():
+def test_huge_scale_on_a_grown_root_answers_without_overflow_or_hang():
     t = ViewDistanceTree(size=1.0, dim=1)
     t.insert(0.0, 1.0)
     t.insert(100.0, 1.0)
@@ -93,7 +93,7 @@ def test_item4_huge_scale_on_a_grown_root_answers_without_overflow_or_hang():
     lambda: ViewDistanceTree(size=8.0, dim=2),
     lambda: DenseViewDistanceGrid(size=8.0, dim=2, min_radius=0.5),
 ], ids=["tree", "grid"])
-def test_item5_ints_beyond_int64_are_key_or_value_errors(make):
+def test_ints_beyond_int64_are_key_or_value_errors(make):
     s = make()
     h = s.insert((1.0, 1.0), 0.5)
     for handle in (2**64, 2**63, -(2**64), np.uint64(2**63)):
@@ -125,7 +125,7 @@ def test_item5_ints_beyond_int64_are_key_or_value_errors(make):
     s.check_invariants()
 
 
-def test_item5_tracker_membership_and_forget_with_huge_handles():
+def test_tracker_membership_and_forget_with_huge_handles():
     from culling import VisibilityTracker
 
     tracker = VisibilityTracker()
@@ -142,7 +142,7 @@ def test_item5_tracker_membership_and_forget_with_huge_handles():
     lambda: ViewDistanceTree(size=8.0, origin=(1.0, 2.0), dim=2),
     lambda: DenseViewDistanceGrid(size=8.0, origin=(1.0, 2.0), dim=2, min_radius=0.5),
 ], ids=["tree", "grid"])
-def test_item6_origin_is_not_a_handle_on_the_internals(make):
+def test_origin_is_not_a_handle_on_the_internals(make):
     s = make()
     h = s.insert((2.0, 3.0), 0.25)
     o = s.origin
@@ -160,7 +160,7 @@ def test_item6_origin_is_not_a_handle_on_the_internals(make):
     s.check_invariants()
 
 
-def test_item7_failed_multicamera_update_registers_nothing():
+def test_failed_multicamera_update_registers_nothing():
     cams = MultiCameraTracker(band_edges=(10.0,))
     with pytest.raises(ValueError):
         cams.update("new", [1, 2])  # distances missing
@@ -176,7 +176,7 @@ def test_item7_failed_multicamera_update_registers_nothing():
     lambda: ViewDistanceTree(size=8.0, dim=3),
     lambda: DenseViewDistanceGrid(size=8.0, dim=3, min_radius=0.5),
 ], ids=["tree", "grid"])
-def test_item8_strict_validation(make):
+def test_bools_complex_strings_and_masked_arrays_are_type_errors(make):
     from decimal import Decimal
 
     s = make()
@@ -208,7 +208,7 @@ def test_item8_strict_validation(make):
     s.check_invariants()
 
 
-def test_item9_grid_has_query_spheres_like_the_tree():
+def test_grid_has_query_spheres_like_the_tree():
     tree = ViewDistanceTree(size=16.0, dim=2)
     grid = DenseViewDistanceGrid(size=16.0, dim=2, min_radius=0.25)
     centres = np.array([[1.0, 1.0], [2.0, 1.5], [9.0, 9.0]])
@@ -369,7 +369,7 @@ def test_collision_touching_equals_exact_tree_query_at_every_magnitude(magnitude
 
 
 def test_grid_window_keeps_the_home_cell_when_rounding_widens_it():
-    """Issue 8 item 1 for the grid: a window is never cut to ceil(scale) cells."""
+    """Rounding may widen the grid's window: it is never cut to ceil(scale) cells, so the home cell stays in it."""
     grid = DenseViewDistanceGrid(size=7.3, origin=(1e6,), dim=1, min_radius=7.3 / 2**7)
     lo = 1e6
     w = 7.3 / 2**5

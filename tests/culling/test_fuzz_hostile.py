@@ -1,4 +1,4 @@
-"""Every public method of every structure, called with hostile values (issue 8).
+"""Every public method of every structure, called with hostile values.
 
 Each call must either succeed (leaving a structure whose invariants hold) or
 raise the documented ``ValueError``/``TypeError``/``KeyError`` and leave the

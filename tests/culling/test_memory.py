@@ -1,4 +1,4 @@
-"""Memory is given back (issue 8, item 11): fill/empty cycles, tracemalloc-bounded.
+"""Memory is given back: fill/empty cycles, tracemalloc-bounded.
 
 An emptied structure holds no more than a fresh one (``nbytes``), repeated
 fill/empty cycles do not grow what tracemalloc sees (NumPy reports its

@@ -1,4 +1,4 @@
-"""Batch mutations at the edges of their bookkeeping (issue 11: ``insert_many`` kernels).
+"""Batch mutations at the edges of their bookkeeping (the ``insert_many`` and ``update_many`` kernels).
 
 ``insert_many`` and the movers of ``update_many`` group objects by home node
 in a compiled hash table, find or create the home nodes by walking child
@@ -157,8 +157,8 @@ def test_squared_reach_is_exact_at_every_magnitude():
 def test_batch_cells_equal_the_query_walks_cells():
     """The batch kernels' cell function (a multiplication where the walk's calls ``ldexp``) and
     :func:`culling.tree.walk.cell_of` agree on cell edges, their neighbours and beyond the world."""
+    from culling.core.cells import cell_of
     from culling.tree.batch import _cell
-    from culling.tree.walk import cell_of
 
     rng = np.random.default_rng(11)
     edges = rng.integers(-2 ** 20, 2 ** 20, 300) * 2.0 ** -rng.integers(0, 25, 300)

@@ -23,6 +23,7 @@ from hypothesis import strategies as st
 from culling import ViewDistanceTree
 from culling.core import cells
 from culling.core.lattice import ANCHOR, MAX_DEPTH, MAX_GROWTH, Lattice, half_reach, round_down_add, round_down_sub
+from culling.core.structs import Nodes, World
 from culling.tree import walk as treewalk
 
 WALK_SETTINGS = settings(max_examples=120, deadline=None)
@@ -94,8 +95,10 @@ def reference_walk(tree: ViewDistanceTree, p: list[float], scale: float) -> tupl
 def compiled_walk(tree: ViewDistanceTree, p: list[float], scale: float,
                   cells: np.ndarray | None = None) -> tuple[list[int], list[int]]:
     nodes = tree._nodes
-    visited, ends = treewalk.walk(np.array(p, dtype=np.float64), scale, tree.origin, tree.size, tree._root,
-                                     tree.root_level, nodes.child, nodes.cells if cells is None else cells)
+    fields = list(nodes.arrays())
+    if cells is not None:
+        fields[4] = cells  # Nodes.cells
+    visited, ends = treewalk.walk(np.array(p, dtype=np.float64), scale, World(*tree._world()), Nodes(*fields))
     return visited.tolist(), ends.tolist()
 
 
