@@ -9,12 +9,14 @@ The public contract (names, shapes, dtypes, errors, the precise geometric
 rules) is docs/CONTRACT.md in the repository.
 """
 
+from culling.core.threads import set_thread_count, thread_count
 from culling.grid.grid import DenseViewDistanceGrid
 from culling.interface import PointIndex
 from culling.trace import LevelTrace, QueryTrace
 from culling.tree.tree import MAX_DEPTH, MAX_GROWTH, ViewDistanceTree
 from culling.uses.collision import CollisionCandidates
 from culling.uses.tracker import MultiCameraTracker, VisibilityEvents, VisibilityTracker
+from culling.warmup import kernels_cached, warm_up
 
 __all__ = [
     "CollisionCandidates",
@@ -28,4 +30,8 @@ __all__ = [
     "ViewDistanceTree",
     "VisibilityEvents",
     "VisibilityTracker",
+    "kernels_cached",
+    "set_thread_count",
+    "thread_count",
+    "warm_up",
 ]

@@ -91,8 +91,8 @@ class App:
     #: pyglet input events forwarded to the methods of the same name.  A handler
     #: that returns True consumes the event (pyglet's defaults do not run: the
     #: window's own Esc-closes-the-window, for one).
-    input_events = ("on_key_press", "on_key_release", "on_mouse_motion", "on_mouse_drag", "on_mouse_press",
-                    "on_mouse_release", "on_mouse_scroll")
+    input_events = ("on_key_press", "on_key_release", "on_text", "on_mouse_motion", "on_mouse_drag",
+                    "on_mouse_press", "on_mouse_release", "on_mouse_scroll")
 
     def __init__(self, window: pyglet.window.Window, ctx: moderngl.Context, **kwargs: Any) -> None:
         self.window = window
@@ -113,6 +113,10 @@ class App:
         """The window's framebuffer is now ``width`` x ``height`` pixels."""
 
     def on_key_press(self, symbol: int, modifiers: int) -> bool | None:
+        return None
+
+    def on_text(self, text: str) -> bool | None:
+        """Typed text (after the keyboard layout and Shift); pyglet sends it after ``on_key_press``."""
         return None
 
     def on_key_release(self, symbol: int, modifiers: int) -> bool | None:

@@ -31,7 +31,6 @@ import copy
 import math
 import numbers
 
-import numba
 import numpy as np
 from numpy.typing import ArrayLike
 
@@ -39,6 +38,7 @@ from culling.core import chunks, growth, members
 from culling.core.cells import placed_u
 from culling.core.containment import decide, squared_reach, squared_reach_of
 from culling.core.growth import ARRAY_GROWTH
+from culling.core.locks import ReadWriteLock, reading, state_without_lock, writing
 from culling.core.structs import CellsFields, PoolFields, WorldFields
 from culling.core.validation import (
     Handle,
@@ -141,6 +141,7 @@ class DenseViewDistanceGrid:
     def __init__(self, size: float, origin: ArrayLike | None = None, dim: int = 3, shape: str = "sphere",
                  min_radius: float | None = None) -> None:
         self._size, self._origin, self._dim, self._shape = check_constructor(size, origin, dim, shape)
+        self._rw = ReadWriteLock()
         self.finest_level, self.min_radius = self._finest_level(min_radius)
         self._geo = geo = GridGeometry(self.size, self.origin, self.finest_level)
         if not np.isfinite(geo.hi).all():
@@ -225,9 +226,19 @@ class DenseViewDistanceGrid:
     # ------------------------------------------------------------------
     # Size and membership
 
+    def __getstate__(self) -> dict[str, object]:
+        """Pickle and (deep)copy everything but the lock; the copy gets a lock of its own."""
+        with self._rw.reading():
+            return state_without_lock(self)
+
+    def __setstate__(self, state: dict[str, object]) -> None:
+        self.__dict__.update(state)
+        self._rw = ReadWriteLock()
+
     def __len__(self) -> int:
         return self._count
 
+    @reading
     def __contains__(self, handle: object) -> bool:
         return is_live(handle, self._next_handle, self._level)
 
@@ -250,28 +261,34 @@ class DenseViewDistanceGrid:
         """Objects stored on each level, int64 (finest_level + 1,), a copy."""
         return self._level_count.copy()
 
+    @reading
     def handles(self) -> np.ndarray:
         """Every handle in the grid, ascending; int64, O(handles ever issued)."""
         return np.flatnonzero(self._level[: self._next_handle] >= 0).astype(np.int64)
 
+    @reading
     def centre(self, handle: Handle) -> np.ndarray:
         """The centre of one object, shape (dim,), float64 (a copy)."""
         return self._cells.rows[: self.dim, self._cells.position(self._live(handle))].copy()
 
+    @reading
     def radius(self, handle: Handle) -> float:
         """The radius (view distance) of one object."""
         return float(self._cells.rows[self.dim, self._cells.position(self._live(handle))])
 
+    @reading
     def centres_of(self, handles: ArrayLike) -> np.ndarray:
         """Centres of many objects, shape (n, dim), float64 (a copy), O(n)."""
         pos = self._cells.positions(self._live_many(handles))
         return np.ascontiguousarray(self._cells.rows[: self.dim, pos].T)
 
+    @reading
     def radii_of(self, handles: ArrayLike) -> np.ndarray:
         """Radii of many objects, shape (n,), float64 (a copy), O(n)."""
         radii: np.ndarray = self._cells.rows[self.dim, self._cells.positions(self._live_many(handles))]
         return radii
 
+    @reading
     def nbytes(self) -> int:
         """Bytes held in NumPy arrays (cells, pool and objects), without Python overhead."""
         return self._cells.nbytes() + sum(a.nbytes for a in (self._level, self._free, self._level_count))
@@ -279,6 +296,7 @@ class DenseViewDistanceGrid:
     # ------------------------------------------------------------------
     # Mutation: single objects, O(1) (amortised when arrays or a block grow)
 
+    @writing
     def insert(self, centre: ArrayLike, radius: float) -> int:
         """Add one sphere; returns its handle.  O(1) amortised.
 
@@ -298,6 +316,7 @@ class DenseViewDistanceGrid:
         self._count += 1
         return handle
 
+    @writing
     def update(self, handle: Handle, centre: ArrayLike, radius: float) -> None:
         """Move or resize one object.  O(1): when it stays in its cell only its
         centre and radius are written; otherwise one unlink and one link."""
@@ -315,6 +334,7 @@ class DenseViewDistanceGrid:
         self._level[handle] = level
         self._level_count[level] += 1
 
+    @writing
     def remove(self, handle: Handle) -> None:
         """Remove one object; its handle may be handed out again.  O(1)."""
         handle = self._live(handle)
@@ -330,6 +350,7 @@ class DenseViewDistanceGrid:
     # ------------------------------------------------------------------
     # Mutation: batches, validated whole before anything changes
 
+    @writing
     def insert_many(self, centres: ArrayLike, radii: ArrayLike) -> np.ndarray:
         """Add many spheres; returns their handles, int64 (n,).
 
@@ -353,6 +374,7 @@ class DenseViewDistanceGrid:
             self._count += handles.size
         return handles
 
+    @writing
     def update_many(self, handles: ArrayLike, centres: ArrayLike, radii: ArrayLike | None = None) -> None:
         """Move or resize many objects; ``radii`` omitted (``None``) keeps each object's stored radius.
 
@@ -397,6 +419,7 @@ class DenseViewDistanceGrid:
             self._level[movers] = levels[move]
             self._level_count += np.bincount(levels[move], minlength=size)
 
+    @writing
     def remove_many(self, handles: ArrayLike) -> None:
         """Remove many objects, vectorised: O(n log n), no Python loop."""
         handles = self._live_many(handles)
@@ -415,6 +438,7 @@ class DenseViewDistanceGrid:
     # ------------------------------------------------------------------
     # Queries
 
+    @reading
     def query(self, point: ArrayLike, exact: bool = False, scale: float = 1.0) -> np.ndarray:
         """Handles of the spheres that may contain ``point``; int64 (k,), each once.
 
@@ -439,6 +463,7 @@ class DenseViewDistanceGrid:
             handles = np.concatenate([handles, self._cells.pool[unsure[keep]]])
         return handles
 
+    @reading
     def query_spheres(self, point: ArrayLike, exact: bool = False,
                       scale: float = 1.0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Like :meth:`query`, with each answer's centre and radius (as the tree's).
@@ -459,9 +484,10 @@ class DenseViewDistanceGrid:
         columns = self._cells.rows
         return self._cells.pool[rows], columns[: self.dim, rows].T.copy(), columns[self.dim, rows]
 
+    @reading
     def query_many(self, points: ArrayLike, exact: bool = False,
                    scale: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
-        """Answer many points at once, in parallel over the points (all cores).
+        """Answer many points at once, on the library's threads (:mod:`culling.core.threads`).
 
         Parameters
         ----------
@@ -474,7 +500,7 @@ class DenseViewDistanceGrid:
             ``handles[counts[:i].sum():][:counts[i]]``
 
         Cost: O(m x levels + candidates), compiled (:func:`culling.grid.walk.visits`,
-        then :func:`culling.core.members.answer_many_parallel` on all cores): each
+        then :func:`culling.core.members.answer_many` on the library's threads): each
         cell's run is read once for all the points that visit it.
         """
         points = np.ascontiguousarray(as_points(points, self.dim, "points"))
@@ -491,11 +517,9 @@ class DenseViewDistanceGrid:
         cells = self._cells
         visit_run, visit_point, run_start, run_count = gridwalk.visits(points, scale, self._world(), self._cell_arrays(),
                                                                        MAX_ENUMERATED_CELLS)
-        parallel = m >= members.PARALLEL_MIN_POINTS
-        answer_many = members.answer_many_parallel if parallel else members.answer_many_serial
-        handles, counts, unsure, owners = answer_many(
+        handles, counts, unsure, owners = members.answer_many(
             visit_run, visit_point, points, run_start, run_count, self._pool_arrays(),
-            (scale, exact, self._cube, False), numba.get_num_threads() if parallel else 1)
+            (scale, exact, self._cube, False))
         if unsure.size:  # within rounding of a surface: exact arithmetic decides, then merge by point
             keep = decide(cells.rows, unsure, points[owners], self.shape, scale)
             owner = np.concatenate([np.repeat(np.arange(m), counts), owners[keep]])
@@ -504,6 +528,7 @@ class DenseViewDistanceGrid:
             counts = counts + np.bincount(owners[keep], minlength=m)
         return handles, counts
 
+    @reading
     def trace(self, point: ArrayLike, scale: float = 1.0) -> QueryTrace:
         """What ``query(point, scale=scale)`` visits, level by level.
 
@@ -564,6 +589,7 @@ class DenseViewDistanceGrid:
     # ------------------------------------------------------------------
     # The invariant checker
 
+    @reading
     def check_invariants(self) -> None:
         """Assert every structural rule; O(cells + objects).  For tests."""
         n = self._next_handle

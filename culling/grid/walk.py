@@ -107,7 +107,7 @@ def _append_window(level: int, offset: int, lo: np.ndarray, hi: np.ndarray, coun
             return cells, n
 
 
-@inline_kernel
+@kernel
 def visit(p: np.ndarray, scale: float, world: World, grid: Cells, every: bool,
           limit: int) -> tuple[np.ndarray, np.ndarray]:
     """The cells a query at ``p`` visits, level by level from level 0.

@@ -35,7 +35,6 @@ import copy
 import logging
 import math
 
-import numba
 import numpy as np
 from numpy.typing import ArrayLike
 
@@ -44,6 +43,7 @@ from culling.core.cells import placed_u
 from culling.core.containment import decide, squared_reach, squared_reach_of
 from culling.core.growth import ARRAY_GROWTH, grown
 from culling.core.lattice import ANCHOR, MAX_DEPTH, MAX_GROWTH, Lattice
+from culling.core.locks import ReadWriteLock, reading, state_without_lock, writing
 from culling.core.structs import WorldFields
 from culling.core.tiles import TILE_ROWS, TILE_SHIFT
 from culling.core.validation import (
@@ -103,6 +103,7 @@ class ViewDistanceTree:
 
     def __init__(self, size: float, origin: ArrayLike | None = None, dim: int = 3, shape: str = "sphere") -> None:
         self._size, self._origin, self._dim, self._shape = check_constructor(size, origin, dim, shape)
+        self._rw = ReadWriteLock()
         self._lattice = Lattice(self.size, self.origin)
         self._origin_list = self.origin.tolist()
         self._cube = self.shape == "cube"
@@ -224,9 +225,19 @@ class ViewDistanceTree:
     # ------------------------------------------------------------------
     # Size and membership
 
+    def __getstate__(self) -> dict[str, object]:
+        """Pickle and (deep)copy everything but the lock; the copy gets a lock of its own."""
+        with self._rw.reading():
+            return state_without_lock(self)
+
+    def __setstate__(self, state: dict[str, object]) -> None:
+        self.__dict__.update(state)
+        self._rw = ReadWriteLock()
+
     def __len__(self) -> int:
         return self._count
 
+    @reading
     def __contains__(self, handle: object) -> bool:
         """Whether ``handle`` is a live handle; anything else (1.5, "a", -1) is simply not in the tree."""
         return is_live(handle, self._next_handle, self._obj_node)
@@ -250,10 +261,12 @@ class ViewDistanceTree:
         return self.origin, self.size, self._root, int(self._nodes.level[self._root])
 
     @property
+    @reading
     def root_bounds(self) -> tuple[np.ndarray, np.ndarray]:
         """``(lo, hi)`` of the current root node."""
         return self._lattice.cell_bounds(self.root_level, self._nodes.cells[:, self._root])
 
+    @reading
     def node_boxes(self, lo: ArrayLike | None = None,
                    hi: ArrayLike | None = None) -> tuple[np.ndarray, np.ndarray]:
         """The live nodes (all, or those whose box overlaps ``[lo, hi]``): for maps and debug views.
@@ -292,28 +305,37 @@ class ViewDistanceTree:
             return np.zeros(0, dtype=np.int64), np.zeros((0, 2, self.dim))
         return np.concatenate(depths), np.concatenate(boxes)
 
+    @reading
     def handles(self) -> np.ndarray:
         """Every handle in the tree, ascending; int64, O(handles ever issued)."""
+        return self._handles()
+
+    def _handles(self) -> np.ndarray:
         return np.flatnonzero(self._obj_node[: self._next_handle] >= 0).astype(np.int64)
 
+    @reading
     def centre(self, handle: Handle) -> np.ndarray:
         """The centre of one object, shape (dim,), float64."""
         return self._pool.columns[: self.dim, self._obj_pos[self._live(handle)]].copy()
 
+    @reading
     def radius(self, handle: Handle) -> float:
         """The radius (view distance) of one object."""
         return float(self._pool.columns[self.dim, self._obj_pos[self._live(handle)]])
 
+    @reading
     def centres_of(self, handles: ArrayLike) -> np.ndarray:
         """Centres of many objects, shape (n, dim), float64, O(n)."""
         handles = self._live_many(handles)
         return self._pool.columns[: self.dim, self._obj_pos[handles]].T.copy()
 
+    @reading
     def radii_of(self, handles: ArrayLike) -> np.ndarray:
         """Radii of many objects, shape (n,), float64, O(n)."""
         handles = self._live_many(handles)
         return np.asarray(self._pool.columns[self.dim, self._obj_pos[handles]])
 
+    @reading
     def nbytes(self) -> int:
         """Bytes held in NumPy arrays (objects, nodes and pool), without Python overhead."""
         return self._pool.nbytes() + self._nodes.nbytes() + self._obj_node.nbytes + self._obj_pos.nbytes
@@ -321,6 +343,7 @@ class ViewDistanceTree:
     # ------------------------------------------------------------------
     # Mutation: single objects
 
+    @writing
     def insert(self, centre: ArrayLike, radius: float) -> int:
         """Add one sphere; returns its handle.  O(1) amortised (plus root growth).
 
@@ -353,6 +376,7 @@ class ViewDistanceTree:
         self._shrink_root()
         return handle
 
+    @writing
     def update(self, handle: Handle, centre: ArrayLike, radius: float) -> None:
         """Move or resize one object in place.
 
@@ -374,6 +398,7 @@ class ViewDistanceTree:
         self._append(self._nodes.at(level, cell), handle, self._row(point, radius))
         self._cleanup(node)
 
+    @writing
     def remove(self, handle: Handle) -> None:
         """Remove one object: an O(1) unlink, then cleanup of emptied nodes up the parent chain."""
         handle = self._live(handle)
@@ -386,6 +411,7 @@ class ViewDistanceTree:
     # ------------------------------------------------------------------
     # Mutation: batches (validated whole before anything changes)
 
+    @writing
     def insert_many(self, centres: ArrayLike, radii: ArrayLike) -> np.ndarray:
         """Add many spheres; returns their handles, int64 (n,).
 
@@ -409,6 +435,7 @@ class ViewDistanceTree:
         self._shrink_root()
         return handles
 
+    @writing
     def update_many(self, handles: ArrayLike, centres: ArrayLike, radii: ArrayLike | None = None) -> None:
         """Move or resize many objects; ``radii`` omitted (``None``) keeps each object's stored radius.
 
@@ -447,6 +474,7 @@ class ViewDistanceTree:
         self._cleanup_many(touched)
         self._shrink_root()
 
+    @writing
     def remove_many(self, handles: ArrayLike) -> None:
         """Remove many objects: a vectorised unlink, then cleanup per emptied node."""
         handles = self._live_many(handles)
@@ -462,6 +490,7 @@ class ViewDistanceTree:
     # ------------------------------------------------------------------
     # Queries
 
+    @reading
     def query(self, point: ArrayLike, exact: bool = False, scale: float = 1.0) -> np.ndarray:
         """Handles of the spheres that may contain ``point``; int64 (k,), each once.
 
@@ -488,9 +517,10 @@ class ViewDistanceTree:
             handles = np.concatenate([handles, pool.handles[unsure[keep]]])
         return handles
 
+    @reading
     def query_many(self, points: ArrayLike, exact: bool = False,
                    scale: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
-        """Answer many points at once, in parallel over the points (all cores).
+        """Answer many points at once, on the library's threads (:mod:`culling.core.threads`).
 
         Parameters
         ----------
@@ -503,9 +533,10 @@ class ViewDistanceTree:
         counts : ndarray, shape (m,), int64: point ``i``'s answer is
             ``handles[counts[:i].sum():][:counts[i]]``
 
-        Cost: O(m x levels + candidates), compiled and on all cores (:func:`culling.tree.walk.visits_parallel`,
-        then :func:`culling.core.members.answer_many_parallel`), in passes of
-        :data:`culling.core.chunks.QUERY_CHUNK` points: scratch beyond the answer is bounded.
+        Cost: O(m x levels + candidates), compiled, in chunks over the library's threads
+        (:func:`culling.tree.walk.visits`, then :func:`culling.core.members.answer_many`); batches
+        below ``PARALLEL_MIN_POINTS`` (64) points run on the calling thread alone.
+        In passes of :data:`culling.core.chunks.QUERY_CHUNK` points: scratch beyond the answer is bounded.
         """
         points = np.ascontiguousarray(as_points(points, self.dim, "points"))
         scale = as_scale(scale)
@@ -516,13 +547,10 @@ class ViewDistanceTree:
     def _answer_many(self, points: np.ndarray, exact: bool, scale: float) -> tuple[np.ndarray, np.ndarray]:
         """:meth:`query_many` of one pass of points (:mod:`culling.core.chunks`), validated."""
         nodes, pool = self._nodes, self._pool
-        parallel = points.shape[0] >= members.PARALLEL_MIN_POINTS
-        visits = walk.visits_parallel if parallel else walk.visits_serial
-        visit_node, visit_point = visits(points, scale, self._world(), nodes.arrays())
-        answer_many = members.answer_many_parallel if parallel else members.answer_many_serial
-        handles, counts, unsure, owners = answer_many(
+        visit_node, visit_point = walk.visits(points, scale, self._world(), nodes.arrays())
+        handles, counts, unsure, owners = members.answer_many(
             visit_node, visit_point, points, nodes.start, nodes.count, pool.arrays(),
-            (scale, exact, self._cube, False), numba.get_num_threads() if parallel else 1)
+            (scale, exact, self._cube, False))
         if unsure.size:  # within rounding of a surface: exact arithmetic decides, then merge by point
             keep = decide(pool.columns, unsure, points[owners], self.shape, scale)
             owner = np.concatenate([np.repeat(np.arange(points.shape[0]), counts), owners[keep]])
@@ -531,6 +559,7 @@ class ViewDistanceTree:
             counts = counts + np.bincount(owners[keep], minlength=points.shape[0])
         return handles, counts
 
+    @reading
     def query_spheres(self, point: ArrayLike, exact: bool = False,
                       scale: float = 1.0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Like :meth:`query`, with each answer's centre and radius.
@@ -553,6 +582,7 @@ class ViewDistanceTree:
             rows = np.concatenate([rows, unsure[decide(pool.columns, unsure, p, self.shape, scale)]])
         return pool.handles[rows], pool.columns[: self.dim, rows].T.copy(), pool.columns[self.dim, rows]
 
+    @reading
     def trace(self, point: ArrayLike, scale: float = 1.0) -> QueryTrace:
         """What ``query(point, scale=scale)`` visits, level by level (for overlays and tests).
 
@@ -589,6 +619,7 @@ class ViewDistanceTree:
     # ------------------------------------------------------------------
     # The invariant checker
 
+    @reading
     def check_invariants(self) -> None:
         """Assert every structural rule; O(objects + nodes).  For tests."""
         lat = self._lattice
@@ -636,7 +667,7 @@ class ViewDistanceTree:
             assert s0 + c0 <= s1, "pool blocks overlap"
         assert not blocks or blocks[-1][0] + blocks[-1][1] <= self._pool.top <= self._pool.capacity
         # Objects: node and row agree with the pool, rows inside the node's used part.
-        live = self.handles()
+        live = self._handles()
         assert live.size == self._count, "len() disagrees with live handles"
         assert len(set(self._free_handles)) == len(self._free_handles), "handle freed twice"
         assert live.size + len(self._free_handles) == self._next_handle, "handles lost"
