@@ -172,12 +172,15 @@ class Lattice:
 
         Column-wise because every later step works per axis on contiguous
         1-D arrays (an inner axis of length 3 makes NumPy loop per row).
-        Placed exactly (:func:`culling.core.cells.placed_u`): every level's
-        cell of ``u`` is the cell of the exact ``(point - origin) / size``.
+        The float quotient ``fl(fl(point - origin) / size)``; the structures place
+        centres by :func:`culling.core.cells.placed_u`, which corrects it where
+        it lies within rounding of a cell face.
         """
-        from culling.core.cells import placed_columns  # the cells' kernels build on this module
-
-        u: np.ndarray = placed_columns(np.ascontiguousarray(points, dtype=np.float64), self.origin, self.size)
+        u = np.empty((self.dim, points.shape[0]))
+        with np.errstate(under="ignore", over="ignore"):  # an overflow is inf: outside the world
+            for axis in range(self.dim):
+                np.subtract(points[:, axis], self.origin[axis], out=u[axis])
+                u[axis] /= self.size
         return u
 
     def outside_world(self, lo: list[float], hi: list[float]) -> bool:

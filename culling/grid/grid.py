@@ -407,8 +407,8 @@ class DenseViewDistanceGrid:
         self._cells.reserve_links(cells[move])  # allocates first: the unlink and link below do not
         if not move.all():
             stay = np.flatnonzero(~move)
-            at = pos[stay]
-            for column, values in zip(pool_rows, rows):  # 1-D scatters, one per column
+            at = self._cells.positions(handles[stay])  # after reserve_links, which may have repacked the pool
+            for column, values in zip(self._cells.rows, rows):  # 1-D scatters, one per column
                 column[at] = values[stay]
         if move.any():
             movers = handles[move]

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from culling.core.cells import half_reach, round_down_sub, window
+from culling.core.cells import window
 from culling.core.jit import inline_kernel, kernel
 from culling.core.lattice import ANCHOR
 from culling.core.members import answer
@@ -71,8 +71,8 @@ def cell_window(p: np.ndarray, scale: float, world: World, level: int, lo: np.nd
         last = hi[axis] - shift
         if last < 0:  # the window's high end lies below the origin
             return 0
-        if first > top and round_down_sub(p[axis], half_reach(size, level, scale)) >= origin[axis] + size:
-            return 0  # its low end lies at or above the world's end (not merely rounded up to it)
+        if first > top:  # the window's low end lies beyond the world's last cell (decided exactly)
+            return 0
         lo[axis] = min(max(first, 0), top)
         hi[axis] = min(last, top)
         cells *= hi[axis] - lo[axis] + 1

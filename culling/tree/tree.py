@@ -39,7 +39,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from culling.core import chunks, growth, members
-from culling.core.cells import placed_u
+from culling.core.cells import placed_columns, placed_u
 from culling.core.containment import decide, squared_reach, squared_reach_of
 from culling.core.growth import ARRAY_GROWTH, grown
 from culling.core.lattice import ANCHOR, MAX_DEPTH, MAX_GROWTH, Lattice
@@ -685,7 +685,8 @@ class ViewDistanceTree:
         levels = lat.levels_for(radii)
         assert (levels >= root_level).all(), "a sphere is too large for the root"
         assert (self._nodes.level[nodes] == levels).all(), "object on the wrong level"
-        cells = lat.cells(lat.to_u(columns[: self.dim].T), levels)
+        cells = lat.cells(placed_columns(np.ascontiguousarray(columns[: self.dim].T), self.origin, self.size),
+                          levels)
         assert (self._nodes.cells[:, nodes] == cells).all(), "object in the wrong cell"
         # Tile summaries (culling.core.tiles): every live row inside its tile's box, its radius within the tile's.
         pool, tile = self._pool, rows >> TILE_SHIFT
