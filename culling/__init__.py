@@ -9,6 +9,7 @@ The public contract (names, shapes, dtypes, errors, the precise geometric
 rules) is docs/CONTRACT.md in the repository.
 """
 
+from culling.answer import QueryDetails
 from culling.core.threads import set_thread_count, thread_count
 from culling.grid.grid import DenseViewDistanceGrid
 from culling.interface import PointIndex
@@ -26,6 +27,7 @@ __all__ = [
     "MAX_GROWTH",
     "MultiCameraTracker",
     "PointIndex",
+    "QueryDetails",
     "QueryTrace",
     "ViewDistanceTree",
     "VisibilityEvents",

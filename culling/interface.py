@@ -20,6 +20,8 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
+from culling.answer import QueryDetails
+
 __all__ = ["PointIndex"]
 
 
@@ -50,4 +52,9 @@ class PointIndex(Protocol):
     def query_spheres(self, point: object, exact: bool = False,
                       scale: float = 1.0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``(handles (k,), centres (k, dim), radii (k,))`` of :meth:`query`'s answer."""
+        ...
+
+    def query_detailed(self, point: object, scale: float = 1.0, trace: bool = False) -> QueryDetails:
+        """The exact answer with centres, radii, distances, the candidate count and (``trace=True``)
+        the walk's trace, from one walk (:class:`culling.QueryDetails`)."""
         ...

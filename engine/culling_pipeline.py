@@ -14,14 +14,15 @@ two at the place a game loop is cut:
   (:mod:`engine.lod`) from the same distances and groups them by (kind,
   level), one instanced draw per pair.
 
-There is one path, whether the debug overlay is on or not.  The funnel means
+There is one path, whether the debug overlay is on or not: one call,
+``index.query_detailed(p, scale, trace=overlay)``, walks the index once and
+returns the exact answer with its centres, view distances and camera
+distances, how many candidates the walk saw and, for the overlay, the
+walk's per-level trace (:class:`culling.QueryDetails`).  The funnel means
 the same in every mode: *walked candidates* (every object the walk's nodes
-hold, ``len(index.query(p))``) -> *in range* (the index's exact query,
-``query_spheres(p, exact=True)``) -> *in frustum* -> *drawn*.  With the
-overlay the walk is ``index.trace(p)``, the query with its per-level record
-(its ``candidates`` are ``query(p)``'s answer).  The camera distances of the
-objects in range are computed once, here, and feed the fade and the level of
-detail.
+hold) -> *in range* (the exact test, then the begin distance) -> *in
+frustum* -> *drawn*.  The camera distances come with the answer, once a
+frame, and feed the fade and the level of detail.
 
 An object can also have a *begin distance* (``scene.begin_distance``): it is
 visible only from at least that far, the near end of its visibility range
@@ -50,7 +51,7 @@ from typing import TYPE_CHECKING, Protocol
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from culling import QueryTrace
+from culling import QueryDetails, QueryTrace
 from engine.frustum import frustum_planes, spheres_in_frustum
 from engine.lod import LodFrame, LodSelector
 from engine.records import CROSSFADE_BAND, FADE_COLUMN, INSTANCE_FLOATS, build_records, far_fade
@@ -94,8 +95,8 @@ class FrameStats:
         """Query + filters + instance upload: the budget the demo is measured on."""
         return self.query_ms + self.distance_ms + self.frustum_ms + self.upload_ms
 
-    #: ``query_ms`` is the walk (the trace's, with the overlay); ``distance_ms`` the
-    #: exact query and the begin test; ``trace_ms`` the debug overlay's own cost (its
+    #: ``query_ms`` is the index's one call (walk, exact test, distances, and the
+    #: trace with the overlay); ``distance_ms`` the begin-distance test; ``trace_ms`` the debug overlay's own cost (its
     #: boxes built and uploaded).
     CSV_FIELDS = ("query_ms", "distance_ms", "frustum_ms", "upload_ms", "cull_ms", "draw_ms", "trace_ms",
                   "candidates", "in_range", "in_frustum", "drawn", "triangles")
@@ -105,7 +106,7 @@ class FrameStats:
 
 
 class SpatialIndex(Protocol):
-    """What the pipeline needs of an index: :class:`culling.PointIndex`'s queries and ``trace``.
+    """What the pipeline needs of an index: :class:`culling.PointIndex`'s queries, ``query_detailed`` and ``trace``.
 
     ``ViewDistanceTree``, ``DenseViewDistanceGrid`` and :class:`BruteForceIndex`
     all fit.  (Spelled out with ``ArrayLike`` points: ``culling.PointIndex``
@@ -119,6 +120,8 @@ class SpatialIndex(Protocol):
 
     def query_spheres(self, point: ArrayLike, exact: bool = False,
                       scale: float = 1.0) -> tuple[np.ndarray, np.ndarray, np.ndarray]: ...
+
+    def query_detailed(self, point: ArrayLike, scale: float = 1.0, trace: bool = False) -> QueryDetails: ...
 
     def trace(self, point: ArrayLike, scale: float = 1.0) -> QueryTrace: ...
 
@@ -192,6 +195,13 @@ class BruteForceIndex:
             else:
                 keep = np.flatnonzero(off.max(axis=1) <= reach)
         return keep.astype(np.int64), self._centres[keep], self._radii[keep]
+
+    def query_detailed(self, point: ArrayLike, scale: float = 1.0, trace: bool = False) -> QueryDetails:
+        found, centres, radii = self.query_spheres(point, exact=True, scale=scale)
+        p = self._point(point)
+        off = np.abs(centres - p)
+        dist = np.sqrt(np.einsum("ij,ij->i", off, off)) if self._shape == "sphere" else off.max(axis=1, initial=0.0)
+        return QueryDetails(found, centres, radii.copy(), dist, len(self), self.trace(p, scale) if trace else None)
 
     def trace(self, point: ArrayLike, scale: float = 1.0) -> QueryTrace:
         _as_scale(scale)
@@ -267,8 +277,8 @@ class CullingPipeline:
         scale : float
             Global view-distance multiplier, passed to the index's queries.
         trace : bool
-            Walk with ``index.trace(p)`` and keep it in :attr:`trace` (the
-            debug overlay's boxes and table); the answer is the same.
+            Keep the walk's trace in :attr:`trace` (the debug overlay's boxes
+            and table); the walk and the answer are the same either way.
 
         Returns
         -------
@@ -278,38 +288,31 @@ class CullingPipeline:
 
         Sets :attr:`visible`: object indices, shape (m,), int64, sorted (so
         grouped by kind), and their camera distances (:meth:`distances`).
-        Touches no GPU object.  Cost: two calls into the index (the walk,
-        O(levels + candidates); the exact query, O(levels + the tiles near
-        the camera)), then O(in range) NumPy.
+        Touches no GPU object.  Cost: one call into the index (its walk and
+        exact test, O(levels + the tiles near the camera); the trace adds
+        O(visited nodes)), then O(in range) NumPy.
         """
         p = np.asarray(camera_position, dtype=np.float64).reshape(3)
         scale = _as_scale(scale)
         scene = self.scene
         stats = FrameStats()
 
-        # 1. Walk: every object whose node the query visits, the funnel's first
-        # number (with the overlay, the walk is the trace: the same candidates).
+        # 1-2. One walk and the index's exact test: |p - centre| <= scale * view distance,
+        # with the answer's centres, view distances and camera distances, the walk's
+        # candidate count (the funnel's first number) and, for the overlay, its trace.
         t0 = perf_counter()
-        if trace:
-            self.trace = self.index.trace(p, scale=scale)
-            stats.candidates = int(self.trace.candidates.shape[0])
-        else:
-            self.trace = None
-            stats.candidates = int(self.index.query(p, scale=scale).shape[0])
+        seen = self.index.query_detailed(p, scale=scale, trace=trace)
+        self.trace = seen.trace
+        stats.candidates = seen.candidates
         t1 = perf_counter()
 
-        # 2. Exact distance test, the index's own: |p - centre| <= scale * view distance,
-        # centres and view distances read from its runs.  Then the near end of the
-        # visibility range, |p - centre| >= scale * begin distance, on those in range.
-        found, centres, limit = self.index.query_spheres(p, exact=True, scale=scale)
-        obj = self.objects_of(found)
-        off = centres - p
-        dist = np.sqrt(np.einsum("ij,ij->i", off, off)) if self.shape == "sphere" \
-            else np.abs(off).max(axis=1, initial=0.0)
-        limit = limit * scale
+        # The near end of the visibility range, |p - centre| >= scale * begin distance,
+        # on those in range.
+        obj = self.objects_of(seen.handles)
         begin = np.take(scene.begin_distance, obj) * scale
-        keep = dist >= begin
-        obj, centres, dist, limit, begin = obj[keep], centres[keep], dist[keep], limit[keep], begin[keep]
+        keep = seen.distances >= begin
+        obj, centres, dist, begin = obj[keep], seen.centres[keep], seen.distances[keep], begin[keep]
+        limit = seen.radii[keep] * scale
         stats.in_range = int(obj.shape[0])
         t2 = perf_counter()
 

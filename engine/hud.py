@@ -142,7 +142,7 @@ def hud_lines(info: HudInfo, mode: str = "full") -> list[tuple[str, tuple[float,
         (f"{info.scene}  {info.objects:,} objects  {culling}{fps}", WHITE),
         (f"ms ({timing})  cull {s.cull_ms:.2f}  draw {s.draw_ms:.1f}"
          + (f"  overlay {s.trace_ms:.2f}" if info.overlay else ""), WHITE),
-        (f"  walk {s.query_ms:.2f}  exact {s.distance_ms:.2f}  frustum {s.frustum_ms:.2f}  "
+        (f"  query {s.query_ms:.2f}  range {s.distance_ms:.2f}  frustum {s.frustum_ms:.2f}  "
          f"upload {s.upload_ms:.2f}", WHITE),
         (f"{s.candidates:,} walked > {s.in_range:,} in range > {s.in_frustum:,} in frustum > {s.drawn:,} drawn",
          WHITE),

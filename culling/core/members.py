@@ -42,7 +42,7 @@ from culling.core.structs import Pool, PoolFields, Query, QueryFields
 from culling.core.threads import run_chunks, thread_count
 from culling.core.tiles import next_near_rows
 
-__all__ = ["CHUNKS_PER_THREAD", "PARALLEL_MIN_POINTS", "SURE", "TILE", "UNSURE", "answer", "answer_many",
+__all__ = ["CHUNKS_PER_THREAD", "PARALLEL_MIN_POINTS", "SURE", "TILE", "UNSURE", "answer", "answer_many", "answer_runs",
            "candidates", "flag_rows", "gather", "write_rows"]
 
 #: Flag of a row that surely contains the point.
@@ -451,6 +451,14 @@ def _write_chunk(first: int, last: int, by_node: np.ndarray, visits: _Visits, st
 #: fewer run on the calling thread alone, where waking the pool would cost
 #: more than it saves (a point's walk and test take about 5 us).
 PARALLEL_MIN_POINTS = 64
+
+
+@kernel
+def answer_runs(visited: np.ndarray, start: np.ndarray, count: np.ndarray, pool_fields: PoolFields, p: np.ndarray,
+                query_fields: QueryFields) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`answer` for Python, the structs as plain tuples: the answer of runs a walk already
+    visited (``query_detailed``, which keeps the walk for its trace)."""
+    return answer(visited, start, count, Pool(*pool_fields), p, Query(*query_fields))
 
 
 @kernel

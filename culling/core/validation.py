@@ -94,13 +94,6 @@ def _check_finite(array: np.ndarray, name: str) -> None:
                          f"(no NaN or inf)")
 
 
-def as_flag(value: object, name: str = "exact") -> bool:
-    """A yes/no option: ``True``, ``False`` or a NumPy bool; anything else (``"yes"``, 1, None) is a ``TypeError``."""
-    if isinstance(value, (bool, np.bool_)):
-        return bool(value)
-    raise TypeError(f"{name} must be a bool, got {type(value).__name__} {value!r}")
-
-
 def as_points(values: object, dim: int, name: str = "centres") -> np.ndarray:
     """Many points as a float64 array of shape ``(n, dim)``.
 
@@ -336,3 +329,14 @@ def live_handles(handles: object, issued: int, state: np.ndarray, owner: str) ->
             row = int(np.flatnonzero(dead)[0])
             raise KeyError(f"handle {int(handles[row])} is not in the {owner} (handles[{row}])")
     return handles
+
+
+def as_flag(value: object, name: str = "exact") -> bool:
+    """``value`` as a bool: ``True``/``False`` or a NumPy bool; anything else (``"yes"``, 1, None) is a ``TypeError``.
+
+    >>> as_flag(np.True_, "trace")
+    True
+    """
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    raise TypeError(f"{name} must be True or False, not {type(value).__name__} {value!r}")

@@ -34,6 +34,7 @@ import numbers
 import numpy as np
 from numpy.typing import ArrayLike
 
+from culling.answer import QueryDetails, distances_from
 from culling.core import chunks, growth, members
 from culling.core.cells import placed_u
 from culling.core.containment import decide, squared_reach, squared_reach_of
@@ -547,8 +548,44 @@ class DenseViewDistanceGrid:
         scale = as_scale(scale)
         if not self._count:
             return QueryTrace(point=p, candidates=np.empty(0, dtype=np.int64), levels=[])
-        pool, geo = self._cells, self._geo
         visited, ends = gridwalk.trace_visit(p, scale, self._world(), self._cell_arrays(), MAX_ENUMERATED_CELLS)
+        return self._trace_of(p, scale, visited, ends)
+
+    @reading
+    def query_detailed(self, point: ArrayLike, scale: float = 1.0, trace: bool = False) -> QueryDetails:
+        """The exact query with what a frame needs next, from one walk (as the tree's
+        :meth:`culling.ViewDistanceTree.query_detailed`).
+
+        Cost: O(levels + visited cells + candidates).
+        """
+        p = np.array(as_coords(point, self.dim, "point"))
+        scale = as_scale(scale)
+        want_trace = as_flag(trace, "trace")
+        if not self._count:
+            empty = np.empty(0, dtype=np.int64)
+            levels = QueryTrace(point=p, candidates=empty.copy(), levels=[]) if want_trace else None
+            return QueryDetails(empty, np.empty((0, self.dim)), np.empty(0), np.empty(0), 0, levels)
+        cells = self._cells
+        visited, ends = gridwalk.trace_visit(p, scale, self._world(), self._cell_arrays(), MAX_ENUMERATED_CELLS)
+        start = cells.start[visited].astype(np.int64)
+        count = cells.count[visited].astype(np.int64)
+        rows, unsure = members.answer_runs(np.arange(visited.size), start, count, self._pool_arrays(), p,
+                                           (scale, True, self._cube, True))
+        if unsure.size:  # within rounding of a surface: exact arithmetic decides
+            rows = np.concatenate([rows, unsure[decide(cells.rows, unsure, p, self.shape, scale)]])
+        centres = cells.rows[: self.dim, rows].T.copy()
+        return QueryDetails(
+            handles=cells.pool[rows],
+            centres=centres,
+            radii=cells.rows[self.dim, rows],
+            distances=distances_from(p, centres, self._cube),
+            candidates=int(count.sum()),
+            trace=self._trace_of(p, scale, visited, ends) if want_trace else None,
+        )
+
+    def _trace_of(self, p: np.ndarray, scale: float, visited: np.ndarray, ends: np.ndarray) -> QueryTrace:
+        """The :class:`QueryTrace` of one walk's visited cells (``ends``: where each level's cells end)."""
+        pool, geo = self._cells, self._geo
         counts = pool.count[visited].astype(np.int64)
         candidates = members.gather(np.arange(visited.size), pool.start[visited].astype(np.int64), counts,
                                         pool.pool)

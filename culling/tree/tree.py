@@ -38,6 +38,7 @@ import math
 import numpy as np
 from numpy.typing import ArrayLike
 
+from culling.answer import QueryDetails, distances_from
 from culling.core import chunks, growth, members
 from culling.core.cells import placed_columns, placed_u
 from culling.core.containment import decide, squared_reach, squared_reach_of
@@ -592,9 +593,55 @@ class ViewDistanceTree:
         scale = as_scale(scale)
         if not self._count:
             return QueryTrace(point=p, candidates=np.empty(0, dtype=np.int64), levels=[])
+        visited, ends = walk.trace_walk(p, scale, self._world(), self._nodes.arrays())
+        return self._trace_of(p, scale, visited, ends)
+
+    @reading
+    def query_detailed(self, point: ArrayLike, scale: float = 1.0, trace: bool = False) -> QueryDetails:
+        """The exact query with what a frame needs next, from one walk.
+
+        The handles of ``query(point, exact=True, scale=scale)`` with their
+        centres, radii and distances, the number of candidates the walk
+        returned before the exact test (the first number of a culling
+        funnel) and, with ``trace=True``, the walk's :class:`QueryTrace`:
+        an overlay shows the production path, not a second walk.
+
+        Cost: O(levels + candidates), as :meth:`query`; the trace adds
+        O(visited nodes).
+
+        >>> tree = ViewDistanceTree(size=64.0, dim=2)
+        >>> _ = tree.insert_many([[1.0, 1.0], [4.0, 1.0]], [5.0, 1.0])
+        >>> seen = tree.query_detailed((2.0, 1.0), trace=True)
+        >>> seen.handles.tolist(), seen.distances.tolist(), seen.candidates, seen.trace.levels[0].depth
+        ([0], [1.0], 2, 0)
+        """
+        p = np.array(as_coords(point, self.dim, "point"))
+        scale = as_scale(scale)
+        want_trace = as_flag(trace, "trace")
+        if not self._count:
+            empty = np.empty(0, dtype=np.int64)
+            levels = QueryTrace(point=p, candidates=empty.copy(), levels=[]) if want_trace else None
+            return QueryDetails(empty, np.empty((0, self.dim)), np.empty(0), np.empty(0), 0, levels)
+        nodes, pool = self._nodes, self._pool
+        visited, ends = walk.trace_walk(p, scale, self._world(), nodes.arrays())
+        rows, unsure = members.answer_runs(visited, nodes.start, nodes.count, pool.arrays(), p,
+                                           (scale, True, self._cube, True))
+        if unsure.size:  # within rounding of a surface: exact arithmetic decides
+            rows = np.concatenate([rows, unsure[decide(pool.columns, unsure, p, self.shape, scale)]])
+        centres = pool.columns[: self.dim, rows].T.copy()
+        return QueryDetails(
+            handles=pool.handles[rows],
+            centres=centres,
+            radii=pool.columns[self.dim, rows],
+            distances=distances_from(p, centres, self._cube),
+            candidates=int(nodes.count[visited].sum()),
+            trace=self._trace_of(p, scale, visited, ends) if want_trace else None,
+        )
+
+    def _trace_of(self, p: np.ndarray, scale: float, visited: np.ndarray, ends: np.ndarray) -> QueryTrace:
+        """The :class:`QueryTrace` of one walk's visited nodes (``ends``: where each level's nodes end)."""
         nodes = self._nodes
         root_level = self.root_level
-        visited, ends = walk.trace_walk(p, scale, self._world(), nodes.arrays())
         candidates = members.gather(visited, nodes.start, nodes.count, self._pool.handles)
         levels = []
         first = 0

@@ -100,7 +100,7 @@ def test_non_bool_exact_is_a_type_error(kind, exact):
     for call in (lambda: s.query((1.0, 1.0), exact=exact),
                  lambda: s.query_many([(1.0, 1.0)], exact=exact),
                  lambda: s.query_spheres((1.0, 1.0), exact=exact)):
-        with pytest.raises(TypeError, match="exact must be a bool"):
+        with pytest.raises(TypeError, match="exact must be True or False"):
             call()
     assert s.query((1.0, 1.0), exact=np.bool_(True)).tolist() == [0]
 

@@ -53,11 +53,11 @@ def test_update_touches_no_gpu_object_and_render_completes_the_stats(make_demo, 
 
 
 @pytest.mark.parametrize("overlay", [False, True])
-def test_one_walk_one_exact_query_and_one_matrix_per_frame(make_demo, gl_ctx, monkeypatch, overlay):
+def test_one_index_call_and_one_matrix_per_frame_with_or_without_the_overlay(make_demo, gl_ctx, monkeypatch, overlay):
     demo = make_demo("forest", 20_000, overlay=overlay)
     demo.update(0.0)
     calls: list[str] = []
-    for name in ("query", "query_spheres", "trace", "query_many"):
+    for name in ("query", "query_spheres", "query_detailed", "trace", "query_many"):
         _counting(monkeypatch, demo.tree, name, calls)
     matrices: list[str] = []
     _counting(monkeypatch, Camera, "view_projection", matrices)
@@ -65,8 +65,8 @@ def test_one_walk_one_exact_query_and_one_matrix_per_frame(make_demo, gl_ctx, mo
     try:
         demo.update(1 / 60)
         demo.render(fbo)
-        # the walk (the trace with the overlay), then the tree's exact query
-        assert calls == (["trace", "query_spheres"] if overlay else ["query", "query_spheres"])
+        # one walk: the exact answer with its distances, and the trace when the overlay is on
+        assert calls == ["query_detailed"]
         assert matrices == ["view_projection"]
         demo.toggle_freeze()
         matrices.clear()
