@@ -30,8 +30,9 @@ import numpy as np
 
 from culling.core.jit import inline_kernel, kernel
 
-__all__ = ["classify", "contains", "contains_exact", "decide", "decide_grown", "decide_pairs", "distances", "reach_of", "sphere_contains",
-           "squared_distances", "squared_reach", "squared_reach_of", "within"]
+__all__ = ["classify", "contains", "contains_exact", "decide", "decide_grown", "decide_in_floats", "decide_pairs",
+           "distances", "reach_of", "sphere_contains", "squared_distances", "squared_reach", "squared_reach_of",
+           "within"]
 
 #: Relative error bound used by the float filter of :func:`contains_exact`:
 #: the squared distance (three roundings per axis, two for the sum) and the
@@ -188,6 +189,83 @@ def _squared_reach(radii: np.ndarray) -> np.ndarray:
 
 
 @inline_kernel
+def _exact_square(x: float) -> bool:
+    """Whether ``x * x`` is exact in floats: Dekker's error term is zero (and nothing under- or overflowed)."""
+    r = x * x
+    if r == 0.0:
+        return x == 0.0
+    if not (SAFE_LO <= r <= SAFE_HI):
+        return False
+    c = 134217729.0 * x  # Veltkamp's split
+    hi = c - (c - x)
+    lo = x - hi
+    return ((hi * hi - r) + 2.0 * hi * lo) + lo * lo == 0.0
+
+
+@inline_kernel
+def _exact_sum(a: float, b: float) -> bool:
+    """Whether ``a + b`` is exact in floats (TwoSum's error is zero)."""
+    s = a + b
+    bb = s - a
+    return (a - (s - bb)) + (b - bb) == 0.0 and abs(s) != math.inf
+
+
+@kernel
+def decide_in_floats(columns: np.ndarray, row: int, p: np.ndarray, cube: bool, scale: float) -> int:
+    """Containment where every step is exact in floats: 1 inside, 0 outside, -1 when something rounds.
+
+    A radius-0 object contains only its centre (``c - p`` is zero exactly when
+    ``c == p``); integer-like worlds (a camera on a grid point, whole radii)
+    have exact offsets, squares and sums.  Those need no rational arithmetic;
+    only what truly rounds goes to :func:`decide`.
+    """
+    dim = p.shape[0]
+    radius = columns[dim, row]
+    limit = radius if scale == 1.0 else radius * scale
+    if scale != 1.0 and (not _exact_product_up(radius, scale, limit)):
+        return -1
+    if limit == 0.0:
+        for axis in range(dim):
+            if columns[axis, row] != p[axis]:
+                return 0
+        return 1
+    largest = 0.0
+    total = 0.0
+    for axis in range(dim):
+        c = columns[axis, row]
+        if not _exact_sum(c, -p[axis]):
+            return -1
+        d = c - p[axis]
+        if cube:
+            largest = max(largest, abs(d))
+        else:
+            if not (_exact_square(d) and _exact_sum(total, d * d)):
+                return -1
+            total += d * d
+    if cube:
+        return 1 if largest <= limit else 0
+    if not _exact_square(limit):
+        return -1
+    return 1 if total <= limit * limit else 0
+
+
+@inline_kernel
+def _exact_product_up(a: float, b: float, r: float) -> bool:
+    """Whether ``r = fl(a * b)`` is the exact product (Dekker's error is zero; no under- or overflow)."""
+    if r == 0.0:
+        return a == 0.0 or b == 0.0
+    if not (SAFE_LO <= abs(r) <= SAFE_HI) or abs(a) > 2.0 ** 995 or abs(b) > 2.0 ** 995:
+        return False
+    c = 134217729.0 * a
+    a_hi = c - (c - a)
+    a_lo = a - a_hi
+    c = 134217729.0 * b
+    b_hi = c - (c - b)
+    b_lo = b - b_hi
+    return ((a_hi * b_hi - r) + a_hi * b_lo + a_lo * b_hi) + a_lo * b_lo == 0.0
+
+
+@inline_kernel
 def classify(columns: np.ndarray, row: int, p: np.ndarray, cube: bool, scale: float) -> tuple[bool, bool]:
     """The float filter of :func:`contains_exact` for pool column ``row``: ``(inside, unsure)``.
 
@@ -206,7 +284,9 @@ def classify(columns: np.ndarray, row: int, p: np.ndarray, cube: bool, scale: fl
         inside = largest < limit * (1.0 - FILTER_EPS)
         unsure = not (inside or largest > limit * (1.0 + FILTER_EPS))
         unsure = unsure or (limit < 2.0 ** -1000 and radius > 0.0) or largest == math.inf
-        return inside and not unsure, unsure
+        if unsure:
+            return _settled(columns, row, p, cube, scale)
+        return inside, False
     d = columns[0, row] - p[0]
     squares = d * d
     for axis in range(1, dim):
@@ -216,7 +296,17 @@ def classify(columns: np.ndarray, row: int, p: np.ndarray, cube: bool, scale: fl
     inside = squares < bound * (1.0 - FILTER_EPS)
     unsure = not (inside or squares > bound * (1.0 + FILTER_EPS))
     unsure = unsure or squares < SAFE_LO or squares > SAFE_HI
-    return inside and not unsure, unsure
+    if unsure:
+        return _settled(columns, row, p, cube, scale)
+    return inside, False
+
+
+@inline_kernel
+def _settled(columns: np.ndarray, row: int, p: np.ndarray, cube: bool, scale: float) -> tuple[bool, bool]:
+    """:func:`classify`'s answer for a row within rounding of its surface: decided in floats where
+    nothing rounds (:func:`decide_in_floats`), else unsure."""
+    exact = decide_in_floats(columns, row, p, cube, scale)
+    return exact == 1, exact < 0
 
 
 def decide(columns: np.ndarray, rows: np.ndarray, points: np.ndarray, shape: str, scale: float) -> np.ndarray:
@@ -282,7 +372,7 @@ def within(distance: np.ndarray, radii: np.ndarray, scale: float = 1.0) -> np.nd
 
 
 def contains_exact(axes: Sequence[np.ndarray], point: Sequence[float | np.ndarray], radii: np.ndarray, shape: str,
-                   scale: float = 1.0, reach: np.ndarray | None = None, grow: float = 0.0) -> np.ndarray:
+                   scale: float = 1.0, reach: np.ndarray | None = None) -> np.ndarray:
     """Which objects contain ``point``, decided exactly for the float64 inputs.
 
     Parameters
@@ -297,9 +387,6 @@ def contains_exact(axes: Sequence[np.ndarray], point: Sequence[float | np.ndarra
     reach : ndarray, shape (n,), optional
         :func:`squared_reach` of ``radii`` (spheres, ``scale == 1``): saves
         squaring the radii.
-    grow : float >= 0, optional
-        A probe sphere's radius added to every limit: then the answer is
-        which spheres meet the probe sphere, ``|c - p| <= radius * scale + grow``.
 
     Returns
     -------
@@ -318,24 +405,20 @@ def contains_exact(axes: Sequence[np.ndarray], point: Sequence[float | np.ndarra
             for d in offsets[1:]:
                 np.maximum(largest, np.abs(d), out=largest)
             limit = radii if scale == 1.0 else radii * scale
-            if grow:
-                limit = limit + grow
-            # |fl(c - p)| and fl(r * s) (plus grow) are each within two roundings
-            # of the truth, unless the product underflowed or the offset overflowed.
+            # |fl(c - p)| and fl(r * s) are each within one rounding of the
+            # truth, unless the product underflowed or the offset overflowed.
             inside = largest < limit * (1.0 - FILTER_EPS)
             unsure = ~(inside | (largest > limit * (1.0 + FILTER_EPS)))
-            unsure |= ((limit < 2.0 ** -1000) & ((radii > 0) | (grow > 0))) | (largest == np.inf)
+            unsure |= ((limit < 2.0 ** -1000) & (radii > 0)) | (largest == np.inf)
             inside &= ~unsure
         else:
             squares = offsets[0] * offsets[0]
             for d in offsets[1:]:
                 squares += d * d
-            if reach is not None and scale == 1.0 and not grow:
+            if reach is not None and scale == 1.0:
                 bound = reach
             else:
                 limit = radii if scale == 1.0 else radii * scale
-                if grow:
-                    limit = limit + grow
                 bound = limit * limit
             inside = squares < bound * (1.0 - FILTER_EPS)
             unsure = ~(inside | (squares > bound * (1.0 + FILTER_EPS)))
@@ -344,8 +427,7 @@ def contains_exact(axes: Sequence[np.ndarray], point: Sequence[float | np.ndarra
                 inside &= ~unsure
     if unsure.any():
         which = np.flatnonzero(unsure)
-        inside[which] = _exact(axes, point, radii, shape, scale, which,
-                               np.full(radii.shape[0], grow) if grow else None)
+        inside[which] = _exact(axes, point, radii, shape, scale, which)
     return inside
 
 

@@ -24,11 +24,13 @@ instead of raising (and keeps the check out of the loops).
 
 from __future__ import annotations
 
+import functools
 import warnings
 from collections.abc import Callable
 from typing import Any, TypeVar, cast
 
 import numba
+import numpy as np
 from numba.core import types as _types
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -88,8 +90,27 @@ def cache_writable() -> bool:
     return _cache_ok is not False
 
 
+#: ``NUMBA_DISABLE_JIT=1``: kernels run as plain Python (numba's debugging switch).
+_JIT_DISABLED = bool(getattr(numba.config, "DISABLE_JIT", False))
+
+
+def _interpreted(fn: F) -> F:
+    """``fn`` as plain Python, for ``NUMBA_DISABLE_JIT=1`` (debugging): NumPy's scalar integers warn
+    where a compiled kernel wraps around silently (the hashes' multiplications), so the warnings
+    a compiled kernel cannot give are off while it runs."""
+
+    @functools.wraps(fn)
+    def run(*args: Any) -> Any:
+        with np.errstate(over="ignore", under="ignore"):
+            return fn(*args)
+
+    return cast(F, run)
+
+
 def kernel(fn: F) -> F:
     """A serial kernel.  ``nogil`` so that callers may run queries from threads."""
+    if _JIT_DISABLED:
+        return _interpreted(fn)
     compiled = _one_signature(_compile(fn))
     KERNELS.append(compiled)
     return cast(F, compiled)
@@ -99,4 +120,6 @@ def inline_kernel(fn: F) -> F:
     """A small kernel called per object from other kernels: inlined into them
     (numba IR inlining), so no call and no reference counting of its array
     arguments per object."""
+    if _JIT_DISABLED:
+        return _interpreted(fn)
     return cast(F, _compile(fn, inline="always"))

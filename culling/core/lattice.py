@@ -172,6 +172,9 @@ class Lattice:
 
         Column-wise because every later step works per axis on contiguous
         1-D arrays (an inner axis of length 3 makes NumPy loop per row).
+        The float quotient ``fl(fl(point - origin) / size)``; the structures place
+        centres by :func:`culling.core.cells.placed_u`, which corrects it where
+        it lies within rounding of a cell face.
         """
         u = np.empty((self.dim, points.shape[0]))
         with np.errstate(under="ignore", over="ignore"):  # an overflow is inf: outside the world

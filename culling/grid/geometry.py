@@ -31,6 +31,8 @@ import math
 
 import numpy as np
 
+from culling.core.cells import placed_columns, placed_u
+
 __all__ = ["GridGeometry"]
 
 
@@ -82,31 +84,40 @@ class GridGeometry:
         size = self.size
         cell = 0
         for c, o in zip(point, self._origin_list):
-            cell = (cell << level) | min(max(math.floor((c - o) / size * scale), 0), top)
+            cell = (cell << level) | min(max(math.floor(placed_u(c, o, size) * scale), 0), top)
         return level, self._offsets_list[level] + cell
 
     def levels_of(self, radii: np.ndarray) -> np.ndarray:
         """Level of each radius (int64 (n,)): the one whose cells hold it in ``[W/4, W/2)``."""
         return self.finest_level - np.searchsorted(self._thresholds, radii, side="right").astype(np.int64)
 
+    def placed(self, centres: np.ndarray) -> np.ndarray:
+        """Root-relative coordinates of centres (float64 (n, dim)) as placed: float64 (dim, n).
+
+        :func:`culling.core.cells.placed_u`: each one's cell on every level is the
+        cell of the exact ``(c - origin) / size``; ``u >= 1`` is at or beyond
+        the world's high face, exactly.
+        """
+        return placed_columns(np.ascontiguousarray(centres, dtype=np.float64), self.origin, self.size)
+
     def homes(self, centres: np.ndarray, radii: np.ndarray,
-              levels: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+              levels: np.ndarray | None = None, u: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
         """Levels and global cell ids (int64 (n,) each) of many spheres; O(n).
 
-        ``levels``, when given, are :meth:`levels_of` the radii, already
-        known.  Axis by axis on 1-D arrays (an inner axis of length ``dim``
+        ``levels``, when given, are :meth:`levels_of` the radii, and ``u``
+        :meth:`placed` the centres, already known.  Axis by axis on 1-D arrays (an inner axis of length ``dim``
         would make NumPy loop per object); the same IEEE operations as
         :meth:`home` and as the tree's :meth:`~culling.core.lattice.Lattice.cells`.
         """
         if levels is None:
             levels = self.levels_of(radii)
+        if u is None:
+            u = self.placed(centres)
         factor = np.ldexp(1.0, levels)
         top = factor - 1.0
         cells = np.zeros(levels.shape[0], dtype=np.int64)
         for axis in range(self.dim):
-            with np.errstate(under="ignore"):
-                k = (centres[:, axis] - self._origin_list[axis]) / self.size
-            k *= factor  # exact: a power of two (the lattice's cell function)
+            k = u[axis] * factor  # exact: a power of two (the lattice's cell function)
             np.floor(k, out=k)
             np.clip(k, 0.0, top, out=k)  # a quotient rounded up to 1: the last cell
             np.left_shift(cells, levels, out=cells)

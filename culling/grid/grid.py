@@ -27,6 +27,7 @@ elsewhere a window may take one more cell at an end of an axis, never one less.
 
 from __future__ import annotations
 
+import copy
 import math
 import numbers
 
@@ -34,7 +35,8 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from culling.answer import QueryDetails, distances_from
-from culling.core import members, overlap, pairs
+from culling.core import chunks, growth, members, overlap, pairs
+from culling.core.cells import placed_u
 from culling.core.containment import decide, squared_reach, squared_reach_of
 from culling.core.growth import ARRAY_GROWTH
 from culling.core.locks import ReadWriteLock, reading, state_without_lock, writing
@@ -142,7 +144,7 @@ class DenseViewDistanceGrid:
 
     def __init__(self, size: float, origin: ArrayLike | None = None, dim: int = 3, shape: str = "sphere",
                  min_radius: float | None = None) -> None:
-        self.size, self.origin, self.dim, self.shape = check_constructor(size, origin, dim, shape)
+        self._size, self._origin, self._dim, self._shape = check_constructor(size, origin, dim, shape)
         self._rw = ReadWriteLock()
         self.finest_level, self.min_radius = self._finest_level(min_radius)
         self._geo = geo = GridGeometry(self.size, self.origin, self.finest_level)
@@ -197,6 +199,33 @@ class DenseViewDistanceGrid:
                     f"2**{MAX_FINEST_CELLS.bit_length() - 1} cells on the finest level; use min_radius >= "
                     f"{math.ldexp(self.size, -(max_level + 2)):g} (size/2**{max_level + 2}) or the tree")
         return level, value
+
+    # ------------------------------------------------------------------
+    # The constructor's choices: read-only (changing them would misplace every stored object)
+
+    @property
+    def size(self) -> float:
+        """Edge of the world (the level-0 cell)."""
+        return self._size
+
+    @property
+    def origin(self) -> np.ndarray:
+        """Low corner of the world, float64 (dim,), read-only."""
+        return self._origin
+
+    @property
+    def dim(self) -> int:
+        """1, 2 or 3."""
+        return self._dim
+
+    @property
+    def shape(self) -> str:
+        """``"sphere"`` or ``"cube"``: the exact test."""
+        return self._shape
+
+    def __copy__(self) -> DenseViewDistanceGrid:
+        """An independent copy (a shallow copy would share the arrays): the same as :func:`copy.deepcopy`."""
+        return copy.deepcopy(self)
 
     # ------------------------------------------------------------------
     # Size and membership
@@ -283,16 +312,10 @@ class DenseViewDistanceGrid:
         point = as_coords(centre, self.dim, "centre")
         radius = as_radius(radius)
         level, cell = self._home(point, radius)
-        if self._n_free:
-            self._n_free -= 1
-            handle = int(self._free[self._n_free])
-        else:
-            handle = self._next_handle
-            self._next_handle += 1
-            if handle >= self._level.shape[0]:
-                self._grow_objects(handle + 1)
+        handle = int(self._peek_handles(1)[0])
+        self._cells.link(handle, cell, self._row(point, radius))  # allocates (if at all) before it writes
+        self._take_handles(1)
         self._level[handle] = level
-        self._cells.link(handle, cell, self._row(point, radius))
         self._level_count[level] += 1
         self._count += 1
         return handle
@@ -345,17 +368,19 @@ class DenseViewDistanceGrid:
         centres = as_points(centres, self.dim, "centres")
         radii = as_radii(radii, centres.shape[0])
         levels, cells = self._homes(centres, radii)
-        handles = self._new_handles(centres.shape[0])
+        handles = self._peek_handles(centres.shape[0])  # room for them first; handed out below
         if handles.size:
-            self._level[handles] = levels
+            # link_many allocates (if at all) before it writes: a MemoryError changes nothing.
             self._cells.link_many(handles, cells, np.vstack([centres.T, radii, squared_reach(radii)]))
+            self._take_handles(handles.size)
+            self._level[handles] = levels
             self._level_count += np.bincount(levels, minlength=self._level_count.size)
             self._count += handles.size
         return handles
 
     @writing
-    def update_many(self, handles: ArrayLike, centres: ArrayLike, radii: ArrayLike) -> None:
-        """Move or resize many objects.
+    def update_many(self, handles: ArrayLike, centres: ArrayLike, radii: ArrayLike | None = None) -> None:
+        """Move or resize many objects; ``radii`` omitted (``None``) keeps each object's stored radius.
 
         Objects that stay in their cell cost one vectorised store each and
         touch no cell; the others are unlinked and linked in batch.  O(n)
@@ -364,12 +389,12 @@ class DenseViewDistanceGrid:
         handles = self._live_many(handles)
         check_unique(handles)
         centres = as_points(centres, self.dim, "centres")
-        radii = as_radii(radii, centres.shape[0])
+        pool_rows, dim = self._cells.rows, self.dim
+        pos = self._cells.positions(handles)
+        radii = pool_rows[dim][pos] if radii is None else as_radii(radii, centres.shape[0])
         if centres.shape[0] != handles.size:
             raise ValueError(f"centres must have shape ({handles.size}, {self.dim}) to match "
                              f"the handles, got {centres.shape}")
-        pool_rows, dim = self._cells.rows, self.dim
-        pos = self._cells.positions(handles)
         # Level and squared reach only change with the radius: recompute them for the resized only.
         resized = radii != pool_rows[dim][pos]
         levels = self._level[handles].astype(np.int64)
@@ -383,16 +408,17 @@ class DenseViewDistanceGrid:
         rows[dim + 1] = pool_rows[dim + 1][pos]
         rows[dim + 1, resized] = squared_reach(radii[resized])
         move = cells != self._cells.cell[handles]
+        self._cells.reserve_links(cells[move])  # allocates first: the unlink and link below do not
         if not move.all():
             stay = np.flatnonzero(~move)
-            at = pos[stay]
-            for column, values in zip(pool_rows, rows):  # 1-D scatters, one per column
+            at = self._cells.positions(handles[stay])  # after reserve_links, which may have repacked the pool
+            for column, values in zip(self._cells.rows, rows):  # 1-D scatters, one per column
                 column[at] = values[stay]
         if move.any():
             movers = handles[move]
             size = self._level_count.size
             self._level_count -= np.bincount(self._level[movers], minlength=size)
-            self._cells.unlink_many(movers)
+            self._cells.unlink_many(movers, shrink=False)
             self._cells.link_many(movers, cells[move], rows[:, move])
             self._level[movers] = levels[move]
             self._level_count += np.bincount(levels[move], minlength=size)
@@ -435,7 +461,7 @@ class DenseViewDistanceGrid:
         """
         p = np.array(as_coords(point, self.dim, "point"))
         scale = as_scale(scale)
-        handles, unsure = self._query(p, bool(exact), scale, False)
+        handles, unsure = self._query(p, as_flag(exact), scale, False)
         if unsure.size:  # within rounding of a surface: exact arithmetic decides
             keep = decide(self._cells.rows, unsure, p, self.shape, scale)
             handles = np.concatenate([handles, self._cells.pool[unsure[keep]]])
@@ -456,7 +482,7 @@ class DenseViewDistanceGrid:
         """
         p = np.array(as_coords(point, self.dim, "point"))
         scale = as_scale(scale)
-        rows, unsure = self._query(p, bool(exact), scale, True)
+        rows, unsure = self._query(p, as_flag(exact), scale, True)
         if unsure.size:  # within rounding of a surface: exact arithmetic decides
             rows = np.concatenate([rows, unsure[decide(self._cells.rows, unsure, p, self.shape, scale)]])
         columns = self._cells.rows
@@ -483,15 +509,21 @@ class DenseViewDistanceGrid:
         """
         points = np.ascontiguousarray(as_points(points, self.dim, "points"))
         scale = as_scale(scale)
+        exact = as_flag(exact)
+        if not self._count or not points.shape[0]:
+            return np.empty(0, dtype=np.int64), np.zeros(points.shape[0], dtype=np.int64)
+        return chunks.in_chunks(points.shape[0],
+                                lambda first, last: self._answer_many(points[first:last], exact, scale))
+
+    def _answer_many(self, points: np.ndarray, exact: bool, scale: float) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`query_many` of one pass of points (:mod:`culling.core.chunks`), validated."""
         m = points.shape[0]
         cells = self._cells
-        if not self._count or not m:
-            return np.empty(0, dtype=np.int64), np.zeros(m, dtype=np.int64)
         visit_run, visit_point, run_start, run_count = gridwalk.visits(points, scale, self._world(), self._cell_arrays(),
                                                                        MAX_ENUMERATED_CELLS)
         handles, counts, unsure, owners = members.answer_many(
             visit_run, visit_point, points, run_start, run_count, self._pool_arrays(),
-            (scale, bool(exact), self._cube, False))
+            (scale, exact, self._cube, False))
         if unsure.size:  # within rounding of a surface: exact arithmetic decides, then merge by point
             keep = decide(cells.rows, unsure, points[owners], self.shape, scale)
             owner = np.concatenate([np.repeat(np.arange(m), counts), owners[keep]])
@@ -684,7 +716,7 @@ class DenseViewDistanceGrid:
         centres, radii = rows[: self.dim].T, rows[self.dim]
         assert (rows[self.dim + 1] == squared_reach(radii)).all(), "stale squared reach"
         assert np.isfinite(centres).all() and np.isfinite(radii).all() and (radii >= 0).all()
-        assert ((centres >= self.origin) & (centres < geo.hi)).all(), "a centre outside the world"
+        assert (centres >= self.origin).all() and (geo.placed(centres) < 1.0).all(), "a centre outside the world"
         expected_levels, expected_cells = geo.homes(centres, radii)
         assert (levels == expected_levels).all(), "object on the wrong level"
         cells = self._cells.cell[live].astype(np.int64)
@@ -703,8 +735,8 @@ class DenseViewDistanceGrid:
 
     def _home(self, point: list[float], radius: float) -> tuple[int, int]:
         """Level and global cell of one validated sphere; ``ValueError`` outside the world."""
-        if radius >= self.size / 2 or not all(o <= c < h for c, o, h in
-                                                zip(point, self._origin_list, self._hi_list)):
+        if radius >= self.size / 2 or not all(o <= c and placed_u(c, o, self.size) < 1.0 for c, o in
+                                                zip(point, self._origin_list)):
             self._homes(np.array([point]), np.array([radius]))  # raises the ValueError
         return self._geo.home(point, radius)
 
@@ -716,9 +748,10 @@ class DenseViewDistanceGrid:
         radius of ``size / 2`` or more.  ``levels``: see :meth:`GridGeometry.homes`.
         """
         outside = np.zeros(centres.shape[0], dtype=bool)
-        for axis, (lo, hi) in enumerate(zip(self._origin_list, self._hi_list)):
+        for axis, lo in enumerate(self._origin_list):
             outside |= centres[:, axis] < lo
-            outside |= centres[:, axis] >= hi
+        u = self._geo.placed(centres)
+        outside |= (u >= 1.0).any(axis=0)  # at or beyond origin + size in exact arithmetic
         if outside.any():
             i = int(np.flatnonzero(outside)[0])
             raise ValueError(f"centres must lie in the grid's world [{self._origin_list}, {self._hi_list}) "
@@ -728,28 +761,34 @@ class DenseViewDistanceGrid:
             i = int(np.flatnonzero(too_big)[0])
             raise ValueError(f"radii must be below size/2 = {self.size / 2:g} in a dense grid "
                              f"(it does not grow); radius {i} is {radii[i]:g}")
-        return self._geo.homes(centres, radii, levels)
+        return self._geo.homes(centres, radii, levels, u)
 
-    def _new_handles(self, n: int) -> np.ndarray:
-        """``n`` handles: the most recently freed first, then fresh ones; int64."""
+    def _peek_handles(self, n: int) -> np.ndarray:
+        """The handles the next :meth:`_take_handles` hands out, with room for them in the
+        per-object arrays; nothing is handed out yet."""
         reused = min(n, self._n_free)
+        end = self._next_handle + n - reused
+        if end > self._level.shape[0]:
+            self._grow_objects(end)
         taken = self._free[self._n_free - reused:self._n_free][::-1].astype(np.int64)
+        return np.concatenate([taken, np.arange(self._next_handle, end, dtype=np.int64)])
+
+    def _take_handles(self, n: int) -> None:
+        """Hand out the handles :meth:`_peek_handles` showed (no allocation)."""
+        reused = min(n, self._n_free)
         self._n_free -= reused
-        fresh = np.arange(self._next_handle, self._next_handle + n - reused, dtype=np.int64)
         self._next_handle += n - reused
-        if self._next_handle > self._level.shape[0]:
-            self._grow_objects(self._next_handle)
-        return np.concatenate([taken, fresh])
 
     def _grow_objects(self, needed: int) -> None:
+        """Per-object arrays for ``needed`` handles: all allocated, then all replaced."""
         capacity = max(needed, int(self._level.shape[0] * ARRAY_GROWTH) + 8)
         old = self._level.shape[0]
-        level = np.full(capacity, -1, dtype=np.int8)
+        level = growth.allocate((capacity,), np.int8, -1)
+        free = growth.allocate((capacity,), np.int32, 0)
+        self._cells.reserve_objects(capacity)
         level[:old] = self._level
-        free = np.zeros(capacity, dtype=np.int32)
         free[:old] = self._free
         self._level, self._free = level, free
-        self._cells.reserve_objects(capacity)
 
     def _live(self, handle: object) -> int:
         return live_handle(handle, self._next_handle, self._level, "grid")

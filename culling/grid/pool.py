@@ -33,9 +33,15 @@ entries per member right after a repack.
 
 from __future__ import annotations
 
+import logging
+
 import numpy as np
 
+from culling.core import growth
+
 __all__ = ["CellPool", "MIN_POOL", "POOL_SLACK", "concat_ranges"]
+
+logger = logging.getLogger(__name__)
 
 #: Smallest pool (entries).  Tiny grids never repack more than a few times.
 MIN_POOL = 64
@@ -131,9 +137,9 @@ class CellPool:
         old = self.cell.shape[0]
         if capacity <= old:
             return
-        cell = np.full(capacity, -1, dtype=np.int32)
+        cell = growth.allocate((capacity,), np.int32, -1)
+        slot = growth.allocate((capacity,), np.int32, 0)
         cell[:old] = self.cell
-        slot = np.zeros(capacity, dtype=np.int32)
         slot[:old] = self.slot
         self.cell, self.slot = cell, slot
 
@@ -187,7 +193,10 @@ class CellPool:
             self.cap[cell] = 0
             self.nonempty -= 1
         if self.pool.shape[0] > SHRINK_RATIO * self.members + MIN_POOL:
-            self._repack()  # amortised O(1): see SHRINK_RATIO
+            try:
+                self._repack()
+            except MemoryError:  # giving memory back is optional: the removal itself is done
+                logger.warning("no memory to repack the grid's pool after a removal; it keeps its arrays")  # amortised O(1): see SHRINK_RATIO
 
     # ------------------------------------------------------------------
     # Many objects: O(k log k) for grouping, no Python loop
@@ -220,7 +229,22 @@ class CellPool:
         self.members += int(handles.size)
         self.nonempty += int(np.count_nonzero(old == 0))
 
-    def unlink_many(self, handles: np.ndarray) -> None:
+    def reserve_links(self, cells: np.ndarray) -> None:
+        """Room for members joining ``cells`` (int64 (n,), one per member), so that a later
+        :meth:`link_many` of them allocates nothing, even after :meth:`unlink_many` emptied some of
+        those cells: the pool is repacked now, with that much room at its end, if it lacks it.
+
+        A ``MemoryError`` here changes nothing; ``update_many`` calls this before it unlinks.
+        """
+        if cells.size == 0:
+            return
+        touched, added = np.unique(cells, return_counts=True)
+        counts = self.count[touched].astype(np.int64)
+        room = int(_block_sizes(counts + added, counts).sum())
+        if self.end + room > self.pool.shape[0]:
+            self._repack(extra=room)
+
+    def unlink_many(self, handles: np.ndarray, shrink: bool = True) -> None:
         """Take distinct ``handles`` (each in a cell) out of their cells.
 
         Per cell, the members left in the tail (the last ``k`` slots, ``k``
@@ -250,8 +274,11 @@ class CellPool:
         self.cap[emptied] = 0
         self.members -= int(handles.size)
         self.nonempty -= int(emptied.size)
-        if self.pool.shape[0] > SHRINK_RATIO * self.members + MIN_POOL:
-            self._repack()
+        if shrink and self.pool.shape[0] > SHRINK_RATIO * self.members + MIN_POOL:
+            try:
+                self._repack()
+            except MemoryError:  # giving memory back is optional: the removal itself is done
+                logger.warning("no memory to repack the grid's pool after a removal; it keeps its arrays")
 
     def clear(self) -> None:
         """Forget every member and give the pool and per-object arrays back (sizes as new).
@@ -311,8 +338,9 @@ class CellPool:
         self.cap[cell] = cap
         self.end = end + cap
 
-    def _repack(self, cells: np.ndarray | None = None, needs: np.ndarray | None = None) -> None:
-        """Copy every live block (and ``cells``, grown to ``needs``) into a fresh, packed pool.
+    def _repack(self, cells: np.ndarray | None = None, needs: np.ndarray | None = None, extra: int = 0) -> None:
+        """Copy every live block (and ``cells``, grown to ``needs``) into a fresh, packed pool,
+        with at least ``extra`` free entries at its end.  Allocates before it changes anything.
 
         Live cells are found from their members (the one in slot 0), so the
         cost is O(objects), not O(cells).
@@ -327,15 +355,15 @@ class CellPool:
             need = np.maximum.reduceat(need[order], first)
         caps = np.maximum(need, 1)
         total = int(caps.sum())
-        length = max(MIN_POOL, int(POOL_SLACK * total))
+        length = max(MIN_POOL, int(POOL_SLACK * total), total + extra)
         if length > _INT32_MAX:
             raise MemoryError(f"the dense grid's member pool would need {length} entries (int32 limit)")
         starts = np.cumsum(caps) - caps
         counts = self.count[live]
         src, dst = concat_ranges(self.start[live], counts), concat_ranges(starts, counts)
-        pool = np.zeros(length, dtype=np.int64)
+        pool = growth.allocate((length,), np.int64, 0)
+        rows = growth.allocate((self.rows.shape[0], length), np.float64, 0.0)
         pool[dst] = self.pool[src]
-        rows = np.zeros((self.rows.shape[0], length), dtype=np.float64)
         for new, old in zip(rows, self.rows):
             new[dst] = old[src]
         self.start[live] = starts

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from culling.core.cells import grown_half, half_reach, round_down_sub, window
+from culling.core.cells import window
 from culling.core.jit import inline_kernel, kernel
 from culling.core.lattice import ANCHOR
 from culling.core.members import answer
@@ -55,7 +55,7 @@ def cell_window(p: np.ndarray, scale: float, world: World, level: int, lo: np.nd
     ``GridGeometry.hi``, the same float sum).  Returns how many cells the
     window holds, 0 when no centre of the world can lie in it.  Level 0 is
     always its one cell, as the tree's root is always visited.  ``grow``: a
-    probe sphere's radius, widening the window at both ends
+    probe sphere's radius, widening the window's margin
     (:func:`culling.core.cells.grown_half`).  O(dim).
     """
     origin, size = world.origin, world.size
@@ -74,8 +74,8 @@ def cell_window(p: np.ndarray, scale: float, world: World, level: int, lo: np.nd
         last = hi[axis] - shift
         if last < 0:  # the window's high end lies below the origin
             return 0
-        if first > top and round_down_sub(p[axis], grown_half(half_reach(size, level, scale), grow)) >= origin[axis] + size:
-            return 0  # its low end lies at or above the world's end (not merely rounded up to it)
+        if first > top:  # the window's low end lies beyond the world's last cell (decided exactly)
+            return 0
         lo[axis] = min(max(first, 0), top)
         hi[axis] = min(last, top)
         cells *= hi[axis] - lo[axis] + 1
@@ -245,9 +245,7 @@ def _visits(points: np.ndarray, scale: float, world: World, grid: Cells, limit: 
     visited cells in ascending id, each with its pool start and member
     count (int64).  Points near each other share cells (a town's players,
     and at the coarse levels everyone), and ``answer_many`` reads each
-    shared run once for all its visitors.  ``grows``: the probe spheres'
-    radii (empty: points), widening each window (:func:`cell_window`).
-    O(m x levels + visits).
+    shared run once for all its visitors.  O(m x levels + visits).
 
     Serial: finding the cells is a small part of a batch (the members'
     tests, in ``answer_many``, run on all cores), and one variant, with

@@ -28,7 +28,7 @@ import math
 
 import numpy as np
 
-from culling.core.cells import cell_scaled
+from culling.core.cells import cell_scaled, placed_u
 from culling.core.containment import reach_of
 from culling.core.jit import inline_kernel, kernel
 from culling.core.lattice import MAX_DEPTH, TOO_LARGE
@@ -54,7 +54,7 @@ def _home(centres: np.ndarray, radii: np.ndarray, i: int, origin: np.ndarray, si
 
     The level of :meth:`culling.core.lattice.Lattice.levels_for` and the cell of
     :meth:`~culling.core.lattice.Lattice.cells` for the root-relative centre
-    ``(centre - origin) / size``, by the same IEEE operations.
+    placed exactly (:func:`culling.core.cells.placed_u`), by the same operations.
     """
     relative = radii[i] / size
     if relative == 0.0:
@@ -65,7 +65,7 @@ def _home(centres: np.ndarray, radii: np.ndarray, i: int, origin: np.ndarray, si
         level = min(-math.frexp(relative)[1] - 1, MAX_DEPTH)
     key[0, 0] = level
     for axis in range(centres.shape[1]):
-        key[0, axis + 1] = _cell((centres[i, axis] - origin[axis]) / size, level)
+        key[0, axis + 1] = _cell(placed_u(centres[i, axis], origin[axis], size), level)
 
 
 #: Golden-ratio multiplier of the hash in :func:`group` (Fibonacci hashing).
@@ -159,8 +159,12 @@ def _group_into(centres: np.ndarray, radii: np.ndarray, origin: np.ndarray, size
 
 @kernel
 def settle(handles: np.ndarray, centres: np.ndarray, radii: np.ndarray, world_fields: WorldFields,
-           objects_fields: ObjectsFields, nodes_fields: NodesFields, pool_fields: PoolFields) -> np.ndarray:
+           objects_fields: ObjectsFields, nodes_fields: NodesFields, pool_fields: PoolFields,
+           write: bool) -> np.ndarray:
     """Store every object whose home is unchanged in place (covering its tile); return the indices of the others.
+
+    Without ``write`` nothing is stored: only the movers are found (``update_many``
+    prepares their homes before it changes anything).
 
     Parameters
     ----------
@@ -188,6 +192,8 @@ def settle(handles: np.ndarray, centres: np.ndarray, radii: np.ndarray, world_fi
         stay = node_level[node] == key[0, 0]
         for axis in range(dim):
             stay &= node_cells[axis, node] == key[0, axis + 1]
+        if stay and not write:
+            continue
         if stay:
             row = obj_pos[handles[i]]
             for axis in range(dim):
@@ -273,7 +279,7 @@ def layout_order(centres: np.ndarray, radii: np.ndarray) -> tuple[np.ndarray, np
     while used < LAYOUT_BITS:
         widest = 0
         for axis in range(1, dim):
-            if math.ldexp(width[axis], -bits[axis]) > math.ldexp(width[widest], -bits[widest]):
+            if math.ldexp(width[axis], -int(bits[axis])) > math.ldexp(width[widest], -int(bits[widest])):
                 widest = axis
         if not width[widest] > 0.0:  # every object at one point (or a single object): nothing to split
             break

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from culling.core import tiles
+from culling.core import growth, tiles
 from culling.core.structs import PoolFields
 
 __all__ = ["BlockPool", "MIN_BLOCK", "POOL_GROWTH", "SHRINK_RATIO"]
@@ -73,15 +73,15 @@ class BlockPool:
 
     def __init__(self, width: int, capacity: int = INITIAL_ROWS):
         self.width = width
-        self.handles = np.full(capacity, -1, dtype=np.int64)
-        self.columns = np.zeros((width, capacity), dtype=np.float64)
+        self.handles = growth.allocate((capacity,), np.int64, -1)
+        self.columns = growth.allocate((width, capacity), np.float64, 0.0)
         self.tile_box = tiles.empty_summaries(width - 2, tiles.tiles_for(capacity))
         self.top = 0  # rows at and above ``top`` have never been handed out
         self._free: dict[int, list[int]] = {}
 
     @property
     def capacity(self) -> int:
-        return self.handles.shape[0]
+        return int(self.handles.shape[0])
 
     def reserve(self, rows: int) -> None:
         """Make room for ``rows`` more rows above ``top`` (amortised O(1) per row)."""
@@ -89,14 +89,14 @@ class BlockPool:
         if needed <= self.capacity:
             return
         capacity = max(needed, int(self.capacity * POOL_GROWTH))
-        handles = np.full(capacity, -1, dtype=np.int64)
-        handles[: self.top] = self.handles[: self.top]
-        columns = np.zeros((self.width, capacity), dtype=np.float64)
-        columns[:, : self.top] = self.columns[:, : self.top]
-        self.handles, self.columns = handles, columns
+        handles = growth.allocate((capacity,), np.int64, -1)
+        columns = growth.allocate((self.width, capacity), np.float64, 0.0)
         box = tiles.empty_summaries(self.width - 2, tiles.tiles_for(capacity))
+        # Every array allocated: commit (a MemoryError above leaves the pool as it was).
+        handles[: self.top] = self.handles[: self.top]
+        columns[:, : self.top] = self.columns[:, : self.top]
         box[: self.tile_box.shape[0]] = self.tile_box
-        self.tile_box = box
+        self.handles, self.columns, self.tile_box = handles, columns, box
 
     def allocate(self, capacity: int) -> int:
         """Start of a free block of ``capacity`` rows (a power of two)."""
@@ -117,16 +117,19 @@ class BlockPool:
         """
         starts = np.empty(capacities.shape[0], dtype=np.int64)
         fresh = np.ones(capacities.shape[0], dtype=bool)
+        reused: list[tuple[np.ndarray, list[int]]] = []
         for capacity in np.unique(capacities).tolist() if self._free else ():
             free = self._free.get(capacity)
             if free:
                 wanted = np.flatnonzero(capacities == capacity)[: len(free)]
-                starts[wanted] = free[len(free) - wanted.size:][::-1]
-                del free[len(free) - wanted.size:]
+                reused.append((wanted, free))
                 fresh[wanted] = False
         fresh_capacities = capacities[fresh]
         total = int(fresh_capacities.sum())
-        self.reserve(total)
+        self.reserve(total)  # first: a MemoryError here leaves the pool as it was
+        for wanted, free in reused:
+            starts[wanted] = free[len(free) - wanted.size:][::-1]
+            del free[len(free) - wanted.size:]
         starts[fresh] = self.top + np.cumsum(fresh_capacities) - fresh_capacities
         self.top += total
         return starts
@@ -152,14 +155,14 @@ class BlockPool:
         shifts = np.repeat(new_starts - (np.cumsum(counts) - counts), counts)
         dst = np.arange(rows, dtype=np.int64) + shifts
         src = dst - np.repeat(new_starts - np.asarray(starts, dtype=np.int64), counts)
-        handles = np.full(length, -1, dtype=np.int64)
+        handles = growth.allocate((length,), np.int64, -1)
+        columns = growth.allocate((self.width, length), np.float64, 0.0)
+        box = tiles.empty_summaries(self.width - 2, tiles.tiles_for(length))
         handles[dst] = self.handles[src]
-        columns = np.zeros((self.width, length), dtype=np.float64)
         for new, old in zip(columns, self.columns):
             new[dst] = old[src]
-        self.handles, self.columns = handles, columns
-        self.tile_box = tiles.empty_summaries(self.width - 2, tiles.tiles_for(length))
-        tiles.summarise(columns, new_starts, counts, self.tile_box)
+        tiles.summarise(columns, new_starts, counts, box)
+        self.handles, self.columns, self.tile_box = handles, columns, box
         self.top = total
         self._free = {}
         return new_starts, capacities

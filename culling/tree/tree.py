@@ -31,15 +31,18 @@ so removal is O(1).
 
 from __future__ import annotations
 
+import copy
+import logging
 import math
 
 import numpy as np
 from numpy.typing import ArrayLike
 
 from culling.answer import QueryDetails, distances_from
-from culling.core import members, overlap, pairs
+from culling.core import chunks, growth, members, overlap, pairs
+from culling.core.cells import placed_columns, placed_u
 from culling.core.containment import decide, squared_reach, squared_reach_of
-from culling.core.growth import grown
+from culling.core.growth import ARRAY_GROWTH, grown
 from culling.core.lattice import ANCHOR, MAX_DEPTH, MAX_GROWTH, Lattice
 from culling.core.locks import ReadWriteLock, reading, state_without_lock, writing
 from culling.core.structs import WorldFields
@@ -65,7 +68,14 @@ from culling.tree import batch, probe, walk
 from culling.tree.nodes import NodeTable
 from culling.tree.pool import BlockPool, block_capacities, block_capacity
 
-__all__ = ["MAX_DEPTH", "MAX_GROWTH", "ViewDistanceTree"]
+__all__ = ["HANDLE_SHRINK_RATIO", "MAX_DEPTH", "MAX_GROWTH", "ViewDistanceTree"]
+
+logger = logging.getLogger(__name__)
+
+#: The per-handle arrays are cut back after removals when longer than this
+#: many entries per stored object (plus 64), as far as the highest live
+#: handle allows; a failed try waits until half the objects are gone again.
+HANDLE_SHRINK_RATIO = 4
 
 
 def concat_ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
@@ -95,7 +105,7 @@ class ViewDistanceTree:
     """
 
     def __init__(self, size: float, origin: ArrayLike | None = None, dim: int = 3, shape: str = "sphere") -> None:
-        self.size, self.origin, self.dim, self.shape = check_constructor(size, origin, dim, shape)
+        self._size, self._origin, self._dim, self._shape = check_constructor(size, origin, dim, shape)
         self._rw = ReadWriteLock()
         self._lattice = Lattice(self.size, self.origin)
         self._origin_list = self.origin.tolist()
@@ -114,10 +124,11 @@ class ViewDistanceTree:
         self._pool = BlockPool(self.dim + 2)
         # Objects, indexed by handle: their node (-1 when the handle is free)
         # and their row in the pool.  Centre and radius live in the pool row.
-        self._obj_node = np.full(16, -1, dtype=np.int64)
-        self._obj_pos = np.zeros(16, dtype=np.int64)
+        self._obj_node = growth.allocate((16,), np.int64, -1)
+        self._obj_pos = growth.allocate((16,), np.int64, 0)
         self._next_handle = 0
         self._free_handles: list[int] = []
+        self._handle_check = 1 << 62  # objects below which the next trim of the per-handle arrays is tried
         self._nodes = NodeTable(self.dim)
         self._root = self._nodes.new(0, (ANCHOR,) * self.dim, -1)
 
@@ -130,8 +141,44 @@ class ViewDistanceTree:
         """
         if not self._count:
             self._reset_storage()
-        elif self._pool.wasteful(self._count):
-            self._compact()
+            return
+        try:
+            if self._pool.wasteful(self._count):
+                self._compact()
+            if self._nodes.wasteful():
+                self._compact_nodes()
+            if self._obj_node.shape[0] > HANDLE_SHRINK_RATIO * self._count + 64 and self._count < self._handle_check:
+                self._trim_handles()
+        except MemoryError:  # giving memory back is optional: the removal itself is done
+            logger.warning("no memory to compact the tree after a removal; it keeps its arrays")
+
+    def _compact_nodes(self) -> None:
+        """Renumber the live nodes into a table sized to them (:meth:`NodeTable.compact`); O(nodes + objects)."""
+        renumber = self._nodes.compact()
+        live = np.flatnonzero(self._obj_node[: self._next_handle] >= 0)
+        self._obj_node[live] = renumber[self._obj_node[live]]
+        self._root = int(renumber[self._root])
+
+    def _trim_handles(self) -> None:
+        """Cut the per-handle arrays to the highest live handle (free handles above it are forgotten).
+
+        Handles are the caller's names, so the live ones never move: this gives
+        memory back when the high handles are gone.  When it cannot (a high handle
+        is alive), the next try waits until half the objects are gone again.
+        """
+        live = np.flatnonzero(self._obj_node[: self._next_handle] >= 0)
+        end = int(live[-1]) + 1
+        length = max(16, int(end * ARRAY_GROWTH))
+        if length >= self._obj_node.shape[0]:
+            self._handle_check = self._count // 2
+            return
+        obj_node = growth.allocate((length,), np.int64, -1)
+        obj_pos = growth.allocate((length,), np.int64, 0)
+        obj_node[:end] = self._obj_node[:end]
+        obj_pos[:end] = self._obj_pos[:end]
+        free = [h for h in self._free_handles if h < end]
+        self._obj_node, self._obj_pos, self._free_handles, self._next_handle = obj_node, obj_pos, free, end
+        self._handle_check = 1 << 62
 
     def _compact(self) -> None:
         """Pack every node's members into a fresh pool (see :meth:`BlockPool.compact`); O(objects + nodes)."""
@@ -149,6 +196,34 @@ class ViewDistanceTree:
         self._obj_pos[live] += shift[self._obj_node[live]]
         nodes.start[blocks] = new_starts
         nodes.capacity[blocks] = capacities
+
+    # ------------------------------------------------------------------
+    # The constructor's choices: read-only (changing them would misplace every stored object)
+
+    @property
+    def size(self) -> float:
+        """Edge of the constructor's root node (level 0)."""
+        return self._size
+
+    @property
+    def origin(self) -> np.ndarray:
+        """Low corner of the constructor's root node, float64 (dim,), read-only."""
+        return self._origin
+
+    @property
+    def dim(self) -> int:
+        """1, 2 or 3."""
+        return self._dim
+
+    @property
+    def shape(self) -> str:
+        """``"sphere"`` or ``"cube"``: the exact test."""
+        return self._shape
+
+    def __copy__(self) -> ViewDistanceTree:
+        """An independent copy (a shallow copy would share the arrays, and mutating one would corrupt
+        the other): the same as :func:`copy.deepcopy`."""
+        return copy.deepcopy(self)
 
     # ------------------------------------------------------------------
     # Size and membership
@@ -282,9 +357,23 @@ class ViewDistanceTree:
         """
         point = as_coords(centre, self.dim, "centre")
         radius = as_radius(radius)
-        level, cell = self._home(point, radius)
-        handle = self._new_handle()
-        node = self._nodes.at(level, cell)
+        handle = int(self._peek_handles(1)[0])
+        try:
+            level, cell = self._home(point, radius)
+            node = self._nodes.at(level, cell)
+            count = int(self._nodes.count[node])
+            if count == self._nodes.capacity[node]:
+                self._move_block(node, block_capacity(count + 1))
+        except MemoryError:
+            live = self._nodes.count[: self._nodes.issued] >= 0
+            empty = np.flatnonzero(live & (self._nodes.count[: self._nodes.issued] == 0)
+                                   & (self._nodes.children[: self._nodes.issued] == 0))
+            for leaf in empty.tolist():
+                if self._nodes.count[leaf] == 0 and leaf != self._root:
+                    self._cleanup(leaf)
+            self._shrink_root()
+            raise
+        self._take_handles(1)
         self._append(node, handle, self._row(point, radius))
         self._count += 1
         self._shrink_root()
@@ -335,19 +424,23 @@ class ViewDistanceTree:
         """
         centres = np.ascontiguousarray(as_points(centres, self.dim, "centres"))
         radii = as_radii(radii, centres.shape[0])
-        self._fit_many(centres, radii)
-        handles = self._new_handles(centres.shape[0])
-        if handles.size:
-            # Along a Morton curve: each node's new members then lie along it too (see culling.core.tiles).
-            layout, centres, radii = batch.layout_order(centres, radii)
-            self._link_many(handles[layout], centres, radii)
-            self._count += handles.size
-            self._shrink_root()
+        n = centres.shape[0]
+        if not n:
+            return np.empty(0, dtype=np.int64)
+        # Along a Morton curve: each node's new members then lie along it too (see culling.core.tiles).
+        layout, centres, radii = batch.layout_order(centres, radii)
+        handles = self._peek_handles(n)  # room for them first; handed out only at the commit
+        links = self._prepare_links(centres, radii)
+        # Commit: nothing below allocates the tree's arrays.
+        self._take_handles(n)
+        self._place(handles[layout], links, centres, radii)
+        self._count += n
+        self._shrink_root()
         return handles
 
     @writing
-    def update_many(self, handles: ArrayLike, centres: ArrayLike, radii: ArrayLike) -> None:
-        """Move or resize many objects.
+    def update_many(self, handles: ArrayLike, centres: ArrayLike, radii: ArrayLike | None = None) -> None:
+        """Move or resize many objects; ``radii`` omitted (``None``) keeps each object's stored radius.
 
         Objects that stay in their node are rewritten in place by one kernel
         pass (:func:`culling.tree.batch.settle`) and touch no node; the
@@ -358,21 +451,29 @@ class ViewDistanceTree:
         handles = self._live_many(handles)
         check_unique(handles)
         centres = as_points(centres, self.dim, "centres")
-        radii = as_radii(radii, centres.shape[0])
+        radii = (self._pool.columns[self.dim, self._obj_pos[handles]] if radii is None  # a copy (fancy indexing)
+                 else as_radii(radii, centres.shape[0]))
         if centres.shape[0] != handles.size:
             raise ValueError(f"centres must have shape ({handles.size}, {self.dim}) to match "
                              f"the handles, got {centres.shape}")
         centres = np.ascontiguousarray(centres)
-        self._fit_many(centres, radii)
         if not handles.size:
             return
-        movers = batch.settle(handles, centres, radii, self._world(), (self._obj_node, self._obj_pos),
-                              self._nodes.arrays(), self._pool.arrays())
-        if not movers.size:
+
+        def settle(write: bool) -> np.ndarray:
+            return batch.settle(handles, centres, radii, self._world(), (self._obj_node, self._obj_pos),
+                                self._nodes.arrays(), self._pool.arrays(), write)
+
+        # The movers' homes (a grown root too) and room in their blocks first: a MemoryError there
+        # changes nothing.  Then the commit, which allocates none of the tree's arrays.
+        movers = settle(False)
+        links = self._prepare_links(centres[movers], radii[movers]) if movers.size else None
+        movers = settle(True)
+        if links is None:
             return
         moving = handles[movers]
         touched = self._unlink_many(moving)
-        self._link_many(moving, centres[movers], radii[movers])
+        self._place(moving, links, centres[movers], radii[movers])
         self._cleanup_many(touched)
         self._shrink_root()
 
@@ -412,7 +513,7 @@ class ViewDistanceTree:
         p = np.array(as_coords(point, self.dim, "point"))
         scale = as_scale(scale)
         pool = self._pool
-        handles, unsure = walk.query(p, (scale, bool(exact), self._cube, False), self._world(),
+        handles, unsure = walk.query(p, (scale, as_flag(exact), self._cube, False), self._world(),
                                      self._nodes.arrays(), pool.arrays())
         if unsure.size:  # within rounding of a surface: exact arithmetic decides
             keep = decide(pool.columns, unsure, p, self.shape, scale)
@@ -438,14 +539,21 @@ class ViewDistanceTree:
         Cost: O(m x levels + candidates), compiled, in chunks over the library's threads
         (:func:`culling.tree.walk.visits`, then :func:`culling.core.members.answer_many`); batches
         below ``PARALLEL_MIN_POINTS`` (64) points run on the calling thread alone.
+        In passes of :data:`culling.core.chunks.QUERY_CHUNK` points: scratch beyond the answer is bounded.
         """
         points = np.ascontiguousarray(as_points(points, self.dim, "points"))
         scale = as_scale(scale)
+        exact = as_flag(exact)
+        return chunks.in_chunks(points.shape[0],
+                                lambda first, last: self._answer_many(points[first:last], exact, scale))
+
+    def _answer_many(self, points: np.ndarray, exact: bool, scale: float) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`query_many` of one pass of points (:mod:`culling.core.chunks`), validated."""
         nodes, pool = self._nodes, self._pool
         visit_node, visit_point = walk.visits(points, scale, self._world(), nodes.arrays())
         handles, counts, unsure, owners = members.answer_many(
             visit_node, visit_point, points, nodes.start, nodes.count, pool.arrays(),
-            (scale, bool(exact), self._cube, False))
+            (scale, exact, self._cube, False))
         if unsure.size:  # within rounding of a surface: exact arithmetic decides, then merge by point
             keep = decide(pool.columns, unsure, points[owners], self.shape, scale)
             owner = np.concatenate([np.repeat(np.arange(points.shape[0]), counts), owners[keep]])
@@ -558,7 +666,7 @@ class ViewDistanceTree:
         p = np.array(as_coords(point, self.dim, "point"))
         scale = as_scale(scale)
         pool = self._pool
-        rows, unsure = walk.query(p, (scale, bool(exact), self._cube, True), self._world(), self._nodes.arrays(),
+        rows, unsure = walk.query(p, (scale, as_flag(exact), self._cube, True), self._world(), self._nodes.arrays(),
                                   pool.arrays())
         if unsure.size:  # within rounding of a surface: exact arithmetic decides
             rows = np.concatenate([rows, unsure[decide(pool.columns, unsure, p, self.shape, scale)]])
@@ -713,7 +821,8 @@ class ViewDistanceTree:
         levels = lat.levels_for(radii)
         assert (levels >= root_level).all(), "a sphere is too large for the root"
         assert (self._nodes.level[nodes] == levels).all(), "object on the wrong level"
-        cells = lat.cells(lat.to_u(columns[: self.dim].T), levels)
+        cells = lat.cells(placed_columns(np.ascontiguousarray(columns[: self.dim].T), self.origin, self.size),
+                          levels)
         assert (self._nodes.cells[:, nodes] == cells).all(), "object in the wrong cell"
         # Tile summaries (culling.core.tiles): every live row inside its tile's box, its radius within the tile's.
         pool, tile = self._pool, rows >> TILE_SHIFT
@@ -754,15 +863,46 @@ class ViewDistanceTree:
         size = self.size
         lat = self._lattice
         level = lat.level_for(radius)
-        u = [(c - o) / size for c, o in zip(point, self._origin_list)]
+        u = [placed_u(c, o, size) for c, o in zip(point, self._origin_list)]
         if level < -MAX_GROWTH or not all(lat.world_lo_u <= x < lat.world_hi_u for x in u):
             self._check_world(u, u, level)
-        while level < self.root_level or not self._root_contains(u):
-            self._grow_root()
+        if level < self.root_level or not self._root_contains(u):
+            self._grow_root_for(level, u, u)
         if level >= 0:
             scale, offset = lat.scales[level], lat.offsets[level]
             return level, tuple(math.floor(x * scale) + offset for x in u)
         return level, tuple(lat.cell(x, level) for x in u)
+
+    def _prepare_links(self, centres: np.ndarray, radii: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Everything :meth:`_place` needs that allocates: the root grown to hold the objects, their
+        home nodes created, room in the homes' blocks.  Returns ``(group_of, homes)``.
+
+        Validation errors come first; a ``MemoryError`` undoes what was done
+        (new empty nodes deleted, the root shrunk back) and propagates: the
+        tree is as it was.  Grouping (:func:`culling.tree.batch.group`), the home nodes
+        (:meth:`NodeTable.at_many`), their blocks (:meth:`_make_room`).
+        ``centres`` C-contiguous, non-empty.
+        """
+        made: list[int] = []
+        try:
+            self._fit_many(centres, radii)
+            group_of, keys, sizes = batch.group(centres, radii, self.origin, self.size)
+            homes = self._nodes.at_many(keys, self._root, made)
+            self._make_room(homes, sizes)
+        except MemoryError:
+            for node in reversed(made):  # new nodes are empty leaves (or chains of them)
+                if self._nodes.count[node] == 0 and self._nodes.children[node] == 0:
+                    self._cleanup(node)
+            self._shrink_root()
+            raise
+        return group_of, homes
+
+    def _place(self, handles: np.ndarray, links: tuple[np.ndarray, np.ndarray], centres: np.ndarray,
+               radii: np.ndarray) -> None:
+        """Write the objects into the rows :meth:`_prepare_links` made room for (:func:`culling.tree.batch.place`)."""
+        group_of, homes = links
+        batch.place(handles, group_of, homes, centres, radii, (self._obj_node, self._obj_pos),
+                    self._nodes.arrays(), self._pool.arrays())
 
     def _fit_many(self, centres: np.ndarray, radii: np.ndarray) -> None:
         """Validate many spheres against the world and grow the root to hold them all.
@@ -776,28 +916,53 @@ class ViewDistanceTree:
         if not radii.size:
             return
         size, origin = self.size, self._origin_list
-        lo = [(float(centres[:, axis].min()) - o) / size for axis, o in enumerate(origin)]
-        hi = [(float(centres[:, axis].max()) - o) / size for axis, o in enumerate(origin)]
+        lo = [placed_u(float(centres[:, axis].min()), o, size) for axis, o in enumerate(origin)]
+        hi = [placed_u(float(centres[:, axis].max()), o, size) for axis, o in enumerate(origin)]
         top = self._lattice.level_for(float(radii.max()))
         self._check_world(lo, hi, top)
-        while top < self.root_level or not (self._root_contains(lo) and self._root_contains(hi)):
-            self._grow_root()
+        if top < self.root_level or not (self._root_contains(lo) and self._root_contains(hi)):
+            self._grow_root_for(top, lo, hi)
 
     def _root_contains(self, u: list[float]) -> bool:
         level, cell = self._nodes.key_of(self._root)
         cell_of = self._lattice.cell
         return all(cell_of(x, level) == c for x, c in zip(u, cell))
 
+    def _grow_root_for(self, top: int, lo: list[float], hi: list[float]) -> None:
+        """Grow the root until it is on level ``top`` or above and holds the root-relative
+        coordinates ``lo .. hi``; a root whose box would leave the floats is a ``ValueError``,
+        raised before anything changes.
+
+        The levels needed are counted first (the ancestor of cell ``c`` on ``g``
+        levels up is ``c >> g``), so the check sees the final root.
+        """
+        level, cell = self._nodes.key_of(self._root)
+        cell_of = self._lattice.cell
+        while level > top or not all(cell_of(x, level) == c and cell_of(y, level) == c
+                                     for x, y, c in zip(lo, hi, cell)):
+            level, cell = level - 1, tuple(c >> 1 for c in cell)
+        box_lo, box_hi = self._lattice.cell_bounds(level, cell)
+        if not (np.isfinite(box_lo).all() and np.isfinite(box_hi).all()
+                and math.isfinite(self._lattice.node_size(level))):
+            raise ValueError(f"the root would have to grow to nodes of edge {self._lattice.node_size(level):g} "
+                             f"from {box_lo.tolist()}, beyond the largest float; centres and radii must "
+                             f"stay within a world whose corners are finite")
+        while self.root_level > level:
+            self._grow_root()
+
     def _grow_root(self) -> None:
-        """Put a parent above the root: the world doubles, nothing stored moves."""
+        """Put a parent above the root: the world doubles, nothing stored moves.
+
+        The new root is made first (a ``MemoryError`` there changes nothing).
+        """
         old = self._root
         level, cell = self._nodes.key_of(old)
-        keep_old = self._nodes.count[old] > 0 or self._nodes.children[old] > 0
-        if not keep_old:  # an empty root would become an empty leaf
+        root = self._nodes.new(level - 1, tuple(c >> 1 for c in cell), -1)
+        if self._nodes.count[old] > 0 or self._nodes.children[old] > 0:
+            self._nodes.adopt(root, old)
+        else:  # an empty root would become an empty leaf
             self._delete_node(old)
-        self._root = self._nodes.new(level - 1, tuple(c >> 1 for c in cell), -1)
-        if keep_old:
-            self._nodes.adopt(self._root, old)
+        self._root = root
 
     def _shrink_root(self) -> None:
         """Undo growth that no object needs any more."""
@@ -822,18 +987,28 @@ class ViewDistanceTree:
     def _new_handle(self) -> int:
         if self._free_handles:
             return self._free_handles.pop()
-        return int(self._new_handles(1)[0])
+        handle = int(self._peek_handles(1)[0])
+        self._take_handles(1)
+        return handle
 
-    def _new_handles(self, n: int) -> np.ndarray:
+    def _peek_handles(self, n: int) -> np.ndarray:
+        """The ``n`` handles the next :meth:`_take_handles` hands out (the most recently freed first),
+        with room for them in the per-handle arrays; nothing is handed out yet."""
         reused = min(n, len(self._free_handles))
+        end = self._next_handle + n - reused
+        if end > self._obj_node.shape[0]:
+            obj_node = grown(self._obj_node, end, -1)
+            obj_pos = grown(self._obj_pos, end, 0)
+            self._obj_node, self._obj_pos = obj_node, obj_pos
         taken = self._free_handles[len(self._free_handles) - reused:]
+        return np.concatenate([np.array(taken[::-1], dtype=np.int64),
+                               np.arange(self._next_handle, end, dtype=np.int64)])
+
+    def _take_handles(self, n: int) -> None:
+        """Hand out the handles :meth:`_peek_handles` showed (no allocation)."""
+        reused = min(n, len(self._free_handles))
         del self._free_handles[len(self._free_handles) - reused:]
-        fresh = np.arange(self._next_handle, self._next_handle + n - reused, dtype=np.int64)
         self._next_handle += n - reused
-        if self._next_handle > self._obj_node.shape[0]:
-            self._obj_node = grown(self._obj_node, self._next_handle, -1)
-            self._obj_pos = grown(self._obj_pos, self._next_handle, 0)
-        return np.concatenate([np.array(taken[::-1], dtype=np.int64), fresh])
 
     # ------------------------------------------------------------------
     # Internals: nodes
@@ -931,20 +1106,6 @@ class ViewDistanceTree:
         pool.handles[tail] = -1
         self._nodes.count[touched] = kept
         return touched
-
-    def _link_many(self, handles: np.ndarray, centres: np.ndarray, radii: np.ndarray) -> None:
-        """Put objects (handles already issued, root already grown) into their home nodes.
-
-        Grouping by home (:func:`culling.tree.batch.group`), finding and
-        creating the home nodes (:meth:`NodeTable.at_many`), room in their
-        blocks (:meth:`_make_room`), then one pass writing the objects
-        (:func:`culling.tree.batch.place`).  ``centres`` C-contiguous.
-        """
-        group_of, keys, sizes = batch.group(centres, radii, self.origin, self.size)
-        homes = self._nodes.at_many(keys, self._root)
-        self._make_room(homes, sizes)
-        batch.place(handles, group_of, homes, centres, radii, (self._obj_node, self._obj_pos),
-                    self._nodes.arrays(), self._pool.arrays())
 
     def _make_room(self, nodes: np.ndarray, more: np.ndarray) -> None:
         """Give each of ``nodes`` (distinct) room for ``more`` more members: :meth:`_move_block`, vectorised.

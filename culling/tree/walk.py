@@ -22,7 +22,7 @@ import math
 
 import numpy as np
 
-from culling.core.cells import axis_window, grown_half, half_reach_by
+from culling.core.cells import axis_window, exact_axis_window, grown_half, half_reach_by
 from culling.core.jit import kernel
 from culling.core.lattice import MAX_DEPTH, MAX_GROWTH
 from culling.core.members import PARALLEL_MIN_POINTS, answer
@@ -68,10 +68,10 @@ def walk(p: np.ndarray, scale: float, world: World, nodes: Nodes, grow: float = 
     world : the origin, size, root and root level
     nodes : the node table; the walk reads ``child`` (-1 for no child) and the root's column of ``cells``
     grow : float, >= 0
-        A probe sphere's radius ``rho``: each window is widened by ``rho`` at
-        both ends (:func:`culling.core.cells.grown_half`, rounded up), so a
-        node is visited when the point's rule holds for its box grown by
-        ``rho`` too, and at most ``(2 + ceil(2 * rho / W))**dim`` nodes per
+        A probe sphere's radius ``rho``: each window's margin grows by ``rho``
+        (:func:`culling.core.cells.grown_half`, its ends decided exactly as a
+        point's), so a node is visited when the point's rule holds for its box
+        grown by ``rho`` too: at most ``(2 + ceil(2 * rho / W))**dim`` nodes per
         level for ``scale <= 1``.  A probe covering the whole world visits
         every node (the windows clamp like a huge ``scale``'s), no more.
 
@@ -119,7 +119,9 @@ def walk(p: np.ndarray, scale: float, world: World, nodes: Nodes, grow: float = 
         half = grown_half(half_reach_by(size, down, up, scale), grow)
         factor = 0.5 * up  # level_factor(level) where it is used (level >= 0)
         for axis in range(dim):  # window(), written out: a call with array arguments costs more than it does
-            lo[axis], hi[axis] = axis_window(p[axis], origin[axis], half, size, level, factor)
+            first_cell, last_cell = axis_window(p[axis], origin[axis], half, size, level, factor)
+            lo[axis], hi[axis] = exact_axis_window(p[axis], origin[axis], scale, size, level, first_cell, last_cell,
+                                                   grow)
         last = n
         # Room for this level's visits first, so that the loops below never replace the buffer:
         # at most 2**dim per parent, and at most one per cell of the window.
