@@ -122,7 +122,7 @@ def hud_lines(info: HudInfo, mode: str = "full") -> list[tuple[str, tuple[float,
     if not info.lod:
         state.append("full detail (G)")
     timing = f"median of {info.warm_frames}" if info.warm_frames > 1 else "this frame"
-    cold = [("this frame was slow: compiling or a first use (times are medians)", YELLOW)] if info.cold else []
+    cold = [("slow frame: a compile, a first use or a busy machine", YELLOW)] if info.cold else []
     if mode == "compact":
         lines = [
             (f"{info.scene} {info.objects:,}  cull {s.cull_ms:.2f} ms  draw {s.draw_ms:.1f} ms"

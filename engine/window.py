@@ -167,8 +167,9 @@ class App:
         config = pyglet.gl.Config(major_version=major, minor_version=minor,  # type: ignore[abstract]
                                   forward_compatible=True, double_buffer=True, depth_size=cls.depth_size)
         try:
+            # Hidden until the app is built (run() shows it): a window on screen answers its keys.
             return pyglet.window.Window(width=width, height=height, caption=cls.title, resizable=cls.resizable,
-                                        vsync=cls.vsync, config=config)
+                                        vsync=cls.vsync, config=config, visible=False)
         except Exception as exc:
             raise WindowError(f"cannot open an OpenGL {major}.{minor} window: {_reason(exc)}") from None
 
@@ -200,6 +201,7 @@ class App:
             window.close()
             raise WindowError(f"moderngl cannot use the window's OpenGL context: {exc}") from None
         app = cls(window, ctx, **kwargs)
+        window.set_visible(True)           # only now: the scene is loaded and every key is handled
         # Input: the app's handlers in one frame, pyglet's key-state handler in a
         # frame above it.  KeyStateHandler returns nothing, so every key event
         # reaches both; setting the app's key handlers into the key-state
