@@ -7,15 +7,26 @@ and returns every touching pair once, as ``(i, j)`` with ``i < j``.  All of
 them finish with the same exact filter (:func:`exact_pairs`), so they differ
 only in how they find candidates:
 
-- :class:`TreePairs`: ``culling.CollisionCandidates`` with the largest
-  bounding radius as its probe (each creature stored with reach
-  ``b_i + b_max``), moved with ``update_many``; the candidates of every
-  creature come from one ``query_many`` over all centres on its tree;
+- :class:`TreePairs`: a ``culling.ViewDistanceTree`` holding every
+  creature with its bounding radius, moved with ``update_many``; the pairs
+  come from ``overlapping_pairs`` (the tree joined with itself, exact: no
+  filter after it);
 - :class:`KDTreePairs`: scipy's cKDTree rebuilt every frame,
   ``query_pairs(2 b_max)``;
 - :class:`HashGridPairs`: a uniform hash grid written in NumPy (cell edge
   ``2 b_max``; creatures sorted by cell key; each cell against itself and its
-  13 forward neighbours through ``searchsorted``).
+  13 forward neighbours through ``searchsorted``);
+- :class:`SplitKDTreePairs`: for a heavy tail of radii, where one
+  ``query_pairs`` at twice the largest radius would return about every
+  pair: cKDTree ``query_pairs`` among the small creatures and
+  ``sparse_distance_matrix`` of the large ones against all.
+
+The sphere probes (many probes, each with its own radius, over many
+entities with their own radii): :class:`TreeProbes` (``overlapping_many``),
+:class:`KDTreeProbesInverted` (a cKDTree of the probes, queried by every
+entity with its radius plus the largest probe radius) and
+:class:`KDTreeProbesSparse` (``sparse_distance_matrix`` between a tree of the
+probes and a tree of the entities).
 
 :func:`brute_pairs` is the O(n^2) reference (in blocks), and
 :func:`brute_partners` its sampled form for large ``n``.
@@ -31,6 +42,8 @@ from benchmarks.peers import TIE_TOLERANCE, AgreementError
 
 BLOCK = 2048
 """Rows per block of the brute-force reference: a (BLOCK, n) float64 block."""
+BLOCK_ENTRIES = 1 << 24
+"""At most this many entries per block of :func:`brute_partners` (16M float64: 128 MB)."""
 
 
 def _sq_dist(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -63,27 +76,25 @@ def concat_ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
 
 
 class TreePairs:
-    """``CollisionCandidates`` (probe = largest bounding radius) and its tree's ``query_many``."""
+    """``ViewDistanceTree`` of the bounding spheres: ``update_many`` then ``overlapping_pairs`` per frame."""
 
-    name = "tree: CollisionCandidates + query_many"
+    name = "tree: update_many + overlapping_pairs"
 
     def __init__(self, factory: Any) -> None:
-        self.factory = factory     # (probe_radius, size, origin) -> CollisionCandidates
+        self.factory = factory     # (size, origin) -> ViewDistanceTree
 
     def setup(self, radii: np.ndarray, centres: np.ndarray, size: float) -> None:
         self.radii = radii
-        self.cc = self.factory(float(radii.max()), size, (0.0, 0.0, 0.0))
-        self.handles = np.asarray(self.cc.insert_many(centres, radii), dtype=np.int64)
+        self.tree = self.factory(size, (0.0, 0.0, 0.0))
+        self.handles = np.asarray(self.tree.insert_many(centres, radii), dtype=np.int64)
         self.index_of = np.full(int(self.handles.max()) + 1, -1, dtype=np.int64)
         self.index_of[self.handles] = np.arange(self.handles.size)
 
     def frame(self, centres: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        self.cc.update_many(self.handles, centres)
-        hs, counts = self.cc.tree.query_many(centres, exact=True)
-        i = np.repeat(np.arange(len(counts), dtype=np.int64), counts)
-        j = self.index_of[hs]
-        keep = i < j                  # each pair once, and not oneself
-        return exact_pairs(i[keep], j[keep], centres, self.radii)
+        self.tree.update_many(self.handles, centres, self.radii)
+        first, second = self.tree.overlapping_pairs()
+        i, j = self.index_of[first], self.index_of[second]
+        return np.minimum(i, j), np.maximum(i, j)
 
 
 class KDTreePairs:
@@ -146,6 +157,156 @@ class HashGridPairs:
         return exact_pairs(np.concatenate(parts_i), np.concatenate(parts_j), centres, self.radii)
 
 
+class SplitKDTreePairs:
+    """cKDTree split by radius class: ``query_pairs`` among the small, ``sparse_distance_matrix`` large x all.
+
+    Small: radius at most :data:`SMALL_LIMIT`.  Both trees are rebuilt every
+    frame; the large-against-all pairs within ``b_large_max + b_max`` are
+    filtered exactly like the rest, each large-large pair kept once.
+    """
+
+    name = "scipy cKDTree split by radius class"
+
+    def setup(self, radii: np.ndarray, centres: np.ndarray, size: float) -> None:
+        self.radii = radii
+        self.small = np.flatnonzero(radii <= SMALL_LIMIT)
+        self.large = np.flatnonzero(radii > SMALL_LIMIT)
+        self.small_reach = 2.0 * float(radii[self.small].max()) if self.small.size else 0.0
+        self.large_reach = float(radii[self.large].max() + radii.max()) if self.large.size else 0.0
+
+    def frame(self, centres: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        from scipy.spatial import cKDTree
+
+        small = self.small
+        pairs = cKDTree(centres[small]).query_pairs(self.small_reach, output_type="ndarray")
+        i = [small[pairs[:, 0]]]
+        j = [small[pairs[:, 1]]]
+        if self.large.size:
+            everyone = cKDTree(centres)
+            big = cKDTree(centres[self.large])
+            near = big.sparse_distance_matrix(everyone, self.large_reach, output_type="ndarray")
+            a = self.large[near["i"].astype(np.int64)]
+            b = near["j"].astype(np.int64)
+            # a large-large pair appears twice (and each large with itself): keep a < b among them
+            keep = (a != b) & ((self.radii[b] <= SMALL_LIMIT) | (a < b))
+            i.append(a[keep])
+            j.append(b[keep])
+        return exact_pairs(np.concatenate(i), np.concatenate(j), centres, self.radii)
+
+
+#: The class split of :class:`SplitKDTreePairs`: radii up to this are "small".
+SMALL_LIMIT = 10.0
+
+
+def heavy_frames(n: int, frames: int, share: float = 0.01, large: tuple[float, float] = (20.0, 50.0),
+                 seed: int = 11) -> tuple[np.ndarray, list[np.ndarray]]:
+    """:func:`benchmarks.workloads.swarm_frames` with a heavy tail: ``share`` of the creatures
+    get a radius in ``large`` (the rest 0.5-2.5), each moving up to a quarter of its radius a frame."""
+    from benchmarks.workloads import SWARM_BOUNDING, SWARM_SPACING
+
+    rng = np.random.default_rng(seed)
+    edge = SWARM_SPACING * n ** (1.0 / 3.0)
+    radii = rng.uniform(*SWARM_BOUNDING, n)
+    big = rng.choice(n, int(round(share * n)), replace=False)
+    radii[big] = rng.uniform(*large, big.size)
+    c = rng.uniform(0.0, edge, (n, 3))
+    velocity = rng.normal(0.0, 1.0, (n, 3))
+    velocity *= (0.25 * radii / np.linalg.norm(velocity, axis=1))[:, None]
+    out = []
+    for _ in range(frames):
+        c = c + velocity
+        low, high = c < 0.0, c >= edge
+        c = np.where(low, -c, np.where(high, 2.0 * edge - c - 1e-9, c))
+        velocity = np.where(low | high, -velocity, velocity)
+        out.append(c)
+    return radii, out
+
+
+# ------------------------------------------------------------------ probes
+
+
+def probe_keys(probe: np.ndarray, entity: np.ndarray, n: int) -> np.ndarray:
+    """Sorted ``probe * n + entity`` keys: shape (hits,), int64."""
+    return np.sort(np.asarray(probe, dtype=np.int64) * n + np.asarray(entity, dtype=np.int64))
+
+
+def exact_probe_pairs(p: np.ndarray, e: np.ndarray, probes: np.ndarray, rho: np.ndarray, centres: np.ndarray,
+                      radii: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Keep the candidate (probe, entity) pairs that meet: ``|c_e - p| <= r_e + rho_p``."""
+    reach = radii[e] + rho[p]
+    keep = _sq_dist(centres[e], probes[p]) <= reach * reach
+    return p[keep], e[keep]
+
+
+class TreeProbes:
+    """``ViewDistanceTree.overlapping_many``: every probe with its own radius, exact."""
+
+    name = "tree: overlapping_many"
+
+    def __init__(self, factory: Any) -> None:
+        self.factory = factory
+
+    def build(self, centres: np.ndarray, radii: np.ndarray, size: float) -> None:
+        self.tree = self.factory(size, (0.0, 0.0, 0.0))
+        self.handles = np.asarray(self.tree.insert_many(centres, radii), dtype=np.int64)
+
+    def probe(self, probes: np.ndarray, rho: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        handles, counts = self.tree.overlapping_many(probes, rho, exact=True)
+        return np.repeat(np.arange(counts.size, dtype=np.int64), counts), handles   # handles are 0..n-1
+
+
+class KDTreeProbesInverted:
+    """A cKDTree of the probes; every entity asks for the probes within its radius plus the largest probe radius."""
+
+    name = "scipy cKDTree inverted (entities ask)"
+
+    def build(self, centres: np.ndarray, radii: np.ndarray, size: float) -> None:
+        self.centres, self.radii = centres, radii
+
+    def probe(self, probes: np.ndarray, rho: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        from scipy.spatial import cKDTree
+
+        lists = cKDTree(probes).query_ball_point(self.centres, self.radii + float(rho.max()), workers=-1,
+                                                 return_sorted=False)
+        counts = np.fromiter((len(x) for x in lists), dtype=np.int64, count=len(lists))
+        p = np.fromiter((q for x in lists for q in x), dtype=np.int64, count=int(counts.sum()))
+        e = np.repeat(np.arange(len(lists), dtype=np.int64), counts)
+        return exact_probe_pairs(p, e, probes, rho, self.centres, self.radii)
+
+
+class KDTreeProbesSparse:
+    """``sparse_distance_matrix`` between a cKDTree of the probes and one of the entities (built once)."""
+
+    name = "scipy cKDTree sparse_distance_matrix"
+
+    def build(self, centres: np.ndarray, radii: np.ndarray, size: float) -> None:
+        from scipy.spatial import cKDTree
+
+        self.centres, self.radii = centres, radii
+        self.tree = cKDTree(centres)
+
+    def probe(self, probes: np.ndarray, rho: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        from scipy.spatial import cKDTree
+
+        near = cKDTree(probes).sparse_distance_matrix(self.tree, float(rho.max() + self.radii.max()),
+                                                      output_type="ndarray")
+        return exact_probe_pairs(near["i"].astype(np.int64), near["j"].astype(np.int64), probes, rho,
+                                 self.centres, self.radii)
+
+
+def brute_probes(sample: np.ndarray, probes: np.ndarray, rho: np.ndarray, centres: np.ndarray,
+                 radii: np.ndarray) -> np.ndarray:
+    """Keys of every (probe, entity) that meet, for the probes ``sample``, brute force.  O(k n)."""
+    n = len(radii)
+    keys = []
+    for q in sample.tolist():
+        d = centres - probes[q]
+        d2 = d[:, 0] * d[:, 0] + d[:, 1] * d[:, 1] + d[:, 2] * d[:, 2]
+        reach = radii + rho[q]
+        keys.append(q * n + np.flatnonzero(d2 <= reach * reach))
+    return np.sort(np.concatenate(keys)) if keys else np.empty(0, dtype=np.int64)
+
+
 def brute_pairs(centres: np.ndarray, radii: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Every touching pair by testing all n (n - 1) / 2 pairs, in blocks.  O(n^2)."""
     n = len(radii)
@@ -179,8 +340,9 @@ def brute_partners(sample: np.ndarray, centres: np.ndarray, radii: np.ndarray) -
     """Keys (min * n + max) of every touching pair with an end in ``sample``, brute force.  O(k n)."""
     n = len(radii)
     keys = []
-    for s in range(0, len(sample), BLOCK):
-        i, j = _touching_block(sample[s:s + BLOCK], centres, radii)
+    block = max(1, min(BLOCK, BLOCK_ENTRIES // max(n, 1)))   # a (block, n) distance block stays ~128 MB
+    for s in range(0, len(sample), block):
+        i, j = _touching_block(sample[s:s + block], centres, radii)
         keys.append(np.minimum(i, j) * n + np.maximum(i, j))
     return np.unique(np.concatenate(keys)) if keys else np.empty(0, dtype=np.int64)
 

@@ -166,7 +166,7 @@ BATCH_COLOURS = {
     "numpy brute force": "C3",
     "scipy cKDTree inverted": "C2",
     "rtree intersection_v": "C1",
-    "tree: CollisionCandidates + query_many": "C0",
+    "tree: update_many + overlapping_pairs": "C0",
     "scipy cKDTree query_pairs": "C2",
     "numpy uniform hash grid": "C4",
 }

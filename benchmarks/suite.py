@@ -49,6 +49,8 @@ class Config:
     collision_sample: int
     jit_warm_runs: int                       # 0: skip the JIT start-up section
     jit_cold: bool                           # also a cold start (compiles every kernel: seconds)
+    collision_heavy: int = 100_000           # creatures of the heavy-tail case (0: skip)
+    collision_probes: tuple[int, int] = (2000, 1_000_000)   # (probes, entities) of the probe case
 
 
 PRESETS: dict[str, Config] = {
@@ -57,20 +59,20 @@ PRESETS: dict[str, Config] = {
         (10_000, 100_000), 100_000, 12, (10_000, 100_000, 1_000_000),
         (("dense", 1_000_000), ("sparse", 10_000)), 2000, 300,
         (5_000, 100), (10_000, 100_000, 1_000_000), 2000, 5,
-        (10_000, 100_000), 6, 20_000, 1000, 3, True,
+        (10_000, 100_000, 1_000_000), 6, 20_000, 1000, 3, True,
     ),
     "quick": Config(
         "quick", (1_000, 10_000, 100_000), 32, 3, 2, 1, (10_000, 100_000), 5,
         (1_000, 10_000), 10_000, 6, (1_000, 10_000, 100_000),
         (("dense", 100_000), ("sparse", 1_000)), 500, 100,
         (5_000, 100), (100_000,), 500, 3,
-        (2_000, 5_000), 4, 5_000, 500, 1, False,
+        (2_000, 5_000), 4, 5_000, 500, 1, False, 20_000, (500, 100_000),
     ),
     "tiny": Config(
         "tiny", (200, 1_000), 6, 1, 1, 1, (300, 2_000), 1,
         (100, 1_000), 500, 3, (100, 1_000), (("dense", 2_000), ("sparse", 200)), 50, 20,
         (500, 20), (2_000,), 40, 1,
-        (300, 1_500), 3, 1_000, 200, 0, False,
+        (300, 1_500), 3, 1_000, 200, 0, False, 2_000, (50, 5_000),
     ),
 }
 

@@ -9,12 +9,15 @@ The public contract (names, shapes, dtypes, errors, the precise geometric
 rules) is docs/CONTRACT.md in the repository.
 """
 
+from culling.answer import QueryDetails
+from culling.core.threads import set_thread_count, thread_count
 from culling.grid.grid import DenseViewDistanceGrid
 from culling.interface import PointIndex
 from culling.trace import LevelTrace, QueryTrace
 from culling.tree.tree import MAX_DEPTH, MAX_GROWTH, ViewDistanceTree
 from culling.uses.collision import CollisionCandidates
 from culling.uses.tracker import MultiCameraTracker, VisibilityEvents, VisibilityTracker
+from culling.warmup import kernels_cached, warm_up
 
 __all__ = [
     "CollisionCandidates",
@@ -24,8 +27,13 @@ __all__ = [
     "MAX_GROWTH",
     "MultiCameraTracker",
     "PointIndex",
+    "QueryDetails",
     "QueryTrace",
     "ViewDistanceTree",
     "VisibilityEvents",
     "VisibilityTracker",
+    "kernels_cached",
+    "set_thread_count",
+    "thread_count",
+    "warm_up",
 ]

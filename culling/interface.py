@@ -20,6 +20,8 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
+from culling.answer import QueryDetails
+
 __all__ = ["PointIndex"]
 
 
@@ -29,7 +31,9 @@ class PointIndex(Protocol):
 
     ``exact=False`` returns a superset of the spheres containing the point
     (each handle once); ``exact=True`` exactly those with ``|p - c| <=
-    radius * scale`` (Euclidean for spheres, largest axis for cubes).
+    radius * scale`` (Euclidean for spheres, largest axis for cubes).  The
+    sphere probes (``overlapping``, ``overlapping_many``) and the pairs
+    (``overlapping_pairs``) are the collision broad phase on the same data.
     ``scale`` must be a finite real number above zero.  Returned arrays
     belong to the caller.
     """
@@ -50,4 +54,23 @@ class PointIndex(Protocol):
     def query_spheres(self, point: object, exact: bool = False,
                       scale: float = 1.0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``(handles (k,), centres (k, dim), radii (k,))`` of :meth:`query`'s answer."""
+        ...
+
+    def overlapping(self, centre: object, radius: float, exact: bool = False, scale: float = 1.0) -> np.ndarray:
+        """Handles, int64 (k,), of the spheres that may meet the probe sphere; ``exact``: exactly
+        those with ``|c - centre| <= radius_i * scale + radius``."""
+        ...
+
+    def overlapping_many(self, centres: object, radii: object, exact: bool = False,
+                         scale: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
+        """``(handles, counts)`` of many probes, ``radii`` (m,) or one number, as :meth:`query_many`."""
+        ...
+
+    def overlapping_pairs(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(first, second)``, int64: every pair of stored spheres that meet, once, ``first < second``."""
+        ...
+
+    def query_detailed(self, point: object, scale: float = 1.0, trace: bool = False) -> QueryDetails:
+        """The exact answer with centres, radii, distances, the candidate count and (``trace=True``)
+        the walk's trace, from one walk (:class:`culling.QueryDetails`)."""
         ...

@@ -11,6 +11,7 @@ import argparse
 import logging
 import os
 import sys
+import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import NoReturn
@@ -67,7 +68,10 @@ def _count(text: str) -> int:
 
 
 def _positive(text: str) -> int:
-    value = _count(text)
+    try:
+        value = int(text.replace("_", "").replace(",", ""))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
     return value
@@ -87,6 +91,28 @@ def _folder(text: str) -> Path:
     if not text.strip():
         raise argparse.ArgumentTypeError("must name a folder, got an empty string")
     return Path(text)
+
+
+def unwritable_folder(folder: Path) -> str | None:
+    """Why images cannot be written into ``folder`` (created if missing), or None if they can.
+
+    Checked before the scene is built (a read-only ``--out`` costs no wait) by
+    writing a probe file into the folder, or into its nearest existing
+    parent when it does not exist yet.
+    """
+    target = folder
+    while not target.exists() and target.absolute().parent != target.absolute():
+        target = target.absolute().parent
+    if not target.is_dir():
+        return f"--out {folder} is not a folder ({target} is a file)" if target != folder \
+            else f"--out {folder} is not a folder"
+    try:
+        with tempfile.TemporaryFile(dir=target):
+            pass
+    except OSError as exc:
+        where = "" if target == folder else f" ({target})"
+        return f"--out {folder} is not writable{where}: {exc.strerror or exc}"
+    return None
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -205,6 +231,10 @@ def _run(args: argparse.Namespace) -> int:
         return run_window(settings, args.size or (1280, 720), stats=args.stats, out=args.out,
                           exit_after=args.exit_after)
 
+    if not args.no_images:
+        problem = unwritable_folder(args.out)
+        if problem is not None:
+            return _fail(problem + " (choose another --out, or --no-images)")
     from demo.headless import HeadlessOptions, run_headless
 
     options = HeadlessOptions(settings=settings, size=args.size or (960, 540), frames=args.frames or DEFAULT_FRAMES,

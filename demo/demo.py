@@ -22,15 +22,15 @@ The interactive window (:mod:`demo.interactive`) and the headless runner
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from collections import deque
+from dataclasses import dataclass, replace
 from time import perf_counter
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.typing import ArrayLike
 
-import culling
-from culling import ViewDistanceTree
+from culling import CollisionCandidates, QueryTrace, ViewDistanceTree, VisibilityEvents, VisibilityTracker
 from engine.camera import Camera
 from engine.culling_pipeline import BruteForceIndex, CullingPipeline, FrameStats
 from engine.hud import HudInfo
@@ -51,13 +51,16 @@ log = logging.getLogger(__name__)
 #: The +/- keys multiply / divide the global view-distance scale by this.
 SCALE_STEP = 1.25
 SCALE_LIMITS = (1.0 / 32.0, 32.0)
+#: The HUD's times are medians over this many recent frames: one slow frame
+#: (a compile, a scene switch, the OS) does not set the figure people read.
+WARM_FRAMES = 30
+#: A frame slower than this many times the median (and than COLD_MS) is marked
+#: on the HUD as one that paid for compiling or a first use (20 ms: above the
+#: spikes of a loaded machine, below any kernel compile, 0.1 s and more).
+COLD_FACTOR = 5.0
+COLD_MS = 20.0
 #: Radius of the camera's collision probe (metres): a person-sized sphere.
 CAMERA_RADIUS = 1.5
-
-# Optional parts of `culling`, from other issues: the demo works without them.
-VisibilityTracker = getattr(culling, "VisibilityTracker", None)
-CollisionCandidates = getattr(culling, "CollisionCandidates", None)
-
 
 class DemoError(RuntimeError):
     """A problem the user can fix (bad scene, unsupported option); one line."""
@@ -107,15 +110,16 @@ class Demo:
         self.only_depth: int | None = None
         self.fade = True
         self.scale = 1.0
-        self.collide = CollisionCandidates is not None
+        self.collide = True
         self.frozen: Camera | None = None
         self.stats = FrameStats()
-        self.trace = None
-        self.events = None
+        self.trace: QueryTrace | None = None
+        self.events: VisibilityEvents | None = None
         self.view_projection: np.ndarray = np.eye(4)      # set for real by load_scene and update
         self._cull_view_projection: np.ndarray = np.eye(4)
         self._drawn = False
         self.boxes = 0                  # overlay boxes in the last drawn frame
+        self.recent: deque[FrameStats] = deque(maxlen=WARM_FRAMES)     # drawn frames, newest last
         self.load_scene(self.settings.scene, self.settings.objects)
 
     # -- scene -----------------------------------------------------------------
@@ -129,7 +133,7 @@ class Demo:
         t0 = perf_counter()
         index: ViewDistanceTree | BruteForceIndex
         if self.settings.brute_force:
-            index = BruteForceIndex(len(scene))
+            index = BruteForceIndex(scene.centres, scene.view_distance, shape=self.settings.shape)
             handles = np.arange(len(scene), dtype=np.int64)
         else:
             try:
@@ -153,13 +157,11 @@ class Demo:
         self.frozen = None
         self.time = 0.0
         self.only_depth = None
-        self.collision = None
         solid = np.flatnonzero([k.solid for k in scene.kinds])
-        if CollisionCandidates is not None:
-            mask = np.isin(scene.kind, solid)
-            self.collision = CollisionCandidates(CAMERA_RADIUS, scene.world_size, scene.world_origin, dim=3)
-            self.collision.insert_many(scene.centres[mask], scene.bounding_radius[mask])
-        self.tracker = VisibilityTracker() if VisibilityTracker is not None else None
+        mask = np.isin(scene.kind, solid)
+        self.collision = CollisionCandidates(CAMERA_RADIUS, scene.world_size, scene.world_origin, dim=3)
+        self.collision.insert_many(scene.centres[mask], scene.bounding_radius[mask])
+        self.tracker = VisibilityTracker()
         self.events = None
         # Nothing culled yet: a render before the next update draws ground and sky.
         self.stats = FrameStats()
@@ -168,6 +170,23 @@ class Demo:
         self.map_inset.geometry = None
         self.view_projection = self._cull_view_projection = self.camera.view_projection()
         self._drawn = False
+        self.recent = deque(maxlen=WARM_FRAMES)
+        self._warm_up()
+
+    def _warm_up(self) -> None:
+        """Run every query path once (walk, trace, exact query, records, levels) and
+        the scene's own batches, so the first frame shows warm times: compiling
+        happens here, at load, not in a frame people read figures from."""
+        t0 = perf_counter()
+        position, vp = self.camera.position, self.camera.view_projection()
+        for trace in (True, False):
+            self.pipeline.cull(position, vp, scale=1.0, trace=trace and self.tree is not None)
+            frame = self.pipeline.instance_groups(self.fade, lod=self.lod)
+            self.renderer.upload_groups(frame.instances, frame.group_starts)
+            self.renderer.upload_groups(frame.instances[:0], np.zeros_like(frame.group_starts))   # draw nothing yet
+        self.scene.warm_up(position)
+        self.pipeline.visible = self.pipeline.visible[:0]
+        log.info("%s: query paths warmed up in %.2f s", self.scene.name, perf_counter() - t0)
 
     @property
     def renderer(self) -> Renderer:
@@ -200,7 +219,7 @@ class Demo:
         """Move the camera in its own frame; with collision on it slides off
         solid objects (rocks, trees, towers) and stays above the ground."""
         self.camera.move_local(forward, right, up)
-        if self.collide and self.collision is not None:
+        if self.collide:
             self.camera.position = self.collision.resolve(self.camera.position)
         if self.collide:
             p = self.camera.position
@@ -226,8 +245,7 @@ class Demo:
 
     def scale_view(self, factor: float) -> None:
         """Multiply the global view-distance scale (the + and - keys)."""
-        if self.pipeline.supports_scale:
-            self.scale = float(np.clip(self.scale * factor, *SCALE_LIMITS))
+        self.scale = float(np.clip(self.scale * factor, *SCALE_LIMITS))
 
     def set_fade(self, on: bool) -> None:
         self.fade = bool(on)
@@ -243,7 +261,7 @@ class Demo:
     @property
     def query_scale(self) -> float:
         """The scale every view distance is multiplied by this frame: the +/- keys' times the zoom's."""
-        return self.scale * self.zoom.scale if self.pipeline.supports_scale else 1.0
+        return self.scale * self.zoom.scale
 
     # -- the frame -----------------------------------------------------------------
     def update(self, dt: float) -> FrameStats:
@@ -260,10 +278,8 @@ class Demo:
 
         # Simulation: moving objects are pushed into the tree in one batch.
         moved = scene.update(self.time, dt, self.camera.position)
-        if moved is not None and moved.shape[0]:
-            if self.tree is not None:
-                self.tree.update_many(self.handles[moved], scene.centres[moved], scene.view_distance[moved])
-            self.pipeline.refresh(moved)
+        if moved is not None and moved.shape[0] and self.tree is not None:
+            self.tree.update_many(self.handles[moved], scene.centres[moved], scene.view_distance[moved])
 
         # Zoom narrows the field of view; the view distances grow with it (query_scale).
         # At rest the zoom follows the camera's own field of view (a caller may set it).
@@ -281,15 +297,14 @@ class Demo:
             cull_position, cull_vp = self.camera.position, self.view_projection
         self._cull_view_projection = cull_vp
 
-        # Culling: query (+ trace for the overlay) -> distance filter -> frustum filter.
+        # Culling: the walk (the overlay's trace when asked) -> the exact query -> frustum filter.
         stats = self.pipeline.cull(cull_position, cull_vp, scale=self.query_scale,
                                    trace=(self.show_overlay or self.show_map) and self.tree is not None)
         self.trace = self.pipeline.trace
         self._cull_position = cull_position
 
         # Gameplay hook: which objects came into view or left it this frame.
-        if self.tracker is not None:
-            self.events = self.tracker.update(self.handles[self.pipeline.visible])
+        self.events = self.tracker.update(self.handles[self.pipeline.visible])
         self.stats = stats
         self._drawn = False
         return stats
@@ -305,6 +320,7 @@ class Demo:
         """
         stats = self.stats
         if not self._drawn:
+            self.recent.append(stats)             # completed below (draw_ms)
             t0 = perf_counter()
             frame = self.pipeline.instance_groups(self.fade, lod=self.lod)
             self.renderer.upload_groups(frame.instances, frame.group_starts)
@@ -313,11 +329,10 @@ class Demo:
             t1 = perf_counter()
             self.boxes = 0
             if self.show_overlay and self.trace is not None:
-                frozen = self.frozen is not None
                 geometry = build_overlay(
                     self.trace, loose=self.show_loose, only_depth=self.only_depth,
-                    frozen_view_projection=self._cull_view_projection if frozen else None,
-                    frozen_point=self.frozen.position if frozen else None)
+                    frozen_view_projection=self._cull_view_projection if self.frozen is not None else None,
+                    frozen_point=self.frozen.position if self.frozen is not None else None)
                 self.overlay_renderer.upload(geometry)
                 self.boxes = geometry.box_count
             if self.show_map:
@@ -348,26 +363,44 @@ class Demo:
                     width=int(self.size[0]), height=int(self.size[1]),
                     lod=self.lod, map=self.show_map, zoom=float(self.zoom.scale))
 
+    def warm_stats(self) -> tuple[FrameStats, bool]:
+        """The last frame's counts with the median times of :data:`WARM_FRAMES` recent frames,
+        and whether the last frame was cold (slower than ``COLD_FACTOR`` times that median)."""
+        frames = list(self.recent)
+        if not frames or frames[-1] is not self.stats:
+            return self.stats, False
+        def median(name: str) -> float:
+            return float(np.median([getattr(f, name) for f in frames]))
+
+        warm = replace(self.stats, query_ms=median("query_ms"), distance_ms=median("distance_ms"),
+                       frustum_ms=median("frustum_ms"), upload_ms=median("upload_ms"), draw_ms=median("draw_ms"),
+                       trace_ms=median("trace_ms"))
+        earlier = [f.cull_ms for f in frames[:-1]]
+        cold = bool(earlier) and self.stats.cull_ms > max(COLD_FACTOR * float(np.median(earlier)), COLD_MS)
+        return warm, cold
+
     def hud_info(self, fps: float | None = None, speed: float | None = None, help: bool = True,
                  mouse: str | None = None) -> HudInfo:
-        """The numbers the HUD shows for the last frame."""
+        """The numbers the HUD shows for the last frame (times: medians of recent frames)."""
         levels = trace_levels(self.trace, self.show_loose)
         if self.only_depth is not None:
             levels = [lv for lv in levels if lv.depth == self.only_depth]
         ev = self.events
+        warm, cold = self.warm_stats()
         return HudInfo(
-            scene=self.scene.name, objects=len(self.scene), stats=self.stats, levels=levels, fps=fps,
+            scene=self.scene.name, objects=len(self.scene), stats=warm, levels=levels, fps=fps,
+            warm_frames=len(self.recent), cold=cold,
             frozen=self.frozen is not None, overlay=self.show_overlay, loose=self.show_loose,
             only_depth=self.only_depth, fade=self.fade,
-            scale=self.scale if self.pipeline.supports_scale else None,
-            zoom=self.zoom.scale if self.pipeline.supports_scale and self.zoom.scale != 1.0 else None,
+            scale=self.scale,
+            zoom=self.zoom.scale if self.zoom.scale != 1.0 else None,
             lod=self.lod, show_map=self.show_map,
-            collision=self.collide if self.collision is not None else None,
+            collision=self.collide,
             entered=None if ev is None else int(ev.entered.shape[0]),
             left=None if ev is None else int(ev.left.shape[0]),
             shape=self.settings.shape, brute_force=self.settings.brute_force, help=help, speed=speed,
             mouse=mouse,
-            notes=self.scene.status_lines(),
+            notes=self.scene.status_lines(), scene_legend=self.scene.legend(),
         )
 
     def read_image(self, framebuffer: moderngl.Framebuffer) -> Image.Image:

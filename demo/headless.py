@@ -20,8 +20,9 @@ from numpy.typing import NDArray
 
 from demo.demo import Demo, DemoError, DemoSettings
 from demo.interactive import save_image
+from demo.loading import building, warm_up_headless
 from demo.stats import StatsWriter
-from engine.hud import GREY, WHITE, YELLOW, draw_hud, hud_font_size, hud_lines, text_colour
+from engine.hud import GREY, WHITE, YELLOW, draw_hud, hud_font_size, hud_legend, hud_lines, text_colour
 from engine.map import draw_map_label
 from engine.overlay import LEVEL_COLOURS, POINT_COLOUR
 
@@ -173,6 +174,7 @@ def run_headless(options: HeadlessOptions, ctx: moderngl.Context | None = None) 
     """
     if options.frames < 1:
         raise ValueError(f"frames must be >= 1, got {options.frames}")
+    warm_up_headless()  # says at once when the kernels compile (first run only)
     out = options.out
     if out is not None:
         try:
@@ -187,7 +189,8 @@ def run_headless(options: HeadlessOptions, ctx: moderngl.Context | None = None) 
     ctx = ctx or create_offscreen_context()
     w, h = options.size
     fbo = ctx.simple_framebuffer((w, h))
-    demo = Demo(ctx, (w, h), options.settings)
+    with building(options.settings.scene, options.settings.objects):
+        demo = Demo(ctx, (w, h), options.settings)
     hud_mode = options.settings.hud_mode if options.settings.hud else "off"
     frames: list[FrameStats] = []
     images: list[Path] = []
@@ -209,9 +212,11 @@ def run_headless(options: HeadlessOptions, ctx: moderngl.Context | None = None) 
             if out is not None or options.gif:
                 image = demo.read_image(fbo)
                 if hud_mode != "off":
-                    lines = hud_lines(demo.hud_info(help=False), hud_mode)
+                    info = demo.hud_info(help=False)
+                    lines = hud_lines(info, hud_mode)
                     chars = max((len(text) for text, _ in lines), default=0)
-                    draw_hud(image, lines, font_size=hud_font_size(h, w, chars))
+                    draw_hud(image, lines, font_size=hud_font_size(h, w, chars),
+                             legend=hud_legend(info, hud_mode))
                 if demo.show_map and demo.map_inset.geometry is not None:
                     draw_map_label(image, demo.map_inset.geometry, font_size=max(10, h // 60))
                 if out is not None:

@@ -21,9 +21,11 @@ from time import perf_counter
 from typing import TYPE_CHECKING, Any
 
 from demo.demo import SCALE_STEP, Demo, DemoError, DemoSettings
+from demo.loading import building, warm_up_window
 from demo.stats import StatsWriter
-from engine.hud import HUD_MODES, hud_font_size, hud_lines
+from engine.hud import HUD_MODES, hud_font_size, hud_legend, hud_lines, text_colour
 from engine.window import App, WindowError
+from engine.zoom import zoom_scale
 from scenes import SCENES
 
 if TYPE_CHECKING:
@@ -41,6 +43,12 @@ log = logging.getLogger(__name__)
 HUD_REFRESH = 0.1          # seconds between HUD text updates (pyglet re-lays out text)
 MOUSE_CAPTURED = "mouse captured: moving looks around; Tab or Esc releases"
 MOUSE_FREE = "mouse free: click or Tab captures, drag looks; Esc quits"
+#: How long a key's answer stays on screen (seconds): long enough to read a short line.
+STATUS_SECONDS = 3.0
+#: Typed characters that scale every view distance.  ``+`` is read from the typed
+#: text: after the first Shift+= press, X servers (Xvfb included) deliver further
+#: presses with a key symbol pyglet does not map to ``key.PLUS``, only the text.
+SCALE_TEXT = {"+": SCALE_STEP, "=": SCALE_STEP, "-": 1.0 / SCALE_STEP}
 
 
 def next_free_path(folder: Path, stem: str, suffix: str = ".png") -> Path:
@@ -86,7 +94,9 @@ class FlyThroughApp(App):
     def __init__(self, window: pyglet.window.Window, ctx: moderngl.Context, settings: DemoSettings, stats: str | Path | None = None,
                  out: Path = Path("out"), save_on_exit: bool = False) -> None:
         super().__init__(window, ctx)
-        self.demo = Demo(ctx, window.get_framebuffer_size(), settings)
+        warm_up_window(window, ctx)  # a loading screen while the kernels compile (first run only)
+        with building(settings.scene, settings.objects):
+            self.demo = Demo(ctx, window.get_framebuffer_size(), settings)
         self.stats_writer = StatsWriter(stats) if stats is not None else None
         self.out = out
         self.save_on_exit = save_on_exit
@@ -99,6 +109,10 @@ class FlyThroughApp(App):
         self._want_shot = False
         self._pressed_at: tuple[int, int] | None = None
         self._dragged = False
+        self._scaled_by_key = False     # this press's on_text must not scale a second time
+        #: The last key's or action's answer, shown on screen until ``status_until``.
+        self.status = ""
+        self.status_until = 0.0
         self._build_hud()
 
     # -- HUD with pyglet text --------------------------------------------------------
@@ -111,6 +125,7 @@ class FlyThroughApp(App):
         self.hud_panel = pyglet.shapes.Rectangle(0, 0, 10, 10, color=(0, 0, 0, 200),
                                                  batch=self.hud_batch, group=self._hud_back)
         self.hud_labels: list[pyglet.text.Label] = []
+        self.legend_items: list[tuple[pyglet.shapes.Rectangle, pyglet.text.Label]] = []
         self._hud_font_size = 0
         # The map's scale-bar label (the map itself is drawn with GL by the demo).
         self.map_label = pyglet.text.Label("", font_name=self.hud_font, font_size=9, x=0, y=0, anchor_y="bottom",
@@ -121,15 +136,21 @@ class FlyThroughApp(App):
         import pyglet
 
         mouse = MOUSE_CAPTURED if self.mouse_captured else MOUSE_FREE
-        lines = hud_lines(self.demo.hud_info(fps=self.fps, speed=self.speed, help=True, mouse=mouse),
-                          self.hud_mode)
+        info = self.demo.hud_info(fps=self.fps, speed=self.speed, help=True, mouse=mouse)
+        info.status = self.current_status()
+        lines = hud_lines(info, self.hud_mode)
+        legend_rows = hud_legend(info, self.hud_mode)
+        legend = [(r, item) for r, row in enumerate(legend_rows) for item in row]
         width, height = self.window.get_size()
         chars = max((len(text) for text, _ in lines), default=0)
         size = hud_font_size(height, width, -(-chars // 8) * 8)     # rounded: no flicker as digits change
         if size != self._hud_font_size:            # scaled to the window: rebuild labels
             for label in self.hud_labels:
                 label.delete()
-            self.hud_labels = []
+            for swatch, label in self.legend_items:
+                swatch.delete()
+                label.delete()
+            self.hud_labels, self.legend_items = [], []
             self._hud_font_size = size
         while len(self.hud_labels) < len(lines):
             self.hud_labels.append(pyglet.text.Label("", font_name=self.hud_font, font_size=size * 0.75,
@@ -146,10 +167,41 @@ class FlyThroughApp(App):
             label.y = height - 4 - i * line_h
             if text:
                 text_width = max(text_width, label.content_width)
+        # Legend rows: the scene's colours; in the compact HUD also each level's colour and node size.
+        while len(self.legend_items) < len(legend):
+            self.legend_items.append((
+                pyglet.shapes.Rectangle(0, 0, 1, 1, color=(255, 255, 255, 255), batch=self.hud_batch,
+                                        group=self._hud_front),
+                pyglet.text.Label("", font_name=self.hud_font, font_size=size * 0.75, x=0, y=0, anchor_y="top",
+                                  batch=self.hud_batch, group=self._hud_front)))
+        swatch_px = max(6, size * 2 // 3)
+        x, row_now = 6, 0
+        for i, (swatch, label) in enumerate(self.legend_items):
+            shown = i < len(legend)
+            swatch.visible = shown
+            row, (text, rgb) = legend[i] if shown else (0, ("", (1.0, 1.0, 1.0)))
+            if label.text != text:
+                label.text = text
+            if not shown:
+                continue
+            if row != row_now:
+                text_width, x, row_now = max(text_width, x), 6, row
+            y = height - 4 - (len(lines) + row) * line_h
+            swatch.x, swatch.y = x, y - (line_h + swatch_px) // 2
+            swatch.width = swatch.height = swatch_px
+            r, g, b = (int(255 * c) for c in rgb)
+            swatch.color = (r, g, b, 255)
+            r, g, b = (int(255 * c) for c in text_colour(rgb))
+            label.color = (r, g, b, 255)
+            label.x, label.y = x + swatch_px + 3, y
+            x = label.x + label.content_width + size // 2
+        if legend:
+            text_width = max(text_width, x)
+        rows = len(lines) + len(legend_rows)
         self.hud_panel.x, self.hud_panel.width = 0, min(text_width + 12, width)
-        self.hud_panel.height = line_h * len(lines) + 8
+        self.hud_panel.height = line_h * rows + 8
         self.hud_panel.y = height - self.hud_panel.height
-        self.hud_panel.visible = bool(lines)
+        self.hud_panel.visible = bool(lines) or bool(legend)
 
     # -- frame -----------------------------------------------------------------------
     def on_update(self, dt: float) -> None:
@@ -165,6 +217,7 @@ class FlyThroughApp(App):
         self.demo.set_zoom(bool(k[key.Z]) or self._right_held)
         self.demo.update(dt)
         self._hud_age += dt
+        self._scaled_by_key = False
 
     def on_render(self) -> None:
         now = perf_counter()
@@ -185,7 +238,7 @@ class FlyThroughApp(App):
 
         stats = self.demo.render(self.ctx.screen)
         self.ctx.enable_only(moderngl.NOTHING)
-        if self.hud_mode != "off":
+        if self.hud_mode != "off" or self.current_status():
             if self._hud_age >= HUD_REFRESH:
                 self._refresh_hud()
                 self._hud_age = 0.0
@@ -204,7 +257,17 @@ class FlyThroughApp(App):
 
     def state(self) -> dict[str, Any]:
         """The demo's state plus the window's: mouse capture, HUD mode, flying speed."""
-        return dict(self.demo.state(), captured=self.mouse_captured, hud=self.hud_mode, speed=self.speed)
+        return dict(self.demo.state(), captured=self.mouse_captured, hud=self.hud_mode, speed=self.speed,
+                    status=self.current_status())
+
+    def say(self, text: str) -> None:
+        """Show ``text`` on screen for :data:`STATUS_SECONDS` (every HUD mode, off included)."""
+        self.status, self.status_until = text, perf_counter() + STATUS_SECONDS
+        self._hud_age = HUD_REFRESH
+
+    def current_status(self) -> str:
+        """The status line while it lives, else ``""``."""
+        return self.status if perf_counter() < self.status_until else ""
 
     def _save(self, path: Path) -> None:
         try:
@@ -214,8 +277,10 @@ class FlyThroughApp(App):
             _ = self.ctx.error
             save_image(image, path)
             print(f"saved {path}", file=sys.stderr)
+            self.say(f"P: saved {path}")
         except OSError as exc:
             print(f"cannot save {path}: {exc.strerror or exc}", file=sys.stderr)
+            self.say(f"P: cannot save {path}: {exc.strerror or exc}")
 
     def _final_shot(self) -> None:
         """Save the last frame on close: drawn afresh and read before any swap
@@ -248,6 +313,7 @@ class FlyThroughApp(App):
         demo = self.demo
         scene_keys = {getattr(key, f"_{info.key}"): name for name, info in SCENES.items()}
         scene_keys.update({getattr(key, f"NUM_{info.key}"): name for name, info in SCENES.items()})
+        on_off = {True: "on", False: "off"}
         if symbol == key.ESCAPE:
             if self.mouse_captured:
                 self._capture(False)          # Esc releases first, quits second
@@ -255,32 +321,48 @@ class FlyThroughApp(App):
                 self.close()
         elif symbol in scene_keys:
             demo.load_scene(scene_keys[symbol])
+            self.say(f"{SCENES[scene_keys[symbol]].key}: {demo.scene.name}, {len(demo.scene):,} objects")
         elif symbol == key.F:
             demo.toggle_freeze()
+            self.say("F: culling frozen: fly away to look at the query point and frustum"
+                     if demo.frozen is not None else "F: culling follows the camera again")
         elif symbol == key.O:
             demo.show_overlay = not demo.show_overlay
+            self.say(f"O: overlay {on_off[demo.show_overlay]}"
+                     + (" (the nodes the query visited)" if demo.show_overlay else ""))
         elif symbol == key.L:
             demo.show_loose = not demo.show_loose
-        elif symbol == key.BRACKETLEFT:
-            demo.step_level(-1)
-        elif symbol == key.BRACKETRIGHT:
-            demo.step_level(+1)
+            self.say("L: the grown (loose) boxes the query tested" if demo.show_loose
+                     else "L: the nodes' own boxes")
+        elif symbol in (key.BRACKETLEFT, key.BRACKETRIGHT):
+            demo.step_level(-1 if symbol == key.BRACKETLEFT else +1)
+            name = "[" if symbol == key.BRACKETLEFT else "]"
+            self.say(f"{name}: all levels" if demo.only_depth is None else f"{name}: level {demo.only_depth} only")
         elif symbol == key.T:
             demo.set_fade(not demo.fade)
+            self.say("T: dithered fade on" if demo.fade else "T: fade off: objects pop, levels switch hard")
         elif symbol == key.M:
             demo.show_map = not demo.show_map
+            self.say(f"M: map {on_off[demo.show_map]}")
         elif symbol == key.G:
             demo.lod = not demo.lod
+            self.say("G: levels of detail on" if demo.lod else "G: levels of detail off: full detail everywhere")
+        elif symbol == key.Z:
+            self.say(f"Z: zoom x{zoom_scale(demo.zoom.base_fov, demo.zoom.zoomed_fov):.1f} while held")
         elif symbol in (key.PLUS, key.EQUAL, key.NUM_ADD):
-            demo.scale_view(SCALE_STEP)
+            self._scale_view(SCALE_STEP, "+")
+            self._scaled_by_key = True
         elif symbol in (key.MINUS, key.NUM_SUBTRACT):
-            demo.scale_view(1.0 / SCALE_STEP)
+            self._scale_view(1.0 / SCALE_STEP, "-")
+            self._scaled_by_key = True
         elif symbol == key.C:
             demo.collide = not demo.collide
+            self.say(f"C: camera collision {on_off[demo.collide]}")
         elif symbol == key.P:
             self._want_shot = True
         elif symbol == key.H:
             self.hud_mode = HUD_MODES[(HUD_MODES.index(self.hud_mode) + 1) % len(HUD_MODES)]
+            self.say(f"H: HUD {self.hud_mode}" + (" (H brings it back)" if self.hud_mode == "off" else ""))
         elif symbol == key.TAB:
             self._capture(not self.mouse_captured)
         else:
@@ -288,16 +370,32 @@ class FlyThroughApp(App):
         self._hud_age = HUD_REFRESH
         return True
 
+    def on_text(self, text: str) -> bool:
+        """``+``, ``=`` and ``-`` as typed: counts a press whose key symbol was not recognised."""
+        if text not in SCALE_TEXT:
+            return False
+        if self._scaled_by_key:               # on_key_press already counted this press
+            self._scaled_by_key = False
+        else:
+            self._scale_view(SCALE_TEXT[text], "-" if text == "-" else "+")
+        return True
+
+    def _scale_view(self, factor: float, name: str) -> None:
+        self.demo.scale_view(factor)
+        self.say(f"{name}: every view distance x{self.demo.scale:.2f}")
+
     def _capture(self, on: bool) -> None:
         self.mouse_captured = on
         self.window.set_exclusive_mouse(on)
-        self._hud_age = HUD_REFRESH
+        self.say(MOUSE_CAPTURED if on else MOUSE_FREE)
 
     def on_mouse_press(self, x: int, y: int, button: int, modifiers: int) -> bool:
         from pyglet.window import mouse
 
         if button == mouse.RIGHT:             # held: zoom (see on_update); never captures
             self._right_held = True
+            zoom = self.demo.zoom
+            self.say(f"right mouse: zoom x{zoom_scale(zoom.base_fov, zoom.zoomed_fov):.1f} while held")
             return True
         self._pressed_at, self._dragged = (x, y), False
         return True
@@ -328,7 +426,7 @@ class FlyThroughApp(App):
     def on_mouse_scroll(self, x: int, y: int, scroll_x: float, scroll_y: float) -> bool:
         lo, hi = self.speed_limits
         self.speed = min(max(self.speed * self.wheel_step ** scroll_y, lo), hi)
-        self._hud_age = HUD_REFRESH
+        self.say(f"wheel: flying speed {self.speed:.0f} m/s (Shift: x{self.fast_factor:.0f})")
         return True
 
 

@@ -23,7 +23,7 @@ __all__ = ["STATE_FIELDS", "StatsWriter"]
 #: The columns after ``frame`` and the ``FrameStats`` fields.
 STATE_FIELDS = ("time_s", "scene", "x", "y", "z", "yaw", "pitch", "captured", "frozen", "scale", "overlay",
                 "boxes", "loose", "level", "fade", "collide", "hud", "speed", "width", "height", "lod", "map",
-                "zoom")
+                "zoom", "status")
 
 
 def _cell(value: Any) -> str:
@@ -31,7 +31,10 @@ def _cell(value: Any) -> str:
         return str(int(value))
     if isinstance(value, float):
         return f"{value:.4f}"
-    return "" if value is None else str(value)
+    text = "" if value is None else str(value)
+    if any(c in text for c in ',"\n'):
+        text = '"' + text.replace('"', '""').replace("\n", " ") + '"'
+    return text
 
 
 class StatsWriter:

@@ -1,76 +1,66 @@
-"""The per-frame culling stages, in order: query, distance filter, frustum filter, instances.
+"""The per-frame culling stages, in order: walk, exact distance test, frustum filter, instances.
 
 This is the part of the frame loop an engine programmer copies.  It is cut in
 two at the place a game loop is cut:
 
-* :meth:`CullingPipeline.cull` (``on_update``): query -> distance filter ->
-  frustum filter.  It produces the visible object indices
-  (:attr:`CullingPipeline.visible`) and the frame's statistics and touches no
-  GPU object;
+* :meth:`CullingPipeline.cull` (``on_update``): the tree's walk and its exact
+  query -> the frustum filter.  It produces the visible object indices
+  (:attr:`CullingPipeline.visible`), their camera distances and the frame's
+  statistics, and touches no GPU object;
 * :meth:`CullingPipeline.instances` (``on_render``): the survivors' per-instance
-  records, fade included, grouped by kind, ready for one upload and one
-  instanced draw per kind; :meth:`CullingPipeline.instance_groups` adds each
-  instance's level of detail (:mod:`engine.lod`) from the same distances and
-  groups them by (kind, level), one instanced draw per pair.
+  records (:mod:`engine.records`), fade included, grouped by kind, ready for
+  one upload and one instanced draw per kind;
+  :meth:`CullingPipeline.instance_groups` adds each instance's level of detail
+  (:mod:`engine.lod`) from the same distances and groups them by (kind,
+  level), one instanced draw per pair.
+
+There is one path, whether the debug overlay is on or not: one call,
+``index.query_detailed(p, scale, trace=overlay)``, walks the index once and
+returns the exact answer with its centres, view distances and camera
+distances, how many candidates the walk saw and, for the overlay, the
+walk's per-level trace (:class:`culling.QueryDetails`).  The funnel means
+the same in every mode: *walked candidates* (every object the walk's nodes
+hold) -> *in range* (the exact test, then the begin distance) -> *in
+frustum* -> *drawn*.  The camera distances come with the answer, once a
+frame, and feed the fade and the level of detail.
 
 An object can also have a *begin distance* (``scene.begin_distance``): it is
 visible only from at least that far, the near end of its visibility range
-(:mod:`engine.visibility_range`).  The tree stores only the view distance;
-the begin test is one more comparison in the distance filter, on the
-candidates, and only in scenes that use it.
+(:mod:`engine.visibility_range`).  The index stores only the view distance;
+the begin test is one comparison on the objects in range.
 
-Each stage is timed; between stages only NumPy over the *candidates* runs,
-never a Python loop and never work over all objects (the tree's query is what
-keeps the candidate count following what is near the camera, not the world's
-size).
+Nothing is copied from the scene: the pipeline reads its arrays (``centres``,
+``bounding_radius``, ``begin_distance``, ``yaw``, ``tint``, ``highlight``,
+``kind_offsets``) each frame, for the survivors only, so a scene that moves
+objects (and pushes the moves into the index) needs to tell nobody else.
 
-Object indices (rows of the scene's arrays) and tree handles are kept apart:
+Object indices (rows of the scene's arrays) and index handles are kept apart:
 ``handles[i]`` is object ``i``'s handle, and a handle-to-object table maps
-query results back (the identity, skipped, when the tree handed out
+query results back (the identity, skipped, when the index handed out
 ``0..n-1``).
 """
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from numbers import Real
 from time import perf_counter
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from culling.core.containment import contains_exact
-from culling.core.validation import as_point, as_scale
+from culling import QueryDetails, QueryTrace
 from engine.frustum import frustum_planes, spheres_in_frustum
+from engine.lod import LodFrame, LodSelector
+from engine.records import CROSSFADE_BAND, FADE_COLUMN, INSTANCE_FLOATS, build_records, far_fade
 from engine.visibility_range import begin_fade
 
 if TYPE_CHECKING:
-    from engine.lod import LodFrame
     from engine.scene_protocol import SceneData
 
-__all__ = ["BruteForceIndex", "CullingPipeline", "EXACT_QUERY", "FADE_FRACTION", "FrameStats", "INSTANCE_FLOATS",
-           "SpatialIndex"]
-
-#: Objects dither out over the last 15 % of their view distance: long enough to
-#: hide the pop at walking speed, short enough that they are solid most of the time.
-FADE_FRACTION = 0.15
-
-#: Per-instance record, two vec4s of float32 (32 bytes), what the object shader reads:
-#: ``in_instance = (centre x, y, z, scale)``, ``in_params = (yaw, tint, fade, highlight)``.
-INSTANCE_FLOATS = 8
-
-#: Use the tree's exact query (``query_spheres(p, exact=True)``: centres and radii
-#: read from contiguous node runs, only the runs' tiles near the camera tested)
-#: instead of query + a gather by handle + our own distance test, when no trace
-#: is wanted (``--no-overlay``).  Measured in one run on the 1M forest, 60
-#: frames of its path, medians: query + distance 1.34 ms our way, 0.33 ms the
-#: tree's way; culling with frustum and upload 2.34 ms against 1.28 ms, the
-#: same objects drawn.  The funnel's first number is then the in-range count
-#: (the tree does not report the candidates it skipped).  With a trace (the
-#: overlay) the candidates come from the walk and our distance test runs.
-EXACT_QUERY = True
+__all__ = ["BruteForceIndex", "CullingPipeline", "FrameStats", "SpatialIndex"]
 
 #: Staging rows grow to the next power of two: amortised O(1), at most 2x memory.
 _MIN_CAPACITY = 1024
@@ -78,7 +68,11 @@ _MIN_CAPACITY = 1024
 
 @dataclass
 class FrameStats:
-    """What one frame's culling did: the funnel counts and per-stage times (ms)."""
+    """What one frame's culling did: the funnel counts and per-stage times (ms).
+
+    The funnel: ``candidates`` (what the walk's nodes hold) >= ``in_range``
+    (the exact query, and the begin distance) >= ``in_frustum`` == ``drawn``.
+    """
 
     candidates: int = 0
     in_range: int = 0
@@ -101,8 +95,9 @@ class FrameStats:
         """Query + filters + instance upload: the budget the demo is measured on."""
         return self.query_ms + self.distance_ms + self.frustum_ms + self.upload_ms
 
-    #: ``trace_ms`` is the debug overlay's own cost (its boxes built and uploaded);
-    #: the trace itself comes from the query's traversal and is inside ``query_ms``.
+    #: ``query_ms`` is the index's one call (walk, exact test, distances, and the
+    #: trace with the overlay); ``distance_ms`` the begin-distance test; ``trace_ms`` the debug overlay's own cost (its
+    #: boxes built and uploaded).
     CSV_FIELDS = ("query_ms", "distance_ms", "frustum_ms", "upload_ms", "cull_ms", "draw_ms", "trace_ms",
                   "candidates", "in_range", "in_frustum", "drawn", "triangles")
 
@@ -111,99 +106,170 @@ class FrameStats:
 
 
 class SpatialIndex(Protocol):
-    """What the pipeline needs of an index: a point query returning handles.
+    """What the pipeline needs of an index: :class:`culling.PointIndex`'s queries, ``query_detailed`` and ``trace``.
 
     ``ViewDistanceTree``, ``DenseViewDistanceGrid`` and :class:`BruteForceIndex`
-    all fit.  ``scale`` is passed only when the query accepts it; ``trace(p)``
-    and ``query_spheres(p, exact=True)`` are used when the index has them.
+    all fit.  (Spelled out with ``ArrayLike`` points: ``culling.PointIndex``
+    declares ``point: object``, which the tree's own methods do not accept in
+    mypy's eyes.)
     """
 
-    def query(self, point: Any, exact: bool = False, scale: float = 1.0) -> NDArray[np.int64]: ...
+    def __len__(self) -> int: ...
+
+    def query(self, point: ArrayLike, exact: bool = False, scale: float = 1.0) -> np.ndarray: ...
+
+    def query_spheres(self, point: ArrayLike, exact: bool = False,
+                      scale: float = 1.0) -> tuple[np.ndarray, np.ndarray, np.ndarray]: ...
+
+    def query_detailed(self, point: ArrayLike, scale: float = 1.0, trace: bool = False) -> QueryDetails: ...
+
+    def trace(self, point: ArrayLike, scale: float = 1.0) -> QueryTrace: ...
+
+
+def _as_scale(scale: object) -> float:
+    if isinstance(scale, bool) or not isinstance(scale, Real):
+        raise TypeError(f"scale must be a real number, got {type(scale).__name__}")
+    value = float(scale)
+    if not (np.isfinite(value) and value > 0.0):
+        raise ValueError(f"scale must be finite and above 0, got {scale!r}")
+    return value
+
+
+def _as_probe_radius(radius: object) -> float:
+    if isinstance(radius, bool) or not isinstance(radius, Real):
+        raise TypeError(f"radius must be a real number, got {type(radius).__name__}")
+    value = float(radius)
+    if not (np.isfinite(value) and value >= 0.0):
+        raise ValueError(f"radius must be finite and not negative, got {radius!r}")
+    return value
 
 
 class BruteForceIndex:
     """The baseline the tree replaces: every object is a candidate of every query.
 
-    Satisfies :class:`culling.PointIndex`, so the pipeline runs unchanged and
-    tests compare pictures made with it and with the tree.  Built from a
-    count alone (``BruteForceIndex(n)``), its handles are ``0 .. n-1`` and it
-    knows no spheres: the plain query returns them all, and the exact query
-    and :meth:`query_spheres` need ``centres`` and ``radii`` (a ``ValueError``
-    otherwise).  With them, ``exact=True`` is one vectorised exact test over
-    all objects (O(n) per query, the point of a baseline).
+    Satisfies :class:`SpatialIndex`, so the pipeline runs unchanged and tests
+    compare pictures made with it and with the tree.  Its handles are ``0 ..
+    n-1``; it reads ``centres`` and ``radii`` where they are (no copy), so a
+    scene that moves its objects in place moves them here too.  ``query(p)``
+    returns every handle; ``exact=True`` is one vectorised test over all
+    objects (O(n) per query, the point of a baseline).  Its trace has no
+    levels: there is no tree to draw.
     """
 
-    def __init__(self, n: int, centres: ArrayLike | None = None, radii: ArrayLike | None = None,
-                 shape: str = "sphere") -> None:
-        self._all = np.arange(n, dtype=np.int64)
+    def __init__(self, centres: ArrayLike, radii: ArrayLike, shape: str = "sphere") -> None:
+        if shape not in ("sphere", "cube"):
+            raise ValueError(f"shape must be 'sphere' or 'cube', got {shape!r}")
+        self._centres = np.asarray(centres, dtype=np.float64)
+        self._radii = np.asarray(radii, dtype=np.float64)
+        if self._centres.ndim != 2 or self._radii.shape != (self._centres.shape[0],):
+            raise ValueError(f"need centres (n, dim) and radii (n,), got {self._centres.shape} "
+                             f"and {self._radii.shape}")
         self._shape = shape
-        self._centres: np.ndarray | None = None
-        self._radii: np.ndarray | None = None
-        if centres is not None or radii is not None:
-            points = np.asarray(centres, dtype=np.float64)
-            points = points.reshape(n, -1) if points.ndim < 2 else points
-            reach = np.asarray(radii, dtype=np.float64)
-            if points.shape[0] != n or reach.shape != (n,):
-                raise ValueError(f"need centres (n, dim) and radii (n,) for n = {n} objects")
-            self._centres, self._radii = points.copy(), reach.copy()
-
-    trace = None        # no tree, no trace: the overlay shows nothing
-
-    @property
-    def knows_spheres(self) -> bool:
-        """Whether it was given centres and radii (so exact queries and ``query_spheres`` work)."""
-        return self._centres is not None
+        self._all = np.arange(self._centres.shape[0], dtype=np.int64)
 
     def __len__(self) -> int:
         return int(self._all.shape[0])
 
+    def _point(self, point: ArrayLike) -> np.ndarray:
+        dim = self._centres.shape[1]
+        p = np.asarray(point, dtype=np.float64).reshape(-1)
+        if p.shape != (dim,) or not np.isfinite(p).all():
+            raise ValueError(f"the query point must be {dim} finite coordinates, got {point!r}")
+        return p
+
     def query(self, point: ArrayLike, exact: bool = False, scale: float = 1.0) -> np.ndarray:
         if exact:
             return self.query_spheres(point, exact, scale)[0]
-        as_scale(scale)
+        _as_scale(scale)
+        self._point(point)
         return self._all.copy()
 
     def query_many(self, points: ArrayLike, exact: bool = False,
                    scale: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
-        dim = 1 if self._centres is None else self._centres.shape[1]
-        rows = np.asarray(points, dtype=np.float64).reshape(-1, dim)
+        rows = np.asarray(points, dtype=np.float64).reshape(-1, self._centres.shape[1])
         answers = [self.query(p, exact, scale) for p in rows]
         counts = np.array([a.size for a in answers], dtype=np.int64)
         return (np.concatenate(answers) if answers else np.empty(0, dtype=np.int64)), counts
 
     def query_spheres(self, point: ArrayLike, exact: bool = False,
                       scale: float = 1.0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        if self._centres is None or self._radii is None:
-            raise ValueError("this BruteForceIndex was built from a count: pass centres and radii "
-                             "for exact queries and query_spheres")
-        scale = as_scale(scale)
-        p = as_point(point, self._centres.shape[1]).tolist()
+        s = _as_scale(scale)
+        p = self._point(point)
         keep = self._all
         if exact:
-            axes = [self._centres[:, axis] for axis in range(self._centres.shape[1])]
-            keep = np.flatnonzero(contains_exact(axes, p, self._radii, self._shape, scale))
+            off = np.abs(self._centres - p)
+            reach = self._radii * s
+            if self._shape == "sphere":
+                keep = np.flatnonzero(np.einsum("ij,ij->i", off, off) <= reach * reach)
+            else:
+                keep = np.flatnonzero(off.max(axis=1) <= reach)
         return keep.astype(np.int64), self._centres[keep], self._radii[keep]
 
+    def query_detailed(self, point: ArrayLike, scale: float = 1.0, trace: bool = False) -> QueryDetails:
+        found, centres, radii = self.query_spheres(point, exact=True, scale=scale)
+        p = self._point(point)
+        off = np.abs(centres - p)
+        dist = np.sqrt(np.einsum("ij,ij->i", off, off)) if self._shape == "sphere" else off.max(axis=1, initial=0.0)
+        return QueryDetails(found, centres, radii.copy(), dist, len(self), self.trace(p, scale) if trace else None)
 
-def _accepts_scale(index: SpatialIndex) -> bool:
-    try:
-        return "scale" in inspect.signature(index.query).parameters
-    except (TypeError, ValueError):
-        return False
+    def trace(self, point: ArrayLike, scale: float = 1.0) -> QueryTrace:
+        _as_scale(scale)
+        return QueryTrace(point=self._point(point), candidates=self._all.copy(), levels=[])
+
+    def overlapping(self, centre: ArrayLike, radius: float, exact: bool = False, scale: float = 1.0) -> np.ndarray:
+        """Every handle; with ``exact``, those whose sphere (radius times ``scale``) meets the probe
+        sphere ``(centre, radius)``: one vectorised test over all objects, O(n)."""
+        s, rho = _as_scale(scale), _as_probe_radius(radius)
+        p = self._point(centre)
+        if not exact:
+            return self._all.copy()
+        off = np.abs(self._centres - p)
+        reach = self._radii * s + rho
+        if self._shape == "sphere":
+            return np.flatnonzero(np.einsum("ij,ij->i", off, off) <= reach * reach).astype(np.int64)
+        return np.flatnonzero(off.max(axis=1) <= reach).astype(np.int64)
+
+    def overlapping_many(self, centres: ArrayLike, radii: ArrayLike, exact: bool = False,
+                         scale: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`overlapping` per probe (``radii`` (m,) or one number): O(m n)."""
+        points = np.asarray(centres, dtype=np.float64).reshape(-1, self._centres.shape[1])
+        rhos = np.broadcast_to(np.asarray(radii, dtype=np.float64), (points.shape[0],))
+        answers = [self.overlapping(p, float(r), exact, scale) for p, r in zip(points, rhos)]
+        counts = np.array([a.size for a in answers], dtype=np.int64)
+        return (np.concatenate(answers) if answers else np.empty(0, dtype=np.int64)), counts
+
+    def overlapping_pairs(self) -> tuple[np.ndarray, np.ndarray]:
+        """Every pair of objects whose spheres meet, ``first < second``: one vectorised test per object, O(n^2)."""
+        first, second = [], []
+        for i in range(len(self._radii) - 1):
+            off = np.abs(self._centres[i + 1:] - self._centres[i])
+            reach = self._radii[i + 1:] + self._radii[i]
+            if self._shape == "sphere":
+                meet = np.einsum("ij,ij->i", off, off) <= reach * reach
+            else:
+                meet = off.max(axis=1) <= reach
+            hits = np.flatnonzero(meet) + i + 1
+            first.append(np.full(hits.size, i, dtype=np.int64))
+            second.append(hits.astype(np.int64))
+        if not first:
+            return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64)
+        return np.concatenate(first), np.concatenate(second)
 
 
 class CullingPipeline:
-    """Query -> distance filter -> frustum filter -> instance upload, for one scene.
+    """Walk -> exact distance test -> frustum filter -> instance upload, for one scene.
 
     Parameters
     ----------
-    scene : scenes.Scene
-        Read for centres, view distances, bounding radii and per-instance looks.
-    index : ViewDistanceTree or BruteForceIndex
+    scene : engine.SceneData
+        Read (never copied) for centres, bounding radii, begin distances and
+        per-instance looks.
+    index : SpatialIndex
         Holds every object's view distance; ``handles[i]`` is object ``i``'s handle.
     handles : ndarray, shape (n,), int64
     shape : {"sphere", "cube"}
-        The exact distance test, matching the tree's: Euclidean or largest-axis.
+        The index's exact test (Euclidean or largest axis): the distances
+        that feed the fade and the level of detail use the same metric.
     """
 
     def __init__(self, scene: SceneData, index: SpatialIndex, handles: ArrayLike, shape: str = "sphere") -> None:
@@ -221,61 +287,23 @@ class CullingPipeline:
         else:
             self._object_of = np.full(int(self.handles.max(initial=-1)) + 1, -1, dtype=np.int64)
             self._object_of[self.handles] = np.arange(n)
-        self.supports_scale = _accepts_scale(index)
         self.kind_offsets = scene.kind_offsets
-        # Per-axis columns: np.take on a 1-d column is several times faster than
-        # fancy-indexing rows of an (n, 3) array (measured: 0.26 ms vs 1.9 ms
-        # for the 110k candidates of the 1M forest).
-        self._xyz = tuple(np.zeros(n) for _ in range(3))
-        self._view = np.zeros(n)
-        self._radius = np.zeros(n)
-        self._begin = np.zeros(n)
-        self.records = np.zeros((n, INSTANCE_FLOATS), dtype=np.float32)
-        self.has_begin = False          # any begin distance above 0 (refresh keeps it)
-        self.refresh()
         self._staging = np.zeros((_MIN_CAPACITY, INSTANCE_FLOATS), dtype=np.float32)
-        self.exact_query = (EXACT_QUERY and callable(getattr(index, "query_spheres", None))
-                            and getattr(index, "knows_spheres", True))
+        #: Object indices drawn this frame, shape (m,), int64, sorted (so grouped by kind).
         self.visible = np.zeros(0, dtype=np.int64)
         #: The last cull's ``QueryTrace`` when it was asked for one, else None.
-        self.trace: Any = None
-        # The survivors' centres (m, 3), (scaled) view distances (m,) and
-        # (scaled) begin distances (m,), kept by cull() for the fade and the
-        # level of detail that instances() computes.
-        self._point = np.zeros(3)
+        self.trace: QueryTrace | None = None
+        # The survivors' centres (m, 3), camera distances (m,), (scaled) view
+        # distances (m,) and (scaled) begin distances (m,), from cull() for
+        # the records, the fade and the level of detail.
         self._centres = np.zeros((0, 3))
+        self._distance = np.zeros(0)
         self._limit = np.zeros(0)
-        self._begin_limit: np.ndarray | None = None
-        self._dist_cache: tuple[np.ndarray, np.ndarray] | None = None
-        from engine.lod import LodSelector  # engine.lod reads FADE_FRACTION from here
-
+        self._begin_limit = np.zeros(0)
         self.lod = LodSelector([kind.mesh for kind in scene.kinds])
 
-    def refresh(self, objects: ArrayLike | None = None) -> None:
-        """Re-read ``objects`` (all when None) from the scene after it moved them.
-
-        Updates the per-axis coordinate columns the filters gather from and
-        the static instance records; O(len(objects)).
-        """
-        s = self.scene
-        rows = slice(None) if objects is None else np.asarray(objects, dtype=np.int64)
-        for axis, column in enumerate(self._xyz):
-            column[rows] = s.centres[rows, axis]
-        self._view[rows] = s.view_distance[rows]
-        self._radius[rows] = s.bounding_radius[rows]
-        self._begin[rows] = s.begin_distance[rows]
-        some = bool(np.any(self._begin[rows] > 0.0))
-        self.has_begin = some if objects is None else (self.has_begin or some)
-        rec = self.records
-        rec[rows, 0:3] = s.centres[rows]
-        rec[rows, 3] = s.bounding_radius[rows]
-        rec[rows, 4] = s.yaw[rows]
-        rec[rows, 5] = s.tint[rows]
-        rec[rows, 6] = 1.0
-        rec[rows, 7] = s.highlight[rows]
-
     def objects_of(self, handles: np.ndarray) -> np.ndarray:
-        """Object indices of tree handles, shape (m,), int64."""
+        """Object indices of index handles, shape (m,), int64."""
         return handles if self._object_of is None else self._object_of[handles]
 
     def _staging_rows(self, n: int) -> np.ndarray:
@@ -286,7 +314,7 @@ class CullingPipeline:
 
     def cull(self, camera_position: ArrayLike, view_projection: ArrayLike, scale: float = 1.0,
              trace: bool = False) -> FrameStats:
-        """Query, distance filter and frustum filter for one frame (``on_update``).
+        """Walk, exact distance test and frustum filter for one frame (``on_update``).
 
         Parameters
         ----------
@@ -295,12 +323,10 @@ class CullingPipeline:
         view_projection : ndarray, shape (4, 4)
             Column-vector world-to-clip matrix; the frustum planes come from it.
         scale : float
-            Global view-distance multiplier (used only if the index supports it).
+            Global view-distance multiplier, passed to the index's queries.
         trace : bool
-            Also keep what the query visited, level by level, in :attr:`trace`
-            (for the debug overlay): the query is then ``index.trace(p)``,
-            whose ``candidates`` are the query's answer, so the tree is walked
-            once either way.
+            Keep the walk's trace in :attr:`trace` (the debug overlay's boxes
+            and table); the walk and the answer are the same either way.
 
         Returns
         -------
@@ -309,85 +335,46 @@ class CullingPipeline:
             ``draw_ms`` are filled in when the frame is drawn.
 
         Sets :attr:`visible`: object indices, shape (m,), int64, sorted (so
-        grouped by kind).  Touches no GPU object.  Cost: the tree query, then
-        O(candidates) NumPy.
+        grouped by kind), and their camera distances (:meth:`distances`).
+        Touches no GPU object.  Cost: one call into the index (its walk and
+        exact test, O(levels + the tiles near the camera); the trace adds
+        O(visited nodes)), then O(in range) NumPy.
         """
         p = np.asarray(camera_position, dtype=np.float64).reshape(3)
-        scale = float(scale) if self.supports_scale else 1.0
-        scaled: dict[str, Any] = {} if scale == 1.0 else {"scale": scale}   # only to queries that take it
+        scale = _as_scale(scale)
+        scene = self.scene
         stats = FrameStats()
-        tracer = getattr(self.index, "trace", None) if trace else None
-        query_spheres = getattr(self.index, "query_spheres", None) if self.exact_query else None
 
+        # 1-2. One walk and the index's exact test: |p - centre| <= scale * view distance,
+        # with the answer's centres, view distances and camera distances, the walk's
+        # candidate count (the funnel's first number) and, for the overlay, its trace.
         t0 = perf_counter()
-        if tracer is None and query_spheres is not None:
-            # 1+2. Query and exact distance test in one call: centres and radii
-            # come from the tree's own contiguous runs, not a gather by handle.
-            found, centres, limit = query_spheres(p, exact=True, **scaled)
-            obj = self.objects_of(np.asarray(found, dtype=np.int64))
-            stats.candidates = stats.in_range = int(obj.shape[0])
-            if scale != 1.0:
-                limit = limit * scale
-            t1 = perf_counter()
-            if self.has_begin:
-                # The near end: keep |camera - centre| >= scale * begin distance.
-                off = centres - p
-                dist = np.sqrt(np.einsum("ij,ij->i", off, off)) if self.shape == "sphere" \
-                    else np.max(np.abs(off), axis=1)
-                keep = dist >= np.take(self._begin, obj) * scale
-                obj, limit, centres = obj[keep], limit[keep], centres[keep]
-                stats.in_range = int(obj.shape[0])
-            t2 = perf_counter()
-            self.trace = None
-        else:
-            # 1. Query: objects whose (scaled) view distance might reach the camera.
-            if tracer is not None:
-                self.trace = tracer(p, **scaled)
-                found = self.trace.candidates
-            else:
-                self.trace = None
-                found = self.index.query(p, **scaled)
-            obj = self.objects_of(np.asarray(found, dtype=np.int64))
-            stats.candidates = int(obj.shape[0])
-            t1 = perf_counter()
+        seen = self.index.query_detailed(p, scale=scale, trace=trace)
+        self.trace = seen.trace
+        stats.candidates = seen.candidates
+        t1 = perf_counter()
 
-            # 2. Distance filter: keep |camera - centre| <= scale * view_distance (exact).
-            x, y, z = (np.take(column, obj) for column in self._xyz)
-            x -= p[0]
-            y -= p[1]
-            z -= p[2]
-            limit = np.take(self._view, obj)
-            if scale != 1.0:
-                limit *= scale
-            if self.shape == "sphere":
-                d2 = x * x
-                d2 += y * y
-                d2 += z * z
-                keep = d2 <= limit * limit
-                if self.has_begin:
-                    near = np.take(self._begin, obj) * scale
-                    keep &= d2 >= near * near
-            else:
-                dist = np.maximum(np.maximum(np.abs(x), np.abs(y)), np.abs(z))
-                keep = dist <= limit
-                if self.has_begin:
-                    keep &= dist >= np.take(self._begin, obj) * scale
-            obj, limit = obj[keep], limit[keep]
-            centres = None
-            stats.in_range = int(obj.shape[0])
-            t2 = perf_counter()
+        # The near end of the visibility range, |p - centre| >= scale * begin distance,
+        # on those in range.
+        obj = self.objects_of(seen.handles)
+        begin = np.take(scene.begin_distance, obj) * scale
+        keep = seen.distances >= begin
+        obj, centres, dist, begin = obj[keep], seen.centres[keep], seen.distances[keep], begin[keep]
+        limit = seen.radii[keep] * scale
+        stats.in_range = int(obj.shape[0])
+        t2 = perf_counter()
 
         # 3. Frustum filter on the bounding spheres (not the view-distance spheres),
         # then sort the survivors: sorted object indices fall into per-kind runs.
         planes = frustum_planes(view_projection)
-        if centres is None:
-            centres = np.stack([np.take(column, obj) for column in self._xyz], axis=1)
-        keep = spheres_in_frustum(planes, centres, np.take(self._radius, obj))
-        obj, limit, centres = obj[keep], limit[keep], centres[keep]
+        keep = spheres_in_frustum(planes, centres, np.take(scene.bounding_radius, obj))
+        obj = obj[keep]
         order = np.argsort(obj, kind="stable")
         self.visible = obj[order]
-        self._centres, self._limit, self._point = centres[order], limit[order], p
-        self._begin_limit = np.take(self._begin, self.visible) * scale if self.has_begin else None
+        self._centres = centres[keep][order]
+        self._distance = dist[keep][order]
+        self._limit = limit[keep][order]
+        self._begin_limit = begin[keep][order]
         t3 = perf_counter()
 
         kind_starts = np.searchsorted(self.visible, self.kind_offsets)
@@ -400,20 +387,29 @@ class CullingPipeline:
         stats.frustum_ms = (t3 - t2) * 1e3
         return stats
 
+    def distances(self) -> np.ndarray:
+        """Camera distance of each object of :attr:`visible`, shape (m,), float64.
+
+        The exact test's metric, computed once per frame by :meth:`cull`;
+        the fade and the level of detail read it.
+        """
+        return self._distance
+
     def instances(self, fade: bool = True) -> tuple[np.ndarray, np.ndarray]:
         """The survivors' per-instance records (``on_render``, before the upload).
 
         Parameters
         ----------
         fade : bool
-            Compute the dithered fade over the last :data:`FADE_FRACTION` of the
-            view distance (else every survivor is drawn solid).
+            Compute the dithered fade over the last
+            :data:`engine.records.FADE_FRACTION` of the view distance (and
+            the fade-in beyond a begin distance); else every survivor is solid.
 
         Returns
         -------
         records : ndarray, shape (m, 8), float32
-            One row per object of :attr:`visible`, in that order (see
-            :data:`INSTANCE_FLOATS` for the layout).  A view of a staging
+            One row per object of :attr:`visible`, in that order
+            (:mod:`engine.records` gives the layout).  A view of a staging
             buffer the next call overwrites: upload it, do not keep it.
         kind_starts : ndarray, shape (kinds + 1,), int64
             Where each kind's run of records starts (the last entry is m).
@@ -421,31 +417,15 @@ class CullingPipeline:
         Cost: O(m) NumPy over the survivors of the last :meth:`cull`.
         """
         obj = self.visible
-        inst = self._staging_rows(obj.shape[0])
-        np.take(self.records, obj, axis=0, out=inst)
+        s = self.scene
+        inst = build_records(self._centres, np.take(s.bounding_radius, obj), np.take(s.yaw, obj),
+                             np.take(s.tint, obj), np.take(s.highlight, obj),
+                             out=self._staging_rows(obj.shape[0]))
         if fade and obj.shape[0]:
-            dist, lim = self.distances(), self._limit
-            band = np.maximum(lim * FADE_FRACTION, 1e-9)
-            inst[:, 6] = np.clip((lim - dist) / band, 0.0, 1.0)
-            if self._begin_limit is not None:
-                inst[:, 6] *= begin_fade(dist, self._begin_limit)
+            inst[:, FADE_COLUMN] = far_fade(self._distance, self._limit) * begin_fade(self._distance,
+                                                                                       self._begin_limit)
         kind_starts = np.searchsorted(obj, self.kind_offsets).astype(np.int64)
         return inst, kind_starts
-
-    def distances(self) -> np.ndarray:
-        """Camera distance of each object of :attr:`visible` (the exact test's metric), shape (m,), float64.
-
-        O(m); computed once per frame and shared by the fade and the level of detail.
-        """
-        if self._dist_cache is not None and self._dist_cache[0] is self._centres:
-            return self._dist_cache[1]
-        off = self._centres - self._point
-        if self.shape == "sphere":
-            dist: np.ndarray = np.sqrt(np.einsum("ij,ij->i", off, off))
-        else:
-            dist = np.max(np.abs(off), axis=1) if off.shape[0] else np.zeros(0)
-        self._dist_cache = (self._centres, dist)
-        return dist
 
     def instance_groups(self, fade: bool = True, lod: bool = True) -> LodFrame:
         """The survivors' records with each one's level of detail, grouped by (kind, level).
@@ -454,7 +434,7 @@ class CullingPipeline:
         ----------
         fade : bool
             As :meth:`instances`; with it, adjacent levels also cross-fade
-            (dithered) over :data:`engine.lod.CROSSFADE_BAND`, else they switch hard.
+            (dithered) over :data:`engine.records.CROSSFADE_BAND`, else they switch hard.
         lod : bool
             False draws everything at full detail (``--no-lod``).
 
@@ -466,13 +446,11 @@ class CullingPipeline:
 
         Cost: O(m) NumPy over the survivors of the last :meth:`cull`.
         """
-        from engine.lod import CROSSFADE_BAND
-
         records, _ = self.instances(fade)
         kind = np.searchsorted(self.kind_offsets, self.visible, side="right") - 1
         if not lod:
             return self.lod.select(records, kind, lod=False)
-        return self.lod.select(records, kind, self.distances(), self._limit, band=CROSSFADE_BAND if fade else 0.0)
+        return self.lod.select(records, kind, self._distance, self._limit, band=CROSSFADE_BAND if fade else 0.0)
 
     def run(self, camera_position: ArrayLike, view_projection: ArrayLike, scale: float = 1.0, fade: bool = True,
             upload: Callable[[np.ndarray, np.ndarray], None] | None = None, trace: bool = False) -> FrameStats:

@@ -23,12 +23,13 @@ if TYPE_CHECKING:
 
     Font = ImageFont.FreeTypeFont | ImageFont.ImageFont
 
-__all__ = ["CONTROLS_HELP", "HUD_MODES", "HudInfo", "draw_hud", "hud_font", "hud_font_size", "hud_lines",
+__all__ = ["CONTROLS_HELP", "HUD_MODES", "HudInfo", "draw_hud", "hud_font", "hud_font_size", "hud_legend", "hud_lines",
            "text_colour"]
 
-CONTROLS_HELP = ("WASD move  QE down/up  Shift fast  wheel speed  click/Tab capture mouse  drag look  1-3 scene",
-                 "F freeze  O overlay  L loose  [ ] level  T fade  +/- scale  C collide  P shot  H HUD  Esc quit",
-                 "M map  Z or right mouse (held) zoom  G levels of detail")
+CONTROLS_HELP = ("WASD QE fly  Shift fast  wheel speed  1 2 3 scene",
+                 "click/Tab mouse  drag look  Z/right mouse zoom",
+                 "F freeze  O overlay  L loose  [ ] level  T fade",
+                 "G detail  M map  + - scale  C collide  P shot  H HUD")
 
 #: The HUD's modes, in the order the H key cycles them.
 HUD_MODES = ("compact", "full", "off")
@@ -36,8 +37,10 @@ HUD_MODES = ("compact", "full", "off")
 WHITE = (1.0, 1.0, 1.0)
 GREY = (0.78, 0.80, 0.84)
 YELLOW = (1.0, 0.9, 0.4)
+#: The status line (the last key's answer): bright cyan, apart from every level colour.
+STATUS = (0.45, 1.0, 1.0)
 #: Opacity of the panel behind the text: dark enough that every level colour
-#: reads over sky, ground and the blue crystals of the clusters scene alike.
+#: reads over sky, ground, roofs and walls alike.
 PANEL_ALPHA = 200
 
 
@@ -68,6 +71,10 @@ class HudInfo:
     speed: float | None = None
     mouse: str | None = None            # the mouse-capture state line (windows only)
     notes: list[str] = field(default_factory=list)   # the scene's own lines (e.g. its batch timings)
+    status: str = ""                    # the last key's answer, shown in every mode while it lives
+    warm_frames: int = 0                # the times are medians over this many recent frames (0: this frame's)
+    cold: bool = False                  # this frame took far longer than the median: compiling, first use
+    scene_legend: list[tuple[str, tuple[float, float, float]]] = field(default_factory=list)   # what looks mean
 
 
 def _ms(value: float) -> str:
@@ -85,20 +92,24 @@ def hud_lines(info: HudInfo, mode: str = "full") -> list[tuple[str, tuple[float,
     """The HUD as ``(text, rgb)`` lines, top to bottom.
 
     ``mode`` is one of :data:`HUD_MODES`: ``"full"`` (timings, funnel, state,
-    scene notes, per-level table, mouse line, controls), ``"compact"`` (three
-    short lines and the scene notes), ``"off"`` (no lines).
+    scene notes, per-level table, mouse line, controls), ``"compact"`` (two
+    short lines, the scene notes and the state; :func:`hud_legend` adds the
+    level colours), ``"off"`` (nothing).  Every mode starts with the status
+    line (the last key's answer) while it lives.  Lines stay within about 60
+    characters, so the full HUD covers at most about a quarter of a 16:9 view.
 
     >>> from engine.culling_pipeline import FrameStats
     >>> lines = hud_lines(HudInfo("forest", 1000, FrameStats(candidates=9, in_range=5, in_frustum=2, drawn=2)))
-    >>> lines[2][0]
-    'funnel  candidates 9 -> in range 5 -> in frustum 2 -> drawn 2'
+    >>> lines[3][0]
+    '9 walked > 5 in range > 2 in frustum > 2 drawn'
     >>> [text for text, _ in hud_lines(HudInfo("forest", 1000, FrameStats()), "compact")][0]
     'forest 1,000  cull 0.00 ms  draw 0.0 ms'
     """
     if mode not in HUD_MODES:
         raise ValueError(f"HUD mode must be one of {', '.join(HUD_MODES)}, got {mode!r}")
+    status = [(info.status, STATUS)] if info.status else []
     if mode == "off":
-        return []
+        return status
     s = info.stats
     fps = "" if info.fps is None else f"   {info.fps:5.1f} fps"
     state = []
@@ -110,88 +121,125 @@ def hud_lines(info: HudInfo, mode: str = "full") -> list[tuple[str, tuple[float,
         state.append(f"zoom x{info.zoom:.1f}")
     if not info.lod:
         state.append("full detail (G)")
+    timing = f"median of {info.warm_frames}" if info.warm_frames > 1 else "this frame"
+    cold = [("slow frame: a compile, a first use or a busy machine", YELLOW)] if info.cold else []
     if mode == "compact":
         lines = [
             (f"{info.scene} {info.objects:,}  cull {s.cull_ms:.2f} ms  draw {s.draw_ms:.1f} ms"
              + ("" if info.fps is None else f"  {info.fps:.0f} fps"), WHITE),
-            (f"{s.candidates:,} cand > {s.in_range:,} range > {s.in_frustum:,} frustum"
-             f"  {getattr(s, 'triangles', 0):,} tris", WHITE),
+            (f"{s.candidates:,} walked > {s.in_range:,} range > {s.in_frustum:,} frustum", WHITE),
         ]
         lines.extend((note, WHITE) for note in info.notes)
+        lines.extend(cold)
         if state:
             lines.append(("  ".join(state), YELLOW))
         if info.mouse:
-            lines.append((info.mouse + "   H: more", GREY))
-        return lines
-    culling = "brute force" if info.brute_force else f"tree ({info.shape})"
+            lines.append((info.mouse, GREY))
+        lines.append(("H: timings, levels, keys", GREY))
+        return status + lines
+    culling = "brute force" if info.brute_force else f"tree, {info.shape}s"
     lines = [
-        (f"{info.scene}  {info.objects:,} objects  culling: {culling}{fps}", WHITE),
-        (f"ms  query {_ms(s.query_ms)}  dist {_ms(s.distance_ms)}  frustum {_ms(s.frustum_ms)}  "
-         f"upload {_ms(s.upload_ms)}  = {_ms(s.cull_ms)}   draw {_ms(s.draw_ms)}"
-         + (f"   overlay {_ms(s.trace_ms)}" if info.overlay else ""), WHITE),
-        (f"funnel  candidates {s.candidates:,} -> in range {s.in_range:,} -> in frustum {s.in_frustum:,} "
-         f"-> drawn {s.drawn:,}", WHITE),
+        (f"{info.scene}  {info.objects:,} objects  {culling}{fps}", WHITE),
+        (f"ms ({timing})  cull {s.cull_ms:.2f}  draw {s.draw_ms:.1f}"
+         + (f"  overlay {s.trace_ms:.2f}" if info.overlay else ""), WHITE),
+        (f"  query {s.query_ms:.2f}  range {s.distance_ms:.2f}  frustum {s.frustum_ms:.2f}  "
+         f"upload {s.upload_ms:.2f}", WHITE),
+        (f"{s.candidates:,} walked > {s.in_range:,} in range > {s.in_frustum:,} in frustum > {s.drawn:,} drawn",
+         WHITE),
         (_lod_line(info), WHITE),
     ]
+    lines.extend(cold)
     extras = []
     if info.scale is not None:
-        extras.append(f"view scale x{info.scale:.2f}")
+        extras.append(f"scale x{info.scale:.2f}")
     if info.zoom is not None:
         extras.append(f"zoom x{info.zoom:.2f}")
-    if info.show_map:
-        extras.append("map")
-    if info.entered is not None:
-        extras.append(f"entered {info.entered:,} left {info.left:,}")
-    if info.collision is not None:
-        extras.append(f"collision {'on' if info.collision else 'off'}")
     if info.speed is not None:
         extras.append(f"speed {info.speed:.0f} m/s")
     extras.append(f"fade {'on' if info.fade else 'off'}")
+    if info.collision is not None:
+        extras.append(f"collide {'on' if info.collision else 'off'}")
+    if info.show_map:
+        extras.append("map")
+    lines.append(("  ".join(extras), GREY))
+    if info.entered is not None:
+        lines.append((f"came into view {info.entered:,}  left it {info.left:,}", GREY))
     if info.frozen:
-        extras.append("CULLING FROZEN")
-    lines.append(("   ".join(extras), YELLOW if info.frozen else GREY))
+        lines.append(("CULLING FROZEN (F)", YELLOW))
     lines.extend((note, WHITE) for note in info.notes)
     if info.overlay and info.levels:
-        title = "loose bounds" if info.loose else "nodes"
+        title = "loose boxes" if info.loose else "nodes"
         if info.only_depth is not None:
             title += f", level {info.only_depth} only"
-        lines.append((f"depth   node size   nodes  objects   ({title})", GREY))
+        lines.append((f"depth  node m  nodes  objects  ({title})", GREY))
         for lv in info.levels:
-            lines.append((f"{lv.depth:5d} {lv.node_size:11.1f} {lv.nodes:7d} {lv.objects:8,d}",
+            lines.append((f"{lv.depth:5d} {_size(lv.node_size):>7s} {lv.nodes:6d} {lv.objects:8,d}",
                           text_colour(level_colour(lv.depth))))
         total_nodes = sum(lv.nodes for lv in info.levels)
         total_objects = sum(lv.objects for lv in info.levels)
-        lines.append((f"  all {'':11s} {total_nodes:7d} {total_objects:8,d}", GREY))
+        lines.append((f"  all {'':7s} {total_nodes:6d} {total_objects:8,d}", GREY))
     if info.mouse:
         lines.append((info.mouse, GREY))
     if info.help:
         lines.extend((text, GREY) for text in CONTROLS_HELP)
-    return lines
+    return status + lines
+
+
+def _size(metres: float) -> str:
+    """A node edge, short: ``16384``, ``512``, ``0.5``."""
+    return f"{metres:.0f}" if metres >= 1.0 else f"{metres:.3g}"
+
+
+def hud_legend(info: HudInfo, mode: str = "compact") -> list[list[tuple[str, tuple[float, float, float]]]]:
+    """Rows of colour swatches with labels, drawn below the HUD's lines.
+
+    The scene's own legend (what its colours mean) in every mode but off; in
+    the compact mode also the overlay's key, one ``(node size, colour)`` per
+    level drawn (the full mode's level table says it in colour already).
+
+    >>> from engine.culling_pipeline import FrameStats
+    >>> from engine.overlay import LevelBoxes
+    >>> import numpy as np
+    >>> lv = LevelBoxes(depth=0, node_size=4096.0, bounds=np.zeros((1, 2, 3)), objects=3)
+    >>> [[text for text, _ in row] for row in hud_legend(HudInfo("forest", 10, FrameStats(), levels=[lv]))]
+    [['4096 m boxes']]
+    """
+    rows = []
+    if mode != "off" and info.scene_legend:
+        rows.append(list(info.scene_legend))
+    if mode == "compact" and info.overlay and info.levels:
+        levels = [(_size(lv.node_size), level_colour(lv.depth)) for lv in info.levels]
+        levels[-1] = (levels[-1][0] + " m boxes", levels[-1][1])
+        rows.append(levels)
+    return rows
 
 
 def _lod_line(info: HudInfo) -> str:
-    """Instances per level of detail and the triangles they make."""
+    """Instances per level of detail, the triangles they make and the draw calls."""
     s = info.stats
-    counts = [int(c) for c in getattr(s, "level_counts", ())]
+    counts = [int(c) for c in s.level_counts]
     if not info.lod:
         per_level = "off (full detail)"
     elif counts:
         per_level = "  ".join(f"L{i} {c:,}" for i, c in enumerate(counts))
     else:
         per_level = "-"
-    return f"lod     {per_level}   triangles {getattr(s, 'triangles', 0):,}   draw calls {s.draw_calls}"
+    return f"lod {per_level}  {s.triangles:,} tris  {s.draw_calls} draws"
 
 
 def hud_font_size(height: int, width: int | None = None, chars: int = 0) -> int:
-    """Font size (pixels) for a picture ``height`` pixels tall: 1/48 of it, 9..18;
-    smaller (down to 6) when ``chars`` monospace characters must fit in ``width``.
+    """Font size (pixels) for a picture ``height`` pixels tall: 1/60 of it, 9..16;
+    smaller (down to 7) when ``chars`` monospace characters must fit in ``width``.
 
-    >>> hud_font_size(720), hud_font_size(180), hud_font_size(2160), hud_font_size(180, 320, 90)
-    (15, 9, 18, 6)
+    12 px at 720 lines keeps the full HUD within about a quarter of a 1280x720
+    view; 9 px is the smallest that DejaVu Sans Mono keeps readable (640x360).
+
+    >>> hud_font_size(720), hud_font_size(360), hud_font_size(2160), hud_font_size(180, 320, 90)
+    (12, 9, 16, 7)
     """
-    size = min(max(height // 48, 9), 18)
+    size = min(max(height // 60, 9), 16)
     if width is not None and chars > 0:
-        size = min(size, max(6, int((width - 12) / (0.61 * chars))))
+        size = min(size, max(7, int((width - 12) / (0.61 * chars))))
     return int(size)
 
 
@@ -219,25 +267,42 @@ def hud_font(size: int = 14) -> Font:
     return _FONT_CACHE[size]
 
 
-def draw_hud(image: Image.Image, lines: Sequence[tuple[str, Iterable[float]]], font_size: int = 14) -> Image.Image:
+def draw_hud(image: Image.Image, lines: Sequence[tuple[str, Iterable[float]]], font_size: int = 14,
+             legend: Sequence[Sequence[tuple[str, Iterable[float]]]] = ()) -> Image.Image:
     """Paint ``lines`` (from :func:`hud_lines`) in the top-left of a Pillow RGB image.
 
     A translucent dark panel sits behind the text so it reads over sky and
-    ground alike.  Returns the image (modified in place).
+    ground alike.  ``legend`` (from :func:`hud_legend`) adds rows of colour
+    swatches with their labels below the lines.  Returns the image (modified
+    in place).
     """
     from PIL import Image, ImageDraw
 
-    if not lines:
+    if not lines and not legend:
         return image
     font = hud_font(font_size)
     line_height = int(font_size * 1.3)
-    width = max(int(ImageDraw.Draw(image).textlength(text, font=font)) for text, _ in lines) + 16
-    height = line_height * len(lines) + 10
+    measure = ImageDraw.Draw(image)
+    swatch = max(6, font_size * 2 // 3)
+    gap = font_size // 2
+    legend_width = [sum(swatch + 3 + int(measure.textlength(text, font=font)) + gap for text, _ in row)
+                    for row in legend]
+    width = max([int(measure.textlength(text, font=font)) for text, _ in lines] + legend_width) + 16
+    height = line_height * (len(lines) + len(legend)) + 10
     panel = Image.new("RGBA", image.size, (0, 0, 0, 0))
     draw = ImageDraw.Draw(panel)
     draw.rectangle([0, 0, min(width, image.size[0] - 1), min(height, image.size[1] - 1)], fill=(0, 0, 0, PANEL_ALPHA))
     for row, (text, rgb) in enumerate(lines):
         colour = tuple(int(round(255 * c)) for c in rgb) + (255,)
         draw.text((8, 5 + row * line_height), text, font=font, fill=colour)
+    for r, swatches in enumerate(legend):
+        x, y = 8, 5 + (len(lines) + r) * line_height
+        for text, rgb in swatches:
+            colour = tuple(int(round(255 * c)) for c in rgb) + (255,)
+            top = y + (line_height - swatch) // 2
+            draw.rectangle([x, top, x + swatch - 1, top + swatch - 1], fill=colour)
+            x += swatch + 3
+            draw.text((x, y), text, font=font, fill=tuple(int(round(255 * c)) for c in text_colour(rgb)) + (255,))
+            x += int(measure.textlength(text, font=font)) + gap
     image.paste(Image.alpha_composite(image.convert("RGBA"), panel).convert("RGB"))
     return image

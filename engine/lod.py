@@ -9,8 +9,8 @@ switch to the view distance (not to metres) means a class seen from far
 distance filter has already computed.
 
 Adjacent levels cross-fade over :data:`CROSSFADE_BAND` around each switch:
-both meshes are drawn, with complementary halves of the same 4x4 ordered
-dither the far fade uses (``assets/shaders/object.frag.glsl``), so every pixel
+both meshes are drawn, with complementary halves of the same dither (a
+blue-noise-like interleaved gradient noise) the far fade uses (``assets/shaders/object.frag.glsl``), so every pixel
 shows exactly one of them and nothing pops.  The fade value in the instance
 record encodes which half: ``0 <= fade <= 1`` keeps dither thresholds below
 ``fade`` (the far fade, and the incoming level), ``1 < fade <= 2`` keeps those
@@ -31,25 +31,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from engine.culling_pipeline import FADE_FRACTION
 from engine.meshes import MESHES, get_mesh
+from engine.records import CROSSFADE_BAND, FADE_COLUMN, FADE_FRACTION
 
-__all__ = ["CROSSFADE_BAND", "LOD_CHAINS", "LodChain", "LodFrame", "LodSelector", "MAX_LEVELS", "choose_levels",
+__all__ = ["LOD_CHAINS", "LodChain", "LodFrame", "LodSelector", "MAX_LEVELS", "choose_levels",
            "full_detail_meshes", "group_triangles", "level_fractions", "lod_chain", "lod_instances", "start_table"]
-
-#: Adjacent levels cross-fade over 6 % of the view distance, centred on the
-#: switch: 42 m for a 700 m tree, about 1.7 s at the demo's walking speed of
-#: 25 m/s, enough for the dither to read as a blend rather than a pop, short
-#: enough that few instances are drawn twice (about 6 % of those in range).
-CROSSFADE_BAND = 0.06
 
 #: Levels per chain at most (full, low, card): the renderer keeps one
 #: instance buffer per (kind, level) and the group key is ``kind * MAX_LEVELS + level``.
 MAX_LEVELS = 3
-
-#: Fade column of the per-instance record (see ``engine.culling_pipeline``).
-FADE_COLUMN = 6
-
 
 @dataclass(frozen=True)
 class LodChain:
@@ -107,7 +97,8 @@ class LodChain:
 #: (315 m, about 10 px) a camera-facing card of the same outline does.
 TREE_LOD_STARTS = (0.20, 0.45)
 #: Bushes (130 m, radius 1-2 m): 80 facets matter only up close; at 30 % (40 m)
-#: they are about 15 px, at 70 % (90 m) about 7 px, where an octahedron will do.
+#: they are about 15 px, at 70 % (90 m) about 7 px, where a camera-facing card of
+#: the same rounded outline and mean colour will do.
 BUSH_LOD_STARTS = (0.30, 0.70)
 #: Rocks (300 m, radius 1.5-4 m): the lumpy 20-face shape shows up to about 35 %
 #: (105 m, 12 px); beyond it an octahedron of the same squash.
@@ -124,27 +115,35 @@ TOWER_LOD_STARTS = (0.30,)
 #: Crystals (80 m, radius 0.6-1.6 m): a cube becomes a hexagonal card (its
 #: silhouette) at 40 % (32 m, about 15 px).
 CUBE_LOD_STARTS = (0.40,)
-#: Swarm creatures (radius 1-2 m): the lower half of the arrow-head only shows
-#: from below; dropped beyond 30 % of the view distance.
+#: Swarm creatures (radius 1-2 m): the bird's body and tail are a few pixels
+#: beyond 30 % of the view distance (about 50 m); the wings' V and a flat body stay.
 CREATURE_LOD_STARTS = (0.30,)
-#: Cluster stand-ins (HLOD, 4 km, radius about 150 m): 320 facets while the
-#: cluster fills a good part of the frame, 80 beyond 30 % (1.2 km, 60 px), 20
-#: beyond 60 % (2.4 km, 30 px).
-CLUSTER_BLOB_LOD_STARTS = (0.30, 0.60)
+#: Hunters (radius 2 m, seen from 250-300 m): the head and the cloak's facets
+#: matter up to 25 % (about 70 m, 25 px tall).
+HUNTER_LOD_STARTS = (0.25,)
+#: Houses (600 m, radius 9 m): the chimney and the walls' top (under the roof) go
+#: beyond 30 % (180 m, about 30 px).
+HOUSE_LOD_STARTS = (0.30,)
+#: Settlement stand-ins (HLOD, 4 km, radius 150 m): each house its own block up to
+#: 50 % (2 km, a house about 3 px); beyond, each row of houses one block, trees 3-sided.
+TOWN_LOD_STARTS = (0.50,)
 
 #: Full-detail mesh name -> its chain.  Meshes not listed have one level.
 LOD_CHAINS: dict[str, LodChain] = {
     "cone_tree": LodChain(("cone_tree", "cone_tree_low", "cone_tree_card"), TREE_LOD_STARTS,
                         (False, False, True)),
-    "bush": LodChain(("bush", "bush_low", "bush_far"), BUSH_LOD_STARTS, (False, False, False)),
+    "bush": LodChain(("bush", "bush_low", "bush_far"), BUSH_LOD_STARTS, (False, False, True)),
     "rock": LodChain(("rock", "rock_low"), ROCK_LOD_STARTS, (False, False)),
     "pebble": LodChain(("pebble", "pebble_low"), PEBBLE_LOD_STARTS, (False, False)),
     "grass_card": LodChain(("grass_card", "grass_low"), GRASS_LOD_STARTS, (False, True)),
     "tower": LodChain(("tower", "tower_low"), TOWER_LOD_STARTS, (False, False)),
     "cube": LodChain(("cube", "cube_card"), CUBE_LOD_STARTS, (False, True)),
     "creature": LodChain(("creature", "creature_low"), CREATURE_LOD_STARTS, (False, False)),
-    "cluster_blob": LodChain(("cluster_blob", "cluster_blob_low", "cluster_blob_far"), CLUSTER_BLOB_LOD_STARTS,
-                           (False, False, False)),
+    "hunter": LodChain(("hunter", "hunter_low"), HUNTER_LOD_STARTS, (False, False)),
+    "house_walls": LodChain(("house_walls", "house_walls_low"), HOUSE_LOD_STARTS, (False, False)),
+    "house_roof": LodChain(("house_roof", "house_roof_low"), HOUSE_LOD_STARTS, (False, False)),
+    **{f"town_{part}": LodChain((f"town_{part}", f"town_{part}_far"), TOWN_LOD_STARTS, (False, False))
+       for part in ("walls", "roofs", "trees")},
 }
 
 

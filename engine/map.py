@@ -25,12 +25,15 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from engine.overlay import level_colour
 from engine.shaders import load_program, uniform
+
+if TYPE_CHECKING:
+    from culling import ViewDistanceTree
 
 __all__ = ["MAP_FRACTION", "MAP_RADIUS", "MapGeometry", "MapInset", "MapRenderer", "build_map", "draw_map_label",
            "inset_rect", "label_position", "map_matrix", "scale_bar_length"]
@@ -385,12 +388,12 @@ class MapInset:
         self.geometry: MapGeometry | None = None
 
     def update(self, trace: Any, camera: Any, query_point: Any, visible_centres: np.ndarray | None,
-               index: Any = None, scale: float = 1.0, only_depth: int | None = None,
+               index: ViewDistanceTree | None = None, scale: float = 1.0, only_depth: int | None = None,
                size: tuple[int, int] | None = None, viewer: Any = None) -> MapGeometry:
         """Build and upload this frame's map; O(visited + nearby nodes + visible)."""
         radius = MAP_RADIUS * scale
         context = None
-        if index is not None and hasattr(index, "node_boxes"):
+        if index is not None:
             p = np.asarray(camera.position if query_point is None else query_point, dtype=np.float64)
             lo, hi = index.root_bounds
             lo, hi = np.array(lo, dtype=np.float64), np.array(hi, dtype=np.float64)

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-__all__ = ["MESHES", "Mesh", "get_mesh", "mesh_names"]
+__all__ = ["MESHES", "Mesh", "get_mesh", "mesh_names", "town_plan"]
 
 
 @dataclass(frozen=True)
@@ -54,6 +54,20 @@ def _flat(name: str, triangles: np.ndarray) -> Mesh:
     length = np.linalg.norm(n, axis=1)
     keep = length > 1e-12
     tri, n = tri[keep], n[keep] / length[keep, None]
+    verts = np.concatenate([tri.reshape(-1, 3), np.repeat(n, 3, axis=0)], axis=1).astype(np.float32)
+    radius = float(np.linalg.norm(verts[:, :3], axis=1).max())
+    if radius > 1.0 + 1e-5:
+        raise ValueError(f"mesh {name!r} leaves the unit sphere (radius {radius:.4f})")
+    verts.flags.writeable = False
+    return Mesh(name, verts)
+
+
+def _shaded(name: str, triangles: ArrayLike, normals: ArrayLike) -> Mesh:
+    """Mesh from ``(t, 3, 3)`` triangles with the given per-triangle normals ``(t, 3)``,
+    not the faces' own: foliage cards and blades lit like the volume they stand for."""
+    tri = np.asarray(triangles, dtype=np.float64)
+    n = np.asarray(normals, dtype=np.float64).reshape(-1, 3)
+    n = np.broadcast_to(n / np.linalg.norm(n, axis=1, keepdims=True), (tri.shape[0], 3))
     verts = np.concatenate([tri.reshape(-1, 3), np.repeat(n, 3, axis=0)], axis=1).astype(np.float32)
     radius = float(np.linalg.norm(verts[:, :3], axis=1).max())
     if radius > 1.0 + 1e-5:
@@ -139,15 +153,39 @@ def _cone_tree() -> Mesh:
     return _flat("cone_tree", np.concatenate([trunk, crown_low, crown_high]))
 
 
+#: Grass blades are lit as the lawn they make, not as thin vertical cards: their
+#: normals lean this far from straight up (towards their own facing side).
+GRASS_NORMAL = (0.0, 0.85, 0.5)
+
+
+def _blade(angle: float, lean: float, height: float, width: float) -> np.ndarray:
+    """One blade: a thin triangle from the ground (y = -0.7) leaning out along ``angle``."""
+    d = np.array([np.cos(angle), 0.0, np.sin(angle)])
+    side = np.array([-d[2], 0.0, d[0]]) * width
+    root = np.array([0.0, -0.7, 0.0]) + d * 0.12
+    tip = root + np.array([0.0, height, 0.0]) + d * lean
+    return np.array([root - side, root + side, tip])
+
+
 def _grass_card() -> Mesh:
+    # A tuft of nine thin blades of three heights, leaning out all round: it reads as grass.
+    blades = [_blade(k * 2.0 * np.pi / 9.0 + 0.3 * (k % 2), 0.25 + 0.12 * (k % 3), 1.1 + 0.15 * ((k * 5) % 3),
+                     0.13) for k in range(9)]
+    tri = np.array(blades)
+    up = np.array(GRASS_NORMAL)
+    normals = [np.array([np.cos(k * 2.0 * np.pi / 9.0) * up[2], up[1], np.sin(k * 2.0 * np.pi / 9.0) * up[2]])
+               for k in range(9)]
+    return _shaded("grass_card", tri, normals)
+
+
+def _grass_low() -> Mesh:
+    # The tuft's outline as one camera-facing card: five spikes on a low base.
+    xs = np.linspace(-0.55, 0.55, 6)
+    tips = [(-0.4, 0.55), (-0.18, 0.8), (0.02, 0.62), (0.22, 0.78), (0.42, 0.5)]
     tris = []
-    for k in range(3):
-        a = k * np.pi / 3.0
-        d = np.array([np.cos(a), 0.0, np.sin(a)]) * 0.68
-        p0, p1 = -d + [0, -0.7, 0], d + [0, -0.7, 0]
-        p2, p3 = d * 0.6 + [0, 0.7, 0], -d * 0.6 + [0, 0.7, 0]
-        tris += [(p0, p1, p2), (p0, p2, p3)]
-    return _flat("grass_card", np.array(tris))
+    for k, (tx, ty) in enumerate(tips):
+        tris.append(((xs[k], -0.7, 0.0), (xs[k + 1], -0.7, 0.0), (tx, ty, 0.0)))
+    return _shaded("grass_low", np.array(tris), np.array(GRASS_NORMAL)[[0, 1, 2]] * [0, 1, 1])
 
 
 def _tower() -> Mesh:
@@ -157,14 +195,26 @@ def _tower() -> Mesh:
     return _flat("tower", np.concatenate([body, gallery, roof]))
 
 
+def _bird_parts(wings: float, tail: bool) -> np.ndarray:
+    """A bird seen from anywhere: a diamond body along -z and two wings raised in a V."""
+    nose, back = np.array([0.0, 0.0, -0.95]), np.array([0.0, 0.0, 0.55])
+    left, right = np.array([-0.16, 0.0, -0.1]), np.array([0.16, 0.0, -0.1])
+    top, belly = np.array([0.0, 0.14, -0.1]), np.array([0.0, -0.12, -0.1])
+    body = [(nose, top, left), (nose, right, top), (nose, left, belly), (nose, belly, right),
+            (back, left, top), (back, top, right), (back, belly, left), (back, right, belly)]
+    lw, rw = np.array([-wings, 0.4, 0.15]), np.array([wings, 0.4, 0.15])
+    root0, root1 = np.array([0.0, 0.05, -0.35]), np.array([0.0, 0.05, 0.2])
+    parts = body + [(root0, lw, root1), (root0, root1, rw)]
+    if tail:
+        t0, t1 = np.array([-0.25, 0.0, 0.85]), np.array([0.25, 0.0, 0.85])
+        parts += [(back, t0, t1)]
+    return np.array(parts)
+
+
 def _creature() -> Mesh:
-    # An arrow-head pointing down -z (the direction of travel at yaw 0).
-    nose, tail = np.array([0.0, 0.0, -0.98]), np.array([0.0, 0.0, 0.6])
-    left, right = np.array([-0.75, 0.0, 0.45]), np.array([0.75, 0.0, 0.45])
-    top, bottom = np.array([0.0, 0.35, 0.2]), np.array([0.0, -0.25, 0.2])
-    tris = [(nose, top, left), (nose, right, top), (nose, left, bottom), (nose, bottom, right),
-            (tail, left, top), (tail, top, right), (tail, bottom, left), (tail, right, bottom)]
-    return _flat("creature", np.array(tris))
+    # A bird flying down -z (the direction of travel at yaw 0), wings up in a V:
+    # its outline reads as a bird from below, from the side and from above.
+    return _flat("creature", _bird_parts(0.85, tail=True))
 
 
 def _octahedron(name: str, squash: float, scale: float = 0.98) -> Mesh:
@@ -174,6 +224,32 @@ def _octahedron(name: str, squash: float, scale: float = 0.98) -> Mesh:
     pts[:, 1] *= squash
     faces = [(0, 2, 4), (4, 2, 1), (1, 2, 5), (5, 2, 0), (4, 3, 0), (1, 3, 4), (5, 3, 1), (0, 3, 5)]
     return _flat(name, _indexed(pts, faces))
+
+
+def _bush_far() -> Mesh:
+    """A bush far off: a camera-facing card of the full mesh's rounded outline (an
+    octagon squashed as the bush is), fanned from its centre, whose vertex normals
+    are a sphere's (the centre's towards the viewer, the rim's outwards): the
+    normals interpolate across the card, so it is lit like the round bush it
+    stands for.  The silhouette and the colour stay, the facets go: 8 triangles
+    instead of 20."""
+    a = np.linspace(0.0, 2.0 * np.pi, 8, endpoint=False) + np.pi / 8.0
+    rim = np.stack([0.95 * np.cos(a), 0.95 * 0.85 * np.sin(a), np.zeros(8)], axis=1)
+    rim_normal = np.stack([np.cos(a), np.sin(a), np.full(8, BUSH_FAR_RIM_TILT)], axis=1)
+    rim_normal /= np.linalg.norm(rim_normal, axis=1, keepdims=True)
+    verts = []
+    for i in range(8):
+        j = (i + 1) % 8
+        for p, n in ((np.zeros(3), (0.0, 0.0, 1.0)), (rim[i], rim_normal[i]), (rim[j], rim_normal[j])):
+            verts.append(np.concatenate([p, n]))
+    out = np.array(verts, dtype=np.float32)
+    out.flags.writeable = False
+    return Mesh("bush_far", out)
+
+
+#: How far the far bush card's rim normals lean towards the viewer (0: a sphere's
+#: silhouette normals): a bush's visible rim is not seen edge-on.
+BUSH_FAR_RIM_TILT = 0.4
 
 
 def _cone_tree_low() -> Mesh:
@@ -203,16 +279,155 @@ def _tower_low() -> Mesh:
 
 
 def _creature_low() -> Mesh:
-    # The upper half of the arrow-head: from above (where the swarm is seen from) the same shape.
-    nose, tail = np.array([0.0, 0.0, -0.98]), np.array([0.0, 0.0, 0.6])
-    left, right, top = np.array([-0.75, 0.0, 0.45]), np.array([0.75, 0.0, 0.45]), np.array([0.0, 0.2, 0.2])
-    return _flat("creature_low", np.array([(nose, top, left), (nose, right, top), (tail, left, top),
-                                           (tail, top, right)]))
+    # Far off: the wings' V and a flat body, no tail: 4 triangles, the same outline.
+    nose, back = np.array([0.0, 0.0, -0.95]), np.array([0.0, 0.0, 0.55])
+    root0, root1 = np.array([0.0, 0.05, -0.35]), np.array([0.0, 0.05, 0.2])
+    lw, rw = np.array([-0.85, 0.4, 0.15]), np.array([0.85, 0.4, 0.15])
+    side = np.array([0.16, 0.0, -0.1])
+    return _flat("creature_low", np.array([(root0, lw, root1), (root0, root1, rw),
+                                           (nose, side, back), (nose, back, -side + [0, 0, -0.2])]))
+
+
+def _hunter() -> Mesh:
+    # A hunter: a broad cloaked body (an 8-sided cone), a head and a tall spear, so it
+    # reads as a standing figure on the ground, unlike anything that flies.
+    body = _prism(0.4, -0.9, 0.3, 8, top_radius=0.14)
+    head = _prism(0.2, 0.3, 0.62, 6, top_radius=0.12)
+    spear = _prism(0.04, -0.85, 0.82, 3) + np.array([0.42, 0.0, 0.0])
+    return _flat("hunter", np.concatenate([body, head, spear]))
+
+
+def _hunter_low() -> Mesh:
+    body = _prism(0.4, -0.9, 0.62, 5, top_radius=0.12, caps=False)
+    spear = _prism(0.05, -0.85, 0.82, 3, caps=False) + np.array([0.42, 0.0, 0.0])
+    return _flat("hunter_low", np.concatenate([body, spear]))
 
 
 def _hexagon_card(name: str, radius: float) -> Mesh:
     a = np.linspace(0.0, 2.0 * np.pi, 6, endpoint=False) + np.pi / 6.0
     return _card(name, [(radius * np.cos(t), radius * np.sin(t)) for t in a])
+
+
+def _box(x: float, z: float, y0: float, y1: float, top: bool = True) -> np.ndarray:
+    """The walls (and top) of an axis-aligned box ``[-x, x] x [y0, y1] x [-z, z]``, no floor: (10 or 8, 3, 3)."""
+    c = np.array([[sx * x, y, sz * z] for sx in (-1, 1) for y in (y0, y1) for sz in (-1, 1)])
+    quads = [(4, 6, 7, 5), (0, 1, 3, 2), (0, 2, 6, 4), (1, 5, 7, 3)] + ([(2, 3, 7, 6)] if top else [])
+    tris = []
+    for a, b, cc, d in quads:
+        tris += [(c[a], c[b], c[cc]), (c[a], c[cc], c[d])]
+    return np.array(tris)
+
+
+#: A house's walls and its gable roof (two objects sharing a centre and a scale,
+#: two colours): walls to ``HOUSE_EAVES``, the ridge along x at ``HOUSE_RIDGE``.
+HOUSE_HALF = (0.6, 0.45)
+HOUSE_FLOOR, HOUSE_EAVES, HOUSE_RIDGE = -0.5, 0.2, 0.62
+
+
+def _house_walls(name: str = "house_walls", top: bool = True) -> Mesh:
+    """Four walls (and the top, hidden under the roof only from above and afar)."""
+    x, z = HOUSE_HALF
+    return _flat(name, _box(x, z, HOUSE_FLOOR, HOUSE_EAVES, top=top))
+
+
+def _gable(x: float, z: float, e: float, r: float, x0: float | None = None) -> np.ndarray:
+    """A gable roof over ``[x0 or -x, x] x [-z, z]`` from the eaves ``e`` to the ridge ``r`` (along x), (6, 3, 3)."""
+    lo = -x if x0 is None else x0
+    a, b, c, d = (np.array(p) for p in ([lo, e, -z], [x, e, -z], [x, e, z], [lo, e, z]))
+    top0, top1 = np.array([lo, r, 0.0]), np.array([x, r, 0.0])
+    return np.array([(d, c, top1), (d, top1, top0),          # the +z slope
+                     (b, a, top0), (b, top0, top1),          # the -z slope
+                     (a, d, top0), (c, b, top1)])            # the gables
+
+
+def _house_roof(name: str = "house_roof", chimney: bool = True) -> Mesh:
+    x, z = HOUSE_HALF[0] + 0.06, HOUSE_HALF[1] + 0.08        # the eaves overhang the walls
+    roof = _gable(x, z, HOUSE_EAVES, HOUSE_RIDGE)
+    if chimney:
+        stack = _box(0.05, 0.05, 0.3, 0.68) + np.array([0.32, 0.0, 0.12])
+        roof = np.concatenate([roof, stack])
+    return _flat(name, roof)
+
+
+#: The clusters scene's settlements, as their far stand-ins see them (HLOD):
+#: each part of one settlement (walls, roofs and the tower, trees) merged into
+#: one mesh, in the stand-in's unit sphere (the settlement's radius is 1).
+#: The plan is the scene's (``scenes/clusters.py``, ``town_plan``): houses on a
+#: square grid of pitch ``TOWN_PITCH`` within ``TOWN_EXTENT`` of the centre,
+#: the tower at the centre, trees in every other square between them; a test
+#: checks the scene's houses against these meshes.
+TOWN_PITCH = 1.0 / 6.0
+TOWN_EXTENT = 0.84
+TOWN_HOUSE_SCALE = 9.0 / 150.0       # a house's bounding radius over the settlement's radius
+TOWN_TREE_SCALE = 8.0 / 150.0
+TOWN_TOWER_SCALE = 42.0 / 150.0
+
+
+def town_plan() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """House centres (k, 2) and yaws (k,), tree centres (t, 2): x, z in units of the settlement's radius."""
+    steps = np.arange(-6, 7)
+    i, j = (g.ravel() for g in np.meshgrid(steps, steps, indexing="ij"))
+    house = (np.hypot(i, j) * TOWN_PITCH <= TOWN_EXTENT) & ((i != 0) | (j != 0))
+    houses = np.stack([i[house], j[house]], axis=1) * TOWN_PITCH
+    yaws = np.where(j[house] % 2 == 0, 0.0, np.pi / 2.0)
+    tree = (np.hypot(i + 0.5, j + 0.5) * TOWN_PITCH <= TOWN_EXTENT) & ((i + j) % 2 == 0)
+    trees = np.stack([i[tree] + 0.5, j[tree] + 0.5], axis=1) * TOWN_PITCH
+    return houses, yaws, trees
+
+
+def _placed(mesh: Mesh, xz: np.ndarray, yaw: np.ndarray, scale: float, base: float) -> np.ndarray:
+    """Copies of ``mesh``'s triangles at ``xz``, turned by ``yaw`` (as the object shader does),
+    scaled, standing on y = 0; shape (copies * t, 3, 3)."""
+    tri = mesh.vertices[:, :3].astype(np.float64).reshape(-1, 3, 3)
+    out = []
+    for (x, z), a in zip(xz, yaw):
+        c, s = np.cos(a), np.sin(a)
+        px, py, pz = tri[..., 0], tri[..., 1], tri[..., 2]
+        y = np.maximum(scale * (py - base), 0.0)           # rounding must not sink a vertex below y = 0
+        out.append(np.stack([x + scale * (c * px - s * pz), y, z + scale * (s * px + c * pz)], axis=-1))
+    return np.concatenate(out)
+
+
+def _rows(houses: np.ndarray, yaws: np.ndarray, part: str) -> np.ndarray:
+    """The far level of a settlement's walls or roofs: each grid row of houses turned
+    alike merged into one block (the same footprint, height and ridge line)."""
+    s = TOWN_HOUSE_SCALE
+    (hx, hz), overhang = HOUSE_HALF, (0.06, 0.08)
+    out = []
+    for turned in (False, True):
+        pick = (yaws != 0.0) == turned
+        along, across = (houses[pick, 1], houses[pick, 0]) if turned else (houses[pick, 0], houses[pick, 1])
+        for row in np.unique(across):
+            run = along[across == row]
+            lo, hi = float(run.min()), float(run.max())
+            if part == "walls":
+                block = _box(1.0, hz * s, 0.0, (HOUSE_EAVES - HOUSE_FLOOR) * s, top=False)
+                block[..., 0] = np.where(block[..., 0] < 0.0, lo - hx * s, hi + hx * s)
+            else:
+                ox, oz = overhang
+                block = _gable(hi + (hx + ox) * s, (hz + oz) * s, (HOUSE_EAVES - HOUSE_FLOOR) * s,
+                               (HOUSE_RIDGE - HOUSE_FLOOR) * s, x0=lo - (hx + ox) * s)
+            block[..., 2] += row
+            if turned:
+                block = block[..., [2, 1, 0]][:, ::-1]        # swap x and z, keep the winding
+            out.append(block)
+    return np.concatenate(out)
+
+
+def _town(parts: dict[str, Mesh]) -> list[Mesh]:
+    houses, yaws, trees = town_plan()
+    tower_base = float(parts["tower"].vertices[:, 1].min())
+    walls = _placed(parts["house_walls"], houses, yaws, TOWN_HOUSE_SCALE, HOUSE_FLOOR)
+    roofs = _placed(parts["house_roof_low"], houses, yaws, TOWN_HOUSE_SCALE, HOUSE_FLOOR)
+    tower = _placed(parts["tower_low"], np.zeros((1, 2)), np.zeros(1), TOWN_TOWER_SCALE, tower_base)
+    crowns = _placed(parts["cone_tree_low"], trees, np.zeros(len(trees)), TOWN_TREE_SCALE, -0.99)
+    far_crowns = _placed(_flat("cone3", _prism(0.55, -0.8, 0.6, 3, top_radius=0.0, caps=False)), trees,
+                         np.zeros(len(trees)), TOWN_TREE_SCALE, -0.99)
+    return [_flat("town_walls", walls), _flat("town_roofs", np.concatenate([roofs, tower])),
+            _flat("town_trees", crowns),
+            _flat("town_walls_far", _rows(houses, yaws, "walls")),
+            _flat("town_roofs_far", np.concatenate([_rows(houses, yaws, "roofs"), tower])),
+            _flat("town_trees_far", far_crowns)]
 
 
 def _build() -> dict[str, Mesh]:
@@ -224,23 +439,27 @@ def _build() -> dict[str, Mesh]:
         _lumpy("pebble", seed=11, squash=0.5, lo=0.8, subdivisions=0),
         _octahedron("pebble_low", squash=0.5, scale=0.9),
         _lumpy("bush", seed=3, squash=0.85, lo=0.85),
-        _lumpy("bush_low", seed=3, squash=0.85, lo=0.85, subdivisions=0),
-        _octahedron("bush_far", squash=0.85, scale=0.92),
+        _lumpy("bush_low", seed=3, squash=0.85, lo=0.98, subdivisions=0),   # round: the full outline
+        _bush_far(),
         _cone_tree(),
         _cone_tree_low(),
         _cone_tree_card(),
         _grass_card(),
-        _card("grass_low", [(-0.6, -0.7), (0.6, -0.7), (0.4, 0.7), (-0.4, 0.7)]),
+        _grass_low(),
         _tower(),
         _tower_low(),
         _creature(),
         _creature_low(),
-        # A dense cluster's stand-in (HLOD): a lumpy ball, in three levels of its own.
-        _lumpy("cluster_blob", seed=5, squash=0.9, lo=0.9, subdivisions=2),
-        _lumpy("cluster_blob_low", seed=5, squash=0.9, lo=0.9, subdivisions=1),
-        _lumpy("cluster_blob_far", seed=5, squash=0.9, lo=0.9, subdivisions=0),
+        _hunter(),
+        _hunter_low(),
+        _house_walls(),
+        _house_walls("house_walls_low", top=False),
+        _house_roof(),
+        _house_roof("house_roof_low", chimney=False),
     ]
-    return {m.name: m for m in meshes}
+    parts = {m.name: m for m in meshes}
+    # A settlement's stand-in (HLOD): its houses, tower and trees merged, in three meshes (three colours).
+    return parts | {m.name: m for m in _town(parts)}
 
 
 #: Every mesh by name, built once at import (a few milliseconds, no GL).

@@ -68,17 +68,8 @@ def box_edges(bounds: ArrayLike) -> NDArray[np.float32]:
 
 
 def loose_bounds(level: LevelTrace) -> NDArray[np.float64]:
-    """The grown boxes a query tested at this level: ``.loose_bounds`` if the trace
-    has them, else each box grown by half its edge on every side (the root,
-    depth 0, is visited unconditionally and not grown)."""
-    loose = getattr(level, "loose_bounds", None)
-    if loose is not None:
-        return np.asarray(loose, dtype=np.float64)
-    b = np.asarray(level.bounds, dtype=np.float64)
-    if level.depth == 0:
-        return b
-    grow = float(level.node_size) / 2.0
-    return np.stack([b[:, 0] - grow, b[:, 1] + grow], axis=1)
+    """The grown boxes a query tested at this level (the root's are its own box), (k, 2, dim)."""
+    return np.asarray(level.loose_bounds, dtype=np.float64)
 
 
 @dataclass(frozen=True)

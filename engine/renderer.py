@@ -15,9 +15,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from engine.culling_pipeline import INSTANCE_FLOATS
 from engine.lod import MAX_LEVELS, lod_chain
 from engine.meshes import get_mesh
+from engine.records import INSTANCE_FLOATS
 from engine.shaders import load_program, uniform
 
 if TYPE_CHECKING:
@@ -31,7 +31,6 @@ __all__ = ["INITIAL_INSTANCE_CAPACITY", "Renderer", "terrain_mesh"]
 INITIAL_INSTANCE_CAPACITY = 1024
 
 LIGHT_DIR = np.array([0.45, 0.8, 0.35]) / np.linalg.norm([0.45, 0.8, 0.35])
-HIGHLIGHT_COLOUR = (0.95, 0.15, 0.10)
 
 
 def _set(program: moderngl.Program, name: str, value: object) -> None:
@@ -188,7 +187,7 @@ class Renderer:
         for name, value in common.items():
             _set(prog, name, value)
         _set(prog, "u_dither", self.dither)
-        _set(prog, "u_highlight_colour", getattr(scene, "highlight_colour", HIGHLIGHT_COLOUR))
+        _set(prog, "u_highlight_colour", scene.highlight_colour)
         for batch in self.groups:
             if batch is not None and batch.count:
                 _set(prog, "u_colour", tuple(batch.kind.colour))

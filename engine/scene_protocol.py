@@ -59,7 +59,8 @@ class SceneData(Protocol):
 
     Arrays have one row per object: ``centres`` (n, 3); ``view_distance``,
     ``bounding_radius``, ``begin_distance`` (n,) float64; ``yaw``, ``tint``,
-    ``highlight`` (n,) float32; ``kind_offsets`` (kinds + 1,) int64.
+    ``highlight`` (n,) float32; ``kind_offsets`` (kinds + 1,) int64; highlighted
+objects are drawn towards ``highlight_colour``.
     """
 
     @property
@@ -97,5 +98,8 @@ class SceneData(Protocol):
 
     @property
     def fog_distance(self) -> float: ...
+
+    @property
+    def highlight_colour(self) -> tuple[float, float, float]: ...
 
     def __len__(self) -> int: ...

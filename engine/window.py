@@ -91,8 +91,8 @@ class App:
     #: pyglet input events forwarded to the methods of the same name.  A handler
     #: that returns True consumes the event (pyglet's defaults do not run: the
     #: window's own Esc-closes-the-window, for one).
-    input_events = ("on_key_press", "on_key_release", "on_mouse_motion", "on_mouse_drag", "on_mouse_press",
-                    "on_mouse_release", "on_mouse_scroll")
+    input_events = ("on_key_press", "on_key_release", "on_text", "on_mouse_motion", "on_mouse_drag",
+                    "on_mouse_press", "on_mouse_release", "on_mouse_scroll")
 
     def __init__(self, window: pyglet.window.Window, ctx: moderngl.Context, **kwargs: Any) -> None:
         self.window = window
@@ -113,6 +113,10 @@ class App:
         """The window's framebuffer is now ``width`` x ``height`` pixels."""
 
     def on_key_press(self, symbol: int, modifiers: int) -> bool | None:
+        return None
+
+    def on_text(self, text: str) -> bool | None:
+        """Typed text (after the keyboard layout and Shift); pyglet sends it after ``on_key_press``."""
         return None
 
     def on_key_release(self, symbol: int, modifiers: int) -> bool | None:
@@ -163,8 +167,9 @@ class App:
         config = pyglet.gl.Config(major_version=major, minor_version=minor,  # type: ignore[abstract]
                                   forward_compatible=True, double_buffer=True, depth_size=cls.depth_size)
         try:
+            # Hidden until the app is built (run() shows it): a window on screen answers its keys.
             return pyglet.window.Window(width=width, height=height, caption=cls.title, resizable=cls.resizable,
-                                        vsync=cls.vsync, config=config)
+                                        vsync=cls.vsync, config=config, visible=False)
         except Exception as exc:
             raise WindowError(f"cannot open an OpenGL {major}.{minor} window: {_reason(exc)}") from None
 
@@ -196,6 +201,7 @@ class App:
             window.close()
             raise WindowError(f"moderngl cannot use the window's OpenGL context: {exc}") from None
         app = cls(window, ctx, **kwargs)
+        window.set_visible(True)           # only now: the scene is loaded and every key is handled
         # Input: the app's handlers in one frame, pyglet's key-state handler in a
         # frame above it.  KeyStateHandler returns nothing, so every key event
         # reaches both; setting the app's key handlers into the key-state

@@ -20,6 +20,7 @@ every frame instead.
 
 from __future__ import annotations
 
+from collections import deque
 from dataclasses import dataclass
 from time import perf_counter
 
@@ -34,6 +35,8 @@ COMPARE_EVERY = 10
 """Frames between two runs of the other method (brute force beside the tree, or
 the tree beside brute force): often enough for a steady HUD figure, rare
 enough that the comparison costs a few percent of a frame."""
+RECENT = 30
+"""Timings kept per method: the HUD shows their median (warm figures, not one frame's)."""
 BLOCK = 64
 """Hunters per block of the brute-force scan: a (BLOCK, creatures) float64 block."""
 
@@ -42,9 +45,9 @@ BLOCK = 64
 class AggroStats:
     """One frame's aggro batch, for the HUD.
 
-    ``tree_ms`` and ``brute_ms`` are the latest timings of each method (the
-    one in use every frame, the other every ``COMPARE_EVERY`` frames); None
-    until measured.  ``mismatches`` counts frames where the two disagreed
+    ``tree_ms`` and ``brute_ms`` are the medians of each method's last
+    ``RECENT`` timings (the one in use runs every frame, the other every
+    ``COMPARE_EVERY`` frames); None until measured.  ``mismatches`` counts frames where the two disagreed
     (always 0: both are exact).
     """
 
@@ -58,20 +61,23 @@ class AggroStats:
     compared: int = 0
     mismatches: int = 0
 
-    def line(self, who: str | None = None) -> str:
-        """The HUD line: ``aggro  300 hunters x 29,000 creatures  ...  query_many 1.2 ms  brute force 30 ms (25x)``.
+    def lines(self, who: str | None = None) -> list[str]:
+        """The HUD lines: who asks, how many pairs, and the batch against brute force.
 
         ``who`` names the query points (default ``"<hunters> hunters"``).
+
+        >>> AggroStats(hunters=3, creatures=90, pairs=5, chasing=4, tree_ms=1.0, brute_ms=30.0).lines()
+        ['aggro: 3 hunters x 90 creatures, 5 pairs, 4 chasing', '  query_many 1.00 ms, brute force 30.00 ms (30.0x)']
         """
         who = who or f"{self.hunters:,} hunters"
-        text = f"aggro  {who} x {self.creatures:,} creatures  pairs {self.pairs:,}  chasing {self.chasing:,}"
+        first = f"aggro: {who} x {self.creatures:,} creatures, {self.pairs:,} pairs, {self.chasing:,} chasing"
+        times = []
         if self.tree_ms is not None:
-            text += f"  query_many {self.tree_ms:.2f} ms"
+            times.append(f"query_many {self.tree_ms:.2f} ms")
         if self.brute_ms is not None:
-            text += f"  brute force {self.brute_ms:.2f} ms"
-        if self.tree_ms and self.brute_ms is not None:
-            text += f" ({self.brute_ms / self.tree_ms:.1f}x)"
-        return text
+            times.append(f"brute force {self.brute_ms:.2f} ms"
+                         + (f" ({self.brute_ms / self.tree_ms:.1f}x)" if self.tree_ms else ""))
+        return [first] + (["  " + ", ".join(times)] if times else [])
 
 
 def brute_force_pairs(points: np.ndarray, centres: np.ndarray, radii: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -124,6 +130,7 @@ class Aggro:
         self.method = method
         self.stats = AggroStats(method=method, creatures=len(self.radii))
         self._frames = 0
+        self._times: dict[str, deque[float]] = {name: deque(maxlen=RECENT) for name in AGGRO_METHODS}
 
     @property
     def method(self) -> str:
@@ -170,11 +177,12 @@ class Aggro:
         for name in order:
             t0 = perf_counter()
             answers[name] = runs[name]()
-            ms = (perf_counter() - t0) * 1e3
+            self._times[name].append((perf_counter() - t0) * 1e3)
+            median = float(np.median(self._times[name]))
             if name == "tree":
-                self.stats.tree_ms = ms
+                self.stats.tree_ms = median
             else:
-                self.stats.brute_ms = ms
+                self.stats.brute_ms = median
         creature, point = answers[self._method]
         if len(answers) == 2:
             n = len(self.radii)
@@ -185,6 +193,10 @@ class Aggro:
         self.stats.hunters = len(points)
         self.stats.pairs = len(creature)
         return creature, point
+
+    def warm_up(self, points: np.ndarray) -> None:
+        """Ask the tree once (compiling its batch query) without recording anything."""
+        self.tree.query_many(np.asarray(points, dtype=np.float64).reshape(-1, 3), exact=True)
 
     def nearest(self, points: np.ndarray) -> np.ndarray:
         """For every creature, the nearest point inside its aggro sphere, or -1.

@@ -32,16 +32,21 @@ MESH_BASES: dict[str, float] = {
     "cone_tree": -0.9900000095367432,
     "grass_card": -0.699999988079071,
     "tower": -0.9700000286102295,
-    "creature": -0.25,
-    "cluster_blob": -0.8825593590736389,
+    "creature": -0.11999999731779099,
+    "hunter": -0.8999999761581421,
+    "house_walls": -0.5,
+    "house_roof": 0.20000000298023224,
+    "town_walls": 0.0,
+    "town_roofs": 0.0,
+    "town_trees": 0.0,
 }
 
 
 def mesh_base(mesh: str) -> float:
     """:data:`MESH_BASES` entry of ``mesh``; ``KeyError`` naming the known meshes.
 
-    >>> mesh_base("creature")
-    -0.25
+    >>> mesh_base("hunter")
+    -0.8999999761581421
     """
     try:
         return MESH_BASES[mesh]
@@ -226,6 +231,8 @@ class Scene:
     terrain: Terrain | None = None
     sky: tuple[float, float, float] = (0.62, 0.74, 0.86)
     fog_distance: float = 2500.0
+    #: Highlighted objects (``highlight`` 1) are drawn in this colour.
+    highlight_colour: tuple[float, float, float] = (0.95, 0.15, 0.10)
     highlight: np.ndarray = field(default_factory=lambda: _UNSET)     # zeros when not given
     begin_distance: np.ndarray = field(default_factory=lambda: _UNSET)  # zeros when not given
     description: str = ""
@@ -293,6 +300,14 @@ class Scene:
         engine's culling, can be compared with brute force.  Scenes without
         queries of their own ignore it.
         """
+
+    def warm_up(self, camera_position: np.ndarray) -> None:
+        """Run the scene's own queries once without changing anything (compiling them
+        before the first frame); nothing to do for a static scene."""
+
+    def legend(self) -> list[tuple[str, tuple[float, float, float]]]:
+        """What the scene's looks mean, for the HUD: ``(label, rgb)`` pairs; none by default."""
+        return []
 
     def status_lines(self) -> list[str]:
         """Lines the HUD shows for this scene (its own batches and timings); none by default."""

@@ -1,4 +1,4 @@
-"""Tens of thousands of creatures and hundreds of hunters, all moving every frame.
+"""Tens of thousands of birds in flocks and hundreds of hunters, all moving every frame.
 
 Two view-distance trees meet here.  The engine's tree stores every object's
 view distance and is updated with ``update_many`` each frame.  The scene's
@@ -8,6 +8,12 @@ radius*, and every frame asks it once for all hunters and the player together
 aggro sphere turns red and chases the nearest of them.  The batch's time,
 and now and then brute force's for the same question, are in
 :attr:`SwarmScene.aggro_stats` for the HUD.
+
+The birds fly in flocks: each steers towards its flock's centre (cohesion)
+and its flock's mean velocity (alignment), both one ``bincount`` over all
+birds, and away from birds that come within ``PERSONAL_SPACE`` of it
+(separation): the pairs come from a broad phase over a grid of that cell size
+(neighbours in sorted cell order), O(n log n) NumPy.
 
 The world keeps the same density at every size: the arena's radius grows with
 the square root of the object count, so 1,500 objects look like a corner of
@@ -23,11 +29,11 @@ from numpy.typing import ArrayLike
 
 from culling import ViewDistanceTree
 from scenes.aggro import Aggro, AggroStats
-from scenes.base import ObjectKind, Pose, Scene, Terrain, allocate_counts, build_arrays, mesh_base
+from scenes.base import ObjectKind, Pose, Scene, Terrain, allocate_counts, build_arrays, mesh_base, morton_order
 
-__all__ = ["SWARM_KINDS", "SwarmScene", "arena_radius", "make_swarm"]
+__all__ = ["LEGEND", "SWARM_KINDS", "SwarmScene", "arena_radius", "make_swarm", "separation_pairs"]
 
-DENSITY = 0.0065            # creatures per square metre of arena
+DENSITY = 0.02              # creatures per square metre of arena (flocks make it locally denser)
 HUNTER_SHARE = 0.01         # one hunter per hundred objects
 ROCK_SHARE = 0.03
 CRUISE_SPEED = 9.0          # m/s
@@ -36,15 +42,49 @@ HUNTER_SPEED = 6.0
 WANDER_ACCEL = 6.0          # m/s^2, random walk of the velocity
 CHASE_ACCEL = 30.0
 PERSONAL_SPACE = 12.0       # chasers stop pushing closer than this (m)
+FLOCK_SIZE = 60             # birds per flock, about
+COHESION = 0.6              # m/s^2 per m/s: steering towards the flock's centre, per metre away (capped)
+ALIGNMENT = 1.5             # 1/s: matching the flock's mean velocity
+SEPARATION_RADIUS = 4.0     # birds closer than this push apart (m)
+SEPARATION = 40.0           # m/s^2 at contact, falling to 0 at SEPARATION_RADIUS
 ALTITUDE = (6.0, 45.0)      # creatures fly this high above the ground (m)
-AGGRO_RADIUS = (15.0, 70.0)
+AGGRO_RADIUS = (10.0, 40.0)   # flocks are dense: a hunter stirs a part of one, not all around it
 WAYPOINT_REACHED = 5.0      # a hunter picks a new waypoint this close to the old one (m)
 
 SWARM_KINDS = (
     ObjectKind("rock", "rock", (0.48, 0.46, 0.47), solid=True),
-    ObjectKind("hunter", "cube", (0.20, 0.35, 0.95)),
-    ObjectKind("creature", "creature", (0.95, 0.80, 0.25)),
+    ObjectKind("hunter", "hunter", (0.22, 0.30, 0.85)),
+    ObjectKind("creature", "creature", (0.96, 0.86, 0.45)),
 )
+#: What the HUD's legend says about each look (the chasing birds wear the highlight colour).
+LEGEND = (("hunters (walk)", (0.22, 0.30, 0.85)), ("birds (flocks)", (0.96, 0.86, 0.45)),
+          ("chasing you or a hunter", (0.95, 0.15, 0.10)))
+
+
+def separation_pairs(pos: np.ndarray, radius: float) -> tuple[np.ndarray, np.ndarray]:
+    """Pairs ``(i, j)`` of points closer than ``radius``, found in a grid of that cell
+    size: each point against the next three in sorted (cell, x) order within its cell.
+
+    A broad phase for separation, not an exact one: it can miss a pair split by a
+    cell face or crowded out of the next three (the push is then a frame late).
+    O(n log n).
+
+    >>> i, j = separation_pairs(np.array([[0.0, 0, 0], [1.0, 0, 0], [9.0, 0, 0]]), 4.0)
+    >>> sorted(zip(i.tolist(), j.tolist()))
+    [(0, 1)]
+    """
+    cell = np.floor(pos / radius).astype(np.int64)
+    key = (cell[:, 0] * 73856093) ^ (cell[:, 1] * 19349663) ^ (cell[:, 2] * 83492791)
+    order = np.lexsort((pos[:, 0], key))
+    firsts, seconds = [], []
+    for k in (1, 2, 3):
+        a, b = order[:-k], order[k:]
+        same = key[a] == key[b]
+        d = pos[a] - pos[b]
+        close = same & (np.einsum("ij,ij->i", d, d) < radius * radius)
+        firsts.append(a[close])
+        seconds.append(b[close])
+    return np.concatenate(firsts), np.concatenate(seconds)
 
 
 def arena_radius(creatures: int) -> float:
@@ -55,9 +95,8 @@ def arena_radius(creatures: int) -> float:
 class SwarmScene(Scene):
     """Moving creatures and hunters; ``update`` advances them and the aggro batch."""
 
-    highlight_colour = (0.95, 0.15, 0.10)
-
-    def setup(self, seed: int, arena: float, velocity: np.ndarray, aggro_radius: np.ndarray) -> None:
+    def setup(self, seed: int, arena: float, velocity: np.ndarray, aggro_radius: np.ndarray,
+              flock: np.ndarray) -> None:
         self._rng = np.random.default_rng(seed + 7)
         offsets = self.kind_offsets
         self.hunters = slice(int(offsets[1]), int(offsets[2]))
@@ -69,6 +108,9 @@ class SwarmScene(Scene):
         n_hunters = self.hunters.stop - self.hunters.start
         self.waypoints = self._random_points(n_hunters)
         self.aggro_count = 0
+        self.flock = np.asarray(flock, dtype=np.int64)
+        self.flocks = int(self.flock.max(initial=-1)) + 1
+        self.separation_pairs = 0
 
     # -- queries the tests and the HUD use ------------------------------------------
     @property
@@ -96,7 +138,15 @@ class SwarmScene(Scene):
 
     def status_lines(self) -> list[str]:
         hunters = self.hunters.stop - self.hunters.start
-        return [self.aggro.stats.line(f"you + {hunters:,} hunters")]
+        return self.aggro.stats.lines(f"you + {hunters:,} hunters") + [
+            f"  flocks {self.flocks:,}, separation pairs {self.separation_pairs:,}"]
+
+    def legend(self) -> list[tuple[str, tuple[float, float, float]]]:
+        return list(LEGEND)
+
+    def warm_up(self, camera_position: np.ndarray) -> None:
+        cam = np.asarray(camera_position, dtype=np.float64).reshape(1, 3)
+        self.aggro.warm_up(np.concatenate([cam, self.centres[self.hunters]]))
 
     # -- motion -------------------------------------------------------------------------
     def _random_points(self, k: int) -> np.ndarray:
@@ -149,6 +199,23 @@ class SwarmScene(Scene):
         self.aggro_count = int(chasing.shape[0])
         accel = self._rng.normal(0.0, WANDER_ACCEL, size=vel.shape)
         accel[:, 1] *= 0.3
+        # Flocking: cohesion towards the flock's centre, alignment with its mean velocity.
+        members = np.bincount(self.flock, minlength=self.flocks).astype(np.float64)[:, None]
+        members = np.maximum(members, 1.0)
+        centre = np.stack([np.bincount(self.flock, pos[:, a], self.flocks) for a in range(3)], axis=1) / members
+        mean_vel = np.stack([np.bincount(self.flock, vel[:, a], self.flocks) for a in range(3)], axis=1) / members
+        to_centre = centre[self.flock] - pos
+        accel += np.clip(to_centre * COHESION * 0.1, -COHESION * 8.0, COHESION * 8.0)
+        accel += (mean_vel[self.flock] - vel) * ALIGNMENT
+        # Separation: birds closer than SEPARATION_RADIUS push apart.
+        i, j = separation_pairs(pos, SEPARATION_RADIUS)
+        self.separation_pairs = int(i.shape[0])
+        if i.shape[0]:
+            d = pos[i] - pos[j]
+            dist = np.maximum(np.sqrt(np.einsum("ij,ij->i", d, d)), 1e-3)
+            push = d / dist[:, None] * (SEPARATION * (1.0 - dist / SEPARATION_RADIUS))[:, None]
+            np.add.at(accel, i, push)
+            np.add.at(accel, j, -push)
         out = np.hypot(pos[:, 0], pos[:, 2]) > self.arena
         accel[out, 0] -= pos[out, 0] * 0.05
         accel[out, 2] -= pos[out, 2] * 0.05
@@ -200,13 +267,24 @@ def make_swarm(objects: int = 30_000, seed: int = 1) -> SwarmScene:
             y = ground - mesh_base(kind.mesh) * radius
             view = rng.uniform(300.0, 400.0, size=n)
         elif kind.name == "hunter":
-            radius = np.full(n, 2.0)
+            radius = np.full(n, 3.0)
             y = ground - mesh_base(kind.mesh) * radius  # standing on the ground
             view = rng.uniform(250.0, 300.0, size=n)
         else:
+            # Birds start in flocks: around a flock centre, heading the flock's way.
+            flocks = max(1, n // FLOCK_SIZE)
+            flock = rng.integers(0, flocks, size=n)
+            fa = rng.uniform(0.0, 2.0 * np.pi, size=flocks)
+            fr = arena * np.sqrt(rng.random(flocks))
+            fx, fz = fr * np.cos(fa), fr * np.sin(fa)
+            x, z = fx[flock] + rng.normal(0.0, 10.0, n), fz[flock] + rng.normal(0.0, 10.0, n)
+            ground = terrain.height_at(x, z)
             radius = rng.uniform(0.8, 1.6, size=n)
             y = ground + rng.uniform(*ALTITUDE, size=n)
             view = rng.uniform(120.0, 200.0, size=n)
+            # build_arrays puts each kind in Morton order: the flock ids follow it.
+            flock = flock[morton_order(np.stack([x, y, z], axis=1))]
+            flock_heading = rng.uniform(0.0, 2.0 * np.pi, size=flocks)
         parts.append(dict(kind=np.asarray(index), centres=np.stack([x, y, z], axis=1), view_distance=view,
                           bounding_radius=radius, yaw=rng.uniform(0.0, 2.0 * np.pi, size=n),
                           tint=rng.uniform(-0.5, 0.5, size=n)))
@@ -219,7 +297,7 @@ def make_swarm(objects: int = 30_000, seed: int = 1) -> SwarmScene:
         bounding_radius=arrays["bounding_radius"], yaw=arrays["yaw"], tint=arrays["tint"],
     )
     n_creatures = counts["creature"]
-    heading = rng.uniform(0.0, 2.0 * np.pi, size=n_creatures)
+    heading = flock_heading[flock] + rng.normal(0.0, 0.3, size=n_creatures)
     velocity = np.stack([np.sin(heading), np.zeros(n_creatures), -np.cos(heading)], axis=1) * CRUISE_SPEED
-    scene.setup(seed, arena, velocity, rng.uniform(*AGGRO_RADIUS, size=n_creatures))
+    scene.setup(seed, arena, velocity, rng.uniform(*AGGRO_RADIUS, size=n_creatures), flock)
     return scene

@@ -21,17 +21,17 @@ flat in float v_highlight;
 
 out vec4 f_colour;
 
-// Ordered-dither threshold in (0, 1) from a 4x4 Bayer matrix.
-float bayer4(vec2 frag) {
-    ivec2 p = ivec2(mod(frag, 4.0));
-    const float m[16] = float[16](0.0, 8.0, 2.0, 10.0,  12.0, 4.0, 14.0, 6.0,
-                                  3.0, 11.0, 1.0, 9.0,  15.0, 7.0, 13.0, 5.0);
-    return (m[p.y * 4 + p.x] + 0.5) / 16.0;
+// Dither threshold in (0, 1): interleaved gradient noise (Jimenez 2014), a
+// blue-noise-like pattern with no visible 4x4 grid at 1:1, cheap in a shader.
+// Any threshold function keeps the two cross-fade halves complementary.
+float dither_threshold(vec2 frag) {
+    vec2 p = floor(frag);
+    return fract(52.9829189 * fract(dot(p, vec2(0.06711056, 0.00583715))));
 }
 
 void main() {
     if (u_dither) {
-        float threshold = bayer4(gl_FragCoord.xy);
+        float threshold = dither_threshold(gl_FragCoord.xy);
         if (v_fade <= 1.0 ? v_fade < threshold : threshold < v_fade - 1.0) {
             discard;
         }

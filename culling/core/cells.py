@@ -14,7 +14,8 @@ function: numba compiles a Python-callable version of each):
   every cell is exactly its children's parent.  :func:`cell_scaled` is the
   same with ``2**L`` given (the walk computes it once per level).
 - :func:`home` (one object of a batch, for other kernels) and :func:`homes`
-  (a batch, for Python): a sphere's level and cell per axis.  The dense grid
+  (a batch, for Python): a sphere's level and cell per axis, of its centre
+  placed exactly (:func:`placed_u`: the cell of the exact ``(c - origin) / size``).  The dense grid
   numbers the same cells from 0 within its world (:mod:`culling.grid.geometry`).
 
 The window (the "conservative visit"): a sphere on level ``L`` has a radius
@@ -44,8 +45,9 @@ import numpy as np
 from culling.core.jit import inline_kernel, kernel
 from culling.core.lattice import ANCHOR, MAX_DEPTH, MAX_GROWTH, TOO_LARGE
 
-__all__ = ["axis_window", "cell_of", "cell_scaled", "half_reach", "half_reach_by", "home", "homes", "level_factor",
-           "level_of", "multiply_up", "round_down_add", "round_down_sub", "window"]
+__all__ = ["PLACE_BITS", "axis_window", "cell_of", "cell_scaled", "exact_axis_window", "exact_sign", "face_sign",
+           "grown_half", "half_reach", "half_reach_by", "home", "homes", "level_factor", "level_of", "multiply_up",
+           "placed_columns", "placed_u", "round_down_add", "round_down_sub", "round_up_add", "window"]
 
 #: Root-relative coordinates are clamped to one unit outside the largest
 #: world (the level ``-MAX_GROWTH`` cell), where no node can ever be.
@@ -83,6 +85,30 @@ def round_down_add(a: float, b: float) -> float:
     bb = r - a
     error = (a - (r - bb)) + (b - bb)  # TwoSum: a + b == r + error exactly
     return np.nextafter(r, -math.inf) if error < 0.0 else r
+
+
+@inline_kernel
+def round_up_add(a: float, b: float) -> float:
+    """The smallest float ``>= a + b`` (exact); ``a, b >= 0``.  TwoSum says whether ``fl(a + b)`` lies below."""
+    r = a + b
+    if r == math.inf:
+        return math.inf
+    bb = r - a
+    error = (a - (r - bb)) + (b - bb)  # TwoSum: a + b == r + error exactly
+    return np.nextafter(r, math.inf) if error > 0.0 else r
+
+
+@inline_kernel
+def grown_half(half: float, grow: float) -> float:
+    """A window's half width grown by a probe's radius: the smallest float ``>= half + grow``.
+
+    A probe sphere of radius ``rho`` meets a sphere of scaled radius below
+    ``s*W/2`` only if their centres are closer than ``s*W/2 + rho`` on every
+    axis, so the probe's window on a level is the point's window widened by
+    ``rho`` at both ends: ``(2 + ceil(2 * rho / W))`` cells per axis at most
+    for ``s <= 1``.  ``grow == 0`` leaves ``half`` as it is (the point query).
+    """
+    return half if grow == 0.0 else round_up_add(half, grow)
 
 
 @kernel
@@ -198,11 +224,12 @@ def level_of(radius: float, size: float) -> int:
 def home(centres: np.ndarray, radii: np.ndarray, i: int, origin: np.ndarray, size: float, keys: np.ndarray,
          g: int) -> None:
     """Object ``i``'s home into ``keys[g]`` (int64, ``dim + 1`` long): its :func:`level_of`, then
-    its :func:`cell_of` per axis, for the root-relative centre ``(centre - origin) / size``."""
+    its :func:`cell_of` per axis, for the root-relative centre ``(centre - origin) / size``
+    placed exactly (:func:`placed_u`)."""
     level = level_of(radii[i], size)
     keys[g, 0] = level
     for axis in range(centres.shape[1]):
-        keys[g, axis + 1] = cell_of((centres[i, axis] - origin[axis]) / size, level)
+        keys[g, axis + 1] = cell_of(placed_u(centres[i, axis], origin[axis], size), level)
 
 
 @kernel
@@ -233,13 +260,238 @@ def axis_window(x: float, o: float, half: float, size: float, level: int, factor
 
 @kernel
 def window(p: np.ndarray, scale: float, origin: np.ndarray, size: float, level: int,
-           lo: np.ndarray, hi: np.ndarray) -> None:
+           lo: np.ndarray, hi: np.ndarray, grow: float = 0.0) -> None:
     """Write the first and last cell, per axis, that ``p`` visits on ``level`` into ``lo`` and ``hi``.
 
-    The cells (:func:`cell_of`) of the largest floats
-    ``<= p - half`` and ``<= p + half``, ``half >= scale * W / 2``.
+    The float estimate (:func:`axis_window`: the cells of the largest floats
+    ``<= p - half`` and ``<= p + half``, ``half >= scale * W / 2``), its ends
+    then decided exactly (:func:`exact_axis_window`): the cells whose box
+    grown by ``scale * W / 2`` holds ``p``.  ``grow``: a probe sphere's radius,
+    added to the margin (:func:`grown_half`).
     """
-    half = half_reach(size, level, scale)
+    half = grown_half(half_reach(size, level, scale), grow)
     factor = level_factor(level)
     for axis in range(p.shape[0]):
-        lo[axis], hi[axis] = axis_window(p[axis], origin[axis], half, size, level, factor)
+        first, last = axis_window(p[axis], origin[axis], half, size, level, factor)
+        lo[axis], hi[axis] = exact_axis_window(p[axis], origin[axis], scale, size, level, first, last, grow)
+
+
+# ----------------------------------------------------------------------
+# Exact decisions: where a cell's face lies within rounding of a coordinate
+
+#: Finest lattice resolution in root-relative units: ``2**-PLACE_BITS`` is the
+#: cell edge of level ``MAX_DEPTH``; placing a centre exactly on that level
+#: places it exactly on every coarser one (cells nest).
+PLACE_BITS = MAX_DEPTH
+
+_PLACE_FACTOR = float(1 << PLACE_BITS)
+_PLACE_STEP = 1.0 / _PLACE_FACTOR
+
+#: Magnitudes within which Dekker's product and TwoSum are exact: no
+#: overflow in the split, no underflow of the product's error term.
+_HUGE = 2.0 ** 995
+_TINY = 2.0 ** -960
+
+
+@kernel
+def exact_sign(terms: np.ndarray) -> int:
+    """The sign (-1, 0, 1) of the exact real sum of ``terms`` (finite floats, float64 (k,)).
+
+    Shewchuk's grow-expansion: every term is added to a nonoverlapping
+    expansion with TwoSum, so the sum is held exactly; its sign is the sign of
+    its largest nonzero component.  Exact as long as no partial sum
+    overflows (callers keep magnitudes below ``2**995``).  The rare path of
+    the exact decisions below; it allocates one small array.
+    """
+    expansion = np.empty(terms.shape[0] + 1)
+    m = 0
+    for t in terms:
+        q = t
+        k = 0
+        for i in range(m):
+            s = q + expansion[i]
+            bb = s - q
+            error = (q - (s - bb)) + (expansion[i] - bb)
+            q = s
+            if error != 0.0:
+                expansion[k] = error
+                k += 1
+        expansion[k] = q
+        m = k + 1
+    for i in range(m - 1, -1, -1):
+        if expansion[i] > 0.0:
+            return 1
+        if expansion[i] < 0.0:
+            return -1
+    return 0
+
+
+@inline_kernel
+def _split_product(a: float, b: float) -> tuple[float, float]:
+    """Dekker's TwoProduct: ``(r, e)`` with ``a * b == r + e`` exactly (no overflow, no underflow)."""
+    r = a * b
+    c = _SPLIT * a
+    a_hi = c - (c - a)
+    a_lo = a - a_hi
+    c = _SPLIT * b
+    b_hi = c - (c - b)
+    b_lo = b - b_hi
+    return r, ((a_hi * b_hi - r) + a_hi * b_lo + a_lo * b_hi) + a_lo * b_lo
+
+
+@inline_kernel
+def _exact_product(r: float) -> bool:
+    """Whether Dekker's product whose rounded result is ``r`` is exact: 0, or ``|r|`` in
+    ``[2**-960, 2**995]`` (no underflow of the error term, no overflow in the split)."""
+    magnitude = abs(r)
+    return magnitude == 0.0 or _TINY <= magnitude <= _HUGE
+
+
+@kernel
+def _face_sign_exact(x: float, o: float, n: float, unit: float, s: float, half: float, grow: float = 0.0) -> int:
+    """:func:`face_sign`'s rare path: the exact sign, or 2 when a product leaves the exact range."""
+    if not (abs(x) <= _HUGE and abs(o) <= _HUGE and abs(n) <= _HUGE and abs(unit) <= _HUGE and grow <= _HUGE):
+        return 2
+    terms = np.empty(7)
+    terms[6] = grow if half >= 0.0 else -grow
+    terms[0] = x
+    terms[1] = -o
+    ph, pl = _split_product(n, unit)
+    terms[2] = -ph
+    terms[3] = -pl
+    if s == 1.0:
+        terms[4] = half
+        terms[5] = 0.0
+    else:
+        sh, sl = _split_product(s, abs(half))
+        terms[4] = sh if half >= 0.0 else -sh
+        terms[5] = sl if half >= 0.0 else -sl
+        if not (_exact_product(sh) and s <= _HUGE):
+            return 2
+    if not _exact_product(ph):
+        return 2
+    return exact_sign(terms)
+
+
+@inline_kernel
+def face_sign(x: float, o: float, n: float, unit: float, s: float, half: float, grow: float = 0.0) -> int:
+    """The sign (-1, 0, 1) of the real ``(x - o) - n * unit + s * half (+ or -) grow``; 2 when it cannot be told.
+
+    ``grow`` (a probe sphere's radius, >= 0) widens the margin ``s * half`` on
+    its side: added when ``half >= 0``, subtracted otherwise.
+
+    ``n`` is an integer-valued float (a cell face's index), ``unit`` and
+    ``half`` exact floats (a cell edge, a signed half edge), ``s > 0``.  A
+    float evaluation with an error bound decides almost every call; only
+    within rounding of zero does the exact expansion (TwoSum, Dekker's
+    product) run.  2 (undecided) only where a product leaves the range in
+    which Dekker's product is exact (beyond ``2**995``, or a nonzero product
+    below ``2**-960``: a tiny scale, a huge one); callers then stay conservative.
+    """
+    product = n * unit
+    reach = s * half
+    r = ((x - o) - product) + reach
+    if grow != 0.0:
+        r += grow if half >= 0.0 else -grow
+    bound = (abs(x) + abs(o) + abs(product) + abs(reach) + grow) * 2.0 ** -50 + 1e-300  # + subnormal rounding
+    if r > bound:
+        return 1
+    if r < -bound:
+        return -1
+    return _face_sign_exact(x, o, n, unit, s, half, grow)
+
+
+@inline_kernel
+def placed_u(c: float, o: float, size: float) -> float:
+    """Root-relative coordinate of a centre for placement: ``fl(fl(c - o) / size)``, corrected so
+    that its cell on every level is the cell of the exact ``(c - o) / size``.
+
+    Cells nest, so it suffices that the finest lattice cell (``2**-PLACE_BITS``)
+    is exact: when the float quotient lies within its error bound of such a
+    face, :func:`face_sign` decides on which side the exact value lies, and
+    the result moves to the last float below the face or onto it.  Outside
+    the largest world, and where the exact test cannot run, the float
+    quotient is returned unchanged.
+    """
+    u = (c - o) / size
+    if not abs(u) < 2.0 ** 25:  # beyond every world (or NaN): placement rejects it
+        return u
+    scaled = u * _PLACE_FACTOR  # exact: a power of two
+    j = math.floor(scaled)
+    bound = (abs(scaled) + 1.0) * 2.0 ** -50
+    frac = scaled - j
+    if bound < frac < 1.0 - bound:
+        return u
+    edge = size * _PLACE_STEP  # the finest cell's edge, exact in the normal range
+    if edge * _PLACE_FACTOR != size:
+        return u
+    if face_sign(c, o, j, edge, 1.0, 0.0) == -1:
+        return float(np.nextafter(j * _PLACE_STEP, -math.inf))  # below face j: cell j - 1
+    above = face_sign(c, o, j + 1.0, edge, 1.0, 0.0)
+    if above == 0 or above == 1:
+        return (j + 1.0) * _PLACE_STEP  # at or above face j + 1: cell j + 1
+    return u
+
+
+@kernel
+def placed_columns(points: np.ndarray, origin: np.ndarray, size: float) -> np.ndarray:
+    """:func:`placed_u` of every coordinate of ``points`` (float64 (n, dim)), as columns: (dim, n)."""
+    n, dim = points.shape
+    u = np.empty((dim, n))
+    for i in range(n):
+        for axis in range(dim):
+            u[axis, i] = placed_u(points[i, axis], origin[axis], size)
+    return u
+
+
+@inline_kernel
+def exact_axis_window(x: float, o: float, s: float, size: float, level: int, first: int,
+                      last: int, grow: float = 0.0) -> tuple[int, int]:
+    """The cells ``k`` of one axis on ``level`` whose box, grown by ``s * W / 2`` (plus ``grow``, a probe
+    sphere's radius), holds ``x``, exactly.
+
+    ``lo_k - s*W/2 <= x < hi_k + s*W/2`` in real arithmetic (``lo_k``, ``hi_k``
+    the cell's exact faces ``origin + index * W``); ``first .. last`` is the
+    float window's estimate (:func:`axis_window`), which may be off by a cell
+    at either end where ``x - origin`` rounds.  Each end moves at most two
+    cells; a decision the exact test cannot make keeps the cell (conservative).
+    With centres placed exactly (:func:`placed_u`) a sphere of scaled radius
+    below ``s * W / 2`` containing ``x`` lies in such a cell, and for ``s <= 1``
+    there are at most two.
+    """
+    if level >= 0:
+        unit = size * math.ldexp(1.0, -level)
+        base = float(ANCHOR << level)  # face of cell k: (k - base) * unit
+        step = 1.0
+    else:
+        unit = size
+        base = float(ANCHOR)  # face of cell k: (k * 2**-level - base) * size
+        step = float(1 << -level)
+    half = 0.5 * unit * step  # W / 2
+    if not (_TINY <= half <= _HUGE) or 2.0 * half != unit * step:  # W or W/2 not exact: keep the estimate
+        return first, last
+    # first: the smallest k with x < hi_k + s*W/2, i.e. face_sign(x, o, hi index, unit, s, -half) == -1.
+    for _ in range(2):
+        sign = face_sign(x, o, first * step - base, unit, s, -half, grow)
+        if sign == -1 or sign == 2:  # cell first - 1 holds x too (or it cannot be told)
+            first -= 1
+        else:
+            break
+    for _ in range(2):
+        sign = face_sign(x, o, (first + 1) * step - base, unit, s, -half, grow)
+        if first < last and (sign == 0 or sign == 1):  # cell first does not hold x
+            first += 1
+        else:
+            break
+    # last: the largest k with lo_k - s*W/2 <= x, i.e. face_sign(x, o, lo index, unit, s, half) >= 0.
+    for _ in range(2):
+        if face_sign(x, o, (last + 1) * step - base, unit, s, half, grow) != -1:  # cell last + 1 holds x too
+            last += 1
+        else:
+            break
+    for _ in range(2):
+        if last > first and face_sign(x, o, last * step - base, unit, s, half, grow) == -1:
+            last -= 1
+        else:
+            break
+    return first, last

@@ -43,8 +43,9 @@ from culling.core.jit import inline_kernel, kernel
 from culling.core.structs import Pool, Query
 from culling.core.tiles import next_near_rows
 
-__all__ = ["FILTER_EPS", "SURE", "TILE", "UNSURE", "classify", "contains_exact", "decide", "distances", "flag_rows",
-           "reach_of", "squared_reach", "squared_reach_of"]
+__all__ = ["FILTER_EPS", "SURE", "TILE", "UNSURE", "classify", "contains_exact", "decide", "decide_grown",
+           "decide_in_floats", "decide_pairs", "distances", "flag_rows", "reach_of", "squared_reach",
+           "squared_reach_of"]
 
 #: Relative error bound used by the float filter of :func:`contains_exact`:
 #: the squared distance (three roundings per axis, two for the sum) and the
@@ -207,6 +208,83 @@ def _squared_reach(radii: np.ndarray) -> np.ndarray:
 
 
 @inline_kernel
+def _exact_square(x: float) -> bool:
+    """Whether ``x * x`` is exact in floats: Dekker's error term is zero (and nothing under- or overflowed)."""
+    r = x * x
+    if r == 0.0:
+        return x == 0.0
+    if not (SAFE_LO <= r <= SAFE_HI):
+        return False
+    c = 134217729.0 * x  # Veltkamp's split
+    hi = c - (c - x)
+    lo = x - hi
+    return ((hi * hi - r) + 2.0 * hi * lo) + lo * lo == 0.0
+
+
+@inline_kernel
+def _exact_sum(a: float, b: float) -> bool:
+    """Whether ``a + b`` is exact in floats (TwoSum's error is zero)."""
+    s = a + b
+    bb = s - a
+    return (a - (s - bb)) + (b - bb) == 0.0 and abs(s) != math.inf
+
+
+@kernel
+def decide_in_floats(columns: np.ndarray, row: int, p: np.ndarray, cube: bool, scale: float) -> int:
+    """Containment where every step is exact in floats: 1 inside, 0 outside, -1 when something rounds.
+
+    A radius-0 object contains only its centre (``c - p`` is zero exactly when
+    ``c == p``); integer-like worlds (a camera on a grid point, whole radii)
+    have exact offsets, squares and sums.  Those need no rational arithmetic;
+    only what truly rounds goes to :func:`decide`.
+    """
+    dim = p.shape[0]
+    radius = columns[dim, row]
+    limit = radius if scale == 1.0 else radius * scale
+    if scale != 1.0 and (not _exact_product_up(radius, scale, limit)):
+        return -1
+    if limit == 0.0:
+        for axis in range(dim):
+            if columns[axis, row] != p[axis]:
+                return 0
+        return 1
+    largest = 0.0
+    total = 0.0
+    for axis in range(dim):
+        c = columns[axis, row]
+        if not _exact_sum(c, -p[axis]):
+            return -1
+        d = c - p[axis]
+        if cube:
+            largest = max(largest, abs(d))
+        else:
+            if not (_exact_square(d) and _exact_sum(total, d * d)):
+                return -1
+            total += d * d
+    if cube:
+        return 1 if largest <= limit else 0
+    if not _exact_square(limit):
+        return -1
+    return 1 if total <= limit * limit else 0
+
+
+@inline_kernel
+def _exact_product_up(a: float, b: float, r: float) -> bool:
+    """Whether ``r = fl(a * b)`` is the exact product (Dekker's error is zero; no under- or overflow)."""
+    if r == 0.0:
+        return a == 0.0 or b == 0.0
+    if not (SAFE_LO <= abs(r) <= SAFE_HI) or abs(a) > 2.0 ** 995 or abs(b) > 2.0 ** 995:
+        return False
+    c = 134217729.0 * a
+    a_hi = c - (c - a)
+    a_lo = a - a_hi
+    c = 134217729.0 * b
+    b_hi = c - (c - b)
+    b_lo = b - b_hi
+    return ((a_hi * b_hi - r) + a_hi * b_lo + a_lo * b_hi) + a_lo * b_lo == 0.0
+
+
+@inline_kernel
 def classify(columns: np.ndarray, row: int, p: np.ndarray, cube: bool, scale: float) -> tuple[bool, bool]:
     """The float filter for pool column ``row``, alone: ``(inside, unsure)``.
 
@@ -225,7 +303,9 @@ def classify(columns: np.ndarray, row: int, p: np.ndarray, cube: bool, scale: fl
         inside = largest < limit * _BELOW
         unsure = not (inside or largest > limit * _ABOVE)
         unsure = unsure or (limit < _TINY_LIMIT and radius > 0.0) or largest == math.inf
-        return inside and not unsure, unsure
+        if unsure:
+            return _settled(columns, row, p, cube, scale)
+        return inside, False
     d = columns[0, row] - p[0]
     squares = d * d
     for axis in range(1, dim):
@@ -235,10 +315,20 @@ def classify(columns: np.ndarray, row: int, p: np.ndarray, cube: bool, scale: fl
     inside = squares < bound * _BELOW
     unsure = not (inside or squares > bound * _ABOVE)
     unsure = unsure or (squares < SAFE_LO and bound < _TINY_REACH) or squares > SAFE_HI
-    return inside and not unsure, unsure
+    if unsure:
+        return _settled(columns, row, p, cube, scale)
+    return inside, False
 
 
 @inline_kernel
+def _settled(columns: np.ndarray, row: int, p: np.ndarray, cube: bool, scale: float) -> tuple[bool, bool]:
+    """:func:`classify`'s answer for a row within rounding of its surface: decided in floats where
+    nothing rounds (:func:`decide_in_floats`), else unsure."""
+    exact = decide_in_floats(columns, row, p, cube, scale)
+    return exact == 1, exact < 0
+
+
+@kernel
 def flag_rows(pool: Pool, run: tuple[int, int], p: np.ndarray, q: Query, distance: np.ndarray, flags: np.ndarray,
               at: int) -> tuple[int, int]:
     """Flag the rows of the pool's ``run = (first, last)``, rows ``first .. last - 1``, whose tiles are near ``p``
@@ -338,6 +428,28 @@ def decide(columns: np.ndarray, rows: np.ndarray, points: np.ndarray, shape: str
     return _exact(axes, point, columns[dim, rows], shape, scale, which)
 
 
+def decide_grown(columns: np.ndarray, rows: np.ndarray, points: np.ndarray, grows: np.ndarray, shape: str,
+                 scale: float) -> np.ndarray:
+    """Exact overlap (rational arithmetic) of the pool ``rows`` with probe spheres:
+    ``distance(c, p) <= r * scale + rho``, one probe per row.
+
+    ``points``: (len(rows), dim); ``grows``: (len(rows),) the probes' radii ``rho``.
+    Returns bool (len(rows),).  For the few rows the float filter of
+    :func:`culling.core.overlap.probe_row` left unsure.
+    """
+    dim = points.shape[-1]
+    which = np.arange(rows.size)
+    axes = [columns[axis, rows] for axis in range(dim)]
+    return _exact(axes, list(points.T), columns[dim, rows], shape, scale, which, grows)
+
+
+def decide_pairs(columns: np.ndarray, first: np.ndarray, second: np.ndarray, shape: str) -> np.ndarray:
+    """Exact overlap of the spheres in pool rows ``first[k]`` and ``second[k]``:
+    ``distance(c_i, c_j) <= r_i + r_j``; bool (len(first),)."""
+    dim = columns.shape[0] - 2
+    return decide_grown(columns, first, columns[:dim, second].T, columns[dim, second], shape, 1.0)
+
+
 def contains_exact(axes: Sequence[np.ndarray], point: Sequence[float | np.ndarray], radii: np.ndarray, shape: str,
                    scale: float = 1.0, reach: np.ndarray | None = None) -> np.ndarray:
     """Which objects contain ``point``, decided exactly for the float64 inputs: the pool's test
@@ -395,8 +507,9 @@ def _classify_all(columns: np.ndarray, points: np.ndarray, cube: bool, scale: fl
 
 
 def _exact(axes: Sequence[np.ndarray], point: Sequence[float | np.ndarray], radii: np.ndarray, shape: str, scale: float,
-           which: np.ndarray) -> np.ndarray:
-    """The containment test in rational arithmetic for the objects ``which``."""
+           which: np.ndarray, grows: np.ndarray | None = None) -> np.ndarray:
+    """The containment test in rational arithmetic for the objects ``which``
+    (each radius times ``scale``, plus ``grows[k]`` when given: a probe sphere's radius)."""
     from fractions import Fraction
 
     s = Fraction(scale)
@@ -404,8 +517,9 @@ def _exact(axes: Sequence[np.ndarray], point: Sequence[float | np.ndarray], radi
     columns = [a[which].tolist() for a in axes]
     points = [p[which].tolist() if isinstance(p, np.ndarray) and p.ndim else [float(p)] * which.size
               for p in point]
+    extra = [0.0] * which.size if grows is None else grows[which].tolist()
     for i, r in enumerate(radii[which].tolist()):
-        limit = Fraction(r) * s
+        limit = Fraction(r) * s + Fraction(extra[i])
         offsets = [Fraction(c[i]) - Fraction(q[i]) for c, q in zip(columns, points)]
         if shape == "cube":
             result[i] = all(abs(d) <= limit for d in offsets)

@@ -1,10 +1,19 @@
-"""How the library compiles its hot loops: numba, cached on disk, one signature each.
+"""How the library compiles its hot loops: numba, serial and ``nogil``, cached on disk, one signature each.
 
 Every kernel is compiled lazily on its first call and cached on disk
 (``cache=True``), so ``import culling`` compiles nothing and a second process
-loads the machine code instead of compiling it again.  When the package
+loads the machine code instead of compiling it again
+(:func:`culling.warm_up` compiles them all ahead of use).  When the package
 directory is not writable (an installed wheel), numba keeps the cache in a
-per-user directory instead (``NUMBA_CACHE_DIR`` overrides both).
+per-user directory instead (``NUMBA_CACHE_DIR`` overrides both); when no
+directory at all can be written (a read-only container, a service user
+without a home), the kernels are compiled in memory, in every process, and
+one ``RuntimeWarning`` says so.
+
+Every kernel is serial and releases the GIL (``nogil``): the batch calls run
+their chunks on the library's own threads (:mod:`culling.core.threads`), and
+nothing is compiled with ``parallel=True``, so numba's threading layer
+(OpenMP, TBB or workqueue) is never loaded into the user's process.
 
 Callers pass float64 and int64 C-contiguous arrays and Python scalars only,
 so each kernel has one signature for all dimensions and shapes: the cold
@@ -15,57 +24,102 @@ instead of raising (and keeps the check out of the loops).
 
 from __future__ import annotations
 
-import os
-import types
+import functools
+import warnings
 from collections.abc import Callable
 from typing import Any, TypeVar, cast
 
 import numba
-
-# Idle worker threads sleep instead of spinning (GNU OpenMP's default spins
-# for a while after every threaded kernel): on a machine with as many busy
-# threads as cores, the spinning starves the caller's next serial kernel and
-# the rest of the frame.  A value the user set is kept.  This must happen
-# before numba's OpenMP pool starts, that is before the first threaded call.
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+import numpy as np
+from numba.core import types as _types
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-__all__ = ["inline_kernel", "kernel", "parallel_kernel", "prange"]
+__all__ = ["KERNELS", "cache_writable", "inline_kernel", "kernel"]
 
-_SERIAL = numba.njit(cache=True, nogil=True, error_model="numpy")
-_INLINE = numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
-_PARALLEL = numba.njit(cache=True, nogil=True, error_model="numpy", parallel=True)
+_OPTIONS: dict[str, Any] = {"nogil": True, "error_model": "numpy"}
+
+#: Every kernel :func:`kernel` made, in the order of definition (for
+#: :func:`culling.warm_up`'s tests: each must be compiled after it).
+KERNELS: list[Any] = []
+
+_cache_ok: bool | None = None
+
+_unliteral: Callable[[Any], Any] = _types.unliteral
+
+
+def _compile(fn: Callable[..., Any], **options: Any) -> Any:
+    """``numba.njit`` with the cache when some cache directory can be written, in memory otherwise."""
+    global _cache_ok
+    if _cache_ok is not False:
+        try:
+            compiled = numba.njit(cache=True, **_OPTIONS, **options)(fn)
+            _cache_ok = True
+            return compiled
+        except RuntimeError as exc:  # numba: "cannot cache function ...: no locator available"
+            if "cannot cache" not in str(exc):
+                raise
+            _cache_ok = False
+            warnings.warn("culling: no numba cache directory can be written (the package folder, the user's "
+                          "cache folder and NUMBA_CACHE_DIR are read-only or missing), so every process compiles "
+                          "its kernels in memory on first use; set NUMBA_CACHE_DIR to a writable folder to keep "
+                          "them", RuntimeWarning, stacklevel=2)
+    return numba.njit(cache=False, **_OPTIONS, **options)(fn)
+
+
+def _one_signature(dispatcher: Any) -> Any:
+    """Make a kernel called from other kernels compile for plain types, not once per literal.
+
+    numba types a constant argument (``0``, ``True``) as a literal, and a
+    kernel called from other kernels with ``at=0`` in one place and a
+    variable in another would compile twice (three times for three
+    patterns).  Typed as plain ``int64`` and ``bool``, one compile serves
+    every call site; the callers' constants are converted at the call.
+    """
+    resolve = dispatcher.get_call_template
+
+    def get_call_template(args: tuple[Any, ...], kws: dict[str, Any]) -> Any:
+        return resolve(tuple(_unliteral(a) for a in args), {k: _unliteral(v) for k, v in kws.items()})
+
+    dispatcher.get_call_template = get_call_template
+    return dispatcher
+
+
+def cache_writable() -> bool:
+    """Whether compiled kernels are kept on disk (False: compiled in memory in every process)."""
+    return _cache_ok is not False
+
+
+#: ``NUMBA_DISABLE_JIT=1``: kernels run as plain Python (numba's debugging switch).
+_JIT_DISABLED = bool(getattr(numba.config, "DISABLE_JIT", False))
+
+
+def _interpreted(fn: F) -> F:
+    """``fn`` as plain Python, for ``NUMBA_DISABLE_JIT=1`` (debugging): NumPy's scalar integers warn
+    where a compiled kernel wraps around silently (the hashes' multiplications), so the warnings
+    a compiled kernel cannot give are off while it runs."""
+
+    @functools.wraps(fn)
+    def run(*args: Any) -> Any:
+        with np.errstate(over="ignore", under="ignore"):
+            return fn(*args)
+
+    return cast(F, run)
 
 
 def kernel(fn: F) -> F:
     """A serial kernel.  ``nogil`` so that callers may run queries from threads."""
-    return cast(F, _SERIAL(fn))
+    if _JIT_DISABLED:
+        return _interpreted(fn)
+    compiled = _one_signature(_compile(fn))
+    KERNELS.append(compiled)
+    return cast(F, compiled)
 
 
 def inline_kernel(fn: F) -> F:
     """A small kernel called per object from other kernels: inlined into them
     (numba IR inlining), so no call and no reference counting of its array
     arguments per object."""
-    return cast(F, _INLINE(fn))
-
-
-def parallel_kernel(fn: F) -> F:
-    """A kernel whose ``prange`` loops run on all cores (numba's thread pool).
-
-    Compiled from a twin of ``fn`` named ``<name>_parallel``: numba names a
-    cache entry after the function (qualified name and first line) and its
-    signature, not its options, so a serial ``kernel(fn)`` and this one would
-    share one entry, and whichever compiled first would be loaded by both
-    (a parallel kernel running serially, or the reverse).
-    """
-    twin = types.FunctionType(fn.__code__, fn.__globals__, fn.__name__ + "_parallel", fn.__defaults__,
-                              fn.__closure__)
-    twin.__qualname__ = fn.__qualname__ + "_parallel"
-    twin.__doc__ = fn.__doc__
-    twin.__module__ = fn.__module__
-    twin.__annotations__ = fn.__annotations__
-    return cast(F, _PARALLEL(twin))
-
-
-prange: Any = numba.prange
+    if _JIT_DISABLED:
+        return _interpreted(fn)
+    return cast(F, _compile(fn, inline="always"))

@@ -14,7 +14,7 @@ made in two passes over those rows:
    ``out[k] = handle; k += flag & SURE``, without a branch on the test.
 
 :func:`answer` is one query's answer from its visited runs; :func:`answer_many`
-many queries' answers from their visits, node-major and in parallel.  The
+many queries' answers from their visits, node-major, on the library's threads.  The
 tree (:mod:`culling.tree.walk`) and the dense grid (:mod:`culling.grid.grid`)
 differ only in how they find the runs to visit.
 """
@@ -26,17 +26,18 @@ from typing import NamedTuple
 import numpy as np
 
 from culling.core.containment import SURE, TILE, UNSURE, flag_rows
-from culling.core.jit import inline_kernel, kernel, parallel_kernel, prange
+from culling.core.jit import kernel
 from culling.core.structs import Pool, PoolFields, Query, QueryFields
+from culling.core.threads import run_chunks, thread_count
 from culling.core.tiles import next_near_rows
 
-__all__ = ["PARALLEL_MIN_POINTS", "answer", "answer_many_parallel", "answer_many_serial", "candidates", "gather",
+__all__ = ["CHUNKS_PER_THREAD", "PARALLEL_MIN_POINTS", "answer", "answer_many", "answer_runs", "candidates", "gather",
            "write_rows"]
 
 #: Chunks of about equal work per thread in :func:`answer_many`: enough that
 #: the cores stay busy when one chunk holds a big node, few enough that each
 #: chunk's scratch column is cheap.
-_CHUNKS_PER_THREAD = 8
+CHUNKS_PER_THREAD = 8
 
 
 @kernel
@@ -48,7 +49,7 @@ def candidates(visited: np.ndarray, count: np.ndarray) -> int:
     return total
 
 
-@inline_kernel
+@kernel
 def write_rows(pool: Pool, run: tuple[int, int], p: np.ndarray, q: Query, flags: np.ndarray, at: int,
                out: np.ndarray, k: int, unsure: np.ndarray, uk: int) -> tuple[int, int]:
     """Write the rows of ``run`` that :func:`flag_rows` flagged ``SURE`` to ``out[k:]``, as handles or,
@@ -151,9 +152,9 @@ class _Answers(NamedTuple):
     unsure_points: np.ndarray
 
 
-def _answer_many(visit_node: np.ndarray, visit_point: np.ndarray, points: np.ndarray, start: np.ndarray,
-                 count: np.ndarray, pool_fields: PoolFields, query_fields: QueryFields,
-                 threads: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def answer_many(visit_node: np.ndarray, visit_point: np.ndarray, points: np.ndarray, start: np.ndarray,
+                count: np.ndarray, pool_fields: PoolFields,
+                query_fields: QueryFields) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Many queries' answers from their visits: visit ``v`` is point ``visit_point[v]`` visiting node
     (or cell) ``visit_node[v]``, whose run is ``start[n] .. start[n] + count[n] - 1``, each point's
     visits in its visiting order, the points in order.  The :class:`~culling.core.structs.Pool` and the
@@ -165,44 +166,54 @@ def _answer_many(visit_node: np.ndarray, visit_point: np.ndarray, points: np.nda
     from memory once for all the points that visit it, while it is in cache.
 
     1. Group the visits by node and cut them into chunks of about equal
-       work, ``_CHUNKS_PER_THREAD`` per thread (:func:`_chunks`).
-    2. In parallel over the chunks: flag each visit's near tiles and write
-       its sure rows at once, while they are in cache (:func:`_test_chunk`).
+       work, ``CHUNKS_PER_THREAD`` per thread (:func:`_chunks`).
+    2. On the library's threads (:func:`culling.core.threads.run_chunks`),
+       chunk by chunk: flag each visit's near tiles and write its sure rows
+       at once, while they are in cache (:func:`_test_chunk`).
     3. Prefix sums: each point's answer, and each visit's part of it, gets
        its offset (:func:`_offsets`; a point's answer lists its nodes in
        visiting order, as :func:`answer` does).
-    4. In parallel over the chunks: each visit's answers' handles at its
-       offset (:func:`_write_chunk`).
+    4. On the library's threads, chunk by chunk: each visit's answers'
+       handles at its offset (:func:`_write_chunk`).
 
-    Only the two ``prange`` loops live here; the work is in serial kernels
-    that the threaded and the serial variant share (the threaded compile of
-    a long function is what makes a cold start slow).
+    The chunks write disjoint parts of shared arrays; every kernel is serial
+    and releases the GIL, so the threads run them at the same time.  Batches
+    below ``PARALLEL_MIN_POINTS`` points run on the calling thread.
 
     Returns ``(handles, counts, unsure_rows, unsure_points)``: point ``i``'s
     sure answer is ``handles[offsets[i]:offsets[i] + counts[i]]``,
     ``offsets`` the prefix sums of ``counts``; the pool rows the filter left
     unsure, and the point each was tested for, are settled by the caller.
-    O(visits + nodes + candidates) work, split over the cores.
+    O(visits + nodes + candidates) work, split over :func:`culling.core.threads.thread_count` threads.
     """
+    threads = 1 if points.shape[0] < PARALLEL_MIN_POINTS else thread_count()
     pool, q = Pool(*pool_fields), Query(*query_fields)
     visits = _Visits(visit_node, visit_point, points)
-    by_node, room, chunk = _chunks(visit_node, count, start.shape[0], threads)
+    by_node, room, chunk = _chunks(visit_node, count, start.shape[0], threads * CHUNKS_PER_THREAD)
     n_visits = visit_node.shape[0]
     kept = _Kept(np.empty(n_visits, dtype=np.int64), np.zeros(n_visits, dtype=np.int64),
                  np.empty(n_visits, dtype=np.int64), np.empty(room[n_visits], dtype=np.int64))
-    for c in prange(chunk.shape[0] - 1):
-        _test_chunk(chunk[c], chunk[c + 1], by_node, room, visits, start, count, pool, q, kept)
+    n_chunks = chunk.shape[0] - 1
+    per_call = n_chunks if threads > 1 else 1
+
+    def test(lo: int, hi: int) -> None:
+        _test_chunk(chunk[lo], chunk[hi], by_node, room, visits, start, count, pool, q, kept)
+
+    run_chunks(test, n_chunks, chunks=per_call)
     at, unsure_at, counts = _offsets(visit_point, kept.found, kept.doubts, points.shape[0])
     answers = _Answers(at, unsure_at, np.empty(at[n_visits], dtype=np.int64),
                        np.empty(unsure_at[n_visits], dtype=np.int64), np.empty(unsure_at[n_visits], dtype=np.int64))
-    for c in prange(chunk.shape[0] - 1):
-        _write_chunk(chunk[c], chunk[c + 1], by_node, visits, start, count, pool, q, kept, answers)
+
+    def write(lo: int, hi: int) -> None:
+        _write_chunk(chunk[lo], chunk[hi], by_node, visits, start, count, pool, q, kept, answers)
+
+    run_chunks(write, n_chunks, chunks=per_call)
     return answers.out, counts, answers.unsure, answers.unsure_points
 
 
 @kernel
 def _chunks(visit_node: np.ndarray, count: np.ndarray, nodes: int,
-            threads: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+            most: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The visits grouped by node, and cut into chunks of about equal work.
 
     Returns ``(by_node, room, chunk)``: ``by_node`` the visits by node (a
@@ -225,7 +236,7 @@ def _chunks(visit_node: np.ndarray, count: np.ndarray, nodes: int,
     for j in range(n_visits):
         room[j + 1] = room[j] + count[visit_node[by_node[j]]]
     total = room[n_visits]
-    n_chunks = max(1, min(n_visits, threads * _CHUNKS_PER_THREAD))
+    n_chunks = max(1, min(n_visits, most))
     chunk = np.empty(n_chunks + 1, dtype=np.int64)
     j = 0
     for c in range(n_chunks):
@@ -316,20 +327,22 @@ def _write_chunk(first: int, last: int, by_node: np.ndarray, visits: _Visits, st
                 unsure_points[i] = visits.point[v]
 
 
-#: ``answer_many`` on all cores (numba's thread pool), and the same loops on
-#: the calling thread, for batches too small to be worth waking the pool.
-answer_many_parallel = parallel_kernel(_answer_many)
-answer_many_serial = kernel(_answer_many)
-
-
 # ----------------------------------------------------------------------
 # Gathering
 
 
-#: ``query_many`` runs on all cores from this many points on; fewer run on the
-#: calling thread (the same loops, compiled without threads), where waking the
-#: thread pool would cost more than it saves.
+#: ``query_many`` runs on the library's threads from this many points on;
+#: fewer run on the calling thread alone, where waking the pool would cost
+#: more than it saves (a point's walk and test take about 5 us).
 PARALLEL_MIN_POINTS = 64
+
+
+@kernel
+def answer_runs(visited: np.ndarray, start: np.ndarray, count: np.ndarray, pool_fields: PoolFields, p: np.ndarray,
+                query_fields: QueryFields) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`answer` for Python, the structs as plain tuples: the answer of runs a walk already
+    visited (``query_detailed``, which keeps the walk for its trace)."""
+    return answer(visited, start, count, Pool(*pool_fields), p, Query(*query_fields))
 
 
 @kernel

@@ -26,6 +26,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from culling.core import growth
+
 __all__ = ["RowPool", "concat_ranges"]
 
 
@@ -60,8 +62,8 @@ class RowPool:
     def __init__(self, width: int, rows: int, fill: int = 0):
         self.width = width
         self.fill = fill
-        self.handles = np.full(rows, fill, dtype=np.int64)
-        self.columns = np.zeros((width, rows), dtype=np.float64)
+        self.handles = growth.allocate((rows,), np.int64, fill)
+        self.columns = growth.allocate((width, rows), np.float64, 0.0)
         self.top = 0
 
     @property
@@ -97,11 +99,15 @@ class RowPool:
 
     def repacked(self, starts: np.ndarray, counts: np.ndarray, new_starts: np.ndarray, length: int) -> None:
         """Copy the live blocks (rows ``starts[i] ..`` of ``counts[i]`` members) to ``new_starts`` in
-        fresh arrays of ``length`` rows, which replace the pool's.  O(members)."""
+        fresh arrays of ``length`` rows, which replace the pool's.  O(members).
+
+        Both arrays are allocated (:func:`culling.core.growth.allocate`) before
+        anything changes: a ``MemoryError`` leaves the pool as it was.
+        """
         source, target = concat_ranges(starts, counts), concat_ranges(new_starts, counts)
-        handles = np.full(length, self.fill, dtype=np.int64)
+        handles = growth.allocate((length,), np.int64, self.fill)
+        columns = growth.allocate((self.width, length), np.float64, 0.0)
         handles[target] = self.handles[source]
-        columns = np.zeros((self.width, length), dtype=np.float64)
         for new, old in zip(columns, self.columns):
             new[target] = old[source]
         self.handles, self.columns = handles, columns

@@ -31,6 +31,7 @@ import math
 
 import numpy as np
 
+from culling.core import growth
 from culling.core.jit import inline_kernel, kernel
 
 __all__ = ["TILE_ROWS", "TILE_SHIFT", "cover", "cover_row", "cover_rows", "empty_summaries", "next_near_rows", "summarise",
@@ -56,8 +57,7 @@ def empty_summaries(dim: int, tiles: int) -> np.ndarray:
     box is inverted (``low = inf``, ``high = -inf``), so it is far from
     every point.
     """
-    box = np.empty((tiles, 2 * dim + 1))
-    box[:, :dim] = math.inf
+    box = growth.allocate((tiles, 2 * dim + 1), np.float64, math.inf)
     box[:, dim:] = -math.inf
     return box
 

@@ -17,10 +17,12 @@ import numpy as np
 __all__ = [
     "Handle",
     "as_coords",
+    "as_flag",
     "as_handle",
     "as_handles",
     "as_point",
     "as_points",
+    "as_probe_radii",
     "as_radii",
     "as_real",
     "as_scale",
@@ -89,8 +91,14 @@ def _as_float_array(values: object, name: str) -> np.ndarray:
 
 
 def _check_finite(array: np.ndarray, name: str) -> None:
+    """NaN or inf is a ``ValueError`` naming the first bad row: ``centres[57] is not finite``."""
     if array.size and not np.isfinite(array).all():
-        raise ValueError(f"{name} must be finite (no NaN or inf)")
+        if array.ndim == 0:
+            raise ValueError(f"{name} must be finite (no NaN or inf), got {float(array)}")
+        bad = ~np.isfinite(array.reshape(array.shape[0], -1)).all(axis=1)
+        row = int(np.flatnonzero(bad)[0])
+        raise ValueError(f"{name}[{row}] is not finite ({array[row].tolist()}): {name} must be finite "
+                         f"(no NaN or inf)")
 
 
 def as_points(values: object, dim: int, name: str = "centres") -> np.ndarray:
@@ -133,7 +141,8 @@ def as_radii(values: object, n: int | None = None, name: str = "radii") -> np.nd
         raise ValueError(f"{name} must have shape {expected}, got {array.shape}")
     _check_finite(array, name)
     if array.size and (array < 0).any():
-        raise ValueError(f"{name} must not be negative")
+        row = int(np.flatnonzero(array < 0)[0])
+        raise ValueError(f"{name}[{row}] is negative ({array[row]}): {name} must not be negative")
     return array + 0.0  # turns -0.0 into 0.0 and always copies
 
 
@@ -202,6 +211,9 @@ def as_handles(values: object, name: str = "handles", beyond: str = "raise") -> 
         array = np.asarray(values)
     except (TypeError, ValueError, OverflowError) as error:
         raise TypeError(f"{name} must be a 1-D array of integers: {error}") from None
+    if (isinstance(values, (list, tuple)) and array.dtype.kind == "f"
+            and all(isinstance(v, (numbers.Integral, np.integer)) for v in values)):
+        array = np.array(values, dtype=object)  # np.uint64 among ints: NumPy promotes to float; keep them exact
     if array.ndim == 0:
         array = array.reshape(1)
     if array.size == 0:
@@ -240,7 +252,9 @@ def check_unique(handles: np.ndarray, name: str = "handles") -> None:
         ordered = np.sort(handles)
         repeated = ordered[1:][ordered[1:] == ordered[:-1]]
         if repeated.size:
-            raise ValueError(f"{name} must be unique, handle {int(repeated[0])} appears more than once")
+            rows = np.flatnonzero(handles == repeated[0])[:2].tolist()
+            raise ValueError(f"{name} must be unique, handle {int(repeated[0])} appears more than once "
+                             f"({name}[{rows[0]}] and {name}[{rows[1]}])")
 
 
 def check_constructor(size: object, origin: object, dim: object, shape: object) -> tuple[float, np.ndarray, int, str]:
@@ -312,8 +326,29 @@ def live_handles(handles: object, issued: int, state: np.ndarray, owner: str) ->
     if handles.size:
         outside = (handles < 0) | (handles >= issued)
         if outside.any():
-            raise KeyError(f"handle {int(handles[outside][0])} is not in the {owner}")
+            row = int(np.flatnonzero(outside)[0])
+            raise KeyError(f"handle {int(handles[row])} is not in the {owner} (handles[{row}])")
         dead = state[handles] < 0
         if dead.any():
-            raise KeyError(f"handle {int(handles[dead][0])} is not in the {owner}")
+            row = int(np.flatnonzero(dead)[0])
+            raise KeyError(f"handle {int(handles[row])} is not in the {owner} (handles[{row}])")
     return handles
+
+
+def as_flag(value: object, name: str = "exact") -> bool:
+    """``value`` as a bool: ``True``/``False`` or a NumPy bool; anything else (``"yes"``, 1, None) is a ``TypeError``.
+
+    >>> as_flag(np.True_, "trace")
+    True
+    """
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    raise TypeError(f"{name} must be True or False, not {type(value).__name__} {value!r}")
+
+
+def as_probe_radii(values: object, m: int) -> np.ndarray:
+    """Probe radii for ``m`` probes: one number for all, or shape ``(m,)``; finite, not negative; float64."""
+    array = _as_float_array(values, "radii")
+    if array.ndim == 0:
+        return as_radii(array, 1)[np.zeros(m, dtype=np.int64)]
+    return as_radii(array, m)

@@ -5,12 +5,10 @@ Level ``L`` of a world ``[origin, origin + size)`` per axis is a grid of
 (:class:`~culling.core.lattice.Lattice`) for the same ``size`` and ``origin``, cut
 to the world.  A centre ``c`` lies in the lattice's cell
 (:func:`culling.core.cells.cell_of`, the one cell function) less
-``ANCHOR << L``, ``floor(fl(fl(c - origin) / size) * 2**L)`` per axis,
-clamped to the last cell for the few floats below ``origin + size`` whose
-quotient rounds up to 1; so the query kernels (:mod:`culling.grid.walk`) find
-it with the tree's compiled window.  Cell ``k`` spans ``[origin + k*W, origin + (k+1)*W)``
-where nothing rounds; a centre within rounding of a face may lie an ulp
-outside those floats, as in the tree.  Cells of all levels are numbered by
+``ANCHOR << L`` of its exactly placed coordinate
+(:func:`culling.core.cells.placed_u`: the cell of the exact
+``(c - origin) / size``), so the query kernels (:mod:`culling.grid.walk`) find
+it with the tree's compiled window.  Cell ``k`` spans ``[origin + k*W, origin + (k+1)*W)``.  Cells of all levels are numbered by
 one global id: the level's offset (``sum_{l<L} 2**(l*dim)``) plus the
 row-major index in the level.
 
@@ -29,7 +27,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from culling.core.cells import cell_of, level_of
+from culling.core.cells import cell_of, level_of, placed_columns, placed_u
 from culling.core.jit import kernel
 from culling.core.lattice import ANCHOR
 
@@ -76,6 +74,15 @@ class GridGeometry:
         levels, cells = self.homes(np.array([point]), np.array([radius]))
         return int(levels[0]), int(cells[0])
 
+    def placed(self, centres: np.ndarray) -> np.ndarray:
+        """Root-relative coordinates of centres (float64 (n, dim)) as placed: float64 (dim, n).
+
+        :func:`culling.core.cells.placed_u`: each one's cell on every level is the
+        cell of the exact ``(c - origin) / size``; ``u >= 1`` is at or beyond
+        the world's high face, exactly.
+        """
+        return placed_columns(np.ascontiguousarray(centres, dtype=np.float64), self.origin, self.size)
+
     def homes(self, centres: np.ndarray, radii: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Levels and global cell ids (int64 (n,) each) of many spheres; O(n) compiled (:func:`_homes`)."""
         return _homes(np.ascontiguousarray(centres, dtype=np.float64), np.ascontiguousarray(radii, dtype=np.float64),
@@ -101,8 +108,8 @@ class GridGeometry:
 def _homes(centres: np.ndarray, radii: np.ndarray, origin: np.ndarray, size: float, finest: int,
            offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """:meth:`GridGeometry.homes`: the tree's level (:func:`culling.core.cells.level_of`) cut to
-    ``0 .. finest``, and its cells (:func:`~culling.core.cells.cell_of`) numbered within the world,
-    clamped to it."""
+    ``0 .. finest``, and its cells (:func:`~culling.core.cells.cell_of` of the centre placed exactly,
+    :func:`~culling.core.cells.placed_u`) numbered within the world, clamped to it."""
     n, dim = centres.shape
     levels = np.empty(n, dtype=np.int64)
     cells = np.empty(n, dtype=np.int64)
@@ -111,7 +118,8 @@ def _homes(centres: np.ndarray, radii: np.ndarray, origin: np.ndarray, size: flo
         shift, top = ANCHOR << level, (1 << level) - 1
         cell = 0
         for axis in range(dim):
-            cell = (cell << level) | min(max(cell_of((centres[i, axis] - origin[axis]) / size, level) - shift, 0), top)
+            u = placed_u(centres[i, axis], origin[axis], size)
+            cell = (cell << level) | min(max(cell_of(u, level) - shift, 0), top)
         levels[i] = level
         cells[i] = offsets[level] + cell
     return levels, cells

@@ -27,21 +27,27 @@ elsewhere a window may take one more cell at an end of an axis, never one less.
 
 from __future__ import annotations
 
+import copy
 import math
 import numbers
 
-import numba
 import numpy as np
 from numpy.typing import ArrayLike
 
-from culling.core import members
+from culling.answer import QueryDetails, distances_from
+from culling.core import chunks, growth, members, overlap, pairs
+from culling.core.cells import placed_u
 from culling.core.containment import decide, squared_reach, squared_reach_of
 from culling.core.growth import ARRAY_GROWTH
+from culling.core.locks import ReadWriteLock, reading, state_without_lock, writing
 from culling.core.structs import CellsFields, PoolFields, WorldFields
+from culling.core.threads import run_chunks
 from culling.core.validation import (
     Handle,
     as_coords,
+    as_flag,
     as_points,
+    as_probe_radii,
     as_radii,
     as_radius,
     as_scale,
@@ -51,6 +57,7 @@ from culling.core.validation import (
     live_handle,
     live_handles,
 )
+from culling.grid import probe
 from culling.grid import walk as gridwalk
 from culling.grid.geometry import GridGeometry
 from culling.grid.pool import CellPool
@@ -137,7 +144,8 @@ class DenseViewDistanceGrid:
 
     def __init__(self, size: float, origin: ArrayLike | None = None, dim: int = 3, shape: str = "sphere",
                  min_radius: float | None = None) -> None:
-        self.size, self.origin, self.dim, self.shape = check_constructor(size, origin, dim, shape)
+        self._size, self._origin, self._dim, self._shape = check_constructor(size, origin, dim, shape)
+        self._rw = ReadWriteLock()
         self.finest_level, self.min_radius = self._finest_level(min_radius)
         self._geo = geo = GridGeometry(self.size, self.origin, self.finest_level)
         if not np.isfinite(geo.hi).all():
@@ -193,11 +201,48 @@ class DenseViewDistanceGrid:
         return level, value
 
     # ------------------------------------------------------------------
+    # The constructor's choices: read-only (changing them would misplace every stored object)
+
+    @property
+    def size(self) -> float:
+        """Edge of the world (the level-0 cell)."""
+        return self._size
+
+    @property
+    def origin(self) -> np.ndarray:
+        """Low corner of the world, float64 (dim,), read-only."""
+        return self._origin
+
+    @property
+    def dim(self) -> int:
+        """1, 2 or 3."""
+        return self._dim
+
+    @property
+    def shape(self) -> str:
+        """``"sphere"`` or ``"cube"``: the exact test."""
+        return self._shape
+
+    def __copy__(self) -> DenseViewDistanceGrid:
+        """An independent copy (a shallow copy would share the arrays): the same as :func:`copy.deepcopy`."""
+        return copy.deepcopy(self)
+
+    # ------------------------------------------------------------------
     # Size and membership
+
+    def __getstate__(self) -> dict[str, object]:
+        """Pickle and (deep)copy everything but the lock; the copy gets a lock of its own."""
+        with self._rw.reading():
+            return state_without_lock(self)
+
+    def __setstate__(self, state: dict[str, object]) -> None:
+        self.__dict__.update(state)
+        self._rw = ReadWriteLock()
 
     def __len__(self) -> int:
         return self._count
 
+    @reading
     def __contains__(self, handle: object) -> bool:
         return is_live(handle, self._next_handle, self._level)
 
@@ -220,28 +265,34 @@ class DenseViewDistanceGrid:
         """Objects stored on each level, int64 (finest_level + 1,), a copy."""
         return self._level_count.copy()
 
+    @reading
     def handles(self) -> np.ndarray:
         """Every handle in the grid, ascending; int64, O(handles ever issued)."""
         return np.flatnonzero(self._level[: self._next_handle] >= 0).astype(np.int64)
 
+    @reading
     def centre(self, handle: Handle) -> np.ndarray:
         """The centre of one object, shape (dim,), float64 (a copy)."""
         return self._cells.columns[: self.dim, self._cells.position(self._live(handle))].copy()
 
+    @reading
     def radius(self, handle: Handle) -> float:
         """The radius (view distance) of one object."""
         return float(self._cells.columns[self.dim, self._cells.position(self._live(handle))])
 
+    @reading
     def centres_of(self, handles: ArrayLike) -> np.ndarray:
         """Centres of many objects, shape (n, dim), float64 (a copy), O(n)."""
         pos = self._cells.positions(self._live_many(handles))
         return np.ascontiguousarray(self._cells.columns[: self.dim, pos].T)
 
+    @reading
     def radii_of(self, handles: ArrayLike) -> np.ndarray:
         """Radii of many objects, shape (n,), float64 (a copy), O(n)."""
         radii: np.ndarray = self._cells.columns[self.dim, self._cells.positions(self._live_many(handles))]
         return radii
 
+    @reading
     def nbytes(self) -> int:
         """Bytes held in NumPy arrays (cells, pool and objects), without Python overhead."""
         return self._cells.nbytes() + sum(a.nbytes for a in (self._level, self._free, self._level_count))
@@ -249,6 +300,7 @@ class DenseViewDistanceGrid:
     # ------------------------------------------------------------------
     # Mutation: single objects, O(1) (amortised when arrays or a block grow)
 
+    @writing
     def insert(self, centre: ArrayLike, radius: float) -> int:
         """Add one sphere; returns its handle.  O(1) amortised.
 
@@ -260,20 +312,15 @@ class DenseViewDistanceGrid:
         point = as_coords(centre, self.dim, "centre")
         radius = as_radius(radius)
         level, cell = self._home(point, radius)
-        if self._n_free:
-            self._n_free -= 1
-            handle = int(self._free[self._n_free])
-        else:
-            handle = self._next_handle
-            self._next_handle += 1
-            if handle >= self._level.shape[0]:
-                self._grow_objects(handle + 1)
+        handle = int(self._peek_handles(1)[0])
+        self._cells.link(handle, cell, self._row(point, radius))  # allocates (if at all) before it writes
+        self._take_handles(1)
         self._level[handle] = level
-        self._cells.link(handle, cell, self._row(point, radius))
         self._level_count[level] += 1
         self._count += 1
         return handle
 
+    @writing
     def update(self, handle: Handle, centre: ArrayLike, radius: float) -> None:
         """Move or resize one object.  O(1): when it stays in its cell only its
         centre and radius are written; otherwise one unlink and one link."""
@@ -291,6 +338,7 @@ class DenseViewDistanceGrid:
         self._level[handle] = level
         self._level_count[level] += 1
 
+    @writing
     def remove(self, handle: Handle) -> None:
         """Remove one object; its handle may be handed out again.  O(1)."""
         handle = self._live(handle)
@@ -306,6 +354,7 @@ class DenseViewDistanceGrid:
     # ------------------------------------------------------------------
     # Mutation: batches, validated whole before anything changes
 
+    @writing
     def insert_many(self, centres: ArrayLike, radii: ArrayLike) -> np.ndarray:
         """Add many spheres; returns their handles, int64 (n,).
 
@@ -319,16 +368,19 @@ class DenseViewDistanceGrid:
         centres = as_points(centres, self.dim, "centres")
         radii = as_radii(radii, centres.shape[0])
         levels, cells = self._homes(centres, radii)
-        handles = self._new_handles(centres.shape[0])
+        handles = self._peek_handles(centres.shape[0])  # room for them first; handed out below
         if handles.size:
-            self._level[handles] = levels
+            # link_many allocates (if at all) before it writes: a MemoryError changes nothing.
             self._cells.link_many(handles, cells, np.vstack([centres.T, radii, squared_reach(radii)]))
+            self._take_handles(handles.size)
+            self._level[handles] = levels
             self._level_count += np.bincount(levels, minlength=self._level_count.size)
             self._count += handles.size
         return handles
 
-    def update_many(self, handles: ArrayLike, centres: ArrayLike, radii: ArrayLike) -> None:
-        """Move or resize many objects.
+    @writing
+    def update_many(self, handles: ArrayLike, centres: ArrayLike, radii: ArrayLike | None = None) -> None:
+        """Move or resize many objects; ``radii`` omitted (``None``) keeps each object's stored radius.
 
         Objects that stay in their cell cost one vectorised store each and
         touch no cell; the others are unlinked and linked in batch.  O(n)
@@ -337,12 +389,12 @@ class DenseViewDistanceGrid:
         handles = self._live_many(handles)
         check_unique(handles)
         centres = as_points(centres, self.dim, "centres")
-        radii = as_radii(radii, centres.shape[0])
+        pool_rows, dim = self._cells.columns, self.dim
+        pos = self._cells.positions(handles)
+        radii = pool_rows[dim][pos] if radii is None else as_radii(radii, centres.shape[0])
         if centres.shape[0] != handles.size:
             raise ValueError(f"centres must have shape ({handles.size}, {self.dim}) to match "
                              f"the handles, got {centres.shape}")
-        pool_rows, dim = self._cells.columns, self.dim
-        pos = self._cells.positions(handles)
         # The squared reach only changes with the radius: recompute it for the resized only.
         resized = radii != pool_rows[dim][pos]
         levels, cells = self._homes(centres, radii)
@@ -354,20 +406,22 @@ class DenseViewDistanceGrid:
         rows[dim + 1] = pool_rows[dim + 1][pos]
         rows[dim + 1, resized] = squared_reach(radii[resized])
         move = cells != self._cells.cell[handles]
+        self._cells.reserve_links(cells[move])  # allocates first: the unlink and link below do not
         if not move.all():
             stay = np.flatnonzero(~move)
-            at = pos[stay]
-            for column, values in zip(pool_rows, rows):  # 1-D scatters, one per column
+            at = self._cells.positions(handles[stay])  # after reserve_links, which may have repacked the pool
+            for column, values in zip(self._cells.columns, rows):  # 1-D scatters, one per column
                 column[at] = values[stay]
         if move.any():
             movers = handles[move]
             size = self._level_count.size
             self._level_count -= np.bincount(self._level[movers], minlength=size)
-            self._cells.unlink_many(movers)
+            self._cells.unlink_many(movers, shrink=False)
             self._cells.link_many(movers, cells[move], rows[:, move])
             self._level[movers] = levels[move]
             self._level_count += np.bincount(levels[move], minlength=size)
 
+    @writing
     def remove_many(self, handles: ArrayLike) -> None:
         """Remove many objects, vectorised: O(n log n), no Python loop."""
         handles = self._live_many(handles)
@@ -386,6 +440,7 @@ class DenseViewDistanceGrid:
     # ------------------------------------------------------------------
     # Queries
 
+    @reading
     def query(self, point: ArrayLike, exact: bool = False, scale: float = 1.0) -> np.ndarray:
         """Handles of the spheres that may contain ``point``; int64 (k,), each once.
 
@@ -404,12 +459,13 @@ class DenseViewDistanceGrid:
         """
         p = np.array(as_coords(point, self.dim, "point"))
         scale = as_scale(scale)
-        handles, unsure = self._query(p, bool(exact), scale, False)
+        handles, unsure = self._query(p, as_flag(exact), scale, False)
         if unsure.size:  # within rounding of a surface: exact arithmetic decides
             keep = decide(self._cells.columns, unsure, p, self.shape, scale)
             handles = np.concatenate([handles, self._cells.handles[unsure[keep]]])
         return handles
 
+    @reading
     def query_spheres(self, point: ArrayLike, exact: bool = False,
                       scale: float = 1.0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Like :meth:`query`, with each answer's centre and radius (as the tree's).
@@ -424,15 +480,16 @@ class DenseViewDistanceGrid:
         """
         p = np.array(as_coords(point, self.dim, "point"))
         scale = as_scale(scale)
-        rows, unsure = self._query(p, bool(exact), scale, True)
+        rows, unsure = self._query(p, as_flag(exact), scale, True)
         if unsure.size:  # within rounding of a surface: exact arithmetic decides
             rows = np.concatenate([rows, unsure[decide(self._cells.columns, unsure, p, self.shape, scale)]])
         columns = self._cells.columns
         return self._cells.handles[rows], columns[: self.dim, rows].T.copy(), columns[self.dim, rows]
 
+    @reading
     def query_many(self, points: ArrayLike, exact: bool = False,
                    scale: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
-        """Answer many points at once, in parallel over the points (all cores).
+        """Answer many points at once, on the library's threads (:mod:`culling.core.threads`).
 
         Parameters
         ----------
@@ -445,22 +502,26 @@ class DenseViewDistanceGrid:
             ``handles[counts[:i].sum():][:counts[i]]``
 
         Cost: O(m x levels + candidates), compiled (:func:`culling.grid.walk.visits`,
-        then :func:`culling.core.members.answer_many_parallel` on all cores): each
+        then :func:`culling.core.members.answer_many` on the library's threads): each
         cell's run is read once for all the points that visit it.
         """
         points = np.ascontiguousarray(as_points(points, self.dim, "points"))
         scale = as_scale(scale)
+        exact = as_flag(exact)
+        if not self._count or not points.shape[0]:
+            return np.empty(0, dtype=np.int64), np.zeros(points.shape[0], dtype=np.int64)
+        return chunks.in_chunks(points.shape[0],
+                                lambda first, last: self._answer_many(points[first:last], exact, scale))
+
+    def _answer_many(self, points: np.ndarray, exact: bool, scale: float) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`query_many` of one pass of points (:mod:`culling.core.chunks`), validated."""
         m = points.shape[0]
         cells = self._cells
-        if not self._count or not m:
-            return np.empty(0, dtype=np.int64), np.zeros(m, dtype=np.int64)
         visit_run, visit_point, run_start, run_count = gridwalk.visits(points, scale, self._world(), self._cell_arrays(),
                                                                        MAX_ENUMERATED_CELLS)
-        parallel = m >= members.PARALLEL_MIN_POINTS
-        answer_many = members.answer_many_parallel if parallel else members.answer_many_serial
-        handles, counts, unsure, owners = answer_many(
+        handles, counts, unsure, owners = members.answer_many(
             visit_run, visit_point, points, run_start, run_count, self._pool_arrays(),
-            (scale, bool(exact), self._cube, False), numba.get_num_threads() if parallel else 1)
+            (scale, exact, self._cube, False))
         if unsure.size:  # within rounding of a surface: exact arithmetic decides, then merge by point
             keep = decide(cells.columns, unsure, points[owners], self.shape, scale)
             owner = np.concatenate([np.repeat(np.arange(m), counts), owners[keep]])
@@ -469,6 +530,72 @@ class DenseViewDistanceGrid:
             counts = counts + np.bincount(owners[keep], minlength=m)
         return handles, counts
 
+    @reading
+    def overlapping(self, centre: ArrayLike, radius: float, exact: bool = False, scale: float = 1.0) -> np.ndarray:
+        """Handles of the stored spheres that may meet the probe sphere ``(centre, radius)``; int64 (k,).
+
+        As :meth:`ViewDistanceTree.overlapping <culling.ViewDistanceTree.overlapping>`:
+        ``exact`` keeps exactly those with ``distance(c_i, centre) <= r_i * scale
+        + radius``, decided exactly; ``radius=0`` answers as :meth:`query`.
+        The centre may lie outside the world.
+
+        Cost: O(levels + candidates), compiled (:mod:`culling.grid.probe`): at most
+        ``(2 + ceil(2 * radius / W))**dim`` cells per level of edge ``W`` (``scale <= 1``).
+        """
+        p = np.array([as_coords(centre, self.dim, "centre")])
+        grows = np.array([as_radius(radius)])
+        handles, _ = self._probe(p, grows, bool(exact), as_scale(scale))
+        return handles
+
+    @reading
+    def overlapping_many(self, centres: ArrayLike, radii: ArrayLike, exact: bool = False,
+                         scale: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`overlapping` for many probes, each with its own radius (``(m,)``, or one number).
+
+        Returns ``(handles, counts)`` as :meth:`query_many`.  Cost: O(m x levels
+        + candidates), the probes cut into chunks run on the library's threads.
+        """
+        points = np.ascontiguousarray(as_points(centres, self.dim, "centres"))
+        grows = as_probe_radii(radii, points.shape[0])
+        return self._probe(points, grows, bool(exact), as_scale(scale))
+
+    def _probe(self, points: np.ndarray, grows: np.ndarray, exact: bool, scale: float) -> tuple[np.ndarray, np.ndarray]:
+        """Probes ``(points (m, dim), grows (m,))``, validated: their answers and counts."""
+        m = points.shape[0]
+        cells = self._cells
+        if not self._count or not m:
+            return np.empty(0, dtype=np.int64), np.zeros(m, dtype=np.int64)
+        query, world, cell_arrays, pool = (scale, exact, self._cube, False), self._world(), self._cell_arrays(), \
+            self._pool_arrays()
+
+        def chunk(lo: int, hi: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+            visit_run, visit_point, run_start, run_count = gridwalk.grown_visits(
+                points[lo:hi], grows[lo:hi], scale, world, cell_arrays, MAX_ENUMERATED_CELLS)
+            handles, counts, unsure, owners = probe.probe_visits(visit_run, visit_point, run_start, run_count,
+                                                                 points[lo:hi], grows[lo:hi], query, pool)
+            return handles, counts, unsure, owners + lo
+
+        parts = run_chunks(chunk, m, min_items=members.PARALLEL_MIN_POINTS // 2)
+        handles, counts, unsure, owners = overlap.joined(parts)
+        return overlap.settle(handles, counts, unsure, owners, cells.columns, cells.handles, points, grows, self.shape,
+                              scale)
+
+    @reading
+    def overlapping_pairs(self) -> tuple[np.ndarray, np.ndarray]:
+        """Every unordered pair of distinct stored spheres that meet: ``distance(c_i, c_j) <= r_i + r_j``.
+
+        Returns ``(first, second)``, int64, ``first < second``, each pair once,
+        as :meth:`ViewDistanceTree.overlapping_pairs <culling.ViewDistanceTree.overlapping_pairs>`:
+        the cells whose subtree holds objects form a tree
+        (:func:`culling.grid.probe.cell_tree`, O(cells)), joined with itself
+        (:func:`culling.core.pairs.overlapping_pairs`).
+        """
+        cells = self._cells
+        child, start, count = probe.cell_tree(self._geo.offsets, cells.start, cells.count, self.dim)
+        return pairs.overlapping_pairs(0, child, start, count, cells.handles, cells.columns, self._count, self._cube,
+                                       self.shape)
+
+    @reading
     def trace(self, point: ArrayLike, scale: float = 1.0) -> QueryTrace:
         """What ``query(point, scale=scale)`` visits, level by level.
 
@@ -487,8 +614,44 @@ class DenseViewDistanceGrid:
         scale = as_scale(scale)
         if not self._count:
             return QueryTrace(point=p, candidates=np.empty(0, dtype=np.int64), levels=[])
-        pool, geo = self._cells, self._geo
         visited, ends = gridwalk.trace_visit(p, scale, self._world(), self._cell_arrays(), MAX_ENUMERATED_CELLS)
+        return self._trace_of(p, scale, visited, ends)
+
+    @reading
+    def query_detailed(self, point: ArrayLike, scale: float = 1.0, trace: bool = False) -> QueryDetails:
+        """The exact query with what a frame needs next, from one walk (as the tree's
+        :meth:`culling.ViewDistanceTree.query_detailed`).
+
+        Cost: O(levels + visited cells + candidates).
+        """
+        p = np.array(as_coords(point, self.dim, "point"))
+        scale = as_scale(scale)
+        want_trace = as_flag(trace, "trace")
+        if not self._count:
+            empty = np.empty(0, dtype=np.int64)
+            levels = QueryTrace(point=p, candidates=empty.copy(), levels=[]) if want_trace else None
+            return QueryDetails(empty, np.empty((0, self.dim)), np.empty(0), np.empty(0), 0, levels)
+        cells = self._cells
+        visited, ends = gridwalk.trace_visit(p, scale, self._world(), self._cell_arrays(), MAX_ENUMERATED_CELLS)
+        start = cells.start[visited].astype(np.int64)
+        count = cells.count[visited].astype(np.int64)
+        rows, unsure = members.answer_runs(np.arange(visited.size), start, count, self._pool_arrays(), p,
+                                           (scale, True, self._cube, True))
+        if unsure.size:  # within rounding of a surface: exact arithmetic decides
+            rows = np.concatenate([rows, unsure[decide(cells.columns, unsure, p, self.shape, scale)]])
+        centres = cells.columns[: self.dim, rows].T.copy()
+        return QueryDetails(
+            handles=cells.handles[rows],
+            centres=centres,
+            radii=cells.columns[self.dim, rows],
+            distances=distances_from(p, centres, self._cube),
+            candidates=int(count.sum()),
+            trace=self._trace_of(p, scale, visited, ends) if want_trace else None,
+        )
+
+    def _trace_of(self, p: np.ndarray, scale: float, visited: np.ndarray, ends: np.ndarray) -> QueryTrace:
+        """The :class:`QueryTrace` of one walk's visited cells (``ends``: where each level's cells end)."""
+        pool, geo = self._cells, self._geo
         counts = pool.count[visited].astype(np.int64)
         candidates = members.gather(np.arange(visited.size), pool.start[visited].astype(np.int64), counts,
                                         pool.handles)
@@ -529,6 +692,7 @@ class DenseViewDistanceGrid:
     # ------------------------------------------------------------------
     # The invariant checker
 
+    @reading
     def check_invariants(self) -> None:
         """Assert every structural rule; O(cells + objects).  For tests."""
         n = self._next_handle
@@ -550,7 +714,7 @@ class DenseViewDistanceGrid:
         centres, radii = rows[: self.dim].T, rows[self.dim]
         assert (rows[self.dim + 1] == squared_reach(radii)).all(), "stale squared reach"
         assert np.isfinite(centres).all() and np.isfinite(radii).all() and (radii >= 0).all()
-        assert ((centres >= self.origin) & (centres < geo.hi)).all(), "a centre outside the world"
+        assert (centres >= self.origin).all() and (geo.placed(centres) < 1.0).all(), "a centre outside the world"
         expected_levels, expected_cells = geo.homes(centres, radii)
         assert (levels == expected_levels).all(), "object on the wrong level"
         cells = self._cells.cell[live].astype(np.int64)
@@ -570,8 +734,8 @@ class DenseViewDistanceGrid:
 
     def _home(self, point: list[float], radius: float) -> tuple[int, int]:
         """Level and global cell of one validated sphere; ``ValueError`` outside the world."""
-        if radius >= self.size / 2 or not all(o <= c < h for c, o, h in
-                                                zip(point, self._origin_list, self._hi_list)):
+        if radius >= self.size / 2 or not all(o <= c and placed_u(c, o, self.size) < 1.0 for c, o in
+                                                zip(point, self._origin_list)):
             self._homes(np.array([point]), np.array([radius]))  # raises the ValueError
         return self._geo.home(point, radius)
 
@@ -582,9 +746,10 @@ class DenseViewDistanceGrid:
         radius of ``size / 2`` or more.
         """
         outside = np.zeros(centres.shape[0], dtype=bool)
-        for axis, (lo, hi) in enumerate(zip(self._origin_list, self._hi_list)):
+        for axis, lo in enumerate(self._origin_list):
             outside |= centres[:, axis] < lo
-            outside |= centres[:, axis] >= hi
+        u = self._geo.placed(centres)
+        outside |= (u >= 1.0).any(axis=0)  # at or beyond origin + size in exact arithmetic
         if outside.any():
             i = int(np.flatnonzero(outside)[0])
             raise ValueError(f"centres must lie in the grid's world [{self._origin_list}, {self._hi_list}) "
@@ -596,26 +761,32 @@ class DenseViewDistanceGrid:
                              f"(it does not grow); radius {i} is {radii[i]:g}")
         return self._geo.homes(centres, radii)
 
-    def _new_handles(self, n: int) -> np.ndarray:
-        """``n`` handles: the most recently freed first, then fresh ones; int64."""
+    def _peek_handles(self, n: int) -> np.ndarray:
+        """The handles the next :meth:`_take_handles` hands out, with room for them in the
+        per-object arrays; nothing is handed out yet."""
         reused = min(n, self._n_free)
+        end = self._next_handle + n - reused
+        if end > self._level.shape[0]:
+            self._grow_objects(end)
         taken = self._free[self._n_free - reused:self._n_free][::-1].astype(np.int64)
+        return np.concatenate([taken, np.arange(self._next_handle, end, dtype=np.int64)])
+
+    def _take_handles(self, n: int) -> None:
+        """Hand out the handles :meth:`_peek_handles` showed (no allocation)."""
+        reused = min(n, self._n_free)
         self._n_free -= reused
-        fresh = np.arange(self._next_handle, self._next_handle + n - reused, dtype=np.int64)
         self._next_handle += n - reused
-        if self._next_handle > self._level.shape[0]:
-            self._grow_objects(self._next_handle)
-        return np.concatenate([taken, fresh])
 
     def _grow_objects(self, needed: int) -> None:
+        """Per-object arrays for ``needed`` handles: all allocated, then all replaced."""
         capacity = max(needed, int(self._level.shape[0] * ARRAY_GROWTH) + 8)
         old = self._level.shape[0]
-        level = np.full(capacity, -1, dtype=np.int8)
+        level = growth.allocate((capacity,), np.int8, -1)
+        free = growth.allocate((capacity,), np.int32, 0)
+        self._cells.reserve_objects(capacity)
         level[:old] = self._level
-        free = np.zeros(capacity, dtype=np.int32)
         free[:old] = self._free
         self._level, self._free = level, free
-        self._cells.reserve_objects(capacity)
 
     def _live(self, handle: object) -> int:
         return live_handle(handle, self._next_handle, self._level, "grid")

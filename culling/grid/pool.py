@@ -34,11 +34,16 @@ entries per member right after a repack.
 
 from __future__ import annotations
 
+import logging
+
 import numpy as np
 
+from culling.core import growth
 from culling.core.rows import RowPool, concat_ranges
 
 __all__ = ["CellPool", "MIN_POOL", "POOL_SLACK"]
+
+logger = logging.getLogger(__name__)
 
 #: Smallest pool (entries).  Tiny grids never repack more than a few times.
 MIN_POOL = 64
@@ -123,9 +128,9 @@ class CellPool(RowPool):
         old = self.cell.shape[0]
         if capacity <= old:
             return
-        cell = np.full(capacity, -1, dtype=np.int32)
+        cell = growth.allocate((capacity,), np.int32, -1)
+        slot = growth.allocate((capacity,), np.int32, 0)
         cell[:old] = self.cell
-        slot = np.zeros(capacity, dtype=np.int32)
         slot[:old] = self.slot
         self.cell, self.slot = cell, slot
 
@@ -178,8 +183,11 @@ class CellPool(RowPool):
         if last == 0:
             self.capacity[cell] = 0
             self.nonempty -= 1
-        if self.handles.shape[0] > SHRINK_RATIO * self.members + MIN_POOL:
-            self._repack()  # amortised O(1): see SHRINK_RATIO
+        if self.handles.shape[0] > SHRINK_RATIO * self.members + MIN_POOL:  # amortised O(1): see SHRINK_RATIO
+            try:
+                self._repack()
+            except MemoryError:  # giving memory back is optional: the removal itself is done
+                logger.warning("no memory to repack the grid's pool after a removal; it keeps its arrays")
 
     # ------------------------------------------------------------------
     # Many objects: O(k log k) for grouping, no Python loop
@@ -212,7 +220,22 @@ class CellPool(RowPool):
         self.members += int(handles.size)
         self.nonempty += int(np.count_nonzero(old == 0))
 
-    def unlink_many(self, handles: np.ndarray) -> None:
+    def reserve_links(self, cells: np.ndarray) -> None:
+        """Room for members joining ``cells`` (int64 (n,), one per member), so that a later
+        :meth:`link_many` of them allocates nothing, even after :meth:`unlink_many` emptied some of
+        those cells: the pool is repacked now, with that much room at its end, if it lacks it.
+
+        A ``MemoryError`` here changes nothing; ``update_many`` calls this before it unlinks.
+        """
+        if cells.size == 0:
+            return
+        touched, added = np.unique(cells, return_counts=True)
+        counts = self.count[touched].astype(np.int64)
+        room = int(_block_sizes(counts + added, counts).sum())
+        if self.top + room > self.handles.shape[0]:
+            self._repack(extra=room)
+
+    def unlink_many(self, handles: np.ndarray, shrink: bool = True) -> None:
         """Take distinct ``handles`` (each in a cell) out of their cells.
 
         Per cell, the members left in the tail (the last ``k`` slots, ``k``
@@ -238,8 +261,11 @@ class CellPool(RowPool):
         self.capacity[emptied] = 0
         self.members -= int(handles.size)
         self.nonempty -= int(emptied.size)
-        if self.handles.shape[0] > SHRINK_RATIO * self.members + MIN_POOL:
-            self._repack()
+        if shrink and self.handles.shape[0] > SHRINK_RATIO * self.members + MIN_POOL:
+            try:
+                self._repack()
+            except MemoryError:  # giving memory back is optional: the removal itself is done
+                logger.warning("no memory to repack the grid's pool after a removal; it keeps its arrays")
 
     def clear(self) -> None:
         """Forget every member and give the pool and per-object arrays back (sizes as new).
@@ -294,8 +320,9 @@ class CellPool(RowPool):
         self.capacity[cell] = cap
         self.top = end + cap
 
-    def _repack(self, cells: np.ndarray | None = None, needs: np.ndarray | None = None) -> None:
-        """Copy every live block (and ``cells``, grown to ``needs``) into a fresh, packed pool.
+    def _repack(self, cells: np.ndarray | None = None, needs: np.ndarray | None = None, extra: int = 0) -> None:
+        """Copy every live block (and ``cells``, grown to ``needs``) into a fresh, packed pool,
+        with at least ``extra`` free entries at its end.  Allocates before it changes anything.
 
         Live cells are found from their members (the one in slot 0), so the
         cost is O(objects), not O(cells).
@@ -310,11 +337,11 @@ class CellPool(RowPool):
             need = np.maximum.reduceat(need[order], first)
         caps = np.maximum(need, 1)
         total = int(caps.sum())
-        length = max(MIN_POOL, int(POOL_SLACK * total))
+        length = max(MIN_POOL, int(POOL_SLACK * total), total + extra)
         if length > _INT32_MAX:
             raise MemoryError(f"the dense grid's member pool would need {length} entries (int32 limit)")
         starts = np.cumsum(caps) - caps
-        self.repacked(self.start[live], self.count[live], starts, length)
+        self.repacked(self.start[live], self.count[live], starts, length)  # allocates, then commits
         self.start[live] = starts
         self.capacity[live] = caps
         self.top = total

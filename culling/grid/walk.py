@@ -29,13 +29,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from culling.core.cells import half_reach, round_down_sub, window
+from culling.core.cells import window
 from culling.core.jit import inline_kernel, kernel
 from culling.core.lattice import ANCHOR
 from culling.core.members import answer
 from culling.core.structs import Cells, CellsFields, Pool, PoolFields, Query, QueryFields, World, WorldFields
 
-__all__ = ["cell_window", "query", "trace_visit", "visit", "visits"]
+__all__ = ["cell_window", "grown_visits", "query", "trace_visit", "visit", "visits"]
 
 #: Visited-cell buffer to start with; it doubles when a large scale needs more.
 _FIRST_CELLS = 64
@@ -47,13 +47,16 @@ _HASH = -7046029254386353131
 
 
 @inline_kernel
-def cell_window(p: np.ndarray, scale: float, world: World, level: int, lo: np.ndarray, hi: np.ndarray) -> int:
+def cell_window(p: np.ndarray, scale: float, world: World, level: int, lo: np.ndarray, hi: np.ndarray,
+                grow: float = 0.0) -> int:
     """Write the first and last grid cell, per axis, that ``p`` visits on ``level`` into ``lo`` and ``hi``.
 
     The world's high corner is ``origin + size`` per axis (the grid's
     ``GridGeometry.hi``, the same float sum).  Returns how many cells the
     window holds, 0 when no centre of the world can lie in it.  Level 0 is
-    always its one cell, as the tree's root is always visited.  O(dim).
+    always its one cell, as the tree's root is always visited.  ``grow``: a
+    probe sphere's radius, widening the window's margin
+    (:func:`culling.core.cells.grown_half`).  O(dim).
     """
     origin, size = world.origin, world.size
     dim = p.shape[0]
@@ -62,7 +65,7 @@ def cell_window(p: np.ndarray, scale: float, world: World, level: int, lo: np.nd
             lo[axis] = 0
             hi[axis] = 0
         return 1
-    window(p, scale, origin, size, level, lo, hi)  # lattice cells of the level
+    window(p, scale, origin, size, level, lo, hi, grow)  # lattice cells of the level
     shift = ANCHOR << level
     top = (1 << level) - 1
     cells = 1
@@ -71,8 +74,8 @@ def cell_window(p: np.ndarray, scale: float, world: World, level: int, lo: np.nd
         last = hi[axis] - shift
         if last < 0:  # the window's high end lies below the origin
             return 0
-        if first > top and round_down_sub(p[axis], half_reach(size, level, scale)) >= origin[axis] + size:
-            return 0  # its low end lies at or above the world's end (not merely rounded up to it)
+        if first > top:  # the window's low end lies beyond the world's last cell (decided exactly)
+            return 0
         lo[axis] = min(max(first, 0), top)
         hi[axis] = min(last, top)
         cells *= hi[axis] - lo[axis] + 1
@@ -107,9 +110,9 @@ def _append_window(level: int, offset: int, lo: np.ndarray, hi: np.ndarray, coun
             return cells, n
 
 
-@inline_kernel
+@kernel
 def visit(p: np.ndarray, scale: float, world: World, grid: Cells, every: bool,
-          limit: int) -> tuple[np.ndarray, np.ndarray]:
+          limit: int, grow: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
     """The cells a query at ``p`` visits, level by level from level 0.
 
     Parameters
@@ -148,7 +151,7 @@ def visit(p: np.ndarray, scale: float, world: World, grid: Cells, every: bool,
     for level in range(deepest + 1):
         if not every and level_count[level] == 0:
             continue  # nothing to find there: its window is not needed
-        n_cells = cell_window(p, scale, world, level, lo[level], hi[level])
+        n_cells = cell_window(p, scale, world, level, lo[level], hi[level], grow)
         if n_cells == 0:  # no centre of the world within reach: none on finer levels either
             break
         reached = level + 1
@@ -211,7 +214,7 @@ def query(p: np.ndarray, query_fields: QueryFields, world_fields: WorldFields, c
     structs as plain tuples.  Returns the sure handles (or pool rows) and the unsure pool rows."""
     q = Query(*query_fields)
     runs, _, run_start, run_count = _visits(p.reshape(1, p.shape[0]), q.scale, World(*world_fields),
-                                            Cells(*cells_fields), limit)
+                                            Cells(*cells_fields), limit, np.empty(0))
     return answer(runs, run_start, run_count, Pool(*pool_fields), p, q)
 
 
@@ -219,12 +222,19 @@ def query(p: np.ndarray, query_fields: QueryFields, world_fields: WorldFields, c
 def visits(points: np.ndarray, scale: float, world_fields: WorldFields, cells_fields: CellsFields,
            limit: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """:func:`_visits` for Python (``query_many``), the structs as plain tuples."""
-    return _visits(points, scale, World(*world_fields), Cells(*cells_fields), limit)
+    return _visits(points, scale, World(*world_fields), Cells(*cells_fields), limit, np.empty(0))
 
 
 @kernel
-def _visits(points: np.ndarray, scale: float, world: World, grid: Cells,
-            limit: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def grown_visits(points: np.ndarray, grows: np.ndarray, scale: float, world_fields: WorldFields,
+                 cells_fields: CellsFields, limit: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`_visits` of probe spheres (radii ``grows``, (m,)): every window widened by its probe's radius."""
+    return _visits(points, scale, World(*world_fields), Cells(*cells_fields), limit, grows)
+
+
+@kernel
+def _visits(points: np.ndarray, scale: float, world: World, grid: Cells, limit: int,
+            grows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Every point's visited non-empty cells, as the visits
     :func:`culling.core.members.answer` (one point) and
     :func:`culling.core.members.answer_many` read.
@@ -246,7 +256,7 @@ def _visits(points: np.ndarray, scale: float, world: World, grid: Cells,
     visit_point = np.empty(visit_cell.shape[0], dtype=np.int64)
     n_visits = 0
     for i in range(m):
-        cells, _ = visit(points[i], scale, world, grid, False, limit)
+        cells, _ = visit(points[i], scale, world, grid, False, limit, grows[i] if grows.shape[0] else 0.0)
         while n_visits + cells.shape[0] > visit_cell.shape[0]:
             visit_cell = _doubled(visit_cell)
             visit_point = _doubled(visit_point)

@@ -129,8 +129,12 @@ def _group_into(centres: np.ndarray, radii: np.ndarray, origin: np.ndarray, size
 
 @kernel
 def settle(handles: np.ndarray, centres: np.ndarray, radii: np.ndarray, world_fields: WorldFields,
-           objects_fields: ObjectsFields, nodes_fields: NodesFields, pool_fields: PoolFields) -> np.ndarray:
+           objects_fields: ObjectsFields, nodes_fields: NodesFields, pool_fields: PoolFields,
+           write: bool) -> np.ndarray:
     """Store every object whose home is unchanged in place (covering its tile); return the indices of the others.
+
+    Without ``write`` nothing is stored: only the movers are found (``update_many``
+    prepares their homes before it changes anything).
 
     Parameters
     ----------
@@ -158,6 +162,8 @@ def settle(handles: np.ndarray, centres: np.ndarray, radii: np.ndarray, world_fi
         stay = node_level[node] == key[0, 0]
         for axis in range(dim):
             stay &= node_cells[axis, node] == key[0, axis + 1]
+        if stay and not write:
+            continue
         if stay:
             row = obj_pos[handles[i]]
             for axis in range(dim):
@@ -243,7 +249,7 @@ def layout_order(centres: np.ndarray, radii: np.ndarray) -> tuple[np.ndarray, np
     while used < LAYOUT_BITS:
         widest = 0
         for axis in range(1, dim):
-            if math.ldexp(width[axis], -bits[axis]) > math.ldexp(width[widest], -bits[widest]):
+            if math.ldexp(width[axis], -int(bits[axis])) > math.ldexp(width[widest], -int(bits[widest])):
                 widest = axis
         if not width[widest] > 0.0:  # every object at one point (or a single object): nothing to split
             break

@@ -20,11 +20,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from culling.core.growth import grown
+from culling.core import growth
+from culling.core.growth import ARRAY_GROWTH, grown
 from culling.core.jit import kernel
 from culling.core.structs import NodesFields
 
-__all__ = ["NodeTable"]
+__all__ = ["NodeTable", "SHRINK_RATIO"]
 
 class NodeTable:
     """Every live node of one tree; a dead row has ``count == -1`` and is reused.
@@ -78,9 +79,9 @@ class NodeTable:
             node = self.free.pop()
         else:
             node = self.issued
-            self.issued += 1
             if node >= self.count.shape[0]:
-                self._grow(node + 1)
+                self._grow(node + 1)  # before ``issued`` moves: a MemoryError changes nothing
+            self.issued += 1
         self.start[node] = 0
         self.capacity[node] = 0  # blocks are allocated on the first member
         self.count[node] = 0
@@ -133,7 +134,7 @@ class NodeTable:
             node = self.new(level, cell, parent)
         return node
 
-    def at_many(self, keys: np.ndarray, root: int) -> np.ndarray:
+    def at_many(self, keys: np.ndarray, root: int, made: list[int] | None = None) -> np.ndarray:
         """:meth:`at` of many keys at once: node ids, int64 (k,).
 
         ``keys`` int64 (k, dim + 1), rows ``(level, cell...)``, name distinct
@@ -141,6 +142,10 @@ class NodeTable:
         A kernel (:func:`_descend`) finds each from the root by its child
         links and creates the missing ones; the hash index then learns the
         new nodes in one pass.  O(k x depth) compiled, plus O(new nodes).
+
+        The ids of the nodes created are appended to ``made`` (when given),
+        also when a ``MemoryError`` stops the table's growth half way: those
+        nodes are then indexed, linked and empty, for the caller to clean up.
         """
         homes = np.empty(keys.shape[0], dtype=np.int64)
         # Dead rows to reuse, in the order :meth:`new` would pop them: a few per key (a batch
@@ -148,21 +153,27 @@ class NodeTable:
         reuse = min(len(self.free), 2 * keys.shape[0] + 16)
         free = np.array(self.free[len(self.free) - reuse:][::-1], dtype=np.int64)
         created = np.empty(free.shape[0] + self.count.shape[0] - self.issued, dtype=np.int64)
-        done, used, made = 0, 0, 0
-        while True:
-            done, used, self.issued, made = _descend(keys, homes, done, root, (free, used, self.issued),
-                                                     (created, made), self.arrays())
-            if done == keys.shape[0]:
-                break
-            self._grow(self.count.shape[0] + 1)  # out of rows: grow by ARRAY_GROWTH and go on
-            room = free.shape[0] - used + self.count.shape[0] - self.issued
-            created = np.concatenate([created[:made], np.empty(room, dtype=np.int64)])
-        del self.free[len(self.free) - used:]
-        new = created[:made]
-        named = list(zip(self.level[new].tolist(), map(tuple, self.cells[:, new].T.tolist())))
-        for node, key in zip(new.tolist(), named):
-            self.key[node] = key
-            self.by_level.setdefault(key[0], {})[key[1]] = node
+        done, used, count = 0, 0, 0
+        try:
+            while True:
+                done, used, self.issued, count = _descend(keys, homes, done, root, (free, used, self.issued),
+                                                          (created, count), self.arrays())
+                if done == keys.shape[0]:
+                    break
+                self._grow(self.count.shape[0] + 1)  # out of rows: grow by ARRAY_GROWTH and go on
+                room = free.shape[0] - used + self.count.shape[0] - self.issued
+                more = np.empty(count + room, dtype=np.int64)
+                more[:count] = created[:count]
+                created = more
+        finally:  # the nodes created so far are linked: index them, whatever happened
+            del self.free[len(self.free) - used:]
+            new = created[:count]
+            named = list(zip(self.level[new].tolist(), map(tuple, self.cells[:, new].T.tolist())))
+            for node, key in zip(new.tolist(), named):
+                self.key[node] = key
+                self.by_level.setdefault(key[0], {})[key[1]] = node
+            if made is not None:
+                made.extend(new.tolist())
         return homes
 
     def delete(self, node: int) -> None:
@@ -181,16 +192,68 @@ class NodeTable:
         self.key[node] = None
         self.free.append(node)
 
+    def wasteful(self) -> bool:
+        """Whether the table holds far more rows than live nodes (compaction pays).
+
+        After a compaction the table has ``ARRAY_GROWTH`` rows per live node,
+        so at least half the nodes must go before the next: amortised O(1).
+        """
+        return self.count.shape[0] > SHRINK_RATIO * self.live + 64
+
+    def compact(self) -> np.ndarray:
+        """Renumber the live nodes ``0 .. live - 1`` into fresh arrays sized to them; returns the
+        map from old ids to new ones (int64 (issued,), -1 for dead rows).  O(nodes).
+
+        Every new array is allocated before any is replaced, so a ``MemoryError`` changes nothing.
+        """
+        alive = np.flatnonzero(self.count[: self.issued] >= 0)
+        live = alive.size
+        length = max(16, int(live * ARRAY_GROWTH))
+        renumber = np.full(self.issued, -1, dtype=np.int64)
+        renumber[alive] = np.arange(live, dtype=np.int64)
+        columns = {}
+        for name, fill in _COLUMNS:
+            old = getattr(self, name)
+            new = growth.allocate((length,) + old.shape[1:], old.dtype, fill)
+            new[:live] = old[alive]
+            columns[name] = new
+        cells = growth.allocate((self.cells.shape[0], length), np.int64, 0)
+        cells[:, :live] = self.cells[:, alive]
+        parent, child = columns["parent"], columns["child"]
+        links = parent[:live]
+        parent[:live] = np.where(links >= 0, renumber[np.maximum(links, 0)], -1)
+        links = child[:live]
+        child[:live] = np.where(links >= 0, renumber[np.maximum(links, 0)], -1)
+        key = [self.key[node] for node in alive.tolist()] + [None] * (length - live)
+        # Commit: nothing below allocates arrays.
+        for name, array in columns.items():
+            setattr(self, name, array)
+        self.cells = cells
+        self.key = key
+        for nodes in self.by_level.values():
+            for cell, node in nodes.items():
+                nodes[cell] = int(renumber[node])
+        self.issued = live
+        self.free = []
+        return renumber
+
     def _grow(self, length: int) -> None:
-        self.start = grown(self.start, length, 0)
-        self.capacity = grown(self.capacity, length, 0)
-        self.count = grown(self.count, length, -1)
-        self.level = grown(self.level, length, 0)
-        self.cells = grown(self.cells.T, length, 0).T.copy()
-        self.parent = grown(self.parent, length, -1)
-        self.children = grown(self.children, length, 0)
-        self.child = grown(self.child, length, -1)
+        """At least ``length`` rows (by ``ARRAY_GROWTH``): every new array is allocated before any
+        is replaced, so a ``MemoryError`` leaves the table as it was."""
+        columns = {name: grown(getattr(self, name), length, fill) for name, fill in _COLUMNS}
+        cells = grown(self.cells.T, length, 0).T.copy()
+        for name, array in columns.items():
+            setattr(self, name, array)
+        self.cells = cells
         self.key.extend([None] * (self.count.shape[0] - len(self.key)))
+
+
+#: The table's per-node columns other than ``cells`` (stored transposed), with the fill of a new row.
+_COLUMNS = (("start", 0), ("capacity", 0), ("count", -1), ("level", 0), ("parent", -1), ("children", 0),
+            ("child", -1))
+
+#: A table longer than this many rows per live node (plus 64) is compacted after removals.
+SHRINK_RATIO = 4
 
 
 @kernel

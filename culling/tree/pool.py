@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from culling.core import tiles
+from culling.core import growth, tiles
 from culling.core.rows import RowPool, concat_ranges
 from culling.core.structs import PoolFields
 
@@ -86,14 +86,14 @@ class BlockPool(RowPool):
         if needed <= self.rows:
             return
         capacity = max(needed, int(self.rows * POOL_GROWTH))
-        handles = np.full(capacity, -1, dtype=np.int64)
-        handles[: self.top] = self.handles[: self.top]
-        columns = np.zeros((self.width, capacity), dtype=np.float64)
-        columns[:, : self.top] = self.columns[:, : self.top]
-        self.handles, self.columns = handles, columns
+        handles = growth.allocate((capacity,), np.int64, -1)
+        columns = growth.allocate((self.width, capacity), np.float64, 0.0)
         box = tiles.empty_summaries(self.width - 2, tiles.tiles_for(capacity))
+        # Every array allocated: commit (a MemoryError above leaves the pool as it was).
+        handles[: self.top] = self.handles[: self.top]
+        columns[:, : self.top] = self.columns[:, : self.top]
         box[: self.tile_box.shape[0]] = self.tile_box
-        self.tile_box = box
+        self.handles, self.columns, self.tile_box = handles, columns, box
 
     def allocate(self, capacity: int) -> int:
         """Start of a free block of ``capacity`` rows (a power of two)."""
@@ -114,16 +114,19 @@ class BlockPool(RowPool):
         """
         starts = np.empty(capacities.shape[0], dtype=np.int64)
         fresh = np.ones(capacities.shape[0], dtype=bool)
+        reused: list[tuple[np.ndarray, list[int]]] = []
         for capacity in np.unique(capacities).tolist() if self._free else ():
             free = self._free.get(capacity)
             if free:
                 wanted = np.flatnonzero(capacities == capacity)[: len(free)]
-                starts[wanted] = free[len(free) - wanted.size:][::-1]
-                del free[len(free) - wanted.size:]
+                reused.append((wanted, free))
                 fresh[wanted] = False
         fresh_capacities = capacities[fresh]
         total = int(fresh_capacities.sum())
-        self.reserve(total)
+        self.reserve(total)  # first: a MemoryError here leaves the pool as it was
+        for wanted, free in reused:
+            starts[wanted] = free[len(free) - wanted.size:][::-1]
+            del free[len(free) - wanted.size:]
         starts[fresh] = self.top + np.cumsum(fresh_capacities) - fresh_capacities
         self.top += total
         return starts
@@ -145,10 +148,10 @@ class BlockPool(RowPool):
         new_starts = np.cumsum(capacities) - capacities
         total = int(capacities.sum())
         length = max(INITIAL_ROWS, int(total * POOL_GROWTH))
-        self.repacked(starts, counts, new_starts, length)
-        columns = self.columns
-        self.tile_box = tiles.empty_summaries(self.width - 2, tiles.tiles_for(length))
-        tiles.summarise(columns, new_starts, counts, self.tile_box)
+        box = tiles.empty_summaries(self.width - 2, tiles.tiles_for(length))  # first: nothing changes on a MemoryError
+        self.repacked(starts, counts, new_starts, length)  # allocates, then commits
+        tiles.summarise(self.columns, new_starts, counts, box)
+        self.tile_box = box
         self.top = total
         self._free = {}
         return new_starts, capacities

@@ -31,21 +31,29 @@ so removal is O(1).
 
 from __future__ import annotations
 
-import numba
+import copy
+import logging
+import math
+
 import numpy as np
 from numpy.typing import ArrayLike
 
-from culling.core import members
-from culling.core.cells import cell_of, homes, level_of
+from culling.answer import QueryDetails, distances_from
+from culling.core import chunks, growth, members, overlap, pairs
+from culling.core.cells import cell_of, homes, level_of, placed_u
 from culling.core.containment import decide, squared_reach, squared_reach_of
-from culling.core.growth import grown
+from culling.core.growth import ARRAY_GROWTH, grown
 from culling.core.lattice import ANCHOR, MAX_DEPTH, MAX_GROWTH, Lattice
+from culling.core.locks import ReadWriteLock, reading, state_without_lock, writing
 from culling.core.structs import WorldFields
+from culling.core.threads import run_chunks
 from culling.core.tiles import TILE_ROWS, TILE_SHIFT
 from culling.core.validation import (
     Handle,
     as_coords,
+    as_flag,
     as_points,
+    as_probe_radii,
     as_radii,
     as_radius,
     as_scale,
@@ -56,11 +64,18 @@ from culling.core.validation import (
     live_handles,
 )
 from culling.trace import LevelTrace, QueryTrace
-from culling.tree import batch, walk
+from culling.tree import batch, probe, walk
 from culling.tree.nodes import NodeTable
 from culling.tree.pool import BlockPool, block_capacity
 
-__all__ = ["MAX_DEPTH", "MAX_GROWTH", "ViewDistanceTree"]
+__all__ = ["HANDLE_SHRINK_RATIO", "MAX_DEPTH", "MAX_GROWTH", "ViewDistanceTree"]
+
+logger = logging.getLogger(__name__)
+
+#: The per-handle arrays are cut back after removals when longer than this
+#: many entries per stored object (plus 64), as far as the highest live
+#: handle allows; a failed try waits until half the objects are gone again.
+HANDLE_SHRINK_RATIO = 4
 
 
 class ViewDistanceTree:
@@ -81,7 +96,8 @@ class ViewDistanceTree:
     """
 
     def __init__(self, size: float, origin: ArrayLike | None = None, dim: int = 3, shape: str = "sphere") -> None:
-        self.size, self.origin, self.dim, self.shape = check_constructor(size, origin, dim, shape)
+        self._size, self._origin, self._dim, self._shape = check_constructor(size, origin, dim, shape)
+        self._rw = ReadWriteLock()
         self._lattice = Lattice(self.size, self.origin)
         self._origin_list = self.origin.tolist()
         self._cube = self.shape == "cube"
@@ -99,10 +115,11 @@ class ViewDistanceTree:
         self._pool = BlockPool(self.dim + 2)
         # Objects, indexed by handle: their node (-1 when the handle is free)
         # and their row in the pool.  Centre and radius live in the pool row.
-        self._obj_node = np.full(16, -1, dtype=np.int64)
-        self._obj_pos = np.zeros(16, dtype=np.int64)
+        self._obj_node = growth.allocate((16,), np.int64, -1)
+        self._obj_pos = growth.allocate((16,), np.int64, 0)
         self._next_handle = 0
         self._free_handles: list[int] = []
+        self._handle_check = 1 << 62  # objects below which the next trim of the per-handle arrays is tried
         self._nodes = NodeTable(self.dim)
         self._root = self._nodes.new(0, (ANCHOR,) * self.dim, -1)
 
@@ -115,15 +132,93 @@ class ViewDistanceTree:
         """
         if not self._count:
             self._reset_storage()
-        elif self._pool.wasteful(self._count):
-            self._pool.compact_nodes(self._nodes, self._obj_node, self._obj_pos)
+            return
+        try:
+            if self._pool.wasteful(self._count):
+                self._compact()
+            if self._nodes.wasteful():
+                self._compact_nodes()
+            if self._obj_node.shape[0] > HANDLE_SHRINK_RATIO * self._count + 64 and self._count < self._handle_check:
+                self._trim_handles()
+        except MemoryError:  # giving memory back is optional: the removal itself is done
+            logger.warning("no memory to compact the tree after a removal; it keeps its arrays")
+
+    def _compact_nodes(self) -> None:
+        """Renumber the live nodes into a table sized to them (:meth:`NodeTable.compact`); O(nodes + objects)."""
+        renumber = self._nodes.compact()
+        live = np.flatnonzero(self._obj_node[: self._next_handle] >= 0)
+        self._obj_node[live] = renumber[self._obj_node[live]]
+        self._root = int(renumber[self._root])
+
+    def _trim_handles(self) -> None:
+        """Cut the per-handle arrays to the highest live handle (free handles above it are forgotten).
+
+        Handles are the caller's names, so the live ones never move: this gives
+        memory back when the high handles are gone.  When it cannot (a high handle
+        is alive), the next try waits until half the objects are gone again.
+        """
+        live = np.flatnonzero(self._obj_node[: self._next_handle] >= 0)
+        end = int(live[-1]) + 1
+        length = max(16, int(end * ARRAY_GROWTH))
+        if length >= self._obj_node.shape[0]:
+            self._handle_check = self._count // 2
+            return
+        obj_node = growth.allocate((length,), np.int64, -1)
+        obj_pos = growth.allocate((length,), np.int64, 0)
+        obj_node[:end] = self._obj_node[:end]
+        obj_pos[:end] = self._obj_pos[:end]
+        free = [h for h in self._free_handles if h < end]
+        self._obj_node, self._obj_pos, self._free_handles, self._next_handle = obj_node, obj_pos, free, end
+        self._handle_check = 1 << 62
+
+    def _compact(self) -> None:
+        """Pack every node's members into a fresh pool (:meth:`BlockPool.compact_nodes`); O(objects + nodes)."""
+        self._pool.compact_nodes(self._nodes, self._obj_node, self._obj_pos)
+
+    # ------------------------------------------------------------------
+    # The constructor's choices: read-only (changing them would misplace every stored object)
+
+    @property
+    def size(self) -> float:
+        """Edge of the constructor's root node (level 0)."""
+        return self._size
+
+    @property
+    def origin(self) -> np.ndarray:
+        """Low corner of the constructor's root node, float64 (dim,), read-only."""
+        return self._origin
+
+    @property
+    def dim(self) -> int:
+        """1, 2 or 3."""
+        return self._dim
+
+    @property
+    def shape(self) -> str:
+        """``"sphere"`` or ``"cube"``: the exact test."""
+        return self._shape
+
+    def __copy__(self) -> ViewDistanceTree:
+        """An independent copy (a shallow copy would share the arrays, and mutating one would corrupt
+        the other): the same as :func:`copy.deepcopy`."""
+        return copy.deepcopy(self)
 
     # ------------------------------------------------------------------
     # Size and membership
 
+    def __getstate__(self) -> dict[str, object]:
+        """Pickle and (deep)copy everything but the lock; the copy gets a lock of its own."""
+        with self._rw.reading():
+            return state_without_lock(self)
+
+    def __setstate__(self, state: dict[str, object]) -> None:
+        self.__dict__.update(state)
+        self._rw = ReadWriteLock()
+
     def __len__(self) -> int:
         return self._count
 
+    @reading
     def __contains__(self, handle: object) -> bool:
         """Whether ``handle`` is a live handle; anything else (1.5, "a", -1) is simply not in the tree."""
         return is_live(handle, self._next_handle, self._obj_node)
@@ -147,10 +242,12 @@ class ViewDistanceTree:
         return self.origin, self.size, self._root, int(self._nodes.level[self._root])
 
     @property
+    @reading
     def root_bounds(self) -> tuple[np.ndarray, np.ndarray]:
         """``(lo, hi)`` of the current root node."""
         return self._lattice.cell_bounds(self.root_level, self._nodes.cells[:, self._root])
 
+    @reading
     def node_boxes(self, lo: ArrayLike | None = None,
                    hi: ArrayLike | None = None) -> tuple[np.ndarray, np.ndarray]:
         """The live nodes (all, or those whose box overlaps ``[lo, hi]``): for maps and debug views.
@@ -189,28 +286,37 @@ class ViewDistanceTree:
             return np.zeros(0, dtype=np.int64), np.zeros((0, 2, self.dim))
         return np.concatenate(depths), np.concatenate(boxes)
 
+    @reading
     def handles(self) -> np.ndarray:
         """Every handle in the tree, ascending; int64, O(handles ever issued)."""
+        return self._handles()
+
+    def _handles(self) -> np.ndarray:
         return np.flatnonzero(self._obj_node[: self._next_handle] >= 0).astype(np.int64)
 
+    @reading
     def centre(self, handle: Handle) -> np.ndarray:
         """The centre of one object, shape (dim,), float64."""
         return self._pool.columns[: self.dim, self._obj_pos[self._live(handle)]].copy()
 
+    @reading
     def radius(self, handle: Handle) -> float:
         """The radius (view distance) of one object."""
         return float(self._pool.columns[self.dim, self._obj_pos[self._live(handle)]])
 
+    @reading
     def centres_of(self, handles: ArrayLike) -> np.ndarray:
         """Centres of many objects, shape (n, dim), float64, O(n)."""
         handles = self._live_many(handles)
         return self._pool.columns[: self.dim, self._obj_pos[handles]].T.copy()
 
+    @reading
     def radii_of(self, handles: ArrayLike) -> np.ndarray:
         """Radii of many objects, shape (n,), float64, O(n)."""
         handles = self._live_many(handles)
         return np.asarray(self._pool.columns[self.dim, self._obj_pos[handles]])
 
+    @reading
     def nbytes(self) -> int:
         """Bytes held in NumPy arrays (objects, nodes and pool), without Python overhead."""
         return self._pool.nbytes() + self._nodes.nbytes() + self._obj_node.nbytes + self._obj_pos.nbytes
@@ -218,6 +324,7 @@ class ViewDistanceTree:
     # ------------------------------------------------------------------
     # Mutation: single objects
 
+    @writing
     def insert(self, centre: ArrayLike, radius: float) -> int:
         """Add one sphere; returns its handle.  O(1) amortised (plus root growth).
 
@@ -228,14 +335,29 @@ class ViewDistanceTree:
         """
         point = as_coords(centre, self.dim, "centre")
         radius = as_radius(radius)
-        level, cell = self._home(point, radius)
-        handle = self._new_handle()
-        node = self._nodes.at(level, cell)
+        handle = int(self._peek_handles(1)[0])
+        try:
+            level, cell = self._home(point, radius)
+            node = self._nodes.at(level, cell)
+            count = int(self._nodes.count[node])
+            if count == self._nodes.capacity[node]:
+                self._pool.move_block(self._nodes, node, block_capacity(count + 1), self._obj_pos)
+        except MemoryError:
+            live = self._nodes.count[: self._nodes.issued] >= 0
+            empty = np.flatnonzero(live & (self._nodes.count[: self._nodes.issued] == 0)
+                                   & (self._nodes.children[: self._nodes.issued] == 0))
+            for leaf in empty.tolist():
+                if self._nodes.count[leaf] == 0 and leaf != self._root:
+                    self._cleanup(leaf)
+            self._shrink_root()
+            raise
+        self._take_handles(1)
         self._append(node, handle, self._row(point, radius))
         self._count += 1
         self._shrink_root()
         return handle
 
+    @writing
     def update(self, handle: Handle, centre: ArrayLike, radius: float) -> None:
         """Move or resize one object in place.
 
@@ -257,6 +379,7 @@ class ViewDistanceTree:
         self._append(self._nodes.at(level, cell), handle, self._row(point, radius))
         self._cleanup(node)
 
+    @writing
     def remove(self, handle: Handle) -> None:
         """Remove one object: an O(1) unlink, then cleanup of emptied nodes up the parent chain."""
         handle = self._live(handle)
@@ -269,6 +392,7 @@ class ViewDistanceTree:
     # ------------------------------------------------------------------
     # Mutation: batches (validated whole before anything changes)
 
+    @writing
     def insert_many(self, centres: ArrayLike, radii: ArrayLike) -> np.ndarray:
         """Add many spheres; returns their handles, int64 (n,).
 
@@ -278,18 +402,23 @@ class ViewDistanceTree:
         """
         centres = np.ascontiguousarray(as_points(centres, self.dim, "centres"))
         radii = as_radii(radii, centres.shape[0])
-        self._fit_many(centres, radii)
-        handles = self._new_handles(centres.shape[0])
-        if handles.size:
-            # Along a Morton curve: each node's new members then lie along it too (see culling.core.tiles).
-            layout, centres, radii = batch.layout_order(centres, radii)
-            self._link_many(handles[layout], centres, radii)
-            self._count += handles.size
-            self._shrink_root()
+        n = centres.shape[0]
+        if not n:
+            return np.empty(0, dtype=np.int64)
+        # Along a Morton curve: each node's new members then lie along it too (see culling.core.tiles).
+        layout, centres, radii = batch.layout_order(centres, radii)
+        handles = self._peek_handles(n)  # room for them first; handed out only at the commit
+        links = self._prepare_links(centres, radii)
+        # Commit: nothing below allocates the tree's arrays.
+        self._take_handles(n)
+        self._place(handles[layout], links, centres, radii)
+        self._count += n
+        self._shrink_root()
         return handles
 
-    def update_many(self, handles: ArrayLike, centres: ArrayLike, radii: ArrayLike) -> None:
-        """Move or resize many objects.
+    @writing
+    def update_many(self, handles: ArrayLike, centres: ArrayLike, radii: ArrayLike | None = None) -> None:
+        """Move or resize many objects; ``radii`` omitted (``None``) keeps each object's stored radius.
 
         Objects that stay in their node are rewritten in place by one kernel
         pass (:func:`culling.tree.batch.settle`) and touch no node; the
@@ -300,24 +429,33 @@ class ViewDistanceTree:
         handles = self._live_many(handles)
         check_unique(handles)
         centres = as_points(centres, self.dim, "centres")
-        radii = as_radii(radii, centres.shape[0])
+        radii = (self._pool.columns[self.dim, self._obj_pos[handles]] if radii is None  # a copy (fancy indexing)
+                 else as_radii(radii, centres.shape[0]))
         if centres.shape[0] != handles.size:
             raise ValueError(f"centres must have shape ({handles.size}, {self.dim}) to match "
                              f"the handles, got {centres.shape}")
         centres = np.ascontiguousarray(centres)
-        self._fit_many(centres, radii)
         if not handles.size:
             return
-        movers = batch.settle(handles, centres, radii, self._world(), (self._obj_node, self._obj_pos),
-                              self._nodes.arrays(), self._pool.arrays())
-        if not movers.size:
+
+        def settle(write: bool) -> np.ndarray:
+            return batch.settle(handles, centres, radii, self._world(), (self._obj_node, self._obj_pos),
+                                self._nodes.arrays(), self._pool.arrays(), write)
+
+        # The movers' homes (a grown root too) and room in their blocks first: a MemoryError there
+        # changes nothing.  Then the commit, which allocates none of the tree's arrays.
+        movers = settle(False)
+        links = self._prepare_links(centres[movers], radii[movers]) if movers.size else None
+        movers = settle(True)
+        if links is None:
             return
         moving = handles[movers]
         touched = self._pool.unlink_many(self._nodes, self._obj_node, self._obj_pos, moving)
-        self._link_many(moving, centres[movers], radii[movers])
+        self._place(moving, links, centres[movers], radii[movers])
         self._cleanup_many(touched)
         self._shrink_root()
 
+    @writing
     def remove_many(self, handles: ArrayLike) -> None:
         """Remove many objects: a vectorised unlink, then cleanup per emptied node."""
         handles = self._live_many(handles)
@@ -333,6 +471,7 @@ class ViewDistanceTree:
     # ------------------------------------------------------------------
     # Queries
 
+    @reading
     def query(self, point: ArrayLike, exact: bool = False, scale: float = 1.0) -> np.ndarray:
         """Handles of the spheres that may contain ``point``; int64 (k,), each once.
 
@@ -352,16 +491,17 @@ class ViewDistanceTree:
         p = np.array(as_coords(point, self.dim, "point"))
         scale = as_scale(scale)
         pool = self._pool
-        handles, unsure = walk.query(p, (scale, bool(exact), self._cube, False), self._world(),
+        handles, unsure = walk.query(p, (scale, as_flag(exact), self._cube, False), self._world(),
                                      self._nodes.arrays(), pool.arrays())
         if unsure.size:  # within rounding of a surface: exact arithmetic decides
             keep = decide(pool.columns, unsure, p, self.shape, scale)
             handles = np.concatenate([handles, pool.handles[unsure[keep]]])
         return handles
 
+    @reading
     def query_many(self, points: ArrayLike, exact: bool = False,
                    scale: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
-        """Answer many points at once, in parallel over the points (all cores).
+        """Answer many points at once, on the library's threads (:mod:`culling.core.threads`).
 
         Parameters
         ----------
@@ -374,19 +514,24 @@ class ViewDistanceTree:
         counts : ndarray, shape (m,), int64: point ``i``'s answer is
             ``handles[counts[:i].sum():][:counts[i]]``
 
-        Cost: O(m x levels + candidates), compiled and on all cores (:func:`culling.tree.walk.visits_parallel`,
-        then :func:`culling.core.members.answer_many_parallel`).
+        Cost: O(m x levels + candidates), compiled, in chunks over the library's threads
+        (:func:`culling.tree.walk.visits`, then :func:`culling.core.members.answer_many`); batches
+        below ``PARALLEL_MIN_POINTS`` (64) points run on the calling thread alone.
+        In passes of :data:`culling.core.chunks.QUERY_CHUNK` points: scratch beyond the answer is bounded.
         """
         points = np.ascontiguousarray(as_points(points, self.dim, "points"))
         scale = as_scale(scale)
+        exact = as_flag(exact)
+        return chunks.in_chunks(points.shape[0],
+                                lambda first, last: self._answer_many(points[first:last], exact, scale))
+
+    def _answer_many(self, points: np.ndarray, exact: bool, scale: float) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`query_many` of one pass of points (:mod:`culling.core.chunks`), validated."""
         nodes, pool = self._nodes, self._pool
-        parallel = points.shape[0] >= members.PARALLEL_MIN_POINTS
-        visits = walk.visits_parallel if parallel else walk.visits_serial
-        visit_node, visit_point = visits(points, scale, self._world(), nodes.arrays())
-        answer_many = members.answer_many_parallel if parallel else members.answer_many_serial
-        handles, counts, unsure, owners = answer_many(
+        visit_node, visit_point = walk.visits(points, scale, self._world(), nodes.arrays())
+        handles, counts, unsure, owners = members.answer_many(
             visit_node, visit_point, points, nodes.start, nodes.count, pool.arrays(),
-            (scale, bool(exact), self._cube, False), numba.get_num_threads() if parallel else 1)
+            (scale, exact, self._cube, False))
         if unsure.size:  # within rounding of a surface: exact arithmetic decides, then merge by point
             keep = decide(pool.columns, unsure, points[owners], self.shape, scale)
             owner = np.concatenate([np.repeat(np.arange(points.shape[0]), counts), owners[keep]])
@@ -395,6 +540,94 @@ class ViewDistanceTree:
             counts = counts + np.bincount(owners[keep], minlength=points.shape[0])
         return handles, counts
 
+    @reading
+    def overlapping(self, centre: ArrayLike, radius: float, exact: bool = False, scale: float = 1.0) -> np.ndarray:
+        """Handles of the stored spheres that may meet the probe sphere ``(centre, radius)``; int64 (k,).
+
+        Parameters
+        ----------
+        centre : array_like, shape (dim,) (a scalar for dim 1)
+        radius : float, >= 0, the probe's radius ``rho``
+        exact : bool
+            Keep exactly the spheres with ``distance(c_i, centre) <= r_i * scale
+            + radius`` (the largest per-axis distance for cubes), decided
+            exactly (rounding of the sum never flips an answer); otherwise a
+            superset.  ``radius=0`` answers as :meth:`query`.
+        scale : float, multiplies every stored radius
+
+        Cost: O(levels + candidates), compiled (:func:`culling.tree.probe.probe_chunk`):
+        at most ``(2 + ceil(2 * radius / W))**dim`` nodes per level of edge ``W``
+        (``scale <= 1``); a probe covering the whole world visits every node once.
+        """
+        p = np.array([as_coords(centre, self.dim, "centre")])
+        grows = np.array([as_radius(radius)])
+        handles, _ = self._probe(p, grows, bool(exact), as_scale(scale))
+        return handles
+
+    @reading
+    def overlapping_many(self, centres: ArrayLike, radii: ArrayLike, exact: bool = False,
+                         scale: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`overlapping` for many probes, each with its own radius, on the library's threads.
+
+        Parameters
+        ----------
+        centres : array_like, shape (m, dim) (or (m,) for dim 1)
+        radii : array_like, shape (m,), or one number for every probe; >= 0
+        exact, scale : as for :meth:`overlapping`
+
+        Returns
+        -------
+        handles : ndarray, int64, the answers concatenated
+        counts : ndarray, shape (m,), int64: probe ``i``'s answer is
+            ``handles[counts[:i].sum():][:counts[i]]``
+
+        Cost: O(m x levels + candidates), compiled, the probes cut into chunks
+        run on all cores (:func:`culling.core.threads.run_chunks`).
+        """
+        points = np.ascontiguousarray(as_points(centres, self.dim, "centres"))
+        grows = as_probe_radii(radii, points.shape[0])
+        return self._probe(points, grows, bool(exact), as_scale(scale))
+
+    def _probe(self, points: np.ndarray, grows: np.ndarray, exact: bool, scale: float) -> tuple[np.ndarray, np.ndarray]:
+        """Probes ``(points (m, dim), grows (m,))``, validated: their answers and counts."""
+        m = points.shape[0]
+        pool = self._pool
+        query, world, nodes, pool_arrays = (scale, exact, self._cube, False), self._world(), self._nodes.arrays(), \
+            pool.arrays()
+
+        def chunk(lo: int, hi: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+            return probe.probe_chunk(points, grows, lo, hi, query, world, nodes, pool_arrays)
+
+        if not m:
+            return np.empty(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+        parts = run_chunks(chunk, m, min_items=members.PARALLEL_MIN_POINTS // 2)
+        handles, counts, unsure, owners = overlap.joined(parts)
+        return overlap.settle(handles, counts, unsure, owners, pool.columns, pool.handles, points, grows,
+                              self.shape, scale)
+
+    @reading
+    def overlapping_pairs(self) -> tuple[np.ndarray, np.ndarray]:
+        """Every unordered pair of distinct stored spheres that meet: ``distance(c_i, c_j) <= r_i + r_j``.
+
+        Returns
+        -------
+        first, second : ndarray, int64, shape (k,) each
+            The pairs' handles, ``first[k] < second[k]``, each pair once, in no particular order.
+
+        The tree joined with itself (:func:`culling.core.pairs.overlapping_pairs`):
+        one depth-first copy of the members with every node's box and largest
+        radius, then a dual walk over pairs of subtrees whose boxes, grown by
+        their largest radii, meet, down to leaves of at most
+        :data:`~culling.core.pairs.BUCKET` members; compiled, on the library's
+        threads.  Decided exactly, as :meth:`overlapping` with ``exact=True``.
+        Cost: O(objects + nodes + node pairs that meet + members tested);
+        memory: the output plus O(objects + nodes).
+        """
+        nodes, pool = self._nodes, self._pool
+        return pairs.overlapping_pairs(self._root, nodes.child, nodes.start, nodes.count, pool.handles,
+                                       pool.columns, self._count, self._cube, self.shape)
+
+    @reading
     def query_spheres(self, point: ArrayLike, exact: bool = False,
                       scale: float = 1.0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Like :meth:`query`, with each answer's centre and radius.
@@ -411,12 +644,13 @@ class ViewDistanceTree:
         p = np.array(as_coords(point, self.dim, "point"))
         scale = as_scale(scale)
         pool = self._pool
-        rows, unsure = walk.query(p, (scale, bool(exact), self._cube, True), self._world(), self._nodes.arrays(),
+        rows, unsure = walk.query(p, (scale, as_flag(exact), self._cube, True), self._world(), self._nodes.arrays(),
                                   pool.arrays())
         if unsure.size:  # within rounding of a surface: exact arithmetic decides
             rows = np.concatenate([rows, unsure[decide(pool.columns, unsure, p, self.shape, scale)]])
         return pool.handles[rows], pool.columns[: self.dim, rows].T.copy(), pool.columns[self.dim, rows]
 
+    @reading
     def trace(self, point: ArrayLike, scale: float = 1.0) -> QueryTrace:
         """What ``query(point, scale=scale)`` visits, level by level (for overlays and tests).
 
@@ -426,9 +660,55 @@ class ViewDistanceTree:
         scale = as_scale(scale)
         if not self._count:
             return QueryTrace(point=p, candidates=np.empty(0, dtype=np.int64), levels=[])
+        visited, ends = walk.trace_walk(p, scale, self._world(), self._nodes.arrays())
+        return self._trace_of(p, scale, visited, ends)
+
+    @reading
+    def query_detailed(self, point: ArrayLike, scale: float = 1.0, trace: bool = False) -> QueryDetails:
+        """The exact query with what a frame needs next, from one walk.
+
+        The handles of ``query(point, exact=True, scale=scale)`` with their
+        centres, radii and distances, the number of candidates the walk
+        returned before the exact test (the first number of a culling
+        funnel) and, with ``trace=True``, the walk's :class:`QueryTrace`:
+        an overlay shows the production path, not a second walk.
+
+        Cost: O(levels + candidates), as :meth:`query`; the trace adds
+        O(visited nodes).
+
+        >>> tree = ViewDistanceTree(size=64.0, dim=2)
+        >>> _ = tree.insert_many([[1.0, 1.0], [4.0, 1.0]], [5.0, 1.0])
+        >>> seen = tree.query_detailed((2.0, 1.0), trace=True)
+        >>> seen.handles.tolist(), seen.distances.tolist(), seen.candidates, seen.trace.levels[0].depth
+        ([0], [1.0], 2, 0)
+        """
+        p = np.array(as_coords(point, self.dim, "point"))
+        scale = as_scale(scale)
+        want_trace = as_flag(trace, "trace")
+        if not self._count:
+            empty = np.empty(0, dtype=np.int64)
+            levels = QueryTrace(point=p, candidates=empty.copy(), levels=[]) if want_trace else None
+            return QueryDetails(empty, np.empty((0, self.dim)), np.empty(0), np.empty(0), 0, levels)
+        nodes, pool = self._nodes, self._pool
+        visited, ends = walk.trace_walk(p, scale, self._world(), nodes.arrays())
+        rows, unsure = members.answer_runs(visited, nodes.start, nodes.count, pool.arrays(), p,
+                                           (scale, True, self._cube, True))
+        if unsure.size:  # within rounding of a surface: exact arithmetic decides
+            rows = np.concatenate([rows, unsure[decide(pool.columns, unsure, p, self.shape, scale)]])
+        centres = pool.columns[: self.dim, rows].T.copy()
+        return QueryDetails(
+            handles=pool.handles[rows],
+            centres=centres,
+            radii=pool.columns[self.dim, rows],
+            distances=distances_from(p, centres, self._cube),
+            candidates=int(nodes.count[visited].sum()),
+            trace=self._trace_of(p, scale, visited, ends) if want_trace else None,
+        )
+
+    def _trace_of(self, p: np.ndarray, scale: float, visited: np.ndarray, ends: np.ndarray) -> QueryTrace:
+        """The :class:`QueryTrace` of one walk's visited nodes (``ends``: where each level's nodes end)."""
         nodes = self._nodes
         root_level = self.root_level
-        visited, ends = walk.trace_walk(p, scale, self._world(), nodes.arrays())
         candidates = members.gather(visited, nodes.start, nodes.count, self._pool.handles)
         levels = []
         first = 0
@@ -453,6 +733,7 @@ class ViewDistanceTree:
     # ------------------------------------------------------------------
     # The invariant checker
 
+    @reading
     def check_invariants(self) -> None:
         """Assert every structural rule; O(objects + nodes).  For tests."""
         alive = np.flatnonzero(self._nodes.count[: self._nodes.issued] >= 0)
@@ -499,7 +780,7 @@ class ViewDistanceTree:
             assert s0 + c0 <= s1, "pool blocks overlap"
         assert not blocks or blocks[-1][0] + blocks[-1][1] <= self._pool.top <= self._pool.rows
         # Objects: node and row agree with the pool, rows inside the node's used part.
-        live = self.handles()
+        live = self._handles()
         assert live.size == self._count, "len() disagrees with live handles"
         assert len(set(self._free_handles)) == len(self._free_handles), "handle freed twice"
         assert live.size + len(self._free_handles) == self._next_handle, "handles lost"
@@ -514,7 +795,7 @@ class ViewDistanceTree:
         radii = columns[self.dim]
         assert np.isfinite(columns[: self.dim + 1]).all() and (radii >= 0).all()
         assert (columns[self.dim + 1] == squared_reach(radii)).all(), "stale squared reach"
-        keys = homes(np.ascontiguousarray(columns[: self.dim].T), radii, self.origin, self.size)
+        keys = homes(np.ascontiguousarray(columns[: self.dim].T), np.ascontiguousarray(radii), self.origin, self.size)
         assert (keys[:, 0] >= root_level).all(), "a sphere is too large for the root"
         assert (self._nodes.level[nodes] == keys[:, 0]).all(), "object on the wrong level"
         assert (self._nodes.cells[:, nodes] == keys[:, 1:].T).all(), "object in the wrong cell"
@@ -553,20 +834,49 @@ class ViewDistanceTree:
         """Validate one sphere against the world, grow the root for it, return its home key.
 
         The home function (:func:`culling.core.cells.homes`, one call); the
-        root holds the home when the home's cell, shifted up to the root's
-        level, is the root's cell (the lattice nests exactly).
+        root grows (:meth:`_grow_root_for`) until it holds the centre placed
+        exactly (:func:`culling.core.cells.placed_u`, as the home function places it).
         """
         size = self.size
         lat = self._lattice
         level, *cell = homes(np.array([point]), np.array([radius]), self.origin, size)[0].tolist()
-        u = [(c - o) / size for c, o in zip(point, self._origin_list)]
+        u = [placed_u(c, o, size) for c, o in zip(point, self._origin_list)]
         if level < -MAX_GROWTH or not all(lat.world_lo_u <= x < lat.world_hi_u for x in u):
             self._check_world(u, u, level)
-        root_level, root_cell = self._nodes.key_of(self._root)
-        while level < root_level or any((c >> (level - root_level)) != r for c, r in zip(cell, root_cell)):
-            self._grow_root()
-            root_level, root_cell = self._nodes.key_of(self._root)
+        if level < self.root_level or not self._root_contains(u):
+            self._grow_root_for(level, u, u)
         return level, tuple(cell)
+
+    def _prepare_links(self, centres: np.ndarray, radii: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Everything :meth:`_place` needs that allocates: the root grown to hold the objects, their
+        home nodes created, room in the homes' blocks.  Returns ``(group_of, homes)``.
+
+        Validation errors come first; a ``MemoryError`` undoes what was done
+        (new empty nodes deleted, the root shrunk back) and propagates: the
+        tree is as it was.  Grouping (:func:`culling.tree.batch.group`), the home nodes
+        (:meth:`NodeTable.at_many`), their blocks (:meth:`BlockPool.make_room`).
+        ``centres`` C-contiguous, non-empty.
+        """
+        made: list[int] = []
+        try:
+            self._fit_many(centres, radii)
+            group_of, keys, sizes = batch.group(centres, radii, self.origin, self.size)
+            homes = self._nodes.at_many(keys, self._root, made)
+            self._pool.make_room(self._nodes, homes, sizes, self._obj_pos)
+        except MemoryError:
+            for node in reversed(made):  # new nodes are empty leaves (or chains of them)
+                if self._nodes.count[node] == 0 and self._nodes.children[node] == 0:
+                    self._cleanup(node)
+            self._shrink_root()
+            raise
+        return group_of, homes
+
+    def _place(self, handles: np.ndarray, links: tuple[np.ndarray, np.ndarray], centres: np.ndarray,
+               radii: np.ndarray) -> None:
+        """Write the objects into the rows :meth:`_prepare_links` made room for (:func:`culling.tree.batch.place`)."""
+        group_of, homes = links
+        batch.place(handles, group_of, homes, centres, radii, (self._obj_node, self._obj_pos),
+                    self._nodes.arrays(), self._pool.arrays())
 
     def _fit_many(self, centres: np.ndarray, radii: np.ndarray) -> None:
         """Validate many spheres against the world and grow the root to hold them all.
@@ -580,27 +890,51 @@ class ViewDistanceTree:
         if not radii.size:
             return
         size, origin = self.size, self._origin_list
-        lo = [(float(centres[:, axis].min()) - o) / size for axis, o in enumerate(origin)]
-        hi = [(float(centres[:, axis].max()) - o) / size for axis, o in enumerate(origin)]
+        lo = [placed_u(float(centres[:, axis].min()), o, size) for axis, o in enumerate(origin)]
+        hi = [placed_u(float(centres[:, axis].max()), o, size) for axis, o in enumerate(origin)]
         top = level_of(float(radii.max()), size)
         self._check_world(lo, hi, top)
-        while top < self.root_level or not (self._root_contains(lo) and self._root_contains(hi)):
-            self._grow_root()
+        if top < self.root_level or not (self._root_contains(lo) and self._root_contains(hi)):
+            self._grow_root_for(top, lo, hi)
 
     def _root_contains(self, u: list[float]) -> bool:
         level, cell = self._nodes.key_of(self._root)
         return all(cell_of(x, level) == c for x, c in zip(u, cell))
 
+    def _grow_root_for(self, top: int, lo: list[float], hi: list[float]) -> None:
+        """Grow the root until it is on level ``top`` or above and holds the root-relative
+        coordinates ``lo .. hi``; a root whose box would leave the floats is a ``ValueError``,
+        raised before anything changes.
+
+        The levels needed are counted first (the ancestor of cell ``c`` on ``g``
+        levels up is ``c >> g``), so the check sees the final root.
+        """
+        level, cell = self._nodes.key_of(self._root)
+        while level > top or not all(cell_of(x, level) == c and cell_of(y, level) == c
+                                     for x, y, c in zip(lo, hi, cell)):
+            level, cell = level - 1, tuple(c >> 1 for c in cell)
+        box_lo, box_hi = self._lattice.cell_bounds(level, cell)
+        if not (np.isfinite(box_lo).all() and np.isfinite(box_hi).all()
+                and math.isfinite(self._lattice.node_size(level))):
+            raise ValueError(f"the root would have to grow to nodes of edge {self._lattice.node_size(level):g} "
+                             f"from {box_lo.tolist()}, beyond the largest float; centres and radii must "
+                             f"stay within a world whose corners are finite")
+        while self.root_level > level:
+            self._grow_root()
+
     def _grow_root(self) -> None:
-        """Put a parent above the root: the world doubles, nothing stored moves."""
+        """Put a parent above the root: the world doubles, nothing stored moves.
+
+        The new root is made first (a ``MemoryError`` there changes nothing).
+        """
         old = self._root
         level, cell = self._nodes.key_of(old)
-        keep_old = self._nodes.count[old] > 0 or self._nodes.children[old] > 0
-        if not keep_old:  # an empty root would become an empty leaf
+        root = self._nodes.new(level - 1, tuple(c >> 1 for c in cell), -1)
+        if self._nodes.count[old] > 0 or self._nodes.children[old] > 0:
+            self._nodes.adopt(root, old)
+        else:  # an empty root would become an empty leaf
             self._delete_node(old)
-        self._root = self._nodes.new(level - 1, tuple(c >> 1 for c in cell), -1)
-        if keep_old:
-            self._nodes.adopt(self._root, old)
+        self._root = root
 
     def _shrink_root(self) -> None:
         """Undo growth that no object needs any more."""
@@ -625,18 +959,28 @@ class ViewDistanceTree:
     def _new_handle(self) -> int:
         if self._free_handles:
             return self._free_handles.pop()
-        return int(self._new_handles(1)[0])
+        handle = int(self._peek_handles(1)[0])
+        self._take_handles(1)
+        return handle
 
-    def _new_handles(self, n: int) -> np.ndarray:
+    def _peek_handles(self, n: int) -> np.ndarray:
+        """The ``n`` handles the next :meth:`_take_handles` hands out (the most recently freed first),
+        with room for them in the per-handle arrays; nothing is handed out yet."""
         reused = min(n, len(self._free_handles))
+        end = self._next_handle + n - reused
+        if end > self._obj_node.shape[0]:
+            obj_node = grown(self._obj_node, end, -1)
+            obj_pos = grown(self._obj_pos, end, 0)
+            self._obj_node, self._obj_pos = obj_node, obj_pos
         taken = self._free_handles[len(self._free_handles) - reused:]
+        return np.concatenate([np.array(taken[::-1], dtype=np.int64),
+                               np.arange(self._next_handle, end, dtype=np.int64)])
+
+    def _take_handles(self, n: int) -> None:
+        """Hand out the handles :meth:`_peek_handles` showed (no allocation)."""
+        reused = min(n, len(self._free_handles))
         del self._free_handles[len(self._free_handles) - reused:]
-        fresh = np.arange(self._next_handle, self._next_handle + n - reused, dtype=np.int64)
         self._next_handle += n - reused
-        if self._next_handle > self._obj_node.shape[0]:
-            self._obj_node = grown(self._obj_node, self._next_handle, -1)
-            self._obj_pos = grown(self._obj_pos, self._next_handle, 0)
-        return np.concatenate([np.array(taken[::-1], dtype=np.int64), fresh])
 
     # ------------------------------------------------------------------
     # Internals: nodes
@@ -692,17 +1036,3 @@ class ViewDistanceTree:
         self._nodes.count[node] = count
         self._obj_node[handle] = -1
         return node
-
-    def _link_many(self, handles: np.ndarray, centres: np.ndarray, radii: np.ndarray) -> None:
-        """Put objects (handles already issued, root already grown) into their home nodes.
-
-        Grouping by home (:func:`culling.tree.batch.group`), finding and
-        creating the home nodes (:meth:`NodeTable.at_many`), room in their
-        blocks (:meth:`BlockPool.make_room`), then one pass writing the objects
-        (:func:`culling.tree.batch.place`).  ``centres`` C-contiguous.
-        """
-        group_of, keys, sizes = batch.group(centres, radii, self.origin, self.size)
-        homes = self._nodes.at_many(keys, self._root)
-        self._pool.make_room(self._nodes, homes, sizes, self._obj_pos)
-        batch.place(handles, group_of, homes, centres, radii, (self._obj_node, self._obj_pos),
-                    self._nodes.arrays(), self._pool.arrays())

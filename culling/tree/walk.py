@@ -13,7 +13,7 @@ Every kernel takes the tree's arrays as they are stored (float64 and int64,
 C-contiguous), as a few structs (:mod:`culling.core.structs`: the world, the
 node table, the pool, the query), and scalars, so each is compiled once for
 all dimensions.  The kernels Python calls (:func:`query`, :func:`trace_walk`,
-:func:`visits_serial` and :func:`visits_parallel`) take the structs as plain tuples.
+:func:`visits`) take the structs as plain tuples.
 """
 
 from __future__ import annotations
@@ -22,13 +22,14 @@ import math
 
 import numpy as np
 
-from culling.core.cells import axis_window, half_reach_by
-from culling.core.jit import kernel, parallel_kernel, prange
+from culling.core.cells import axis_window, exact_axis_window, grown_half, half_reach_by
+from culling.core.jit import kernel
 from culling.core.lattice import MAX_DEPTH, MAX_GROWTH
-from culling.core.members import answer
+from culling.core.members import PARALLEL_MIN_POINTS, answer
 from culling.core.structs import Nodes, NodesFields, Pool, PoolFields, Query, QueryFields, World, WorldFields
+from culling.core.threads import run_chunks
 
-__all__ = ["query", "trace_walk", "visits_parallel", "visits_serial", "walk"]
+__all__ = ["query", "trace_walk", "visits", "walk"]
 
 #: Levels a walk can visit: from the highest possible root to the finest level.
 _LEVELS = MAX_DEPTH + MAX_GROWTH + 1
@@ -56,8 +57,9 @@ def _with_room(visited: np.ndarray, room: int, n: int, dim: int) -> np.ndarray:
 
 
 @kernel
-def walk(p: np.ndarray, scale: float, world: World, nodes: Nodes) -> tuple[np.ndarray, np.ndarray]:
-    """The nodes a query at ``p`` visits, root first, level by level.
+def walk(p: np.ndarray, scale: float, world: World, nodes: Nodes, grow: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
+    """The nodes a query at ``p`` (or a probe sphere of radius ``grow`` centred there) visits,
+    root first, level by level.
 
     Parameters
     ----------
@@ -65,6 +67,13 @@ def walk(p: np.ndarray, scale: float, world: World, nodes: Nodes) -> tuple[np.nd
     scale : float, the query's scale
     world : the origin, size, root and root level
     nodes : the node table; the walk reads ``child`` (-1 for no child) and the root's column of ``cells``
+    grow : float, >= 0
+        A probe sphere's radius ``rho``: each window's margin grows by ``rho``
+        (:func:`culling.core.cells.grown_half`, its ends decided exactly as a
+        point's), so a node is visited when the point's rule holds for its box
+        grown by ``rho`` too: at most ``(2 + ceil(2 * rho / W))**dim`` nodes per
+        level for ``scale <= 1``.  A probe covering the whole world visits
+        every node (the windows clamp like a huge ``scale``'s), no more.
 
     Returns
     -------
@@ -107,10 +116,12 @@ def walk(p: np.ndarray, scale: float, world: World, nodes: Nodes) -> tuple[np.nd
     down = math.ldexp(1.0, -level - 1)  # 2**(-level-1) and 2**(level+1), halved and doubled per level: exact
     up = math.ldexp(1.0, level + 1)
     while level <= MAX_DEPTH:
-        half = half_reach_by(size, down, up, scale)
+        half = grown_half(half_reach_by(size, down, up, scale), grow)
         factor = 0.5 * up  # level_factor(level) where it is used (level >= 0)
         for axis in range(dim):  # window(), written out: a call with array arguments costs more than it does
-            lo[axis], hi[axis] = axis_window(p[axis], origin[axis], half, size, level, factor)
+            first_cell, last_cell = axis_window(p[axis], origin[axis], half, size, level, factor)
+            lo[axis], hi[axis] = exact_axis_window(p[axis], origin[axis], scale, size, level, first_cell, last_cell,
+                                                   grow)
         last = n
         # Room for this level's visits first, so that the loops below never replace the buffer:
         # at most 2**dim per parent, and at most one per cell of the window.
@@ -184,36 +195,57 @@ def trace_walk(p: np.ndarray, scale: float, world_fields: WorldFields,
 _KEPT_VISITS = 256
 
 
-def _visits(points: np.ndarray, scale: float, world_fields: WorldFields,
-            nodes_fields: NodesFields) -> tuple[np.ndarray, np.ndarray]:
-    """Every point's walk, in parallel: the nodes with members each visits, for
-    :func:`culling.core.members.answer_many`.  The structs come as plain tuples.
+@kernel
+def _visits(points: np.ndarray, scale: float, world: World, nodes: Nodes,
+            shift: int) -> tuple[np.ndarray, np.ndarray]:
+    """Every point's walk: the nodes with members each visits, for :func:`culling.core.members.answer_many`.
 
     Returns ``(visit_node, visit_point)``: visit ``v`` is point
-    ``visit_point[v]`` visiting node ``visit_node[v]``; the points in order,
-    each point's nodes in its walk's order.  Nodes without members are left
-    out (a quarter of a walk's nodes, on the benchmark's crowd): nothing to
-    test there.  Only the ``prange`` loops live here (see
-    :func:`culling.core.members.answer_many`).  O(m x levels).
+    ``visit_point[v] - shift`` visiting node ``visit_node[v]``; the points in
+    order, each point's nodes in its walk's order.  Nodes without members
+    are left out (a quarter of a walk's nodes, on the benchmark's crowd):
+    nothing to test there.  O(m x levels).
     """
-    world, nodes = World(*world_fields), Nodes(*nodes_fields)
     m = points.shape[0]
     kept = np.empty((m, _KEPT_VISITS), dtype=np.int64)
     first_visit = np.zeros(m + 1, dtype=np.int64)
-    for i in prange(m):
+    for i in range(m):
         first_visit[i + 1] = _walk_kept(points[i], scale, world, nodes, kept[i])
     for i in range(m):
         first_visit[i + 1] += first_visit[i]
     visit_node = np.empty(first_visit[m], dtype=np.int64)
     visit_point = np.empty(first_visit[m], dtype=np.int64)
-    for i in prange(m):
+    for i in range(m):
         at, end = first_visit[i], first_visit[i + 1]
         if end - at > _KEPT_VISITS:  # more visits than slots (a large scale): walk again
             _walk_kept(points[i], scale, world, nodes, visit_node[at:end])
         else:
-            visit_node[at:end] = kept[i, :end - at]
-        visit_point[at:end] = i
+            for k in range(end - at):
+                visit_node[at + k] = kept[i, k]
+        for k in range(at, end):
+            visit_point[k] = i + shift
     return visit_node, visit_point
+
+
+def visits(points: np.ndarray, scale: float, world_fields: WorldFields,
+           nodes_fields: NodesFields) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`_visits` of all ``points``, cut into chunks of points that the library's threads walk
+    (:func:`culling.core.threads.run_chunks`); the chunks' visits concatenated in point order.
+    The structs come as plain tuples.
+
+    ``points`` float64 (m, dim), C-contiguous.  O(m x levels), over the threads.
+    """
+    world, nodes = World(*world_fields), Nodes(*nodes_fields)
+
+    def chunk(lo: int, hi: int) -> tuple[np.ndarray, np.ndarray]:
+        return _visits(points[lo:hi], scale, world, nodes, lo)
+
+    parts = run_chunks(chunk, points.shape[0], min_items=PARALLEL_MIN_POINTS // 2)
+    if not parts:
+        return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64)
+    if len(parts) == 1:
+        return parts[0]
+    return np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
 
 
 @kernel
@@ -229,6 +261,3 @@ def _walk_kept(p: np.ndarray, scale: float, world: World, nodes: Nodes, kept: np
             n += 1
     return n
 
-
-visits_serial = kernel(_visits)
-visits_parallel = parallel_kernel(_visits)

@@ -1,13 +1,14 @@
-"""Collision candidates: which objects does a moving probe sphere touch?
+"""Collision candidates: which objects does a moving probe sphere touch, and which objects touch?
 
-The view-distance tree answers "which spheres contain this point?".  A probe
-sphere of radius ``q`` (the camera, a player capsule's sphere, a projectile)
-touches an object with bounding radius ``b`` exactly when the probe's centre
-lies in the object's sphere grown by ``q``: ``|c - p| <= b + q``.  So
-:class:`CollisionCandidates` stores every object in a
-:class:`~culling.ViewDistanceTree` with radius ``b + q`` and a collision query
-is one point query at the probe's centre, costing O(levels + candidates)
-whatever the size of the world.
+A probe sphere of radius ``q`` (the camera, a player capsule's sphere, a
+projectile) touches an object with bounding radius ``b`` exactly when
+``|c - p| <= b + q``.  :class:`CollisionCandidates` stores every object in a
+:class:`~culling.ViewDistanceTree` with its bounding radius and asks the
+tree's sphere probe (:meth:`~culling.ViewDistanceTree.overlapping`), whose
+walk widens every window by ``q``: O(levels + candidates) whatever the size
+of the world, for the default probe radius or any other one per call.
+:meth:`CollisionCandidates.pairs` is the broad phase among the objects
+themselves (:meth:`~culling.ViewDistanceTree.overlapping_pairs`).
 
 >>> cc = CollisionCandidates(probe_radius=1.0, size=64.0)
 >>> rock = cc.insert((10.0, 0.0, 0.0), 2.0)
@@ -16,6 +17,10 @@ whatever the size of the world.
 True
 >>> cc.resolve((9.0, 0.0, 0.0)).tolist()                 # pushed out to 10 - 3
 [7.0, 0.0, 0.0]
+>>> cc.touching((22.0, 0.0, 0.0), probe_radius=3.0).tolist() == [tower]   # 8 <= 5 + 3
+True
+>>> [p.tolist() for p in cc.pairs()]                     # 20 > 2 + 5: no pair
+[[], []]
 """
 
 from __future__ import annotations
@@ -73,12 +78,12 @@ class CollisionCandidates:
 
     Notes
     -----
-    Each object is stored in the tree with radius ``b + q``; its bounding
-    radius ``b`` is kept in an array indexed by handle, so changing the probe
-    radius (:meth:`set_probe_radius`) re-stores everything with one
-    vectorised ``update_many``.  Handles are the tree's handles.  Bad input
-    raises the tree's exceptions (``ValueError``, ``TypeError``, ``KeyError``)
-    and changes nothing.
+    Each object is stored in the tree with its bounding radius ``b`` (also
+    kept in an array indexed by handle); the probe radius is only the
+    queries' default, so changing it (:meth:`set_probe_radius`) moves
+    nothing.  ``b + q`` must stay finite.  Handles are the tree's handles.
+    Bad input raises the tree's exceptions (``ValueError``, ``TypeError``,
+    ``KeyError``) and changes nothing.
     """
 
     def __init__(self, probe_radius: float, size: float, origin: ArrayLike | None = None,
@@ -104,7 +109,7 @@ class CollisionCandidates:
 
     @property
     def tree(self) -> ViewDistanceTree:
-        """The underlying tree (radii are ``bounding + probe``); read it, do not mutate it."""
+        """The underlying tree (radii are the bounding radii); read it, do not mutate it."""
         return self._tree
 
     def handles(self) -> NDArray[np.int64]:
@@ -157,8 +162,8 @@ class CollisionCandidates:
         bounding_radius : float, finite and ``>= 0``
         """
         bounding = as_radius(bounding_radius, "bounding_radius")
-        reach = self._reach(np.array([bounding]), self._probe)
-        handle = int(self._tree.insert(centre, float(reach[0])))
+        self._reach(np.array([bounding]), self._probe)
+        handle = int(self._tree.insert(centre, bounding))
         self._store(np.array([handle], dtype=np.int64), np.array([bounding]))
         return handle
 
@@ -172,8 +177,8 @@ class CollisionCandidates:
         """
         points = as_points(centres, self._dim, "centres")
         bounding = as_radii(bounding_radii, points.shape[0], "bounding_radii")
-        reach = self._reach(bounding, self._probe)
-        handles = np.asarray(self._tree.insert_many(points, reach), dtype=np.int64)
+        self._reach(bounding, self._probe)
+        handles = np.asarray(self._tree.insert_many(points, bounding), dtype=np.int64)
         self._store(handles, bounding)
         return handles
 
@@ -196,8 +201,8 @@ class CollisionCandidates:
         self._check_known(as_handles([h]))
         bounding = (self._bounding[h] if bounding_radius is None
                     else as_radius(bounding_radius, "bounding_radius"))
-        reach = self._reach(np.array([bounding]), self._probe)
-        self._tree.update(h, centre, float(reach[0]))
+        self._reach(np.array([bounding]), self._probe)
+        self._tree.update(h, centre, float(bounding))
         self._bounding[h] = bounding
 
     def update_many(self, handles: ArrayLike, centres: ArrayLike,
@@ -219,7 +224,8 @@ class CollisionCandidates:
             raise ValueError(f"centres must have shape ({hs.size}, {self._dim}), got {points.shape}")
         bounding = (self._bounding[hs] if bounding_radii is None
                     else as_radii(bounding_radii, hs.size, "bounding_radii"))
-        self._tree.update_many(hs, points, self._reach(bounding, self._probe))
+        self._reach(bounding, self._probe)
+        self._tree.update_many(hs, points, bounding)
         self._bounding[hs] = bounding
 
     def remove(self, handle: int) -> None:
@@ -238,16 +244,17 @@ class CollisionCandidates:
         self._alive[hs] = False
 
     def set_probe_radius(self, probe_radius: float) -> None:
-        """Change the probe radius, re-storing every object with one ``update_many``.
+        """Change the default probe radius; nothing is re-stored.
 
-        O(n) vectorised over all ``n`` objects; nothing changes on bad input.
+        O(n) only to check that every ``bounding + probe`` stays finite;
+        nothing changes on bad input.
         """
         probe = as_radius(probe_radius, "probe_radius")
-        hs = self.handles()
-        if hs.size:
-            reach = self._reach(self._bounding[hs], probe)
-            self._tree.update_many(hs, self._tree.centres_of(hs), reach)
+        self._reach(self._bounding[self.handles()], probe)
         self._probe = probe
+
+    def _probe_of(self, probe_radius: float | None) -> float:
+        return self._probe if probe_radius is None else as_radius(probe_radius, "probe_radius")
 
     # -- queries -------------------------------------------------------------
 
@@ -268,30 +275,37 @@ class CollisionCandidates:
         centres: NDArray[np.float64] = self._tree.centres_of(handles)
         return centres
 
-    def candidates(self, probe_centre: ArrayLike) -> NDArray[np.int64]:
+    def candidates(self, probe_centre: ArrayLike, probe_radius: float | None = None) -> NDArray[np.int64]:
         """A superset of the objects touching the probe, int64, each once.
 
-        O(levels + candidates): the tree's plain point query at the probe centre.
+        ``probe_radius``: this query's probe radius (the default one when
+        None).  O(levels + candidates): the tree's sphere probe
+        (:meth:`~culling.ViewDistanceTree.overlapping`) without the exact test.
         """
-        return self._tree.query(as_point(probe_centre, self._dim, "probe_centre"))
+        point = as_point(probe_centre, self._dim, "probe_centre")
+        return self._tree.overlapping(point, self._probe_of(probe_radius))
 
     def _contacts(self, point: NDArray[np.float64]) -> tuple[
             NDArray[np.int64], NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
         """Candidates with their centres, reach ``b + q`` and distance to ``point``."""
-        hs, centres, reach = self._tree.query_spheres(point)   # reach = bounding + probe
+        hs = self._tree.overlapping(point, self._probe)
+        centres = self._tree.centres_of(hs)
+        reach = self._bounding[hs] + self._probe
         return hs, centres, reach, _distances(centres, point)
 
-    def touching(self, probe_centre: ArrayLike) -> NDArray[np.int64]:
+    def touching(self, probe_centre: ArrayLike, probe_radius: float | None = None) -> NDArray[np.int64]:
         """Objects whose bounding sphere touches the probe sphere.
 
-        Sphere-sphere test ``|c - p| <= b + probe_radius`` (touching
-        surfaces count), decided exactly like the tree's exact query (it is
-        that query): the stored reach ``b + probe_radius`` (one float
-        addition) against the exact distance, at every magnitude.
+        Sphere-sphere test ``|c - p| <= b + q`` (touching surfaces count),
+        decided exactly for the float64 inputs: the rounding of ``b + q``
+        never flips an answer (:meth:`~culling.ViewDistanceTree.overlapping`
+        with ``exact=True``).
 
         Parameters
         ----------
         probe_centre : array_like, shape (dim,), float
+        probe_radius : float, optional
+            This query's probe radius ``q``; the default one when None.
 
         Returns
         -------
@@ -302,7 +316,29 @@ class CollisionCandidates:
         O(levels + candidates).
         """
         point = as_point(probe_centre, self._dim, "probe_centre")
-        return np.sort(self._tree.query(point, exact=True))
+        return np.sort(self._tree.overlapping(point, self._probe_of(probe_radius), exact=True))
+
+    def touching_many(self, probe_centres: ArrayLike,
+                      probe_radii: ArrayLike | None = None) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+        """:meth:`touching` for many probes at once, each with its own radius (the default when None).
+
+        Returns ``(handles, counts)`` as :meth:`~culling.ViewDistanceTree.overlapping_many`
+        (each probe's handles in no particular order).  O(m x levels + candidates), on all cores.
+        """
+        points = as_points(probe_centres, self._dim, "probe_centres")
+        radii = self._probe if probe_radii is None else probe_radii
+        handles, counts = self._tree.overlapping_many(points, radii, exact=True)
+        return handles, counts
+
+    def pairs(self) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+        """Every pair of stored objects whose bounding spheres touch: ``|c_i - c_j| <= b_i + b_j``.
+
+        Returns ``(first, second)``, int64, ``first < second``, each pair once,
+        in no particular order: the broad phase among the objects
+        (:meth:`~culling.ViewDistanceTree.overlapping_pairs`), decided exactly.
+        """
+        first, second = self._tree.overlapping_pairs()
+        return first, second
 
     def resolve(self, probe_centre: ArrayLike, iterations: int = 4) -> NDArray[np.float64]:
         """Push the probe out of every object it overlaps.
@@ -364,14 +400,13 @@ class CollisionCandidates:
     # -- testing -------------------------------------------------------------
 
     def check_invariants(self) -> None:
-        """Assert the tree's invariants and that radii are ``bounding + probe``."""
+        """Assert the tree's invariants and that its radii are the bounding radii."""
         self._tree.check_invariants()
         hs = self.handles()
         assert len(self._tree) == hs.size, "tree and bounding radii disagree on the count"
         if hs.size:
             stored = np.asarray(self._tree.radii_of(hs))
-            assert np.array_equal(stored, self._bounding[hs] + self._probe), \
-                "a stored radius is not bounding radius + probe radius"
+            assert np.array_equal(stored, self._bounding[hs]), "a stored radius is not the bounding radius"
 
     def __repr__(self) -> str:
         return f"CollisionCandidates(probe_radius={self._probe}, objects={len(self)}, dim={self._dim})"

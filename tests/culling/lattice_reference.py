@@ -15,7 +15,7 @@ from fractions import Fraction
 
 from culling.core.lattice import ANCHOR, MAX_GROWTH
 
-__all__ = ["CLAMP_HI", "CLAMP_LO", "cell", "largest_float_at_most", "window_cells"]
+__all__ = ["CLAMP_HI", "CLAMP_LO", "cell", "largest_float_at_most", "placed_cell", "window_cells"]
 
 #: Root-relative coordinates are clamped to one unit outside the largest world.
 CLAMP_LO = -float(ANCHOR) - 1.0
@@ -28,6 +28,19 @@ def cell(u: float, level: int) -> int:
     if level >= 0:
         return math.floor(x * 2 ** level) + (ANCHOR << level)
     return (math.floor(x) + ANCHOR) >> -level
+
+
+def placed_cell(x: float, origin: float, size: float, level: int) -> int:
+    """The cell of a centre ``x`` as the structures place it (:func:`culling.core.cells.placed_u`):
+    the cell of the exact ``(x - origin) / size`` wherever its float quotient lies within ``2**25``
+    (every world), else the float quotient's."""
+    u = (x - origin) / size
+    if not abs(u) < 2.0 ** 25:
+        return cell(u, level)
+    exact = min(max((Fraction(x) - Fraction(origin)) / Fraction(size), Fraction(CLAMP_LO)), Fraction(CLAMP_HI))
+    if level >= 0:
+        return math.floor(exact * 2 ** level) + (ANCHOR << level)
+    return (math.floor(exact) + ANCHOR) >> -level
 
 
 def largest_float_at_most(value: Fraction | float) -> float:

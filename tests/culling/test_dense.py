@@ -11,6 +11,7 @@ through the public contract as well.
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -630,22 +631,31 @@ def test_large_scale_object_path_equals_cell_enumeration(dim, monkeypatch):
         assert fine.query(p, scale=1e6).size == len(fine)
 
 
+def _strictly_within(x: float, reach: Fraction) -> tuple[float, float]:
+    """The floats nearest ``x - reach`` and ``x + reach`` strictly between them (exact arithmetic)."""
+    low, high = Fraction(x) - reach, Fraction(x) + reach
+    a, b = float(low), float(high)
+    while Fraction(a) <= low:
+        a = math.nextafter(a, math.inf)
+    while Fraction(b) >= high:
+        b = math.nextafter(b, -math.inf)
+    return a, b
+
+
 @pytest.mark.parametrize("size, origin", [(16.0, (-8.0, -8.0, -8.0)), (1000.0, (-317.3, 0.1, 1e4 / 3)),
                                           (7.3, (1e6, -2048.0, 0.1))])
 def test_windows_are_the_trees_windows_cut_to_the_world(size, origin):
-    """The grid's compiled window (culling.grid.walk.cell_window) is the tree's lattice window
-    (the exact definition: lattice_reference) shifted to the grid's cells and clamped to the world,
-    empty exactly when no centre of the world can lie in it; and it holds the home cell of every
-    world centre within reach, also a few ulps from a grown box's edge."""
-    from lattice_reference import cell as exact_cell
-
-    from culling.core.cells import half_reach, round_down_add, round_down_sub
-    from culling.core.lattice import ANCHOR
+    """The grid's compiled window (culling.grid.walk.cell_window) is the tree's exact window (the
+    cells whose grown box holds the point, in rationals) shifted to the grid's cells and clamped to
+    the world, empty exactly when no cell of the world holds the point in its grown box; and it holds
+    the home cell of every world centre within reach, also a few ulps from a grown box's edge."""
+    from culling.core.lattice import ANCHOR, Lattice
     from culling.core.structs import World
     from culling.grid import walk as gridwalk
+    from tests.culling.test_walk import _window as _exact_window
 
     grid = DenseViewDistanceGrid(size, origin=origin, dim=3, min_radius=size / 300)
-    geo, world = grid._geo, World(grid.origin, grid.size, 0, 0)
+    geo, world, lat = grid._geo, World(grid.origin, grid.size, 0, 0), Lattice(size, np.array(origin))
     o, top_corner = np.array(origin), geo.hi
     rng = np.random.default_rng(3)
     points = []
@@ -661,22 +671,20 @@ def test_windows_are_the_trees_windows_cut_to_the_world(size, origin):
     for p, scale in points:
         for level in range(1, geo.finest_level + 1):
             top = 2 ** level - 1
-            h = half_reach(size, level, scale)
             n = gridwalk.cell_window(p, scale, world, level, lo, hi)
             want, empty = [], False
-            for axis in range(3):
-                q_lo, q_hi = round_down_sub(p[axis], h), round_down_add(p[axis], h)
-                first, last = (exact_cell((q - o[axis]) / size, level) - (ANCHOR << level) for q in (q_lo, q_hi))
-                empty |= q_hi < o[axis] or (first > top and q_lo >= top_corner[axis])
+            for first, last in _exact_window(lat, p.tolist(), level, scale):  # rationals: grown boxes holding p
+                first, last = first - (ANCHOR << level), last - (ANCHOR << level)
+                empty |= last < 0 or first > top
                 want.append((min(max(first, 0), top), min(last, top)))
             if empty:
                 assert n == 0, (p.tolist(), scale, level)
                 continue
             assert list(zip(lo.tolist(), hi.tolist())) == want, (p.tolist(), scale, level)
             assert n == np.prod([b - a + 1 for a, b in want])
-            # centres at the window's reach (the largest floats below p +- h), placed as the grid does
-            q = np.array([[round_down_sub(x, h), math.nextafter(round_down_sub(x, h), math.inf),
-                           round_down_add(x, h), x] for x in p.tolist()]).T
+            # centres just within reach (the floats nearest p -+ s*W/2 strictly inside), placed as the grid does
+            q = np.array([[*_strictly_within(x, scale * Fraction(geo.cell_size[level]) / 2), x]
+                          for x in p.tolist()]).T
             q = q[((q >= o) & (q < top_corner)).all(axis=1)]
             if q.size:
                 _, cells = geo.homes(q, np.full(len(q), geo.cell_size[level] / 4))

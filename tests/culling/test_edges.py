@@ -362,8 +362,11 @@ def test_collision_touching_equals_exact_tree_query_at_every_magnitude(magnitude
         p[0] = _nudge(p[0] + reach, data.draw(st.integers(-1, 1)))
         if not math.isfinite(p[0]):
             continue
+        # The truth, in rationals: |c - p| <= b + q, the sum exact (the tree stores bounding radii).
         stored = cc.tree.radii_of(handles)
-        want = sorted(int(handles[j]) for j in range(n) if exactly_inside(centres[j], p, stored[j], 1.0, "sphere"))
+        reach_of = [Fraction(float(stored[j])) + Fraction(cc.probe_radius) for j in range(n)]
+        want = sorted(int(handles[j]) for j in range(n)
+                      if sum((Fraction(c) - Fraction(q)) ** 2 for c, q in zip(centres[j], p)) <= reach_of[j] ** 2)
         assert cc.touching(p).tolist() == want
     cc.check_invariants()
 
@@ -388,13 +391,15 @@ def test_grid_window_keeps_the_home_cell_when_rounding_widens_it():
 def test_compiled_windows_are_the_exact_windows():
     """The tree's compiled window (culling.core.cells.window, half_reach), which the grid's
     (culling.grid.walk.cell_window) shifts and clamps to its world, is the exact definition's
-    (the cells of the largest floats at or below p -+ half, in Fraction arithmetic)."""
-    from lattice_reference import window_cells
+    (the cells whose grown box holds the point, in rationals)."""
+    from lattice_reference import cell as exact_cell
 
     from culling.core import cells
     from culling.core.lattice import ANCHOR, Lattice
     from culling.core.structs import World
     from culling.grid import walk as gridwalk
+    from tests.culling.test_walk import _decidable
+    from tests.culling.test_walk import _window as _exact_window
 
     rng = np.random.default_rng(11)
     for size, origin in [(7.3, 1e6), (1000.0, -500.0), (16.0, 0.0), (4096.0, -2048.0)]:
@@ -410,14 +415,22 @@ def test_compiled_windows_are_the_exact_windows():
             assert half == math.inf or Fraction(half) >= Fraction(scale) * Fraction(size) / Fraction(2) ** (level + 1)
             lo, hi = np.empty(2, dtype=np.int64), np.empty(2, dtype=np.int64)
             cells.window(np.array(p), scale, lat.origin, size, level, lo, hi)
-            want = [window_cells(x, lat.origin_list[axis], size, level, half) for axis, x in enumerate(p)]
-            assert list(zip(lo.tolist(), hi.tolist())) == want
+            if not _decidable(lat, level, scale):  # a tiny or huge scale: conservative, checked by the walk's tests
+                continue
+            want = _exact_window(lat, p, level, scale)  # the cells whose grown box holds p, in rationals
+            # Beyond the largest world the window is clamped (no node is ever there): compare inside it.
+            low, high = exact_cell(lat.clamp_lo_u, level), exact_cell(lat.clamp_hi_u, level)
+
+            def clip(window):
+                return [(min(max(a, low), high), min(max(b, low), high)) for a, b in window]
+
+            assert clip(zip(lo.tolist(), hi.tolist())) == clip(want)
             if level < 1:
                 continue
             n = gridwalk.cell_window(np.array(p), scale, world, level, lo, hi)
             top = (1 << level) - 1
-            cut = [(min(max(a - (ANCHOR << level), 0), top), min(b - (ANCHOR << level), top)) for a, b in want]
-            if n:
-                assert list(zip(lo.tolist(), hi.tolist())) == cut
+            shifted = [(a - (ANCHOR << level), b - (ANCHOR << level)) for a, b in want]
+            if any(b < 0 or a > top for a, b in shifted):  # no cell of the world holds p in its grown box
+                assert n == 0
             else:
-                assert any(b < 0 or a > b for a, b in cut) or any(a - (ANCHOR << level) > top for a, _ in want)
+                assert list(zip(lo.tolist(), hi.tolist())) == [(max(a, 0), min(b, top)) for a, b in shifted]

@@ -156,11 +156,11 @@ def test_squared_reach_is_exact_at_every_magnitude():
 
 def test_batch_homes_are_the_exact_levels_and_cells():
     """The one home function (:func:`culling.core.cells.homes`, which insert_many, update_many and the
-    invariant checker use) gives the exponent's level and the exact lattice cell, on cell edges, their
-    neighbours and beyond the world."""
+    invariant checker use) gives the exponent's level and the lattice cell of the exact centre, on cell
+    edges, their neighbours and beyond the world."""
     from fractions import Fraction
 
-    from lattice_reference import cell as exact_cell
+    from lattice_reference import placed_cell
 
     from culling.core.cells import homes
     from culling.core.lattice import MAX_DEPTH
@@ -178,4 +178,4 @@ def test_batch_homes_are_the_exact_levels_and_cells():
         while want > -30 and relative >= Fraction(2) ** -(want + 1):  # level L holds r/size below 2**-(L+1)
             want -= 1
         assert level == want, (r, level, want)
-        assert c == exact_cell(xi / size, level), (xi, level)
+        assert c == placed_cell(xi, 0.0, size, level), (xi, level)

@@ -152,3 +152,32 @@ def test_ctrl_c_keeps_stats_rows_and_leaves_no_truncated_png(tmp_path, gl_ctx):
     for png in pngs:
         with Image.open(png) as image:
             image.load()                               # a truncated file would raise
+
+
+def test_frames_below_one_says_at_least_one(tmp_path):
+    proc = run_demo(["--headless", "--frames", "-1"], tmp_path)
+    assert proc.returncode == cli.EXIT_USAGE and "argument --frames: must be >= 1, got -1" in proc.stderr
+
+
+def test_an_out_folder_that_cannot_be_written_is_refused_before_the_scene_is_built(tmp_path):
+    blocker = tmp_path / "a_file"
+    blocker.write_text("not a folder")
+    start = time.monotonic()
+    proc = run_demo(["--headless", "--frames", "1", "--out", str(blocker / "frames")], tmp_path)
+    assert proc.returncode == cli.EXIT_ERROR and time.monotonic() - start < 30
+    (line,) = _err_lines(proc)
+    assert f"--out {blocker / 'frames'} is not a folder" in line and "OSError" not in line
+
+
+@pytest.mark.skipif(os.name != "posix" or os.geteuid() == 0, reason="root writes into read-only folders")
+def test_a_read_only_out_folder_is_not_writable(tmp_path):
+    out = tmp_path / "ro"
+    out.mkdir()
+    out.chmod(0o500)
+    try:
+        proc = run_demo(["--headless", "--frames", "1", "--out", str(out)], tmp_path)
+    finally:
+        out.chmod(0o700)
+    assert proc.returncode == cli.EXIT_ERROR
+    (line,) = _err_lines(proc)
+    assert f"--out {out} is not writable" in line and ".tmp" not in line

@@ -61,4 +61,4 @@ def test_view_scale_keys_widen_and_narrow_the_query(make_demo):
     for _ in range(4):
         demo.scale_view(1.0 / SCALE_STEP)
     assert demo.update(0.0).in_range < base
-    assert "view scale x0.64" in " ".join(text for text, _ in hud_lines(demo.hud_info()))
+    assert "scale x0.64" in " ".join(text for text, _ in hud_lines(demo.hud_info()))

@@ -1,7 +1,7 @@
 """The frame cut: ``Demo.update`` culls and touches no GPU object, ``Demo.render`` draws.
 
-Also: the overlay's trace is the query's own traversal (the tree is walked
-once per frame), the camera matrices are computed once per frame, and the
+Also: the overlay's trace is the frame's walk (the same path with the
+overlay on or off), the camera matrices are computed once per frame, and the
 statistics are complete after drawing.
 """
 
@@ -53,11 +53,11 @@ def test_update_touches_no_gpu_object_and_render_completes_the_stats(make_demo, 
 
 
 @pytest.mark.parametrize("overlay", [False, True])
-def test_one_walk_of_the_tree_and_one_matrix_per_frame(make_demo, gl_ctx, monkeypatch, overlay):
+def test_one_index_call_and_one_matrix_per_frame_with_or_without_the_overlay(make_demo, gl_ctx, monkeypatch, overlay):
     demo = make_demo("forest", 20_000, overlay=overlay)
     demo.update(0.0)
     calls: list[str] = []
-    for name in ("query", "query_spheres", "trace", "query_many"):
+    for name in ("query", "query_spheres", "query_detailed", "trace", "query_many"):
         _counting(monkeypatch, demo.tree, name, calls)
     matrices: list[str] = []
     _counting(monkeypatch, Camera, "view_projection", matrices)
@@ -65,8 +65,8 @@ def test_one_walk_of_the_tree_and_one_matrix_per_frame(make_demo, gl_ctx, monkey
     try:
         demo.update(1 / 60)
         demo.render(fbo)
-        plain = "query_spheres" if demo.pipeline.exact_query else "query"
-        assert calls == (["trace"] if overlay else [plain])
+        # one walk: the exact answer with its distances, and the trace when the overlay is on
+        assert calls == ["query_detailed"]
         assert matrices == ["view_projection"]
         demo.toggle_freeze()
         matrices.clear()
@@ -80,14 +80,13 @@ def test_one_walk_of_the_tree_and_one_matrix_per_frame(make_demo, gl_ctx, monkey
 def test_traced_and_exact_frames_keep_the_same_objects(make_demo):
     traced = make_demo("forest", 20_000, overlay=True)
     exact = make_demo("forest", 20_000, overlay=False)
-    exact.pipeline.exact_query = True                  # the tree's own exact filter
     for u in (0.1, 0.4, 0.8):
         pose = traced.scene.camera_pose(u)
         for demo in (traced, exact):
             demo.set_pose(pose.position, pose.yaw, pose.pitch)
         a, b = traced.update(0.0), exact.update(0.0)
         assert np.array_equal(traced.pipeline.visible, exact.pipeline.visible)
-        assert a.in_range == b.in_range and a.candidates >= a.in_range == b.candidates
+        assert a.in_range == b.in_range and a.candidates == b.candidates >= a.in_range
         assert np.array_equal(np.sort(traced.trace.candidates), np.sort(traced.tree.query(pose.position)))
 
 
@@ -111,3 +110,19 @@ def test_demo_uploads_exactly_the_traced_boxes(make_demo, render):
     render(demo)
     assert demo.only_depth == 0
     assert demo.overlay_renderer.count == 24 * 1 + 24 + 6
+
+
+def test_hud_times_are_medians_of_recent_frames_and_a_slow_one_is_marked(make_demo, render):
+    demo = make_demo("forest", 5_000, overlay=True)
+    for _ in range(5):
+        demo.update(1 / 60)
+        render(demo)
+    info = demo.hud_info()
+    assert info.warm_frames == 5 and not info.cold
+    assert info.stats.query_ms == float(np.median([f.query_ms for f in demo.recent]))
+    assert info.stats.candidates == demo.stats.candidates
+    demo.update(1 / 60)
+    render(demo)
+    demo.stats.query_ms += 1000.0                         # as a frame that compiled a kernel would be
+    info = demo.hud_info()
+    assert info.cold and info.stats.query_ms < 1000.0

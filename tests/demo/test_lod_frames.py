@@ -9,7 +9,7 @@ from engine.lod import MAX_LEVELS
 from engine.map import LEVEL_OUTLINE_ALPHA, inset_rect
 from engine.overlay import level_colour
 from engine.zoom import ZOOM_FOV, zoom_scale
-from scenes.clusters import STAND_IN_BEGIN
+from scenes.clusters import CLUSTER_COUNT, STAND_IN_BEGIN, STAND_IN_KINDS
 
 SIZE = (320, 180)
 
@@ -54,12 +54,12 @@ def test_no_lod_flag_and_hud_line(make_demo, render):
     from engine.hud import hud_lines
 
     text = [t for t, _ in hud_lines(demo.hud_info())]
-    assert any(t.startswith("lod     off (full detail)   triangles ") for t in text)
+    assert any(t.startswith("lod off (full detail)  ") and t.endswith(" draws") for t in text)
     demo.lod = True
     stats = demo.update(0.0)
     render(demo)
     line = next(t for t, _ in hud_lines(demo.hud_info()) if t.startswith("lod "))
-    assert f"L0 {stats.level_counts[0]:,}" in line and f"triangles {stats.triangles:,}" in line
+    assert f"L0 {stats.level_counts[0]:,}" in line and f"{stats.triangles:,} tris" in line
     assert stats.draw_calls == sum(1 for g in demo.renderer.groups if g is not None and g.count)
     assert stats.draw_calls <= len(demo.scene.kinds) * MAX_LEVELS
 
@@ -94,39 +94,80 @@ def _names(scene):
     return [k.name for k in scene.kinds]
 
 
-def test_hlod_from_afar_the_stand_in_is_drawn_and_no_member_is_a_candidate(make_demo, render, pixels_of):
+def _kinds(names, *wanted):
+    return [names.index(n) for n in wanted]
+
+
+def _pixels(pixels_of, img, scene, kinds):
+    return sum(pixels_of(img, scene.kinds[k].colour) for k in kinds)
+
+
+def test_hlod_from_afar_the_stand_in_is_drawn_and_no_garden_is_a_candidate(make_demo, render, pixels_of):
     demo = make_demo("clusters", 40_000, size=SIZE, overlay=True)
     names = _names(demo.scene)
+    stand, gardens = _kinds(names, *STAND_IN_KINDS), _kinds(names, "lawn", "flower bed")
+    members = _kinds(names, "house", "roof", "tower", "town tree")
     target = demo.scene.cluster_centres[0]
     eye = demo.scene.camera_pose(0.0).position
     demo.set_pose(eye, 0.0, 0.0)
     demo.camera.look_at(target)
     stats = demo.update(0.0)
     kinds = demo.scene.kind[demo.pipeline.trace.candidates]
-    assert not np.any(kinds == names.index("crystal"))
-    assert np.count_nonzero(kinds == names.index("stand-in")) == 4
-    assert stats.kind_counts[names.index("stand-in")] >= 1
+    assert not np.isin(kinds, gardens).any()
+    assert np.isin(kinds, stand).sum() == 3 * CLUSTER_COUNT
+    assert stats.kind_counts[stand].sum() >= 3
     img = render(demo, flat=True)
-    assert pixels_of(img, demo.scene.kinds[names.index("stand-in")].colour) > 20
-    assert pixels_of(img, demo.scene.kinds[names.index("crystal")].colour) == 0
+    assert _pixels(pixels_of, img, demo.scene, stand) > 10
+    assert _pixels(pixels_of, img, demo.scene, members) == 0
 
 
 def test_hlod_from_inside_the_members_are_drawn_and_the_stand_in_is_not(make_demo, render, pixels_of):
     demo = make_demo("clusters", 40_000, size=SIZE, overlay=False)
     names = _names(demo.scene)
+    stand, members = _kinds(names, *STAND_IN_KINDS), _kinds(names, "house", "roof", "tower", "town tree")
     centre = demo.scene.cluster_centres[0]
-    demo.set_pose(centre + np.array([0.0, 0.0, 30.0]), 0.0, 0.0)
+    ground = float(demo.scene.ground_height(np.array(centre[0]), np.array(centre[2] + 60.0)))
+    demo.set_pose(np.array([centre[0], ground + 20.0, centre[2] + 60.0]), 0.0, -10.0)
     stats = demo.update(0.0)
-    assert stats.kind_counts[names.index("stand-in")] == 0
-    assert stats.kind_counts[names.index("crystal")] > 100
+    assert stats.kind_counts[stand].sum() == 0
+    assert stats.kind_counts[members].sum() > 50
     img = render(demo, flat=True)
-    assert pixels_of(img, demo.scene.kinds[names.index("stand-in")].colour) == 0
-    assert pixels_of(img, demo.scene.kinds[names.index("crystal")].colour) > 200
+    assert _pixels(pixels_of, img, demo.scene, stand) == 0
+    assert _pixels(pixels_of, img, demo.scene, members) > 200
     # Backing out past the begin distance brings it back, faded in over its band.
-    demo.set_pose(centre + np.array([0.0, 0.0, STAND_IN_BEGIN * 1.3]), 0.0, 0.0)
+    demo.set_pose(centre + np.array([0.0, 60.0, STAND_IN_BEGIN * 1.3]), 0.0, -5.0)
     stats = demo.update(0.0)
-    assert stats.kind_counts[names.index("stand-in")] == 1
-    assert pixels_of(render(demo, flat=True), demo.scene.kinds[names.index("stand-in")].colour) > 200
+    assert stats.kind_counts[stand].sum() == 3
+    assert _pixels(pixels_of, render(demo, flat=True), demo.scene, stand) > 100
+
+
+def test_the_stand_in_covers_the_place_its_members_cover(make_demo, render, pixels_of):
+    """Seen from just beyond the begin distance, the stand-in alone and the members alone
+    cover about the same pixels: footprint, height and colours match."""
+    demo = make_demo("clusters", 40_000, size=(320, 180), overlay=False)
+    names = _names(demo.scene)
+    centre = demo.scene.cluster_centres[0]
+    eye = centre + np.array([0.0, 80.0, STAND_IN_BEGIN * 1.05])
+    demo.set_pose(eye, 0.0, 0.0)
+    demo.camera.look_at(centre)
+    demo.update(0.0)
+    shown = demo.pipeline.visible
+    stand = np.isin(demo.scene.kind[shown], _kinds(names, *STAND_IN_KINDS))
+    areas = {}
+    for label, keep in (("stand-in", stand), ("members", ~stand)):
+        demo.pipeline.visible = shown[keep]
+        demo.pipeline._distance = np.full(keep.sum(), 1.0)            # drawn solid, no fade
+        demo.pipeline._limit = np.full(keep.sum(), 1e9)
+        demo.pipeline._begin_limit = np.zeros(keep.sum())
+        demo.pipeline._centres = demo.scene.centres[shown[keep]]
+        demo._drawn = False
+        img = render(demo, flat=True)
+        areas[label] = {part: pixels_of(img, demo.scene.kinds[names.index(k)].colour)
+                        for part, k in (("walls", "stand-in walls" if label == "stand-in" else "house"),
+                                        ("roofs", "stand-in roofs" if label == "stand-in" else "roof"))}
+    for part in ("walls", "roofs"):
+        a, b = areas["stand-in"][part], areas["members"][part]
+        assert a > 30 and 0.6 <= a / b <= 1.6, areas
 
 
 def test_zoom_scales_view_distances_and_brings_far_objects_in(make_demo, render):
@@ -206,3 +247,38 @@ def test_zoom_follows_a_field_of_view_set_from_outside(make_demo):
     demo.set_zoom(False, snap=True)
     demo.update(0.0)
     assert demo.camera.fov_y == 90.0 and demo.query_scale == 1.0
+
+
+def _close_up(demo, render, index, dist, lod=True):
+    """Object ``index`` from ``dist`` metres, framed by a narrow field of view; its pixels' mask and mean colour."""
+    scene = demo.scene
+    c, r = scene.centres[index], scene.bounding_radius[index]
+    eye = c + np.array([dist * 0.9, dist * 0.3 + 1.0, dist * 0.3])
+    demo.set_pose(eye, 0.0, 0.0)
+    demo.camera.look_at(c)
+    demo.camera.fov_y = float(np.degrees(2.0 * np.arctan(3.0 * r / dist)))
+    demo.lod = lod
+    demo.update(0.0)
+    shaded = render(demo).astype(float)
+    plain = render(demo, flat=True)
+    mask = np.all(np.abs(plain.astype(int) - np.round(np.array(scene.kinds[scene.kind[index]].colour) * 255)) <= 1,
+                  axis=-1)
+    return mask, shaded[mask].mean(axis=0)
+
+
+@pytest.mark.parametrize("fraction", [0.5, 0.85])
+def test_a_bush_keeps_its_silhouette_and_colour_at_its_lower_levels(make_demo, render, fraction):
+    """At each lower level a bush covers about the same pixels, in about the same mean colour,
+    as its full mesh seen from the same place (not a bright pointed shape)."""
+    demo = make_demo("forest", 3_000, size=(120, 120), overlay=False)
+    names = _names(demo.scene)
+    bushes = np.flatnonzero(demo.scene.kind == names.index("bush"))
+    index = int(bushes[len(bushes) // 3])
+    dist = fraction * demo.scene.view_distance[index]
+    full_mask, full_rgb = _close_up(demo, render, index, dist, lod=False)
+    demo.set_fade(False)                     # no dither: the level alone, solid
+    low_mask, low_rgb = _close_up(demo, render, index, dist, lod=True)
+    area = low_mask.sum() / full_mask.sum()
+    overlap = (low_mask & full_mask).sum() / full_mask.sum()
+    assert 0.8 <= area <= 1.2 and overlap > 0.8, (area, overlap)
+    assert np.abs(low_rgb - full_rgb).max() < 20, (low_rgb, full_rgb)

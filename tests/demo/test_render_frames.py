@@ -12,7 +12,7 @@ SCENE_CASES = {
     # scene: (objects, path fraction, classes that must show)
     "forest": (20_000, 0.0, 3),
     "clusters": (30_000, 0.1, 3),
-    "swarm": (1_500, 0.0, 2),
+    "swarm": (8_000, 0.0, 2),        # dense flocks: fewer objects would all be within reach
 }
 
 

@@ -51,7 +51,7 @@ CASES = {
     #        at least 11 pixels on the reference renderer, so a few pixels' rounding cannot hide one)
     "forest": ("forest", 20_000, 0.35, None, {"bush", "rock", "tree", "tower"}),
     "forest_frozen": ("forest", 20_000, 0.8, 0.5, {"tree", "tower"}),
-    "clusters": ("clusters", 30_000, 0.97, None, {"crystal"}),
+    "clusters": ("clusters", 30_000, 0.97, None, {"house", "roof", "town tree"}),
     "swarm": ("swarm", 1_500, 0.25, None, {"rock", "creature"}),
 }
 

@@ -2,7 +2,6 @@
 
 import numpy as np
 
-from engine.culling_pipeline import CullingPipeline
 from scenes import build_scene
 
 
@@ -44,20 +43,9 @@ def test_swarm_is_deterministic():
     assert np.array_equal(runs[0], runs[1])
 
 
-def test_swarm_pipeline_refresh_moves_instances():
-    scene = build_scene("swarm", 200, seed=2)
-    from engine.culling_pipeline import BruteForceIndex
-
-    pipe = CullingPipeline(scene, BruteForceIndex(len(scene)), np.arange(len(scene)))
-    moved = scene.update(0.1, 0.1, np.zeros(3))
-    pipe.refresh(moved)
-    assert np.allclose(pipe.records[:, :3], scene.centres.astype(np.float32))
-    assert np.array_equal(pipe.records[:, 7], scene.highlight)
-
-
 def _flown(make_demo, render, brute_force, frames=24):
     """A swarm demo after ``frames`` simulated frames along the scripted camera path."""
-    demo = make_demo("swarm", 3_000, size=(160, 90), overlay=False, brute_force=brute_force, seed=6)
+    demo = make_demo("swarm", 8_000, size=(160, 90), overlay=False, brute_force=brute_force, seed=6)
     for frame in range(frames):
         pose = demo.scene.camera_pose(0.2 + 0.002 * frame)
         demo.set_pose(pose.position, pose.yaw, pose.pitch)
@@ -87,11 +75,11 @@ def test_hud_shows_the_aggro_batch_against_brute_force(make_demo):
     demo = make_demo("swarm", 2_000, overlay=False)
     demo.update(1.0 / 30.0)
     texts = [text for text, _ in hud_lines(demo.hud_info())]
-    aggro = [t for t in texts if t.startswith("aggro")]
-    assert len(aggro) == 1
+    at = next(i for i, t in enumerate(texts) if t.startswith("aggro"))
+    who, times = texts[at], texts[at + 1]
     hunters = demo.scene.hunters.stop - demo.scene.hunters.start
-    assert f"you + {hunters:,} hunters x {len(demo.scene) - demo.scene.first:,} creatures" in aggro[0]
-    assert "query_many" in aggro[0] and "brute force" in aggro[0]
+    assert f"you + {hunters:,} hunters x {len(demo.scene) - demo.scene.first:,} creatures" in who
+    assert "query_many" in times and "brute force" in times
     compact = [text for text, _ in hud_lines(demo.hud_info(), "compact")]
-    assert aggro[0] in compact                                      # the compact HUD keeps the batch line
+    assert who in compact and times in compact                      # the compact HUD keeps the batch lines
     assert all(not t.startswith("aggro") for t, _ in hud_lines(make_demo("forest", 500).hud_info()))

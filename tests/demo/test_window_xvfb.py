@@ -6,7 +6,7 @@ so the demo reports, per drawn frame, its camera, mouse capture and toggles,
 and drives it with ``xdotool`` (XTEST key and button events, pointer motion).
 Each test checks an effect: the camera moved, the picture changed (screen
 grabs with ImageMagick's ``import``), the capture state follows the model,
-each toggle of the README's controls table did what it says.
+each toggle of docs/DEMO.md's controls table did what it says and said so.
 
 One demo process serves every test (they run in file order and build on
 each other's state), so the whole module takes well under a minute.  Without
@@ -206,8 +206,10 @@ def test_s_a_q_e_and_shift_fly_the_other_ways(session):
 def test_scroll_wheel_changes_the_flying_speed(session):
     speed = float(session.settle()["speed"])
     session.xdo("click", "--repeat", "2", "4")                             # wheel up, two notches
-    faster = float(session.settle()["speed"])
+    row = session.settle()
+    faster = float(row["speed"])
     assert faster == pytest.approx(speed * 1.25 ** 2, rel=1e-3)
+    assert row["status"].startswith(f"wheel: flying speed {faster:.0f} m/s")
     session.xdo("click", "--repeat", "2", "5")
     assert float(session.settle()["speed"]) == pytest.approx(speed, rel=1e-3)
 
@@ -241,15 +243,19 @@ def test_click_and_tab_capture_tab_and_esc_release(session):
     assert session.proc.poll() is None                                      # ...and does not quit
 
 
-@pytest.mark.parametrize("key, column, first, second", [
-    ("f", "frozen", "1", "0"),
-    ("l", "loose", "1", "0"),
-    ("t", "fade", "0", "1"),
-    ("c", "collide", "0", "1"),
+@pytest.mark.parametrize("key, column, first, second, said", [
+    ("f", "frozen", "1", "0", ("F: culling frozen", "F: culling follows")),
+    ("l", "loose", "1", "0", ("L: the grown (loose) boxes", "L: the nodes' own boxes")),
+    ("t", "fade", "0", "1", ("T: fade off", "T: dithered fade on")),
+    ("c", "collide", "0", "1", ("C: camera collision off", "C: camera collision on")),
+    ("g", "lod", "0", "1", ("G: levels of detail off", "G: levels of detail on")),
+    ("m", "map", "1", "0", ("M: map on", "M: map off")),
 ])
-def test_each_switch_toggles(session, key, column, first, second):
-    assert session.press(key)[column] == first
-    assert session.press(key)[column] == second
+def test_each_switch_toggles_and_says_so_on_screen(session, key, column, first, second, said):
+    row = session.press(key)
+    assert row[column] == first and row["status"].startswith(said[0])
+    row = session.press(key)
+    assert row[column] == second and row["status"].startswith(said[1])
 
 
 def test_freeze_keeps_the_query_while_the_camera_flies_away(session):
@@ -277,16 +283,38 @@ def test_overlay_key_removes_and_restores_the_boxes(session):
 def test_level_keys_step_through_single_levels(session):
     first = session.press("bracketright")
     assert first["level"] == "0" and int(first["boxes"]) == 1               # the root alone
+    assert first["status"] == "]: level 0 only"
     assert session.press("bracketright")["level"] == "1"
     assert session.press("bracketleft")["level"] == "0"
     assert session.press("bracketleft")["level"] == ""                      # past the end: all levels
 
 
-def test_plus_and_minus_scale_every_view_distance(session):
-    assert float(session.press("plus")["scale"]) == pytest.approx(1.25)
-    assert float(session.press("equal")["scale"]) == pytest.approx(1.25 ** 2)
-    session.press("minus")
-    assert float(session.press("minus")["scale"]) == pytest.approx(1.0)
+def test_every_press_of_plus_equal_keypad_plus_and_minus_scales(session):
+    """Shift+= ("plus") counts every time, not only the first (X sends later presses
+    with a key symbol pyglet does not map; the typed "+" still arrives)."""
+    presses = ["plus", "plus", "plus", "equal", "KP_Add", "minus", "minus", "KP_Subtract", "minus", "minus"]
+    steps = [1, 1, 1, 1, 1, -1, -1, -1, -1, -1]
+    power = 0
+    for key, step in zip(presses, steps):
+        power += step
+        row = session.press(key)
+        assert float(row["scale"]) == pytest.approx(1.25 ** power, rel=1e-4), (key, power, row["scale"])
+        assert row["status"] == f"{'+' if step > 0 else '-'}: every view distance x{1.25 ** power:.2f}"
+    assert power == 0
+
+
+def test_the_status_line_answers_with_the_hud_off(session):
+    """Every key answers on screen, in every HUD mode: with the HUD off only the status line shows."""
+    assert session.press("h")["hud"] == "full"
+    row = session.press("h")
+    assert row["hud"] == "off" and row["status"].startswith("H: HUD off")
+    corner = (slice(0, 40), slice(0, SIZE[0] // 2))
+    said = session.grab()[corner]
+    time.sleep(3.3)                                             # the status line times out
+    quiet = session.settle()
+    assert quiet["status"] == ""
+    assert _changed(said, session.grab()[corner]) > 0.02        # its text was on the picture
+    assert session.press("h")["hud"] == "compact"
 
 
 def test_h_cycles_the_hud_and_the_picture_shows_it(session):
@@ -308,6 +336,7 @@ def test_h_cycles_the_hud_and_the_picture_shows_it(session):
 
 def test_p_saves_screenshots_without_overwriting(session):
     session.press("p")
+    assert session.settle()["status"].startswith("P: saved ") and "screenshot_000.png" in session.last()["status"]
     session.press("p")
     shots = sorted(p.name for p in session.out.glob("screenshot_*.png"))
     assert shots == ["screenshot_000.png", "screenshot_001.png"]
@@ -318,7 +347,8 @@ def test_p_saves_screenshots_without_overwriting(session):
 def test_number_keys_switch_scenes(session):
     for key, scene in (("3", "swarm"), ("2", "clusters"), ("1", "forest")):
         session.xdo("key", key)
-        session.wait(lambda r, s=scene: r["scene"] == s, f"key {key} to load {scene}", timeout=30)
+        row = session.wait(lambda r, s=scene: r["scene"] == s, f"key {key} to load {scene}", timeout=30)
+        assert row["status"].startswith(f"{key}: {scene}, ")
 
 
 def test_resize_reaches_the_renderer(session):

@@ -5,8 +5,9 @@ import pytest
 
 from culling import ViewDistanceTree
 from engine.camera import Camera
-from engine.culling_pipeline import FADE_FRACTION, BruteForceIndex, CullingPipeline
+from engine.culling_pipeline import BruteForceIndex, CullingPipeline
 from engine.frustum import frustum_planes, spheres_in_frustum
+from engine.records import FADE_FRACTION
 from scenes import build_scene
 
 
@@ -50,7 +51,6 @@ def test_scaled_query_matches_scaled_brute_force(rng):
     scene = build_scene("forest", 20_000, seed=8)
     tree = ViewDistanceTree(size=scene.world_size, origin=scene.world_origin, dim=3)
     pipe = CullingPipeline(scene, tree, tree.insert_many(scene.centres, scene.view_distance))
-    assert pipe.supports_scale
     for scale, cam in zip((0.5, 1.25, 2.0, 3.0), random_cameras(scene, rng, 4)):
         pipe.run(cam.position, cam.view_projection(), scale=scale)
         expected, _ = brute_force_visible(scene, cam, scale=scale)
@@ -59,7 +59,7 @@ def test_scaled_query_matches_scaled_brute_force(rng):
 
 def test_fade_runs_over_the_last_stretch_of_view_distance():
     scene = build_scene("swarm", 500, seed=1)
-    pipe = CullingPipeline(scene, BruteForceIndex(len(scene)), np.arange(len(scene)))
+    pipe = CullingPipeline(scene, BruteForceIndex(scene.centres, scene.view_distance), np.arange(len(scene)))
     cam = Camera(np.array([0.0, 30.0, 0.0]), yaw=0.0, pitch=-10.0)
     got = []
     pipe.run(cam.position, cam.view_projection(), upload=lambda inst, starts: got.append(inst.copy()))
@@ -84,7 +84,7 @@ def test_handles_need_not_be_object_indices():
 
 def test_staging_grows_and_rejects_bad_input():
     scene = build_scene("swarm", 3000, seed=1)
-    pipe = CullingPipeline(scene, BruteForceIndex(len(scene)), np.arange(len(scene)))
+    pipe = CullingPipeline(scene, BruteForceIndex(scene.centres, scene.view_distance), np.arange(len(scene)))
     cam = Camera(np.array([0.0, 60.0, 0.0]), pitch=-89.0, fov_y=150.0)
     got = []
     pipe.run(cam.position, cam.view_projection(), upload=lambda inst, starts: got.append(inst.shape))
@@ -92,9 +92,9 @@ def test_staging_grows_and_rejects_bad_input():
     assert pipe._staging_rows(5000).shape == (5000, 8)                # grows past the initial 1024 rows
     assert pipe._staging.shape[0] == 8192
     with pytest.raises(ValueError, match="one handle per object"):
-        CullingPipeline(scene, BruteForceIndex(3), np.arange(3))
+        CullingPipeline(scene, BruteForceIndex(scene.centres[:3], scene.view_distance[:3]), np.arange(3))
     with pytest.raises(ValueError, match="shape must be"):
-        CullingPipeline(scene, BruteForceIndex(len(scene)), np.arange(len(scene)), shape="torus")
+        CullingPipeline(scene, BruteForceIndex(scene.centres, scene.view_distance), np.arange(len(scene)), shape="torus")
 
 
 def test_clusters_query_ignores_far_clusters():
@@ -109,3 +109,31 @@ def test_clusters_query_ignores_far_clusters():
         results.append(([(lv.depth, lv.nodes, lv.objects) for lv in trace.levels], np.sort(trace.candidates)))
     assert results[0][0] == results[1][0]
     assert np.array_equal(results[0][1], results[1][1])
+
+
+@pytest.mark.parametrize("trace", [False, True])
+def test_funnel_means_the_same_with_and_without_the_trace(trace):
+    """candidates = what the walk's nodes hold (query(p)), in range = the exact query."""
+    scene = build_scene("forest", 20_000, seed=3)
+    tree = ViewDistanceTree(size=scene.world_size, origin=scene.world_origin, dim=3)
+    pipe = CullingPipeline(scene, tree, tree.insert_many(scene.centres, scene.view_distance))
+    cam = Camera(scene.camera_pose(0.3).position, yaw=30.0)
+    stats = pipe.cull(cam.position, cam.view_projection(), trace=trace)
+    assert stats.candidates == tree.query(cam.position).shape[0]
+    assert stats.in_range == tree.query(cam.position, exact=True).shape[0]
+    assert (pipe.trace is not None) == trace
+    dist = np.linalg.norm(scene.centres[pipe.visible] - cam.position, axis=1)
+    assert np.allclose(pipe.distances(), dist)
+
+
+def test_pipeline_reads_moved_objects_from_the_scene():
+    """No copy to refresh: a scene that moves objects in place is drawn where they are."""
+    scene = build_scene("swarm", 400, seed=2)
+    pipe = CullingPipeline(scene, BruteForceIndex(scene.centres, scene.view_distance), np.arange(len(scene)))
+    scene.update(0.1, 0.1, np.zeros(3))
+    cam = Camera(np.array([0.0, 60.0, 0.0]), pitch=-89.0, fov_y=150.0)
+    got = []
+    pipe.run(cam.position, cam.view_projection(), upload=lambda inst, starts: got.append(inst.copy()))
+    assert got[0].shape[0] > 0
+    assert np.allclose(got[0][:, :3], scene.centres[pipe.visible].astype(np.float32))
+    assert np.array_equal(got[0][:, 7], scene.highlight[pipe.visible])

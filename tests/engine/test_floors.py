@@ -62,3 +62,26 @@ def test_scene_mesh_bases_match_the_engine_meshes():
         assert mesh_base(name) == MESHES[name].base
     with pytest.raises(KeyError, match="unknown mesh 'teapot'"):
         mesh_base("teapot")
+
+
+@pytest.mark.parametrize("package", ["engine", "scenes", "demo", "examples", "benchmarks"])
+def test_the_floors_above_culling_use_only_its_public_names(package):
+    import culling
+
+    public = set(culling.__all__)
+    bad = {}
+    for path in sorted((ROOT / package).rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                if node.module.startswith("culling."):
+                    bad.setdefault(str(path.relative_to(ROOT)), []).append(node.module)
+                elif node.module == "culling":
+                    bad.setdefault(str(path.relative_to(ROOT)), []).extend(
+                        alias.name for alias in node.names if alias.name not in public)
+            elif isinstance(node, ast.Import):
+                bad.setdefault(str(path.relative_to(ROOT)), []).extend(
+                    alias.name for alias in node.names if alias.name.startswith("culling."))
+    bad = {module: names for module, names in bad.items() if names}
+    if package == "benchmarks":  # the profiler times the compiled steps one by one: private kernels on purpose
+        bad.pop("benchmarks/profiling.py", None)
+    assert not bad, f"{package}/ reaches past culling's public names: {bad}"

@@ -36,7 +36,7 @@ def _build(kind: str, dim: int, shape: str):
     elif kind == "grid":
         index = DenseViewDistanceGrid(size=SIZE, dim=dim, shape=shape, min_radius=1.0)
     else:
-        return BruteForceIndex(N, centres, radii, shape), centres, radii
+        return BruteForceIndex(centres, radii, shape), centres, radii
     handles = index.insert_many(centres, radii)
     assert handles.tolist() == list(range(N))
     return index, centres, radii

@@ -110,3 +110,18 @@ def test_camera_paths_stay_in_the_world_above_ground(name):
             assert np.all(pose.position >= lo) and np.all(pose.position < hi)
             assert y > float(scene.ground_height(np.array(x), np.array(z)))
             assert np.isfinite([pose.yaw, pose.pitch]).all()
+
+
+def test_settlement_stand_ins_are_built_from_the_scene_plan():
+    """engine.meshes builds the clusters' stand-ins from the plan the scene places its houses by."""
+    from engine import meshes
+    from scenes import clusters
+
+    for ours, theirs in zip(meshes.town_plan(), clusters.town_plan()):
+        assert np.array_equal(ours, theirs)
+    assert meshes.TOWN_HOUSE_SCALE == clusters.HOUSE_RADIUS / clusters.CLUSTER_RADIUS
+    assert meshes.TOWN_TREE_SCALE == clusters.TREE_RADIUS / clusters.CLUSTER_RADIUS
+    assert meshes.TOWN_TOWER_SCALE == clusters.TOWER_RADIUS / clusters.CLUSTER_RADIUS
+    houses, _, _ = clusters.town_plan()
+    walls = meshes.get_mesh("town_walls").vertices
+    assert walls.shape[0] == 3 * len(houses) * meshes.get_mesh("house_walls").triangle_count

@@ -8,7 +8,7 @@ import pytest
 from engine.visibility_range import BEGIN_FADE_FRACTION, begin_fade, in_visibility_range, visibility_fade
 from engine.zoom import ZOOM_FOV, ZOOM_TIME, Zoom, zoom_scale
 from scenes import build_scene
-from scenes.clusters import CLUSTER_COUNT, STAND_IN_BEGIN, STAND_IN_VIEW
+from scenes.clusters import CLUSTER_COUNT, CLUSTER_RADIUS, STAND_IN_BEGIN, STAND_IN_KINDS, STAND_IN_VIEW
 
 
 def test_zoom_scale_is_the_ratio_of_the_half_angle_tangents():
@@ -62,19 +62,23 @@ def test_begin_fade_ramps_over_its_band():
     assert f == pytest.approx([0.5, 0.0])
 
 
-def test_clusters_scene_has_one_stand_in_per_cluster():
+def test_clusters_scene_has_one_stand_in_of_each_part_per_settlement():
     scene = build_scene("clusters", 20_000, seed=1)
-    stand = scene.kind == [k.name for k in scene.kinds].index("stand-in")
-    assert stand.sum() == CLUSTER_COUNT
+    names = [k.name for k in scene.kinds]
+    stand = np.isin(scene.kind, [names.index(n) for n in STAND_IN_KINDS])
+    assert stand.sum() == len(STAND_IN_KINDS) * CLUSTER_COUNT
     assert np.all(scene.begin_distance[stand] == STAND_IN_BEGIN)
     assert np.all(scene.view_distance[stand] == STAND_IN_VIEW)
     assert np.all(scene.begin_distance[~stand] == 0.0)
     assert len(scene) == 20_000
-    # Every member lies inside its cluster's stand-in, and is seen only from nearer than the begin distance.
-    members = scene.kind == [k.name for k in scene.kinds].index("crystal")
-    d = np.linalg.norm(scene.centres[members][:, None, :] - scene.centres[stand][None, :, :], axis=2).min(axis=1)
+    # Every member lies inside its settlement's stand-in, and from the begin distance every
+    # building is in sight (so the stand-in never gives way to a half-empty place).
+    members = ~stand & (np.linalg.norm(scene.centres[:, [0, 2]], axis=1) > 2000.0)
+    d = np.linalg.norm(scene.centres[members][:, None, [0, 2]] - scene.centres[stand][None, :, [0, 2]],
+                       axis=2).min(axis=1)
     assert np.all(d <= scene.bounding_radius[stand].min())
-    assert np.all(d + scene.view_distance[members] <= STAND_IN_BEGIN * 1.25)
+    buildings = np.isin(scene.kind, [names.index(n) for n in ("house", "roof", "tower", "town tree")])
+    assert np.all(STAND_IN_BEGIN + CLUSTER_RADIUS <= scene.view_distance[buildings])
 
 
 def test_scene_rejects_bad_begin_distances():

@@ -11,7 +11,7 @@ import pytest
 from scenes import build_scene
 from scenes.aggro import COMPARE_EVERY, Aggro, brute_force_pairs
 from scenes.base import mesh_base
-from scenes.swarm import arena_radius, make_swarm
+from scenes.swarm import DENSITY, arena_radius, make_swarm, separation_pairs
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -70,9 +70,9 @@ def test_swarm_asks_every_hunter_in_one_batch_and_checks_it():
     assert stats.compared == 2 and stats.mismatches == 0
     assert stats.pairs > 0 and stats.chasing > 0
     assert stats.tree_ms is not None and stats.brute_ms is not None
-    line = scene.status_lines()[0]
-    assert line.startswith(f"aggro  you + {hunters:,} hunters x {len(scene) - scene.first:,} creatures")
-    assert "query_many" in line and "brute force" in line
+    who, times, flocks = scene.status_lines()
+    assert who.startswith(f"aggro: you + {hunters:,} hunters x {len(scene) - scene.first:,} creatures")
+    assert "query_many" in times and "brute force" in times
 
 
 def test_brute_force_and_tree_give_the_same_simulation():
@@ -100,7 +100,7 @@ def test_hunters_walk_and_creatures_stay_near_the_arena():
     moved = np.linalg.norm(scene.hunter_positions()[:, [0, 2]] - start[:, [0, 2]], axis=1)
     assert (moved > 1.0).all()
     ground = scene.ground_height(scene.centres[scene.hunters, 0], scene.centres[scene.hunters, 2])
-    lift = -mesh_base("cube") * scene.bounding_radius[scene.hunters]
+    lift = -mesh_base("hunter") * scene.bounding_radius[scene.hunters]
     assert np.allclose(scene.centres[scene.hunters, 1], ground + lift)
     creatures = scene.centres[scene.first:]
     assert np.hypot(creatures[:, 0], creatures[:, 2]).max() < scene.arena + 100.0
@@ -113,7 +113,7 @@ def test_density_is_the_same_at_every_size():
     for scene in (small, large):
         n = len(scene) - scene.first
         assert scene.arena == pytest.approx(arena_radius(n))
-        assert n / (np.pi * scene.arena ** 2) == pytest.approx(0.0065, rel=1e-6)
+        assert n / (np.pi * scene.arena ** 2) == pytest.approx(DENSITY, rel=1e-6)
 
 
 def test_swarm_scene_imports_no_engine_or_gl():
@@ -122,3 +122,37 @@ def test_swarm_scene_imports_no_engine_or_gl():
             "('engine', 'demo', 'pyglet', 'moderngl', 'pyrr', 'PIL')); print(bad); sys.exit(bool(bad))")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
     assert out.returncode == 0, out.stdout + out.stderr
+
+
+def test_flocks_hold_together_and_birds_keep_apart():
+    """Cohesion keeps a flock's birds near its centre; separation pushes close pairs apart."""
+    scene = make_swarm(6_000, seed=3)
+    cam = np.array([0.0, 400.0, 0.0])                               # far above: nobody chases
+    birds = scene.centres[scene.first:]
+
+    def spread() -> float:
+        centre = np.stack([np.bincount(scene.flock, birds[:, a]) for a in range(3)], axis=1)
+        centre /= np.bincount(scene.flock)[:, None]
+        return float(np.median(np.linalg.norm(birds - centre[scene.flock], axis=1)))
+
+    before = spread()
+    for frame in range(90):
+        scene.update(frame / 30.0, 1.0 / 30.0, cam)
+    assert spread() < 1.5 * before + 5.0                            # flocks do not dissolve
+    i, j = separation_pairs(birds, 1.0)
+    assert len(i) < 0.01 * len(birds)                               # hardly any two birds overlap
+    # Alignment: within a flock the headings agree (mean resultant length of the unit headings).
+    heading = scene.velocity[:, [0, 2]] / np.linalg.norm(scene.velocity[:, [0, 2]], axis=1, keepdims=True)
+    mean = np.stack([np.bincount(scene.flock, heading[:, a]) for a in range(2)], axis=1)
+    agreement = np.linalg.norm(mean, axis=1) / np.bincount(scene.flock)
+    assert np.median(agreement) > 0.7
+
+
+def test_separation_pairs_finds_close_pairs_once():
+    rng = np.random.default_rng(4)
+    pos = rng.uniform(0.0, 40.0, size=(400, 3))
+    i, j = separation_pairs(pos, 4.0)
+    d = np.linalg.norm(pos[i] - pos[j], axis=1)
+    assert np.all(d < 4.0) and np.all(i != j)
+    pairs = {tuple(sorted(p)) for p in zip(i.tolist(), j.tolist())}
+    assert len(pairs) == len(i)                                     # each pair once

@@ -1,0 +1,60 @@
+"""``python -m culling warm-up``: compile every kernel now, with a progress bar on stderr.
+
+For container images, CI and installers: run it once after installing (with
+the ``NUMBA_CACHE_DIR`` the program will use), and the program's first run
+loads the kernels instead of compiling them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Callable, Sequence
+from typing import TextIO
+
+from culling.core.jit import cache_writable
+from culling.warmup import warm_up
+
+__all__ = ["main", "progress_bar"]
+
+#: Cells of the progress bar.
+BAR_WIDTH = 30
+
+COMPILING = "compiling kernels (first run only)"
+
+
+def progress_bar(stream: TextIO) -> tuple[float, Callable[[int, int, str], None]]:
+    """A start time and a ``warm_up`` progress callback that draws a bar on ``stream``."""
+    start = time.perf_counter()
+    tty = stream.isatty()
+
+    def show(done: int, total: int, name: str) -> None:
+        filled = BAR_WIDTH * done // total
+        line = (f"{COMPILING}: [{'#' * filled}{'.' * (BAR_WIDTH - filled)}] {done}/{total} "
+                f"{time.perf_counter() - start:5.1f} s  {name}")
+        if tty:
+            stream.write("\r" + line.ljust(100) + ("\n" if done == total else ""))
+        else:
+            stream.write(line + "\n")
+        stream.flush()
+
+    return start, show
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point; returns the exit status."""
+    parser = argparse.ArgumentParser(prog="python -m culling", description="Tools for the culling library.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("warm-up", help="compile every kernel now (into the numba cache), with a progress bar")
+    parser.parse_args(argv)
+    print(f"{COMPILING}, or loading them from the numba cache ...", file=sys.stderr, flush=True)
+    _, show = progress_bar(sys.stderr)
+    seconds = warm_up(show)
+    where = "kept in the numba cache" if cache_writable() else "compiled in memory only (no writable cache)"
+    print(f"kernels ready in {seconds:.1f} s, {where}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

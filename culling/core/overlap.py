@@ -1,0 +1,216 @@
+"""Sphere meets sphere: the member tests of the probe queries and of the pairs, decided exactly.
+
+A probe sphere (centre ``p``, radius ``rho``) meets a stored sphere (centre
+``c``, radius ``r``, scaled by ``s``) when ``distance(c, p) <= r * s + rho``
+(Euclidean for spheres, the largest per-axis distance for cubes); two stored
+spheres meet when ``distance(c_i, c_j) <= r_i + r_j``.  Both are the point
+test of :mod:`culling.core.containment` with a limit that is a sum, and both
+are decided the same way: a float filter sure of every row not within
+rounding of the surface (the limit ``fl(fl(r * s) + rho)`` and its square
+are each within a few ulps of the truth, far inside ``FILTER_EPS``), and the
+few rows it is unsure of (within ``2**-48`` of touching, or with a square
+that leaves the float range) go to exact rational arithmetic
+(:func:`culling.core.containment.decide_grown`).  Rounding of the sum never
+flips an answer.
+
+:func:`probe_run` tests one node's (or cell's) run of pool rows against one
+probe, skipping the tiles (:mod:`culling.core.tiles`) the probe cannot reach,
+and appends the answers to growable buffers; the tree's and the grid's probe
+kernels call it per visited run.  :func:`pair_row` is the pairs' test
+(:mod:`culling.core.pairs`).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from culling.core.containment import FILTER_EPS, SAFE_HI, SAFE_LO, decide_grown
+from culling.core.jit import inline_kernel, kernel
+from culling.core.structs import Pool, Query
+from culling.core.tiles import TILE_SHIFT
+
+__all__ = ["appended", "far_apart", "joined", "pair_row", "probe_row", "probe_run", "reach_up", "settle"]
+
+_BELOW = 1.0 - FILTER_EPS
+_ABOVE = 1.0 + FILTER_EPS
+#: A limit (radius times scale plus probe radius) below this may have lost bits to underflow.
+_TINY_LIMIT = 2.0 ** -1000
+#: A squared limit below this may have lost bits to underflow; a squared distance at or
+#: above twice it is surely outside such a limit (see :mod:`culling.core.members`).
+_TINY_REACH = 4.0 * SAFE_LO
+#: ``reach_up``'s relative margin: three roundings of a sum of non-negative terms stay below it.
+_MARGIN = 1.0 + 2.0 ** -50
+#: ``reach_up``'s absolute margin: covers a product that underflowed (error below 2**-1074).
+_ABS_MARGIN = 2.0 ** -1070
+
+
+@inline_kernel
+def reach_up(radius: float, scale: float, rho: float) -> float:
+    """A float at or above ``radius * scale + rho`` (real), for conservative pruning only.
+
+    Both roundings are relative ``2**-53`` for normal results; ``_MARGIN``
+    covers them and ``_ABS_MARGIN`` an underflowed product.  ``inf`` when
+    the sum overflows (nothing is pruned then).
+    """
+    return (radius * scale + rho) * _MARGIN + _ABS_MARGIN
+
+
+@inline_kernel
+def far_apart(a: float, b: float, reach: float) -> bool:
+    """Whether floats ``a <= b`` are surely more than the real ``reach0 <= reach`` apart.
+
+    ``fl(b - a)`` is the correctly rounded difference, monotone: if
+    ``b - a <= reach0 <= reach`` (reals) then ``fl(b - a) <= reach``.
+    """
+    return b - a > reach
+
+
+@inline_kernel
+def probe_row(columns: np.ndarray, row: int, p: np.ndarray, rho: float, cube: bool,
+              scale: float) -> tuple[bool, bool]:
+    """The float filter for pool ``row`` against the probe ``(p, rho)``: ``(inside, unsure)``.
+
+    ``inside``: the row's sphere (radius times ``scale``) surely meets the
+    probe; ``unsure``: within rounding of touching (or a square left the
+    float range), exact arithmetic decides; neither: surely apart.
+    """
+    dim = p.shape[0]
+    radius = columns[dim, row]
+    limit = (radius if scale == 1.0 else radius * scale) + rho
+    if cube:
+        largest = abs(columns[0, row] - p[0])
+        for axis in range(1, dim):
+            largest = max(largest, abs(columns[axis, row] - p[axis]))
+        inside = largest < limit * _BELOW
+        unsure = not (inside or largest > limit * _ABOVE)
+        unsure = unsure or (limit < _TINY_LIMIT and (radius > 0.0 or rho > 0.0)) or largest == math.inf
+        return inside and not unsure, unsure
+    d = columns[0, row] - p[0]
+    squares = d * d
+    for axis in range(1, dim):
+        d = columns[axis, row] - p[axis]
+        squares += d * d
+    bound = limit * limit
+    inside = squares < bound * _BELOW
+    unsure = not (inside or squares > bound * _ABOVE)
+    if bound < _TINY_REACH:  # the limit's square may have lost bits: only a clearly larger distance is sure
+        unsure = squares < 2.0 * _TINY_REACH
+    unsure = unsure or squares > SAFE_HI
+    return inside and not unsure, unsure
+
+
+@inline_kernel
+def pair_row(columns: np.ndarray, i: int, j: int, cube: bool) -> tuple[bool, bool]:
+    """The float filter for pool rows ``i`` and ``j``: do their spheres meet?  ``(inside, unsure)``.
+
+    :func:`probe_row` with the probe ``(centre of j, radius of j)``.
+    """
+    dim = columns.shape[0] - 2
+    radius = columns[dim, i]
+    rho = columns[dim, j]
+    limit = radius + rho
+    if cube:
+        largest = abs(columns[0, i] - columns[0, j])
+        for axis in range(1, dim):
+            largest = max(largest, abs(columns[axis, i] - columns[axis, j]))
+        inside = largest < limit * _BELOW
+        unsure = not (inside or largest > limit * _ABOVE)
+        unsure = unsure or (limit < _TINY_LIMIT and limit > 0.0) or largest == math.inf
+        return inside and not unsure, unsure
+    d = columns[0, i] - columns[0, j]
+    squares = d * d
+    for axis in range(1, dim):
+        d = columns[axis, i] - columns[axis, j]
+        squares += d * d
+    bound = limit * limit
+    inside = squares < bound * _BELOW
+    unsure = not (inside or squares > bound * _ABOVE)
+    if bound < _TINY_REACH:
+        unsure = squares < 2.0 * _TINY_REACH
+    unsure = unsure or squares > SAFE_HI
+    return inside and not unsure, unsure
+
+
+@kernel
+def appended(buffer: np.ndarray, n: int, extra: int) -> np.ndarray:
+    """``buffer`` itself when ``extra`` more values fit after its first ``n``, else a copy with room."""
+    if n + extra <= buffer.shape[0]:
+        return buffer
+    bigger = np.empty(max(2 * buffer.shape[0], n + extra, 16), dtype=buffer.dtype)
+    for k in range(n):
+        bigger[k] = buffer[k]
+    return bigger
+
+
+@inline_kernel
+def probe_run(pool: Pool, first: int, last: int, p: np.ndarray, rho: float, q: Query, out: np.ndarray, k: int,
+              unsure: np.ndarray, uk: int) -> tuple[np.ndarray, int, np.ndarray, int]:
+    """Append the handles of pool rows ``first .. last - 1`` that meet the probe ``(p, rho)`` to
+    ``out[k:]`` (every row unless ``q.exact``), and the rows the filter is unsure of to ``unsure[uk:]``.
+
+    With tile summaries (``pool.tile_box`` not empty: the tree), a tile whose
+    box lies farther from ``p`` than its largest radius times ``q.scale`` plus
+    ``rho`` on some axis is skipped (:func:`reach_up`, conservative).
+    Returns the buffers (grown when full) and the new ``k``, ``uk``.  O(rows tested).
+    """
+    handles, columns, tile_box = pool.handles, pool.columns, pool.tile_box
+    if not q.exact:
+        out = appended(out, k, last - first)
+        for row in range(first, last):
+            out[k] = handles[row]
+            k += 1
+        return out, k, unsure, uk
+    dim = p.shape[0]
+    tiles = tile_box.shape[0] > 0
+    row = first
+    while row < last:
+        end = min(last, ((row >> TILE_SHIFT) + 1) << TILE_SHIFT) if tiles else last
+        if tiles:
+            tile = row >> TILE_SHIFT
+            reach = reach_up(tile_box[tile, 2 * dim], q.scale, rho)
+            far = False
+            for axis in range(dim):
+                far |= far_apart(tile_box[tile, dim + axis], p[axis], reach)
+                far |= far_apart(p[axis], tile_box[tile, axis], reach)
+            if far:
+                row = end
+                continue
+        out = appended(out, k, end - row)
+        for r in range(row, end):
+            inside, doubtful = probe_row(columns, r, p, rho, q.cube, q.scale)
+            out[k] = handles[r]
+            k += inside
+            if doubtful:
+                unsure = appended(unsure, uk, 1)
+                unsure[uk] = r
+                uk += 1
+        row = end
+    return out, k, unsure, uk
+
+def joined(parts: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]) -> tuple[
+        np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The chunks' ``(handles, counts, unsure_rows, unsure_probes)`` of a probe batch, concatenated in order."""
+    if len(parts) == 1:
+        return parts[0]
+    handles, counts, unsure, owners = zip(*parts)
+    return np.concatenate(handles), np.concatenate(counts), np.concatenate(unsure), np.concatenate(owners)
+
+
+def settle(handles: np.ndarray, counts: np.ndarray, unsure: np.ndarray, owners: np.ndarray, columns: np.ndarray,
+           pool_handles: np.ndarray, points: np.ndarray, grows: np.ndarray, shape: str,
+           scale: float) -> tuple[np.ndarray, np.ndarray]:
+    """A probe batch's answer: the sure handles, plus the unsure rows exact arithmetic keeps, merged by probe.
+
+    ``unsure`` are pool rows and ``owners`` the probe each was tested for
+    (:func:`culling.core.containment.decide_grown`); usually both are empty.
+    """
+    if not unsure.size:
+        return handles, counts
+    keep = decide_grown(columns, unsure, points[owners], grows[owners], shape, scale)
+    m = counts.shape[0]
+    owner = np.concatenate([np.repeat(np.arange(m), counts), owners[keep]])
+    order = np.argsort(owner, kind="stable")
+    handles = np.concatenate([handles, pool_handles[unsure[keep]]])[order]
+    return handles, counts + np.bincount(owners[keep], minlength=m)

@@ -1,0 +1,442 @@
+"""Every pair of stored spheres that meet: the structure joined with itself.
+
+The collision broad phase asks for every unordered pair ``(i, j)`` with
+``distance(c_i, c_j) <= r_i + r_j``.  One query per object would walk from
+the root once per object; instead the tree (or the dense grid's cells, seen
+as a tree) is joined with itself, node-major:
+
+1. **Build** (:func:`build`): one depth-first pass copies the members so
+   that every subtree's members are one contiguous range (its node's own
+   first), and gives every node the box of its own members' centres with
+   their largest radius, and the box of its subtree's, bottom up.
+   O(nodes + objects).
+2. **Dual walk** (:func:`join_chunk`): work items are ``self(X)`` (all pairs
+   inside the subtree of ``X``) and ``cross(A, B)`` (all pairs with one end in
+   ``A`` and the other in ``B``, disjoint).  A node's own members are a part
+   of their own (id ``K + X``) beside its children, so ``self(X)`` is each
+   part's ``self`` and ``cross`` of every two parts whose boxes, grown by the
+   sum of their largest radii, overlap: a node's members meet the nodes of
+   the same level and the nodes below them exactly through these crosses.
+   ``cross(A, B)`` stops when the grown boxes are apart on some axis
+   (:func:`culling.core.overlap.far_apart`, conservative in floats) and
+   otherwise splits the side with more members, until both are leaves: a
+   node's own members, or a whole subtree of at most :data:`BUCKET` members
+   (contiguous in the copy).  Then each member of one leaf is checked against
+   the other leaf's grown box and tested against its members
+   (:func:`culling.core.overlap.pair_row`'s float filter, branch-free).  Each
+   pair of members is tested in exactly one item: none is reported twice.
+3. **Threads**: the first items are expanded breadth first until there are
+   enough to keep every core busy (:func:`frontier`); chunks of them run on
+   the library's threads (:func:`culling.core.threads.run_chunks`), each
+   writing its own growable output.
+
+The pairs the float filter is unsure of (within ``2**-48`` of touching, or
+with a square out of range) are settled in exact arithmetic
+(:func:`culling.core.containment.decide_pairs`).  Memory: the output, the
+copy and the boxes (O(objects + nodes)) and the work stacks.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+import numpy as np
+
+from culling.core.containment import FILTER_EPS, SAFE_HI, SAFE_LO, decide_pairs
+from culling.core.jit import inline_kernel, kernel
+from culling.core.lattice import MAX_DEPTH, MAX_GROWTH
+from culling.core.overlap import appended, far_apart, pair_row, reach_up
+from culling.core.threads import run_chunks, thread_count
+
+__all__ = ["BUCKET", "END", "FIRST_CHILD", "ITEMS_PER_THREAD", "NEXT_SIBLING", "OWN", "OWN_COUNT",
+           "PARALLEL_MIN_OBJECTS", "JoinTree", "build", "frontier", "join_chunk", "overlapping_pairs"]
+
+#: Levels a tree can have: the depth-first stack's bound.
+_LEVELS = MAX_DEPTH + MAX_GROWTH + 2
+
+_BELOW = 1.0 - FILTER_EPS
+_ABOVE = 1.0 + FILTER_EPS
+_TINY_LIMIT = 2.0 ** -1000
+_TINY_REACH = 4.0 * SAFE_LO
+
+#: Work items the dual walk is expanded to, per thread, before the chunks
+#: start: enough that a chunk holding a crowded corner of the world does
+#: not keep the other threads waiting.
+ITEMS_PER_THREAD = 64
+
+#: The join runs on the library's threads from this many objects on; below, on the
+#: calling thread (waking the pool would cost more than the threads save).
+PARALLEL_MIN_OBJECTS = 20_000
+
+#: A subtree with at most this many members is one leaf of the join: its
+#: members (contiguous in the join's copy) are tested against each other and
+#: against another leaf's directly, without walking its nodes.  Most nodes of
+#: a crowd hold one or two members; visiting each of them as a node costs
+#: more than testing a few more rows.
+BUCKET = 32
+
+
+#: Columns of :attr:`JoinTree.link`: a node's own members' first row and count, its subtree's end row,
+#: its first child and its next sibling (-1: none).
+OWN, OWN_COUNT, END, FIRST_CHILD, NEXT_SIBLING = 0, 1, 2, 3, 4
+
+
+class JoinTree(NamedTuple):
+    """The structure as the join reads it, built by :func:`build`, nodes in depth-first order.
+
+    ``columns`` (dim + 2, n) float64 and ``handles`` (n,) int64: the members,
+    copied so that every subtree's members are one contiguous range, its own
+    first.  ``link`` int64 (K, 5), one row per node (columns :data:`OWN` ..
+    :data:`NEXT_SIBLING`): node ``k``'s own members are rows ``OWN .. OWN +
+    OWN_COUNT - 1``, its subtree's ``OWN .. END - 1``.  ``box`` float64
+    (2K, 2 dim + 1): the low corner, high corner and largest radius of node
+    ``k``'s subtree (row ``k``) and of its own members (row ``K + k``; none:
+    radius -1).  One row per node each, so a visit reads two cache lines.
+    """
+
+    columns: np.ndarray
+    handles: np.ndarray
+    link: np.ndarray
+    box: np.ndarray
+
+
+@kernel
+def build(root: int, child: np.ndarray, start: np.ndarray, count: np.ndarray, handles: np.ndarray,
+          columns: np.ndarray, objects: int) -> JoinTree:
+    """The :class:`JoinTree` of the nodes reachable from ``root`` (``child`` int64 (N, 2**dim), -1: none;
+    ``start``/``count`` their runs in the pool ``handles``/``columns``; ``objects`` members in all).
+
+    Depth first, so that a subtree's nodes, and its members in the copy, are
+    contiguous; then the boxes bottom up (a node's children come after it).
+    O(nodes + objects).
+    """
+    dim = columns.shape[0] - 2
+    n_nodes = child.shape[0]
+    order_node = np.empty(n_nodes, dtype=np.int64)   # compact id -> node
+    parent = np.empty(n_nodes, dtype=np.int64)
+    own = np.empty(n_nodes, dtype=np.int64)
+    own_count = np.empty(n_nodes, dtype=np.int64)
+    first_child = np.full(n_nodes, -1, dtype=np.int64)
+    next_sibling = np.full(n_nodes, -1, dtype=np.int64)
+    out_columns = np.empty((dim + 2, objects))
+    out_handles = np.empty(objects, dtype=np.int64)
+    # Depth first: at most 2**dim - 1 siblings wait per level above the node being visited.
+    stack = np.empty(child.shape[1] * _LEVELS, dtype=np.int64)
+    stack_parent = np.empty(child.shape[1] * _LEVELS, dtype=np.int64)
+    stack[0] = root
+    stack_parent[0] = -1
+    sp = 1
+    k = 0
+    at = 0
+    while sp > 0:
+        sp -= 1
+        node = stack[sp]
+        up = stack_parent[sp]
+        order_node[k] = node
+        parent[k] = up
+        if up >= 0:  # prepend to the parent's children (their order does not matter)
+            next_sibling[k] = first_child[up]
+            first_child[up] = k
+        own[k] = at
+        own_count[k] = count[node]
+        for row in range(start[node], start[node] + count[node]):
+            for axis in range(dim + 1):
+                out_columns[axis, at] = columns[axis, row]
+            out_handles[at] = handles[row]
+            at += 1
+        for q in range(child.shape[1]):
+            c = child[node, q]
+            if c >= 0:
+                stack[sp] = c
+                stack_parent[sp] = k
+                sp += 1
+        k += 1
+    nodes = k
+    link = np.empty((nodes, 5), dtype=np.int64)
+    box = np.empty((2 * nodes, 2 * dim + 1))
+    for j in range(2 * nodes):
+        for axis in range(dim):
+            box[j, axis] = math.inf
+            box[j, dim + axis] = -math.inf
+        box[j, 2 * dim] = -1.0
+    for j in range(nodes - 1, -1, -1):  # children (later in depth-first order) before parents
+        leaf = nodes + j
+        for i in range(own[j], own[j] + own_count[j]):
+            for axis in range(dim):
+                box[leaf, axis] = min(box[leaf, axis], out_columns[axis, i])
+                box[leaf, dim + axis] = max(box[leaf, dim + axis], out_columns[axis, i])
+            box[leaf, 2 * dim] = max(box[leaf, 2 * dim], out_columns[dim, i])
+        if own_count[j] > 0:
+            for f in range(2 * dim + 1):
+                box[j, f] = min(box[j, f], box[leaf, f]) if f < dim else max(box[j, f], box[leaf, f])
+        end = own[j] + own_count[j]
+        c = first_child[j]
+        while c >= 0:
+            end = max(end, link[c, END])
+            c = next_sibling[c]
+        link[j, OWN] = own[j]
+        link[j, OWN_COUNT] = own_count[j]
+        link[j, END] = end
+        link[j, FIRST_CHILD] = first_child[j]
+        link[j, NEXT_SIBLING] = next_sibling[j]
+        up = parent[j]
+        if up >= 0 and box[j, 2 * dim] >= 0.0:
+            for f in range(2 * dim + 1):
+                box[up, f] = min(box[up, f], box[j, f]) if f < dim else max(box[up, f], box[j, f])
+    return JoinTree(out_columns[:, :at], out_handles[:at], link, box)
+
+
+@inline_kernel
+def _range(x: int, tree: JoinTree) -> tuple[int, int, bool]:
+    """Item part ``x``'s members ``(first, last)``, and whether it is a leaf of the join
+    (a node's own members, or a subtree of at most ``BUCKET`` members)."""
+    link = tree.link
+    nodes = link.shape[0]
+    if x >= nodes:
+        k = x - nodes
+        return link[k, OWN], link[k, OWN] + link[k, OWN_COUNT], True
+    return link[x, OWN], link[x, END], link[x, END] - link[x, OWN] <= BUCKET
+
+
+@inline_kernel
+def _push(stack_a: np.ndarray, stack_b: np.ndarray, sp: int, a: int,
+          b: int) -> tuple[np.ndarray, np.ndarray, int]:
+    stack_a = appended(stack_a, sp, 1)
+    stack_b = appended(stack_b, sp, 1)
+    stack_a[sp] = a
+    stack_b[sp] = b
+    return stack_a, stack_b, sp + 1
+
+
+@inline_kernel
+def _meet(tree: JoinTree, a: int, b: int) -> bool:
+    """Whether parts ``a`` and ``b`` may hold members that meet: their boxes, grown by the sum of
+    their largest radii, overlap on every axis (conservative, :func:`culling.core.overlap.far_apart`)."""
+    box = tree.box
+    dim = (box.shape[1] - 1) // 2
+    reach = reach_up(box[a, 2 * dim], 1.0, box[b, 2 * dim])
+    for axis in range(dim):
+        if far_apart(box[a, dim + axis], box[b, axis], reach) or far_apart(box[b, dim + axis], box[a, axis], reach):
+            return False
+    return True
+
+
+@inline_kernel
+def _kids(x: int, tree: JoinTree, kids: np.ndarray) -> tuple[np.ndarray, int]:
+    """The parts of node ``x``'s subtree: its own members (``K + x``) and its children."""
+    link = tree.link
+    k = 0
+    if link[x, OWN_COUNT] > 0:
+        kids[0] = link.shape[0] + x
+        k = 1
+    c = link[x, FIRST_CHILD]
+    while c >= 0:
+        kids[k] = c
+        k += 1
+        c = link[c, NEXT_SIBLING]
+    return kids, k
+
+
+@inline_kernel
+def _expand(a: int, b: int, tree: JoinTree, kids: np.ndarray, stack_a: np.ndarray, stack_b: np.ndarray,
+            sp: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+    """Push the items that item ``(a, b)`` (``b == -1``: ``self(a)``), not a leaf's, splits into."""
+    if b < 0:
+        kids, k = _kids(a, tree, kids)
+        nodes = tree.link.shape[0]
+        for i in range(k):
+            if kids[i] < nodes or tree.link[kids[i] - nodes, OWN_COUNT] > 1:
+                stack_a, stack_b, sp = _push(stack_a, stack_b, sp, kids[i], -1)
+            for j in range(i + 1, k):
+                if _meet(tree, kids[i], kids[j]):
+                    stack_a, stack_b, sp = _push(stack_a, stack_b, sp, kids[i], kids[j])
+        return kids, stack_a, stack_b, sp
+    # cross(a, b): split the side that is not a leaf, the one with more members when both are not
+    first_a, last_a, leaf_a = _range(a, tree)
+    first_b, last_b, leaf_b = _range(b, tree)
+    split, other = a, b
+    if leaf_a or (not leaf_b and last_b - first_b > last_a - first_a):
+        split, other = b, a
+    kids, k = _kids(split, tree, kids)
+    for i in range(k):
+        if _meet(tree, kids[i], other):
+            stack_a, stack_b, sp = _push(stack_a, stack_b, sp, kids[i], other)
+    return kids, stack_a, stack_b, sp
+
+
+@inline_kernel
+def _is_leaf_work(a: int, b: int, tree: JoinTree) -> bool:
+    leaf_a = _range(a, tree)[2]
+    return leaf_a and (b < 0 or _range(b, tree)[2])
+
+
+@inline_kernel
+def _all_sure(columns: np.ndarray, handles: np.ndarray, i: int, j0: int, j1: int, cube: bool, first: np.ndarray,
+              second: np.ndarray, k: int) -> tuple[bool, int]:
+    """Write the pairs of row ``i`` with rows ``j0 .. j1 - 1`` that surely meet to ``first[k:]``,
+    ``second[k:]``, branch-free; return False (the writes then mean nothing) when some row lies
+    within rounding of touching or has a square out of range: :func:`culling.core.overlap.pair_row`
+    then decides row by row.  The same float filter as ``pair_row``.  Returns ``(all sure, new k)``.
+    """
+    dim = columns.shape[0] - 2
+    radius = columns[dim, i]
+    inside_count = 0
+    maybe = 0
+    unsafe = False
+    for j in range(j0, j1):
+        limit = radius + columns[dim, j]
+        if cube:
+            d = abs(columns[0, i] - columns[0, j])
+            for axis in range(1, dim):
+                d = max(d, abs(columns[axis, i] - columns[axis, j]))
+            inside = d < limit * _BELOW
+            maybe += d <= limit * _ABOVE
+            unsafe |= (limit < _TINY_LIMIT) | (d == math.inf)
+        else:
+            e = columns[0, i] - columns[0, j]
+            d = e * e
+            for axis in range(1, dim):
+                e = columns[axis, i] - columns[axis, j]
+                d += e * e
+            bound = limit * limit
+            inside = d < bound * _BELOW
+            maybe += d <= bound * _ABOVE
+            unsafe |= (bound < _TINY_REACH) | (d > SAFE_HI)
+        first[k] = min(handles[i], handles[j])
+        second[k] = max(handles[i], handles[j])
+        k += inside
+        inside_count += inside
+    return maybe == inside_count and not unsafe, k
+
+
+@inline_kernel
+def _leaf_pairs(a: int, b: int, tree: JoinTree, cube: bool, first: np.ndarray, second: np.ndarray, k: int,
+                unsure_a: np.ndarray, unsure_b: np.ndarray,
+                uk: int) -> tuple[np.ndarray, np.ndarray, int, np.ndarray, np.ndarray, int]:
+    """Test leaf ``a``'s members against leaf ``b``'s (``b == -1``: against each other)."""
+    columns, handles = tree.columns, tree.handles
+    dim = columns.shape[0] - 2
+    begin, end, _ = _range(a, tree)
+    if b < 0:
+        other_begin, other_end = begin, end
+    else:
+        other_begin, other_end, _ = _range(b, tree)
+    for i in range(begin, end):
+        j0 = i + 1 if b < 0 else other_begin
+        if b >= 0:
+            box = tree.box
+            reach = reach_up(columns[dim, i], 1.0, box[b, 2 * dim])
+            near = True
+            for axis in range(dim):
+                near &= not (far_apart(box[b, dim + axis], columns[axis, i], reach) or
+                             far_apart(columns[axis, i], box[b, axis], reach))
+            if not near:
+                continue
+        first = appended(first, k, other_end - j0)
+        second = appended(second, k, other_end - j0)
+        sure, after = _all_sure(columns, handles, i, j0, other_end, cube, first, second, k)
+        if sure:
+            k = after
+            continue
+        # within rounding of touching, or a square out of range: row by row
+        for j in range(j0, other_end):
+            inside, doubtful = pair_row(columns, i, j, cube)
+            first[k] = min(handles[i], handles[j])
+            second[k] = max(handles[i], handles[j])
+            k += inside
+            if doubtful:
+                unsure_a = appended(unsure_a, uk, 1)
+                unsure_b = appended(unsure_b, uk, 1)
+                unsure_a[uk] = i
+                unsure_b[uk] = j
+                uk += 1
+    return first, second, k, unsure_a, unsure_b, uk
+
+
+@kernel
+def frontier(tree: JoinTree, target: int) -> tuple[np.ndarray, np.ndarray]:
+    """The first work items, ``self(root)`` expanded breadth first until there are ``target`` of them
+    (or nothing left to split): ``(a, b)`` int64 arrays, ``b == -1`` for ``self(a)``."""
+    kids = np.empty(9, dtype=np.int64)  # own members and up to 8 children
+    items_a = np.empty(16, dtype=np.int64)
+    items_b = np.empty(16, dtype=np.int64)
+    items_a[0] = 0
+    items_b[0] = -1
+    head, tail = 0, 1
+    done_a = np.empty(16, dtype=np.int64)
+    done_b = np.empty(16, dtype=np.int64)
+    done = 0
+    while head < tail and (tail - head) + done < target:
+        a, b = items_a[head], items_b[head]
+        head += 1
+        if _is_leaf_work(a, b, tree):
+            done_a, done_b, done = _push(done_a, done_b, done, a, b)
+        else:
+            kids, items_a, items_b, tail = _expand(a, b, tree, kids, items_a, items_b, tail)
+    for i in range(head, tail):
+        done_a, done_b, done = _push(done_a, done_b, done, items_a[i], items_b[i])
+    return done_a[:done].copy(), done_b[:done].copy()
+
+
+@kernel
+def join_chunk(items_a: np.ndarray, items_b: np.ndarray, first_item: int, last_item: int, tree: JoinTree,
+               cube: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Run work items ``first_item .. last_item - 1`` to the end, depth first.
+
+    Returns ``(first, second, unsure_a, unsure_b)``: the handles of the
+    pairs surely meeting (``first < second``), and the rows (of
+    ``tree.columns``) of the pairs the float filter is unsure of.
+    O(items' node pairs + members tested).
+    """
+    kids = np.empty(9, dtype=np.int64)  # own members and up to 8 children
+    stack_a = np.empty(64, dtype=np.int64)
+    stack_b = np.empty(64, dtype=np.int64)
+    sp = 0
+    for i in range(last_item - 1, first_item - 1, -1):
+        stack_a, stack_b, sp = _push(stack_a, stack_b, sp, items_a[i], items_b[i])
+    first = np.empty(64, dtype=np.int64)
+    second = np.empty(64, dtype=np.int64)
+    unsure_a = np.empty(0, dtype=np.int64)
+    unsure_b = np.empty(0, dtype=np.int64)
+    k = 0
+    uk = 0
+    while sp > 0:
+        sp -= 1
+        a, b = stack_a[sp], stack_b[sp]
+        if _is_leaf_work(a, b, tree):
+            first, second, k, unsure_a, unsure_b, uk = _leaf_pairs(a, b, tree, cube, first, second, k,
+                                                                   unsure_a, unsure_b, uk)
+        else:
+            kids, stack_a, stack_b, sp = _expand(a, b, tree, kids, stack_a, stack_b, sp)
+    return first[:k].copy(), second[:k].copy(), unsure_a[:uk].copy(), unsure_b[:uk].copy()
+
+
+def overlapping_pairs(root: int, child: np.ndarray, start: np.ndarray, count: np.ndarray, handles: np.ndarray,
+                      columns: np.ndarray, objects: int, cube: bool, shape: str) -> tuple[np.ndarray, np.ndarray]:
+    """Every pair of members that meet, as handles ``(first, second)``, ``first < second``, each pair once.
+
+    ``child`` int64 ``(N, 2**dim)`` (-1: none), ``start``/``count`` int64 ``(N,)``
+    the members' pool runs, ``handles``/``columns`` the pool.  Steps in the
+    module docstring.  O(nodes + node pairs whose grown boxes meet + members
+    tested), on all cores.
+    """
+    if objects < 2:
+        return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64)
+    tree = build(root, child, start, count, handles, columns, objects)
+    items_a, items_b = frontier(tree, ITEMS_PER_THREAD * thread_count())
+
+    def chunk(lo_item: int, hi_item: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        return join_chunk(items_a, items_b, lo_item, hi_item, tree, cube)
+
+    parts = run_chunks(chunk, items_a.shape[0], chunks=None if objects >= PARALLEL_MIN_OBJECTS else 1)
+    if len(parts) == 1:
+        first, second, unsure_a, unsure_b = parts[0]
+    else:
+        first, second, unsure_a, unsure_b = (np.concatenate(column) for column in zip(*parts))
+    if unsure_a.size:  # within rounding of touching: exact arithmetic decides
+        keep = decide_pairs(tree.columns, unsure_a, unsure_b, shape)
+        ends = tree.handles[unsure_a[keep]], tree.handles[unsure_b[keep]]
+        first = np.concatenate([first, np.minimum(*ends)])
+        second = np.concatenate([second, np.maximum(*ends)])
+    return first, second

@@ -1,0 +1,189 @@
+"""The library's own threads: a small pool of Python threads that runs the batch calls' chunks.
+
+Every kernel is serial and ``nogil`` (:mod:`culling.core.jit`); a batch call
+(``query_many``, and the broad phase's probes and pairs) cuts its work into
+chunks and hands them to :func:`run_chunks`, which runs them on a
+``concurrent.futures`` thread pool while the calling thread works on a chunk
+too.  No threading runtime (OpenMP, TBB, numba's workqueue) is ever loaded
+into the user's process, so:
+
+- any thread of the user's may call any query, from as many threads at once
+  as it likes (each call waits only for its own chunks);
+- ``fork`` is safe after any call: the child drops the parent's pool (its
+  threads do not exist in the child) and starts its own on first use
+  (``os.register_at_fork``);
+- a chunk that itself calls :func:`run_chunks` (a kernel pass inside a pool
+  thread) runs its pieces inline, so the pool never waits on itself.
+
+The pool's size is :func:`thread_count`: the ``CULLING_THREADS`` environment
+variable when set (read at the first batch call), else ``os.cpu_count()``;
+:func:`set_thread_count` changes it at run time (1 runs every batch on the
+calling thread).
+
+>>> import numpy as np
+>>> squares = np.empty(10, dtype=np.int64)
+>>> def square(lo: int, hi: int) -> int:
+...     squares[lo:hi] = np.arange(lo, hi) ** 2
+...     return hi - lo
+>>> sum(run_chunks(square, 10))
+10
+>>> squares.tolist()
+[0, 1, 4, 9, 16, 25, 36, 49, 64, 81]
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import threading
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import TypeVar, cast
+
+__all__ = ["CHUNKS_PER_THREAD", "ENV_VAR", "chunk_bounds", "run_chunks", "set_thread_count", "thread_count"]
+
+T = TypeVar("T")
+
+#: Environment variable that sets the pool's size (a positive integer).
+ENV_VAR = "CULLING_THREADS"
+
+#: Chunks per thread a batch is cut into: a few per thread let a thread that
+#: finishes early take another chunk (the work per point varies tenfold
+#: between a town and open ground); more would only add dispatch (about
+#: 10 us per chunk).  The interest benchmark's 2,000 x 1M tick is flat from
+#: 4 to 16 on 2 to 16 cores.
+CHUNKS_PER_THREAD = 4
+
+_lock = threading.Lock()
+_pool: ThreadPoolExecutor | None = None
+_size: int | None = None
+_inside = threading.local()
+
+
+def _from_env() -> int:
+    text = os.environ.get(ENV_VAR, "").strip()
+    if text:
+        try:
+            n = int(text)
+        except ValueError:
+            n = 0
+        if n >= 1:
+            return n
+        raise ValueError(f"{ENV_VAR} must be a positive integer, got {text!r}")
+    return os.cpu_count() or 1
+
+
+def thread_count() -> int:
+    """Threads a batch call runs on (the calling thread included): ``CULLING_THREADS``, else ``os.cpu_count()``."""
+    global _size
+    if _size is None:
+        with _lock:
+            if _size is None:
+                _size = _from_env()
+    return _size
+
+
+def set_thread_count(n: int | None) -> None:
+    """Run batch calls on ``n`` threads (the caller's included); ``None`` goes back to the default.
+
+    Takes effect at the next batch call; calls running now finish on the old pool.
+    Raises ``ValueError`` unless ``n`` is a positive integer (or None).
+    """
+    global _size, _pool
+    if n is not None and (isinstance(n, bool) or not isinstance(n, int) or n < 1):
+        raise ValueError(f"the thread count must be a positive integer or None, got {n!r}")
+    with _lock:
+        old, _pool = _pool, None
+        _size = n if n is not None else _from_env()
+    if old is not None:
+        old.shutdown(wait=False)
+
+
+def _executor(workers: int) -> ThreadPoolExecutor:
+    global _pool
+    pool = _pool
+    if pool is None:
+        with _lock:
+            if _pool is None:
+                _pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="culling",
+                                           initializer=_mark_inside)
+            pool = _pool
+    return pool
+
+
+def _mark_inside() -> None:
+    _inside.active = True
+
+
+def _after_fork_in_child() -> None:
+    """The child has only the forking thread: forget the parent's pool and lock."""
+    global _pool, _lock
+    _pool = None
+    _lock = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+def chunk_bounds(n_items: int, n_chunks: int) -> list[int]:
+    """``n_chunks + 1`` ascending bounds cutting ``range(n_items)`` into nearly equal runs."""
+    n_chunks = max(1, min(n_chunks, n_items))
+    return [n_items * c // n_chunks for c in range(n_chunks + 1)]
+
+
+def run_chunks(fn: Callable[[int, int], T], n_items: int, min_items: int = 1,
+               chunks: int | None = None) -> list[T]:
+    """``[fn(lo, hi) for each chunk [lo, hi) of range(n_items)]``, the chunks run on the library's threads.
+
+    Parameters
+    ----------
+    fn : callable ``(lo, hi) -> result``
+        Works on items ``lo`` to ``hi - 1``; called once per chunk, from the
+        pool's threads and from the calling thread.  It must write only
+        where its own items go (the chunks run at the same time), and should
+        spend its time in ``nogil`` kernels (otherwise the chunks take turns
+        on the GIL).
+    n_items : int
+        Items to cut (0: ``fn`` is not called).
+    min_items : int
+        The fewest items worth a chunk of their own: fewer than
+        ``2 * min_items`` items run as one chunk on the calling thread.
+    chunks : int, optional
+        How many chunks; ``CHUNKS_PER_THREAD`` per thread by default.
+
+    Returns the chunks' results in order.  The calling thread and up to
+    ``thread_count() - 1`` pool threads take the chunks in turn, so a chunk
+    that takes long does not hold the others up.  An exception in a chunk
+    is raised here, after every thread has stopped (none is left writing).
+    Cost: the chunks' work spread over :func:`thread_count` threads, plus a
+    few microseconds per chunk and about 20 us to wake the pool.
+    """
+    if n_items <= 0:
+        return []
+    threads = thread_count()
+    if chunks is None:
+        chunks = threads * CHUNKS_PER_THREAD
+    chunks = min(chunks, n_items // max(1, min_items))
+    if threads <= 1 or chunks <= 1 or getattr(_inside, "active", False):
+        return [fn(0, n_items)]
+    bounds = chunk_bounds(n_items, chunks)
+    chunks = len(bounds) - 1
+    results: list[T | None] = [None] * chunks
+    taken = itertools.count()  # next() on it is atomic: each chunk is taken by one thread
+
+    def work() -> None:
+        for c in iter(taken.__next__, None):
+            if c >= chunks:
+                return
+            results[c] = fn(bounds[c], bounds[c + 1])
+
+    pool = _executor(threads - 1)
+    helpers = [pool.submit(work) for _ in range(min(threads, chunks) - 1)]
+    try:
+        work()  # the calling thread takes chunks too, so a busy pool delays nothing
+    finally:
+        for f in helpers:  # every chunk done, failed or not, before the caller's arrays are touched again
+            f.exception()
+    for f in helpers:
+        f.result()
+    return cast("list[T]", results)

@@ -1,0 +1,120 @@
+"""The dense grid's sphere probes and pairs: the tree's algorithms over the grid's cells.
+
+A probe of radius ``rho`` visits, on every level, the cells of the point's
+window widened by ``rho`` at both ends (:func:`culling.grid.walk.visits` with
+the probes' radii): at most ``(2 + ceil(2 * rho / W))**dim`` cells per level
+of edge ``W`` (``scale <= 1``), clamped to the world.  Their runs are tested
+by :func:`culling.core.overlap.probe_run`, as the tree's.
+
+For the pairs, the levels' cells are a full tree (cell ``k`` of level ``L``
+has the cells ``2k + bits`` of level ``L + 1`` as children); :func:`cell_tree`
+keeps the cells whose subtree holds objects, numbered compactly with a
+child table, and :func:`culling.core.pairs.overlapping_pairs` joins that tree
+with itself exactly as it joins the view-distance tree.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from culling.core.jit import kernel
+from culling.core.overlap import probe_run
+from culling.core.structs import Pool, PoolFields, Query, QueryFields
+
+__all__ = ["cell_tree", "probe_visits"]
+
+
+@kernel
+def probe_visits(visit_run: np.ndarray, visit_point: np.ndarray, run_start: np.ndarray, run_count: np.ndarray,
+                 points: np.ndarray, grows: np.ndarray, query_fields: QueryFields,
+                 pool_fields: PoolFields) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The probes' answers from their visits (visit ``v``: probe ``visit_point[v]`` reads run
+    ``visit_run[v]``, the probes in order; ``points`` (m, dim) and ``grows`` (m,) the probes).
+
+    Returns ``(handles, counts, unsure_rows, unsure_probes)`` as
+    :func:`culling.tree.probe.probe_chunk`.  O(visits + candidates).
+    """
+    q, pool = Query(*query_fields), Pool(*pool_fields)
+    counts = np.zeros(points.shape[0], dtype=np.int64)
+    out = np.empty(64, dtype=np.int64)
+    unsure = np.empty(0, dtype=np.int64)
+    owners = np.empty(0, dtype=np.int64)
+    k = 0
+    uk = 0
+    for v in range(visit_run.shape[0]):
+        i = visit_point[v]
+        run = visit_run[v]
+        before = k
+        unsure_before = uk
+        out, k, unsure, uk = probe_run(pool, run_start[run], run_start[run] + run_count[run], points[i], grows[i], q,
+                                       out, k, unsure, uk)
+        counts[i] += k - before
+        if uk > unsure_before:
+            more = np.empty(uk, dtype=np.int64)
+            more[:owners.shape[0]] = owners
+            more[unsure_before:uk] = i
+            owners = more
+    return out[:k].copy(), counts, unsure[:uk].copy(), owners[:uk].copy()
+
+
+@kernel
+def cell_tree(offsets: np.ndarray, start: np.ndarray, count: np.ndarray,
+              dim: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The grid's cells whose subtree holds objects, as a tree: ``(child, node_start, node_count)``.
+
+    Node 0 is the level-0 cell; ``child`` int64 ``(nodes, 2**dim)``, -1 for a
+    child whose subtree is empty; ``node_start``/``node_count`` int64, the
+    cells' member runs.  O(cells): every cell's subtree count, bottom up.
+    """
+    levels = offsets.shape[0] - 1
+    cells = offsets[levels]
+    quadrants = 1 << dim
+    below = np.zeros(cells, dtype=np.int64)  # objects in the subtree of each cell
+    for c in range(cells):
+        below[c] = count[c]
+    for level in range(levels - 2, -1, -1):
+        side = 1 << level
+        for flat in range(offsets[level + 1] - offsets[level]):
+            total = below[offsets[level] + flat]
+            for q in range(quadrants):
+                total += below[_child_id(offsets, level, flat, q, dim, side)]
+            below[offsets[level] + flat] = total
+    ids = np.full(cells, -1, dtype=np.int64)
+    n = 0
+    for c in range(cells):
+        if below[c] > 0:
+            ids[c] = n
+            n += 1
+    if n == 0:  # an empty grid: the level-0 cell alone
+        ids[0] = 0
+        n = 1
+    child = np.full((n, quadrants), -1, dtype=np.int64)
+    node_start = np.zeros(n, dtype=np.int64)
+    node_count = np.zeros(n, dtype=np.int64)
+    for level in range(levels):
+        side = 1 << level
+        for flat in range(offsets[level + 1] - offsets[level]):
+            c = offsets[level] + flat
+            node = ids[c]
+            if node < 0:
+                continue
+            node_start[node] = start[c]
+            node_count[node] = count[c]
+            if level + 1 < levels:
+                for q in range(quadrants):
+                    child[node, q] = ids[_child_id(offsets, level, flat, q, dim, side)]
+    return child, node_start, node_count
+
+
+@kernel
+def _child_id(offsets: np.ndarray, level: int, flat: int, quadrant: int, dim: int, side: int) -> int:
+    """Global id of child ``quadrant`` (bit ``a``: the high half of axis ``a``) of cell ``flat`` of ``level``."""
+    rest = flat
+    child_flat = 0
+    shift = 0
+    for axis in range(dim - 1, -1, -1):  # row-major: the last axis runs fastest
+        k = rest % side
+        rest //= side
+        child_flat += (2 * k + ((quadrant >> axis) & 1)) << shift
+        shift += level + 1
+    return int(offsets[level + 1] + child_flat)

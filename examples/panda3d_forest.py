@@ -1,0 +1,246 @@
+"""The view-distance tree inside Panda3D: a forest drawn with hardware instancing, one node per kind.
+
+    python examples/panda3d_forest.py [--headless] [--frames N] [--objects N] [--out DIR] [--all]
+
+Every object of the forest scene (grass, pebbles, bushes, rocks, trees, towers) has its own view
+distance.  They go into a ``culling.ViewDistanceTree`` once, in Panda3D's frame (Z up).  A task on
+Panda3D's task manager, which runs before the frame is culled and drawn, asks the tree at the camera
+and copies the answer into each kind's per-instance vertex array (position, scale, heading; divisor
+1); the node's instance count and bounds follow it, so Panda3D's own cull pass still skips a kind
+that lies wholly outside the view; the ground is Panda3D's GeoMipTerrain.  With a
+display a window opens: the camera flies the scene's path until you touch a key, then W/A/S/D,
+space/shift and the arrow keys fly it.  With no display, or ``--headless``, frames render offscreen
+(p3headlessgl: EGL, llvmpipe without a GPU) into ``DIR/frame_NNNN.png``.  Each frame prints
+``drawn D of N objects, query X ms``; ``--all`` draws every object, to time the engine alone.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the checkout: scenes/ and culling/
+from panda3d.core import (  # noqa: E402
+    BoundingBox,
+    ClockObject,
+    Filename,
+    Geom,
+    GeoMipTerrain,
+    GeomNode,
+    GeomTriangles,
+    GeomVertexArrayFormat,
+    GeomVertexData,
+    GeomVertexFormat,
+    KeyboardButton,
+    PNMImage,
+    Point3,
+    Shader,
+    StringStream,
+    loadPrcFileData,
+)
+
+from culling import ViewDistanceTree  # noqa: E402
+from scenes.base import mesh_base  # noqa: E402
+from scenes.forest import make_forest  # noqa: E402
+
+FPS = 30.0            # headless frames are this far apart on the camera path
+PATH_SECONDS = 60.0   # one lap of the scene's camera path
+SIZE = (640, 360)
+#: Simple lathed shapes, (radius, height) from the bottom up, in units of the bounding radius.
+PROFILES = {"grass_card": ([(0.35, 0.0), (0.0, 1.4)], 4), "pebble": ([(0.0, 0.0), (0.45, 0.3), (0.3, 0.6), (0.0, 0.7)], 5),
+            "bush": ([(0.0, 0.0), (0.6, 0.3), (0.76, 0.76), (0.5, 1.3), (0.0, 1.5)], 7),
+            "rock": ([(0.0, 0.0), (0.6, 0.3), (0.5, 0.9), (0.0, 1.1)], 5),
+            "cone_tree": ([(0.1, 0.0), (0.1, 0.4), (0.6, 0.4), (0.0, 1.98)], 8), "tower": ([(0.2, 0.0), (0.1, 1.94), (0.0, 1.94)], 6)}
+VERTEX = """#version 330
+uniform mat4 p3d_ModelViewProjectionMatrix;
+in vec4 p3d_Vertex; in vec3 p3d_Normal;
+in vec4 offset; in vec2 heading;                // per instance: x, y, z, scale; cos and sin of the heading
+out vec3 normal;
+void main() {
+    mat2 turn = mat2(heading.x, heading.y, -heading.y, heading.x);
+    normal = vec3(turn * p3d_Normal.xy, p3d_Normal.z);
+    gl_Position = p3d_ModelViewProjectionMatrix * vec4(vec3(turn * p3d_Vertex.xy, p3d_Vertex.z) * offset.w + offset.xyz, 1.0);
+}"""
+FRAGMENT = """#version 330
+uniform vec3 colour; in vec3 normal; out vec4 p3d_FragColor;
+void main() { p3d_FragColor = vec4(colour * (0.45 + 0.65 * max(dot(normalize(normal), normalize(vec3(0.4, -0.3, 1.0))), 0.0)), 1.0); }"""
+
+
+def to_panda(xyz: np.ndarray) -> np.ndarray:
+    """Scene frame (y up, -z ahead) -> Panda3D's (z up, +y ahead): (x, y, z) -> (x, -z, y), a rotation."""
+    xyz = np.asarray(xyz, dtype=np.float64)
+    return np.stack([xyz[..., 0], -xyz[..., 2], xyz[..., 1]], axis=-1)
+
+
+def build_world(objects: int, seed: int = 1):
+    """The forest, its centres in Panda3D's frame, their tree, and handle -> object index."""
+    scene = make_forest(objects, seed)
+    centres = to_panda(scene.centres)
+    o, size = scene.world_origin, scene.world_size
+    tree = ViewDistanceTree(size=size, origin=(o[0], -(o[2] + size), o[1]))
+    handles = tree.insert_many(centres, scene.view_distance)
+    object_of = np.zeros(int(handles.max(initial=-1)) + 1, dtype=np.int64)
+    object_of[handles] = np.arange(len(scene))      # a handle is not an index: map it back
+    return scene, centres, tree, object_of
+
+
+def camera_at(scene, seconds: float) -> tuple[np.ndarray, np.ndarray]:
+    """Eye and look-at point (float64, Panda3D's frame) on the scene's scripted path."""
+    pose = scene.camera_pose((seconds / PATH_SECONDS) % 1.0)
+    yaw, pitch = np.radians(pose.yaw), np.radians(pose.pitch)
+    forward = np.array([np.sin(yaw) * np.cos(pitch), np.sin(pitch), -np.cos(yaw) * np.cos(pitch)])
+    return to_panda(pose.position), to_panda(pose.position + forward)
+
+
+def instanced_kind(mesh: str) -> GeomNode:
+    """A lathed shape with flat normals and an empty per-instance array (divisor 1) beside it."""
+    profile, segments = np.array(PROFILES[mesh][0]), PROFILES[mesh][1]
+    a = np.linspace(0.0, 2.0 * np.pi, segments + 1)
+    rings = np.stack([np.outer(profile[:, 0], np.cos(a)), np.outer(profile[:, 0], np.sin(a)),
+                      np.repeat(profile[:, 1:] + mesh_base(mesh), a.size, axis=1)], axis=-1)
+    p00, p01, p10, p11 = rings[:-1, :-1], rings[:-1, 1:], rings[1:, :-1], rings[1:, 1:]
+    tris = np.concatenate([np.stack([p00, p01, p11], -2).reshape(-1, 3, 3), np.stack([p00, p11, p10], -2).reshape(-1, 3, 3)])
+    normals = np.cross(tris[:, 1] - tris[:, 0], tris[:, 2] - tris[:, 0])
+    keep = np.linalg.norm(normals, axis=1) > 1e-9  # drop the degenerate triangles at the tips
+    normals = np.repeat(normals[keep] / np.linalg.norm(normals[keep], axis=1, keepdims=True), 3, axis=0)
+    per_instance = GeomVertexArrayFormat("offset", 4, Geom.NT_float32, Geom.C_other, "heading", 2, Geom.NT_float32, Geom.C_other)
+    per_instance.set_divisor(1)
+    fmt = GeomVertexFormat()
+    fmt.add_array(GeomVertexArrayFormat("vertex", 3, Geom.NT_float32, Geom.C_point, "normal", 3, Geom.NT_float32, Geom.C_normal))
+    fmt.add_array(per_instance)
+    vdata = GeomVertexData(mesh, GeomVertexFormat.register_format(fmt), Geom.UH_static)
+    vdata.modify_array(0).modify_handle().copy_data_from(np.hstack([tris[keep].reshape(-1, 3), normals]).astype(np.float32))
+    prim = GeomTriangles(Geom.UH_static)
+    prim.add_consecutive_vertices(0, 3 * int(keep.sum()))
+    geom = Geom(vdata)
+    geom.add_primitive(prim)
+    node = GeomNode(mesh)
+    node.add_geom(geom)
+    node.set_final(True)                             # the bounds we set are the whole story
+    return node
+
+
+class _OneLineParser(argparse.ArgumentParser):
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+def parse_args(argv=None) -> argparse.Namespace:
+    p = _OneLineParser(prog=Path(__file__).name, description="A forest in Panda3D, culled by view distance.")
+    p.add_argument("--headless", action="store_true", help="render offscreen (the default with no display)")
+    p.add_argument("--frames", type=int, default=None, help="stop after N frames (headless default: 60)")
+    p.add_argument("--objects", type=int, default=200_000, help="objects in the forest (default 200000)")
+    p.add_argument("--out", type=Path, default=Path("out/panda3d_forest"), help="folder for headless frames")
+    p.add_argument("--all", action="store_true", help="draw every object, no culling (to time the engine alone)")
+    args = p.parse_args(argv)
+    if args.objects < 1 or (args.frames is not None and args.frames < 1):
+        p.error("--objects and --frames must be at least 1")
+    return args
+
+
+def main(argv=None) -> None:
+    args = parse_args(argv)
+    headless = args.headless or not os.environ.get("DISPLAY")
+    loadPrcFileData("", f"win-size {SIZE[0]} {SIZE[1]}\nwindow-title Panda3D forest: view-distance culling\n"
+                        "audio-library-name null\nsync-video false\nnotify-level-egldisplay error\nnotify-level-device fatal\n"
+                        + ("load-display p3headlessgl\nwindow-type offscreen\n" if headless else ""))
+    from direct.showbase.ShowBase import ShowBase
+
+    print(f"building {args.objects} objects and their tree ...", flush=True)
+    scene, centres, tree, object_of = build_world(args.objects)
+    records = np.hstack([centres, scene.bounding_radius[:, None], np.cos(-scene.yaw)[:, None],  # heading turns the
+                         np.sin(-scene.yaw)[:, None]]).astype(np.float32)                       # other way in z-up
+    offsets = scene.kind_offsets
+    base = ShowBase()
+    base.disableMouse()
+    base.setBackgroundColor(*scene.sky, 1.0)
+    base.camLens.set_min_fov(60.0)                   # vertical, in a landscape window
+    base.camLens.set_near_far(0.3, 6000.0)
+    terrain, t = GeoMipTerrain("ground"), scene.terrain  # Panda3D's own terrain from a height field
+    low, high = t.height_range
+    pgm = np.round((t.heights - low) / max(high - low, 1e-9) * 65535).astype(">u2")   # row i: z = z0 + i step
+    heights = PNMImage()                             # GeoMipTerrain puts image row 0 at its far (+y) edge
+    heights.read(StringStream(b"P5 %d %d 65535\n" % pgm.shape[::-1] + pgm.tobytes()), "heights.pgm")
+    terrain.set_heightfield(heights)
+    terrain.set_block_size(32)
+    terrain.set_bruteforce(True)                     # full detail: its LOD, updated at a moving camera, sank hills
+    terrain.generate()
+    ground = terrain.get_root()
+    ground.reparent_to(base.render)
+    ground.set_pos(t.origin[0], -(t.origin[1] + t.size), low)
+    ground.set_scale(t.step, t.step, high - low)
+    ground.set_color(*t.low_colour, 1.0)
+    shader = Shader.make(Shader.SL_GLSL, VERTEX, FRAGMENT)
+    nodes = []
+    for kind in scene.kinds:
+        node = base.render.attach_new_node(instanced_kind(kind.mesh))
+        node.set_shader(shader)
+        node.set_shader_input("colour", kind.colour)
+        nodes.append(node)
+    state = {"flown": False, "frame": 0, "query_ms": []}
+    keys = {"w": (0, 1, 0), "s": (0, -1, 0), "a": (-1, 0, 0), "d": (1, 0, 0), "space": (0, 0, 1), "shift": (0, 0, -1)}
+    turns = {"arrow_left": (1, 0), "arrow_right": (-1, 0), "arrow_up": (0, 1), "arrow_down": (0, -1)}
+
+    def fly(dt: float) -> None:
+        down = base.mouseWatcherNode.is_button_down if base.mouseWatcherNode else (lambda button: False)
+        pressed = [name for name in (*keys, *turns) if down(KeyboardButton.ascii_key(name) if len(name) == 1
+                                                             else getattr(KeyboardButton, name.removeprefix("arrow_"))())]
+        state["flown"] = state["flown"] or bool(pressed)
+        for name in pressed:
+            if name in keys:
+                base.camera.set_pos(base.camera, *(40.0 * dt * np.array(keys[name])))
+            else:
+                base.camera.set_hpr(base.camera.get_h() + 60.0 * dt * turns[name][0],
+                                    base.camera.get_p() + 60.0 * dt * turns[name][1], 0.0)
+
+    def cull_and_draw(task):                         # a task: runs every frame before Panda3D culls and draws
+        fly(ClockObject.get_global_clock().get_dt())
+        if state["flown"]:
+            eye = np.array(base.camera.get_pos(base.render), dtype=np.float64)
+        else:
+            eye, target = camera_at(scene, state["frame"] / FPS if headless else task.time)
+            base.camera.set_pos(*eye)
+            base.camera.look_at(Point3(*target))
+        t_query = time.perf_counter()
+        visible = np.arange(len(scene)) if args.all else np.sort(object_of[tree.query(eye, exact=True)])
+        state["query_ms"].append(1000.0 * (time.perf_counter() - t_query))
+        cuts = np.searchsorted(visible, offsets)
+        for k, node in enumerate(nodes):
+            rows = records[visible[cuts[k]:cuts[k + 1]]]
+            node.set_instance_count(len(rows))       # 0 would mean "not instanced": hide instead
+            node.show() if len(rows) else node.hide()
+            node.node().modify_geom(0).modify_vertex_data().modify_array(1).modify_handle().copy_data_from(rows)
+            if len(rows):
+                lo, hi = rows[:, :3] - 2 * rows[:, 3:4], rows[:, :3] + 2 * rows[:, 3:4]
+                node.node().set_bounds(BoundingBox(Point3(*lo.min(axis=0)), Point3(*hi.max(axis=0))))
+        print(f"drawn {visible.size} of {len(scene)} objects, query {state['query_ms'][-1]:.2f} ms", flush=True)
+        state["frame"] += 1
+        if not headless and args.frames is not None and state["frame"] >= args.frames:
+            base.userExit()
+        return task.cont
+
+    base.taskMgr.add(cull_and_draw, "cull-and-draw")
+    if not headless:
+        base.run()
+        return
+    args.out.mkdir(parents=True, exist_ok=True)
+    frames, frame_ms, image = args.frames or 60, [], PNMImage()
+    for i in range(frames):
+        t0 = time.perf_counter()
+        base.taskMgr.step()                          # the task, then Panda3D's cull and draw
+        base.win.get_screenshot(image)               # reads the frame back (waits for the renderer)
+        frame_ms.append(1000.0 * (time.perf_counter() - t0))
+        image.remove_alpha()
+        image.write(Filename.from_os_specific(str(args.out / f"frame_{i:04d}.png")))
+    steady, query = frame_ms[1:] or frame_ms, state["query_ms"][1:] or state["query_ms"]
+    print(f"{frames} frames in {args.out}: median frame {np.median(steady):.1f} ms "
+          f"(query {np.median(query):.2f} ms), first frame {frame_ms[0]:.0f} ms", flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,196 @@
+"""Processes: fork after any call, read-only installs, concurrent cold compiles, warm-up.
+
+The subprocess tests compile kernels in an empty cache, which takes
+seconds: each runs the least that shows its point (an exact query).
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import culling
+from culling.core.jit import KERNELS
+
+PACKAGE = Path(culling.__file__).resolve().parent
+
+#: A small program: a tree, an exact query, a query_many; prints the answers' sizes.
+PROGRAM = """
+import numpy as np, culling
+rng = np.random.default_rng(7)
+c = rng.uniform(0.0, 100.0, (500, 3))
+tree = culling.ViewDistanceTree(size=128.0, dim=3)
+tree.insert_many(c, rng.uniform(1.0, 20.0, 500))
+print(len(tree.query(c[0], exact=True)), int(tree.query_many(c[:100], exact=True)[1].sum()))
+"""
+
+
+def _expected() -> str:
+    rng = np.random.default_rng(7)
+    c = rng.uniform(0.0, 100.0, (500, 3))
+    tree = culling.ViewDistanceTree(size=128.0, dim=3)
+    tree.insert_many(c, rng.uniform(1.0, 20.0, 500))
+    return f"{len(tree.query(c[0], exact=True))} {int(tree.query_many(c[:100], exact=True)[1].sum())}"
+
+
+def _run(code: str, env: dict[str, str], cwd: Path, timeout: float = 400.0) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-c", code], env=env, cwd=cwd, capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def _env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("NUMBA_", "PYTHON", "CULLING_"))}
+    env.update(PYTHONPATH=str(PACKAGE.parent), PYTHONDONTWRITEBYTECODE="1", **extra)
+    return env
+
+
+# ----------------------------------------------------------------------------- fork
+
+_FORKED: dict[str, object] = {}
+
+
+def _child_answers(lo: int) -> tuple[list[int], list[int]]:
+    tree = _FORKED["tree"]
+    points = _FORKED["points"]
+    assert isinstance(tree, culling.ViewDistanceTree) and isinstance(points, np.ndarray)
+    handles, counts = tree.query_many(points[lo:lo + 200], exact=True)
+    return handles.tolist(), counts.tolist()
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork on this platform")
+def test_a_fork_pool_maps_query_many_after_the_parent_ran_it():
+    rng = np.random.default_rng(8)
+    centres = rng.uniform(0.0, 500.0, (5000, 3))
+    tree = culling.ViewDistanceTree(size=512.0, dim=3)
+    tree.insert_many(centres, rng.uniform(1.0, 30.0, 5000))
+    points = rng.uniform(0.0, 500.0, (800, 3))
+    expected = [tree.query_many(points[lo:lo + 200], exact=True) for lo in range(0, 800, 200)]  # the parent's pool
+    _FORKED.update(tree=tree, points=points)
+    try:
+        with multiprocessing.get_context("fork").Pool(2) as workers:
+            got = workers.map_async(_child_answers, range(0, 800, 200)).get(timeout=120)
+    finally:
+        _FORKED.clear()
+    for (handles, counts), (want_h, want_c) in zip(got, expected):
+        assert handles == want_h.tolist() and counts == want_c.tolist()
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork on this platform")
+def test_a_forked_child_queries_and_mutates_its_own_copy():
+    tree = culling.ViewDistanceTree(size=64.0, dim=2)
+    rng = np.random.default_rng(9)
+    centres = rng.uniform(0.0, 60.0, (300, 2))
+    handles = tree.insert_many(centres, rng.uniform(1.0, 9.0, 300))
+    tree.query_many(centres, exact=True)
+    pid = os.fork()
+    if pid == 0:  # the child: exit status 0 only if everything works
+        try:
+            tree.remove_many(handles[:100])
+            tree.query_many(centres, exact=True)
+            tree.check_invariants()
+            os._exit(0 if len(tree) == 200 else 1)
+        except BaseException:
+            os._exit(2)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert len(tree) == 300
+
+
+# ----------------------------------------------------------------------------- caches
+
+
+def test_an_install_where_no_cache_can_be_written_compiles_in_memory(tmp_path):
+    """A copy of the package, no ``__pycache__`` folder possible in it (a file of that name; and read-only
+    for a user other than root), and every cache folder numba could use under a plain file."""
+    site = tmp_path / "site"
+    shutil.copytree(PACKAGE, site / "culling", ignore=shutil.ignore_patterns("__pycache__"))
+    for folder in [site / "culling", *(p for p in (site / "culling").rglob("*") if p.is_dir())]:
+        (folder / "__pycache__").write_text("not a folder")
+    blocker = tmp_path / "blocker"
+    blocker.write_text("not a folder")
+    for path in [site, *site.rglob("*")]:
+        path.chmod(path.stat().st_mode & ~0o222)
+    env = _env(NUMBA_CACHE_DIR=str(blocker / "numba"), HOME=str(blocker / "home"),
+               XDG_CACHE_HOME=str(blocker / "cache"))
+    env["PYTHONPATH"] = str(site)
+    try:
+        proc = _run("import warnings; warnings.simplefilter('always')\n" + PROGRAM, env, tmp_path)
+    finally:
+        for path in [site, *site.rglob("*")]:
+            path.chmod(path.stat().st_mode | 0o200)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.split() == _expected().split()
+    assert proc.stderr.count("no numba cache directory can be written") == 1, proc.stderr[-3000:]
+
+
+def test_concurrent_cold_compiles_into_one_cache_are_safe(tmp_path):
+    cache = tmp_path / "cache"
+    env = _env(NUMBA_CACHE_DIR=str(cache))
+    procs = [subprocess.Popen([sys.executable, "-c", PROGRAM], env=env, cwd=tmp_path, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    outs = [p.communicate(timeout=400) for p in procs]
+    for p, (out, err) in zip(procs, outs):
+        assert p.returncode == 0, err[-3000:]
+        assert out.split() == _expected().split()
+    assert any(cache.rglob("*.nbi")), "nothing was cached"
+    warm = _run(PROGRAM, env, tmp_path)
+    assert warm.returncode == 0, warm.stderr[-3000:]
+    assert warm.stdout.split() == _expected().split()
+
+
+# ----------------------------------------------------------------------------- warm-up
+
+
+WORKLOAD = """
+import numpy as np, culling
+from culling.core.jit import KERNELS
+culling.warm_up()
+before = [len(k.signatures) for k in KERNELS]
+rng = np.random.default_rng(0)
+for dim in (1, 2, 3):
+    for shape in ("sphere", "cube"):
+        c = rng.uniform(0.0, 1000.0, (3000, dim))
+        r = rng.uniform(0.5, 60.0, 3000)
+        for s in (culling.ViewDistanceTree(1024.0, dim=dim, shape=shape),
+                  culling.DenseViewDistanceGrid(1024.0, dim=dim, shape=shape, min_radius=1.0)):
+            h = s.insert_many(c.astype(np.float32), r.tolist())
+            s.insert(c[0], 2.0)
+            s.query(c[1]); s.query(c[1].tolist(), exact=True); s.query(c[2], exact=True, scale=50.0)
+            s.query_spheres(c[3], exact=True); s.trace(c[4]); s.trace(c[4], scale=100.0)
+            s.query_many(c[:100]); s.query_many(c[:10], exact=True); s.query_many(c[:300], exact=True, scale=30.0)
+            s.update_many(h, c + 0.5, r); s.update(h[0], c[5], 3.0); s.remove(h[1]); s.remove_many(h[2:50])
+            s.check_invariants()
+after = [len(k.signatures) for k in KERNELS]
+new = [k.py_func.__qualname__ for k, a, b in zip(KERNELS, before, after) if a != b]
+many = [k.py_func.__qualname__ for k in KERNELS if len(k.signatures) > 1]
+print("new:", new, "many:", many)
+"""
+
+
+def test_warm_up_compiles_every_kernel_the_calls_use_once():
+    """After ``warm_up``, calls of every kind in every dimension and shape compile nothing more, and no
+    kernel has a second signature.  (A fresh process, so earlier tests' compiles do not count.)"""
+    proc = _run(WORKLOAD, _env(), PACKAGE.parent)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.strip() == "new: [] many: []"
+
+
+def test_warm_up_reports_progress_and_the_command_draws_a_bar():
+    calls: list[tuple[int, int, str]] = []
+    seconds = culling.warm_up(lambda done, total, name: calls.append((done, total, name)))
+    assert seconds >= 0.0
+    assert [c[0] for c in calls] == list(range(1, len(calls) + 1))
+    assert {c[1] for c in calls} == {len(calls)} and all(c[2] for c in calls)
+    assert any(k.signatures for k in KERNELS)
+    proc = _run("import sys; from culling.__main__ import main; sys.exit(main(['warm-up']))", _env(),
+                PACKAGE.parent)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "compiling kernels (first run only)" in proc.stderr
+    assert f"{len(calls)}/{len(calls)}" in proc.stderr and "kernels ready in" in proc.stderr

@@ -1,0 +1,290 @@
+"""Threads: the library's own pool, and one structure shared by reader and writer threads.
+
+docs/CONTRACT.md: any number of threads may query one structure at once; a
+mutation while other calls run is serialised by the structure, never a wrong
+answer, a -1 handle, a corrupted structure or a crash.  Readers and writers
+hammer a tree and a grid for about a second each; objects no writer touches
+must be answered exactly all along, and after the run every object's answer
+and the invariants are checked against brute force.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import numba.np.ufunc.parallel as numba_parallel
+import numpy as np
+import pytest
+
+import culling
+from culling.core import threads as pool
+
+STRUCTURES = {
+    "tree": lambda: culling.ViewDistanceTree(size=256.0, dim=3),
+    "grid": lambda: culling.DenseViewDistanceGrid(size=256.0, dim=3, min_radius=0.5),
+}
+
+RUN_SECONDS = 1.0
+
+
+def brute(centres: np.ndarray, radii: np.ndarray, point: np.ndarray) -> np.ndarray:
+    """Indices of the spheres containing ``point`` (no point of these tests lies near a surface)."""
+    return np.flatnonzero(np.sqrt(((centres - point) ** 2).sum(axis=1)) <= radii)
+
+
+def split(handles: np.ndarray, counts: np.ndarray) -> list[np.ndarray]:
+    return np.split(handles, np.cumsum(counts)[:-1])
+
+
+# ----------------------------------------------------------------------------- the pool
+
+
+def test_run_chunks_covers_every_item_once_in_order():
+    seen = np.zeros(1000, dtype=np.int64)
+
+    def mark(lo: int, hi: int) -> tuple[int, int]:
+        seen[lo:hi] += 1
+        return lo, hi
+
+    parts = pool.run_chunks(mark, 1000, chunks=7)
+    assert (seen == 1).all()
+    assert [p[0] for p in parts] == sorted(p[0] for p in parts)
+    assert parts[0][0] == 0 and parts[-1][1] == 1000
+    assert pool.run_chunks(mark, 0) == []
+
+
+def test_run_chunks_raises_a_chunks_error_after_all_chunks_stopped():
+    finished = []
+
+    def fail_one(lo: int, hi: int) -> None:
+        if lo == 0:
+            raise KeyError("chunk 0")
+        time.sleep(0.01)
+        finished.append(lo)
+
+    with pytest.raises(KeyError, match="chunk 0"):
+        pool.run_chunks(fail_one, 64, chunks=8)
+    count = len(finished)
+    time.sleep(0.05)
+    assert len(finished) == count == 7
+
+
+def test_thread_count_is_configurable():
+    default = pool.thread_count()
+    try:
+        culling.set_thread_count(3)
+        assert culling.thread_count() == 3
+        culling.set_thread_count(1)
+        tree = STRUCTURES["tree"]()
+        rng = np.random.default_rng(1)
+        centres = rng.uniform(0.0, 256.0, (500, 3))
+        tree.insert_many(centres, rng.uniform(1.0, 20.0, 500))
+        handles, counts = tree.query_many(centres[:200], exact=True)
+        culling.set_thread_count(None)
+        again, counts_again = tree.query_many(centres[:200], exact=True)
+        assert (counts == counts_again).all() and (handles == again).all()
+    finally:
+        culling.set_thread_count(None)
+    assert pool.thread_count() == default
+    for bad in (0, -1, 1.5, True, "2"):
+        with pytest.raises(ValueError, match="positive integer"):
+            culling.set_thread_count(bad)
+
+
+def test_no_threading_runtime_is_loaded_by_query_many():
+    tree = STRUCTURES["tree"]()
+    rng = np.random.default_rng(2)
+    centres = rng.uniform(0.0, 256.0, (2000, 3))
+    tree.insert_many(centres, rng.uniform(1.0, 20.0, 2000))
+    tree.query_many(centres[:500], exact=True)
+    grid = STRUCTURES["grid"]()
+    grid.insert_many(centres, rng.uniform(1.0, 20.0, 2000))
+    grid.query_many(centres[:500], exact=True)
+    assert not numba_parallel._is_initialized, "numba's threading layer was started"
+    with open("/proc/self/maps") as maps:
+        libraries = maps.read()
+    for runtime in ("libgomp", "libiomp", "libomp", "libtbb", "workqueue"):
+        assert runtime not in libraries, runtime
+
+
+# ----------------------------------------------------------------------------- readers and writers
+
+
+@pytest.mark.parametrize("kind", sorted(STRUCTURES))
+def test_many_threads_query_one_structure_at_once(kind):
+    s = STRUCTURES[kind]()
+    rng = np.random.default_rng(3)
+    centres = rng.uniform(0.0, 250.0, (3000, 3))
+    radii = rng.uniform(1.0, 25.0, 3000)
+    s.insert_many(centres, radii)
+    points = rng.uniform(0.0, 250.0, (300, 3))
+    expected_many = s.query_many(points, exact=True)
+    expected = [np.sort(s.query(p, exact=True)) for p in points[:50]]
+    errors: list[str] = []
+
+    def reader(seed: int) -> None:
+        for _ in range(6):
+            handles, counts = s.query_many(points, exact=True)
+            if not ((handles == expected_many[0]).all() and (counts == expected_many[1]).all()):
+                errors.append(f"query_many differs in reader {seed}")
+            for p, want in zip(points[:50], expected):
+                if not np.array_equal(np.sort(s.query(p, exact=True)), want):
+                    errors.append(f"query differs in reader {seed}")
+
+    threads = [threading.Thread(target=reader, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    assert not any(t.is_alive() for t in threads)
+    assert not errors, errors[:3]
+
+
+class Hammer:
+    """Static objects nobody touches; each writer owns its own moving objects and knows where they are."""
+
+    def __init__(self, kind: str, seed: int = 4) -> None:
+        self.s = STRUCTURES[kind]()
+        self.largest = 200.0 if kind == "tree" else 100.0  # the tree's root grows for 200; the grid's world is fixed
+        rng = np.random.default_rng(seed)
+        self.static_centres = rng.uniform(2.0, 250.0, (2000, 3))
+        self.static_radii = rng.uniform(1.0, 25.0, 2000)
+        self.static = self.s.insert_many(self.static_centres, self.static_radii)
+        self.points = rng.uniform(2.0, 250.0, (256, 3))
+        # No query point within 1e-6 of a static surface: the brute force needs no exact arithmetic.
+        self.expected = [brute(self.static_centres, self.static_radii, p) for p in self.points]
+        self.static_set = set(self.static.tolist())
+        self.owned: list[dict[int, tuple[np.ndarray, float]]] = []
+        self.errors: list[str] = []
+        self.stop = threading.Event()
+
+    def check_answer(self, i: int, handles: np.ndarray) -> None:
+        if handles.size and handles.min() < 0:
+            self.errors.append(f"negative handle {handles.min()}")
+        if np.unique(handles).size != handles.size:
+            self.errors.append("a handle answered twice")
+        mine = np.sort(handles[np.isin(handles, self.static)])
+        want = np.sort(self.static[self.expected[i]])
+        if not np.array_equal(mine, want):
+            self.errors.append(f"point {i}: static answer {mine.size} handles, expected {want.size}")
+
+    def reader(self, seed: int) -> None:
+        rng = np.random.default_rng(seed)
+        while not self.stop.is_set() and not self.errors:
+            if rng.random() < 0.5:
+                at = int(rng.integers(0, len(self.points) - 100))
+                handles, counts = self.s.query_many(self.points[at:at + 100], exact=True)
+                for k, part in enumerate(split(handles, counts)):
+                    self.check_answer(at + k, part)
+            else:
+                i = int(rng.integers(0, len(self.points)))
+                self.check_answer(i, self.s.query(self.points[i], exact=True))
+                h, c, r = self.s.query_spheres(self.points[i], exact=True)
+                self.check_answer(i, h)
+
+    def batch_writer(self, seed: int) -> None:
+        rng = np.random.default_rng(seed)
+        mine: dict[int, tuple[np.ndarray, float]] = {}
+        self.owned.append(mine)
+        try:
+            while not self.stop.is_set():
+                n = int(rng.integers(1, 200))
+                centres = rng.uniform(2.0, 250.0, (n, 3))
+                radii = rng.uniform(0.5, 30.0, n)
+                handles = self.s.insert_many(centres, radii)
+                for h, c, r in zip(handles.tolist(), centres, radii.tolist()):
+                    if h in self.static_set or h in mine:
+                        self.errors.append(f"handle {h} handed out twice")
+                    mine[h] = (c, r)
+                live = np.array(sorted(mine), dtype=np.int64)
+                moving = rng.choice(live, min(live.size, 150), replace=False)
+                moved = np.clip(np.array([mine[h][0] for h in moving.tolist()]) + rng.normal(0, 3, (moving.size, 3)),
+                                2.0, 250.0)
+                grown = rng.uniform(0.5, 30.0, moving.size)
+                self.s.update_many(moving, moved, grown)
+                for h, c, r in zip(moving.tolist(), moved, grown.tolist()):
+                    mine[h] = (c, r)
+                gone = rng.choice(live, live.size // 3, replace=False)
+                self.s.remove_many(gone)
+                for h in gone.tolist():
+                    del mine[h]
+        except Exception as exc:  # noqa: BLE001 - reported by the test
+            self.errors.append(f"batch writer: {exc!r}")
+
+    def single_writer(self, seed: int) -> None:
+        rng = np.random.default_rng(seed)
+        mine: dict[int, tuple[np.ndarray, float]] = {}
+        self.owned.append(mine)
+        try:
+            while not self.stop.is_set():
+                c = rng.uniform(2.0, 250.0, 3)
+                r = float(rng.uniform(0.5, 30.0))
+                h = self.s.insert(c, r)
+                if h in self.static_set or h in mine:
+                    self.errors.append(f"handle {h} handed out twice")
+                mine[h] = (c, r)
+                if len(mine) > 20:
+                    victim = int(rng.choice(sorted(mine)))
+                    if rng.random() < 0.5:
+                        self.s.remove(victim)
+                        del mine[victim]
+                    else:
+                        c = rng.uniform(2.0, 250.0, 3)
+                        r = float(rng.uniform(0.5, self.largest))
+                        self.s.update(victim, c, r)
+                        mine[victim] = (c, r)
+        except Exception as exc:  # noqa: BLE001 - reported by the test
+            self.errors.append(f"single writer: {exc!r}")
+
+
+@pytest.mark.parametrize("kind", sorted(STRUCTURES))
+def test_readers_and_writers_hammer_one_structure(kind):
+    hammer = Hammer(kind)
+    work = ([threading.Thread(target=hammer.reader, args=(10 + i,)) for i in range(3)]
+            + [threading.Thread(target=hammer.batch_writer, args=(20 + i,)) for i in range(2)]
+            + [threading.Thread(target=hammer.single_writer, args=(30,))])
+    for t in work:
+        t.start()
+    time.sleep(RUN_SECONDS)
+    hammer.stop.set()
+    for t in work:
+        t.join(60)
+    assert not any(t.is_alive() for t in work), "a thread hung"
+    assert not hammer.errors, hammer.errors[:5]
+    s = hammer.s
+    s.check_invariants()
+    everything = {h: (c, r) for h, c, r in zip(hammer.static.tolist(), hammer.static_centres,
+                                                hammer.static_radii.tolist())}
+    for mine in hammer.owned:
+        assert everything.keys().isdisjoint(mine)
+        everything.update(mine)
+    assert len(s) == len(everything)
+    assert np.array_equal(np.sort(s.handles()), np.sort(np.array(list(everything))))
+    handles = np.array(list(everything), dtype=np.int64)
+    centres = np.array([everything[h][0] for h in handles.tolist()])
+    radii = np.array([everything[h][1] for h in handles.tolist()])
+    assert np.array_equal(s.centres_of(handles), centres)
+    got, counts = s.query_many(hammer.points, exact=False)
+    for i, part in enumerate(split(got, counts)):
+        inside = handles[brute(centres, radii, hammer.points[i])]
+        assert set(inside.tolist()) <= set(part.tolist())
+
+
+def test_copies_and_pickles_get_their_own_lock():
+    import copy
+    import pickle
+
+    for kind, make in STRUCTURES.items():
+        s = make()
+        rng = np.random.default_rng(5)
+        centres = rng.uniform(0.0, 250.0, (300, 3))
+        s.insert_many(centres, rng.uniform(1.0, 20.0, 300))
+        for twin in (pickle.loads(pickle.dumps(s)), copy.deepcopy(s), copy.copy(s)):
+            assert twin._rw is not s._rw, kind
+            assert np.array_equal(np.sort(twin.query(centres[0], exact=True)), np.sort(s.query(centres[0], exact=True)))
+            twin.check_invariants()
+        twin = copy.deepcopy(s)
+        twin.remove_many(twin.handles()[:100])
+        assert len(twin) == 200 and len(s) == 300
+        s.check_invariants()

@@ -1,0 +1,72 @@
+"""The HUD's size, its legend and its warm figures, checked in pixels and numbers."""
+
+import numpy as np
+from PIL import Image
+
+from engine.culling_pipeline import FrameStats
+from engine.hud import HudInfo, draw_hud, hud_font_size, hud_legend, hud_lines
+from engine.overlay import LevelBoxes, level_colour
+
+
+def _levels(n: int = 10) -> list[LevelBoxes]:
+    return [LevelBoxes(depth=d, node_size=16384.0 / 2 ** d, bounds=np.zeros((8, 2, 3)), objects=12_345)
+            for d in range(n)]
+
+
+def _busy_info(**kw) -> HudInfo:
+    stats = FrameStats(candidates=1_234_567, in_range=123_456, in_frustum=12_345, drawn=12_345, draw_calls=21,
+                       query_ms=12.34, distance_ms=1.23, frustum_ms=1.23, upload_ms=1.23, draw_ms=123.4,
+                       trace_ms=1.23, triangles=1_234_567, level_counts=np.array([1234, 5678, 9012]))
+    return HudInfo("clusters", 1_000_000, stats, levels=_levels(), fps=59.9, frozen=True, scale=1.25, zoom=4.4,
+                   collision=True, entered=1234, left=1234, speed=250.0, help=True, status="F: culling frozen",
+                   mouse="mouse free: click or Tab captures, drag looks; Esc quits",
+                   notes=["aggro: you + 300 hunters x 29,100 creatures, 9,999 pairs, 9,999 chasing",
+                          "  query_many 1.50 ms, brute force 70.00 ms (46.7x)"], **kw)
+
+
+def _panel_share(size: tuple[int, int], mode: str) -> float:
+    w, h = size
+    info = _busy_info()
+    lines = hud_lines(info, mode)
+    image = Image.new("RGB", size, (255, 255, 255))
+    chars = max(len(text) for text, _ in lines)
+    draw_hud(image, lines, hud_font_size(h, w, chars), legend=hud_legend(info, mode))
+    dark = np.asarray(image).max(axis=-1) < 120
+    return float(dark.any(axis=1).sum() * dark.any(axis=0).sum()) / (w * h)
+
+
+def test_full_hud_covers_at_most_a_quarter_of_1280x720():
+    assert _panel_share((1280, 720), "full") <= 0.25
+
+
+def test_full_hud_stays_readable_at_640x360():
+    lines = hud_lines(_busy_info(), "full")
+    assert max(len(text) for text, _ in lines) <= 72             # no line wider than the view at 9 px
+    assert hud_font_size(360, 640, max(len(text) for text, _ in lines)) >= 9
+    assert _panel_share((640, 360), "full") < 0.8
+
+
+def test_compact_hud_draws_a_legend_swatch_per_level_colour():
+    info = _busy_info()
+    (legend,) = hud_legend(info)
+    assert [text for text, _ in legend][:2] == ["16384", "8192"] and legend[-1][0].endswith(" m boxes")
+    image = Image.new("RGB", (1280, 720), (255, 255, 255))
+    draw_hud(image, hud_lines(info, "compact"), 12, legend=[legend])
+    pixels = np.asarray(image).reshape(-1, 3).astype(int)
+    for lv in info.levels:
+        rgb = np.array([round(255 * c) for c in level_colour(lv.depth)])
+        assert (np.abs(pixels - rgb).max(axis=1) <= 1).sum() >= 36, lv.depth     # a swatch, not a stray pixel
+
+
+def test_status_line_shows_in_every_mode():
+    info = _busy_info()
+    for mode in ("compact", "full", "off"):
+        assert hud_lines(info, mode)[0][0] == "F: culling frozen"
+    info.status = ""
+    assert hud_lines(info, "off") == []
+
+
+def test_times_say_they_are_medians_and_cold_frames_are_marked():
+    text = [t for t, _ in hud_lines(_busy_info(warm_frames=30, cold=True), "full")]
+    assert text[2].startswith("ms (median of 30)")
+    assert any(t.startswith("slow frame") for t in text)
