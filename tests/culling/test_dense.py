@@ -649,10 +649,11 @@ def test_windows_are_the_trees_windows_cut_to_the_world(size, origin):
     cells whose grown box holds the point, in rationals) shifted to the grid's cells and clamped to
     the world, empty exactly when no cell of the world holds the point in its grown box; and it holds
     the home cell of every world centre within reach, also a few ulps from a grown box's edge."""
+    from test_walk import _window as _exact_window
+
     from culling.core.lattice import ANCHOR, Lattice
     from culling.core.structs import World
     from culling.grid import walk as gridwalk
-    from tests.culling.test_walk import _window as _exact_window
 
     grid = DenseViewDistanceGrid(size, origin=origin, dim=3, min_radius=size / 300)
     geo, world, lat = grid._geo, World(grid.origin, grid.size, 0, 0), Lattice(size, np.array(origin))

@@ -393,13 +393,13 @@ def test_compiled_windows_are_the_exact_windows():
     (culling.grid.walk.cell_window) shifts and clamps to its world, is the exact definition's
     (the cells whose grown box holds the point, in rationals)."""
     from lattice_reference import cell as exact_cell
+    from test_walk import _decidable
+    from test_walk import _window as _exact_window
 
     from culling.core import cells
     from culling.core.lattice import ANCHOR, Lattice
     from culling.core.structs import World
     from culling.grid import walk as gridwalk
-    from tests.culling.test_walk import _decidable
-    from tests.culling.test_walk import _window as _exact_window
 
     rng = np.random.default_rng(11)
     for size, origin in [(7.3, 1e6), (1000.0, -500.0), (16.0, 0.0), (4096.0, -2048.0)]:
