@@ -27,7 +27,6 @@ elsewhere a window may take one more cell at an end of an axis, never one less.
 
 from __future__ import annotations
 
-import copy
 import math
 import numbers
 
@@ -39,8 +38,9 @@ from culling.core import chunks, growth, members, overlap, pairs
 from culling.core.cells import placed_u
 from culling.core.containment import decide, squared_reach, squared_reach_of
 from culling.core.growth import ARRAY_GROWTH
-from culling.core.locks import ReadWriteLock, reading, state_without_lock, writing
+from culling.core.locks import reading, writing
 from culling.core.structs import CellsFields, PoolFields, WorldFields
+from culling.core.structure import Structure
 from culling.core.threads import run_chunks
 from culling.core.validation import (
     Handle,
@@ -51,7 +51,6 @@ from culling.core.validation import (
     as_radii,
     as_radius,
     as_scale,
-    check_constructor,
     check_unique,
     is_live,
     live_handle,
@@ -89,7 +88,7 @@ MAX_ENUMERATED_CELLS = 4096
 
 
 
-class DenseViewDistanceGrid:
+class DenseViewDistanceGrid(Structure):
     """Dense per-level grids of view-distance spheres in a fixed world.
 
     The same interface as :class:`~culling.tree.tree.ViewDistanceTree`, with O(1)
@@ -144,8 +143,7 @@ class DenseViewDistanceGrid:
 
     def __init__(self, size: float, origin: ArrayLike | None = None, dim: int = 3, shape: str = "sphere",
                  min_radius: float | None = None) -> None:
-        self._size, self._origin, self._dim, self._shape = check_constructor(size, origin, dim, shape)
-        self._rw = ReadWriteLock()
+        super().__init__(size, origin, dim, shape)
         self.finest_level, self.min_radius = self._finest_level(min_radius)
         self._geo = geo = GridGeometry(self.size, self.origin, self.finest_level)
         if not np.isfinite(geo.hi).all():
@@ -201,46 +199,7 @@ class DenseViewDistanceGrid:
         return level, value
 
     # ------------------------------------------------------------------
-    # The constructor's choices: read-only (changing them would misplace every stored object)
-
-    @property
-    def size(self) -> float:
-        """Edge of the world (the level-0 cell)."""
-        return self._size
-
-    @property
-    def origin(self) -> np.ndarray:
-        """Low corner of the world, float64 (dim,), read-only."""
-        return self._origin
-
-    @property
-    def dim(self) -> int:
-        """1, 2 or 3."""
-        return self._dim
-
-    @property
-    def shape(self) -> str:
-        """``"sphere"`` or ``"cube"``: the exact test."""
-        return self._shape
-
-    def __copy__(self) -> DenseViewDistanceGrid:
-        """An independent copy (a shallow copy would share the arrays): the same as :func:`copy.deepcopy`."""
-        return copy.deepcopy(self)
-
-    # ------------------------------------------------------------------
     # Size and membership
-
-    def __getstate__(self) -> dict[str, object]:
-        """Pickle and (deep)copy everything but the lock; the copy gets a lock of its own."""
-        with self._rw.reading():
-            return state_without_lock(self)
-
-    def __setstate__(self, state: dict[str, object]) -> None:
-        self.__dict__.update(state)
-        self._rw = ReadWriteLock()
-
-    def __len__(self) -> int:
-        return self._count
 
     @reading
     def __contains__(self, handle: object) -> bool:

@@ -31,7 +31,6 @@ so removal is O(1).
 
 from __future__ import annotations
 
-import copy
 import logging
 import math
 
@@ -44,8 +43,9 @@ from culling.core.cells import cell_of, homes, level_of, placed_u
 from culling.core.containment import decide, squared_reach, squared_reach_of
 from culling.core.growth import ARRAY_GROWTH, grown
 from culling.core.lattice import ANCHOR, MAX_DEPTH, MAX_GROWTH, Lattice
-from culling.core.locks import ReadWriteLock, reading, state_without_lock, writing
+from culling.core.locks import reading, writing
 from culling.core.structs import WorldFields
+from culling.core.structure import Structure
 from culling.core.threads import run_chunks
 from culling.core.tiles import TILE_ROWS, TILE_SHIFT
 from culling.core.validation import (
@@ -57,7 +57,6 @@ from culling.core.validation import (
     as_radii,
     as_radius,
     as_scale,
-    check_constructor,
     check_unique,
     is_live,
     live_handle,
@@ -78,7 +77,7 @@ logger = logging.getLogger(__name__)
 HANDLE_SHRINK_RATIO = 4
 
 
-class ViewDistanceTree:
+class ViewDistanceTree(Structure):
     """A loose octree (quadtree, binary tree for dim 2, 1) of view-distance spheres.
 
     Parameters
@@ -96,8 +95,7 @@ class ViewDistanceTree:
     """
 
     def __init__(self, size: float, origin: ArrayLike | None = None, dim: int = 3, shape: str = "sphere") -> None:
-        self._size, self._origin, self._dim, self._shape = check_constructor(size, origin, dim, shape)
-        self._rw = ReadWriteLock()
+        super().__init__(size, origin, dim, shape)
         self._lattice = Lattice(self.size, self.origin)
         self._origin_list = self.origin.tolist()
         self._cube = self.shape == "cube"
@@ -176,47 +174,7 @@ class ViewDistanceTree:
         self._pool.compact_nodes(self._nodes, self._obj_node, self._obj_pos)
 
     # ------------------------------------------------------------------
-    # The constructor's choices: read-only (changing them would misplace every stored object)
-
-    @property
-    def size(self) -> float:
-        """Edge of the constructor's root node (level 0)."""
-        return self._size
-
-    @property
-    def origin(self) -> np.ndarray:
-        """Low corner of the constructor's root node, float64 (dim,), read-only."""
-        return self._origin
-
-    @property
-    def dim(self) -> int:
-        """1, 2 or 3."""
-        return self._dim
-
-    @property
-    def shape(self) -> str:
-        """``"sphere"`` or ``"cube"``: the exact test."""
-        return self._shape
-
-    def __copy__(self) -> ViewDistanceTree:
-        """An independent copy (a shallow copy would share the arrays, and mutating one would corrupt
-        the other): the same as :func:`copy.deepcopy`."""
-        return copy.deepcopy(self)
-
-    # ------------------------------------------------------------------
     # Size and membership
-
-    def __getstate__(self) -> dict[str, object]:
-        """Pickle and (deep)copy everything but the lock; the copy gets a lock of its own."""
-        with self._rw.reading():
-            return state_without_lock(self)
-
-    def __setstate__(self, state: dict[str, object]) -> None:
-        self.__dict__.update(state)
-        self._rw = ReadWriteLock()
-
-    def __len__(self) -> int:
-        return self._count
 
     @reading
     def __contains__(self, handle: object) -> bool:
