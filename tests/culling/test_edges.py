@@ -362,8 +362,11 @@ def test_collision_touching_equals_exact_tree_query_at_every_magnitude(magnitude
         p[0] = _nudge(p[0] + reach, data.draw(st.integers(-1, 1)))
         if not math.isfinite(p[0]):
             continue
+        # The truth, in rationals: |c - p| <= b + q, the sum exact (the tree stores bounding radii).
         stored = cc.tree.radii_of(handles)
-        want = sorted(int(handles[j]) for j in range(n) if exactly_inside(centres[j], p, stored[j], 1.0, "sphere"))
+        reach_of = [Fraction(float(stored[j])) + Fraction(cc.probe_radius) for j in range(n)]
+        want = sorted(int(handles[j]) for j in range(n)
+                      if sum((Fraction(c) - Fraction(q)) ** 2 for c, q in zip(centres[j], p)) <= reach_of[j] ** 2)
         assert cc.touching(p).tolist() == want
     cc.check_invariants()
 
