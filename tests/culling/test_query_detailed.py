@@ -18,7 +18,7 @@ KINDS = {
 }
 
 # Coordinates on a 1/8 lattice (cell faces, class edges and exact reaches are hit often) or anywhere.
-coordinate = st.one_of(st.integers(-56, 456).map(lambda k: k / 8.0),
+coordinate = st.one_of(st.integers(-56, 455).map(lambda k: k / 8.0),  # the grid's world is [-7, 57)
                        st.floats(-7.0, 56.9, allow_nan=False, allow_infinity=False))
 radius = st.one_of(st.sampled_from([0.0, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 15.99]),
                    st.floats(0.0, 15.9, allow_nan=False, allow_infinity=False))
