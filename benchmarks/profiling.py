@@ -67,7 +67,7 @@ def case_insert_many(n: int, scale: int) -> tuple[list[str], Callable[[], object
         for _ in range(scale):
             _tree(wl)
 
-    return ["insert_many", "_fit_many", "_link_many", "_make_room"], run
+    return ["insert_many", "_fit_many", "_link_many", "BlockPool.make_room"], run
 
 
 def case_update_many(n: int, scale: int) -> tuple[list[str], Callable[[], object]]:
@@ -79,7 +79,7 @@ def case_update_many(n: int, scale: int) -> tuple[list[str], Callable[[], object
         for c in frames:
             tree.update_many(handles, c, wl.radii)
 
-    return ["update_many", "_fit_many", "_unlink_many", "_link_many", "_cleanup_many", "_live_many"], run
+    return ["update_many", "_fit_many", "BlockPool.unlink_many", "_link_many", "_cleanup_many", "_live_many"], run
 
 
 def case_single(n: int, scale: int) -> tuple[list[str], Callable[[], object]]:
@@ -113,7 +113,7 @@ def case_colocated(n: int, scale: int) -> tuple[list[str], Callable[[], object]]
         for h in hs:
             tree.remove(h)
 
-    return ["insert", "remove", "_append", "_move_block", "_unlink", "_cleanup", "_shrink_root", "_home"], run
+    return ["insert", "remove", "_append", "BlockPool.move_block", "_unlink", "_cleanup", "_shrink_root", "_home"], run
 
 
 CASES = {
@@ -132,7 +132,8 @@ def query_phases(n: int = 1_000_000, repeats: int = 3) -> str:
 
     import numba
 
-    from culling.core import members, tiles
+    from culling.core import containment, members, tiles
+    from culling.core.structs import Nodes, Pool, Query, World
     from culling.tree import walk as treewalk
 
     wl = forest(n, 64)
@@ -140,17 +141,19 @@ def query_phases(n: int = 1_000_000, repeats: int = 3) -> str:
     nodes, pool = tree._nodes, tree._pool
 
     @numba.njit
-    def stopped_after(p, stop, origin, size, root, root_level, child, cells, start, count, handles, columns, box):
-        visited, _ = treewalk.walk(p, 1.0, origin, size, root, root_level, child, cells)
+    def stopped_after(p, stop, world_fields, nodes_fields, pool_fields):
+        nodes, pool, q = Nodes(*nodes_fields), Pool(*pool_fields), Query(1.0, True, False, False)
+        start, count, box = nodes.start, nodes.members, pool.tile_box
+        visited, _ = treewalk.walk(p, 1.0, World(*world_fields), nodes)
         if stop == 0:
             return 0, 0, 0
         total = members.candidates(visited, count)
         flags = np.empty(total, dtype=np.uint8)
-        distance = np.empty(members.TILE)
+        distance = np.empty(containment.TILE)
         sure, tested, at = 0, 0, 0
         for node in visited:
             first, last = start[node], start[node] + count[node]
-            s, _ = members.flag_rows(columns, first, last, box, p, False, 1.0, distance, flags, at)
+            s, _ = containment.flag_rows(pool, (first, last), p, q, distance, flags, at)
             sure += s
             row = first
             while stop == 4 and row < last:  # counting only, untimed
@@ -162,13 +165,12 @@ def query_phases(n: int = 1_000_000, repeats: int = 3) -> str:
         out = np.empty(sure, dtype=np.int64)
         k, at, nothing = 0, 0, np.empty(0, dtype=np.int64)
         for node in visited:
-            k, _ = members.write_rows(flags, at, start[node], start[node] + count[node], box, p, 1.0, handles,
-                                      False, out, k, nothing, 0)
+            k, _ = members.write_rows(pool, (start[node], start[node] + count[node]), p, q, flags, at, out, k,
+                                      nothing, 0)
             at += count[node]
         return total, tested, k
 
-    args = (tree.origin, tree.size, tree._root, int(nodes.level[tree._root]), nodes.child, nodes.cells,
-            nodes.start, nodes.count, pool.handles, pool.columns, pool.tile_box)
+    args = (tree._world(), nodes.arrays(), pool.arrays())
     steps = {}
     for stop in (0, 1, 2, 3):
         fn = (lambda p: tree.query(p, exact=True)) if stop == 3 else (lambda p, s=stop: stopped_after(p, s, *args))
@@ -209,7 +211,11 @@ def profile_case(name: str, n: int | None = None, lines: bool = True, scale: int
     if lines:
         from line_profiler import LineProfiler
 
-        lp = LineProfiler(*(getattr(ViewDistanceTree, f) for f in funcs if hasattr(ViewDistanceTree, f)))
+        from culling.tree.pool import BlockPool
+
+        owners = [(BlockPool, f.removeprefix("BlockPool.")) if f.startswith("BlockPool.") else (ViewDistanceTree, f)
+                  for f in funcs]
+        lp = LineProfiler(*(getattr(cls, f) for cls, f in owners if hasattr(cls, f)))
         lp.runcall(run)
         buf = io.StringIO()
         lp.print_stats(stream=buf, output_unit=1e-6, stripzeros=True)

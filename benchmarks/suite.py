@@ -88,7 +88,7 @@ class Structures:
 
 def load_structures() -> Structures:
     """Import ``culling``: the tree is required; the dense grid is used once
-    ``culling`` exports it (its public name, DESIGN.md section 2)."""
+    ``culling`` exports it (its public name, docs/CONTRACT.md "Package")."""
     import culling
 
     return Structures(culling.ViewDistanceTree, getattr(culling, "DenseViewDistanceGrid", None),

@@ -27,7 +27,7 @@ __all__ = ["PointIndex"]
 
 @runtime_checkable
 class PointIndex(Protocol):
-    """Point queries against view-distance spheres (DESIGN.md section 2).
+    """Point queries against view-distance spheres (docs/CONTRACT.md, "Queries").
 
     ``exact=False`` returns a superset of the spheres containing the point
     (each handle once); ``exact=True`` exactly those with ``|p - c| <=

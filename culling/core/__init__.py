@@ -1,5 +1,6 @@
-"""What the tree and the grid share: the lattice, the one containment test, the member passes,
-tiles, input validation, array growth and the JIT wrapper.
+"""What the tree and the grid share: the lattice and its cell and home functions, the one
+containment test, the member passes, member rows and tiles, the kernels' structs, input
+validation, array growth and the JIT wrapper (docs/DESIGN.md, "Module map").
 
 Nothing here imports from :mod:`culling.tree`, :mod:`culling.grid` or :mod:`culling.uses`.
 """

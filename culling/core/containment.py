@@ -1,24 +1,35 @@
-"""Exact containment tests: is a point inside a sphere, or inside a cube?
+"""The one containment test: is a point inside a sphere, or inside a cube?
 
 A sphere contains ``p`` when the Euclidean distance from its centre is at most
-its radius; a cube (``radius`` = half its edge) when the largest per-axis
-distance is.  Surface points count as inside, and a radius of 0 contains only
-its centre.  The tests work axis by axis on 1-D arrays (a short inner axis of
-length 3 would make NumPy loop per object), O(n).
+its radius times the query's scale; a cube (``radius`` = half its edge) when
+the largest per-axis distance is.  Surface points count as inside, and a
+radius of 0 contains only its centre.  "Exact" means exact: the answer is the
+one ``fractions.Fraction`` arithmetic gives for the float64 inputs.
 
-"Exact" means exact: :func:`contains_exact` decides ``sum((c - p)**2) <=
-(radius * scale)**2`` for the float64 inputs as real numbers, the answer a
-``fractions.Fraction`` computation gives.  Floats decide every object whose
-float result lies clearly (by a proven error bound) on one side; the few
-within rounding of the surface, or whose squares under- or overflow, are
-decided with exact rational arithmetic.
+The test has three parts, all here:
+
+1. The flag pass (:func:`flag_rows`): a float filter over a run of pool rows
+   that is sure of every object not within rounding of its surface.  Its
+   loops run over contiguous columns with no branch and no store that
+   depends on the test, so the compiler turns each into SIMD code: the
+   distance axis by axis into a scratch column, then the comparisons with
+   error bounds (``FILTER_EPS``) on both sides.  It only notes whether a
+   tile holds a row within those bounds (or whose squares left the safe
+   float range);
+2. such a tile, practically never, is classified again row by row
+   (:func:`classify`: the same operations and bounds, one row at a time),
+   which tells the ``UNSURE`` rows apart;
+3. the exact decider (:func:`decide`) settles the unsure rows in rational
+   arithmetic, a few microseconds each.
+
+:func:`contains_exact` runs parts 2 and 3 on arrays that are not in a pool.
 
 >>> import numpy as np
->>> centres = np.array([[0.0, 0.0], [3.0, 4.0]])
->>> contains(centres, np.array([5.0, 5.0]), np.zeros(2), "sphere").tolist()
+>>> axes = [np.array([0.0, 3.0]), np.array([0.0, 4.0])]     # centres (0, 0) and (3, 4)
+>>> contains_exact(axes, [3.0, 4.0], np.array([5.0, 0.0]), "sphere").tolist()  # on a surface; at a point's centre
 [True, True]
->>> contains(centres, np.array([3.0, 3.0]), np.zeros(2), "cube").tolist()
-[True, False]
+>>> contains_exact(axes, [3.0, 4.0], np.array([4.0, 0.0]), "cube").tolist()    # largest axis distance 4 <= 4
+[True, True]
 """
 
 from __future__ import annotations
@@ -29,10 +40,12 @@ from collections.abc import Sequence
 import numpy as np
 
 from culling.core.jit import inline_kernel, kernel
+from culling.core.structs import Pool, Query
+from culling.core.tiles import next_near_rows
 
-__all__ = ["classify", "contains", "contains_exact", "decide", "decide_grown", "decide_in_floats", "decide_pairs",
-           "distances", "reach_of", "sphere_contains", "squared_distances", "squared_reach", "squared_reach_of",
-           "within"]
+__all__ = ["FILTER_EPS", "SURE", "TILE", "UNSURE", "classify", "contains_exact", "decide", "decide_grown",
+           "decide_in_floats", "decide_pairs", "distances", "flag_rows", "reach_of", "squared_reach",
+           "squared_reach_of"]
 
 #: Relative error bound used by the float filter of :func:`contains_exact`:
 #: the squared distance (three roundings per axis, two for the sum) and the
@@ -44,6 +57,25 @@ FILTER_EPS = 2.0 ** -48
 #: underflow or be near overflow: they go to exact arithmetic.
 SAFE_LO = 2.0 ** -960
 SAFE_HI = 2.0 ** 1020
+
+#: Flag of a row that surely contains the point.
+SURE = 1
+#: Flag of a row within rounding of its surface: exact arithmetic decides.
+UNSURE = 2
+
+_BELOW = 1.0 - FILTER_EPS
+_ABOVE = 1.0 + FILTER_EPS
+_TINY_LIMIT = 2.0 ** -1000  # a cube's radius times scale below this may have lost bits
+#: A squared distance below ``SAFE_LO`` may have lost bits to underflow, but
+#: the true one is then below ``2 * SAFE_LO`` (each square's error is at most
+#: a subnormal's ulp), so against a squared reach of ``4 * SAFE_LO`` or more
+#: it is surely inside: only smaller reaches need exact arithmetic.  (A point
+#: exactly at a centre, as in the collision broad phase, is such a case.)
+_TINY_REACH = 4.0 * SAFE_LO
+
+#: Rows :func:`flag_rows` tests at a time: their distances (8 KiB) stay in the L1 cache.
+TILE = 1024
+
 
 
 #: Squared distances below this may have lost bits to underflow (and ``inf``
@@ -85,7 +117,7 @@ def squared_distances(axes: Sequence[np.ndarray], point: Sequence[float]) -> np.
     """Squared Euclidean distances, summed axis by axis in the order ``distances`` uses.
 
     Entries below ``2**-960`` or infinite may be off by under- or overflow;
-    :func:`sphere_contains` repairs them, ``distances`` too.
+    :func:`distances` repairs them.
     """
     result: np.ndarray
     with np.errstate(over="ignore", under="ignore"):
@@ -96,19 +128,6 @@ def squared_distances(axes: Sequence[np.ndarray], point: Sequence[float]) -> np.
             offset *= offset
             result += offset
         return result
-
-
-def sphere_contains(axes: Sequence[np.ndarray], point: Sequence[float], radii: np.ndarray, reach: np.ndarray) -> np.ndarray:
-    """``distances(axes, point, "sphere") <= radii`` without a square root per object.
-
-    ``reach`` is :func:`squared_reach` of ``radii``, stored beside them.
-    """
-    squares = squared_distances(axes, point)
-    inside = squares <= reach
-    unsafe = _unsafe(squares)
-    if unsafe.size:
-        inside[unsafe] = _scaled_distances([a[unsafe] for a in axes], point) <= radii[unsafe]
-    return inside
 
 
 def _unsafe(squares: np.ndarray) -> np.ndarray:
@@ -267,12 +286,12 @@ def _exact_product_up(a: float, b: float, r: float) -> bool:
 
 @inline_kernel
 def classify(columns: np.ndarray, row: int, p: np.ndarray, cube: bool, scale: float) -> tuple[bool, bool]:
-    """The float filter of :func:`contains_exact` for pool column ``row``: ``(inside, unsure)``.
+    """The float filter for pool column ``row``, alone: ``(inside, unsure)``.
 
     ``inside`` when the object surely contains ``p``; ``unsure`` when the
     float result lies within rounding of the surface (or a square left the
     float range): :func:`decide` settles those in exact arithmetic.  Neither:
-    surely outside.  The same operations and bounds as :func:`contains_exact`.
+    surely outside.  The same operations and bounds as :func:`flag_rows`.
     """
     dim = p.shape[0]
     radius = columns[dim, row]
@@ -281,9 +300,9 @@ def classify(columns: np.ndarray, row: int, p: np.ndarray, cube: bool, scale: fl
         largest = abs(columns[0, row] - p[0])
         for axis in range(1, dim):
             largest = max(largest, abs(columns[axis, row] - p[axis]))
-        inside = largest < limit * (1.0 - FILTER_EPS)
-        unsure = not (inside or largest > limit * (1.0 + FILTER_EPS))
-        unsure = unsure or (limit < 2.0 ** -1000 and radius > 0.0) or largest == math.inf
+        inside = largest < limit * _BELOW
+        unsure = not (inside or largest > limit * _ABOVE)
+        unsure = unsure or (limit < _TINY_LIMIT and radius > 0.0) or largest == math.inf
         if unsure:
             return _settled(columns, row, p, cube, scale)
         return inside, False
@@ -293,9 +312,9 @@ def classify(columns: np.ndarray, row: int, p: np.ndarray, cube: bool, scale: fl
         d = columns[axis, row] - p[axis]
         squares += d * d
     bound = columns[dim + 1, row] if scale == 1.0 else limit * limit
-    inside = squares < bound * (1.0 - FILTER_EPS)
-    unsure = not (inside or squares > bound * (1.0 + FILTER_EPS))
-    unsure = unsure or squares < SAFE_LO or squares > SAFE_HI
+    inside = squares < bound * _BELOW
+    unsure = not (inside or squares > bound * _ABOVE)
+    unsure = unsure or (squares < SAFE_LO and bound < _TINY_REACH) or squares > SAFE_HI
     if unsure:
         return _settled(columns, row, p, cube, scale)
     return inside, False
@@ -307,6 +326,93 @@ def _settled(columns: np.ndarray, row: int, p: np.ndarray, cube: bool, scale: fl
     nothing rounds (:func:`decide_in_floats`), else unsure."""
     exact = decide_in_floats(columns, row, p, cube, scale)
     return exact == 1, exact < 0
+
+
+@kernel
+def flag_rows(pool: Pool, run: tuple[int, int], p: np.ndarray, q: Query, distance: np.ndarray, flags: np.ndarray,
+              at: int) -> tuple[int, int]:
+    """Flag the rows of the pool's ``run = (first, last)``, rows ``first .. last - 1``, whose tiles are near ``p``
+    (:func:`culling.core.tiles.next_near_rows`): ``flags[at + i]`` for row ``first + i``; the other rows'
+    flags are left unwritten.
+
+    The float filter runs ``TILE`` rows at a time, whose distances (the
+    scratch ``distance``) stay in the L1 cache: the distance axis by axis
+    (squared and summed for spheres, largest for cubes), then the comparison
+    with the squared reach (or the radius).  Its loops count ``i`` unsigned:
+    the compiler then knows no index is negative (NumPy's wrap-around needs a
+    check per access) and runs them several rows per instruction.  A tile
+    with a row within rounding of its surface (practically never) is flagged
+    again row by row with :func:`culling.core.containment.classify`.
+
+    Returns ``(sure, unsure)``: how many rows were flagged ``SURE`` and
+    ``UNSURE``.  O(tiles + rows tested).
+    """
+    columns, cube, scale = pool.columns, q.cube, q.scale
+    first, last = run
+    dim = p.shape[0]
+    sure = 0
+    unsure = 0
+    near_end = first
+    while near_end < last:
+        near, near_end = next_near_rows(near_end, last, p, scale, pool.tile_box)
+        for tile in range(near, near_end, TILE):
+            n = np.uint64(min(TILE, near_end - tile))
+            row = np.uint64(tile)
+            flag = np.uint64(at + tile - first)
+            for axis in range(dim):
+                offset = p[axis]
+                if cube and axis == 0:
+                    for i in range(n):
+                        distance[i] = abs(columns[axis, row + i] - offset)
+                elif cube:
+                    for i in range(n):
+                        distance[i] = max(distance[i], abs(columns[axis, row + i] - offset))
+                elif axis == 0:
+                    for i in range(n):
+                        d = columns[axis, row + i] - offset
+                        distance[i] = d * d
+                else:
+                    for i in range(n):
+                        d = columns[axis, row + i] - offset
+                        distance[i] += d * d
+            inside_count = 0
+            maybe = 0  # rows inside the upper bound: as many as the sure ones unless a row is unsure
+            unsafe = False  # a distance that may have lost bits to under- or overflow
+            if cube:
+                for i in range(n):
+                    radius = columns[dim, row + i]
+                    limit = radius * scale
+                    inside = distance[i] < limit * _BELOW
+                    flags[flag + i] = inside
+                    inside_count += inside
+                    maybe += distance[i] <= limit * _ABOVE
+                    unsafe |= ((limit < _TINY_LIMIT) & (radius > 0.0)) | (distance[i] == math.inf)
+            elif scale == 1.0:
+                for i in range(n):
+                    reach = columns[dim + 1, row + i]
+                    inside = distance[i] < reach * _BELOW
+                    flags[flag + i] = inside
+                    inside_count += inside
+                    maybe += distance[i] <= reach * _ABOVE
+                    unsafe |= ((distance[i] < SAFE_LO) & (reach < _TINY_REACH)) | (distance[i] > SAFE_HI)
+            else:
+                for i in range(n):
+                    limit = columns[dim, row + i] * scale
+                    bound = limit * limit
+                    inside = distance[i] < bound * _BELOW
+                    flags[flag + i] = inside
+                    inside_count += inside
+                    maybe += distance[i] <= bound * _ABOVE
+                    unsafe |= ((distance[i] < SAFE_LO) & (bound < _TINY_REACH)) | (distance[i] > SAFE_HI)
+            if maybe != inside_count or unsafe:  # within rounding of a surface: row by row
+                inside_count = 0
+                for i in range(n):
+                    surely, doubtful = classify(columns, tile + int(i), p, cube, scale)
+                    flags[flag + i] = SURE if surely else (UNSURE if doubtful else 0)
+                    inside_count += surely
+                    unsure += doubtful
+            sure += inside_count
+    return sure, unsure
 
 
 def decide(columns: np.ndarray, rows: np.ndarray, points: np.ndarray, shape: str, scale: float) -> np.ndarray:
@@ -344,36 +450,10 @@ def decide_pairs(columns: np.ndarray, first: np.ndarray, second: np.ndarray, sha
     return decide_grown(columns, first, columns[:dim, second].T, columns[dim, second], shape, 1.0)
 
 
-def contains(centres: np.ndarray, radii: np.ndarray, point: np.ndarray,
-             shape: str, scale: float = 1.0) -> np.ndarray:
-    """Boolean mask: which objects contain ``point`` (radii multiplied by ``scale``).
-
-    Parameters
-    ----------
-    centres : ndarray, shape (n, dim), float64
-    radii : ndarray, shape (n,), float64
-    point : ndarray, shape (dim,), float64
-    shape : "sphere" or "cube"
-    scale : float, the view-distance multiplier (> 0)
-
-    Returns
-    -------
-    ndarray, shape (n,), bool
-    """
-    axes = [centres[:, axis] for axis in range(centres.shape[1])]
-    return within(distances(axes, np.asarray(point).tolist(), shape), radii, scale)
-
-
-def within(distance: np.ndarray, radii: np.ndarray, scale: float = 1.0) -> np.ndarray:
-    """``distance <= radii * scale``, elementwise (the radius multiplied only when scaled)."""
-    with np.errstate(over="ignore", under="ignore"):
-        result: np.ndarray = distance <= (radii if scale == 1.0 else radii * scale)
-    return result
-
-
 def contains_exact(axes: Sequence[np.ndarray], point: Sequence[float | np.ndarray], radii: np.ndarray, shape: str,
                    scale: float = 1.0, reach: np.ndarray | None = None) -> np.ndarray:
-    """Which objects contain ``point``, decided exactly for the float64 inputs.
+    """Which objects contain ``point``, decided exactly for the float64 inputs: the pool's test
+    (:func:`classify`, then :func:`decide`) for arrays that are not in a pool.
 
     Parameters
     ----------
@@ -385,50 +465,45 @@ def contains_exact(axes: Sequence[np.ndarray], point: Sequence[float | np.ndarra
     shape : "sphere" or "cube"
     scale : float > 0, multiplies every radius
     reach : ndarray, shape (n,), optional
-        :func:`squared_reach` of ``radii`` (spheres, ``scale == 1``): saves
-        squaring the radii.
+        :func:`squared_reach` of ``radii`` (spheres, ``scale == 1``): saves computing it.
 
     Returns
     -------
     ndarray, shape (n,), bool: ``|c - p| <= radius * scale`` in exact
     arithmetic (Euclidean for spheres, largest axis for cubes).
 
-    Cost: O(n) vectorised; plus a few microseconds of Python per object
-    within about ``2**-48`` (relative) of its surface or with coordinates
-    whose squares leave the float range (rare; never for ordinary worlds).
+    Cost: O(n) compiled; plus a few microseconds per object within about
+    ``2**-48`` (relative) of its surface or with coordinates whose squares
+    leave the float range (rare; never for ordinary worlds).
     """
-    inside: np.ndarray
-    with np.errstate(all="ignore"):
-        offsets = [np.subtract(a, p) for a, p in zip(axes, point)]
-        if shape == "cube":
-            largest = np.abs(offsets[0])
-            for d in offsets[1:]:
-                np.maximum(largest, np.abs(d), out=largest)
-            limit = radii if scale == 1.0 else radii * scale
-            # |fl(c - p)| and fl(r * s) are each within one rounding of the
-            # truth, unless the product underflowed or the offset overflowed.
-            inside = largest < limit * (1.0 - FILTER_EPS)
-            unsure = ~(inside | (largest > limit * (1.0 + FILTER_EPS)))
-            unsure |= ((limit < 2.0 ** -1000) & (radii > 0)) | (largest == np.inf)
-            inside &= ~unsure
-        else:
-            squares = offsets[0] * offsets[0]
-            for d in offsets[1:]:
-                squares += d * d
-            if reach is not None and scale == 1.0:
-                bound = reach
-            else:
-                limit = radii if scale == 1.0 else radii * scale
-                bound = limit * limit
-            inside = squares < bound * (1.0 - FILTER_EPS)
-            unsure = ~(inside | (squares > bound * (1.0 + FILTER_EPS)))
-            if squares.size and not (squares.min() >= SAFE_LO and squares.max() <= SAFE_HI):
-                unsure |= (squares < SAFE_LO) | (squares > SAFE_HI)
-                inside &= ~unsure
-    if unsure.any():
-        which = np.flatnonzero(unsure)
-        inside[which] = _exact(axes, point, radii, shape, scale, which)
+    dim, radii = len(axes), np.asarray(radii, dtype=np.float64)
+    columns = np.empty((dim + 2, radii.shape[0]))
+    for axis, coords in enumerate(axes):
+        columns[axis] = coords
+    columns[dim] = radii
+    if shape != "cube" and scale == 1.0:  # the only case the filter reads the squared reach
+        columns[dim + 1] = squared_reach(radii) if reach is None else reach
+    per_object = any(isinstance(p, np.ndarray) and p.ndim for p in point)
+    points = np.ascontiguousarray(np.broadcast_arrays(*[np.asarray(p, dtype=np.float64) for p in point])).T \
+        if per_object else np.array([[float(p) for p in point]])
+    points = np.ascontiguousarray(points)
+    flags = _classify_all(columns, points, shape == "cube", float(scale))
+    inside: np.ndarray = flags == SURE
+    unsure = np.flatnonzero(flags == UNSURE)
+    if unsure.size:
+        inside[unsure] = decide(columns, unsure, points[unsure] if per_object else points[0], shape, scale)
     return inside
+
+
+@kernel
+def _classify_all(columns: np.ndarray, points: np.ndarray, cube: bool, scale: float) -> np.ndarray:
+    """:func:`classify` of every column, against ``points[0]`` or, one per column, ``points[i]``: flags uint8."""
+    n = columns.shape[1]
+    flags = np.empty(n, dtype=np.uint8)
+    for i in range(n):
+        surely, doubtful = classify(columns, i, points[0] if points.shape[0] == 1 else points[i], cube, scale)
+        flags[i] = SURE if surely else (UNSURE if doubtful else 0)
+    return flags
 
 
 def _exact(axes: Sequence[np.ndarray], point: Sequence[float | np.ndarray], radii: np.ndarray, shape: str, scale: float,

@@ -1,4 +1,4 @@
-"""Testing and writing the members of the visited nodes (tree) or cells (grid).
+"""Answering from the members of the visited nodes (tree) or cells (grid).
 
 Both keep each node's members in one contiguous run of pool rows: the
 centre's axes, the radius and the squared reach, column by column.  The
@@ -6,22 +6,12 @@ tree's runs are cut into tiles with a summary each (:mod:`culling.core.tiles`),
 and only the rows of tiles near the point are read.  A query's answer is
 made in two passes over those rows:
 
-1. :func:`flag_rows` tests every row and writes one flag per row: ``SURE``
-   (surely inside), ``UNSURE`` (within rounding of the surface) or 0
-   (surely outside).  Its loops run over contiguous columns with no branch
-   and no store that depends on the test, so the compiler turns each into
-   SIMD code (several rows per instruction): the distance axis by axis into
-   a scratch column, then the comparisons.
+1. :func:`culling.core.containment.flag_rows`, the containment test's flag
+   pass, writes one flag per row: ``SURE`` (surely inside), ``UNSURE``
+   (within rounding of the surface: :func:`culling.core.containment.decide`
+   settles those, practically never any, in exact arithmetic) or 0.
 2. :func:`write_rows` writes the flagged rows' handles (or rows) in order:
-   ``out[k] = handle; k += flag & SURE``, again without a branch on the test.
-
-The test is :func:`culling.core.containment.contains_exact`'s: a float filter that is
-sure of every object not within rounding of its surface, and exact rational
-arithmetic for the few that are.  Those few (practically never any) are
-flagged ``UNSURE`` and returned to the caller, which settles them with
-:func:`culling.core.containment.decide`.  The SIMD loops only note whether a tile
-holds any such row; such a tile (practically never) is flagged again row by
-row with :func:`culling.core.containment.classify`, which tells the unsure rows apart.
+   ``out[k] = handle; k += flag & SURE``, without a branch on the test.
 
 :func:`answer` is one query's answer from its visited runs; :func:`answer_many`
 many queries' answers from their visits, node-major, on the library's threads.  The
@@ -31,37 +21,18 @@ differ only in how they find the runs to visit.
 
 from __future__ import annotations
 
-import math
 from typing import NamedTuple
 
 import numpy as np
 
-from culling.core.containment import FILTER_EPS, SAFE_HI, SAFE_LO, classify
+from culling.core.containment import SURE, TILE, UNSURE, flag_rows
 from culling.core.jit import kernel
 from culling.core.structs import Pool, PoolFields, Query, QueryFields
 from culling.core.threads import run_chunks, thread_count
 from culling.core.tiles import next_near_rows
 
-__all__ = ["CHUNKS_PER_THREAD", "PARALLEL_MIN_POINTS", "SURE", "TILE", "UNSURE", "answer", "answer_many", "answer_runs",
-           "candidates", "flag_rows", "gather", "write_rows"]
-
-#: Flag of a row that surely contains the point.
-SURE = 1
-#: Flag of a row within rounding of its surface: exact arithmetic decides.
-UNSURE = 2
-
-_BELOW = 1.0 - FILTER_EPS
-_ABOVE = 1.0 + FILTER_EPS
-_TINY_LIMIT = 2.0 ** -1000  # a cube's radius times scale below this may have lost bits
-#: A squared distance below ``SAFE_LO`` may have lost bits to underflow, but
-#: the true one is then below ``2 * SAFE_LO`` (each square's error is at most
-#: a subnormal's ulp), so against a squared reach of ``4 * SAFE_LO`` or more
-#: it is surely inside: only smaller reaches need exact arithmetic.  (A point
-#: exactly at a centre, as in the collision broad phase, is such a case.)
-_TINY_REACH = 4.0 * SAFE_LO
-
-#: Rows :func:`flag_rows` tests at a time: their distances (8 KiB) stay in the L1 cache.
-TILE = 1024
+__all__ = ["CHUNKS_PER_THREAD", "PARALLEL_MIN_POINTS", "answer", "answer_many", "answer_runs", "candidates", "gather",
+           "write_rows"]
 
 #: Chunks of about equal work per thread in :func:`answer_many`: enough that
 #: the cores stay busy when one chunk holds a big node, few enough that each
@@ -76,93 +47,6 @@ def candidates(visited: np.ndarray, count: np.ndarray) -> int:
     for node in visited:
         total += count[node]
     return total
-
-
-@kernel
-def flag_rows(pool: Pool, run: tuple[int, int], p: np.ndarray, q: Query, distance: np.ndarray, flags: np.ndarray,
-              at: int) -> tuple[int, int]:
-    """Flag the rows of the pool's ``run = (first, last)``, rows ``first .. last - 1``, whose tiles are near ``p``
-    (:func:`culling.core.tiles.next_near_rows`): ``flags[at + i]`` for row ``first + i``; the other rows'
-    flags are left unwritten.
-
-    The float filter runs ``TILE`` rows at a time, whose distances (the
-    scratch ``distance``) stay in the L1 cache: the distance axis by axis
-    (squared and summed for spheres, largest for cubes), then the comparison
-    with the squared reach (or the radius).  Its loops count ``i`` unsigned:
-    the compiler then knows no index is negative (NumPy's wrap-around needs a
-    check per access) and runs them several rows per instruction.  A tile
-    with a row within rounding of its surface (practically never) is flagged
-    again row by row with :func:`culling.core.containment.classify`.
-
-    Returns ``(sure, unsure)``: how many rows were flagged ``SURE`` and
-    ``UNSURE``.  O(tiles + rows tested).
-    """
-    columns, cube, scale = pool.columns, q.cube, q.scale
-    first, last = run
-    dim = p.shape[0]
-    sure = 0
-    unsure = 0
-    near_end = first
-    while near_end < last:
-        near, near_end = next_near_rows(near_end, last, p, scale, pool.tile_box)
-        for tile in range(near, near_end, TILE):
-            n = np.uint64(min(TILE, near_end - tile))
-            row = np.uint64(tile)
-            flag = np.uint64(at + tile - first)
-            for axis in range(dim):
-                offset = p[axis]
-                if cube and axis == 0:
-                    for i in range(n):
-                        distance[i] = abs(columns[axis, row + i] - offset)
-                elif cube:
-                    for i in range(n):
-                        distance[i] = max(distance[i], abs(columns[axis, row + i] - offset))
-                elif axis == 0:
-                    for i in range(n):
-                        d = columns[axis, row + i] - offset
-                        distance[i] = d * d
-                else:
-                    for i in range(n):
-                        d = columns[axis, row + i] - offset
-                        distance[i] += d * d
-            inside_count = 0
-            maybe = 0  # rows inside the upper bound: as many as the sure ones unless a row is unsure
-            unsafe = False  # a distance that may have lost bits to under- or overflow
-            if cube:
-                for i in range(n):
-                    radius = columns[dim, row + i]
-                    limit = radius * scale
-                    inside = distance[i] < limit * _BELOW
-                    flags[flag + i] = inside
-                    inside_count += inside
-                    maybe += distance[i] <= limit * _ABOVE
-                    unsafe |= ((limit < _TINY_LIMIT) & (radius > 0.0)) | (distance[i] == math.inf)
-            elif scale == 1.0:
-                for i in range(n):
-                    reach = columns[dim + 1, row + i]
-                    inside = distance[i] < reach * _BELOW
-                    flags[flag + i] = inside
-                    inside_count += inside
-                    maybe += distance[i] <= reach * _ABOVE
-                    unsafe |= ((distance[i] < SAFE_LO) & (reach < _TINY_REACH)) | (distance[i] > SAFE_HI)
-            else:
-                for i in range(n):
-                    limit = columns[dim, row + i] * scale
-                    bound = limit * limit
-                    inside = distance[i] < bound * _BELOW
-                    flags[flag + i] = inside
-                    inside_count += inside
-                    maybe += distance[i] <= bound * _ABOVE
-                    unsafe |= ((distance[i] < SAFE_LO) & (bound < _TINY_REACH)) | (distance[i] > SAFE_HI)
-            if maybe != inside_count or unsafe:  # within rounding of a surface: row by row
-                inside_count = 0
-                for i in range(n):
-                    surely, doubtful = classify(columns, tile + int(i), p, cube, scale)
-                    flags[flag + i] = SURE if surely else (UNSURE if doubtful else 0)
-                    inside_count += surely
-                    unsure += doubtful
-            sure += inside_count
-    return sure, unsure
 
 
 @kernel

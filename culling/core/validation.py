@@ -40,6 +40,15 @@ _INT64_MIN = int(np.iinfo(np.int64).min)
 _INT64_MAX = int(np.iinfo(np.int64).max)
 
 
+def _reject_masks_and_bools(values: object, name: str, expected: str) -> None:
+    """``TypeError`` for a masked array with masked entries (its mask would be dropped silently)
+    and for bools in a list or tuple (``expected``: what ``name`` must be instead)."""
+    if isinstance(values, np.ma.MaskedArray) and np.ma.getmaskarray(values).any():
+        raise TypeError(f"{name} must not be a masked array with masked entries")
+    if isinstance(values, (list, tuple)) and _has_bool(values):
+        raise TypeError(f"{name} must be {expected}, got a bool")
+
+
 def _has_bool(values: object) -> bool:
     """Whether a (nested) list or tuple holds a bool: NumPy would silently read it as 1.0 or 0.0."""
     stack = [values]
@@ -60,10 +69,7 @@ def _as_float_array(values: object, name: str) -> np.ndarray:
     mask would otherwise be dropped silently); integers too large for
     float64 (``10**400``) are a ``ValueError``, never an ``OverflowError``.
     """
-    if isinstance(values, np.ma.MaskedArray) and np.ma.getmaskarray(values).any():
-        raise TypeError(f"{name} must not be a masked array with masked entries")
-    if isinstance(values, (list, tuple)) and _has_bool(values):
-        raise TypeError(f"{name} must be numeric, got a bool")
+    _reject_masks_and_bools(values, name, "numeric")
     try:
         array = np.asarray(values)
     except (TypeError, ValueError) as error:  # ragged nested lists
@@ -200,10 +206,7 @@ def as_handles(values: object, name: str = "handles", beyond: str = "raise") -> 
     structure: ``beyond="raise"`` makes that a ``KeyError``, ``beyond="drop"``
     leaves it out (for calls that ignore unknown handles).
     """
-    if isinstance(values, np.ma.MaskedArray) and np.ma.getmaskarray(values).any():
-        raise TypeError(f"{name} must not be a masked array with masked entries")
-    if isinstance(values, (list, tuple)) and _has_bool(values):
-        raise TypeError(f"{name} must be integers, got a bool")
+    _reject_masks_and_bools(values, name, "integers")
     try:
         array = np.asarray(values)
     except (TypeError, ValueError, OverflowError) as error:

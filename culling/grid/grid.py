@@ -273,23 +273,23 @@ class DenseViewDistanceGrid:
     @reading
     def centre(self, handle: Handle) -> np.ndarray:
         """The centre of one object, shape (dim,), float64 (a copy)."""
-        return self._cells.rows[: self.dim, self._cells.position(self._live(handle))].copy()
+        return self._cells.columns[: self.dim, self._cells.position(self._live(handle))].copy()
 
     @reading
     def radius(self, handle: Handle) -> float:
         """The radius (view distance) of one object."""
-        return float(self._cells.rows[self.dim, self._cells.position(self._live(handle))])
+        return float(self._cells.columns[self.dim, self._cells.position(self._live(handle))])
 
     @reading
     def centres_of(self, handles: ArrayLike) -> np.ndarray:
         """Centres of many objects, shape (n, dim), float64 (a copy), O(n)."""
         pos = self._cells.positions(self._live_many(handles))
-        return np.ascontiguousarray(self._cells.rows[: self.dim, pos].T)
+        return np.ascontiguousarray(self._cells.columns[: self.dim, pos].T)
 
     @reading
     def radii_of(self, handles: ArrayLike) -> np.ndarray:
         """Radii of many objects, shape (n,), float64 (a copy), O(n)."""
-        radii: np.ndarray = self._cells.rows[self.dim, self._cells.positions(self._live_many(handles))]
+        radii: np.ndarray = self._cells.columns[self.dim, self._cells.positions(self._live_many(handles))]
         return radii
 
     @reading
@@ -330,7 +330,7 @@ class DenseViewDistanceGrid:
         level, cell = self._home(point, radius)
         row = self._row(point, radius)
         if cell == self._cells.cell[handle]:
-            self._cells.rows[:, self._cells.position(handle)] = row
+            self._cells.columns[:, self._cells.position(handle)] = row
             return
         self._level_count[self._level[handle]] -= 1
         self._cells.unlink(handle)
@@ -389,17 +389,15 @@ class DenseViewDistanceGrid:
         handles = self._live_many(handles)
         check_unique(handles)
         centres = as_points(centres, self.dim, "centres")
-        pool_rows, dim = self._cells.rows, self.dim
+        pool_rows, dim = self._cells.columns, self.dim
         pos = self._cells.positions(handles)
         radii = pool_rows[dim][pos] if radii is None else as_radii(radii, centres.shape[0])
         if centres.shape[0] != handles.size:
             raise ValueError(f"centres must have shape ({handles.size}, {self.dim}) to match "
                              f"the handles, got {centres.shape}")
-        # Level and squared reach only change with the radius: recompute them for the resized only.
+        # The squared reach only changes with the radius: recompute it for the resized only.
         resized = radii != pool_rows[dim][pos]
-        levels = self._level[handles].astype(np.int64)
-        levels[resized] = self._geo.levels_of(radii[resized])
-        levels, cells = self._homes(centres, radii, levels)
+        levels, cells = self._homes(centres, radii)
         if not handles.size:
             return
         rows = np.empty((pool_rows.shape[0], handles.size))
@@ -412,7 +410,7 @@ class DenseViewDistanceGrid:
         if not move.all():
             stay = np.flatnonzero(~move)
             at = self._cells.positions(handles[stay])  # after reserve_links, which may have repacked the pool
-            for column, values in zip(self._cells.rows, rows):  # 1-D scatters, one per column
+            for column, values in zip(self._cells.columns, rows):  # 1-D scatters, one per column
                 column[at] = values[stay]
         if move.any():
             movers = handles[move]
@@ -463,8 +461,8 @@ class DenseViewDistanceGrid:
         scale = as_scale(scale)
         handles, unsure = self._query(p, as_flag(exact), scale, False)
         if unsure.size:  # within rounding of a surface: exact arithmetic decides
-            keep = decide(self._cells.rows, unsure, p, self.shape, scale)
-            handles = np.concatenate([handles, self._cells.pool[unsure[keep]]])
+            keep = decide(self._cells.columns, unsure, p, self.shape, scale)
+            handles = np.concatenate([handles, self._cells.handles[unsure[keep]]])
         return handles
 
     @reading
@@ -484,9 +482,9 @@ class DenseViewDistanceGrid:
         scale = as_scale(scale)
         rows, unsure = self._query(p, as_flag(exact), scale, True)
         if unsure.size:  # within rounding of a surface: exact arithmetic decides
-            rows = np.concatenate([rows, unsure[decide(self._cells.rows, unsure, p, self.shape, scale)]])
-        columns = self._cells.rows
-        return self._cells.pool[rows], columns[: self.dim, rows].T.copy(), columns[self.dim, rows]
+            rows = np.concatenate([rows, unsure[decide(self._cells.columns, unsure, p, self.shape, scale)]])
+        columns = self._cells.columns
+        return self._cells.handles[rows], columns[: self.dim, rows].T.copy(), columns[self.dim, rows]
 
     @reading
     def query_many(self, points: ArrayLike, exact: bool = False,
@@ -525,10 +523,10 @@ class DenseViewDistanceGrid:
             visit_run, visit_point, points, run_start, run_count, self._pool_arrays(),
             (scale, exact, self._cube, False))
         if unsure.size:  # within rounding of a surface: exact arithmetic decides, then merge by point
-            keep = decide(cells.rows, unsure, points[owners], self.shape, scale)
+            keep = decide(cells.columns, unsure, points[owners], self.shape, scale)
             owner = np.concatenate([np.repeat(np.arange(m), counts), owners[keep]])
             order = np.argsort(owner, kind="stable")
-            handles = np.concatenate([handles, cells.pool[unsure[keep]]])[order]
+            handles = np.concatenate([handles, cells.handles[unsure[keep]]])[order]
             counts = counts + np.bincount(owners[keep], minlength=m)
         return handles, counts
 
@@ -579,7 +577,7 @@ class DenseViewDistanceGrid:
 
         parts = run_chunks(chunk, m, min_items=members.PARALLEL_MIN_POINTS // 2)
         handles, counts, unsure, owners = overlap.joined(parts)
-        return overlap.settle(handles, counts, unsure, owners, cells.rows, cells.pool, points, grows, self.shape,
+        return overlap.settle(handles, counts, unsure, owners, cells.columns, cells.handles, points, grows, self.shape,
                               scale)
 
     @reading
@@ -594,7 +592,7 @@ class DenseViewDistanceGrid:
         """
         cells = self._cells
         child, start, count = probe.cell_tree(self._geo.offsets, cells.start, cells.count, self.dim)
-        return pairs.overlapping_pairs(0, child, start, count, cells.pool, cells.rows, self._count, self._cube,
+        return pairs.overlapping_pairs(0, child, start, count, cells.handles, cells.columns, self._count, self._cube,
                                        self.shape)
 
     @reading
@@ -640,12 +638,12 @@ class DenseViewDistanceGrid:
         rows, unsure = members.answer_runs(np.arange(visited.size), start, count, self._pool_arrays(), p,
                                            (scale, True, self._cube, True))
         if unsure.size:  # within rounding of a surface: exact arithmetic decides
-            rows = np.concatenate([rows, unsure[decide(cells.rows, unsure, p, self.shape, scale)]])
-        centres = cells.rows[: self.dim, rows].T.copy()
+            rows = np.concatenate([rows, unsure[decide(cells.columns, unsure, p, self.shape, scale)]])
+        centres = cells.columns[: self.dim, rows].T.copy()
         return QueryDetails(
-            handles=cells.pool[rows],
+            handles=cells.handles[rows],
             centres=centres,
-            radii=cells.rows[self.dim, rows],
+            radii=cells.columns[self.dim, rows],
             distances=distances_from(p, centres, self._cube),
             candidates=int(count.sum()),
             trace=self._trace_of(p, scale, visited, ends) if want_trace else None,
@@ -656,7 +654,7 @@ class DenseViewDistanceGrid:
         pool, geo = self._cells, self._geo
         counts = pool.count[visited].astype(np.int64)
         candidates = members.gather(np.arange(visited.size), pool.start[visited].astype(np.int64), counts,
-                                        pool.pool)
+                                        pool.handles)
         levels = []
         first = 0
         for level, last in enumerate(ends.tolist()):
@@ -689,7 +687,7 @@ class DenseViewDistanceGrid:
 
     def _pool_arrays(self) -> PoolFields:
         """The :class:`~culling.core.structs.Pool` the kernels read, as a plain tuple (no tiles)."""
-        return self._cells.pool, self._cells.rows, _NO_TILES[self.dim]
+        return self._cells.handles, self._cells.columns, _NO_TILES[self.dim]
 
     # ------------------------------------------------------------------
     # The invariant checker
@@ -712,7 +710,7 @@ class DenseViewDistanceGrid:
             "per-level counts are wrong"
         # Home cell: a pure function of (centre, radius), inside its box in world coordinates.
         geo = self._geo
-        rows = self._cells.rows[:, self._cells.positions(live)]
+        rows = self._cells.columns[:, self._cells.positions(live)]
         centres, radii = rows[: self.dim].T, rows[self.dim]
         assert (rows[self.dim + 1] == squared_reach(radii)).all(), "stale squared reach"
         assert np.isfinite(centres).all() and np.isfinite(radii).all() and (radii >= 0).all()
@@ -723,8 +721,9 @@ class DenseViewDistanceGrid:
         assert (cells == expected_cells).all(), "object in the wrong cell"
         w = geo.cell_size[levels]
         assert (radii < w / 2).all(), "radius not below half its cell's edge"
-        coarse = levels < self.finest_level
-        assert (radii[coarse] >= w[coarse] / 4).all(), "radius below a quarter of a coarse cell's edge"
+        coarse = levels < self.finest_level  # the home level rounds radius / size: an ulp below W/4 may stay
+        assert (radii[coarse] >= np.nextafter(w[coarse] / 4, 0.0) * (1.0 - 2.0 ** -50)).all(), \
+            "radius below a quarter of a coarse cell's edge"
 
     # ------------------------------------------------------------------
     # Internals
@@ -740,12 +739,11 @@ class DenseViewDistanceGrid:
             self._homes(np.array([point]), np.array([radius]))  # raises the ValueError
         return self._geo.home(point, radius)
 
-    def _homes(self, centres: np.ndarray, radii: np.ndarray,
-               levels: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    def _homes(self, centres: np.ndarray, radii: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Levels and global cells (int64 (n,) each) of many validated spheres.
 
         ``ValueError`` for a centre outside ``[origin, origin + size)`` or a
-        radius of ``size / 2`` or more.  ``levels``: see :meth:`GridGeometry.homes`.
+        radius of ``size / 2`` or more.
         """
         outside = np.zeros(centres.shape[0], dtype=bool)
         for axis, lo in enumerate(self._origin_list):
@@ -761,7 +759,7 @@ class DenseViewDistanceGrid:
             i = int(np.flatnonzero(too_big)[0])
             raise ValueError(f"radii must be below size/2 = {self.size / 2:g} in a dense grid "
                              f"(it does not grow); radius {i} is {radii[i]:g}")
-        return self._geo.homes(centres, radii, levels, u)
+        return self._geo.homes(centres, radii)
 
     def _peek_handles(self, n: int) -> np.ndarray:
         """The handles the next :meth:`_take_handles` hands out, with room for them in the

@@ -6,8 +6,9 @@ all, each object (a handle) lives in at most one cell, and every operation on
 many objects is a handful of NumPy calls, never a Python loop over objects or
 cells.
 
-Layout (CSR with slack): a non-empty cell ``c`` owns the block
-``pool[start[c] : start[c] + cap[c]]`` and its members are the first
+Layout (CSR with slack, over the rows the tree's pool also uses:
+:class:`culling.core.rows.RowPool`): a non-empty cell ``c`` owns the block
+``handles[start[c] : start[c] + capacity[c]]`` and its members are the first
 ``count[c]`` entries of that block, in no particular order.  Each entry may
 carry a row of float payload (the dense grid keeps each sphere's centre and
 radius there, column by column), so a query reads its candidates' data from
@@ -38,8 +39,9 @@ import logging
 import numpy as np
 
 from culling.core import growth
+from culling.core.rows import RowPool, concat_ranges
 
-__all__ = ["CellPool", "MIN_POOL", "POOL_SLACK", "concat_ranges"]
+__all__ = ["CellPool", "MIN_POOL", "POOL_SLACK"]
 
 logger = logging.getLogger(__name__)
 
@@ -62,17 +64,6 @@ SHRINK_RATIO = 6
 _INT32_MAX = np.iinfo(np.int32).max
 
 
-def concat_ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
-    """``concatenate([arange(s, s + n) for s, n in zip(starts, lengths)])``, vectorised, int64."""
-    lengths = np.asarray(lengths, dtype=np.int64)
-    total = int(lengths.sum())
-    if total == 0:
-        return np.empty(0, dtype=np.int64)
-    shifts = np.repeat(np.asarray(starts, dtype=np.int64) - (np.cumsum(lengths) - lengths), lengths)
-    result: np.ndarray = np.arange(total, dtype=np.int64) + shifts
-    return result
-
-
 def _block_sizes(needs: np.ndarray, counts: np.ndarray) -> np.ndarray:
     """Capacity of a cell's new block: its new member count, and at least twice
     its old one (doubling keeps moves amortised O(1) per member); int64."""
@@ -90,7 +81,7 @@ def _groups(sorted_keys: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray
     return sorted_keys[first], first, lengths
 
 
-class CellPool:
+class CellPool(RowPool):
     """Which objects each of ``n_cells`` cells holds, with a float row per member.
 
     Parameters
@@ -102,15 +93,17 @@ class CellPool:
 
     Attributes
     ----------
-    start, count, cap : ndarray, shape (n_cells,), int32
+    start, count, capacity : ndarray, shape (n_cells,), int32
         Each cell's block: first entry, members, capacity (0 for an empty
         cell, else >= count).
-    pool : ndarray, shape (pool length,), int64
+    handles : ndarray, shape (pool length,), int64
         Member handles, block by block; entries outside ``[start, start +
         count)`` of a live cell are garbage.  int64, as the tree's pool, so
         the same query kernels (:mod:`culling.core.members`) read both.
-    rows : ndarray, shape (columns, pool length), float64
+    columns : ndarray, shape (columns, pool length), float64
         The members' payload, entry by entry, one contiguous array per column.
+    top : int
+        Entries from ``top`` on are unused since the last repack.
     cell, slot : ndarray, shape (object capacity,), int32
         Per object: its cell (-1 when in none) and its index in the block.
     members, nonempty : int
@@ -118,12 +111,10 @@ class CellPool:
     """
 
     def __init__(self, n_cells: int, columns: int = 0):
+        super().__init__(columns, MIN_POOL)
         self.start = np.zeros(n_cells, dtype=np.int32)
         self.count = np.zeros(n_cells, dtype=np.int32)
-        self.cap = np.zeros(n_cells, dtype=np.int32)
-        self.pool = np.zeros(MIN_POOL, dtype=np.int64)
-        self.rows = np.zeros((columns, MIN_POOL), dtype=np.float64)
-        self.end = 0  # entries from ``end`` on are unused since the last repack
+        self.capacity = np.zeros(n_cells, dtype=np.int32)
         self.cell = np.full(0, -1, dtype=np.int32)
         self.slot = np.zeros(0, dtype=np.int32)
         self.members = 0
@@ -154,8 +145,8 @@ class CellPool:
 
     def nbytes(self) -> int:
         """Bytes held in NumPy arrays (cells, pool, rows and per-object arrays)."""
-        return sum(a.nbytes for a in (self.start, self.count, self.cap, self.pool, self.rows,
-                                      self.cell, self.slot))
+        return super().nbytes() + sum(a.nbytes for a in (self.start, self.count, self.capacity, self.cell,
+                                                         self.slot))
 
     # ------------------------------------------------------------------
     # One object: O(1) (amortised when a block has to move)
@@ -163,11 +154,11 @@ class CellPool:
     def link(self, handle: int, cell: int, row: list[float] | tuple[float, ...] | np.ndarray = ()) -> None:
         """Add ``handle`` (in no cell) to ``cell`` with payload ``row`` (``columns`` floats)."""
         count = int(self.count[cell])
-        if count == self.cap[cell]:
+        if count == self.capacity[cell]:
             self._grow_one(cell, count)
         pos = int(self.start[cell]) + count
-        self.pool[pos] = handle
-        self.rows[:, pos] = row
+        self.handles[pos] = handle
+        self.columns[:, pos] = row
         self.slot[handle] = count
         self.cell[handle] = cell
         self.count[cell] = count + 1
@@ -182,21 +173,21 @@ class CellPool:
         last = int(self.count[cell]) - 1
         if slot != last:
             start = int(self.start[cell])
-            moved = int(self.pool[start + last])
-            self.pool[start + slot] = moved
-            self.rows[:, start + slot] = self.rows[:, start + last]
+            moved = int(self.handles[start + last])
+            self.handles[start + slot] = moved
+            self.columns[:, start + slot] = self.columns[:, start + last]
             self.slot[moved] = slot
         self.count[cell] = last
         self.cell[handle] = -1
         self.members -= 1
         if last == 0:
-            self.cap[cell] = 0
+            self.capacity[cell] = 0
             self.nonempty -= 1
-        if self.pool.shape[0] > SHRINK_RATIO * self.members + MIN_POOL:
+        if self.handles.shape[0] > SHRINK_RATIO * self.members + MIN_POOL:  # amortised O(1): see SHRINK_RATIO
             try:
                 self._repack()
             except MemoryError:  # giving memory back is optional: the removal itself is done
-                logger.warning("no memory to repack the grid's pool after a removal; it keeps its arrays")  # amortised O(1): see SHRINK_RATIO
+                logger.warning("no memory to repack the grid's pool after a removal; it keeps its arrays")
 
     # ------------------------------------------------------------------
     # Many objects: O(k log k) for grouping, no Python loop
@@ -211,17 +202,17 @@ class CellPool:
         touched, first, added = _groups(cells)
         old = self.count[touched].astype(np.int64)
         new = old + added
-        grow = new > self.cap[touched]
+        grow = new > self.capacity[touched]
         if grow.any():
-            if self.end + int(_block_sizes(new[grow], old[grow]).sum()) > self.pool.shape[0]:
+            if self.top + int(_block_sizes(new[grow], old[grow]).sum()) > self.handles.shape[0]:
                 self._repack(touched, new)  # every touched cell keeps room for its new members
             else:
                 self._grow(touched[grow], new[grow])
         slots = np.repeat(old, added) + (np.arange(handles.size) - np.repeat(first, added))
         pos = np.repeat(self.start[touched].astype(np.int64), added) + slots
-        self.pool[pos] = handles
+        self.handles[pos] = handles
         if rows is not None:
-            for column, values in zip(self.rows, rows):  # 1-D scatters: faster than one 2-D one
+            for column, values in zip(self.columns, rows):  # 1-D scatters: faster than one 2-D one
                 column[pos] = values[order]
         self.slot[handles] = slots
         self.cell[handles] = cells
@@ -241,7 +232,7 @@ class CellPool:
         touched, added = np.unique(cells, return_counts=True)
         counts = self.count[touched].astype(np.int64)
         room = int(_block_sizes(counts + added, counts).sum())
-        if self.end + room > self.pool.shape[0]:
+        if self.top + room > self.handles.shape[0]:
             self._repack(extra=room)
 
     def unlink_many(self, handles: np.ndarray, shrink: bool = True) -> None:
@@ -263,18 +254,14 @@ class CellPool:
         in_front = slots < np.repeat(kept, removed)
         holes = self.start[cells[in_front]].astype(np.int64) + slots[in_front]
         tail = np.repeat(self.start[touched].astype(np.int64), removed) + concat_ranges(kept, removed)
-        tail = tail[self.cell[self.pool[tail]] >= 0]  # the survivors, grouped by cell like the holes
-        fillers = self.pool[tail]
-        self.pool[holes] = fillers
-        for column in self.rows:
-            column[holes] = column[tail]
+        fillers = self.fill_holes(holes, tail, self.cell >= 0)  # grouped by cell like the holes
         self.slot[fillers] = slots[in_front]
         self.count[touched] = kept
         emptied = touched[kept == 0]
-        self.cap[emptied] = 0
+        self.capacity[emptied] = 0
         self.members -= int(handles.size)
         self.nonempty -= int(emptied.size)
-        if shrink and self.pool.shape[0] > SHRINK_RATIO * self.members + MIN_POOL:
+        if shrink and self.handles.shape[0] > SHRINK_RATIO * self.members + MIN_POOL:
             try:
                 self._repack()
             except MemoryError:  # giving memory back is optional: the removal itself is done
@@ -285,9 +272,7 @@ class CellPool:
 
         O(1) beyond freeing: with no member, every cell's count and capacity are already 0.
         """
-        self.pool = np.zeros(MIN_POOL, dtype=np.int64)
-        self.rows = np.zeros((self.rows.shape[0], MIN_POOL), dtype=np.float64)
-        self.end = 0
+        RowPool.__init__(self, self.width, MIN_POOL)
         self.cell = np.full(0, -1, dtype=np.int32)
         self.slot = np.zeros(0, dtype=np.int32)
         self.members = 0
@@ -303,7 +288,7 @@ class CellPool:
         """
         counts = self.count[cells].astype(np.int64)
         pos = concat_ranges(self.start[cells], counts)
-        return self.pool[pos], self.rows.take(pos, axis=1), counts
+        return self.handles[pos], self.columns.take(pos, axis=1), counts
 
     # ------------------------------------------------------------------
     # Blocks
@@ -314,29 +299,26 @@ class CellPool:
         counts = self.count[cells]
         caps = _block_sizes(needs, counts)
         total = int(caps.sum())
-        starts = self.end + np.cumsum(caps) - caps
-        src, dst = concat_ranges(self.start[cells], counts), concat_ranges(starts, counts)
-        self.pool[dst] = self.pool[src]
-        for column in self.rows:
-            column[dst] = column[src]
+        starts = self.top + np.cumsum(caps) - caps
+        self.move_rows(concat_ranges(self.start[cells], counts), concat_ranges(starts, counts))
         self.start[cells] = starts
-        self.cap[cells] = caps
-        self.end += total
+        self.capacity[cells] = caps
+        self.top += total
 
     def _grow_one(self, cell: int, count: int) -> None:
         """:meth:`_grow` for one full cell: a block twice as large (or of 1) at the pool's end."""
         cap = 2 * count if count else 1
-        end = self.end
-        if end + cap > self.pool.shape[0]:
+        end = self.top
+        if end + cap > self.handles.shape[0]:
             self._repack(np.array([cell], dtype=np.int64), np.array([count + 1], dtype=np.int64))
             return
         if count:
             start = int(self.start[cell])
-            self.pool[end:end + count] = self.pool[start:start + count]
-            self.rows[:, end:end + count] = self.rows[:, start:start + count]
+            self.handles[end:end + count] = self.handles[start:start + count]
+            self.columns[:, end:end + count] = self.columns[:, start:start + count]
         self.start[cell] = end
-        self.cap[cell] = cap
-        self.end = end + cap
+        self.capacity[cell] = cap
+        self.top = end + cap
 
     def _repack(self, cells: np.ndarray | None = None, needs: np.ndarray | None = None, extra: int = 0) -> None:
         """Copy every live block (and ``cells``, grown to ``needs``) into a fresh, packed pool,
@@ -359,17 +341,10 @@ class CellPool:
         if length > _INT32_MAX:
             raise MemoryError(f"the dense grid's member pool would need {length} entries (int32 limit)")
         starts = np.cumsum(caps) - caps
-        counts = self.count[live]
-        src, dst = concat_ranges(self.start[live], counts), concat_ranges(starts, counts)
-        pool = growth.allocate((length,), np.int64, 0)
-        rows = growth.allocate((self.rows.shape[0], length), np.float64, 0.0)
-        pool[dst] = self.pool[src]
-        for new, old in zip(rows, self.rows):
-            new[dst] = old[src]
+        self.repacked(self.start[live], self.count[live], starts, length)  # allocates, then commits
         self.start[live] = starts
-        self.cap[live] = caps
-        self.pool, self.rows = pool, rows
-        self.end = total
+        self.capacity[live] = caps
+        self.top = total
 
     # ------------------------------------------------------------------
     # Invariants
@@ -388,19 +363,19 @@ class CellPool:
         assert (cells >= 0).all() and (cells < self.count.shape[0]).all(), "a live handle is in no cell"
         slots = self.slot[handles].astype(np.int64)
         assert ((slots >= 0) & (slots < self.count[cells])).all(), "slot outside the cell's members"
-        assert (self.pool[self.start[cells].astype(np.int64) + slots] == handles).all(), \
+        assert (self.handles[self.start[cells].astype(np.int64) + slots] == handles).all(), \
             "pool entry holds another handle"
         assert (np.bincount(cells, minlength=self.count.shape[0]) == self.count).all(), \
             "cell counts disagree with their members"
         assert self.members == handles.size, "member total is wrong"
         nonempty = self.count > 0
         assert self.nonempty == int(nonempty.sum()), "non-empty cell total is wrong"
-        assert ((self.cap > 0) == nonempty).all(), "an empty cell keeps a block, or a member has none"
-        caps = self.cap[nonempty].astype(np.int64)
+        assert ((self.capacity > 0) == nonempty).all(), "an empty cell keeps a block, or a member has none"
+        caps = self.capacity[nonempty].astype(np.int64)
         assert (caps >= self.count[nonempty]).all(), "a cell holds more than its block"
         starts = self.start[nonempty].astype(np.int64)
         order = np.argsort(starts)
         starts, caps = starts[order], caps[order]
         assert (starts[1:] >= starts[:-1] + caps[:-1]).all(), "pool blocks overlap"
-        assert not starts.size or (starts[0] >= 0 and starts[-1] + caps[-1] <= self.end)
-        assert self.end <= self.pool.shape[0] == self.rows.shape[1], "pool end beyond the pool"
+        assert not starts.size or (starts[0] >= 0 and starts[-1] + caps[-1] <= self.top)
+        assert self.top <= self.handles.shape[0] == self.columns.shape[1], "pool end beyond the pool"

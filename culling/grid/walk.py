@@ -7,7 +7,7 @@ by the same monotone function as in the tree
 (``floor(fl(fl(c - origin) / size) * 2**L)``, clamped to the level's last
 cell for the few floats below ``origin + size`` that round up to it).  So the
 window a point visits on a level is the tree's conservative window
-(:func:`culling.tree.walk.window`: the cells of the largest floats at or
+(:func:`culling.core.cells.window`: the cells of the largest floats at or
 below ``p - half`` and ``p + half``, ``half >= scale * W / 2``), shifted to
 the grid's numbering and clamped to the world; there is no second window
 arithmetic to keep in step.  A window is empty when every centre it could

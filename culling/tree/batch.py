@@ -17,9 +17,7 @@ as plain loops that read each object's data once and keep its home
   so that each node's new members follow it and each tile of pool rows
   covers a small part of its node (:mod:`culling.core.tiles`).
 
-Homes come from :func:`_home`, the compiled twin of
-:meth:`culling.core.lattice.Lattice.levels_for` and :meth:`~culling.core.lattice.Lattice.cells`
-(the same IEEE operations; ``check_invariants`` compares the two).
+Homes come from the one home function, :func:`culling.core.cells.home`.
 """
 
 from __future__ import annotations
@@ -28,10 +26,9 @@ import math
 
 import numpy as np
 
-from culling.core.cells import cell_scaled, placed_u
+from culling.core.cells import home
 from culling.core.containment import reach_of
 from culling.core.jit import inline_kernel, kernel
-from culling.core.lattice import MAX_DEPTH, TOO_LARGE
 from culling.core.structs import Nodes, NodesFields, ObjectsFields, PoolFields, WorldFields
 from culling.core.tiles import cover, cover_row
 
@@ -39,33 +36,6 @@ from culling.core.tiles import cover, cover_row
 LAYOUT_BITS = 12
 
 __all__ = ["group", "layout_order", "place", "settle"]
-
-
-@inline_kernel
-def _cell(u: float, level: int) -> int:
-    """:func:`culling.tree.walk.cell_of`, with ``2**level`` as an integer power: no ``ldexp`` call
-    (a library call, 5 ns, three per object) in the per-object loops."""
-    return cell_scaled(u, level, float(1 << level) if level >= 0 else 1.0)
-
-
-@inline_kernel
-def _home(centres: np.ndarray, radii: np.ndarray, i: int, origin: np.ndarray, size: float, key: np.ndarray) -> None:
-    """Object ``i``'s home node into ``key[0]`` (int64 (1, dim + 1)): its level, then its cell.
-
-    The level of :meth:`culling.core.lattice.Lattice.levels_for` and the cell of
-    :meth:`~culling.core.lattice.Lattice.cells` for the root-relative centre
-    placed exactly (:func:`culling.core.cells.placed_u`), by the same operations.
-    """
-    relative = radii[i] / size
-    if relative == 0.0:
-        level = MAX_DEPTH
-    elif relative == math.inf:
-        level = TOO_LARGE
-    else:
-        level = min(-math.frexp(relative)[1] - 1, MAX_DEPTH)
-    key[0, 0] = level
-    for axis in range(centres.shape[1]):
-        key[0, axis + 1] = _cell(placed_u(centres[i, axis], origin[axis], size), level)
 
 
 #: Golden-ratio multiplier of the hash in :func:`group` (Fibonacci hashing).
@@ -133,7 +103,7 @@ def _group_into(centres: np.ndarray, radii: np.ndarray, origin: np.ndarray, size
         table[slot] = g
     key = np.empty((1, dim + 1), dtype=np.int64)
     for i in range(done, n):
-        _home(centres, radii, i, origin, size, key)
+        home(centres, radii, i, origin, size, key, 0)
         slot = _slot(key, 0, bits)
         g = table[slot]
         while g >= 0:
@@ -187,7 +157,7 @@ def settle(handles: np.ndarray, centres: np.ndarray, radii: np.ndarray, world_fi
     key = np.empty((1, dim + 1), dtype=np.int64)
     k = 0
     for i in range(n):
-        _home(centres, radii, i, origin, size, key)
+        home(centres, radii, i, origin, size, key, 0)
         node = obj_node[handles[i]]
         stay = node_level[node] == key[0, 0]
         for axis in range(dim):

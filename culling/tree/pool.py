@@ -1,10 +1,11 @@
-"""Contiguous storage for the members of every node.
+"""Contiguous storage for the members of every node: the tree's allocation policy over member rows.
 
 Each node owns one block ``[start, start + capacity)`` of a shared pool of
-rows; a row holds one object's handle and its sphere (centre and radius).
-Keeping a node's members next to each other means a query gathers its
-candidates, and the data for their exact test, from a few contiguous runs,
-and batch mutations can address any member of any node with one NumPy index.
+rows (:class:`culling.core.rows.RowPool`, the vocabulary the grid's pool
+shares); a row holds one object's handle and its sphere (centre and radius).
+The node table keeps each node's block (``start``, ``capacity``, ``count``)
+and the tree each object's node and row; the pool moves them (a block that
+outgrows itself, many removals, a compaction) and updates both.
 
 Blocks come in power-of-two capacities; a node that outgrows its block moves
 to one twice as large, and released blocks are reused by their size class.
@@ -18,10 +19,16 @@ amortised O(1) per removal.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from culling.core import growth, tiles
+from culling.core.rows import RowPool, concat_ranges
 from culling.core.structs import PoolFields
+
+if TYPE_CHECKING:
+    from culling.tree.nodes import NodeTable
 
 __all__ = ["BlockPool", "MIN_BLOCK", "POOL_GROWTH", "SHRINK_RATIO"]
 
@@ -55,40 +62,30 @@ def block_capacities(counts: np.ndarray) -> np.ndarray:
     return capacities
 
 
-class BlockPool:
-    """Rows of ``handles`` (int64) and ``columns`` (float64, ``width`` of them).
-
-    Object data is stored column-wise, one contiguous array per quantity
-    (each axis of the centre, the radius, ...), so tests run on 1-D arrays.
+class BlockPool(RowPool):
+    """:class:`~culling.core.rows.RowPool` rows (handles -1 where unused) in power-of-two blocks.
 
     Attributes
     ----------
-    handles : ndarray, shape (capacity,), int64
-    columns : ndarray, shape (width, capacity), float64
+    handles : ndarray, shape (rows,), int64
+    columns : ndarray, shape (width, rows), float64
         The centre's ``width - 2`` axes, the radius, the squared reach.
     tile_box : ndarray, shape (tiles, 2 * (width - 2) + 1), float64
         Every tile's summary (:mod:`culling.core.tiles`): whoever writes a row's
         centre or radius covers it (:func:`culling.core.tiles.cover`).
     """
 
-    def __init__(self, width: int, capacity: int = INITIAL_ROWS):
-        self.width = width
-        self.handles = growth.allocate((capacity,), np.int64, -1)
-        self.columns = growth.allocate((width, capacity), np.float64, 0.0)
-        self.tile_box = tiles.empty_summaries(width - 2, tiles.tiles_for(capacity))
-        self.top = 0  # rows at and above ``top`` have never been handed out
+    def __init__(self, width: int, rows: int = INITIAL_ROWS):
+        super().__init__(width, rows, fill=-1)
+        self.tile_box = tiles.empty_summaries(width - 2, tiles.tiles_for(rows))
         self._free: dict[int, list[int]] = {}
-
-    @property
-    def capacity(self) -> int:
-        return int(self.handles.shape[0])
 
     def reserve(self, rows: int) -> None:
         """Make room for ``rows`` more rows above ``top`` (amortised O(1) per row)."""
         needed = self.top + rows
-        if needed <= self.capacity:
+        if needed <= self.rows:
             return
-        capacity = max(needed, int(self.capacity * POOL_GROWTH))
+        capacity = max(needed, int(self.rows * POOL_GROWTH))
         handles = growth.allocate((capacity,), np.int64, -1)
         columns = growth.allocate((self.width, capacity), np.float64, 0.0)
         box = tiles.empty_summaries(self.width - 2, tiles.tiles_for(capacity))
@@ -136,7 +133,7 @@ class BlockPool:
 
     def wasteful(self, objects: int) -> bool:
         """Whether the pool is far longer than ``objects`` stored objects need (compaction pays)."""
-        return self.capacity > SHRINK_RATIO * objects + INITIAL_ROWS
+        return self.rows > SHRINK_RATIO * objects + INITIAL_ROWS
 
     def compact(self, starts: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Copy the live blocks' members into fresh, packed arrays; returns their new starts and capacities.
@@ -151,21 +148,17 @@ class BlockPool:
         new_starts = np.cumsum(capacities) - capacities
         total = int(capacities.sum())
         length = max(INITIAL_ROWS, int(total * POOL_GROWTH))
-        rows = int(counts.sum())
-        shifts = np.repeat(new_starts - (np.cumsum(counts) - counts), counts)
-        dst = np.arange(rows, dtype=np.int64) + shifts
-        src = dst - np.repeat(new_starts - np.asarray(starts, dtype=np.int64), counts)
-        handles = growth.allocate((length,), np.int64, -1)
-        columns = growth.allocate((self.width, length), np.float64, 0.0)
-        box = tiles.empty_summaries(self.width - 2, tiles.tiles_for(length))
-        handles[dst] = self.handles[src]
-        for new, old in zip(columns, self.columns):
-            new[dst] = old[src]
-        tiles.summarise(columns, new_starts, counts, box)
-        self.handles, self.columns, self.tile_box = handles, columns, box
+        box = tiles.empty_summaries(self.width - 2, tiles.tiles_for(length))  # first: nothing changes on a MemoryError
+        self.repacked(starts, counts, new_starts, length)  # allocates, then commits
+        tiles.summarise(self.columns, new_starts, counts, box)
+        self.tile_box = box
         self.top = total
         self._free = {}
         return new_starts, capacities
+
+    def moved(self, rows: np.ndarray) -> None:
+        """Rows just written by a move: their tiles cover them."""
+        self.cover_rows(rows)
 
     def cover(self, first: int, last: int) -> None:
         """Grow the tile summaries to include rows ``first .. last - 1``, just written."""
@@ -197,7 +190,89 @@ class BlockPool:
         return self.handles, self.columns, self.tile_box
 
     def nbytes(self) -> int:
-        return self.handles.nbytes + self.columns.nbytes + self.tile_box.nbytes
+        return super().nbytes() + int(self.tile_box.nbytes)
+
+    # ------------------------------------------------------------------
+    # The node table's blocks: each node's start, capacity and count, each object's node and row
+
+    def move_block(self, nodes: NodeTable, node: int, capacity: int, obj_row: np.ndarray) -> None:
+        """Give ``node`` a block of ``capacity`` rows, moving its members there; O(members)."""
+        start = self.allocate(capacity)
+        old_start, old_cap, count = int(nodes.start[node]), int(nodes.capacity[node]), int(nodes.count[node])
+        if count:
+            self.handles[start:start + count] = self.handles[old_start:old_start + count]
+            self.columns[:, start:start + count] = self.columns[:, old_start:old_start + count]
+            self.cover(start, start + count)
+            obj_row[self.handles[start:start + count]] = np.arange(start, start + count)
+        if old_cap:
+            self.release(old_start, old_cap)
+        nodes.start[node] = start
+        nodes.capacity[node] = capacity
+
+    def make_room(self, nodes: NodeTable, ids: np.ndarray, more: np.ndarray, obj_row: np.ndarray) -> None:
+        """Give each of the nodes ``ids`` (distinct) room for ``more`` more members: :meth:`move_block`,
+        vectorised.
+
+        The nodes whose blocks are too small get blocks of the power of two
+        their members will need (:meth:`allocate_many`, one regrowth at
+        most); their members move there and the old blocks are released.
+        O(nodes + members moved).
+        """
+        needed = nodes.count[ids] + more
+        grow = np.flatnonzero(needed > nodes.capacity[ids])
+        if not grow.size:
+            return
+        ids = ids[grow]
+        capacities = block_capacities(needed[grow])
+        starts = self.allocate_many(capacities)
+        old_starts, old_capacities, counts = nodes.start[ids], nodes.capacity[ids], nodes.count[ids]
+        if counts.any():
+            target = concat_ranges(starts, counts)
+            self.move_rows(concat_ranges(old_starts, counts), target)
+            obj_row[self.handles[target]] = target
+        held = old_capacities > 0
+        if held.any():
+            self.release_many(old_starts[held], old_capacities[held])
+        nodes.start[ids] = starts
+        nodes.capacity[ids] = capacities
+
+    def unlink_many(self, nodes: NodeTable, obj_node: np.ndarray, obj_row: np.ndarray,
+                    handles: np.ndarray) -> np.ndarray:
+        """Take many objects out of their nodes, vectorised (:meth:`fill_holes`); returns the nodes touched.
+
+        ``obj_node[h]`` becomes -1 for each removed handle.  O(k log k).
+        """
+        owners = obj_node[handles]
+        rows = obj_row[handles]
+        touched, removed = np.unique(owners, return_counts=True)
+        kept = nodes.count[touched] - removed
+        tail_starts = nodes.start[touched] + kept
+        in_front = rows < tail_starts[np.searchsorted(touched, owners)]
+        obj_node[handles] = -1
+        holes = rows[in_front][np.argsort(owners[in_front], kind="stable")]
+        tail = concat_ranges(tail_starts, removed)
+        fillers = self.fill_holes(holes, tail, obj_node >= 0)
+        obj_row[fillers] = holes
+        self.handles[tail] = -1
+        nodes.count[touched] = kept
+        return touched
+
+    def compact_nodes(self, nodes: NodeTable, obj_node: np.ndarray, obj_row: np.ndarray) -> None:
+        """Pack every node's members into a fresh pool (:meth:`compact`), moving their blocks and
+        their objects' rows; O(objects + nodes)."""
+        blocks = np.flatnonzero(nodes.capacity[: nodes.issued] > 0)
+        empty = blocks[nodes.count[blocks] == 0]
+        nodes.capacity[empty] = 0
+        nodes.start[empty] = 0
+        blocks = blocks[nodes.count[blocks] > 0]
+        old_starts = nodes.start[blocks]
+        new_starts, capacities = self.compact(old_starts, nodes.count[blocks])
+        shift = np.zeros(nodes.issued, dtype=np.int64)
+        shift[blocks] = new_starts - old_starts
+        live = np.flatnonzero(obj_node >= 0)
+        obj_row[live] += shift[obj_node[live]]
+        nodes.start[blocks] = new_starts
+        nodes.capacity[blocks] = capacities
 
 
 def _bit_length(values: np.ndarray) -> np.ndarray:

@@ -40,7 +40,7 @@ from numpy.typing import ArrayLike
 
 from culling.answer import QueryDetails, distances_from
 from culling.core import chunks, growth, members, overlap, pairs
-from culling.core.cells import placed_columns, placed_u
+from culling.core.cells import cell_of, homes, level_of, placed_u
 from culling.core.containment import decide, squared_reach, squared_reach_of
 from culling.core.growth import ARRAY_GROWTH, grown
 from culling.core.lattice import ANCHOR, MAX_DEPTH, MAX_GROWTH, Lattice
@@ -66,7 +66,7 @@ from culling.core.validation import (
 from culling.trace import LevelTrace, QueryTrace
 from culling.tree import batch, probe, walk
 from culling.tree.nodes import NodeTable
-from culling.tree.pool import BlockPool, block_capacities, block_capacity
+from culling.tree.pool import BlockPool, block_capacity
 
 __all__ = ["HANDLE_SHRINK_RATIO", "MAX_DEPTH", "MAX_GROWTH", "ViewDistanceTree"]
 
@@ -76,15 +76,6 @@ logger = logging.getLogger(__name__)
 #: many entries per stored object (plus 64), as far as the highest live
 #: handle allows; a failed try waits until half the objects are gone again.
 HANDLE_SHRINK_RATIO = 4
-
-
-def concat_ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
-    """``concatenate([arange(s, s + n) for s, n in zip(starts, lengths)])``, vectorised."""
-    total = int(lengths.sum())
-    if total == 0:
-        return np.empty(0, dtype=np.int64)
-    shifts = np.repeat(starts - (np.cumsum(lengths) - lengths), lengths)
-    return np.asarray(np.arange(total, dtype=np.int64) + shifts)
 
 
 class ViewDistanceTree:
@@ -181,21 +172,8 @@ class ViewDistanceTree:
         self._handle_check = 1 << 62
 
     def _compact(self) -> None:
-        """Pack every node's members into a fresh pool (see :meth:`BlockPool.compact`); O(objects + nodes)."""
-        nodes = self._nodes
-        blocks = np.flatnonzero(nodes.capacity[: nodes.issued] > 0)
-        empty = blocks[nodes.count[blocks] == 0]
-        nodes.capacity[empty] = 0
-        nodes.start[empty] = 0
-        blocks = blocks[nodes.count[blocks] > 0]
-        old_starts = nodes.start[blocks]
-        new_starts, capacities = self._pool.compact(old_starts, nodes.count[blocks])
-        shift = np.zeros(nodes.issued, dtype=np.int64)
-        shift[blocks] = new_starts - old_starts
-        live = np.flatnonzero(self._obj_node[: self._next_handle] >= 0)
-        self._obj_pos[live] += shift[self._obj_node[live]]
-        nodes.start[blocks] = new_starts
-        nodes.capacity[blocks] = capacities
+        """Pack every node's members into a fresh pool (:meth:`BlockPool.compact_nodes`); O(objects + nodes)."""
+        self._pool.compact_nodes(self._nodes, self._obj_node, self._obj_pos)
 
     # ------------------------------------------------------------------
     # The constructor's choices: read-only (changing them would misplace every stored object)
@@ -363,7 +341,7 @@ class ViewDistanceTree:
             node = self._nodes.at(level, cell)
             count = int(self._nodes.count[node])
             if count == self._nodes.capacity[node]:
-                self._move_block(node, block_capacity(count + 1))
+                self._pool.move_block(self._nodes, node, block_capacity(count + 1), self._obj_pos)
         except MemoryError:
             live = self._nodes.count[: self._nodes.issued] >= 0
             empty = np.flatnonzero(live & (self._nodes.count[: self._nodes.issued] == 0)
@@ -472,7 +450,7 @@ class ViewDistanceTree:
         if links is None:
             return
         moving = handles[movers]
-        touched = self._unlink_many(moving)
+        touched = self._pool.unlink_many(self._nodes, self._obj_node, self._obj_pos, moving)
         self._place(moving, links, centres[movers], radii[movers])
         self._cleanup_many(touched)
         self._shrink_root()
@@ -484,7 +462,7 @@ class ViewDistanceTree:
         check_unique(handles)
         if not handles.size:
             return
-        touched = self._unlink_many(handles)
+        touched = self._pool.unlink_many(self._nodes, self._obj_node, self._obj_pos, handles)
         self._free_handles.extend(handles.tolist())
         self._count -= handles.size
         self._cleanup_many(touched)
@@ -758,7 +736,6 @@ class ViewDistanceTree:
     @reading
     def check_invariants(self) -> None:
         """Assert every structural rule; O(objects + nodes).  For tests."""
-        lat = self._lattice
         alive = np.flatnonzero(self._nodes.count[: self._nodes.issued] >= 0)
         assert alive.size == self.node_count, "free node list disagrees with dead nodes"
         assert set(self._nodes.free).isdisjoint(alive.tolist()), "a live node is on the free list"
@@ -801,7 +778,7 @@ class ViewDistanceTree:
         blocks.sort()
         for (s0, c0), (s1, _) in zip(blocks, blocks[1:]):
             assert s0 + c0 <= s1, "pool blocks overlap"
-        assert not blocks or blocks[-1][0] + blocks[-1][1] <= self._pool.top <= self._pool.capacity
+        assert not blocks or blocks[-1][0] + blocks[-1][1] <= self._pool.top <= self._pool.rows
         # Objects: node and row agree with the pool, rows inside the node's used part.
         live = self._handles()
         assert live.size == self._count, "len() disagrees with live handles"
@@ -818,16 +795,14 @@ class ViewDistanceTree:
         radii = columns[self.dim]
         assert np.isfinite(columns[: self.dim + 1]).all() and (radii >= 0).all()
         assert (columns[self.dim + 1] == squared_reach(radii)).all(), "stale squared reach"
-        levels = lat.levels_for(radii)
-        assert (levels >= root_level).all(), "a sphere is too large for the root"
-        assert (self._nodes.level[nodes] == levels).all(), "object on the wrong level"
-        cells = lat.cells(placed_columns(np.ascontiguousarray(columns[: self.dim].T), self.origin, self.size),
-                          levels)
-        assert (self._nodes.cells[:, nodes] == cells).all(), "object in the wrong cell"
+        keys = homes(np.ascontiguousarray(columns[: self.dim].T), np.ascontiguousarray(radii), self.origin, self.size)
+        assert (keys[:, 0] >= root_level).all(), "a sphere is too large for the root"
+        assert (self._nodes.level[nodes] == keys[:, 0]).all(), "object on the wrong level"
+        assert (self._nodes.cells[:, nodes] == keys[:, 1:].T).all(), "object in the wrong cell"
         # Tile summaries (culling.core.tiles): every live row inside its tile's box, its radius within the tile's.
         pool, tile = self._pool, rows >> TILE_SHIFT
         box = pool.tile_box[tile].T
-        assert pool.tile_box.shape[0] * TILE_ROWS >= pool.capacity, "tile summaries shorter than the pool"
+        assert pool.tile_box.shape[0] * TILE_ROWS >= pool.rows, "tile summaries shorter than the pool"
         assert (box[: self.dim] <= columns[: self.dim]).all(), "a centre below its tile's box"
         assert (box[self.dim:2 * self.dim] >= columns[: self.dim]).all(), "a centre above its tile's box"
         assert (box[2 * self.dim] >= radii).all(), "a radius above its tile's largest"
@@ -858,20 +833,19 @@ class ViewDistanceTree:
     def _home(self, point: list[float], radius: float) -> tuple[int, tuple[int, ...]]:
         """Validate one sphere against the world, grow the root for it, return its home key.
 
-        Pure Python floats: the same IEEE operations as :meth:`Lattice.cells`.
+        The home function (:func:`culling.core.cells.homes`, one call); the
+        root grows (:meth:`_grow_root_for`) until it holds the centre placed
+        exactly (:func:`culling.core.cells.placed_u`, as the home function places it).
         """
         size = self.size
         lat = self._lattice
-        level = lat.level_for(radius)
+        level, *cell = homes(np.array([point]), np.array([radius]), self.origin, size)[0].tolist()
         u = [placed_u(c, o, size) for c, o in zip(point, self._origin_list)]
         if level < -MAX_GROWTH or not all(lat.world_lo_u <= x < lat.world_hi_u for x in u):
             self._check_world(u, u, level)
         if level < self.root_level or not self._root_contains(u):
             self._grow_root_for(level, u, u)
-        if level >= 0:
-            scale, offset = lat.scales[level], lat.offsets[level]
-            return level, tuple(math.floor(x * scale) + offset for x in u)
-        return level, tuple(lat.cell(x, level) for x in u)
+        return level, tuple(cell)
 
     def _prepare_links(self, centres: np.ndarray, radii: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Everything :meth:`_place` needs that allocates: the root grown to hold the objects, their
@@ -880,7 +854,7 @@ class ViewDistanceTree:
         Validation errors come first; a ``MemoryError`` undoes what was done
         (new empty nodes deleted, the root shrunk back) and propagates: the
         tree is as it was.  Grouping (:func:`culling.tree.batch.group`), the home nodes
-        (:meth:`NodeTable.at_many`), their blocks (:meth:`_make_room`).
+        (:meth:`NodeTable.at_many`), their blocks (:meth:`BlockPool.make_room`).
         ``centres`` C-contiguous, non-empty.
         """
         made: list[int] = []
@@ -888,7 +862,7 @@ class ViewDistanceTree:
             self._fit_many(centres, radii)
             group_of, keys, sizes = batch.group(centres, radii, self.origin, self.size)
             homes = self._nodes.at_many(keys, self._root, made)
-            self._make_room(homes, sizes)
+            self._pool.make_room(self._nodes, homes, sizes, self._obj_pos)
         except MemoryError:
             for node in reversed(made):  # new nodes are empty leaves (or chains of them)
                 if self._nodes.count[node] == 0 and self._nodes.children[node] == 0:
@@ -918,14 +892,13 @@ class ViewDistanceTree:
         size, origin = self.size, self._origin_list
         lo = [placed_u(float(centres[:, axis].min()), o, size) for axis, o in enumerate(origin)]
         hi = [placed_u(float(centres[:, axis].max()), o, size) for axis, o in enumerate(origin)]
-        top = self._lattice.level_for(float(radii.max()))
+        top = level_of(float(radii.max()), size)
         self._check_world(lo, hi, top)
         if top < self.root_level or not (self._root_contains(lo) and self._root_contains(hi)):
             self._grow_root_for(top, lo, hi)
 
     def _root_contains(self, u: list[float]) -> bool:
         level, cell = self._nodes.key_of(self._root)
-        cell_of = self._lattice.cell
         return all(cell_of(x, level) == c for x, c in zip(u, cell))
 
     def _grow_root_for(self, top: int, lo: list[float], hi: list[float]) -> None:
@@ -937,7 +910,6 @@ class ViewDistanceTree:
         levels up is ``c >> g``), so the check sees the final root.
         """
         level, cell = self._nodes.key_of(self._root)
-        cell_of = self._lattice.cell
         while level > top or not all(cell_of(x, level) == c and cell_of(y, level) == c
                                      for x, y, c in zip(lo, hi, cell)):
             level, cell = level - 1, tuple(c >> 1 for c in cell)
@@ -1032,28 +1004,13 @@ class ViewDistanceTree:
             if self._nodes.count[node] == 0:  # not deleted by an earlier chain
                 self._cleanup(node)
 
-    def _move_block(self, node: int, capacity: int) -> None:
-        """Give ``node`` a block of ``capacity`` rows, moving its members there."""
-        pool = self._pool
-        start = pool.allocate(capacity)
-        old_start, old_cap, count = int(self._nodes.start[node]), int(self._nodes.capacity[node]), int(self._nodes.count[node])
-        if count:
-            pool.handles[start:start + count] = pool.handles[old_start:old_start + count]
-            pool.columns[:, start:start + count] = pool.columns[:, old_start:old_start + count]
-            pool.cover(start, start + count)
-            self._obj_pos[pool.handles[start:start + count]] = np.arange(start, start + count)
-        if old_cap:
-            pool.release(old_start, old_cap)
-        self._nodes.start[node] = start
-        self._nodes.capacity[node] = capacity
-
     # ------------------------------------------------------------------
     # Internals: membership
 
     def _append(self, node: int, handle: int, row: list[float]) -> None:
         count = int(self._nodes.count[node])
         if count == self._nodes.capacity[node]:
-            self._move_block(node, block_capacity(count + 1))
+            self._pool.move_block(self._nodes, node, block_capacity(count + 1), self._obj_pos)
         pos = int(self._nodes.start[node]) + count
         self._pool.handles[pos] = handle
         self._pool.columns[:, pos] = row
@@ -1079,60 +1036,3 @@ class ViewDistanceTree:
         self._nodes.count[node] = count
         self._obj_node[handle] = -1
         return node
-
-    def _unlink_many(self, handles: np.ndarray) -> np.ndarray:
-        """Take many objects out of their nodes, vectorised; returns the nodes touched.
-
-        Each node's block stays packed: the surviving members of its tail
-        fill the holes left in front of the new end.
-        """
-        pool = self._pool
-        nodes = self._obj_node[handles]
-        rows = self._obj_pos[handles]
-        touched, removed = np.unique(nodes, return_counts=True)
-        kept = self._nodes.count[touched] - removed
-        tail_starts = self._nodes.start[touched] + kept
-        which = np.searchsorted(touched, nodes)
-        in_front = rows < tail_starts[which]
-        self._obj_node[handles] = -1
-        holes = rows[in_front][np.argsort(nodes[in_front], kind="stable")]
-        tail = concat_ranges(tail_starts, removed)
-        fillers = tail[self._obj_node[pool.handles[tail]] >= 0]
-        moved = pool.handles[fillers]
-        pool.handles[holes] = moved
-        pool.columns[:, holes] = pool.columns[:, fillers]
-        pool.cover_rows(holes)
-        self._obj_pos[moved] = holes
-        pool.handles[tail] = -1
-        self._nodes.count[touched] = kept
-        return touched
-
-    def _make_room(self, nodes: np.ndarray, more: np.ndarray) -> None:
-        """Give each of ``nodes`` (distinct) room for ``more`` more members: :meth:`_move_block`, vectorised.
-
-        The nodes whose blocks are too small get blocks of the power of two
-        their members will need (:meth:`BlockPool.allocate_many`, one pool
-        regrowth at most); their members move there and the old blocks are
-        released.  O(nodes + members moved).
-        """
-        table = self._nodes
-        needed = table.count[nodes] + more
-        grow = np.flatnonzero(needed > table.capacity[nodes])
-        if not grow.size:
-            return
-        nodes = nodes[grow]
-        capacities = block_capacities(needed[grow])
-        starts = self._pool.allocate_many(capacities)
-        old_starts, old_capacities, counts = table.start[nodes], table.capacity[nodes], table.count[nodes]
-        if counts.any():
-            pool = self._pool
-            source, target = concat_ranges(old_starts, counts), concat_ranges(starts, counts)
-            pool.handles[target] = pool.handles[source]
-            pool.columns[:, target] = pool.columns[:, source]
-            pool.cover_rows(target)
-            self._obj_pos[pool.handles[target]] = target
-        held = old_capacities > 0
-        if held.any():
-            self._pool.release_many(old_starts[held], old_capacities[held])
-        table.start[nodes] = starts
-        table.capacity[nodes] = capacities

@@ -7,7 +7,7 @@ correct answer every structure under test is compared against.
 Containment follows docs/CONTRACT.md ("Geometry", exact test) literally: a sphere contains ``p`` when
 ``sqrt(sum((p - c)**2)) <= radius * scale``, a cube when
 ``max(|p - c|) <= radius * scale``; surface points count as inside.  Both are
-decided exactly for the float64 inputs (DESIGN.md section 6): floats away from
+decided exactly for the float64 inputs (docs/DESIGN.md, "The exact filter and its exact fallback"): floats away from
 the surface, ``fractions.Fraction`` within rounding of it.  The
 Euclidean distance is summed axis by axis in order, so an offset along a single
 axis gives exactly ``|p_i - c_i|``.
@@ -149,7 +149,8 @@ class BruteForce:
             found = distances(centres, point, self.shape)
             inside = found <= reach
             # Within rounding of the surface, or at magnitudes where floats lose
-            # bits: decide with Fractions (DESIGN.md 6: exact for the float inputs).
+            # bits: decide with Fractions (exact for the float inputs: docs/DESIGN.md,
+            # "The exact filter and its exact fallback").
             unsure = (np.abs(found - reach) <= 1e-9 * np.maximum(found, reach)) | ~np.isfinite(found) \
                 | ~np.isfinite(reach) | (np.maximum(found, reach) < 1e-300)
         for i in np.flatnonzero(unsure).tolist():

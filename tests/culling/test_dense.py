@@ -34,10 +34,10 @@ def snapshot(grid: DenseViewDistanceGrid) -> dict:
     return {
         "level": grid._level[: grid._next_handle].copy(),
         "free": grid._free[: grid._n_free].copy(),
-        "scalars": (grid._n_free, grid._next_handle, grid._count, c.end, c.members, c.nonempty),
+        "scalars": (grid._n_free, grid._next_handle, grid._count, c.top, c.members, c.nonempty),
         "level_count": grid._level_count.copy(),
-        "start": c.start.copy(), "count": c.count.copy(), "cap": c.cap.copy(),
-        "pool": c.pool[: c.end].copy(), "rows": c.rows[:, : c.end].copy(),
+        "start": c.start.copy(), "count": c.count.copy(), "capacity": c.capacity.copy(),
+        "handles": c.handles[: c.top].copy(), "columns": c.columns[:, : c.top].copy(),
         "cell": c.cell[: grid._next_handle].copy(), "slot": c.slot[: grid._next_handle].copy(),
     }
 
@@ -86,7 +86,7 @@ def test_default_min_radius_gives_about_default_finest_cells(dim):
     assert grid.min_radius == 1024.0 / 2 ** (level + 2)
     assert grid.cell_count == sum(2 ** (L * dim) for L in range(level + 1))
     assert 2 ** (level * dim) <= DEFAULT_FINEST_CELLS
-    assert grid._cells.start.nbytes + grid._cells.count.nbytes + grid._cells.cap.nbytes == 12 * grid.cell_count
+    assert grid._cells.start.nbytes + grid._cells.count.nbytes + grid._cells.capacity.nbytes == 12 * grid.cell_count
     assert len(grid) == 0 and grid.node_count == 0 and grid.query(np.zeros(dim)).tolist() == []
 
 
@@ -499,7 +499,7 @@ def test_move_within_a_cell_changes_nothing_else():
         grid.update(h, new_centre, new_radius)
         diff = {k: v for k, v in changed(before, snapshot(grid)).items() if v}
         # that object's pool row only
-        assert set(diff) <= {"rows"} and diff.get("rows", 0) <= grid._cells.rows.shape[0], diff
+        assert set(diff) <= {"columns"} and diff.get("columns", 0) <= grid._cells.columns.shape[0], diff
         np.testing.assert_array_equal(grid.centre(h), new_centre)
     grid.check_invariants()
     # the batch form: every object stays, so no cell, slot or pool entry moves
@@ -518,12 +518,12 @@ def test_single_insert_and_remove_touch_a_constant_number_of_entries():
     before = snapshot(grid)
     h = grid.insert((10.5, 20.5, 30.5), 0.2)  # same cell: room in its block
     diff = changed(before, snapshot(grid))
-    assert diff["pool"] <= 1 and diff["rows"] <= 5 and diff["count"] == 1 and diff["start"] == diff["cap"] == 0
+    assert diff["handles"] <= 1 and diff["columns"] <= 5 and diff["count"] == 1 and diff["start"] == diff["capacity"] == 0
     before = snapshot(grid)
     grid.remove(hs[3])  # the cell's last member moves into its slot
     diff = changed(before, snapshot(grid))
-    assert diff["pool"] <= 1 and diff["rows"] <= 5 and diff["count"] == 1 and diff["slot"] <= 1
-    assert diff["cell"] == 1 and diff["level"] == 1 and diff["cap"] == diff["start"] == 0
+    assert diff["handles"] <= 1 and diff["columns"] <= 5 and diff["count"] == 1 and diff["slot"] <= 1
+    assert diff["cell"] == 1 and diff["level"] == 1 and diff["capacity"] == diff["start"] == 0
     grid.remove(h)
     grid.check_invariants()
 
@@ -649,13 +649,14 @@ def test_windows_are_the_trees_windows_cut_to_the_world(size, origin):
     cells whose grown box holds the point, in rationals) shifted to the grid's cells and clamped to
     the world, empty exactly when no cell of the world holds the point in its grown box; and it holds
     the home cell of every world centre within reach, also a few ulps from a grown box's edge."""
+    from test_walk import _window as _exact_window
+
     from culling.core.lattice import ANCHOR, Lattice
     from culling.core.structs import World
     from culling.grid import walk as gridwalk
-    from tests.culling.test_walk import _window as _exact_window
 
     grid = DenseViewDistanceGrid(size, origin=origin, dim=3, min_radius=size / 300)
-    geo, lat = grid._geo, Lattice(size, np.array(origin))
+    geo, world, lat = grid._geo, World(grid.origin, grid.size, 0, 0), Lattice(size, np.array(origin))
     o, top_corner = np.array(origin), geo.hi
     rng = np.random.default_rng(3)
     points = []
@@ -671,7 +672,7 @@ def test_windows_are_the_trees_windows_cut_to_the_world(size, origin):
     for p, scale in points:
         for level in range(1, geo.finest_level + 1):
             top = 2 ** level - 1
-            n = gridwalk.cell_window(p, scale, World(grid.origin, size, 0, 0), level, lo, hi)
+            n = gridwalk.cell_window(p, scale, world, level, lo, hi)
             want, empty = [], False
             for first, last in _exact_window(lat, p.tolist(), level, scale):  # rationals: grown boxes holding p
                 first, last = first - (ANCHOR << level), last - (ANCHOR << level)
@@ -730,11 +731,11 @@ def test_pool_repacks_and_gives_memory_back():
     hs = grid.insert_many(np.full((5000, 2), 3.0), np.full(5000, 0.3))  # one crowded cell
     others = grid.insert_many(rng.uniform(0, 64, (3000, 2)), rng.uniform(0.2, 20, 3000))
     grid.check_invariants()
-    big = grid._cells.pool.shape[0]
+    big = grid._cells.handles.shape[0]
     grid.remove_many(hs[:4990])
     grid.remove_many(others[:2900])
     grid.check_invariants()
-    assert grid._cells.pool.shape[0] < big / 10
+    assert grid._cells.handles.shape[0] < big / 10
     # objects hopping between cells one by one: blocks are given up and re-made, repacks stay correct
     mover = int(hs[-1])
     for i in range(400):

@@ -1,7 +1,7 @@
 """Hostile numbers at the edges: the reported repros, and generators aimed at the edges.
 
 Truth is decided with ``fractions.Fraction`` for the float64 inputs
-(DESIGN.md section 6): a sphere contains ``p`` when ``sum((c - p)**2) <=
+(docs/DESIGN.md, "The exact filter and its exact fallback"): a sphere contains ``p`` when ``sum((c - p)**2) <=
 (radius * scale)**2`` exactly, a cube when every ``|c_i - p_i| <= radius *
 scale``.  The generators put centres on cell faces (binary fractions of the
 root size from the origin) and one ulp either side, radii at and one ulp
@@ -388,20 +388,23 @@ def test_grid_window_keeps_the_home_cell_when_rounding_widens_it():
         grid.remove(h)
 
 
-def test_inlined_windows_equal_their_reference_functions():
-    """The tree's compiled window (culling.core.cells.window), which the grid's
-    (culling.grid.walk.cell_window) shifts and clamps to its world, must agree with the
-    readable exact reference (the cells whose grown box holds the point, in rationals)."""
+def test_compiled_windows_are_the_exact_windows():
+    """The tree's compiled window (culling.core.cells.window, half_reach), which the grid's
+    (culling.grid.walk.cell_window) shifts and clamps to its world, is the exact definition's
+    (the cells whose grown box holds the point, in rationals)."""
+    from lattice_reference import cell as exact_cell
+    from test_walk import _decidable
+    from test_walk import _window as _exact_window
+
     from culling.core import cells
-    from culling.core.lattice import ANCHOR, Lattice, half_reach
+    from culling.core.lattice import ANCHOR, Lattice
     from culling.core.structs import World
     from culling.grid import walk as gridwalk
-    from tests.culling.test_walk import _decidable
-    from tests.culling.test_walk import _window as _exact_window
 
     rng = np.random.default_rng(11)
     for size, origin in [(7.3, 1e6), (1000.0, -500.0), (16.0, 0.0), (4096.0, -2048.0)]:
         lat = Lattice(size, np.array([origin, origin * 0.5]))
+        world = World(lat.origin, size, 0, 0)
         for _ in range(300):
             p = (origin + size * rng.uniform(-3, 4, 2)).tolist()
             if rng.random() < 0.3:
@@ -409,7 +412,6 @@ def test_inlined_windows_equal_their_reference_functions():
             scale = float(rng.choice([1.0, 0.5, 2.5, 1e-3, 1e9, 1.7e308]))
             level = int(rng.integers(-4, 10))
             half = cells.half_reach(size, level, scale)
-            assert half == half_reach(size, level, scale)
             assert half == math.inf or Fraction(half) >= Fraction(scale) * Fraction(size) / Fraction(2) ** (level + 1)
             lo, hi = np.empty(2, dtype=np.int64), np.empty(2, dtype=np.int64)
             cells.window(np.array(p), scale, lat.origin, size, level, lo, hi)
@@ -417,7 +419,7 @@ def test_inlined_windows_equal_their_reference_functions():
                 continue
             want = _exact_window(lat, p, level, scale)  # the cells whose grown box holds p, in rationals
             # Beyond the largest world the window is clamped (no node is ever there): compare inside it.
-            low, high = lat.cell(lat.clamp_lo_u, level), lat.cell(lat.clamp_hi_u, level)
+            low, high = exact_cell(lat.clamp_lo_u, level), exact_cell(lat.clamp_hi_u, level)
 
             def clip(window):
                 return [(min(max(a, low), high), min(max(b, low), high)) for a, b in window]
@@ -425,7 +427,7 @@ def test_inlined_windows_equal_their_reference_functions():
             assert clip(zip(lo.tolist(), hi.tolist())) == clip(want)
             if level < 1:
                 continue
-            n = gridwalk.cell_window(np.array(p), scale, World(lat.origin, size, 0, 0), level, lo, hi)
+            n = gridwalk.cell_window(np.array(p), scale, world, level, lo, hi)
             top = (1 << level) - 1
             shifted = [(a - (ANCHOR << level), b - (ANCHOR << level)) for a, b in want]
             if any(b < 0 or a > top for a, b in shifted):  # no cell of the world holds p in its grown box

@@ -152,7 +152,7 @@ def test_every_method_with_every_hostile_value(kind, dim):
 
 @pytest.mark.parametrize("kind", ["tree", "grid", "collision"])
 def test_documented_exception_classes(kind):
-    """The precise points of DESIGN.md section 2, value by value."""
+    """The precise points of the contract (docs/CONTRACT.md, "Errors"), value by value."""
     s = _make(kind, 2)
     for handle in (2**64, -1, 10**400, np.uint64(2**63)):
         with pytest.raises(KeyError):

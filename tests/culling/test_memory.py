@@ -62,10 +62,10 @@ def test_tree_pool_compacts_after_most_removals():
     rng = np.random.default_rng(6)
     tree = ViewDistanceTree(size=1000.0, dim=3)
     handles = tree.insert_many(rng.uniform(0.0, 1000.0, (N, 3)), rng.uniform(0.0, 20.0, N))
-    full_pool = tree._pool.capacity
+    full_pool = tree._pool.rows
     keep = handles[:: 20]
     tree.remove_many(np.setdiff1d(handles, keep))
-    assert tree._pool.capacity <= full_pool / 4, "the pool kept the rows of removed objects"
+    assert tree._pool.rows <= full_pool / 4, "the pool kept the rows of removed objects"
     tree.check_invariants()
     assert sorted(tree.handles().tolist()) == sorted(keep.tolist())
     # Still answers exactly after compaction, and grows again.
@@ -84,7 +84,7 @@ def test_tree_reuses_freed_blocks_before_growing():
     capacities = []
     for _ in range(6):
         handles = tree.insert_many(centres, radii)
-        capacities.append(tree._pool.capacity)
+        capacities.append(tree._pool.rows)
         tree.remove_many(handles)
     assert capacities[-1] <= capacities[1], f"the pool grows over identical cycles: {capacities}"
     assert tree.handles().tolist() == [keep]

@@ -421,7 +421,7 @@ def test_missed_node_at_grown_edge_loses_an_exact_answer():
     lies inside the grown box [-12, 4) of node [-8, 0), which holds a sphere of
     radius ``4 - 2**-51`` centred at ``-2**-60``; ``|p - c|`` rounds to the
     radius, but exceeds it by ``2**-60`` in exact arithmetic: the exact test
-    (exact for the float inputs, DESIGN.md section 6) leaves it out, and the
+    (exact for the float inputs, docs/DESIGN.md "The exact filter and its exact fallback") leaves it out, and the
     node is still visited.  Moving ``c`` to 0 puts ``p`` on the surface: inside."""
     tree, model = TREE.make(SIZE, dim=1), BruteForce(1, "sphere")
     c, r, p = -2.0**-60, 4 - 2.0**-51, 4 - 2.0**-51

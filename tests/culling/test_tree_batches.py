@@ -154,16 +154,28 @@ def test_squared_reach_is_exact_at_every_magnitude():
         assert (np.sqrt(np.nextafter(reach, np.inf)) > radii).all()
 
 
-def test_batch_cells_equal_the_query_walks_cells():
-    """The batch kernels' cell function (a multiplication where the walk's calls ``ldexp``) and
-    :func:`culling.tree.walk.cell_of` agree on cell edges, their neighbours and beyond the world."""
-    from culling.core.cells import cell_of
-    from culling.tree.batch import _cell
+def test_batch_homes_are_the_exact_levels_and_cells():
+    """The one home function (:func:`culling.core.cells.homes`, which insert_many, update_many and the
+    invariant checker use) gives the exponent's level and the lattice cell of the exact centre, on cell
+    edges, their neighbours and beyond the world."""
+    from fractions import Fraction
+
+    from lattice_reference import placed_cell
+
+    from culling.core.cells import homes
+    from culling.core.lattice import MAX_DEPTH
 
     rng = np.random.default_rng(11)
-    edges = rng.integers(-2 ** 20, 2 ** 20, 300) * 2.0 ** -rng.integers(0, 25, 300)
-    u = np.concatenate([edges, np.nextafter(edges, np.inf), np.nextafter(edges, -np.inf),
-                        rng.uniform(-6e6, 1.2e7, 300), [0.0, -0.0, 5e-324, -5e-324, 1e300, -1e300, np.inf, -np.inf]])
-    for level in range(-24, 25):
-        for x in u.tolist():
-            assert _cell(x, level) == cell_of(x, level), (x, level)
+    size = 7.3
+    edges = rng.integers(-2 ** 20, 2 ** 20, 300) * 2.0 ** -rng.integers(0, 25, 300) * size
+    x = np.concatenate([edges, np.nextafter(edges, np.inf), np.nextafter(edges, -np.inf),
+                        rng.uniform(-6e6, 1.2e7, 300), [0.0, -0.0, 5e-324, -5e-324, 1e300, -1e300]])
+    radii = size * 2.0 ** -rng.integers(-20, 30, x.size) * rng.choice([1.0, 0.75, 0.5 + 2 ** -52], x.size)
+    keys = homes(np.ascontiguousarray(x[:, None]), radii, np.zeros(1), size)
+    for (level, c), xi, r in zip(keys.tolist(), x.tolist(), radii.tolist()):
+        relative = Fraction(r / size)
+        want = MAX_DEPTH
+        while want > -30 and relative >= Fraction(2) ** -(want + 1):  # level L holds r/size below 2**-(L+1)
+            want -= 1
+        assert level == want, (r, level, want)
+        assert c == placed_cell(xi, 0.0, size, level), (xi, level)

@@ -16,11 +16,11 @@ import math
 from fractions import Fraction
 
 import numpy as np
+from brute_force import BruteForce, sorted_handles
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from culling import DenseViewDistanceGrid, ViewDistanceTree
-from tests.culling.brute_force import BruteForce, sorted_handles
 
 SIZES = (1.0, 0.3, 7.3, 100.0, 4096.0, 310000.0)
 ORIGINS = ("-size/2", 0.1, 1e6, -3072.0)

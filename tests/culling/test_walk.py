@@ -4,9 +4,9 @@ The walk derives each child's cell from its parent's cell (``2 * cell + bit``
 per axis) and skips the quadrants outside the window before it reads the
 child row.  The reference below is the plain algorithm: on every level, test
 the stored cell of every existing child of the previous level's visited
-nodes against the window of the lattice's reference functions
-(:func:`culling.core.lattice.half_reach`, ``round_down_sub``/``round_down_add``,
-:meth:`Lattice.cell`).  Both must visit the same nodes in the same order, on
+nodes against the window of the exact definitions (``lattice_reference``:
+``fractions.Fraction``; the half reach is the kernel's, itself checked
+against Fraction below).  Both must visit the same nodes in the same order, on
 trees with grown roots (negative levels), deep chains, freed node rows,
 points on cell faces and one ulp either side, and scales from tiny to huge.
 """
@@ -19,11 +19,12 @@ from fractions import Fraction
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from lattice_reference import cell as exact_cell
+from lattice_reference import largest_float_at_most, window_cells
 
 from culling import ViewDistanceTree
 from culling.core import cells
-from culling.core.lattice import ANCHOR, MAX_DEPTH, MAX_GROWTH, Lattice, half_reach, round_down_add, round_down_sub
-from culling.core.structs import Nodes, World
+from culling.core.lattice import ANCHOR, MAX_DEPTH, MAX_GROWTH, Lattice
 from culling.tree import walk as treewalk
 
 WALK_SETTINGS = settings(max_examples=120, deadline=None)
@@ -52,16 +53,15 @@ def _window(lat: Lattice, p: list[float], level: int, scale: float) -> list[tupl
 
     Exact: the cells ``k`` with ``lo_k - s*W/2 <= x < hi_k + s*W/2`` in rationals, ``lo_k`` the
     lattice face ``origin + (k - ANCHOR * 2**level) * W``.  Where the walk cannot decide
-    (:func:`_decidable`), the float window of the reference functions, widened by two cells.
+    (:func:`_decidable`), the float window of the exact definitions (``lattice_reference``),
+    widened by two cells.
     """
     out = []
     if not _decidable(lat, level, scale):
-        half = half_reach(lat.size, level, scale)
+        half = cells.half_reach(lat.size, level, scale)
         for axis, x in enumerate(p):
-            o = lat.origin_list[axis]
-            lo_u = min(max((round_down_sub(x, half) - o) / lat.size, lat.clamp_lo_u), lat.clamp_hi_u)
-            hi_u = min(max((round_down_add(x, half) - o) / lat.size, lat.clamp_lo_u), lat.clamp_hi_u)
-            out.append((lat.cell(lo_u, level) - 2, lat.cell(hi_u, level) + 2))
+            first, last = window_cells(x, lat.origin_list[axis], lat.size, level, half)
+            out.append((first - 2, last + 2))
         return out
     edge = Fraction(lat.size) * Fraction(2) ** -level
     reach = Fraction(scale) * edge / 2
@@ -94,11 +94,10 @@ def reference_walk(tree: ViewDistanceTree, p: list[float], scale: float) -> tupl
 
 def compiled_walk(tree: ViewDistanceTree, p: list[float], scale: float,
                   cells: np.ndarray | None = None) -> tuple[list[int], list[int]]:
-    nodes = tree._nodes
-    fields = list(nodes.arrays())
-    if cells is not None:
-        fields[4] = cells  # Nodes.cells
-    visited, ends = treewalk.walk(np.array(p, dtype=np.float64), scale, World(*tree._world()), Nodes(*fields))
+    arrays = tree._nodes.arrays()
+    if cells is not None:  # Nodes' fields: start, capacity, count, level, cells, ...
+        arrays = arrays[:4] + (cells,) + arrays[5:]
+    visited, ends = treewalk.trace_walk(np.array(p, dtype=np.float64), scale, tree._world(), arrays)
     return visited.tolist(), ends.tolist()
 
 
@@ -207,12 +206,35 @@ def test_walk_beyond_its_first_buffer() -> None:
 
 @settings(max_examples=300, deadline=None)
 @given(st.floats(allow_nan=False), st.integers(-MAX_GROWTH, MAX_DEPTH))
-def test_cell_of_is_the_lattice_cell(u: float, level: int) -> None:
-    """The compiled cell (a multiply by the level's power of two) is the lattice's, subnormals and huge u too."""
-    lat = Lattice(1.0, np.zeros(1))
-    clamped = min(max(u, lat.clamp_lo_u), lat.clamp_hi_u)
-    assert cells.cell_of(u, level) == lat.cell(clamped, level)
+def test_cell_of_is_the_exact_lattice_cell(u: float, level: int) -> None:
+    """The compiled cell (a multiply by the level's power of two) is the exact definition's, subnormals and
+    huge u too, and its per-level form agrees."""
+    assert cells.cell_of(u, level) == exact_cell(u, level)
     assert cells.cell_of(u, level) == cells.cell_scaled(u, level, cells.level_factor(level))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.floats(allow_nan=False, allow_infinity=False), st.floats(min_value=0.0, allow_nan=False))
+def test_round_down_sub_and_add_are_the_largest_floats_below_the_exact_results(a: float, b: float) -> None:
+    """TwoSum's rounding direction: the largest float at or below ``a - b`` and ``a + b``."""
+    want_sub = -math.inf if b == math.inf else largest_float_at_most(Fraction(a) - Fraction(b))
+    want_add = math.inf if b == math.inf else largest_float_at_most(Fraction(a) + Fraction(b))
+    assert cells.round_down_sub(a, b) == want_sub
+    assert cells.round_down_add(a, b) == want_add
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(st.floats(min_value=0.0, max_value=1.7976931348623157e308),
+                 st.sampled_from([0.0, 5e-324, 2.2250738585072014e-308, 1.0, 3.0, 1e300])),
+       st.one_of(st.floats(min_value=0.0, max_value=1.7976931348623157e308),
+                 st.sampled_from([0.0, 5e-324, 1e-160, 1.0, 1.1, 1e160, 2.0 ** 996])))
+def test_multiply_up_is_the_smallest_float_at_or_above_the_product(a: float, b: float) -> None:
+    """Dekker's product rounds up only when inexact; outside its range one ulp up (still an upper bound)."""
+    got, exact = cells.multiply_up(a, b), Fraction(a) * Fraction(b)
+    assert got == math.inf or Fraction(got) >= exact
+    below = math.nextafter(got, 0.0)
+    tiny_or_huge = exact < Fraction(2.0 ** -960) or a > 2.0 ** 995 or b > 2.0 ** 995
+    assert got == 0.0 or Fraction(below) < exact or tiny_or_huge
 
 
 @settings(max_examples=300, deadline=None)
@@ -224,5 +246,9 @@ def test_per_level_half_reach_is_half_reach(size: float, level: int, scale: floa
     """The walk's half reach from powers of two carried level to level equals the ldexp definition,
     subnormal and overflowing halves included."""
     down, up = math.ldexp(1.0, -level - 1), math.ldexp(1.0, level + 1)
-    want = half_reach(size, level, scale)
-    assert cells.half_reach_by(size, down, up, scale) == want == cells.half_reach(size, level, scale)
+    half = cells.half_reach(size, level, scale)
+    assert cells.half_reach_by(size, down, up, scale) == half
+    exact = Fraction(scale) * Fraction(size) * Fraction(2) ** (-level - 1)
+    assert half == math.inf or Fraction(half) >= exact  # an upper bound of scale * W / 2 ...
+    if scale == 1.0 and Fraction(2.0 ** -1022) <= exact <= Fraction(1.7976931348623157e308):
+        assert Fraction(half) == exact  # ... and W / 2 itself wherever that is a normal float

@@ -1,5 +1,5 @@
 """The floors hold: culling/ imports no GL library, scenes/ and engine/ never import
-each other, and only demo/ wires them together (DESIGN.md section 3)."""
+each other, and only demo/ wires them together (docs/DESIGN.md, "Floors")."""
 
 import ast
 import os
