@@ -2,18 +2,25 @@
 
 Two view-distance trees meet here.  The engine's tree stores every object's
 view distance and is updated with ``update_many`` each frame.  The scene's
-own tree (:class:`~scenes.aggro.Aggro`) stores each creature's *aggro
-radius*, and every frame asks it once for all hunters and the player together
-(one ``query_many``): a creature that has a hunter or the camera inside its
-aggro sphere turns red and chases the nearest of them.  The batch's time,
-and now and then brute force's for the same question, are in
-:attr:`SwarmScene.aggro_stats` for the HUD.
+own tree (:class:`~scenes.aggro.Aggro`) stores each bird's personal-space
+sphere (its bounding sphere grown by :data:`~scenes.aggro.SPACE`) and is
+asked two batches a frame:
+
+- **sensing**: the player and every hunter, each with its own sensing radius
+  (hunters :data:`SENSE_RADIUS`, the player :data:`PLAYER_SENSE`), in one
+  ``overlapping_many``: a bird whose body meets a sensing sphere turns red
+  and chases the nearest hunter (or you) that senses it;
+- **separation**: one ``overlapping_pairs``: two birds whose personal spaces
+  meet push apart.
+
+Both batches' times, and now and then their peers' (brute force for the
+sensing, a NumPy hash grid for the pairs), are in :attr:`SwarmScene.sensing_stats`
+and :attr:`SwarmScene.separation_stats` for the HUD.
 
 The birds fly in flocks: each steers towards its flock's centre (cohesion)
 and its flock's mean velocity (alignment), both one ``bincount`` over all
-birds, and away from birds that come within ``PERSONAL_SPACE`` of it
-(separation): the pairs come from a broad phase over a grid of that cell size
-(neighbours in sorted cell order), O(n log n) NumPy.
+birds, and away from the birds its personal space meets (separation, the
+pairs above, summed with ``bincount``).
 
 The world keeps the same density at every size: the arena's radius grows with
 the square root of the object count, so 1,500 objects look like a corner of
@@ -28,10 +35,10 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from culling import ViewDistanceTree
-from scenes.aggro import Aggro, AggroStats
+from scenes.aggro import COMPARE_EVERY, RECENT, SPACE, Aggro, BatchStats
 from scenes.base import ObjectKind, Pose, Scene, Terrain, allocate_counts, build_arrays, mesh_base, morton_order
 
-__all__ = ["LEGEND", "SWARM_KINDS", "SwarmScene", "arena_radius", "make_swarm", "separation_pairs"]
+__all__ = ["LEGEND", "PLAYER_SENSE", "SENSE_RADIUS", "SWARM_KINDS", "SwarmScene", "arena_radius", "make_swarm"]
 
 DENSITY = 0.02              # creatures per square metre of arena (flocks make it locally denser)
 HUNTER_SHARE = 0.01         # one hunter per hundred objects
@@ -41,14 +48,14 @@ CHASE_SPEED = 16.0
 HUNTER_SPEED = 6.0
 WANDER_ACCEL = 6.0          # m/s^2, random walk of the velocity
 CHASE_ACCEL = 30.0
-PERSONAL_SPACE = 12.0       # chasers stop pushing closer than this (m)
+CHASE_STOP = 12.0           # chasers stop pushing closer than this (m)
 FLOCK_SIZE = 60             # birds per flock, about
 COHESION = 0.6              # m/s^2 per m/s: steering towards the flock's centre, per metre away (capped)
 ALIGNMENT = 1.5             # 1/s: matching the flock's mean velocity
-SEPARATION_RADIUS = 4.0     # birds closer than this push apart (m)
-SEPARATION = 40.0           # m/s^2 at contact, falling to 0 at SEPARATION_RADIUS
+SEPARATION = 40.0           # m/s^2 at one spot, falling to 0 where two personal spaces just touch
 ALTITUDE = (6.0, 45.0)      # creatures fly this high above the ground (m)
-AGGRO_RADIUS = (10.0, 40.0)   # flocks are dense: a hunter stirs a part of one, not all around it
+SENSE_RADIUS = (15.0, 45.0)   # each hunter's own sensing radius (m): the keen ones reach the flocks overhead
+PLAYER_SENSE = 30.0         # the player's (the camera's) sensing radius (m)
 WAYPOINT_REACHED = 5.0      # a hunter picks a new waypoint this close to the old one (m)
 
 SWARM_KINDS = (
@@ -61,32 +68,6 @@ LEGEND = (("hunters (walk)", (0.22, 0.30, 0.85)), ("birds (flocks)", (0.96, 0.86
           ("chasing you or a hunter", (0.95, 0.15, 0.10)))
 
 
-def separation_pairs(pos: np.ndarray, radius: float) -> tuple[np.ndarray, np.ndarray]:
-    """Pairs ``(i, j)`` of points closer than ``radius``, found in a grid of that cell
-    size: each point against the next three in sorted (cell, x) order within its cell.
-
-    A broad phase for separation, not an exact one: it can miss a pair split by a
-    cell face or crowded out of the next three (the push is then a frame late).
-    O(n log n).
-
-    >>> i, j = separation_pairs(np.array([[0.0, 0, 0], [1.0, 0, 0], [9.0, 0, 0]]), 4.0)
-    >>> sorted(zip(i.tolist(), j.tolist()))
-    [(0, 1)]
-    """
-    cell = np.floor(pos / radius).astype(np.int64)
-    key = (cell[:, 0] * 73856093) ^ (cell[:, 1] * 19349663) ^ (cell[:, 2] * 83492791)
-    order = np.lexsort((pos[:, 0], key))
-    firsts, seconds = [], []
-    for k in (1, 2, 3):
-        a, b = order[:-k], order[k:]
-        same = key[a] == key[b]
-        d = pos[a] - pos[b]
-        close = same & (np.einsum("ij,ij->i", d, d) < radius * radius)
-        firsts.append(a[close])
-        seconds.append(b[close])
-    return np.concatenate(firsts), np.concatenate(seconds)
-
-
 def arena_radius(creatures: int) -> float:
     """Radius (m) of the disc that holds ``creatures`` at :data:`DENSITY`; at least 60 m."""
     return max(60.0, math.sqrt(max(creatures, 1) / (math.pi * DENSITY)))
@@ -95,7 +76,7 @@ def arena_radius(creatures: int) -> float:
 class SwarmScene(Scene):
     """Moving creatures and hunters; ``update`` advances them and the aggro batch."""
 
-    def setup(self, seed: int, arena: float, velocity: np.ndarray, aggro_radius: np.ndarray,
+    def setup(self, seed: int, arena: float, velocity: np.ndarray, sense_radius: np.ndarray,
               flock: np.ndarray) -> None:
         self._rng = np.random.default_rng(seed + 7)
         offsets = self.kind_offsets
@@ -103,32 +84,45 @@ class SwarmScene(Scene):
         self.first = int(offsets[2])                    # creatures are objects [first, n)
         self.arena = arena
         self.velocity = velocity
-        self.aggro_radius = aggro_radius
-        self.aggro = Aggro(self.centres[self.first:], aggro_radius, self.world_size, self.world_origin)
+        self.sense_radius = np.asarray(sense_radius, dtype=np.float64)     # one per hunter
+        self.aggro = Aggro(self.centres[self.first:], self.bounding_radius[self.first:], self.world_size,
+                           self.world_origin)
         n_hunters = self.hunters.stop - self.hunters.start
         self.waypoints = self._random_points(n_hunters)
         self.aggro_count = 0
         self.flock = np.asarray(flock, dtype=np.int64)
         self.flocks = int(self.flock.max(initial=-1)) + 1
-        self.separation_pairs = 0
 
     # -- queries the tests and the HUD use ------------------------------------------
     @property
-    def aggro_tree(self) -> ViewDistanceTree:
-        """The creatures' aggro-radius tree (read it; the scene mutates it)."""
+    def bird_tree(self) -> ViewDistanceTree:
+        """The birds' personal-space tree (read it; the scene mutates it)."""
         return self.aggro.tree
 
     @property
-    def aggro_stats(self) -> AggroStats:
-        return self.aggro.stats
+    def sensing_stats(self) -> BatchStats:
+        """The sensing batch (``overlapping_many``) against brute force."""
+        return self.aggro.sensing
+
+    @property
+    def separation_stats(self) -> BatchStats:
+        """The separation batch (``overlapping_pairs``) against a NumPy hash grid."""
+        return self.aggro.separation
 
     def hunter_positions(self) -> np.ndarray:
         """Hunter centres, shape (h, 3), float64 (a copy)."""
         return self.centres[self.hunters].copy()
 
-    def aggro_at(self, point: ArrayLike) -> np.ndarray:
-        """Creature indices (0-based among creatures) whose aggro sphere holds ``point``."""
-        handles = self.aggro.tree.query(np.asarray(point, dtype=np.float64), exact=True)
+    def probes(self, camera_position: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
+        """The sensing batch's probes: the camera (probe 0) and every hunter, and their radii."""
+        cam = np.asarray(camera_position, dtype=np.float64).reshape(1, 3)
+        return (np.concatenate([cam, self.centres[self.hunters]]),
+                np.concatenate([[PLAYER_SENSE], self.sense_radius]))
+
+    def sensed_by(self, point: ArrayLike, radius: float) -> np.ndarray:
+        """Creature indices (0-based among creatures) whose body meets the sphere ``(point, radius)``."""
+        handles = self.aggro.tree.overlapping(np.asarray(point, dtype=np.float64), radius, exact=True,
+                                              scale=1.0 / SPACE)
         return np.sort(self.aggro.creature_of[handles])
 
     def set_brute_force(self, on: bool) -> None:
@@ -137,16 +131,25 @@ class SwarmScene(Scene):
         self.aggro.method = "brute force" if on else "tree"
 
     def status_lines(self) -> list[str]:
+        """The two batches: who senses how many birds, how many pairs keep apart, each
+        call's median time against its peer's, and how often the peers run."""
         hunters = self.hunters.stop - self.hunters.start
-        return self.aggro.stats.lines(f"you + {hunters:,} hunters") + [
-            f"  flocks {self.flocks:,}, separation pairs {self.separation_pairs:,}"]
+        birds = len(self) - self.first
+        low, high = (self.sense_radius.min(), self.sense_radius.max()) if hunters else (0.0, 0.0)
+        sensing, separation = self.aggro.sensing, self.aggro.separation
+        other = "tree runs" if self.aggro.method == "brute force" else "peers run"
+        return [f"sensing: you + {hunters:,} hunters ({low:.0f}-{high:.0f} m) x {birds:,} birds",
+                f"  {sensing.answers:,} sensed, {self.aggro_count:,} chasing",
+                sensing.line(),
+                f"separation: {separation.answers:,} pairs, {self.flocks:,} flocks",
+                separation.line(),
+                f"  ({other} every {COMPARE_EVERY}th frame; ms: median of {RECENT})"]
 
     def legend(self) -> list[tuple[str, tuple[float, float, float]]]:
         return list(LEGEND)
 
     def warm_up(self, camera_position: np.ndarray) -> None:
-        cam = np.asarray(camera_position, dtype=np.float64).reshape(1, 3)
-        self.aggro.warm_up(np.concatenate([cam, self.centres[self.hunters]]))
+        self.aggro.warm_up(*self.probes(camera_position))
 
     # -- motion -------------------------------------------------------------------------
     def _random_points(self, k: int) -> np.ndarray:
@@ -180,21 +183,20 @@ class SwarmScene(Scene):
         self.yaw[self.hunters] = np.arctan2(to[:, 0], -to[:, 1]).astype(np.float32)
 
     def update(self, t: float, dt: float, camera_position: np.ndarray) -> np.ndarray:
-        """Move hunters, then creatures: wander, stay in the arena and the air band,
-        chase the nearest hunter (or the camera) inside their aggro radius.
+        """Move hunters, then creatures: flock (cohesion, alignment, separation),
+        wander, stay in the arena and the air band, chase the nearest hunter (or
+        the camera) that senses them.
 
-        Cost: O(objects) NumPy, one ``query_many`` over all hunters and the
-        camera, one ``update_many``.
+        Cost: O(objects) NumPy, one ``overlapping_many`` over the camera and all
+        hunters, one ``overlapping_pairs``, one ``update_many`` of the birds' tree.
         """
         dt = float(min(max(dt, 0.0), 0.1))
         self._move_hunters(dt)
         first = self.first
         pos = self.centres[first:]
         vel = self.velocity
-        cam = np.asarray(camera_position, dtype=np.float64).reshape(1, 3)
-        points = np.concatenate([cam, self.centres[self.hunters]])   # the camera is point 0
-
-        target = self.aggro.nearest(points)
+        points, radii = self.probes(camera_position)                 # the camera is probe 0
+        target = self.aggro.nearest(points, radii)
         chasing = np.flatnonzero(target >= 0)
         self.aggro_count = int(chasing.shape[0])
         accel = self._rng.normal(0.0, WANDER_ACCEL, size=vel.shape)
@@ -207,15 +209,16 @@ class SwarmScene(Scene):
         to_centre = centre[self.flock] - pos
         accel += np.clip(to_centre * COHESION * 0.1, -COHESION * 8.0, COHESION * 8.0)
         accel += (mean_vel[self.flock] - vel) * ALIGNMENT
-        # Separation: birds closer than SEPARATION_RADIUS push apart.
-        i, j = separation_pairs(pos, SEPARATION_RADIUS)
-        self.separation_pairs = int(i.shape[0])
+        # Separation: birds whose personal spaces meet push apart, harder the deeper.
+        i, j = self.aggro.pairs()
         if i.shape[0]:
             d = pos[i] - pos[j]
             dist = np.maximum(np.sqrt(np.einsum("ij,ij->i", d, d)), 1e-3)
-            push = d / dist[:, None] * (SEPARATION * (1.0 - dist / SEPARATION_RADIUS))[:, None]
-            np.add.at(accel, i, push)
-            np.add.at(accel, j, -push)
+            reach = self.aggro.space[i] + self.aggro.space[j]
+            push = d / dist[:, None] * (SEPARATION * np.maximum(1.0 - dist / reach, 0.0))[:, None]
+            n = pos.shape[0]
+            for a in range(3):
+                accel[:, a] += np.bincount(i, push[:, a], n) - np.bincount(j, push[:, a], n)
         out = np.hypot(pos[:, 0], pos[:, 2]) > self.arena
         accel[out, 0] -= pos[out, 0] * 0.05
         accel[out, 2] -= pos[out, 2] * 0.05
@@ -225,7 +228,7 @@ class SwarmScene(Scene):
         if chasing.shape[0]:
             to = points[target[chasing]] - pos[chasing]
             dist = np.maximum(np.linalg.norm(to, axis=1), 1e-6)
-            push = np.where(dist > PERSONAL_SPACE, CHASE_ACCEL, -CHASE_ACCEL)
+            push = np.where(dist > CHASE_STOP, CHASE_ACCEL, -CHASE_ACCEL)
             accel[chasing] += to / dist[:, None] * push[:, None]
         vel += accel * dt
         limit = np.full(vel.shape[0], CRUISE_SPEED)
@@ -243,8 +246,9 @@ class SwarmScene(Scene):
 
 
 def make_swarm(objects: int = 30_000, seed: int = 1) -> SwarmScene:
-    """Build the swarm: 3 % static rocks, 1 % hunters, the rest creatures (view
-    distance 120-200 m, aggro radius 15-70 m) in an arena sized for constant density.
+    """Build the swarm: 3 % static rocks, 1 % hunters (each sensing within its own
+    radius, :data:`SENSE_RADIUS`), the rest creatures (view distance 120-200 m)
+    in an arena sized for constant density.
 
     Cost: O(objects), vectorised, plus building the aggro tree.
     """
@@ -299,5 +303,5 @@ def make_swarm(objects: int = 30_000, seed: int = 1) -> SwarmScene:
     n_creatures = counts["creature"]
     heading = flock_heading[flock] + rng.normal(0.0, 0.3, size=n_creatures)
     velocity = np.stack([np.sin(heading), np.zeros(n_creatures), -np.cos(heading)], axis=1) * CRUISE_SPEED
-    scene.setup(seed, arena, velocity, rng.uniform(*AGGRO_RADIUS, size=n_creatures), flock)
+    scene.setup(seed, arena, velocity, rng.uniform(*SENSE_RADIUS, size=counts["hunter"]), flock)
     return scene

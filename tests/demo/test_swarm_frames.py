@@ -3,6 +3,7 @@
 import numpy as np
 
 from scenes import build_scene
+from scenes.swarm import PLAYER_SENSE
 
 
 def test_swarm_trees_stay_valid_over_many_frames(make_demo):
@@ -15,13 +16,14 @@ def test_swarm_trees_stay_valid_over_many_frames(make_demo):
             demo.fly(40.0, 10.0, 0.0)
         cam = demo.camera.position.copy()
         creatures = scene.centres[scene.first:].copy()
-        expected_aggro = np.flatnonzero(np.linalg.norm(creatures - cam, axis=1) <= scene.aggro_radius)
-        assert np.array_equal(scene.aggro_at(cam), expected_aggro)
+        bodies = scene.bounding_radius[scene.first:]
+        expected = np.flatnonzero(np.linalg.norm(creatures - cam, axis=1) <= bodies + PLAYER_SENSE)
+        assert np.array_equal(scene.sensed_by(cam, PLAYER_SENSE), expected)
         demo.update(1.0 / 30.0)
         chased += int(scene.highlight.sum())
         if frame % 10 == 9:
             demo.tree.check_invariants()
-            scene.aggro_tree.check_invariants()
+            scene.bird_tree.check_invariants()
         # The view tree holds every creature where the scene says it is.
         assert np.allclose(demo.tree.centres_of(demo.handles), scene.centres)
     assert chased > 0                                   # some creatures noticed the camera
@@ -54,32 +56,37 @@ def _flown(make_demo, render, brute_force, frames=24):
 
 
 def test_swarm_pixels_identical_with_tree_and_brute_force(make_demo, render):
-    """Tree culling with the aggro batch through query_many, and brute force for
-    both, simulate and draw exactly the same frames."""
+    """Tree culling with the swarm's batches through overlapping_many and
+    overlapping_pairs, and brute force (and the hash grid) for all of them,
+    simulate and draw exactly the same frames."""
     tree_demo, tree_img = _flown(make_demo, render, brute_force=False)
     brute_demo, brute_img = _flown(make_demo, render, brute_force=True)
-    assert tree_demo.scene.aggro_stats.method == "tree"
-    assert brute_demo.scene.aggro_stats.method == "brute force"
+    assert tree_demo.scene.sensing_stats.method == tree_demo.scene.separation_stats.method == "tree"
+    assert brute_demo.scene.sensing_stats.method == brute_demo.scene.separation_stats.method == "brute force"
     assert np.array_equal(tree_demo.scene.centres, brute_demo.scene.centres)
     assert tree_demo.scene.highlight.sum() > 0                       # some creatures are chasing
     assert tree_demo.stats.candidates < brute_demo.stats.candidates  # the tree culls
     assert tree_demo.stats.drawn == brute_demo.stats.drawn > 0
     assert np.array_equal(tree_img, brute_img)
     for demo in (tree_demo, brute_demo):
-        assert demo.scene.aggro_stats.compared > 0 and demo.scene.aggro_stats.mismatches == 0
+        for stats in (demo.scene.sensing_stats, demo.scene.separation_stats):
+            assert stats.compared > 0 and stats.mismatches == 0
 
 
-def test_hud_shows_the_aggro_batch_against_brute_force(make_demo):
+def test_hud_shows_both_batches_against_their_peers(make_demo):
     from engine.hud import hud_lines
 
     demo = make_demo("swarm", 2_000, overlay=False)
     demo.update(1.0 / 30.0)
     texts = [text for text, _ in hud_lines(demo.hud_info())]
-    at = next(i for i, t in enumerate(texts) if t.startswith("aggro"))
-    who, times = texts[at], texts[at + 1]
+    at = next(i for i, t in enumerate(texts) if t.startswith("sensing"))
+    batch = texts[at:at + 6]
     hunters = demo.scene.hunters.stop - demo.scene.hunters.start
-    assert f"you + {hunters:,} hunters x {len(demo.scene) - demo.scene.first:,} creatures" in who
-    assert "query_many" in times and "brute force" in times
+    assert f"you + {hunters:,} hunters (" in batch[0] and f"x {len(demo.scene) - demo.scene.first:,} birds" in batch[0]
+    assert "overlapping_many" in batch[2] and "brute force" in batch[2] and "x)" in batch[2]
+    assert batch[3].startswith("separation:")
+    assert "overlapping_pairs" in batch[4] and "NumPy grid" in batch[4] and "x)" in batch[4]
+    assert "peers run every 10th frame" in batch[5]
     compact = [text for text, _ in hud_lines(demo.hud_info(), "compact")]
-    assert who in compact and times in compact                      # the compact HUD keeps the batch lines
-    assert all(not t.startswith("aggro") for t, _ in hud_lines(make_demo("forest", 500).hud_info()))
+    assert all(line in compact for line in batch)                   # the compact HUD keeps the batch lines
+    assert all(not t.startswith(("sensing", "separation")) for t, _ in hud_lines(make_demo("forest", 500).hud_info()))

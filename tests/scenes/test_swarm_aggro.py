@@ -1,5 +1,7 @@
-"""The swarm's aggro batch: one query_many for every hunter, equal to brute force,
-and a simulation that does not depend on which of the two answered."""
+"""The swarm's two batches on the birds' tree: one overlapping_many for the player
+and every hunter (each with its own sensing radius), one overlapping_pairs for
+separation; both equal brute force, and the simulation does not depend on which
+side answered."""
 
 import subprocess
 import sys
@@ -9,38 +11,61 @@ import numpy as np
 import pytest
 
 from scenes import build_scene
-from scenes.aggro import COMPARE_EVERY, Aggro, brute_force_pairs
+from scenes.aggro import COMPARE_EVERY, SPACE, Aggro, brute_force_pairs, brute_force_sensed, grid_pairs
 from scenes.base import mesh_base
-from scenes.swarm import DENSITY, arena_radius, make_swarm, separation_pairs
+from scenes.swarm import DENSITY, PLAYER_SENSE, SENSE_RADIUS, arena_radius, make_swarm
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _pair_set(creature, point):
-    return set(zip(creature.tolist(), point.tolist()))
+def _pair_set(a, b):
+    return set(zip(a.tolist(), b.tolist()))
 
 
-def test_pairs_equal_brute_force_on_random_worlds(rng):
+def test_sensing_equals_brute_force_with_every_probe_its_own_radius(rng):
     for _ in range(5):
         n, m = int(rng.integers(0, 400)), int(rng.integers(0, 40))
         centres = rng.uniform(-100.0, 100.0, (n, 3))
-        radii = rng.uniform(0.0, 40.0, n)
+        bodies = rng.uniform(0.0, 3.0, n)
         points = rng.uniform(-120.0, 120.0, (m, 3))
-        points[: min(m, n) // 2] = centres[: min(m, n) // 2]          # points exactly at centres
-        aggro = Aggro(centres, radii, 256.0, (-128.0,) * 3)
+        points[: min(m, n) // 2] = centres[: min(m, n) // 2]          # probes exactly at birds
+        radii = rng.uniform(0.0, 40.0, m)
+        radii[: m // 4] = 0.0                                           # radius 0: a point probe
+        birds = Aggro(centres, bodies, 256.0, (-128.0,) * 3)
         d = np.linalg.norm(centres[None, :, :] - points[:, None, :], axis=2)
-        expected = {(c, p) for p, c in zip(*np.nonzero(d <= radii[None, :]))}
-        assert _pair_set(*aggro.pairs(points)) == expected
-        assert _pair_set(*brute_force_pairs(points, centres, radii)) == expected
+        expected = {(c, p) for p, c in zip(*np.nonzero(d <= bodies[None, :] + radii[:, None]))}
+        assert _pair_set(*birds.sensed(points, radii)) == expected
+        assert _pair_set(*brute_force_sensed(points, radii, centres, bodies)) == expected
 
 
-def test_nearest_picks_the_closest_point_inside_the_sphere():
+def test_separation_pairs_equal_brute_force(rng):
+    for _ in range(5):
+        n = int(rng.integers(0, 500))
+        centres = rng.uniform(-40.0, 40.0, (n, 3))
+        centres[: n // 10] = centres[n // 10: 2 * (n // 10)]            # identical centres
+        bodies = rng.uniform(0.0, 2.0, n)
+        birds = Aggro(centres, bodies, 256.0, (-128.0,) * 3)
+        space = bodies * SPACE
+        d = np.linalg.norm(centres[:, None, :] - centres[None, :, :], axis=2)
+        i, j = np.nonzero(np.triu(d <= space[:, None] + space[None, :], 1))
+        expected = _pair_set(i, j)
+        first, second = birds.pairs()
+        assert np.all(first < second) and len(first) == len(expected)   # each pair once
+        assert _pair_set(first, second) == expected
+        assert _pair_set(*grid_pairs(centres, space)) == expected
+        assert _pair_set(*brute_force_pairs(centres, space)) == expected
+    birds = Aggro(np.array([[0.0, 0, 0], [4.0, 0, 0], [8.5, 0, 0]]), np.ones(3), 64.0, (-32.0,) * 3)
+    assert _pair_set(*birds.pairs()) == {(0, 1)}                       # touching spaces (2 + 2 = 4) count
+
+
+def test_nearest_picks_the_closest_probe_that_senses_the_bird():
     centres = np.array([[0.0, 0.0, 0.0], [50.0, 0.0, 0.0], [100.0, 0.0, 0.0]])
-    aggro = Aggro(centres, np.array([10.0, 10.0, 1.0]), 256.0, (-128.0,) * 3)
-    points = np.array([[5.0, 0.0, 0.0], [3.0, 0.0, 0.0], [50.0, 8.0, 0.0], [50.0, -8.0, 0.0], [200.0, 0, 0]])
-    # creature 0: points 0 (5 m) and 1 (3 m) -> 1; creature 1: a tie at 8 m -> the lower index 2; creature 2: none.
-    assert aggro.nearest(points).tolist() == [1, 2, -1]
-    assert aggro.stats.chasing == 2
+    birds = Aggro(centres, np.ones(3), 256.0, (-128.0,) * 3)
+    points = np.array([[5.0, 0.0, 0.0], [3.0, 0.0, 0.0], [50.0, 8.0, 0.0], [50.0, -8.0, 0.0], [110.0, 0, 0]])
+    radii = np.array([9.0, 9.0, 7.0, 7.0, 8.0])
+    # bird 0: probes 0 (5 m) and 1 (3 m) -> 1; bird 1: a tie at 8 m -> the lower index 2;
+    # bird 2: probe 4 is 10 m away, reaching 8 + 1 = 9 m -> none.
+    assert birds.nearest(points, radii).tolist() == [1, 2, -1]
 
 
 def test_bad_method_is_refused():
@@ -50,29 +75,41 @@ def test_bad_method_is_refused():
     assert aggro.method == "tree"
 
 
-def test_swarm_asks_every_hunter_in_one_batch_and_checks_it():
+def test_swarm_asks_both_batches_once_a_frame_and_checks_them():
     scene = build_scene("swarm", 6_000, seed=4)
     hunters = scene.hunters.stop - scene.hunters.start
-    assert hunters == 60 and len(scene) - scene.first > 5_000
+    birds = len(scene) - scene.first
+    assert hunters == 60 and birds > 5_000
+    assert SENSE_RADIUS[0] <= scene.sense_radius.min() < scene.sense_radius.max() <= SENSE_RADIUS[1]
     calls = []
-    real = scene.aggro.tree.query_many
+    tree = scene.bird_tree
+    real_many, real_pairs = tree.overlapping_many, tree.overlapping_pairs
 
-    def counting(points, exact=False):
-        calls.append(len(points))
-        return real(points, exact=exact)
+    def many(points, radii, exact=False, scale=1.0):
+        calls.append(("many", len(points), np.array(radii).tolist()))
+        return real_many(points, radii, exact=exact, scale=scale)
 
-    scene.aggro.tree.query_many = counting
+    def pairs():
+        calls.append(("pairs",))
+        return real_pairs()
+
+    tree.overlapping_many, tree.overlapping_pairs = many, pairs
     cam = scene.camera_pose(0.0).position
+    radii = [PLAYER_SENSE] + scene.sense_radius.tolist()
     for frame in range(2 * COMPARE_EVERY):
         scene.update(frame / 30.0, 1.0 / 30.0, cam)
-    assert calls == [hunters + 1] * (2 * COMPARE_EVERY)          # one batch per frame: camera + hunters
-    stats = scene.aggro_stats
-    assert stats.compared == 2 and stats.mismatches == 0
-    assert stats.pairs > 0 and stats.chasing > 0
-    assert stats.tree_ms is not None and stats.brute_ms is not None
-    who, times, flocks = scene.status_lines()
-    assert who.startswith(f"aggro: you + {hunters:,} hunters x {len(scene) - scene.first:,} creatures")
-    assert "query_many" in times and "brute force" in times
+    assert calls == [("many", hunters + 1, radii), ("pairs",)] * (2 * COMPARE_EVERY)   # one of each a frame
+    for stats in (scene.sensing_stats, scene.separation_stats):
+        assert stats.compared == 2 and stats.mismatches == 0
+        assert stats.answers > 0 and stats.tree_ms is not None and stats.peer_ms is not None
+    assert scene.aggro_count > 0
+    lines = scene.status_lines()
+    assert lines[0].startswith(f"sensing: you + {hunters:,} hunters (")
+    assert lines[0].endswith(f" m) x {birds:,} birds")
+    assert "overlapping_many" in lines[2] and "brute force" in lines[2]
+    assert lines[3].startswith("separation: ") and "overlapping_pairs" in lines[4] and "NumPy grid" in lines[4]
+    assert f"every {COMPARE_EVERY}th frame" in lines[5]
+    assert max(len(line) for line in lines) <= 62
 
 
 def test_brute_force_and_tree_give_the_same_simulation():
@@ -83,8 +120,9 @@ def test_brute_force_and_tree_give_the_same_simulation():
         cam = scene.camera_pose(0.1).position
         for frame in range(25):
             scene.update(frame / 30.0, 1.0 / 30.0, cam + frame)
-        assert scene.aggro_stats.method == ("brute force" if brute else "tree")
-        assert scene.aggro_stats.mismatches == 0
+        for stats in (scene.sensing_stats, scene.separation_stats):
+            assert stats.method == ("brute force" if brute else "tree")
+            assert stats.mismatches == 0
         runs.append((scene.centres.copy(), scene.highlight.copy()))
     assert np.array_equal(runs[0][0], runs[1][0])
     assert np.array_equal(runs[0][1], runs[1][1])
@@ -104,8 +142,8 @@ def test_hunters_walk_and_creatures_stay_near_the_arena():
     assert np.allclose(scene.centres[scene.hunters, 1], ground + lift)
     creatures = scene.centres[scene.first:]
     assert np.hypot(creatures[:, 0], creatures[:, 2]).max() < scene.arena + 100.0
-    scene.aggro_tree.check_invariants()
-    assert np.array_equal(scene.aggro_tree.centres_of(scene.aggro.handles), creatures)
+    scene.bird_tree.check_invariants()
+    assert np.array_equal(scene.bird_tree.centres_of(scene.aggro.handles), creatures)
 
 
 def test_density_is_the_same_at_every_size():
@@ -139,20 +177,10 @@ def test_flocks_hold_together_and_birds_keep_apart():
     for frame in range(90):
         scene.update(frame / 30.0, 1.0 / 30.0, cam)
     assert spread() < 1.5 * before + 5.0                            # flocks do not dissolve
-    i, j = separation_pairs(birds, 1.0)
-    assert len(i) < 0.01 * len(birds)                               # hardly any two birds overlap
+    i, j = grid_pairs(birds, np.full(len(birds), 0.5))
+    assert len(i) < 0.01 * len(birds)                               # hardly any two birds within 1 m
     # Alignment: within a flock the headings agree (mean resultant length of the unit headings).
     heading = scene.velocity[:, [0, 2]] / np.linalg.norm(scene.velocity[:, [0, 2]], axis=1, keepdims=True)
     mean = np.stack([np.bincount(scene.flock, heading[:, a]) for a in range(2)], axis=1)
     agreement = np.linalg.norm(mean, axis=1) / np.bincount(scene.flock)
     assert np.median(agreement) > 0.7
-
-
-def test_separation_pairs_finds_close_pairs_once():
-    rng = np.random.default_rng(4)
-    pos = rng.uniform(0.0, 40.0, size=(400, 3))
-    i, j = separation_pairs(pos, 4.0)
-    d = np.linalg.norm(pos[i] - pos[j], axis=1)
-    assert np.all(d < 4.0) and np.all(i != j)
-    pairs = {tuple(sorted(p)) for p in zip(i.tolist(), j.tolist())}
-    assert len(pairs) == len(i)                                     # each pair once
