@@ -59,8 +59,10 @@ def test_many_query_sections_compare_every_method(tiny):
         pairs = {row[5] for row in tables["interest"].rows if row[0] == case}
         assert len(pairs) == 1                     # every method found the same pairs
     collision = tables["collision"].rows
-    assert {row[1] for row in collision} == {"tree: CollisionCandidates + query_many", "scipy cKDTree query_pairs",
+    assert {row[1] for row in collision} == {"tree: update_many + overlapping_pairs", "scipy cKDTree query_pairs",
                                             "numpy uniform hash grid"}
+    assert {row[1] for row in tables["collision-heavy"].rows} == {"tree: update_many + overlapping_pairs",
+                                                                  "scipy cKDTree split by radius class"}
     for n in {row[0] for row in collision}:
         assert len({row[5] for row in collision if row[0] == n}) == 1
     assert int(collision[-1][5].replace(",", "")) > 0   # the workload has contacts to find
@@ -134,20 +136,15 @@ def test_a_wrong_answer_fails_the_run(section, method):
 
 
 def test_a_missed_contact_fails_the_collision_run():
+    """A broad phase that loses a third of its pairs is caught by the brute-force check."""
     real = load_structures()
 
-    class LossyTree:
-        def __init__(self, tree):
-            self._tree = tree
+    class LossyPairs(real.tree):
+        def overlapping_pairs(self):
+            first, second = super().overlapping_pairs()
+            keep = np.arange(first.size) % 3 != 0
+            return first[keep], second[keep]
 
-        def query_many(self, points, exact=False):
-            return _drop_every_third(*self._tree.query_many(points, exact=exact))
-
-    class Lossy(real.collision):
-        @property
-        def tree(self):
-            return LossyTree(super().tree)
-
-    structs = Structures(real.tree, real.dense, Lossy)
+    structs = Structures(LossyPairs, real.dense, real.collision)
     with pytest.raises(AgreementError, match="disagrees"):
         run(preset="tiny", only=["collision"], structs=structs, verbose=False)
