@@ -124,13 +124,7 @@ def multiply_up(a: float, b: float) -> float:
         return r if a == 0.0 or b == 0.0 or r == math.inf else float(np.nextafter(0.0, math.inf))
     if r < 2.0 ** -960 or a > 2.0 ** 995 or b > 2.0 ** 995:
         return float(np.nextafter(r, math.inf))
-    c = _SPLIT * a
-    a_hi = c - (c - a)
-    a_lo = a - a_hi
-    c = _SPLIT * b
-    b_hi = c - (c - b)
-    b_lo = b - b_hi
-    error = ((a_hi * b_hi - r) + a_hi * b_lo + a_lo * b_hi) + a_lo * b_lo  # Dekker: a * b == r + error
+    _, error = _split_product(a, b)  # Dekker: a * b == r + error
     return float(np.nextafter(r, math.inf)) if error > 0.0 else r
 
 
