@@ -37,7 +37,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 __all__ = ["KERNELS", "cache_writable", "inline_kernel", "kernel"]
 
-_OPTIONS: dict[str, Any] = {"nogil": True, "error_model": "numpy"}
+_OPTIONS: dict[str, Any] = {"nogil": True, "error_model": "numpy", "no_cfunc_wrapper": True}
 
 #: Every kernel :func:`kernel` made, in the order of definition (for
 #: :func:`culling.warm_up`'s tests: each must be compiled after it).
