@@ -240,7 +240,7 @@ def homes(centres: np.ndarray, radii: np.ndarray, origin: np.ndarray, size: floa
     return out
 
 
-@inline_kernel
+@kernel
 def axis_window(x: float, o: float, half: float, size: float, level: int, factor: float) -> tuple[int, int]:
     """First and last cell on one axis: the cells of the largest floats ``<= x - half`` and ``<= x + half``.
 
@@ -367,7 +367,7 @@ def _face_sign_exact(x: float, o: float, n: float, unit: float, s: float, half: 
     return exact_sign(terms)
 
 
-@inline_kernel
+@kernel
 def face_sign(x: float, o: float, n: float, unit: float, s: float, half: float, grow: float = 0.0) -> int:
     """The sign (-1, 0, 1) of the real ``(x - o) - n * unit + s * half (+ or -) grow``; 2 when it cannot be told.
 
@@ -395,7 +395,7 @@ def face_sign(x: float, o: float, n: float, unit: float, s: float, half: float, 
     return _face_sign_exact(x, o, n, unit, s, half, grow)
 
 
-@inline_kernel
+@kernel
 def placed_u(c: float, o: float, size: float) -> float:
     """Root-relative coordinate of a centre for placement: ``fl(fl(c - o) / size)``, corrected so
     that its cell on every level is the cell of the exact ``(c - o) / size``.
@@ -438,7 +438,7 @@ def placed_columns(points: np.ndarray, origin: np.ndarray, size: float) -> np.nd
     return u
 
 
-@inline_kernel
+@kernel
 def exact_axis_window(x: float, o: float, s: float, size: float, level: int, first: int,
                       last: int, grow: float = 0.0) -> tuple[int, int]:
     """The cells ``k`` of one axis on ``level`` whose box, grown by ``s * W / 2`` (plus ``grow``, a probe

@@ -26,7 +26,7 @@ from typing import NamedTuple
 import numpy as np
 
 from culling.core.containment import SURE, TILE, UNSURE, flag_rows
-from culling.core.jit import kernel
+from culling.core.jit import inline_kernel, kernel
 from culling.core.structs import Pool, PoolFields, Query, QueryFields
 from culling.core.threads import run_chunks, thread_count
 from culling.core.tiles import next_near_rows
@@ -169,12 +169,12 @@ def answer_many(visit_node: np.ndarray, visit_point: np.ndarray, points: np.ndar
        work, ``CHUNKS_PER_THREAD`` per thread (:func:`_chunks`).
     2. On the library's threads (:func:`culling.core.threads.run_chunks`),
        chunk by chunk: flag each visit's near tiles and write its sure rows
-       at once, while they are in cache (:func:`_test_chunk`).
+       at once, while they are in cache (:func:`_chunk_pass`, :func:`_test_chunk`).
     3. Prefix sums: each point's answer, and each visit's part of it, gets
        its offset (:func:`_offsets`; a point's answer lists its nodes in
        visiting order, as :func:`answer` does).
     4. On the library's threads, chunk by chunk: each visit's answers'
-       handles at its offset (:func:`_write_chunk`).
+       handles at its offset (:func:`_chunk_pass`, :func:`_write_chunk`).
 
     The chunks write disjoint parts of shared arrays; every kernel is serial
     and releases the GIL, so the threads run them at the same time.  Batches
@@ -196,8 +196,11 @@ def answer_many(visit_node: np.ndarray, visit_point: np.ndarray, points: np.ndar
     n_chunks = chunk.shape[0] - 1
     per_call = n_chunks if threads > 1 else 1
 
+    nothing = np.empty(0, dtype=np.int64)
+    answers = _Answers(nothing, nothing, nothing, nothing, nothing)  # step 4's output, made after step 3
+
     def test(lo: int, hi: int) -> None:
-        _test_chunk(chunk[lo], chunk[hi], by_node, room, visits, start, count, pool, q, kept)
+        _chunk_pass(_TEST, chunk[lo], chunk[hi], by_node, room, visits, start, count, pool, q, kept, answers)
 
     run_chunks(test, n_chunks, chunks=per_call)
     at, unsure_at, counts = _offsets(visit_point, kept.found, kept.doubts, points.shape[0])
@@ -205,7 +208,7 @@ def answer_many(visit_node: np.ndarray, visit_point: np.ndarray, points: np.ndar
                        np.empty(unsure_at[n_visits], dtype=np.int64), np.empty(unsure_at[n_visits], dtype=np.int64))
 
     def write(lo: int, hi: int) -> None:
-        _write_chunk(chunk[lo], chunk[hi], by_node, visits, start, count, pool, q, kept, answers)
+        _chunk_pass(_WRITE, chunk[lo], chunk[hi], by_node, room, visits, start, count, pool, q, kept, answers)
 
     run_chunks(write, n_chunks, chunks=per_call)
     return answers.out, counts, answers.unsure, answers.unsure_points
@@ -248,7 +251,28 @@ def _chunks(visit_node: np.ndarray, count: np.ndarray, nodes: int,
     return by_node, room, chunk
 
 
+#: :func:`_chunk_pass`'s steps.
+_TEST = 0
+_WRITE = 1
+
+
 @kernel
+def _chunk_pass(step: int, first: int, last: int, by_node: np.ndarray, room: np.ndarray, visits: _Visits,
+                start: np.ndarray, count: np.ndarray, pool: Pool, q: Query, kept: _Kept, answers: _Answers) -> None:
+    """Step 2 (``step`` ``_TEST``: :func:`_test_chunk`) or step 4 (``_WRITE``: :func:`_write_chunk`) of
+    :func:`answer_many` for the visits ``by_node[first:last]``.
+
+    One kernel for both steps: each calls the member test's kernels, and a
+    kernel is compiled with its callees linked in, so one kernel instead of
+    two saves a compile of them at a cold start.  Step 2 does not read ``answers``.
+    """
+    if step == _TEST:
+        _test_chunk(first, last, by_node, room, visits, start, count, pool, q, kept)
+    else:
+        _write_chunk(first, last, by_node, visits, start, count, pool, q, kept, answers)
+
+
+@inline_kernel
 def _test_chunk(first: int, last: int, by_node: np.ndarray, room: np.ndarray, visits: _Visits, start: np.ndarray,
                 count: np.ndarray, pool: Pool, q: Query, kept: _Kept) -> None:
     """Step 2 of :func:`answer_many` for the visits ``by_node[first:last]``: each visit's sure rows,
@@ -302,7 +326,7 @@ def _offsets(visit_point: np.ndarray, found: np.ndarray, doubts: np.ndarray,
     return at, unsure_at, counts
 
 
-@kernel
+@inline_kernel
 def _write_chunk(first: int, last: int, by_node: np.ndarray, visits: _Visits, start: np.ndarray, count: np.ndarray,
                  pool: Pool, q: Query, kept: _Kept, answers: _Answers) -> None:
     """Step 4 of :func:`answer_many` for the visits ``by_node[first:last]``: the handles of each
@@ -337,11 +361,11 @@ def _write_chunk(first: int, last: int, by_node: np.ndarray, visits: _Visits, st
 PARALLEL_MIN_POINTS = 64
 
 
-@kernel
 def answer_runs(visited: np.ndarray, start: np.ndarray, count: np.ndarray, pool_fields: PoolFields, p: np.ndarray,
                 query_fields: QueryFields) -> tuple[np.ndarray, np.ndarray]:
     """:func:`answer` for Python, the structs as plain tuples: the answer of runs a walk already
-    visited (``query_detailed``, which keeps the walk for its trace)."""
+    visited (``query_detailed``, which keeps the walk for its trace); the kernel as compiled for
+    other kernels, no compile of its own."""
     return answer(visited, start, count, Pool(*pool_fields), p, Query(*query_fields))
 
 

@@ -23,7 +23,7 @@ import math
 import numpy as np
 
 from culling.core.cells import axis_window, exact_axis_window, grown_half, half_reach_by
-from culling.core.jit import kernel
+from culling.core.jit import inline_kernel, kernel
 from culling.core.lattice import MAX_DEPTH, MAX_GROWTH
 from culling.core.members import PARALLEL_MIN_POINTS, answer
 from culling.core.structs import Nodes, NodesFields, Pool, PoolFields, Query, QueryFields, World, WorldFields
@@ -168,7 +168,6 @@ def walk(p: np.ndarray, scale: float, world: World, nodes: Nodes, grow: float = 
 # Queries
 
 
-@kernel
 def query(p: np.ndarray, query_fields: QueryFields, world_fields: WorldFields, nodes_fields: NodesFields,
           pool_fields: PoolFields) -> tuple[np.ndarray, np.ndarray]:
     """One query: walk, then keep each visited member that passes (all of them unless ``exact``).
@@ -177,16 +176,21 @@ def query(p: np.ndarray, query_fields: QueryFields, world_fields: WorldFields, n
     the handles (with ``want_rows``, the pool rows) and the pool rows the
     exact filter left unsure (:func:`culling.core.containment.decide` settles
     them); O(levels + candidates).
+
+    Two kernel calls from Python, not one kernel calling both: a kernel that
+    calls others is compiled with their code linked in and optimised again,
+    so a wrapper kernel here would cost the cold start seconds, for about a
+    microsecond of call overhead saved per query.
     """
     q, nodes = Query(*query_fields), Nodes(*nodes_fields)
     visited, _ = walk(p, q.scale, World(*world_fields), nodes)
     return answer(visited, nodes.start, nodes.members, Pool(*pool_fields), p, q)
 
 
-@kernel
 def trace_walk(p: np.ndarray, scale: float, world_fields: WorldFields,
                nodes_fields: NodesFields) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`walk` for Python (the tree's trace), the structs as plain tuples."""
+    """:func:`walk` for Python (the tree's trace), the structs as plain tuples (the kernel as compiled
+    for other kernels: no compile of its own)."""
     return walk(p, scale, World(*world_fields), Nodes(*nodes_fields))
 
 
@@ -248,10 +252,11 @@ def visits(points: np.ndarray, scale: float, world_fields: WorldFields,
     return np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
 
 
-@kernel
+@inline_kernel
 def _walk_kept(p: np.ndarray, scale: float, world: World, nodes: Nodes, kept: np.ndarray) -> int:
     """Walk from ``p``; write the visited nodes that have members to ``kept`` (as many as fit) and
-    return how many there are."""
+    return how many there are.  Inlined into :func:`_visits` (a few lines around a call of
+    :func:`walk`), so that :func:`walk`'s code is linked and optimised once more, not twice."""
     visited, _ = walk(p, scale, world, nodes)
     n = 0
     for node in visited:
