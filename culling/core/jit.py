@@ -27,7 +27,7 @@ from __future__ import annotations
 import functools
 import warnings
 from collections.abc import Callable
-from typing import Any, TypeVar, cast
+from typing import Any, TypeVar, cast, overload
 
 import numba
 import numpy as np
@@ -48,10 +48,11 @@ _cache_ok: bool | None = None
 _unliteral: Callable[[Any], Any] = _types.unliteral
 
 
-def _compile(fn: Callable[..., Any], **options: Any) -> Any:
-    """``numba.njit`` with the cache when some cache directory can be written, in memory otherwise."""
+def _compile(fn: Callable[..., Any], cached: bool = True, **options: Any) -> Any:
+    """``numba.njit`` with the cache when some cache directory can be written, in memory otherwise
+    (or when not ``cached``)."""
     global _cache_ok
-    if _cache_ok is not False:
+    if cached and _cache_ok is not False:
         try:
             compiled = numba.njit(cache=True, **_OPTIONS, **options)(fn)
             _cache_ok = True
@@ -116,10 +117,27 @@ def kernel(fn: F) -> F:
     return cast(F, compiled)
 
 
-def inline_kernel(fn: F) -> F:
+@overload
+def inline_kernel(fn: F) -> F: ...
+
+
+@overload
+def inline_kernel(*, from_python: bool) -> Callable[[F], F]: ...
+
+
+def inline_kernel(fn: F | None = None, *, from_python: bool = False) -> F | Callable[[F], F]:
     """A small kernel called per object from other kernels: inlined into them
     (numba IR inlining), so no call and no reference counting of its array
-    arguments per object."""
-    if _JIT_DISABLED:
-        return _interpreted(fn)
-    return cast(F, _compile(fn, inline="always"))
+    arguments per object.
+
+    Only its callers are compiled (with its code in them), so it is not
+    cached on disk (making a cached dispatcher costs about a millisecond of
+    ``import culling`` each), unless ``from_python``: the library's Python
+    code calls it too, and that compile is kept in the cache.
+    """
+    def make(f: F) -> F:
+        if _JIT_DISABLED:
+            return _interpreted(f)
+        return cast(F, _compile(f, cached=from_python, inline="always"))
+
+    return make if fn is None else make(fn)

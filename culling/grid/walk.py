@@ -113,7 +113,7 @@ def _append_window(level: int, offset: int, lo: np.ndarray, hi: np.ndarray, coun
             return cells, n
 
 
-@kernel
+@inline_kernel(from_python=True)  # inlined into _visits; the trace calls it from Python
 def visit(p: np.ndarray, scale: float, world: World, grid: Cells, every: bool,
           limit: int, grow: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
     """The cells a query at ``p`` visits, level by level from level 0.
