@@ -194,32 +194,36 @@ def answer_many(visit_node: np.ndarray, visit_point: np.ndarray, points: np.ndar
     O(visits + nodes + candidates) work, split over :func:`culling.core.threads.thread_count` threads.
     """
     threads = 1 if points.shape[0] < PARALLEL_MIN_POINTS else thread_count()
-    pool, q = Pool(*pool_fields), Query(*query_fields)
-    visits = _Visits(visit_node, visit_point, points)
+    visits_fields = (visit_node, visit_point, points)  # the structs as plain tuples for the kernels (_Visits...)
     by_node, room, chunk = _chunks(visit_node, count, start.shape[0], threads * CHUNKS_PER_THREAD, CHUNK_ROWS)
     n_visits = visit_node.shape[0]
-    kept = _Kept(np.empty(n_visits, dtype=np.int64), np.zeros(n_visits, dtype=np.int64),
-                 np.empty(n_visits, dtype=np.int64), np.empty(room[n_visits], dtype=np.int64))
+    kept_fields = (np.empty(n_visits, dtype=np.int64), np.zeros(n_visits, dtype=np.int64),
+                   np.empty(n_visits, dtype=np.int64), np.empty(room[n_visits], dtype=np.int64))
+    kept = _Kept(*kept_fields)
     n_chunks = chunk.shape[0] - 1
     per_call = n_chunks if threads > 1 else 1
 
     nothing = np.empty(0, dtype=np.int64)
-    answers = _Answers(nothing, nothing, nothing, nothing, nothing)  # step 4's output, made after step 3
+    answers_fields = (nothing, nothing, nothing, nothing, nothing)  # step 4's output, made after step 3
 
     def test(lo: int, hi: int) -> None:
-        _chunk_pass(_TEST, chunk[lo], chunk[hi], by_node, room, visits, start, count, pool, q, kept, answers)
+        _chunk_pass(_TEST, chunk[lo], chunk[hi], by_node, room, visits_fields, start, count, pool_fields, query_fields,
+                    kept_fields, answers_fields)
 
     run_chunks(test, n_chunks, chunks=per_call)
     at, unsure_at, counts = _offsets(visit_point, kept.found, kept.doubts, points.shape[0])
-    answers = _Answers(at, unsure_at, np.empty(at[n_visits], dtype=np.int64),
-                       np.empty(unsure_at[n_visits], dtype=np.int64), np.empty(unsure_at[n_visits], dtype=np.int64))
+    answers_fields = (at, unsure_at, np.empty(at[n_visits], dtype=np.int64),
+                      np.empty(unsure_at[n_visits], dtype=np.int64), np.empty(unsure_at[n_visits], dtype=np.int64))
+    answers = _Answers(*answers_fields)
 
     def write(lo: int, hi: int) -> None:
-        _chunk_pass(_WRITE, chunk[lo], chunk[hi], by_node, room, visits, start, count, pool, q, kept, answers)
+        _chunk_pass(_WRITE, chunk[lo], chunk[hi], by_node, room, visits_fields, start, count, pool_fields,
+                    query_fields, kept_fields, answers_fields)
 
     run_chunks(write, n_chunks, chunks=per_call)
     if answers.unsure.shape[0]:
-        _list_unsure(visits, start, count, pool, q, kept.doubts, answers)
+        _list_unsure(_Visits(*visits_fields), start, count, Pool(*pool_fields), Query(*query_fields), kept.doubts,
+                     answers)
     return answers.out, counts, answers.unsure, answers.unsure_points
 
 
@@ -267,15 +271,21 @@ _WRITE = 1
 
 
 @kernel
-def _chunk_pass(step: int, first: int, last: int, by_node: np.ndarray, room: np.ndarray, visits: _Visits,
-                start: np.ndarray, count: np.ndarray, pool: Pool, q: Query, kept: _Kept, answers: _Answers) -> None:
+def _chunk_pass(step: int, first: int, last: int, by_node: np.ndarray, room: np.ndarray,
+                visits_fields: tuple[np.ndarray, np.ndarray, np.ndarray], start: np.ndarray, count: np.ndarray,
+                pool_fields: PoolFields, query_fields: QueryFields,
+                kept_fields: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+                answers_fields: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]) -> None:
     """Step 2 (``step`` ``_TEST``: :func:`_test_chunk`) or step 4 (``_WRITE``: :func:`_write_chunk`) of
-    :func:`answer_many` for the visits ``by_node[first:last]``.
+    :func:`answer_many` for the visits ``by_node[first:last]``; the structs as plain tuples (Python
+    calls it once per chunk: a named tuple costs about 2 us more per call to dispatch).
 
     One kernel for both steps: each calls the member test's kernels, and a
     kernel is compiled with its callees linked in, so one kernel instead of
     two saves a compile of them at a cold start.  Step 2 does not read ``answers``.
     """
+    visits, pool, q = _Visits(*visits_fields), Pool(*pool_fields), Query(*query_fields)
+    kept, answers = _Kept(*kept_fields), _Answers(*answers_fields)
     if step == _TEST:
         _test_chunk(first, last, by_node, room, visits, start, count, pool, q, kept)
     else:

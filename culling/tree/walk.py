@@ -168,6 +168,7 @@ def walk(p: np.ndarray, scale: float, world: World, nodes: Nodes, grow: float = 
 # Queries
 
 
+@kernel
 def query(p: np.ndarray, query_fields: QueryFields, world_fields: WorldFields, nodes_fields: NodesFields,
           pool_fields: PoolFields) -> tuple[np.ndarray, np.ndarray]:
     """One query: walk, then keep each visited member that passes (all of them unless ``exact``).
@@ -177,10 +178,10 @@ def query(p: np.ndarray, query_fields: QueryFields, world_fields: WorldFields, n
     exact filter left unsure (:func:`culling.core.containment.decide` settles
     them); O(levels + candidates).
 
-    Two kernel calls from Python, not one kernel calling both: a kernel that
-    calls others is compiled with their code linked in and optimised again,
-    so a wrapper kernel here would cost the cold start seconds, for about a
-    microsecond of call overhead saved per query.
+    A kernel of its own (its compile links :func:`walk` and
+    :func:`culling.core.members.answer` again, about a second at a cold
+    start): Python calling the two with their named tuples would cost
+    several microseconds more per query, the hottest call there is.
     """
     q, nodes = Query(*query_fields), Nodes(*nodes_fields)
     visited, _ = walk(p, q.scale, World(*world_fields), nodes)
@@ -200,7 +201,7 @@ _KEPT_VISITS = 256
 
 
 @kernel
-def _visits(points: np.ndarray, scale: float, world: World, nodes: Nodes,
+def _visits(points: np.ndarray, scale: float, world_fields: WorldFields, nodes_fields: NodesFields,
             shift: int) -> tuple[np.ndarray, np.ndarray]:
     """Every point's walk: the nodes with members each visits, for :func:`culling.core.members.answer_many`.
 
@@ -208,8 +209,10 @@ def _visits(points: np.ndarray, scale: float, world: World, nodes: Nodes,
     ``visit_point[v] - shift`` visiting node ``visit_node[v]``; the points in
     order, each point's nodes in its walk's order.  Nodes without members
     are left out (a quarter of a walk's nodes, on the benchmark's crowd):
-    nothing to test there.  O(m x levels).
+    nothing to test there.  The structs as plain tuples (Python calls it
+    once per chunk).  O(m x levels).
     """
+    world, nodes = World(*world_fields), Nodes(*nodes_fields)
     m = points.shape[0]
     kept = np.empty((m, _KEPT_VISITS), dtype=np.int64)
     first_visit = np.zeros(m + 1, dtype=np.int64)
@@ -239,10 +242,8 @@ def visits(points: np.ndarray, scale: float, world_fields: WorldFields,
 
     ``points`` float64 (m, dim), C-contiguous.  O(m x levels), over the threads.
     """
-    world, nodes = World(*world_fields), Nodes(*nodes_fields)
-
     def chunk(lo: int, hi: int) -> tuple[np.ndarray, np.ndarray]:
-        return _visits(points[lo:hi], scale, world, nodes, lo)
+        return _visits(points[lo:hi], scale, world_fields, nodes_fields, lo)
 
     parts = run_chunks(chunk, points.shape[0], min_items=PARALLEL_MIN_POINTS // 2)
     if not parts:
