@@ -39,8 +39,9 @@ __all__ = ["KERNELS", "cache_writable", "inline_kernel", "kernel"]
 
 _OPTIONS: dict[str, Any] = {"nogil": True, "error_model": "numpy", "no_cfunc_wrapper": True}
 
-#: Every kernel :func:`kernel` made, in the order of definition (for
-#: :func:`culling.warm_up`'s tests: each must be compiled after it).
+#: Every kernel :func:`kernel` made (and every :func:`inline_kernel` that Python
+#: calls too), in the order of definition (for :func:`culling.warm_up`'s tests:
+#: each must be compiled after it).
 KERNELS: list[Any] = []
 
 _cache_ok: bool | None = None
@@ -138,6 +139,9 @@ def inline_kernel(fn: F | None = None, *, from_python: bool = False) -> F | Call
     def make(f: F) -> F:
         if _JIT_DISABLED:
             return _interpreted(f)
-        return cast(F, _compile(f, cached=from_python, inline="always"))
+        compiled = _compile(f, cached=from_python, inline="always")
+        if from_python:
+            KERNELS.append(compiled)  # compiled for Python's calls too: warm_up covers it
+        return cast(F, compiled)
 
     return make if fn is None else make(fn)
