@@ -240,7 +240,7 @@ def homes(centres: np.ndarray, radii: np.ndarray, origin: np.ndarray, size: floa
     return out
 
 
-@kernel
+@inline_kernel
 def axis_window(x: float, o: float, half: float, size: float, level: int, factor: float) -> tuple[int, int]:
     """First and last cell on one axis: the cells of the largest floats ``<= x - half`` and ``<= x + half``.
 

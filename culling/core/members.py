@@ -40,10 +40,11 @@ __all__ = ["CHUNKS_PER_THREAD", "CHUNK_ROWS", "PARALLEL_MIN_POINTS", "answer", "
 CHUNKS_PER_THREAD = 8
 
 #: The fewest candidates worth a chunk of :func:`answer_many` of their own
-#: (some 20 us of tests): each chunk costs a kernel call from Python (about
-#: 10 us with its structs) and a hand-over between threads, so a batch of a
-#: few dozen points is cut into a few chunks, not ``CHUNKS_PER_THREAD`` per thread.
-CHUNK_ROWS = 16384
+#: (some 5 to 10 us of tests): each chunk costs a kernel call from Python (a
+#: few us, its structs as plain tuples) and a hand-over between threads, so a
+#: batch with few candidates is cut into a few chunks, not
+#: ``CHUNKS_PER_THREAD`` per thread.
+CHUNK_ROWS = 4096
 
 
 @kernel
