@@ -8,9 +8,12 @@ as plain loops that read each object's data once and keep its home
 - :func:`group` (``insert_many`` and the movers of ``update_many``): which
   objects share a home node, by a hash table keyed by ``(level, cell)``;
   O(n) where sorting is O(n log n).
-- :func:`settle` (``update_many``): rewrite in place every object whose
-  home node is the one it is in (a small move), covering its tile; return
-  the others, the movers.
+- :func:`settle` (``update_many``): which objects change home node (the
+  movers), read only; :func:`store` then rewrites the others in place (a
+  small move), covering their tiles.
+- :func:`unlink` (``update_many``'s movers, ``remove_many``): take objects
+  out of their nodes, each node's last member filling the hole; returns the
+  nodes emptied, for :meth:`culling.tree.nodes.NodeTable.prune`.
 - :func:`place`: append the grouped objects after their home node's
   members, with their squared reach, and cover their tiles.
 - :func:`layout_order` (``insert_many``): the batch along a Morton curve,
@@ -29,13 +32,14 @@ import numpy as np
 from culling.core.cells import home
 from culling.core.containment import reach_of
 from culling.core.jit import inline_kernel, kernel
+from culling.core.lattice import ANCHOR
 from culling.core.structs import Nodes, NodesFields, ObjectsFields, PoolFields, WorldFields
 from culling.core.tiles import cover, cover_row
 
 #: Bits of :func:`layout_order`'s Morton code: 4,096 cells over the batch's box.
 LAYOUT_BITS = 12
 
-__all__ = ["group", "layout_order", "place", "settle"]
+__all__ = ["SETTLE_SLACK", "group", "layout_order", "place", "settle", "store", "unlink"]
 
 
 #: Golden-ratio multiplier of the hash in :func:`group` (Fibonacci hashing).
@@ -127,55 +131,126 @@ def _group_into(centres: np.ndarray, radii: np.ndarray, origin: np.ndarray, size
     return n, groups
 
 
+#: The fast cell test of :func:`settle` trusts ``floor`` of the float ``(c - o) * (1 / size) * 2**L``
+#: farther than ``(|x| + 1) * SETTLE_SLACK`` from an integer: three roundings move it by under
+#: ``|x| * 2**-51``; nearer a face (or beyond 2**52), the exact home function decides.
+SETTLE_SLACK = 2.0 ** -50
+
+
 @kernel
 def settle(handles: np.ndarray, centres: np.ndarray, radii: np.ndarray, world_fields: WorldFields,
-           objects_fields: ObjectsFields, nodes_fields: NodesFields, pool_fields: PoolFields,
-           write: bool) -> np.ndarray:
-    """Store every object whose home is unchanged in place (covering its tile); return the indices of the others.
+           objects_fields: ObjectsFields, nodes_fields: NodesFields, pool_fields: PoolFields) -> np.ndarray:
+    """Which objects change home node: the indices into ``handles`` of the movers, int64 (k,), ascending.
 
-    Without ``write`` nothing is stored: only the movers are found (``update_many``
-    prepares their homes before it changes anything).
+    Reads only (``update_many`` prepares the movers' homes before it changes
+    anything; :func:`store` then writes the others).  Per object, the home is
+    compared with the node the object is in, without computing it whole: an
+    unchanged radius keeps its level (a level is a function of the radius),
+    and on levels ``L >= 0`` each axis's cell is ``floor((c - o) / size *
+    2**L)`` plus the level's anchor, which a multiplication by ``1 / size``
+    decides unless the value lies within rounding of a face
+    (:data:`SETTLE_SLACK`).  Every other case (a new radius, a grown level, a
+    value near a face) takes the home function, :func:`culling.core.cells.home`.
 
     Parameters
     ----------
     handles : int64 (n,), live and unique
-    centres : float64 (n, dim); radii : float64 (n,), inside the tree's root (the tree checked
-        the batch's extreme centres and largest radius first)
-
-    Returns
-    -------
-    int64 (k,): indices into ``handles`` of the objects whose home node changed
-    (nothing of theirs is written).  O(n).
+    centres : float64 (n, dim); radii : float64 (n,); validated.  O(n).
     """
     origin, size, _, _ = world_fields  # the structs of culling.core.structs, in field order
     obj_node, obj_pos = objects_fields
     nodes = Nodes(*nodes_fields)
     node_level, node_cells = nodes.level, nodes.cells
-    _, columns, tile_box = pool_fields
+    columns = pool_fields[1]
     n, dim = centres.shape
     movers = np.empty(n, dtype=np.int64)
     key = np.empty((1, dim + 1), dtype=np.int64)
+    inverse = 1.0 / size
     k = 0
     for i in range(n):
-        home(centres, radii, i, origin, size, key, 0)
-        node = obj_node[handles[i]]
-        stay = node_level[node] == key[0, 0]
-        for axis in range(dim):
-            stay &= node_cells[axis, node] == key[0, axis + 1]
-        if stay and not write:
-            continue
-        if stay:
-            row = obj_pos[handles[i]]
+        h = handles[i]
+        node = obj_node[h]
+        level = node_level[node]
+        same_level = radii[i] == columns[dim, obj_pos[h]]
+        stay = True
+        if same_level and level >= 0:
+            factor = float(1 << level)
+            anchor = ANCHOR << level
             for axis in range(dim):
-                columns[axis, row] = centres[i, axis]
-            if columns[dim, row] != radii[i]:  # the squared reach only changes with the radius
-                columns[dim, row] = radii[i]
-                columns[dim + 1, row] = reach_of(radii[i])
-            cover_row(columns, row, tile_box)
-        else:
+                x = (centres[i, axis] - origin[axis]) * inverse * factor
+                j = math.floor(x)
+                slack = (abs(x) + 1.0) * SETTLE_SLACK
+                if slack < x - j < 1.0 - slack and abs(x) < 2.0 ** 52:
+                    stay &= int(j) + anchor == node_cells[axis, node]
+                else:
+                    same_level = False  # near a face: the home function decides
+                    break
+        if not (same_level and level >= 0):
+            home(centres, radii, i, origin, size, key, 0)
+            stay = key[0, 0] == level
+            for axis in range(dim):
+                stay &= node_cells[axis, node] == key[0, axis + 1]
+        if not stay:
             movers[k] = i
             k += 1
     return movers[:k]
+
+
+@kernel
+def store(handles: np.ndarray, centres: np.ndarray, radii: np.ndarray, movers: np.ndarray,
+          objects_fields: ObjectsFields, pool_fields: PoolFields) -> None:
+    """Write every object but the ``movers`` (ascending indices, :func:`settle`) into its own row, in place:
+    centre, radius and squared reach (when the radius changed), covering its tile.  O(n)."""
+    obj_pos = objects_fields[1]
+    _, columns, tile_box = pool_fields
+    n, dim = centres.shape
+    next_mover = 0
+    for i in range(n):
+        if next_mover < movers.shape[0] and movers[next_mover] == i:
+            next_mover += 1
+            continue
+        row = obj_pos[handles[i]]
+        for axis in range(dim):
+            columns[axis, row] = centres[i, axis]
+        if columns[dim, row] != radii[i]:  # the squared reach only changes with the radius
+            columns[dim, row] = radii[i]
+            columns[dim + 1, row] = reach_of(radii[i])
+        cover_row(columns, row, tile_box)
+
+
+@kernel
+def unlink(handles: np.ndarray, objects_fields: ObjectsFields, nodes_fields: NodesFields,
+           pool_fields: PoolFields) -> np.ndarray:
+    """Take objects out of their nodes: each one's row gets its node's last member, whose tile
+    then covers it; its node (``obj_node``) becomes -1.  Returns the nodes emptied, int64, each once.
+
+    ``handles`` int64, live and unique.  O(len(handles)).
+    """
+    obj_node, obj_pos = objects_fields
+    nodes = Nodes(*nodes_fields)
+    node_start, node_count = nodes.start, nodes.members
+    pool_handles, columns, tile_box = pool_fields
+    width = columns.shape[0]
+    emptied = np.empty(handles.shape[0], dtype=np.int64)
+    k = 0
+    for h in handles:
+        node = obj_node[h]
+        row = obj_pos[h]
+        last = node_start[node] + node_count[node] - 1
+        if row != last:
+            moved = pool_handles[last]
+            pool_handles[row] = moved
+            for column in range(width):
+                columns[column, row] = columns[column, last]
+            cover_row(columns, row, tile_box)
+            obj_pos[moved] = row
+        pool_handles[last] = -1
+        node_count[node] -= 1
+        obj_node[h] = -1
+        if node_count[node] == 0:
+            emptied[k] = node
+            k += 1
+    return emptied[:k]
 
 
 @kernel

@@ -236,27 +236,6 @@ class BlockPool(RowPool):
         nodes.start[ids] = starts
         nodes.capacity[ids] = capacities
 
-    def unlink_many(self, nodes: NodeTable, obj_node: np.ndarray, obj_row: np.ndarray,
-                    handles: np.ndarray) -> np.ndarray:
-        """Take many objects out of their nodes, vectorised (:meth:`fill_holes`); returns the nodes touched.
-
-        ``obj_node[h]`` becomes -1 for each removed handle.  O(k log k).
-        """
-        owners = obj_node[handles]
-        rows = obj_row[handles]
-        touched, removed = np.unique(owners, return_counts=True)
-        kept = nodes.count[touched] - removed
-        tail_starts = nodes.start[touched] + kept
-        in_front = rows < tail_starts[np.searchsorted(touched, owners)]
-        obj_node[handles] = -1
-        holes = rows[in_front][np.argsort(owners[in_front], kind="stable")]
-        tail = concat_ranges(tail_starts, removed)
-        fillers = self.fill_holes(holes, tail, obj_node >= 0)
-        obj_row[fillers] = holes
-        self.handles[tail] = -1
-        nodes.count[touched] = kept
-        return touched
-
     def compact_nodes(self, nodes: NodeTable, obj_node: np.ndarray, obj_row: np.ndarray) -> None:
         """Pack every node's members into a fresh pool (:meth:`compact`), moving their blocks and
         their objects' rows; O(objects + nodes)."""
