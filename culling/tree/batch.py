@@ -8,9 +8,9 @@ as plain loops that read each object's data once and keep its home
 - :func:`group` (``insert_many`` and the movers of ``update_many``): which
   objects share a home node, by a hash table keyed by ``(level, cell)``;
   O(n) where sorting is O(n log n).
-- :func:`settle` (``update_many``): which objects change home node (the
-  movers), read only; :func:`store` then rewrites the others in place (a
-  small move), covering their tiles.
+- :func:`settle` (``update_many``): rewrite in place every object whose
+  home node is the one it is in (a small move), covering its tile, its old
+  row kept for :func:`restore`; return the others, the movers.
 - :func:`unlink` (``update_many``'s movers, ``remove_many``): take objects
   out of their nodes, each node's last member filling the hole; returns the
   nodes emptied, for :meth:`culling.tree.nodes.NodeTable.prune`.
@@ -29,17 +29,17 @@ import math
 
 import numpy as np
 
-from culling.core.cells import home
+from culling.core.cells import home, level_of
 from culling.core.containment import reach_of
 from culling.core.jit import inline_kernel, kernel
-from culling.core.lattice import ANCHOR
+from culling.core.lattice import MAX_DEPTH
 from culling.core.structs import Nodes, NodesFields, ObjectsFields, PoolFields, WorldFields
 from culling.core.tiles import cover, cover_row
 
 #: Bits of :func:`layout_order`'s Morton code: 4,096 cells over the batch's box.
 LAYOUT_BITS = 12
 
-__all__ = ["SETTLE_SLACK", "group", "layout_order", "place", "settle", "store", "unlink"]
+__all__ = ["SETTLE_SLACK", "check_handles", "group", "layout_order", "place", "restore", "settle", "unlink"]
 
 
 #: Golden-ratio multiplier of the hash in :func:`group` (Fibonacci hashing).
@@ -139,83 +139,115 @@ SETTLE_SLACK = 2.0 ** -50
 
 @kernel
 def settle(handles: np.ndarray, centres: np.ndarray, radii: np.ndarray, world_fields: WorldFields,
-           objects_fields: ObjectsFields, nodes_fields: NodesFields, pool_fields: PoolFields) -> np.ndarray:
-    """Which objects change home node: the indices into ``handles`` of the movers, int64 (k,), ascending.
+           objects_fields: ObjectsFields, nodes_fields: NodesFields, pool_fields: PoolFields,
+           backup: np.ndarray) -> np.ndarray:
+    """Store every object whose home node is unchanged in place; return the others (the movers).
 
-    Reads only (``update_many`` prepares the movers' homes before it changes
-    anything; :func:`store` then writes the others).  Per object, the home is
-    compared with the node the object is in, without computing it whole: an
-    unchanged radius keeps its level (a level is a function of the radius),
-    and on levels ``L >= 0`` each axis's cell is ``floor((c - o) / size *
-    2**L)`` plus the level's anchor, which a multiplication by ``1 / size``
-    decides unless the value lies within rounding of a face
-    (:data:`SETTLE_SLACK`).  Every other case (a new radius, a grown level, a
-    value near a face) takes the home function, :func:`culling.core.cells.home`.
+    Per object, the new home is compared with the old, without reading the
+    node: an unchanged radius keeps its level ``L`` (a level is a function
+    of the radius), and on levels ``L >= 0`` each axis's cell is ``floor((c
+    - o) / size * 2**L)`` plus the level's anchor, so the new centre stays
+    in the node when that floor equals the stored centre's.  A
+    multiplication by ``1 / size`` decides each floor unless the value lies
+    within rounding of a face (:data:`SETTLE_SLACK`).  Every other case (a
+    new radius, a grown level, a value near a face) takes the home function,
+    :func:`culling.core.cells.home`, against the node's key.  The fast test
+    reads only the object's own row, which a stayer writes anyway.  An object that stays gets its centre,
+    radius and squared reach (when the radius changed) in its row, and its
+    tile covers it; its old row is kept in ``backup[i]`` first (float64
+    (n, width)), so ``update_many`` can put it back (:func:`restore`) when
+    the movers' preparation fails.  Nothing of a mover is written.
 
     Parameters
     ----------
     handles : int64 (n,), live and unique
-    centres : float64 (n, dim); radii : float64 (n,); validated.  O(n).
+    centres : float64 (n, dim); radii : float64 (n,); validated
+
+    Returns
+    -------
+    int64 (k,): indices into ``handles`` of the movers, ascending.  O(n), one pass.
     """
     origin, size, _, _ = world_fields  # the structs of culling.core.structs, in field order
     obj_node, obj_pos = objects_fields
     nodes = Nodes(*nodes_fields)
     node_level, node_cells = nodes.level, nodes.cells
-    columns = pool_fields[1]
+    _, columns, tile_box = pool_fields
     n, dim = centres.shape
+    width = columns.shape[0]
     movers = np.empty(n, dtype=np.int64)
     key = np.empty((1, dim + 1), dtype=np.int64)
     inverse = 1.0 / size
     k = 0
     for i in range(n):
         h = handles[i]
-        node = obj_node[h]
-        level = node_level[node]
-        same_level = radii[i] == columns[dim, obj_pos[h]]
+        row = obj_pos[h]
+        same_radius = radii[i] == columns[dim, row]
         stay = True
-        if same_level and level >= 0:
-            factor = float(1 << level)
-            anchor = ANCHOR << level
-            for axis in range(dim):
-                x = (centres[i, axis] - origin[axis]) * inverse * factor
-                j = math.floor(x)
-                slack = (abs(x) + 1.0) * SETTLE_SLACK
-                if slack < x - j < 1.0 - slack and abs(x) < 2.0 ** 52:
-                    stay &= int(j) + anchor == node_cells[axis, node]
-                else:
-                    same_level = False  # near a face: the home function decides
-                    break
-        if not (same_level and level >= 0):
+        fast = False
+        if same_radius:
+            level = level_of(radii[i], size)
+            if 0 <= level <= MAX_DEPTH:
+                fast = True
+                factor = float(1 << level)
+                for axis in range(dim):
+                    x = (centres[i, axis] - origin[axis]) * inverse * factor
+                    was = (columns[axis, row] - origin[axis]) * inverse * factor
+                    if not (abs(x) < 2.0 ** 52 and abs(was) < 2.0 ** 52):
+                        fast = False
+                        break
+                    j, j_was = np.floor(x), np.floor(was)
+                    slack = (abs(x) + 1.0) * SETTLE_SLACK
+                    slack_was = (abs(was) + 1.0) * SETTLE_SLACK
+                    if not (slack < x - j < 1.0 - slack and slack_was < was - j_was < 1.0 - slack_was):
+                        fast = False  # near a face: the home function decides
+                        break
+                    stay &= j == j_was
+        if not fast:
+            node = obj_node[h]
             home(centres, radii, i, origin, size, key, 0)
-            stay = key[0, 0] == level
+            stay = key[0, 0] == node_level[node]
             for axis in range(dim):
                 stay &= node_cells[axis, node] == key[0, axis + 1]
         if not stay:
             movers[k] = i
             k += 1
-    return movers[:k]
-
-
-@kernel
-def store(handles: np.ndarray, centres: np.ndarray, radii: np.ndarray, movers: np.ndarray,
-          objects_fields: ObjectsFields, pool_fields: PoolFields) -> None:
-    """Write every object but the ``movers`` (ascending indices, :func:`settle`) into its own row, in place:
-    centre, radius and squared reach (when the radius changed), covering its tile.  O(n)."""
-    obj_pos = objects_fields[1]
-    _, columns, tile_box = pool_fields
-    n, dim = centres.shape
-    next_mover = 0
-    for i in range(n):
-        if next_mover < movers.shape[0] and movers[next_mover] == i:
-            next_mover += 1
             continue
-        row = obj_pos[handles[i]]
+        for column in range(width):
+            backup[i, column] = columns[column, row]
         for axis in range(dim):
             columns[axis, row] = centres[i, axis]
-        if columns[dim, row] != radii[i]:  # the squared reach only changes with the radius
+        if not same_radius:  # the squared reach only changes with the radius
             columns[dim, row] = radii[i]
             columns[dim + 1, row] = reach_of(radii[i])
         cover_row(columns, row, tile_box)
+    return movers[:k]
+
+
+def restore(handles: np.ndarray, movers: np.ndarray, backup: np.ndarray, obj_pos: np.ndarray,
+            columns: np.ndarray) -> np.ndarray:
+    """Undo :func:`settle`'s writes: every object but the ``movers`` gets its ``backup`` row back, at
+    the row it holds now.  Returns those rows (their tiles must cover them again).  NumPy; for failures."""
+    stayers = np.ones(handles.shape[0], dtype=bool)
+    stayers[movers] = False
+    rows: np.ndarray = obj_pos[handles[stayers]]
+    columns[:, rows] = backup[stayers].T
+    return rows
+
+
+@kernel
+def check_handles(handles: np.ndarray, issued: int, obj_node: np.ndarray) -> int:
+    """The index of the first handle that is out of range, not live or a repeat; -1 when all are good.
+
+    O(n + issued): a mark per handle issued (the caller then names the fault, as the
+    validators do, from :mod:`culling.core.validation`).
+    """
+    seen = np.zeros(issued, dtype=np.bool_)
+    for i in range(handles.shape[0]):
+        h = handles[i]
+        if h < 0 or h >= issued or obj_node[h] < 0 or seen[h]:
+            return i
+        seen[h] = True
+    return -1
 
 
 @kernel

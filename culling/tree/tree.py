@@ -52,6 +52,7 @@ from culling.core.validation import (
     Handle,
     as_coords,
     as_flag,
+    as_handles,
     as_points,
     as_probe_radii,
     as_radii,
@@ -366,17 +367,16 @@ class ViewDistanceTree(Structure):
     def update_many(self, handles: ArrayLike, centres: ArrayLike, radii: ArrayLike | None = None) -> None:
         """Move or resize many objects; ``radii`` omitted (``None``) keeps each object's stored radius.
 
-        One kernel pass finds the movers, the objects whose home node changes
-        (:func:`culling.tree.batch.settle`); their homes are prepared (found
-        or created, with room), then the others are rewritten in place
-        (:func:`culling.tree.batch.store`, touching no node), the movers
+        One kernel pass rewrites in place the objects whose home node is
+        unchanged and finds the others, the movers
+        (:func:`culling.tree.batch.settle`); the movers' homes are prepared
+        (found or created, with room; a failure puts the others back), the movers
         unlinked (:func:`culling.tree.batch.unlink`) and appended to their
         homes as ``insert_many`` appends, and the nodes they emptied deleted
         with their emptied ancestors (:meth:`NodeTable.prune`).  O(n)
         compiled, plus O(movers + homes x depth); no Python step per object or node.
         """
-        handles = self._live_many(handles)
-        check_unique(handles)
+        handles = self._live_unique(handles)
         centres = as_points(centres, self.dim, "centres")
         radii = (self._pool.columns[self.dim, self._obj_pos[handles]] if radii is None  # a copy (fancy indexing)
                  else as_radii(radii, centres.shape[0]))
@@ -387,14 +387,17 @@ class ViewDistanceTree(Structure):
         if not handles.size:
             return
         objects = (self._obj_node, self._obj_pos)
+        backup = np.empty((handles.size, self.dim + 2))
         movers = batch.settle(handles, centres, radii, self._world(), objects, self._nodes.arrays(),
-                              self._pool.arrays())
-        # The movers' homes (a grown root too) and room in their blocks first: a MemoryError there
-        # changes nothing.  Then the commit, which allocates none of the tree's arrays.
-        links = self._prepare_links(centres[movers], radii[movers]) if movers.size else None
-        batch.store(handles, centres, radii, movers, objects, self._pool.arrays())
-        if links is None:
+                              self._pool.arrays(), backup)
+        if not movers.size:
             return
+        try:  # the movers' homes (a grown root too) and room in their blocks
+            links = self._prepare_links(centres[movers], radii[movers])
+        except BaseException:  # a MemoryError, a mover outside the world: the stayers go back
+            self._pool.cover_rows(batch.restore(handles, movers, backup, self._obj_pos, self._pool.columns))
+            raise
+        # Commit: nothing below allocates the tree's arrays.
         moving = handles[movers]
         emptied = batch.unlink(moving, objects, self._nodes.arrays(), self._pool.arrays())
         self._place(moving, links, centres[movers], radii[movers])
@@ -404,8 +407,7 @@ class ViewDistanceTree(Structure):
     def remove_many(self, handles: ArrayLike) -> None:
         """Remove many objects: a compiled unlink (:func:`culling.tree.batch.unlink`), then one compiled
         pass deleting the emptied nodes and their emptied ancestors (:meth:`NodeTable.prune`).  O(k)."""
-        handles = self._live_many(handles)
-        check_unique(handles)
+        handles = self._live_unique(handles)
         if not handles.size:
             return
         emptied = batch.unlink(handles, (self._obj_node, self._obj_pos), self._nodes.arrays(), self._pool.arrays())
@@ -764,6 +766,13 @@ class ViewDistanceTree(Structure):
 
     def _live(self, handle: Handle) -> int:
         return live_handle(handle, self._next_handle, self._obj_node, "tree")
+
+    def _live_unique(self, handles: ArrayLike) -> np.ndarray:
+        """Many handles, live and each once (one compiled pass; the validators name a fault)."""
+        handles = as_handles(handles)
+        if batch.check_handles(handles, self._next_handle, self._obj_node) >= 0:
+            check_unique(self._live_many(handles))
+        return handles
 
     def _live_many(self, handles: ArrayLike) -> np.ndarray:
         return live_handles(handles, self._next_handle, self._obj_node, "tree")
