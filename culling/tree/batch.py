@@ -1,7 +1,7 @@
 """The tree's batch-mutation kernels: the per-object loops of ``insert_many`` and ``update_many``.
 
 Node creation and block allocation run per node (:meth:`culling.tree.nodes.NodeTable.at_many`,
-:meth:`culling.tree.pool.BlockPool.allocate_many`); what runs per object is here,
+:meth:`culling.tree.pool.BlockPool.make_room`); what runs per object is here,
 as plain loops that read each object's data once and keep its home
 ``(level, cell)`` in registers instead of arrays:
 
