@@ -141,7 +141,8 @@ class NodeTable:
         """
         key = np.array([[level, *cell]], dtype=np.int64)
         homes = np.empty(1, dtype=np.int64)
-        _descend(key, homes, 0, root, (self.free, self.free_count, self.issued, False), (homes, 0), self.arrays())
+        _descend(key, homes, (0, root, _NOWHERE), (self.free, self.free_count, self.issued, False), (homes, 0),
+                 self.arrays())
         return int(homes[0])
 
     def at(self, level: int, cell: tuple[int, ...], root: int) -> int:
@@ -149,13 +150,17 @@ class NodeTable:
         contain it: :meth:`at_many` of one key (one kernel call when the table has room)."""
         return int(self.at_many(np.array([[level, *cell]], dtype=np.int64), root)[0])
 
-    def at_many(self, keys: np.ndarray, root: int, made: list[np.ndarray] | None = None) -> np.ndarray:
+    def at_many(self, keys: np.ndarray, root: int, made: list[np.ndarray] | None = None,
+                near: np.ndarray | None = None) -> np.ndarray:
         """The nodes of many keys, created with their missing ancestors: node ids, int64 (k,).
 
         ``keys`` int64 (k, dim + 1), rows ``(level, cell...)``, name nodes at
         or below the root ``root``, which must contain them all.  A kernel
         (:func:`_descend`) finds each from the root by its child links and
         creates the missing ones, reusing free rows first.  O(k x depth) compiled.
+        ``near`` (int64 (k,), live nodes; optional) starts each search there
+        instead: it climbs to the first ancestor that contains the key, then
+        descends (a mover's old node: its new home is usually a few levels away).
 
         The ids of the nodes created are appended to ``made`` (when given, as
         one array), also when a ``MemoryError`` stops the table's growth half
@@ -164,12 +169,13 @@ class NodeTable:
         """
         homes = np.empty(keys.shape[0], dtype=np.int64)
         created = np.empty(self.free_count + self.count.shape[0] - self.issued, dtype=np.int64)
+        begin = _NOWHERE if near is None else near
         done, count = 0, 0
         try:
             while True:
                 done, self.free_count, self.issued, count = _descend(
-                    keys, homes, done, root, (self.free, self.free_count, self.issued, True), (created, count),
-                    self.arrays())
+                    keys, homes, (done, root, begin), (self.free, self.free_count, self.issued, True),
+                    (created, count), self.arrays())
                 if done == keys.shape[0]:
                     break
                 self._grow(self.count.shape[0] + 1)  # out of rows: grow by ARRAY_GROWTH and go on
@@ -267,14 +273,20 @@ _COLUMNS = (("start", 0), ("capacity", 0), ("count", -1), ("level", 0), ("parent
 SHRINK_RATIO = 4
 
 
+#: No start nodes: every search of :func:`_descend` starts at the root.
+_NOWHERE = np.empty(0, dtype=np.int64)
+
+
 @kernel
-def _descend(keys: np.ndarray, homes: np.ndarray, done: int, root: int, rows: tuple[np.ndarray, int, int, bool],
-             new: tuple[np.ndarray, int], nodes_fields: NodesFields) -> tuple[int, int, int, int]:
+def _descend(keys: np.ndarray, homes: np.ndarray, search: tuple[int, int, np.ndarray],
+             rows: tuple[np.ndarray, int, int, bool], new: tuple[np.ndarray, int],
+             nodes_fields: NodesFields) -> tuple[int, int, int, int]:
     """Find (or create) the nodes of keys ``done ..`` (:meth:`NodeTable.at_many`), writing ``homes``.
 
-    Each key is reached from ``root`` level by level through the child
-    links: the quadrant on the way to level ``l`` is bit ``level - l`` of
-    the key's cell on each axis.  With ``create`` (``rows = (free,
+    ``search = (done, root, near)``.  Each key is reached from ``root`` (or,
+    when ``near`` is not empty, from ``near[g]``'s first ancestor whose cell
+    holds the key) level by level through the child links: the quadrant on
+    the way to level ``l`` is bit ``level - l`` of the key's cell on each axis.  With ``create`` (``rows = (free,
     free_count, issued, create)``) a missing node is created (as
     :meth:`NodeTable.new` does) from the top of the free stack, else from
     row ``issued`` on, and its id appended to ``created`` (``new = (created,
@@ -285,13 +297,24 @@ def _descend(keys: np.ndarray, homes: np.ndarray, done: int, root: int, rows: tu
     the table ran out of rows), the free stack's height, rows issued, ids in ``created``.
     """
     start, capacity, count, level, node_cells, parent, children, child = nodes_fields  # Nodes, in field order
+    done, root, near = search
     free, free_count, issued, create = rows
     created, made = new
     dim = node_cells.shape[0]
     table_rows = count.shape[0]
     for g in range(done, keys.shape[0]):
         node = root
-        for below in range(level[root] + 1, keys[g, 0] + 1):
+        if near.shape[0]:
+            node = near[g]
+            while node != root:  # climb to the first ancestor that holds the key
+                up = level[node] > keys[g, 0]
+                if not up:
+                    for axis in range(dim):
+                        up |= node_cells[axis, node] != keys[g, axis + 1] >> (keys[g, 0] - level[node])
+                if not up:
+                    break
+                node = parent[node]
+        for below in range(level[node] + 1, keys[g, 0] + 1):
             shift = keys[g, 0] - below
             quadrant = 0
             for axis in range(dim):

@@ -393,7 +393,7 @@ class ViewDistanceTree(Structure):
         if not movers.size:
             return
         try:  # the movers' homes (a grown root too) and room in their blocks
-            links = self._prepare_links(centres[movers], radii[movers])
+            links = self._prepare_links(centres[movers], radii[movers], self._obj_node[handles[movers]])
         except BaseException:  # a MemoryError, a mover outside the world: the stayers go back
             self._pool.cover_rows(batch.restore(handles, movers, backup, self._obj_pos, self._pool.columns))
             raise
@@ -808,7 +808,8 @@ class ViewDistanceTree(Structure):
             self._grow_root_for(level, u, u)
         return level, tuple(cell)
 
-    def _prepare_links(self, centres: np.ndarray, radii: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def _prepare_links(self, centres: np.ndarray, radii: np.ndarray,
+                       near: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
         """Everything :meth:`_place` needs that allocates: the root grown to hold the objects, their
         home nodes created, room in the homes' blocks.  Returns ``(group_of, homes)``.
 
@@ -816,13 +817,18 @@ class ViewDistanceTree(Structure):
         (new empty nodes deleted, the root shrunk back) and propagates: the
         tree is as it was.  Grouping (:func:`culling.tree.batch.group`), the home nodes
         (:meth:`NodeTable.at_many`), their blocks (:meth:`BlockPool.make_room`).
-        ``centres`` C-contiguous, non-empty.
+        ``centres`` C-contiguous, non-empty.  ``near`` (int64 (n,), optional): a live node near each
+        object's home (a mover's old node), where the search for the home starts.
         """
         made: list[np.ndarray] = []
         try:
             self._fit_many(centres, radii)
             group_of, keys, sizes = batch.group(centres, radii, self.origin, self.size)
-            homes = self._nodes.at_many(keys, self._root, made)
+            begin = None
+            if near is not None:
+                begin = np.empty(keys.shape[0], dtype=np.int64)
+                begin[group_of] = near  # any object's node of each group
+            homes = self._nodes.at_many(keys, self._root, made, begin)
             self._pool.make_room(self._nodes, homes, sizes, self._obj_pos)
         except MemoryError:
             self._prune(made[0] if made else np.empty(0, dtype=np.int64))  # new nodes: empty leaves, chains of them
