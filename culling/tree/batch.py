@@ -154,9 +154,10 @@ def settle(handles: np.ndarray, centres: np.ndarray, radii: np.ndarray, world_fi
     :func:`culling.core.cells.home`, against the node's key.  The fast test
     reads only the object's own row, which a stayer writes anyway.  An object that stays gets its centre,
     radius and squared reach (when the radius changed) in its row, and its
-    tile covers it; its old row is kept in ``backup[i]`` first (float64
-    (n, width)), so ``update_many`` can put it back (:func:`restore`) when
-    the movers' preparation fails.  Nothing of a mover is written.
+    tile covers it; its old row is kept in ``backup`` first (float64
+    (n, width + 1): the row, then ``i``, or -1 for a mover; in visiting order),
+    so ``update_many`` can put it back (:func:`restore`) when the movers'
+    preparation fails.  Nothing of a mover is written.
 
     Parameters
     ----------
@@ -165,7 +166,8 @@ def settle(handles: np.ndarray, centres: np.ndarray, radii: np.ndarray, world_fi
 
     Returns
     -------
-    int64 (k,): indices into ``handles`` of the movers, ascending.  O(n), one pass.
+    int64 (k,): indices into ``handles`` of the movers, ascending.  O(n), one pass over the
+    objects (by pool row window in a long pool, :func:`_row_order`).
     """
     origin, size, _, _ = world_fields  # the structs of culling.core.structs, in field order
     obj_node, obj_pos = objects_fields
@@ -177,33 +179,34 @@ def settle(handles: np.ndarray, centres: np.ndarray, radii: np.ndarray, world_fi
     movers = np.empty(n, dtype=np.int64)
     key = np.empty((1, dim + 1), dtype=np.int64)
     inverse = 1.0 / size
+    order, rows, moved, sized = _row_order(handles, centres, radii, obj_pos, columns.shape[1])
     k = 0
-    for i in range(n):
-        h = handles[i]
-        row = obj_pos[h]
-        same_radius = radii[i] == columns[dim, row]
+    for j in range(n):
+        i = order[j]
+        row = rows[j]
+        same_radius = sized[j] == columns[dim, row]
         stay = True
         fast = False
         if same_radius:
-            level = level_of(radii[i], size)
+            level = level_of(sized[j], size)
             if 0 <= level <= MAX_DEPTH:
                 fast = True
                 factor = float(1 << level)
                 for axis in range(dim):
-                    x = (centres[i, axis] - origin[axis]) * inverse * factor
+                    x = (moved[j, axis] - origin[axis]) * inverse * factor
                     was = (columns[axis, row] - origin[axis]) * inverse * factor
                     if not (abs(x) < 2.0 ** 52 and abs(was) < 2.0 ** 52):
                         fast = False
                         break
-                    j, j_was = np.floor(x), np.floor(was)
+                    cell, cell_was = np.floor(x), np.floor(was)
                     slack = (abs(x) + 1.0) * SETTLE_SLACK
                     slack_was = (abs(was) + 1.0) * SETTLE_SLACK
-                    if not (slack < x - j < 1.0 - slack and slack_was < was - j_was < 1.0 - slack_was):
+                    if not (slack < x - cell < 1.0 - slack and slack_was < was - cell_was < 1.0 - slack_was):
                         fast = False  # near a face: the home function decides
                         break
-                    stay &= j == j_was
+                    stay &= cell == cell_was
         if not fast:
-            node = obj_node[h]
+            node = obj_node[handles[i]]
             home(centres, radii, i, origin, size, key, 0)
             stay = key[0, 0] == node_level[node]
             for axis in range(dim):
@@ -211,26 +214,75 @@ def settle(handles: np.ndarray, centres: np.ndarray, radii: np.ndarray, world_fi
         if not stay:
             movers[k] = i
             k += 1
+            backup[j, width] = -1.0
             continue
         for column in range(width):
-            backup[i, column] = columns[column, row]
+            backup[j, column] = columns[column, row]
+        backup[j, width] = i
         for axis in range(dim):
-            columns[axis, row] = centres[i, axis]
+            columns[axis, row] = moved[j, axis]
         if not same_radius:  # the squared reach only changes with the radius
-            columns[dim, row] = radii[i]
-            columns[dim + 1, row] = reach_of(radii[i])
+            columns[dim, row] = sized[j]
+            columns[dim + 1, row] = reach_of(sized[j])
         cover_row(columns, row, tile_box)
-    return movers[:k]
+    return np.sort(movers[:k])
 
 
-def restore(handles: np.ndarray, movers: np.ndarray, backup: np.ndarray, obj_pos: np.ndarray,
-            columns: np.ndarray) -> np.ndarray:
-    """Undo :func:`settle`'s writes: every object but the ``movers`` gets its ``backup`` row back, at
-    the row it holds now.  Returns those rows (their tiles must cover them again).  NumPy; for failures."""
-    stayers = np.ones(handles.shape[0], dtype=bool)
-    stayers[movers] = False
-    rows: np.ndarray = obj_pos[handles[stayers]]
-    columns[:, rows] = backup[stayers].T
+#: :func:`settle` visits the objects by pool row, in windows of ``2**WINDOW_SHIFT`` rows (two tiles),
+#: when the pool is longer than ``ROW_ORDER_MIN`` rows: its row accesses then run almost in order
+#: (measured at 100k objects given in a random order: a third of the time of visiting them as given;
+#: windows of 2**11 rows and more gain little).
+WINDOW_SHIFT = 7
+ROW_ORDER_MIN = 1 << 12
+
+
+@kernel
+def _row_order(handles: np.ndarray, centres: np.ndarray, radii: np.ndarray, obj_pos: np.ndarray,
+               rows: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`settle`'s visiting order: ``(order, rows, centres, radii)``, the objects' indices,
+    pool rows, centres and radii in that order (new arrays).
+
+    Grouped by window of pool rows (a stable counting sort) when the pool is
+    longer than ``ROW_ORDER_MIN`` rows, else the objects' own order.  O(n + windows).
+    """
+    n, dim = centres.shape
+    order = np.empty(n, dtype=np.int64)
+    at = np.empty(n, dtype=np.int64)
+    moved = np.empty((n, dim))
+    sized = np.empty(n)
+    if rows <= ROW_ORDER_MIN:
+        for i in range(n):
+            order[i] = i
+            at[i] = obj_pos[handles[i]]
+            for axis in range(dim):
+                moved[i, axis] = centres[i, axis]
+            sized[i] = radii[i]
+        return order, at, moved, sized
+    first = np.zeros((rows >> WINDOW_SHIFT) + 2, dtype=np.int64)
+    for i in range(n):
+        first[(obj_pos[handles[i]] >> WINDOW_SHIFT) + 1] += 1
+    for w in range(1, first.shape[0]):
+        first[w] += first[w - 1]
+    for i in range(n):
+        row = obj_pos[handles[i]]
+        w = row >> WINDOW_SHIFT
+        j = first[w]
+        first[w] = j + 1
+        order[j] = i
+        at[j] = row
+        for axis in range(dim):
+            moved[j, axis] = centres[i, axis]
+        sized[j] = radii[i]
+    return order, at, moved, sized
+
+
+def restore(handles: np.ndarray, backup: np.ndarray, obj_pos: np.ndarray, columns: np.ndarray) -> np.ndarray:
+    """Undo :func:`settle`'s writes: every object it stored gets its ``backup`` row back, at the row it
+    holds now.  Returns those rows (their tiles must cover them again).  NumPy; for failures."""
+    index = backup[:, -1]
+    stored = index >= 0
+    rows: np.ndarray = obj_pos[handles[index[stored].astype(np.int64)]]
+    columns[:, rows] = backup[stored, :-1].T
     return rows
 
 
