@@ -147,8 +147,17 @@ class NodeTable:
 
     def at(self, level: int, cell: tuple[int, ...], root: int) -> int:
         """The node for ``(level, cell)``, created with any missing ancestors below ``root``, which must
-        contain it: :meth:`at_many` of one key (one kernel call when the table has room)."""
-        return int(self.at_many(np.array([[level, *cell]], dtype=np.int64), root)[0])
+        contain it: one kernel call (:func:`_descend`) when the table has room, else :meth:`at_many`."""
+        key = np.array([[level, *cell]], dtype=np.int64)
+        homes = np.empty(1, dtype=np.int64)
+        room = self.count.shape[0] - self.issued + self.free_count
+        if room > level - int(self.level[root]):  # room for the whole chain: the kernel cannot stop
+            created = np.empty(room, dtype=np.int64)
+            _, self.free_count, self.issued, _ = _descend(key, homes, (0, root, _NOWHERE),
+                                                          (self.free, self.free_count, self.issued, True),
+                                                          (created, 0), self.arrays())
+            return int(homes[0])
+        return int(self.at_many(key, root)[0])
 
     def at_many(self, keys: np.ndarray, root: int, made: list[np.ndarray] | None = None,
                 near: np.ndarray | None = None) -> np.ndarray:

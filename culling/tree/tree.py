@@ -315,12 +315,13 @@ class ViewDistanceTree(Structure):
         point = as_coords(centre, self.dim, "centre")
         radius = as_radius(radius)
         node = int(self._obj_node[handle])
-        if self._nodes.key_of(node) == self._home(point, radius):
+        key = self._home(point, radius)
+        if self._nodes.key_of(node) == key:
             row = int(self._obj_pos[handle])
             self._pool.columns[:, row] = self._row(point, radius)
             self._pool.cover(row, row + 1)
             return
-        target = self._room_at(point, radius)  # first: a MemoryError there changes nothing
+        target = self._room_at(point, radius, key)  # first: a MemoryError there changes nothing
         self._unlink(handle)
         self._append(target, handle, self._row(point, radius))
         self._cleanup(node)
@@ -955,7 +956,10 @@ class ViewDistanceTree(Structure):
 
     def _cleanup(self, node: int) -> None:
         """Delete ``node`` and its ancestors while they are empty and childless (:meth:`_prune`)."""
-        self._prune(np.array([node], dtype=np.int64))
+        if self._nodes.count[node] == 0 and self._nodes.children[node] == 0:
+            self._prune(np.array([node], dtype=np.int64))
+        else:
+            self._shrink_root()
 
     def _prune(self, nodes: np.ndarray) -> None:
         """Delete the empty, childless ``nodes`` (int64) and their ancestors that become so, in one
@@ -966,11 +970,12 @@ class ViewDistanceTree(Structure):
             self._pool.release_many(starts, capacities)
         self._shrink_root()
 
-    def _room_at(self, point: list[float], radius: float) -> int:
-        """The home node of one sphere, created if missing (the root grown if needed), with room for one
-        more member.  A ``MemoryError`` undoes what was done (new empty nodes, root growth) and propagates."""
+    def _room_at(self, point: list[float], radius: float, key: tuple[int, tuple[int, ...]] | None = None) -> int:
+        """The home node of one sphere (``key``, when :meth:`_home` gave it already), created if missing
+        (the root grown if needed), with room for one more member.  A ``MemoryError`` undoes what was
+        done (new empty nodes, root growth) and propagates."""
         try:
-            level, cell = self._home(point, radius)
+            level, cell = self._home(point, radius) if key is None else key
             node = self._nodes.at(level, cell, self._root)
             count = int(self._nodes.count[node])
             if count == self._nodes.capacity[node]:
