@@ -31,11 +31,11 @@ from culling.core.growth import ARRAY_GROWTH, grown
 from culling.core.jit import kernel
 from culling.core.structs import NodesFields
 
-__all__ = ["NodeTable", "SHRINK_RATIO"]
+__all__ = ["DEAD_ROW", "NodeTable", "SHRINK_RATIO"]
 
 
 class NodeTable:
-    """Every live node of one tree; a dead row has ``count == -1`` and is reused.
+    """Every live node of one tree; a dead row has ``count == -1`` and is reused (:data:`DEAD_ROW`).
 
     Attributes
     ----------
@@ -197,7 +197,7 @@ class NodeTable:
         return homes
 
     def delete(self, node: int) -> None:
-        """Unlink ``node`` from its parent and free its row; its pool block must be released first."""
+        """Unlink ``node`` (childless) from its parent and free its row; its pool block must be released first."""
         parent = int(self.parent[node])
         if parent >= 0:
             self.children[parent] -= 1
@@ -278,6 +278,10 @@ class NodeTable:
 _COLUMNS = (("start", 0), ("capacity", 0), ("count", -1), ("level", 0), ("parent", -1), ("children", 0),
             ("child", -1))
 
+#: What every dead row holds besides ``count == -1``: no block, no children, no links (a node is
+#: deleted only when childless, and fresh rows are filled so), which a new node then keeps.
+DEAD_ROW = {"capacity": 0, "children": 0, "child": -1}
+
 #: A table longer than this many rows per live node (plus 64) is compacted after removals.
 SHRINK_RATIO = 4
 
@@ -341,16 +345,13 @@ def _descend(keys: np.ndarray, homes: np.ndarray, search: tuple[int, int, np.nda
                     issued += 1
                 else:
                     return g, free_count, issued, made
-                start[next_node] = 0
-                capacity[next_node] = 0
+                # A dead row has no block, no children and no links (DEAD_ROW): only the key,
+                # the parent and the count are written (fewer cache lines per new node).
                 count[next_node] = 0
                 level[next_node] = below
                 for axis in range(dim):
                     node_cells[axis, next_node] = keys[g, axis + 1] >> shift
                 parent[next_node] = node
-                children[next_node] = 0
-                for quadrant_below in range(child.shape[1]):
-                    child[next_node, quadrant_below] = -1
                 children[node] += 1
                 child[node, quadrant] = next_node
                 created[made] = next_node
@@ -374,7 +375,6 @@ def _prune(nodes: np.ndarray, root: int, stack: tuple[np.ndarray, int], released
     start, capacity, count, level, node_cells, parent, children, child = nodes_fields  # Nodes, in field order
     free, free_count = stack
     starts, capacities = released
-    dim = node_cells.shape[0]
     k = 0
     for first in range(nodes.shape[0]):
         node = nodes[first]
@@ -385,12 +385,11 @@ def _prune(nodes: np.ndarray, root: int, stack: tuple[np.ndarray, int], released
                 capacities[k] = capacity[node]
                 k += 1
             if up >= 0:
-                quadrant = 0
-                for axis in range(dim):
-                    quadrant |= (node_cells[axis, node] & 1) << axis
+                for quadrant in range(child.shape[1]):  # the parent's links: one cache line
+                    if child[up, quadrant] == node:
+                        child[up, quadrant] = -1
                 children[up] -= 1
-                child[up, quadrant] = -1
-            count[node] = -1
+            count[node] = -1  # a dead row (DEAD_ROW): its children and links are gone already
             capacity[node] = 0
             free[free_count] = node
             free_count += 1

@@ -65,7 +65,7 @@ from culling.core.validation import (
 )
 from culling.trace import LevelTrace, QueryTrace
 from culling.tree import batch, probe, walk
-from culling.tree.nodes import NodeTable
+from culling.tree.nodes import DEAD_ROW, NodeTable
 from culling.tree.pool import BlockPool, block_capacity
 
 __all__ = ["HANDLE_SHRINK_RATIO", "MAX_DEPTH", "MAX_GROWTH", "ViewDistanceTree"]
@@ -692,6 +692,9 @@ class ViewDistanceTree(Structure):
         assert np.unique(free).size == free.size, "a node row is on the free stack twice"
         assert ((free >= 0) & (free < nodes.issued)).all() and (nodes.count[free] == -1).all(), \
             "a live node is on the free stack"
+        dead = np.flatnonzero(nodes.count < 0)
+        for name, fill in DEAD_ROW.items():
+            assert (getattr(nodes, name)[dead] == fill).all(), f"a dead node row keeps its {name}"
         root = self._root
         assert nodes.count[root] >= 0 and nodes.parent[root] == -1, "root must be live and parentless"
         root_level = self.root_level
