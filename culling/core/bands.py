@@ -54,9 +54,9 @@ from typing import NamedTuple
 import numpy as np
 
 from culling.core.jit import inline_kernel, kernel
-from culling.core.overlap import far_apart, pair_range, reach_up
+from culling.core.overlap import any_near, pair_range, reach_up
 
-__all__ = ["CELLS_PER_MEMBER", "COARSEN_LIMIT", "DENSITY", "Layout", "band_lines", "cross_rows", "forward_lines",
+__all__ = ["CELLS_PER_MEMBER", "COARSEN_LIMIT", "DENSITY", "Layout", "band_cells", "cross_rows", "forward_lines",
            "layout"]
 
 #: A coarser level joins a band while the band has at most this many members per cell of its
@@ -72,9 +72,9 @@ CELLS_PER_MEMBER = 8
 COARSEN_LIMIT = 2
 
 #: Columns of :attr:`Layout.band`: the bucket level, the band's first and end member rows, its
-#: first line (in :attr:`Layout.line_start`) and number of lines; then the box's low cell and its
-#: extent per axis (``LOW + axis``, ``LOW + dim + axis``).
-LEVEL, FIRST_ROW, END_ROW, FIRST_LINE, LINES, LOW = 0, 1, 2, 3, 4, 5
+#: first cell (in :attr:`Layout.cell_start`); then the box's low cell and its extent per axis
+#: (``LOW + axis``, ``LOW + dim + axis``).
+LEVEL, FIRST_ROW, END_ROW, FIRST_CELL, LOW = 0, 1, 2, 3, 4
 
 #: Columns of :attr:`Layout.scales`: the band's largest radius, ``2**B`` and the root-relative
 #: offset of cell 0 on ``B`` (the cell of root-relative ``u`` is ``floor(u * 2**B + offset)``).
@@ -86,12 +86,12 @@ _ROUNDING = 2.0 ** -48
 
 
 class Layout(NamedTuple):
-    """The members grouped by band (coarsest band first), line by line, each line sorted along the last axis.
+    """The members grouped by band (coarsest band first), then by bucket cell (row-major, the last axis fastest).
 
     ``columns`` (dim + 2, n) and ``handles`` (n,): the copied members.
-    ``line_start`` int64 (lines + 1,): line ``g``'s members are rows
-    ``line_start[g] .. line_start[g + 1] - 1``; a band's lines are
-    consecutive.  ``band`` int64 (bands, LOW + 2 dim) and ``scales`` float64
+    ``cell_start`` int64 (cells + 1,): cell ``c``'s members are rows
+    ``cell_start[c] .. cell_start[c + 1] - 1``; a band's cells are
+    consecutive, so a run of cells along the last axis is one run of rows.  ``band`` int64 (bands, LOW + 2 dim) and ``scales`` float64
     (bands, 3): see :data:`LEVEL`, :data:`RADIUS`.  ``forward`` int64
     (F, dim - 1): the offsets of the neighbouring lines after a line
     (:func:`forward_lines`).  ``ok``: False when a band had to be moved more
@@ -100,7 +100,7 @@ class Layout(NamedTuple):
 
     columns: np.ndarray
     handles: np.ndarray
-    line_start: np.ndarray
+    cell_start: np.ndarray
     band: np.ndarray
     scales: np.ndarray
     forward: np.ndarray
@@ -230,31 +230,25 @@ def layout(run_start: np.ndarray, run_count: np.ndarray, run_level: np.ndarray, 
     # Bands in rows coarsest first: band p of the finest-first numbering is band bands - 1 - p.
     band = np.empty((bands, LOW + 2 * dim), dtype=np.int64)
     scales = np.zeros((bands, 3))
-    cell_first = np.empty(bands + 1, dtype=np.int64)
-    row, line, cell = 0, 0, 0
+    row, cell = 0, 0
     for q in range(bands):
         p = bands - 1 - q
         band[q, LEVEL] = band_level[p]
         band[q, FIRST_ROW] = row
-        band[q, FIRST_LINE] = line
-        lines = 1
+        band[q, FIRST_CELL] = cell
+        cells = 1
         for axis in range(dim):
             band[q, LOW + axis] = band_low[p, axis]
             band[q, LOW + dim + axis] = band_high[p, axis] - band_low[p, axis] + 1
-            if axis < lead:
-                lines *= band[q, LOW + dim + axis]
-        band[q, LINES] = lines
-        cell_first[q] = cell
+            cells *= band[q, LOW + dim + axis]
         factor = math.ldexp(1.0, band_level[p])
         scales[q, FACTOR] = factor
         scales[q, OFFSET] = anchor * factor
         row += band_members[p]
         band[q, END_ROW] = row
-        line += lines
-        cell += lines * band[q, LOW + 2 * dim - 1]
-    cell_first[bands] = cell
+        cell += cells
     # Counting sort of the runs by cell, band by band.
-    fill = np.zeros(cell + 1, dtype=np.int64)
+    cell_start = np.zeros(cell + 1, dtype=np.int64)
     run_cell = np.empty(runs, dtype=np.int64)
     for r in range(runs):
         if run_count[r] <= 0:
@@ -265,157 +259,132 @@ def layout(run_start: np.ndarray, run_count: np.ndarray, run_level: np.ndarray, 
         at = 0
         for axis in range(dim):
             at = at * band[q, LOW + dim + axis] + ((run_cells[axis, r] >> shift) - band[q, LOW + axis])
-        at += cell_first[q]
+        at += band[q, FIRST_CELL]
         run_cell[r] = at
-        fill[at + 1] += run_count[r]
-        if columns.shape[1] > 0:
-            for i in range(run_start[r], run_start[r] + run_count[r]):
-                scales[q, RADIUS] = max(scales[q, RADIUS], columns[dim, i])
+        cell_start[at + 1] += run_count[r]
     for c in range(cell):
-        fill[c + 1] += fill[c]
-    line_start = np.empty(line + 1, dtype=np.int64)
-    g = 0
-    for q in range(bands):
-        cells_per_line = band[q, LOW + 2 * dim - 1]
-        for k in range(band[q, LINES]):
-            line_start[g] = fill[cell_first[q] + k * cells_per_line]
-            g += 1
-    line_start[line] = row
-    order = np.empty(row, dtype=np.int64)
-    key = np.empty(row)
+        cell_start[c + 1] += cell_start[c]
+    fill = cell_start[:cell].copy()
+    out_columns = np.empty((dim + 2, row))
+    out_handles = np.empty(row, dtype=np.int64)
     for r in range(runs):
         at = run_cell[r]
         if at < 0:
             continue
         to = fill[at]
         for i in range(run_start[r], run_start[r] + run_count[r]):
-            order[to] = i
-            key[to] = columns[lead, i]
+            for axis in range(dim + 2):
+                out_columns[axis, to] = columns[axis, i]
+            out_handles[to] = handles[i]
             to += 1
         fill[at] = to
-    for g in range(line):  # insertion sort of each line along the last axis (sorted by cell already)
-        for i in range(line_start[g] + 1, line_start[g + 1]):
-            z = key[i]
-            o = order[i]
-            j = i - 1
-            while j >= line_start[g] and key[j] > z:
-                key[j + 1] = key[j]
-                order[j + 1] = order[j]
-                j -= 1
-            key[j + 1] = z
-            order[j + 1] = o
-    out_columns = np.empty((dim + 2, row))
-    out_handles = np.empty(row, dtype=np.int64)
-    for axis in range(dim + 2):
-        for i in range(row):
-            out_columns[axis, i] = columns[axis, order[i]]
-    for i in range(row):
-        out_handles[i] = handles[order[i]]
-    return Layout(out_columns, out_handles, line_start, band, scales, forward, True)
+    for q in range(bands):  # each band's largest radius, from its contiguous rows
+        largest = 0.0
+        for i in range(band[q, FIRST_ROW], band[q, END_ROW]):
+            largest = max(largest, out_columns[dim, i])
+        scales[q, RADIUS] = largest
+    return Layout(out_columns, out_handles, cell_start, band, scales, forward, True)
 
 
 @inline_kernel
-def _band_of_line(band: np.ndarray, line: int) -> int:
-    q = 0
-    while q + 1 < band.shape[0] and band[q + 1, FIRST_LINE] <= line:
-        q += 1
-    return q
+def _screened(hits: np.ndarray, hk: int, i: int, lo: int, hi: int) -> int:
+    """Note the run ``lo .. hi - 1`` of row ``i``'s candidates in ``hits[:, hk]`` (room made by the caller)."""
+    hits[0, hk] = i
+    hits[1, hk] = lo
+    hits[2, hk] = hi
+    return hk + 1
 
 
 @kernel
-def band_lines(lay: Layout, first_line: int, last_line: int,
+def band_cells(lay: Layout, first_cell: int, last_cell: int,
                cube: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """The pairs within bands with their earlier member in lines ``first_line .. last_line - 1``.
+    """The pairs within bands with their earlier member in cells ``first_cell .. last_cell - 1``.
+
+    A member of cell ``c`` is tested against the members after it in ``c``
+    and in the next cell along the last axis (one run of rows), and against
+    the three cells along the last axis around ``c`` on each forward
+    neighbouring line (:func:`forward_lines`): ``1 + (3**(dim-1) - 1) / 2``
+    runs.  Each run is screened by :func:`culling.core.overlap.any_near`
+    (SIMD, no writes); the runs with a hit are noted and tested again at the
+    end to write their pairs (:func:`culling.core.overlap.pair_range`), so
+    the screening loop moves no array in or out of a call.
 
     Returns ``(first, second, unsure_a, unsure_b)``: the handles of the pairs
     surely meeting (``first < second``) and the rows (of ``lay.columns``) of
-    the pairs the float filter is unsure of.  O(members of the lines x
-    members within reach in their neighbouring lines).
+    the pairs the float filter is unsure of.  O(members x members in their
+    neighbouring cells).
     """
-    columns, handles, line_start, band, forward = lay.columns, lay.handles, lay.line_start, lay.band, lay.forward
+    columns, handles, cell_start, band, forward = lay.columns, lay.handles, lay.cell_start, lay.band, lay.forward
     dim = columns.shape[0] - 2
     lead = dim - 1
     neighbours = forward.shape[0]
-    first = np.empty(64, dtype=np.int64)
-    second = np.empty(64, dtype=np.int64)
+    hits = np.empty((3, 256), dtype=np.int64)
+    hk = 0
+    offsets = np.empty(neighbours, dtype=np.int64)  # the forward lines inside the box, as cell offsets
+    q = -1
+    line = -1
+    runs = 0
+    for c in range(first_cell, last_cell):
+        s, e = cell_start[c], cell_start[c + 1]
+        if s == e:
+            continue
+        if q < 0 or (q + 1 < band.shape[0] and c >= band[q + 1, FIRST_CELL]):
+            q = 0
+            while q + 1 < band.shape[0] and band[q + 1, FIRST_CELL] <= c:
+                q += 1
+            line = -1
+        local = c - band[q, FIRST_CELL]
+        length = band[q, LOW + 2 * dim - 1]  # cells along the last axis
+        z = local % length
+        if local // length != line:  # a new line: its forward neighbours inside the band's box
+            line = local // length
+            runs = 0
+            for f in range(neighbours):
+                rest = line
+                offset = 0
+                stride = length
+                inside = True
+                for axis in range(lead - 1, -1, -1):
+                    extent = band[q, LOW + dim + axis]
+                    at = rest % extent + forward[f, axis]
+                    rest //= extent
+                    inside &= (at >= 0) & (at < extent)
+                    offset += forward[f, axis] * stride
+                    stride *= extent
+                if inside:
+                    offsets[runs] = offset
+                    runs += 1
+        down, up = min(z, 1), min(length - 1 - z, 1)
+        same_end = cell_start[c + up + 1]
+        if hk + (e - s) * (runs + 1) > hits.shape[1]:
+            bigger = np.empty((3, 2 * hits.shape[1] + (e - s) * (runs + 1)), dtype=np.int64)
+            bigger[:, :hk] = hits[:, :hk]
+            hits = bigger
+        for i in range(s, e):
+            if any_near(columns, i, i + 1, same_end, cube):
+                hk = _screened(hits, hk, i, i + 1, same_end)
+            for f in range(runs):
+                lo, hi = cell_start[c + offsets[f] - down], cell_start[c + offsets[f] + up + 1]
+                if any_near(columns, i, lo, hi, cube):
+                    hk = _screened(hits, hk, i, lo, hi)
+    return _written(columns, handles, hits, hk, cube)
+
+
+@inline_kernel
+def _written(columns: np.ndarray, handles: np.ndarray, hits: np.ndarray, hk: int,
+             cube: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The pairs of the noted runs ``hits[:, :hk]`` (:func:`culling.core.overlap.pair_range`):
+    ``(first, second, unsure_a, unsure_b)``."""
+    first = np.empty(max(2 * hk, 16), dtype=np.int64)
+    second = np.empty(max(2 * hk, 16), dtype=np.int64)
     unsure_a = np.empty(0, dtype=np.int64)
     unsure_b = np.empty(0, dtype=np.int64)
     k = 0
     uk = 0
-    coords = np.empty(max(lead, 1), dtype=np.int64)
-    lo = np.empty(neighbours, dtype=np.int64)
-    hi = np.empty(neighbours, dtype=np.int64)
-    end = np.empty(neighbours, dtype=np.int64)
-    q = _band_of_line(band, first_line)
-    for g in range(first_line, last_line):
-        s, e = line_start[g], line_start[g + 1]
-        if s == e:
-            continue
-        while q + 1 < band.shape[0] and band[q + 1, FIRST_LINE] <= g:
-            q += 1
-        reach = reach_up(lay.scales[q, RADIUS], 1.0, lay.scales[q, RADIUS])
-        local = g - band[q, FIRST_LINE]
-        rest = local
-        for axis in range(lead - 1, -1, -1):
-            extent = band[q, LOW + dim + axis]
-            coords[axis] = rest % extent
-            rest //= extent
-        for f in range(neighbours):  # the forward neighbouring lines inside the band's box
-            other = 0
-            inside = True
-            for axis in range(lead):
-                c = coords[axis] + forward[f, axis]
-                extent = band[q, LOW + dim + axis]
-                inside &= (c >= 0) & (c < extent)
-                other = other * extent + c
-            if inside:
-                lo[f] = line_start[band[q, FIRST_LINE] + other]
-                end[f] = line_start[band[q, FIRST_LINE] + other + 1]
-            else:
-                lo[f] = 0
-                end[f] = 0
-            hi[f] = lo[f]
-        same = s
-        for i in range(s, e):
-            z = columns[lead, i]
-            same = max(same, i + 1)
-            while same < e and not far_apart(z, columns[lead, same], reach):
-                same += 1
-            first, second, k, unsure_a, unsure_b, uk = pair_range(columns, handles, i, i + 1, same, cube, first,
-                                                                  second, k, unsure_a, unsure_b, uk)
-            for f in range(neighbours):
-                while lo[f] < end[f] and far_apart(columns[lead, lo[f]], z, reach):
-                    lo[f] += 1
-                hi[f] = max(hi[f], lo[f])
-                while hi[f] < end[f] and not far_apart(z, columns[lead, hi[f]], reach):
-                    hi[f] += 1
-                first, second, k, unsure_a, unsure_b, uk = pair_range(columns, handles, i, lo[f], hi[f], cube,
-                                                                      first, second, k, unsure_a, unsure_b, uk)
+    for h in range(hk):
+        first, second, k, unsure_a, unsure_b, uk = pair_range(columns, handles, hits[0, h], hits[1, h], hits[2, h],
+                                                              cube, first, second, k, unsure_a, unsure_b, uk)
     return first[:k].copy(), second[:k].copy(), unsure_a[:uk].copy(), unsure_b[:uk].copy()
-
-
-@inline_kernel
-def _first_near(columns: np.ndarray, axis: int, s: int, e: int, z: float, reach: float) -> int:
-    """The first row of ``s .. e - 1`` (sorted along ``axis``) not surely more than ``reach`` below ``z``."""
-    while s < e:
-        mid = (s + e) >> 1
-        if far_apart(columns[axis, mid], z, reach):
-            s = mid + 1
-        else:
-            e = mid
-    return s
-
-
-@inline_kernel
-def _first_far(columns: np.ndarray, axis: int, s: int, e: int, z: float, reach: float) -> int:
-    """The first row of ``s .. e - 1`` (sorted along ``axis``) surely more than ``reach`` above ``z``."""
-    while s < e:
-        mid = (s + e) >> 1
-        if far_apart(z, columns[axis, mid], reach):
-            e = mid
-        else:
-            s = mid + 1
-    return s
 
 
 @kernel
@@ -424,39 +393,34 @@ def cross_rows(lay: Layout, first_row: int, last_row: int, origin: np.ndarray, s
     """The pairs of the members in rows ``first_row .. last_row - 1`` with the members of finer bands.
 
     A member ``(c, r)`` meets a member of band ``q`` only within ``r + R_q``
-    (``R_q`` the band's largest radius) on every axis: the lines of the
-    buckets within that reach of ``c`` (the cells of root-relative ``(c -
-    origin) / size``, widened by one each way for rounding), and on each line
-    the run within that reach along the last axis.  Returns as
-    :func:`band_lines`.
+    (``R_q`` the band's largest radius) on every axis: the band's buckets
+    whose cells hold root-relative coordinates within that reach of ``(c -
+    origin) / size`` (a float window widened by the roundings' bound and one
+    cell each way), one run of rows per line of the window.  Returns as
+    :func:`band_cells`.
     """
-    columns, handles, line_start, band, scales = lay.columns, lay.handles, lay.line_start, lay.band, lay.scales
+    columns, handles, cell_start, band, scales = lay.columns, lay.handles, lay.cell_start, lay.band, lay.scales
     dim = columns.shape[0] - 2
     lead = dim - 1
-    first = np.empty(64, dtype=np.int64)
-    second = np.empty(64, dtype=np.int64)
-    unsure_a = np.empty(0, dtype=np.int64)
-    unsure_b = np.empty(0, dtype=np.int64)
-    k = 0
-    uk = 0
-    window_lo = np.empty(max(lead, 1), dtype=np.int64)
-    window_hi = np.empty(max(lead, 1), dtype=np.int64)
-    at = np.empty(max(lead, 1), dtype=np.int64)
+    hits = np.empty((3, 256), dtype=np.int64)
+    hk = 0
+    window_lo = np.empty(dim, dtype=np.int64)
+    window_hi = np.empty(dim, dtype=np.int64)
+    at = np.empty(dim, dtype=np.int64)
     p = 0
     for i in range(first_row, last_row):
         while band[p, END_ROW] <= i:
             p += 1
-        z = columns[lead, i]
         for q in range(p + 1, band.shape[0]):
             reach = reach_up(columns[dim, i], 1.0, scales[q, RADIUS])
             empty = False
-            for axis in range(lead):  # the window of lines, in the band's box
+            for axis in range(dim):  # the window of cells, in the band's box
                 extent = band[q, LOW + dim + axis]
                 base = float(band[q, LOW + axis])
                 x, o = columns[axis, i], origin[axis]
                 t_lo = ((x - reach) - o) / size * scales[q, FACTOR] + scales[q, OFFSET] - base
                 t_hi = ((x + reach) - o) / size * scales[q, FACTOR] + scales[q, OFFSET] - base
-                # The roundings above, in cells: a few ulps of |x| + reach + |o|, scaled like u (one cell at least).
+                # The roundings above, in cells: a few ulps of |x| + reach + |o|, scaled like u.
                 slack = min((abs(x) + reach + abs(o)) * _ROUNDING / size * scales[q, FACTOR], float(extent))
                 t_lo = min(max(t_lo - slack, -2.0), float(extent) + 1.0)
                 t_hi = max(min(t_hi + slack, float(extent) + 1.0), -2.0)
@@ -471,11 +435,15 @@ def cross_rows(lay: Layout, first_row: int, last_row: int, origin: np.ndarray, s
                 line = 0
                 for axis in range(lead):
                     line = line * band[q, LOW + dim + axis] + at[axis]
-                g = band[q, FIRST_LINE] + line
-                s = _first_near(columns, lead, line_start[g], line_start[g + 1], z, reach)
-                e = _first_far(columns, lead, s, line_start[g + 1], z, reach)
-                first, second, k, unsure_a, unsure_b, uk = pair_range(columns, handles, i, s, e, cube, first,
-                                                                      second, k, unsure_a, unsure_b, uk)
+                cell = band[q, FIRST_CELL] + line * band[q, LOW + 2 * dim - 1]
+                s = cell_start[cell + window_lo[lead]]
+                e = cell_start[cell + window_hi[lead] + 1]
+                if any_near(columns, i, s, e, cube):
+                    if hk == hits.shape[1]:
+                        bigger = np.empty((3, 2 * hk), dtype=np.int64)
+                        bigger[:, :hk] = hits
+                        hits = bigger
+                    hk = _screened(hits, hk, i, s, e)
                 axis = lead - 1  # the next line of the window (an odometer over the lead axes)
                 while axis >= 0:
                     at[axis] += 1
@@ -485,4 +453,4 @@ def cross_rows(lay: Layout, first_row: int, last_row: int, origin: np.ndarray, s
                     axis -= 1
                 if axis < 0:
                     break
-    return first[:k].copy(), second[:k].copy(), unsure_a[:uk].copy(), unsure_b[:uk].copy()
+    return _written(columns, handles, hits, hk, cube)

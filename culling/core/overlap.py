@@ -31,7 +31,7 @@ from culling.core.jit import inline_kernel, kernel
 from culling.core.structs import Pool, Query
 from culling.core.tiles import TILE_SHIFT
 
-__all__ = ["appended", "far_apart", "joined", "pair_range", "pair_row", "pairs_sure", "probe_row", "probe_run", "reach_up", "settle"]
+__all__ = ["any_near", "appended", "far_apart", "joined", "pair_range", "pair_row", "pairs_sure", "probe_row", "probe_run", "reach_up", "settle"]
 
 _BELOW = 1.0 - FILTER_EPS
 _ABOVE = 1.0 + FILTER_EPS
@@ -226,6 +226,51 @@ def pairs_sure(columns: np.ndarray, handles: np.ndarray, i: int, j0: int, j1: in
         k += inside
         inside_count += inside
     return maybe == inside_count and not unsafe, k
+
+
+@inline_kernel
+def any_near(columns: np.ndarray, i: int, j0: int, j1: int, cube: bool) -> bool:
+    """Whether some row of ``j0 .. j1 - 1`` may meet row ``i``: :func:`pairs_sure`'s filter without
+    its writes (a row within the upper margin, or out of the safe range).  A reduction without
+    stores or branches, so it runs on SIMD lanes; most candidates of a broad phase are apart,
+    and only the ranges with a hit are tested again to write their pairs."""
+    dim = columns.shape[0] - 2
+    radius = columns[dim, i]
+    hits = 0
+    if cube:
+        for j in range(j0, j1):
+            limit = radius + columns[dim, j]
+            d = abs(columns[0, i] - columns[0, j])
+            for axis in range(1, dim):
+                d = max(d, abs(columns[axis, i] - columns[axis, j]))
+            hits += (d <= limit * _ABOVE) | (limit < _TINY_LIMIT) | (d == math.inf)
+    elif dim == 3:
+        x, y, z = columns[0, i], columns[1, i], columns[2, i]
+        for j in range(j0, j1):
+            limit = radius + columns[3, j]
+            a, b, c = x - columns[0, j], y - columns[1, j], z - columns[2, j]
+            d = a * a + b * b + c * c
+            bound = limit * limit
+            hits += (d <= bound * _ABOVE) | (bound < _TINY_REACH) | (d > SAFE_HI)
+    elif dim == 2:
+        x, y = columns[0, i], columns[1, i]
+        for j in range(j0, j1):
+            limit = radius + columns[2, j]
+            a, b = x - columns[0, j], y - columns[1, j]
+            d = a * a + b * b
+            bound = limit * limit
+            hits += (d <= bound * _ABOVE) | (bound < _TINY_REACH) | (d > SAFE_HI)
+    else:
+        for j in range(j0, j1):
+            limit = radius + columns[dim, j]
+            e = columns[0, i] - columns[0, j]
+            d = e * e
+            for axis in range(1, dim):
+                e = columns[axis, i] - columns[axis, j]
+                d += e * e
+            bound = limit * limit
+            hits += (d <= bound * _ABOVE) | (bound < _TINY_REACH) | (d > SAFE_HI)
+    return hits > 0
 
 
 @inline_kernel

@@ -379,8 +379,8 @@ def overlapping_pairs(runs: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray
         root, child, start, count = tree()
         return dual_pairs(root, child, start, count, handles, columns, objects, cube, shape)
     serial = objects < PARALLEL_MIN_OBJECTS
-    lines = lay.line_start.shape[0] - 1
-    parts = run_chunks(lambda lo, hi: bands.band_lines(lay, lo, hi, cube), lines, chunks=1 if serial else None)
+    cells = lay.cell_start.shape[0] - 1
+    parts = run_chunks(lambda lo, hi: bands.band_cells(lay, lo, hi, cube), cells, chunks=1 if serial else None)
     coarse = int(lay.band[-1, bands.FIRST_ROW])
     if coarse:
         parts += run_chunks(lambda lo, hi: bands.cross_rows(lay, lo, hi, origin, size, cube), coarse,
