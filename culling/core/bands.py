@@ -84,6 +84,10 @@ RADIUS, FACTOR, OFFSET = 0, 1, 2
 #: ``|x| + reach + |origin|``, then a division, a product and two sums: far below ``2**-48``).
 _ROUNDING = 2.0 ** -48
 
+#: An absolute bound, in cells, on the rounding of a member's place in its cell beyond
+#: :data:`_ROUNDING` (the cell's corner is exact; the product by ``2**B / size`` rounds once more).
+_CELL_SLACK = 2.0 ** -30
+
 
 class Layout(NamedTuple):
     """The members grouped by band (coarsest band first), then by bucket cell (row-major, the last axis fastest).
@@ -296,7 +300,7 @@ def _screened(hits: np.ndarray, hk: int, i: int, lo: int, hi: int) -> int:
 
 
 @kernel
-def band_cells(lay: Layout, first_cell: int, last_cell: int,
+def band_cells(lay: Layout, first_cell: int, last_cell: int, origin: np.ndarray, size: float,
                cube: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """The pairs within bands with their earlier member in cells ``first_cell .. last_cell - 1``.
 
@@ -307,7 +311,11 @@ def band_cells(lay: Layout, first_cell: int, last_cell: int,
     runs.  Each run is screened by :func:`culling.core.overlap.any_near`
     (SIMD, no writes); the runs with a hit are noted and tested again at the
     end to write their pairs (:func:`culling.core.overlap.pair_range`), so
-    the screening loop moves no array in or out of a call.
+    the screening loop moves no array in or out of a call.  A neighbouring
+    cell farther from the member than its radius plus the band's largest
+    (in floats, with the roundings' bound as margin) is left out of its runs:
+    the member's place in its cell, ``u * 2**B + offset - cell``, is compared
+    with that reach in cells.
 
     Returns ``(first, second, unsure_a, unsure_b)``: the handles of the pairs
     surely meeting (``first < second``) and the rows (of ``lay.columns``) of
@@ -321,9 +329,14 @@ def band_cells(lay: Layout, first_cell: int, last_cell: int,
     hits = np.empty((3, 256), dtype=np.int64)
     hk = 0
     offsets = np.empty(neighbours, dtype=np.int64)  # the forward lines inside the box, as cell offsets
+    kept = np.empty(neighbours, dtype=np.int64)  # their index in ``forward``
+    corner = np.empty(dim)  # the cell's low corner on the band's level, less the lattice's offset
+    low_near = np.empty(dim, dtype=np.bool_)  # the member may reach the cell below / above on an axis
+    high_near = np.empty(dim, dtype=np.bool_)
     q = -1
     line = -1
     runs = 0
+    scale = 0.0
     for c in range(first_cell, last_cell):
         s, e = cell_start[c], cell_start[c + 1]
         if s == e:
@@ -333,12 +346,18 @@ def band_cells(lay: Layout, first_cell: int, last_cell: int,
             while q + 1 < band.shape[0] and band[q + 1, FIRST_CELL] <= c:
                 q += 1
             line = -1
+            scale = lay.scales[q, FACTOR] / size
         local = c - band[q, FIRST_CELL]
         length = band[q, LOW + 2 * dim - 1]  # cells along the last axis
         z = local % length
         if local // length != line:  # a new line: its forward neighbours inside the band's box
             line = local // length
             runs = 0
+            rest = line
+            for axis in range(lead - 1, -1, -1):
+                extent = band[q, LOW + dim + axis]
+                corner[axis] = float(band[q, LOW + axis] + rest % extent) - lay.scales[q, OFFSET]
+                rest //= extent
             for f in range(neighbours):
                 rest = line
                 offset = 0
@@ -353,18 +372,35 @@ def band_cells(lay: Layout, first_cell: int, last_cell: int,
                     stride *= extent
                 if inside:
                     offsets[runs] = offset
+                    kept[runs] = f
                     runs += 1
+        corner[lead] = float(band[q, LOW + lead] + z) - lay.scales[q, OFFSET]
         down, up = min(z, 1), min(length - 1 - z, 1)
-        same_end = cell_start[c + up + 1]
         if hk + (e - s) * (runs + 1) > hits.shape[1]:
             bigger = np.empty((3, 2 * hits.shape[1] + (e - s) * (runs + 1)), dtype=np.int64)
             bigger[:, :hk] = hits[:, :hk]
             hits = bigger
         for i in range(s, e):
+            reach = reach_up(columns[dim, i], 1.0, lay.scales[q, RADIUS]) * scale  # in cells
+            for axis in range(dim):
+                x, o = columns[axis, i], origin[axis]
+                place = (x - o) * scale - corner[axis]  # in [0, 1) but for rounding
+                slack = (abs(x) + abs(o)) * _ROUNDING * scale + _CELL_SLACK
+                low_near[axis] = place <= reach + slack
+                high_near[axis] = 1.0 - place <= reach + slack
+            same_end = cell_start[c + (up if high_near[lead] else 0) + 1]
             if any_near(columns, i, i + 1, same_end, cube):
                 hk = _screened(hits, hk, i, i + 1, same_end)
+            lo_z = down if low_near[lead] else 0
+            hi_z = up if high_near[lead] else 0
             for f in range(runs):
-                lo, hi = cell_start[c + offsets[f] - down], cell_start[c + offsets[f] + up + 1]
+                near = True
+                for axis in range(lead):
+                    step = forward[kept[f], axis]
+                    near &= (step == 0) | ((step < 0) & low_near[axis]) | ((step > 0) & high_near[axis])
+                if not near:
+                    continue
+                lo, hi = cell_start[c + offsets[f] - lo_z], cell_start[c + offsets[f] + hi_z + 1]
                 if any_near(columns, i, lo, hi, cube):
                     hk = _screened(hits, hk, i, lo, hi)
     return _written(columns, handles, hits, hk, cube)

@@ -380,7 +380,7 @@ def overlapping_pairs(runs: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray
         return dual_pairs(root, child, start, count, handles, columns, objects, cube, shape)
     serial = objects < PARALLEL_MIN_OBJECTS
     cells = lay.cell_start.shape[0] - 1
-    parts = run_chunks(lambda lo, hi: bands.band_cells(lay, lo, hi, cube), cells, chunks=1 if serial else None)
+    parts = run_chunks(lambda lo, hi: bands.band_cells(lay, lo, hi, origin, size, cube), cells, chunks=1 if serial else None)
     coarse = int(lay.band[-1, bands.FIRST_ROW])
     if coarse:
         parts += run_chunks(lambda lo, hi: bands.cross_rows(lay, lo, hi, origin, size, cube), coarse,
