@@ -84,6 +84,13 @@ RADIUS, FACTOR, OFFSET = 0, 1, 2
 #: ``|x| + reach + |origin|``, then a division, a product and two sums: far below ``2**-48``).
 _ROUNDING = 2.0 ** -48
 
+#: A member whose reach spans this many cells of a finer band meets most of its window there:
+#: :func:`cross_rows` then writes its pairs without screening the runs first.
+_WIDE = 2.0
+
+#: A relative margin for a product or a square root rounded once or twice.
+_MARGIN = 1.0 + 2.0 ** -50
+
 #: An absolute bound, in cells, on the rounding of a member's place in its cell beyond
 #: :data:`_ROUNDING` (the cell's corner is exact; the product by ``2**B / size`` rounds once more).
 _CELL_SLACK = 2.0 ** -30
@@ -429,10 +436,11 @@ def cross_rows(lay: Layout, first_row: int, last_row: int, origin: np.ndarray, s
     """The pairs of the members in rows ``first_row .. last_row - 1`` with the members of finer bands.
 
     A member ``(c, r)`` meets a member of band ``q`` only within ``r + R_q``
-    (``R_q`` the band's largest radius) on every axis: the band's buckets
-    whose cells hold root-relative coordinates within that reach of ``(c -
-    origin) / size`` (a float window widened by the roundings' bound and one
-    cell each way), one run of rows per line of the window.  Returns as
+    (``R_q`` the band's largest radius): the band's buckets whose cells hold
+    root-relative coordinates within that reach of ``(c - origin) / size``,
+    one run of rows per line of the window, cut to the reach's chord along
+    the last axis (a cube's side for cubes).  In floats, widened by the
+    roundings' bound and one cell each way.  Returns as
     :func:`band_cells`.
     """
     columns, handles, cell_start, band, scales = lay.columns, lay.handles, lay.cell_start, lay.band, lay.scales
@@ -443,43 +451,58 @@ def cross_rows(lay: Layout, first_row: int, last_row: int, origin: np.ndarray, s
     window_lo = np.empty(dim, dtype=np.int64)
     window_hi = np.empty(dim, dtype=np.int64)
     at = np.empty(dim, dtype=np.int64)
+    place = np.empty(dim)  # the member's centre in the band's cells (cell k spans [k, k + 1))
+    slack = np.empty(dim)  # a bound on the rounding of ``place``, in cells
     p = 0
     for i in range(first_row, last_row):
         while band[p, END_ROW] <= i:
             p += 1
         for q in range(p + 1, band.shape[0]):
-            reach = reach_up(columns[dim, i], 1.0, scales[q, RADIUS])
+            scale = scales[q, FACTOR] / size
+            reach = reach_up(columns[dim, i], 1.0, scales[q, RADIUS]) * scale * _MARGIN  # in cells
             empty = False
             for axis in range(dim):  # the window of cells, in the band's box
                 extent = band[q, LOW + dim + axis]
-                base = float(band[q, LOW + axis])
                 x, o = columns[axis, i], origin[axis]
-                t_lo = ((x - reach) - o) / size * scales[q, FACTOR] + scales[q, OFFSET] - base
-                t_hi = ((x + reach) - o) / size * scales[q, FACTOR] + scales[q, OFFSET] - base
-                # The roundings above, in cells: a few ulps of |x| + reach + |o|, scaled like u.
-                slack = min((abs(x) + reach + abs(o)) * _ROUNDING / size * scales[q, FACTOR], float(extent))
-                t_lo = min(max(t_lo - slack, -2.0), float(extent) + 1.0)
-                t_hi = max(min(t_hi + slack, float(extent) + 1.0), -2.0)
+                place[axis] = (x - o) * scale - (float(band[q, LOW + axis]) - scales[q, OFFSET])
+                slack[axis] = (abs(x) + abs(o)) * _ROUNDING * scale + _CELL_SLACK
+                t_lo = min(max(place[axis] - reach - slack[axis], -2.0), float(extent) + 1.0)
+                t_hi = max(min(place[axis] + reach + slack[axis], float(extent) + 1.0), -2.0)
                 window_lo[axis] = max(int(math.floor(t_lo)) - 1, 0)
                 window_hi[axis] = min(int(math.floor(t_hi)) + 1, extent - 1)
                 empty |= window_lo[axis] > window_hi[axis]
             if empty:
                 continue
+            wide = reach >= _WIDE  # most of the window meets: no screening, one pass writes the pairs
             for axis in range(lead):
                 at[axis] = window_lo[axis]
             while True:
                 line = 0
+                apart = 0.0  # the distance from the centre to the line, on the lead axes (squared for spheres)
                 for axis in range(lead):
                     line = line * band[q, LOW + dim + axis] + at[axis]
-                cell = band[q, FIRST_CELL] + line * band[q, LOW + 2 * dim - 1]
-                s = cell_start[cell + window_lo[lead]]
-                e = cell_start[cell + window_hi[lead] + 1]
-                if any_near(columns, i, s, e, cube):
-                    if hk == hits.shape[1]:
-                        bigger = np.empty((3, 2 * hk), dtype=np.int64)
-                        bigger[:, :hk] = hits
-                        hits = bigger
-                    hk = _screened(hits, hk, i, s, e)
+                    gap = max(max(float(at[axis]) - place[axis], place[axis] - float(at[axis] + 1)) - slack[axis],
+                              0.0)
+                    apart = max(apart, gap) if cube else apart + gap * gap
+                if cube:
+                    half = reach if apart <= reach else -1.0
+                else:
+                    half = math.sqrt(reach * reach - apart) * _MARGIN if apart <= reach * reach else -1.0
+                if half >= 0.0:  # the chord of the reach along the last axis, widened as the window
+                    extent = band[q, LOW + 2 * dim - 1]
+                    t_lo = min(max(place[lead] - half - slack[lead], -2.0), float(extent) + 1.0)
+                    t_hi = max(min(place[lead] + half + slack[lead], float(extent) + 1.0), -2.0)
+                    z_lo = max(int(math.floor(t_lo)) - 1, 0)
+                    z_hi = min(int(math.floor(t_hi)) + 1, extent - 1)
+                    cell = band[q, FIRST_CELL] + line * extent
+                    s = cell_start[cell + z_lo]
+                    e = cell_start[cell + z_hi + 1]
+                    if z_lo <= z_hi and (wide or any_near(columns, i, s, e, cube)):
+                        if hk == hits.shape[1]:
+                            bigger = np.empty((3, 2 * hk), dtype=np.int64)
+                            bigger[:, :hk] = hits
+                            hits = bigger
+                        hk = _screened(hits, hk, i, s, e)
                 axis = lead - 1  # the next line of the window (an odometer over the lead axes)
                 while axis >= 0:
                     at[axis] += 1
