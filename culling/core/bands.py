@@ -53,8 +53,9 @@ from typing import NamedTuple
 
 import numpy as np
 
+from culling.core.containment import FILTER_EPS, SAFE_HI, SAFE_LO
 from culling.core.jit import inline_kernel, kernel
-from culling.core.overlap import any_near, pair_range, reach_up
+from culling.core.overlap import any_near, appended, pair_row, reach_up
 
 __all__ = ["CELLS_PER_MEMBER", "COARSEN_LIMIT", "DENSITY", "Layout", "band_cells", "cross_rows", "forward_lines",
            "layout"]
@@ -87,6 +88,12 @@ _ROUNDING = 2.0 ** -48
 #: A member whose reach spans this many cells of a finer band meets most of its window there:
 #: :func:`cross_rows` then writes its pairs without screening the runs first.
 _WIDE = 2.0
+
+_BELOW = 1.0 - FILTER_EPS
+_ABOVE = 1.0 + FILTER_EPS
+#: As :mod:`culling.core.overlap`: a limit (or its square) this small may have lost bits to underflow.
+_TINY_LIMIT = 2.0 ** -1000
+_TINY_REACH = 4.0 * SAFE_LO
 
 #: A relative margin for a product or a square root rounded once or twice.
 _MARGIN = 1.0 + 2.0 ** -50
@@ -414,20 +421,106 @@ def band_cells(lay: Layout, first_cell: int, last_cell: int, origin: np.ndarray,
 
 
 @inline_kernel
+def _rows_sure(columns: np.ndarray, i: int, j0: int, j1: int, cube: bool, rows: np.ndarray,
+               k: int) -> tuple[bool, int]:
+    """:func:`culling.core.overlap.pairs_sure` writing only the partner's row (one store per candidate,
+    no handle read): the rows of ``j0 .. j1 - 1`` surely meeting row ``i`` go to ``rows[k:]``.
+    Returns ``(all sure, new k)``; not all sure: the writes mean nothing."""
+    dim = columns.shape[0] - 2
+    radius = columns[dim, i]
+    inside_count = 0
+    maybe = 0
+    unsafe = False
+    if cube or dim != 3:
+        for j in range(j0, j1):
+            limit = radius + columns[dim, j]
+            if cube:
+                d = abs(columns[0, i] - columns[0, j])
+                for axis in range(1, dim):
+                    d = max(d, abs(columns[axis, i] - columns[axis, j]))
+                inside = d < limit * _BELOW
+                maybe += d <= limit * _ABOVE
+                unsafe |= (limit < _TINY_LIMIT) | (d == math.inf)
+            else:
+                e = columns[0, i] - columns[0, j]
+                d = e * e
+                for axis in range(1, dim):
+                    e = columns[axis, i] - columns[axis, j]
+                    d += e * e
+                bound = limit * limit
+                inside = d < bound * _BELOW
+                maybe += d <= bound * _ABOVE
+                unsafe |= (bound < _TINY_REACH) | (d > SAFE_HI)
+            rows[k] = j
+            k += inside
+            inside_count += inside
+        return maybe == inside_count and not unsafe, k
+    x, y, z = columns[0, i], columns[1, i], columns[2, i]
+    for j in range(j0, j1):
+        limit = radius + columns[3, j]
+        a, b, c = x - columns[0, j], y - columns[1, j], z - columns[2, j]
+        d = a * a + b * b + c * c
+        bound = limit * limit
+        inside = d < bound * _BELOW
+        maybe += d <= bound * _ABOVE
+        unsafe |= (bound < _TINY_REACH) | (d > SAFE_HI)
+        rows[k] = j
+        k += inside
+        inside_count += inside
+    return maybe == inside_count and not unsafe, k
+
+
+@inline_kernel
 def _written(columns: np.ndarray, handles: np.ndarray, hits: np.ndarray, hk: int,
              cube: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """The pairs of the noted runs ``hits[:, :hk]`` (:func:`culling.core.overlap.pair_range`):
-    ``(first, second, unsure_a, unsure_b)``."""
-    first = np.empty(max(2 * hk, 16), dtype=np.int64)
-    second = np.empty(max(2 * hk, 16), dtype=np.int64)
+    """The pairs of the noted runs ``hits[:, :hk]``: ``(first, second, unsure_a, unsure_b)``, handles
+    of the pairs surely meeting (smaller first) and rows of the pairs within rounding of touching.
+
+    Each run by :func:`_rows_sure` (the partners' rows), row by row with
+    :func:`culling.core.overlap.pair_row` where it is unsure; the rows
+    become handles in one pass at the end.
+    """
+    mine = np.empty(max(2 * hk, 16), dtype=np.int64)
+    rows = np.empty(max(2 * hk, 16), dtype=np.int64)
     unsure_a = np.empty(0, dtype=np.int64)
     unsure_b = np.empty(0, dtype=np.int64)
     k = 0
     uk = 0
     for h in range(hk):
-        first, second, k, unsure_a, unsure_b, uk = pair_range(columns, handles, hits[0, h], hits[1, h], hits[2, h],
-                                                              cube, first, second, k, unsure_a, unsure_b, uk)
-    return first[:k].copy(), second[:k].copy(), unsure_a[:uk].copy(), unsure_b[:uk].copy()
+        i, j0, j1 = hits[0, h], hits[1, h], hits[2, h]
+        if k + (j1 - j0) > rows.shape[0]:
+            rows = _room(rows, k, j1 - j0)
+            mine = _room(mine, k, j1 - j0)
+        before = k
+        sure, k = _rows_sure(columns, i, j0, j1, cube, rows, k)
+        if not sure:  # within rounding of touching, or a square out of range: row by row
+            k = before
+            for j in range(j0, j1):
+                inside, doubtful = pair_row(columns, i, j, cube)
+                rows[k] = j
+                k += inside
+                if doubtful:
+                    unsure_a = appended(unsure_a, uk, 1)
+                    unsure_b = appended(unsure_b, uk, 1)
+                    unsure_a[uk] = i
+                    unsure_b[uk] = j
+                    uk += 1
+        mine[before:k] = i
+    first = np.empty(k, dtype=np.int64)
+    second = np.empty(k, dtype=np.int64)
+    for t in range(k):
+        a, b = handles[mine[t]], handles[rows[t]]
+        first[t] = min(a, b)
+        second[t] = max(a, b)
+    return first, second, unsure_a[:uk].copy(), unsure_b[:uk].copy()
+
+
+@inline_kernel
+def _room(buffer: np.ndarray, n: int, extra: int) -> np.ndarray:
+    """A copy of ``buffer``'s first ``n`` values with room for ``extra`` more (twice as large at least)."""
+    bigger = np.empty(max(2 * buffer.shape[0], n + extra), dtype=buffer.dtype)
+    bigger[:n] = buffer[:n]
+    return bigger
 
 
 @kernel
