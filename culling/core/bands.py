@@ -1,4 +1,4 @@
-"""Every pair of stored spheres that meet, by bands of levels: a grid per band, its lines swept.
+"""Every pair of stored spheres that meet, by bands of levels: a dense bucket grid per band.
 
 The lattice gives every stored sphere a level whose cells are wider than
 twice its radius (``r < W/2``), and the structure's nodes (or the dense
@@ -16,34 +16,36 @@ join needs:
    :data:`CELLS_PER_MEMBER` cells per member is moved to a coarser bucket
    level.  A crowd of similar radii is one band; a heavy tail of large
    spheres is a band of its own.
-2. **Lines**: each band's buckets are a dense box of cells, counted and
-   sorted (a counting sort of the members, then an insertion sort of each
-   *line* of cells along the last axis by the members' last coordinate:
-   nearly sorted already, so O(members)).  Members are copied in that
-   order: every line is one contiguous run sorted along the last axis.
-3. **Within a band** (:func:`band_lines`): each line is swept against itself
-   and the lines after it among its ``3**(dim-1)`` neighbours
-   (:func:`forward_lines`: each unordered pair of neighbouring lines once),
-   with pointers that keep, for each member, the run of every such line within
-   twice the band's largest radius along the last axis.
-4. **Across bands** (:func:`cross_rows`): each member of a coarser band is
-   tested against the finer bands: the lines of their buckets within its
-   radius plus the band's largest radius (a float window widened by one cell
-   each way, so rounding never loses one), and in each line the run within
-   that reach along the last axis (binary searches).
-5. The tests are :func:`culling.core.overlap.pair_range`'s float filter;
-   pairs within rounding of touching are settled exactly by the caller
+2. **Buckets**: each band's buckets are a dense box of cells, row-major
+   with the last axis fastest; the members are copied in that order by a
+   counting sort (O(members + cells)), so every run of cells along the last
+   axis is one run of rows.
+3. **Within a band** (:func:`band_cells`): each member against the members
+   after it in its cell and the next cell along the last axis, and against
+   the three cells along the last axis on each forward neighbouring line
+   (:func:`forward_lines`: each unordered pair of neighbouring lines once);
+   a neighbouring cell farther than the member's radius plus the band's
+   largest is skipped.
+4. **Across bands** (:func:`cross_rows`): each member of a coarser band
+   against the finer bands' buckets within its radius plus the band's
+   largest radius: one run of rows per line of that window, cut to the
+   reach's chord along the last axis (floats widened by their rounding's
+   bound and one cell each way, so rounding never loses a bucket).
+5. Each run is first screened by :func:`culling.core.overlap.any_near` (a
+   reduction without stores: SIMD); the runs with a hit are tested again
+   and their pairs written (:func:`_written`).  Pairs within rounding of
+   touching are settled exactly by the caller
    (:func:`culling.core.containment.decide_pairs`).
 
 Each unordered pair is tested once: within a band by the member of the
-earlier line (or, in one line, the earlier member), across bands by the
-member of the coarser band.  Pruning is conservative in floats
-(:func:`culling.core.overlap.far_apart`), so nothing that meets is lost.
-Memory: the copy, the lines' starts (at most :data:`CELLS_PER_MEMBER` cells
-per member) and the output.  A world whose crowd sits in a few small
+earlier cell in the forward order (in one cell, the earlier member), across
+bands by the member of the coarser band.  Pruning is conservative in floats
+(margins above every rounding's bound), so nothing that meets is lost.
+Memory: the copy, the cells' starts (at most :data:`CELLS_PER_MEMBER` cells
+per member and band) and the output.  A world whose crowd sits in a few small
 clusters far apart makes a band's grid coarse (:func:`layout` reports it);
 the caller then joins the tree with itself instead
-(:func:`culling.core.pairs.overlapping_pairs`).
+(:func:`culling.core.pairs.dual_pairs`).
 """
 
 from __future__ import annotations

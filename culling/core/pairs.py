@@ -2,8 +2,18 @@
 
 The collision broad phase asks for every unordered pair ``(i, j)`` with
 ``distance(c_i, c_j) <= r_i + r_j``.  One query per object would walk from
-the root once per object; instead the tree (or the dense grid's cells, seen
-as a tree) is joined with itself, node-major:
+the root once per object; instead :func:`overlapping_pairs` joins the
+structure with itself, from its nodes' (or the dense grid's cells') levels,
+cells and member runs:
+
+- **By bands of levels** (:mod:`culling.core.bands`), the usual way: the
+  occupied levels grouped into bands, each band's members bucketed by their
+  cells on one level into a dense grid, each bucket against its forward
+  neighbours, the coarser bands' members against the finer bands' buckets
+  within their reach.  O(members + members within reach of each other).
+- **By a dual walk of the tree** (:func:`dual_pairs`), where a band's
+  members sit in a few clusters far apart (a dense grid of their box would
+  be mostly empty):
 
 1. **Build** (:func:`build`): one depth-first pass copies the members so
    that every subtree's members are one contiguous range (its node's own
