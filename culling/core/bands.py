@@ -111,8 +111,9 @@ class Layout(NamedTuple):
     ``columns`` (dim + 2, n) and ``handles`` (n,): the copied members.
     ``cell_start`` int64 (cells + 1,): cell ``c``'s members are rows
     ``cell_start[c] .. cell_start[c + 1] - 1``; a band's cells are
-    consecutive, so a run of cells along the last axis is one run of rows.  ``band`` int64 (bands, LOW + 2 dim) and ``scales`` float64
-    (bands, 3): see :data:`LEVEL`, :data:`RADIUS`.  ``forward`` int64
+    consecutive, so a run of cells along the last axis is one run of rows.
+    ``band`` int64 (bands, LOW + 2 dim) and ``scales`` float64 (bands, 3):
+    see :data:`LEVEL`, :data:`RADIUS`.  ``forward`` int64
     (F, dim - 1): the offsets of the neighbouring lines after a line
     (:func:`forward_lines`).  ``ok``: False when a band had to be moved more
     than :data:`COARSEN_LIMIT` levels up (the rest is then empty).
@@ -169,10 +170,10 @@ def _cells_of(low: np.ndarray, high: np.ndarray, limit: float) -> float:
 
 @kernel
 def layout(run_start: np.ndarray, run_count: np.ndarray, run_level: np.ndarray, run_cells: np.ndarray,
-           handles: np.ndarray, columns: np.ndarray, objects: int, anchor: float) -> Layout:
+           handles: np.ndarray, columns: np.ndarray, anchor: float) -> Layout:
     """The :class:`Layout` of the members of runs ``run_start[k] .. + run_count[k]`` (pool rows of
     ``handles``/``columns``; runs with ``run_count <= 0`` are skipped), each run's members of level
-    ``run_level[k]`` in cell ``run_cells[:, k]``; ``objects`` members in all.
+    ``run_level[k]`` in cell ``run_cells[:, k]``.
 
     The cell of root-relative ``u`` on level ``L`` is ``floor(u * 2**L + anchor * 2**L)``
     (``anchor``: the tree's ``ANCHOR``, 0 for the dense grid).  O(runs + members + cells).
@@ -326,8 +327,8 @@ def band_cells(lay: Layout, first_cell: int, last_cell: int, origin: np.ndarray,
     neighbouring line (:func:`forward_lines`): ``1 + (3**(dim-1) - 1) / 2``
     runs.  Each run is screened by :func:`culling.core.overlap.any_near`
     (SIMD, no writes); the runs with a hit are noted and tested again at the
-    end to write their pairs (:func:`culling.core.overlap.pair_range`), so
-    the screening loop moves no array in or out of a call.  A neighbouring
+    end to write their pairs (:func:`_written`), so the screening loop moves
+    no array in or out of a call.  A neighbouring
     cell farther from the member than its radius plus the band's largest
     (in floats, with the roundings' bound as margin) is left out of its runs:
     the member's place in its cell, ``u * 2**B + offset - cell``, is compared

@@ -384,7 +384,7 @@ def overlapping_pairs(runs: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray
     if objects < 2:
         return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64)
     origin, size, anchor = place
-    lay = bands.layout(*runs, handles, columns, objects, anchor)
+    lay = bands.layout(*runs, handles, columns, anchor)
     if not lay.ok:
         root, child, start, count = tree()
         return dual_pairs(root, child, start, count, handles, columns, objects, cube, shape)

@@ -130,7 +130,7 @@ def cell_levels(offsets: np.ndarray, dim: int) -> tuple[np.ndarray, np.ndarray]:
 
     Cell ``k`` of level ``L`` (row-major, the last axis fastest) spans
     ``[origin + k_a * W, origin + (k_a + 1) * W)`` on axis ``a``.  Fixed for a
-    grid's levels and dimension, so computed once per shape (read-only arrays).
+    grid's levels and dimension, so computed once per shape and shared: not to be written.
     """
     return _cell_levels(offsets.shape[0] - 1, dim)
 
@@ -138,8 +138,6 @@ def cell_levels(offsets: np.ndarray, dim: int) -> tuple[np.ndarray, np.ndarray]:
 @functools.lru_cache(maxsize=8)
 def _cell_levels(levels: int, dim: int) -> tuple[np.ndarray, np.ndarray]:
     level, coords = _levels_and_coords(levels, dim)
-    level.flags.writeable = False
-    coords.flags.writeable = False
     return level, coords
 
 

@@ -58,7 +58,7 @@ def as_set(first: np.ndarray, second: np.ndarray) -> set[tuple[int, int]]:
 def layout_of(tree: ViewDistanceTree) -> bands.Layout:
     nodes = Nodes(*tree._nodes.arrays())
     return bands.layout(nodes.start, nodes.members, nodes.level, nodes.cells, tree._pool.handles,
-                        tree._pool.columns, len(tree), float(ANCHOR))
+                        tree._pool.columns, float(ANCHOR))
 
 
 def dual(tree: ViewDistanceTree) -> set[tuple[int, int]]:
