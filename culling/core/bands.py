@@ -157,7 +157,7 @@ def forward_lines(lead: int) -> np.ndarray:
     return out
 
 
-@inline_kernel
+@kernel
 def _cells_of(low: np.ndarray, high: np.ndarray, limit: float) -> float:
     """The number of cells of the box ``low .. high`` (inclusive), as a float (``limit + 1`` once it passes ``limit``)."""
     cells = 1.0
@@ -405,19 +405,19 @@ def band_cells(lay: Layout, first_cell: int, last_cell: int, origin: np.ndarray,
                 slack = (abs(x) + abs(o)) * _ROUNDING * scale + _CELL_SLACK
                 low_near[axis] = place <= reach + slack
                 high_near[axis] = 1.0 - place <= reach + slack
-            same_end = cell_start[c + (up if high_near[lead] else 0) + 1]
-            if any_near(columns, i, i + 1, same_end, cube):
-                hk = _screened(hits, hk, i, i + 1, same_end)
             lo_z = down if low_near[lead] else 0
             hi_z = up if high_near[lead] else 0
-            for f in range(runs):
-                near = True
-                for axis in range(lead):
-                    step = forward[kept[f], axis]
-                    near &= (step == 0) | ((step < 0) & low_near[axis]) | ((step > 0) & high_near[axis])
-                if not near:
-                    continue
-                lo, hi = cell_start[c + offsets[f] - lo_z], cell_start[c + offsets[f] + hi_z + 1]
+            for f in range(-1, runs):  # -1: this cell after the member, and the next along the last axis
+                if f < 0:
+                    lo, hi = i + 1, cell_start[c + hi_z + 1]
+                else:
+                    near = True
+                    for axis in range(lead):
+                        step = forward[kept[f], axis]
+                        near &= (step == 0) | ((step < 0) & low_near[axis]) | ((step > 0) & high_near[axis])
+                    if not near:
+                        continue
+                    lo, hi = cell_start[c + offsets[f] - lo_z], cell_start[c + offsets[f] + hi_z + 1]
                 if any_near(columns, i, lo, hi, cube):
                     hk = _screened(hits, hk, i, lo, hi)
     return _written(columns, handles, hits, hk, cube)
@@ -473,7 +473,7 @@ def _rows_sure(columns: np.ndarray, i: int, j0: int, j1: int, cube: bool, rows: 
     return maybe == inside_count and not unsafe, k
 
 
-@inline_kernel
+@kernel
 def _written(columns: np.ndarray, handles: np.ndarray, hits: np.ndarray, hk: int,
              cube: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """The pairs of the noted runs ``hits[:, :hk]``: ``(first, second, unsure_a, unsure_b)``, handles

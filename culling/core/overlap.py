@@ -252,14 +252,6 @@ def any_near(columns: np.ndarray, i: int, j0: int, j1: int, cube: bool) -> bool:
             d = a * a + b * b + c * c
             bound = limit * limit
             hits += (d <= bound * _ABOVE) | (bound < _TINY_REACH) | (d > SAFE_HI)
-    elif dim == 2:
-        x, y = columns[0, i], columns[1, i]
-        for j in range(j0, j1):
-            limit = radius + columns[2, j]
-            a, b = x - columns[0, j], y - columns[1, j]
-            d = a * a + b * b
-            bound = limit * limit
-            hits += (d <= bound * _ABOVE) | (bound < _TINY_REACH) | (d > SAFE_HI)
     else:
         for j in range(j0, j1):
             limit = radius + columns[dim, j]
