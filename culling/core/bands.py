@@ -346,10 +346,9 @@ def band_cells(lay: Layout, first_cell: int, last_cell: int, origin: np.ndarray,
     hits = np.empty((3, 256), dtype=np.int64)
     hk = 0
     offsets = np.empty(neighbours, dtype=np.int64)  # the forward lines inside the box, as cell offsets
-    kept = np.empty(neighbours, dtype=np.int64)  # their index in ``forward``
+    needs_low = np.empty(neighbours, dtype=np.int64)  # their lead axes stepped down / up, as bits
+    needs_high = np.empty(neighbours, dtype=np.int64)
     corner = np.empty(dim)  # the cell's low corner on the band's level, less the lattice's offset
-    low_near = np.empty(dim, dtype=np.bool_)  # the member may reach the cell below / above on an axis
-    high_near = np.empty(dim, dtype=np.bool_)
     q = -1
     line = -1
     runs = 0
@@ -389,7 +388,11 @@ def band_cells(lay: Layout, first_cell: int, last_cell: int, origin: np.ndarray,
                     stride *= extent
                 if inside:
                     offsets[runs] = offset
-                    kept[runs] = f
+                    needs_low[runs] = 0
+                    needs_high[runs] = 0
+                    for axis in range(lead):
+                        needs_low[runs] |= (forward[f, axis] < 0) << axis
+                        needs_high[runs] |= (forward[f, axis] > 0) << axis
                     runs += 1
         corner[lead] = float(band[q, LOW + lead] + z) - lay.scales[q, OFFSET]
         down, up = min(z, 1), min(length - 1 - z, 1)
@@ -399,23 +402,21 @@ def band_cells(lay: Layout, first_cell: int, last_cell: int, origin: np.ndarray,
             hits = bigger
         for i in range(s, e):
             reach = reach_up(columns[dim, i], 1.0, lay.scales[q, RADIUS]) * scale  # in cells
+            low_near = 0  # bit ``axis``: the member may reach the cell below / above on that axis
+            high_near = 0
             for axis in range(dim):
                 x, o = columns[axis, i], origin[axis]
                 place = (x - o) * scale - corner[axis]  # in [0, 1) but for rounding
                 slack = (abs(x) + abs(o)) * _ROUNDING * scale + _CELL_SLACK
-                low_near[axis] = place <= reach + slack
-                high_near[axis] = 1.0 - place <= reach + slack
-            lo_z = down if low_near[lead] else 0
-            hi_z = up if high_near[lead] else 0
+                low_near |= (place <= reach + slack) << axis
+                high_near |= (1.0 - place <= reach + slack) << axis
+            lo_z = down if low_near >> lead & 1 else 0
+            hi_z = up if high_near >> lead & 1 else 0
             for f in range(-1, runs):  # -1: this cell after the member, and the next along the last axis
                 if f < 0:
                     lo, hi = i + 1, cell_start[c + hi_z + 1]
                 else:
-                    near = True
-                    for axis in range(lead):
-                        step = forward[kept[f], axis]
-                        near &= (step == 0) | ((step < 0) & low_near[axis]) | ((step > 0) & high_near[axis])
-                    if not near:
+                    if (needs_low[f] & ~low_near) | (needs_high[f] & ~high_near):
                         continue
                     lo, hi = cell_start[c + offsets[f] - lo_z], cell_start[c + offsets[f] + hi_z + 1]
                 if any_near(columns, i, lo, hi, cube):
