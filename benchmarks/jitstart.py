@@ -8,7 +8,10 @@ Each step is timed on its own: cold, that is the compile of the kernels it
 is the first to call (its kernel group).  ``NUMBA_CACHE_DIR`` points at a new empty folder
 for the cold start (nothing compiled on disk: numba compiles every kernel);
 the warm start runs again with that folder, now filled by the cold run, as a
-second launch of a program would.
+second launch of a program would.  Python writes and reads its bytecode cache
+(``__pycache__``) as it does for any program: without it each start would
+compile culling's sources to bytecode again, about 0.2 s that no installed
+package pays.
 """
 
 from __future__ import annotations
@@ -78,7 +81,8 @@ def measure(cache_dir: Path | None, timeout: float = 300.0) -> dict:
     to the sources), which this benchmark process has already filled.
     Raises ``RuntimeError`` with the child's error output if it fails.
     """
-    env = dict(os.environ, PYTHONPATH=str(ROOT), PYTHONDONTWRITEBYTECODE="1")
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     if cache_dir is not None:
         env["NUMBA_CACHE_DIR"] = str(cache_dir)
     proc = subprocess.run([sys.executable, "-c", PROBE], cwd=ROOT, env=env, capture_output=True, text=True,

@@ -79,7 +79,8 @@ def case_update_many(n: int, scale: int) -> tuple[list[str], Callable[[], object
         for c in frames:
             tree.update_many(handles, c, wl.radii)
 
-    return ["update_many", "_fit_many", "BlockPool.unlink_many", "_link_many", "_cleanup_many", "_live_many"], run
+    return ["update_many", "_live_unique", "_prepare_links", "_fit_many", "NodeTable.at_many", "BlockPool.make_room",
+            "_place", "_prune", "NodeTable.prune", "BlockPool.release_many"], run
 
 
 def case_single(n: int, scale: int) -> tuple[list[str], Callable[[], object]]:
@@ -211,10 +212,11 @@ def profile_case(name: str, n: int | None = None, lines: bool = True, scale: int
     if lines:
         from line_profiler import LineProfiler
 
+        from culling.tree.nodes import NodeTable
         from culling.tree.pool import BlockPool
 
-        owners = [(BlockPool, f.removeprefix("BlockPool.")) if f.startswith("BlockPool.") else (ViewDistanceTree, f)
-                  for f in funcs]
+        classes = {"BlockPool": BlockPool, "NodeTable": NodeTable}
+        owners = [(classes[f.split(".")[0]], f.split(".")[1]) if "." in f else (ViewDistanceTree, f) for f in funcs]
         lp = LineProfiler(*(getattr(cls, f) for cls, f in owners if hasattr(cls, f)))
         lp.runcall(run)
         buf = io.StringIO()

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import logging
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from time import perf_counter
 from typing import TYPE_CHECKING, Any
@@ -47,6 +48,13 @@ if TYPE_CHECKING:
 __all__ = ["CAMERA_RADIUS", "Demo", "DemoError", "DemoSettings", "SCALE_STEP"]
 
 log = logging.getLogger(__name__)
+
+#: ``progress(done, total, step)`` after each step of a scene's build (:meth:`Demo.load_scene`).
+BuildProgress = Callable[[int, int, str], None]
+
+#: A scene's objects go into the view-distance tree this many at a time, so that a large build
+#: reports progress between the batches (one ``insert_many`` each).
+BUILD_CHUNK = 250_000
 
 #: The +/- keys multiply / divide the global view-distance scale by this.
 SCALE_STEP = 1.25
@@ -94,7 +102,8 @@ class Demo:
     settings : DemoSettings
     """
 
-    def __init__(self, ctx: moderngl.Context, size: tuple[int, int], settings: DemoSettings | None = None) -> None:
+    def __init__(self, ctx: moderngl.Context, size: tuple[int, int], settings: DemoSettings | None = None,
+                 progress: BuildProgress | None = None) -> None:
         self.ctx = ctx
         self.settings = settings or DemoSettings()
         self.size = size
@@ -120,28 +129,50 @@ class Demo:
         self._drawn = False
         self.boxes = 0                  # overlay boxes in the last drawn frame
         self.recent: deque[FrameStats] = deque(maxlen=WARM_FRAMES)     # drawn frames, newest last
-        self.load_scene(self.settings.scene, self.settings.objects)
+        self.load_scene(self.settings.scene, self.settings.objects, progress)
 
     # -- scene -----------------------------------------------------------------
-    def load_scene(self, name: str, objects: int | None = None) -> None:
-        """Build scene ``name`` and everything derived from it; O(objects)."""
+    def load_scene(self, name: str, objects: int | None = None, progress: BuildProgress | None = None) -> None:
+        """Build scene ``name`` and everything derived from it; O(objects).
+
+        ``progress(done, total, step)`` is called after each step: the scene's
+        arrays, the view-distance tree (one step per :data:`BUILD_CHUNK`
+        objects), the renderer, the collision candidates and the warm-up of
+        the query paths.
+        """
         try:
             scene = build_scene(name, objects, self.settings.seed)
         except ValueError as exc:
             raise DemoError(str(exc)) from None
+        n = len(scene)
+        chunks = 1 if self.settings.brute_force else max(1, -(-n // BUILD_CHUNK))
+        total = chunks + 4
+        steps = iter(range(1, total + 1))
+
+        def report(step: str) -> None:
+            if progress is not None:
+                progress(next(steps), total, step)
+
+        report(f"scene data: {n:,} objects")
         scene.set_brute_force(self.settings.brute_force)     # the scene's own queries too (swarm aggro)
         t0 = perf_counter()
         index: ViewDistanceTree | BruteForceIndex
         if self.settings.brute_force:
             index = BruteForceIndex(scene.centres, scene.view_distance, shape=self.settings.shape)
-            handles = np.arange(len(scene), dtype=np.int64)
+            handles = np.arange(n, dtype=np.int64)
+            report(f"brute-force index: {n:,} objects")
         else:
             try:
                 index = ViewDistanceTree(size=scene.world_size, origin=scene.world_origin, dim=3,
                                          shape=self.settings.shape)
             except (TypeError, ValueError) as exc:
                 raise DemoError(f"cannot build a {self.settings.shape!r} tree: {exc}") from None
-            handles = index.insert_many(scene.centres, scene.view_distance)
+            parts: list[np.ndarray] = []
+            for c in range(chunks):
+                lo, hi = c * BUILD_CHUNK, min(n, (c + 1) * BUILD_CHUNK)
+                parts.append(index.insert_many(scene.centres[lo:hi], scene.view_distance[lo:hi]))
+                report(f"view-distance tree: {hi:,}/{n:,} objects")
+            handles = parts[0] if chunks == 1 else np.concatenate(parts)
         log.info("%s: %d objects, index built in %.2f s", name, len(scene), perf_counter() - t0)
         if self._renderer is not None:
             self._renderer.release()
@@ -151,6 +182,7 @@ class Demo:
         self.pipeline = CullingPipeline(scene, index, handles, shape=self.settings.shape)
         self._renderer = Renderer(self.ctx, scene)
         self._renderer.dither = self.fade
+        report("renderer")
         pose = scene.camera_pose(0.0)
         self.camera = Camera(pose.position, pose.yaw, pose.pitch, aspect=self._aspect())
         self.zoom = Zoom(self.camera.fov_y)
@@ -161,6 +193,7 @@ class Demo:
         mask = np.isin(scene.kind, solid)
         self.collision = CollisionCandidates(CAMERA_RADIUS, scene.world_size, scene.world_origin, dim=3)
         self.collision.insert_many(scene.centres[mask], scene.bounding_radius[mask])
+        report("collision candidates")
         self.tracker = VisibilityTracker()
         self.events = None
         # Nothing culled yet: a render before the next update draws ground and sky.
@@ -172,6 +205,7 @@ class Demo:
         self._drawn = False
         self.recent = deque(maxlen=WARM_FRAMES)
         self._warm_up()
+        report("query paths")
 
     def _warm_up(self) -> None:
         """Run every query path once (walk, trace, exact query, records, levels) and

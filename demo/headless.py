@@ -189,8 +189,8 @@ def run_headless(options: HeadlessOptions, ctx: moderngl.Context | None = None) 
     ctx = ctx or create_offscreen_context()
     w, h = options.size
     fbo = ctx.simple_framebuffer((w, h))
-    with building(options.settings.scene, options.settings.objects):
-        demo = Demo(ctx, (w, h), options.settings)
+    with building(options.settings.scene, options.settings.objects) as progress:
+        demo = Demo(ctx, (w, h), options.settings, progress)
     hud_mode = options.settings.hud_mode if options.settings.hud else "off"
     frames: list[FrameStats] = []
     images: list[Path] = []

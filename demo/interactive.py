@@ -21,7 +21,7 @@ from time import perf_counter
 from typing import TYPE_CHECKING, Any
 
 from demo.demo import SCALE_STEP, Demo, DemoError, DemoSettings
-from demo.loading import building, warm_up_window
+from demo.loading import LoadingScreen, building, warm_up_window
 from demo.stats import StatsWriter
 from engine.hud import HUD_MODES, hud_font_size, hud_legend, hud_lines, text_colour
 from engine.window import App, WindowError
@@ -95,8 +95,8 @@ class FlyThroughApp(App):
                  out: Path = Path("out"), save_on_exit: bool = False) -> None:
         super().__init__(window, ctx)
         warm_up_window(window, ctx)  # a loading screen while the kernels compile (first run only)
-        with building(settings.scene, settings.objects):
-            self.demo = Demo(ctx, window.get_framebuffer_size(), settings)
+        with building(settings.scene, settings.objects, screen=LoadingScreen(window, ctx)) as progress:
+            self.demo = Demo(ctx, window.get_framebuffer_size(), settings, progress)
         self.stats_writer = StatsWriter(stats) if stats is not None else None
         self.out = out
         self.save_on_exit = save_on_exit
@@ -320,7 +320,9 @@ class FlyThroughApp(App):
             else:
                 self.close()
         elif symbol in scene_keys:
-            demo.load_scene(scene_keys[symbol])
+            screen = LoadingScreen(self.window, self.ctx, events=False)  # inside an event handler: draw only
+            with building(scene_keys[symbol], None, screen=screen) as progress:
+                demo.load_scene(scene_keys[symbol], progress=progress)
             self.say(f"{SCENES[scene_keys[symbol]].key}: {demo.scene.name}, {len(demo.scene):,} objects")
         elif symbol == key.F:
             demo.toggle_freeze()

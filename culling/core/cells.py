@@ -182,7 +182,7 @@ def cell_scaled(u: float, level: int, factor: float) -> int:
     return int((math.floor(u) + ANCHOR) >> -level)
 
 
-@inline_kernel
+@inline_kernel(from_python=True)  # tree.py and grid/geometry.py call it too
 def cell_of(u: float, level: int) -> int:
     """The lattice cell of root-relative ``u`` on ``level``: the cell function.
 
@@ -195,7 +195,7 @@ def cell_of(u: float, level: int) -> int:
     return cell_scaled(u, level, level_factor(level))
 
 
-@inline_kernel
+@inline_kernel(from_python=True)  # tree.py and grid/geometry.py call it too
 def level_of(radius: float, size: float) -> int:
     """A sphere's home level: the level whose nodes hold ``radius`` in ``[W/4, W/2)``.
 
@@ -367,7 +367,7 @@ def _face_sign_exact(x: float, o: float, n: float, unit: float, s: float, half: 
     return exact_sign(terms)
 
 
-@inline_kernel
+@kernel
 def face_sign(x: float, o: float, n: float, unit: float, s: float, half: float, grow: float = 0.0) -> int:
     """The sign (-1, 0, 1) of the real ``(x - o) - n * unit + s * half (+ or -) grow``; 2 when it cannot be told.
 
@@ -395,7 +395,7 @@ def face_sign(x: float, o: float, n: float, unit: float, s: float, half: float, 
     return _face_sign_exact(x, o, n, unit, s, half, grow)
 
 
-@inline_kernel
+@kernel
 def placed_u(c: float, o: float, size: float) -> float:
     """Root-relative coordinate of a centre for placement: ``fl(fl(c - o) / size)``, corrected so
     that its cell on every level is the cell of the exact ``(c - o) / size``.
@@ -419,9 +419,9 @@ def placed_u(c: float, o: float, size: float) -> float:
     edge = size * _PLACE_STEP  # the finest cell's edge, exact in the normal range
     if edge * _PLACE_FACTOR != size:
         return u
-    if face_sign(c, o, j, edge, 1.0, 0.0) == -1:
+    if face_sign(c, o, float(j), edge, 1.0, 0.0, 0.0) == -1:  # all floats: one compiled signature
         return float(np.nextafter(j * _PLACE_STEP, -math.inf))  # below face j: cell j - 1
-    above = face_sign(c, o, j + 1.0, edge, 1.0, 0.0)
+    above = face_sign(c, o, j + 1.0, edge, 1.0, 0.0, 0.0)
     if above == 0 or above == 1:
         return (j + 1.0) * _PLACE_STEP  # at or above face j + 1: cell j + 1
     return u
@@ -438,7 +438,7 @@ def placed_columns(points: np.ndarray, origin: np.ndarray, size: float) -> np.nd
     return u
 
 
-@inline_kernel
+@kernel
 def exact_axis_window(x: float, o: float, s: float, size: float, level: int, first: int,
                       last: int, grow: float = 0.0) -> tuple[int, int]:
     """The cells ``k`` of one axis on ``level`` whose box, grown by ``s * W / 2`` (plus ``grow``, a probe

@@ -27,7 +27,7 @@ from __future__ import annotations
 import functools
 import warnings
 from collections.abc import Callable
-from typing import Any, TypeVar, cast
+from typing import Any, TypeVar, cast, overload
 
 import numba
 import numpy as np
@@ -37,10 +37,11 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 __all__ = ["KERNELS", "cache_writable", "inline_kernel", "kernel"]
 
-_OPTIONS: dict[str, Any] = {"nogil": True, "error_model": "numpy"}
+_OPTIONS: dict[str, Any] = {"nogil": True, "error_model": "numpy", "no_cfunc_wrapper": True}
 
-#: Every kernel :func:`kernel` made, in the order of definition (for
-#: :func:`culling.warm_up`'s tests: each must be compiled after it).
+#: Every kernel :func:`kernel` made (and every :func:`inline_kernel` that Python
+#: calls too), in the order of definition (for :func:`culling.warm_up`'s tests:
+#: each must be compiled after it).
 KERNELS: list[Any] = []
 
 _cache_ok: bool | None = None
@@ -48,10 +49,11 @@ _cache_ok: bool | None = None
 _unliteral: Callable[[Any], Any] = _types.unliteral
 
 
-def _compile(fn: Callable[..., Any], **options: Any) -> Any:
-    """``numba.njit`` with the cache when some cache directory can be written, in memory otherwise."""
+def _compile(fn: Callable[..., Any], cached: bool = True, **options: Any) -> Any:
+    """``numba.njit`` with the cache when some cache directory can be written, in memory otherwise
+    (or when not ``cached``)."""
     global _cache_ok
-    if _cache_ok is not False:
+    if cached and _cache_ok is not False:
         try:
             compiled = numba.njit(cache=True, **_OPTIONS, **options)(fn)
             _cache_ok = True
@@ -116,10 +118,30 @@ def kernel(fn: F) -> F:
     return cast(F, compiled)
 
 
-def inline_kernel(fn: F) -> F:
+@overload
+def inline_kernel(fn: F) -> F: ...
+
+
+@overload
+def inline_kernel(*, from_python: bool) -> Callable[[F], F]: ...
+
+
+def inline_kernel(fn: F | None = None, *, from_python: bool = False) -> F | Callable[[F], F]:
     """A small kernel called per object from other kernels: inlined into them
     (numba IR inlining), so no call and no reference counting of its array
-    arguments per object."""
-    if _JIT_DISABLED:
-        return _interpreted(fn)
-    return cast(F, _compile(fn, inline="always"))
+    arguments per object.
+
+    Only its callers are compiled (with its code in them), so it is not
+    cached on disk (making a cached dispatcher costs about a millisecond of
+    ``import culling`` each), unless ``from_python``: the library's Python
+    code calls it too, and that compile is kept in the cache.
+    """
+    def make(f: F) -> F:
+        if _JIT_DISABLED:
+            return _interpreted(f)
+        compiled = _compile(f, cached=from_python, inline="always")
+        if from_python:
+            KERNELS.append(compiled)  # compiled for Python's calls too: warm_up covers it
+        return cast(F, compiled)
+
+    return make if fn is None else make(fn)

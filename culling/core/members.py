@@ -26,18 +26,25 @@ from typing import NamedTuple
 import numpy as np
 
 from culling.core.containment import SURE, TILE, UNSURE, flag_rows
-from culling.core.jit import kernel
+from culling.core.jit import inline_kernel, kernel
 from culling.core.structs import Pool, PoolFields, Query, QueryFields
 from culling.core.threads import run_chunks, thread_count
 from culling.core.tiles import next_near_rows
 
-__all__ = ["CHUNKS_PER_THREAD", "PARALLEL_MIN_POINTS", "answer", "answer_many", "answer_runs", "candidates", "gather",
+__all__ = ["CHUNKS_PER_THREAD", "CHUNK_ROWS", "PARALLEL_MIN_POINTS", "answer", "answer_many", "answer_runs", "candidates", "gather",
            "write_rows"]
 
 #: Chunks of about equal work per thread in :func:`answer_many`: enough that
 #: the cores stay busy when one chunk holds a big node, few enough that each
 #: chunk's scratch column is cheap.
 CHUNKS_PER_THREAD = 8
+
+#: The fewest candidates worth a chunk of :func:`answer_many` of their own
+#: (some 5 to 10 us of tests): each chunk costs a kernel call from Python (a
+#: few us, its structs as plain tuples) and a hand-over between threads, so a
+#: batch with few candidates is cut into a few chunks, not
+#: ``CHUNKS_PER_THREAD`` per thread.
+CHUNK_ROWS = 4096
 
 
 @kernel
@@ -169,12 +176,13 @@ def answer_many(visit_node: np.ndarray, visit_point: np.ndarray, points: np.ndar
        work, ``CHUNKS_PER_THREAD`` per thread (:func:`_chunks`).
     2. On the library's threads (:func:`culling.core.threads.run_chunks`),
        chunk by chunk: flag each visit's near tiles and write its sure rows
-       at once, while they are in cache (:func:`_test_chunk`).
+       at once, while they are in cache (:func:`_chunk_pass`, :func:`_test_chunk`).
     3. Prefix sums: each point's answer, and each visit's part of it, gets
        its offset (:func:`_offsets`; a point's answer lists its nodes in
        visiting order, as :func:`answer` does).
     4. On the library's threads, chunk by chunk: each visit's answers'
-       handles at its offset (:func:`_write_chunk`).
+       handles at its offset (:func:`_chunk_pass`, :func:`_write_chunk`).
+    5. Only when some rows were left unsure: list them (:func:`_list_unsure`).
 
     The chunks write disjoint parts of shared arrays; every kernel is serial
     and releases the GIL, so the threads run them at the same time.  Batches
@@ -187,34 +195,44 @@ def answer_many(visit_node: np.ndarray, visit_point: np.ndarray, points: np.ndar
     O(visits + nodes + candidates) work, split over :func:`culling.core.threads.thread_count` threads.
     """
     threads = 1 if points.shape[0] < PARALLEL_MIN_POINTS else thread_count()
-    pool, q = Pool(*pool_fields), Query(*query_fields)
-    visits = _Visits(visit_node, visit_point, points)
-    by_node, room, chunk = _chunks(visit_node, count, start.shape[0], threads * CHUNKS_PER_THREAD)
+    visits_fields = (visit_node, visit_point, points)  # the structs as plain tuples for the kernels (_Visits...)
+    by_node, room, chunk = _chunks(visit_node, count, start.shape[0], threads * CHUNKS_PER_THREAD, CHUNK_ROWS)
     n_visits = visit_node.shape[0]
-    kept = _Kept(np.empty(n_visits, dtype=np.int64), np.zeros(n_visits, dtype=np.int64),
-                 np.empty(n_visits, dtype=np.int64), np.empty(room[n_visits], dtype=np.int64))
+    kept_fields = (np.empty(n_visits, dtype=np.int64), np.zeros(n_visits, dtype=np.int64),
+                   np.empty(n_visits, dtype=np.int64), np.empty(room[n_visits], dtype=np.int64))
+    kept = _Kept(*kept_fields)
     n_chunks = chunk.shape[0] - 1
     per_call = n_chunks if threads > 1 else 1
 
+    nothing = np.empty(0, dtype=np.int64)
+    answers_fields = (nothing, nothing, nothing, nothing, nothing)  # step 4's output, made after step 3
+
     def test(lo: int, hi: int) -> None:
-        _test_chunk(chunk[lo], chunk[hi], by_node, room, visits, start, count, pool, q, kept)
+        _chunk_pass(_TEST, chunk[lo], chunk[hi], by_node, room, visits_fields, start, count, pool_fields, query_fields,
+                    kept_fields, answers_fields)
 
     run_chunks(test, n_chunks, chunks=per_call)
     at, unsure_at, counts = _offsets(visit_point, kept.found, kept.doubts, points.shape[0])
-    answers = _Answers(at, unsure_at, np.empty(at[n_visits], dtype=np.int64),
-                       np.empty(unsure_at[n_visits], dtype=np.int64), np.empty(unsure_at[n_visits], dtype=np.int64))
+    answers_fields = (at, unsure_at, np.empty(at[n_visits], dtype=np.int64),
+                      np.empty(unsure_at[n_visits], dtype=np.int64), np.empty(unsure_at[n_visits], dtype=np.int64))
+    answers = _Answers(*answers_fields)
 
     def write(lo: int, hi: int) -> None:
-        _write_chunk(chunk[lo], chunk[hi], by_node, visits, start, count, pool, q, kept, answers)
+        _chunk_pass(_WRITE, chunk[lo], chunk[hi], by_node, room, visits_fields, start, count, pool_fields,
+                    query_fields, kept_fields, answers_fields)
 
     run_chunks(write, n_chunks, chunks=per_call)
+    if answers.unsure.shape[0]:
+        _list_unsure(_Visits(*visits_fields), start, count, Pool(*pool_fields), Query(*query_fields), kept.doubts,
+                     answers)
     return answers.out, counts, answers.unsure, answers.unsure_points
 
 
 @kernel
-def _chunks(visit_node: np.ndarray, count: np.ndarray, nodes: int,
-            most: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The visits grouped by node, and cut into chunks of about equal work.
+def _chunks(visit_node: np.ndarray, count: np.ndarray, nodes: int, most: int,
+            rows: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The visits grouped by node, and cut into at most ``most`` chunks of about equal work, each of
+    about ``rows`` candidates or more (a small batch is one chunk or a few).
 
     Returns ``(by_node, room, chunk)``: ``by_node`` the visits by node (a
     counting sort: a node's visitors in point order); ``room[j]`` the
@@ -236,7 +254,7 @@ def _chunks(visit_node: np.ndarray, count: np.ndarray, nodes: int,
     for j in range(n_visits):
         room[j + 1] = room[j] + count[visit_node[by_node[j]]]
     total = room[n_visits]
-    n_chunks = max(1, min(n_visits, most))
+    n_chunks = max(1, min(n_visits, most, total // max(rows, 1)))
     chunk = np.empty(n_chunks + 1, dtype=np.int64)
     j = 0
     for c in range(n_chunks):
@@ -248,7 +266,34 @@ def _chunks(visit_node: np.ndarray, count: np.ndarray, nodes: int,
     return by_node, room, chunk
 
 
+#: :func:`_chunk_pass`'s steps.
+_TEST = 0
+_WRITE = 1
+
+
 @kernel
+def _chunk_pass(step: int, first: int, last: int, by_node: np.ndarray, room: np.ndarray,
+                visits_fields: tuple[np.ndarray, np.ndarray, np.ndarray], start: np.ndarray, count: np.ndarray,
+                pool_fields: PoolFields, query_fields: QueryFields,
+                kept_fields: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+                answers_fields: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]) -> None:
+    """Step 2 (``step`` ``_TEST``: :func:`_test_chunk`) or step 4 (``_WRITE``: :func:`_write_chunk`) of
+    :func:`answer_many` for the visits ``by_node[first:last]``; the structs as plain tuples (Python
+    calls it once per chunk: a named tuple costs about 2 us more per call to dispatch).
+
+    One kernel for both steps: each calls the member test's kernels, and a
+    kernel is compiled with its callees linked in, so one kernel instead of
+    two saves a compile of them at a cold start.  Step 2 does not read ``answers``.
+    """
+    visits, pool, q = _Visits(*visits_fields), Pool(*pool_fields), Query(*query_fields)
+    kept, answers = _Kept(*kept_fields), _Answers(*answers_fields)
+    if step == _TEST:
+        _test_chunk(first, last, by_node, room, visits, start, count, pool, q, kept)
+    else:
+        _write_chunk(first, last, by_node, kept, pool.handles, answers)
+
+
+@inline_kernel
 def _test_chunk(first: int, last: int, by_node: np.ndarray, room: np.ndarray, visits: _Visits, start: np.ndarray,
                 count: np.ndarray, pool: Pool, q: Query, kept: _Kept) -> None:
     """Step 2 of :func:`answer_many` for the visits ``by_node[first:last]``: each visit's sure rows,
@@ -302,29 +347,39 @@ def _offsets(visit_point: np.ndarray, found: np.ndarray, doubts: np.ndarray,
     return at, unsure_at, counts
 
 
-@kernel
-def _write_chunk(first: int, last: int, by_node: np.ndarray, visits: _Visits, start: np.ndarray, count: np.ndarray,
-                 pool: Pool, q: Query, kept: _Kept, answers: _Answers) -> None:
+@inline_kernel
+def _write_chunk(first: int, last: int, by_node: np.ndarray, kept: _Kept, handles: np.ndarray,
+                 answers: _Answers) -> None:
     """Step 4 of :func:`answer_many` for the visits ``by_node[first:last]``: the handles of each
-    visit's sure rows at its offset; a visit with unsure rows (practically never) is flagged again
-    to list them.  O(answers)."""
-    at, unsure_at, out, unsure, unsure_points = answers
-    nothing = np.empty(0, dtype=np.int64)
-    as_rows = Query(q.scale, q.exact, q.cube, True)
+    visit's sure rows at its offset.  O(answers)."""
+    at, out = answers.at, answers.out
     for j in range(first, last):
         v = by_node[j]
         for i in range(kept.found[v]):
-            out[at[v] + i] = pool.handles[kept.rows[kept.kept_at[v] + i]]
-        if kept.doubts[v]:
-            node = visits.node[v]
-            run = (start[node], start[node] + count[node])
-            p = visits.points[visits.point[v]]
-            flags = np.empty(count[node], dtype=np.uint8)
-            distance = np.empty(TILE, dtype=np.float64)
-            flag_rows(pool, run, p, q, distance, flags, 0)
-            write_rows(pool, run, p, as_rows, flags, 0, nothing, 0, unsure[unsure_at[v]:unsure_at[v + 1]], 0)
-            for i in range(unsure_at[v], unsure_at[v + 1]):
-                unsure_points[i] = visits.point[v]
+            out[at[v] + i] = handles[kept.rows[kept.kept_at[v] + i]]
+
+
+@kernel
+def _list_unsure(visits: _Visits, start: np.ndarray, count: np.ndarray, pool: Pool, q: Query, doubts: np.ndarray,
+                 answers: _Answers) -> None:
+    """Step 5 of :func:`answer_many`, only when the filter left rows unsure (practically never): each
+    such visit's run is flagged again to list its unsure rows, and their points.  A kernel of its own,
+    so that neither it nor the test's code in it is compiled until a batch needs it.  O(those runs)."""
+    unsure_at, unsure, unsure_points = answers.unsure_at, answers.unsure, answers.unsure_points
+    nothing = np.empty(0, dtype=np.int64)
+    as_rows = Query(q.scale, q.exact, q.cube, True)
+    distance = np.empty(TILE, dtype=np.float64)
+    for v in range(doubts.shape[0]):
+        if doubts[v] == 0:
+            continue
+        node = visits.node[v]
+        run = (start[node], start[node] + count[node])
+        p = visits.points[visits.point[v]]
+        flags = np.empty(count[node], dtype=np.uint8)
+        flag_rows(pool, run, p, q, distance, flags, 0)
+        write_rows(pool, run, p, as_rows, flags, 0, nothing, 0, unsure[unsure_at[v]:unsure_at[v + 1]], 0)
+        for i in range(unsure_at[v], unsure_at[v + 1]):
+            unsure_points[i] = visits.point[v]
 
 
 # ----------------------------------------------------------------------
@@ -337,11 +392,11 @@ def _write_chunk(first: int, last: int, by_node: np.ndarray, visits: _Visits, st
 PARALLEL_MIN_POINTS = 64
 
 
-@kernel
 def answer_runs(visited: np.ndarray, start: np.ndarray, count: np.ndarray, pool_fields: PoolFields, p: np.ndarray,
                 query_fields: QueryFields) -> tuple[np.ndarray, np.ndarray]:
     """:func:`answer` for Python, the structs as plain tuples: the answer of runs a walk already
-    visited (``query_detailed``, which keeps the walk for its trace)."""
+    visited (``query_detailed``, which keeps the walk for its trace); the kernel as compiled for
+    other kernels, no compile of its own."""
     return answer(visited, start, count, Pool(*pool_fields), p, Query(*query_fields))
 
 

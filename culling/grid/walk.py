@@ -45,6 +45,9 @@ _FIRST_CELLS = 64
 #: product spread a window's neighbouring cells over :func:`visits`' table.
 _HASH = -7046029254386353131
 
+#: No probe radii: :func:`_visits` of points (not written to).
+_NO_GROWS = np.empty(0)
+
 
 @inline_kernel
 def cell_window(p: np.ndarray, scale: float, world: World, level: int, lo: np.ndarray, hi: np.ndarray,
@@ -110,7 +113,7 @@ def _append_window(level: int, offset: int, lo: np.ndarray, hi: np.ndarray, coun
             return cells, n
 
 
-@kernel
+@inline_kernel(from_python=True)  # inlined into _visits; the trace calls it from Python
 def visit(p: np.ndarray, scale: float, world: World, grid: Cells, every: bool,
           limit: int, grow: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
     """The cells a query at ``p`` visits, level by level from level 0.
@@ -199,11 +202,15 @@ def _doubled(array: np.ndarray) -> np.ndarray:
     return bigger
 
 
-@kernel
 def trace_visit(p: np.ndarray, scale: float, world_fields: WorldFields,
                 cells_fields: CellsFields, limit: int) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`visit` of every cell of every window (the grid's trace), the structs as plain tuples."""
-    return visit(p, scale, World(*world_fields), Cells(*cells_fields), True, limit)
+    """:func:`visit` of every cell of every window (the grid's trace), the structs as plain tuples.
+
+    The functions here that Python calls are Python, calling the kernels as
+    other kernels do (the same compiled code): a wrapper kernel would be
+    compiled again with its callees linked in, seconds at a cold start, for
+    about a microsecond per call."""
+    return visit(p, scale, World(*world_fields), Cells(*cells_fields), True, limit, 0.0)
 
 
 @kernel
@@ -211,21 +218,20 @@ def query(p: np.ndarray, query_fields: QueryFields, world_fields: WorldFields, c
           pool_fields: PoolFields, limit: int) -> tuple[np.ndarray, np.ndarray]:
     """One query: the visited non-empty cells (:func:`_visits`), then their members that pass
     (:func:`culling.core.members.answer`), as the tree's :func:`culling.tree.walk.query`; the
-    structs as plain tuples.  Returns the sure handles (or pool rows) and the unsure pool rows."""
+    structs as plain tuples.  Returns the sure handles (or pool rows) and the unsure pool rows.
+    A kernel, as the tree's (the hot single query: no named tuples passed from Python)."""
     q = Query(*query_fields)
     runs, _, run_start, run_count = _visits(p.reshape(1, p.shape[0]), q.scale, World(*world_fields),
                                             Cells(*cells_fields), limit, np.empty(0))
     return answer(runs, run_start, run_count, Pool(*pool_fields), p, q)
 
 
-@kernel
 def visits(points: np.ndarray, scale: float, world_fields: WorldFields, cells_fields: CellsFields,
            limit: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """:func:`_visits` for Python (``query_many``), the structs as plain tuples."""
-    return _visits(points, scale, World(*world_fields), Cells(*cells_fields), limit, np.empty(0))
+    return _visits(points, scale, World(*world_fields), Cells(*cells_fields), limit, _NO_GROWS)
 
 
-@kernel
 def grown_visits(points: np.ndarray, grows: np.ndarray, scale: float, world_fields: WorldFields,
                  cells_fields: CellsFields, limit: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """:func:`_visits` of probe spheres (radii ``grows``, (m,)): every window widened by its probe's radius."""

@@ -1,19 +1,25 @@
-"""The tree's nodes: a table of NumPy columns plus a hash index by (level, cell).
+"""The tree's nodes: a table of NumPy columns, linked parent to child; the links are the only index.
 
 Nodes are rows of parallel arrays (block start, capacity and count in the
 pool, level, cell, parent, number of children, child links), so batch
 operations read and write many nodes with one NumPy index and the compiled
-query kernels (:mod:`culling.tree.walk`) walk the tree from flat arrays.
-``by_level[level][cell]`` finds a node in O(1): a sphere's home node is
-computed from coordinates, then looked up, never searched for.
+kernels walk the tree from flat arrays.  A node is found by its name
+``(level, cell)`` by descending from the root: the child on the way down is
+the one whose quadrant is the next bit of the cell on each axis
+(:func:`_descend`, compiled; O(depth), at most ``MAX_DEPTH + MAX_GROWTH``
+steps).  Dead rows (``count == -1``) wait on a stack of free ids (an int64
+array as long as the table) and are reused first; :meth:`NodeTable.prune`
+deletes emptied nodes with their empty ancestors in one compiled pass.
 
 >>> table = NodeTable(dim=2)
 >>> root = table.new(0, (5, 5), -1)
->>> leaf = table.at(2, (21, 20))           # creates the missing level-1 parent
->>> table.live, table.key[table.parent[leaf]]
+>>> leaf = table.at(2, (21, 20), root)     # creates the missing level-1 parent
+>>> table.live, table.key_of(int(table.parent[leaf]))
 (3, (1, (10, 10)))
 >>> table.child[root].tolist()             # (10, 10): low half on both axes
 [1, -1, -1, -1]
+>>> table.find(2, (21, 20), root) == leaf, table.find(2, (20, 20), root)
+(True, -1)
 """
 
 from __future__ import annotations
@@ -25,10 +31,11 @@ from culling.core.growth import ARRAY_GROWTH, grown
 from culling.core.jit import kernel
 from culling.core.structs import NodesFields
 
-__all__ = ["NodeTable", "SHRINK_RATIO"]
+__all__ = ["DEAD_ROW", "NodeTable", "SHRINK_RATIO"]
+
 
 class NodeTable:
-    """Every live node of one tree; a dead row has ``count == -1`` and is reused.
+    """Every live node of one tree; a dead row has ``count == -1`` and is reused (:data:`DEAD_ROW`).
 
     Attributes
     ----------
@@ -40,9 +47,9 @@ class NodeTable:
     children : ndarray, (N,), int64, number of live children
     child : ndarray, (N, 2**dim), int64, C-contiguous
         The live children by quadrant (``sum((cell[axis] & 1) << axis)``),
-        -1 for none: the links a top-down walk follows.
-    key : list of ``(level, cell tuple)`` or None, by node id
-    by_level : dict level -> dict cell tuple -> node id
+        -1 for none: the links a top-down walk follows, and the only index.
+    free : ndarray, (N,), int64
+        A stack of the dead rows below ``issued``: ``free[:free_count]``, the next to reuse last.
     """
 
     def __init__(self, dim: int, capacity: int = 16):
@@ -54,15 +61,18 @@ class NodeTable:
         self.parent = np.full(capacity, -1, dtype=np.int64)
         self.children = np.zeros(capacity, dtype=np.int64)
         self.child = np.full((capacity, 1 << dim), -1, dtype=np.int64)
-        self.key: list[tuple[int, tuple[int, ...]] | None] = [None] * capacity
-        self.by_level: dict[int, dict[tuple[int, ...], int]] = {}
+        self.free = np.zeros(capacity, dtype=np.int64)
+        self.free_count = 0
         self.issued = 0  # node ids handed out so far (live or free)
-        self.free: list[int] = []
 
     @property
     def live(self) -> int:
         """Number of live nodes."""
-        return self.issued - len(self.free)
+        return self.issued - self.free_count
+
+    def free_ids(self) -> np.ndarray:
+        """The dead rows waiting for reuse (a view; the last is reused first)."""
+        return self.free[: self.free_count]
 
     def arrays(self) -> NodesFields:
         """The table's columns as the kernels take them: :class:`~culling.core.structs.Nodes`'s fields,
@@ -71,12 +81,13 @@ class NodeTable:
                 self.child)
 
     def nbytes(self) -> int:
-        return sum(a.nbytes for a in self.arrays())
+        return sum(a.nbytes for a in self.arrays()) + int(self.free.nbytes)
 
     def new(self, level: int, cell: tuple[int, ...], parent: int) -> int:
         """Add an empty node (no pool block yet) under ``parent`` (-1: none); returns its id."""
-        if self.free:
-            node = self.free.pop()
+        if self.free_count:
+            self.free_count -= 1
+            node = int(self.free[self.free_count])
         else:
             node = self.issued
             if node >= self.count.shape[0]:
@@ -90,19 +101,16 @@ class NodeTable:
         self.parent[node] = parent
         self.children[node] = 0
         self.child[node] = -1
-        self.key[node] = (level, cell)
-        self.by_level.setdefault(level, {})[cell] = node
         if parent >= 0:
             self.children[parent] += 1
             self.child[parent, self.quadrant(cell)] = node
         return node
 
     def key_of(self, node: int) -> tuple[int, tuple[int, ...]]:
-        """``(level, cell)`` of a live node."""
-        key = self.key[node]
-        if key is None:
+        """``(level, cell)`` of a live node, read from its row."""
+        if not 0 <= node < self.issued or self.count[node] < 0:
             raise KeyError(f"node {node} is not live")
-        return key
+        return int(self.level[node]), tuple(self.cells[:, node].tolist())
 
     @staticmethod
     def quadrant(cell: tuple[int, ...]) -> int:
@@ -122,75 +130,97 @@ class NodeTable:
         self.child[parent, self.quadrant(tuple(self.cells[:, node].tolist()))] = -1
         self.parent[node] = -1
 
-    def at(self, level: int, cell: tuple[int, ...]) -> int:
-        """The node for ``(level, cell)``, created with any missing ancestors.  O(1) when it exists.
+    def only_child(self, node: int) -> int:
+        """The one child of a node with ``children == 1``."""
+        return int(self.child[node].max())
 
-        The caller guarantees that an ancestor (at the latest the root) exists.
+    def find(self, level: int, cell: tuple[int, ...], root: int) -> int:
+        """The node for ``(level, cell)`` at or below ``root``, or -1 when there is none; creates nothing.
+
+        One compiled descent from ``root`` (:func:`_descend`), O(depth).
         """
-        nodes = self.by_level.get(level)
-        node = nodes.get(cell) if nodes is not None else None
-        if node is None:
-            parent = self.at(level - 1, tuple(c >> 1 for c in cell))
-            node = self.new(level, cell, parent)
-        return node
+        key = np.array([[level, *cell]], dtype=np.int64)
+        homes = np.empty(1, dtype=np.int64)
+        _descend(key, homes, (0, root, _NOWHERE), (self.free, self.free_count, self.issued, False), (homes, 0),
+                 self.arrays())
+        return int(homes[0])
 
-    def at_many(self, keys: np.ndarray, root: int, made: list[int] | None = None) -> np.ndarray:
-        """:meth:`at` of many keys at once: node ids, int64 (k,).
+    def at(self, level: int, cell: tuple[int, ...], root: int) -> int:
+        """The node for ``(level, cell)``, created with any missing ancestors below ``root``, which must
+        contain it: one kernel call (:func:`_descend`) when the table has room, else :meth:`at_many`."""
+        key = np.array([[level, *cell]], dtype=np.int64)
+        homes = np.empty(1, dtype=np.int64)
+        room = self.count.shape[0] - self.issued + self.free_count
+        if room > level - int(self.level[root]):  # room for the whole chain: the kernel cannot stop
+            created = np.empty(room, dtype=np.int64)
+            _, self.free_count, self.issued, _ = _descend(key, homes, (0, root, _NOWHERE),
+                                                          (self.free, self.free_count, self.issued, True),
+                                                          (created, 0), self.arrays())
+            return int(homes[0])
+        return int(self.at_many(key, root)[0])
 
-        ``keys`` int64 (k, dim + 1), rows ``(level, cell...)``, name distinct
-        nodes at or below the root ``root``, which must contain them all.
-        A kernel (:func:`_descend`) finds each from the root by its child
-        links and creates the missing ones; the hash index then learns the
-        new nodes in one pass.  O(k x depth) compiled, plus O(new nodes).
+    def at_many(self, keys: np.ndarray, root: int, made: list[np.ndarray] | None = None,
+                near: np.ndarray | None = None) -> np.ndarray:
+        """The nodes of many keys, created with their missing ancestors: node ids, int64 (k,).
 
-        The ids of the nodes created are appended to ``made`` (when given),
-        also when a ``MemoryError`` stops the table's growth half way: those
-        nodes are then indexed, linked and empty, for the caller to clean up.
+        ``keys`` int64 (k, dim + 1), rows ``(level, cell...)``, name nodes at
+        or below the root ``root``, which must contain them all.  A kernel
+        (:func:`_descend`) finds each from the root by its child links and
+        creates the missing ones, reusing free rows first.  O(k x depth) compiled.
+        ``near`` (int64 (k,), live nodes; optional) starts each search there
+        instead: it climbs to the first ancestor that contains the key, then
+        descends (a mover's old node: its new home is usually a few levels away).
+
+        The ids of the nodes created are appended to ``made`` (when given, as
+        one array), also when a ``MemoryError`` stops the table's growth half
+        way: those nodes are then linked and empty, for the caller to
+        :meth:`prune`.
         """
         homes = np.empty(keys.shape[0], dtype=np.int64)
-        # Dead rows to reuse, in the order :meth:`new` would pop them: a few per key (a batch
-        # that needs more takes fresh rows; the rest stay free for later).
-        reuse = min(len(self.free), 2 * keys.shape[0] + 16)
-        free = np.array(self.free[len(self.free) - reuse:][::-1], dtype=np.int64)
-        created = np.empty(free.shape[0] + self.count.shape[0] - self.issued, dtype=np.int64)
-        done, used, count = 0, 0, 0
+        created = np.empty(self.free_count + self.count.shape[0] - self.issued, dtype=np.int64)
+        begin = _NOWHERE if near is None else near
+        done, count = 0, 0
         try:
             while True:
-                done, used, self.issued, count = _descend(keys, homes, done, root, (free, used, self.issued),
-                                                          (created, count), self.arrays())
+                done, self.free_count, self.issued, count = _descend(
+                    keys, homes, (done, root, begin), (self.free, self.free_count, self.issued, True),
+                    (created, count), self.arrays())
                 if done == keys.shape[0]:
                     break
                 self._grow(self.count.shape[0] + 1)  # out of rows: grow by ARRAY_GROWTH and go on
-                room = free.shape[0] - used + self.count.shape[0] - self.issued
-                more = np.empty(count + room, dtype=np.int64)
+                more = np.empty(count + self.count.shape[0] - self.issued, dtype=np.int64)
                 more[:count] = created[:count]
                 created = more
-        finally:  # the nodes created so far are linked: index them, whatever happened
-            del self.free[len(self.free) - used:]
-            new = created[:count]
-            named = list(zip(self.level[new].tolist(), map(tuple, self.cells[:, new].T.tolist())))
-            for node, key in zip(new.tolist(), named):
-                self.key[node] = key
-                self.by_level.setdefault(key[0], {})[key[1]] = node
+        finally:  # the nodes created so far are linked: the caller prunes them on a failure
             if made is not None:
-                made.extend(new.tolist())
+                made.append(created[:count])
         return homes
 
     def delete(self, node: int) -> None:
-        """Remove ``node`` from the index and its parent; its pool block must be released first."""
-        level, cell = self.key_of(node)
-        nodes = self.by_level[level]
-        del nodes[cell]
-        if not nodes:
-            del self.by_level[level]
-        parent = self.parent[node]
+        """Unlink ``node`` (childless) from its parent and free its row; its pool block must be released first."""
+        parent = int(self.parent[node])
         if parent >= 0:
             self.children[parent] -= 1
-            self.child[parent, self.quadrant(cell)] = -1
+            self.child[parent, self.quadrant(tuple(self.cells[:, node].tolist()))] = -1
         self.count[node] = -1
         self.capacity[node] = 0
-        self.key[node] = None
-        self.free.append(node)
+        self.free[self.free_count] = node  # never full: it has a slot per row
+        self.free_count += 1
+
+    def prune(self, nodes: np.ndarray, root: int) -> tuple[np.ndarray, np.ndarray]:
+        """Delete each of ``nodes`` (int64) that is empty and childless, then its ancestors while
+        they become so, up to (not including) ``root``: one compiled pass (:func:`_prune`).
+
+        Returns the released pool blocks ``(starts, capacities)``, int64, for the
+        pool to take back (:meth:`culling.tree.pool.BlockPool.release_many`).
+        Dead or non-empty nodes in ``nodes`` are skipped.  O(len(nodes) + deleted).
+        Allocates no table array.
+        """
+        starts = np.empty(self.live, dtype=np.int64)
+        capacities = np.empty(self.live, dtype=np.int64)
+        self.free_count, released = _prune(nodes, root, (self.free, self.free_count), (starts, capacities),
+                                           self.arrays())
+        return starts[:released], capacities[:released]
 
     def wasteful(self) -> bool:
         """Whether the table holds far more rows than live nodes (compaction pays).
@@ -219,22 +249,18 @@ class NodeTable:
             columns[name] = new
         cells = growth.allocate((self.cells.shape[0], length), np.int64, 0)
         cells[:, :live] = self.cells[:, alive]
+        free = growth.allocate((length,), np.int64, 0)
         parent, child = columns["parent"], columns["child"]
         links = parent[:live]
         parent[:live] = np.where(links >= 0, renumber[np.maximum(links, 0)], -1)
         links = child[:live]
         child[:live] = np.where(links >= 0, renumber[np.maximum(links, 0)], -1)
-        key = [self.key[node] for node in alive.tolist()] + [None] * (length - live)
         # Commit: nothing below allocates arrays.
         for name, array in columns.items():
             setattr(self, name, array)
-        self.cells = cells
-        self.key = key
-        for nodes in self.by_level.values():
-            for cell, node in nodes.items():
-                nodes[cell] = int(renumber[node])
+        self.cells, self.free = cells, free
         self.issued = live
-        self.free = []
+        self.free_count = 0
         return renumber
 
     def _grow(self, length: int) -> None:
@@ -242,70 +268,132 @@ class NodeTable:
         is replaced, so a ``MemoryError`` leaves the table as it was."""
         columns = {name: grown(getattr(self, name), length, fill) for name, fill in _COLUMNS}
         cells = grown(self.cells.T, length, 0).T.copy()
+        free = grown(self.free, length, 0)
         for name, array in columns.items():
             setattr(self, name, array)
-        self.cells = cells
-        self.key.extend([None] * (self.count.shape[0] - len(self.key)))
+        self.cells, self.free = cells, free
 
 
 #: The table's per-node columns other than ``cells`` (stored transposed), with the fill of a new row.
 _COLUMNS = (("start", 0), ("capacity", 0), ("count", -1), ("level", 0), ("parent", -1), ("children", 0),
             ("child", -1))
 
+#: What every dead row holds besides ``count == -1``: no block, no children, no links (a node is
+#: deleted only when childless, and fresh rows are filled so), which a new node then keeps.
+DEAD_ROW = {"capacity": 0, "children": 0, "child": -1}
+
 #: A table longer than this many rows per live node (plus 64) is compacted after removals.
 SHRINK_RATIO = 4
 
 
+#: No start nodes: every search of :func:`_descend` starts at the root.
+_NOWHERE = np.empty(0, dtype=np.int64)
+
+
 @kernel
-def _descend(keys: np.ndarray, homes: np.ndarray, done: int, root: int, rows: tuple[np.ndarray, int, int],
-             new: tuple[np.ndarray, int], nodes_fields: NodesFields) -> tuple[int, int, int, int]:
-    """Find or create the nodes of keys ``done ..`` (:meth:`NodeTable.at_many`), writing ``homes``.
+def _descend(keys: np.ndarray, homes: np.ndarray, search: tuple[int, int, np.ndarray],
+             rows: tuple[np.ndarray, int, int, bool], new: tuple[np.ndarray, int],
+             nodes_fields: NodesFields) -> tuple[int, int, int, int]:
+    """Find (or create) the nodes of keys ``done ..`` (:meth:`NodeTable.at_many`), writing ``homes``.
 
-    Each key is reached from ``root`` level by level through the child
-    links; a missing node is created (as :meth:`NodeTable.new` does) from
-    ``free`` (ids ``used ..``), else from row ``issued`` on
-    (``rows = (free, used, issued)``), and its id appended to ``created``
-    (``new = (created, made)``).  Stops early when the table has no row left.
+    ``search = (done, root, near)``.  Each key is reached from ``root`` (or,
+    when ``near`` is not empty, from ``near[g]``'s first ancestor whose cell
+    holds the key) level by level through the child links: the quadrant on
+    the way to level ``l`` is bit ``level - l`` of the key's cell on each axis.  With ``create`` (``rows = (free,
+    free_count, issued, create)``) a missing node is created (as
+    :meth:`NodeTable.new` does) from the top of the free stack, else from
+    row ``issued`` on, and its id appended to ``created`` (``new = (created,
+    made)``); the loop stops early when the table has no row left.  Without
+    ``create`` a missing node's home is -1 and nothing changes.
 
-    Returns ``(done, used, issued, made)``: keys finished (all, unless the
-    table ran out of rows), free ids and rows taken so far, ids in ``created``.
+    Returns ``(done, free_count, issued, made)``: keys finished (all, unless
+    the table ran out of rows), the free stack's height, rows issued, ids in ``created``.
     """
     start, capacity, count, level, node_cells, parent, children, child = nodes_fields  # Nodes, in field order
-    free, used, issued = rows
+    done, root, near = search
+    free, free_count, issued, create = rows
     created, made = new
     dim = node_cells.shape[0]
     table_rows = count.shape[0]
     for g in range(done, keys.shape[0]):
         node = root
-        for below in range(level[root] + 1, keys[g, 0] + 1):
+        if near.shape[0]:
+            node = near[g]
+            while node != root:  # climb to the first ancestor that holds the key
+                up = level[node] > keys[g, 0]
+                if not up:
+                    for axis in range(dim):
+                        up |= node_cells[axis, node] != keys[g, axis + 1] >> (keys[g, 0] - level[node])
+                if not up:
+                    break
+                node = parent[node]
+        for below in range(level[node] + 1, keys[g, 0] + 1):
             shift = keys[g, 0] - below
             quadrant = 0
             for axis in range(dim):
                 quadrant |= ((keys[g, axis + 1] >> shift) & 1) << axis
             next_node = child[node, quadrant]
             if next_node < 0:
-                if used < free.shape[0]:
-                    next_node = free[used]
-                    used += 1
+                if not create:
+                    node = -1
+                    break
+                if free_count > 0:
+                    free_count -= 1
+                    next_node = free[free_count]
                 elif issued < table_rows:
                     next_node = issued
                     issued += 1
                 else:
-                    return g, used, issued, made
-                start[next_node] = 0
-                capacity[next_node] = 0
+                    return g, free_count, issued, made
+                # A dead row has no block, no children and no links (DEAD_ROW): only the key,
+                # the parent and the count are written (fewer cache lines per new node).
                 count[next_node] = 0
                 level[next_node] = below
                 for axis in range(dim):
                     node_cells[axis, next_node] = keys[g, axis + 1] >> shift
                 parent[next_node] = node
-                children[next_node] = 0
-                for quadrant_below in range(child.shape[1]):
-                    child[next_node, quadrant_below] = -1
                 children[node] += 1
                 child[node, quadrant] = next_node
                 created[made] = next_node
                 made += 1
             node = next_node
+        if node >= 0 and level[node] != keys[g, 0]:
+            node = -1  # only when the key lies above the root (callers never ask)
         homes[g] = node
-    return keys.shape[0], used, issued, made
+    return keys.shape[0], free_count, issued, made
+
+
+@kernel
+def _prune(nodes: np.ndarray, root: int, stack: tuple[np.ndarray, int], released: tuple[np.ndarray, np.ndarray],
+           nodes_fields: NodesFields) -> tuple[int, int]:
+    """:meth:`NodeTable.prune`: delete the empty, childless ``nodes`` and their ancestors that become so.
+
+    A deleted node leaves its parent's links, its row goes on the free stack
+    (``stack = (free, free_count)``) and its block, if any, into
+    ``released = (starts, capacities)``.  Returns ``(free_count, blocks released)``.
+    """
+    start, capacity, count, level, node_cells, parent, children, child = nodes_fields  # Nodes, in field order
+    free, free_count = stack
+    starts, capacities = released
+    k = 0
+    for first in range(nodes.shape[0]):
+        node = nodes[first]
+        while node != root and count[node] == 0 and children[node] == 0:
+            up = parent[node]
+            if capacity[node] > 0:
+                starts[k] = start[node]
+                capacities[k] = capacity[node]
+                k += 1
+            if up >= 0:
+                for quadrant in range(child.shape[1]):  # the parent's links: one cache line
+                    if child[up, quadrant] == node:
+                        child[up, quadrant] = -1
+                children[up] -= 1
+            count[node] = -1  # a dead row (DEAD_ROW): its children and links are gone already
+            capacity[node] = 0
+            free[free_count] = node
+            free_count += 1
+            if up < 0:
+                break
+            node = up
+    return free_count, k

@@ -8,7 +8,12 @@ and the tree each object's node and row; the pool moves them (a block that
 outgrows itself, many removals, a compaction) and updates both.
 
 Blocks come in power-of-two capacities; a node that outgrows its block moves
-to one twice as large, and released blocks are reused by their size class.
+to one twice as large, and released blocks are reused by their size class:
+each class keeps a stack of its free blocks linked through an int64 array (a
+free block starting at row ``s`` names the next in ``links[s // MIN_BLOCK]``;
+every block starts at a multiple of ``MIN_BLOCK``), so the kernels that make
+room for a batch (:func:`_make_room`) and take blocks back (:func:`_release`)
+allocate and release without Python.
 Released blocks of other sizes cannot serve a request, so after many removals
 the owner compacts the pool (:meth:`BlockPool.compact`): every live block,
 cut to the power of two its members need, is copied into fresh arrays and the
@@ -24,16 +29,21 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from culling.core import growth, tiles
-from culling.core.rows import RowPool, concat_ranges
-from culling.core.structs import PoolFields
+from culling.core.jit import kernel
+from culling.core.rows import RowPool
+from culling.core.structs import Nodes, NodesFields, PoolFields
+from culling.core.tiles import cover_row
 
 if TYPE_CHECKING:
     from culling.tree.nodes import NodeTable
 
-__all__ = ["BlockPool", "MIN_BLOCK", "POOL_GROWTH", "SHRINK_RATIO"]
+__all__ = ["BlockPool", "CLASSES", "MIN_BLOCK", "POOL_GROWTH", "SHRINK_RATIO"]
 
 #: Smallest block: a node with a handful of members wastes at most 3 rows.
 MIN_BLOCK = 4
+
+#: The size class of ``MIN_BLOCK`` (``log2``).
+MIN_CLASS = 2
 
 #: The pool's arrays grow by this factor when full.  1.5 rather than 2 keeps
 #: the slack at 1M objects within the memory target (see docs/PERFORMANCE.md).
@@ -62,6 +72,10 @@ def block_capacities(counts: np.ndarray) -> np.ndarray:
     return capacities
 
 
+#: Size classes of blocks: a block of ``2**c`` rows is on free list ``c``.
+CLASSES = 64
+
+
 class BlockPool(RowPool):
     """:class:`~culling.core.rows.RowPool` rows (handles -1 where unused) in power-of-two blocks.
 
@@ -69,16 +83,21 @@ class BlockPool(RowPool):
     ----------
     handles : ndarray, shape (rows,), int64
     columns : ndarray, shape (width, rows), float64
-        The centre's ``width - 2`` axes, the radius, the squared reach.
+        The centre's axes, the radius, the squared reach.
     tile_box : ndarray, shape (tiles, 2 * (width - 2) + 1), float64
         Every tile's summary (:mod:`culling.core.tiles`): whoever writes a row's
         centre or radius covers it (:func:`culling.core.tiles.cover`).
+    heads : ndarray, shape (CLASSES,), int64
+        The most recently released free block of each size class, -1 for none.
+    links : ndarray, shape (rows // MIN_BLOCK + 1,), int64
+        For a free block starting at row ``s``: the start of the next free block of its class, or -1.
     """
 
     def __init__(self, width: int, rows: int = INITIAL_ROWS):
         super().__init__(width, rows, fill=-1)
         self.tile_box = tiles.empty_summaries(width - 2, tiles.tiles_for(rows))
-        self._free: dict[int, list[int]] = {}
+        self.heads = np.full(CLASSES, -1, dtype=np.int64)
+        self.links = growth.allocate((rows // MIN_BLOCK + 1,), np.int64, -1)
 
     def reserve(self, rows: int) -> None:
         """Make room for ``rows`` more rows above ``top`` (amortised O(1) per row)."""
@@ -89,47 +108,30 @@ class BlockPool(RowPool):
         handles = growth.allocate((capacity,), np.int64, -1)
         columns = growth.allocate((self.width, capacity), np.float64, 0.0)
         box = tiles.empty_summaries(self.width - 2, tiles.tiles_for(capacity))
+        links = growth.allocate((capacity // MIN_BLOCK + 1,), np.int64, -1)
         # Every array allocated: commit (a MemoryError above leaves the pool as it was).
         handles[: self.top] = self.handles[: self.top]
         columns[:, : self.top] = self.columns[:, : self.top]
         box[: self.tile_box.shape[0]] = self.tile_box
-        self.handles, self.columns, self.tile_box = handles, columns, box
+        links[: self.links.shape[0]] = self.links
+        self.handles, self.columns, self.tile_box, self.links = handles, columns, box, links
 
     def allocate(self, capacity: int) -> int:
-        """Start of a free block of ``capacity`` rows (a power of two)."""
-        free = self._free.get(capacity)
-        if free:
-            return free.pop()
+        """Start of a free block of ``capacity`` rows (a power of two): the most recently released
+        of its size, else cut at ``top`` (the pool grows when full)."""
+        size_class = capacity.bit_length() - 1
+        start = int(self.heads[size_class])
+        if start >= 0:
+            self.heads[size_class] = self.links[start // MIN_BLOCK]
+            return start
         self.reserve(capacity)
         start = self.top
         self.top += capacity
         return start
 
-    def allocate_many(self, capacities: np.ndarray) -> np.ndarray:
-        """Starts of free blocks of ``capacities`` (int64 (k,), powers of two), in the order given.
-
-        Released blocks of each size serve first (the most recently released
-        first, as :meth:`allocate`); the rest are cut from one regrowth of
-        the pool, consecutively.  O(k) vectorised, plus O(1) per size class.
-        """
-        starts = np.empty(capacities.shape[0], dtype=np.int64)
-        fresh = np.ones(capacities.shape[0], dtype=bool)
-        reused: list[tuple[np.ndarray, list[int]]] = []
-        for capacity in np.unique(capacities).tolist() if self._free else ():
-            free = self._free.get(capacity)
-            if free:
-                wanted = np.flatnonzero(capacities == capacity)[: len(free)]
-                reused.append((wanted, free))
-                fresh[wanted] = False
-        fresh_capacities = capacities[fresh]
-        total = int(fresh_capacities.sum())
-        self.reserve(total)  # first: a MemoryError here leaves the pool as it was
-        for wanted, free in reused:
-            starts[wanted] = free[len(free) - wanted.size:][::-1]
-            del free[len(free) - wanted.size:]
-        starts[fresh] = self.top + np.cumsum(fresh_capacities) - fresh_capacities
-        self.top += total
-        return starts
+    def free_arrays(self) -> tuple[np.ndarray, np.ndarray]:
+        """The free lists as the kernels take them: ``(heads, links)`` (references)."""
+        return self.heads, self.links
 
     def wasteful(self, objects: int) -> bool:
         """Whether the pool is far longer than ``objects`` stored objects need (compaction pays)."""
@@ -149,11 +151,12 @@ class BlockPool(RowPool):
         total = int(capacities.sum())
         length = max(INITIAL_ROWS, int(total * POOL_GROWTH))
         box = tiles.empty_summaries(self.width - 2, tiles.tiles_for(length))  # first: nothing changes on a MemoryError
+        links = growth.allocate((length // MIN_BLOCK + 1,), np.int64, -1)
         self.repacked(starts, counts, new_starts, length)  # allocates, then commits
         tiles.summarise(self.columns, new_starts, counts, box)
-        self.tile_box = box
+        self.tile_box, self.links = box, links
+        self.heads[:] = -1
         self.top = total
-        self._free = {}
         return new_starts, capacities
 
     def moved(self, rows: np.ndarray) -> None:
@@ -171,18 +174,23 @@ class BlockPool(RowPool):
     def release(self, start: int, capacity: int) -> None:
         """Give a block back for reuse by a block of the same capacity."""
         self.handles[start:start + capacity] = -1
-        self._free.setdefault(capacity, []).append(start)
+        size_class = capacity.bit_length() - 1
+        self.links[start // MIN_BLOCK] = self.heads[size_class]
+        self.heads[size_class] = start
 
     def release_many(self, starts: np.ndarray, capacities: np.ndarray) -> None:
-        """:meth:`release` of many blocks, in the order given; O(rows released) vectorised."""
-        for capacity in np.unique(capacities).tolist():
-            mine = starts[capacities == capacity]
-            self.handles[(mine[:, None] + np.arange(capacity)).ravel()] = -1
-            self._free.setdefault(capacity, []).extend(mine.tolist())
+        """:meth:`release` of many blocks, in the order given (compiled: :func:`_release`); O(rows released)."""
+        _release(starts, capacities, self.handles, self.free_arrays())
 
     def free_blocks(self) -> list[tuple[int, int]]:
         """``(start, capacity)`` of every released block, for the invariant checker."""
-        return [(start, capacity) for capacity, starts in self._free.items() for start in starts]
+        blocks = []
+        for size_class in np.flatnonzero(self.heads >= 0).tolist():
+            start = int(self.heads[size_class])
+            while start >= 0:
+                blocks.append((start, 1 << size_class))
+                start = int(self.links[start // MIN_BLOCK])
+        return blocks
 
     def arrays(self) -> PoolFields:
         """The rows as the kernels take them: :class:`~culling.core.structs.Pool`'s fields, a plain
@@ -190,7 +198,7 @@ class BlockPool(RowPool):
         return self.handles, self.columns, self.tile_box
 
     def nbytes(self) -> int:
-        return super().nbytes() + int(self.tile_box.nbytes)
+        return super().nbytes() + int(self.tile_box.nbytes + self.links.nbytes + self.heads.nbytes)
 
     # ------------------------------------------------------------------
     # The node table's blocks: each node's start, capacity and count, each object's node and row
@@ -211,51 +219,24 @@ class BlockPool(RowPool):
 
     def make_room(self, nodes: NodeTable, ids: np.ndarray, more: np.ndarray, obj_row: np.ndarray) -> None:
         """Give each of the nodes ``ids`` (distinct) room for ``more`` more members: :meth:`move_block`,
-        vectorised.
+        compiled (:func:`_make_room`).
 
         The nodes whose blocks are too small get blocks of the power of two
-        their members will need (:meth:`allocate_many`, one regrowth at
-        most); their members move there and the old blocks are released.
-        O(nodes + members moved).
+        their members will need (released blocks of that size first, else
+        cut at ``top``); their members move there and the old blocks are
+        released.  When the pool is full the kernel stops and says how many
+        rows the rest need at most: the pool grows once for them and the
+        kernel goes on.  A ``MemoryError`` there leaves every node with a
+        block that holds its members (some moved already): nothing a caller
+        sees has changed.  O(nodes + members moved).
         """
-        needed = nodes.count[ids] + more
-        grow = np.flatnonzero(needed > nodes.capacity[ids])
-        if not grow.size:
-            return
-        ids = ids[grow]
-        capacities = block_capacities(needed[grow])
-        starts = self.allocate_many(capacities)
-        old_starts, old_capacities, counts = nodes.start[ids], nodes.capacity[ids], nodes.count[ids]
-        if counts.any():
-            target = concat_ranges(starts, counts)
-            self.move_rows(concat_ranges(old_starts, counts), target)
-            obj_row[self.handles[target]] = target
-        held = old_capacities > 0
-        if held.any():
-            self.release_many(old_starts[held], old_capacities[held])
-        nodes.start[ids] = starts
-        nodes.capacity[ids] = capacities
-
-    def unlink_many(self, nodes: NodeTable, obj_node: np.ndarray, obj_row: np.ndarray,
-                    handles: np.ndarray) -> np.ndarray:
-        """Take many objects out of their nodes, vectorised (:meth:`fill_holes`); returns the nodes touched.
-
-        ``obj_node[h]`` becomes -1 for each removed handle.  O(k log k).
-        """
-        owners = obj_node[handles]
-        rows = obj_row[handles]
-        touched, removed = np.unique(owners, return_counts=True)
-        kept = nodes.count[touched] - removed
-        tail_starts = nodes.start[touched] + kept
-        in_front = rows < tail_starts[np.searchsorted(touched, owners)]
-        obj_node[handles] = -1
-        holes = rows[in_front][np.argsort(owners[in_front], kind="stable")]
-        tail = concat_ranges(tail_starts, removed)
-        fillers = self.fill_holes(holes, tail, obj_node >= 0)
-        obj_row[fillers] = holes
-        self.handles[tail] = -1
-        nodes.count[touched] = kept
-        return touched
+        done = 0
+        while True:
+            done, self.top, need = _make_room(ids, more, done, obj_row, nodes.arrays(), self.arrays(),
+                                              (self.heads, self.links, self.top))
+            if done == ids.shape[0]:
+                return
+            self.reserve(need)
 
     def compact_nodes(self, nodes: NodeTable, obj_node: np.ndarray, obj_row: np.ndarray) -> None:
         """Pack every node's members into a fresh pool (:meth:`compact`), moving their blocks and
@@ -279,3 +260,84 @@ def _bit_length(values: np.ndarray) -> np.ndarray:
     """``int.bit_length`` of each non-negative int64, vectorised (exact below 2**53)."""
     _, exponent = np.frexp(values.astype(np.float64))
     return exponent.astype(np.int64)
+
+
+@kernel
+def _release(starts: np.ndarray, capacities: np.ndarray, handles: np.ndarray,
+             free: tuple[np.ndarray, np.ndarray]) -> None:
+    """:meth:`BlockPool.release_many`: clear each block's handles and push it on its class's free list."""
+    heads, links = free
+    for b in range(starts.shape[0]):
+        start, capacity = starts[b], capacities[b]
+        for row in range(start, start + capacity):
+            handles[row] = -1
+        size_class = 0
+        while (1 << size_class) < capacity:
+            size_class += 1
+        links[start // MIN_BLOCK] = heads[size_class]
+        heads[size_class] = start
+
+
+@kernel
+def _make_room(ids: np.ndarray, more: np.ndarray, done: int, obj_row: np.ndarray, nodes_fields: NodesFields,
+               pool_fields: PoolFields, free: tuple[np.ndarray, np.ndarray, int]) -> tuple[int, int, int]:
+    """:meth:`BlockPool.make_room` of nodes ``ids[done:]``: returns ``(done, top, need)``.
+
+    Node ``ids[i]`` needs room for ``more[i]`` more members; when its block
+    is too small it gets one of ``block_capacity(count + more)`` rows (``free
+    = (heads, links, top)``: the free list of that size, else at ``top``),
+    its members move there (rows, tiles, ``obj_row``) and the old block is
+    released.  Stops at the first node the pool has no room for: ``done`` is
+    its index and ``need`` the rows the nodes from it on need at most.
+    """
+    nodes = Nodes(*nodes_fields)
+    node_start, node_capacity, node_count = nodes.start, nodes.capacity, nodes.members
+    pool_handles, columns, tile_box = pool_fields
+    heads, links, top = free
+    rows = pool_handles.shape[0]
+    width = columns.shape[0]
+    for i in range(done, ids.shape[0]):
+        node = ids[i]
+        count = node_count[node]
+        needed = count + more[i]
+        if needed <= node_capacity[node]:
+            continue
+        capacity, size_class = MIN_BLOCK, MIN_CLASS
+        while capacity < needed:
+            capacity <<= 1
+            size_class += 1
+        start = heads[size_class]
+        if start >= 0:
+            heads[size_class] = links[start // MIN_BLOCK]
+        elif top + capacity <= rows:
+            start = top
+            top += capacity
+        else:  # full: what the rest needs at most, for one regrowth
+            need = 0
+            for j in range(i, ids.shape[0]):
+                wanted = node_count[ids[j]] + more[j]
+                if wanted > node_capacity[ids[j]]:
+                    grown = MIN_BLOCK
+                    while grown < wanted:
+                        grown <<= 1
+                    need += grown
+            return i, top, need
+        old, old_capacity = node_start[node], node_capacity[node]
+        for k in range(count):
+            h = pool_handles[old + k]
+            pool_handles[start + k] = h
+            for column in range(width):
+                columns[column, start + k] = columns[column, old + k]
+            obj_row[h] = start + k
+            cover_row(columns, start + k, tile_box)
+        if old_capacity > 0:
+            for row in range(old, old + old_capacity):
+                pool_handles[row] = -1
+            old_class = 0
+            while (1 << old_class) < old_capacity:
+                old_class += 1
+            links[old // MIN_BLOCK] = heads[old_class]
+            heads[old_class] = old
+        node_start[node] = start
+        node_capacity[node] = capacity
+    return ids.shape[0], top, 0

@@ -10,8 +10,8 @@ a query visits at most ``2**dim`` nodes per level, however many objects crowd
 the world elsewhere.
 
 Nodes are named by ``(level, cell)`` (see :mod:`culling.core.lattice`) and found by
-hashing, so a sphere's home node, and the nodes a query visits, are computed,
-not searched for.  Objects live in a :class:`~culling.tree.pool.BlockPool`, each
+descending the child links from the root, one bit of the cell per level, so a
+sphere's home node, and the nodes a query visits, are computed, not searched for.  Objects live in a :class:`~culling.tree.pool.BlockPool`, each
 node's members in one contiguous block; an object knows its node and its row,
 so removal is O(1).
 
@@ -52,6 +52,7 @@ from culling.core.validation import (
     Handle,
     as_coords,
     as_flag,
+    as_handles,
     as_points,
     as_probe_radii,
     as_radii,
@@ -64,7 +65,7 @@ from culling.core.validation import (
 )
 from culling.trace import LevelTrace, QueryTrace
 from culling.tree import batch, probe, walk
-from culling.tree.nodes import NodeTable
+from culling.tree.nodes import DEAD_ROW, NodeTable
 from culling.tree.pool import BlockPool, block_capacity
 
 __all__ = ["HANDLE_SHRINK_RATIO", "MAX_DEPTH", "MAX_GROWTH", "ViewDistanceTree"]
@@ -294,21 +295,7 @@ class ViewDistanceTree(Structure):
         point = as_coords(centre, self.dim, "centre")
         radius = as_radius(radius)
         handle = int(self._peek_handles(1)[0])
-        try:
-            level, cell = self._home(point, radius)
-            node = self._nodes.at(level, cell)
-            count = int(self._nodes.count[node])
-            if count == self._nodes.capacity[node]:
-                self._pool.move_block(self._nodes, node, block_capacity(count + 1), self._obj_pos)
-        except MemoryError:
-            live = self._nodes.count[: self._nodes.issued] >= 0
-            empty = np.flatnonzero(live & (self._nodes.count[: self._nodes.issued] == 0)
-                                   & (self._nodes.children[: self._nodes.issued] == 0))
-            for leaf in empty.tolist():
-                if self._nodes.count[leaf] == 0 and leaf != self._root:
-                    self._cleanup(leaf)
-            self._shrink_root()
-            raise
+        node = self._room_at(point, radius)
         self._take_handles(1)
         self._append(node, handle, self._row(point, radius))
         self._count += 1
@@ -320,26 +307,29 @@ class ViewDistanceTree(Structure):
         """Move or resize one object in place.
 
         O(1) when it stays in its node (no other node is touched); otherwise
-        an O(1) unlink, a re-insert at its new home and cleanup of the old
-        node's emptied ancestors.
+        its new home is found (one compiled descent) with room for it, then
+        an O(1) unlink, the append, and one compiled pass deleting the old
+        node and its ancestors if they emptied.
         """
         handle = self._live(handle)
         point = as_coords(centre, self.dim, "centre")
         radius = as_radius(radius)
-        level, cell = self._home(point, radius)
         node = int(self._obj_node[handle])
-        if self._nodes.key[node] == (level, cell):
+        key = self._home(point, radius)
+        if self._nodes.key_of(node) == key:
             row = int(self._obj_pos[handle])
             self._pool.columns[:, row] = self._row(point, radius)
             self._pool.cover(row, row + 1)
             return
+        target = self._room_at(point, radius, key)  # first: a MemoryError there changes nothing
         self._unlink(handle)
-        self._append(self._nodes.at(level, cell), handle, self._row(point, radius))
+        self._append(target, handle, self._row(point, radius))
         self._cleanup(node)
 
     @writing
     def remove(self, handle: Handle) -> None:
-        """Remove one object: an O(1) unlink, then cleanup of emptied nodes up the parent chain."""
+        """Remove one object: an O(1) unlink, then one compiled pass deleting its node and the ancestors
+        that emptied (:meth:`NodeTable.prune`)."""
         handle = self._live(handle)
         node = self._unlink(handle)
         self._free_handles.append(handle)
@@ -378,14 +368,16 @@ class ViewDistanceTree(Structure):
     def update_many(self, handles: ArrayLike, centres: ArrayLike, radii: ArrayLike | None = None) -> None:
         """Move or resize many objects; ``radii`` omitted (``None``) keeps each object's stored radius.
 
-        Objects that stay in their node are rewritten in place by one kernel
-        pass (:func:`culling.tree.batch.settle`) and touch no node; the
-        others (the movers) are unlinked and re-linked in batch, as
-        ``insert_many`` links.  O(n) compiled, plus O(movers log movers) NumPy
-        for the unlink.
+        One kernel pass rewrites in place the objects whose home node is
+        unchanged and finds the others, the movers
+        (:func:`culling.tree.batch.settle`); the movers' homes are prepared
+        (found or created, with room; a failure puts the others back), the movers
+        unlinked (:func:`culling.tree.batch.unlink`) and appended to their
+        homes as ``insert_many`` appends, and the nodes they emptied deleted
+        with their emptied ancestors (:meth:`NodeTable.prune`).  O(n)
+        compiled, plus O(movers + homes x depth); no Python step per object or node.
         """
-        handles = self._live_many(handles)
-        check_unique(handles)
+        handles = self._live_unique(handles)
         centres = as_points(centres, self.dim, "centres")
         radii = (self._pool.columns[self.dim, self._obj_pos[handles]] if radii is None  # a copy (fancy indexing)
                  else as_radii(radii, centres.shape[0]))
@@ -395,35 +387,34 @@ class ViewDistanceTree(Structure):
         centres = np.ascontiguousarray(centres)
         if not handles.size:
             return
-
-        def settle(write: bool) -> np.ndarray:
-            return batch.settle(handles, centres, radii, self._world(), (self._obj_node, self._obj_pos),
-                                self._nodes.arrays(), self._pool.arrays(), write)
-
-        # The movers' homes (a grown root too) and room in their blocks first: a MemoryError there
-        # changes nothing.  Then the commit, which allocates none of the tree's arrays.
-        movers = settle(False)
-        links = self._prepare_links(centres[movers], radii[movers]) if movers.size else None
-        movers = settle(True)
-        if links is None:
+        objects = (self._obj_node, self._obj_pos)
+        backup = np.empty((handles.size, self.dim + 3))
+        movers = batch.settle(handles, centres, radii, self._world(), objects, self._nodes.arrays(),
+                              self._pool.arrays(), backup)
+        if not movers.size:
             return
+        try:  # the movers' homes (a grown root too) and room in their blocks
+            links = self._prepare_links(centres[movers], radii[movers], self._obj_node[handles[movers]])
+        except BaseException:  # a MemoryError, a mover outside the world: the stayers go back
+            self._pool.cover_rows(batch.restore(handles, backup, self._obj_pos, self._pool.columns))
+            raise
+        # Commit: nothing below allocates the tree's arrays.
         moving = handles[movers]
-        touched = self._pool.unlink_many(self._nodes, self._obj_node, self._obj_pos, moving)
+        emptied = batch.unlink(moving, objects, self._nodes.arrays(), self._pool.arrays())
         self._place(moving, links, centres[movers], radii[movers])
-        self._cleanup_many(touched)
-        self._shrink_root()
+        self._prune(emptied)
 
     @writing
     def remove_many(self, handles: ArrayLike) -> None:
-        """Remove many objects: a vectorised unlink, then cleanup per emptied node."""
-        handles = self._live_many(handles)
-        check_unique(handles)
+        """Remove many objects: a compiled unlink (:func:`culling.tree.batch.unlink`), then one compiled
+        pass deleting the emptied nodes and their emptied ancestors (:meth:`NodeTable.prune`).  O(k)."""
+        handles = self._live_unique(handles)
         if not handles.size:
             return
-        touched = self._pool.unlink_many(self._nodes, self._obj_node, self._obj_pos, handles)
+        emptied = batch.unlink(handles, (self._obj_node, self._obj_pos), self._nodes.arrays(), self._pool.arrays())
         self._free_handles.extend(handles.tolist())
         self._count -= handles.size
-        self._cleanup_many(touched)
+        self._prune(emptied)
         self._after_removal()
 
     # ------------------------------------------------------------------
@@ -697,27 +688,36 @@ class ViewDistanceTree(Structure):
     @reading
     def check_invariants(self) -> None:
         """Assert every structural rule; O(objects + nodes).  For tests."""
-        alive = np.flatnonzero(self._nodes.count[: self._nodes.issued] >= 0)
-        assert alive.size == self.node_count, "free node list disagrees with dead nodes"
-        assert set(self._nodes.free).isdisjoint(alive.tolist()), "a live node is on the free list"
+        nodes = self._nodes
+        alive = np.flatnonzero(nodes.count[: nodes.issued] >= 0)
+        assert alive.size == self.node_count, "free node stack disagrees with dead nodes"
+        free = nodes.free_ids()
+        assert np.unique(free).size == free.size, "a node row is on the free stack twice"
+        assert ((free >= 0) & (free < nodes.issued)).all() and (nodes.count[free] == -1).all(), \
+            "a live node is on the free stack"
+        dead = np.flatnonzero(nodes.count < 0)
+        for name, fill in DEAD_ROW.items():
+            assert (getattr(nodes, name)[dead] == fill).all(), f"a dead node row keeps its {name}"
         root = self._root
-        assert self._nodes.count[root] >= 0 and self._nodes.parent[root] == -1, "root must be live and parentless"
+        assert nodes.count[root] >= 0 and nodes.parent[root] == -1, "root must be live and parentless"
         root_level = self.root_level
         assert -MAX_GROWTH <= root_level <= 0, "root level out of range"
-        # Node keys, levels and the hash index agree.
-        indexed = sum(len(nodes) for nodes in self._nodes.by_level.values())
-        assert indexed == alive.size, "level index holds a different number of nodes"
-        assert all(nodes for nodes in self._nodes.by_level.values()), "empty level dict kept"
-        for node in alive.tolist():
-            level, cell = self._nodes.key_of(node)
-            assert self._nodes.by_level[level][cell] == node, "level index points elsewhere"
-            assert level == self._nodes.level[node] and cell == tuple(self._nodes.cells[:, node].tolist())
-            assert root_level <= level <= MAX_DEPTH, "node level outside [root, MAX_DEPTH]"
-            parent = int(self._nodes.parent[node])
-            if node != root:
-                assert self._nodes.count[parent] >= 0, "parent is dead"
-                assert self._nodes.key[parent] == (level - 1, tuple(c >> 1 for c in cell)), "parent is not the enclosing cell"
-                assert self._nodes.count[node] > 0 or self._nodes.children[node] > 0, "empty leaf left after cleanup"
+        # The one index: every node's parent is the enclosing cell one level up, and every live node
+        # is reached from the root through the child links, level by level (what the descent follows).
+        levels = nodes.level[alive]
+        assert ((levels >= root_level) & (levels <= MAX_DEPTH)).all(), "node level outside [root, MAX_DEPTH]"
+        below = alive[alive != root]
+        parents = nodes.parent[below]
+        assert (nodes.count[parents] >= 0).all(), "parent is dead"
+        assert (nodes.level[parents] == nodes.level[below] - 1).all(), "parent is not one level up"
+        assert (nodes.cells[:, parents] == nodes.cells[:, below] >> 1).all(), "parent is not the enclosing cell"
+        assert ((nodes.count[below] > 0) | (nodes.children[below] > 0)).all(), "empty leaf left after cleanup"
+        reached, frontier = 1, np.array([root])
+        for _ in range(MAX_GROWTH + MAX_DEPTH + 1):  # levels only go down: at most that many steps
+            links = nodes.child[frontier]
+            frontier = links[links >= 0]
+            reached += frontier.size
+        assert reached == alive.size, "a live node is not reachable from the root"
         children = np.bincount(self._nodes.parent[alive][self._nodes.parent[alive] >= 0], minlength=self._nodes.issued)
         assert (children[alive] == self._nodes.children[alive]).all(), "child counts are wrong"
         # Child links: each live non-root node in its parent's quadrant slot, nothing else linked.
@@ -774,6 +774,13 @@ class ViewDistanceTree(Structure):
     def _live(self, handle: Handle) -> int:
         return live_handle(handle, self._next_handle, self._obj_node, "tree")
 
+    def _live_unique(self, handles: ArrayLike) -> np.ndarray:
+        """Many handles, live and each once (one compiled pass; the validators name a fault)."""
+        handles = as_handles(handles)
+        if batch.check_handles(handles, self._next_handle, self._obj_node) >= 0:
+            check_unique(self._live_many(handles))
+        return handles
+
     def _live_many(self, handles: ArrayLike) -> np.ndarray:
         return live_handles(handles, self._next_handle, self._obj_node, "tree")
 
@@ -808,7 +815,8 @@ class ViewDistanceTree(Structure):
             self._grow_root_for(level, u, u)
         return level, tuple(cell)
 
-    def _prepare_links(self, centres: np.ndarray, radii: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def _prepare_links(self, centres: np.ndarray, radii: np.ndarray,
+                       near: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
         """Everything :meth:`_place` needs that allocates: the root grown to hold the objects, their
         home nodes created, room in the homes' blocks.  Returns ``(group_of, homes)``.
 
@@ -816,19 +824,21 @@ class ViewDistanceTree(Structure):
         (new empty nodes deleted, the root shrunk back) and propagates: the
         tree is as it was.  Grouping (:func:`culling.tree.batch.group`), the home nodes
         (:meth:`NodeTable.at_many`), their blocks (:meth:`BlockPool.make_room`).
-        ``centres`` C-contiguous, non-empty.
+        ``centres`` C-contiguous, non-empty.  ``near`` (int64 (n,), optional): a live node near each
+        object's home (a mover's old node), where the search for the home starts.
         """
-        made: list[int] = []
+        made: list[np.ndarray] = []
         try:
             self._fit_many(centres, radii)
             group_of, keys, sizes = batch.group(centres, radii, self.origin, self.size)
-            homes = self._nodes.at_many(keys, self._root, made)
+            begin = None
+            if near is not None:
+                begin = np.empty(keys.shape[0], dtype=np.int64)
+                begin[group_of] = near  # any object's node of each group
+            homes = self._nodes.at_many(keys, self._root, made, begin)
             self._pool.make_room(self._nodes, homes, sizes, self._obj_pos)
         except MemoryError:
-            for node in reversed(made):  # new nodes are empty leaves (or chains of them)
-                if self._nodes.count[node] == 0 and self._nodes.children[node] == 0:
-                    self._cleanup(node)
-            self._shrink_root()
+            self._prune(made[0] if made else np.empty(0, dtype=np.int64))  # new nodes: empty leaves, chains of them
             raise
         return group_of, homes
 
@@ -901,9 +911,8 @@ class ViewDistanceTree(Structure):
         """Undo growth that no object needs any more."""
         while self._nodes.level[self._root] < 0 and self._nodes.count[self._root] == 0:
             root = self._root
-            level = int(self._nodes.level[root])
             if self._nodes.children[root] == 1:
-                (child,) = self._nodes.by_level[level + 1].values()
+                child = self._nodes.only_child(root)
                 self._nodes.orphan(child)
                 self._delete_node(root)
                 self._root = child
@@ -952,18 +961,36 @@ class ViewDistanceTree(Structure):
         self._nodes.delete(node)
 
     def _cleanup(self, node: int) -> None:
-        """Delete ``node`` and its ancestors while they are empty and childless."""
-        root = self._root
-        while node != root and self._nodes.count[node] == 0 and self._nodes.children[node] == 0:
-            parent = int(self._nodes.parent[node])
-            self._delete_node(node)
-            node = parent
+        """Delete ``node`` and its ancestors while they are empty and childless (:meth:`_prune`)."""
+        if self._nodes.count[node] == 0 and self._nodes.children[node] == 0:
+            self._prune(np.array([node], dtype=np.int64))
+        else:
+            self._shrink_root()
+
+    def _prune(self, nodes: np.ndarray) -> None:
+        """Delete the empty, childless ``nodes`` (int64) and their ancestors that become so, in one
+        compiled pass (:meth:`NodeTable.prune`); their blocks go back to the pool, then the root
+        shrinks if it can.  Allocates none of the tree's arrays."""
+        starts, capacities = self._nodes.prune(nodes, self._root)
+        if starts.size:
+            self._pool.release_many(starts, capacities)
         self._shrink_root()
 
-    def _cleanup_many(self, nodes: np.ndarray) -> None:
-        for node in nodes[self._nodes.count[nodes] == 0].tolist():
-            if self._nodes.count[node] == 0:  # not deleted by an earlier chain
-                self._cleanup(node)
+    def _room_at(self, point: list[float], radius: float, key: tuple[int, tuple[int, ...]] | None = None) -> int:
+        """The home node of one sphere (``key``, when :meth:`_home` gave it already), created if missing
+        (the root grown if needed), with room for one more member.  A ``MemoryError`` undoes what was
+        done (new empty nodes, root growth) and propagates."""
+        try:
+            level, cell = self._home(point, radius) if key is None else key
+            node = self._nodes.at(level, cell, self._root)
+            count = int(self._nodes.count[node])
+            if count == self._nodes.capacity[node]:
+                self._pool.move_block(self._nodes, node, block_capacity(count + 1), self._obj_pos)
+        except MemoryError:
+            issued = self._nodes.issued
+            self._prune(np.flatnonzero((self._nodes.count[:issued] == 0) & (self._nodes.children[:issued] == 0)))
+            raise
+        return node
 
     # ------------------------------------------------------------------
     # Internals: membership

@@ -23,7 +23,7 @@ import math
 import numpy as np
 
 from culling.core.cells import axis_window, exact_axis_window, grown_half, half_reach_by
-from culling.core.jit import kernel
+from culling.core.jit import inline_kernel, kernel
 from culling.core.lattice import MAX_DEPTH, MAX_GROWTH
 from culling.core.members import PARALLEL_MIN_POINTS, answer
 from culling.core.structs import Nodes, NodesFields, Pool, PoolFields, Query, QueryFields, World, WorldFields
@@ -177,16 +177,21 @@ def query(p: np.ndarray, query_fields: QueryFields, world_fields: WorldFields, n
     the handles (with ``want_rows``, the pool rows) and the pool rows the
     exact filter left unsure (:func:`culling.core.containment.decide` settles
     them); O(levels + candidates).
+
+    A kernel of its own (its compile links :func:`walk` and
+    :func:`culling.core.members.answer` again, about a second at a cold
+    start): Python calling the two with their named tuples would cost
+    several microseconds more per query, the hottest call there is.
     """
     q, nodes = Query(*query_fields), Nodes(*nodes_fields)
     visited, _ = walk(p, q.scale, World(*world_fields), nodes)
     return answer(visited, nodes.start, nodes.members, Pool(*pool_fields), p, q)
 
 
-@kernel
 def trace_walk(p: np.ndarray, scale: float, world_fields: WorldFields,
                nodes_fields: NodesFields) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`walk` for Python (the tree's trace), the structs as plain tuples."""
+    """:func:`walk` for Python (the tree's trace), the structs as plain tuples (the kernel as compiled
+    for other kernels: no compile of its own)."""
     return walk(p, scale, World(*world_fields), Nodes(*nodes_fields))
 
 
@@ -196,7 +201,7 @@ _KEPT_VISITS = 256
 
 
 @kernel
-def _visits(points: np.ndarray, scale: float, world: World, nodes: Nodes,
+def _visits(points: np.ndarray, scale: float, world_fields: WorldFields, nodes_fields: NodesFields,
             shift: int) -> tuple[np.ndarray, np.ndarray]:
     """Every point's walk: the nodes with members each visits, for :func:`culling.core.members.answer_many`.
 
@@ -204,8 +209,10 @@ def _visits(points: np.ndarray, scale: float, world: World, nodes: Nodes,
     ``visit_point[v] - shift`` visiting node ``visit_node[v]``; the points in
     order, each point's nodes in its walk's order.  Nodes without members
     are left out (a quarter of a walk's nodes, on the benchmark's crowd):
-    nothing to test there.  O(m x levels).
+    nothing to test there.  The structs as plain tuples (Python calls it
+    once per chunk).  O(m x levels).
     """
+    world, nodes = World(*world_fields), Nodes(*nodes_fields)
     m = points.shape[0]
     kept = np.empty((m, _KEPT_VISITS), dtype=np.int64)
     first_visit = np.zeros(m + 1, dtype=np.int64)
@@ -235,10 +242,8 @@ def visits(points: np.ndarray, scale: float, world_fields: WorldFields,
 
     ``points`` float64 (m, dim), C-contiguous.  O(m x levels), over the threads.
     """
-    world, nodes = World(*world_fields), Nodes(*nodes_fields)
-
     def chunk(lo: int, hi: int) -> tuple[np.ndarray, np.ndarray]:
-        return _visits(points[lo:hi], scale, world, nodes, lo)
+        return _visits(points[lo:hi], scale, world_fields, nodes_fields, lo)
 
     parts = run_chunks(chunk, points.shape[0], min_items=PARALLEL_MIN_POINTS // 2)
     if not parts:
@@ -248,10 +253,11 @@ def visits(points: np.ndarray, scale: float, world_fields: WorldFields,
     return np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
 
 
-@kernel
+@inline_kernel
 def _walk_kept(p: np.ndarray, scale: float, world: World, nodes: Nodes, kept: np.ndarray) -> int:
     """Walk from ``p``; write the visited nodes that have members to ``kept`` (as many as fit) and
-    return how many there are."""
+    return how many there are.  Inlined into :func:`_visits` (a few lines around a call of
+    :func:`walk`), so that :func:`walk`'s code is linked and optimised once more, not twice."""
     visited, _ = walk(p, scale, world, nodes)
     n = 0
     for node in visited:
