@@ -31,7 +31,7 @@ from culling.core.jit import inline_kernel, kernel
 from culling.core.structs import Pool, Query
 from culling.core.tiles import TILE_SHIFT
 
-__all__ = ["appended", "far_apart", "joined", "pair_row", "probe_row", "probe_run", "reach_up", "settle"]
+__all__ = ["any_near", "appended", "far_apart", "joined", "pair_range", "pair_row", "pairs_sure", "probe_row", "probe_run", "reach_up", "settle"]
 
 _BELOW = 1.0 - FILTER_EPS
 _ABOVE = 1.0 + FILTER_EPS
@@ -188,6 +188,113 @@ def probe_run(pool: Pool, first: int, last: int, p: np.ndarray, rho: float, q: Q
                 uk += 1
         row = end
     return out, k, unsure, uk
+
+@inline_kernel
+def pairs_sure(columns: np.ndarray, handles: np.ndarray, i: int, j0: int, j1: int, cube: bool, first: np.ndarray,
+              second: np.ndarray, k: int) -> tuple[bool, int]:
+    """Write the pairs of row ``i`` with rows ``j0 .. j1 - 1`` that surely meet to ``first[k:]``,
+    ``second[k:]``, branch-free; return False (the writes then mean nothing) when some row lies
+    within rounding of touching or has a square out of range: :func:`pair_row`
+    then decides row by row.  The same float filter as :func:`pair_row`.  Returns ``(all sure, new k)``.
+    """
+    dim = columns.shape[0] - 2
+    radius = columns[dim, i]
+    inside_count = 0
+    maybe = 0
+    unsafe = False
+    for j in range(j0, j1):
+        limit = radius + columns[dim, j]
+        if cube:
+            d = abs(columns[0, i] - columns[0, j])
+            for axis in range(1, dim):
+                d = max(d, abs(columns[axis, i] - columns[axis, j]))
+            inside = d < limit * _BELOW
+            maybe += d <= limit * _ABOVE
+            unsafe |= (limit < _TINY_LIMIT) | (d == math.inf)
+        else:
+            e = columns[0, i] - columns[0, j]
+            d = e * e
+            for axis in range(1, dim):
+                e = columns[axis, i] - columns[axis, j]
+                d += e * e
+            bound = limit * limit
+            inside = d < bound * _BELOW
+            maybe += d <= bound * _ABOVE
+            unsafe |= (bound < _TINY_REACH) | (d > SAFE_HI)
+        first[k] = min(handles[i], handles[j])
+        second[k] = max(handles[i], handles[j])
+        k += inside
+        inside_count += inside
+    return maybe == inside_count and not unsafe, k
+
+
+@inline_kernel
+def any_near(columns: np.ndarray, i: int, j0: int, j1: int, cube: bool) -> bool:
+    """Whether some row of ``j0 .. j1 - 1`` may meet row ``i``: :func:`pairs_sure`'s filter without
+    its writes (a row within the upper margin, or out of the safe range).  A reduction without
+    stores or branches, so it runs on SIMD lanes; most candidates of a broad phase are apart,
+    and only the ranges with a hit are tested again to write their pairs."""
+    dim = columns.shape[0] - 2
+    radius = columns[dim, i]
+    hits = 0
+    if cube:
+        for j in range(j0, j1):
+            limit = radius + columns[dim, j]
+            d = abs(columns[0, i] - columns[0, j])
+            for axis in range(1, dim):
+                d = max(d, abs(columns[axis, i] - columns[axis, j]))
+            hits += (d <= limit * _ABOVE) | (limit < _TINY_LIMIT) | (d == math.inf)
+    elif dim == 3:
+        x, y, z = columns[0, i], columns[1, i], columns[2, i]
+        for j in range(j0, j1):
+            limit = radius + columns[3, j]
+            a, b, c = x - columns[0, j], y - columns[1, j], z - columns[2, j]
+            d = a * a + b * b + c * c
+            bound = limit * limit
+            hits += (d <= bound * _ABOVE) | (bound < _TINY_REACH) | (d > SAFE_HI)
+    else:
+        for j in range(j0, j1):
+            limit = radius + columns[dim, j]
+            e = columns[0, i] - columns[0, j]
+            d = e * e
+            for axis in range(1, dim):
+                e = columns[axis, i] - columns[axis, j]
+                d += e * e
+            bound = limit * limit
+            hits += (d <= bound * _ABOVE) | (bound < _TINY_REACH) | (d > SAFE_HI)
+    return hits > 0
+
+
+@inline_kernel
+def pair_range(columns: np.ndarray, handles: np.ndarray, i: int, j0: int, j1: int, cube: bool, first: np.ndarray,
+               second: np.ndarray, k: int, unsure_a: np.ndarray, unsure_b: np.ndarray,
+               uk: int) -> tuple[np.ndarray, np.ndarray, int, np.ndarray, np.ndarray, int]:
+    """Test row ``i`` against rows ``j0 .. j1 - 1``: the handles of the pairs that surely meet go to
+    ``first[k:]``/``second[k:]`` (smaller handle first), the rows of those within rounding of
+    touching to ``unsure_a[uk:]``/``unsure_b[uk:]``; the buffers grow as needed.
+
+    :func:`pairs_sure` first (branch-free); where it is unsure, :func:`pair_row` row by row.
+    """
+    if j1 <= j0:
+        return first, second, k, unsure_a, unsure_b, uk
+    first = appended(first, k, j1 - j0)
+    second = appended(second, k, j1 - j0)
+    sure, after = pairs_sure(columns, handles, i, j0, j1, cube, first, second, k)
+    if sure:
+        return first, second, after, unsure_a, unsure_b, uk
+    for j in range(j0, j1):  # within rounding of touching, or a square out of range: row by row
+        inside, doubtful = pair_row(columns, i, j, cube)
+        first[k] = min(handles[i], handles[j])
+        second[k] = max(handles[i], handles[j])
+        k += inside
+        if doubtful:
+            unsure_a = appended(unsure_a, uk, 1)
+            unsure_b = appended(unsure_b, uk, 1)
+            unsure_a[uk] = i
+            unsure_b[uk] = j
+            uk += 1
+    return first, second, k, unsure_a, unsure_b, uk
+
 
 def joined(parts: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]) -> tuple[
         np.ndarray, np.ndarray, np.ndarray, np.ndarray]:

@@ -2,8 +2,18 @@
 
 The collision broad phase asks for every unordered pair ``(i, j)`` with
 ``distance(c_i, c_j) <= r_i + r_j``.  One query per object would walk from
-the root once per object; instead the tree (or the dense grid's cells, seen
-as a tree) is joined with itself, node-major:
+the root once per object; instead :func:`overlapping_pairs` joins the
+structure with itself, from its nodes' (or the dense grid's cells') levels,
+cells and member runs:
+
+- **By bands of levels** (:mod:`culling.core.bands`), the usual way: the
+  occupied levels grouped into bands, each band's members bucketed by their
+  cells on one level into a dense grid, each bucket against its forward
+  neighbours, the coarser bands' members against the finer bands' buckets
+  within their reach.  O(members + members within reach of each other).
+- **By a dual walk of the tree** (:func:`dual_pairs`), where a band's
+  members sit in a few clusters far apart (a dense grid of their box would
+  be mostly empty):
 
 1. **Build** (:func:`build`): one depth-first pass copies the members so
    that every subtree's members are one contiguous range (its node's own
@@ -39,26 +49,25 @@ copy and the boxes (O(objects + nodes)) and the work stacks.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import NamedTuple
 
 import numpy as np
 
-from culling.core.containment import FILTER_EPS, SAFE_HI, SAFE_LO, decide_pairs
+from culling.core import bands
+from culling.core.containment import decide_pairs
 from culling.core.jit import inline_kernel, kernel
 from culling.core.lattice import MAX_DEPTH, MAX_GROWTH
-from culling.core.overlap import appended, far_apart, pair_row, reach_up
+from culling.core.overlap import appended, far_apart, pair_range, reach_up
 from culling.core.threads import run_chunks, thread_count
 
 __all__ = ["BUCKET", "END", "FIRST_CHILD", "ITEMS_PER_THREAD", "NEXT_SIBLING", "OWN", "OWN_COUNT",
-           "PARALLEL_MIN_OBJECTS", "JoinTree", "build", "frontier", "join_chunk", "overlapping_pairs"]
+           "PARALLEL_MIN_OBJECTS", "JoinTree", "build", "dual_pairs", "frontier", "join_chunk",
+           "overlapping_pairs"]
 
 #: Levels a tree can have: the depth-first stack's bound.
 _LEVELS = MAX_DEPTH + MAX_GROWTH + 2
 
-_BELOW = 1.0 - FILTER_EPS
-_ABOVE = 1.0 + FILTER_EPS
-_TINY_LIMIT = 2.0 ** -1000
-_TINY_REACH = 4.0 * SAFE_LO
 
 #: Work items the dual walk is expanded to, per thread, before the chunks
 #: start: enough that a chunk holding a crowded corner of the world does
@@ -272,45 +281,6 @@ def _is_leaf_work(a: int, b: int, tree: JoinTree) -> bool:
 
 
 @inline_kernel
-def _all_sure(columns: np.ndarray, handles: np.ndarray, i: int, j0: int, j1: int, cube: bool, first: np.ndarray,
-              second: np.ndarray, k: int) -> tuple[bool, int]:
-    """Write the pairs of row ``i`` with rows ``j0 .. j1 - 1`` that surely meet to ``first[k:]``,
-    ``second[k:]``, branch-free; return False (the writes then mean nothing) when some row lies
-    within rounding of touching or has a square out of range: :func:`culling.core.overlap.pair_row`
-    then decides row by row.  The same float filter as ``pair_row``.  Returns ``(all sure, new k)``.
-    """
-    dim = columns.shape[0] - 2
-    radius = columns[dim, i]
-    inside_count = 0
-    maybe = 0
-    unsafe = False
-    for j in range(j0, j1):
-        limit = radius + columns[dim, j]
-        if cube:
-            d = abs(columns[0, i] - columns[0, j])
-            for axis in range(1, dim):
-                d = max(d, abs(columns[axis, i] - columns[axis, j]))
-            inside = d < limit * _BELOW
-            maybe += d <= limit * _ABOVE
-            unsafe |= (limit < _TINY_LIMIT) | (d == math.inf)
-        else:
-            e = columns[0, i] - columns[0, j]
-            d = e * e
-            for axis in range(1, dim):
-                e = columns[axis, i] - columns[axis, j]
-                d += e * e
-            bound = limit * limit
-            inside = d < bound * _BELOW
-            maybe += d <= bound * _ABOVE
-            unsafe |= (bound < _TINY_REACH) | (d > SAFE_HI)
-        first[k] = min(handles[i], handles[j])
-        second[k] = max(handles[i], handles[j])
-        k += inside
-        inside_count += inside
-    return maybe == inside_count and not unsafe, k
-
-
-@inline_kernel
 def _leaf_pairs(a: int, b: int, tree: JoinTree, cube: bool, first: np.ndarray, second: np.ndarray, k: int,
                 unsure_a: np.ndarray, unsure_b: np.ndarray,
                 uk: int) -> tuple[np.ndarray, np.ndarray, int, np.ndarray, np.ndarray, int]:
@@ -333,24 +303,8 @@ def _leaf_pairs(a: int, b: int, tree: JoinTree, cube: bool, first: np.ndarray, s
                              far_apart(columns[axis, i], box[b, axis], reach))
             if not near:
                 continue
-        first = appended(first, k, other_end - j0)
-        second = appended(second, k, other_end - j0)
-        sure, after = _all_sure(columns, handles, i, j0, other_end, cube, first, second, k)
-        if sure:
-            k = after
-            continue
-        # within rounding of touching, or a square out of range: row by row
-        for j in range(j0, other_end):
-            inside, doubtful = pair_row(columns, i, j, cube)
-            first[k] = min(handles[i], handles[j])
-            second[k] = max(handles[i], handles[j])
-            k += inside
-            if doubtful:
-                unsure_a = appended(unsure_a, uk, 1)
-                unsure_b = appended(unsure_b, uk, 1)
-                unsure_a[uk] = i
-                unsure_b[uk] = j
-                uk += 1
+        first, second, k, unsure_a, unsure_b, uk = pair_range(columns, handles, i, j0, other_end, cube, first,
+                                                              second, k, unsure_a, unsure_b, uk)
     return first, second, k, unsure_a, unsure_b, uk
 
 
@@ -412,9 +366,56 @@ def join_chunk(items_a: np.ndarray, items_b: np.ndarray, first_item: int, last_i
     return first[:k].copy(), second[:k].copy(), unsure_a[:uk].copy(), unsure_b[:uk].copy()
 
 
-def overlapping_pairs(root: int, child: np.ndarray, start: np.ndarray, count: np.ndarray, handles: np.ndarray,
-                      columns: np.ndarray, objects: int, cube: bool, shape: str) -> tuple[np.ndarray, np.ndarray]:
+def overlapping_pairs(runs: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray], handles: np.ndarray,
+                      columns: np.ndarray, objects: int, place: tuple[np.ndarray, float, float], cube: bool, shape: str,
+                      tree: Callable[[], tuple[int, np.ndarray, np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
     """Every pair of members that meet, as handles ``(first, second)``, ``first < second``, each pair once.
+
+    ``runs``: ``(start, count, level, cells)`` of the structure's nodes (or
+    cells), int64 ``(N,)`` and ``(dim, N)``, a run with ``count <= 0`` holds
+    nothing; ``handles``/``columns`` the pool; ``place``: ``(origin, size,
+    anchor)``, where the cell of root-relative ``u`` on level ``L`` is
+    ``floor(u * 2**L + anchor * 2**L)``.  By bands of levels
+    (:mod:`culling.core.bands`); where a band's members sit in a few clusters
+    far apart, by the dual walk (:func:`dual_pairs`) of the tree that
+    ``tree()`` gives as ``(root, child, start, count)``.  O(members +
+    members within reach of each other), on all cores.
+    """
+    if objects < 2:
+        return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64)
+    origin, size, anchor = place
+    lay = bands.layout(*runs, handles, columns, anchor)
+    if not lay.ok:
+        root, child, start, count = tree()
+        return dual_pairs(root, child, start, count, handles, columns, objects, cube, shape)
+    serial = objects < PARALLEL_MIN_OBJECTS
+    cells = lay.cell_start.shape[0] - 1
+    parts = run_chunks(lambda lo, hi: bands.band_cells(lay, lo, hi, origin, size, cube), cells, chunks=1 if serial else None)
+    coarse = int(lay.band[-1, bands.FIRST_ROW])
+    if coarse:
+        parts += run_chunks(lambda lo, hi: bands.cross_rows(lay, lo, hi, origin, size, cube), coarse,
+                            chunks=1 if serial else None)
+    return _settled(parts, lay.columns, lay.handles, shape)
+
+
+def _settled(parts: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]], columns: np.ndarray,
+             handles: np.ndarray, shape: str) -> tuple[np.ndarray, np.ndarray]:
+    """The chunks' pairs joined, with the unsure ones (rows of ``columns``) decided exactly."""
+    if len(parts) == 1:
+        first, second, unsure_a, unsure_b = parts[0]
+    else:
+        first, second, unsure_a, unsure_b = (np.concatenate(column) for column in zip(*parts))
+    if unsure_a.size:  # within rounding of touching: exact arithmetic decides
+        keep = decide_pairs(columns, unsure_a, unsure_b, shape)
+        ends = handles[unsure_a[keep]], handles[unsure_b[keep]]
+        first = np.concatenate([first, np.minimum(*ends)])
+        second = np.concatenate([second, np.maximum(*ends)])
+    return first, second
+
+
+def dual_pairs(root: int, child: np.ndarray, start: np.ndarray, count: np.ndarray, handles: np.ndarray,
+               columns: np.ndarray, objects: int, cube: bool, shape: str) -> tuple[np.ndarray, np.ndarray]:
+    """Every pair of members that meet by the tree's dual walk: :func:`overlapping_pairs`'s answer.
 
     ``child`` int64 ``(N, 2**dim)`` (-1: none), ``start``/``count`` int64 ``(N,)``
     the members' pool runs, ``handles``/``columns`` the pool.  Steps in the
@@ -430,13 +431,4 @@ def overlapping_pairs(root: int, child: np.ndarray, start: np.ndarray, count: np
         return join_chunk(items_a, items_b, lo_item, hi_item, tree, cube)
 
     parts = run_chunks(chunk, items_a.shape[0], chunks=None if objects >= PARALLEL_MIN_OBJECTS else 1)
-    if len(parts) == 1:
-        first, second, unsure_a, unsure_b = parts[0]
-    else:
-        first, second, unsure_a, unsure_b = (np.concatenate(column) for column in zip(*parts))
-    if unsure_a.size:  # within rounding of touching: exact arithmetic decides
-        keep = decide_pairs(tree.columns, unsure_a, unsure_b, shape)
-        ends = tree.handles[unsure_a[keep]], tree.handles[unsure_b[keep]]
-        first = np.concatenate([first, np.minimum(*ends)])
-        second = np.concatenate([second, np.maximum(*ends)])
-    return first, second
+    return _settled(parts, tree.columns, tree.handles, shape)

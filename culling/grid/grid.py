@@ -545,14 +545,22 @@ class DenseViewDistanceGrid(Structure):
 
         Returns ``(first, second)``, int64, ``first < second``, each pair once,
         as :meth:`ViewDistanceTree.overlapping_pairs <culling.ViewDistanceTree.overlapping_pairs>`:
-        the cells whose subtree holds objects form a tree
-        (:func:`culling.grid.probe.cell_tree`, O(cells)), joined with itself
-        (:func:`culling.core.pairs.overlapping_pairs`).
+        the cells' levels and coordinates (:func:`culling.grid.probe.cell_levels`)
+        joined by bands of levels (:func:`culling.core.pairs.overlapping_pairs`),
+        or, for members in a few clusters far apart, the cells whose subtree
+        holds objects as a tree (:func:`culling.grid.probe.cell_tree`, O(cells))
+        joined with itself.
         """
-        cells = self._cells
-        child, start, count = probe.cell_tree(self._geo.offsets, cells.start, cells.count, self.dim)
-        return pairs.overlapping_pairs(0, child, start, count, cells.handles, cells.columns, self._count, self._cube,
-                                       self.shape)
+        cells, offsets = self._cells, self._geo.offsets
+        start = cells.start.astype(np.int64)
+        count = cells.count.astype(np.int64)
+        level, coords = probe.cell_levels(offsets, self.dim)
+
+        def tree() -> tuple[int, np.ndarray, np.ndarray, np.ndarray]:
+            return (0, *probe.cell_tree(offsets, start, count, self.dim))
+
+        return pairs.overlapping_pairs((start, count, level, coords), cells.handles, cells.columns, self._count,
+                                       (self.origin, self.size, 0.0), self._cube, self.shape, tree)
 
     @reading
     def trace(self, point: ArrayLike, scale: float = 1.0) -> QueryTrace:

@@ -6,7 +6,10 @@ the probes' radii): at most ``(2 + ceil(2 * rho / W))**dim`` cells per level
 of edge ``W`` (``scale <= 1``), clamped to the world.  Their runs are tested
 by :func:`culling.core.overlap.probe_run`, as the tree's.
 
-For the pairs, the levels' cells are a full tree (cell ``k`` of level ``L``
+For the pairs, every cell's level and coordinates (:func:`cell_levels`) let
+:func:`culling.core.pairs.overlapping_pairs` join the cells by bands of
+levels as it joins the tree's nodes.  Where that does not suit (members in a
+few clusters far apart), the levels' cells are a full tree (cell ``k`` of level ``L``
 has the cells ``2k + bits`` of level ``L + 1`` as children); :func:`cell_tree`
 keeps the cells whose subtree holds objects, numbered compactly with a
 child table, and :func:`culling.core.pairs.overlapping_pairs` joins that tree
@@ -15,13 +18,15 @@ with itself exactly as it joins the view-distance tree.
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from culling.core.jit import kernel
 from culling.core.overlap import probe_run
 from culling.core.structs import Pool, PoolFields, Query, QueryFields
 
-__all__ = ["cell_tree", "probe_visits"]
+__all__ = ["cell_levels", "cell_tree", "probe_visits"]
 
 
 @kernel
@@ -118,3 +123,39 @@ def _child_id(offsets: np.ndarray, level: int, flat: int, quadrant: int, dim: in
         child_flat += (2 * k + ((quadrant >> axis) & 1)) << shift
         shift += level + 1
     return int(offsets[level + 1] + child_flat)
+
+
+def cell_levels(offsets: np.ndarray, dim: int) -> tuple[np.ndarray, np.ndarray]:
+    """Every cell's level and coordinates by global id: int64 ``(cells,)`` and ``(dim, cells)``.
+
+    Cell ``k`` of level ``L`` (row-major, the last axis fastest) spans
+    ``[origin + k_a * W, origin + (k_a + 1) * W)`` on axis ``a``.  Fixed for a
+    grid's levels and dimension, so computed once per shape and shared: not to be written.
+    """
+    return _cell_levels(offsets.shape[0] - 1, dim)
+
+
+@functools.lru_cache(maxsize=8)
+def _cell_levels(levels: int, dim: int) -> tuple[np.ndarray, np.ndarray]:
+    level, coords = _levels_and_coords(levels, dim)
+    return level, coords
+
+
+@kernel
+def _levels_and_coords(levels: int, dim: int) -> tuple[np.ndarray, np.ndarray]:
+    cells = 0
+    for level in range(levels):
+        cells += 1 << (level * dim)
+    level_of = np.empty(cells, dtype=np.int64)
+    coords = np.empty((dim, cells), dtype=np.int64)
+    c = 0
+    for level in range(levels):
+        side = 1 << level
+        for flat in range(1 << (level * dim)):
+            level_of[c] = level
+            rest = flat
+            for axis in range(dim - 1, -1, -1):
+                coords[axis, c] = rest % side
+                rest //= side
+            c += 1
+    return level_of, coords

@@ -44,7 +44,7 @@ from culling.core.containment import decide, squared_reach, squared_reach_of
 from culling.core.growth import ARRAY_GROWTH, grown
 from culling.core.lattice import ANCHOR, MAX_DEPTH, MAX_GROWTH, Lattice
 from culling.core.locks import reading, writing
-from culling.core.structs import WorldFields
+from culling.core.structs import Nodes, WorldFields
 from culling.core.structure import Structure
 from culling.core.threads import run_chunks
 from culling.core.tiles import TILE_ROWS, TILE_SHIFT
@@ -564,17 +564,20 @@ class ViewDistanceTree(Structure):
             The pairs' handles, ``first[k] < second[k]``, each pair once, in no particular order.
 
         The tree joined with itself (:func:`culling.core.pairs.overlapping_pairs`):
-        one depth-first copy of the members with every node's box and largest
-        radius, then a dual walk over pairs of subtrees whose boxes, grown by
-        their largest radii, meet, down to leaves of at most
-        :data:`~culling.core.pairs.BUCKET` members; compiled, on the library's
-        threads.  Decided exactly, as :meth:`overlapping` with ``exact=True``.
-        Cost: O(objects + nodes + node pairs that meet + members tested);
-        memory: the output plus O(objects + nodes).
+        the nodes' levels grouped into bands, each band's members bucketed by
+        their nodes' cells on one level and swept line by line, the coarser
+        bands' members probing the finer bands' buckets
+        (:mod:`culling.core.bands`); where a band's members sit in a few
+        clusters far apart, a dual walk of the tree instead.  Compiled, on the
+        library's threads.  Decided exactly, as :meth:`overlapping` with
+        ``exact=True``.  Cost: O(objects + nodes + members within reach of
+        each other); memory: the output plus O(objects + nodes).
         """
-        nodes, pool = self._nodes, self._pool
-        return pairs.overlapping_pairs(self._root, nodes.child, nodes.start, nodes.count, pool.handles,
-                                       pool.columns, self._count, self._cube, self.shape)
+        table, pool = self._nodes, self._pool
+        nodes = Nodes(*table.arrays())
+        return pairs.overlapping_pairs((nodes.start, nodes.members, nodes.level, nodes.cells), pool.handles,
+                                       pool.columns, self._count, (self.origin, self.size, float(ANCHOR)), self._cube,
+                                       self.shape, lambda: (self._root, nodes.child, nodes.start, nodes.members))
 
     @reading
     def query_spheres(self, point: ArrayLike, exact: bool = False,

@@ -1,0 +1,612 @@
+"""Every pair of stored spheres that meet, by bands of levels: a dense bucket grid per band.
+
+The lattice gives every stored sphere a level whose cells are wider than
+twice its radius (``r < W/2``), and the structure's nodes (or the dense
+grid's cells) give each member's level and exact cell.  That is all the
+join needs:
+
+1. **Bands** (:func:`layout`): the occupied levels, finest first, are grouped
+   into bands; a band's *bucket level* ``B`` is its coarsest level (or a
+   coarser one, see below) and each member's bucket is its cell's ancestor on
+   ``B`` (``cell >> (L - B)``, exact).  Two members of one band meet only if
+   ``|c_i - c_j| <= r_i + r_j < W_B`` on every axis, so their buckets differ
+   by at most one per axis.  A coarser level joins the band while the band's
+   members per bucket cell (within its bounding box) stay at most
+   :data:`DENSITY`; a band whose box would need more than
+   :data:`CELLS_PER_MEMBER` cells per member is moved to a coarser bucket
+   level.  A crowd of similar radii is one band; a heavy tail of large
+   spheres is a band of its own.
+2. **Buckets**: each band's buckets are a dense box of cells, row-major
+   with the last axis fastest; the members are copied in that order by a
+   counting sort (O(members + cells)), so every run of cells along the last
+   axis is one run of rows.
+3. **Within a band** (:func:`band_cells`): each member against the members
+   after it in its cell and the next cell along the last axis, and against
+   the three cells along the last axis on each forward neighbouring line
+   (:func:`forward_lines`: each unordered pair of neighbouring lines once);
+   a neighbouring cell farther than the member's radius plus the band's
+   largest is skipped.
+4. **Across bands** (:func:`cross_rows`): each member of a coarser band
+   against the finer bands' buckets within its radius plus the band's
+   largest radius: one run of rows per line of that window, cut to the
+   reach's chord along the last axis (floats widened by their rounding's
+   bound and one cell each way, so rounding never loses a bucket).
+5. Each run is first screened by :func:`culling.core.overlap.any_near` (a
+   reduction without stores: SIMD); the runs with a hit are tested again
+   and their pairs written (:func:`_written`).  Pairs within rounding of
+   touching are settled exactly by the caller
+   (:func:`culling.core.containment.decide_pairs`).
+
+Each unordered pair is tested once: within a band by the member of the
+earlier cell in the forward order (in one cell, the earlier member), across
+bands by the member of the coarser band.  Pruning is conservative in floats
+(margins above every rounding's bound), so nothing that meets is lost.
+Memory: the copy, the cells' starts (at most :data:`CELLS_PER_MEMBER` cells
+per member and band) and the output.  A world whose crowd sits in a few small
+clusters far apart makes a band's grid coarse (:func:`layout` reports it);
+the caller then joins the tree with itself instead
+(:func:`culling.core.pairs.dual_pairs`).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+import numpy as np
+
+from culling.core.containment import FILTER_EPS, SAFE_HI, SAFE_LO
+from culling.core.jit import inline_kernel, kernel
+from culling.core.overlap import any_near, appended, pair_row, reach_up
+
+__all__ = ["CELLS_PER_MEMBER", "COARSEN_LIMIT", "DENSITY", "Layout", "band_cells", "cross_rows", "forward_lines",
+           "layout"]
+
+#: A coarser level joins a band while the band has at most this many members per cell of its
+#: box on that level: a member is then tested against about ``13.5 * DENSITY`` others in 3-D.
+DENSITY = 4.0
+
+#: A band's grid has at most this many cells per member (plus 64); a sparser band is moved to a
+#: coarser bucket level.
+CELLS_PER_MEMBER = 8
+
+#: A band moved more than this many levels above its coarsest member's level (its members sit in
+#: a few clusters far apart) is reported by :func:`layout`: the tree's own join suits it better.
+COARSEN_LIMIT = 2
+
+#: Columns of :attr:`Layout.band`: the bucket level, the band's first and end member rows, its
+#: first cell (in :attr:`Layout.cell_start`); then the box's low cell and its extent per axis
+#: (``LOW + axis``, ``LOW + dim + axis``).
+LEVEL, FIRST_ROW, END_ROW, FIRST_CELL, LOW = 0, 1, 2, 3, 4
+
+#: Columns of :attr:`Layout.scales`: the band's largest radius, ``2**B`` and the root-relative
+#: offset of cell 0 on ``B`` (the cell of root-relative ``u`` is ``floor(u * 2**B + offset)``).
+RADIUS, FACTOR, OFFSET = 0, 1, 2
+
+#: A relative bound on the rounding of the window's ends (three roundings of terms at most
+#: ``|x| + reach + |origin|``, then a division, a product and two sums: far below ``2**-48``).
+_ROUNDING = 2.0 ** -48
+
+#: A member whose reach spans this many cells of a finer band meets most of its window there:
+#: :func:`cross_rows` then writes its pairs without screening the runs first.
+_WIDE = 2.0
+
+_BELOW = 1.0 - FILTER_EPS
+_ABOVE = 1.0 + FILTER_EPS
+#: As :mod:`culling.core.overlap`: a limit (or its square) this small may have lost bits to underflow.
+_TINY_LIMIT = 2.0 ** -1000
+_TINY_REACH = 4.0 * SAFE_LO
+
+#: A relative margin for a product or a square root rounded once or twice.
+_MARGIN = 1.0 + 2.0 ** -50
+
+#: An absolute bound, in cells, on the rounding of a member's place in its cell beyond
+#: :data:`_ROUNDING` (the cell's corner is exact; the product by ``2**B / size`` rounds once more).
+_CELL_SLACK = 2.0 ** -30
+
+
+class Layout(NamedTuple):
+    """The members grouped by band (coarsest band first), then by bucket cell (row-major, the last axis fastest).
+
+    ``columns`` (dim + 2, n) and ``handles`` (n,): the copied members.
+    ``cell_start`` int64 (cells + 1,): cell ``c``'s members are rows
+    ``cell_start[c] .. cell_start[c + 1] - 1``; a band's cells are
+    consecutive, so a run of cells along the last axis is one run of rows.
+    ``band`` int64 (bands, LOW + 2 dim) and ``scales`` float64 (bands, 3):
+    see :data:`LEVEL`, :data:`RADIUS`.  ``forward`` int64
+    (F, dim - 1): the offsets of the neighbouring lines after a line
+    (:func:`forward_lines`).  ``ok``: False when a band had to be moved more
+    than :data:`COARSEN_LIMIT` levels up (the rest is then empty).
+    """
+
+    columns: np.ndarray
+    handles: np.ndarray
+    cell_start: np.ndarray
+    band: np.ndarray
+    scales: np.ndarray
+    forward: np.ndarray
+    ok: bool
+
+
+@kernel
+def forward_lines(lead: int) -> np.ndarray:
+    """The offsets in ``{-1, 0, 1}**lead`` that are lexicographically positive: int64 ``((3**lead - 1) / 2, lead)``.
+
+    Of every two neighbouring lines exactly one sees the other at such an offset.
+    """
+    total = 1
+    for _ in range(lead):
+        total *= 3
+    out = np.empty(((total - 1) // 2, lead), dtype=np.int64)
+    k = 0
+    for code in range(total):
+        positive = False
+        decided = False
+        digits = np.empty(lead, dtype=np.int64)
+        rest = code
+        for axis in range(lead - 1, -1, -1):
+            digits[axis] = rest % 3 - 1
+            rest //= 3
+        for axis in range(lead):
+            if not decided and digits[axis] != 0:
+                positive = digits[axis] > 0
+                decided = True
+        if positive:
+            out[k] = digits
+            k += 1
+    return out
+
+
+@kernel
+def _cells_of(low: np.ndarray, high: np.ndarray, limit: float) -> float:
+    """The number of cells of the box ``low .. high`` (inclusive), as a float (``limit + 1`` once it passes ``limit``)."""
+    cells = 1.0
+    for axis in range(low.shape[0]):
+        cells *= float(high[axis] - low[axis] + 1)
+        if cells > limit:
+            return limit + 1.0
+    return cells
+
+
+@kernel
+def layout(run_start: np.ndarray, run_count: np.ndarray, run_level: np.ndarray, run_cells: np.ndarray,
+           handles: np.ndarray, columns: np.ndarray, anchor: float) -> Layout:
+    """The :class:`Layout` of the members of runs ``run_start[k] .. + run_count[k]`` (pool rows of
+    ``handles``/``columns``; runs with ``run_count <= 0`` are skipped), each run's members of level
+    ``run_level[k]`` in cell ``run_cells[:, k]``.
+
+    The cell of root-relative ``u`` on level ``L`` is ``floor(u * 2**L + anchor * 2**L)``
+    (``anchor``: the tree's ``ANCHOR``, 0 for the dense grid).  O(runs + members + cells).
+    """
+    dim = run_cells.shape[0]
+    lead = dim - 1
+    runs = run_start.shape[0]
+    low_level, high_level = 1 << 30, -(1 << 30)
+    for r in range(runs):
+        if run_count[r] > 0:
+            low_level = min(low_level, run_level[r])
+            high_level = max(high_level, run_level[r])
+    slots = max(high_level - low_level + 1, 1)
+    members = np.zeros(slots, dtype=np.int64)
+    low = np.full((slots, dim), 1 << 62, dtype=np.int64)
+    high = np.full((slots, dim), -(1 << 62), dtype=np.int64)
+    for r in range(runs):
+        if run_count[r] > 0:
+            s = run_level[r] - low_level
+            members[s] += run_count[r]
+            for axis in range(dim):
+                low[s, axis] = min(low[s, axis], run_cells[axis, r])
+                high[s, axis] = max(high[s, axis], run_cells[axis, r])
+    # Bands, finest level first.
+    band_level = np.empty(slots, dtype=np.int64)
+    band_members = np.zeros(slots, dtype=np.int64)
+    band_low = np.empty((slots, dim), dtype=np.int64)
+    band_high = np.empty((slots, dim), dtype=np.int64)
+    band_own = np.empty(slots, dtype=np.int64)  # the band's coarsest member level
+    band_of_slot = np.full(slots, -1, dtype=np.int64)
+    bands = 0
+    joined_low = np.empty(dim, dtype=np.int64)
+    joined_high = np.empty(dim, dtype=np.int64)
+    for s in range(slots - 1, -1, -1):
+        if members[s] == 0:
+            continue
+        level = s + low_level
+        if bands > 0:
+            p = bands - 1
+            shift = band_level[p] - level
+            for axis in range(dim):
+                joined_low[axis] = min(band_low[p, axis] >> shift, low[s, axis])
+                joined_high[axis] = max(band_high[p, axis] >> shift, high[s, axis])
+            total = band_members[p] + members[s]
+            limit = float(CELLS_PER_MEMBER * band_members[p] + 64)
+            too_sparse = _cells_of(band_low[p], band_high[p], limit) > limit
+            if too_sparse or total <= DENSITY * _cells_of(joined_low, joined_high, 4.0 * total):
+                band_level[p] = level
+                band_own[p] = level
+                band_members[p] = total
+                band_low[p] = joined_low
+                band_high[p] = joined_high
+                band_of_slot[s] = p
+                continue
+        band_level[bands] = level
+        band_own[bands] = level
+        band_members[bands] = members[s]
+        band_low[bands] = low[s]
+        band_high[bands] = high[s]
+        band_of_slot[s] = bands
+        bands += 1
+    ok = True
+    for p in range(bands):  # a band too sparse for a dense grid moves up
+        limit = float(CELLS_PER_MEMBER * band_members[p] + 64)
+        while _cells_of(band_low[p], band_high[p], limit) > limit:
+            band_level[p] -= 1
+            for axis in range(dim):
+                band_low[p, axis] >>= 1
+                band_high[p, axis] >>= 1
+        ok &= band_own[p] - band_level[p] <= COARSEN_LIMIT
+    forward = forward_lines(lead)
+    if not ok:
+        return Layout(columns[:, :0].copy(), handles[:0].copy(), np.zeros(1, dtype=np.int64),
+                      np.zeros((0, LOW + 2 * dim), dtype=np.int64), np.zeros((0, 3)), forward, False)
+    # Bands in rows coarsest first: band p of the finest-first numbering is band bands - 1 - p.
+    band = np.empty((bands, LOW + 2 * dim), dtype=np.int64)
+    scales = np.zeros((bands, 3))
+    row, cell = 0, 0
+    for q in range(bands):
+        p = bands - 1 - q
+        band[q, LEVEL] = band_level[p]
+        band[q, FIRST_ROW] = row
+        band[q, FIRST_CELL] = cell
+        cells = 1
+        for axis in range(dim):
+            band[q, LOW + axis] = band_low[p, axis]
+            band[q, LOW + dim + axis] = band_high[p, axis] - band_low[p, axis] + 1
+            cells *= band[q, LOW + dim + axis]
+        factor = math.ldexp(1.0, band_level[p])
+        scales[q, FACTOR] = factor
+        scales[q, OFFSET] = anchor * factor
+        row += band_members[p]
+        band[q, END_ROW] = row
+        cell += cells
+    # Counting sort of the runs by cell, band by band.
+    cell_start = np.zeros(cell + 1, dtype=np.int64)
+    run_cell = np.empty(runs, dtype=np.int64)
+    for r in range(runs):
+        if run_count[r] <= 0:
+            run_cell[r] = -1
+            continue
+        q = bands - 1 - band_of_slot[run_level[r] - low_level]
+        shift = run_level[r] - band[q, LEVEL]
+        at = 0
+        for axis in range(dim):
+            at = at * band[q, LOW + dim + axis] + ((run_cells[axis, r] >> shift) - band[q, LOW + axis])
+        at += band[q, FIRST_CELL]
+        run_cell[r] = at
+        cell_start[at + 1] += run_count[r]
+    for c in range(cell):
+        cell_start[c + 1] += cell_start[c]
+    fill = cell_start[:cell].copy()
+    out_columns = np.empty((dim + 2, row))
+    out_handles = np.empty(row, dtype=np.int64)
+    for r in range(runs):
+        at = run_cell[r]
+        if at < 0:
+            continue
+        to = fill[at]
+        for i in range(run_start[r], run_start[r] + run_count[r]):
+            for axis in range(dim + 2):
+                out_columns[axis, to] = columns[axis, i]
+            out_handles[to] = handles[i]
+            to += 1
+        fill[at] = to
+    for q in range(bands):  # each band's largest radius, from its contiguous rows
+        largest = 0.0
+        for i in range(band[q, FIRST_ROW], band[q, END_ROW]):
+            largest = max(largest, out_columns[dim, i])
+        scales[q, RADIUS] = largest
+    return Layout(out_columns, out_handles, cell_start, band, scales, forward, True)
+
+
+@inline_kernel
+def _screened(hits: np.ndarray, hk: int, i: int, lo: int, hi: int) -> int:
+    """Note the run ``lo .. hi - 1`` of row ``i``'s candidates in ``hits[:, hk]`` (room made by the caller)."""
+    hits[0, hk] = i
+    hits[1, hk] = lo
+    hits[2, hk] = hi
+    return hk + 1
+
+
+@kernel
+def band_cells(lay: Layout, first_cell: int, last_cell: int, origin: np.ndarray, size: float,
+               cube: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The pairs within bands with their earlier member in cells ``first_cell .. last_cell - 1``.
+
+    A member of cell ``c`` is tested against the members after it in ``c``
+    and in the next cell along the last axis (one run of rows), and against
+    the three cells along the last axis around ``c`` on each forward
+    neighbouring line (:func:`forward_lines`): ``1 + (3**(dim-1) - 1) / 2``
+    runs.  Each run is screened by :func:`culling.core.overlap.any_near`
+    (SIMD, no writes); the runs with a hit are noted and tested again at the
+    end to write their pairs (:func:`_written`), so the screening loop moves
+    no array in or out of a call.  A neighbouring
+    cell farther from the member than its radius plus the band's largest
+    (in floats, with the roundings' bound as margin) is left out of its runs:
+    the member's place in its cell, ``u * 2**B + offset - cell``, is compared
+    with that reach in cells.
+
+    Returns ``(first, second, unsure_a, unsure_b)``: the handles of the pairs
+    surely meeting (``first < second``) and the rows (of ``lay.columns``) of
+    the pairs the float filter is unsure of.  O(members x members in their
+    neighbouring cells).
+    """
+    columns, handles, cell_start, band, forward = lay.columns, lay.handles, lay.cell_start, lay.band, lay.forward
+    dim = columns.shape[0] - 2
+    lead = dim - 1
+    neighbours = forward.shape[0]
+    hits = np.empty((3, 256), dtype=np.int64)
+    hk = 0
+    offsets = np.empty(neighbours, dtype=np.int64)  # the forward lines inside the box, as cell offsets
+    needs_low = np.empty(neighbours, dtype=np.int64)  # their lead axes stepped down / up, as bits
+    needs_high = np.empty(neighbours, dtype=np.int64)
+    corner = np.empty(dim)  # the cell's low corner on the band's level, less the lattice's offset
+    q = -1
+    line = -1
+    runs = 0
+    scale = 0.0
+    for c in range(first_cell, last_cell):
+        s, e = cell_start[c], cell_start[c + 1]
+        if s == e:
+            continue
+        if q < 0 or (q + 1 < band.shape[0] and c >= band[q + 1, FIRST_CELL]):
+            q = 0
+            while q + 1 < band.shape[0] and band[q + 1, FIRST_CELL] <= c:
+                q += 1
+            line = -1
+            scale = lay.scales[q, FACTOR] / size
+        local = c - band[q, FIRST_CELL]
+        length = band[q, LOW + 2 * dim - 1]  # cells along the last axis
+        z = local % length
+        if local // length != line:  # a new line: its forward neighbours inside the band's box
+            line = local // length
+            runs = 0
+            rest = line
+            for axis in range(lead - 1, -1, -1):
+                extent = band[q, LOW + dim + axis]
+                corner[axis] = float(band[q, LOW + axis] + rest % extent) - lay.scales[q, OFFSET]
+                rest //= extent
+            for f in range(neighbours):
+                rest = line
+                offset = 0
+                stride = length
+                inside = True
+                for axis in range(lead - 1, -1, -1):
+                    extent = band[q, LOW + dim + axis]
+                    at = rest % extent + forward[f, axis]
+                    rest //= extent
+                    inside &= (at >= 0) & (at < extent)
+                    offset += forward[f, axis] * stride
+                    stride *= extent
+                if inside:
+                    offsets[runs] = offset
+                    needs_low[runs] = 0
+                    needs_high[runs] = 0
+                    for axis in range(lead):
+                        needs_low[runs] |= (forward[f, axis] < 0) << axis
+                        needs_high[runs] |= (forward[f, axis] > 0) << axis
+                    runs += 1
+        corner[lead] = float(band[q, LOW + lead] + z) - lay.scales[q, OFFSET]
+        down, up = min(z, 1), min(length - 1 - z, 1)
+        if hk + (e - s) * (runs + 1) > hits.shape[1]:
+            bigger = np.empty((3, 2 * hits.shape[1] + (e - s) * (runs + 1)), dtype=np.int64)
+            bigger[:, :hk] = hits[:, :hk]
+            hits = bigger
+        for i in range(s, e):
+            reach = reach_up(columns[dim, i], 1.0, lay.scales[q, RADIUS]) * scale  # in cells
+            low_near = 0  # bit ``axis``: the member may reach the cell below / above on that axis
+            high_near = 0
+            for axis in range(dim):
+                x, o = columns[axis, i], origin[axis]
+                place = (x - o) * scale - corner[axis]  # in [0, 1) but for rounding
+                slack = (abs(x) + abs(o)) * _ROUNDING * scale + _CELL_SLACK
+                low_near |= (place <= reach + slack) << axis
+                high_near |= (1.0 - place <= reach + slack) << axis
+            lo_z = down if low_near >> lead & 1 else 0
+            hi_z = up if high_near >> lead & 1 else 0
+            for f in range(-1, runs):  # -1: this cell after the member, and the next along the last axis
+                if f < 0:
+                    lo, hi = i + 1, cell_start[c + hi_z + 1]
+                else:
+                    if (needs_low[f] & ~low_near) | (needs_high[f] & ~high_near):
+                        continue
+                    lo, hi = cell_start[c + offsets[f] - lo_z], cell_start[c + offsets[f] + hi_z + 1]
+                if any_near(columns, i, lo, hi, cube):
+                    hk = _screened(hits, hk, i, lo, hi)
+    return _written(columns, handles, hits, hk, cube)
+
+
+@inline_kernel
+def _rows_sure(columns: np.ndarray, i: int, j0: int, j1: int, cube: bool, rows: np.ndarray,
+               k: int) -> tuple[bool, int]:
+    """:func:`culling.core.overlap.pairs_sure` writing only the partner's row (one store per candidate,
+    no handle read): the rows of ``j0 .. j1 - 1`` surely meeting row ``i`` go to ``rows[k:]``.
+    Returns ``(all sure, new k)``; not all sure: the writes mean nothing."""
+    dim = columns.shape[0] - 2
+    radius = columns[dim, i]
+    inside_count = 0
+    maybe = 0
+    unsafe = False
+    if cube or dim != 3:
+        for j in range(j0, j1):
+            limit = radius + columns[dim, j]
+            if cube:
+                d = abs(columns[0, i] - columns[0, j])
+                for axis in range(1, dim):
+                    d = max(d, abs(columns[axis, i] - columns[axis, j]))
+                inside = d < limit * _BELOW
+                maybe += d <= limit * _ABOVE
+                unsafe |= (limit < _TINY_LIMIT) | (d == math.inf)
+            else:
+                e = columns[0, i] - columns[0, j]
+                d = e * e
+                for axis in range(1, dim):
+                    e = columns[axis, i] - columns[axis, j]
+                    d += e * e
+                bound = limit * limit
+                inside = d < bound * _BELOW
+                maybe += d <= bound * _ABOVE
+                unsafe |= (bound < _TINY_REACH) | (d > SAFE_HI)
+            rows[k] = j
+            k += inside
+            inside_count += inside
+        return maybe == inside_count and not unsafe, k
+    x, y, z = columns[0, i], columns[1, i], columns[2, i]
+    for j in range(j0, j1):
+        limit = radius + columns[3, j]
+        a, b, c = x - columns[0, j], y - columns[1, j], z - columns[2, j]
+        d = a * a + b * b + c * c
+        bound = limit * limit
+        inside = d < bound * _BELOW
+        maybe += d <= bound * _ABOVE
+        unsafe |= (bound < _TINY_REACH) | (d > SAFE_HI)
+        rows[k] = j
+        k += inside
+        inside_count += inside
+    return maybe == inside_count and not unsafe, k
+
+
+@kernel
+def _written(columns: np.ndarray, handles: np.ndarray, hits: np.ndarray, hk: int,
+             cube: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The pairs of the noted runs ``hits[:, :hk]``: ``(first, second, unsure_a, unsure_b)``, handles
+    of the pairs surely meeting (smaller first) and rows of the pairs within rounding of touching.
+
+    Each run by :func:`_rows_sure` (the partners' rows), row by row with
+    :func:`culling.core.overlap.pair_row` where it is unsure; the rows
+    become handles in one pass at the end.
+    """
+    mine = np.empty(max(2 * hk, 16), dtype=np.int64)
+    rows = np.empty(max(2 * hk, 16), dtype=np.int64)
+    unsure_a = np.empty(0, dtype=np.int64)
+    unsure_b = np.empty(0, dtype=np.int64)
+    k = 0
+    uk = 0
+    for h in range(hk):
+        i, j0, j1 = hits[0, h], hits[1, h], hits[2, h]
+        if k + (j1 - j0) > rows.shape[0]:
+            rows = _room(rows, k, j1 - j0)
+            mine = _room(mine, k, j1 - j0)
+        before = k
+        sure, k = _rows_sure(columns, i, j0, j1, cube, rows, k)
+        if not sure:  # within rounding of touching, or a square out of range: row by row
+            k = before
+            for j in range(j0, j1):
+                inside, doubtful = pair_row(columns, i, j, cube)
+                rows[k] = j
+                k += inside
+                if doubtful:
+                    unsure_a = appended(unsure_a, uk, 1)
+                    unsure_b = appended(unsure_b, uk, 1)
+                    unsure_a[uk] = i
+                    unsure_b[uk] = j
+                    uk += 1
+        mine[before:k] = i
+    first = np.empty(k, dtype=np.int64)
+    second = np.empty(k, dtype=np.int64)
+    for t in range(k):
+        a, b = handles[mine[t]], handles[rows[t]]
+        first[t] = min(a, b)
+        second[t] = max(a, b)
+    return first, second, unsure_a[:uk].copy(), unsure_b[:uk].copy()
+
+
+@inline_kernel
+def _room(buffer: np.ndarray, n: int, extra: int) -> np.ndarray:
+    """A copy of ``buffer``'s first ``n`` values with room for ``extra`` more (twice as large at least)."""
+    bigger = np.empty(max(2 * buffer.shape[0], n + extra), dtype=buffer.dtype)
+    bigger[:n] = buffer[:n]
+    return bigger
+
+
+@kernel
+def cross_rows(lay: Layout, first_row: int, last_row: int, origin: np.ndarray, size: float,
+               cube: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The pairs of the members in rows ``first_row .. last_row - 1`` with the members of finer bands.
+
+    A member ``(c, r)`` meets a member of band ``q`` only within ``r + R_q``
+    (``R_q`` the band's largest radius): the band's buckets whose cells hold
+    root-relative coordinates within that reach of ``(c - origin) / size``,
+    one run of rows per line of the window, cut to the reach's chord along
+    the last axis (a cube's side for cubes).  In floats, widened by the
+    roundings' bound and one cell each way.  Returns as
+    :func:`band_cells`.
+    """
+    columns, handles, cell_start, band, scales = lay.columns, lay.handles, lay.cell_start, lay.band, lay.scales
+    dim = columns.shape[0] - 2
+    lead = dim - 1
+    hits = np.empty((3, 256), dtype=np.int64)
+    hk = 0
+    window_lo = np.empty(dim, dtype=np.int64)
+    window_hi = np.empty(dim, dtype=np.int64)
+    at = np.empty(dim, dtype=np.int64)
+    place = np.empty(dim)  # the member's centre in the band's cells (cell k spans [k, k + 1))
+    slack = np.empty(dim)  # a bound on the rounding of ``place``, in cells
+    p = 0
+    for i in range(first_row, last_row):
+        while band[p, END_ROW] <= i:
+            p += 1
+        for q in range(p + 1, band.shape[0]):
+            scale = scales[q, FACTOR] / size
+            reach = reach_up(columns[dim, i], 1.0, scales[q, RADIUS]) * scale * _MARGIN  # in cells
+            empty = False
+            for axis in range(dim):  # the window of cells, in the band's box
+                extent = band[q, LOW + dim + axis]
+                x, o = columns[axis, i], origin[axis]
+                place[axis] = (x - o) * scale - (float(band[q, LOW + axis]) - scales[q, OFFSET])
+                slack[axis] = (abs(x) + abs(o)) * _ROUNDING * scale + _CELL_SLACK
+                t_lo = min(max(place[axis] - reach - slack[axis], -2.0), float(extent) + 1.0)
+                t_hi = max(min(place[axis] + reach + slack[axis], float(extent) + 1.0), -2.0)
+                window_lo[axis] = max(int(math.floor(t_lo)) - 1, 0)
+                window_hi[axis] = min(int(math.floor(t_hi)) + 1, extent - 1)
+                empty |= window_lo[axis] > window_hi[axis]
+            if empty:
+                continue
+            wide = reach >= _WIDE  # most of the window meets: no screening, one pass writes the pairs
+            for axis in range(lead):
+                at[axis] = window_lo[axis]
+            while True:
+                line = 0
+                apart = 0.0  # the distance from the centre to the line, on the lead axes (squared for spheres)
+                for axis in range(lead):
+                    line = line * band[q, LOW + dim + axis] + at[axis]
+                    gap = max(max(float(at[axis]) - place[axis], place[axis] - float(at[axis] + 1)) - slack[axis],
+                              0.0)
+                    apart = max(apart, gap) if cube else apart + gap * gap
+                if cube:
+                    half = reach if apart <= reach else -1.0
+                else:
+                    half = math.sqrt(reach * reach - apart) * _MARGIN if apart <= reach * reach else -1.0
+                if half >= 0.0:  # the chord of the reach along the last axis, widened as the window
+                    extent = band[q, LOW + 2 * dim - 1]
+                    t_lo = min(max(place[lead] - half - slack[lead], -2.0), float(extent) + 1.0)
+                    t_hi = max(min(place[lead] + half + slack[lead], float(extent) + 1.0), -2.0)
+                    z_lo = max(int(math.floor(t_lo)) - 1, 0)
+                    z_hi = min(int(math.floor(t_hi)) + 1, extent - 1)
+                    cell = band[q, FIRST_CELL] + line * extent
+                    s = cell_start[cell + z_lo]
+                    e = cell_start[cell + z_hi + 1]
+                    if z_lo <= z_hi and (wide or any_near(columns, i, s, e, cube)):
+                        if hk == hits.shape[1]:
+                            bigger = np.empty((3, 2 * hk), dtype=np.int64)
+                            bigger[:, :hk] = hits
+                            hits = bigger
+                        hk = _screened(hits, hk, i, s, e)
+                axis = lead - 1  # the next line of the window (an odometer over the lead axes)
+                while axis >= 0:
+                    at[axis] += 1
+                    if at[axis] <= window_hi[axis]:
+                        break
+                    at[axis] = window_lo[axis]
+                    axis -= 1
+                if axis < 0:
+                    break
+    return _written(columns, handles, hits, hk, cube)

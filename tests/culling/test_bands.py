@@ -1,0 +1,177 @@
+"""overlapping_pairs by bands of levels (culling.core.bands) against the dual walk and brute force.
+
+The bands' join and the tree's dual walk (:func:`culling.core.pairs.dual_pairs`)
+are two independent algorithms over the same members; both must give every
+meeting pair once.  The worlds are chosen to exercise each part of the
+bands: one band (a crowd of similar radii), several bands (a heavy tail,
+radii over many levels: the cross-band windows), the last axis's runs at the
+box's ends, a far origin (the windows' rounding margin), grown roots
+(negative levels), clusters far apart (the fallback to the dual walk) and
+exact ties (the exact decision).
+"""
+
+from __future__ import annotations
+
+import itertools
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+from culling import DenseViewDistanceGrid, ViewDistanceTree
+from culling.core import bands, pairs
+from culling.core.lattice import ANCHOR
+from culling.core.structs import Nodes
+
+
+def brute(centres: np.ndarray, radii: np.ndarray, handles: np.ndarray, shape: str) -> set[tuple[int, int]]:
+    """Every meeting pair by handles: floats, and ``fractions.Fraction`` where they are within rounding of a tie."""
+    n = len(radii)
+    out = set()
+    for i in range(n):
+        d = centres[i + 1:] - centres[i]
+        limit = radii[i] + radii[i + 1:]
+        if shape == "cube":
+            dist, bound = np.abs(d).max(axis=1), limit
+        else:
+            dist, bound = (d * d).sum(axis=1), limit * limit
+        near = np.abs(dist - bound) <= 1e-9 * (bound + 1e-300)
+        for j in np.nonzero((dist <= bound) | near)[0] + i + 1:
+            if near[j - i - 1]:
+                offsets = [Fraction(a) - Fraction(b) for a, b in zip(centres[i], centres[j])]
+                reach = Fraction(radii[i]) + Fraction(radii[j])
+                exact = max(map(abs, offsets)) if shape == "cube" else sum(x * x for x in offsets)
+                if exact > (reach if shape == "cube" else reach * reach):
+                    continue
+            a, b = int(handles[i]), int(handles[j])
+            out.add((min(a, b), max(a, b)))
+    return out
+
+
+def as_set(first: np.ndarray, second: np.ndarray) -> set[tuple[int, int]]:
+    got = list(zip(first.tolist(), second.tolist()))
+    assert len(got) == len(set(got)), "a pair reported twice"
+    assert all(a < b for a, b in got)
+    return set(got)
+
+
+def layout_of(tree: ViewDistanceTree) -> bands.Layout:
+    nodes = Nodes(*tree._nodes.arrays())
+    return bands.layout(nodes.start, nodes.members, nodes.level, nodes.cells, tree._pool.handles,
+                        tree._pool.columns, float(ANCHOR))
+
+
+def dual(tree: ViewDistanceTree) -> set[tuple[int, int]]:
+    nodes = Nodes(*tree._nodes.arrays())
+    return as_set(*pairs.dual_pairs(tree._root, nodes.child, nodes.start, nodes.members, tree._pool.handles,
+                                    tree._pool.columns, len(tree), tree._cube, tree.shape))
+
+
+def world(kind: str, n: int, dim: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, float]:
+    edge = float((n * 6.0 ** dim) ** (1.0 / dim))
+    centres = rng.uniform(0, edge, (n, dim))
+    radii = rng.uniform(0.5, 2.5, n)
+    if kind == "heavy":  # 2% of radii 10-25: a band of their own
+        large = rng.random(n) < 0.02
+        radii[large] = rng.uniform(10, 25, large.sum())
+    elif kind == "spread":  # radii over many levels: several bands, windows across them
+        radii = 2.0 ** rng.uniform(-6, 4, n)
+    elif kind == "edges":  # centres on the cells' faces of several levels, radii on class boundaries
+        centres = np.round(centres / 4.0) * 4.0 + rng.choice([0.0, 2.0 ** -40, -(2.0 ** -40)], (n, dim))
+        centres = np.clip(centres, 0.0, edge)
+        radii = rng.choice([0.5, 1.0, 2.0, 4.0], n) * rng.choice([1.0, 1.0 - 2.0 ** -52], n)
+    return centres, radii, edge
+
+
+@pytest.mark.parametrize("dim", [1, 2, 3])
+@pytest.mark.parametrize("shape", ["sphere", "cube"])
+@pytest.mark.parametrize("kind", ["crowd", "heavy", "spread", "edges"])
+def test_bands_agree_with_the_dual_walk_and_brute_force(dim, shape, kind):
+    rng = np.random.default_rng(hash((dim, shape, kind)) % 2**32)
+    centres, radii, edge = world(kind, 1500, dim, rng)
+    tree = ViewDistanceTree(size=edge, dim=dim, shape=shape)
+    handles = tree.insert_many(centres, radii)
+    assert layout_of(tree).ok
+    got = as_set(*tree.overlapping_pairs())
+    assert got == dual(tree) == brute(centres, radii, handles, shape)
+    if radii.max() < edge / 2 * 0.99:  # the dense grid, over the same world
+        grid = DenseViewDistanceGrid(size=edge * 1.001, origin=np.full(dim, -edge * 0.0005), dim=dim, shape=shape,
+                                     min_radius=max(float(radii.min()), edge * 2.0 ** -8))
+        grid_handles = grid.insert_many(centres, radii)
+        assert as_set(*grid.overlapping_pairs()) == brute(centres, radii, grid_handles, shape)
+
+
+def test_a_heavy_tail_is_a_band_of_its_own():
+    rng = np.random.default_rng(3)
+    centres, radii, edge = world("heavy", 4000, 3, rng)
+    tree = ViewDistanceTree(size=edge, dim=3)
+    tree.insert_many(centres, radii)
+    lay = layout_of(tree)
+    assert lay.ok and lay.band.shape[0] >= 2
+    rows = lay.band[:, bands.END_ROW] - lay.band[:, bands.FIRST_ROW]
+    assert rows.sum() == 4000 and rows[-1] > 3800  # the crowd is the finest band, last in rows
+    assert (lay.scales[:-1, bands.RADIUS] >= 10.0).all() and lay.scales[-1, bands.RADIUS] <= 2.5
+
+
+def test_clusters_far_apart_fall_back_to_the_dual_walk():
+    rng = np.random.default_rng(4)
+    centres = np.concatenate([rng.uniform(0, 1, (600, 3)), rng.uniform(0, 1, (600, 3)) + 1e6])
+    radii = rng.uniform(0.01, 0.05, 1200)
+    tree = ViewDistanceTree(size=1.0, dim=3)
+    handles = tree.insert_many(centres, radii)
+    assert not layout_of(tree).ok
+    assert as_set(*tree.overlapping_pairs()) == brute(centres, radii, handles, "sphere")
+
+
+@pytest.mark.parametrize("offset", [1e9, -3.5e12])
+def test_a_far_origin_and_a_grown_root_keep_every_pair(offset):
+    rng = np.random.default_rng(5)
+    n = 1200
+    centres = offset + rng.uniform(0, 60, (n, 3))
+    radii = np.concatenate([rng.uniform(0.5, 2.5, n - 20), rng.uniform(8, 15, 20)])
+    tree = ViewDistanceTree(size=8.0, origin=np.full(3, offset), dim=3)  # the root grows above level 0
+    handles = tree.insert_many(centres, radii)
+    assert tree.root_level < 0
+    assert as_set(*tree.overlapping_pairs()) == dual(tree) == brute(centres, radii, handles, "sphere")
+
+
+def test_touching_pairs_are_decided_exactly():
+    # Pythagorean offsets: |c_i - c_j| == r_i + r_j exactly, and one ulp apart.
+    centres, radii = [], []
+    for k in range(200):
+        base = np.array([10.0 * (k % 14), 10.0 * (k // 14), 5.0])
+        centres += [base, base + [3.0, 4.0, 0.0]]
+        radii += [2.0, 3.0 if k % 2 else np.nextafter(3.0, 0.0)]
+    centres, radii = np.array(centres), np.array(radii)
+    tree = ViewDistanceTree(size=160.0, dim=3)
+    handles = tree.insert_many(centres, radii)
+    got = as_set(*tree.overlapping_pairs())
+    expected = {(int(handles[2 * k]), int(handles[2 * k + 1])) for k in range(200) if k % 2}
+    assert got == expected
+
+
+def test_pairs_follow_moves_between_calls():
+    rng = np.random.default_rng(6)
+    centres, radii, edge = world("crowd", 2000, 3, rng)
+    tree = ViewDistanceTree(size=edge, dim=3)
+    handles = tree.insert_many(centres, radii)
+    for _ in range(4):
+        centres = centres + rng.uniform(-1, 1, centres.shape) * radii[:, None] / 4
+        tree.update_many(handles, centres, radii)
+        assert as_set(*tree.overlapping_pairs()) == brute(centres, radii, handles, "sphere")
+    gone = handles[::3]
+    tree.remove_many(gone)
+    keep = np.ones(len(handles), dtype=bool)
+    keep[::3] = False
+    assert as_set(*tree.overlapping_pairs()) == brute(centres[keep], radii[keep], handles[keep], "sphere")
+    tree.remove_many(handles[keep])
+    assert tree.overlapping_pairs()[0].size == 0
+
+
+@pytest.mark.parametrize("lead", [0, 1, 2, 3])
+def test_forward_lines_name_each_neighbouring_pair_once(lead):
+    forward = [tuple(f) for f in bands.forward_lines(lead).tolist()]
+    everything = [d for d in itertools.product((-1, 0, 1), repeat=lead) if any(d)]
+    assert len(forward) == len(everything) // 2 == len(set(forward))
+    assert all(tuple(-x for x in d) not in forward for d in forward)
+    assert {d for d in everything if d in forward or tuple(-x for x in d) in forward} == set(everything)
