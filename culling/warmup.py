@@ -58,9 +58,17 @@ def _points(centres: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(points)
 
 
+def _new_tree() -> ViewDistanceTree:
+    return ViewDistanceTree(size=_SIZE, dim=3)
+
+
+def _new_grid() -> DenseViewDistanceGrid:
+    return DenseViewDistanceGrid(size=_SIZE, dim=3, min_radius=0.5)
+
+
 def _tree_build(state: dict[str, object]) -> None:
     centres, radii = _objects()
-    tree = ViewDistanceTree(size=_SIZE, dim=3)
+    tree = _new_tree()
     state["tree_handles"] = tree.insert_many(centres, radii)
     tree.insert(centres[0], 1.0)
     state["tree"] = tree
@@ -91,6 +99,23 @@ def _trace(structure: ViewDistanceTree | DenseViewDistanceGrid) -> None:
     structure.trace(centres[0], scale=40.0)
 
 
+def _probes(structure: ViewDistanceTree | DenseViewDistanceGrid,
+            make: Callable[[], ViewDistanceTree | DenseViewDistanceGrid]) -> None:
+    """Sphere probes, one at a time and many, and the pairs: by bands, and by the structure's own walk."""
+    centres, radii = _objects()
+    points = _points(centres)
+    for exact in (False, True):
+        structure.overlapping(points[0], 2.0, exact=exact)
+        structure.overlapping_many(points, radii[: points.shape[0]], exact=exact)  # on the library's threads
+        structure.overlapping_many(points[:4], 1.5, exact=exact)  # on the calling thread
+    structure.overlapping_pairs()  # the banded join
+    far = make()  # two small clusters far apart: the join by the structure's own walk
+    corner = np.array([[1.0, 1.0, 1.0], [1.5, 1.0, 1.0], [_SIZE - 2.0, _SIZE - 2.0, _SIZE - 2.0],
+                       [_SIZE - 2.5, _SIZE - 2.0, _SIZE - 2.0]])
+    far.insert_many(corner, np.full(4, 0.5))
+    far.overlapping_pairs()
+
+
 def _mutations(structure: ViewDistanceTree | DenseViewDistanceGrid, handles: np.ndarray) -> None:
     centres, radii = _objects()
     structure.update_many(handles, centres + 0.25, radii)  # in place
@@ -103,7 +128,7 @@ def _mutations(structure: ViewDistanceTree | DenseViewDistanceGrid, handles: np.
 
 def _grid_build(state: dict[str, object]) -> None:
     centres, radii = _objects()
-    grid = DenseViewDistanceGrid(size=_SIZE, dim=3, min_radius=0.5)
+    grid = _new_grid()
     state["grid_handles"] = grid.insert_many(centres, radii)
     grid.insert(centres[0], 1.0)
     state["grid"] = grid
@@ -133,11 +158,13 @@ STEPS: tuple[tuple[str, Callable[[dict[str, object]], None]], ...] = (
     ("tree: query", lambda s: _queries(_tree(s))),
     ("tree: query_many", lambda s: _query_many(_tree(s))),
     ("tree: trace", lambda s: _trace(_tree(s))),
+    ("tree: overlapping, overlapping_pairs", lambda s: _probes(_tree(s), _new_tree)),
     ("tree: update_many, remove_many", lambda s: _mutations(_tree(s), _handles(s, "tree_handles"))),
     ("grid: insert_many", _grid_build),
     ("grid: query", lambda s: _queries(_grid(s))),
     ("grid: query_many", lambda s: _query_many(_grid(s))),
     ("grid: trace", lambda s: _trace(_grid(s))),
+    ("grid: overlapping, overlapping_pairs", lambda s: _probes(_grid(s), _new_grid)),
     ("grid: update_many, remove_many", lambda s: _mutations(_grid(s), _handles(s, "grid_handles"))),
 )
 

@@ -165,8 +165,16 @@ for dim in (1, 2, 3):
             s.query(c[1]); s.query(c[1].tolist(), exact=True); s.query(c[2], exact=True, scale=50.0)
             s.query_spheres(c[3], exact=True); s.trace(c[4]); s.trace(c[4], scale=100.0)
             s.query_many(c[:100]); s.query_many(c[:10], exact=True); s.query_many(c[:300], exact=True, scale=30.0)
+            s.overlapping(c[6], 3.0); s.overlapping(c[6].tolist(), 0.0, exact=True)
+            s.overlapping_many(c[:100], 2.0); s.overlapping_many(c[:10], r[:10], exact=True, scale=2.0)
+            s.overlapping_pairs()
             s.update_many(h, c + 0.5, r); s.update(h[0], c[5], 3.0); s.remove(h[1]); s.remove_many(h[2:50])
             s.check_invariants()
+        far = np.zeros((4, dim)); far[1, 0] = 1.0; far[2:] = 1000.0; far[3, 0] = 999.0
+        for s in (culling.ViewDistanceTree(1024.0, dim=dim, shape=shape),
+                  culling.DenseViewDistanceGrid(1024.0, dim=dim, shape=shape, min_radius=1.0)):
+            s.insert_many(far, np.full(4, 1.0))
+            s.overlapping_pairs()  # two clusters far apart: the structure's own walk joins them
 after = [len(k.signatures) for k in KERNELS]
 new = [k.py_func.__qualname__ for k, a, b in zip(KERNELS, before, after) if a != b]
 many = [k.py_func.__qualname__ for k in KERNELS if len(k.signatures) > 1]
