@@ -1,7 +1,7 @@
 """The lattice's kernels: the home function, the cell function and the window of cells a point visits.
 
-Every structure and every test uses these (Python calls them as it calls any
-function: numba compiles a Python-callable version of each):
+Every structure and every test uses these (the structures from their kernels;
+tests call them from Python as they call any function):
 
 - :func:`level_of`: a sphere's home level, from its radius: the level whose
   nodes (edge ``W``) hold radii in ``[W/4, W/2)``, by the exponent of the
@@ -13,10 +13,12 @@ function: numba compiles a Python-callable version of each):
   (the product is exact), ``(floor(u) + ANCHOR) >> -L`` on grown levels, so
   every cell is exactly its children's parent.  :func:`cell_scaled` is the
   same with ``2**L`` given (the walk computes it once per level).
-- :func:`home` (one object of a batch, for other kernels) and :func:`homes`
-  (a batch, for Python): a sphere's level and cell per axis, of its centre
-  placed exactly (:func:`placed_u`: the cell of the exact ``(c - origin) / size``).  The dense grid
-  numbers the same cells from 0 within its world (:mod:`culling.grid.geometry`).
+- :func:`home`: a sphere's level and cell per axis, of its centre placed
+  exactly (:func:`placed_u`: the cell of the exact ``(c - origin) / size``),
+  inlined into every kernel that places objects (the tree's batch grouping,
+  ``update_many``'s settling pass, the single-object kernel
+  ``culling.tree.tree._home_one``).  The dense grid numbers the same cells from 0 within its
+  world (:mod:`culling.grid.geometry`).
 
 The window (the "conservative visit"): a sphere on level ``L`` has a radius
 below ``W/2``, so a sphere of scale ``s`` containing ``p`` has, per axis,
@@ -46,7 +48,7 @@ from culling.core.jit import inline_kernel, kernel
 from culling.core.lattice import ANCHOR, MAX_DEPTH, MAX_GROWTH, TOO_LARGE
 
 __all__ = ["PLACE_BITS", "axis_window", "cell_of", "cell_scaled", "exact_axis_window", "exact_sign", "face_sign",
-           "grown_half", "half_reach", "half_reach_by", "home", "homes", "level_factor", "level_of", "multiply_up",
+           "grown_half", "half_reach", "half_reach_by", "home", "level_factor", "level_of", "multiply_up",
            "placed_columns", "placed_u", "round_down_add", "round_down_sub", "round_up_add", "window"]
 
 #: Root-relative coordinates are clamped to one unit outside the largest
@@ -182,7 +184,7 @@ def cell_scaled(u: float, level: int, factor: float) -> int:
     return int((math.floor(u) + ANCHOR) >> -level)
 
 
-@inline_kernel(from_python=True)  # tree.py and grid/geometry.py call it too
+@inline_kernel
 def cell_of(u: float, level: int) -> int:
     """The lattice cell of root-relative ``u`` on ``level``: the cell function.
 
@@ -195,7 +197,7 @@ def cell_of(u: float, level: int) -> int:
     return cell_scaled(u, level, level_factor(level))
 
 
-@inline_kernel(from_python=True)  # tree.py and grid/geometry.py call it too
+@inline_kernel
 def level_of(radius: float, size: float) -> int:
     """A sphere's home level: the level whose nodes hold ``radius`` in ``[W/4, W/2)``.
 
@@ -224,20 +226,6 @@ def home(centres: np.ndarray, radii: np.ndarray, i: int, origin: np.ndarray, siz
     keys[g, 0] = level
     for axis in range(centres.shape[1]):
         keys[g, axis + 1] = cell_of(placed_u(centres[i, axis], origin[axis], size), level)
-
-
-@kernel
-def homes(centres: np.ndarray, radii: np.ndarray, origin: np.ndarray, size: float) -> np.ndarray:
-    """Every sphere's home: int64 (n, dim + 1), rows ``(level, cell...)`` (:func:`home`).  O(n).
-
-    >>> key = homes(np.array([[3.0, 5.0]]), np.array([1.0]), np.zeros(2), 8.0)[0]   # level 1: W = 4
-    >>> int(key[0]), (key[1:] - (ANCHOR << 1)).tolist()
-    (1, [0, 1])
-    """
-    out = np.empty((centres.shape[0], centres.shape[1] + 1), dtype=np.int64)
-    for i in range(centres.shape[0]):
-        home(centres, radii, i, origin, size, out, i)
-    return out
 
 
 @inline_kernel

@@ -72,11 +72,6 @@ class Lattice:
 
     # -- the world ------------------------------------------------------------
 
-    def outside_world(self, lo: list[float], hi: list[float]) -> bool:
-        """Whether root-relative coordinates from ``lo`` to ``hi`` (per axis) leave the largest
-        world the tree can grow to."""
-        return min(lo) < self.world_lo_u or max(hi) >= self.world_hi_u
-
     def world_bounds(self) -> tuple[np.ndarray, np.ndarray]:
         """Low and high corner of the largest world, in world coordinates."""
         return (self.origin + self.world_lo_u * self.size,

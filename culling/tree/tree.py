@@ -39,15 +39,16 @@ from numpy.typing import ArrayLike
 
 from culling.answer import QueryDetails, distances_from
 from culling.core import chunks, growth, members, overlap, pairs
-from culling.core.cells import cell_of, homes, level_of, placed_u
-from culling.core.containment import decide, squared_reach, squared_reach_of
+from culling.core.cells import home
+from culling.core.containment import decide, reach_of, squared_reach
 from culling.core.growth import ARRAY_GROWTH, grown
+from culling.core.jit import kernel
 from culling.core.lattice import ANCHOR, MAX_DEPTH, MAX_GROWTH, Lattice
 from culling.core.locks import reading, writing
-from culling.core.structs import Nodes, WorldFields
+from culling.core.structs import Nodes, NodesFields, Objects, ObjectsFields, Pool, PoolFields, World, WorldFields
 from culling.core.structure import Structure
 from culling.core.threads import run_chunks
-from culling.core.tiles import TILE_ROWS, TILE_SHIFT
+from culling.core.tiles import TILE_ROWS, TILE_SHIFT, cover_row
 from culling.core.validation import (
     Handle,
     as_coords,
@@ -68,7 +69,7 @@ from culling.tree import batch, probe, walk
 from culling.tree.nodes import DEAD_ROW, NodeTable
 from culling.tree.pool import BlockPool, block_capacity
 
-__all__ = ["HANDLE_SHRINK_RATIO", "MAX_DEPTH", "MAX_GROWTH", "ViewDistanceTree"]
+__all__ = ["HANDLE_SHRINK_RATIO", "INSIDE", "MAX_DEPTH", "MAX_GROWTH", "OUTSIDE", "STAYS", "ViewDistanceTree"]
 
 logger = logging.getLogger(__name__)
 
@@ -76,6 +77,11 @@ logger = logging.getLogger(__name__)
 #: many entries per stored object (plus 64), as far as the highest live
 #: handle allows; a failed try waits until half the objects are gone again.
 HANDLE_SHRINK_RATIO = 4
+
+#: What :func:`_home_one` found: the sphere's home is the object's node (its row now holds the sphere),
+#: another node below the root, or a node outside the root (the root must grow, or the sphere is
+#: outside the world).
+STAYS, INSIDE, OUTSIDE = 0, 1, 2
 
 
 class ViewDistanceTree(Structure):
@@ -100,6 +106,7 @@ class ViewDistanceTree(Structure):
         self._lattice = Lattice(self.size, self.origin)
         self._origin_list = self.origin.tolist()
         self._cube = self.shape == "cube"
+        self._key = np.zeros((1, self.dim + 1), dtype=np.int64)  # one home key, (level, cell...): _home's answer
         self._count = 0
         self._reset_storage()
 
@@ -292,12 +299,17 @@ class ViewDistanceTree(Structure):
         centre : array_like, shape (dim,) (a scalar for dim 1)
         radius : float, >= 0, the object's view distance
         """
-        point = as_coords(centre, self.dim, "centre")
-        radius = as_radius(radius)
-        handle = int(self._peek_handles(1)[0])
-        node = self._room_at(point, radius)
-        self._take_handles(1)
-        self._append(node, handle, self._row(point, radius))
+        sphere = self._sphere(centre, radius)
+        handle = self._free_handles[-1] if self._free_handles else self._next_handle
+        if handle >= self._obj_node.shape[0]:
+            self._peek_handles(1)  # room in the per-handle arrays
+        self._home(sphere, -1)
+        node = self._room_at()
+        if self._free_handles:
+            self._free_handles.pop()
+        else:
+            self._next_handle += 1
+        self._append(node, handle, sphere)
         self._count += 1
         self._shrink_root()
         return handle
@@ -306,35 +318,29 @@ class ViewDistanceTree(Structure):
     def update(self, handle: Handle, centre: ArrayLike, radius: float) -> None:
         """Move or resize one object in place.
 
-        O(1) when it stays in its node (no other node is touched); otherwise
+        O(1) when it stays in its node: one kernel call finds its home and,
+        when that is its node, rewrites its row (:func:`_home_one`).  Otherwise
         its new home is found (one compiled descent) with room for it, then
         an O(1) unlink, the append, and one compiled pass deleting the old
         node and its ancestors if they emptied.
         """
         handle = self._live(handle)
-        point = as_coords(centre, self.dim, "centre")
-        radius = as_radius(radius)
-        node = int(self._obj_node[handle])
-        key = self._home(point, radius)
-        if self._nodes.key_of(node) == key:
-            row = int(self._obj_pos[handle])
-            self._pool.columns[:, row] = self._row(point, radius)
-            self._pool.cover(row, row + 1)
+        sphere = self._sphere(centre, radius)
+        if self._home(sphere, handle) == STAYS:
             return
-        target = self._room_at(point, radius, key)  # first: a MemoryError there changes nothing
-        self._unlink(handle)
-        self._append(target, handle, self._row(point, radius))
-        self._cleanup(node)
+        target = self._room_at()  # first: a MemoryError there changes nothing
+        emptied = self._unlink(handle)
+        self._append(target, handle, sphere)
+        self._prune(emptied)
 
     @writing
     def remove(self, handle: Handle) -> None:
         """Remove one object: an O(1) unlink, then one compiled pass deleting its node and the ancestors
         that emptied (:meth:`NodeTable.prune`)."""
         handle = self._live(handle)
-        node = self._unlink(handle)
+        self._prune(self._unlink(handle))
         self._free_handles.append(handle)
         self._count -= 1
-        self._cleanup(node)
         self._after_removal()
 
     # ------------------------------------------------------------------
@@ -756,7 +762,9 @@ class ViewDistanceTree(Structure):
         radii = columns[self.dim]
         assert np.isfinite(columns[: self.dim + 1]).all() and (radii >= 0).all()
         assert (columns[self.dim + 1] == squared_reach(radii)).all(), "stale squared reach"
-        keys = homes(np.ascontiguousarray(columns[: self.dim].T), np.ascontiguousarray(radii), self.origin, self.size)
+        group_of, keys, _ = batch.group(np.ascontiguousarray(columns[: self.dim].T), np.ascontiguousarray(radii),
+                                        self.origin, self.size)  # the home function, as insert_many places objects
+        keys = keys[group_of]
         assert (keys[:, 0] >= root_level).all(), "a sphere is too large for the root"
         assert (self._nodes.level[nodes] == keys[:, 0]).all(), "object on the wrong level"
         assert (self._nodes.cells[:, nodes] == keys[:, 1:].T).all(), "object in the wrong cell"
@@ -772,6 +780,10 @@ class ViewDistanceTree(Structure):
     # Internals: validation helpers
 
     def _live(self, handle: Handle) -> int:
+        """``handle`` as an int, if it is live: a plain ``int`` in range is checked here (the single-object
+        calls' common case, a microsecond less), anything else by :func:`~culling.core.validation.live_handle`."""
+        if type(handle) is int and 0 <= handle < self._next_handle and self._obj_node[handle] >= 0:
+            return handle
         return live_handle(handle, self._next_handle, self._obj_node, "tree")
 
     def _live_unique(self, handles: ArrayLike) -> np.ndarray:
@@ -784,36 +796,35 @@ class ViewDistanceTree(Structure):
     def _live_many(self, handles: ArrayLike) -> np.ndarray:
         return live_handles(handles, self._next_handle, self._obj_node, "tree")
 
-    def _check_world(self, lo: list[float], hi: list[float], top: int) -> None:
-        """Reject root-relative centres from ``lo`` to ``hi`` outside the largest world, or a level
-        ``top`` above its root."""
-        if self._lattice.outside_world(lo, hi):
-            low, high = self._lattice.world_bounds()
-            raise ValueError(f"centres must lie within the largest world this tree can grow to, "
-                             f"[{low.tolist()}, {high.tolist()})")
-        if top < -MAX_GROWTH:
-            raise ValueError(f"radii must be below {self._lattice.node_size(-MAX_GROWTH) / 2:g}, "
-                             f"the largest this tree can grow to")
-
     # ------------------------------------------------------------------
     # Internals: placement
 
-    def _home(self, point: list[float], radius: float) -> tuple[int, tuple[int, ...]]:
-        """Validate one sphere against the world, grow the root for it, return its home key.
+    def _sphere(self, centre: ArrayLike, radius: float) -> np.ndarray:
+        """One validated sphere as a pool row, float64 (1, dim + 2): the centre's axes, the radius, and
+        room for the squared reach (:func:`_home_one` writes it)."""
+        return np.array([[*as_coords(centre, self.dim, "centre"), as_radius(radius), 0.0]])
 
-        The home function (:func:`culling.core.cells.homes`, one call); the
-        root grows (:meth:`_grow_root_for`) until it holds the centre placed
-        exactly (:func:`culling.core.cells.placed_u`, as the home function places it).
+    def _home(self, sphere: np.ndarray, handle: int) -> int:
+        """Find one sphere's home key (into ``self._key``), validate it against the world and grow the
+        root for it; when it is the home of ``handle`` (-1: none), store the sphere in that object's row.
+
+        One kernel call (:func:`_home_one`); only a sphere outside the root takes
+        Python's path (:meth:`_check_world`, :meth:`_grow_root_for`).  Returns
+        :data:`STAYS` when the row was written, else :data:`INSIDE` (the home
+        is below the root, now grown if it had to).  ``sphere`` as :meth:`_sphere` made it.
         """
-        size = self.size
-        lat = self._lattice
-        level, *cell = homes(np.array([point]), np.array([radius]), self.origin, size)[0].tolist()
-        u = [placed_u(c, o, size) for c, o in zip(point, self._origin_list)]
-        if level < -MAX_GROWTH or not all(lat.world_lo_u <= x < lat.world_hi_u for x in u):
-            self._check_world(u, u, level)
-        if level < self.root_level or not self._root_contains(u):
-            self._grow_root_for(level, u, u)
-        return level, tuple(cell)
+        found = int(_home_one(sphere, handle, self._world(), (self._obj_node, self._obj_pos),
+                              self._nodes.arrays(), self._pool.arrays(), self._key))
+        if found == OUTSIDE:
+            keys = self._key.tolist()
+            self._check_world(keys)
+            try:
+                self._grow_root_for(keys)
+            except MemoryError:  # the root grew part of the way: back
+                self._shrink_root()
+                raise
+            return INSIDE
+        return found
 
     def _prepare_links(self, centres: np.ndarray, radii: np.ndarray,
                        near: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
@@ -854,35 +865,54 @@ class ViewDistanceTree(Structure):
 
         Root-relative coordinates and levels are monotone in the centres and
         radii, so the extreme centres and the largest radius decide for the
-        whole batch.  Reduced axis by axis: NumPy's ``min(axis=0)`` on an
-        (n, 3) array is ten times slower than three strided passes.
+        whole batch: the home keys of two corner spheres (:func:`_home_one`).
+        Reduced axis by axis: NumPy's ``min(axis=0)`` on an (n, 3) array is ten
+        times slower than three strided passes.
         ``centres`` float64 (n, dim); ``radii`` float64 (n,).
         """
         if not radii.size:
             return
-        size, origin = self.size, self._origin_list
-        lo = [placed_u(float(centres[:, axis].min()), o, size) for axis, o in enumerate(origin)]
-        hi = [placed_u(float(centres[:, axis].max()), o, size) for axis, o in enumerate(origin)]
-        top = level_of(float(radii.max()), size)
-        self._check_world(lo, hi, top)
-        if top < self.root_level or not (self._root_contains(lo) and self._root_contains(hi)):
-            self._grow_root_for(top, lo, hi)
+        top = float(radii.max())
+        corners = np.array([[*(float(centres[:, axis].min()) for axis in range(self.dim)), top, 0.0],
+                            [*(float(centres[:, axis].max()) for axis in range(self.dim)), top, 0.0]])
+        keys = []
+        outside = False
+        for corner in range(2):
+            outside |= _home_one(corners[corner:corner + 1], -1, self._world(), (self._obj_node, self._obj_pos),
+                                 self._nodes.arrays(), self._pool.arrays(), self._key) == OUTSIDE
+            keys += self._key.tolist()
+        if outside:
+            self._check_world(keys)
+            self._grow_root_for(keys)
 
-    def _root_contains(self, u: list[float]) -> bool:
-        level, cell = self._nodes.key_of(self._root)
-        return all(cell_of(x, level) == c for x, c in zip(u, cell))
+    def _check_world(self, keys: list[list[int]]) -> None:
+        """Reject home keys ``(level, cell...)`` outside the largest world (a centre there), or above its
+        root (a radius too large).
 
-    def _grow_root_for(self, top: int, lo: list[float], hi: list[float]) -> None:
-        """Grow the root until it is on level ``top`` or above and holds the root-relative
-        coordinates ``lo .. hi``; a root whose box would leave the floats is a ``ValueError``,
-        raised before anything changes.
+        The largest world is the level ``-MAX_GROWTH`` cell 0, and cells nest:
+        a key on a level below it is inside exactly when its ancestor there,
+        ``cell >> (level + MAX_GROWTH)`` per axis, is 0 (the cell function
+        clamps coordinates beyond the world to a cell just outside it).
+        """
+        if any(level < -MAX_GROWTH for level, *_ in keys):
+            raise ValueError(f"radii must be below {self._lattice.node_size(-MAX_GROWTH) / 2:g}, "
+                             f"the largest this tree can grow to")
+        if any(c >> (level + MAX_GROWTH) for level, *cell in keys for c in cell):
+            low, high = self._lattice.world_bounds()
+            raise ValueError(f"centres must lie within the largest world this tree can grow to, "
+                             f"[{low.tolist()}, {high.tolist()})")
+
+    def _grow_root_for(self, keys: list[list[int]]) -> None:
+        """Grow the root until it holds the home keys ``keys`` (inside the world, :meth:`_check_world`):
+        on their levels or above, their cells below its own; a root whose box would leave the floats is
+        a ``ValueError``, raised before anything changes.
 
         The levels needed are counted first (the ancestor of cell ``c`` on ``g``
         levels up is ``c >> g``), so the check sees the final root.
         """
         level, cell = self._nodes.key_of(self._root)
-        while level > top or not all(cell_of(x, level) == c and cell_of(y, level) == c
-                                     for x, y, c in zip(lo, hi, cell)):
+        while not all(level <= k_level and all(c >> (k_level - level) == r for c, r in zip(k_cell, cell))
+                      for k_level, *k_cell in keys):
             level, cell = level - 1, tuple(c >> 1 for c in cell)
         box_lo, box_hi = self._lattice.cell_bounds(level, cell)
         if not (np.isfinite(box_lo).all() and np.isfinite(box_hi).all()
@@ -922,17 +952,6 @@ class ViewDistanceTree(Structure):
             else:
                 break
 
-    def _row(self, point: list[float], radius: float) -> list[float]:
-        """One object's pool column: centre, radius, squared reach."""
-        return point + [radius, squared_reach_of(radius)]
-
-    def _new_handle(self) -> int:
-        if self._free_handles:
-            return self._free_handles.pop()
-        handle = int(self._peek_handles(1)[0])
-        self._take_handles(1)
-        return handle
-
     def _peek_handles(self, n: int) -> np.ndarray:
         """The ``n`` handles the next :meth:`_take_handles` hands out (the most recently freed first),
         with room for them in the per-handle arrays; nothing is handed out yet."""
@@ -960,29 +979,22 @@ class ViewDistanceTree(Structure):
             self._pool.release(int(self._nodes.start[node]), int(self._nodes.capacity[node]))
         self._nodes.delete(node)
 
-    def _cleanup(self, node: int) -> None:
-        """Delete ``node`` and its ancestors while they are empty and childless (:meth:`_prune`)."""
-        if self._nodes.count[node] == 0 and self._nodes.children[node] == 0:
-            self._prune(np.array([node], dtype=np.int64))
-        else:
-            self._shrink_root()
-
     def _prune(self, nodes: np.ndarray) -> None:
         """Delete the empty, childless ``nodes`` (int64) and their ancestors that become so, in one
         compiled pass (:meth:`NodeTable.prune`); their blocks go back to the pool, then the root
         shrinks if it can.  Allocates none of the tree's arrays."""
-        starts, capacities = self._nodes.prune(nodes, self._root)
-        if starts.size:
-            self._pool.release_many(starts, capacities)
+        if nodes.size:
+            starts, capacities = self._nodes.prune(nodes, self._root)
+            if starts.size:
+                self._pool.release_many(starts, capacities)
         self._shrink_root()
 
-    def _room_at(self, point: list[float], radius: float, key: tuple[int, tuple[int, ...]] | None = None) -> int:
-        """The home node of one sphere (``key``, when :meth:`_home` gave it already), created if missing
-        (the root grown if needed), with room for one more member.  A ``MemoryError`` undoes what was
-        done (new empty nodes, root growth) and propagates."""
+    def _room_at(self) -> int:
+        """The node of the home key :meth:`_home` found (``self._key``), created if missing, with room
+        for one more member.  A ``MemoryError`` undoes what was done (new empty nodes, root growth)
+        and propagates."""
         try:
-            level, cell = self._home(point, radius) if key is None else key
-            node = self._nodes.at(level, cell, self._root)
+            node = int(self._nodes.at_many(self._key, self._root)[0])
             count = int(self._nodes.count[node])
             if count == self._nodes.capacity[node]:
                 self._pool.move_block(self._nodes, node, block_capacity(count + 1), self._obj_pos)
@@ -995,32 +1007,62 @@ class ViewDistanceTree(Structure):
     # ------------------------------------------------------------------
     # Internals: membership
 
-    def _append(self, node: int, handle: int, row: list[float]) -> None:
+    def _append(self, node: int, handle: int, sphere: np.ndarray) -> None:
+        """Append one object (``sphere``: its pool row as :meth:`_home` completed it) to ``node``."""
         count = int(self._nodes.count[node])
         if count == self._nodes.capacity[node]:
             self._pool.move_block(self._nodes, node, block_capacity(count + 1), self._obj_pos)
         pos = int(self._nodes.start[node]) + count
         self._pool.handles[pos] = handle
-        self._pool.columns[:, pos] = row
+        self._pool.columns[:, pos] = sphere[0]
         self._pool.cover(pos, pos + 1)
         self._nodes.count[node] = count + 1
         self._obj_node[handle] = node
         self._obj_pos[handle] = pos
 
-    def _unlink(self, handle: int) -> int:
-        """Take one object out of its node (swap with the node's last row); no cleanup."""
-        pool = self._pool
-        node = int(self._obj_node[handle])
-        pos = int(self._obj_pos[handle])
-        count = int(self._nodes.count[node]) - 1
-        last = int(self._nodes.start[node]) + count
-        if pos != last:
-            moved = int(pool.handles[last])
-            pool.handles[pos] = moved
-            pool.columns[:, pos] = pool.columns[:, last]
-            pool.cover(pos, pos + 1)
-            self._obj_pos[moved] = pos
-        pool.handles[last] = -1
-        self._nodes.count[node] = count
-        self._obj_node[handle] = -1
-        return node
+    def _unlink(self, handle: int) -> np.ndarray:
+        """Take one object out of its node: its row gets the node's last member (one kernel call,
+        :func:`culling.tree.batch.unlink`).  Returns the node when it emptied (int64, 1 or 0 long,
+        for :meth:`_prune`); no cleanup."""
+        return batch.unlink(np.array([handle]), (self._obj_node, self._obj_pos), self._nodes.arrays(),
+                            self._pool.arrays())
+
+
+@kernel
+def _home_one(sphere: np.ndarray, handle: int, world_fields: WorldFields, objects_fields: ObjectsFields,
+              nodes_fields: NodesFields, pool_fields: PoolFields, key: np.ndarray) -> int:
+    """One sphere's home: :data:`STAYS`, :data:`INSIDE` or :data:`OUTSIDE` (the single-object mutations).
+
+    ``sphere`` is a pool row, float64 (1, dim + 2): the centre's axes and the
+    radius; its squared reach is written into the last column.  Its home key
+    (the home function, :func:`culling.core.cells.home`) goes into ``key``,
+    int64 (1, dim + 1).  The root holds it when its level is the root's or
+    below and its cell's ancestor on the root's level, ``cell >> (level -
+    root_level)`` per axis (cells nest), is the root's cell.  When the key is
+    the node of ``handle`` (-1: no object), the sphere is stored in the
+    object's row and its tile covers it: :data:`STAYS`.  O(dim), no allocation.
+    """
+    world, objects, nodes, pool = World(*world_fields), Objects(*objects_fields), Nodes(*nodes_fields), Pool(*pool_fields)
+    dim = world.origin.shape[0]
+    sphere[0, dim + 1] = reach_of(sphere[0, dim])
+    home(sphere[:, :dim], sphere[:, dim], 0, world.origin, world.size, key, 0)
+    level = key[0, 0]
+    shift = level - world.root_level
+    if shift < 0:
+        return OUTSIDE
+    for axis in range(dim):
+        if key[0, axis + 1] >> shift != nodes.cells[axis, world.root]:
+            return OUTSIDE
+    if handle < 0:
+        return INSIDE
+    node = objects.node[handle]
+    if nodes.level[node] != level:
+        return INSIDE
+    for axis in range(dim):
+        if nodes.cells[axis, node] != key[0, axis + 1]:
+            return INSIDE
+    row = objects.row[handle]
+    for column in range(dim + 2):
+        pool.columns[column, row] = sphere[0, column]
+    cover_row(pool.columns, row, pool.tile_box)
+    return STAYS

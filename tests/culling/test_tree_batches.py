@@ -155,15 +155,16 @@ def test_squared_reach_is_exact_at_every_magnitude():
 
 
 def test_batch_homes_are_the_exact_levels_and_cells():
-    """The one home function (:func:`culling.core.cells.homes`, which insert_many, update_many and the
-    invariant checker use) gives the exponent's level and the lattice cell of the exact centre, on cell
-    edges, their neighbours and beyond the world."""
+    """The one home function (:func:`culling.core.cells.home`, which insert_many's grouping, update_many,
+    the single-object kernel and the invariant checker inline), as :func:`culling.tree.batch.group` keys
+    a batch, gives the exponent's level and the lattice cell of the exact centre, on cell edges, their
+    neighbours and beyond the world."""
     from fractions import Fraction
 
     from lattice_reference import placed_cell
 
-    from culling.core.cells import homes
     from culling.core.lattice import MAX_DEPTH
+    from culling.tree.batch import group
 
     rng = np.random.default_rng(11)
     size = 7.3
@@ -171,7 +172,8 @@ def test_batch_homes_are_the_exact_levels_and_cells():
     x = np.concatenate([edges, np.nextafter(edges, np.inf), np.nextafter(edges, -np.inf),
                         rng.uniform(-6e6, 1.2e7, 300), [0.0, -0.0, 5e-324, -5e-324, 1e300, -1e300]])
     radii = size * 2.0 ** -rng.integers(-20, 30, x.size) * rng.choice([1.0, 0.75, 0.5 + 2 ** -52], x.size)
-    keys = homes(np.ascontiguousarray(x[:, None]), radii, np.zeros(1), size)
+    group_of, keys, _ = group(np.ascontiguousarray(x[:, None]), radii, np.zeros(1), size)
+    keys = keys[group_of]
     for (level, c), xi, r in zip(keys.tolist(), x.tolist(), radii.tolist()):
         relative = Fraction(r / size)
         want = MAX_DEPTH
