@@ -9,9 +9,10 @@ outgrows itself, many removals, a compaction) and updates both.
 
 Blocks come in power-of-two capacities; a node that outgrows its block moves
 to one twice as large, and released blocks are reused by their size class:
-each class keeps a stack of its free blocks linked through an int64 array (a
-free block starting at row ``s`` names the next in ``links[s // MIN_BLOCK]``;
-every block starts at a multiple of ``MIN_BLOCK``), so the kernels that make
+each class keeps a stack of its free blocks, linked through the blocks
+themselves (a free block's first row names the next block of its class in its
+handle slot, as :func:`free_link`; its other rows hold -1, like every row not
+in use), so the free lists cost no memory per row, and the kernels that make
 room for a batch (:func:`_make_room`) and take blocks back (:func:`_release`)
 allocate and release without Python.
 Released blocks of other sizes cannot serve a request, so after many removals
@@ -29,7 +30,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from culling.core import growth, tiles
-from culling.core.jit import kernel
+from culling.core.jit import inline_kernel, kernel
 from culling.core.rows import RowPool
 from culling.core.structs import Nodes, NodesFields, PoolFields
 from culling.core.tiles import cover_row
@@ -37,7 +38,7 @@ from culling.core.tiles import cover_row
 if TYPE_CHECKING:
     from culling.tree.nodes import NodeTable
 
-__all__ = ["BlockPool", "CLASSES", "MIN_BLOCK", "POOL_GROWTH", "SHRINK_RATIO"]
+__all__ = ["BlockPool", "CLASSES", "MIN_BLOCK", "POOL_GROWTH", "SHRINK_RATIO", "free_link"]
 
 #: Smallest block: a node with a handful of members wastes at most 3 rows.
 MIN_BLOCK = 4
@@ -61,19 +62,26 @@ SHRINK_RATIO = 12
 INITIAL_ROWS = 64
 
 
-def block_capacity(count: int) -> int:
-    """The power-of-two capacity (at least ``MIN_BLOCK``) that fits ``count`` rows."""
-    return max(MIN_BLOCK, 1 << max(0, int(count) - 1).bit_length())
-
-
 def block_capacities(counts: np.ndarray) -> np.ndarray:
-    """:func:`block_capacity` of each count, int64 (k,); vectorised."""
+    """The power-of-two capacity (at least ``MIN_BLOCK``) that fits each count, int64 (k,); vectorised."""
     capacities: np.ndarray = np.maximum(MIN_BLOCK, np.left_shift(1, _bit_length(np.maximum(np.asarray(counts, dtype=np.int64) - 1, 0))))
     return capacities
 
 
 #: Size classes of blocks: a block of ``2**c`` rows is on free list ``c``.
 CLASSES = 64
+
+
+@inline_kernel
+def free_link(link: int) -> int:
+    """A free block's link, as its first row's handle slot holds it, and back (the map is its own
+    inverse): ``-2 - next`` for the next free block of its class starting at row ``next``, so the
+    end of a list (-1) reads as -1, and every link as a row not in use (a negative handle).
+
+    >>> free_link(free_link(12)), free_link(-1), free_link(12) < 0
+    (12, -1, True)
+    """
+    return -2 - link
 
 
 class BlockPool(RowPool):
@@ -88,16 +96,14 @@ class BlockPool(RowPool):
         Every tile's summary (:mod:`culling.core.tiles`): whoever writes a row's
         centre or radius covers it (:func:`culling.core.tiles.cover`).
     heads : ndarray, shape (CLASSES,), int64
-        The most recently released free block of each size class, -1 for none.
-    links : ndarray, shape (rows // MIN_BLOCK + 1,), int64
-        For a free block starting at row ``s``: the start of the next free block of its class, or -1.
+        The most recently released free block of each size class, -1 for none; the next one of its
+        class is named by its first row's handle (:func:`free_link`).
     """
 
     def __init__(self, width: int, rows: int = INITIAL_ROWS):
         super().__init__(width, rows, fill=-1)
         self.tile_box = tiles.empty_summaries(width - 2, tiles.tiles_for(rows))
         self.heads = np.full(CLASSES, -1, dtype=np.int64)
-        self.links = growth.allocate((rows // MIN_BLOCK + 1,), np.int64, -1)
 
     def reserve(self, rows: int) -> None:
         """Make room for ``rows`` more rows above ``top`` (amortised O(1) per row)."""
@@ -108,30 +114,11 @@ class BlockPool(RowPool):
         handles = growth.allocate((capacity,), np.int64, -1)
         columns = growth.allocate((self.width, capacity), np.float64, 0.0)
         box = tiles.empty_summaries(self.width - 2, tiles.tiles_for(capacity))
-        links = growth.allocate((capacity // MIN_BLOCK + 1,), np.int64, -1)
         # Every array allocated: commit (a MemoryError above leaves the pool as it was).
-        handles[: self.top] = self.handles[: self.top]
+        handles[: self.top] = self.handles[: self.top]  # the free blocks' links with them
         columns[:, : self.top] = self.columns[:, : self.top]
         box[: self.tile_box.shape[0]] = self.tile_box
-        links[: self.links.shape[0]] = self.links
-        self.handles, self.columns, self.tile_box, self.links = handles, columns, box, links
-
-    def allocate(self, capacity: int) -> int:
-        """Start of a free block of ``capacity`` rows (a power of two): the most recently released
-        of its size, else cut at ``top`` (the pool grows when full)."""
-        size_class = capacity.bit_length() - 1
-        start = int(self.heads[size_class])
-        if start >= 0:
-            self.heads[size_class] = self.links[start // MIN_BLOCK]
-            return start
-        self.reserve(capacity)
-        start = self.top
-        self.top += capacity
-        return start
-
-    def free_arrays(self) -> tuple[np.ndarray, np.ndarray]:
-        """The free lists as the kernels take them: ``(heads, links)`` (references)."""
-        return self.heads, self.links
+        self.handles, self.columns, self.tile_box = handles, columns, box
 
     def wasteful(self, objects: int) -> bool:
         """Whether the pool is far longer than ``objects`` stored objects need (compaction pays)."""
@@ -141,7 +128,7 @@ class BlockPool(RowPool):
         """Copy the live blocks' members into fresh, packed arrays; returns their new starts and capacities.
 
         ``starts`` and ``counts`` (int64 (k,)) describe the live blocks; each
-        gets a block of ``block_capacity(count)`` rows, in the order given,
+        gets a block of ``block_capacities(count)`` rows, in the order given,
         and the pool is sized ``POOL_GROWTH`` times their total.  Free blocks
         are forgotten.  O(rows in use), vectorised.
         """
@@ -151,10 +138,9 @@ class BlockPool(RowPool):
         total = int(capacities.sum())
         length = max(INITIAL_ROWS, int(total * POOL_GROWTH))
         box = tiles.empty_summaries(self.width - 2, tiles.tiles_for(length))  # first: nothing changes on a MemoryError
-        links = growth.allocate((length // MIN_BLOCK + 1,), np.int64, -1)
         self.repacked(starts, counts, new_starts, length)  # allocates, then commits
         tiles.summarise(self.columns, new_starts, counts, box)
-        self.tile_box, self.links = box, links
+        self.tile_box = box
         self.heads[:] = -1
         self.top = total
         return new_starts, capacities
@@ -171,16 +157,9 @@ class BlockPool(RowPool):
         """Grow the tile summaries to include the scattered ``rows`` (int64), just written."""
         tiles.cover_rows(self.columns, rows, self.tile_box)
 
-    def release(self, start: int, capacity: int) -> None:
-        """Give a block back for reuse by a block of the same capacity."""
-        self.handles[start:start + capacity] = -1
-        size_class = capacity.bit_length() - 1
-        self.links[start // MIN_BLOCK] = self.heads[size_class]
-        self.heads[size_class] = start
-
     def release_many(self, starts: np.ndarray, capacities: np.ndarray) -> None:
         """:meth:`release` of many blocks, in the order given (compiled: :func:`_release`); O(rows released)."""
-        _release(starts, capacities, self.handles, self.free_arrays())
+        _release(starts, capacities, self.handles, self.heads)
 
     def free_blocks(self) -> list[tuple[int, int]]:
         """``(start, capacity)`` of every released block, for the invariant checker."""
@@ -189,7 +168,7 @@ class BlockPool(RowPool):
             start = int(self.heads[size_class])
             while start >= 0:
                 blocks.append((start, 1 << size_class))
-                start = int(self.links[start // MIN_BLOCK])
+                start = -2 - int(self.handles[start])  # free_link, in Python
         return blocks
 
     def arrays(self) -> PoolFields:
@@ -198,28 +177,14 @@ class BlockPool(RowPool):
         return self.handles, self.columns, self.tile_box
 
     def nbytes(self) -> int:
-        return super().nbytes() + int(self.tile_box.nbytes + self.links.nbytes + self.heads.nbytes)
+        return super().nbytes() + int(self.tile_box.nbytes + self.heads.nbytes)
 
     # ------------------------------------------------------------------
     # The node table's blocks: each node's start, capacity and count, each object's node and row
 
-    def move_block(self, nodes: NodeTable, node: int, capacity: int, obj_row: np.ndarray) -> None:
-        """Give ``node`` a block of ``capacity`` rows, moving its members there; O(members)."""
-        start = self.allocate(capacity)
-        old_start, old_cap, count = int(nodes.start[node]), int(nodes.capacity[node]), int(nodes.count[node])
-        if count:
-            self.handles[start:start + count] = self.handles[old_start:old_start + count]
-            self.columns[:, start:start + count] = self.columns[:, old_start:old_start + count]
-            self.cover(start, start + count)
-            obj_row[self.handles[start:start + count]] = np.arange(start, start + count)
-        if old_cap:
-            self.release(old_start, old_cap)
-        nodes.start[node] = start
-        nodes.capacity[node] = capacity
-
     def make_room(self, nodes: NodeTable, ids: np.ndarray, more: np.ndarray, obj_row: np.ndarray) -> None:
-        """Give each of the nodes ``ids`` (distinct) room for ``more`` more members: :meth:`move_block`,
-        compiled (:func:`_make_room`).
+        """Give each of the nodes ``ids`` (distinct) room for ``more`` more members (one kernel,
+        :func:`_make_room`).
 
         The nodes whose blocks are too small get blocks of the power of two
         their members will need (released blocks of that size first, else
@@ -233,7 +198,7 @@ class BlockPool(RowPool):
         done = 0
         while True:
             done, self.top, need = _make_room(ids, more, done, obj_row, nodes.arrays(), self.arrays(),
-                                              (self.heads, self.links, self.top))
+                                              (self.heads, self.top))
             if done == ids.shape[0]:
                 return
             self.reserve(need)
@@ -263,10 +228,8 @@ def _bit_length(values: np.ndarray) -> np.ndarray:
 
 
 @kernel
-def _release(starts: np.ndarray, capacities: np.ndarray, handles: np.ndarray,
-             free: tuple[np.ndarray, np.ndarray]) -> None:
+def _release(starts: np.ndarray, capacities: np.ndarray, handles: np.ndarray, heads: np.ndarray) -> None:
     """:meth:`BlockPool.release_many`: clear each block's handles and push it on its class's free list."""
-    heads, links = free
     for b in range(starts.shape[0]):
         start, capacity = starts[b], capacities[b]
         for row in range(start, start + capacity):
@@ -274,18 +237,18 @@ def _release(starts: np.ndarray, capacities: np.ndarray, handles: np.ndarray,
         size_class = 0
         while (1 << size_class) < capacity:
             size_class += 1
-        links[start // MIN_BLOCK] = heads[size_class]
+        handles[start] = free_link(heads[size_class])
         heads[size_class] = start
 
 
 @kernel
 def _make_room(ids: np.ndarray, more: np.ndarray, done: int, obj_row: np.ndarray, nodes_fields: NodesFields,
-               pool_fields: PoolFields, free: tuple[np.ndarray, np.ndarray, int]) -> tuple[int, int, int]:
+               pool_fields: PoolFields, free: tuple[np.ndarray, int]) -> tuple[int, int, int]:
     """:meth:`BlockPool.make_room` of nodes ``ids[done:]``: returns ``(done, top, need)``.
 
     Node ``ids[i]`` needs room for ``more[i]`` more members; when its block
-    is too small it gets one of ``block_capacity(count + more)`` rows (``free
-    = (heads, links, top)``: the free list of that size, else at ``top``),
+    is too small it gets one of ``block_capacities(count + more)`` rows (``free
+    = (heads, top)``: the free list of that size, else at ``top``),
     its members move there (rows, tiles, ``obj_row``) and the old block is
     released.  Stops at the first node the pool has no room for: ``done`` is
     its index and ``need`` the rows the nodes from it on need at most.
@@ -293,7 +256,7 @@ def _make_room(ids: np.ndarray, more: np.ndarray, done: int, obj_row: np.ndarray
     nodes = Nodes(*nodes_fields)
     node_start, node_capacity, node_count = nodes.start, nodes.capacity, nodes.members
     pool_handles, columns, tile_box = pool_fields
-    heads, links, top = free
+    heads, top = free
     rows = pool_handles.shape[0]
     width = columns.shape[0]
     for i in range(done, ids.shape[0]):
@@ -308,7 +271,8 @@ def _make_room(ids: np.ndarray, more: np.ndarray, done: int, obj_row: np.ndarray
             size_class += 1
         start = heads[size_class]
         if start >= 0:
-            heads[size_class] = links[start // MIN_BLOCK]
+            heads[size_class] = free_link(pool_handles[start])
+            pool_handles[start] = -1
         elif top + capacity <= rows:
             start = top
             top += capacity
@@ -336,7 +300,7 @@ def _make_room(ids: np.ndarray, more: np.ndarray, done: int, obj_row: np.ndarray
             old_class = 0
             while (1 << old_class) < old_capacity:
                 old_class += 1
-            links[old // MIN_BLOCK] = heads[old_class]
+            pool_handles[old] = free_link(heads[old_class])
             heads[old_class] = old
         node_start[node] = start
         node_capacity[node] = capacity

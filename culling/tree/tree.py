@@ -67,7 +67,7 @@ from culling.core.validation import (
 from culling.trace import LevelTrace, QueryTrace
 from culling.tree import batch, probe, walk
 from culling.tree.nodes import DEAD_ROW, NodeTable
-from culling.tree.pool import BlockPool, block_capacity
+from culling.tree.pool import BlockPool
 
 __all__ = ["HANDLE_SHRINK_RATIO", "INSIDE", "MAX_DEPTH", "MAX_GROWTH", "OUTSIDE", "STAYS", "ViewDistanceTree"]
 
@@ -976,7 +976,7 @@ class ViewDistanceTree(Structure):
 
     def _delete_node(self, node: int) -> None:
         if self._nodes.capacity[node]:
-            self._pool.release(int(self._nodes.start[node]), int(self._nodes.capacity[node]))
+            self._pool.release_many(self._nodes.start[node:node + 1], self._nodes.capacity[node:node + 1])
         self._nodes.delete(node)
 
     def _prune(self, nodes: np.ndarray) -> None:
@@ -995,9 +995,8 @@ class ViewDistanceTree(Structure):
         and propagates."""
         try:
             node = int(self._nodes.at_many(self._key, self._root)[0])
-            count = int(self._nodes.count[node])
-            if count == self._nodes.capacity[node]:
-                self._pool.move_block(self._nodes, node, block_capacity(count + 1), self._obj_pos)
+            if self._nodes.count[node] == self._nodes.capacity[node]:
+                self._pool.make_room(self._nodes, np.array([node]), np.ones(1, dtype=np.int64), self._obj_pos)
         except MemoryError:
             issued = self._nodes.issued
             self._prune(np.flatnonzero((self._nodes.count[:issued] == 0) & (self._nodes.children[:issued] == 0)))
@@ -1008,10 +1007,9 @@ class ViewDistanceTree(Structure):
     # Internals: membership
 
     def _append(self, node: int, handle: int, sphere: np.ndarray) -> None:
-        """Append one object (``sphere``: its pool row as :meth:`_home` completed it) to ``node``."""
+        """Append one object (``sphere``: its pool row as :meth:`_home` completed it) to ``node``, which
+        has room (:meth:`_room_at`)."""
         count = int(self._nodes.count[node])
-        if count == self._nodes.capacity[node]:
-            self._pool.move_block(self._nodes, node, block_capacity(count + 1), self._obj_pos)
         pos = int(self._nodes.start[node]) + count
         self._pool.handles[pos] = handle
         self._pool.columns[:, pos] = sphere[0]
