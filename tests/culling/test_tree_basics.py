@@ -502,3 +502,69 @@ def test_visited_nodes_are_exactly_those_of_the_rule(dim, data, scale):
         want = {tuple(row) for row in np.stack(np.meshgrid(*per_axis, indexing="ij"), -1).reshape(-1, dim).tolist()}
         got = {tuple(row) for row in np.asarray(lv.bounds)[:, 0, :].tolist()}
         assert got == want, f"level {level} at {p.tolist()}: extra {sorted(got - want)}, missing {sorted(want - got)}"
+
+
+@dims
+def test_single_mutations_place_as_batches_do_up_to_the_largest_world(dim):
+    """``insert`` and ``update`` find the home key in one kernel call and test the world and the root
+    from the key: at the largest world's faces and an ulp either side they accept and reject exactly
+    as ``insert_many`` does, put the object in the same node, and grow the root only as far as it must."""
+    from culling import ViewDistanceTree
+    from culling.core.lattice import MAX_GROWTH
+
+    probe = ViewDistanceTree(SIZE, dim=dim)
+    low, high = (float(v[0]) for v in probe._lattice.world_bounds())
+    for x in [low, np.nextafter(low, -np.inf), np.nextafter(low, np.inf), high, np.nextafter(high, -np.inf),
+              np.nextafter(high, np.inf)]:
+        centre = at(dim, x)
+        single, batch = ViewDistanceTree(SIZE, dim=dim), ViewDistanceTree(SIZE, dim=dim)
+        inside = low <= x < high
+        if not inside:
+            with pytest.raises(ValueError, match="largest world"):
+                single.insert(centre, 1.0)
+            with pytest.raises(ValueError, match="largest world"):
+                batch.insert_many(centre[None], [1.0])
+            single.check_invariants()
+            assert len(single) == 0 and single.root_level == 0
+            continue
+        h = single.insert(centre, 1.0)
+        batch.insert_many(centre[None], [1.0])
+        single.check_invariants()
+        assert single.root_level == batch.root_level >= -MAX_GROWTH
+        assert np.array_equal(single.node_boxes()[1], batch.node_boxes()[1])
+        single.update(h, at(dim, 1.0), 1.0)  # back home: the root shrinks
+        single.check_invariants()
+        assert single.root_level == 0
+
+
+@dims
+def test_an_update_that_stays_in_its_node_rewrites_only_its_row(dim):
+    """An update whose home is the object's own node rewrites its row in place (centre, radius, squared
+    reach and tile summary); the other objects, the nodes and the rows stay; one that leaves the root
+    grows it, and a radius too large for any root is a ValueError that changes nothing."""
+    from culling import ViewDistanceTree
+
+    rng = np.random.default_rng(dim)
+    tree = ViewDistanceTree(SIZE, dim=dim)
+    model = BruteForce(dim, "sphere")
+    centres = rng.uniform(0.0, SIZE, (200, dim))
+    radii = rng.uniform(0.1, 2.0, 200)
+    for h, c, r in zip(tree.insert_many(centres, radii).tolist(), centres, radii):
+        model.insert(h, c, r)
+    nodes, rows = tree._obj_node.copy(), tree._obj_pos.copy()
+    h = 7
+    tree.update(h, centres[h] + 1e-9, float(radii[h]) * (1 + 1e-12))
+    model.update(h, centres[h] + 1e-9, float(radii[h]) * (1 + 1e-12))
+    tree.check_invariants()
+    assert np.array_equal(tree._obj_node, nodes) and np.array_equal(tree._obj_pos, rows)
+    check_contents(tree, model)
+    tree.update(h, at(dim, -5 * SIZE), 1.0)
+    model.update(h, at(dim, -5 * SIZE), 1.0)
+    tree.check_invariants()
+    assert tree.root_level < 0
+    with pytest.raises(ValueError, match="radii must be below"):
+        tree.update(h, at(dim, 1.0), 1e300)
+    tree.check_invariants()
+    check_contents(tree, model)
+    for p in rng.uniform(-6 * SIZE, SIZE, (20, dim)):
+        check_query(tree, model, p)
