@@ -71,6 +71,10 @@ class HandleStack:
 
     def release(self, handles: np.ndarray | int) -> None:
         """Put removed handles on the stack (no allocation: :meth:`make_room` made the room)."""
+        if type(handles) is int:  # a single remove: no NumPy call (np.size costs a microsecond)
+            self._free[self._n_free] = handles
+            self._n_free += 1
+            return
         k = np.size(handles)
         self._free[self._n_free:self._n_free + k] = handles
         self._n_free += k

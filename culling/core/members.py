@@ -76,10 +76,16 @@ def write_rows(pool: Pool, run: tuple[int, int], p: np.ndarray, q: Query, flags:
         n = np.uint64(near_end - near)
         row = np.uint64(near)
         flag = np.uint64(at + near - first)
-        for i in range(n):
-            if k < end:
-                out[k] = np.int64(row + i) if want_rows else handles[row + i]
-            k += flags[flag + i] & SURE
+        if want_rows:  # one loop per kind of answer: no choice per row
+            for i in range(n):
+                if k < end:
+                    out[k] = np.int64(row + i)
+                k += flags[flag + i] & SURE
+        else:
+            for i in range(n):
+                if k < end:
+                    out[k] = handles[row + i]
+                k += flags[flag + i] & SURE
         if uk < unsure.shape[0]:
             for i in range(n):
                 if flags[flag + i] == UNSURE:
