@@ -68,5 +68,15 @@ def distances_from(point: NDArray[np.float64], centres: NDArray[np.float64], cub
     offsets = np.abs(centres - point)
     if cube:
         return np.asarray(offsets.max(axis=1), dtype=np.float64)
-    with np.errstate(over="ignore"):  # a huge world: inf is the honest rounding of a distance past the largest float
-        return np.asarray(np.sqrt(np.einsum("ij,ij->i", offsets, offsets)), dtype=np.float64)
+    with np.errstate(over="ignore", under="ignore", invalid="ignore"):
+        squared = np.einsum("ij,ij->i", offsets, offsets)
+        distances = np.asarray(np.sqrt(squared), dtype=np.float64)
+        # A sum of squares below the smallest normal float (offsets near 1e-154 or less) lost digits, one
+        # past the largest float overflowed: those rows are measured in units of their largest offset.
+        lost = ~(squared >= np.finfo(np.float64).tiny) | np.isinf(squared)
+        if lost.any():
+            largest = offsets[lost].max(axis=1)
+            unit = offsets[lost] / np.where(largest > 0.0, largest, 1.0)[:, None]
+            scaled = largest * np.sqrt(np.einsum("ij,ij->i", unit, unit))
+            distances[lost] = np.where(np.isinf(largest), np.inf, scaled)
+        return distances

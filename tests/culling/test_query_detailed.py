@@ -105,3 +105,20 @@ def test_query_detailed_rejects_bad_input_clearly(kind):
         index.query_detailed((1.0, 1.0), scale=-1.0)
     with pytest.raises(ValueError):
         index.query_detailed((1.0, 1.0, 1.0))
+
+
+@pytest.mark.parametrize("cls", [ViewDistanceTree, DenseViewDistanceGrid])
+def test_distances_keep_their_digits_at_tiny_and_huge_magnitudes(cls):
+    """A distance near 1e-162 squares below the smallest normal float: it is measured in units of the
+    largest offset instead, so it is exact in 1-D and correctly rounded in 2-D (hypothesis found
+    6.668e-162 for 6.594e-162)."""
+    from culling.answer import distances_from
+
+    tiny = 6.594e-162
+    s = cls(size=1.0, dim=1)
+    s.insert([0.0], 1e-150)
+    seen = s.query_detailed([tiny])
+    assert seen.distances.tolist() == [tiny]
+    d = distances_from(np.zeros(2), np.array([[3e-170, 4e-170], [1e308, 1e308], [3.0, 4.0], [np.inf, 1.0]]), False)
+    assert d[0] == pytest.approx(5e-170, rel=1e-15) and d[1] == pytest.approx(1.4142135623730951e308)
+    assert d[2] == 5.0 and d[3] == np.inf
