@@ -113,8 +113,8 @@ def member(columns: np.ndarray, i: int) -> tuple[float, float, float, float]:
 
 
 @inline_kernel
-def meet_filter(columns: np.ndarray, j: int, x: float, y: float, z: float, radius: float,
-                cube: bool) -> tuple[bool, bool, bool]:
+def meet_filter(columns: np.ndarray, j: int, x: float, y: float, z: float, radius: float, cube: bool,
+                dim: int) -> tuple[bool, bool, bool]:
     """The pairs' float filter, the one step every pair test runs per candidate: does row ``j``'s
     sphere meet the sphere at ``(x, y, z)`` (:func:`member`) with ``radius``?
 
@@ -124,8 +124,9 @@ def meet_filter(columns: np.ndarray, j: int, x: float, y: float, z: float, radiu
     to underflow, a square that may have overflowed): only ``inside and not (near and not inside)
     and not unsafe`` is sure.  Spheres: the squared distance against the squared sum of the radii
     (the axes summed in order, as :func:`probe_row`); cubes: the largest per-axis distance.
+    ``dim``: the rows' dimension (``columns.shape[0] - 2``; a constant 3 lets the compiler drop
+    the tests of the axes, see :func:`any_near`).
     """
-    dim = columns.shape[0] - 2
     limit = radius + columns[dim, j]
     a = x - columns[0, j]
     b = y - columns[1, j] if dim > 1 else 0.0
@@ -150,10 +151,10 @@ def pair_row(columns: np.ndarray, i: int, j: int, cube: bool) -> tuple[bool, boo
     it must decide.
     """
     x, y, z, radius = member(columns, i)
-    inside, near, unsafe = meet_filter(columns, j, x, y, z, radius, cube)
+    dim = columns.shape[0] - 2
+    inside, near, unsafe = meet_filter(columns, j, x, y, z, radius, cube, dim)
     if not unsafe:
         return inside, near and not inside
-    dim = columns.shape[0] - 2
     limit = radius + columns[dim, j]
     if cube:
         largest = abs(x - columns[0, j])
@@ -238,11 +239,18 @@ def rows_sure(columns: np.ndarray, i: int, j0: int, j1: int, cube: bool, rows: n
     """
     x, y, z, radius = member(columns, i)
     doubt = False
+    dim = columns.shape[0] - 2
+    if dim == 3:  # the common case with its dimension a constant (see any_near)
+        for u in range(j1 - j0):
+            inside, near, unsafe = meet_filter(columns, j0 + u, x, y, z, radius, cube, 3)
+            doubt |= (near > inside) | unsafe  # near and not inside: within rounding of touching
+            rows[k] = j0 + u
+            k += inside
+        return not doubt, k
     for u in range(j1 - j0):
-        j = j0 + u
-        inside, near, unsafe = meet_filter(columns, j, x, y, z, radius, cube)
-        doubt |= (near > inside) | unsafe  # near and not inside: within rounding of touching
-        rows[k] = j
+        inside, near, unsafe = meet_filter(columns, j0 + u, x, y, z, radius, cube, dim)
+        doubt |= (near > inside) | unsafe
+        rows[k] = j0 + u
         k += inside
     return not doubt, k
 
@@ -281,8 +289,14 @@ def any_near(columns: np.ndarray, i: int, j0: int, j1: int, cube: bool) -> bool:
     and only the ranges with a hit are tested again to write their pairs."""
     x, y, z, radius = member(columns, i)
     hits = 0
+    dim = columns.shape[0] - 2
+    if dim == 3:  # the dimension a constant: no test of the axes per candidate, four lanes a step
+        for u in range(j1 - j0):
+            inside, near, unsafe = meet_filter(columns, j0 + u, x, y, z, radius, cube, 3)
+            hits += near | unsafe
+        return hits > 0
     for u in range(j1 - j0):
-        inside, near, unsafe = meet_filter(columns, j0 + u, x, y, z, radius, cube)
+        inside, near, unsafe = meet_filter(columns, j0 + u, x, y, z, radius, cube, dim)
         hits += near | unsafe
     return hits > 0
 
