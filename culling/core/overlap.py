@@ -240,9 +240,9 @@ def rows_sure(columns: np.ndarray, i: int, j0: int, j1: int, cube: bool, rows: n
     x, y, z, radius = member(columns, i)
     doubt = False
     dim = columns.shape[0] - 2
-    if dim == 3:  # the common case with its dimension a constant (see any_near)
+    if dim == 3 and not cube:  # the common case with constants (see any_near)
         for u in range(j1 - j0):
-            inside, near, unsafe = meet_filter(columns, j0 + u, x, y, z, radius, cube, 3)
+            inside, near, unsafe = meet_filter(columns, j0 + u, x, y, z, radius, False, 3)
             doubt |= (near > inside) | unsafe  # near and not inside: within rounding of touching
             rows[k] = j0 + u
             k += inside
@@ -290,9 +290,9 @@ def any_near(columns: np.ndarray, i: int, j0: int, j1: int, cube: bool) -> bool:
     x, y, z, radius = member(columns, i)
     hits = 0
     dim = columns.shape[0] - 2
-    if dim == 3:  # the dimension a constant: no test of the axes per candidate, four lanes a step
+    if dim == 3 and not cube:  # constants: no test of the axes or the shape per candidate, four lanes a step
         for u in range(j1 - j0):
-            inside, near, unsafe = meet_filter(columns, j0 + u, x, y, z, radius, cube, 3)
+            inside, near, unsafe = meet_filter(columns, j0 + u, x, y, z, radius, False, 3)
             hits += near | unsafe
         return hits > 0
     for u in range(j1 - j0):
