@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -58,6 +58,10 @@ def _points(centres: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(points)
 
 
+#: What the warm-up builds and calls.
+Structure = ViewDistanceTree | DenseViewDistanceGrid
+
+
 def _new_tree() -> ViewDistanceTree:
     return ViewDistanceTree(size=_SIZE, dim=3)
 
@@ -66,15 +70,7 @@ def _new_grid() -> DenseViewDistanceGrid:
     return DenseViewDistanceGrid(size=_SIZE, dim=3, min_radius=0.5)
 
 
-def _tree_build(state: dict[str, object]) -> None:
-    centres, radii = _objects()
-    tree = _new_tree()
-    state["tree_handles"] = tree.insert_many(centres, radii)
-    tree.insert(centres[0], 1.0)
-    state["tree"] = tree
-
-
-def _queries(structure: ViewDistanceTree | DenseViewDistanceGrid) -> None:
+def _queries(structure: Structure) -> None:
     centres, _ = _objects()
     points = _points(centres)
     for exact in (False, True):
@@ -84,7 +80,7 @@ def _queries(structure: ViewDistanceTree | DenseViewDistanceGrid) -> None:
     structure.query(points[1], exact=True, scale=40.0)  # many visits: the walk's buffer grows
 
 
-def _query_many(structure: ViewDistanceTree | DenseViewDistanceGrid) -> None:
+def _query_many(structure: Structure) -> None:
     centres, _ = _objects()
     points = _points(centres)
     for exact in (False, True):
@@ -93,14 +89,14 @@ def _query_many(structure: ViewDistanceTree | DenseViewDistanceGrid) -> None:
     structure.query_many(points, exact=True, scale=40.0)
 
 
-def _trace(structure: ViewDistanceTree | DenseViewDistanceGrid) -> None:
+def _trace(structure: Structure) -> None:
     centres, _ = _objects()
     structure.trace(centres[0])
     structure.trace(centres[0], scale=40.0)
 
 
-def _probes(structure: ViewDistanceTree | DenseViewDistanceGrid,
-            make: Callable[[], ViewDistanceTree | DenseViewDistanceGrid]) -> None:
+def _probes(structure: Structure,
+            make: Callable[[], Structure]) -> None:
     """Sphere probes, one at a time and many, and the pairs: by bands, and by the structure's own walk."""
     centres, radii = _objects()
     points = _points(centres)
@@ -116,7 +112,7 @@ def _probes(structure: ViewDistanceTree | DenseViewDistanceGrid,
     far.overlapping_pairs()
 
 
-def _mutations(structure: ViewDistanceTree | DenseViewDistanceGrid, handles: np.ndarray) -> None:
+def _mutations(structure: Structure, handles: np.ndarray) -> None:
     centres, radii = _objects()
     structure.update_many(handles, centres + 0.25, radii)  # in place
     structure.update_many(handles, centres[::-1].copy(), radii * 0.3)  # movers: unlink, link
@@ -126,47 +122,36 @@ def _mutations(structure: ViewDistanceTree | DenseViewDistanceGrid, handles: np.
     structure.remove_many(structure.handles())  # emptied: back to fresh arrays
 
 
-def _grid_build(state: dict[str, object]) -> None:
-    centres, radii = _objects()
-    grid = _new_grid()
-    state["grid_handles"] = grid.insert_many(centres, radii)
-    grid.insert(centres[0], 1.0)
-    state["grid"] = grid
+def _steps(name: str, make: Callable[[], Structure]) -> tuple[tuple[str, Callable[[dict[str, object]], None]], ...]:
+    """The warm-up steps of one structure: build one (kept in the steps' shared state), then each group
+    of calls on it."""
+    def build(state: dict[str, object]) -> None:
+        centres, radii = _objects()
+        structure = make()
+        state[name] = structure, structure.insert_many(centres, radii)
+        structure.insert(centres[0], 1.0)
 
+    def built(state: dict[str, object]) -> Structure:
+        structure, _ = cast(tuple[Structure, np.ndarray], state[name])
+        return structure
 
-def _tree(state: dict[str, object]) -> ViewDistanceTree:
-    tree = state["tree"]
-    assert isinstance(tree, ViewDistanceTree)
-    return tree
+    def mutations(state: dict[str, object]) -> None:
+        structure, handles = cast(tuple[Structure, np.ndarray], state[name])
+        _mutations(structure, handles)
 
-
-def _grid(state: dict[str, object]) -> DenseViewDistanceGrid:
-    grid = state["grid"]
-    assert isinstance(grid, DenseViewDistanceGrid)
-    return grid
-
-
-def _handles(state: dict[str, object], key: str) -> np.ndarray:
-    handles = state[key]
-    assert isinstance(handles, np.ndarray)
-    return handles
+    return (
+        (f"{name}: insert_many", build),
+        (f"{name}: query", lambda s: _queries(built(s))),
+        (f"{name}: query_many", lambda s: _query_many(built(s))),
+        (f"{name}: trace", lambda s: _trace(built(s))),
+        (f"{name}: overlapping, overlapping_pairs", lambda s: _probes(built(s), make)),
+        (f"{name}: update_many, remove_many", mutations),
+    )
 
 
 #: The warm-up, one kernel group a step: ``(name, step(state))``, in order.
 STEPS: tuple[tuple[str, Callable[[dict[str, object]], None]], ...] = (
-    ("tree: insert_many", _tree_build),
-    ("tree: query", lambda s: _queries(_tree(s))),
-    ("tree: query_many", lambda s: _query_many(_tree(s))),
-    ("tree: trace", lambda s: _trace(_tree(s))),
-    ("tree: overlapping, overlapping_pairs", lambda s: _probes(_tree(s), _new_tree)),
-    ("tree: update_many, remove_many", lambda s: _mutations(_tree(s), _handles(s, "tree_handles"))),
-    ("grid: insert_many", _grid_build),
-    ("grid: query", lambda s: _queries(_grid(s))),
-    ("grid: query_many", lambda s: _query_many(_grid(s))),
-    ("grid: trace", lambda s: _trace(_grid(s))),
-    ("grid: overlapping, overlapping_pairs", lambda s: _probes(_grid(s), _new_grid)),
-    ("grid: update_many, remove_many", lambda s: _mutations(_grid(s), _handles(s, "grid_handles"))),
-)
+    _steps("tree", _new_tree) + _steps("grid", _new_grid))
 
 
 #: Kernels that the first steps of :data:`STEPS` compile, one per group: when numba's cache holds all of

@@ -22,7 +22,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-__all__ = ["QUERY_CHUNK", "chunk_bounds", "in_chunks", "join_answers"]
+__all__ = ["QUERY_CHUNK", "chunk_bounds", "in_chunks", "join_answers", "merged"]
 
 #: Points per pass of ``query_many``: 8,192 points' scratch is about 25 MB,
 #: and a pass stays long enough that its fixed costs (a few kernel calls, a
@@ -53,3 +53,19 @@ def in_chunks(m: int, answer: Callable[[int, int], Answer], chunk: int = QUERY_C
     (int64 ``(last - first,)``) of points ``first .. last - 1``.
     """
     return join_answers([answer(first, last) for first, last in chunk_bounds(m, chunk)])
+
+
+def merged(handles: np.ndarray, counts: np.ndarray, extra: np.ndarray, owners: np.ndarray) -> Answer:
+    """``(handles, counts)`` with ``extra`` handles added to the answers of points ``owners``
+    (int64 (k,) each): each point's answer stays one run, its added handles after its own.
+
+    The batch calls' kernels answer most candidates themselves and set aside
+    the few within rounding of a surface; exact arithmetic keeps some of
+    those, and this puts them back by point.  O(answer) (a stable sort by point).
+    """
+    if not extra.size:
+        return handles, counts
+    m = counts.shape[0]
+    owner = np.concatenate([np.repeat(np.arange(m), counts), owners])
+    order = np.argsort(owner, kind="stable")
+    return np.concatenate([handles, extra])[order], counts + np.bincount(owners, minlength=m)

@@ -27,6 +27,7 @@ import math
 
 import numpy as np
 
+from culling.core.chunks import merged
 from culling.core.containment import FILTER_EPS, SAFE_HI, SAFE_LO, decide_grown
 from culling.core.jit import inline_kernel, kernel
 from culling.core.structs import Pool, Query
@@ -343,8 +344,4 @@ def settle(handles: np.ndarray, counts: np.ndarray, unsure: np.ndarray, owners: 
     if not unsure.size:
         return handles, counts
     keep = decide_grown(columns, unsure, points[owners], grows[owners], shape, scale)
-    m = counts.shape[0]
-    owner = np.concatenate([np.repeat(np.arange(m), counts), owners[keep]])
-    order = np.argsort(owner, kind="stable")
-    handles = np.concatenate([handles, pool_handles[unsure[keep]]])[order]
-    return handles, counts + np.bincount(owners[keep], minlength=m)
+    return merged(handles, counts, pool_handles[unsure[keep]], owners[keep])

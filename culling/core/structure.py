@@ -1,21 +1,53 @@
 """What the tree and the dense grid share as Python objects: the constructor's read-only choices,
-a readers-writer lock, and copies that never share arrays.
+a readers-writer lock, handles and the per-object accessors, the query methods' validation and
+exact fallback, and copies that never share arrays.
 
 Both structures keep their arrays private and serialise mutations with a
 :class:`~culling.core.locks.ReadWriteLock`; this base class holds the parts
-of that which do not depend on how objects are stored.
+of that which do not depend on how objects are stored.  A structure says how
+it stores them through hooks: :meth:`Structure._object_state` (one entry per
+handle, negative for a free one), :meth:`Structure._object_rows` (where an
+object's centre and radius sit), :meth:`Structure._grow_objects` (longer
+per-handle arrays), :meth:`Structure._rows` (the member rows the kernels
+read) and the three walks: :meth:`Structure._query` (one point),
+:meth:`Structure._answer_parts` (many points) and
+:meth:`Structure._probe_chunk` (sphere probes).
 """
 
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 from typing import Self
 
 import numpy as np
 from numpy.typing import ArrayLike
 
-from culling.core.locks import ReadWriteLock, state_without_lock
-from culling.core.validation import check_constructor
+from culling.answer import QueryDetails, distances_from
+from culling.core import chunks, overlap
+from culling.core.containment import decide
+from culling.core.handles import HandleStack
+from culling.core.locks import ReadWriteLock, reading, state_without_lock
+from culling.core.members import PARALLEL_MIN_POINTS, answer_runs
+from culling.core.structs import PoolFields
+from culling.core.threads import run_chunks
+from culling.core.validation import (
+    Handle,
+    as_coords,
+    as_flag,
+    as_points,
+    as_probe_radii,
+    as_radius,
+    as_scale,
+    check_constructor,
+    is_live,
+    live_handle,
+    live_handles,
+)
+from culling.trace import QueryTrace
+
+#: A batch kernel's chunk: ``(handles, counts, unsure_rows, unsure_owners)`` of points ``lo .. hi - 1``.
+Parts = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
 
 __all__ = ["Structure"]
 
@@ -29,6 +61,9 @@ class Structure:
     """
 
     _count: int
+    _ids: HandleStack
+    #: How errors name the structure ("handle 7 is not in the tree").
+    _owner = "structure"
 
     def __init__(self, size: float, origin: ArrayLike | None, dim: int, shape: str) -> None:
         self._size, self._origin, self._dim, self._shape = check_constructor(size, origin, dim, shape)
@@ -56,6 +91,288 @@ class Structure:
 
     def __len__(self) -> int:
         return self._count
+
+    # ------------------------------------------------------------------
+    # Handles and the objects they name
+
+    def _object_state(self) -> np.ndarray:
+        """One entry per handle the arrays can hold, negative for a free (or never issued) handle."""
+        raise NotImplementedError
+
+    def _object_rows(self, handles: np.ndarray | int) -> tuple[np.ndarray, np.ndarray | int]:
+        """``(columns, positions)``: the objects' centres are ``columns[:dim, positions]``, their radii
+        ``columns[dim, positions]``."""
+        raise NotImplementedError
+
+    def _grow_objects(self, needed: int) -> None:
+        """Per-handle arrays (and the free stack) for at least ``needed`` handles, contents kept."""
+        raise NotImplementedError
+
+    @property
+    def _next_handle(self) -> int:
+        """Handles ``0 .. _next_handle - 1`` have been handed out at some time."""
+        return self._ids.issued
+
+    @reading
+    def __contains__(self, handle: object) -> bool:
+        """Whether ``handle`` is a live handle; anything else (1.5, "a", -1) is simply not stored."""
+        return is_live(handle, self._ids.issued, self._object_state())
+
+    @reading
+    def handles(self) -> np.ndarray:
+        """Every live handle, ascending; int64, O(handles ever issued)."""
+        return self._handles()
+
+    def _handles(self) -> np.ndarray:
+        return np.flatnonzero(self._object_state()[: self._ids.issued] >= 0).astype(np.int64)
+
+    @reading
+    def centre(self, handle: Handle) -> np.ndarray:
+        """The centre of one object, shape (dim,), float64 (a copy)."""
+        columns, row = self._object_rows(self._live(handle))
+        return columns[: self.dim, row].copy()
+
+    @reading
+    def radius(self, handle: Handle) -> float:
+        """The radius (view distance) of one object."""
+        columns, row = self._object_rows(self._live(handle))
+        return float(columns[self.dim, row])
+
+    @reading
+    def centres_of(self, handles: ArrayLike) -> np.ndarray:
+        """Centres of many objects, shape (n, dim), float64 (a copy), O(n)."""
+        columns, rows = self._object_rows(self._live_many(handles))
+        return np.ascontiguousarray(columns[: self.dim, rows].T)
+
+    @reading
+    def radii_of(self, handles: ArrayLike) -> np.ndarray:
+        """Radii of many objects, shape (n,), float64 (a copy), O(n)."""
+        columns, rows = self._object_rows(self._live_many(handles))
+        radii: np.ndarray = columns[self.dim, rows]  # fancy indexing: a copy
+        return radii
+
+    def _live(self, handle: object) -> int:
+        """``handle`` as an int if it is live: ``TypeError`` for a non-integer, ``KeyError`` otherwise."""
+        return live_handle(handle, self._ids.issued, self._object_state(), self._owner)
+
+    def _live_many(self, handles: ArrayLike) -> np.ndarray:
+        """Many handles as int64 (n,), all live (see :meth:`_live`)."""
+        return live_handles(handles, self._ids.issued, self._object_state(), self._owner)
+
+    def _peek_handles(self, n: int) -> np.ndarray:
+        """The ``n`` handles the next :meth:`_take_handles` hands out (the most recently freed first),
+        with room for them in the per-handle arrays; nothing is handed out yet."""
+        end = self._ids.end_after(n)
+        if end > self._object_state().shape[0]:
+            self._grow_objects(end)
+        return self._ids.peek(n)
+
+    def _take_handles(self, n: int) -> None:
+        """Hand out the handles :meth:`_peek_handles` showed (no allocation)."""
+        self._ids.take(n)
+
+    # ------------------------------------------------------------------
+    # Queries: validation and the exact fallback here, the walks in the structures
+
+    def _rows(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(columns, handles)`` of the member rows the kernels answer with: a row's centre, radius
+        and squared reach, and its handle."""
+        raise NotImplementedError
+
+    def _query(self, p: np.ndarray, exact: bool, scale: float, want_rows: bool) -> tuple[np.ndarray, np.ndarray]:
+        """One validated point's walk: the sure handles (member rows if ``want_rows``) and the unsure rows."""
+        raise NotImplementedError
+
+    def _answer_parts(self, points: np.ndarray, exact: bool, scale: float) -> Parts:
+        """Many validated points' walks (one pass of :mod:`culling.core.chunks`), on the library's threads."""
+        raise NotImplementedError
+
+    def _probe_chunk(self, points: np.ndarray, grows: np.ndarray, exact: bool,
+                     scale: float) -> Callable[[int, int], Parts]:
+        """The kernel call answering probes ``lo .. hi - 1`` (their owners counted from 0)."""
+        raise NotImplementedError
+
+    @reading
+    def query(self, point: ArrayLike, exact: bool = False, scale: float = 1.0) -> np.ndarray:
+        """Handles of the spheres that may contain ``point``; int64 (k,), each once.
+
+        Parameters
+        ----------
+        point : array_like, shape (dim,) (a scalar for dim 1)
+        exact : bool
+            Keep only the spheres that do contain the point (distance <=
+            radius * scale); otherwise a superset: every object of every
+            visited node (the grid: cell).
+        scale : float
+            Multiplies every view distance (a quality preset or zoom factor).
+
+        Cost: O(levels + candidates), compiled; at most ``2**dim`` nodes per
+        level for ``scale <= 1`` (the grid: ``ceil(1 + scale)**dim`` cells in
+        general, O(objects) at most).
+        """
+        p = np.array(as_coords(point, self.dim, "point"))
+        scale = as_scale(scale)
+        handles, unsure = self._query(p, as_flag(exact), scale, False)
+        if unsure.size:  # within rounding of a surface: exact arithmetic decides
+            columns, row_handles = self._rows()
+            handles = np.concatenate([handles, row_handles[unsure[decide(columns, unsure, p, self.shape, scale)]]])
+        return handles
+
+    @reading
+    def query_many(self, points: ArrayLike, exact: bool = False,
+                   scale: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
+        """Answer many points at once, on the library's threads (:mod:`culling.core.threads`).
+
+        Parameters
+        ----------
+        points : array_like, shape (m, dim) (or (m,) for dim 1)
+        exact, scale : as for :meth:`query`
+
+        Returns
+        -------
+        handles : ndarray, int64, the answers concatenated
+        counts : ndarray, shape (m,), int64: point ``i``'s answer is
+            ``handles[counts[:i].sum():][:counts[i]]``
+
+        Cost: O(m x levels + candidates), compiled: every point's visits,
+        then :func:`culling.core.members.answer_many`, which reads each
+        visited node's members once for all the points that visit it, in
+        chunks over the library's threads; batches below
+        ``PARALLEL_MIN_POINTS`` (64) points run on the calling thread alone.
+        In passes of :data:`culling.core.chunks.QUERY_CHUNK` points: scratch
+        beyond the answer is bounded.
+        """
+        points = np.ascontiguousarray(as_points(points, self.dim, "points"))
+        scale = as_scale(scale)
+        exact = as_flag(exact)
+        if not self._count or not points.shape[0]:
+            return np.empty(0, dtype=np.int64), np.zeros(points.shape[0], dtype=np.int64)
+        return chunks.in_chunks(points.shape[0],
+                                lambda first, last: self._answer_many(points[first:last], exact, scale))
+
+    def _answer_many(self, points: np.ndarray, exact: bool, scale: float) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`query_many` of one pass of points, validated: the walks, then the exact fallback."""
+        handles, counts, unsure, owners = self._answer_parts(points, exact, scale)
+        if not unsure.size:
+            return handles, counts
+        columns, row_handles = self._rows()  # within rounding of a surface: exact arithmetic decides
+        keep = decide(columns, unsure, points[owners], self.shape, scale)
+        return chunks.merged(handles, counts, row_handles[unsure[keep]], owners[keep])
+
+    @reading
+    def overlapping(self, centre: ArrayLike, radius: float, exact: bool = False, scale: float = 1.0) -> np.ndarray:
+        """Handles of the stored spheres that may meet the probe sphere ``(centre, radius)``; int64 (k,).
+
+        Parameters
+        ----------
+        centre : array_like, shape (dim,) (a scalar for dim 1); may lie outside the world
+        radius : float, >= 0, the probe's radius ``rho``
+        exact : bool
+            Keep exactly the spheres with ``distance(c_i, centre) <= r_i * scale
+            + radius`` (the largest per-axis distance for cubes), decided
+            exactly (rounding of the sum never flips an answer); otherwise a
+            superset.  ``radius=0`` answers as :meth:`query`.
+        scale : float, multiplies every stored radius
+
+        Cost: O(levels + candidates), compiled: at most ``(2 + ceil(2 * radius
+        / W))**dim`` nodes (cells) per level of edge ``W`` (``scale <= 1``); a
+        probe covering the whole world visits every node once.
+        """
+        p = np.array([as_coords(centre, self.dim, "centre")])
+        grows = np.array([as_radius(radius)])
+        handles, _ = self._probe(p, grows, as_flag(exact), as_scale(scale))
+        return handles
+
+    @reading
+    def overlapping_many(self, centres: ArrayLike, radii: ArrayLike, exact: bool = False,
+                         scale: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`overlapping` for many probes, each with its own radius, on the library's threads.
+
+        Parameters
+        ----------
+        centres : array_like, shape (m, dim) (or (m,) for dim 1)
+        radii : array_like, shape (m,), or one number for every probe; >= 0
+        exact, scale : as for :meth:`overlapping`
+
+        Returns
+        -------
+        handles : ndarray, int64, the answers concatenated
+        counts : ndarray, shape (m,), int64: probe ``i``'s answer is
+            ``handles[counts[:i].sum():][:counts[i]]``
+
+        Cost: O(m x levels + candidates), compiled, the probes cut into chunks
+        run on all cores (:func:`culling.core.threads.run_chunks`).
+        """
+        points = np.ascontiguousarray(as_points(centres, self.dim, "centres"))
+        grows = as_probe_radii(radii, points.shape[0])
+        return self._probe(points, grows, as_flag(exact), as_scale(scale))
+
+    def _probe(self, points: np.ndarray, grows: np.ndarray, exact: bool, scale: float) -> tuple[np.ndarray, np.ndarray]:
+        """Probes ``(points (m, dim), grows (m,))``, validated: their answers and counts."""
+        m = points.shape[0]
+        if not self._count or not m:
+            return np.empty(0, dtype=np.int64), np.zeros(m, dtype=np.int64)
+        parts = run_chunks(self._probe_chunk(points, grows, exact, scale), m, min_items=PARALLEL_MIN_POINTS // 2)
+        handles, counts, unsure, owners = overlap.joined(parts)
+        columns, row_handles = self._rows()
+        return overlap.settle(handles, counts, unsure, owners, columns, row_handles, points, grows, self.shape, scale)
+
+    def _walk_runs(self, p: np.ndarray, scale: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """One validated point's walk for :meth:`query_detailed`: the visited nodes (cells) level after
+        level, where each level's end, and each visited one's member run (pool start and count, int64)."""
+        raise NotImplementedError
+
+    def _pool_fields(self) -> PoolFields:
+        """The member rows as the kernels read them (:class:`~culling.core.structs.Pool`)."""
+        raise NotImplementedError
+
+    def _trace_of(self, p: np.ndarray, scale: float, visited: np.ndarray, ends: np.ndarray) -> QueryTrace:
+        """The :class:`~culling.trace.QueryTrace` of one walk's visited nodes (cells)."""
+        raise NotImplementedError
+
+    @reading
+    def query_detailed(self, point: ArrayLike, scale: float = 1.0, trace: bool = False) -> QueryDetails:
+        """The exact query with what a frame needs next, from one walk.
+
+        The handles of ``query(point, exact=True, scale=scale)`` with their
+        centres, radii and distances, the number of candidates the walk
+        returned before the exact test (the first number of a culling
+        funnel) and, with ``trace=True``, the walk's :class:`QueryTrace`:
+        an overlay shows the production path, not a second walk.
+
+        Cost: O(levels + candidates), as :meth:`query`; the trace adds
+        O(visited nodes).
+
+        >>> from culling import ViewDistanceTree
+        >>> tree = ViewDistanceTree(size=64.0, dim=2)
+        >>> _ = tree.insert_many([[1.0, 1.0], [4.0, 1.0]], [5.0, 1.0])
+        >>> seen = tree.query_detailed((2.0, 1.0), trace=True)
+        >>> seen.handles.tolist(), seen.distances.tolist(), seen.candidates, seen.trace.levels[0].depth
+        ([0], [1.0], 2, 0)
+        """
+        p = np.array(as_coords(point, self.dim, "point"))
+        scale = as_scale(scale)
+        want_trace = as_flag(trace, "trace")
+        if not self._count:
+            empty = np.empty(0, dtype=np.int64)
+            levels = QueryTrace(point=p, candidates=empty.copy(), levels=[]) if want_trace else None
+            return QueryDetails(empty, np.empty((0, self.dim)), np.empty(0), np.empty(0), 0, levels)
+        visited, ends, start, count = self._walk_runs(p, scale)
+        cube = self.shape == "cube"
+        rows, unsure = answer_runs(np.arange(visited.size), start, count, self._pool_fields(), p,
+                                   (scale, True, cube, True))
+        columns, row_handles = self._rows()
+        if unsure.size:  # within rounding of a surface: exact arithmetic decides
+            rows = np.concatenate([rows, unsure[decide(columns, unsure, p, self.shape, scale)]])
+        centres = columns[: self.dim, rows].T.copy()
+        return QueryDetails(
+            handles=row_handles[rows],
+            centres=centres,
+            radii=columns[self.dim, rows],
+            distances=distances_from(p, centres, cube),
+            candidates=int(count.sum()),
+            trace=self._trace_of(p, scale, visited, ends) if want_trace else None,
+        )
 
     def __copy__(self) -> Self:
         """An independent copy (a shallow copy would share the arrays, and mutating one would corrupt

@@ -29,32 +29,28 @@ from __future__ import annotations
 
 import math
 import numbers
+from collections.abc import Callable
 
 import numpy as np
 from numpy.typing import ArrayLike
 
-from culling.answer import QueryDetails, distances_from
-from culling.core import chunks, growth, members, overlap, pairs
+from culling.core import growth, members, pairs
 from culling.core.cells import placed_u
 from culling.core.containment import decide, squared_reach, squared_reach_of
 from culling.core.growth import ARRAY_GROWTH
+from culling.core.handles import HandleStack
 from culling.core.locks import reading, writing
 from culling.core.structs import CellsFields, PoolFields, WorldFields
-from culling.core.structure import Structure
-from culling.core.threads import run_chunks
+from culling.core.structure import Parts, Structure
 from culling.core.validation import (
     Handle,
     as_coords,
     as_flag,
     as_points,
-    as_probe_radii,
     as_radii,
     as_radius,
     as_scale,
     check_unique,
-    is_live,
-    live_handle,
-    live_handles,
 )
 from culling.grid import probe
 from culling.grid import walk as gridwalk
@@ -170,9 +166,7 @@ class DenseViewDistanceGrid(Structure):
         """
         # Objects, indexed by handle: level (-1 for a free handle); cell and slot in self._cells.
         self._level = np.full(0, -1, dtype=np.int8)
-        self._free = np.zeros(0, dtype=np.int32)  # stack of free handles, most recent last
-        self._n_free = 0
-        self._next_handle = 0
+        self._ids = HandleStack()
         self._cells.clear()
 
     def _finest_level(self, min_radius: float | None) -> tuple[int, float]:
@@ -201,10 +195,6 @@ class DenseViewDistanceGrid(Structure):
     # ------------------------------------------------------------------
     # Size and membership
 
-    @reading
-    def __contains__(self, handle: object) -> bool:
-        return is_live(handle, self._next_handle, self._level)
-
     def __repr__(self) -> str:
         return (f"DenseViewDistanceGrid(size={self.size}, origin={self._origin_list}, dim={self.dim}, "
                 f"shape={self.shape!r}, min_radius={self.min_radius:g}, objects={self._count})")
@@ -225,36 +215,9 @@ class DenseViewDistanceGrid(Structure):
         return self._level_count.copy()
 
     @reading
-    def handles(self) -> np.ndarray:
-        """Every handle in the grid, ascending; int64, O(handles ever issued)."""
-        return np.flatnonzero(self._level[: self._next_handle] >= 0).astype(np.int64)
-
-    @reading
-    def centre(self, handle: Handle) -> np.ndarray:
-        """The centre of one object, shape (dim,), float64 (a copy)."""
-        return self._cells.columns[: self.dim, self._cells.position(self._live(handle))].copy()
-
-    @reading
-    def radius(self, handle: Handle) -> float:
-        """The radius (view distance) of one object."""
-        return float(self._cells.columns[self.dim, self._cells.position(self._live(handle))])
-
-    @reading
-    def centres_of(self, handles: ArrayLike) -> np.ndarray:
-        """Centres of many objects, shape (n, dim), float64 (a copy), O(n)."""
-        pos = self._cells.positions(self._live_many(handles))
-        return np.ascontiguousarray(self._cells.columns[: self.dim, pos].T)
-
-    @reading
-    def radii_of(self, handles: ArrayLike) -> np.ndarray:
-        """Radii of many objects, shape (n,), float64 (a copy), O(n)."""
-        radii: np.ndarray = self._cells.columns[self.dim, self._cells.positions(self._live_many(handles))]
-        return radii
-
-    @reading
     def nbytes(self) -> int:
         """Bytes held in NumPy arrays (cells, pool and objects), without Python overhead."""
-        return self._cells.nbytes() + sum(a.nbytes for a in (self._level, self._free, self._level_count))
+        return self._cells.nbytes() + sum(a.nbytes for a in (self._level, self._ids, self._level_count))
 
     # ------------------------------------------------------------------
     # Mutation: single objects, O(1) (amortised when arrays or a block grow)
@@ -301,11 +264,11 @@ class DenseViewDistanceGrid(Structure):
     def remove(self, handle: Handle) -> None:
         """Remove one object; its handle may be handed out again.  O(1)."""
         handle = self._live(handle)
+        self._ids.make_room(1)  # first: a MemoryError there changes nothing
         self._cells.unlink(handle)
         self._level_count[self._level[handle]] -= 1
         self._level[handle] = -1
-        self._free[self._n_free] = handle
-        self._n_free += 1
+        self._ids.release(handle)
         self._count -= 1
         if not self._count:
             self._reset_objects()
@@ -387,11 +350,11 @@ class DenseViewDistanceGrid(Structure):
         check_unique(handles)
         if not handles.size:
             return
+        self._ids.make_room(handles.size)  # first: a MemoryError there changes nothing
         self._cells.unlink_many(handles)
         self._level_count -= np.bincount(self._level[handles], minlength=self._level_count.size)
         self._level[handles] = -1
-        self._free[self._n_free:self._n_free + handles.size] = handles
-        self._n_free += handles.size
+        self._ids.release(handles)
         self._count -= handles.size
         if not self._count:
             self._reset_objects()
@@ -399,30 +362,32 @@ class DenseViewDistanceGrid(Structure):
     # ------------------------------------------------------------------
     # Queries
 
-    @reading
-    def query(self, point: ArrayLike, exact: bool = False, scale: float = 1.0) -> np.ndarray:
-        """Handles of the spheres that may contain ``point``; int64 (k,), each once.
+    def _rows(self) -> tuple[np.ndarray, np.ndarray]:
+        return self._cells.columns, self._cells.handles
 
-        Parameters
-        ----------
-        point : array_like, shape (dim,) (a scalar for dim 1); may lie outside the world
-        exact : bool
-            Keep only the spheres that contain the point (distance <= radius *
-            scale); otherwise a superset: every member of every visited cell.
-        scale : float
-            Multiplies every view distance.
+    def _answer_parts(self, points: np.ndarray, exact: bool, scale: float) -> Parts:
+        """Every point's non-empty cells (:func:`culling.grid.walk.visits`), then their members
+        (:func:`culling.core.members.answer_many`)."""
+        visit_run, visit_point, run_start, run_count = gridwalk.visits(points, scale, self._world(), self._cell_arrays(),
+                                                                       MAX_ENUMERATED_CELLS)
+        return members.answer_many(visit_run, visit_point, points, run_start, run_count, self._pool_arrays(),
+                                   (scale, exact, self._cube, False))
 
-        Cost: O(levels + candidates), compiled (:func:`culling.grid.walk.visits`, :func:`culling.core.members.answer`);
-        at most ``2**dim`` cells per level for ``scale <= 1`` (``ceil(1 + scale)**dim``
-        in general, O(objects) at most).
-        """
-        p = np.array(as_coords(point, self.dim, "point"))
-        scale = as_scale(scale)
-        handles, unsure = self._query(p, as_flag(exact), scale, False)
-        if unsure.size:  # within rounding of a surface: exact arithmetic decides
-            keep = decide(self._cells.columns, unsure, p, self.shape, scale)
-            handles = np.concatenate([handles, self._cells.handles[unsure[keep]]])
-        return handles
+    def _probe_chunk(self, points: np.ndarray, grows: np.ndarray, exact: bool,
+                     scale: float) -> Callable[[int, int], Parts]:
+        """The probes' cells (:func:`culling.grid.walk.grown_visits`), then their members
+        (:func:`culling.grid.probe.probe_visits`)."""
+        query, world, cell_arrays, pool = (scale, exact, self._cube, False), self._world(), self._cell_arrays(), \
+            self._pool_arrays()
+
+        def chunk(lo: int, hi: int) -> Parts:
+            visit_run, visit_point, run_start, run_count = gridwalk.grown_visits(
+                points[lo:hi], grows[lo:hi], scale, world, cell_arrays, MAX_ENUMERATED_CELLS)
+            handles, counts, unsure, owners = probe.probe_visits(visit_run, visit_point, run_start, run_count,
+                                                                 points[lo:hi], grows[lo:hi], query, pool)
+            return handles, counts, unsure, owners + lo
+
+        return chunk
 
     @reading
     def query_spheres(self, point: ArrayLike, exact: bool = False,
@@ -444,100 +409,6 @@ class DenseViewDistanceGrid(Structure):
             rows = np.concatenate([rows, unsure[decide(self._cells.columns, unsure, p, self.shape, scale)]])
         columns = self._cells.columns
         return self._cells.handles[rows], columns[: self.dim, rows].T.copy(), columns[self.dim, rows]
-
-    @reading
-    def query_many(self, points: ArrayLike, exact: bool = False,
-                   scale: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
-        """Answer many points at once, on the library's threads (:mod:`culling.core.threads`).
-
-        Parameters
-        ----------
-        points : array_like, shape (m, dim) (or (m,) for dim 1)
-
-        Returns
-        -------
-        handles : ndarray, int64, the answers concatenated
-        counts : ndarray, shape (m,), int64: point ``i``'s answer is
-            ``handles[counts[:i].sum():][:counts[i]]``
-
-        Cost: O(m x levels + candidates), compiled (:func:`culling.grid.walk.visits`,
-        then :func:`culling.core.members.answer_many` on the library's threads): each
-        cell's run is read once for all the points that visit it.
-        """
-        points = np.ascontiguousarray(as_points(points, self.dim, "points"))
-        scale = as_scale(scale)
-        exact = as_flag(exact)
-        if not self._count or not points.shape[0]:
-            return np.empty(0, dtype=np.int64), np.zeros(points.shape[0], dtype=np.int64)
-        return chunks.in_chunks(points.shape[0],
-                                lambda first, last: self._answer_many(points[first:last], exact, scale))
-
-    def _answer_many(self, points: np.ndarray, exact: bool, scale: float) -> tuple[np.ndarray, np.ndarray]:
-        """:meth:`query_many` of one pass of points (:mod:`culling.core.chunks`), validated."""
-        m = points.shape[0]
-        cells = self._cells
-        visit_run, visit_point, run_start, run_count = gridwalk.visits(points, scale, self._world(), self._cell_arrays(),
-                                                                       MAX_ENUMERATED_CELLS)
-        handles, counts, unsure, owners = members.answer_many(
-            visit_run, visit_point, points, run_start, run_count, self._pool_arrays(),
-            (scale, exact, self._cube, False))
-        if unsure.size:  # within rounding of a surface: exact arithmetic decides, then merge by point
-            keep = decide(cells.columns, unsure, points[owners], self.shape, scale)
-            owner = np.concatenate([np.repeat(np.arange(m), counts), owners[keep]])
-            order = np.argsort(owner, kind="stable")
-            handles = np.concatenate([handles, cells.handles[unsure[keep]]])[order]
-            counts = counts + np.bincount(owners[keep], minlength=m)
-        return handles, counts
-
-    @reading
-    def overlapping(self, centre: ArrayLike, radius: float, exact: bool = False, scale: float = 1.0) -> np.ndarray:
-        """Handles of the stored spheres that may meet the probe sphere ``(centre, radius)``; int64 (k,).
-
-        As :meth:`ViewDistanceTree.overlapping <culling.ViewDistanceTree.overlapping>`:
-        ``exact`` keeps exactly those with ``distance(c_i, centre) <= r_i * scale
-        + radius``, decided exactly; ``radius=0`` answers as :meth:`query`.
-        The centre may lie outside the world.
-
-        Cost: O(levels + candidates), compiled (:mod:`culling.grid.probe`): at most
-        ``(2 + ceil(2 * radius / W))**dim`` cells per level of edge ``W`` (``scale <= 1``).
-        """
-        p = np.array([as_coords(centre, self.dim, "centre")])
-        grows = np.array([as_radius(radius)])
-        handles, _ = self._probe(p, grows, bool(exact), as_scale(scale))
-        return handles
-
-    @reading
-    def overlapping_many(self, centres: ArrayLike, radii: ArrayLike, exact: bool = False,
-                         scale: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
-        """:meth:`overlapping` for many probes, each with its own radius (``(m,)``, or one number).
-
-        Returns ``(handles, counts)`` as :meth:`query_many`.  Cost: O(m x levels
-        + candidates), the probes cut into chunks run on the library's threads.
-        """
-        points = np.ascontiguousarray(as_points(centres, self.dim, "centres"))
-        grows = as_probe_radii(radii, points.shape[0])
-        return self._probe(points, grows, bool(exact), as_scale(scale))
-
-    def _probe(self, points: np.ndarray, grows: np.ndarray, exact: bool, scale: float) -> tuple[np.ndarray, np.ndarray]:
-        """Probes ``(points (m, dim), grows (m,))``, validated: their answers and counts."""
-        m = points.shape[0]
-        cells = self._cells
-        if not self._count or not m:
-            return np.empty(0, dtype=np.int64), np.zeros(m, dtype=np.int64)
-        query, world, cell_arrays, pool = (scale, exact, self._cube, False), self._world(), self._cell_arrays(), \
-            self._pool_arrays()
-
-        def chunk(lo: int, hi: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-            visit_run, visit_point, run_start, run_count = gridwalk.grown_visits(
-                points[lo:hi], grows[lo:hi], scale, world, cell_arrays, MAX_ENUMERATED_CELLS)
-            handles, counts, unsure, owners = probe.probe_visits(visit_run, visit_point, run_start, run_count,
-                                                                 points[lo:hi], grows[lo:hi], query, pool)
-            return handles, counts, unsure, owners + lo
-
-        parts = run_chunks(chunk, m, min_items=members.PARALLEL_MIN_POINTS // 2)
-        handles, counts, unsure, owners = overlap.joined(parts)
-        return overlap.settle(handles, counts, unsure, owners, cells.columns, cells.handles, points, grows, self.shape,
-                              scale)
 
     @reading
     def overlapping_pairs(self) -> tuple[np.ndarray, np.ndarray]:
@@ -584,37 +455,15 @@ class DenseViewDistanceGrid(Structure):
         visited, ends = gridwalk.trace_visit(p, scale, self._world(), self._cell_arrays(), MAX_ENUMERATED_CELLS)
         return self._trace_of(p, scale, visited, ends)
 
-    @reading
-    def query_detailed(self, point: ArrayLike, scale: float = 1.0, trace: bool = False) -> QueryDetails:
-        """The exact query with what a frame needs next, from one walk (as the tree's
-        :meth:`culling.ViewDistanceTree.query_detailed`).
-
-        Cost: O(levels + visited cells + candidates).
-        """
-        p = np.array(as_coords(point, self.dim, "point"))
-        scale = as_scale(scale)
-        want_trace = as_flag(trace, "trace")
-        if not self._count:
-            empty = np.empty(0, dtype=np.int64)
-            levels = QueryTrace(point=p, candidates=empty.copy(), levels=[]) if want_trace else None
-            return QueryDetails(empty, np.empty((0, self.dim)), np.empty(0), np.empty(0), 0, levels)
-        cells = self._cells
+    def _walk_runs(self, p: np.ndarray, scale: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """The cells one query visits (:func:`culling.grid.walk.trace_visit`), with ``ends`` per level and
+        each visited cell's member run (start, count)."""
         visited, ends = gridwalk.trace_visit(p, scale, self._world(), self._cell_arrays(), MAX_ENUMERATED_CELLS)
-        start = cells.start[visited].astype(np.int64)
-        count = cells.count[visited].astype(np.int64)
-        rows, unsure = members.answer_runs(np.arange(visited.size), start, count, self._pool_arrays(), p,
-                                           (scale, True, self._cube, True))
-        if unsure.size:  # within rounding of a surface: exact arithmetic decides
-            rows = np.concatenate([rows, unsure[decide(cells.columns, unsure, p, self.shape, scale)]])
-        centres = cells.columns[: self.dim, rows].T.copy()
-        return QueryDetails(
-            handles=cells.handles[rows],
-            centres=centres,
-            radii=cells.columns[self.dim, rows],
-            distances=distances_from(p, centres, self._cube),
-            candidates=int(count.sum()),
-            trace=self._trace_of(p, scale, visited, ends) if want_trace else None,
-        )
+        cells = self._cells
+        return visited, ends, cells.start[visited].astype(np.int64), cells.count[visited].astype(np.int64)
+
+    def _pool_fields(self) -> PoolFields:
+        return self._pool_arrays()
 
     def _trace_of(self, p: np.ndarray, scale: float, visited: np.ndarray, ends: np.ndarray) -> QueryTrace:
         """The :class:`QueryTrace` of one walk's visited cells (``ends``: where each level's cells end)."""
@@ -666,10 +515,7 @@ class DenseViewDistanceGrid(Structure):
         alive = self._level[:n] >= 0
         live = np.flatnonzero(alive)
         assert live.size == self._count, "len() disagrees with live handles"
-        free = self._free[: self._n_free]
-        assert np.unique(free).size == free.size, "handle freed twice"
-        assert not alive[free].any(), "a live handle is on the free list"
-        assert live.size + free.size == n, "handles lost"
+        self._ids.check(alive)
         assert (self._level[n:] == -1).all(), "an unissued handle is live"
         self._cells.check(alive)
         levels = self._level[live].astype(np.int64)
@@ -728,35 +574,23 @@ class DenseViewDistanceGrid(Structure):
                              f"(it does not grow); radius {i} is {radii[i]:g}")
         return self._geo.homes(centres, radii)
 
-    def _peek_handles(self, n: int) -> np.ndarray:
-        """The handles the next :meth:`_take_handles` hands out, with room for them in the
-        per-object arrays; nothing is handed out yet."""
-        reused = min(n, self._n_free)
-        end = self._next_handle + n - reused
-        if end > self._level.shape[0]:
-            self._grow_objects(end)
-        taken = self._free[self._n_free - reused:self._n_free][::-1].astype(np.int64)
-        return np.concatenate([taken, np.arange(self._next_handle, end, dtype=np.int64)])
+    # Per-object storage, for the base class's accessors and handles
 
-    def _take_handles(self, n: int) -> None:
-        """Hand out the handles :meth:`_peek_handles` showed (no allocation)."""
-        reused = min(n, self._n_free)
-        self._n_free -= reused
-        self._next_handle += n - reused
+    _owner = "grid"
+
+    def _object_state(self) -> np.ndarray:
+        return self._level
+
+    def _object_rows(self, handles: np.ndarray | int) -> tuple[np.ndarray, np.ndarray | int]:
+        if isinstance(handles, np.ndarray):
+            return self._cells.columns, self._cells.positions(handles)
+        return self._cells.columns, self._cells.position(handles)
 
     def _grow_objects(self, needed: int) -> None:
         """Per-object arrays for ``needed`` handles: all allocated, then all replaced."""
         capacity = max(needed, int(self._level.shape[0] * ARRAY_GROWTH) + 8)
         old = self._level.shape[0]
         level = growth.allocate((capacity,), np.int8, -1)
-        free = growth.allocate((capacity,), np.int32, 0)
         self._cells.reserve_objects(capacity)
         level[:old] = self._level
-        free[:old] = self._free
-        self._level, self._free = level, free
-
-    def _live(self, handle: object) -> int:
-        return live_handle(handle, self._next_handle, self._level, "grid")
-
-    def _live_many(self, handles: ArrayLike) -> np.ndarray:
-        return live_handles(handles, self._next_handle, self._level, "grid")
+        self._level = level

@@ -33,20 +33,20 @@ from __future__ import annotations
 
 import logging
 import math
+from collections.abc import Callable
 
 import numpy as np
 from numpy.typing import ArrayLike
 
-from culling.answer import QueryDetails, distances_from
-from culling.core import chunks, growth, members, overlap, pairs
+from culling.core import growth, members, pairs
 from culling.core.cells import cell_of, homes, level_of, placed_u
 from culling.core.containment import decide, squared_reach, squared_reach_of
 from culling.core.growth import ARRAY_GROWTH, grown
+from culling.core.handles import HandleStack
 from culling.core.lattice import ANCHOR, MAX_DEPTH, MAX_GROWTH, Lattice
 from culling.core.locks import reading, writing
-from culling.core.structs import Nodes, WorldFields
-from culling.core.structure import Structure
-from culling.core.threads import run_chunks
+from culling.core.structs import Nodes, PoolFields, WorldFields
+from culling.core.structure import Parts, Structure
 from culling.core.tiles import TILE_ROWS, TILE_SHIFT
 from culling.core.validation import (
     Handle,
@@ -54,14 +54,10 @@ from culling.core.validation import (
     as_flag,
     as_handles,
     as_points,
-    as_probe_radii,
     as_radii,
     as_radius,
     as_scale,
     check_unique,
-    is_live,
-    live_handle,
-    live_handles,
 )
 from culling.trace import LevelTrace, QueryTrace
 from culling.tree import batch, probe, walk
@@ -116,8 +112,7 @@ class ViewDistanceTree(Structure):
         # and their row in the pool.  Centre and radius live in the pool row.
         self._obj_node = growth.allocate((16,), np.int64, -1)
         self._obj_pos = growth.allocate((16,), np.int64, 0)
-        self._next_handle = 0
-        self._free_handles: list[int] = []
+        self._ids = HandleStack()
         self._handle_check = 1 << 62  # objects below which the next trim of the per-handle arrays is tried
         self._nodes = NodeTable(self.dim)
         self._root = self._nodes.new(0, (ANCHOR,) * self.dim, -1)
@@ -166,9 +161,24 @@ class ViewDistanceTree(Structure):
         obj_pos = growth.allocate((length,), np.int64, 0)
         obj_node[:end] = self._obj_node[:end]
         obj_pos[:end] = self._obj_pos[:end]
-        free = [h for h in self._free_handles if h < end]
-        self._obj_node, self._obj_pos, self._free_handles, self._next_handle = obj_node, obj_pos, free, end
+        self._ids.trim(end)
+        self._obj_node, self._obj_pos = obj_node, obj_pos
         self._handle_check = 1 << 62
+
+    # Per-object storage, for the base class's accessors and handles
+
+    _owner = "tree"
+
+    def _object_state(self) -> np.ndarray:
+        return self._obj_node
+
+    def _object_rows(self, handles: np.ndarray | int) -> tuple[np.ndarray, np.ndarray | int]:
+        return self._pool.columns, self._obj_pos[handles]
+
+    def _grow_objects(self, needed: int) -> None:
+        obj_node = grown(self._obj_node, needed, -1)
+        obj_pos = grown(self._obj_pos, needed, 0)
+        self._obj_node, self._obj_pos = obj_node, obj_pos
 
     def _compact(self) -> None:
         """Pack every node's members into a fresh pool (:meth:`BlockPool.compact_nodes`); O(objects + nodes)."""
@@ -176,11 +186,6 @@ class ViewDistanceTree(Structure):
 
     # ------------------------------------------------------------------
     # Size and membership
-
-    @reading
-    def __contains__(self, handle: object) -> bool:
-        """Whether ``handle`` is a live handle; anything else (1.5, "a", -1) is simply not in the tree."""
-        return is_live(handle, self._next_handle, self._obj_node)
 
     def __repr__(self) -> str:
         return (f"ViewDistanceTree(size={self.size}, origin={self._origin_list}, dim={self.dim}, "
@@ -246,39 +251,10 @@ class ViewDistanceTree(Structure):
         return np.concatenate(depths), np.concatenate(boxes)
 
     @reading
-    def handles(self) -> np.ndarray:
-        """Every handle in the tree, ascending; int64, O(handles ever issued)."""
-        return self._handles()
-
-    def _handles(self) -> np.ndarray:
-        return np.flatnonzero(self._obj_node[: self._next_handle] >= 0).astype(np.int64)
-
-    @reading
-    def centre(self, handle: Handle) -> np.ndarray:
-        """The centre of one object, shape (dim,), float64."""
-        return self._pool.columns[: self.dim, self._obj_pos[self._live(handle)]].copy()
-
-    @reading
-    def radius(self, handle: Handle) -> float:
-        """The radius (view distance) of one object."""
-        return float(self._pool.columns[self.dim, self._obj_pos[self._live(handle)]])
-
-    @reading
-    def centres_of(self, handles: ArrayLike) -> np.ndarray:
-        """Centres of many objects, shape (n, dim), float64, O(n)."""
-        handles = self._live_many(handles)
-        return self._pool.columns[: self.dim, self._obj_pos[handles]].T.copy()
-
-    @reading
-    def radii_of(self, handles: ArrayLike) -> np.ndarray:
-        """Radii of many objects, shape (n,), float64, O(n)."""
-        handles = self._live_many(handles)
-        return np.asarray(self._pool.columns[self.dim, self._obj_pos[handles]])
-
-    @reading
     def nbytes(self) -> int:
         """Bytes held in NumPy arrays (objects, nodes and pool), without Python overhead."""
-        return self._pool.nbytes() + self._nodes.nbytes() + self._obj_node.nbytes + self._obj_pos.nbytes
+        return (self._pool.nbytes() + self._nodes.nbytes() + self._obj_node.nbytes + self._obj_pos.nbytes
+                + self._ids.nbytes)
 
     # ------------------------------------------------------------------
     # Mutation: single objects
@@ -331,8 +307,9 @@ class ViewDistanceTree(Structure):
         """Remove one object: an O(1) unlink, then one compiled pass deleting its node and the ancestors
         that emptied (:meth:`NodeTable.prune`)."""
         handle = self._live(handle)
+        self._ids.make_room(1)  # first: a MemoryError there changes nothing
         node = self._unlink(handle)
-        self._free_handles.append(handle)
+        self._ids.release(handle)
         self._count -= 1
         self._cleanup(node)
         self._after_removal()
@@ -411,148 +388,42 @@ class ViewDistanceTree(Structure):
         handles = self._live_unique(handles)
         if not handles.size:
             return
+        self._ids.make_room(handles.size)  # first: a MemoryError there changes nothing
         emptied = batch.unlink(handles, (self._obj_node, self._obj_pos), self._nodes.arrays(), self._pool.arrays())
-        self._free_handles.extend(handles.tolist())
+        self._ids.release(handles)
         self._count -= handles.size
         self._prune(emptied)
         self._after_removal()
 
     # ------------------------------------------------------------------
-    # Queries
+    # Queries (the public methods and the exact fallback: culling.core.structure.Structure)
 
-    @reading
-    def query(self, point: ArrayLike, exact: bool = False, scale: float = 1.0) -> np.ndarray:
-        """Handles of the spheres that may contain ``point``; int64 (k,), each once.
+    def _rows(self) -> tuple[np.ndarray, np.ndarray]:
+        return self._pool.columns, self._pool.handles
 
-        Parameters
-        ----------
-        point : array_like, shape (dim,) (a scalar for dim 1)
-        exact : bool
-            Keep only the spheres that do contain the point (distance <=
-            radius * scale); otherwise a superset: every object of every
-            visited node.
-        scale : float
-            Multiplies every view distance (a quality preset or zoom factor).
+    def _query(self, p: np.ndarray, exact: bool, scale: float, want_rows: bool) -> tuple[np.ndarray, np.ndarray]:
+        """The walk of :func:`culling.tree.walk.query`: at most ``2**dim`` nodes per level for ``scale <= 1``."""
+        return walk.query(p, (scale, exact, self._cube, want_rows), self._world(), self._nodes.arrays(),
+                          self._pool.arrays())
 
-        Cost: O(levels + candidates), compiled (:func:`culling.tree.walk.query`);
-        at most ``2**dim`` nodes per level for ``scale <= 1``.
-        """
-        p = np.array(as_coords(point, self.dim, "point"))
-        scale = as_scale(scale)
-        pool = self._pool
-        handles, unsure = walk.query(p, (scale, as_flag(exact), self._cube, False), self._world(),
-                                     self._nodes.arrays(), pool.arrays())
-        if unsure.size:  # within rounding of a surface: exact arithmetic decides
-            keep = decide(pool.columns, unsure, p, self.shape, scale)
-            handles = np.concatenate([handles, pool.handles[unsure[keep]]])
-        return handles
-
-    @reading
-    def query_many(self, points: ArrayLike, exact: bool = False,
-                   scale: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
-        """Answer many points at once, on the library's threads (:mod:`culling.core.threads`).
-
-        Parameters
-        ----------
-        points : array_like, shape (m, dim) (or (m,) for dim 1)
-        exact, scale : as for :meth:`query`
-
-        Returns
-        -------
-        handles : ndarray, int64, the answers concatenated
-        counts : ndarray, shape (m,), int64: point ``i``'s answer is
-            ``handles[counts[:i].sum():][:counts[i]]``
-
-        Cost: O(m x levels + candidates), compiled, in chunks over the library's threads
-        (:func:`culling.tree.walk.visits`, then :func:`culling.core.members.answer_many`); batches
-        below ``PARALLEL_MIN_POINTS`` (64) points run on the calling thread alone.
-        In passes of :data:`culling.core.chunks.QUERY_CHUNK` points: scratch beyond the answer is bounded.
-        """
-        points = np.ascontiguousarray(as_points(points, self.dim, "points"))
-        scale = as_scale(scale)
-        exact = as_flag(exact)
-        return chunks.in_chunks(points.shape[0],
-                                lambda first, last: self._answer_many(points[first:last], exact, scale))
-
-    def _answer_many(self, points: np.ndarray, exact: bool, scale: float) -> tuple[np.ndarray, np.ndarray]:
-        """:meth:`query_many` of one pass of points (:mod:`culling.core.chunks`), validated."""
-        nodes, pool = self._nodes, self._pool
+    def _answer_parts(self, points: np.ndarray, exact: bool, scale: float) -> Parts:
+        """Every point's nodes (:func:`culling.tree.walk.visits`), then their members
+        (:func:`culling.core.members.answer_many`)."""
+        nodes = self._nodes
         visit_node, visit_point = walk.visits(points, scale, self._world(), nodes.arrays())
-        handles, counts, unsure, owners = members.answer_many(
-            visit_node, visit_point, points, nodes.start, nodes.count, pool.arrays(),
-            (scale, exact, self._cube, False))
-        if unsure.size:  # within rounding of a surface: exact arithmetic decides, then merge by point
-            keep = decide(pool.columns, unsure, points[owners], self.shape, scale)
-            owner = np.concatenate([np.repeat(np.arange(points.shape[0]), counts), owners[keep]])
-            order = np.argsort(owner, kind="stable")
-            handles = np.concatenate([handles, pool.handles[unsure[keep]]])[order]
-            counts = counts + np.bincount(owners[keep], minlength=points.shape[0])
-        return handles, counts
+        return members.answer_many(visit_node, visit_point, points, nodes.start, nodes.count, self._pool.arrays(),
+                                   (scale, exact, self._cube, False))
 
-    @reading
-    def overlapping(self, centre: ArrayLike, radius: float, exact: bool = False, scale: float = 1.0) -> np.ndarray:
-        """Handles of the stored spheres that may meet the probe sphere ``(centre, radius)``; int64 (k,).
+    def _probe_chunk(self, points: np.ndarray, grows: np.ndarray, exact: bool,
+                     scale: float) -> Callable[[int, int], Parts]:
+        """:func:`culling.tree.probe.probe_chunk`: at most ``(2 + ceil(2 * radius / W))**dim`` nodes per level."""
+        query, world, nodes, pool = (scale, exact, self._cube, False), self._world(), self._nodes.arrays(), \
+            self._pool.arrays()
 
-        Parameters
-        ----------
-        centre : array_like, shape (dim,) (a scalar for dim 1)
-        radius : float, >= 0, the probe's radius ``rho``
-        exact : bool
-            Keep exactly the spheres with ``distance(c_i, centre) <= r_i * scale
-            + radius`` (the largest per-axis distance for cubes), decided
-            exactly (rounding of the sum never flips an answer); otherwise a
-            superset.  ``radius=0`` answers as :meth:`query`.
-        scale : float, multiplies every stored radius
+        def chunk(lo: int, hi: int) -> Parts:
+            return probe.probe_chunk(points, grows, lo, hi, query, world, nodes, pool)
 
-        Cost: O(levels + candidates), compiled (:func:`culling.tree.probe.probe_chunk`):
-        at most ``(2 + ceil(2 * radius / W))**dim`` nodes per level of edge ``W``
-        (``scale <= 1``); a probe covering the whole world visits every node once.
-        """
-        p = np.array([as_coords(centre, self.dim, "centre")])
-        grows = np.array([as_radius(radius)])
-        handles, _ = self._probe(p, grows, bool(exact), as_scale(scale))
-        return handles
-
-    @reading
-    def overlapping_many(self, centres: ArrayLike, radii: ArrayLike, exact: bool = False,
-                         scale: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
-        """:meth:`overlapping` for many probes, each with its own radius, on the library's threads.
-
-        Parameters
-        ----------
-        centres : array_like, shape (m, dim) (or (m,) for dim 1)
-        radii : array_like, shape (m,), or one number for every probe; >= 0
-        exact, scale : as for :meth:`overlapping`
-
-        Returns
-        -------
-        handles : ndarray, int64, the answers concatenated
-        counts : ndarray, shape (m,), int64: probe ``i``'s answer is
-            ``handles[counts[:i].sum():][:counts[i]]``
-
-        Cost: O(m x levels + candidates), compiled, the probes cut into chunks
-        run on all cores (:func:`culling.core.threads.run_chunks`).
-        """
-        points = np.ascontiguousarray(as_points(centres, self.dim, "centres"))
-        grows = as_probe_radii(radii, points.shape[0])
-        return self._probe(points, grows, bool(exact), as_scale(scale))
-
-    def _probe(self, points: np.ndarray, grows: np.ndarray, exact: bool, scale: float) -> tuple[np.ndarray, np.ndarray]:
-        """Probes ``(points (m, dim), grows (m,))``, validated: their answers and counts."""
-        m = points.shape[0]
-        pool = self._pool
-        query, world, nodes, pool_arrays = (scale, exact, self._cube, False), self._world(), self._nodes.arrays(), \
-            pool.arrays()
-
-        def chunk(lo: int, hi: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-            return probe.probe_chunk(points, grows, lo, hi, query, world, nodes, pool_arrays)
-
-        if not m:
-            return np.empty(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
-        parts = run_chunks(chunk, m, min_items=members.PARALLEL_MIN_POINTS // 2)
-        handles, counts, unsure, owners = overlap.joined(parts)
-        return overlap.settle(handles, counts, unsure, owners, pool.columns, pool.handles, points, grows,
-                              self.shape, scale)
+        return chunk
 
     @reading
     def overlapping_pairs(self) -> tuple[np.ndarray, np.ndarray]:
@@ -615,47 +486,15 @@ class ViewDistanceTree(Structure):
         visited, ends = walk.trace_walk(p, scale, self._world(), self._nodes.arrays())
         return self._trace_of(p, scale, visited, ends)
 
-    @reading
-    def query_detailed(self, point: ArrayLike, scale: float = 1.0, trace: bool = False) -> QueryDetails:
-        """The exact query with what a frame needs next, from one walk.
-
-        The handles of ``query(point, exact=True, scale=scale)`` with their
-        centres, radii and distances, the number of candidates the walk
-        returned before the exact test (the first number of a culling
-        funnel) and, with ``trace=True``, the walk's :class:`QueryTrace`:
-        an overlay shows the production path, not a second walk.
-
-        Cost: O(levels + candidates), as :meth:`query`; the trace adds
-        O(visited nodes).
-
-        >>> tree = ViewDistanceTree(size=64.0, dim=2)
-        >>> _ = tree.insert_many([[1.0, 1.0], [4.0, 1.0]], [5.0, 1.0])
-        >>> seen = tree.query_detailed((2.0, 1.0), trace=True)
-        >>> seen.handles.tolist(), seen.distances.tolist(), seen.candidates, seen.trace.levels[0].depth
-        ([0], [1.0], 2, 0)
-        """
-        p = np.array(as_coords(point, self.dim, "point"))
-        scale = as_scale(scale)
-        want_trace = as_flag(trace, "trace")
-        if not self._count:
-            empty = np.empty(0, dtype=np.int64)
-            levels = QueryTrace(point=p, candidates=empty.copy(), levels=[]) if want_trace else None
-            return QueryDetails(empty, np.empty((0, self.dim)), np.empty(0), np.empty(0), 0, levels)
-        nodes, pool = self._nodes, self._pool
+    def _walk_runs(self, p: np.ndarray, scale: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """The nodes one query visits (:func:`culling.tree.walk.trace_walk`), with ``ends`` per level and
+        each visited node's member run (start, count)."""
+        nodes = self._nodes
         visited, ends = walk.trace_walk(p, scale, self._world(), nodes.arrays())
-        rows, unsure = members.answer_runs(visited, nodes.start, nodes.count, pool.arrays(), p,
-                                           (scale, True, self._cube, True))
-        if unsure.size:  # within rounding of a surface: exact arithmetic decides
-            rows = np.concatenate([rows, unsure[decide(pool.columns, unsure, p, self.shape, scale)]])
-        centres = pool.columns[: self.dim, rows].T.copy()
-        return QueryDetails(
-            handles=pool.handles[rows],
-            centres=centres,
-            radii=pool.columns[self.dim, rows],
-            distances=distances_from(p, centres, self._cube),
-            candidates=int(nodes.count[visited].sum()),
-            trace=self._trace_of(p, scale, visited, ends) if want_trace else None,
-        )
+        return visited, ends, nodes.start[visited], nodes.count[visited]
+
+    def _pool_fields(self) -> PoolFields:
+        return self._pool.arrays()
 
     def _trace_of(self, p: np.ndarray, scale: float, visited: np.ndarray, ends: np.ndarray) -> QueryTrace:
         """The :class:`QueryTrace` of one walk's visited nodes (``ends``: where each level's nodes end)."""
@@ -743,9 +582,8 @@ class ViewDistanceTree(Structure):
         # Objects: node and row agree with the pool, rows inside the node's used part.
         live = self._handles()
         assert live.size == self._count, "len() disagrees with live handles"
-        assert len(set(self._free_handles)) == len(self._free_handles), "handle freed twice"
-        assert live.size + len(self._free_handles) == self._next_handle, "handles lost"
-        assert (self._obj_node[self._free_handles] == -1).all() if self._free_handles else True
+        self._ids.check(self._obj_node[: self._next_handle] >= 0)
+        assert (self._obj_node[self._ids.free] == -1).all(), "a free handle still names a node"
         nodes, rows = self._obj_node[live], self._obj_pos[live]
         assert (self._nodes.count[nodes] >= 0).all(), "object in a dead node"
         assert (self._pool.handles[rows] == live).all(), "pool row holds another handle"
@@ -771,18 +609,12 @@ class ViewDistanceTree(Structure):
     # ------------------------------------------------------------------
     # Internals: validation helpers
 
-    def _live(self, handle: Handle) -> int:
-        return live_handle(handle, self._next_handle, self._obj_node, "tree")
-
     def _live_unique(self, handles: ArrayLike) -> np.ndarray:
         """Many handles, live and each once (one compiled pass; the validators name a fault)."""
         handles = as_handles(handles)
         if batch.check_handles(handles, self._next_handle, self._obj_node) >= 0:
             check_unique(self._live_many(handles))
         return handles
-
-    def _live_many(self, handles: ArrayLike) -> np.ndarray:
-        return live_handles(handles, self._next_handle, self._obj_node, "tree")
 
     def _check_world(self, lo: list[float], hi: list[float], top: int) -> None:
         """Reject root-relative centres from ``lo`` to ``hi`` outside the largest world, or a level
@@ -925,32 +757,6 @@ class ViewDistanceTree(Structure):
     def _row(self, point: list[float], radius: float) -> list[float]:
         """One object's pool column: centre, radius, squared reach."""
         return point + [radius, squared_reach_of(radius)]
-
-    def _new_handle(self) -> int:
-        if self._free_handles:
-            return self._free_handles.pop()
-        handle = int(self._peek_handles(1)[0])
-        self._take_handles(1)
-        return handle
-
-    def _peek_handles(self, n: int) -> np.ndarray:
-        """The ``n`` handles the next :meth:`_take_handles` hands out (the most recently freed first),
-        with room for them in the per-handle arrays; nothing is handed out yet."""
-        reused = min(n, len(self._free_handles))
-        end = self._next_handle + n - reused
-        if end > self._obj_node.shape[0]:
-            obj_node = grown(self._obj_node, end, -1)
-            obj_pos = grown(self._obj_pos, end, 0)
-            self._obj_node, self._obj_pos = obj_node, obj_pos
-        taken = self._free_handles[len(self._free_handles) - reused:]
-        return np.concatenate([np.array(taken[::-1], dtype=np.int64),
-                               np.arange(self._next_handle, end, dtype=np.int64)])
-
-    def _take_handles(self, n: int) -> None:
-        """Hand out the handles :meth:`_peek_handles` showed (no allocation)."""
-        reused = min(n, len(self._free_handles))
-        del self._free_handles[len(self._free_handles) - reused:]
-        self._next_handle += n - reused
 
     # ------------------------------------------------------------------
     # Internals: nodes

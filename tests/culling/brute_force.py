@@ -378,18 +378,13 @@ class Kind:
 
     @property
     def cls(self):
-        """The class from ``culling``, or None when it is not importable (yet)."""
-        try:
-            import culling
-        except ImportError:
-            return None
-        return getattr(culling, self.attribute, None)
+        """The class from ``culling``."""
+        import culling
+
+        return getattr(culling, self.attribute)
 
     def make(self, size=16.0, origin=None, dim=3, shape="sphere"):
         cls = self.cls
-        if cls is None:
-            import pytest
-            pytest.skip(f"culling.{self.attribute} is not available")
         extra = {}
         for key, value in self.extra.items():
             if callable(value):  # derived from a valid size; bad sizes are for the constructor to reject

@@ -33,8 +33,8 @@ def snapshot(grid: DenseViewDistanceGrid) -> dict:
     c = grid._cells
     return {
         "level": grid._level[: grid._next_handle].copy(),
-        "free": grid._free[: grid._n_free].copy(),
-        "scalars": (grid._n_free, grid._next_handle, grid._count, c.top, c.members, c.nonempty),
+        "free": grid._ids.free.copy(),
+        "scalars": (len(grid._ids), grid._next_handle, grid._count, c.top, c.members, c.nonempty),
         "level_count": grid._level_count.copy(),
         "start": c.start.copy(), "count": c.count.copy(), "capacity": c.capacity.copy(),
         "handles": c.handles[: c.top].copy(), "columns": c.columns[:, : c.top].copy(),

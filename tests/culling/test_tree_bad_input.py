@@ -31,8 +31,6 @@ NONE = "|".join([NUMERIC, FINITE, SHAPE])
 
 @pytest.fixture(params=KINDS, ids=repr)
 def kind(request):
-    if request.param.cls is None:
-        pytest.skip(f"culling.{request.param.attribute} is not available yet")
     return request.param
 
 
@@ -408,8 +406,6 @@ def test_centre_and_radius_of_missing_handles(kind, dim):
 @pytest.mark.parametrize("case", ["below", "at the top", "far", "radius half the size", "huge radius"])
 def test_dense_grid_rejects_what_lies_outside_its_world(dim, case):
     from brute_force import DENSE
-    if DENSE.cls is None:
-        pytest.skip("culling.DenseViewDistanceGrid is not available yet")
     w = World(DENSE, dim)
     centre, radius = w.point(3.0), 1.0
     if case == "below":

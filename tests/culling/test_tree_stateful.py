@@ -259,6 +259,4 @@ def machine(kind, dim: int, shape: str) -> type[CullingMachine]:
 @pytest.mark.parametrize("dim", [1, 2, 3])
 @pytest.mark.parametrize("kind", KINDS, ids=repr)
 def test_state_machine(kind, dim, shape):
-    if kind.cls is None:
-        pytest.skip(f"culling.{kind.attribute} is not available yet")
     run_state_machine_as_test(machine(kind, dim, shape), settings=settings(stateful_step_count=STEPS))
