@@ -60,7 +60,7 @@ from culling.core.overlap import any_near, partner_rows, reach_up
 from culling.core.threads import CHUNKS_PER_THREAD, run_chunks, thread_count
 
 __all__ = ["CELLS_PER_MEMBER", "COARSEN_LIMIT", "DENSITY", "Gather", "Layout", "band_cells",
-           "build", "cross_rows", "finish", "forward_lines", "gather", "layout"]
+           "build", "cross_rows", "forward_lines", "gather", "layout", "warm_up"]
 
 #: A coarser level joins a band while the band has at most this many members per cell of its
 #: box on that level: a member is then tested against about ``13.5 * DENSITY`` others in 3-D.
@@ -184,7 +184,7 @@ def layout(run_start: np.ndarray, run_count: np.ndarray, run_level: np.ndarray, 
     The cell of root-relative ``u`` on level ``L`` is ``floor(u * 2**L + anchor * 2**L)``
     (``anchor``: the tree's ``ANCHOR``, 0 for the dense grid).  Returns the layout with its
     ``columns``/``handles`` and the :class:`Gather` that fills them in ``parts`` parts
-    (:func:`gather`, then :func:`finish` for each band's largest radius); with one part the
+    (:func:`gather`, then each band's largest radius: :func:`build`); with one part the
     layout comes filled.  O(runs + cells), plus O(members) with one part.
     """
     dim = run_cells.shape[0]
@@ -373,19 +373,13 @@ def _copy(lay: Layout, plan: Gather, run_start: np.ndarray, run_count: np.ndarra
 
 @inline_kernel
 def _largest(lay: Layout) -> None:
-    """Each band's largest radius (:data:`RADIUS`), from its rows of the gathered ``lay``."""
+    """Each band's largest radius (:data:`RADIUS`), from its rows of the filled ``lay``."""
     dim = lay.columns.shape[0] - 2
     for q in range(lay.band.shape[0]):
         largest = 0.0
         for i in range(lay.band[q, FIRST_ROW], lay.band[q, END_ROW]):
             largest = max(largest, lay.columns[dim, i])
         lay.scales[q, RADIUS] = largest
-
-
-@kernel
-def finish(lay: Layout) -> None:
-    """:func:`_largest` after a :func:`gather` in parts."""
-    _largest(lay)
 
 
 def build(runs: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray], handles: np.ndarray, columns: np.ndarray,
@@ -399,8 +393,16 @@ def build(runs: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray], handles: 
     if lay.ok and parts > 1:
         run_chunks(lambda lo, hi: gather(lay, plan, runs[0], runs[1], handles, columns, lo, hi), parts,
                    chunks=parts)
-        finish(lay)
+        dim = columns.shape[0] - 2  # each band's largest radius (as _largest), from its gathered rows
+        lay.scales[:, RADIUS] = np.maximum.reduceat(lay.columns[dim], lay.band[:, FIRST_ROW])
     return lay
+
+
+def warm_up() -> None:
+    """Compile :func:`gather`: only joins of ``culling.core.pairs.PARALLEL_MIN_OBJECTS`` objects and more
+    copy in parts, so the warm-up's small structures would not (the types are those of every call)."""
+    one = np.ones(1, dtype=np.int64)
+    build((one * 0, one, one * 0, np.zeros((3, 1), dtype=np.int64)), one, np.ones((5, 1)), 0.0, True)
 
 
 @inline_kernel

@@ -194,9 +194,10 @@ def settle(handles: np.ndarray, centres: np.ndarray, radii: np.ndarray, world_fi
     return movers
 
 
-#: :func:`settle` runs on the library's threads from this many objects on (below, waking the
-#: threads costs more than they save).
-PARALLEL_SETTLE_MIN = 8_192
+#: :func:`settle` runs on the library's threads from this many objects on: as the pairs' join
+#: (``culling.core.pairs.PARALLEL_MIN_OBJECTS``), so a frame of ``update_many`` and
+#: ``overlapping_pairs`` below it wakes no thread.
+PARALLEL_SETTLE_MIN = 20_000
 
 
 @kernel
