@@ -67,14 +67,16 @@ def group(centres: np.ndarray, radii: np.ndarray, origin: np.ndarray,
 
     A hash table from key to group (open addressing, at most half full):
     :func:`_group_into` fills it until it is half full; then the table and
-    the groups' columns double and it goes on (about log2(k / 512) times).
+    the groups' columns double and it goes on.  The table starts with room
+    for a group per object (up to 2**15 groups, a table of 512 kB), so a
+    batch of movers, most of them in nodes of their own, takes one pass.
     O(n), where sorting the keys would be O(n log n).  The doubling is
     driven from here rather than from a kernel: a kernel calling
     ``_group_into`` would compile it a second time (a second in a cold start).
     """
     n, dim = centres.shape
     group_of = np.empty(n, dtype=np.int64)
-    bits = 10
+    bits = max(10, min(int(n).bit_length() + 1, 16))  # a group per object fits, up to 2**15 objects
     keys = np.empty((1 << (bits - 1), dim + 1), dtype=np.int64)
     sizes = np.zeros(1 << (bits - 1), dtype=np.int64)
     done, groups = _group_into(centres, radii, origin, size, 0, 0, bits, keys, sizes, group_of)
