@@ -24,7 +24,7 @@ from typing import Any, cast
 
 import numpy as np
 
-from culling.core import bands, members
+from culling.core import members
 from culling.core.jit import cache_writable
 from culling.grid import walk as grid_walk
 from culling.grid.grid import DenseViewDistanceGrid
@@ -105,7 +105,6 @@ def _probes(structure: Structure,
         structure.overlapping_many(points, radii[: points.shape[0]], exact=exact)  # on the library's threads
         structure.overlapping_many(points[:4], 1.5, exact=exact)  # on the calling thread
     structure.overlapping_pairs()  # the banded join
-    bands.warm_up()  # its copy in parts, for joins of many objects
     far = make()  # two small clusters far apart: the join by the structure's own walk
     corner = np.array([[1.0, 1.0, 1.0], [1.5, 1.0, 1.0], [_SIZE - 2.0, _SIZE - 2.0, _SIZE - 2.0],
                        [_SIZE - 2.5, _SIZE - 2.0, _SIZE - 2.0]])

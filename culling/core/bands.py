@@ -60,7 +60,7 @@ from culling.core.overlap import any_near, partner_rows, reach_up
 from culling.core.threads import CHUNKS_PER_THREAD, run_chunks, thread_count
 
 __all__ = ["CELLS_PER_MEMBER", "COARSEN_LIMIT", "DENSITY", "Gather", "Layout", "band_cells",
-           "build", "cross_rows", "forward_lines", "gather", "layout", "warm_up"]
+           "build", "cross_rows", "forward_lines", "gather", "layout"]
 
 #: A coarser level joins a band while the band has at most this many members per cell of its
 #: box on that level: a member is then tested against about ``13.5 * DENSITY`` others in 3-D.
@@ -184,8 +184,7 @@ def layout(run_start: np.ndarray, run_count: np.ndarray, run_level: np.ndarray, 
     The cell of root-relative ``u`` on level ``L`` is ``floor(u * 2**L + anchor * 2**L)``
     (``anchor``: the tree's ``ANCHOR``, 0 for the dense grid).  Returns the layout with its
     ``columns``/``handles`` and the :class:`Gather` that fills them in ``parts`` parts
-    (:func:`gather`, then each band's largest radius: :func:`build`); with one part the
-    layout comes filled.  O(runs + cells), plus O(members) with one part.
+    (:func:`gather`, then each band's largest radius: :func:`build` does both).  O(runs + cells).
     """
     dim = run_cells.shape[0]
     lead = dim - 1
@@ -299,11 +298,7 @@ def layout(run_start: np.ndarray, run_count: np.ndarray, run_level: np.ndarray, 
     out_columns = np.empty((dim + 2, row))  # row ``dim + 1`` (the squared reach) is not copied: nothing reads it
     out_handles = np.empty(row, dtype=np.int64)
     lay = Layout(out_columns, out_handles, cell_start, band, scales, forward, True)
-    plan = _plan(run_cell, cell_start, parts)
-    if parts == 1:  # one part: copied here, without a second call
-        _copy(lay, plan, run_start, run_count, handles, columns, 0, 1)
-        _largest(lay)
-    return lay, plan
+    return lay, _plan(run_cell, cell_start, parts)
 
 
 @inline_kernel
@@ -350,13 +345,6 @@ def gather(lay: Layout, plan: Gather, run_start: np.ndarray, run_count: np.ndarr
     (``handles``/``columns``) into ``lay``, each member at its cell's next row; parts go to
     disjoint rows, so they may run at the same time.  The centres and radii only.  O(rows copied).
     """
-    _copy(lay, plan, run_start, run_count, handles, columns, first_part, last_part)
-
-
-@inline_kernel
-def _copy(lay: Layout, plan: Gather, run_start: np.ndarray, run_count: np.ndarray, handles: np.ndarray,
-          columns: np.ndarray, first_part: int, last_part: int) -> None:
-    """:func:`gather`'s loop (:func:`layout` runs it itself for a single part)."""
     dim = columns.shape[0] - 2
     out_columns, out_handles, fill = lay.columns, lay.handles, plan.fill
     for t in range(plan.part_first[first_part], plan.part_first[last_part]):
@@ -371,38 +359,20 @@ def _copy(lay: Layout, plan: Gather, run_start: np.ndarray, run_count: np.ndarra
         fill[at] = to + run_count[r]
 
 
-@inline_kernel
-def _largest(lay: Layout) -> None:
-    """Each band's largest radius (:data:`RADIUS`), from its rows of the filled ``lay``."""
-    dim = lay.columns.shape[0] - 2
-    for q in range(lay.band.shape[0]):
-        largest = 0.0
-        for i in range(lay.band[q, FIRST_ROW], lay.band[q, END_ROW]):
-            largest = max(largest, lay.columns[dim, i])
-        lay.scales[q, RADIUS] = largest
-
-
 def build(runs: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray], handles: np.ndarray, columns: np.ndarray,
           anchor: float, parallel: bool) -> Layout:
     """The :class:`Layout` of the runs ``(start, count, level, cells)`` (see :func:`layout`), its
-    members copied (by :func:`gather` in parts on the library's threads when ``parallel``, else by
-    :func:`layout` itself) and each band's largest radius filled in.  O(runs + members + cells).
+    members copied by :func:`gather` (in parts on the library's threads when ``parallel``) and
+    each band's largest radius filled in.  O(runs + members + cells).
     """
     parts = thread_count() * CHUNKS_PER_THREAD if parallel else 1
     lay, plan = layout(*runs, handles, columns, anchor, parts)
-    if lay.ok and parts > 1:
+    if lay.ok:
         run_chunks(lambda lo, hi: gather(lay, plan, runs[0], runs[1], handles, columns, lo, hi), parts,
                    chunks=parts)
-        dim = columns.shape[0] - 2  # each band's largest radius (as _largest), from its gathered rows
+        dim = columns.shape[0] - 2  # each band's largest radius, from its gathered rows
         lay.scales[:, RADIUS] = np.maximum.reduceat(lay.columns[dim], lay.band[:, FIRST_ROW])
     return lay
-
-
-def warm_up() -> None:
-    """Compile :func:`gather`: only joins of ``culling.core.pairs.PARALLEL_MIN_OBJECTS`` objects and more
-    copy in parts, so the warm-up's small structures would not (the types are those of every call)."""
-    one = np.ones(1, dtype=np.int64)
-    build((one * 0, one, one * 0, np.zeros((3, 1), dtype=np.int64)), one, np.ones((5, 1)), 0.0, True)
 
 
 @inline_kernel

@@ -125,8 +125,7 @@ def meet_filter(columns: np.ndarray, j: int, x: float, y: float, z: float, radiu
     to underflow, a square that may have overflowed): only ``inside and not (near and not inside)
     and not unsafe`` is sure.  Spheres: the squared distance against the squared sum of the radii
     (the axes summed in order, as :func:`probe_row`); cubes: the largest per-axis distance.
-    ``dim``: the rows' dimension (``columns.shape[0] - 2``; a constant 3 lets the compiler drop
-    the tests of the axes, see :func:`any_near`).
+    ``dim``: the rows' dimension, ``columns.shape[0] - 2``.
     """
     limit = radius + columns[dim, j]
     a = x - columns[0, j]
@@ -241,16 +240,9 @@ def rows_sure(columns: np.ndarray, i: int, j0: int, j1: int, cube: bool, rows: n
     x, y, z, radius = member(columns, i)
     doubt = False
     dim = columns.shape[0] - 2
-    if dim == 3 and not cube:  # the common case with constants (see any_near)
-        for u in range(j1 - j0):
-            inside, near, unsafe = meet_filter(columns, j0 + u, x, y, z, radius, False, 3)
-            doubt |= (near > inside) | unsafe  # near and not inside: within rounding of touching
-            rows[k] = j0 + u
-            k += inside
-        return not doubt, k
     for u in range(j1 - j0):
         inside, near, unsafe = meet_filter(columns, j0 + u, x, y, z, radius, cube, dim)
-        doubt |= (near > inside) | unsafe
+        doubt |= (near > inside) | unsafe  # near and not inside: within rounding of touching
         rows[k] = j0 + u
         k += inside
     return not doubt, k
@@ -291,11 +283,6 @@ def any_near(columns: np.ndarray, i: int, j0: int, j1: int, cube: bool) -> bool:
     x, y, z, radius = member(columns, i)
     hits = 0
     dim = columns.shape[0] - 2
-    if dim == 3 and not cube:  # constants: no test of the axes or the shape per candidate, four lanes a step
-        for u in range(j1 - j0):
-            inside, near, unsafe = meet_filter(columns, j0 + u, x, y, z, radius, False, 3)
-            hits += near | unsafe
-        return hits > 0
     for u in range(j1 - j0):
         inside, near, unsafe = meet_filter(columns, j0 + u, x, y, z, radius, cube, dim)
         hits += near | unsafe
