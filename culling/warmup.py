@@ -157,7 +157,7 @@ STEPS: tuple[tuple[str, Callable[[dict[str, object]], None]], ...] = (
 #: Kernels that the first steps of :data:`STEPS` compile, one per group: when numba's cache holds all of
 #: them, fresh for these sources, the cache was filled by an earlier run.
 _PROBED: tuple[Any, ...] = (batch.place, tree_walk.query, tree_walk._visits, members._chunk_pass,
-                            batch.settle, grid_walk.query, grid_walk._visits)
+                            batch._row_order, grid_walk.query, grid_walk._visits)
 
 
 def kernels_cached() -> bool:

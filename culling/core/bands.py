@@ -55,12 +55,12 @@ from typing import NamedTuple
 
 import numpy as np
 
-from culling.core.containment import FILTER_EPS, SAFE_HI, SAFE_LO
 from culling.core.jit import inline_kernel, kernel
-from culling.core.overlap import any_near, appended, pair_row, reach_up
+from culling.core.overlap import any_near, partner_rows, reach_up
+from culling.core.threads import CHUNKS_PER_THREAD, run_chunks, thread_count
 
-__all__ = ["CELLS_PER_MEMBER", "COARSEN_LIMIT", "DENSITY", "Layout", "band_cells", "cross_rows", "forward_lines",
-           "layout"]
+__all__ = ["CELLS_PER_MEMBER", "COARSEN_LIMIT", "DENSITY", "Gather", "Layout", "band_cells",
+           "build", "cross_rows", "forward_lines", "gather", "layout"]
 
 #: A coarser level joins a band while the band has at most this many members per cell of its
 #: box on that level: a member is then tested against about ``13.5 * DENSITY`` others in 3-D.
@@ -91,11 +91,6 @@ _ROUNDING = 2.0 ** -48
 #: :func:`cross_rows` then writes its pairs without screening the runs first.
 _WIDE = 2.0
 
-_BELOW = 1.0 - FILTER_EPS
-_ABOVE = 1.0 + FILTER_EPS
-#: As :mod:`culling.core.overlap`: a limit (or its square) this small may have lost bits to underflow.
-_TINY_LIMIT = 2.0 ** -1000
-_TINY_REACH = 4.0 * SAFE_LO
 
 #: A relative margin for a product or a square root rounded once or twice.
 _MARGIN = 1.0 + 2.0 ** -50
@@ -103,6 +98,17 @@ _MARGIN = 1.0 + 2.0 ** -50
 #: An absolute bound, in cells, on the rounding of a member's place in its cell beyond
 #: :data:`_ROUNDING` (the cell's corner is exact; the product by ``2**B / size`` rounds once more).
 _CELL_SLACK = 2.0 ** -30
+
+
+class Gather(NamedTuple):
+    """How :func:`gather` fills a :class:`Layout`: ``order`` int64, the runs to copy, grouped by part;
+    part ``p``'s are ``order[part_first[p] .. part_first[p + 1] - 1]``; ``run_cell`` int64 (runs,),
+    each run's cell (-1: empty run); ``fill`` int64 (cells,), each cell's next row."""
+
+    order: np.ndarray
+    part_first: np.ndarray
+    run_cell: np.ndarray
+    fill: np.ndarray
 
 
 class Layout(NamedTuple):
@@ -170,13 +176,15 @@ def _cells_of(low: np.ndarray, high: np.ndarray, limit: float) -> float:
 
 @kernel
 def layout(run_start: np.ndarray, run_count: np.ndarray, run_level: np.ndarray, run_cells: np.ndarray,
-           handles: np.ndarray, columns: np.ndarray, anchor: float) -> Layout:
+           handles: np.ndarray, columns: np.ndarray, anchor: float, parts: int) -> tuple[Layout, Gather]:
     """The :class:`Layout` of the members of runs ``run_start[k] .. + run_count[k]`` (pool rows of
     ``handles``/``columns``; runs with ``run_count <= 0`` are skipped), each run's members of level
     ``run_level[k]`` in cell ``run_cells[:, k]``.
 
     The cell of root-relative ``u`` on level ``L`` is ``floor(u * 2**L + anchor * 2**L)``
-    (``anchor``: the tree's ``ANCHOR``, 0 for the dense grid).  O(runs + members + cells).
+    (``anchor``: the tree's ``ANCHOR``, 0 for the dense grid).  Returns the layout with its
+    ``columns``/``handles`` and the :class:`Gather` that fills them in ``parts`` parts
+    (:func:`gather`, then each band's largest radius: :func:`build` does both).  O(runs + cells).
     """
     dim = run_cells.shape[0]
     lead = dim - 1
@@ -246,8 +254,10 @@ def layout(run_start: np.ndarray, run_count: np.ndarray, run_level: np.ndarray, 
         ok &= band_own[p] - band_level[p] <= COARSEN_LIMIT
     forward = forward_lines(lead)
     if not ok:
-        return Layout(columns[:, :0].copy(), handles[:0].copy(), np.zeros(1, dtype=np.int64),
-                      np.zeros((0, LOW + 2 * dim), dtype=np.int64), np.zeros((0, 3)), forward, False)
+        empty = np.zeros(0, dtype=np.int64)
+        return (Layout(columns[:, :0].copy(), handles[:0].copy(), np.zeros(1, dtype=np.int64),
+                       np.zeros((0, LOW + 2 * dim), dtype=np.int64), np.zeros((0, 3)), forward, False),
+                Gather(empty, np.zeros(parts + 1, dtype=np.int64), empty, empty))
     # Bands in rows coarsest first: band p of the finest-first numbering is band bands - 1 - p.
     band = np.empty((bands, LOW + 2 * dim), dtype=np.int64)
     scales = np.zeros((bands, 3))
@@ -285,26 +295,84 @@ def layout(run_start: np.ndarray, run_count: np.ndarray, run_level: np.ndarray, 
         cell_start[at + 1] += run_count[r]
     for c in range(cell):
         cell_start[c + 1] += cell_start[c]
-    fill = cell_start[:cell].copy()
-    out_columns = np.empty((dim + 2, row))
+    out_columns = np.empty((dim + 2, row))  # row ``dim + 1`` (the squared reach) is not copied: nothing reads it
     out_handles = np.empty(row, dtype=np.int64)
+    lay = Layout(out_columns, out_handles, cell_start, band, scales, forward, True)
+    return lay, _plan(run_cell, cell_start, parts)
+
+
+@inline_kernel
+def _plan(run_cell: np.ndarray, cell_start: np.ndarray, parts: int) -> Gather:
+    """:func:`layout`'s :class:`Gather`: the runs cut into ``parts`` by the rows they go to (about as
+    many rows each), in node order within a part.  O(runs + parts).
+
+    (Reading the runs in pool order instead, or writing the rows in order, was measured slower:
+    the copy's writes go to random rows either way, and its reads in node order are partly in
+    pool order already.)
+    """
+    runs = run_cell.shape[0]
+    total = cell_start[cell_start.shape[0] - 1]
+    live = 0
     for r in range(runs):
-        at = run_cell[r]
-        if at < 0:
-            continue
+        live += run_cell[r] >= 0
+    order = np.empty(live, dtype=np.int64)
+    k = 0
+    for r in range(runs):
+        if run_cell[r] >= 0:
+            order[k] = r
+            k += 1
+    part_first = np.zeros(parts + 1, dtype=np.int64)
+    if parts == 1:
+        part_first[1] = live
+        return Gather(order, part_first, run_cell, cell_start[:cell_start.shape[0] - 1].copy())
+    for t in range(live):  # a stable counting sort by part: the part of a run's first destination row
+        part_first[cell_start[run_cell[order[t]]] * parts // max(total, 1) + 1] += 1
+    for p in range(parts):
+        part_first[p + 1] += part_first[p]
+    fill = part_first[:parts].copy()
+    by_part = np.empty(live, dtype=np.int64)
+    for t in range(live):
+        p = cell_start[run_cell[order[t]]] * parts // max(total, 1)
+        by_part[fill[p]] = order[t]
+        fill[p] += 1
+    return Gather(by_part, part_first, run_cell, cell_start[:cell_start.shape[0] - 1].copy())
+
+
+@kernel
+def gather(lay: Layout, plan: Gather, run_start: np.ndarray, run_count: np.ndarray, handles: np.ndarray,
+           columns: np.ndarray, first_part: int, last_part: int) -> None:
+    """Copy the runs of parts ``first_part .. last_part - 1`` of ``plan`` from the pool
+    (``handles``/``columns``) into ``lay``, each member at its cell's next row; parts go to
+    disjoint rows, so they may run at the same time.  The centres and radii only.  O(rows copied).
+    """
+    dim = columns.shape[0] - 2
+    out_columns, out_handles, fill = lay.columns, lay.handles, plan.fill
+    for t in range(plan.part_first[first_part], plan.part_first[last_part]):
+        r = plan.order[t]
+        at = plan.run_cell[r]
         to = fill[at]
-        for i in range(run_start[r], run_start[r] + run_count[r]):
-            for axis in range(dim + 2):
-                out_columns[axis, to] = columns[axis, i]
-            out_handles[to] = handles[i]
-            to += 1
-        fill[at] = to
-    for q in range(bands):  # each band's largest radius, from its contiguous rows
-        largest = 0.0
-        for i in range(band[q, FIRST_ROW], band[q, END_ROW]):
-            largest = max(largest, out_columns[dim, i])
-        scales[q, RADIUS] = largest
-    return Layout(out_columns, out_handles, cell_start, band, scales, forward, True)
+        start = run_start[r]
+        for u in range(run_count[r]):
+            for axis in range(dim + 1):
+                out_columns[axis, to + u] = columns[axis, start + u]
+            out_handles[to + u] = handles[start + u]
+        fill[at] = to + run_count[r]
+
+
+def build(runs: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray], handles: np.ndarray, columns: np.ndarray,
+          anchor: float, parallel: bool) -> Layout:
+    """The :class:`Layout` of the runs ``(start, count, level, cells)`` (see :func:`layout`), its
+    members copied by :func:`gather` (in parts on the library's threads when ``parallel``) and
+    each band's largest radius filled in.  O(runs + members + cells).
+    """
+    parts = thread_count() * CHUNKS_PER_THREAD if parallel else 1
+    lay, plan = layout(*runs, handles, columns, anchor, parts)
+    if lay.ok:
+        run_chunks(lambda lo, hi: gather(lay, plan, runs[0], runs[1], handles, columns, lo, hi), parts,
+                   chunks=parts)
+        dim = columns.shape[0] - 2  # each band's largest radius, from its gathered rows
+        lay.scales[:, RADIUS] = np.maximum.reduceat(lay.columns[dim], lay.band[:, FIRST_ROW])
+    return lay
 
 
 @inline_kernel
@@ -424,64 +492,13 @@ def band_cells(lay: Layout, first_cell: int, last_cell: int, origin: np.ndarray,
     return _written(columns, handles, hits, hk, cube)
 
 
-@inline_kernel
-def _rows_sure(columns: np.ndarray, i: int, j0: int, j1: int, cube: bool, rows: np.ndarray,
-               k: int) -> tuple[bool, int]:
-    """:func:`culling.core.overlap.pairs_sure` writing only the partner's row (one store per candidate,
-    no handle read): the rows of ``j0 .. j1 - 1`` surely meeting row ``i`` go to ``rows[k:]``.
-    Returns ``(all sure, new k)``; not all sure: the writes mean nothing."""
-    dim = columns.shape[0] - 2
-    radius = columns[dim, i]
-    inside_count = 0
-    maybe = 0
-    unsafe = False
-    if cube or dim != 3:
-        for j in range(j0, j1):
-            limit = radius + columns[dim, j]
-            if cube:
-                d = abs(columns[0, i] - columns[0, j])
-                for axis in range(1, dim):
-                    d = max(d, abs(columns[axis, i] - columns[axis, j]))
-                inside = d < limit * _BELOW
-                maybe += d <= limit * _ABOVE
-                unsafe |= (limit < _TINY_LIMIT) | (d == math.inf)
-            else:
-                e = columns[0, i] - columns[0, j]
-                d = e * e
-                for axis in range(1, dim):
-                    e = columns[axis, i] - columns[axis, j]
-                    d += e * e
-                bound = limit * limit
-                inside = d < bound * _BELOW
-                maybe += d <= bound * _ABOVE
-                unsafe |= (bound < _TINY_REACH) | (d > SAFE_HI)
-            rows[k] = j
-            k += inside
-            inside_count += inside
-        return maybe == inside_count and not unsafe, k
-    x, y, z = columns[0, i], columns[1, i], columns[2, i]
-    for j in range(j0, j1):
-        limit = radius + columns[3, j]
-        a, b, c = x - columns[0, j], y - columns[1, j], z - columns[2, j]
-        d = a * a + b * b + c * c
-        bound = limit * limit
-        inside = d < bound * _BELOW
-        maybe += d <= bound * _ABOVE
-        unsafe |= (bound < _TINY_REACH) | (d > SAFE_HI)
-        rows[k] = j
-        k += inside
-        inside_count += inside
-    return maybe == inside_count and not unsafe, k
-
-
 @kernel
 def _written(columns: np.ndarray, handles: np.ndarray, hits: np.ndarray, hk: int,
              cube: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """The pairs of the noted runs ``hits[:, :hk]``: ``(first, second, unsure_a, unsure_b)``, handles
     of the pairs surely meeting (smaller first) and rows of the pairs within rounding of touching.
 
-    Each run by :func:`_rows_sure` (the partners' rows), row by row with
-    :func:`culling.core.overlap.pair_row` where it is unsure; the rows
+    Each run by :func:`culling.core.overlap.partner_rows` (the partners' rows); the rows
     become handles in one pass at the end.
     """
     mine = np.empty(max(2 * hk, 16), dtype=np.int64)
@@ -496,19 +513,7 @@ def _written(columns: np.ndarray, handles: np.ndarray, hits: np.ndarray, hk: int
             rows = _room(rows, k, j1 - j0)
             mine = _room(mine, k, j1 - j0)
         before = k
-        sure, k = _rows_sure(columns, i, j0, j1, cube, rows, k)
-        if not sure:  # within rounding of touching, or a square out of range: row by row
-            k = before
-            for j in range(j0, j1):
-                inside, doubtful = pair_row(columns, i, j, cube)
-                rows[k] = j
-                k += inside
-                if doubtful:
-                    unsure_a = appended(unsure_a, uk, 1)
-                    unsure_b = appended(unsure_b, uk, 1)
-                    unsure_a[uk] = i
-                    unsure_b[uk] = j
-                    uk += 1
+        k, unsure_a, unsure_b, uk = partner_rows(columns, i, j0, j1, cube, rows, k, unsure_a, unsure_b, uk)
         mine[before:k] = i
     first = np.empty(k, dtype=np.int64)
     second = np.empty(k, dtype=np.int64)

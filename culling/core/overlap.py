@@ -16,8 +16,9 @@ flips an answer.
 :func:`probe_run` tests one node's (or cell's) run of pool rows against one
 probe, skipping the tiles (:mod:`culling.core.tiles`) the probe cannot reach,
 and appends the answers to growable buffers; the tree's and the grid's probe
-kernels call it per visited run.  :func:`pair_row` is the pairs' test
-(:mod:`culling.core.pairs`).
+kernels call it per visited run.  :func:`meet_filter` is the pairs' test, one step per
+candidate shared by every pair kernel (:func:`any_near`, :func:`rows_sure`, :func:`pair_row`;
+:mod:`culling.core.pairs`, :mod:`culling.core.bands`).
 """
 
 from __future__ import annotations
@@ -32,7 +33,8 @@ from culling.core.jit import inline_kernel, kernel
 from culling.core.structs import Pool, Query
 from culling.core.tiles import TILE_SHIFT
 
-__all__ = ["any_near", "appended", "far_apart", "joined", "pair_range", "pair_row", "pairs_sure", "probe_row", "probe_run", "reach_up", "settle"]
+__all__ = ["any_near", "appended", "far_apart", "joined", "meet_filter", "member", "pair_range", "pair_row", "probe_row",
+           "partner_rows", "probe_run", "reach_up", "rows_sure", "settle"]
 
 _BELOW = 1.0 - FILTER_EPS
 _ABOVE = 1.0 + FILTER_EPS
@@ -103,33 +105,68 @@ def probe_row(columns: np.ndarray, row: int, p: np.ndarray, rho: float, cube: bo
 
 
 @inline_kernel
+def member(columns: np.ndarray, i: int) -> tuple[float, float, float, float]:
+    """Row ``i``'s centre as three coordinates (0 beyond the rows' dimension) and its radius: what
+    :func:`meet_filter` takes of the member on the left, read once per run of candidates."""
+    dim = columns.shape[0] - 2
+    return (columns[0, i], columns[1, i] if dim > 1 else 0.0, columns[2, i] if dim > 2 else 0.0,
+            columns[dim, i])
+
+
+@inline_kernel
+def meet_filter(columns: np.ndarray, j: int, x: float, y: float, z: float, radius: float, cube: bool,
+                dim: int) -> tuple[bool, bool, bool]:
+    """The pairs' float filter, the one step every pair test runs per candidate: does row ``j``'s
+    sphere meet the sphere at ``(x, y, z)`` (:func:`member`) with ``radius``?
+
+    Returns ``(inside, near, unsafe)``: ``inside``, surely meeting (the distance below the limit
+    by more than ``FILTER_EPS``); ``near``, not surely apart (within ``FILTER_EPS`` above the
+    limit, or inside); ``unsafe``, the float filter's range left (a limit that may have lost bits
+    to underflow, a square that may have overflowed): only ``inside and not (near and not inside)
+    and not unsafe`` is sure.  Spheres: the squared distance against the squared sum of the radii
+    (the axes summed in order, as :func:`probe_row`); cubes: the largest per-axis distance.
+    ``dim``: the rows' dimension, ``columns.shape[0] - 2``.
+    """
+    limit = radius + columns[dim, j]
+    a = x - columns[0, j]
+    b = y - columns[1, j] if dim > 1 else 0.0
+    c = z - columns[2, j] if dim > 2 else 0.0
+    if cube:
+        d = max(abs(a), max(abs(b), abs(c)))
+        bound = limit
+        unsafe = (limit < _TINY_LIMIT) | (d == math.inf)
+    else:
+        d = a * a + b * b + c * c
+        bound = limit * limit
+        unsafe = (bound < _TINY_REACH) | (d > SAFE_HI)
+    return d < bound * _BELOW, d <= bound * _ABOVE, unsafe
+
+
+@inline_kernel
 def pair_row(columns: np.ndarray, i: int, j: int, cube: bool) -> tuple[bool, bool]:
     """The float filter for pool rows ``i`` and ``j``: do their spheres meet?  ``(inside, unsure)``.
 
-    :func:`probe_row` with the probe ``(centre of j, radius of j)``.
+    :func:`meet_filter`, with the cases it calls unsafe narrowed as :func:`probe_row` does (a
+    tiny limit leaves only the distances near it unsure), so exact arithmetic sees only the rows
+    it must decide.
     """
+    x, y, z, radius = member(columns, i)
     dim = columns.shape[0] - 2
-    radius = columns[dim, i]
-    rho = columns[dim, j]
-    limit = radius + rho
+    inside, near, unsafe = meet_filter(columns, j, x, y, z, radius, cube, dim)
+    if not unsafe:
+        return inside, near and not inside
+    limit = radius + columns[dim, j]
     if cube:
-        largest = abs(columns[0, i] - columns[0, j])
+        largest = abs(x - columns[0, j])
         for axis in range(1, dim):
             largest = max(largest, abs(columns[axis, i] - columns[axis, j]))
-        inside = largest < limit * _BELOW
-        unsure = not (inside or largest > limit * _ABOVE)
-        unsure = unsure or (limit < _TINY_LIMIT and limit > 0.0) or largest == math.inf
+        unsure = (limit < _TINY_LIMIT and limit > 0.0) or largest == math.inf or (near and not inside)
         return inside and not unsure, unsure
-    d = columns[0, i] - columns[0, j]
-    squares = d * d
-    for axis in range(1, dim):
-        d = columns[axis, i] - columns[axis, j]
-        squares += d * d
-    bound = limit * limit
-    inside = squares < bound * _BELOW
-    unsure = not (inside or squares > bound * _ABOVE)
-    if bound < _TINY_REACH:
-        unsure = squares < 2.0 * _TINY_REACH
+    squares = 0.0
+    for axis in range(dim):
+        e = columns[axis, i] - columns[axis, j]
+        squares += e * e
+    unsure = squares < 2.0 * _TINY_REACH if limit * limit < _TINY_REACH else near and not inside
     unsure = unsure or squares > SAFE_HI
     return inside and not unsure, unsure
 
@@ -191,78 +228,64 @@ def probe_run(pool: Pool, first: int, last: int, p: np.ndarray, rho: float, q: Q
     return out, k, unsure, uk
 
 @inline_kernel
-def pairs_sure(columns: np.ndarray, handles: np.ndarray, i: int, j0: int, j1: int, cube: bool, first: np.ndarray,
-              second: np.ndarray, k: int) -> tuple[bool, int]:
-    """Write the pairs of row ``i`` with rows ``j0 .. j1 - 1`` that surely meet to ``first[k:]``,
-    ``second[k:]``, branch-free; return False (the writes then mean nothing) when some row lies
-    within rounding of touching or has a square out of range: :func:`pair_row`
-    then decides row by row.  The same float filter as :func:`pair_row`.  Returns ``(all sure, new k)``.
+def rows_sure(columns: np.ndarray, i: int, j0: int, j1: int, cube: bool, rows: np.ndarray,
+              k: int) -> tuple[bool, int]:
+    """Write the rows of ``j0 .. j1 - 1`` whose spheres surely meet row ``i``'s to ``rows[k:]``
+    (room made by the caller), branch-free: one store per candidate, kept when it meets.
+
+    Returns ``(all sure, new k)``; when some row lies within rounding of touching or out of the
+    filter's range (:func:`meet_filter`), not all sure: the writes then mean nothing, and
+    :func:`pair_row` decides row by row.
     """
+    x, y, z, radius = member(columns, i)
+    doubt = False
     dim = columns.shape[0] - 2
-    radius = columns[dim, i]
-    inside_count = 0
-    maybe = 0
-    unsafe = False
-    for j in range(j0, j1):
-        limit = radius + columns[dim, j]
-        if cube:
-            d = abs(columns[0, i] - columns[0, j])
-            for axis in range(1, dim):
-                d = max(d, abs(columns[axis, i] - columns[axis, j]))
-            inside = d < limit * _BELOW
-            maybe += d <= limit * _ABOVE
-            unsafe |= (limit < _TINY_LIMIT) | (d == math.inf)
-        else:
-            e = columns[0, i] - columns[0, j]
-            d = e * e
-            for axis in range(1, dim):
-                e = columns[axis, i] - columns[axis, j]
-                d += e * e
-            bound = limit * limit
-            inside = d < bound * _BELOW
-            maybe += d <= bound * _ABOVE
-            unsafe |= (bound < _TINY_REACH) | (d > SAFE_HI)
-        first[k] = min(handles[i], handles[j])
-        second[k] = max(handles[i], handles[j])
+    for u in range(j1 - j0):
+        inside, near, unsafe = meet_filter(columns, j0 + u, x, y, z, radius, cube, dim)
+        doubt |= (near > inside) | unsafe  # near and not inside: within rounding of touching
+        rows[k] = j0 + u
         k += inside
-        inside_count += inside
-    return maybe == inside_count and not unsafe, k
+    return not doubt, k
+
+
+@inline_kernel
+def partner_rows(columns: np.ndarray, i: int, j0: int, j1: int, cube: bool, rows: np.ndarray, k: int,
+                 unsure_a: np.ndarray, unsure_b: np.ndarray,
+                 uk: int) -> tuple[int, np.ndarray, np.ndarray, int]:
+    """The rows of ``j0 .. j1 - 1`` that meet row ``i``: the surely meeting ones to ``rows[k:]``
+    (room for ``j1 - j0`` made by the caller), the pairs within rounding of touching, as rows, to
+    ``unsure_a[uk:]``/``unsure_b[uk:]`` (grown as needed).  Returns ``(k, unsure_a, unsure_b, uk)``.
+
+    :func:`rows_sure` first (branch-free); where it is unsure, :func:`pair_row` row by row.
+    """
+    sure, after = rows_sure(columns, i, j0, j1, cube, rows, k)
+    if sure:
+        return after, unsure_a, unsure_b, uk
+    for j in range(j0, j1):  # within rounding of touching, or a square out of range: row by row
+        inside, doubtful = pair_row(columns, i, j, cube)
+        rows[k] = j
+        k += inside
+        if doubtful:
+            unsure_a = appended(unsure_a, uk, 1)
+            unsure_b = appended(unsure_b, uk, 1)
+            unsure_a[uk] = i
+            unsure_b[uk] = j
+            uk += 1
+    return k, unsure_a, unsure_b, uk
 
 
 @inline_kernel
 def any_near(columns: np.ndarray, i: int, j0: int, j1: int, cube: bool) -> bool:
-    """Whether some row of ``j0 .. j1 - 1`` may meet row ``i``: :func:`pairs_sure`'s filter without
-    its writes (a row within the upper margin, or out of the safe range).  A reduction without
+    """Whether some row of ``j0 .. j1 - 1`` may meet row ``i``: :func:`meet_filter` without the
+    writes of :func:`rows_sure` (a row near or out of the safe range).  A reduction without
     stores or branches, so it runs on SIMD lanes; most candidates of a broad phase are apart,
     and only the ranges with a hit are tested again to write their pairs."""
-    dim = columns.shape[0] - 2
-    radius = columns[dim, i]
+    x, y, z, radius = member(columns, i)
     hits = 0
-    if cube:
-        for j in range(j0, j1):
-            limit = radius + columns[dim, j]
-            d = abs(columns[0, i] - columns[0, j])
-            for axis in range(1, dim):
-                d = max(d, abs(columns[axis, i] - columns[axis, j]))
-            hits += (d <= limit * _ABOVE) | (limit < _TINY_LIMIT) | (d == math.inf)
-    elif dim == 3:
-        x, y, z = columns[0, i], columns[1, i], columns[2, i]
-        for j in range(j0, j1):
-            limit = radius + columns[3, j]
-            a, b, c = x - columns[0, j], y - columns[1, j], z - columns[2, j]
-            d = a * a + b * b + c * c
-            bound = limit * limit
-            hits += (d <= bound * _ABOVE) | (bound < _TINY_REACH) | (d > SAFE_HI)
-    else:
-        for j in range(j0, j1):
-            limit = radius + columns[dim, j]
-            e = columns[0, i] - columns[0, j]
-            d = e * e
-            for axis in range(1, dim):
-                e = columns[axis, i] - columns[axis, j]
-                d += e * e
-            bound = limit * limit
-            hits += (d <= bound * _ABOVE) | (bound < _TINY_REACH) | (d > SAFE_HI)
+    dim = columns.shape[0] - 2
+    for u in range(j1 - j0):
+        inside, near, unsafe = meet_filter(columns, j0 + u, x, y, z, radius, cube, dim)
+        hits += near | unsafe
     return hits > 0
 
 
@@ -274,27 +297,18 @@ def pair_range(columns: np.ndarray, handles: np.ndarray, i: int, j0: int, j1: in
     ``first[k:]``/``second[k:]`` (smaller handle first), the rows of those within rounding of
     touching to ``unsure_a[uk:]``/``unsure_b[uk:]``; the buffers grow as needed.
 
-    :func:`pairs_sure` first (branch-free); where it is unsure, :func:`pair_row` row by row.
+    :func:`partner_rows` (the partners' rows into ``second``), then the rows become handles.
     """
     if j1 <= j0:
         return first, second, k, unsure_a, unsure_b, uk
     first = appended(first, k, j1 - j0)
     second = appended(second, k, j1 - j0)
-    sure, after = pairs_sure(columns, handles, i, j0, j1, cube, first, second, k)
-    if sure:
-        return first, second, after, unsure_a, unsure_b, uk
-    for j in range(j0, j1):  # within rounding of touching, or a square out of range: row by row
-        inside, doubtful = pair_row(columns, i, j, cube)
-        first[k] = min(handles[i], handles[j])
-        second[k] = max(handles[i], handles[j])
-        k += inside
-        if doubtful:
-            unsure_a = appended(unsure_a, uk, 1)
-            unsure_b = appended(unsure_b, uk, 1)
-            unsure_a[uk] = i
-            unsure_b[uk] = j
-            uk += 1
-    return first, second, k, unsure_a, unsure_b, uk
+    after, unsure_a, unsure_b, uk = partner_rows(columns, i, j0, j1, cube, second, k, unsure_a, unsure_b, uk)
+    for t in range(k, after):  # the partners' rows become handle pairs, the smaller first
+        a, b = handles[i], handles[second[t]]
+        first[t] = min(a, b)
+        second[t] = max(a, b)
+    return first, second, after, unsure_a, unsure_b, uk
 
 
 def joined(parts: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]) -> tuple[

@@ -384,11 +384,11 @@ def overlapping_pairs(runs: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray
     if objects < 2:
         return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64)
     origin, size, anchor = place
-    lay = bands.layout(*runs, handles, columns, anchor)
+    serial = objects < PARALLEL_MIN_OBJECTS
+    lay = bands.build(runs, handles, columns, anchor, not serial)
     if not lay.ok:
         root, child, start, count = tree()
         return dual_pairs(root, child, start, count, handles, columns, objects, cube, shape)
-    serial = objects < PARALLEL_MIN_OBJECTS
     cells = lay.cell_start.shape[0] - 1
     parts = run_chunks(lambda lo, hi: bands.band_cells(lay, lo, hi, origin, size, cube), cells, chunks=1 if serial else None)
     coarse = int(lay.band[-1, bands.FIRST_ROW])

@@ -34,12 +34,13 @@ from culling.core.containment import reach_of
 from culling.core.jit import inline_kernel, kernel
 from culling.core.lattice import MAX_DEPTH
 from culling.core.structs import Nodes, NodesFields, ObjectsFields, PoolFields, WorldFields
+from culling.core.threads import run_chunks, thread_count
 from culling.core.tiles import cover, cover_row
 
 #: Bits of :func:`layout_order`'s Morton code: 4,096 cells over the batch's box.
 LAYOUT_BITS = 12
 
-__all__ = ["SETTLE_SLACK", "check_handles", "group", "layout_order", "place", "restore", "settle", "unlink"]
+__all__ = ["PARALLEL_SETTLE_MIN", "SETTLE_SLACK", "check_handles", "group", "layout_order", "place", "restore", "settle", "unlink"]
 
 
 #: Golden-ratio multiplier of the hash in :func:`group` (Fibonacci hashing).
@@ -66,14 +67,16 @@ def group(centres: np.ndarray, radii: np.ndarray, origin: np.ndarray,
 
     A hash table from key to group (open addressing, at most half full):
     :func:`_group_into` fills it until it is half full; then the table and
-    the groups' columns double and it goes on (about log2(k / 512) times).
+    the groups' columns double and it goes on.  The table starts with room
+    for a group per object (up to 2**15 groups, a table of 512 kB), so a
+    batch of movers, most of them in nodes of their own, takes one pass.
     O(n), where sorting the keys would be O(n log n).  The doubling is
     driven from here rather than from a kernel: a kernel calling
     ``_group_into`` would compile it a second time (a second in a cold start).
     """
     n, dim = centres.shape
     group_of = np.empty(n, dtype=np.int64)
-    bits = 10
+    bits = max(10, min(int(n).bit_length() + 1, 16))  # a group per object fits, up to 2**15 objects
     keys = np.empty((1 << (bits - 1), dim + 1), dtype=np.int64)
     sizes = np.zeros(1 << (bits - 1), dtype=np.int64)
     done, groups = _group_into(centres, radii, origin, size, 0, 0, bits, keys, sizes, group_of)
@@ -137,7 +140,6 @@ def _group_into(centres: np.ndarray, radii: np.ndarray, origin: np.ndarray, size
 SETTLE_SLACK = 2.0 ** -50
 
 
-@kernel
 def settle(handles: np.ndarray, centres: np.ndarray, radii: np.ndarray, world_fields: WorldFields,
            objects_fields: ObjectsFields, nodes_fields: NodesFields, pool_fields: PoolFields,
            backup: np.ndarray) -> np.ndarray:
@@ -159,6 +161,11 @@ def settle(handles: np.ndarray, centres: np.ndarray, radii: np.ndarray, world_fi
     so ``update_many`` can put it back (:func:`restore`) when the movers'
     preparation fails.  Nothing of a mover is written.
 
+    The objects are visited by pool row window (:func:`_row_order`); from
+    :data:`PARALLEL_SETTLE_MIN` objects the windows are cut into parts on the
+    library's threads (:func:`_settle_part`): a window's rows and tiles belong
+    to its objects alone, so the parts write nothing in common.
+
     Parameters
     ----------
     handles : int64 (n,), live and unique
@@ -169,6 +176,39 @@ def settle(handles: np.ndarray, centres: np.ndarray, radii: np.ndarray, world_fi
     int64 (k,): indices into ``handles`` of the movers, ascending.  O(n), one pass over the
     objects (by pool row window in a long pool, :func:`_row_order`).
     """
+    visit = _row_order(handles, centres, radii, objects_fields[1], pool_fields[1].shape[1])
+    n = handles.shape[0]
+    window_first = visit[4]
+    threads = thread_count()
+    if n < PARALLEL_SETTLE_MIN or threads == 1 or window_first.shape[0] < 2 * threads:
+        bounds = [0, n]
+    else:  # cut at window starts, about n / threads objects a part
+        at = np.searchsorted(window_first, np.arange(1, threads) * n // threads)
+        bounds = [0, *np.unique(window_first[at]).tolist(), n]
+
+    def part(lo: int, hi: int) -> np.ndarray:
+        return _settle_part(handles, centres, radii, visit, bounds[lo], bounds[hi], world_fields, objects_fields,
+                            nodes_fields, pool_fields, backup)
+
+    parts = run_chunks(part, len(bounds) - 1, chunks=len(bounds) - 1)
+    movers = parts[0] if len(parts) == 1 else np.concatenate(parts)
+    movers.sort()
+    return movers
+
+
+#: :func:`settle` runs on the library's threads from this many objects on: as the pairs' join
+#: (``culling.core.pairs.PARALLEL_MIN_OBJECTS``), so a frame of ``update_many`` and
+#: ``overlapping_pairs`` below it wakes no thread.
+PARALLEL_SETTLE_MIN = 20_000
+
+
+@kernel
+def _settle_part(handles: np.ndarray, centres: np.ndarray, radii: np.ndarray,
+                 visit: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray], first: int, last: int,
+                 world_fields: WorldFields, objects_fields: ObjectsFields, nodes_fields: NodesFields,
+                 pool_fields: PoolFields, backup: np.ndarray) -> np.ndarray:
+    """:func:`settle` for the objects ``visit[0][first:last]`` (``visit``: :func:`_row_order`'s
+    answer); returns their movers' indices, unsorted."""
     origin, size, _, _ = world_fields  # the structs of culling.core.structs, in field order
     obj_node, obj_pos = objects_fields
     nodes = Nodes(*nodes_fields)
@@ -176,12 +216,12 @@ def settle(handles: np.ndarray, centres: np.ndarray, radii: np.ndarray, world_fi
     _, columns, tile_box = pool_fields
     n, dim = centres.shape
     width = columns.shape[0]
-    movers = np.empty(n, dtype=np.int64)
+    movers = np.empty(last - first, dtype=np.int64)
     key = np.empty((1, dim + 1), dtype=np.int64)
     inverse = 1.0 / size
-    order, rows, moved, sized = _row_order(handles, centres, radii, obj_pos, columns.shape[1])
+    order, rows, moved, sized, _ = visit
     k = 0
-    for j in range(n):
+    for j in range(first, last):
         i = order[j]
         row = rows[j]
         same_radius = sized[j] == columns[dim, row]
@@ -225,10 +265,11 @@ def settle(handles: np.ndarray, centres: np.ndarray, radii: np.ndarray, world_fi
             columns[dim, row] = sized[j]
             columns[dim + 1, row] = reach_of(sized[j])
         cover_row(columns, row, tile_box)
-    return np.sort(movers[:k])
+    return movers[:k].copy()
 
 
-#: :func:`settle` visits the objects by pool row, in windows of ``2**WINDOW_SHIFT`` rows (two tiles),
+#: :func:`settle` visits the objects by pool row, in windows of ``2**WINDOW_SHIFT`` rows (two whole
+#: tiles, :data:`culling.core.tiles.TILE_SHIFT`: the parts of a parallel settle share no tile),
 #: when the pool is longer than ``ROW_ORDER_MIN`` rows: its row accesses then run almost in order
 #: (measured at 100k objects given in a random order: a third of the time of visiting them as given;
 #: windows of 2**11 rows and more gain little).
@@ -238,9 +279,10 @@ ROW_ORDER_MIN = 1 << 12
 
 @kernel
 def _row_order(handles: np.ndarray, centres: np.ndarray, radii: np.ndarray, obj_pos: np.ndarray,
-               rows: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """:func:`settle`'s visiting order: ``(order, rows, centres, radii)``, the objects' indices,
-    pool rows, centres and radii in that order (new arrays).
+               rows: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`settle`'s visiting order: ``(order, rows, centres, radii, window_first)``, the objects'
+    indices, pool rows, centres and radii in that order (new arrays), and where each window's
+    objects begin in it (int64 (windows + 1,); empty when not grouped).
 
     Grouped by window of pool rows (a stable counting sort) when the pool is
     longer than ``ROW_ORDER_MIN`` rows, else the objects' own order.  O(n + windows).
@@ -257,12 +299,13 @@ def _row_order(handles: np.ndarray, centres: np.ndarray, radii: np.ndarray, obj_
             for axis in range(dim):
                 moved[i, axis] = centres[i, axis]
             sized[i] = radii[i]
-        return order, at, moved, sized
+        return order, at, moved, sized, np.empty(0, dtype=np.int64)
     first = np.zeros((rows >> WINDOW_SHIFT) + 2, dtype=np.int64)
     for i in range(n):
         first[(obj_pos[handles[i]] >> WINDOW_SHIFT) + 1] += 1
     for w in range(1, first.shape[0]):
         first[w] += first[w - 1]
+    window_first = first[:first.shape[0] - 1].copy()
     for i in range(n):
         row = obj_pos[handles[i]]
         w = row >> WINDOW_SHIFT
@@ -273,7 +316,7 @@ def _row_order(handles: np.ndarray, centres: np.ndarray, radii: np.ndarray, obj_
         for axis in range(dim):
             moved[j, axis] = centres[i, axis]
         sized[j] = radii[i]
-    return order, at, moved, sized
+    return order, at, moved, sized, window_first
 
 
 def restore(handles: np.ndarray, backup: np.ndarray, obj_pos: np.ndarray, columns: np.ndarray) -> np.ndarray:

@@ -57,8 +57,8 @@ def as_set(first: np.ndarray, second: np.ndarray) -> set[tuple[int, int]]:
 
 def layout_of(tree: ViewDistanceTree) -> bands.Layout:
     nodes = Nodes(*tree._nodes.arrays())
-    return bands.layout(nodes.start, nodes.members, nodes.level, nodes.cells, tree._pool.handles,
-                        tree._pool.columns, float(ANCHOR))
+    return bands.build((nodes.start, nodes.members, nodes.level, nodes.cells), tree._pool.handles,
+                       tree._pool.columns, float(ANCHOR), False)
 
 
 def dual(tree: ViewDistanceTree) -> set[tuple[int, int]]:
@@ -175,3 +175,32 @@ def test_forward_lines_name_each_neighbouring_pair_once(lead):
     assert len(forward) == len(everything) // 2 == len(set(forward))
     assert all(tuple(-x for x in d) not in forward for d in forward)
     assert {d for d in everything if d in forward or tuple(-x for x in d) in forward} == set(everything)
+
+
+def test_gather_in_parts_matches_one_part() -> None:
+    """The copy cut into parts (the library's threads) gives every cell the same members as one
+    part, with the same centres and radii, and the same bands."""
+    rng = np.random.default_rng(5)
+    tree = ViewDistanceTree(size=256.0, dim=3)
+    n = 3000
+    centres = rng.uniform(0.0, 256.0, (n, 3))
+    radii = np.where(rng.random(n) < 0.02, rng.uniform(8.0, 20.0, n), rng.uniform(0.5, 2.5, n))
+    handles = tree.insert_many(centres, radii)
+    tree.update_many(handles[::3], centres[::3] + rng.uniform(-2.0, 2.0, (len(handles[::3]), 3)))
+    nodes = Nodes(*tree._nodes.arrays())
+    runs = (nodes.start, nodes.members, nodes.level, nodes.cells)
+    one = bands.build(runs, tree._pool.handles, tree._pool.columns, float(ANCHOR), False)
+    many = bands.build(runs, tree._pool.handles, tree._pool.columns, float(ANCHOR), True)
+    assert one.ok and many.ok and len(one.band) >= 2
+    assert np.array_equal(one.cell_start, many.cell_start) and np.array_equal(one.band, many.band)
+    assert np.array_equal(one.scales, many.scales)
+    dim = 3
+    for c in range(len(one.cell_start) - 1):
+        lo, hi = one.cell_start[c], one.cell_start[c + 1]
+        a, b = np.argsort(one.handles[lo:hi]), np.argsort(many.handles[lo:hi])
+        assert np.array_equal(one.handles[lo:hi][a], many.handles[lo:hi][b])
+        assert np.array_equal(one.columns[:dim + 1, lo:hi][:, a], many.columns[:dim + 1, lo:hi][:, b])
+    rows = tree._pool.handles >= 0
+    expected = dict(zip(tree._pool.handles[rows].tolist(), tree._pool.columns[dim, rows].tolist()))
+    assert {h: expected[h] for h in many.handles.tolist()} == dict(zip(many.handles.tolist(),
+                                                                     many.columns[dim].tolist()))

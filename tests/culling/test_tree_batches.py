@@ -181,3 +181,44 @@ def test_batch_homes_are_the_exact_levels_and_cells():
             want -= 1
         assert level == want, (r, level, want)
         assert c == placed_cell(xi, 0.0, size, level), (xi, level)
+
+
+@pytest.mark.parametrize("dim", [1, 2, 3])
+def test_update_many_settles_in_parts_on_the_threads(dim: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """From ``PARALLEL_SETTLE_MIN`` objects the stayers are settled in parts (pool row windows) on the
+    library's threads: the tree ends as the one-part settle leaves it, tiles included, and answers as
+    brute force; a failing batch (a mover outside the world) puts every part's stayers back."""
+    from culling.core import threads
+    from culling.tree import batch
+
+    rng = np.random.default_rng(30 + dim)
+    n = 6000
+    centres = rng.uniform(0.0, SIZE, (n, dim))
+    radii = rng.uniform(0.05, 0.4, n)
+    moved = centres + rng.uniform(-0.1, 0.1, centres.shape)  # mostly stayers, some movers
+    order = rng.permutation(n)  # the handles in no particular order: every part gets rows from all over
+    states = []
+    before = threads.thread_count()
+    try:
+        threads.set_thread_count(3)
+        for minimum in (1 << 62, 0):
+            monkeypatch.setattr(batch, "PARALLEL_SETTLE_MIN", minimum)
+            tree, model = build(dim, centres, radii)
+            handles = tree.handles()
+            tree.update_many(handles[order], moved[order], radii[order])
+            for h, c, r in zip(handles[order].tolist(), moved[order], radii[order].tolist()):
+                model.update(h, c, r)
+            tree.check_invariants()
+            check(tree, model, rng.uniform(0.0, SIZE, (20, dim)))
+            states.append((tree._pool.columns.copy(), tree._pool.tile_box.copy(), tree._obj_pos.copy()))
+            bad = moved[order].copy()
+            bad[-1] = 1e300
+            kept = tree.centres_of(handles).copy()
+            with pytest.raises(ValueError, match="largest world"):
+                tree.update_many(handles[order], bad + 0.05, radii[order])
+            tree.check_invariants()
+            assert np.array_equal(tree.centres_of(handles), kept)
+    finally:
+        threads.set_thread_count(before)
+    for one, many in zip(states[0], states[1]):
+        assert np.array_equal(one, many)
