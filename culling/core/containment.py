@@ -43,7 +43,7 @@ from culling.core.jit import inline_kernel, kernel
 from culling.core.structs import Pool, Query
 from culling.core.tiles import next_near_rows
 
-__all__ = ["FILTER_EPS", "SURE", "TILE", "UNSURE", "classify", "contains_exact", "decide", "decide_grown",
+__all__ = ["FILTER_EPS", "SURE", "TILE", "UNSURE", "classify", "cube_filter", "contains_exact", "decide", "decide_grown",
            "decide_in_floats", "decide_pairs", "distances", "flag_rows", "reach_of", "squared_reach",
            "squared_reach_of"]
 
@@ -285,6 +285,21 @@ def _exact_product_up(a: float, b: float, r: float) -> bool:
 
 
 @inline_kernel
+def cube_filter(columns: np.ndarray, row: int, p: np.ndarray, limit: float, sized: bool) -> tuple[bool, bool]:
+    """The cube's float filter for pool column ``row``: its largest per-axis distance from ``p``
+    against ``limit``, ``(inside, unsure)``.  ``sized``: the limit comes from a positive radius, so a
+    limit too small to scale by the margins is left to exact arithmetic.  The point test and the
+    probes' share it."""
+    dim = p.shape[0]
+    largest = abs(columns[0, row] - p[0])
+    for axis in range(1, dim):
+        largest = max(largest, abs(columns[axis, row] - p[axis]))
+    inside = largest < limit * _BELOW
+    unsure = not (inside or largest > limit * _ABOVE)
+    return inside, unsure or (limit < _TINY_LIMIT and sized) or largest == math.inf
+
+
+@inline_kernel
 def classify(columns: np.ndarray, row: int, p: np.ndarray, cube: bool, scale: float) -> tuple[bool, bool]:
     """The float filter for pool column ``row``, alone: ``(inside, unsure)``.
 
@@ -297,12 +312,7 @@ def classify(columns: np.ndarray, row: int, p: np.ndarray, cube: bool, scale: fl
     radius = columns[dim, row]
     limit = radius if scale == 1.0 else radius * scale
     if cube:
-        largest = abs(columns[0, row] - p[0])
-        for axis in range(1, dim):
-            largest = max(largest, abs(columns[axis, row] - p[axis]))
-        inside = largest < limit * _BELOW
-        unsure = not (inside or largest > limit * _ABOVE)
-        unsure = unsure or (limit < _TINY_LIMIT and radius > 0.0) or largest == math.inf
+        inside, unsure = cube_filter(columns, row, p, limit, radius > 0.0)
         if unsure:
             return _settled(columns, row, p, cube, scale)
         return inside, False

@@ -214,8 +214,8 @@ def answer_many(visit_node: np.ndarray, visit_point: np.ndarray, points: np.ndar
     answers_fields = (nothing, nothing, nothing, nothing, nothing)  # step 4's output, made after step 3
 
     def test(lo: int, hi: int) -> None:
-        _chunk_pass(_TEST, chunk[lo], chunk[hi], by_node, room, visits_fields, start, count, pool_fields, query_fields,
-                    kept_fields, answers_fields)
+        _chunk_pass(_TEST, chunk[lo], chunk[hi], (by_node, room), visits_fields, (start, count), pool_fields,
+                    query_fields, kept_fields, answers_fields)
 
     run_chunks(test, n_chunks, chunks=per_call)
     at, unsure_at, counts = _offsets(visit_point, kept.found, kept.doubts, points.shape[0])
@@ -224,7 +224,7 @@ def answer_many(visit_node: np.ndarray, visit_point: np.ndarray, points: np.ndar
     answers = _Answers(*answers_fields)
 
     def write(lo: int, hi: int) -> None:
-        _chunk_pass(_WRITE, chunk[lo], chunk[hi], by_node, room, visits_fields, start, count, pool_fields,
+        _chunk_pass(_WRITE, chunk[lo], chunk[hi], (by_node, room), visits_fields, (start, count), pool_fields,
                     query_fields, kept_fields, answers_fields)
 
     run_chunks(write, n_chunks, chunks=per_call)
@@ -278,13 +278,14 @@ _WRITE = 1
 
 
 @kernel
-def _chunk_pass(step: int, first: int, last: int, by_node: np.ndarray, room: np.ndarray,
-                visits_fields: tuple[np.ndarray, np.ndarray, np.ndarray], start: np.ndarray, count: np.ndarray,
+def _chunk_pass(step: int, first: int, last: int, order: tuple[np.ndarray, np.ndarray],
+                visits_fields: tuple[np.ndarray, np.ndarray, np.ndarray], runs: tuple[np.ndarray, np.ndarray],
                 pool_fields: PoolFields, query_fields: QueryFields,
                 kept_fields: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
                 answers_fields: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]) -> None:
     """Step 2 (``step`` ``_TEST``: :func:`_test_chunk`) or step 4 (``_WRITE``: :func:`_write_chunk`) of
-    :func:`answer_many` for the visits ``by_node[first:last]``; the structs as plain tuples (Python
+    :func:`answer_many` for the visits ``by_node[first:last]`` (``order``: ``(by_node, room)`` of
+    :func:`_chunks`; ``runs``: the nodes' pool ``(start, count)``); the structs as plain tuples (Python
     calls it once per chunk: a named tuple costs about 2 us more per call to dispatch).
 
     One kernel for both steps: each calls the member test's kernels, and a
@@ -293,6 +294,8 @@ def _chunk_pass(step: int, first: int, last: int, by_node: np.ndarray, room: np.
     """
     visits, pool, q = _Visits(*visits_fields), Pool(*pool_fields), Query(*query_fields)
     kept, answers = _Kept(*kept_fields), _Answers(*answers_fields)
+    by_node, room = order
+    start, count = runs
     if step == _TEST:
         _test_chunk(first, last, by_node, room, visits, start, count, pool, q, kept)
     else:

@@ -28,12 +28,12 @@ import math
 import numpy as np
 
 from culling.core.chunks import merged
-from culling.core.containment import FILTER_EPS, SAFE_HI, SAFE_LO, decide_grown
+from culling.core.containment import FILTER_EPS, SAFE_HI, SAFE_LO, cube_filter, decide_grown
 from culling.core.jit import inline_kernel, kernel
 from culling.core.structs import Pool, Query
 from culling.core.tiles import TILE_SHIFT
 
-__all__ = ["any_near", "appended", "far_apart", "joined", "meet_filter", "member", "pair_range", "pair_row", "probe_row",
+__all__ = ["any_near", "appended", "far_apart", "joined", "meet_filter", "member", "owned", "pair_range", "pair_row", "probe_row",
            "partner_rows", "probe_run", "reach_up", "rows_sure", "settle"]
 
 _BELOW = 1.0 - FILTER_EPS
@@ -71,6 +71,18 @@ def far_apart(a: float, b: float, reach: float) -> bool:
 
 
 @inline_kernel
+def owned(owners: np.ndarray, first: int, end: int, probe: int) -> np.ndarray:
+    """``owners`` (the probe of each unsure row ``0 .. first - 1``) with rows ``first .. end - 1``
+    owned by ``probe``: a new array when any were added (unsure rows are rare)."""
+    if end == first:
+        return owners
+    more = np.empty(end, dtype=np.int64)
+    more[:first] = owners[:first]
+    more[first:end] = probe
+    return more
+
+
+@inline_kernel
 def probe_row(columns: np.ndarray, row: int, p: np.ndarray, rho: float, cube: bool,
               scale: float) -> tuple[bool, bool]:
     """The float filter for pool ``row`` against the probe ``(p, rho)``: ``(inside, unsure)``.
@@ -83,12 +95,7 @@ def probe_row(columns: np.ndarray, row: int, p: np.ndarray, rho: float, cube: bo
     radius = columns[dim, row]
     limit = (radius if scale == 1.0 else radius * scale) + rho
     if cube:
-        largest = abs(columns[0, row] - p[0])
-        for axis in range(1, dim):
-            largest = max(largest, abs(columns[axis, row] - p[axis]))
-        inside = largest < limit * _BELOW
-        unsure = not (inside or largest > limit * _ABOVE)
-        unsure = unsure or (limit < _TINY_LIMIT and (radius > 0.0 or rho > 0.0)) or largest == math.inf
+        inside, unsure = cube_filter(columns, row, p, limit, radius > 0.0 or rho > 0.0)
         return inside and not unsure, unsure
     d = columns[0, row] - p[0]
     squares = d * d
@@ -290,15 +297,18 @@ def any_near(columns: np.ndarray, i: int, j0: int, j1: int, cube: bool) -> bool:
 
 
 @inline_kernel
-def pair_range(columns: np.ndarray, handles: np.ndarray, i: int, j0: int, j1: int, cube: bool, first: np.ndarray,
-               second: np.ndarray, k: int, unsure_a: np.ndarray, unsure_b: np.ndarray,
+def pair_range(columns: np.ndarray, handles: np.ndarray, i: int, j0: int, j1: int, cube: bool,
+               sure: tuple[np.ndarray, np.ndarray], k: int, doubt: tuple[np.ndarray, np.ndarray],
                uk: int) -> tuple[np.ndarray, np.ndarray, int, np.ndarray, np.ndarray, int]:
     """Test row ``i`` against rows ``j0 .. j1 - 1``: the handles of the pairs that surely meet go to
-    ``first[k:]``/``second[k:]`` (smaller handle first), the rows of those within rounding of
-    touching to ``unsure_a[uk:]``/``unsure_b[uk:]``; the buffers grow as needed.
+    ``first[k:]``/``second[k:]`` (``sure``; smaller handle first), the rows of those within rounding
+    of touching to ``unsure_a[uk:]``/``unsure_b[uk:]`` (``doubt``); the buffers grow as needed.
+    Returns ``(first, second, k, unsure_a, unsure_b, uk)``.
 
     :func:`partner_rows` (the partners' rows into ``second``), then the rows become handles.
     """
+    first, second = sure
+    unsure_a, unsure_b = doubt
     if j1 <= j0:
         return first, second, k, unsure_a, unsure_b, uk
     first = appended(first, k, j1 - j0)

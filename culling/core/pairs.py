@@ -303,8 +303,8 @@ def _leaf_pairs(a: int, b: int, tree: JoinTree, cube: bool, first: np.ndarray, s
                              far_apart(columns[axis, i], box[b, axis], reach))
             if not near:
                 continue
-        first, second, k, unsure_a, unsure_b, uk = pair_range(columns, handles, i, j0, other_end, cube, first,
-                                                              second, k, unsure_a, unsure_b, uk)
+        first, second, k, unsure_a, unsure_b, uk = pair_range(columns, handles, i, j0, other_end, cube,
+                                                              (first, second), k, (unsure_a, unsure_b), uk)
     return first, second, k, unsure_a, unsure_b, uk
 
 

@@ -23,7 +23,7 @@ import functools
 import numpy as np
 
 from culling.core.jit import kernel
-from culling.core.overlap import probe_run
+from culling.core.overlap import owned, probe_run
 from culling.core.structs import Pool, PoolFields, Query, QueryFields
 
 __all__ = ["cell_levels", "cell_tree", "probe_visits"]
@@ -54,11 +54,7 @@ def probe_visits(visit_run: np.ndarray, visit_point: np.ndarray, run_start: np.n
         out, k, unsure, uk = probe_run(pool, run_start[run], run_start[run] + run_count[run], points[i], grows[i], q,
                                        out, k, unsure, uk)
         counts[i] += k - before
-        if uk > unsure_before:
-            more = np.empty(uk, dtype=np.int64)
-            more[:owners.shape[0]] = owners
-            more[unsure_before:uk] = i
-            owners = more
+        owners = owned(owners, unsure_before, uk, i)
     return out[:k].copy(), counts, unsure[:uk].copy(), owners[:uk].copy()
 
 

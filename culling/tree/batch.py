@@ -187,7 +187,7 @@ def settle(handles: np.ndarray, centres: np.ndarray, radii: np.ndarray, world_fi
         bounds = [0, *np.unique(window_first[at]).tolist(), n]
 
     def part(lo: int, hi: int) -> np.ndarray:
-        return _settle_part(handles, centres, radii, visit, bounds[lo], bounds[hi], world_fields, objects_fields,
+        return _settle_part((handles, centres, radii), visit, bounds[lo], bounds[hi], world_fields, objects_fields,
                             nodes_fields, pool_fields, backup)
 
     parts = run_chunks(part, len(bounds) - 1, chunks=len(bounds) - 1)
@@ -203,12 +203,13 @@ PARALLEL_SETTLE_MIN = 20_000
 
 
 @kernel
-def _settle_part(handles: np.ndarray, centres: np.ndarray, radii: np.ndarray,
+def _settle_part(batch: tuple[np.ndarray, np.ndarray, np.ndarray],
                  visit: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray], first: int, last: int,
                  world_fields: WorldFields, objects_fields: ObjectsFields, nodes_fields: NodesFields,
                  pool_fields: PoolFields, backup: np.ndarray) -> np.ndarray:
-    """:func:`settle` for the objects ``visit[0][first:last]`` (``visit``: :func:`_row_order`'s
-    answer); returns their movers' indices, unsorted."""
+    """:func:`settle` for the objects ``visit[0][first:last]`` (``batch``: the call's handles, centres
+    and radii; ``visit``: :func:`_row_order`'s answer); returns their movers' indices, unsorted."""
+    handles, centres, radii = batch
     origin, size, _, _ = world_fields  # the structs of culling.core.structs, in field order
     obj_node, obj_pos = objects_fields
     nodes = Nodes(*nodes_fields)

@@ -227,18 +227,24 @@ def _bit_length(values: np.ndarray) -> np.ndarray:
     return exponent.astype(np.int64)
 
 
+@inline_kernel
+def _push_free(start: int, capacity: int, handles: np.ndarray, heads: np.ndarray) -> None:
+    """Free the block ``start`` of ``capacity`` rows: clear its handles and push it on its size
+    class's free list (linked through the blocks' first rows)."""
+    for row in range(start, start + capacity):
+        handles[row] = -1
+    size_class = 0
+    while (1 << size_class) < capacity:
+        size_class += 1
+    handles[start] = free_link(heads[size_class])
+    heads[size_class] = start
+
+
 @kernel
 def _release(starts: np.ndarray, capacities: np.ndarray, handles: np.ndarray, heads: np.ndarray) -> None:
     """:meth:`BlockPool.release_many`: clear each block's handles and push it on its class's free list."""
     for b in range(starts.shape[0]):
-        start, capacity = starts[b], capacities[b]
-        for row in range(start, start + capacity):
-            handles[row] = -1
-        size_class = 0
-        while (1 << size_class) < capacity:
-            size_class += 1
-        handles[start] = free_link(heads[size_class])
-        heads[size_class] = start
+        _push_free(starts[b], capacities[b], handles, heads)
 
 
 @kernel
@@ -295,13 +301,7 @@ def _make_room(ids: np.ndarray, more: np.ndarray, done: int, obj_row: np.ndarray
             obj_row[h] = start + k
             cover_row(columns, start + k, tile_box)
         if old_capacity > 0:
-            for row in range(old, old + old_capacity):
-                pool_handles[row] = -1
-            old_class = 0
-            while (1 << old_class) < old_capacity:
-                old_class += 1
-            pool_handles[old] = free_link(heads[old_class])
-            heads[old_class] = old
+            _push_free(old, old_capacity, pool_handles, heads)
         node_start[node] = start
         node_capacity[node] = capacity
     return ids.shape[0], top, 0

@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from culling.core.jit import kernel
-from culling.core.overlap import probe_run
+from culling.core.overlap import owned, probe_run
 from culling.core.structs import Nodes, NodesFields, Pool, PoolFields, Query, QueryFields, World, WorldFields
 from culling.tree.walk import walk
 
@@ -53,9 +53,5 @@ def probe_chunk(points: np.ndarray, grows: np.ndarray, lo: int, hi: int, query_f
                 out, k, unsure, uk = probe_run(pool, start[node], start[node] + count[node], p, rho, q, out, k,
                                                unsure, uk)
         counts[i - lo] = k - before
-        if uk > unsure_before:
-            more = np.empty(uk, dtype=np.int64)
-            more[:owners.shape[0]] = owners
-            more[unsure_before:uk] = i
-            owners = more
+        owners = owned(owners, unsure_before, uk, i)
     return out[:k].copy(), counts, unsure[:uk].copy(), owners[:uk].copy()
