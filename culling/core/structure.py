@@ -17,6 +17,7 @@ read) and the three walks: :meth:`Structure._query` (one point),
 from __future__ import annotations
 
 import copy
+from abc import ABC, abstractmethod
 from collections.abc import Callable
 from typing import Self
 
@@ -52,7 +53,7 @@ Parts = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
 __all__ = ["Structure"]
 
 
-class Structure:
+class Structure(ABC):
     """Base of :class:`culling.ViewDistanceTree` and :class:`culling.DenseViewDistanceGrid`.
 
     ``size``, ``origin``, ``dim`` and ``shape`` are read-only: changing one
@@ -95,18 +96,18 @@ class Structure:
     # ------------------------------------------------------------------
     # Handles and the objects they name
 
+    @abstractmethod
     def _object_state(self) -> np.ndarray:
         """One entry per handle the arrays can hold, negative for a free (or never issued) handle."""
-        raise NotImplementedError
 
+    @abstractmethod
     def _object_rows(self, handles: np.ndarray | int) -> tuple[np.ndarray, np.ndarray | int]:
         """``(columns, positions)``: the objects' centres are ``columns[:dim, positions]``, their radii
         ``columns[dim, positions]``."""
-        raise NotImplementedError
 
+    @abstractmethod
     def _grow_objects(self, needed: int) -> None:
-        """Per-handle arrays (and the free stack) for at least ``needed`` handles, contents kept."""
-        raise NotImplementedError
+        """Per-handle arrays for at least ``needed`` handles, contents kept."""
 
     @property
     def _next_handle(self) -> int:
@@ -180,23 +181,23 @@ class Structure:
     # ------------------------------------------------------------------
     # Queries: validation and the exact fallback here, the walks in the structures
 
+    @abstractmethod
     def _rows(self) -> tuple[np.ndarray, np.ndarray]:
         """``(columns, handles)`` of the member rows the kernels answer with: a row's centre, radius
         and squared reach, and its handle."""
-        raise NotImplementedError
 
+    @abstractmethod
     def _query(self, p: np.ndarray, exact: bool, scale: float, want_rows: bool) -> tuple[np.ndarray, np.ndarray]:
         """One validated point's walk: the sure handles (member rows if ``want_rows``) and the unsure rows."""
-        raise NotImplementedError
 
+    @abstractmethod
     def _answer_parts(self, points: np.ndarray, exact: bool, scale: float) -> Parts:
         """Many validated points' walks (one pass of :mod:`culling.core.chunks`), on the library's threads."""
-        raise NotImplementedError
 
+    @abstractmethod
     def _probe_chunk(self, points: np.ndarray, grows: np.ndarray, exact: bool,
                      scale: float) -> Callable[[int, int], Parts]:
         """The kernel call answering probes ``lo .. hi - 1`` (their owners counted from 0)."""
-        raise NotImplementedError
 
     @reading
     def query(self, point: ArrayLike, exact: bool = False, scale: float = 1.0) -> np.ndarray:
@@ -323,18 +324,18 @@ class Structure:
         columns, row_handles = self._rows()
         return overlap.settle(handles, counts, unsure, owners, columns, row_handles, points, grows, self.shape, scale)
 
+    @abstractmethod
     def _walk_runs(self, p: np.ndarray, scale: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """One validated point's walk for :meth:`query_detailed`: the visited nodes (cells) level after
         level, where each level's end, and each visited one's member run (pool start and count, int64)."""
-        raise NotImplementedError
 
+    @abstractmethod
     def _pool_fields(self) -> PoolFields:
         """The member rows as the kernels read them (:class:`~culling.core.structs.Pool`)."""
-        raise NotImplementedError
 
+    @abstractmethod
     def _trace_of(self, p: np.ndarray, scale: float, visited: np.ndarray, ends: np.ndarray) -> QueryTrace:
         """The :class:`~culling.trace.QueryTrace` of one walk's visited nodes (cells)."""
-        raise NotImplementedError
 
     @reading
     def query_detailed(self, point: ArrayLike, scale: float = 1.0, trace: bool = False) -> QueryDetails:

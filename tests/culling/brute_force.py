@@ -400,3 +400,17 @@ TREE = Kind("tree", "ViewDistanceTree", grows=True)
 # min_radius = size/256: finest cells of size/64, small enough for dim 3.
 DENSE = Kind("dense", "DenseViewDistanceGrid", grows=False, extra={"min_radius": lambda size: size / 256})
 KINDS = [TREE, DENSE]
+
+
+class FailAt:
+    """:func:`culling.core.growth.allocate` failing its ``k``-th call (0: never; counts the calls): put in
+    its place with ``monkeypatch`` to check that a batch hit by a ``MemoryError`` changes nothing."""
+
+    def __init__(self, k: int, allocate):
+        self.k, self.calls, self.allocate = k, 0, allocate
+
+    def __call__(self, shape, dtype, fill):
+        self.calls += 1
+        if self.calls == self.k:
+            raise MemoryError("injected")
+        return self.allocate(shape, dtype, fill)

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from brute_force import FailAt
 
 from culling import DenseViewDistanceGrid, ViewDistanceTree
 
@@ -252,19 +253,6 @@ def test_query_many_scratch_is_a_few_hundred_bytes_per_point(kind):
 # Batches all-or-nothing under MemoryError (item 3)
 
 
-class _FailAt:
-    """:func:`culling.core.growth.allocate` failing its ``k``-th call (0: never; counts the calls)."""
-
-    def __init__(self, k: int, allocate):
-        self.k, self.calls, self.allocate = k, 0, allocate
-
-    def __call__(self, shape, dtype, fill):
-        self.calls += 1
-        if self.calls == self.k:
-            raise MemoryError("injected")
-        return self.allocate(shape, dtype, fill)
-
-
 def _state(s, probes: np.ndarray):
     hs = s.handles()
     return (hs.tolist(), s.centres_of(hs).tolist(), s.radii_of(hs).tolist(),
@@ -304,7 +292,7 @@ def test_batches_are_all_or_nothing_when_any_allocation_fails(kind, call, monkey
     build, calls = _tree_scenarios()
     op = calls[call]
     probes = np.random.default_rng(10).uniform(0.0, 99.0, (12, 2))
-    counter = _FailAt(0, growth.allocate)
+    counter = FailAt(0, growth.allocate)
     monkeypatch.setattr(growth, "allocate", counter)
     s = build(kind)
     counter.calls = 0

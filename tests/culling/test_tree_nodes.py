@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from brute_force import BruteForce, check_contents, check_query
+from brute_force import BruteForce, FailAt, check_contents, check_query
 
 from culling import ViewDistanceTree
 from culling.core import growth
@@ -177,19 +177,6 @@ def test_stayers_near_a_face_are_decided_exactly():
     same_nodes(tree, fresh)
 
 
-class _FailAt:
-    """:func:`culling.core.growth.allocate` failing its ``k``-th call (0: never; counts the calls)."""
-
-    def __init__(self, k: int, allocate):
-        self.k, self.calls, self.allocate = k, 0, allocate
-
-    def __call__(self, shape, dtype, fill):
-        self.calls += 1
-        if self.calls == self.k:
-            raise MemoryError("injected")
-        return self.allocate(shape, dtype, fill)
-
-
 def _movers_scenario(rng):
     """A tree, and an update where most objects stay (moved a little) and some move far: their new homes
     need new nodes (the table grows) and blocks (the pool grows), some in nodes where others stay."""
@@ -215,7 +202,7 @@ def _state(tree, probes):
 def test_update_many_of_movers_is_all_or_nothing_when_any_allocation_fails(monkeypatch):
     rng_seed = 11
     probes = np.random.default_rng(12).uniform(0.0, 2 * SIZE, (16, 2))
-    counter = _FailAt(0, growth.allocate)
+    counter = FailAt(0, growth.allocate)
     monkeypatch.setattr(growth, "allocate", counter)
     tree, handles, moved, radii = _movers_scenario(np.random.default_rng(rng_seed))
     counter.calls = 0
