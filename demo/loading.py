@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     import moderngl
     import pyglet
 
-__all__ = ["FIRST_RUN", "LoadingScreen", "building", "draw_bar", "progress_line", "warm_up_headless",
+__all__ = ["FIRST_RUN", "LOADING_CAPTION", "LoadingScreen", "building", "draw_bar", "progress_line", "warm_up_headless",
            "warm_up_window"]
 
 #: ``progress(done, total, step)``: ``done`` of ``total`` steps finished, ``step`` the one just done.
@@ -32,6 +32,10 @@ Progress = Callable[[int, int, str], None]
 
 #: What a first run says before the compile starts.
 FIRST_RUN = "compiling kernels (first run only)"
+
+#: The window's caption while a loading screen shows it; the engine sets the app's title when the app is
+#: ready for input (so whoever looks for the window by its title finds it ready).
+LOADING_CAPTION = "view-distance culling: loading"
 
 #: Scenes with at least this many objects are announced while they build.
 LARGE_SCENE = 100_000
@@ -140,6 +144,9 @@ class LoadingScreen:
     def show(self, text: str, fraction: float) -> None:
         """Draw one frame of the screen with ``text`` and the bar filled to ``fraction``, and show it
         (the window's events are answered first, so it stays responsive between frames)."""
+        if not self.window.visible:  # the engine shows the window once the app is ready: show it now
+            self.window.set_caption(LOADING_CAPTION)
+            self.window.set_visible(True)
         if self.events:
             self.window.dispatch_events()
         self.ctx.screen.use()

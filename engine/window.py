@@ -201,6 +201,7 @@ class App:
             window.close()
             raise WindowError(f"moderngl cannot use the window's OpenGL context: {exc}") from None
         app = cls(window, ctx, **kwargs)
+        window.set_caption(cls.title)      # a loading screen may have shown the window under its own caption
         window.set_visible(True)           # only now: the scene is loaded and every key is handled
         # Input: the app's handlers in one frame, pyglet's key-state handler in a
         # frame above it.  KeyStateHandler returns nothing, so every key event
