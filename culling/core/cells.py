@@ -49,7 +49,7 @@ from culling.core.lattice import ANCHOR, MAX_DEPTH, MAX_GROWTH, TOO_LARGE
 
 __all__ = ["PLACE_BITS", "axis_window", "cell_of", "cell_scaled", "exact_axis_window", "exact_sign", "face_sign",
            "grown_half", "half_reach", "half_reach_by", "home", "level_factor", "level_of", "multiply_up",
-           "placed_columns", "placed_u", "round_down_add", "round_down_sub", "round_up_add", "window"]
+           "placed_columns", "placed_u", "round_down_add", "round_down_sub", "round_up_add", "visit_window", "window"]
 
 #: Root-relative coordinates are clamped to one unit outside the largest
 #: world (the level ``-MAX_GROWTH`` cell), where no node can ever be.
@@ -240,6 +240,40 @@ def axis_window(x: float, o: float, half: float, size: float, level: int, factor
             cell_scaled((round_down_add(x, half) - o) / size, level, factor))
 
 
+@inline_kernel
+def visit_window(x: float, o: float, half: float, s: float, size: float, level: int, factor: float,
+                 grow: float = 0.0) -> tuple[int, int]:
+    """First and last cell one axis visits on ``level``: the cells whose box, grown by ``s * W / 2``
+    (plus ``grow``), holds ``x``, exactly, as :func:`exact_axis_window` decides from
+    :func:`axis_window`'s estimate.
+
+    Where floats alone decide, that is where the walk almost always is, the
+    answer comes without either: the window's ends are ``floor(t) + (ANCHOR << L)``
+    of the exact ``t = (x - o -+ (s*W/2 + grow)) / W``, and a float ``t`` whose
+    distance to the nearest integer exceeds its error bound has that floor.
+    The bound is 16 roundings of the largest magnitude involved, four times
+    the five roundings there are, plus slack for subnormal steps.  Grown levels,
+    huge scales and coordinates beyond the world's clamp take the exact path.
+    """
+    if level >= 0:
+        unit = size * (1.0 / factor)  # W, exact while normal (checked below)
+        reach = s * (0.5 * unit) + grow
+        d = x - o
+        t_lo = (d - reach) / unit
+        t_hi = (d + reach) / unit
+        bound = (abs(x) + abs(o) + reach) * 2.0 ** -49 / unit + 2.0 ** -50
+        f_lo = math.floor(t_lo) if abs(t_lo) < _T_LIMIT else 0.0
+        f_hi = math.floor(t_hi) if abs(t_hi) < _T_LIMIT else 0.0
+        if (_TINY <= 0.5 * unit <= _HUGE and abs(t_lo) < _T_LIMIT and abs(t_hi) < _T_LIMIT
+                and _U_LOW < (t_lo - 1.0) / factor and (t_hi + 1.0) / factor < _U_HIGH
+                and t_lo - f_lo > bound and f_lo + 1.0 - t_lo > bound
+                and t_hi - f_hi > bound and f_hi + 1.0 - t_hi > bound):
+            base = ANCHOR << level
+            return int(f_lo) + base, int(f_hi) + base
+    first, last = axis_window(x, o, half, size, level, factor)
+    return exact_axis_window(x, o, s, size, level, first, last, grow)
+
+
 @kernel
 def window(p: np.ndarray, scale: float, origin: np.ndarray, size: float, level: int,
            lo: np.ndarray, hi: np.ndarray, grow: float = 0.0) -> None:
@@ -254,8 +288,7 @@ def window(p: np.ndarray, scale: float, origin: np.ndarray, size: float, level: 
     half = grown_half(half_reach(size, level, scale), grow)
     factor = level_factor(level)
     for axis in range(p.shape[0]):
-        first, last = axis_window(p[axis], origin[axis], half, size, level, factor)
-        lo[axis], hi[axis] = exact_axis_window(p[axis], origin[axis], scale, size, level, first, last, grow)
+        lo[axis], hi[axis] = visit_window(p[axis], origin[axis], half, scale, size, level, factor, grow)
 
 
 # ----------------------------------------------------------------------
@@ -273,6 +306,9 @@ _PLACE_STEP = 1.0 / _PLACE_FACTOR
 #: overflow in the split, no underflow of the product's error term.
 _HUGE = 2.0 ** 995
 _TINY = 2.0 ** -960
+
+#: Window coordinates (in cells) below which a float's floor and fraction are exact with room to spare.
+_T_LIMIT = 2.0 ** 45
 
 
 @kernel

@@ -22,7 +22,7 @@ import math
 
 import numpy as np
 
-from culling.core.cells import axis_window, exact_axis_window, grown_half, half_reach_by
+from culling.core.cells import grown_half, half_reach_by, visit_window
 from culling.core.jit import inline_kernel, kernel
 from culling.core.lattice import MAX_DEPTH, MAX_GROWTH
 from culling.core.members import PARALLEL_MIN_POINTS, answer
@@ -56,7 +56,7 @@ def _with_room(visited: np.ndarray, room: int, n: int, dim: int) -> np.ndarray:
     return bigger
 
 
-@kernel
+@inline_kernel(from_python=True)  # inlined into its callers: a call would pass eight arrays per point
 def walk(p: np.ndarray, scale: float, world: World, nodes: Nodes, grow: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
     """The nodes a query at ``p`` (or a probe sphere of radius ``grow`` centred there) visits,
     root first, level by level.
@@ -119,9 +119,7 @@ def walk(p: np.ndarray, scale: float, world: World, nodes: Nodes, grow: float = 
         half = grown_half(half_reach_by(size, down, up, scale), grow)
         factor = 0.5 * up  # level_factor(level) where it is used (level >= 0)
         for axis in range(dim):  # window(), written out: a call with array arguments costs more than it does
-            first_cell, last_cell = axis_window(p[axis], origin[axis], half, size, level, factor)
-            lo[axis], hi[axis] = exact_axis_window(p[axis], origin[axis], scale, size, level, first_cell, last_cell,
-                                                   grow)
+            lo[axis], hi[axis] = visit_window(p[axis], origin[axis], half, scale, size, level, factor, grow)
         last = n
         # Room for this level's visits first, so that the loops below never replace the buffer:
         # at most 2**dim per parent, and at most one per cell of the window.
@@ -178,7 +176,7 @@ def query(p: np.ndarray, query_fields: QueryFields, world_fields: WorldFields, n
     exact filter left unsure (:func:`culling.core.containment.decide` settles
     them); O(levels + candidates).
 
-    A kernel of its own (its compile links :func:`walk` and
+    A kernel of its own (its compile inlines :func:`walk` and links
     :func:`culling.core.members.answer` again, about a second at a cold
     start): Python calling the two with their named tuples would cost
     several microseconds more per query, the hottest call there is.
@@ -190,8 +188,7 @@ def query(p: np.ndarray, query_fields: QueryFields, world_fields: WorldFields, n
 
 def trace_walk(p: np.ndarray, scale: float, world_fields: WorldFields,
                nodes_fields: NodesFields) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`walk` for Python (the tree's trace), the structs as plain tuples (the kernel as compiled
-    for other kernels: no compile of its own)."""
+    """:func:`walk` for Python (the tree's trace), the structs as plain tuples."""
     return walk(p, scale, World(*world_fields), Nodes(*nodes_fields))
 
 

@@ -434,3 +434,42 @@ def test_compiled_windows_are_the_exact_windows():
                 assert n == 0
             else:
                 assert list(zip(lo.tolist(), hi.tolist())) == [(max(a, 0), min(b, top)) for a, b in shifted]
+
+
+@settings(max_examples=400, deadline=None)
+@given(size=st.sampled_from([1.0, 7.3, 4096.0, 1e-3, 3e5]),
+       origin=st.sampled_from([0.0, -2048.0, 1e6, -0.1, 1e12]),
+       level=st.integers(0, 24),
+       face=st.integers(-5, 40),
+       offset=st.sampled_from([0, 0, 1, 5, 8]),
+       ulps=st.one_of(st.integers(-3, 3), st.integers(-64, 64)),
+       scale=st.sampled_from([1.0, 0.5, 1e-3, 2.5, 1.0 + 2.0 ** -52]),
+       grow=st.sampled_from([0.0, 0.25, 1e-9, 3.0, 1e4]))
+def test_window_ends_are_exact_beside_the_reach(size, origin, level, face, offset, ulps, scale, grow):
+    """The compiled window (``cells.window``: the float estimate, its ends then decided exactly) at and
+    beside its ends: ``x`` a cell face (or ``offset / 9`` of a cell past it) plus or minus the reach
+    ``s*W/2 + grow``, nudged by up to 64 ulps.  It is the exact window (the cells whose grown box holds
+    ``x``, in rationals) wherever floats resolve a cell; where the coordinates' ulp spans several cells,
+    a window that holds it."""
+    from lattice_reference import cell as exact_cell
+
+    from culling.core import cells
+    from culling.core.lattice import ANCHOR, Lattice
+
+    edge = Fraction(size) * Fraction(2) ** -level
+    reach = Fraction(scale) * edge / 2 + Fraction(grow)
+    side = 1 if face % 2 else -1
+    x = _nudge(float(Fraction(origin) + (face + Fraction(offset, 9)) * edge + side * reach), ulps)
+    lo, hi = np.empty(1, dtype=np.int64), np.empty(1, dtype=np.int64)
+    cells.window(np.array([x]), scale, np.array([origin]), size, level, lo, hi, grow)
+    got = (int(lo[0]), int(hi[0]))
+    t = (Fraction(x) - Fraction(origin)) / edge
+    base = ANCHOR << level
+    exact = (math.floor(t - reach / edge) + base, math.floor(t + reach / edge) + base)
+    # Beyond the largest world the window is clamped (no node is ever there): compare inside it.
+    lat = Lattice(size, np.array([origin]))
+    low, high = exact_cell(lat.clamp_lo_u, level), exact_cell(lat.clamp_hi_u, level)
+    got, exact = [tuple(min(max(k, low), high) for k in w) for w in (got, exact)]
+    assert got[0] <= exact[0] and exact[1] <= got[1]
+    if (abs(x) + abs(origin)) / float(edge) < 2.0 ** 40:
+        assert got == exact

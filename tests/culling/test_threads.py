@@ -288,3 +288,75 @@ def test_copies_and_pickles_get_their_own_lock():
         twin.remove_many(twin.handles()[:100])
         assert len(twin) == 200 and len(s) == 300
         s.check_invariants()
+
+
+# ----------------------------------------------------------------------------- the lock itself
+
+
+def test_lock_lets_readers_share_and_a_writer_wait_for_them():
+    """Readers hold the lock together; a writer waits until the last one leaves, and readers that
+    arrive while it waits wait behind it (a stream of readers cannot starve a writer)."""
+    from culling.core.locks import ReadWriteLock
+
+    lock = ReadWriteLock()
+    events: list[str] = []
+    lock.acquire_read()
+    lock.acquire_read()  # two readers at once
+
+    def writer() -> None:
+        lock.acquire_write()
+        events.append("write")
+        lock.release_write()
+
+    def late_reader() -> None:
+        lock.acquire_read()
+        events.append("late read")
+        lock.release_read()
+
+    w = threading.Thread(target=writer)
+    w.start()
+    deadline = time.monotonic() + 5
+    while not lock._waiting and time.monotonic() < deadline:
+        time.sleep(0.001)
+    assert lock._waiting == 1  # the writer waits for the two readers
+    r = threading.Thread(target=late_reader)
+    r.start()
+    time.sleep(0.05)
+    assert events == []  # the late reader waits behind the writer
+    lock.release_read()
+    time.sleep(0.05)
+    assert events == []  # one reader still in
+    lock.release_read()
+    w.join(5)
+    r.join(5)
+    assert events == ["write", "late read"]
+    assert (lock._readers, lock._waiting, lock._writing) == (0, 0, False)
+
+
+def test_lock_lets_one_writer_in_at_a_time():
+    """Writers exclude each other and readers: a shared counter bumped non-atomically stays exact."""
+    from culling.core.locks import ReadWriteLock
+
+    lock = ReadWriteLock()
+    box = {"n": 0, "overlap": 0}
+
+    def bump() -> None:
+        for _ in range(300):
+            with lock.writing():
+                n = box["n"]
+                time.sleep(0)  # give another thread the chance to interleave
+                box["n"] = n + 1
+
+    def read() -> None:
+        for _ in range(300):
+            with lock.reading():
+                n = box["n"]
+                time.sleep(0)
+                box["overlap"] += box["n"] != n  # a writer ran while this reader held the lock
+
+    threads = [threading.Thread(target=bump) for _ in range(3)] + [threading.Thread(target=read) for _ in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    assert box == {"n": 900, "overlap": 0}
