@@ -338,7 +338,7 @@ def _settled(columns: np.ndarray, row: int, p: np.ndarray, cube: bool, scale: fl
     return exact == 1, exact < 0
 
 
-@inline_kernel(from_python=True)
+@kernel
 def flag_rows(pool: Pool, run: tuple[int, int], p: np.ndarray, q: Query, distance: np.ndarray, flags: np.ndarray,
               at: int) -> tuple[int, int]:
     """Flag the rows of the pool's ``run = (first, last)``, rows ``first .. last - 1``, whose tiles are near ``p``

@@ -56,7 +56,7 @@ def candidates(visited: np.ndarray, count: np.ndarray) -> int:
     return total
 
 
-@inline_kernel(from_python=True)
+@kernel
 def write_rows(pool: Pool, run: tuple[int, int], p: np.ndarray, q: Query, flags: np.ndarray, at: int,
                out: np.ndarray, k: int, unsure: np.ndarray, uk: int) -> tuple[int, int]:
     """Write the rows of ``run`` that :func:`flag_rows` flagged ``SURE`` to ``out[k:]``, as handles or,

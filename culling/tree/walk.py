@@ -56,7 +56,7 @@ def _with_room(visited: np.ndarray, room: int, n: int, dim: int) -> np.ndarray:
     return bigger
 
 
-@inline_kernel(from_python=True)  # inlined into its callers: a call would pass eight arrays per point
+@kernel
 def walk(p: np.ndarray, scale: float, world: World, nodes: Nodes, grow: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
     """The nodes a query at ``p`` (or a probe sphere of radius ``grow`` centred there) visits,
     root first, level by level.
@@ -176,7 +176,7 @@ def query(p: np.ndarray, query_fields: QueryFields, world_fields: WorldFields, n
     exact filter left unsure (:func:`culling.core.containment.decide` settles
     them); O(levels + candidates).
 
-    A kernel of its own (its compile inlines :func:`walk` and links
+    A kernel of its own (its compile links :func:`walk` and
     :func:`culling.core.members.answer` again, about a second at a cold
     start): Python calling the two with their named tuples would cost
     several microseconds more per query, the hottest call there is.
