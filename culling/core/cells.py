@@ -473,6 +473,9 @@ def exact_axis_window(x: float, o: float, s: float, size: float, level: int, fir
     float window's estimate (:func:`axis_window`), which may be off by a cell
     at either end where ``x - origin`` rounds.  Each end moves at most two
     cells; a decision the exact test cannot make keeps the cell (conservative).
+    Where one ulp of the coordinates spans more than a cell (an origin of
+    ``1e12`` with cells of ``2**-15``) the estimate can be off by more, and the
+    window stays a superset of the exact one.
     With centres placed exactly (:func:`placed_u`) a sphere of scaled radius
     below ``s * W / 2`` containing ``x`` lies in such a cell, and for ``s <= 1``
     there are at most two.
