@@ -69,8 +69,11 @@ class ReadWriteLock:
             self._waiting += 1
             try:
                 self._changed.wait_for(self._free)
-            finally:
+            except BaseException:  # interrupted while waiting: readers held back by this writer may go in
                 self._waiting -= 1
+                self._changed.notify_all()
+                raise
+            self._waiting -= 1
             self._writing = True
 
     def release_write(self) -> None:

@@ -360,3 +360,38 @@ def test_lock_lets_one_writer_in_at_a_time():
     for t in threads:
         t.join(30)
     assert box == {"n": 900, "overlap": 0}
+
+
+def test_lock_lets_readers_in_when_a_waiting_writer_gives_up():
+    """A writer interrupted while it waits (here: an exception from its wait) no longer holds readers back."""
+    from culling.core.locks import ReadWriteLock
+
+    lock = ReadWriteLock()
+    lock.acquire_read()
+    entered = threading.Event()
+
+    def late_reader() -> None:
+        lock.acquire_read()
+        entered.set()
+        lock.release_read()
+
+    class GiveUp(Exception):
+        pass
+
+    class Interrupted(threading.Condition):
+        """The writer's first wait: a reader arrives behind it, then the wait is interrupted."""
+
+        def wait_for(self, predicate, timeout=None):  # type: ignore[no-untyped-def]
+            if predicate == lock._free and not entered.is_set():  # the writer's wait, not the reader's
+                threading.Thread(target=late_reader).start()
+                super().wait(0.05)  # lets the reader in to wait behind the writer
+                assert not entered.is_set()
+                raise GiveUp
+            return super().wait_for(predicate, timeout)
+
+    lock._changed = Interrupted(lock._mutex)
+    with pytest.raises(GiveUp):
+        lock.acquire_write()
+    assert entered.wait(5)  # the reader went in once the writer gave up
+    lock.release_read()
+    assert (lock._readers, lock._waiting, lock._writing) == (0, 0, False)
