@@ -261,15 +261,14 @@ def visit_window(x: float, o: float, half: float, s: float, size: float, level: 
         d = x - o
         t_lo = (d - reach) / unit
         t_hi = (d + reach) / unit
-        bound = (abs(x) + abs(o) + reach) * 2.0 ** -49 / unit + 2.0 ** -50
-        f_lo = math.floor(t_lo) if abs(t_lo) < _T_LIMIT else 0.0
-        f_hi = math.floor(t_hi) if abs(t_hi) < _T_LIMIT else 0.0
         if (_TINY <= 0.5 * unit <= _HUGE and abs(t_lo) < _T_LIMIT and abs(t_hi) < _T_LIMIT
-                and _U_LOW < (t_lo - 1.0) / factor and (t_hi + 1.0) / factor < _U_HIGH
-                and t_lo - f_lo > bound and f_lo + 1.0 - t_lo > bound
-                and t_hi - f_hi > bound and f_hi + 1.0 - t_hi > bound):
-            base = ANCHOR << level
-            return int(f_lo) + base, int(f_hi) + base
+                and _U_LOW < (t_lo - 1.0) / factor and (t_hi + 1.0) / factor < _U_HIGH):
+            bound = (abs(x) + abs(o) + reach) * 2.0 ** -49 / unit + 2.0 ** -50
+            f_lo, f_hi = math.floor(t_lo), math.floor(t_hi)
+            if (t_lo - f_lo > bound and f_lo + 1.0 - t_lo > bound
+                    and t_hi - f_hi > bound and f_hi + 1.0 - t_hi > bound):
+                base = ANCHOR << level
+                return f_lo + base, f_hi + base
     first, last = axis_window(x, o, half, size, level, factor)
     return exact_axis_window(x, o, s, size, level, first, last, grow)
 
