@@ -134,7 +134,7 @@ def query_phases(n: int = 1_000_000, repeats: int = 3) -> str:
     import numba
 
     from culling.core import containment, members, tiles
-    from culling.core.structs import Nodes, Pool, Query, World
+    from culling.core.structs import Pool, Query, World, nodes_of
     from culling.tree import walk as treewalk
 
     wl = forest(n, 64)
@@ -143,38 +143,29 @@ def query_phases(n: int = 1_000_000, repeats: int = 3) -> str:
 
     @numba.njit
     def stopped_after(p, stop, world_fields, nodes_fields, pool_fields):
-        nodes, pool, q = Nodes(*nodes_fields), Pool(*pool_fields), Query(1.0, True, False, False)
+        nodes, pool, q = nodes_of(nodes_fields), Pool(*pool_fields), Query(1.0, True, False, False)
         start, count, box = nodes.start, nodes.members, pool.tile_box
         visited, _ = treewalk.walk(p, 1.0, World(*world_fields), nodes)
         if stop == 0:
             return 0, 0, 0
         total = members.candidates(visited, count)
-        flags = np.empty(total, dtype=np.uint8)
-        distance = np.empty(containment.TILE)
-        sure, tested, at = 0, 0, 0
+        out = np.empty(total, dtype=np.int64)
+        scratch = (np.empty(containment.TILE), np.empty(total, dtype=np.uint8))
+        sure, tested, nothing = 0, 0, np.empty(0, dtype=np.int64)
         for node in visited:
             first, last = start[node], start[node] + count[node]
-            s, _ = containment.flag_rows(pool, (first, last), p, q, distance, flags, at)
+            s, _ = members.keep_rows(pool, (first, last), p, q, scratch, out, sure, nothing, 0)
             sure += s
             row = first
             while stop == 4 and row < last:  # counting only, untimed
                 near, row = tiles.next_near_rows(row, last, p, 1.0, box)
                 tested += row - near
-            at += count[node]
-        if stop in (1, 4):
-            return total, tested, sure
-        out = np.empty(sure, dtype=np.int64)
-        k, at, nothing = 0, 0, np.empty(0, dtype=np.int64)
-        for node in visited:
-            k, _ = members.write_rows(pool, (start[node], start[node] + count[node]), p, q, flags, at, out, k,
-                                      nothing, 0)
-            at += count[node]
-        return total, tested, k
+        return total, tested, sure
 
     args = (tree._world(), nodes.arrays(), pool.arrays())
     steps = {}
-    for stop in (0, 1, 2, 3):
-        fn = (lambda p: tree.query(p, exact=True)) if stop == 3 else (lambda p, s=stop: stopped_after(p, s, *args))
+    for stop in (0, 1, 2):
+        fn = (lambda p: tree.query(p, exact=True)) if stop == 2 else (lambda p, s=stop: stopped_after(p, s, *args))
         fn(wl.path[0])
         times = []
         for _ in range(repeats):
@@ -187,10 +178,9 @@ def query_phases(n: int = 1_000_000, repeats: int = 3) -> str:
     return "\n".join([
         f"### exact query step by step, forest {n:,} (median us over {len(wl.path)} points x {repeats})",
         f"walk (and the kernel call)         {steps[0]:7.1f} us",
-        f"filter pass (flag_rows)            {steps[1] - steps[0]:7.1f} us",
-        f"write pass (write_rows)            {steps[2] - steps[1]:7.1f} us",
-        f"Python wrapper (checks, decide)    {steps[3] - steps[2]:7.1f} us",
-        f"total, tree.query(p, exact=True)   {steps[3]:7.1f} us",
+        f"member test (keep_rows per run)    {steps[1] - steps[0]:7.1f} us",
+        f"Python wrapper (checks, decide)    {steps[2] - steps[1]:7.1f} us",
+        f"total, tree.query(p, exact=True)   {steps[2]:7.1f} us",
         f"candidates {counts[0]:,.0f}, rows tested (near tiles) {counts[1]:,.0f}, answers {counts[2]:,.0f}",
     ])
 

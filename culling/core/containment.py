@@ -338,7 +338,7 @@ def _settled(columns: np.ndarray, row: int, p: np.ndarray, cube: bool, scale: fl
     return exact == 1, exact < 0
 
 
-@kernel
+@inline_kernel
 def flag_rows(pool: Pool, run: tuple[int, int], p: np.ndarray, q: Query, distance: np.ndarray, flags: np.ndarray,
               at: int) -> tuple[int, int]:
     """Flag the rows of the pool's ``run = (first, last)``, rows ``first .. last - 1``, whose tiles are near ``p``
@@ -355,7 +355,9 @@ def flag_rows(pool: Pool, run: tuple[int, int], p: np.ndarray, q: Query, distanc
     again row by row with :func:`culling.core.containment.classify`.
 
     Returns ``(sure, unsure)``: how many rows were flagged ``SURE`` and
-    ``UNSURE``.  O(tiles + rows tested).
+    ``UNSURE``.  O(tiles + rows tested).  Inlined into
+    :func:`culling.core.members.keep_rows`, its one caller, which writes the
+    flagged rows at once.
     """
     columns, cube, scale = pool.columns, q.cube, q.scale
     first, last = run

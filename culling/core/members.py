@@ -3,8 +3,9 @@
 Both keep each node's members in one contiguous run of pool rows: the
 centre's axes, the radius and the squared reach, column by column.  The
 tree's runs are cut into tiles with a summary each (:mod:`culling.core.tiles`),
-and only the rows of tiles near the point are read.  A query's answer is
-made in two passes over those rows:
+and only the rows of tiles near the point are read.  :func:`keep_rows`
+tests one run in two passes over those rows, one after the other while the
+run is in cache:
 
 1. :func:`culling.core.containment.flag_rows`, the containment test's flag
    pass, writes one flag per row: ``SURE`` (surely inside), ``UNSURE``
@@ -31,8 +32,8 @@ from culling.core.structs import Pool, PoolFields, Query, QueryFields
 from culling.core.threads import run_chunks, thread_count
 from culling.core.tiles import next_near_rows
 
-__all__ = ["CHUNKS_PER_THREAD", "CHUNK_ROWS", "PARALLEL_MIN_POINTS", "answer", "answer_many", "answer_runs", "candidates", "gather",
-           "write_rows"]
+__all__ = ["CHUNKS_PER_THREAD", "CHUNK_ROWS", "PARALLEL_MIN_POINTS", "answer", "answer_many", "answer_runs", "candidates",
+           "gather", "keep_rows", "write_rows"]
 
 #: Chunks of about equal work per thread in :func:`answer_many`: enough that
 #: the cores stay busy when one chunk holds a big node, few enough that each
@@ -56,16 +57,16 @@ def candidates(visited: np.ndarray, count: np.ndarray) -> int:
     return total
 
 
-@kernel
-def write_rows(pool: Pool, run: tuple[int, int], p: np.ndarray, q: Query, flags: np.ndarray, at: int,
-               out: np.ndarray, k: int, unsure: np.ndarray, uk: int) -> tuple[int, int]:
-    """Write the rows of ``run`` that :func:`flag_rows` flagged ``SURE`` to ``out[k:]``, as handles or,
-    with ``q.want_rows``, as pool rows, and (when ``unsure`` has room) the ``UNSURE`` ones to
-    ``unsure[uk:]``; returns the new ``(k, uk)``.
+@inline_kernel
+def write_rows(pool: Pool, run: tuple[int, int], p: np.ndarray, q: Query, flags: np.ndarray, out: np.ndarray,
+               k: int, unsure: np.ndarray, uk: int) -> tuple[int, int]:
+    """Write the rows of ``run`` that :func:`flag_rows` flagged ``SURE`` (``flags[i]`` for row
+    ``run[0] + i``) to ``out[k:]``, as handles or, with ``q.want_rows``, as pool rows, and (when
+    ``unsure`` has room) the ``UNSURE`` ones to ``unsure[uk:]``; returns the new ``(k, uk)``.
 
     Every row is written and ``k`` advances only past the sure ones (no
     branch on the test); a write at ``out``'s end, after the last sure row,
-    is skipped.  O(tiles + rows tested).
+    is skipped.  O(tiles + rows tested).  Inlined into :func:`keep_rows`.
     """
     handles, want_rows = pool.handles, q.want_rows
     first, last = run
@@ -75,7 +76,7 @@ def write_rows(pool: Pool, run: tuple[int, int], p: np.ndarray, q: Query, flags:
         near, near_end = next_near_rows(near_end, last, p, q.scale, pool.tile_box)
         n = np.uint64(near_end - near)
         row = np.uint64(near)
-        flag = np.uint64(at + near - first)
+        flag = np.uint64(near - first)
         if want_rows:  # one loop per kind of answer: no choice per row
             for i in range(n):
                 if k < end:
@@ -95,45 +96,62 @@ def write_rows(pool: Pool, run: tuple[int, int], p: np.ndarray, q: Query, flags:
 
 
 @kernel
+def keep_rows(pool: Pool, run: tuple[int, int], p: np.ndarray, q: Query, scratch: tuple[np.ndarray, np.ndarray],
+              out: np.ndarray, k: int, unsure: np.ndarray, uk: int) -> tuple[int, int]:
+    """The exact test of one run of pool rows against ``p``: the sure rows' handles (with
+    ``q.want_rows``, the rows) to ``out[k:]``, the unsure rows to ``unsure[uk:]`` as far as it
+    has room.  Returns how many rows were sure and unsure.
+
+    ``out`` must have room for every row of the run after ``k``.  The flag
+    pass (:func:`culling.core.containment.flag_rows`) and the write
+    (:func:`write_rows`), both inlined here: one call per run while its
+    tiles are in cache.  ``scratch`` is ``(distance, flags)``: ``TILE``
+    floats and a byte per row of the run (or more).  O(tiles + rows tested).
+    """
+    distance, flags = scratch
+    sure, doubtful = flag_rows(pool, run, p, q, distance, flags, 0)
+    write_rows(pool, run, p, q, flags, out, k, unsure, uk)
+    return sure, doubtful
+
+
+@kernel
 def answer(visited: np.ndarray, start: np.ndarray, count: np.ndarray, pool: Pool, p: np.ndarray,
-           q: Query) -> tuple[np.ndarray, np.ndarray]:
+           q: Query) -> tuple[np.ndarray, int]:
     """One query's answer from the runs of the ``visited`` nodes (or cells), in visiting order:
     node ``i``'s run is ``start[i] .. start[i] + count[i] - 1``.
 
-    Returns the handles (or, with ``q.want_rows``, the pool rows) of the
-    members that surely contain ``p`` (every member unless ``q.exact``), and
-    the pool rows the float filter left unsure.  The exact test reads only
-    the tiles near ``p`` (empty ``tile_box``: every row).  O(candidates).
+    Returns ``(found, sure)``: ``found[:sure]`` are the handles (or, with
+    ``q.want_rows``, the pool rows) of the members that surely contain ``p``
+    (every member unless ``q.exact``), ``found[sure:]`` the pool rows the
+    float filter left unsure.  One array, not two: each array handed back to
+    Python costs about half a microsecond.  The exact test reads only the
+    tiles near ``p`` (empty ``tile_box``: every row).  O(candidates).
     """
     total = candidates(visited, count)
+    found = np.empty(total, dtype=np.int64)
     if not q.exact:
-        out = np.empty(total, dtype=np.int64)
         k = 0
         for node in visited:
             for row in range(start[node], start[node] + count[node]):
-                out[k] = row if q.want_rows else pool.handles[row]
+                found[k] = row if q.want_rows else pool.handles[row]
                 k += 1
-        return out, np.empty(0, dtype=np.int64)
-    flags = np.empty(total, dtype=np.uint8)
-    distance = np.empty(TILE, dtype=np.float64)
+        return found, total
+    largest = 0
+    for node in visited:
+        largest = max(largest, count[node])
+    scratch = (np.empty(TILE, dtype=np.float64), np.empty(largest, dtype=np.uint8))
+    doubtful = np.empty(total, dtype=np.int64)
     sure = 0
     unsure = 0
-    at = 0
     for node in visited:
-        s, u = flag_rows(pool, (start[node], start[node] + count[node]), p, q, distance, flags, at)
+        s, u = keep_rows(pool, (start[node], start[node] + count[node]), p, q, scratch, found, sure, doubtful, unsure)
         sure += s
         unsure += u
-        at += count[node]
-    out = np.empty(sure, dtype=np.int64)
-    doubtful = np.empty(unsure, dtype=np.int64)
-    k = 0
-    uk = 0
-    at = 0
-    for node in visited:
-        k, uk = write_rows(pool, (start[node], start[node] + count[node]), p, q, flags, at, out, k, doubtful,
-                           uk)
-        at += count[node]
-    return out, doubtful
+    for i in range(unsure):  # practically never any
+        found[sure + i] = doubtful[i]
+    if 2 * (sure + unsure) < total:  # keep no more than twice the answer's memory alive
+        return found[:sure + unsure].copy(), sure
+    return found[:sure + unsure], sure
 
 
 class _Visits(NamedTuple):
@@ -315,8 +333,7 @@ def _test_chunk(first: int, last: int, by_node: np.ndarray, room: np.ndarray, vi
     largest = 0
     for j in range(first, last):
         largest = max(largest, count[visits.node[by_node[j]]])
-    flags = np.empty(largest, dtype=np.uint8)
-    distance = np.empty(TILE, dtype=np.float64)
+    scratch = (np.empty(TILE, dtype=np.float64), np.empty(largest, dtype=np.uint8))
     nothing = np.empty(0, dtype=np.int64)
     as_rows = Query(q.scale, q.exact, q.cube, True)
     p = np.empty(points.shape[1])  # the visit's point, copied: a view per visit would cost a refcount
@@ -329,8 +346,7 @@ def _test_chunk(first: int, last: int, by_node: np.ndarray, room: np.ndarray, vi
         if q.exact:
             for axis in range(p.shape[0]):
                 p[axis] = points[visits.point[v], axis]
-            found[v], doubts[v] = flag_rows(pool, run, p, q, distance, flags, 0)
-            write_rows(pool, run, p, as_rows, flags, 0, rows[cursor:cursor + found[v]], 0, nothing, 0)
+            found[v], doubts[v] = keep_rows(pool, run, p, as_rows, scratch, rows, cursor, nothing, 0)
         else:
             for i in range(count[node]):
                 rows[cursor + i] = run[0] + i
@@ -384,9 +400,8 @@ def _list_unsure(visits: _Visits, start: np.ndarray, count: np.ndarray, pool: Po
         node = visits.node[v]
         run = (start[node], start[node] + count[node])
         p = visits.points[visits.point[v]]
-        flags = np.empty(count[node], dtype=np.uint8)
-        flag_rows(pool, run, p, q, distance, flags, 0)
-        write_rows(pool, run, p, as_rows, flags, 0, nothing, 0, unsure[unsure_at[v]:unsure_at[v + 1]], 0)
+        keep_rows(pool, run, p, as_rows, (distance, np.empty(count[node], dtype=np.uint8)), nothing, 0,
+                  unsure[unsure_at[v]:unsure_at[v + 1]], 0)
         for i in range(unsure_at[v], unsure_at[v + 1]):
             unsure_points[i] = visits.point[v]
 
@@ -402,7 +417,7 @@ PARALLEL_MIN_POINTS = 64
 
 
 def answer_runs(visited: np.ndarray, start: np.ndarray, count: np.ndarray, pool_fields: PoolFields, p: np.ndarray,
-                query_fields: QueryFields) -> tuple[np.ndarray, np.ndarray]:
+                query_fields: QueryFields) -> tuple[np.ndarray, int]:
     """:func:`answer` for Python, the structs as plain tuples: the answer of runs a walk already
     visited (``query_detailed``, which keeps the walk for its trace); the kernel as compiled for
     other kernels, no compile of its own."""

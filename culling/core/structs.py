@@ -13,6 +13,12 @@ per struct and call, a third of a small exact query.  The kernel Python calls
 names its structs again on its first line (``nodes = Nodes(*nodes)``: free in
 compiled code), and every kernel below it takes and passes the named tuples.
 
+Each array handed from Python to a kernel costs about 90 ns at the call
+(numba wraps it for its reference counting), so the node table's six
+per-node integer columns travel as the rows of one array:
+:data:`NodesFields` is ``(columns, cells, child)``, and :func:`nodes_of`
+makes the :class:`Nodes` struct of it (row views, free in compiled code).
+
 >>> q = (2.0, True, False, False)          # as Python passes it
 >>> Query(*q).scale, Query(*q).want_rows   # as the kernels read it
 (2.0, False)
@@ -24,8 +30,10 @@ from typing import NamedTuple
 
 import numpy as np
 
-__all__ = ["Cells", "CellsFields", "Nodes", "NodesFields", "Objects", "ObjectsFields", "Pool", "PoolFields", "Query",
-           "QueryFields", "World", "WorldFields"]
+from culling.core.jit import inline_kernel
+
+__all__ = ["NODE_COLUMNS", "Cells", "CellsFields", "Nodes", "NodesFields", "Objects", "ObjectsFields", "Pool",
+           "PoolFields", "Query", "QueryFields", "World", "WorldFields", "nodes_of"]
 
 
 class World(NamedTuple):
@@ -125,8 +133,22 @@ class Query(NamedTuple):
 
 # The structs' fields as plain tuples, in field order: how Python passes them (see the module's notes).
 WorldFields = tuple[np.ndarray, float, int, int]
-NodesFields = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+#: The node table as Python passes it: ``(columns, cells, child)``, ``columns`` int64 (6, N), the rows
+#: :data:`NODE_COLUMNS` (see :func:`nodes_of`).
+NodesFields = tuple[np.ndarray, np.ndarray, np.ndarray]
 PoolFields = tuple[np.ndarray, np.ndarray, np.ndarray]
 ObjectsFields = tuple[np.ndarray, np.ndarray]
 CellsFields = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
 QueryFields = tuple[float, bool, bool, bool]
+
+#: The rows of the node table's ``columns`` array (:data:`NodesFields`), in order; ``count`` is
+#: :class:`Nodes`'s ``members``.
+NODE_COLUMNS = ("start", "capacity", "count", "level", "parent", "children")
+
+
+@inline_kernel
+def nodes_of(fields: NodesFields) -> Nodes:
+    """The :class:`Nodes` struct of the node table as Python passes it (:data:`NodesFields`): each of
+    the six per-node columns a row of one array, in :data:`NODE_COLUMNS`' order (views, no copy)."""
+    columns, cells, child = fields
+    return Nodes(columns[0], columns[1], columns[2], columns[3], cells, columns[4], columns[5], child)

@@ -36,7 +36,7 @@ from numpy.typing import ArrayLike
 
 from culling.core import growth, members, pairs
 from culling.core.cells import placed_u
-from culling.core.containment import decide, squared_reach, squared_reach_of
+from culling.core.containment import squared_reach, squared_reach_of
 from culling.core.growth import ARRAY_GROWTH
 from culling.core.handles import HandleStack
 from culling.core.locks import reading, writing
@@ -404,9 +404,7 @@ class DenseViewDistanceGrid(Structure):
         """
         p = np.array(as_coords(point, self.dim, "point"))
         scale = as_scale(scale)
-        rows, unsure = self._query(p, as_flag(exact), scale, True)
-        if unsure.size:  # within rounding of a surface: exact arithmetic decides
-            rows = np.concatenate([rows, unsure[decide(self._cells.columns, unsure, p, self.shape, scale)]])
+        rows = self._settled(*self._query(p, as_flag(exact), scale, True), p, scale, True)
         columns = self._cells.columns
         return self._cells.handles[rows], columns[: self.dim, rows].T.copy(), columns[self.dim, rows]
 
@@ -484,13 +482,17 @@ class DenseViewDistanceGrid(Structure):
             first = last
         return QueryTrace(point=p, candidates=candidates, levels=levels)
 
-    def _query(self, p: np.ndarray, exact: bool, scale: float, want_rows: bool) -> tuple[np.ndarray, np.ndarray]:
+    def _query(self, p: np.ndarray, exact: bool, scale: float, want_rows: bool) -> tuple[np.ndarray, int]:
         """One point's answer from its visited cells' runs (:func:`culling.grid.walk.visits`, then
-        :func:`culling.core.members.answer`): the sure handles (or pool rows) and the unsure rows."""
+        :func:`culling.core.members.answer`): ``(found, sure)``, the sure handles (or pool rows), then the
+        unsure rows."""
         if not self._count:
-            return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64)
-        return gridwalk.query(p, (scale, exact, self._cube, want_rows), self._world(), self._cell_arrays(),
-                              self._pool_arrays(), MAX_ENUMERATED_CELLS)
+            return np.empty(0, dtype=np.int64), 0
+        world, cells, pool = self._current(self._structs)
+        return gridwalk.query(p, (scale, exact, self._cube, want_rows), world, cells, pool, MAX_ENUMERATED_CELLS)
+
+    def _structs(self) -> tuple[WorldFields, CellsFields, PoolFields]:
+        return self._world(), self._cell_arrays(), self._pool_arrays()
 
     def _world(self) -> WorldFields:
         """The :class:`~culling.core.structs.World` the kernels read, as a plain tuple (the root is cell 0)."""

@@ -215,10 +215,11 @@ def trace_visit(p: np.ndarray, scale: float, world_fields: WorldFields,
 
 @kernel
 def query(p: np.ndarray, query_fields: QueryFields, world_fields: WorldFields, cells_fields: CellsFields,
-          pool_fields: PoolFields, limit: int) -> tuple[np.ndarray, np.ndarray]:
+          pool_fields: PoolFields, limit: int) -> tuple[np.ndarray, int]:
     """One query: the visited non-empty cells (:func:`_visits`), then their members that pass
     (:func:`culling.core.members.answer`), as the tree's :func:`culling.tree.walk.query`; the
-    structs as plain tuples.  Returns the sure handles (or pool rows) and the unsure pool rows.
+    structs as plain tuples.  Returns ``(found, sure)``: the sure handles (or pool rows), then the
+    unsure pool rows.
     A kernel, as the tree's (the hot single query: no named tuples passed from Python)."""
     q = Query(*query_fields)
     runs, _, run_start, run_count = _visits(p.reshape(1, p.shape[0]), q.scale, World(*world_fields),

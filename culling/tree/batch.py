@@ -33,7 +33,7 @@ from culling.core.cells import home, level_of
 from culling.core.containment import reach_of
 from culling.core.jit import inline_kernel, kernel
 from culling.core.lattice import MAX_DEPTH
-from culling.core.structs import Nodes, NodesFields, ObjectsFields, PoolFields, WorldFields
+from culling.core.structs import NodesFields, ObjectsFields, PoolFields, WorldFields, nodes_of
 from culling.core.threads import run_chunks, thread_count
 from culling.core.tiles import cover, cover_row
 
@@ -212,7 +212,7 @@ def _settle_part(batch: tuple[np.ndarray, np.ndarray, np.ndarray],
     handles, centres, radii = batch
     origin, size, _, _ = world_fields  # the structs of culling.core.structs, in field order
     obj_node, obj_pos = objects_fields
-    nodes = Nodes(*nodes_fields)
+    nodes = nodes_of(nodes_fields)
     node_level, node_cells = nodes.level, nodes.cells
     _, columns, tile_box = pool_fields
     n, dim = centres.shape
@@ -355,7 +355,7 @@ def unlink(handles: np.ndarray, objects_fields: ObjectsFields, nodes_fields: Nod
     ``handles`` int64, live and unique.  O(len(handles)).
     """
     obj_node, obj_pos = objects_fields
-    nodes = Nodes(*nodes_fields)
+    nodes = nodes_of(nodes_fields)
     node_start, node_count = nodes.start, nodes.members
     pool_handles, columns, tile_box = pool_fields
     width = columns.shape[0]
@@ -395,7 +395,7 @@ def place(handles: np.ndarray, group_of: np.ndarray, homes: np.ndarray, centres:
     stream per home.  O(n).
     """
     obj_node, obj_pos = objects_fields  # the structs of culling.core.structs, in field order
-    nodes = Nodes(*nodes_fields)
+    nodes = nodes_of(nodes_fields)
     node_start, node_count = nodes.start, nodes.members
     pool_handles, columns, tile_box = pool_fields
     n, dim = centres.shape

@@ -29,7 +29,7 @@ import numpy as np
 from culling.core import growth
 from culling.core.growth import ARRAY_GROWTH, grown
 from culling.core.jit import kernel
-from culling.core.structs import NodesFields
+from culling.core.structs import NODE_COLUMNS, Nodes, NodesFields, nodes_of
 
 __all__ = ["DEAD_ROW", "NodeTable", "SHRINK_RATIO"]
 
@@ -39,12 +39,15 @@ class NodeTable:
 
     Attributes
     ----------
-    start, capacity, count : ndarray, (N,), int64
+    columns : ndarray, (6, N), int64
+        The per-node integer columns below, one per row (:data:`~culling.core.structs.NODE_COLUMNS`):
+        one array for the kernels to take instead of six (:func:`~culling.core.structs.nodes_of`).
+    start, capacity, count : ndarray, (N,), int64, rows of ``columns``
         The node's block of pool rows: where it starts, its size, rows used.
-    level : ndarray, (N,), int64
+    level : ndarray, (N,), int64, a row of ``columns``
     cells : ndarray, (dim, N), int64, column-wise like the lattice's cells
-    parent : ndarray, (N,), int64, -1 for the root
-    children : ndarray, (N,), int64, number of live children
+    parent : ndarray, (N,), int64, -1 for the root; a row of ``columns``
+    children : ndarray, (N,), int64, number of live children; a row of ``columns``
     child : ndarray, (N, 2**dim), int64, C-contiguous
         The live children by quadrant (``sum((cell[axis] & 1) << axis)``),
         -1 for none: the links a top-down walk follows, and the only index.
@@ -52,18 +55,37 @@ class NodeTable:
         A stack of the dead rows below ``issued``: ``free[:free_count]``, the next to reuse last.
     """
 
+    start: np.ndarray
+    capacity: np.ndarray
+    count: np.ndarray
+    level: np.ndarray
+    parent: np.ndarray
+    children: np.ndarray
+
     def __init__(self, dim: int, capacity: int = 16):
-        self.start = np.zeros(capacity, dtype=np.int64)
-        self.capacity = np.zeros(capacity, dtype=np.int64)
-        self.count = np.full(capacity, -1, dtype=np.int64)
-        self.level = np.zeros(capacity, dtype=np.int64)
+        self._set_columns(_new_columns(capacity))
         self.cells = np.zeros((dim, capacity), dtype=np.int64)
-        self.parent = np.full(capacity, -1, dtype=np.int64)
-        self.children = np.zeros(capacity, dtype=np.int64)
         self.child = np.full((capacity, 1 << dim), -1, dtype=np.int64)
         self.free = np.zeros(capacity, dtype=np.int64)
         self.free_count = 0
         self.issued = 0  # node ids handed out so far (live or free)
+
+    def _set_columns(self, columns: np.ndarray) -> None:
+        """Keep ``columns`` and its rows under their names (views, so writes through them land in it)."""
+        self.columns = columns
+        for row, name in enumerate(NODE_COLUMNS):
+            setattr(self, name, columns[row])
+
+    def __getstate__(self) -> dict[str, object]:
+        """Pickle and copy the arrays once: the rows are views of ``columns``, made again on load."""
+        state = dict(self.__dict__)
+        for name in NODE_COLUMNS:
+            del state[name]
+        return state
+
+    def __setstate__(self, state: dict[str, object]) -> None:
+        self.__dict__.update(state)
+        self._set_columns(self.columns)
 
     @property
     def live(self) -> int:
@@ -75,10 +97,15 @@ class NodeTable:
         return self.free[: self.free_count]
 
     def arrays(self) -> NodesFields:
-        """The table's columns as the kernels take them: :class:`~culling.core.structs.Nodes`'s fields,
+        """The table as the kernels take it: ``(columns, cells, child)`` (:data:`~culling.core.structs.NodesFields`),
         a plain tuple (references, no copy; valid until the table next grows)."""
-        return (self.start, self.capacity, self.count, self.level, self.cells, self.parent, self.children,
-                self.child)
+        return self.columns, self.cells, self.child
+
+    def struct(self) -> Nodes:
+        """The table as the :class:`~culling.core.structs.Nodes` struct, for Python code that calls an
+        inner kernel directly (tests, profiling)."""
+        return Nodes(self.start, self.capacity, self.count, self.level, self.cells, self.parent, self.children,
+                     self.child)
 
     def nbytes(self) -> int:
         return sum(a.nbytes for a in self.arrays()) + int(self.free.nbytes)
@@ -241,24 +268,21 @@ class NodeTable:
         length = max(16, int(live * ARRAY_GROWTH))
         renumber = np.full(self.issued, -1, dtype=np.int64)
         renumber[alive] = np.arange(live, dtype=np.int64)
-        columns = {}
-        for name, fill in _COLUMNS:
-            old = getattr(self, name)
-            new = growth.allocate((length,) + old.shape[1:], old.dtype, fill)
-            new[:live] = old[alive]
-            columns[name] = new
+        columns = _new_columns(length)
+        columns[:, :live] = self.columns[:, alive]
+        child = growth.allocate((length, self.child.shape[1]), np.int64, -1)
+        child[:live] = self.child[alive]
         cells = growth.allocate((self.cells.shape[0], length), np.int64, 0)
         cells[:, :live] = self.cells[:, alive]
         free = growth.allocate((length,), np.int64, 0)
-        parent, child = columns["parent"], columns["child"]
+        parent = columns[NODE_COLUMNS.index("parent")]
         links = parent[:live]
         parent[:live] = np.where(links >= 0, renumber[np.maximum(links, 0)], -1)
         links = child[:live]
         child[:live] = np.where(links >= 0, renumber[np.maximum(links, 0)], -1)
         # Commit: nothing below allocates arrays.
-        for name, array in columns.items():
-            setattr(self, name, array)
-        self.cells, self.free = cells, free
+        self._set_columns(columns)
+        self.cells, self.child, self.free = cells, child, free
         self.issued = live
         self.free_count = 0
         return renumber
@@ -266,17 +290,27 @@ class NodeTable:
     def _grow(self, length: int) -> None:
         """At least ``length`` rows (by ``ARRAY_GROWTH``): every new array is allocated before any
         is replaced, so a ``MemoryError`` leaves the table as it was."""
-        columns = {name: grown(getattr(self, name), length, fill) for name, fill in _COLUMNS}
-        cells = grown(self.cells.T, length, 0).T.copy()
-        free = grown(self.free, length, 0)
-        for name, array in columns.items():
-            setattr(self, name, array)
-        self.cells, self.free = cells, free
+        child = grown(self.child, length, -1)
+        old = self.columns.shape[1]
+        columns = _new_columns(child.shape[0])
+        columns[:, :old] = self.columns
+        cells = grown(self.cells.T, child.shape[0], 0).T.copy()
+        free = grown(self.free, child.shape[0], 0)
+        self._set_columns(columns)
+        self.cells, self.child, self.free = cells, child, free
 
 
-#: The table's per-node columns other than ``cells`` (stored transposed), with the fill of a new row.
-_COLUMNS = (("start", 0), ("capacity", 0), ("count", -1), ("level", 0), ("parent", -1), ("children", 0),
-            ("child", -1))
+#: What a new row holds in each of :data:`~culling.core.structs.NODE_COLUMNS`: a dead row (count -1,
+#: no parent).
+_NEW_ROW = {"start": 0, "capacity": 0, "count": -1, "level": 0, "parent": -1, "children": 0}
+
+
+def _new_columns(length: int) -> np.ndarray:
+    """The per-node columns of ``length`` new (dead) rows, int64 (6, length)."""
+    columns = growth.allocate((len(NODE_COLUMNS), length), np.int64, 0)
+    for row, name in enumerate(NODE_COLUMNS):
+        columns[row] = _NEW_ROW[name]
+    return columns
 
 #: What every dead row holds besides ``count == -1``: no block, no children, no links (a node is
 #: deleted only when childless, and fresh rows are filled so), which a new node then keeps.
@@ -309,7 +343,7 @@ def _descend(keys: np.ndarray, homes: np.ndarray, search: tuple[int, int, np.nda
     Returns ``(done, free_count, issued, made)``: keys finished (all, unless
     the table ran out of rows), the free stack's height, rows issued, ids in ``created``.
     """
-    start, capacity, count, level, node_cells, parent, children, child = nodes_fields  # Nodes, in field order
+    start, capacity, count, level, node_cells, parent, children, child = nodes_of(nodes_fields)
     done, root, near = search
     free, free_count, issued, create = rows
     created, made = new
@@ -372,7 +406,7 @@ def _prune(nodes: np.ndarray, root: int, stack: tuple[np.ndarray, int], released
     (``stack = (free, free_count)``) and its block, if any, into
     ``released = (starts, capacities)``.  Returns ``(free_count, blocks released)``.
     """
-    start, capacity, count, level, node_cells, parent, children, child = nodes_fields  # Nodes, in field order
+    start, capacity, count, level, node_cells, parent, children, child = nodes_of(nodes_fields)
     free, free_count = stack
     starts, capacities = released
     k = 0

@@ -32,7 +32,7 @@ import numpy as np
 from culling.core import growth, tiles
 from culling.core.jit import inline_kernel, kernel
 from culling.core.rows import RowPool
-from culling.core.structs import Nodes, NodesFields, PoolFields
+from culling.core.structs import NodesFields, PoolFields, nodes_of
 from culling.core.tiles import cover_row
 
 if TYPE_CHECKING:
@@ -259,7 +259,7 @@ def _make_room(ids: np.ndarray, more: np.ndarray, done: int, obj_row: np.ndarray
     released.  Stops at the first node the pool has no room for: ``done`` is
     its index and ``need`` the rows the nodes from it on need at most.
     """
-    nodes = Nodes(*nodes_fields)
+    nodes = nodes_of(nodes_fields)
     node_start, node_capacity, node_count = nodes.start, nodes.capacity, nodes.members
     pool_handles, columns, tile_box = pool_fields
     heads, top = free

@@ -16,7 +16,7 @@ import numpy as np
 
 from culling.core.jit import kernel
 from culling.core.overlap import owned, probe_run
-from culling.core.structs import Nodes, NodesFields, Pool, PoolFields, Query, QueryFields, World, WorldFields
+from culling.core.structs import NodesFields, Pool, PoolFields, Query, QueryFields, World, WorldFields, nodes_of
 from culling.tree.walk import walk
 
 __all__ = ["probe_chunk"]
@@ -34,7 +34,7 @@ def probe_chunk(points: np.ndarray, grows: np.ndarray, lo: int, hi: int, query_f
     tested for, are settled exactly by the caller.  The structs as plain
     tuples.  O(probes x levels + candidates).
     """
-    q, world, nodes, pool = Query(*query_fields), World(*world_fields), Nodes(*nodes_fields), Pool(*pool_fields)
+    q, world, nodes, pool = Query(*query_fields), World(*world_fields), nodes_of(nodes_fields), Pool(*pool_fields)
     start, count = nodes.start, nodes.members
     counts = np.zeros(hi - lo, dtype=np.int64)
     out = np.empty(64, dtype=np.int64)

@@ -40,13 +40,22 @@ from numpy.typing import ArrayLike
 
 from culling.core import growth, members, pairs
 from culling.core.cells import home
-from culling.core.containment import decide, reach_of, squared_reach
+from culling.core.containment import reach_of, squared_reach
 from culling.core.growth import ARRAY_GROWTH, grown
 from culling.core.handles import HandleStack
 from culling.core.jit import kernel
 from culling.core.lattice import ANCHOR, MAX_DEPTH, MAX_GROWTH, Lattice
 from culling.core.locks import reading, writing
-from culling.core.structs import Nodes, NodesFields, Objects, ObjectsFields, Pool, PoolFields, World, WorldFields
+from culling.core.structs import (
+    NodesFields,
+    Objects,
+    ObjectsFields,
+    Pool,
+    PoolFields,
+    World,
+    WorldFields,
+    nodes_of,
+)
 from culling.core.structure import Parts, Structure
 from culling.core.tiles import TILE_ROWS, TILE_SHIFT, cover_row
 from culling.core.validation import (
@@ -406,10 +415,13 @@ class ViewDistanceTree(Structure):
     def _rows(self) -> tuple[np.ndarray, np.ndarray]:
         return self._pool.columns, self._pool.handles
 
-    def _query(self, p: np.ndarray, exact: bool, scale: float, want_rows: bool) -> tuple[np.ndarray, np.ndarray]:
+    def _query(self, p: np.ndarray, exact: bool, scale: float, want_rows: bool) -> tuple[np.ndarray, int]:
         """The walk of :func:`culling.tree.walk.query`: at most ``2**dim`` nodes per level for ``scale <= 1``."""
-        return walk.query(p, (scale, exact, self._cube, want_rows), self._world(), self._nodes.arrays(),
-                          self._pool.arrays())
+        world, nodes, pool = self._current(self._structs)
+        return walk.query(p, (scale, exact, self._cube, want_rows), world, nodes, pool)
+
+    def _structs(self) -> tuple[WorldFields, NodesFields, PoolFields]:
+        return self._world(), self._nodes.arrays(), self._pool.arrays()
 
     def _answer_parts(self, points: np.ndarray, exact: bool, scale: float) -> Parts:
         """Every point's nodes (:func:`culling.tree.walk.visits`), then their members
@@ -450,7 +462,7 @@ class ViewDistanceTree(Structure):
         each other); memory: the output plus O(objects + nodes).
         """
         table, pool = self._nodes, self._pool
-        nodes = Nodes(*table.arrays())
+        nodes = table.struct()
         return pairs.overlapping_pairs((nodes.start, nodes.members, nodes.level, nodes.cells), pool.handles,
                                        pool.columns, self._count, (self.origin, self.size, float(ANCHOR)), self._cube,
                                        self.shape, lambda: (self._root, nodes.child, nodes.start, nodes.members))
@@ -472,10 +484,7 @@ class ViewDistanceTree(Structure):
         p = np.array(as_coords(point, self.dim, "point"))
         scale = as_scale(scale)
         pool = self._pool
-        rows, unsure = walk.query(p, (scale, as_flag(exact), self._cube, True), self._world(), self._nodes.arrays(),
-                                  pool.arrays())
-        if unsure.size:  # within rounding of a surface: exact arithmetic decides
-            rows = np.concatenate([rows, unsure[decide(pool.columns, unsure, p, self.shape, scale)]])
+        rows = self._settled(*self._query(p, as_flag(exact), scale, True), p, scale, True)
         return pool.handles[rows], pool.columns[: self.dim, rows].T.copy(), pool.columns[self.dim, rows]
 
     @reading
@@ -488,14 +497,14 @@ class ViewDistanceTree(Structure):
         scale = as_scale(scale)
         if not self._count:
             return QueryTrace(point=p, candidates=np.empty(0, dtype=np.int64), levels=[])
-        visited, ends = walk.trace_walk(p, scale, self._world(), self._nodes.arrays())
+        visited, ends = walk.trace_walk(p, scale, self._world(), self._nodes.struct())
         return self._trace_of(p, scale, visited, ends)
 
     def _walk_runs(self, p: np.ndarray, scale: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """The nodes one query visits (:func:`culling.tree.walk.trace_walk`), with ``ends`` per level and
         each visited node's member run (start, count)."""
         nodes = self._nodes
-        visited, ends = walk.trace_walk(p, scale, self._world(), nodes.arrays())
+        visited, ends = walk.trace_walk(p, scale, self._world(), nodes.struct())
         return visited, ends, nodes.start[visited], nodes.count[visited]
 
     def _pool_fields(self) -> PoolFields:
@@ -850,7 +859,7 @@ def _home_one(sphere: np.ndarray, handle: int, world_fields: WorldFields, object
     the node of ``handle`` (-1: no object), the sphere is stored in the
     object's row and its tile covers it: :data:`STAYS`.  O(dim), no allocation.
     """
-    world, objects, nodes, pool = World(*world_fields), Objects(*objects_fields), Nodes(*nodes_fields), Pool(*pool_fields)
+    world, objects, nodes, pool = World(*world_fields), Objects(*objects_fields), nodes_of(nodes_fields), Pool(*pool_fields)
     dim = world.origin.shape[0]
     sphere[0, dim + 1] = reach_of(sphere[0, dim])
     home(sphere[:, :dim], sphere[:, dim], 0, world.origin, world.size, key, 0)

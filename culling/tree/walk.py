@@ -26,7 +26,7 @@ from culling.core.cells import grown_half, half_reach_by, visit_window
 from culling.core.jit import inline_kernel, kernel
 from culling.core.lattice import MAX_DEPTH, MAX_GROWTH
 from culling.core.members import PARALLEL_MIN_POINTS, answer
-from culling.core.structs import Nodes, NodesFields, Pool, PoolFields, Query, QueryFields, World, WorldFields
+from culling.core.structs import Nodes, NodesFields, Pool, PoolFields, Query, QueryFields, World, WorldFields, nodes_of
 from culling.core.threads import run_chunks
 
 __all__ = ["query", "trace_walk", "visits", "walk"]
@@ -168,28 +168,29 @@ def walk(p: np.ndarray, scale: float, world: World, nodes: Nodes, grow: float = 
 
 @kernel
 def query(p: np.ndarray, query_fields: QueryFields, world_fields: WorldFields, nodes_fields: NodesFields,
-          pool_fields: PoolFields) -> tuple[np.ndarray, np.ndarray]:
+          pool_fields: PoolFields) -> tuple[np.ndarray, int]:
     """One query: walk, then keep each visited member that passes (all of them unless ``exact``).
 
     The structs come as plain tuples (:mod:`culling.core.structs`).  Returns
-    the handles (with ``want_rows``, the pool rows) and the pool rows the
-    exact filter left unsure (:func:`culling.core.containment.decide` settles
-    them); O(levels + candidates).
+    :func:`culling.core.members.answer`'s ``(found, sure)``: the handles
+    (with ``want_rows``, the pool rows), then the pool rows the exact filter
+    left unsure (:func:`culling.core.containment.decide` settles them);
+    O(levels + candidates).
 
     A kernel of its own (its compile links :func:`walk` and
     :func:`culling.core.members.answer` again, about a second at a cold
     start): Python calling the two with their named tuples would cost
     several microseconds more per query, the hottest call there is.
     """
-    q, nodes = Query(*query_fields), Nodes(*nodes_fields)
+    q, nodes = Query(*query_fields), nodes_of(nodes_fields)
     visited, _ = walk(p, q.scale, World(*world_fields), nodes)
     return answer(visited, nodes.start, nodes.members, Pool(*pool_fields), p, q)
 
 
-def trace_walk(p: np.ndarray, scale: float, world_fields: WorldFields,
-               nodes_fields: NodesFields) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`walk` for Python (the tree's trace), the structs as plain tuples."""
-    return walk(p, scale, World(*world_fields), Nodes(*nodes_fields))
+def trace_walk(p: np.ndarray, scale: float, world_fields: WorldFields, nodes: Nodes) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`walk` for Python (the tree's trace): the world as a plain tuple, the node table as its
+    struct (:meth:`culling.tree.nodes.NodeTable.struct`)."""
+    return walk(p, scale, World(*world_fields), nodes)
 
 
 #: A point's visits kept from the first walk of :func:`visits`; a point that
@@ -209,7 +210,7 @@ def _visits(points: np.ndarray, scale: float, world_fields: WorldFields, nodes_f
     nothing to test there.  The structs as plain tuples (Python calls it
     once per chunk).  O(m x levels).
     """
-    world, nodes = World(*world_fields), Nodes(*nodes_fields)
+    world, nodes = World(*world_fields), nodes_of(nodes_fields)
     m = points.shape[0]
     kept = np.empty((m, _KEPT_VISITS), dtype=np.int64)
     first_visit = np.zeros(m + 1, dtype=np.int64)

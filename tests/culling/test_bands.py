@@ -21,7 +21,6 @@ import pytest
 from culling import DenseViewDistanceGrid, ViewDistanceTree
 from culling.core import bands, pairs
 from culling.core.lattice import ANCHOR
-from culling.core.structs import Nodes
 
 
 def brute(centres: np.ndarray, radii: np.ndarray, handles: np.ndarray, shape: str) -> set[tuple[int, int]]:
@@ -56,13 +55,13 @@ def as_set(first: np.ndarray, second: np.ndarray) -> set[tuple[int, int]]:
 
 
 def layout_of(tree: ViewDistanceTree) -> bands.Layout:
-    nodes = Nodes(*tree._nodes.arrays())
+    nodes = tree._nodes.struct()
     return bands.build((nodes.start, nodes.members, nodes.level, nodes.cells), tree._pool.handles,
                        tree._pool.columns, float(ANCHOR), False)
 
 
 def dual(tree: ViewDistanceTree) -> set[tuple[int, int]]:
-    nodes = Nodes(*tree._nodes.arrays())
+    nodes = tree._nodes.struct()
     return as_set(*pairs.dual_pairs(tree._root, nodes.child, nodes.start, nodes.members, tree._pool.handles,
                                     tree._pool.columns, len(tree), tree._cube, tree.shape))
 
@@ -187,7 +186,7 @@ def test_gather_in_parts_matches_one_part() -> None:
     radii = np.where(rng.random(n) < 0.02, rng.uniform(8.0, 20.0, n), rng.uniform(0.5, 2.5, n))
     handles = tree.insert_many(centres, radii)
     tree.update_many(handles[::3], centres[::3] + rng.uniform(-2.0, 2.0, (len(handles[::3]), 3)))
-    nodes = Nodes(*tree._nodes.arrays())
+    nodes = tree._nodes.struct()
     runs = (nodes.start, nodes.members, nodes.level, nodes.cells)
     one = bands.build(runs, tree._pool.handles, tree._pool.columns, float(ANCHOR), False)
     many = bands.build(runs, tree._pool.handles, tree._pool.columns, float(ANCHOR), True)

@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from culling import CollisionCandidates, DenseViewDistanceGrid, ViewDistanceTree
-from culling.core.structs import Nodes, World
+from culling.core.structs import World
 from culling.tree.walk import walk
 
 SIZE = 16.0
@@ -201,7 +201,7 @@ def test_probe_walk_visits_at_most_the_stated_nodes_per_level():
     nodes = tree._nodes
     for rho in (0.0, 0.1, 0.7, 3.0):
         p = rng.uniform(0, SIZE, 2)
-        visited, ends = walk(p, 1.0, World(*tree._world()), Nodes(*nodes.arrays()), rho)
+        visited, ends = walk(p, 1.0, World(*tree._world()), nodes.struct(), rho)
         for depth in range(1, ends.size):
             w = tree._lattice.node_size(tree.root_level + depth)
             assert ends[depth] - ends[depth - 1] <= (2 + math.ceil(2 * rho / w)) ** 2

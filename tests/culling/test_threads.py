@@ -330,7 +330,7 @@ def test_lock_lets_readers_share_and_a_writer_wait_for_them():
     w.join(5)
     r.join(5)
     assert events == ["write", "late read"]
-    assert (lock._readers, lock._waiting, lock._writing) == (0, 0, False)
+    assert (lock.readers, lock._waiting, lock._writing, lock._closed) == (0, 0, False, False)
 
 
 def test_lock_lets_one_writer_in_at_a_time():
@@ -394,4 +394,4 @@ def test_lock_lets_readers_in_when_a_waiting_writer_gives_up():
         lock.acquire_write()
     assert entered.wait(5)  # the reader went in once the writer gave up
     lock.release_read()
-    assert (lock._readers, lock._waiting, lock._writing) == (0, 0, False)
+    assert (lock.readers, lock._waiting, lock._writing, lock._closed) == (0, 0, False, False)

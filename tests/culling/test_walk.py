@@ -94,10 +94,10 @@ def reference_walk(tree: ViewDistanceTree, p: list[float], scale: float) -> tupl
 
 def compiled_walk(tree: ViewDistanceTree, p: list[float], scale: float,
                   cells: np.ndarray | None = None) -> tuple[list[int], list[int]]:
-    arrays = tree._nodes.arrays()
-    if cells is not None:  # Nodes' fields: start, capacity, count, level, cells, ...
-        arrays = arrays[:4] + (cells,) + arrays[5:]
-    visited, ends = treewalk.trace_walk(np.array(p, dtype=np.float64), scale, tree._world(), arrays)
+    nodes = tree._nodes.struct()
+    if cells is not None:
+        nodes = nodes._replace(cells=cells)
+    visited, ends = treewalk.trace_walk(np.array(p, dtype=np.float64), scale, tree._world(), nodes)
     return visited.tolist(), ends.tolist()
 
 
