@@ -57,6 +57,12 @@ class ReadWriteLock:
 
     __slots__ = ("__weakref__", "_changed", "_closed", "_mutex", "_running", "_waiting", "_writing", "writes")
 
+    _running: list[None]
+    _waiting: int
+    _writing: bool
+    _closed: bool
+    writes: int
+
     def __init__(self) -> None:
         self._reset()
         _LOCKS.add(self)
@@ -132,11 +138,11 @@ class ReadWriteLock:
     def _reset(self) -> None:
         self._mutex = threading.Lock()
         self._changed = threading.Condition(self._mutex)
-        self._running: list[None] = []  # one entry per reader running
-        self._waiting = 0               # writers waiting
-        self._writing = False           # a writer running
-        self._closed = False            # a writer runs or waits: readers queue
-        self.writes = 0
+        self._running = []      # one entry per reader running
+        self._waiting = 0       # writers waiting
+        self._writing = False   # a writer running
+        self._closed = False    # a writer runs or waits: readers queue
+        self.writes = 0         # writers finished
 
 
 _LOCKS: weakref.WeakSet[ReadWriteLock] = weakref.WeakSet()

@@ -255,7 +255,7 @@ class NodeTable:
         After a compaction the table has ``ARRAY_GROWTH`` rows per live node,
         so at least half the nodes must go before the next: amortised O(1).
         """
-        return self.count.shape[0] > SHRINK_RATIO * self.live + 64
+        return bool(self.count.shape[0] > SHRINK_RATIO * self.live + 64)
 
     def compact(self) -> np.ndarray:
         """Renumber the live nodes ``0 .. live - 1`` into fresh arrays sized to them; returns the
