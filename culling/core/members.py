@@ -95,7 +95,7 @@ def write_rows(pool: Pool, run: tuple[int, int], p: np.ndarray, q: Query, flags:
     return k, uk
 
 
-@kernel
+@kernel(refcounts=False)
 def keep_rows(pool: Pool, run: tuple[int, int], p: np.ndarray, q: Query, scratch: tuple[np.ndarray, np.ndarray],
               out: np.ndarray, k: int, unsure: np.ndarray, uk: int) -> tuple[int, int]:
     """The exact test of one run of pool rows against ``p``: the sure rows' handles (with
@@ -106,7 +106,9 @@ def keep_rows(pool: Pool, run: tuple[int, int], p: np.ndarray, q: Query, scratch
     pass (:func:`culling.core.containment.flag_rows`) and the write
     (:func:`write_rows`), both inlined here: one call per run while its
     tiles are in cache.  ``scratch`` is ``(distance, flags)``: ``TILE``
-    floats and a byte per row of the run (or more).  O(tiles + rows tested).
+    floats and a byte per row of the run (or more).  Compiled without
+    reference counting (it allocates nothing): a call then costs its callers
+    no more than an inlined copy would.  O(tiles + rows tested).
     """
     distance, flags = scratch
     sure, doubtful = flag_rows(pool, run, p, q, distance, flags, 0)
