@@ -10,6 +10,14 @@ directory at all can be written (a read-only container, a service user
 without a home), the kernels are compiled in memory, in every process, and
 one ``RuntimeWarning`` says so.
 
+numba keys a kernel's cached machine code by its own source file only, but
+a kernel's code holds the kernels it calls from other files: after an edit
+of ``core/members.py``, the tree's query would load its old copy of
+``keep_rows`` from the cache, silently (an engine that carries a modified
+copy of the library would run the unmodified code).  So every kernel's
+cache entry is also stamped with :data:`SOURCE_FINGERPRINT`, a hash of
+every source file of the package: any edit anywhere compiles them all again.
+
 Every kernel is serial and releases the GIL (``nogil``): the batch calls run
 their chunks on the library's own threads (:mod:`culling.core.threads`), and
 nothing is compiled with ``parallel=True``, so numba's threading layer
@@ -25,8 +33,10 @@ instead of raising (and keeps the check out of the loops).
 from __future__ import annotations
 
 import functools
+import hashlib
 import warnings
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, TypeVar, cast, overload
 
 import numba
@@ -46,6 +56,30 @@ KERNELS: list[Any] = []
 
 _cache_ok: bool | None = None
 
+
+def _source_fingerprint() -> str:
+    """A hash of every ``.py`` file of the package, by path and content (about a millisecond)."""
+    root = Path(__file__).resolve().parents[1]
+    digest = hashlib.sha256()
+    for path in sorted(root.rglob("*.py")):
+        digest.update(path.relative_to(root).as_posix().encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+#: What every cached kernel's index is stamped with besides its own file (see the module's notes).
+SOURCE_FINGERPRINT = _source_fingerprint()
+
+
+def _stamp_with_package(compiled: Any) -> Any:
+    """Make ``compiled``'s disk cache valid only for this exact package source (numba compares the
+    stamp it stored with the one it expects, and compiles again on a difference).  Reaches into
+    numba's cache object; a numba without it keeps its own per-file stamp."""
+    cache_file = getattr(getattr(compiled, "_cache", None), "_cache_file", None)
+    if cache_file is not None and hasattr(cache_file, "_source_stamp"):
+        cache_file._source_stamp = (cache_file._source_stamp, SOURCE_FINGERPRINT)
+    return compiled
+
 _unliteral: Callable[[Any], Any] = _types.unliteral
 
 
@@ -55,7 +89,7 @@ def _compile(fn: Callable[..., Any], cached: bool = True, **options: Any) -> Any
     global _cache_ok
     if cached and _cache_ok is not False:
         try:
-            compiled = numba.njit(cache=True, **_OPTIONS, **options)(fn)
+            compiled = _stamp_with_package(numba.njit(cache=True, **_OPTIONS, **options)(fn))
             _cache_ok = True
             return compiled
         except RuntimeError as exc:  # numba: "cannot cache function ...: no locator available"

@@ -246,7 +246,7 @@ class Structure(ABC):
             p = np.array(as_coords(point, self.dim, "point"))
             scale = as_scale(scale)
             found, sure = self._query(p, as_flag(exact), scale, False)
-            return self._settled(found, sure, p, scale, False)
+            return found if sure == found.shape[0] else self._settled(found, sure, p, scale, False)
         finally:
             lock.release_read()
 

@@ -341,7 +341,9 @@ def as_flag(value: object, name: str = "exact") -> bool:
     >>> as_flag(np.True_, "trace")
     True
     """
-    if isinstance(value, (bool, np.bool_)):
+    if value is True or value is False:  # the common case, fast
+        return value is True
+    if isinstance(value, np.bool_):
         return bool(value)
     raise TypeError(f"{name} must be True or False, not {type(value).__name__} {value!r}")
 

@@ -130,6 +130,35 @@ def test_an_install_where_no_cache_can_be_written_compiles_in_memory(tmp_path):
     assert proc.stderr.count("no numba cache directory can be written") == 1, proc.stderr[-3000:]
 
 
+#: Compiles (or loads) one small kernel; prints how many of its signatures came from the cache and how
+#: many were compiled.
+CACHE_PROBE = """
+import numpy as np
+from culling.core import members
+members.candidates(np.arange(3), np.ones(3, dtype=np.int64))
+print(sum(members.candidates.stats.cache_hits.values()), sum(members.candidates.stats.cache_misses.values()))
+"""
+
+
+def test_an_edit_anywhere_in_the_package_compiles_the_kernels_again(tmp_path):
+    """numba stamps a cached kernel with its own file only, but a kernel holds the code of the kernels it
+    calls from other files: the package's fingerprint makes an edit of any file (here a comment in
+    another module) load nothing stale from the cache."""
+    site = tmp_path / "site"
+    shutil.copytree(PACKAGE, site / "culling", ignore=shutil.ignore_patterns("__pycache__"))
+    env = _env(NUMBA_CACHE_DIR=str(tmp_path / "cache"))
+    env["PYTHONPATH"] = str(site)
+    runs = []
+    for edit in (False, False, True):
+        if edit:
+            with open(site / "culling" / "core" / "lattice.py", "a") as source:
+                source.write("# an edit in another module\n")
+        proc = _run(CACHE_PROBE, env, tmp_path)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        runs.append(proc.stdout.split())
+    assert runs == [["0", "1"], ["1", "0"], ["0", "1"]]  # compiled; loaded; compiled again after the edit
+
+
 def test_concurrent_cold_compiles_into_one_cache_are_safe(tmp_path):
     cache = tmp_path / "cache"
     env = _env(NUMBA_CACHE_DIR=str(cache))
