@@ -55,9 +55,11 @@ class ReadWriteLock:
     cached from the structure is current while it is unchanged.
     """
 
-    __slots__ = ("__weakref__", "_changed", "_closed", "_mutex", "_running", "_waiting", "_writing", "writes")
+    __slots__ = ("__weakref__", "_changed", "_closed", "_mutex", "_queued", "_running", "_waiting", "_writing",
+                 "writes")
 
     _running: list[None]
+    _queued: int
     _waiting: int
     _writing: bool
     _closed: bool
@@ -73,7 +75,11 @@ class ReadWriteLock:
         if self._closed:  # a writer runs or waits: step back out and queue behind it
             self._leave(running)
             with self._mutex:
-                self._changed.wait_for(self._open)
+                self._queued += 1
+                try:
+                    self._changed.wait_for(self._open)
+                finally:
+                    self._queued -= 1
                 running.append(None)
 
     def release_read(self) -> None:
@@ -104,7 +110,8 @@ class ReadWriteLock:
             self._writing = False
             self._closed = self._waiting > 0
             self.writes += 1
-            self._changed.notify_all()
+            if self._waiting or self._queued:  # nobody to wake, most of the time: no notify (about 0.5 us)
+                self._changed.notify_all()
 
     def _open(self) -> bool:
         """A reader may go in: no writer runs or waits."""
@@ -139,6 +146,7 @@ class ReadWriteLock:
         self._mutex = threading.Lock()
         self._changed = threading.Condition(self._mutex)
         self._running = []      # one entry per reader running
+        self._queued = 0        # readers waiting for a writer to finish
         self._waiting = 0       # writers waiting
         self._writing = False   # a writer running
         self._closed = False    # a writer runs or waits: readers queue
