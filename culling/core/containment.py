@@ -339,10 +339,10 @@ def _settled(columns: np.ndarray, row: int, p: np.ndarray, cube: bool, scale: fl
 
 
 @inline_kernel
-def flag_rows(pool: Pool, run: tuple[int, int], p: np.ndarray, q: Query, distance: np.ndarray, flags: np.ndarray,
-              at: int) -> tuple[int, int]:
+def flag_rows(pool: Pool, run: tuple[int, int], p: np.ndarray, q: Query, distance: np.ndarray,
+              flags: np.ndarray) -> tuple[int, int]:
     """Flag the rows of the pool's ``run = (first, last)``, rows ``first .. last - 1``, whose tiles are near ``p``
-    (:func:`culling.core.tiles.next_near_rows`): ``flags[at + i]`` for row ``first + i``; the other rows'
+    (:func:`culling.core.tiles.next_near_rows`): ``flags[i]`` for row ``first + i``; the other rows'
     flags are left unwritten.
 
     The float filter runs ``TILE`` rows at a time, whose distances (the
@@ -370,7 +370,7 @@ def flag_rows(pool: Pool, run: tuple[int, int], p: np.ndarray, q: Query, distanc
         for tile in range(near, near_end, TILE):
             n = np.uint64(min(TILE, near_end - tile))
             row = np.uint64(tile)
-            flag = np.uint64(at + tile - first)
+            flag = np.uint64(tile - first)
             for axis in range(dim):
                 offset = p[axis]
                 if cube and axis == 0:

@@ -111,7 +111,7 @@ def keep_rows(pool: Pool, run: tuple[int, int], p: np.ndarray, q: Query, scratch
     no more than an inlined copy would.  O(tiles + rows tested).
     """
     distance, flags = scratch
-    sure, doubtful = flag_rows(pool, run, p, q, distance, flags, 0)
+    sure, doubtful = flag_rows(pool, run, p, q, distance, flags)
     write_rows(pool, run, p, q, flags, out, k, unsure, uk)
     return sure, doubtful
 

@@ -64,7 +64,7 @@ def test_flag_pass_and_exact_decider_are_the_fraction_answer(magnitude, shape, d
     pool = Pool(np.arange(n, dtype=np.int64), columns, np.empty((0, 2 * dim + 1)))
     flags = np.full(n, 7, dtype=np.uint8)
     q = Query(1.0, True, shape == "cube", False)
-    sure, unsure = flag_rows(pool, (0, n), point, q, np.empty(TILE), flags, 0)
+    sure, unsure = flag_rows(pool, (0, n), point, q, np.empty(TILE), flags)
     assert set(np.unique(flags).tolist()) <= {0, SURE, UNSURE}
     assert sure == int((flags == SURE).sum()) and unsure == int((flags == UNSURE).sum())
     got = flags == SURE
