@@ -93,16 +93,17 @@ class ReadWriteLock:
 
     def acquire_write(self) -> None:
         with self._mutex:
-            self._waiting += 1
-            self._closed = True
-            try:
-                self._changed.wait_for(self._free)
-            except BaseException:  # interrupted while waiting: readers held back by this writer may go in
+            self._closed = True  # first: a reader arriving from now on queues
+            if self._writing or self._running:  # else nobody runs: in at once, the common case
+                self._waiting += 1
+                try:
+                    self._changed.wait_for(self._free)
+                except BaseException:  # interrupted while waiting: readers held back by this writer may go in
+                    self._waiting -= 1
+                    self._closed = self._writing or self._waiting > 0
+                    self._changed.notify_all()
+                    raise
                 self._waiting -= 1
-                self._closed = self._writing or self._waiting > 0
-                self._changed.notify_all()
-                raise
-            self._waiting -= 1
             self._writing = True
 
     def release_write(self) -> None:

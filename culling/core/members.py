@@ -32,7 +32,7 @@ from culling.core.structs import Pool, PoolFields, Query, QueryFields
 from culling.core.threads import run_chunks, thread_count
 from culling.core.tiles import next_near_rows
 
-__all__ = ["CHUNKS_PER_THREAD", "CHUNK_ROWS", "PARALLEL_MIN_POINTS", "answer", "answer_many", "answer_runs", "candidates",
+__all__ = ["CHUNKS_PER_THREAD", "CHUNK_ANSWERS", "CHUNK_ROWS", "PARALLEL_MIN_POINTS", "answer", "answer_many", "answer_runs", "candidates",
            "gather", "keep_rows", "write_rows"]
 
 #: Chunks of about equal work per thread in :func:`answer_many`: enough that
@@ -41,11 +41,16 @@ __all__ = ["CHUNKS_PER_THREAD", "CHUNK_ROWS", "PARALLEL_MIN_POINTS", "answer", "
 CHUNKS_PER_THREAD = 8
 
 #: The fewest candidates worth a chunk of :func:`answer_many` of their own
-#: (some 5 to 10 us of tests): each chunk costs a kernel call from Python (a
-#: few us, its structs as plain tuples) and a hand-over between threads, so a
-#: batch with few candidates is cut into a few chunks, not
-#: ``CHUNKS_PER_THREAD`` per thread.
-CHUNK_ROWS = 4096
+#: (some 200 us of tests, at 6 to 8 ns a row): each chunk costs a kernel
+#: call from Python holding the GIL (its structs as plain tuples) and a
+#: hand-over between threads, which on a busy 2-core machine measured 10 to
+#: 20 us; with 4,096 rows a chunk, 64 points on the 10k forest (31k
+#: candidates) took 550 us on two threads where one thread takes 250.
+CHUNK_ROWS = 32768
+
+#: The fewest answers worth a chunk of :func:`answer_many`'s write pass
+#: (some 100 us of copying, at 1 to 2 ns an answer); fewer are written in one call.
+CHUNK_ANSWERS = 65536
 
 
 @kernel
@@ -212,7 +217,9 @@ def answer_many(visit_node: np.ndarray, visit_point: np.ndarray, points: np.ndar
 
     The chunks write disjoint parts of shared arrays; every kernel is serial
     and releases the GIL, so the threads run them at the same time.  Batches
-    below ``PARALLEL_MIN_POINTS`` points run on the calling thread.
+    with fewer than two chunks' worth of candidates (``2 * CHUNK_ROWS``), and
+    every batch when the library runs on one thread, run on the calling
+    thread in one call (:func:`_answer_serial`).
 
     Returns ``(handles, counts, unsure_rows, unsure_points)``: point ``i``'s
     sure answer is ``handles[offsets[i]:offsets[i] + counts[i]]``,
@@ -220,15 +227,16 @@ def answer_many(visit_node: np.ndarray, visit_point: np.ndarray, points: np.ndar
     unsure, and the point each was tested for, are settled by the caller.
     O(visits + nodes + candidates) work, split over :func:`culling.core.threads.thread_count` threads.
     """
-    threads = 1 if points.shape[0] < PARALLEL_MIN_POINTS else thread_count()
     visits_fields = (visit_node, visit_point, points)  # the structs as plain tuples for the kernels (_Visits...)
+    threads = thread_count()
+    if threads == 1 or candidates(visit_node, count) < 2 * CHUNK_ROWS:  # not worth a second thread
+        return _answer_serial(visits_fields, (start, count), pool_fields, query_fields)
     by_node, room, chunk = _chunks(visit_node, count, start.shape[0], threads * CHUNKS_PER_THREAD, CHUNK_ROWS)
     n_visits = visit_node.shape[0]
     kept_fields = (np.empty(n_visits, dtype=np.int64), np.zeros(n_visits, dtype=np.int64),
                    np.empty(n_visits, dtype=np.int64), np.empty(room[n_visits], dtype=np.int64))
     kept = _Kept(*kept_fields)
     n_chunks = chunk.shape[0] - 1
-    per_call = n_chunks if threads > 1 else 1
 
     nothing = np.empty(0, dtype=np.int64)
     answers_fields = (nothing, nothing, nothing, nothing, nothing)  # step 4's output, made after step 3
@@ -237,7 +245,7 @@ def answer_many(visit_node: np.ndarray, visit_point: np.ndarray, points: np.ndar
         _chunk_pass(_TEST, chunk[lo], chunk[hi], (by_node, room), visits_fields, (start, count), pool_fields,
                     query_fields, kept_fields, answers_fields)
 
-    run_chunks(test, n_chunks, chunks=per_call)
+    run_chunks(test, n_chunks, chunks=n_chunks)
     at, unsure_at, counts = _offsets(visit_point, kept.found, kept.doubts, points.shape[0])
     answers_fields = (at, unsure_at, np.empty(at[n_visits], dtype=np.int64),
                       np.empty(unsure_at[n_visits], dtype=np.int64), np.empty(unsure_at[n_visits], dtype=np.int64))
@@ -247,10 +255,37 @@ def answer_many(visit_node: np.ndarray, visit_point: np.ndarray, points: np.ndar
         _chunk_pass(_WRITE, chunk[lo], chunk[hi], (by_node, room), visits_fields, (start, count), pool_fields,
                     query_fields, kept_fields, answers_fields)
 
-    run_chunks(write, n_chunks, chunks=per_call)
+    run_chunks(write, n_chunks, chunks=min(n_chunks, at[n_visits] // CHUNK_ANSWERS))
     if answers.unsure.shape[0]:
         _list_unsure(_Visits(*visits_fields), start, count, Pool(*pool_fields), Query(*query_fields), kept.doubts,
                      answers)
+    return answers.out, counts, answers.unsure, answers.unsure_points
+
+
+@kernel
+def _answer_serial(visits_fields: tuple[np.ndarray, np.ndarray, np.ndarray], runs: tuple[np.ndarray, np.ndarray],
+                   pool_fields: PoolFields,
+                   query_fields: QueryFields) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`answer_many` of a small batch on the calling thread, in one call: the same steps, node-major,
+    as one chunk.
+
+    From Python, the steps cost five kernel calls and nine arrays made
+    between them, some 40 us, as much as the tests of 16 points on the 10k
+    forest.  Here they cost nothing.  O(visits + nodes + candidates).
+    """
+    visits, pool, q = _Visits(*visits_fields), Pool(*pool_fields), Query(*query_fields)
+    start, count = runs
+    by_node, room, chunk = _chunks(visits.node, count, start.shape[0], 1, 1)
+    n_visits = visits.node.shape[0]
+    kept = _Kept(np.empty(n_visits, dtype=np.int64), np.zeros(n_visits, dtype=np.int64),
+                 np.empty(n_visits, dtype=np.int64), np.empty(room[n_visits], dtype=np.int64))
+    _test_chunk(0, n_visits, by_node, room, visits, start, count, pool, q, kept)
+    at, unsure_at, counts = _offsets(visits.point, kept.found, kept.doubts, visits.points.shape[0])
+    answers = _Answers(at, unsure_at, np.empty(at[n_visits], dtype=np.int64),
+                       np.empty(unsure_at[n_visits], dtype=np.int64), np.empty(unsure_at[n_visits], dtype=np.int64))
+    _write_chunk(0, n_visits, by_node, kept, pool.handles, answers)
+    if answers.unsure.shape[0]:
+        _list_unsure(visits, start, count, pool, q, kept.doubts, answers)
     return answers.out, counts, answers.unsure, answers.unsure_points
 
 
@@ -412,10 +447,10 @@ def _list_unsure(visits: _Visits, start: np.ndarray, count: np.ndarray, pool: Po
 # Gathering
 
 
-#: ``query_many`` runs on the library's threads from this many points on;
-#: fewer run on the calling thread alone, where waking the pool would cost
-#: more than it saves (a point's walk and test take about 5 us).
-PARALLEL_MIN_POINTS = 64
+#: The batch calls' walks (``query_many``'s and the probes') run on the
+#: library's threads in chunks of half this many points or more: a walk
+#: takes 1 to 5 us, and a chunk handed to another thread costs 10 to 20 us.
+PARALLEL_MIN_POINTS = 128
 
 
 def answer_runs(visited: np.ndarray, start: np.ndarray, count: np.ndarray, pool_fields: PoolFields, p: np.ndarray,

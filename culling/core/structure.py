@@ -269,8 +269,9 @@ class Structure(ABC):
         Cost: O(m x levels + candidates), compiled: every point's visits,
         then :func:`culling.core.members.answer_many`, which reads each
         visited node's members once for all the points that visit it, in
-        chunks over the library's threads; batches below
-        ``PARALLEL_MIN_POINTS`` (64) points run on the calling thread alone.
+        chunks over the library's threads; a batch with too little work to
+        share (under ``2 * members.CHUNK_ROWS`` candidates) runs on the
+        calling thread alone.
         In passes of :data:`culling.core.chunks.QUERY_CHUNK` points: scratch
         beyond the answer is bounded.
         """
@@ -279,6 +280,8 @@ class Structure(ABC):
         exact = as_flag(exact)
         if not self._count or not points.shape[0]:
             return np.empty(0, dtype=np.int64), np.zeros(points.shape[0], dtype=np.int64)
+        if points.shape[0] <= chunks.QUERY_CHUNK:  # one pass: no slicing and joining
+            return self._answer_many(points, exact, scale)
         return chunks.in_chunks(points.shape[0],
                                 lambda first, last: self._answer_many(points[first:last], exact, scale))
 

@@ -183,7 +183,9 @@ def run_chunks(fn: Callable[[int, int], T], n_items: int, min_items: int = 1,
         work()  # the calling thread takes chunks too, so a busy pool delays nothing
     finally:
         for f in helpers:  # every chunk done, failed or not, before the caller's arrays are touched again
-            f.exception()
+            if not f.cancel():  # a helper that has not started yet is not waited for: nothing is left for it
+                f.exception()
     for f in helpers:
-        f.result()
+        if not f.cancelled():
+            f.result()
     return cast("list[T]", results)

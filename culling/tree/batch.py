@@ -33,14 +33,14 @@ from culling.core.cells import home, level_of
 from culling.core.containment import reach_of
 from culling.core.jit import inline_kernel, kernel
 from culling.core.lattice import MAX_DEPTH
-from culling.core.structs import NodesFields, ObjectsFields, PoolFields, WorldFields, nodes_of
+from culling.core.structs import Nodes, NodesFields, ObjectsFields, PoolFields, WorldFields, nodes_of
 from culling.core.threads import run_chunks, thread_count
 from culling.core.tiles import cover, cover_row
 
 #: Bits of :func:`layout_order`'s Morton code: 4,096 cells over the batch's box.
 LAYOUT_BITS = 12
 
-__all__ = ["PARALLEL_SETTLE_MIN", "SETTLE_SLACK", "check_handles", "group", "layout_order", "place", "restore", "settle", "unlink"]
+__all__ = ["PARALLEL_SETTLE_MIN", "SETTLE_SLACK", "check_handles", "group", "layout_order", "place", "restore", "settle", "unlink", "unlink_one"]
 
 
 #: Golden-ratio multiplier of the hash in :func:`group` (Fibonacci hashing).
@@ -349,36 +349,42 @@ def check_handles(handles: np.ndarray, issued: int, obj_node: np.ndarray) -> int
 @kernel
 def unlink(handles: np.ndarray, objects_fields: ObjectsFields, nodes_fields: NodesFields,
            pool_fields: PoolFields) -> np.ndarray:
-    """Take objects out of their nodes: each one's row gets its node's last member, whose tile
-    then covers it; its node (``obj_node``) becomes -1.  Returns the nodes emptied, int64, each once.
+    """Take objects out of their nodes (:func:`unlink_one` each).  Returns the nodes emptied, int64, each once.
 
     ``handles`` int64, live and unique.  O(len(handles)).
     """
-    obj_node, obj_pos = objects_fields
     nodes = nodes_of(nodes_fields)
-    node_start, node_count = nodes.start, nodes.members
-    pool_handles, columns, tile_box = pool_fields
-    width = columns.shape[0]
     emptied = np.empty(handles.shape[0], dtype=np.int64)
     k = 0
     for h in handles:
-        node = obj_node[h]
-        row = obj_pos[h]
-        last = node_start[node] + node_count[node] - 1
-        if row != last:
-            moved = pool_handles[last]
-            pool_handles[row] = moved
-            for column in range(width):
-                columns[column, row] = columns[column, last]
-            cover_row(columns, row, tile_box)
-            obj_pos[moved] = row
-        pool_handles[last] = -1
-        node_count[node] -= 1
-        obj_node[h] = -1
-        if node_count[node] == 0:
+        node = unlink_one(h, objects_fields, nodes, pool_fields)
+        if node >= 0:
             emptied[k] = node
             k += 1
     return emptied[:k]
+
+
+@inline_kernel
+def unlink_one(h: int, objects_fields: ObjectsFields, nodes: Nodes, pool_fields: PoolFields) -> int:
+    """Take object ``h`` out of its node: its row gets the node's last member, whose tile then covers
+    it; its node (``obj_node``) becomes -1.  Returns the node when it emptied, else -1.  O(1)."""
+    obj_node, obj_pos = objects_fields
+    node_start, node_count = nodes.start, nodes.members
+    pool_handles, columns, tile_box = pool_fields
+    node = obj_node[h]
+    row = obj_pos[h]
+    last = node_start[node] + node_count[node] - 1
+    if row != last:
+        moved = pool_handles[last]
+        pool_handles[row] = moved
+        for column in range(columns.shape[0]):
+            columns[column, row] = columns[column, last]
+        cover_row(columns, row, tile_box)
+        obj_pos[moved] = row
+    pool_handles[last] = -1
+    node_count[node] -= 1
+    obj_node[h] = -1
+    return node if node_count[node] == 0 else -1
 
 
 @kernel

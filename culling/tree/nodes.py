@@ -28,10 +28,10 @@ import numpy as np
 
 from culling.core import growth
 from culling.core.growth import ARRAY_GROWTH, grown
-from culling.core.jit import kernel
+from culling.core.jit import inline_kernel, kernel
 from culling.core.structs import NODE_COLUMNS, Nodes, NodesFields, nodes_of
 
-__all__ = ["DEAD_ROW", "NodeTable", "SHRINK_RATIO"]
+__all__ = ["DEAD_ROW", "NodeTable", "SHRINK_RATIO", "prune_chain"]
 
 
 class NodeTable:
@@ -400,34 +400,47 @@ def _descend(keys: np.ndarray, homes: np.ndarray, search: tuple[int, int, np.nda
 @kernel
 def _prune(nodes: np.ndarray, root: int, stack: tuple[np.ndarray, int], released: tuple[np.ndarray, np.ndarray],
            nodes_fields: NodesFields) -> tuple[int, int]:
-    """:meth:`NodeTable.prune`: delete the empty, childless ``nodes`` and their ancestors that become so.
-
-    A deleted node leaves its parent's links, its row goes on the free stack
-    (``stack = (free, free_count)``) and its block, if any, into
-    ``released = (starts, capacities)``.  Returns ``(free_count, blocks released)``.
+    """:meth:`NodeTable.prune`: delete the empty, childless ``nodes`` and their ancestors that become so
+    (:func:`prune_chain` from each).  Returns ``(free_count, blocks released)``.
     """
-    start, capacity, count, level, node_cells, parent, children, child = nodes_of(nodes_fields)
+    table = nodes_of(nodes_fields)
     free, free_count = stack
     starts, capacities = released
     k = 0
     for first in range(nodes.shape[0]):
-        node = nodes[first]
-        while node != root and count[node] == 0 and children[node] == 0:
-            up = parent[node]
-            if capacity[node] > 0:
-                starts[k] = start[node]
-                capacities[k] = capacity[node]
-                k += 1
-            if up >= 0:
-                for quadrant in range(child.shape[1]):  # the parent's links: one cache line
-                    if child[up, quadrant] == node:
-                        child[up, quadrant] = -1
-                children[up] -= 1
-            count[node] = -1  # a dead row (DEAD_ROW): its children and links are gone already
-            capacity[node] = 0
-            free[free_count] = node
-            free_count += 1
-            if up < 0:
-                break
-            node = up
+        free_count, k = prune_chain(nodes[first], root, table, free, free_count, starts, capacities, k)
+    return free_count, k
+
+
+@inline_kernel
+def prune_chain(node: int, root: int, nodes: Nodes, free: np.ndarray, free_count: int, starts: np.ndarray,
+                capacities: np.ndarray, k: int) -> tuple[int, int]:
+    """Delete ``node`` if it is empty and childless, then its ancestors while they become so, up to (not
+    including) ``root``.
+
+    A deleted node leaves its parent's links, its row goes on the free stack
+    (``free[free_count]``, which has a slot per row) and its block, if any,
+    into ``starts[k], capacities[k]`` (room for one per level below the
+    root).  Returns the new ``(free_count, k)``.  O(levels).
+    """
+    start, capacity, count, parent, children, child = \
+        nodes.start, nodes.capacity, nodes.members, nodes.parent, nodes.children, nodes.child
+    while node != root and count[node] == 0 and children[node] == 0:
+        up = parent[node]
+        if capacity[node] > 0:
+            starts[k] = start[node]
+            capacities[k] = capacity[node]
+            k += 1
+        if up >= 0:
+            for quadrant in range(child.shape[1]):  # the parent's links: one cache line
+                if child[up, quadrant] == node:
+                    child[up, quadrant] = -1
+            children[up] -= 1
+        count[node] = -1  # a dead row (DEAD_ROW): its children and links are gone already
+        capacity[node] = 0
+        free[free_count] = node
+        free_count += 1
+        if up < 0:
+            break
+        node = up
     return free_count, k

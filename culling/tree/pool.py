@@ -38,7 +38,7 @@ from culling.core.tiles import cover_row
 if TYPE_CHECKING:
     from culling.tree.nodes import NodeTable
 
-__all__ = ["BlockPool", "CLASSES", "MIN_BLOCK", "POOL_GROWTH", "SHRINK_RATIO", "free_link"]
+__all__ = ["BlockPool", "CLASSES", "MIN_BLOCK", "POOL_GROWTH", "SHRINK_RATIO", "free_link", "push_free"]
 
 #: Smallest block: a node with a handful of members wastes at most 3 rows.
 MIN_BLOCK = 4
@@ -228,7 +228,7 @@ def _bit_length(values: np.ndarray) -> np.ndarray:
 
 
 @inline_kernel
-def _push_free(start: int, capacity: int, handles: np.ndarray, heads: np.ndarray) -> None:
+def push_free(start: int, capacity: int, handles: np.ndarray, heads: np.ndarray) -> None:
     """Free the block ``start`` of ``capacity`` rows: clear its handles and push it on its size
     class's free list (linked through the blocks' first rows)."""
     for row in range(start, start + capacity):
@@ -244,7 +244,7 @@ def _push_free(start: int, capacity: int, handles: np.ndarray, heads: np.ndarray
 def _release(starts: np.ndarray, capacities: np.ndarray, handles: np.ndarray, heads: np.ndarray) -> None:
     """:meth:`BlockPool.release_many`: clear each block's handles and push it on its class's free list."""
     for b in range(starts.shape[0]):
-        _push_free(starts[b], capacities[b], handles, heads)
+        push_free(starts[b], capacities[b], handles, heads)
 
 
 @kernel
@@ -301,7 +301,7 @@ def _make_room(ids: np.ndarray, more: np.ndarray, done: int, obj_row: np.ndarray
             obj_row[h] = start + k
             cover_row(columns, start + k, tile_box)
         if old_capacity > 0:
-            _push_free(old, old_capacity, pool_handles, heads)
+            push_free(old, old_capacity, pool_handles, heads)
         node_start[node] = start
         node_capacity[node] = capacity
     return ids.shape[0], top, 0

@@ -240,6 +240,9 @@ def visits(points: np.ndarray, scale: float, world_fields: WorldFields,
 
     ``points`` float64 (m, dim), C-contiguous.  O(m x levels), over the threads.
     """
+    if points.shape[0] < PARALLEL_MIN_POINTS:  # one chunk, on this thread
+        return _visits(points, scale, world_fields, nodes_fields, 0)
+
     def chunk(lo: int, hi: int) -> tuple[np.ndarray, np.ndarray]:
         return _visits(points[lo:hi], scale, world_fields, nodes_fields, lo)
 

@@ -12,6 +12,7 @@ two, with scales over many decades on grown and ungrown roots.
 
 from __future__ import annotations
 
+import contextlib
 import math
 from fractions import Fraction
 
@@ -20,7 +21,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import culling
 from culling import CollisionCandidates, DenseViewDistanceGrid, MultiCameraTracker, ViewDistanceTree
+from culling.core import members
 
 EDGE_SETTINGS = settings(max_examples=80, deadline=None)
 
@@ -308,11 +311,29 @@ def _check_exact(structure, centres, radii, scale, points):
         spheres = structure.query_spheres(p, exact=True, scale=scale)
         assert sorted(spheres[0].tolist()) == want
         assert set(structure.trace(p, scale=scale).candidates.tolist()) >= set(want)
-    many, counts = structure.query_many(np.array(points), exact=True, scale=scale)
-    starts = np.concatenate([[0], np.cumsum(counts)])
-    for i, p in enumerate(points):
-        want = sorted(handles[truth(centres, radii, p, scale, shape)].tolist())
-        assert sorted(many[starts[i]:starts[i + 1]].tolist()) == want, f"query_many at {p}"
+    for chunked in (False, True):
+        with _chunked_batches(chunked):
+            many, counts = structure.query_many(np.array(points), exact=True, scale=scale)
+        starts = np.concatenate([[0], np.cumsum(counts)])
+        for i, p in enumerate(points):
+            want = sorted(handles[truth(centres, radii, p, scale, shape)].tolist())
+            assert sorted(many[starts[i]:starts[i + 1]].tolist()) == want, f"query_many at {p} (chunked {chunked})"
+
+
+@contextlib.contextmanager
+def _chunked_batches(on: bool):
+    """``query_many`` node-major in chunks on two threads however small the batch (else in one call)."""
+    if not on:
+        yield
+        return
+    saved = members.CHUNK_ROWS, members.CHUNK_ANSWERS
+    members.CHUNK_ROWS = members.CHUNK_ANSWERS = 1
+    culling.set_thread_count(2)
+    try:
+        yield
+    finally:
+        members.CHUNK_ROWS, members.CHUNK_ANSWERS = saved
+        culling.set_thread_count(None)
 
 
 @EDGE_SETTINGS
