@@ -84,9 +84,11 @@ def _query_many(structure: Structure) -> None:
     centres, _ = _objects()
     points = _points(centres)
     for exact in (False, True):
-        structure.query_many(points, exact=exact)  # on the library's threads
-        structure.query_many(points[:4], exact=exact)  # on the calling thread
-    structure.query_many(points, exact=True, scale=40.0)
+        structure.query_many(points, exact=exact)  # few candidates: in one call, on the calling thread
+    # At scale 40 every point reaches every object: enough candidates for chunks on the library's threads.
+    crowd = np.repeat(points, 2 * members.CHUNK_ROWS // (len(points) * len(centres)) + 1, axis=0)
+    for exact in (False, True):
+        structure.query_many(crowd, exact=exact, scale=40.0)
 
 
 def _trace(structure: Structure) -> None:

@@ -57,7 +57,7 @@ def _with_room(visited: np.ndarray, room: int, n: int, dim: int) -> np.ndarray:
 
 
 @kernel
-def walk(p: np.ndarray, scale: float, world: World, nodes: Nodes, grow: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
+def walk(p: np.ndarray, scale: float, world: World, nodes: Nodes, grow: float) -> tuple[np.ndarray, np.ndarray]:
     """The nodes a query at ``p`` (or a probe sphere of radius ``grow`` centred there) visits,
     root first, level by level.
 
@@ -183,14 +183,14 @@ def query(p: np.ndarray, query_fields: QueryFields, world_fields: WorldFields, n
     several microseconds more per query, the hottest call there is.
     """
     q, nodes = Query(*query_fields), nodes_of(nodes_fields)
-    visited, _ = walk(p, q.scale, World(*world_fields), nodes)
+    visited, _ = walk(p, q.scale, World(*world_fields), nodes, 0.0)
     return answer(visited, nodes.start, nodes.members, Pool(*pool_fields), p, q)
 
 
 def trace_walk(p: np.ndarray, scale: float, world_fields: WorldFields, nodes: Nodes) -> tuple[np.ndarray, np.ndarray]:
     """:func:`walk` for Python (the tree's trace): the world as a plain tuple, the node table as its
     struct (:meth:`culling.tree.nodes.NodeTable.struct`)."""
-    return walk(p, scale, World(*world_fields), nodes)
+    return walk(p, scale, World(*world_fields), nodes, 0.0)
 
 
 #: A point's visits kept from the first walk of :func:`visits`; a point that
@@ -259,7 +259,7 @@ def _walk_kept(p: np.ndarray, scale: float, world: World, nodes: Nodes, kept: np
     """Walk from ``p``; write the visited nodes that have members to ``kept`` (as many as fit) and
     return how many there are.  Inlined into :func:`_visits` (a few lines around a call of
     :func:`walk`), so that :func:`walk`'s code is linked and optimised once more, not twice."""
-    visited, _ = walk(p, scale, world, nodes)
+    visited, _ = walk(p, scale, world, nodes, 0.0)
     n = 0
     for node in visited:
         if nodes.members[node] > 0:
