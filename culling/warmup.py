@@ -84,11 +84,9 @@ def _query_many(structure: Structure) -> None:
     centres, _ = _objects()
     points = _points(centres)
     for exact in (False, True):
-        structure.query_many(points, exact=exact)  # few candidates: in one call, on the calling thread
-    # At scale 40 every point reaches every object: enough candidates for chunks on the library's threads.
-    crowd = np.repeat(points, 2 * members.CHUNK_ROWS // (len(points) * len(centres)) + 1, axis=0)
-    for exact in (False, True):
-        structure.query_many(crowd, exact=exact, scale=40.0)
+        structure.query_many(points, exact=exact)  # one chunk, on the calling thread
+        structure.query_many(np.repeat(points, 3, axis=0), exact=exact)  # chunks on the library's threads
+    structure.query_many(points, exact=True, scale=40.0)
 
 
 def _trace(structure: Structure) -> None:
@@ -158,7 +156,7 @@ STEPS: tuple[tuple[str, Callable[[dict[str, object]], None]], ...] = (
 
 #: Kernels that the first steps of :data:`STEPS` compile, one per group: when numba's cache holds all of
 #: them, fresh for these sources, the cache was filled by an earlier run.
-_PROBED: tuple[Any, ...] = (batch.place, tree_walk.query, tree_walk._visits, members._chunk_pass,
+_PROBED: tuple[Any, ...] = (batch.place, tree_walk.query, tree_walk.visits, members._answer_many,
                             batch._row_order, grid_walk.query, grid_walk._visits)
 
 

@@ -15,7 +15,8 @@ run is in cache:
    ``out[k] = handle; k += flag & SURE``, without a branch on the test.
 
 :func:`answer` is one query's answer from its visited runs; :func:`answer_many`
-many queries' answers from their visits, node-major, on the library's threads.  The
+many queries' answers from their visits, node-major (``query_many`` calls it
+once per chunk of points, on the library's threads).  The
 tree (:mod:`culling.tree.walk`) and the dense grid (:mod:`culling.grid.grid`)
 differ only in how they find the runs to visit.
 """
@@ -29,29 +30,10 @@ import numpy as np
 from culling.core.containment import SURE, TILE, UNSURE, flag_rows
 from culling.core.jit import inline_kernel, kernel
 from culling.core.structs import Pool, PoolFields, Query, QueryFields
-from culling.core.threads import run_chunks, thread_count
 from culling.core.tiles import next_near_rows
 
-__all__ = ["CHUNKS_PER_THREAD", "CHUNK_ANSWERS", "CHUNK_ROWS", "PARALLEL_MIN_POINTS", "answer", "answer_many", "answer_runs", "candidates",
+__all__ = ["PARALLEL_MIN_POINTS", "answer", "answer_many", "answer_runs", "candidates",
            "gather", "keep_rows", "write_rows"]
-
-#: Chunks of about equal work per thread in :func:`answer_many`: enough that
-#: the cores stay busy when one chunk holds a big node, few enough that each
-#: chunk's scratch column is cheap.
-CHUNKS_PER_THREAD = 8
-
-#: The fewest candidates worth a chunk of :func:`answer_many` of their own
-#: (some 200 us of tests, at 6 to 8 ns a row): each chunk costs a kernel
-#: call from Python holding the GIL (its structs as plain tuples) and a
-#: hand-over between threads, which on a busy 2-core machine measured 10 to
-#: 20 us; with 4,096 rows a chunk, 64 points on the 10k forest (31k
-#: candidates) took 550 us on two threads where one thread takes 250.
-CHUNK_ROWS = 32768
-
-#: The fewest answers worth a chunk of :func:`answer_many`'s write pass
-#: (some 100 us of copying, at 1 to 2 ns an answer); fewer are written in one call.
-CHUNK_ANSWERS = 65536
-
 
 @kernel
 def candidates(visited: np.ndarray, count: np.ndarray) -> int:
@@ -193,112 +175,62 @@ class _Answers(NamedTuple):
 def answer_many(visit_node: np.ndarray, visit_point: np.ndarray, points: np.ndarray, start: np.ndarray,
                 count: np.ndarray, pool_fields: PoolFields,
                 query_fields: QueryFields) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Many queries' answers from their visits: visit ``v`` is point ``visit_point[v]`` visiting node
-    (or cell) ``visit_node[v]``, whose run is ``start[n] .. start[n] + count[n] - 1``, each point's
-    visits in its visiting order, the points in order.  The :class:`~culling.core.structs.Pool` and the
-    :class:`~culling.core.structs.Query` as plain tuples; ``want_rows`` is not read (handles are answered).
+    """Many queries' answers from their visits, in one kernel call (:func:`_answer_many`): visit ``v`` is
+    point ``visit_point[v]`` visiting node (or cell) ``visit_node[v]``, whose run is ``start[n] ..
+    start[n] + count[n] - 1``, each point's visits in its visiting order, the points in order.  The
+    :class:`~culling.core.structs.Pool` and the :class:`~culling.core.structs.Query` as plain tuples;
+    ``want_rows`` is not read (handles are answered).
+
+    Returns ``(handles, counts, unsure_rows, unsure_points)``: point ``i``'s
+    sure answer is ``handles[offsets[i]:offsets[i] + counts[i]]``,
+    ``offsets`` the prefix sums of ``counts``; the pool rows the filter left
+    unsure, and the point each was tested for, are settled by the caller.
+    Serial: ``query_many`` cuts a batch into chunks of points and calls this
+    once per chunk on the library's threads.  O(visits + nodes + candidates).
+    """
+    return _answer_many((visit_node, visit_point, points), (start, count), pool_fields, query_fields)
+
+
+@kernel
+def _answer_many(visits_fields: tuple[np.ndarray, np.ndarray, np.ndarray], runs: tuple[np.ndarray, np.ndarray],
+                 pool_fields: PoolFields,
+                 query_fields: QueryFields) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`answer_many`, node-major.
 
     Points near each other visit the same nodes (players in a town, agents
     in a swarm, and at the coarse levels everyone), so the members are tested
     node-major: the visits are grouped by node, and each node's run is read
     from memory once for all the points that visit it, while it is in cache.
 
-    1. Group the visits by node and cut them into chunks of about equal
-       work, ``CHUNKS_PER_THREAD`` per thread (:func:`_chunks`).
-    2. On the library's threads (:func:`culling.core.threads.run_chunks`),
-       chunk by chunk: flag each visit's near tiles and write its sure rows
-       at once, while they are in cache (:func:`_chunk_pass`, :func:`_test_chunk`).
+    1. Group the visits by node (:func:`_by_node`).
+    2. Node after node: flag each visit's near tiles and keep its sure rows
+       at once, while they are in cache (:func:`_test_visits`).
     3. Prefix sums: each point's answer, and each visit's part of it, gets
        its offset (:func:`_offsets`; a point's answer lists its nodes in
        visiting order, as :func:`answer` does).
-    4. On the library's threads, chunk by chunk: each visit's answers'
-       handles at its offset (:func:`_chunk_pass`, :func:`_write_chunk`).
+    4. Each visit's answers' handles at its offset (:func:`_write_visits`).
     5. Only when some rows were left unsure: list them (:func:`_list_unsure`).
-
-    The chunks write disjoint parts of shared arrays; every kernel is serial
-    and releases the GIL, so the threads run them at the same time.  Batches
-    with fewer than two chunks' worth of candidates (``2 * CHUNK_ROWS``), and
-    every batch when the library runs on one thread, run on the calling
-    thread in one call (:func:`_answer_serial`).
-
-    Returns ``(handles, counts, unsure_rows, unsure_points)``: point ``i``'s
-    sure answer is ``handles[offsets[i]:offsets[i] + counts[i]]``,
-    ``offsets`` the prefix sums of ``counts``; the pool rows the filter left
-    unsure, and the point each was tested for, are settled by the caller.
-    O(visits + nodes + candidates) work, split over :func:`culling.core.threads.thread_count` threads.
-    """
-    visits_fields = (visit_node, visit_point, points)  # the structs as plain tuples for the kernels (_Visits...)
-    threads = thread_count()
-    if threads == 1 or candidates(visit_node, count) < 2 * CHUNK_ROWS:  # not worth a second thread
-        return _answer_serial(visits_fields, (start, count), pool_fields, query_fields)
-    by_node, room, chunk = _chunks(visit_node, count, start.shape[0], threads * CHUNKS_PER_THREAD, CHUNK_ROWS)
-    n_visits = visit_node.shape[0]
-    kept_fields = (np.empty(n_visits, dtype=np.int64), np.zeros(n_visits, dtype=np.int64),
-                   np.empty(n_visits, dtype=np.int64), np.empty(room[n_visits], dtype=np.int64))
-    kept = _Kept(*kept_fields)
-    n_chunks = chunk.shape[0] - 1
-
-    nothing = np.empty(0, dtype=np.int64)
-    answers_fields = (nothing, nothing, nothing, nothing, nothing)  # step 4's output, made after step 3
-
-    def test(lo: int, hi: int) -> None:
-        _chunk_pass(_TEST, chunk[lo], chunk[hi], (by_node, room), visits_fields, (start, count), pool_fields,
-                    query_fields, kept_fields, answers_fields)
-
-    run_chunks(test, n_chunks, chunks=n_chunks)
-    at, unsure_at, counts = _offsets(visit_point, kept.found, kept.doubts, points.shape[0])
-    answers_fields = (at, unsure_at, np.empty(at[n_visits], dtype=np.int64),
-                      np.empty(unsure_at[n_visits], dtype=np.int64), np.empty(unsure_at[n_visits], dtype=np.int64))
-    answers = _Answers(*answers_fields)
-
-    def write(lo: int, hi: int) -> None:
-        _chunk_pass(_WRITE, chunk[lo], chunk[hi], (by_node, room), visits_fields, (start, count), pool_fields,
-                    query_fields, kept_fields, answers_fields)
-
-    run_chunks(write, n_chunks, chunks=min(n_chunks, at[n_visits] // CHUNK_ANSWERS))
-    if answers.unsure.shape[0]:
-        _list_unsure(_Visits(*visits_fields), start, count, Pool(*pool_fields), Query(*query_fields), kept.doubts,
-                     answers)
-    return answers.out, counts, answers.unsure, answers.unsure_points
-
-
-@kernel
-def _answer_serial(visits_fields: tuple[np.ndarray, np.ndarray, np.ndarray], runs: tuple[np.ndarray, np.ndarray],
-                   pool_fields: PoolFields,
-                   query_fields: QueryFields) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """:func:`answer_many` of a small batch on the calling thread, in one call: the same steps, node-major,
-    as one chunk.
-
-    From Python, the steps cost five kernel calls and nine arrays made
-    between them, some 40 us, as much as the tests of 16 points on the 10k
-    forest.  Here they cost nothing.  O(visits + nodes + candidates).
     """
     visits, pool, q = _Visits(*visits_fields), Pool(*pool_fields), Query(*query_fields)
     start, count = runs
-    by_node, room, chunk = _chunks(visits.node, count, start.shape[0], 1, 1)
+    by_node, total = _by_node(visits.node, count, start.shape[0])
     n_visits = visits.node.shape[0]
     kept = _Kept(np.empty(n_visits, dtype=np.int64), np.zeros(n_visits, dtype=np.int64),
-                 np.empty(n_visits, dtype=np.int64), np.empty(room[n_visits], dtype=np.int64))
-    _test_chunk(0, n_visits, by_node, room, visits, start, count, pool, q, kept)
+                 np.empty(n_visits, dtype=np.int64), np.empty(total, dtype=np.int64))
+    _test_visits(by_node, visits, start, count, pool, q, kept)
     at, unsure_at, counts = _offsets(visits.point, kept.found, kept.doubts, visits.points.shape[0])
     answers = _Answers(at, unsure_at, np.empty(at[n_visits], dtype=np.int64),
                        np.empty(unsure_at[n_visits], dtype=np.int64), np.empty(unsure_at[n_visits], dtype=np.int64))
-    _write_chunk(0, n_visits, by_node, kept, pool.handles, answers)
+    _write_visits(by_node, kept, pool.handles, answers)
     if answers.unsure.shape[0]:
         _list_unsure(visits, start, count, pool, q, kept.doubts, answers)
     return answers.out, counts, answers.unsure, answers.unsure_points
 
 
-@kernel
-def _chunks(visit_node: np.ndarray, count: np.ndarray, nodes: int, most: int,
-            rows: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The visits grouped by node, and cut into at most ``most`` chunks of about equal work, each of
-    about ``rows`` candidates or more (a small batch is one chunk or a few).
-
-    Returns ``(by_node, room, chunk)``: ``by_node`` the visits by node (a
-    counting sort: a node's visitors in point order); ``room[j]`` the
-    candidates of the visits before ``by_node[j]`` (the room their answers
-    may need); chunk ``c`` is ``by_node[chunk[c]:chunk[c + 1]]``.  O(visits + nodes).
+@inline_kernel
+def _by_node(visit_node: np.ndarray, count: np.ndarray, nodes: int) -> tuple[np.ndarray, int]:
+    """The visits grouped by node (a counting sort: a node's visitors in point order), and how many
+    candidates they hold together (the room their answers may need).  O(visits + nodes).
     """
     n_visits = visit_node.shape[0]
     per_node = np.zeros(nodes + 1, dtype=np.int64)
@@ -310,73 +242,31 @@ def _chunks(visit_node: np.ndarray, count: np.ndarray, nodes: int, most: int,
     for v in range(n_visits):
         by_node[per_node[visit_node[v]]] = v
         per_node[visit_node[v]] += 1
-    room = np.empty(n_visits + 1, dtype=np.int64)
-    room[0] = 0
-    for j in range(n_visits):
-        room[j + 1] = room[j] + count[visit_node[by_node[j]]]
-    total = room[n_visits]
-    n_chunks = max(1, min(n_visits, most, total // max(rows, 1)))
-    chunk = np.empty(n_chunks + 1, dtype=np.int64)
-    j = 0
-    for c in range(n_chunks):
-        goal = (total * c) // n_chunks
-        while j < n_visits and room[j] < goal:
-            j += 1
-        chunk[c] = j
-    chunk[n_chunks] = n_visits
-    return by_node, room, chunk
-
-
-#: :func:`_chunk_pass`'s steps.
-_TEST = 0
-_WRITE = 1
-
-
-@kernel
-def _chunk_pass(step: int, first: int, last: int, order: tuple[np.ndarray, np.ndarray],
-                visits_fields: tuple[np.ndarray, np.ndarray, np.ndarray], runs: tuple[np.ndarray, np.ndarray],
-                pool_fields: PoolFields, query_fields: QueryFields,
-                kept_fields: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
-                answers_fields: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]) -> None:
-    """Step 2 (``step`` ``_TEST``: :func:`_test_chunk`) or step 4 (``_WRITE``: :func:`_write_chunk`) of
-    :func:`answer_many` for the visits ``by_node[first:last]`` (``order``: ``(by_node, room)`` of
-    :func:`_chunks`; ``runs``: the nodes' pool ``(start, count)``); the structs as plain tuples (Python
-    calls it once per chunk: a named tuple costs about 2 us more per call to dispatch).
-
-    One kernel for both steps: each calls the member test's kernels, and a
-    kernel is compiled with its callees linked in, so one kernel instead of
-    two saves a compile of them at a cold start.  Step 2 does not read ``answers``.
-    """
-    visits, pool, q = _Visits(*visits_fields), Pool(*pool_fields), Query(*query_fields)
-    kept, answers = _Kept(*kept_fields), _Answers(*answers_fields)
-    by_node, room = order
-    start, count = runs
-    if step == _TEST:
-        _test_chunk(first, last, by_node, room, visits, start, count, pool, q, kept)
-    else:
-        _write_chunk(first, last, by_node, kept, pool.handles, answers)
+    total = 0
+    for node in visit_node:
+        total += count[node]
+    return by_node, total
 
 
 @inline_kernel
-def _test_chunk(first: int, last: int, by_node: np.ndarray, room: np.ndarray, visits: _Visits, start: np.ndarray,
-                count: np.ndarray, pool: Pool, q: Query, kept: _Kept) -> None:
-    """Step 2 of :func:`answer_many` for the visits ``by_node[first:last]``: each visit's sure rows,
-    one visit after the other from ``kept.rows[room[first]]`` on (densely: the memory touched follows
-    the answers, not the candidates), where ``kept.kept_at[v]`` says; their number in
-    ``kept.found[v]`` and the unsure rows' in ``kept.doubts[v]``.  O(rows tested).
+def _test_visits(by_node: np.ndarray, visits: _Visits, start: np.ndarray, count: np.ndarray,
+                 pool: Pool, q: Query, kept: _Kept) -> None:
+    """Step 2 of :func:`_answer_many`: each visit's sure rows, node after node (``by_node``), one
+    visit after the other from ``kept.rows[0]`` on (densely: the memory touched follows the answers,
+    not the candidates), where ``kept.kept_at[v]`` says; their number in ``kept.found[v]`` and the
+    unsure rows' in ``kept.doubts[v]``.  O(rows tested).
     """
     found, doubts, kept_at, rows = kept
     points = visits.points
     largest = 0
-    for j in range(first, last):
-        largest = max(largest, count[visits.node[by_node[j]]])
+    for node in visits.node:
+        largest = max(largest, count[node])
     scratch = (np.empty(TILE, dtype=np.float64), np.empty(largest, dtype=np.uint8))
     nothing = np.empty(0, dtype=np.int64)
     as_rows = Query(q.scale, q.exact, q.cube, True)
     p = np.empty(points.shape[1])  # the visit's point, copied: a view per visit would cost a refcount
-    cursor = room[first]
-    for j in range(first, last):
-        v = by_node[j]
+    cursor = 0
+    for v in by_node:
         node = visits.node[v]
         run = (start[node], start[node] + count[node])
         kept_at[v] = cursor
@@ -394,7 +284,7 @@ def _test_chunk(first: int, last: int, by_node: np.ndarray, room: np.ndarray, vi
 @kernel
 def _offsets(visit_point: np.ndarray, found: np.ndarray, doubts: np.ndarray,
              m: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Step 3 of :func:`answer_many`: where each visit's answers (``at``) and unsure rows
+    """Step 3 of :func:`_answer_many`: where each visit's answers (``at``) and unsure rows
     (``unsure_at``) go, points in order, and each point's number of answers.  O(visits)."""
     n_visits = visit_point.shape[0]
     counts = np.zeros(m, dtype=np.int64)
@@ -410,13 +300,10 @@ def _offsets(visit_point: np.ndarray, found: np.ndarray, doubts: np.ndarray,
 
 
 @inline_kernel
-def _write_chunk(first: int, last: int, by_node: np.ndarray, kept: _Kept, handles: np.ndarray,
-                 answers: _Answers) -> None:
-    """Step 4 of :func:`answer_many` for the visits ``by_node[first:last]``: the handles of each
-    visit's sure rows at its offset.  O(answers)."""
+def _write_visits(by_node: np.ndarray, kept: _Kept, handles: np.ndarray, answers: _Answers) -> None:
+    """Step 4 of :func:`_answer_many`: the handles of each visit's sure rows at its offset.  O(answers)."""
     at, out = answers.at, answers.out
-    for j in range(first, last):
-        v = by_node[j]
+    for v in by_node:
         for i in range(kept.found[v]):
             out[at[v] + i] = handles[kept.rows[kept.kept_at[v] + i]]
 
@@ -424,9 +311,9 @@ def _write_chunk(first: int, last: int, by_node: np.ndarray, kept: _Kept, handle
 @kernel
 def _list_unsure(visits: _Visits, start: np.ndarray, count: np.ndarray, pool: Pool, q: Query, doubts: np.ndarray,
                  answers: _Answers) -> None:
-    """Step 5 of :func:`answer_many`, only when the filter left rows unsure (practically never): each
+    """Step 5 of :func:`_answer_many`, only when the filter left rows unsure (practically never): each
     such visit's run is flagged again to list its unsure rows, and their points.  A kernel of its own,
-    so that neither it nor the test's code in it is compiled until a batch needs it.  O(those runs)."""
+    called rather than inlined: the rare path stays out of the common one's code.  O(those runs)."""
     unsure_at, unsure, unsure_points = answers.unsure_at, answers.unsure, answers.unsure_points
     nothing = np.empty(0, dtype=np.int64)
     as_rows = Query(q.scale, q.exact, q.cube, True)
@@ -447,10 +334,14 @@ def _list_unsure(visits: _Visits, start: np.ndarray, count: np.ndarray, pool: Po
 # Gathering
 
 
-#: The batch calls' walks (``query_many``'s and the probes') run on the
-#: library's threads in chunks of half this many points or more: a walk
-#: takes 1 to 5 us, and a chunk handed to another thread costs 10 to 20 us.
-PARALLEL_MIN_POINTS = 128
+#: ``query_many`` and the probes cut a batch into chunks of points for the
+#: library's threads, of half this many points or more (fewer points run in
+#: one chunk on the calling thread): a point's walk and test take 1 to 10
+#: us, and a chunk handed to another thread costs 10 to 100 us on a busy
+#: 2-core machine (submitting it and waking a pool thread).  Measured on
+#: the forest (10k and 100k objects, 64 to 2,000 points), 64 did as well
+#: as 32 or 128 or better.
+PARALLEL_MIN_POINTS = 64
 
 
 def answer_runs(visited: np.ndarray, start: np.ndarray, count: np.ndarray, pool_fields: PoolFields, p: np.ndarray,

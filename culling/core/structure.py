@@ -25,11 +25,10 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from culling.answer import QueryDetails, distances_from
-from culling.core import chunks, overlap
+from culling.core import chunks, members, overlap
 from culling.core.containment import decide
 from culling.core.handles import HandleStack
 from culling.core.locks import ReadWriteLock, reading, state_without_lock
-from culling.core.members import PARALLEL_MIN_POINTS, answer_runs
 from culling.core.structs import PoolFields
 from culling.core.threads import run_chunks
 from culling.core.validation import (
@@ -266,13 +265,12 @@ class Structure(ABC):
         counts : ndarray, shape (m,), int64: point ``i``'s answer is
             ``handles[counts[:i].sum():][:counts[i]]``
 
-        Cost: O(m x levels + candidates), compiled: every point's visits,
-        then :func:`culling.core.members.answer_many`, which reads each
-        visited node's members once for all the points that visit it, in
-        chunks over the library's threads; a batch with too little work to
-        share (under ``2 * members.CHUNK_ROWS`` candidates) runs on the
-        calling thread alone.
-        In passes of :data:`culling.core.chunks.QUERY_CHUNK` points: scratch
+        Cost: O(m x levels + candidates), compiled: the points cut into
+        chunks on the library's threads (a batch under
+        ``members.PARALLEL_MIN_POINTS`` points is one chunk, on the calling
+        thread); per chunk, every point's visits, then
+        :func:`culling.core.members.answer_many`, which reads each visited
+        node's members once for all the chunk's points that visit it.  In passes of :data:`culling.core.chunks.QUERY_CHUNK` points: scratch
         beyond the answer is bounded.
         """
         points = np.ascontiguousarray(as_points(points, self.dim, "points"))
@@ -286,8 +284,19 @@ class Structure(ABC):
                                 lambda first, last: self._answer_many(points[first:last], exact, scale))
 
     def _answer_many(self, points: np.ndarray, exact: bool, scale: float) -> tuple[np.ndarray, np.ndarray]:
-        """:meth:`query_many` of one pass of points, validated: the walks, then the exact fallback."""
-        handles, counts, unsure, owners = self._answer_parts(points, exact, scale)
+        """:meth:`query_many` of one pass of points, validated: chunks of points on the library's threads,
+        each walked and answered in two kernel calls (:meth:`_answer_parts`), then the exact fallback.
+
+        Each chunk is independent, so the threads meet once per pass (every
+        meeting costs a wake of a pool thread, 10 to 100 us on a busy
+        machine); within a chunk the members are tested node-major.
+        """
+        def chunk(lo: int, hi: int) -> Parts:
+            handles, counts, unsure, owners = self._answer_parts(points[lo:hi], exact, scale)
+            return handles, counts, unsure, owners + lo
+
+        parts = run_chunks(chunk, points.shape[0], min_items=members.PARALLEL_MIN_POINTS // 2)
+        handles, counts, unsure, owners = overlap.joined(parts)
         if not unsure.size:
             return handles, counts
         columns, row_handles = self._rows()  # within rounding of a surface: exact arithmetic decides
@@ -347,7 +356,7 @@ class Structure(ABC):
         m = points.shape[0]
         if not self._count or not m:
             return np.empty(0, dtype=np.int64), np.zeros(m, dtype=np.int64)
-        parts = run_chunks(self._probe_chunk(points, grows, exact, scale), m, min_items=PARALLEL_MIN_POINTS // 2)
+        parts = run_chunks(self._probe_chunk(points, grows, exact, scale), m, min_items=members.PARALLEL_MIN_POINTS // 2)
         handles, counts, unsure, owners = overlap.joined(parts)
         columns, row_handles = self._rows()
         return overlap.settle(handles, counts, unsure, owners, columns, row_handles, points, grows, self.shape, scale)
@@ -394,7 +403,7 @@ class Structure(ABC):
             return QueryDetails(empty, np.empty((0, self.dim)), np.empty(0), np.empty(0), 0, levels)
         visited, ends, start, count = self._walk_runs(p, scale)
         cube = self.shape == "cube"
-        found, sure = answer_runs(np.arange(visited.size), start, count, self._pool_fields(), p,
+        found, sure = members.answer_runs(np.arange(visited.size), start, count, self._pool_fields(), p,
                                   (scale, True, cube, True))
         rows = self._settled(found, sure, p, scale, True)
         columns, row_handles = self._rows()

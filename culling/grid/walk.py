@@ -254,9 +254,9 @@ def _visits(points: np.ndarray, scale: float, world: World, grid: Cells, limit: 
     and at the coarse levels everyone), and ``answer_many`` reads each
     shared run once for all its visitors.  O(m x levels + visits).
 
-    Serial: finding the cells is a small part of a batch (the members'
-    tests, in ``answer_many``, run on all cores), and one variant, with
-    :func:`visit` inlined once, is one compile at start-up.
+    Serial: ``query_many`` calls it once per chunk of points on the
+    library's threads, and one variant, with :func:`visit` inlined once, is
+    one compile at start-up.
     """
     m = points.shape[0]
     visit_cell = np.empty(_FIRST_CELLS * max(m, 1), dtype=np.int64)

@@ -431,8 +431,8 @@ class ViewDistanceTree(Structure):
         return self._world(), self._nodes.arrays(), self._pool.arrays()
 
     def _answer_parts(self, points: np.ndarray, exact: bool, scale: float) -> Parts:
-        """Every point's nodes (:func:`culling.tree.walk.visits`), then their members
-        (:func:`culling.core.members.answer_many`)."""
+        """A chunk of points: every point's nodes (:func:`culling.tree.walk.visits`), then their members
+        (:func:`culling.core.members.answer_many`); two kernel calls."""
         nodes = self._nodes
         visit_node, visit_point = walk.visits(points, scale, self._world(), nodes.arrays())
         return members.answer_many(visit_node, visit_point, points, nodes.start, nodes.count, self._pool.arrays(),

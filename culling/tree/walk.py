@@ -25,9 +25,8 @@ import numpy as np
 from culling.core.cells import grown_half, half_reach_by, visit_window
 from culling.core.jit import inline_kernel, kernel
 from culling.core.lattice import MAX_DEPTH, MAX_GROWTH
-from culling.core.members import PARALLEL_MIN_POINTS, answer
+from culling.core.members import answer
 from culling.core.structs import Nodes, NodesFields, Pool, PoolFields, Query, QueryFields, World, WorldFields, nodes_of
-from culling.core.threads import run_chunks
 
 __all__ = ["query", "trace_walk", "visits", "walk"]
 
@@ -199,16 +198,16 @@ _KEPT_VISITS = 256
 
 
 @kernel
-def _visits(points: np.ndarray, scale: float, world_fields: WorldFields, nodes_fields: NodesFields,
-            shift: int) -> tuple[np.ndarray, np.ndarray]:
+def visits(points: np.ndarray, scale: float, world_fields: WorldFields,
+           nodes_fields: NodesFields) -> tuple[np.ndarray, np.ndarray]:
     """Every point's walk: the nodes with members each visits, for :func:`culling.core.members.answer_many`.
 
     Returns ``(visit_node, visit_point)``: visit ``v`` is point
-    ``visit_point[v] - shift`` visiting node ``visit_node[v]``; the points in
+    ``visit_point[v]`` visiting node ``visit_node[v]``; the points in
     order, each point's nodes in its walk's order.  Nodes without members
     are left out (a quarter of a walk's nodes, on the benchmark's crowd):
     nothing to test there.  The structs as plain tuples (Python calls it
-    once per chunk).  O(m x levels).
+    once per chunk of ``query_many``'s points).  O(m x levels).
     """
     world, nodes = World(*world_fields), nodes_of(nodes_fields)
     m = points.shape[0]
@@ -228,36 +227,14 @@ def _visits(points: np.ndarray, scale: float, world_fields: WorldFields, nodes_f
             for k in range(end - at):
                 visit_node[at + k] = kept[i, k]
         for k in range(at, end):
-            visit_point[k] = i + shift
+            visit_point[k] = i
     return visit_node, visit_point
-
-
-def visits(points: np.ndarray, scale: float, world_fields: WorldFields,
-           nodes_fields: NodesFields) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`_visits` of all ``points``, cut into chunks of points that the library's threads walk
-    (:func:`culling.core.threads.run_chunks`); the chunks' visits concatenated in point order.
-    The structs come as plain tuples.
-
-    ``points`` float64 (m, dim), C-contiguous.  O(m x levels), over the threads.
-    """
-    if points.shape[0] < PARALLEL_MIN_POINTS:  # one chunk, on this thread
-        return _visits(points, scale, world_fields, nodes_fields, 0)
-
-    def chunk(lo: int, hi: int) -> tuple[np.ndarray, np.ndarray]:
-        return _visits(points[lo:hi], scale, world_fields, nodes_fields, lo)
-
-    parts = run_chunks(chunk, points.shape[0], min_items=PARALLEL_MIN_POINTS // 2)
-    if not parts:
-        return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64)
-    if len(parts) == 1:
-        return parts[0]
-    return np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
 
 
 @inline_kernel
 def _walk_kept(p: np.ndarray, scale: float, world: World, nodes: Nodes, kept: np.ndarray) -> int:
     """Walk from ``p``; write the visited nodes that have members to ``kept`` (as many as fit) and
-    return how many there are.  Inlined into :func:`_visits` (a few lines around a call of
+    return how many there are.  Inlined into :func:`visits` (a few lines around a call of
     :func:`walk`), so that :func:`walk`'s code is linked and optimised once more, not twice."""
     visited, _ = walk(p, scale, world, nodes, 0.0)
     n = 0

@@ -322,17 +322,17 @@ def _check_exact(structure, centres, radii, scale, points):
 
 @contextlib.contextmanager
 def _chunked_batches(on: bool):
-    """``query_many`` node-major in chunks on two threads however small the batch (else in one call)."""
+    """``query_many`` in chunks of one point on two threads, however small the batch (else in one chunk)."""
     if not on:
         yield
         return
-    saved = members.CHUNK_ROWS, members.CHUNK_ANSWERS
-    members.CHUNK_ROWS = members.CHUNK_ANSWERS = 1
+    saved = members.PARALLEL_MIN_POINTS
+    members.PARALLEL_MIN_POINTS = 2  # chunks of one point
     culling.set_thread_count(2)
     try:
         yield
     finally:
-        members.CHUNK_ROWS, members.CHUNK_ANSWERS = saved
+        members.PARALLEL_MIN_POINTS = saved
         culling.set_thread_count(None)
 
 

@@ -94,10 +94,9 @@ def test_thread_count_is_configurable():
 
 
 @pytest.mark.parametrize("kind", sorted(STRUCTURES))
-def test_query_many_answers_alike_in_one_call_and_in_chunks_on_threads(kind, monkeypatch):
-    """A batch too small to share runs in one call (``members._answer_serial``); with the chunk
-    thresholds lowered, the same batch runs node-major in many chunks on three threads."""
-    from culling.core import members
+def test_query_many_answers_alike_in_one_chunk_and_in_chunks_on_threads(kind):
+    """One thread answers a batch in one chunk; three threads cut it into chunks of points (each
+    answered node-major), whose answers are joined in point order."""
     structure = STRUCTURES[kind]()
     rng = np.random.default_rng(5)
     centres = rng.uniform(0.0, 256.0, (3000, 3))
@@ -106,16 +105,15 @@ def test_query_many_answers_alike_in_one_call_and_in_chunks_on_threads(kind, mon
     points = np.concatenate([rng.uniform(0.0, 256.0, (150, 3)), centres[:150]])
     want = [brute(centres, radii, p) for p in points]
     try:
+        culling.set_thread_count(1)
+        one = split(*structure.query_many(points, exact=True))
         culling.set_thread_count(3)
-        serial = split(*structure.query_many(points, exact=True))
-        monkeypatch.setattr(members, "CHUNK_ROWS", 8)
-        monkeypatch.setattr(members, "CHUNK_ANSWERS", 8)
         chunked = split(*structure.query_many(points, exact=True))
     finally:
         culling.set_thread_count(None)
     for i, expected in enumerate(want):
-        assert sorted(serial[i].tolist()) == expected.tolist()
-        assert serial[i].tolist() == chunked[i].tolist()
+        assert sorted(one[i].tolist()) == expected.tolist()
+        assert one[i].tolist() == chunked[i].tolist()
 
 
 def test_no_threading_runtime_is_loaded_by_query_many():
