@@ -270,7 +270,8 @@ class Structure(ABC):
         ``members.PARALLEL_MIN_POINTS`` points is one chunk, on the calling
         thread); per chunk, every point's visits, then
         :func:`culling.core.members.answer_many`, which reads each visited
-        node's members once for all the chunk's points that visit it.  In passes of :data:`culling.core.chunks.QUERY_CHUNK` points: scratch
+        node's members once for all the chunk's points that visit it.  In
+        passes of :data:`culling.core.chunks.QUERY_CHUNK` points: scratch
         beyond the answer is bounded.
         """
         points = np.ascontiguousarray(as_points(points, self.dim, "points"))
@@ -356,7 +357,8 @@ class Structure(ABC):
         m = points.shape[0]
         if not self._count or not m:
             return np.empty(0, dtype=np.int64), np.zeros(m, dtype=np.int64)
-        parts = run_chunks(self._probe_chunk(points, grows, exact, scale), m, min_items=members.PARALLEL_MIN_POINTS // 2)
+        parts = run_chunks(self._probe_chunk(points, grows, exact, scale), m,
+                           min_items=members.PARALLEL_MIN_POINTS // 2)
         handles, counts, unsure, owners = overlap.joined(parts)
         columns, row_handles = self._rows()
         return overlap.settle(handles, counts, unsure, owners, columns, row_handles, points, grows, self.shape, scale)
@@ -404,7 +406,7 @@ class Structure(ABC):
         visited, ends, start, count = self._walk_runs(p, scale)
         cube = self.shape == "cube"
         found, sure = members.answer_runs(np.arange(visited.size), start, count, self._pool_fields(), p,
-                                  (scale, True, cube, True))
+                                          (scale, True, cube, True))
         rows = self._settled(found, sure, p, scale, True)
         columns, row_handles = self._rows()
         centres = columns[: self.dim, rows].T.copy()

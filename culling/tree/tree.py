@@ -867,11 +867,11 @@ def _remove_one(handle: int, root: int, objects_fields: ObjectsFields, nodes_fie
     nodes = nodes_of(nodes_fields)
     pool_fields, heads = pool
     free, free_count = stack
+    depth = nodes.level[objects_fields[0][handle]] - nodes.level[root]  # the chain's most nodes with blocks
+    starts = np.empty(depth, dtype=np.int64)  # first: a MemoryError here changes nothing
+    capacities = np.empty(depth, dtype=np.int64)
     node = unlink_one(handle, objects_fields, nodes, pool_fields)
     if node >= 0:
-        depth = nodes.level[node] - nodes.level[root]  # the chain's most nodes with blocks
-        starts = np.empty(depth, dtype=np.int64)
-        capacities = np.empty(depth, dtype=np.int64)
         free_count, released = prune_chain(node, root, nodes, free, free_count, starts, capacities, 0)
         for b in range(released):
             push_free(starts[b], capacities[b], pool_fields[0], heads)
