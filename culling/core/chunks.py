@@ -52,6 +52,8 @@ def in_chunks(m: int, answer: Callable[[int, int], Answer], chunk: int = QUERY_C
     ``answer`` returns the handles (int64, concatenated) and the counts
     (int64 ``(last - first,)``) of points ``first .. last - 1``.
     """
+    if m <= chunk:  # one pass, the common case: no list and no join
+        return answer(0, m)
     return join_answers([answer(first, last) for first, last in chunk_bounds(m, chunk)])
 
 

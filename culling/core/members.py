@@ -242,10 +242,7 @@ def _by_node(visit_node: np.ndarray, count: np.ndarray, nodes: int) -> tuple[np.
     for v in range(n_visits):
         by_node[per_node[visit_node[v]]] = v
         per_node[visit_node[v]] += 1
-    total = 0
-    for node in visit_node:
-        total += count[node]
-    return by_node, total
+    return by_node, candidates(visit_node, count)
 
 
 @inline_kernel

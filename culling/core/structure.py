@@ -279,8 +279,6 @@ class Structure(ABC):
         exact = as_flag(exact)
         if not self._count or not points.shape[0]:
             return np.empty(0, dtype=np.int64), np.zeros(points.shape[0], dtype=np.int64)
-        if points.shape[0] <= chunks.QUERY_CHUNK:  # one pass: no slicing and joining
-            return self._answer_many(points, exact, scale)
         return chunks.in_chunks(points.shape[0],
                                 lambda first, last: self._answer_many(points[first:last], exact, scale))
 
