@@ -472,9 +472,10 @@ def exact_axis_window(x: float, o: float, s: float, size: float, level: int, fir
     float window's estimate (:func:`axis_window`), which may be off by a cell
     at either end where ``x - origin`` rounds.  Each end moves at most two
     cells; a decision the exact test cannot make keeps the cell (conservative).
-    Where one ulp of the coordinates spans more than a cell (an origin of
-    ``1e12`` with cells of ``2**-15``) the estimate can be off by more, and the
-    window stays a superset of the exact one.
+    Where one ulp of the coordinates spans cells (an origin of ``1e12`` with
+    cells of ``2**-15``) the estimate can be off by more than two cells: both
+    ends then widen by that error, clamped to the largest world, and the
+    window is a superset of the exact one.
     With centres placed exactly (:func:`placed_u`) a sphere of scaled radius
     below ``s * W / 2`` containing ``x`` lies in such a cell, and for ``s <= 1``
     there are at most two.
@@ -490,6 +491,15 @@ def exact_axis_window(x: float, o: float, s: float, size: float, level: int, fir
     half = 0.5 * unit * step  # W / 2
     if not (_TINY <= half <= _HUGE) or 2.0 * half != unit * step:  # W or W/2 not exact: keep the estimate
         return first, last
+    # The estimate's error, in cells: a few roundings of the largest magnitude in it.  Where that
+    # reaches a cell (an ulp of the coordinates spans cells) two moves cannot correct it: widen instead.
+    error = (abs(x) + abs(o) + s * half + grow) * 2.0 ** -49 / (2.0 * half)
+    if error >= 0.5:
+        factor = level_factor(level)
+        widen = int(min(error, 2.0 ** 52)) + 2
+        low = cell_scaled(_U_LOW, level, factor)
+        high = cell_scaled(_U_HIGH, level, factor)
+        return max(min(first, last) - widen, low), min(max(first, last) + widen, high)
     # first: the smallest k with x < hi_k + s*W/2, i.e. face_sign(x, o, hi index, unit, s, -half) == -1.
     for _ in range(2):
         sign = face_sign(x, o, first * step - base, unit, s, -half, grow)
