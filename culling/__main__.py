@@ -47,7 +47,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m culling", description="Tools for the culling library.")
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("warm-up", help="compile every kernel now (into the numba cache), with a progress bar")
-    parser.parse_args(argv)
+    ship = sub.add_parser("ship-kernels", help="compile every kernel for the architecture's baseline CPU into "
+                                               "FOLDER, for a wheel to ship (culling.shipped)")
+    ship.add_argument("folder", nargs="?", default=None, help="default: the package's _compiled folder")
+    args = parser.parse_args(argv)
+    if args.command == "ship-kernels":
+        from culling.shipped import SHIPPED_DIR, ship_kernels
+
+        folder = args.folder or SHIPPED_DIR
+        print(f"compiling kernels for the portable CPU into {folder} ...", file=sys.stderr, flush=True)
+        start = time.perf_counter()
+        count = ship_kernels(folder, quiet=True)
+        print(f"{count} kernels shipped in {time.perf_counter() - start:.1f} s", file=sys.stderr)
+        return 0
     print(f"{COMPILING}, or loading them from the numba cache ...", file=sys.stderr, flush=True)
     _, show = progress_bar(sys.stderr)
     seconds = warm_up(show)

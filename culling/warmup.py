@@ -165,15 +165,22 @@ def kernels_cached() -> bool:
 
     A fast check (reads a few cache index files, milliseconds) for a
     program that wants to say "compiling kernels (first run only)" only on a
-    first run.  False when kernels are compiled in memory (no writable
-    cache) or the cache cannot be read.
+    first run.  True where the installed wheel ships them compiled
+    (:mod:`culling.shipped`); False when kernels are compiled in memory (no
+    writable cache, nothing shipped) or the cache cannot be read.
     """
-    if not cache_writable():
-        return False
     try:
-        return all(kernel._cache._cache_file._load_index() for kernel in _PROBED)
+        return all(_has_index(kernel) for kernel in _PROBED)
     except Exception:  # noqa: BLE001 - numba's cache internals differ between versions: assume not cached
         return False
+
+
+def _has_index(kernel: Any) -> bool:
+    """Whether a kernel's own cache, or the kernels a wheel ships (:mod:`culling.shipped`), hold it."""
+    shipped = getattr(kernel, "shipped_index", None)
+    if shipped is not None and shipped._load_index():
+        return True
+    return cache_writable() and bool(kernel._cache._cache_file._load_index())
 
 
 def warm_up(progress: Progress | None = None) -> float:

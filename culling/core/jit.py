@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import os
 import warnings
 from collections.abc import Callable
 from pathlib import Path
@@ -80,6 +81,70 @@ def _stamp_with_package(compiled: Any) -> Any:
         cache_file._source_stamp = (cache_file._source_stamp, SOURCE_FINGERPRINT)
     return compiled
 
+#: Where a built wheel keeps the kernels compiled for it (:mod:`culling.shipped`), and the switch
+#: that ignores them (``CULLING_SHIPPED_KERNELS=0``: compile as if they were not there).
+SHIPPED_DIR = Path(__file__).resolve().parents[1] / "_compiled"
+SHIPPED_ENV = "CULLING_SHIPPED_KERNELS"
+
+#: The stamp of a shipped index: valid wherever the package's source is this exact source.
+SHIPPED_STAMP = ("shipped", SOURCE_FINGERPRINT)
+
+#: The CPU the shipped kernels are compiled for: the architecture's baseline, which every
+#: machine of the architecture runs (``NUMBA_CPU_NAME=generic``).
+PORTABLE_CPU = "generic"
+
+
+def _shipped_enabled() -> bool:
+    return SHIPPED_DIR.is_dir() and os.environ.get(SHIPPED_ENV, "1").strip() != "0"
+
+
+class _PortableCodegen:
+    """What numba's cache key reads of a codegen, for the portable CPU: ``magic_tuple()``."""
+
+    def __init__(self, codegen: Any) -> None:
+        self._triple = codegen.magic_tuple()[0]
+
+    def magic_tuple(self) -> tuple[str, str, str]:
+        return (self._triple, PORTABLE_CPU, "")
+
+
+def _with_shipped(compiled: Any) -> Any:
+    """Let ``compiled`` load a kernel the wheel ships (:data:`SHIPPED_DIR`) where its own cache has none.
+
+    A kernel compiled for the portable CPU runs on every machine of the
+    architecture; it is taken only when the shipped index's stamp is this
+    package's :data:`SOURCE_FINGERPRINT`, numba's version is the one that
+    compiled it (numba checks) and the key (signature, bytecode, triple)
+    matches.  Anything else compiles as usual.  Reaches into numba's cache
+    object; a numba without it compiles as usual.
+    """
+    cache: Any = getattr(compiled, "_cache", None)
+    impl: Any = getattr(cache, "_impl", None)
+    if impl is None or not hasattr(cache, "_index_key") or not hasattr(impl, "rebuild"):
+        return compiled
+    from numba.core.caching import IndexDataCacheFile
+
+    source = Path(compiled.py_func.__code__.co_filename).resolve()
+    folder = SHIPPED_DIR / source.parent.relative_to(SHIPPED_DIR.parent)
+    shipped: Any = IndexDataCacheFile(str(folder), impl.filename_base, SHIPPED_STAMP)  # type: ignore[no-untyped-call]
+    load_own = cache.load_overload
+
+    def load_overload(sig: Any, target_context: Any) -> Any:
+        found = load_own(sig, target_context)
+        if found is None:
+            try:
+                data = shipped.load(cache._index_key(sig, _PortableCodegen(target_context.codegen())))
+            except (OSError, EOFError, ValueError):  # an unreadable shipped file: compile instead
+                data = None
+            if data is not None:
+                found = impl.rebuild(target_context, data)
+        return found
+
+    cache.load_overload = load_overload
+    compiled.shipped_index = shipped  # for culling.kernels_cached()
+    return compiled
+
+
 _unliteral: Callable[[Any], Any] = _types.unliteral
 
 
@@ -91,7 +156,7 @@ def _compile(fn: Callable[..., Any], cached: bool = True, **options: Any) -> Any
         try:
             compiled = _stamp_with_package(numba.njit(cache=True, **_OPTIONS, **options)(fn))
             _cache_ok = True
-            return compiled
+            return _with_shipped(compiled) if _shipped_enabled() else compiled
         except RuntimeError as exc:  # numba: "cannot cache function ...: no locator available"
             if "cannot cache" not in str(exc):
                 raise

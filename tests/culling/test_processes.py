@@ -46,8 +46,11 @@ def _run(code: str, env: dict[str, str], cwd: Path, timeout: float = 400.0) -> s
 
 
 def _env(**extra: str) -> dict[str, str]:
+    """A child's environment: the package on its path; the kernels a wheel ships ignored (these tests are
+    about compiling and caching; the shipped kernels have their own test) unless ``extra`` says otherwise."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("NUMBA_", "PYTHON", "CULLING_"))}
-    env.update(PYTHONPATH=str(PACKAGE.parent), PYTHONDONTWRITEBYTECODE="1", **extra)
+    env.update(PYTHONPATH=str(PACKAGE.parent), PYTHONDONTWRITEBYTECODE="1", CULLING_SHIPPED_KERNELS="0")
+    env.update(extra)
     return env
 
 
@@ -157,6 +160,31 @@ def test_an_edit_anywhere_in_the_package_compiles_the_kernels_again(tmp_path):
         assert proc.returncode == 0, proc.stderr[-3000:]
         runs.append(proc.stdout.split())
     assert runs == [["0", "1"], ["1", "0"], ["0", "1"]]  # compiled; loaded; compiled again after the edit
+
+
+def test_a_wheels_shipped_kernels_load_where_the_cache_is_empty(tmp_path):
+    """What a wheel ships (``culling.shipped``: kernels compiled for the portable CPU, stamped with the
+    package's fingerprint) loads in a process whose numba cache is empty, and nothing is compiled or
+    written there; ``CULLING_SHIPPED_KERNELS=0`` and an edit of the source compile instead."""
+    site = tmp_path / "site"
+    shutil.copytree(PACKAGE, site / "culling", ignore=shutil.ignore_patterns("__pycache__", "_compiled"))
+    env = _env(CULLING_SHIPPED_KERNELS="1", PYTHONPATH=str(site))
+    ship = _run(f"from culling.shipped import ship_kernels; print(ship_kernels(program={CACHE_PROBE!r}))", env,
+                tmp_path)
+    assert ship.returncode == 0, ship.stderr[-3000:]
+    assert int(ship.stdout) >= 1 and any((site / "culling" / "_compiled").rglob("*.nbc"))
+    runs = []
+    for name, extra, edit in (("shipped", {}, False), ("ignored", {"CULLING_SHIPPED_KERNELS": "0"}, False),
+                              ("edited", {}, True)):
+        if edit:
+            with open(site / "culling" / "core" / "lattice.py", "a") as source:
+                source.write("# an edit in another module\n")
+        cache = tmp_path / f"cache-{name}"
+        proc = _run(CACHE_PROBE, {**env, "NUMBA_CACHE_DIR": str(cache), **extra}, tmp_path)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        runs.append((proc.stdout.split(), any(cache.rglob("*.nbi"))))
+    # loaded from the wheel, the cache untouched; compiled and cached; compiled and cached (stale shipment)
+    assert runs == [(["1", "0"], False), (["0", "1"], True), (["0", "1"], True)]
 
 
 def test_concurrent_cold_compiles_into_one_cache_are_safe(tmp_path):

@@ -1,0 +1,93 @@
+"""Kernels compiled ahead of time and shipped inside the wheel: a first run that compiles nothing.
+
+A fresh install would otherwise compile every kernel on first use (half a
+minute and more on a small machine).  The wheel's build runs
+:func:`ship_kernels`: every kernel is compiled in a separate process for the
+architecture's baseline CPU (``NUMBA_CPU_NAME=generic``, so the machine code
+runs on every machine of the architecture) into an empty numba cache, and
+the cache's files are copied into ``culling/_compiled/``, one folder per
+source folder, each index stamped with the package's
+:data:`culling.core.jit.SOURCE_FINGERPRINT` instead of its files' times.
+At run time a kernel whose own cache has no entry loads the shipped one
+(:func:`culling.core.jit._with_shipped`) when the source, numba's version,
+Python's version and the architecture all match; otherwise it compiles as
+before.  ``CULLING_SHIPPED_KERNELS=0`` ignores the shipped kernels.
+
+The kernels' code is the same as a native compile's, less the newest
+instructions (AVX2, FMA): the loops are scalar and bound by memory, and the
+benchmarks measured no difference beyond noise.  To compile them for the
+machine at hand instead, set ``CULLING_SHIPPED_KERNELS=0`` (and run
+``python -m culling warm-up`` once with it).
+
+``python -m culling ship-kernels DIR`` runs it by hand.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import pickle
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from culling.core.jit import PORTABLE_CPU, SHIPPED_DIR, SHIPPED_ENV, SHIPPED_STAMP, SOURCE_FINGERPRINT
+
+__all__ = ["SHIPPED_DIR", "ship_kernels"]
+
+_PACKAGE = SHIPPED_DIR.parent
+
+
+def _cache_folders() -> dict[str, Path]:
+    """numba's cache subfolder name (``NUMBA_CACHE_DIR``) of each source folder of the package, and
+    that folder's place under ``_compiled/`` (numba names it by the folder's name and a hash of its path)."""
+    folders = {}
+    for source in sorted({path.parent for path in _PACKAGE.rglob("*.py")}):
+        if SHIPPED_DIR in source.parents or source == SHIPPED_DIR:
+            continue
+        hashed = hashlib.sha1(os.path.abspath(source).encode()).hexdigest()
+        folders[f"{source.name}_{hashed}"] = source.relative_to(_PACKAGE)
+    return folders
+
+
+def ship_kernels(out: Path | str = SHIPPED_DIR, quiet: bool = False, program: str | None = None) -> int:
+    """Compile every kernel for the portable CPU and write them, stamped, into ``out``; returns how many
+    index files were written.  Runs ``python -m culling warm-up`` in a child process (about as long as a
+    cold first run), or ``program`` (Python source: ship what it compiles)."""
+    out = Path(out)
+    with tempfile.TemporaryDirectory(prefix="culling-ship-") as cache:
+        env = dict(os.environ, NUMBA_CPU_NAME=PORTABLE_CPU, NUMBA_CPU_FEATURES="", NUMBA_CACHE_DIR=cache,
+                   **{SHIPPED_ENV: "0"})
+        env["PYTHONPATH"] = os.pathsep.join([str(_PACKAGE.parent), *filter(None, [env.get("PYTHONPATH")])])
+        command = ["-m", "culling", "warm-up"] if program is None else ["-c", program]
+        subprocess.run([sys.executable, *command], env=env, check=True,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL if quiet else None)
+        if out.exists():
+            shutil.rmtree(out)
+        written = 0
+        folders = _cache_folders()
+        for folder in sorted(Path(cache).iterdir()):
+            target = out / folders[folder.name]
+            target.mkdir(parents=True, exist_ok=True)
+            for path in sorted(folder.iterdir()):
+                if path.suffix == ".nbi":
+                    _restamp(path, target / path.name)
+                    written += 1
+                elif path.suffix == ".nbc":
+                    shutil.copyfile(path, target / path.name)
+    return written
+
+
+def _restamp(index: Path, to: Path) -> None:
+    """Copy a numba index file with its stamp replaced by :data:`SHIPPED_STAMP` (numba's format: its
+    version pickled, then ``(stamp, overloads)`` pickled)."""
+    with open(index, "rb") as f:
+        version = pickle.load(f)
+        stamp, overloads = pickle.loads(f.read())
+    if not (isinstance(stamp, tuple) and len(stamp) == 2 and stamp[1] == SOURCE_FINGERPRINT):
+        raise RuntimeError(f"{index} was compiled from another source than this package's")
+    with open(to, "wb") as f:
+        pickle.dump(version, f, protocol=-1)
+        f.write(pickle.dumps((SHIPPED_STAMP, overloads), protocol=-1))
