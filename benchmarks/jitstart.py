@@ -17,8 +17,10 @@ package pays.
 
 from __future__ import annotations
 
+import compileall
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -88,18 +90,19 @@ NUMBA_FIXED = ("import_numba", "numba_setup")
 PARTS = ("import_numba", "import", "numba_setup", "build", "first_query", "rest", "total")
 
 
-def measure(cache_dir: Path | None, timeout: float = 300.0) -> dict:
+def measure(cache_dir: Path | None, timeout: float = 300.0, site: Path = ROOT) -> dict:
     """One fresh process with ``NUMBA_CACHE_DIR=cache_dir``: seconds per step (see ``PROBE``).
 
     ``cache_dir`` None keeps the environment's cache (numba's default: next
     to the sources), which this benchmark process has already filled.
+    ``site``: the folder ``culling`` is imported from (the checkout's root).
     Raises ``RuntimeError`` with the child's error output if it fails.
     """
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    env = dict(os.environ, PYTHONPATH=str(site))
     env.pop("PYTHONDONTWRITEBYTECODE", None)
     if cache_dir is not None:
         env["NUMBA_CACHE_DIR"] = str(cache_dir)
-    proc = subprocess.run([sys.executable, "-c", PROBE], cwd=ROOT, env=env, capture_output=True, text=True,
+    proc = subprocess.run([sys.executable, "-c", PROBE], cwd=site, env=env, capture_output=True, text=True,
                           timeout=timeout)
     if proc.returncode != 0:
         raise RuntimeError(f"JIT start-up probe failed:\n{proc.stderr[-2000:]}")
@@ -118,3 +121,21 @@ def cold_and_warm(warm_runs: int = 3, cold: bool = True) -> tuple[dict | None, l
         first = measure(Path(tmp))
         warm = [measure(Path(tmp)) for _ in range(warm_runs)]
     return first, warm
+
+
+def shipped_cold(timeout: float = 600.0) -> dict:
+    """A cold start as an installed wheel has it: a copy of the package whose kernels are shipped
+    compiled (``python -m culling ship-kernels``, as the wheel's build runs it; not timed) and its
+    bytecode compiled (as pip does), and an empty ``NUMBA_CACHE_DIR``: :func:`measure`'s steps."""
+    with tempfile.TemporaryDirectory(prefix="culling-shipped-") as tmp:
+        site = Path(tmp) / "site"
+        shutil.copytree(ROOT / "culling", site / "culling", ignore=shutil.ignore_patterns("__pycache__", "_compiled"))
+        env = dict(os.environ, PYTHONPATH=str(site))
+        proc = subprocess.run([sys.executable, "-m", "culling", "ship-kernels"], cwd=site, env=env,
+                              capture_output=True, text=True, timeout=timeout)
+        if proc.returncode != 0:
+            raise RuntimeError(f"shipping the kernels failed:\n{proc.stderr[-2000:]}")
+        compileall.compile_dir(site, quiet=1)  # Python's bytecode, as pip writes it when it installs a wheel
+        cache = Path(tmp) / "cache"
+        cache.mkdir()
+        return measure(cache, site=site)
