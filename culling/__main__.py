@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import TextIO
 
-from culling.core.jit import cache_writable
+from culling.core.jit import cache_writable, shipped_loaded
 from culling.warmup import warm_up
 
 __all__ = ["main", "progress_bar"]
@@ -63,7 +63,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"{COMPILING}, or loading them from the numba cache ...", file=sys.stderr, flush=True)
     _, show = progress_bar(sys.stderr)
     seconds = warm_up(show)
-    where = "kept in the numba cache" if cache_writable() else "compiled in memory only (no writable cache)"
+    if shipped_loaded():
+        where = f"{shipped_loaded()} loaded as the wheel shipped them compiled"
+    else:
+        where = "kept in the numba cache" if cache_writable() else "compiled in memory only (no writable cache)"
     print(f"kernels ready in {seconds:.1f} s, {where}", file=sys.stderr)
     return 0
 

@@ -46,7 +46,8 @@ from numba.core import types as _types
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-__all__ = ["KERNELS", "cache_writable", "inline_kernel", "kernel"]
+__all__ = ["KERNELS", "PORTABLE_CPU", "SHIPPED_DIR", "SHIPPED_ENV", "SHIPPED_STAMP", "SOURCE_FINGERPRINT",
+           "cache_writable", "inline_kernel", "kernel", "shipped_loaded"]
 
 _OPTIONS: dict[str, Any] = {"nogil": True, "error_model": "numpy", "no_cfunc_wrapper": True}
 
@@ -94,6 +95,15 @@ SHIPPED_STAMP = ("shipped", SOURCE_FINGERPRINT)
 PORTABLE_CPU = "generic"
 
 
+#: The kernels this process loaded from the shipped ones (their names; ``list.append`` is atomic).
+_SHIPPED_LOADED: list[str] = []
+
+
+def shipped_loaded() -> int:
+    """How many kernels this process has loaded from the ones the wheel ships."""
+    return len(_SHIPPED_LOADED)
+
+
 def _shipped_enabled() -> bool:
     return SHIPPED_DIR.is_dir() and os.environ.get(SHIPPED_ENV, "1").strip() != "0"
 
@@ -138,6 +148,7 @@ def _with_shipped(compiled: Any) -> Any:
                 data = None
             if data is not None:
                 found = impl.rebuild(target_context, data)
+                _SHIPPED_LOADED.append(compiled.py_func.__qualname__)
         return found
 
     cache.load_overload = load_overload
