@@ -8,7 +8,9 @@ directory is not writable (an installed wheel), numba keeps the cache in a
 per-user directory instead (``NUMBA_CACHE_DIR`` overrides both); when no
 directory at all can be written (a read-only container, a service user
 without a home), the kernels are compiled in memory, in every process, and
-one ``RuntimeWarning`` says so.
+one ``RuntimeWarning`` says so.  A built wheel ships its kernels compiled
+(:mod:`culling.shipped`): where numba's cache has no entry, or none can be
+written, they are loaded instead of compiled.
 
 numba keys a kernel's cached machine code by its own source file only, but
 a kernel's code holds the kernels it calls from other files: after an edit
@@ -35,6 +37,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import os
+import sys
 import warnings
 from collections.abc import Callable
 from pathlib import Path
@@ -134,9 +137,8 @@ def _with_shipped(compiled: Any) -> Any:
         return compiled
     from numba.core.caching import IndexDataCacheFile
 
-    source = Path(compiled.py_func.__code__.co_filename).resolve()
-    folder = SHIPPED_DIR / source.parent.relative_to(SHIPPED_DIR.parent)
-    shipped: Any = IndexDataCacheFile(str(folder), impl.filename_base, SHIPPED_STAMP)  # type: ignore[no-untyped-call]
+    shipped: Any = IndexDataCacheFile(str(_shipped_folder(compiled.py_func)),  # type: ignore[no-untyped-call]
+                                      impl.filename_base, SHIPPED_STAMP)
     load_own = cache.load_overload
 
     def load_overload(sig: Any, target_context: Any) -> Any:
@@ -156,6 +158,51 @@ def _with_shipped(compiled: Any) -> Any:
     return compiled
 
 
+def _shipped_folder(py_func: Callable[..., Any]) -> Path:
+    """Where the shipped kernels of ``py_func``'s source folder are: ``_compiled/<folder>``."""
+    source = Path(py_func.__code__.co_filename).resolve()
+    return SHIPPED_DIR / source.parent.relative_to(SHIPPED_DIR.parent)
+
+
+def _shipped_only(compiled: Any) -> Any:
+    """Give ``compiled`` (a kernel without a disk cache: no folder can be written) a cache that loads
+    the kernels the wheel ships and saves nothing, so a read-only install compiles only what the
+    wheel does not ship.  numba's own cache object, made without its locator (which needs a
+    writable folder): the index file and the key are numba's, as :func:`_with_shipped` reads them."""
+    from numba.core.caching import CompileResultCacheImpl, FunctionCache, IndexDataCacheFile
+
+    py_func = compiled.py_func
+    code = py_func.__code__
+    base = (f"{Path(code.co_filename).stem}.{py_func.__qualname__}-{code.co_firstlineno}"
+            f".py{sys.version_info[0]}{sys.version_info[1]}{getattr(sys, 'abiflags', '')}")
+    cache: Any = FunctionCache.__new__(FunctionCache)
+    cache._name = repr(py_func)
+    cache._py_func = py_func
+    cache._impl = CompileResultCacheImpl.__new__(CompileResultCacheImpl)  # its rebuild() reads nothing else
+    cache._cache_path = str(_shipped_folder(py_func))
+    cache._cache_file = IndexDataCacheFile(cache._cache_path, base, SHIPPED_STAMP)  # type: ignore[no-untyped-call]
+    cache._enabled = True
+    index_key = cache._index_key
+    cache._index_key = lambda sig, codegen: index_key(sig, _PortableCodegen(codegen))
+    cache.save_overload = lambda sig, data: None
+    cache.flush = lambda: None
+    cache.load_overload = _counting(cache.load_overload, py_func)
+    compiled._cache = cache
+    compiled.shipped_index = cache._cache_file  # for culling.kernels_cached()
+    return compiled
+
+
+def _counting(load: Callable[[Any, Any], Any], py_func: Callable[..., Any]) -> Callable[[Any, Any], Any]:
+    """``load`` that notes a kernel loaded from the shipped ones (:func:`shipped_loaded`)."""
+    def load_overload(sig: Any, target_context: Any) -> Any:
+        found = load(sig, target_context)
+        if found is not None:
+            _SHIPPED_LOADED.append(py_func.__qualname__)
+        return found
+
+    return load_overload
+
+
 _unliteral: Callable[[Any], Any] = _types.unliteral
 
 
@@ -172,11 +219,14 @@ def _compile(fn: Callable[..., Any], cached: bool = True, **options: Any) -> Any
             if "cannot cache" not in str(exc):
                 raise
             _cache_ok = False
+            shipped = ("the kernels the wheel ships are loaded, any other " if _shipped_enabled()
+                       else "every process ")
             warnings.warn("culling: no numba cache directory can be written (the package folder, the user's "
-                          "cache folder and NUMBA_CACHE_DIR are read-only or missing), so every process compiles "
+                          f"cache folder and NUMBA_CACHE_DIR are read-only or missing), so {shipped}compiles "
                           "its kernels in memory on first use; set NUMBA_CACHE_DIR to a writable folder to keep "
                           "them", RuntimeWarning, stacklevel=2)
-    return numba.njit(cache=False, **_OPTIONS, **options)(fn)
+    compiled = numba.njit(cache=False, **_OPTIONS, **options)(fn)
+    return _shipped_only(compiled) if cached and _shipped_enabled() else compiled
 
 
 def _one_signature(dispatcher: Any) -> Any:

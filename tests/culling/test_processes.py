@@ -109,25 +109,32 @@ def test_a_forked_child_queries_and_mutates_its_own_copy():
 # ----------------------------------------------------------------------------- caches
 
 
-def test_an_install_where_no_cache_can_be_written_compiles_in_memory(tmp_path):
-    """A copy of the package, no ``__pycache__`` folder possible in it (a file of that name; and read-only
-    for a user other than root), and every cache folder numba could use under a plain file."""
-    site = tmp_path / "site"
-    shutil.copytree(PACKAGE, site / "culling", ignore=shutil.ignore_patterns("__pycache__"))
+def _run_read_only(site: Path, program: str, env: dict[str, str], tmp_path: Path) -> subprocess.CompletedProcess:
+    """``program`` with the package copy in ``site`` made unwritable: no ``__pycache__`` folder possible
+    in it (a file of that name; and read-only for a user other than root), and every cache folder numba
+    could use under a plain file."""
+    for cache in list((site / "culling").rglob("__pycache__")):
+        shutil.rmtree(cache)
     for folder in [site / "culling", *(p for p in (site / "culling").rglob("*") if p.is_dir())]:
         (folder / "__pycache__").write_text("not a folder")
     blocker = tmp_path / "blocker"
     blocker.write_text("not a folder")
+    env = {**env, "NUMBA_CACHE_DIR": str(blocker / "numba"), "HOME": str(blocker / "home"),
+           "XDG_CACHE_HOME": str(blocker / "cache"), "PYTHONPATH": str(site)}
     for path in [site, *site.rglob("*")]:
         path.chmod(path.stat().st_mode & ~0o222)
-    env = _env(NUMBA_CACHE_DIR=str(blocker / "numba"), HOME=str(blocker / "home"),
-               XDG_CACHE_HOME=str(blocker / "cache"))
-    env["PYTHONPATH"] = str(site)
     try:
-        proc = _run("import warnings; warnings.simplefilter('always')\n" + PROGRAM, env, tmp_path)
+        return _run("import warnings; warnings.simplefilter('always')\n" + program, env, tmp_path)
     finally:
         for path in [site, *site.rglob("*")]:
             path.chmod(path.stat().st_mode | 0o200)
+
+
+def test_an_install_where_no_cache_can_be_written_compiles_in_memory(tmp_path):
+    """A copy of the package where nothing can be written (:func:`_run_read_only`)."""
+    site = tmp_path / "site"
+    shutil.copytree(PACKAGE, site / "culling", ignore=shutil.ignore_patterns("__pycache__"))
+    proc = _run_read_only(site, PROGRAM, _env(), tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert proc.stdout.split() == _expected().split()
     assert proc.stderr.count("no numba cache directory can be written") == 1, proc.stderr[-3000:]
@@ -162,10 +169,9 @@ def test_an_edit_anywhere_in_the_package_compiles_the_kernels_again(tmp_path):
     assert runs == [["0", "1"], ["1", "0"], ["0", "1"]]  # compiled; loaded; compiled again after the edit
 
 
-def test_a_wheels_shipped_kernels_load_where_the_cache_is_empty(tmp_path):
-    """What a wheel ships (``culling.shipped``: kernels compiled for the portable CPU, stamped with the
-    package's fingerprint) loads in a process whose numba cache is empty, and nothing is compiled or
-    written there; ``CULLING_SHIPPED_KERNELS=0`` and an edit of the source compile instead."""
+def _copy_shipping_the_probe(tmp_path: Path) -> tuple[Path, dict[str, str]]:
+    """A copy of the package (in ``site``) that ships :data:`CACHE_PROBE`'s kernel compiled, as a wheel
+    ships all of them (``culling.shipped``), and the environment that imports it."""
     site = tmp_path / "site"
     shutil.copytree(PACKAGE, site / "culling", ignore=shutil.ignore_patterns("__pycache__", "_compiled"))
     env = _env(CULLING_SHIPPED_KERNELS="1", PYTHONPATH=str(site))
@@ -173,6 +179,14 @@ def test_a_wheels_shipped_kernels_load_where_the_cache_is_empty(tmp_path):
                 tmp_path)
     assert ship.returncode == 0, ship.stderr[-3000:]
     assert int(ship.stdout) >= 1 and any((site / "culling" / "_compiled").rglob("*.nbc"))
+    return site, env
+
+
+def test_a_wheels_shipped_kernels_load_where_the_cache_is_empty(tmp_path):
+    """What a wheel ships (``culling.shipped``: kernels compiled for the portable CPU, stamped with the
+    package's fingerprint) loads in a process whose numba cache is empty, and nothing is compiled or
+    written there; ``CULLING_SHIPPED_KERNELS=0`` and an edit of the source compile instead."""
+    site, env = _copy_shipping_the_probe(tmp_path)
     runs = []
     for name, extra, edit in (("shipped", {}, False), ("ignored", {"CULLING_SHIPPED_KERNELS": "0"}, False),
                               ("edited", {}, True)):
@@ -185,6 +199,17 @@ def test_a_wheels_shipped_kernels_load_where_the_cache_is_empty(tmp_path):
         runs.append((proc.stdout.split(), any(cache.rglob("*.nbi"))))
     # loaded from the wheel, the cache untouched; compiled and cached; compiled and cached (stale shipment)
     assert runs == [(["1", "0"], False), (["0", "1"], True), (["0", "1"], True)]
+
+
+def test_a_read_only_install_loads_the_kernels_its_wheel_ships(tmp_path):
+    """Where no cache folder can be written (:func:`_run_read_only`), the shipped kernels still load
+    (numba's cache object is made without its locator), and the one warning says so."""
+    site, env = _copy_shipping_the_probe(tmp_path)
+    proc = _run_read_only(site, CACHE_PROBE, env, tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.split() == ["1", "0"]  # loaded, not compiled
+    assert proc.stderr.count("no numba cache directory can be written") == 1, proc.stderr[-3000:]
+    assert "the kernels the wheel ships are loaded" in proc.stderr
 
 
 def test_concurrent_cold_compiles_into_one_cache_are_safe(tmp_path):
