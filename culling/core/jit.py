@@ -219,12 +219,12 @@ def _compile(fn: Callable[..., Any], cached: bool = True, **options: Any) -> Any
             if "cannot cache" not in str(exc):
                 raise
             _cache_ok = False
-            shipped = ("the kernels the wheel ships are loaded, any other " if _shipped_enabled()
-                       else "every process ")
+            what = ("the kernels the wheel ships are loaded and any other is compiled in memory, in every "
+                    "process, on first use" if _shipped_enabled()
+                    else "every process compiles its kernels in memory on first use")
             warnings.warn("culling: no numba cache directory can be written (the package folder, the user's "
-                          f"cache folder and NUMBA_CACHE_DIR are read-only or missing), so {shipped}compiles "
-                          "its kernels in memory on first use; set NUMBA_CACHE_DIR to a writable folder to keep "
-                          "them", RuntimeWarning, stacklevel=2)
+                          f"cache folder and NUMBA_CACHE_DIR are read-only or missing), so {what}; set "
+                          "NUMBA_CACHE_DIR to a writable folder to keep them", RuntimeWarning, stacklevel=2)
     compiled = numba.njit(cache=False, **_OPTIONS, **options)(fn)
     return _shipped_only(compiled) if cached and _shipped_enabled() else compiled
 
