@@ -2,9 +2,9 @@
 
 Every kernel is serial and ``nogil`` (:mod:`culling.core.jit`); a batch call
 (``query_many``, and the broad phase's probes and pairs) cuts its work into
-chunks and hands them to :func:`run_chunks`, which runs them on a
-pool of daemon threads fed by one ``queue.SimpleQueue`` while the calling thread works on a chunk
-too.  No threading runtime (OpenMP, TBB, numba's workqueue) is ever loaded
+chunks and hands them to :func:`run_chunks`, which runs them on a pool of
+daemon threads fed by one ``queue.SimpleQueue`` while the calling thread
+works on a chunk too.  No threading runtime (OpenMP, TBB, numba's workqueue) is ever loaded
 into the user's process, so:
 
 - any thread of the user's may call any query, from as many threads at once
@@ -53,6 +53,7 @@ ENV_VAR = "CULLING_THREADS"
 #: 10 us per chunk).  The interest benchmark's 2,000 x 1M tick is flat from
 #: 4 to 16 on 2 to 16 cores.
 CHUNKS_PER_THREAD = 4
+
 
 class _Helper:
     """One pool thread's share of a batch: it runs ``work`` unless the caller claimed it first.
