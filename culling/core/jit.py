@@ -121,6 +121,46 @@ class _PortableCodegen:
         return (self._triple, PORTABLE_CPU, "")
 
 
+def _shipped_cache(py_func: Callable[..., Any]) -> Any:
+    """numba's cache object for ``py_func``'s shipped kernel (``_compiled/<folder>``), read-only.
+
+    Made without numba's locator (which wants a writable folder): the index
+    file, its name and the key are numba's, the key with the portable CPU
+    (:class:`_PortableCodegen`) and the stamp :data:`SHIPPED_STAMP`.  It loads
+    a shipped kernel (counted by :func:`shipped_loaded`), saves nothing, and
+    an unreadable shipped file loads nothing (the kernel then compiles).
+    """
+    from numba.core.caching import CompileResultCacheImpl, FunctionCache, IndexDataCacheFile
+
+    code = py_func.__code__
+    source = Path(code.co_filename).resolve()
+    base = (f"{source.stem}.{py_func.__qualname__}-{code.co_firstlineno}"
+            f".py{sys.version_info[0]}{sys.version_info[1]}{getattr(sys, 'abiflags', '')}")
+    cache: Any = FunctionCache.__new__(FunctionCache)
+    cache._name = repr(py_func)
+    cache._py_func = py_func
+    cache._impl = CompileResultCacheImpl.__new__(CompileResultCacheImpl)  # its rebuild() reads nothing else
+    cache._cache_path = str(SHIPPED_DIR / source.parent.relative_to(SHIPPED_DIR.parent))
+    cache._cache_file = IndexDataCacheFile(cache._cache_path, base, SHIPPED_STAMP)  # type: ignore[no-untyped-call]
+    cache._enabled = True
+    index_key, load = cache._index_key, cache.load_overload
+
+    def load_overload(sig: Any, target_context: Any) -> Any:
+        try:
+            found = load(sig, target_context)
+        except (OSError, EOFError, ValueError):  # an unreadable shipped file: compile instead
+            return None
+        if found is not None:
+            _SHIPPED_LOADED.append(py_func.__qualname__)
+        return found
+
+    cache._index_key = lambda sig, codegen: index_key(sig, _PortableCodegen(codegen))
+    cache.load_overload = load_overload
+    cache.save_overload = lambda sig, data: None
+    cache.flush = lambda: None
+    return cache
+
+
 def _with_shipped(compiled: Any) -> Any:
     """Let ``compiled`` load a kernel the wheel ships (:data:`SHIPPED_DIR`) where its own cache has none.
 
@@ -131,76 +171,27 @@ def _with_shipped(compiled: Any) -> Any:
     matches.  Anything else compiles as usual.  Reaches into numba's cache
     object; a numba without it compiles as usual.
     """
-    cache: Any = getattr(compiled, "_cache", None)
-    impl: Any = getattr(cache, "_impl", None)
-    if impl is None or not hasattr(cache, "_index_key") or not hasattr(impl, "rebuild"):
+    own: Any = getattr(compiled, "_cache", None)
+    if own is None or not hasattr(own, "load_overload"):
         return compiled
-    from numba.core.caching import IndexDataCacheFile
-
-    shipped: Any = IndexDataCacheFile(str(_shipped_folder(compiled.py_func)),  # type: ignore[no-untyped-call]
-                                      impl.filename_base, SHIPPED_STAMP)
-    load_own = cache.load_overload
+    shipped = _shipped_cache(compiled.py_func)
+    load_own = own.load_overload
 
     def load_overload(sig: Any, target_context: Any) -> Any:
         found = load_own(sig, target_context)
-        if found is None:
-            try:
-                data = shipped.load(cache._index_key(sig, _PortableCodegen(target_context.codegen())))
-            except (OSError, EOFError, ValueError):  # an unreadable shipped file: compile instead
-                data = None
-            if data is not None:
-                found = impl.rebuild(target_context, data)
-                _SHIPPED_LOADED.append(compiled.py_func.__qualname__)
-        return found
+        return shipped.load_overload(sig, target_context) if found is None else found
 
-    cache.load_overload = load_overload
-    compiled.shipped_index = shipped  # for culling.kernels_cached()
+    own.load_overload = load_overload
+    compiled.shipped_index = shipped._cache_file  # for culling.kernels_cached()
     return compiled
-
-
-def _shipped_folder(py_func: Callable[..., Any]) -> Path:
-    """Where the shipped kernels of ``py_func``'s source folder are: ``_compiled/<folder>``."""
-    source = Path(py_func.__code__.co_filename).resolve()
-    return SHIPPED_DIR / source.parent.relative_to(SHIPPED_DIR.parent)
 
 
 def _shipped_only(compiled: Any) -> Any:
-    """Give ``compiled`` (a kernel without a disk cache: no folder can be written) a cache that loads
-    the kernels the wheel ships and saves nothing, so a read-only install compiles only what the
-    wheel does not ship.  numba's own cache object, made without its locator (which needs a
-    writable folder): the index file and the key are numba's, as :func:`_with_shipped` reads them."""
-    from numba.core.caching import CompileResultCacheImpl, FunctionCache, IndexDataCacheFile
-
-    py_func = compiled.py_func
-    code = py_func.__code__
-    base = (f"{Path(code.co_filename).stem}.{py_func.__qualname__}-{code.co_firstlineno}"
-            f".py{sys.version_info[0]}{sys.version_info[1]}{getattr(sys, 'abiflags', '')}")
-    cache: Any = FunctionCache.__new__(FunctionCache)
-    cache._name = repr(py_func)
-    cache._py_func = py_func
-    cache._impl = CompileResultCacheImpl.__new__(CompileResultCacheImpl)  # its rebuild() reads nothing else
-    cache._cache_path = str(_shipped_folder(py_func))
-    cache._cache_file = IndexDataCacheFile(cache._cache_path, base, SHIPPED_STAMP)  # type: ignore[no-untyped-call]
-    cache._enabled = True
-    index_key = cache._index_key
-    cache._index_key = lambda sig, codegen: index_key(sig, _PortableCodegen(codegen))
-    cache.save_overload = lambda sig, data: None
-    cache.flush = lambda: None
-    cache.load_overload = _counting(cache.load_overload, py_func)
-    compiled._cache = cache
-    compiled.shipped_index = cache._cache_file  # for culling.kernels_cached()
+    """Give ``compiled`` (a kernel without a disk cache: no folder can be written) the shipped kernels'
+    cache (:func:`_shipped_cache`), so a read-only install compiles only what the wheel does not ship."""
+    compiled._cache = _shipped_cache(compiled.py_func)
+    compiled.shipped_index = compiled._cache._cache_file  # for culling.kernels_cached()
     return compiled
-
-
-def _counting(load: Callable[[Any, Any], Any], py_func: Callable[..., Any]) -> Callable[[Any, Any], Any]:
-    """``load`` that notes a kernel loaded from the shipped ones (:func:`shipped_loaded`)."""
-    def load_overload(sig: Any, target_context: Any) -> Any:
-        found = load(sig, target_context)
-        if found is not None:
-            _SHIPPED_LOADED.append(py_func.__qualname__)
-        return found
-
-    return load_overload
 
 
 _unliteral: Callable[[Any], Any] = _types.unliteral
