@@ -31,8 +31,8 @@ join needs:
    largest radius: one run of rows per line of that window, cut to the
    reach's chord along the last axis (floats widened by their rounding's
    bound and one cell each way, so rounding never loses a bucket).
-5. Each run is first screened by :func:`culling.core.overlap.any_near` (a
-   reduction without stores: SIMD); the runs with a hit are tested again
+5. Each run is first screened by :func:`culling.core.overlap.any_near` (no
+   writes; it stops at the first candidate near); the runs with a hit are tested again
    and their pairs written (:func:`_written`).  Pairs within rounding of
    touching are settled exactly by the caller
    (:func:`culling.core.containment.decide_pairs`).
@@ -394,7 +394,7 @@ def band_cells(lay: Layout, first_cell: int, last_cell: int, origin: np.ndarray,
     the three cells along the last axis around ``c`` on each forward
     neighbouring line (:func:`forward_lines`): ``1 + (3**(dim-1) - 1) / 2``
     runs.  Each run is screened by :func:`culling.core.overlap.any_near`
-    (SIMD, no writes); the runs with a hit are noted and tested again at the
+    (no writes); the runs with a hit are noted and tested again at the
     end to write their pairs (:func:`_written`), so the screening loop moves
     no array in or out of a call.  A neighbouring
     cell farther from the member than its radius plus the band's largest
