@@ -40,11 +40,16 @@ if TYPE_CHECKING:
 
 __all__ = ["BlockPool", "CLASSES", "MIN_BLOCK", "POOL_GROWTH", "SHRINK_RATIO", "free_link", "push_free"]
 
-#: Smallest block: a node with a handful of members wastes at most 3 rows.
-MIN_BLOCK = 4
+#: Smallest block: one row.  In a sparse world most nodes hold one or two members (a swarm of
+#: creatures about their own size apart: 1.1 a node), and a block of 4 left three rows in four
+#: empty: each member on a cache line of its own, a pool 2.4 times longer after moves, every
+#: pass over it (the pairs' copy, the settle of ``update_many``) slower.  A node that grows
+#: moves to a block twice as large, amortised O(1) per member; nodes of five members or more
+#: (a forest's) get the same blocks as before.
+MIN_BLOCK = 1
 
 #: The size class of ``MIN_BLOCK`` (``log2``).
-MIN_CLASS = 2
+MIN_CLASS = 0
 
 #: The pool's arrays grow by this factor when full.  1.5 rather than 2 keeps
 #: the slack at 1M objects within the memory target (see docs/PERFORMANCE.md).
@@ -52,10 +57,10 @@ POOL_GROWTH = 1.5
 
 
 #: A pool longer than this many rows per stored object (plus one initial
-#: pool) is compacted after removals.  A compacted pool holds at most 6 rows
-#: per object (blocks of at least ``MIN_BLOCK`` = 4 rows, times the 1.5 of
-#: ``POOL_GROWTH``), so at least half the objects must go before the next
-#: compaction: amortised O(1) per removal.
+#: pool) is compacted after removals.  A compacted pool holds fewer than 3 rows
+#: per object (blocks of the power of two their members need, under twice their
+#: count, times the 1.5 of ``POOL_GROWTH``), so at least three objects in four
+#: must go before the next compaction: amortised O(1) per removal.
 SHRINK_RATIO = 12
 
 #: Rows of a fresh pool.

@@ -137,9 +137,9 @@ class ViewDistanceTree(Structure):
     def _after_removal(self) -> None:
         """Give memory back: reset an empty tree, compact a pool mostly garbage.
 
-        Amortised O(1) per removal: after a compaction the pool holds at most
-        6 rows per object, and the next one needs more than ``SHRINK_RATIO``
-        (12), so at least half the objects were removed in between.
+        Amortised O(1) per removal: after a compaction the pool holds fewer than
+        3 rows per object, and the next one needs more than ``SHRINK_RATIO``
+        (12), so at least three objects in four were removed in between.
         """
         if not self._count:
             self._reset_storage()
