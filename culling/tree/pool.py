@@ -44,7 +44,7 @@ __all__ = ["BlockPool", "CLASSES", "MIN_BLOCK", "POOL_GROWTH", "SHRINK_RATIO", "
 #: creatures about their own size apart: 1.1 a node), and a block of 4 left three rows in four
 #: empty: each member on a cache line of its own, a pool 2.4 times longer after moves, every
 #: pass over it (the pairs' copy, the settle of ``update_many``) slower.  A node that grows
-#: moves to a block twice as large, amortised O(1) per member; nodes of five members or more
+#: moves to a block twice as large, amortised O(1) per member; nodes of three members or more
 #: (a forest's) get the same blocks as before.
 MIN_BLOCK = 1
 
