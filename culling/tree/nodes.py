@@ -351,15 +351,17 @@ def _descend(keys: np.ndarray, homes: np.ndarray, search: tuple[int, int, np.nda
     table_rows = count.shape[0]
     for g in range(done, keys.shape[0]):
         node = root
-        if near.shape[0]:
+        if near.shape[0]:  # climb to the first ancestor that holds the key, its level found from the keys
             node = near[g]
-            while node != root:  # climb to the first ancestor that holds the key
-                up = level[node] > keys[g, 0]
-                if not up:
-                    for axis in range(dim):
-                        up |= node_cells[axis, node] != keys[g, axis + 1] >> (keys[g, 0] - level[node])
-                if not up:
-                    break
+            common = min(level[node], keys[g, 0])  # above both, the cells agree where no differing bit is left
+            differ = 0
+            for axis in range(dim):
+                differ |= ((node_cells[axis, node] >> (level[node] - common))
+                           ^ (keys[g, axis + 1] >> (keys[g, 0] - common)))
+            while differ > 0:
+                differ >>= 1
+                common -= 1
+            for _ in range(level[node] - max(common, level[root])):  # a parent is one level up
                 node = parent[node]
         for below in range(level[node] + 1, keys[g, 0] + 1):
             shift = keys[g, 0] - below
