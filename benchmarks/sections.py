@@ -157,7 +157,9 @@ def run_forest(cfg: Config, structs: Structures, res: Results) -> None:
 
 
 def _memory(method: CullingMethod, wl: Workload) -> int:
-    """Bytes a freshly built structure of ``method`` holds (tracemalloc)."""
+    """Bytes a freshly built structure of ``method`` holds: tracemalloc's count, or the structure's
+    ``nbytes()`` where that is larger (the dense grid maps its per-cell arrays outside NumPy's
+    allocator, ``culling.core.growth.untouched_zeros``, where tracemalloc does not see them)."""
 
     def build():
         s = method.factory()
@@ -165,8 +167,9 @@ def _memory(method: CullingMethod, wl: Workload) -> int:
         return s
 
     structure, size = traced_memory(build)
+    own = structure.nbytes() if hasattr(structure, "nbytes") else 0
     del structure
-    return size
+    return max(size, own)
 
 
 def _forest_targets(cfg: Config, res: Results, last: dict) -> None:

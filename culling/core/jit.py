@@ -194,6 +194,47 @@ def _shipped_only(compiled: Any) -> Any:
     return compiled
 
 
+def _blas_probe_without_scipy_import() -> None:
+    """Import numba's ``arraymath`` now, with its BLAS probe answered without importing SciPy.
+
+    numba imports ``numba.np.arraymath`` when it first compiles or loads any
+    function, and that module sets ``_HAVE_BLAS`` by importing
+    ``scipy.linalg.cython_blas``: all of ``scipy.linalg`` (with ``numpy.f2py``
+    behind SciPy's array API layer), 0.12 s of a warm start's 0.45 s here,
+    although no kernel of culling uses BLAS.  During that import the probe
+    asks only whether SciPy is installed (``find_spec``, nothing imported); the
+    real check (SciPy importable, its integer width) is numba's own
+    ``ensure_blas``, which its linear algebra still calls when a program of
+    the user's compiles ``np.dot`` and the like.  Reaches into numba; a numba
+    without these names, or one that imported the module already, is left as it is.
+    """
+    import importlib
+    import importlib.util
+
+    if "numba.np.arraymath" in sys.modules:
+        return
+    try:
+        linalg: Any = importlib.import_module("numba.np.linalg")
+    except ImportError:
+        return
+    real = getattr(linalg, "ensure_blas", None)
+    if real is None:
+        return
+
+    def scipy_installed() -> None:
+        if importlib.util.find_spec("scipy") is None:
+            raise ImportError("scipy 0.16+ is required for linear algebra")
+
+    linalg.ensure_blas = scipy_installed
+    try:
+        importlib.import_module("numba.np.arraymath")
+    finally:
+        linalg.ensure_blas = real
+
+
+if not getattr(numba.config, "DISABLE_JIT", False):
+    _blas_probe_without_scipy_import()
+
 _unliteral: Callable[[Any], Any] = _types.unliteral
 
 

@@ -112,9 +112,10 @@ class CellPool(RowPool):
 
     def __init__(self, n_cells: int, columns: int = 0):
         super().__init__(columns, MIN_POOL)
-        self.start = np.zeros(n_cells, dtype=np.int32)
-        self.count = np.zeros(n_cells, dtype=np.int32)
-        self.capacity = np.zeros(n_cells, dtype=np.int32)
+        # Mapped on first touch, on small pages: a scene touches a sparse few of the cells.
+        self.start = growth.untouched_zeros(n_cells, np.int32)
+        self.count = growth.untouched_zeros(n_cells, np.int32)
+        self.capacity = growth.untouched_zeros(n_cells, np.int32)
         self.cell = np.full(0, -1, dtype=np.int32)
         self.slot = np.zeros(0, dtype=np.int32)
         self.members = 0

@@ -106,6 +106,56 @@ def test_a_forked_child_queries_and_mutates_its_own_copy():
     assert len(tree) == 300
 
 
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork on this platform")
+def test_a_forked_child_writes_its_own_copy_of_a_dense_grids_mapped_cells():
+    """The grid's per-cell columns are an anonymous mapping (``growth.untouched_zeros``): private, so a
+    forked child's writes stay in the child."""
+    grid = culling.DenseViewDistanceGrid(size=64.0, dim=2, min_radius=1.0)
+    handles = grid.insert_many(np.array([[5.0, 5.0], [40.0, 40.0]]), np.array([1.0, 2.0]))
+    pid = os.fork()
+    if pid == 0:
+        try:
+            grid.remove_many(handles)
+            grid.insert_many(np.array([[20.0, 20.0]]), np.array([1.0]))
+            os._exit(0 if len(grid) == 1 else 1)
+        except BaseException:
+            os._exit(2)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert len(grid) == 2 and grid.query([5.0, 5.0], exact=True).tolist() == [handles[0]]
+    assert grid.query([20.0, 20.0]).size == 0
+    grid.check_invariants()
+
+
+def test_untouched_zeros_are_zero_writable_and_any_length():
+    from culling.core.growth import untouched_zeros
+
+    for dtype in (np.int32, np.int64, np.float64):
+        a = untouched_zeros(100_000, dtype)
+        assert a.dtype == dtype and a.shape == (100_000,) and not a.any() and a.flags.writeable
+        a[77] = 3
+        assert a.sum() == 3
+    assert untouched_zeros(0, np.int32).shape == (0,)
+
+
+def test_a_kernel_load_leaves_scipy_linalg_unimported_and_numbas_blas_working(tmp_path):
+    """numba's BLAS probe, at its first kernel load, imports ``scipy.linalg`` (0.12 s); culling answers
+    it from SciPy's presence instead, and numba's own linear algebra still works."""
+    pytest.importorskip("scipy")
+    code = PROGRAM + """
+import sys
+print("scipy.linalg" in sys.modules)
+import numba, numba.np.arraymath
+@numba.njit
+def dot(a, b):
+    return np.dot(a, b)
+print(numba.np.arraymath._HAVE_BLAS, dot(np.ones(3), np.arange(3.0)))
+"""
+    done = _run(code, _env(NUMBA_CACHE_DIR=str(tmp_path / "cache")), tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split("\n")[1:3] == ["False", "True 3.0"]
+
+
 # ----------------------------------------------------------------------------- caches
 
 
