@@ -75,8 +75,11 @@ _LEVELS = MAX_DEPTH + MAX_GROWTH + 2
 ITEMS_PER_THREAD = 64
 
 #: The join runs on the library's threads from this many objects on; below, on the
-#: calling thread (waking the pool would cost more than the threads save).
-PARALLEL_MIN_OBJECTS = 20_000
+#: calling thread (waking the pool would cost more than the threads save).  Measured on 2
+#: cores, the moving swarm's frame interleaved with its peers as the benchmark runs it: 2k
+#: creatures 0.58 ms on one thread against 0.70 ms on two, 5k even, 10k 3.3 against 2.9 ms
+#: (the join's share 0.3 ms of it; :data:`culling.tree.batch.PARALLEL_SETTLE_MIN` the rest).
+PARALLEL_MIN_OBJECTS = 8_000
 
 #: A subtree with at most this many members is one leaf of the join: its
 #: members (contiguous in the join's copy) are tested against each other and

@@ -197,9 +197,9 @@ def settle(handles: np.ndarray, centres: np.ndarray, radii: np.ndarray, world_fi
 
 
 #: :func:`settle` runs on the library's threads from this many objects on: as the pairs' join
-#: (``culling.core.pairs.PARALLEL_MIN_OBJECTS``), so a frame of ``update_many`` and
-#: ``overlapping_pairs`` below it wakes no thread.
-PARALLEL_SETTLE_MIN = 20_000
+#: (``culling.core.pairs.PARALLEL_MIN_OBJECTS``, where the measurements are), so a frame of
+#: ``update_many`` and ``overlapping_pairs`` below it wakes no thread.
+PARALLEL_SETTLE_MIN = 8_000
 
 
 @kernel
