@@ -222,3 +222,41 @@ def test_update_many_settles_in_parts_on_the_threads(dim: int, monkeypatch: pyte
         threads.set_thread_count(before)
     for one, many in zip(states[0], states[1]):
         assert np.array_equal(one, many)
+
+
+@pytest.mark.parametrize("dim", [1, 2, 3])
+def test_update_many_searches_the_movers_homes_on_the_threads(dim: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """From ``PARALLEL_SEARCH_MIN`` movers their homes are searched in chunks on the library's threads
+    (``nodes._deepest``), then created from where the searches ended: the same tree as the serial search
+    leaves, node for node, answering as brute force, with movers that climb many levels, change level
+    and leave the root (which grows)."""
+    from culling.core import threads
+    from culling.tree import nodes
+
+    rng = np.random.default_rng(40 + dim)
+    n = 3000
+    centres = rng.uniform(0.0, SIZE, (n, dim))
+    radii = rng.uniform(0.05, 0.4, n)
+    moved = centres + rng.normal(0.0, 0.3, centres.shape)  # most move out of their nodes, some out of the root
+    moved[:50] = rng.uniform(0.0, SIZE, (50, dim))  # far jumps: long climbs
+    grown = radii * np.where(np.arange(n) % 7 == 0, 3.0, 1.0)  # some change level
+    tables = []
+    before = threads.thread_count()
+    try:
+        threads.set_thread_count(3)
+        for minimum in (1 << 62, 1):
+            monkeypatch.setattr(nodes, "PARALLEL_SEARCH_MIN", minimum)
+            tree, model = build(dim, centres, radii)
+            handles = tree.handles()
+            tree.update_many(handles, moved, grown)
+            for h, c, r in zip(handles.tolist(), moved, grown.tolist()):
+                model.update(h, c, r)
+            tree.check_invariants()
+            check(tree, model, rng.uniform(0.0, SIZE, (20, dim)))
+            table = tree._nodes
+            tables.append((table.columns[:, :table.issued].copy(), table.cells[:, :table.issued].copy(),
+                           table.child[:table.issued].copy()))
+    finally:
+        threads.set_thread_count(before)
+    for one, many in zip(tables[0], tables[1]):
+        assert np.array_equal(one, many)
