@@ -209,8 +209,8 @@ class NodeTable:
         if near is not None and keys.shape[0] >= PARALLEL_SEARCH_MIN and thread_count() > 1:
             # The searches on the library's threads (they only read), the creation below from where they ended.
             deepest = np.empty(keys.shape[0], dtype=np.int64)
-            fields = self.arrays()
-            run_chunks(lambda lo, hi: _deepest(keys, near, root, lo, hi, deepest, fields), keys.shape[0])
+            fields, start = self.arrays(), near
+            run_chunks(lambda lo, hi: _deepest(keys, start, root, lo, hi, deepest, fields), keys.shape[0])
             near = deepest
         begin = _NOWHERE if near is None else near
         done, count = 0, 0
