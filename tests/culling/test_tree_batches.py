@@ -12,6 +12,8 @@ against brute force.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import numpy as np
 import pytest
 from brute_force import BruteForce, check_contents, check_query
@@ -183,12 +185,25 @@ def test_batch_homes_are_the_exact_levels_and_cells():
         assert c == placed_cell(xi, 0.0, size, level), (xi, level)
 
 
+@pytest.fixture
+def three_threads() -> Iterator[None]:
+    """The library's batch calls on three threads for the test, whatever this machine has."""
+    from culling.core import threads
+
+    before = threads.thread_count()
+    threads.set_thread_count(3)
+    try:
+        yield
+    finally:
+        threads.set_thread_count(before)
+
+
 @pytest.mark.parametrize("dim", [1, 2, 3])
+@pytest.mark.usefixtures("three_threads")
 def test_update_many_settles_in_parts_on_the_threads(dim: int, monkeypatch: pytest.MonkeyPatch) -> None:
     """From ``PARALLEL_SETTLE_MIN`` objects the stayers are settled in parts (pool row windows) on the
     library's threads: the tree ends as the one-part settle leaves it, tiles included, and answers as
     brute force; a failing batch (a mover outside the world) puts every part's stayers back."""
-    from culling.core import threads
     from culling.tree import batch
 
     rng = np.random.default_rng(30 + dim)
@@ -198,39 +213,34 @@ def test_update_many_settles_in_parts_on_the_threads(dim: int, monkeypatch: pyte
     moved = centres + rng.uniform(-0.1, 0.1, centres.shape)  # mostly stayers, some movers
     order = rng.permutation(n)  # the handles in no particular order: every part gets rows from all over
     states = []
-    before = threads.thread_count()
-    try:
-        threads.set_thread_count(3)
-        for minimum in (1 << 62, 0):
-            monkeypatch.setattr(batch, "PARALLEL_SETTLE_MIN", minimum)
-            tree, model = build(dim, centres, radii)
-            handles = tree.handles()
-            tree.update_many(handles[order], moved[order], radii[order])
-            for h, c, r in zip(handles[order].tolist(), moved[order], radii[order].tolist()):
-                model.update(h, c, r)
-            tree.check_invariants()
-            check(tree, model, rng.uniform(0.0, SIZE, (20, dim)))
-            states.append((tree._pool.columns.copy(), tree._pool.tile_box.copy(), tree._obj_pos.copy()))
-            bad = moved[order].copy()
-            bad[-1] = 1e300
-            kept = tree.centres_of(handles).copy()
-            with pytest.raises(ValueError, match="largest world"):
-                tree.update_many(handles[order], bad + 0.05, radii[order])
-            tree.check_invariants()
-            assert np.array_equal(tree.centres_of(handles), kept)
-    finally:
-        threads.set_thread_count(before)
+    for minimum in (1 << 62, 0):
+        monkeypatch.setattr(batch, "PARALLEL_SETTLE_MIN", minimum)
+        tree, model = build(dim, centres, radii)
+        handles = tree.handles()
+        tree.update_many(handles[order], moved[order], radii[order])
+        for h, c, r in zip(handles[order].tolist(), moved[order], radii[order].tolist()):
+            model.update(h, c, r)
+        tree.check_invariants()
+        check(tree, model, rng.uniform(0.0, SIZE, (20, dim)))
+        states.append((tree._pool.columns.copy(), tree._pool.tile_box.copy(), tree._obj_pos.copy()))
+        bad = moved[order].copy()
+        bad[-1] = 1e300
+        kept = tree.centres_of(handles).copy()
+        with pytest.raises(ValueError, match="largest world"):
+            tree.update_many(handles[order], bad + 0.05, radii[order])
+        tree.check_invariants()
+        assert np.array_equal(tree.centres_of(handles), kept)
     for one, many in zip(states[0], states[1]):
         assert np.array_equal(one, many)
 
 
 @pytest.mark.parametrize("dim", [1, 2, 3])
+@pytest.mark.usefixtures("three_threads")
 def test_update_many_searches_the_movers_homes_on_the_threads(dim: int, monkeypatch: pytest.MonkeyPatch) -> None:
     """From ``PARALLEL_SEARCH_MIN`` movers their homes are searched in chunks on the library's threads
     (``nodes._deepest``), then created from where the searches ended: the same tree as the serial search
     leaves, node for node, answering as brute force, with movers that climb many levels, change level
     and leave the root (which grows)."""
-    from culling.core import threads
     from culling.tree import nodes
 
     rng = np.random.default_rng(40 + dim)
@@ -241,22 +251,17 @@ def test_update_many_searches_the_movers_homes_on_the_threads(dim: int, monkeypa
     moved[:50] = rng.uniform(0.0, SIZE, (50, dim))  # far jumps: long climbs
     grown = radii * np.where(np.arange(n) % 7 == 0, 3.0, 1.0)  # some change level
     tables = []
-    before = threads.thread_count()
-    try:
-        threads.set_thread_count(3)
-        for minimum in (1 << 62, 1):
-            monkeypatch.setattr(nodes, "PARALLEL_SEARCH_MIN", minimum)
-            tree, model = build(dim, centres, radii)
-            handles = tree.handles()
-            tree.update_many(handles, moved, grown)
-            for h, c, r in zip(handles.tolist(), moved, grown.tolist()):
-                model.update(h, c, r)
-            tree.check_invariants()
-            check(tree, model, rng.uniform(0.0, SIZE, (20, dim)))
-            table = tree._nodes
-            tables.append((table.columns[:, :table.issued].copy(), table.cells[:, :table.issued].copy(),
-                           table.child[:table.issued].copy()))
-    finally:
-        threads.set_thread_count(before)
+    for minimum in (1 << 62, 1):
+        monkeypatch.setattr(nodes, "PARALLEL_SEARCH_MIN", minimum)
+        tree, model = build(dim, centres, radii)
+        handles = tree.handles()
+        tree.update_many(handles, moved, grown)
+        for h, c, r in zip(handles.tolist(), moved, grown.tolist()):
+            model.update(h, c, r)
+        tree.check_invariants()
+        check(tree, model, rng.uniform(0.0, SIZE, (20, dim)))
+        table = tree._nodes
+        tables.append((table.columns[:, :table.issued].copy(), table.cells[:, :table.issued].copy(),
+                       table.child[:table.issued].copy()))
     for one, many in zip(tables[0], tables[1]):
         assert np.array_equal(one, many)
