@@ -28,7 +28,7 @@ from culling.core import members
 from culling.core.jit import cache_writable
 from culling.grid import walk as grid_walk
 from culling.grid.grid import DenseViewDistanceGrid
-from culling.tree import batch
+from culling.tree import batch, nodes
 from culling.tree import walk as tree_walk
 from culling.tree.tree import ViewDistanceTree
 
@@ -122,6 +122,16 @@ def _mutations(structure: Structure, handles: np.ndarray) -> None:
     structure.remove_many(structure.handles())  # emptied: back to fresh arrays
 
 
+def _many_movers() -> None:
+    """A tree whose ``update_many`` has enough movers for their searches to run apart, on the library's
+    threads (:data:`culling.tree.nodes.PARALLEL_SEARCH_MIN`)."""
+    n = nodes.PARALLEL_SEARCH_MIN + 64
+    centres = np.random.default_rng(1).uniform(1.0, _SIZE - 1.0, (n, 3))
+    tree = _new_tree()
+    handles = tree.insert_many(centres, np.full(n, 0.3))
+    tree.update_many(handles, _SIZE - centres, np.full(n, 0.3))  # every object moves
+
+
 def _steps(name: str, make: Callable[[], Structure]) -> tuple[tuple[str, Callable[[dict[str, object]], None]], ...]:
     """The warm-up steps of one structure: build one (kept in the steps' shared state), then each group
     of calls on it."""
@@ -138,6 +148,8 @@ def _steps(name: str, make: Callable[[], Structure]) -> tuple[tuple[str, Callabl
     def mutations(state: dict[str, object]) -> None:
         structure, handles = cast(tuple[Structure, np.ndarray], state[name])
         _mutations(structure, handles)
+        if isinstance(structure, ViewDistanceTree):
+            _many_movers()
 
     return (
         (f"{name}: insert_many", build),

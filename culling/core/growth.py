@@ -41,10 +41,10 @@ def untouched_zeros(length: int, dtype: type | np.dtype) -> np.ndarray:
     4 MB or more, so each cell touched first commits and zeroes 2 MB, and
     waits while the kernel compacts memory to find them: measured, a dense
     grid's first ``insert_many`` of 20k objects (231 MB of cells) took
-    0.02 s or 0.13 to 0.34 s by that luck, and 0.02 s every time on 4 KB
-    pages (and the process kept 215 MB less).  An anonymous private ``mmap``
-    is zero-filled, mapped lazily and not advised to huge pages.  Raises ``MemoryError`` when the OS refuses the
-    address space.
+    0.02 s or 0.13 to 0.54 s by that luck, and 0.02 s every time on 4 KB
+    pages (and the process held 215 MB less).  An anonymous private
+    ``mmap`` is zero-filled, mapped lazily and not advised to huge pages.
+    Raises ``MemoryError`` when the OS refuses the address space.
     """
     itemsize = np.dtype(dtype).itemsize
     if length * itemsize == 0:

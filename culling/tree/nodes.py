@@ -30,7 +30,7 @@ from culling.core import growth
 from culling.core.growth import ARRAY_GROWTH, grown
 from culling.core.jit import inline_kernel, kernel
 from culling.core.structs import NODE_COLUMNS, Nodes, NodesFields, nodes_of
-from culling.core.threads import run_chunks, thread_count
+from culling.core.threads import run_chunks
 
 __all__ = ["DEAD_ROW", "NodeTable", "SHRINK_RATIO", "prune_chain"]
 
@@ -206,8 +206,9 @@ class NodeTable:
         """
         homes = np.empty(keys.shape[0], dtype=np.int64)
         created = np.empty(self.free_count + self.count.shape[0] - self.issued, dtype=np.int64)
-        if near is not None and keys.shape[0] >= PARALLEL_SEARCH_MIN and thread_count() > 1:
-            # The searches on the library's threads (they only read), the creation below from where they ended.
+        if near is not None and keys.shape[0] >= PARALLEL_SEARCH_MIN:
+            # The searches on the library's threads (they only read; on one thread the same work in two
+            # passes), the creation below from where they ended.
             deepest = np.empty(keys.shape[0], dtype=np.int64)
             fields, start = self.arrays(), near
             run_chunks(lambda lo, hi: _deepest(keys, start, root, lo, hi, deepest, fields), keys.shape[0])
