@@ -19,6 +19,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, TextIO
 
 import culling
+from culling.warmup import STEPS
 
 if TYPE_CHECKING:
     import moderngl
@@ -163,7 +164,7 @@ def warm_up_window(window: pyglet.window.Window, ctx: moderngl.Context) -> float
     events).  Returns the seconds it took."""
     if culling.kernels_cached():
         return culling.warm_up()
-    counts = {"done": 0, "total": 1}
+    counts = {"done": 0, "total": len(STEPS)}  # the steps' count from the first frame, before the first report
     step = [""]
     seconds = [0.0]
     failed: list[BaseException] = []
