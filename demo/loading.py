@@ -19,7 +19,6 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, TextIO
 
 import culling
-from culling.warmup import STEPS
 
 if TYPE_CHECKING:
     import moderngl
@@ -164,7 +163,7 @@ def warm_up_window(window: pyglet.window.Window, ctx: moderngl.Context) -> float
     events).  Returns the seconds it took."""
     if culling.kernels_cached():
         return culling.warm_up()
-    counts = {"done": 0, "total": len(STEPS)}  # the steps' count from the first frame, before the first report
+    counts = {"done": 0, "total": 0}  # total 0: no step has reported yet (its count comes with the first report)
     step = [""]
     seconds = [0.0]
     failed: list[BaseException] = []
@@ -185,7 +184,7 @@ def warm_up_window(window: pyglet.window.Window, ctx: moderngl.Context) -> float
     thread.start()
     while thread.is_alive():
         done, total = counts["done"], counts["total"]
-        screen.show(f"{FIRST_RUN}: {done}/{total} {step[0]}", done / total)
+        screen.show(f"{FIRST_RUN}: {done}/{total} {step[0]}" if total else f"{FIRST_RUN} ...", done / max(total, 1))
         thread.join(1 / 30)
     if failed:
         raise failed[0]
