@@ -49,7 +49,7 @@ __all__ = ["BlockPool", "CLASSES", "MIN_BLOCK", "POOL_GROWTH", "SHRINK_RATIO", "
 MIN_BLOCK = 1
 
 #: The size class of ``MIN_BLOCK`` (``log2``).
-MIN_CLASS = 0
+MIN_CLASS = MIN_BLOCK.bit_length() - 1
 
 #: The pool's arrays grow by this factor when full.  1.5 rather than 2 keeps
 #: the slack at 1M objects within the memory target (see docs/PERFORMANCE.md).
