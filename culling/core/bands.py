@@ -57,6 +57,7 @@ import numpy as np
 
 from culling.core.jit import inline_kernel, kernel
 from culling.core.overlap import any_near, partner_rows, reach_up
+from culling.core.prefetch import AHEAD, prefetch, prefetch_at
 from culling.core.threads import CHUNKS_PER_THREAD, run_chunks, thread_count
 
 __all__ = ["CELLS_PER_MEMBER", "COARSEN_LIMIT", "DENSITY", "Gather", "Layout", "band_cells",
@@ -344,7 +345,15 @@ def gather(lay: Layout, plan: Gather, run_start: np.ndarray, run_count: np.ndarr
     """
     dim = columns.shape[0] - 2
     out_columns, out_handles = lay.columns, lay.handles
-    for r in range(plan.part_first[first_part], plan.part_first[last_part]):
+    end = plan.part_first[last_part]
+    for r in range(plan.part_first[first_part], end):
+        if r + AHEAD < end and plan.to[r + AHEAD] >= 0:  # a later run's rows, both ends (culling.core.prefetch)
+            ahead, target = run_start[r + AHEAD], plan.to[r + AHEAD]
+            prefetch(handles, ahead)
+            prefetch(out_handles, target)
+            for axis in range(dim + 1):
+                prefetch_at(columns, axis, ahead)
+                prefetch_at(out_columns, axis, target)
         to = plan.to[r]
         if to < 0:
             continue

@@ -49,7 +49,7 @@ from numba.core import types as _types
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-__all__ = ["KERNELS", "PORTABLE_CPU", "SHIPPED_DIR", "SHIPPED_ENV", "SHIPPED_STAMP", "SOURCE_FINGERPRINT",
+__all__ = ["JIT_DISABLED", "KERNELS", "PORTABLE_CPU", "SHIPPED_DIR", "SHIPPED_ENV", "SHIPPED_STAMP", "SOURCE_FINGERPRINT",
            "cache_writable", "inline_kernel", "kernel", "shipped_loaded"]
 
 _OPTIONS: dict[str, Any] = {"nogil": True, "error_model": "numpy", "no_cfunc_wrapper": True}
@@ -285,7 +285,7 @@ def cache_writable() -> bool:
 
 
 #: ``NUMBA_DISABLE_JIT=1``: kernels run as plain Python (numba's debugging switch).
-_JIT_DISABLED = bool(getattr(numba.config, "DISABLE_JIT", False))
+JIT_DISABLED = bool(getattr(numba.config, "DISABLE_JIT", False))
 
 
 def _interpreted(fn: F) -> F:
@@ -321,7 +321,7 @@ def kernel(fn: F | None = None, *, refcounts: bool = True) -> F | Callable[[F], 
     numba refuses to compile such a kernel if it allocates.
     """
     def make(f: F) -> F:
-        if _JIT_DISABLED:
+        if JIT_DISABLED:
             return _interpreted(f)
         compiled = _one_signature(_compile(f) if refcounts else _compile(f, _nrt=False))
         KERNELS.append(compiled)
@@ -349,7 +349,7 @@ def inline_kernel(fn: F | None = None, *, from_python: bool = False) -> F | Call
     code calls it too, and that compile is kept in the cache.
     """
     def make(f: F) -> F:
-        if _JIT_DISABLED:
+        if JIT_DISABLED:
             return _interpreted(f)
         compiled = _compile(f, cached=from_python, inline="always")
         if from_python:

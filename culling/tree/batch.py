@@ -33,6 +33,7 @@ from culling.core.cells import home, level_of
 from culling.core.containment import reach_of
 from culling.core.jit import inline_kernel, kernel
 from culling.core.lattice import MAX_DEPTH
+from culling.core.prefetch import AHEAD, prefetch, prefetch_at
 from culling.core.structs import Nodes, NodesFields, ObjectsFields, PoolFields, WorldFields, nodes_of
 from culling.core.threads import run_chunks, thread_count
 from culling.core.tiles import cover, cover_row
@@ -354,14 +355,57 @@ def unlink(handles: np.ndarray, objects_fields: ObjectsFields, nodes_fields: Nod
     ``handles`` int64, live and unique.  O(len(handles)).
     """
     nodes = nodes_of(nodes_fields)
-    emptied = np.empty(handles.shape[0], dtype=np.int64)
+    n = handles.shape[0]
+    emptied = np.empty(n, dtype=np.int64)
     k = 0
-    for h in handles:
-        node = unlink_one(h, objects_fields, nodes, pool_fields)
+    for g in range(n):
+        if g + 2 * AHEAD < n:  # the rows of later movers, a step at a time (culling.core.prefetch)
+            fetch_object(handles[g + 2 * AHEAD], objects_fields)
+        if g + AHEAD < n:
+            fetch_node_and_row(handles[g + AHEAD], objects_fields, nodes, pool_fields)
+        if g + AHEAD // 2 < n:
+            fetch_last_row(handles[g + AHEAD // 2], objects_fields, nodes, pool_fields)
+        node = unlink_one(handles[g], objects_fields, nodes, pool_fields)
         if node >= 0:
             emptied[k] = node
             k += 1
     return emptied[:k]
+
+
+@inline_kernel
+def fetch_object(h: int, objects_fields: ObjectsFields) -> None:
+    """Prefetch object ``h``'s node and row entries."""
+    obj_node, obj_pos = objects_fields
+    prefetch(obj_node, h)
+    prefetch(obj_pos, h)
+
+
+@inline_kernel
+def fetch_node_and_row(h: int, objects_fields: ObjectsFields, nodes: Nodes, pool_fields: PoolFields) -> None:
+    """Prefetch object ``h``'s node's block (start, count) and its pool row."""
+    obj_node, obj_pos = objects_fields
+    pool_handles, columns, _ = pool_fields
+    node, row = obj_node[h], obj_pos[h]
+    if node >= 0:
+        prefetch(nodes.start, node)
+        prefetch(nodes.members, node)
+        prefetch(pool_handles, row)
+        for column in range(columns.shape[0]):
+            prefetch_at(columns, column, row)
+
+
+@inline_kernel
+def fetch_last_row(h: int, objects_fields: ObjectsFields, nodes: Nodes, pool_fields: PoolFields) -> None:
+    """Prefetch the last row of object ``h``'s node (the row that fills its hole)."""
+    obj_node = objects_fields[0]
+    pool_handles, columns, _ = pool_fields
+    node = obj_node[h]
+    if node >= 0:
+        last = nodes.start[node] + nodes.members[node] - 1
+        if last >= 0:
+            prefetch(pool_handles, last)
+            for column in range(columns.shape[0]):
+                prefetch_at(columns, column, last)
 
 
 @inline_kernel
@@ -409,6 +453,11 @@ def place(handles: np.ndarray, group_of: np.ndarray, homes: np.ndarray, centres:
     for g in range(homes.shape[0]):
         next_row[g] = node_start[homes[g]] + node_count[homes[g]]
     for i in range(n):
+        if i + AHEAD < n:  # a later object's row (culling.core.prefetch)
+            ahead = next_row[group_of[i + AHEAD]]
+            prefetch(pool_handles, ahead)
+            for column in range(dim + 2):
+                prefetch_at(columns, column, ahead)
         g = group_of[i]
         row = next_row[g]
         next_row[g] = row + 1

@@ -29,6 +29,7 @@ import numpy as np
 from culling.core import growth
 from culling.core.growth import ARRAY_GROWTH, grown
 from culling.core.jit import inline_kernel, kernel
+from culling.core.prefetch import AHEAD, prefetch
 from culling.core.structs import NODE_COLUMNS, Nodes, NodesFields, nodes_of
 from culling.core.threads import run_chunks
 
@@ -364,6 +365,11 @@ def _descend(keys: np.ndarray, homes: np.ndarray, search: tuple[int, int, np.nda
     dim = node_cells.shape[0]
     table_rows = count.shape[0]
     for g in range(done, keys.shape[0]):
+        if near.shape[0] and g + AHEAD < keys.shape[0]:  # a later search's start (culling.core.prefetch)
+            fetch_key(near[g + AHEAD], nodes)
+            prefetch(child[near[g + AHEAD]], 0)
+        if create and free_count > 4:  # a row the creations a few keys on will take
+            fetch_row(free[free_count - 4], nodes)
         node = _climb(keys, g, near[g], root, nodes) if near.shape[0] else root
         for below in range(level[node] + 1, keys[g, 0] + 1):
             quadrant = _quadrant(keys, g, keys[g, 0] - below)
@@ -438,6 +444,8 @@ def _deepest(keys: np.ndarray, near: np.ndarray, root: int, first: int, last: in
     nodes = nodes_of(nodes_fields)
     level, child = nodes.level, nodes.child
     for g in range(first, last):
+        if g + AHEAD < last:
+            fetch_key(near[g + AHEAD], nodes)
         node = _climb(keys, g, near[g], root, nodes)
         for below in range(level[node] + 1, keys[g, 0] + 1):
             next_node = child[node, _quadrant(keys, g, keys[g, 0] - below)]
@@ -457,9 +465,37 @@ def _prune(nodes: np.ndarray, root: int, stack: tuple[np.ndarray, int], released
     free, free_count = stack
     starts, capacities = released
     k = 0
-    for first in range(nodes.shape[0]):
+    n = nodes.shape[0]
+    for first in range(n):
+        if first + AHEAD < n:  # a later node's row, and its parent's links (culling.core.prefetch)
+            fetch_row(nodes[first + AHEAD], table)
+        if first + AHEAD // 2 < n:
+            up = table.parent[nodes[first + AHEAD // 2]]
+            if up >= 0:
+                fetch_row(up, table)
         free_count, k = prune_chain(nodes[first], root, table, free, free_count, starts, capacities, k)
     return free_count, k
+
+
+@inline_kernel
+def fetch_row(node: int, nodes: Nodes) -> None:
+    """Prefetch the table's row of ``node``: its columns and its child links (the key's cells aside)."""
+    prefetch(nodes.start, node)
+    prefetch(nodes.capacity, node)
+    prefetch(nodes.members, node)
+    prefetch(nodes.level, node)
+    prefetch(nodes.parent, node)
+    prefetch(nodes.children, node)
+    prefetch(nodes.child[node], 0)
+
+
+@inline_kernel
+def fetch_key(node: int, nodes: Nodes) -> None:
+    """Prefetch what a search reads of ``node`` first: its level, cells and parent."""
+    prefetch(nodes.level, node)
+    prefetch(nodes.parent, node)
+    for axis in range(nodes.cells.shape[0]):
+        prefetch(nodes.cells[axis], node)
 
 
 @inline_kernel

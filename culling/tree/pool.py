@@ -31,6 +31,7 @@ import numpy as np
 
 from culling.core import growth, tiles
 from culling.core.jit import inline_kernel, kernel
+from culling.core.prefetch import AHEAD, prefetch
 from culling.core.rows import RowPool
 from culling.core.structs import NodesFields, PoolFields, nodes_of
 from culling.core.tiles import cover_row
@@ -249,6 +250,8 @@ def push_free(start: int, capacity: int, handles: np.ndarray, heads: np.ndarray)
 def _release(starts: np.ndarray, capacities: np.ndarray, handles: np.ndarray, heads: np.ndarray) -> None:
     """:meth:`BlockPool.release_many`: clear each block's handles and push it on its class's free list."""
     for b in range(starts.shape[0]):
+        if b + AHEAD < starts.shape[0]:
+            prefetch(handles, starts[b + AHEAD])
         push_free(starts[b], capacities[b], handles, heads)
 
 
@@ -271,6 +274,10 @@ def _make_room(ids: np.ndarray, more: np.ndarray, done: int, obj_row: np.ndarray
     rows = pool_handles.shape[0]
     width = columns.shape[0]
     for i in range(done, ids.shape[0]):
+        if i + AHEAD < ids.shape[0]:  # a later node's block (culling.core.prefetch)
+            prefetch(node_count, ids[i + AHEAD])
+            prefetch(node_capacity, ids[i + AHEAD])
+            prefetch(node_start, ids[i + AHEAD])
         node = ids[i]
         count = node_count[node]
         needed = count + more[i]
@@ -284,6 +291,8 @@ def _make_room(ids: np.ndarray, more: np.ndarray, done: int, obj_row: np.ndarray
         if start >= 0:
             heads[size_class] = free_link(pool_handles[start])
             pool_handles[start] = -1
+            if heads[size_class] >= 0:  # the next block of this size: its link is the next pop's read
+                prefetch(pool_handles, heads[size_class])
         elif top + capacity <= rows:
             start = top
             top += capacity
