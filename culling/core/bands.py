@@ -31,9 +31,9 @@ join needs:
    largest radius: one run of rows per line of that window, cut to the
    reach's chord along the last axis (floats widened by their rounding's
    bound and one cell each way, so rounding never loses a bucket).
-5. Each run is first screened by :func:`culling.core.overlap.any_near` (no
+5. Each run is first screened by :func:`culling.core.overlap.first_near` (no
    writes; it stops at the first candidate near); the runs with a hit are tested again
-   and their pairs written (:func:`_written`).  Pairs within rounding of
+   from that candidate on and their pairs written (:func:`_written`).  Pairs within rounding of
    touching are settled exactly by the caller
    (:func:`culling.core.containment.decide_pairs`).
 
@@ -56,7 +56,7 @@ from typing import NamedTuple
 import numpy as np
 
 from culling.core.jit import inline_kernel, kernel
-from culling.core.overlap import any_near, partner_rows, reach_up
+from culling.core.overlap import first_near, partner_rows, reach_up
 from culling.core.prefetch import AHEAD, prefetch, prefetch_at
 from culling.core.threads import CHUNKS_PER_THREAD, run_chunks, thread_count
 
@@ -398,8 +398,8 @@ def band_cells(lay: Layout, first_cell: int, last_cell: int, origin: np.ndarray,
     and in the next cell along the last axis (one run of rows), and against
     the three cells along the last axis around ``c`` on each forward
     neighbouring line (:func:`forward_lines`): ``1 + (3**(dim-1) - 1) / 2``
-    runs.  Each run is screened by :func:`culling.core.overlap.any_near`
-    (no writes); the runs with a hit are noted and tested again at the
+    runs.  Each run is screened by :func:`culling.core.overlap.first_near`
+    (no writes); the runs with a hit are noted from the hit on and tested again at the
     end to write their pairs (:func:`_written`), so the screening loop moves
     no array in or out of a call.  A neighbouring
     cell farther from the member than its radius plus the band's largest
@@ -492,7 +492,8 @@ def band_cells(lay: Layout, first_cell: int, last_cell: int, origin: np.ndarray,
                     if (needs_low[f] & ~low_near) | (needs_high[f] & ~high_near):
                         continue
                     lo, hi = cell_start[c + offsets[f] - lo_z], cell_start[c + offsets[f] + hi_z + 1]
-                if any_near(columns, i, lo, hi, cube):
+                lo = first_near(columns, i, lo, hi, cube)
+                if lo < hi:
                     hk = _screened(hits, hk, i, lo, hi)
     return _written(columns, handles, hits, hk, cube)
 
@@ -604,7 +605,9 @@ def cross_rows(lay: Layout, first_row: int, last_row: int, origin: np.ndarray, s
                     cell = band[q, FIRST_CELL] + line * extent
                     s = cell_start[cell + z_lo]
                     e = cell_start[cell + z_hi + 1]
-                    if z_lo <= z_hi and (wide or any_near(columns, i, s, e, cube)):
+                    if z_lo <= z_hi and not wide:
+                        s = first_near(columns, i, s, e, cube)
+                    if z_lo <= z_hi and s < e:
                         if hk == hits.shape[1]:
                             bigger = np.empty((3, 2 * hk), dtype=np.int64)
                             bigger[:, :hk] = hits
