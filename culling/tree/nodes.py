@@ -66,9 +66,9 @@ class NodeTable:
 
     def __init__(self, dim: int, capacity: int = 16):
         self._set_columns(_new_columns(capacity))
-        self.cells = np.zeros((dim, capacity), dtype=np.int64)
-        self.child = np.full((capacity, 1 << dim), -1, dtype=np.int64)
-        self.free = np.zeros(capacity, dtype=np.int64)
+        self.cells = growth.allocate((dim, capacity), np.int64, 0)
+        self.child = growth.allocate((capacity, 1 << dim), np.int64, -1)
+        self.free = growth.allocate((capacity,), np.int64, 0)
         self.free_count = 0
         self.issued = 0  # node ids handed out so far (live or free)
 
@@ -87,6 +87,9 @@ class NodeTable:
 
     def __setstate__(self, state: dict[str, object]) -> None:
         self.__dict__.update(state)
+        child = growth.allocate(self.child.shape, np.int64, -1)  # on a cache line again (growth.allocate)
+        child[:] = self.child
+        self.child = child
         self._set_columns(self.columns)
 
     @property
@@ -170,7 +173,7 @@ class NodeTable:
         """
         key = np.array([[level, *cell]], dtype=np.int64)
         homes = np.empty(1, dtype=np.int64)
-        _descend(key, homes, (0, root, _NOWHERE), (self.free, self.free_count, self.issued, False), (homes, 0),
+        _descend(key, homes, (0, root, _NOWHERE, _NOWHERE), (self.free, self.free_count, self.issued, False), (homes, 0),
                  self.arrays())
         return int(homes[0])
 
@@ -182,7 +185,7 @@ class NodeTable:
         room = self.count.shape[0] - self.issued + self.free_count
         if room > level - int(self.level[root]):  # room for the whole chain: the kernel cannot stop
             created = np.empty(room, dtype=np.int64)
-            _, self.free_count, self.issued, _ = _descend(key, homes, (0, root, _NOWHERE),
+            _, self.free_count, self.issued, _ = _descend(key, homes, (0, root, _NOWHERE, _NOWHERE),
                                                           (self.free, self.free_count, self.issued, True),
                                                           (created, 0), self.arrays())
             return int(homes[0])
@@ -211,15 +214,17 @@ class NodeTable:
             # The searches on the library's threads (they only read; on one thread the same work in two
             # passes), the creation below from where they ended.
             deepest = np.empty(keys.shape[0], dtype=np.int64)
+            depth = np.empty(keys.shape[0], dtype=np.int64)
             fields, start = self.arrays(), near
-            run_chunks(lambda lo, hi: _deepest(keys, start, root, lo, hi, deepest, fields), keys.shape[0])
-            near = deepest
-        begin = _NOWHERE if near is None else near
+            run_chunks(lambda lo, hi: _deepest(keys, start, root, lo, hi, (deepest, depth), fields), keys.shape[0])
+            search = (deepest, depth)
+        else:
+            search = (_NOWHERE if near is None else near, _NOWHERE)
         done, count = 0, 0
         try:
             while True:
                 done, self.free_count, self.issued, count = _descend(
-                    keys, homes, (done, root, begin), (self.free, self.free_count, self.issued, True),
+                    keys, homes, (done, root, *search), (self.free, self.free_count, self.issued, True),
                     (created, count), self.arrays())
                 if done == keys.shape[0]:
                     break
@@ -339,14 +344,16 @@ _NOWHERE = np.empty(0, dtype=np.int64)
 
 
 @kernel
-def _descend(keys: np.ndarray, homes: np.ndarray, search: tuple[int, int, np.ndarray],
+def _descend(keys: np.ndarray, homes: np.ndarray, search: tuple[int, int, np.ndarray, np.ndarray],
              rows: tuple[np.ndarray, int, int, bool], new: tuple[np.ndarray, int],
              nodes_fields: NodesFields) -> tuple[int, int, int, int]:
     """Find (or create) the nodes of keys ``done ..`` (:meth:`NodeTable.at_many`), writing ``homes``.
 
-    ``search = (done, root, near)``.  Each key is reached from ``root`` (or,
-    when ``near`` is not empty, from ``near[g]``'s first ancestor whose cell
-    holds the key) level by level through the child links: the quadrant on
+    ``search = (done, root, near, near_level)``.  Each key is reached from
+    ``root`` (or, when ``near`` is not empty, from ``near[g]``'s first
+    ancestor whose cell holds the key; with ``near_level`` not empty, from
+    ``near[g]`` itself, a node on the key's way down of level
+    ``near_level[g]``) level by level through the child links: the quadrant on
     the way to level ``l`` is bit ``level - l`` of the key's cell on each axis.  With ``create`` (``rows = (free,
     free_count, issued, create)``) a missing node is created (as
     :meth:`NodeTable.new` does) from the top of the free stack, else from
@@ -359,19 +366,27 @@ def _descend(keys: np.ndarray, homes: np.ndarray, search: tuple[int, int, np.nda
     """
     nodes = nodes_of(nodes_fields)
     start, capacity, count, level, node_cells, parent, children, child = nodes
-    done, root, near = search
+    done, root, near, near_level = search
     free, free_count, issued, create = rows
     created, made = new
     dim = node_cells.shape[0]
     table_rows = count.shape[0]
     for g in range(done, keys.shape[0]):
         if near.shape[0] and g + AHEAD < keys.shape[0]:  # a later search's start (culling.core.prefetch)
-            fetch_key(near[g + AHEAD], nodes)
+            if not near_level.shape[0]:
+                fetch_key(near[g + AHEAD], nodes)
             prefetch(child[near[g + AHEAD]], 0)
+            prefetch(children, near[g + AHEAD])
         if create and free_count > 4:  # a row the creations a few keys on will take
             fetch_row(free[free_count - 4], nodes)
-        node = _climb(keys, g, near[g], root, nodes) if near.shape[0] else root
-        for below in range(level[node] + 1, keys[g, 0] + 1):
+            for axis in range(dim):
+                prefetch(node_cells[axis], free[free_count - 4])
+        if near_level.shape[0]:  # on the key's way down already, its level known
+            node, depth = near[g], near_level[g]
+        else:
+            node = _climb(keys, g, near[g], root, nodes) if near.shape[0] else root
+            depth = level[node]
+        for below in range(depth + 1, keys[g, 0] + 1):
             quadrant = _quadrant(keys, g, keys[g, 0] - below)
             next_node = child[node, quadrant]
             if next_node < 0:
@@ -398,7 +413,7 @@ def _descend(keys: np.ndarray, homes: np.ndarray, search: tuple[int, int, np.nda
                 created[made] = next_node
                 made += 1
             node = next_node
-        if node >= 0 and level[node] != keys[g, 0]:
+        if node >= 0 and depth > keys[g, 0]:
             node = -1  # only when the key lies above the root (callers never ask)
         homes[g] = node
     return keys.shape[0], free_count, issued, made
@@ -407,12 +422,21 @@ def _descend(keys: np.ndarray, homes: np.ndarray, search: tuple[int, int, np.nda
 @inline_kernel
 def _climb(keys: np.ndarray, g: int, node: int, root: int, nodes: Nodes) -> int:
     """The first ancestor of the live ``node`` (itself included) whose cell holds key ``g`` (``keys[g] =
-    (level, cell...)``), or ``root`` when none below it does.
+    (level, cell...)``), or ``root`` when none below it does: :func:`_steps_up` parent links up."""
+    for _ in range(_steps_up(keys, g, node, root, nodes)):
+        node = nodes.parent[node]
+    return node
+
+
+@inline_kernel
+def _steps_up(keys: np.ndarray, g: int, node: int, root: int, nodes: Nodes) -> int:
+    """How many levels above the live ``node`` its first ancestor whose cell holds key ``g`` lies
+    (at most up to ``root``).
 
     Its level follows from the two keys (above both levels, the cells agree
     where no differing bit is left); the climb then follows parent links only.
     """
-    level, node_cells, parent = nodes.level, nodes.cells, nodes.parent
+    level, node_cells = nodes.level, nodes.cells
     common = min(level[node], keys[g, 0])
     differ = 0
     for axis in range(node_cells.shape[0]):
@@ -420,9 +444,7 @@ def _climb(keys: np.ndarray, g: int, node: int, root: int, nodes: Nodes) -> int:
     while differ > 0:
         differ >>= 1
         common -= 1
-    for _ in range(level[node] - max(common, level[root])):  # a parent is one level up
-        node = parent[node]
-    return node
+    return int(level[node] - max(common, level[root]))  # a parent is one level up
 
 
 @inline_kernel
@@ -435,24 +457,64 @@ def _quadrant(keys: np.ndarray, g: int, shift: int) -> int:
     return quadrant
 
 
+#: Searches :func:`_deepest` runs side by side: each takes one step (a parent or a child link) per
+#: round and asks for its next node's lines, so a round's fetches are in flight together.
+LANES = 16
+
+
 @kernel
-def _deepest(keys: np.ndarray, near: np.ndarray, root: int, first: int, last: int, out: np.ndarray,
-             nodes_fields: NodesFields) -> None:
+def _deepest(keys: np.ndarray, near: np.ndarray, root: int, first: int, last: int,
+             out: tuple[np.ndarray, np.ndarray], nodes_fields: NodesFields) -> None:
     """For keys ``first .. last - 1``: the deepest existing node on the way to each (the key's node
-    when it exists) into ``out``, from ``near`` as :func:`_descend` searches.  Reads the table only, so
-    chunks of keys may run at the same time (:meth:`NodeTable.at_many`)."""
+    when it exists) and its level into ``out = (nodes, levels)``, from ``near`` as :func:`_descend`
+    searches.  Reads the table only, so chunks of keys may run at the same time
+    (:meth:`NodeTable.at_many`).
+
+    The searches go :data:`LANES` at a time, one step each per round: a
+    search is a chain of dependent reads (each node's row gives the next
+    node), and a chain at a time waits for memory at every step.
+    """
     nodes = nodes_of(nodes_fields)
-    level, child = nodes.level, nodes.child
-    for g in range(first, last):
-        if g + AHEAD < last:
-            fetch_key(near[g + AHEAD], nodes)
-        node = _climb(keys, g, near[g], root, nodes)
-        for below in range(level[node] + 1, keys[g, 0] + 1):
-            next_node = child[node, _quadrant(keys, g, keys[g, 0] - below)]
-            if next_node < 0:
-                break
-            node = next_node
-        out[g] = node
+    level, parent, child = nodes.level, nodes.parent, nodes.child
+    at = np.empty(LANES, dtype=np.int64)     # each lane's node,
+    depth = np.empty(LANES, dtype=np.int64)  # its level,
+    up = np.empty(LANES, dtype=np.int64)     # and the parent links left to climb; -1 once found
+    for base in range(first, last, LANES):
+        lanes = min(LANES, last - base)
+        for k in range(min(LANES, last - base - LANES)):  # the next group's start nodes
+            fetch_key(near[base + LANES + k], nodes)
+        for k in range(lanes):
+            node = near[base + k]
+            at[k] = node
+            depth[k] = level[node]
+            up[k] = _steps_up(keys, base + k, node, root, nodes)
+        moving = lanes
+        while moving > 0:
+            moving = 0
+            for k in range(lanes):
+                if up[k] < 0:
+                    continue
+                g = base + k
+                if up[k] > 0:
+                    node = parent[at[k]]
+                    up[k] -= 1
+                    depth[k] -= 1
+                elif depth[k] < keys[g, 0]:
+                    node = child[at[k], _quadrant(keys, g, keys[g, 0] - depth[k] - 1)]
+                    if node < 0:
+                        up[k] = -1
+                        continue
+                    depth[k] += 1
+                else:
+                    up[k] = -1
+                    continue
+                at[k] = node
+                prefetch(parent, node)
+                prefetch(child[node], 0)
+                moving += 1
+        for k in range(lanes):
+            out[0][base + k] = at[k]
+            out[1][base + k] = depth[k]
 
 
 @kernel
