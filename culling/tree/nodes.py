@@ -201,7 +201,9 @@ class NodeTable:
         creates the missing ones, reusing free rows first.  O(k x depth) compiled.
         ``near`` (int64 (k,), live nodes; optional) starts each search there
         instead: it climbs to the first ancestor that contains the key, then
-        descends (a mover's old node: its new home is usually a few levels away).
+        descends (a mover's old node: its new home is usually a few levels away),
+        :data:`LANES` searches side by side (:func:`_deepest`), before the
+        serial pass creates what is missing below where they ended.
 
         The ids of the nodes created are appended to ``made`` (when given, as
         one array), also when a ``MemoryError`` stops the table's growth half
@@ -210,16 +212,17 @@ class NodeTable:
         """
         homes = np.empty(keys.shape[0], dtype=np.int64)
         created = np.empty(self.free_count + self.count.shape[0] - self.issued, dtype=np.int64)
-        if near is not None and keys.shape[0] >= PARALLEL_SEARCH_MIN:
-            # The searches on the library's threads (they only read; on one thread the same work in two
-            # passes), the creation below from where they ended.
+        if near is not None:
+            # The searches first, side by side (they only read: on the library's threads from
+            # PARALLEL_SEARCH_MIN keys), the creation below from where they ended.
             deepest = np.empty(keys.shape[0], dtype=np.int64)
             depth = np.empty(keys.shape[0], dtype=np.int64)
             fields, start = self.arrays(), near
-            run_chunks(lambda lo, hi: _deepest(keys, start, root, lo, hi, (deepest, depth), fields), keys.shape[0])
+            run_chunks(lambda lo, hi: _deepest(keys, start, root, lo, hi, (deepest, depth), fields), keys.shape[0],
+                       chunks=None if keys.shape[0] >= PARALLEL_SEARCH_MIN else 1)
             search = (deepest, depth)
         else:
-            search = (_NOWHERE if near is None else near, _NOWHERE)
+            search = (_NOWHERE, _NOWHERE)
         done, count = 0, 0
         try:
             while True:
@@ -350,10 +353,9 @@ def _descend(keys: np.ndarray, homes: np.ndarray, search: tuple[int, int, np.nda
     """Find (or create) the nodes of keys ``done ..`` (:meth:`NodeTable.at_many`), writing ``homes``.
 
     ``search = (done, root, near, near_level)``.  Each key is reached from
-    ``root`` (or, when ``near`` is not empty, from ``near[g]``'s first
-    ancestor whose cell holds the key; with ``near_level`` not empty, from
-    ``near[g]`` itself, a node on the key's way down of level
-    ``near_level[g]``) level by level through the child links: the quadrant on
+    ``root`` (or, when ``near`` is not empty, from ``near[g]``, a node on
+    the key's way down, of level ``near_level[g]``: :func:`_deepest` finds
+    them) level by level through the child links: the quadrant on
     the way to level ``l`` is bit ``level - l`` of the key's cell on each axis.  With ``create`` (``rows = (free,
     free_count, issued, create)``) a missing node is created (as
     :meth:`NodeTable.new` does) from the top of the free stack, else from
@@ -373,19 +375,13 @@ def _descend(keys: np.ndarray, homes: np.ndarray, search: tuple[int, int, np.nda
     table_rows = count.shape[0]
     for g in range(done, keys.shape[0]):
         if near.shape[0] and g + AHEAD < keys.shape[0]:  # a later search's start (culling.core.prefetch)
-            if not near_level.shape[0]:
-                fetch_key(near[g + AHEAD], nodes)
             prefetch(child[near[g + AHEAD]], 0)
             prefetch(children, near[g + AHEAD])
         if create and free_count > 4:  # a row the creations a few keys on will take
             fetch_row(free[free_count - 4], nodes)
             for axis in range(dim):
                 prefetch(node_cells[axis], free[free_count - 4])
-        if near_level.shape[0]:  # on the key's way down already, its level known
-            node, depth = near[g], near_level[g]
-        else:
-            node = _climb(keys, g, near[g], root, nodes) if near.shape[0] else root
-            depth = level[node]
+        node, depth = (near[g], near_level[g]) if near.shape[0] else (root, level[root])
         for below in range(depth + 1, keys[g, 0] + 1):
             quadrant = _quadrant(keys, g, keys[g, 0] - below)
             next_node = child[node, quadrant]
@@ -420,18 +416,9 @@ def _descend(keys: np.ndarray, homes: np.ndarray, search: tuple[int, int, np.nda
 
 
 @inline_kernel
-def _climb(keys: np.ndarray, g: int, node: int, root: int, nodes: Nodes) -> int:
-    """The first ancestor of the live ``node`` (itself included) whose cell holds key ``g`` (``keys[g] =
-    (level, cell...)``), or ``root`` when none below it does: :func:`_steps_up` parent links up."""
-    for _ in range(_steps_up(keys, g, node, root, nodes)):
-        node = nodes.parent[node]
-    return node
-
-
-@inline_kernel
 def _steps_up(keys: np.ndarray, g: int, node: int, root: int, nodes: Nodes) -> int:
-    """How many levels above the live ``node`` its first ancestor whose cell holds key ``g`` lies
-    (at most up to ``root``).
+    """How many levels above the live ``node`` its first ancestor whose cell holds key ``g`` (``keys[g]
+    = (level, cell...)``) lies (at most up to ``root``).
 
     Its level follows from the two keys (above both levels, the cells agree
     where no differing bit is left); the climb then follows parent links only.
