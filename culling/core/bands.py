@@ -56,7 +56,7 @@ from typing import NamedTuple
 import numpy as np
 
 from culling.core.jit import inline_kernel, kernel
-from culling.core.overlap import first_near, partner_rows, reach_up
+from culling.core.overlap import first_near, partner_rows, reach_up, rows_sure
 from culling.core.prefetch import AHEAD, prefetch, prefetch_at
 from culling.core.threads import CHUNKS_PER_THREAD, run_chunks, thread_count
 
@@ -504,23 +504,38 @@ def _written(columns: np.ndarray, handles: np.ndarray, hits: np.ndarray, hk: int
     """The pairs of the noted runs ``hits[:, :hk]``: ``(first, second, unsure_a, unsure_b)``, handles
     of the pairs surely meeting (smaller first) and rows of the pairs within rounding of touching.
 
-    Each run by :func:`culling.core.overlap.partner_rows` (the partners' rows); the rows
-    become handles in one pass at the end.
+    Each run by :func:`culling.core.overlap.rows_sure` (branch-free, the partners' rows, into
+    buffers sized for every row noted, so the loop never grows an array); the rare runs with a
+    pair within rounding of touching again by :func:`culling.core.overlap.partner_rows`, after
+    it.  The rows become handles in one pass at the end.
     """
-    mine = np.empty(max(2 * hk, 16), dtype=np.int64)
-    rows = np.empty(max(2 * hk, 16), dtype=np.int64)
+    noted = 0
+    for h in range(hk):
+        noted += hits[2, h] - hits[1, h]
+    mine = np.empty(noted, dtype=np.int64)
+    rows = np.empty(noted, dtype=np.int64)
+    doubtful = np.empty(hk, dtype=np.int64)  # the runs rows_sure was not sure of
+    k = 0
+    doubts = 0
+    for h in range(hk):
+        i = hits[0, h]
+        sure, after = rows_sure(columns, i, hits[1, h], hits[2, h], cube, rows, k)
+        if sure:
+            for t in range(k, after):
+                mine[t] = i
+            k = after
+        else:
+            doubtful[doubts] = h
+            doubts += 1
     unsure_a = np.empty(0, dtype=np.int64)
     unsure_b = np.empty(0, dtype=np.int64)
-    k = 0
     uk = 0
-    for h in range(hk):
-        i, j0, j1 = hits[0, h], hits[1, h], hits[2, h]
-        if k + (j1 - j0) > rows.shape[0]:
-            rows = _room(rows, k, j1 - j0)
-            mine = _room(mine, k, j1 - j0)
+    for d in range(doubts):
+        i, j0, j1 = hits[0, doubtful[d]], hits[1, doubtful[d]], hits[2, doubtful[d]]
         before = k
         k, unsure_a, unsure_b, uk = partner_rows(columns, i, j0, j1, cube, rows, k, unsure_a, unsure_b, uk)
-        mine[before:k] = i
+        for t in range(before, k):
+            mine[t] = i
     first = np.empty(k, dtype=np.int64)
     second = np.empty(k, dtype=np.int64)
     for t in range(k):
@@ -528,14 +543,6 @@ def _written(columns: np.ndarray, handles: np.ndarray, hits: np.ndarray, hk: int
         first[t] = min(a, b)
         second[t] = max(a, b)
     return first, second, unsure_a[:uk].copy(), unsure_b[:uk].copy()
-
-
-@inline_kernel
-def _room(buffer: np.ndarray, n: int, extra: int) -> np.ndarray:
-    """A copy of ``buffer``'s first ``n`` values with room for ``extra`` more (twice as large at least)."""
-    bigger = np.empty(max(2 * buffer.shape[0], n + extra), dtype=buffer.dtype)
-    bigger[:n] = buffer[:n]
-    return bigger
 
 
 @kernel
