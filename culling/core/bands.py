@@ -5,7 +5,7 @@ twice its radius (``r < W/2``), and the structure's nodes (or the dense
 grid's cells) give each member's level and exact cell.  That is all the
 join needs:
 
-1. **Bands** (:func:`layout`): the occupied levels, finest first, are grouped
+1. **Bands** (:func:`_banded`): the occupied levels, finest first, are grouped
    into bands; a band's *bucket level* ``B`` is its coarsest level (or a
    coarser one, see below) and each member's bucket is its cell's ancestor on
    ``B`` (``cell >> (L - B)``, exact).  Two members of one band meet only if
@@ -16,10 +16,11 @@ join needs:
    :data:`CELLS_PER_MEMBER` cells per member is moved to a coarser bucket
    level.  A crowd of similar radii is one band; a heavy tail of large
    spheres is a band of its own.
-2. **Buckets**: each band's buckets are a dense box of cells, row-major
-   with the last axis fastest; the members are copied in that order by a
-   counting sort (O(members + cells)), so every run of cells along the last
-   axis is one run of rows.
+2. **Buckets** (:func:`build`): each band's buckets are a dense box of
+   cells, row-major with the last axis fastest; the members are copied in
+   that order by a counting sort (O(members + cells)), so every run of cells
+   along the last axis is one run of rows.  Every pass over the runs but the
+   counting itself runs in parts on the library's threads.
 3. **Within a band** (:func:`band_cells`): each member against the members
    after it in its cell and the next cell along the last axis, and against
    the three cells along the last axis on each forward neighbouring line
@@ -43,7 +44,7 @@ bands by the member of the coarser band.  Pruning is conservative in floats
 (margins above every rounding's bound), so nothing that meets is lost.
 Memory: the copy, the cells' starts (at most :data:`CELLS_PER_MEMBER` cells
 per member and band) and the output.  A world whose crowd sits in a few small
-clusters far apart makes a band's grid coarse (:func:`layout` reports it);
+clusters far apart makes a band's grid coarse (:func:`build` reports it);
 the caller then joins the tree with itself instead
 (:func:`culling.core.pairs.dual_pairs`).
 """
@@ -61,7 +62,7 @@ from culling.core.prefetch import AHEAD, prefetch, prefetch_at
 from culling.core.threads import CHUNKS_PER_THREAD, run_chunks, thread_count
 
 __all__ = ["CELLS_PER_MEMBER", "COARSEN_LIMIT", "DENSITY", "Gather", "Layout", "band_cells",
-           "build", "cross_rows", "forward_lines", "gather", "layout"]
+           "build", "cross_rows", "forward_lines", "gather"]
 
 #: A coarser level joins a band while the band has at most this many members per cell of its
 #: box on that level: a member is then tested against about ``13.5 * DENSITY`` others in 3-D.
@@ -72,7 +73,7 @@ DENSITY = 4.0
 CELLS_PER_MEMBER = 8
 
 #: A band moved more than this many levels above its coarsest member's level (its members sit in
-#: a few clusters far apart) is reported by :func:`layout`: the tree's own join suits it better.
+#: a few clusters far apart) is reported by :func:`build`: the tree's own join suits it better.
 COARSEN_LIMIT = 2
 
 #: Columns of :attr:`Layout.band`: the bucket level, the band's first and end member rows, its
@@ -102,11 +103,13 @@ _CELL_SLACK = 2.0 ** -30
 
 
 class Gather(NamedTuple):
-    """How :func:`gather` fills a :class:`Layout`: ``to`` int64 (runs,), the first row of
-    :attr:`Layout.columns` each run's members go to (-1: a run left out); part ``p`` copies runs
-    ``part_first[p] .. part_first[p + 1] - 1`` (int64 (parts + 1,))."""
+    """How :func:`gather` fills a :class:`Layout`: run ``r``'s members go to the rows from
+    ``cell_start[cell[r]] + offset[r]`` on (``cell`` int64 (runs,), -1 for a run left out;
+    ``offset`` int64 (runs,), the rows of the earlier runs of its cell); part ``p`` copies runs
+    ``part_first[p] .. part_first[p + 1] - 1`` (int64 (parts + 1,)), about as many rows each."""
 
-    to: np.ndarray
+    cell: np.ndarray
+    offset: np.ndarray
     part_first: np.ndarray
 
 
@@ -174,36 +177,48 @@ def _cells_of(low: np.ndarray, high: np.ndarray, limit: float) -> float:
 
 
 @kernel
-def layout(run_start: np.ndarray, run_count: np.ndarray, run_level: np.ndarray, run_cells: np.ndarray,
-           handles: np.ndarray, columns: np.ndarray, anchor: float, parts: int) -> tuple[Layout, Gather]:
-    """The :class:`Layout` of the members of runs ``run_start[k] .. + run_count[k]`` (pool rows of
-    ``handles``/``columns``; runs with ``run_count <= 0`` are skipped), each run's members of level
-    ``run_level[k]`` in cell ``run_cells[:, k]``.
-
-    The cell of root-relative ``u`` on level ``L`` is ``floor(u * 2**L + anchor * 2**L)``
-    (``anchor``: the tree's ``ANCHOR``, 0 for the dense grid).  Returns the layout with its
-    ``columns``/``handles`` and the :class:`Gather` that fills them in ``parts`` parts
-    (:func:`gather`, then each band's largest radius: :func:`build` does both).  O(runs + cells).
-    """
-    dim = run_cells.shape[0]
-    lead = dim - 1
-    runs = run_start.shape[0]
+def _level_range(run_count: np.ndarray, run_level: np.ndarray) -> tuple[int, int]:
+    """The finest and the coarsest level of the runs that hold members (``(2**30, -2**30)`` for none)."""
     low_level, high_level = 1 << 30, -(1 << 30)
-    for r in range(runs):
+    for r in range(run_count.shape[0]):
         if run_count[r] > 0:
             low_level = min(low_level, run_level[r])
             high_level = max(high_level, run_level[r])
-    slots = max(high_level - low_level + 1, 1)
+    return low_level, high_level
+
+
+@kernel
+def _level_boxes(run_count: np.ndarray, run_level: np.ndarray, run_cells: np.ndarray, low_level: int, slots: int,
+                 first: int, last: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Of runs ``first .. last - 1``, per level ``low_level + s``: the members, and the box of the runs'
+    cells (``(members, low, high)``, int64 ``(slots,)``, ``(slots, dim)`` twice).  Parts of the runs
+    may run at the same time; their answers add up (:func:`build`)."""
+    dim = run_cells.shape[0]
     members = np.zeros(slots, dtype=np.int64)
     low = np.full((slots, dim), 1 << 62, dtype=np.int64)
     high = np.full((slots, dim), -(1 << 62), dtype=np.int64)
-    for r in range(runs):
+    for r in range(first, last):
         if run_count[r] > 0:
             s = run_level[r] - low_level
             members[s] += run_count[r]
             for axis in range(dim):
                 low[s, axis] = min(low[s, axis], run_cells[axis, r])
                 high[s, axis] = max(high[s, axis], run_cells[axis, r])
+    return members, low, high
+
+
+@kernel
+def _banded(members: np.ndarray, low: np.ndarray, high: np.ndarray, low_level: int,
+            anchor: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, int, bool]:
+    """The bands of the occupied levels ``low_level + s`` (``members[s]`` members, their cells in the
+    box ``low[s] .. high[s]``): ``(band, scales, band_of_slot, cells, ok)``.
+
+    ``band`` and ``scales`` as :class:`Layout` holds them (coarsest band first;
+    each band's largest radius left 0), ``band_of_slot`` each level's band (its
+    row), ``cells`` the buckets of every band together; ``ok`` False when a band
+    had to move more than :data:`COARSEN_LIMIT` levels up.  O(levels).
+    """
+    slots, dim = low.shape
     # Bands, finest level first.
     band_level = np.empty(slots, dtype=np.int64)
     band_members = np.zeros(slots, dtype=np.int64)
@@ -251,12 +266,6 @@ def layout(run_start: np.ndarray, run_count: np.ndarray, run_level: np.ndarray, 
                 band_low[p, axis] >>= 1
                 band_high[p, axis] >>= 1
         ok &= band_own[p] - band_level[p] <= COARSEN_LIMIT
-    forward = forward_lines(lead)
-    if not ok:
-        empty = np.zeros(0, dtype=np.int64)
-        return (Layout(columns[:, :0].copy(), handles[:0].copy(), np.zeros(1, dtype=np.int64),
-                       np.zeros((0, LOW + 2 * dim), dtype=np.int64), np.zeros((0, 3)), forward, False),
-                Gather(empty, np.zeros(parts + 1, dtype=np.int64)))
     # Bands in rows coarsest first: band p of the finest-first numbering is band bands - 1 - p.
     band = np.empty((bands, LOW + 2 * dim), dtype=np.int64)
     scales = np.zeros((bands, 3))
@@ -277,45 +286,41 @@ def layout(run_start: np.ndarray, run_count: np.ndarray, run_level: np.ndarray, 
         row += band_members[p]
         band[q, END_ROW] = row
         cell += cells
-    # Counting sort of the runs by cell, band by band.
-    cell_start = np.zeros(cell + 1, dtype=np.int64)
-    run_cell = np.empty(runs, dtype=np.int64)
-    for r in range(runs):
+    for s in range(slots):
+        if band_of_slot[s] >= 0:
+            band_of_slot[s] = bands - 1 - band_of_slot[s]
+    return band, scales, band_of_slot, cell, ok
+
+
+@kernel
+def _run_cells(run_count: np.ndarray, run_level: np.ndarray, run_cells: np.ndarray, band: np.ndarray,
+               band_of_slot: np.ndarray, low_level: int, first: int, last: int, run_cell: np.ndarray) -> None:
+    """Each run's bucket (its cell's ancestor on its band's level, numbered over every band's
+    buckets) into ``run_cell``, for runs ``first .. last - 1``; -1 for a run without members."""
+    dim = run_cells.shape[0]
+    for r in range(first, last):
         if run_count[r] <= 0:
             run_cell[r] = -1
             continue
-        q = bands - 1 - band_of_slot[run_level[r] - low_level]
+        q = band_of_slot[run_level[r] - low_level]
         shift = run_level[r] - band[q, LEVEL]
         at = 0
         for axis in range(dim):
             at = at * band[q, LOW + dim + axis] + ((run_cells[axis, r] >> shift) - band[q, LOW + axis])
-        at += band[q, FIRST_CELL]
-        run_cell[r] = at
-        cell_start[at + 1] += run_count[r]
-    for c in range(cell):
-        cell_start[c + 1] += cell_start[c]
-    out_columns = np.empty((dim + 2, row))  # row ``dim + 1`` (the squared reach) is not copied: nothing reads it
-    out_handles = np.empty(row, dtype=np.int64)
-    lay = Layout(out_columns, out_handles, cell_start, band, scales, forward, True)
-    return lay, _plan(run_cell, run_count, cell_start, parts)
+        run_cell[r] = at + band[q, FIRST_CELL]
 
 
-@inline_kernel
-def _plan(run_cell: np.ndarray, run_count: np.ndarray, cell_start: np.ndarray, parts: int) -> Gather:
-    """:func:`layout`'s :class:`Gather`: each run's first row (its cell's rows, filled in run
-    order) and the runs cut into ``parts`` ranges of about as many rows each.  O(runs + parts).
+@kernel
+def _counted(run_cell: np.ndarray, run_count: np.ndarray, cell_start: np.ndarray, total: int, parts: int) -> Gather:
+    """Count each bucket's members into ``cell_start`` (zeros, cells + 1 long; its starts after) in one
+    pass over the runs, which gives each run its rows' offset in its bucket and cuts the runs into
+    ``parts`` parts of about ``total / parts`` rows: the :class:`Gather` of :func:`gather`.  O(runs + cells).
 
     With each run's rows known ahead, :func:`gather` reads its runs' starts,
-    counts and rows in order, and its parts share no counter.  After moves the
-    runs' pool blocks and their rows lie at random either way: reading the
-    runs in pool order, or writing the rows in order, was measured no faster,
-    and looking each run's rows up by its cell as it went cost the copy a
-    fifth more (100k moving creatures, one thread: 12.2 against 9.4 ms).
+    counts and rows in order, and its parts share no counter.
     """
     runs = run_cell.shape[0]
-    total = cell_start[cell_start.shape[0] - 1]
-    fill = cell_start[:cell_start.shape[0] - 1].copy()
-    to = np.empty(runs, dtype=np.int64)
+    offset = np.empty(runs, dtype=np.int64)
     part_first = np.zeros(parts + 1, dtype=np.int64)
     part_first[parts] = runs
     p = 1
@@ -325,15 +330,15 @@ def _plan(run_cell: np.ndarray, run_count: np.ndarray, cell_start: np.ndarray, p
             part_first[p] = r
             p += 1
         c = run_cell[r]
-        if c < 0:
-            to[r] = -1
-            continue
-        to[r] = fill[c]
-        fill[c] += run_count[r]
-        copied += run_count[r]
+        if c >= 0:
+            offset[r] = cell_start[c + 1]
+            cell_start[c + 1] += run_count[r]
+            copied += run_count[r]
     for q in range(p, parts):
         part_first[q] = runs
-    return Gather(to, part_first)
+    for c in range(cell_start.shape[0] - 1):
+        cell_start[c + 1] += cell_start[c]
+    return Gather(run_cell, offset, part_first)
 
 
 @kernel
@@ -344,19 +349,19 @@ def gather(lay: Layout, plan: Gather, run_start: np.ndarray, run_count: np.ndarr
     may run at the same time.  The centres and radii only.  O(runs + rows copied).
     """
     dim = columns.shape[0] - 2
-    out_columns, out_handles = lay.columns, lay.handles
+    out_columns, out_handles, cell_start = lay.columns, lay.handles, lay.cell_start
     end = plan.part_first[last_part]
     for r in range(plan.part_first[first_part], end):
-        if r + AHEAD < end and plan.to[r + AHEAD] >= 0:  # a later run's rows, both ends (culling.core.prefetch)
-            ahead, target = run_start[r + AHEAD], plan.to[r + AHEAD]
+        if r + AHEAD < end and plan.cell[r + AHEAD] >= 0:  # a later run's rows, both ends (culling.core.prefetch)
+            ahead, target = run_start[r + AHEAD], cell_start[plan.cell[r + AHEAD]] + plan.offset[r + AHEAD]
             prefetch(handles, ahead)
             prefetch(out_handles, target)
             for axis in range(dim + 1):
                 prefetch_at(columns, axis, ahead)
                 prefetch_at(out_columns, axis, target)
-        to = plan.to[r]
-        if to < 0:
+        if plan.cell[r] < 0:
             continue
+        to = cell_start[plan.cell[r]] + plan.offset[r]
         start = run_start[r]
         for u in range(run_count[r]):
             for axis in range(dim + 1):
@@ -366,16 +371,44 @@ def gather(lay: Layout, plan: Gather, run_start: np.ndarray, run_count: np.ndarr
 
 def build(runs: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray], handles: np.ndarray, columns: np.ndarray,
           anchor: float, parallel: bool) -> Layout:
-    """The :class:`Layout` of the runs ``(start, count, level, cells)`` (see :func:`layout`), its
-    members copied by :func:`gather` (in parts on the library's threads when ``parallel``) and
-    each band's largest radius filled in.  O(runs + members + cells).
+    """The :class:`Layout` of the runs ``(start, count, level, cells)``: run ``k``'s members, pool rows
+    ``start[k] .. start[k] + count[k] - 1`` of ``handles``/``columns`` (runs with ``count <= 0``
+    are skipped), of level ``level[k]`` in cell ``cells[:, k]``.
+
+    The cell of root-relative ``u`` on level ``L`` is ``floor(u * 2**L + anchor * 2**L)``
+    (``anchor``: the tree's ``ANCHOR``, 0 for the dense grid).  The levels'
+    members and boxes (:func:`_level_boxes`), the bands (:func:`_banded`), each
+    run's bucket (:func:`_run_cells`), the buckets counted (:func:`_counted`)
+    and the members copied (:func:`gather`), then each band's largest radius:
+    all but the counting in parts on the library's threads when ``parallel``.
+    O(runs + members + cells).
     """
+    start, count, level, cells = runs
+    dim = cells.shape[0]
     parts = thread_count() * CHUNKS_PER_THREAD if parallel else 1
-    lay, plan = layout(*runs, handles, columns, anchor, parts)
-    if lay.ok:
-        run_chunks(lambda lo, hi: gather(lay, plan, runs[0], runs[1], handles, columns, lo, hi), parts,
-                   chunks=parts)
-        dim = columns.shape[0] - 2  # each band's largest radius, from its gathered rows
+    chunks = None if parallel else 1
+    low_level, high_level = _level_range(count, level)
+    slots = max(high_level - low_level + 1, 1)
+    boxes = run_chunks(lambda lo, hi: _level_boxes(count, level, cells, low_level, slots, lo, hi), count.shape[0],
+                       chunks=chunks)
+    members = np.sum([b[0] for b in boxes], axis=0) if boxes else np.zeros(slots, dtype=np.int64)
+    low = np.min([b[1] for b in boxes], axis=0) if boxes else np.zeros((slots, dim), dtype=np.int64)
+    high = np.max([b[2] for b in boxes], axis=0) if boxes else np.zeros((slots, dim), dtype=np.int64)
+    band, scales, band_of_slot, n_cells, ok = _banded(members, low, high, low_level, anchor)
+    forward = forward_lines(dim - 1)
+    if not ok:
+        return Layout(columns[:, :0].copy(), handles[:0].copy(), np.zeros(1, dtype=np.int64),
+                      np.zeros((0, LOW + 2 * dim), dtype=np.int64), np.zeros((0, 3)), forward, False)
+    total = int(members.sum())
+    run_cell = np.empty(count.shape[0], dtype=np.int64)
+    run_chunks(lambda lo, hi: _run_cells(count, level, cells, band, band_of_slot, low_level, lo, hi, run_cell),
+               count.shape[0], chunks=chunks)
+    cell_start = np.zeros(n_cells + 1, dtype=np.int64)
+    plan = _counted(run_cell, count, cell_start, total, parts)
+    # row ``dim + 1`` of the copy (the squared reach) is not filled: nothing reads it
+    lay = Layout(np.empty((dim + 2, total)), np.empty(total, dtype=np.int64), cell_start, band, scales, forward, True)
+    run_chunks(lambda lo, hi: gather(lay, plan, start, count, handles, columns, lo, hi), parts, chunks=parts)
+    if total:  # each band's largest radius, from its gathered rows
         lay.scales[:, RADIUS] = np.maximum.reduceat(lay.columns[dim], lay.band[:, FIRST_ROW])
     return lay
 
