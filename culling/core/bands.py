@@ -386,7 +386,7 @@ def build(runs: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray], handles: 
     start, count, level, cells = runs
     dim = cells.shape[0]
     parts = thread_count() * CHUNKS_PER_THREAD if parallel else 1
-    chunks = None if parallel else 1
+    chunks = thread_count() if parallel else 1  # streaming passes: one part a thread
     low_level, high_level = _level_range(count, level)
     slots = max(high_level - low_level + 1, 1)
     boxes = run_chunks(lambda lo, hi: _level_boxes(count, level, cells, low_level, slots, lo, hi), count.shape[0],
