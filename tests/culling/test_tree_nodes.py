@@ -10,6 +10,8 @@ brute force or against a tree built from scratch at the final positions.
 
 from __future__ import annotations
 
+import pickle
+
 import numpy as np
 import pytest
 from brute_force import BruteForce, FailAt, check_contents, check_query
@@ -246,3 +248,58 @@ def test_update_many_without_movers_touches_no_node():
     for name, before in nodes.items():
         assert (getattr(tree._nodes, name) == before).all(), name
     tree.check_invariants()
+
+
+@pytest.mark.parametrize("dim", [1, 2, 3])
+def test_searches_from_start_nodes_leave_the_table_a_search_from_the_root_leaves(dim):
+    """``at_many`` with start nodes (the movers' old nodes) runs ``nodes.LANES`` searches side by side
+    (``_deepest``), then creates what is missing from where they ended; from the root instead, one key at
+    a time.  Both give every key the same node and leave the same table, row for row: start nodes far
+    from their key (long climbs), below it (a climb past the key's level), on it, and batches that do
+    not fill the last group of lanes; keys that share missing nodes too."""
+    from culling.tree import nodes as node_module
+
+    rng = np.random.default_rng(60 + dim)
+    tree = ViewDistanceTree(SIZE, dim=dim)
+    tree.insert_many(rng.uniform(0.0, SIZE, (800, dim)), SIZE * 2.0 ** -rng.integers(3, 12, 800))
+    table, root = tree._nodes, tree._root
+    alive = live_nodes(tree)
+    for k in (1, node_module.LANES - 1, node_module.LANES, 3 * node_module.LANES + 5, 600):
+        below = rng.integers(2, 14, k)  # levels below the root's
+        inside = np.floor(rng.uniform(0.0, 1.0, (k, dim)) * (2.0 ** below)[:, None]).astype(np.int64)
+        inside[k // 2:] = inside[: k - k // 2]  # keys that repeat: their missing nodes are made once
+        below[k // 2:] = below[: k - k // 2]
+        root_cell = table.cells[:, root][None, :]
+        keys = np.concatenate([(below + table.level[root])[:, None], (root_cell << below[:, None]) + inside], axis=1)
+        near = rng.choice(alive, k)
+        on_key = [table.find(int(key[0]), tuple(key[1:].tolist()), root) for key in keys]
+        near = np.where(np.arange(k) % 5 == 0, np.maximum(on_key, 0), near)
+        near = np.where(near >= 0, near, rng.choice(alive, k))
+        ends = []
+        for start in (None, near):
+            copy = pickle.loads(pickle.dumps(table))
+            homes = copy.at_many(keys, root, near=start)
+            assert all(copy.key_of(int(h)) == (int(key[0]), tuple(key[1:].tolist())) for h, key in zip(homes, keys))
+            ends.append((homes, copy.columns[:, :copy.issued], copy.cells[:, :copy.issued],
+                         copy.child[:copy.issued], copy.free_ids()))
+            made = copy.live - table.live
+        assert made > 0 or k < 600
+        for from_root, side_by_side in zip(*ends):
+            assert np.array_equal(from_root, side_by_side)
+
+
+@pytest.mark.parametrize("shape, dtype", [((5,), np.int64), ((3, 7), np.float64), ((1000, 8), np.int64),
+                                          ((0, 4), np.int64), ((9,), np.int8)])
+def test_stored_arrays_start_on_a_cache_line_and_hold_their_fill(shape, dtype):
+    """``growth.allocate`` (every array a structure keeps): C-contiguous, filled, on a 64-byte line, so
+    a node's eight child links in 3-D are one line; a grown array, a compacted table and a pickled
+    one keep that."""
+    array = growth.allocate(shape, dtype, 7)
+    assert array.shape == shape and array.dtype == dtype and array.flags.c_contiguous and array.flags.writeable
+    assert (array == 7).all() and (array.size == 0 or array.ctypes.data % growth.CACHE_LINE == 0)
+    assert growth.grown(array.reshape(shape[0], -1), shape[0] + 3, 1).ctypes.data % growth.CACHE_LINE == 0
+    tree = ViewDistanceTree(SIZE, dim=3)
+    handles = tree.insert_many(np.random.default_rng(0).uniform(0.0, SIZE, (2000, 3)), np.full(2000, 0.3))
+    tree.remove_many(handles[:1900])  # most of the nodes go: the table is compacted
+    for table in (tree._nodes, pickle.loads(pickle.dumps(tree))._nodes):
+        assert table.child.ctypes.data % growth.CACHE_LINE == 0 and table.child.strides[0] == 64
