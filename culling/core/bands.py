@@ -456,7 +456,8 @@ def band_cells(lay: Layout, first_cell: int, last_cell: int, origin: np.ndarray,
     needs_high = np.empty(neighbours, dtype=np.int64)
     corner = np.empty(dim)  # the cell's low corner on the band's level, less the lattice's offset
     q = -1
-    line = -1
+    line_start, line_end = 0, -1  # the current line's cells (its first, and the first after it)
+    length = 1
     runs = 0
     scale = 0.0
     for c in range(first_cell, last_cell):
@@ -467,13 +468,13 @@ def band_cells(lay: Layout, first_cell: int, last_cell: int, origin: np.ndarray,
             q = 0
             while q + 1 < band.shape[0] and band[q + 1, FIRST_CELL] <= c:
                 q += 1
-            line = -1
+            line_end = -1
             scale = lay.scales[q, FACTOR] / size
-        local = c - band[q, FIRST_CELL]
-        length = band[q, LOW + 2 * dim - 1]  # cells along the last axis
-        z = local % length
-        if local // length != line:  # a new line: its forward neighbours inside the band's box
-            line = local // length
+            length = band[q, LOW + 2 * dim - 1]  # cells along the last axis
+        if c >= line_end:  # a new line (a division per line, not per cell): its forward neighbours
+            line = (c - band[q, FIRST_CELL]) // length
+            line_start = band[q, FIRST_CELL] + line * length
+            line_end = line_start + length
             runs = 0
             rest = line
             for axis in range(lead - 1, -1, -1):
@@ -500,6 +501,7 @@ def band_cells(lay: Layout, first_cell: int, last_cell: int, origin: np.ndarray,
                         needs_low[runs] |= (forward[f, axis] < 0) << axis
                         needs_high[runs] |= (forward[f, axis] > 0) << axis
                     runs += 1
+        z = c - line_start
         corner[lead] = float(band[q, LOW + lead] + z) - lay.scales[q, OFFSET]
         down, up = min(z, 1), min(length - 1 - z, 1)
         if hk + (e - s) * (runs + 1) > hits.shape[1]:
