@@ -169,7 +169,7 @@ STEPS: tuple[tuple[str, Callable[[dict[str, object]], None]], ...] = (
 #: Kernels that the first steps of :data:`STEPS` compile, one per group: when numba's cache holds all of
 #: them, fresh for these sources, the cache was filled by an earlier run.
 _PROBED: tuple[Any, ...] = (batch.place, tree_walk.query, tree_walk.visits, members._answer_many,
-                            batch._row_order, grid_walk.query, grid_walk._visits)
+                            batch._in_given_order, grid_walk.query, grid_walk._visits)
 
 
 def kernels_cached() -> bool:

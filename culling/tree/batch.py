@@ -35,7 +35,7 @@ from culling.core.jit import inline_kernel, kernel
 from culling.core.lattice import MAX_DEPTH
 from culling.core.prefetch import AHEAD, prefetch, prefetch_at
 from culling.core.structs import Nodes, NodesFields, ObjectsFields, PoolFields, WorldFields, nodes_of
-from culling.core.threads import run_chunks, thread_count
+from culling.core.threads import chunk_bounds, run_chunks, thread_count
 from culling.core.tiles import cover, cover_row
 
 #: Bits of :func:`layout_order`'s Morton code: 4,096 cells over the batch's box.
@@ -279,46 +279,84 @@ WINDOW_SHIFT = 7
 ROW_ORDER_MIN = 1 << 12
 
 
-@kernel
 def _row_order(handles: np.ndarray, centres: np.ndarray, radii: np.ndarray, obj_pos: np.ndarray,
                rows: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """:func:`settle`'s visiting order: ``(order, rows, centres, radii, window_first)``, the objects'
     indices, pool rows, centres and radii in that order (new arrays), and where each window's
-    objects begin in it (int64 (windows + 1,); empty when not grouped).
+    objects begin in it (int64 (windows,); empty when not grouped).
 
     Grouped by window of pool rows (a stable counting sort) when the pool is
-    longer than ``ROW_ORDER_MIN`` rows, else the objects' own order.  O(n + windows).
+    longer than ``ROW_ORDER_MIN`` rows, else the objects' own order.  From
+    :data:`PARALLEL_SETTLE_MIN` objects the objects are cut into a part per
+    thread: each part counts its windows (:func:`_window_counts`), and writes
+    its objects after the earlier parts' in each window (:func:`_into_windows`),
+    so the order is the one-part order.  O(n + windows x parts).
     """
     n, dim = centres.shape
     order = np.empty(n, dtype=np.int64)
     at = np.empty(n, dtype=np.int64)
     moved = np.empty((n, dim))
     sized = np.empty(n)
+    visit = (order, at, moved, sized)
     if rows <= ROW_ORDER_MIN:
-        for i in range(n):
-            order[i] = i
-            at[i] = obj_pos[handles[i]]
-            for axis in range(dim):
-                moved[i, axis] = centres[i, axis]
-            sized[i] = radii[i]
+        _in_given_order(handles, centres, radii, obj_pos, visit)
         return order, at, moved, sized, np.empty(0, dtype=np.int64)
-    first = np.zeros((rows >> WINDOW_SHIFT) + 2, dtype=np.int64)
-    for i in range(n):
-        first[(obj_pos[handles[i]] >> WINDOW_SHIFT) + 1] += 1
-    for w in range(1, first.shape[0]):
-        first[w] += first[w - 1]
-    window_first = first[:first.shape[0] - 1].copy()
-    for i in range(n):
+    windows = (rows >> WINDOW_SHIFT) + 1
+    parts = thread_count() if n >= PARALLEL_SETTLE_MIN else 1
+    bounds = chunk_bounds(n, parts)
+    parts = len(bounds) - 1
+    counts = np.array(run_chunks(lambda lo, hi: _window_counts(handles, obj_pos, bounds[lo], bounds[hi], windows),
+                                 parts, chunks=parts))  # (parts, windows)
+    window_first = np.zeros(windows, dtype=np.int64)
+    np.cumsum(counts.sum(axis=0)[:-1], out=window_first[1:])
+    fill = window_first + np.cumsum(counts, axis=0) - counts  # part p's first place in each window
+
+    def scatter(lo: int, hi: int) -> None:
+        for p in range(lo, hi):
+            _into_windows(handles, centres, radii, obj_pos, bounds[p], bounds[p + 1], fill[p], visit)
+
+    run_chunks(scatter, parts, chunks=parts)
+    return order, at, moved, sized, window_first
+
+
+@kernel
+def _in_given_order(handles: np.ndarray, centres: np.ndarray, radii: np.ndarray, obj_pos: np.ndarray,
+                    visit: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]) -> None:
+    """:func:`_row_order` of a short pool: the objects as given."""
+    order, at, moved, sized = visit
+    for i in range(handles.shape[0]):
+        order[i] = i
+        at[i] = obj_pos[handles[i]]
+        for axis in range(centres.shape[1]):
+            moved[i, axis] = centres[i, axis]
+        sized[i] = radii[i]
+
+
+@kernel
+def _window_counts(handles: np.ndarray, obj_pos: np.ndarray, first: int, last: int, windows: int) -> np.ndarray:
+    """How many of objects ``first .. last - 1`` have their pool row in each window: int64 (windows,)."""
+    counts = np.zeros(windows, dtype=np.int64)
+    for i in range(first, last):
+        counts[obj_pos[handles[i]] >> WINDOW_SHIFT] += 1
+    return counts
+
+
+@kernel
+def _into_windows(handles: np.ndarray, centres: np.ndarray, radii: np.ndarray, obj_pos: np.ndarray, first: int,
+                  last: int, fill: np.ndarray, visit: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]) -> None:
+    """Write objects ``first .. last - 1`` into :func:`_row_order`'s arrays, each at the next place of
+    its window (``fill``: int64 (windows,), this part's first place in each; advanced)."""
+    order, at, moved, sized = visit
+    for i in range(first, last):
         row = obj_pos[handles[i]]
         w = row >> WINDOW_SHIFT
-        j = first[w]
-        first[w] = j + 1
+        j = fill[w]
+        fill[w] = j + 1
         order[j] = i
         at[j] = row
-        for axis in range(dim):
+        for axis in range(centres.shape[1]):
             moved[j, axis] = centres[i, axis]
         sized[j] = radii[i]
-    return order, at, moved, sized, window_first
 
 
 def restore(handles: np.ndarray, backup: np.ndarray, obj_pos: np.ndarray, columns: np.ndarray) -> np.ndarray:
