@@ -354,6 +354,7 @@ def _into_windows(handles: np.ndarray, centres: np.ndarray, radii: np.ndarray, o
 
 @inline_kernel
 def _count_into(handles: np.ndarray, obj_pos: np.ndarray, first: int, last: int, counts: np.ndarray) -> None:
+    """Add objects ``first .. last - 1`` to the count of their pool row's window."""
     for i in range(first, last):
         counts[obj_pos[handles[i]] >> WINDOW_SHIFT] += 1
 
