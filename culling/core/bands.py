@@ -389,11 +389,11 @@ def build(runs: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray], handles: 
     chunks = thread_count() if parallel else 1  # streaming passes: one part a thread
     low_level, high_level = _level_range(count, level)
     slots = max(high_level - low_level + 1, 1)
-    boxes = run_chunks(lambda lo, hi: _level_boxes(count, level, cells, low_level, slots, lo, hi), count.shape[0],
-                       chunks=chunks)
-    members = np.sum([b[0] for b in boxes], axis=0) if boxes else np.zeros(slots, dtype=np.int64)
-    low = np.min([b[1] for b in boxes], axis=0) if boxes else np.zeros((slots, dim), dtype=np.int64)
-    high = np.max([b[2] for b in boxes], axis=0) if boxes else np.zeros((slots, dim), dtype=np.int64)
+    boxes = (run_chunks(lambda lo, hi: _level_boxes(count, level, cells, low_level, slots, lo, hi), count.shape[0],
+                        chunks=chunks) or [_level_boxes(count, level, cells, low_level, slots, 0, 0)])
+    members = np.sum([b[0] for b in boxes], axis=0)
+    low = np.min([b[1] for b in boxes], axis=0)
+    high = np.max([b[2] for b in boxes], axis=0)
     band, scales, band_of_slot, n_cells, ok = _banded(members, low, high, low_level, anchor)
     forward = forward_lines(dim - 1)
     if not ok:

@@ -377,10 +377,9 @@ def _descend(keys: np.ndarray, homes: np.ndarray, search: tuple[int, int, np.nda
         if near.shape[0] and g + AHEAD < keys.shape[0]:  # a later search's start (culling.core.prefetch)
             prefetch(child[near[g + AHEAD]], 0)
             prefetch(children, near[g + AHEAD])
-        if create and free_count > 4:  # a row the creations a few keys on will take
+        if create and free_count > 4:  # a row the creations a few keys on will take, its key's cells too
             fetch_row(free[free_count - 4], nodes)
-            for axis in range(dim):
-                prefetch(node_cells[axis], free[free_count - 4])
+            fetch_key(free[free_count - 4], nodes)
         node, depth = (near[g], near_level[g]) if near.shape[0] else (root, level[root])
         for below in range(depth + 1, keys[g, 0] + 1):
             quadrant = _quadrant(keys, g, keys[g, 0] - below)
