@@ -124,9 +124,9 @@ def _mutations(structure: Structure, handles: np.ndarray) -> None:
 
 def _many_movers() -> None:
     """A tree whose ``update_many`` has enough movers for their searches to run apart, on the library's
-    threads (:data:`culling.tree.nodes.PARALLEL_SEARCH_MIN`), and enough objects for their visiting
-    order to be found in parts (:data:`culling.tree.batch.PARALLEL_ORDER_MIN`)."""
-    n = max(nodes.PARALLEL_SEARCH_MIN, batch.PARALLEL_ORDER_MIN) + 64
+    threads (:data:`culling.tree.nodes.PARALLEL_SEARCH_MIN`), and enough objects to be settled in parts
+    (:data:`culling.tree.batch.PARALLEL_SETTLE_MIN`)."""
+    n = max(nodes.PARALLEL_SEARCH_MIN, batch.PARALLEL_SETTLE_MIN) + 64
     centres = np.random.default_rng(1).uniform(1.0, _SIZE - 1.0, (n, 3))
     tree = _new_tree()
     handles = tree.insert_many(centres, np.full(n, 0.3))
@@ -170,7 +170,7 @@ STEPS: tuple[tuple[str, Callable[[dict[str, object]], None]], ...] = (
 #: Kernels that the first steps of :data:`STEPS` compile, one per group: when numba's cache holds all of
 #: them, fresh for these sources, the cache was filled by an earlier run.
 _PROBED: tuple[Any, ...] = (batch.place, tree_walk.query, tree_walk.visits, members._answer_many,
-                            batch._by_window, grid_walk.query, grid_walk._visits)
+                            batch._settle_part, grid_walk.query, grid_walk._visits)
 
 
 def kernels_cached() -> bool:

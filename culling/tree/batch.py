@@ -30,13 +30,13 @@ import math
 import numpy as np
 
 from culling.core.cells import home, level_of
-from culling.core.containment import reach_of
+from culling.core.containment import reach_of, squared_reach
 from culling.core.jit import inline_kernel, kernel
 from culling.core.lattice import MAX_DEPTH
 from culling.core.prefetch import AHEAD, prefetch, prefetch_at
 from culling.core.structs import Nodes, NodesFields, ObjectsFields, PoolFields, WorldFields, nodes_of
-from culling.core.threads import chunk_bounds, run_chunks, thread_count
-from culling.core.tiles import cover, cover_row
+from culling.core.threads import run_chunks, thread_count
+from culling.core.tiles import TILE_SHIFT, cover, cover_row
 
 #: Bits of :func:`layout_order`'s Morton code: 4,096 cells over the batch's box.
 LAYOUT_BITS = 12
@@ -135,7 +135,7 @@ def _group_into(centres: np.ndarray, radii: np.ndarray, origin: np.ndarray, size
     return n, groups
 
 
-#: The fast cell test of :func:`settle` trusts ``floor`` of the float ``(c - o) * (1 / size) * 2**L``
+#: The fast cell test of :func:`settle` trusts ``floor`` of the float ``(c - o) * (2**L / size)``
 #: farther than ``(|x| + 1) * SETTLE_SLACK`` from an integer: three roundings move it by under
 #: ``|x| * 2**-51``; nearer a face (or beyond 2**52), the exact home function decides.
 SETTLE_SLACK = 2.0 ** -50
@@ -157,15 +157,21 @@ def settle(handles: np.ndarray, centres: np.ndarray, radii: np.ndarray, world_fi
     :func:`culling.core.cells.home`, against the node's key.  The fast test
     reads only the object's own row, which a stayer writes anyway.  An object that stays gets its centre,
     radius and squared reach (when the radius changed) in its row, and its
-    tile covers it; its old row is kept in ``backup`` first (float64
-    (n, width + 1): the row, then ``i``, or -1 for a mover; in visiting order),
-    so ``update_many`` can put it back (:func:`restore`) when the movers'
-    preparation fails.  Nothing of a mover is written.
+    tile covers it; its old centre and radius are kept in ``backup[i]`` first
+    (float64 (n, dim + 1)), so ``update_many`` can put them back
+    (:func:`restore`) when the movers' preparation fails.  Nothing of a
+    mover is written, and the squared reach (the row's last column) is read
+    and written only when the radius changes: four of the row's five cache
+    lines in 3-D.
 
-    The objects are visited by pool row window (:func:`_row_order`); from
-    :data:`PARALLEL_SETTLE_MIN` objects the windows are cut into parts on the
-    library's threads (:func:`_settle_part`): a window's rows and tiles belong
-    to its objects alone, so the parts write nothing in common.
+    The objects are visited in the caller's order, each one's pool row
+    fetched :data:`~culling.core.prefetch.AHEAD` objects early, so the random
+    rows arrive in parallel (100k objects in random order: 2.6 ms, where
+    sorting them by row window first took 3.6 ms).  From
+    :data:`PARALLEL_SETTLE_MIN` objects the pool's rows are cut into a range
+    per thread, on whole tiles (:data:`culling.core.tiles.TILE_ROWS`): each
+    thread settles the objects whose row is in its range, so the threads
+    write nothing in common.
 
     Parameters
     ----------
@@ -174,25 +180,21 @@ def settle(handles: np.ndarray, centres: np.ndarray, radii: np.ndarray, world_fi
 
     Returns
     -------
-    int64 (k,): indices into ``handles`` of the movers, ascending.  O(n), one pass over the
-    objects (by pool row window in a long pool, :func:`_row_order`).
+    int64 (k,): indices into ``handles`` of the movers, ascending.  O(n); with
+    ``t`` threads each reads every object's row number, O(n) per thread.
     """
-    visit = _row_order(handles, centres, radii, objects_fields[1], pool_fields[1].shape[1])
-    n = handles.shape[0]
-    window_first = visit[4]
+    batch = (handles, centres, radii)
+    rows = pool_fields[1].shape[1]
     threads = thread_count()
-    if n < PARALLEL_SETTLE_MIN or threads == 1 or window_first.shape[0] < 2 * threads:
-        bounds = [0, n]
-    else:  # cut at window starts, about n / threads objects a part
-        at = np.searchsorted(window_first, np.arange(1, threads) * n // threads)
-        bounds = [0, *np.unique(window_first[at]).tolist(), n]
+    if handles.shape[0] < PARALLEL_SETTLE_MIN or threads == 1:
+        return _settle_part(batch, 0, rows, True, world_fields, objects_fields, nodes_fields, pool_fields, backup)
+    cut = [0, *(((rows * p // threads) >> TILE_SHIFT) << TILE_SHIFT for p in range(1, threads)), rows]
 
     def part(lo: int, hi: int) -> np.ndarray:
-        return _settle_part((handles, centres, radii), visit, bounds[lo], bounds[hi], world_fields, objects_fields,
-                            nodes_fields, pool_fields, backup)
+        return _settle_part(batch, cut[lo], cut[hi], False, world_fields, objects_fields, nodes_fields,
+                            pool_fields, backup)
 
-    parts = run_chunks(part, len(bounds) - 1, chunks=len(bounds) - 1)
-    movers = parts[0] if len(parts) == 1 else np.concatenate(parts)
+    movers = np.concatenate(run_chunks(part, threads, chunks=threads))
     movers.sort()
     return movers
 
@@ -204,187 +206,116 @@ PARALLEL_SETTLE_MIN = 8_000
 
 
 @kernel
-def _settle_part(batch: tuple[np.ndarray, np.ndarray, np.ndarray],
-                 visit: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray], first: int, last: int,
+def _settle_part(batch: tuple[np.ndarray, np.ndarray, np.ndarray], first_row: int, end_row: int, every: bool,
                  world_fields: WorldFields, objects_fields: ObjectsFields, nodes_fields: NodesFields,
                  pool_fields: PoolFields, backup: np.ndarray) -> np.ndarray:
-    """:func:`settle` for the objects ``visit[0][first:last]`` (``batch``: the call's handles, centres
-    and radii; ``visit``: :func:`_row_order`'s answer); returns their movers' indices, unsorted."""
+    """:func:`settle` for the objects whose pool row is in ``first_row .. end_row - 1`` (``every``:
+    all objects, without looking); ``batch``: the call's handles, centres and radii.  Returns the
+    movers' indices, ascending."""
     handles, centres, radii = batch
     origin, size, _, _ = world_fields  # the structs of culling.core.structs, in field order
     obj_node, obj_pos = objects_fields
     nodes = nodes_of(nodes_fields)
-    node_level, node_cells = nodes.level, nodes.cells
     _, columns, tile_box = pool_fields
     n, dim = centres.shape
-    width = columns.shape[0]
-    movers = np.empty(last - first, dtype=np.int64)
+    mine = _objects_in_rows(handles, obj_pos, first_row, end_row, every)
+    count = n if every else mine.shape[0]
+    movers = np.empty(count, dtype=np.int64)
     key = np.empty((1, dim + 1), dtype=np.int64)
-    inverse = 1.0 / size
-    order, rows, moved, sized, _ = visit
     k = 0
-    for j in range(first, last):
-        i = order[j]
-        row = rows[j]
-        same_radius = sized[j] == columns[dim, row]
-        stay = True
-        fast = False
-        if same_radius:
-            level = level_of(sized[j], size)
-            if 0 <= level <= MAX_DEPTH:
-                fast = True
-                factor = float(1 << level)
-                for axis in range(dim):
-                    x = (moved[j, axis] - origin[axis]) * inverse * factor
-                    was = (columns[axis, row] - origin[axis]) * inverse * factor
-                    if not (abs(x) < 2.0 ** 52 and abs(was) < 2.0 ** 52):
-                        fast = False
-                        break
-                    cell, cell_was = np.floor(x), np.floor(was)
-                    slack = (abs(x) + 1.0) * SETTLE_SLACK
-                    slack_was = (abs(was) + 1.0) * SETTLE_SLACK
-                    if not (slack < x - cell < 1.0 - slack and slack_was < was - cell_was < 1.0 - slack_was):
-                        fast = False  # near a face: the home function decides
-                        break
-                    stay &= cell == cell_was
-        if not fast:
+    for j in range(count):
+        if j + AHEAD < count:  # a later object's row (culling.core.prefetch)
+            ahead = obj_pos[handles[j + AHEAD if every else mine[j + AHEAD]]]
+            for column in range(dim + 1):  # the centre and the radius
+                prefetch_at(columns, column, ahead)
+            if every and j + 2 * AHEAD < n:
+                prefetch(obj_pos, handles[j + 2 * AHEAD])
+        i = j if every else mine[j]
+        row = obj_pos[handles[i]]
+        same_radius = radii[i] == columns[dim, row]
+        stays = _stays_fast(centres, radii, i, columns, row, origin, size) if same_radius else UNSURE
+        if stays == UNSURE:  # the home function decides, against the node's key
             node = obj_node[handles[i]]
             home(centres, radii, i, origin, size, key, 0)
-            stay = key[0, 0] == node_level[node]
+            stays = 1 if key[0, 0] == nodes.level[node] else 0
             for axis in range(dim):
-                stay &= node_cells[axis, node] == key[0, axis + 1]
-        if not stay:
+                if nodes.cells[axis, node] != key[0, axis + 1]:
+                    stays = 0
+        if not stays:
             movers[k] = i
             k += 1
-            backup[j, width] = -1.0
             continue
-        for column in range(width):
-            backup[j, column] = columns[column, row]
-        backup[j, width] = i
+        for column in range(dim + 1):
+            backup[i, column] = columns[column, row]
         for axis in range(dim):
-            columns[axis, row] = moved[j, axis]
+            columns[axis, row] = centres[i, axis]
         if not same_radius:  # the squared reach only changes with the radius
-            columns[dim, row] = sized[j]
-            columns[dim + 1, row] = reach_of(sized[j])
+            columns[dim, row] = radii[i]
+            columns[dim + 1, row] = reach_of(radii[i])
         cover_row(columns, row, tile_box)
     return movers[:k].copy()
 
 
-#: :func:`settle` visits the objects by pool row, in windows of ``2**WINDOW_SHIFT`` rows (two whole
-#: tiles, :data:`culling.core.tiles.TILE_SHIFT`: the parts of a parallel settle share no tile),
-#: when the pool is longer than ``ROW_ORDER_MIN`` rows: its row accesses then run almost in order
-#: (measured at 100k objects given in a random order: a third of the time of visiting them as given;
-#: windows of 2**11 rows and more gain little).
-WINDOW_SHIFT = 7
-ROW_ORDER_MIN = 1 << 12
-
-
-def _row_order(handles: np.ndarray, centres: np.ndarray, radii: np.ndarray, obj_pos: np.ndarray,
-               rows: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """:func:`settle`'s visiting order: ``(order, rows, centres, radii, window_first)``, the objects'
-    indices, pool rows, centres and radii in that order (new arrays), and where each window's
-    objects begin in it (int64 (windows,); empty when not grouped).
-
-    Grouped by window of pool rows (a stable counting sort, :func:`_by_window`)
-    when the pool is longer than ``ROW_ORDER_MIN`` rows, else the objects' own
-    order.  From :data:`PARALLEL_ORDER_MIN` objects the objects are cut into a
-    part per thread: each part counts its windows (:func:`_window_counts`) and
-    writes its objects after the earlier parts' in each window
-    (:func:`_into_windows`), so the order is the one-part order.  O(n + windows x parts).
-    """
-    n, dim = centres.shape
-    visit = (np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64), np.empty((n, dim)), np.empty(n))
-    windows = (rows >> WINDOW_SHIFT) + 1
-    parts = thread_count() if n >= PARALLEL_ORDER_MIN and rows > ROW_ORDER_MIN else 1
-    if parts == 1:
-        return (*visit, _by_window(handles, centres, radii, obj_pos, windows if rows > ROW_ORDER_MIN else 0, visit))
-    bounds = chunk_bounds(n, parts)
-    counts = np.array(run_chunks(lambda lo, hi: _window_counts(handles, obj_pos, bounds[lo], bounds[hi], windows),
-                                 parts, chunks=parts))  # (parts, windows)
-    window_first = np.zeros(windows, dtype=np.int64)
-    np.cumsum(counts.sum(axis=0)[:-1], out=window_first[1:])
-    fill = window_first + np.cumsum(counts, axis=0) - counts  # part p's first place in each window
-
-    def scatter(lo: int, hi: int) -> None:
-        for p in range(lo, hi):
-            _into_windows(handles, centres, radii, obj_pos, bounds[p], bounds[p + 1], fill[p], visit)
-
-    run_chunks(scatter, parts, chunks=parts)
-    return (*visit, window_first)
-
-
-#: :func:`_row_order` counts and writes in a part per thread from this many objects on (the 100k moving
-#: swarm: 1.30 -> 1.05 ms; at 10k the two hand-offs to the threads cost more than they save).
-PARALLEL_ORDER_MIN = 50_000
-
-
-@kernel
-def _by_window(handles: np.ndarray, centres: np.ndarray, radii: np.ndarray, obj_pos: np.ndarray, windows: int,
-               visit: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]) -> np.ndarray:
-    """:func:`_row_order` in one part: the objects into ``visit`` by window of pool rows (``windows``
-    of them; 0: in their own order), and where each window begins (int64 (windows,))."""
-    if windows == 0:
-        fill = np.zeros(1, dtype=np.int64)
-        _scatter_into(handles, centres, radii, obj_pos, 0, handles.shape[0], fill, 63, visit)
-        return np.empty(0, dtype=np.int64)
-    counts = np.zeros(windows, dtype=np.int64)
-    _count_into(handles, obj_pos, 0, handles.shape[0], counts)
-    window_first = np.zeros(windows, dtype=np.int64)
-    for w in range(1, windows):
-        window_first[w] = window_first[w - 1] + counts[w - 1]
-    _scatter_into(handles, centres, radii, obj_pos, 0, handles.shape[0], window_first.copy(), WINDOW_SHIFT, visit)
-    return window_first
-
-
-@kernel
-def _window_counts(handles: np.ndarray, obj_pos: np.ndarray, first: int, last: int, windows: int) -> np.ndarray:
-    """How many of objects ``first .. last - 1`` have their pool row in each window: int64 (windows,)."""
-    counts = np.zeros(windows, dtype=np.int64)
-    _count_into(handles, obj_pos, first, last, counts)
-    return counts
-
-
-@kernel
-def _into_windows(handles: np.ndarray, centres: np.ndarray, radii: np.ndarray, obj_pos: np.ndarray, first: int,
-                  last: int, fill: np.ndarray, visit: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]) -> None:
-    """Write objects ``first .. last - 1`` into :func:`_row_order`'s arrays, each at the next place of
-    its window (``fill``: int64 (windows,), this part's first place in each; advanced)."""
-    _scatter_into(handles, centres, radii, obj_pos, first, last, fill, WINDOW_SHIFT, visit)
+#: :func:`_stays_fast`'s answer when the floats cannot decide.
+UNSURE = 2
 
 
 @inline_kernel
-def _count_into(handles: np.ndarray, obj_pos: np.ndarray, first: int, last: int, counts: np.ndarray) -> None:
-    """Add objects ``first .. last - 1`` to the count of their pool row's window."""
-    for i in range(first, last):
-        counts[obj_pos[handles[i]] >> WINDOW_SHIFT] += 1
+def _stays_fast(centres: np.ndarray, radii: np.ndarray, i: int, columns: np.ndarray, row: int, origin: np.ndarray,
+                size: float) -> int:
+    """Whether object ``i``, its radius unchanged, stays in its node (1) or leaves it (0), decided by the
+    floors of its new and its stored centre on its level (:func:`settle`); :data:`UNSURE` near a face,
+    on a grown level or beyond ``2**52`` cells."""
+    level = level_of(radii[i], size)
+    if not 0 <= level <= MAX_DEPTH:
+        return UNSURE
+    factor = float(1 << level) / size
+    stays = 1
+    for axis in range(centres.shape[1]):
+        x = (centres[i, axis] - origin[axis]) * factor
+        was = (columns[axis, row] - origin[axis]) * factor
+        if not (abs(x) < 2.0 ** 52 and abs(was) < 2.0 ** 52):
+            return UNSURE
+        cell, cell_was = np.floor(x), np.floor(was)
+        slack = (abs(x) + 1.0) * SETTLE_SLACK
+        slack_was = (abs(was) + 1.0) * SETTLE_SLACK
+        if not (slack < x - cell < 1.0 - slack and slack_was < was - cell_was < 1.0 - slack_was):
+            return UNSURE  # near a face
+        if cell != cell_was:
+            stays = 0
+    return stays
 
 
 @inline_kernel
-def _scatter_into(handles: np.ndarray, centres: np.ndarray, radii: np.ndarray, obj_pos: np.ndarray, first: int,
-                  last: int, fill: np.ndarray, shift: int,
-                  visit: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]) -> None:
-    """Objects ``first .. last - 1`` each to the next place ``fill[row >> shift]`` (advanced) of
-    ``visit``'s arrays (a shift of 63 puts every row in window 0: the objects' own order)."""
-    order, at, moved, sized = visit
-    for i in range(first, last):
-        row = obj_pos[handles[i]]
-        w = row >> shift
-        j = fill[w]
-        fill[w] = j + 1
-        order[j] = i
-        at[j] = row
-        for axis in range(centres.shape[1]):
-            moved[j, axis] = centres[i, axis]
-        sized[j] = radii[i]
+def _objects_in_rows(handles: np.ndarray, obj_pos: np.ndarray, first_row: int, end_row: int,
+                     every: bool) -> np.ndarray:
+    """The indices of the objects whose pool row is in ``first_row .. end_row - 1``, ascending (``every``:
+    none are listed, the caller takes them all)."""
+    n = handles.shape[0]
+    mine = np.empty(0 if every else n, dtype=np.int64)
+    m = 0
+    if not every:
+        for i in range(n):
+            if i + AHEAD < n:
+                prefetch(obj_pos, handles[i + AHEAD])
+            row = obj_pos[handles[i]]
+            if first_row <= row < end_row:
+                mine[m] = i
+                m += 1
+    return mine[:m]
 
 
-def restore(handles: np.ndarray, backup: np.ndarray, obj_pos: np.ndarray, columns: np.ndarray) -> np.ndarray:
-    """Undo :func:`settle`'s writes: every object it stored gets its ``backup`` row back, at the row it
-    holds now.  Returns those rows (their tiles must cover them again).  NumPy; for failures."""
-    index = backup[:, -1]
-    stored = index >= 0
-    rows: np.ndarray = obj_pos[handles[index[stored].astype(np.int64)]]
-    columns[:, rows] = backup[stored, :-1].T
+def restore(handles: np.ndarray, movers: np.ndarray, backup: np.ndarray, obj_pos: np.ndarray,
+            columns: np.ndarray) -> np.ndarray:
+    """Undo :func:`settle`'s writes: every object but the ``movers`` gets its centre and radius back from
+    ``backup``, and their squared reach, at the row it holds now.  Returns those rows (their tiles
+    must cover them again).  NumPy; for failures."""
+    stored = np.ones(handles.shape[0], dtype=np.bool_)
+    stored[movers] = False
+    rows: np.ndarray = obj_pos[handles[stored]]
+    dim = backup.shape[1] - 1
+    columns[: dim + 1, rows] = backup[stored].T
+    columns[dim + 1, rows] = squared_reach(backup[stored, dim])
     return rows
 
 

@@ -386,7 +386,7 @@ class ViewDistanceTree(Structure):
         if not handles.size:
             return
         objects = (self._obj_node, self._obj_pos)
-        backup = np.empty((handles.size, self.dim + 3))
+        backup = np.empty((handles.size, self.dim + 1))
         movers = batch.settle(handles, centres, radii, self._world(), objects, self._nodes.arrays(),
                               self._pool.arrays(), backup)
         if not movers.size:
@@ -394,7 +394,7 @@ class ViewDistanceTree(Structure):
         try:  # the movers' homes (a grown root too) and room in their blocks
             links = self._prepare_links(centres[movers], radii[movers], self._obj_node[handles[movers]])
         except BaseException:  # a MemoryError, a mover outside the world: the stayers go back
-            self._pool.cover_rows(batch.restore(handles, backup, self._obj_pos, self._pool.columns))
+            self._pool.cover_rows(batch.restore(handles, movers, backup, self._obj_pos, self._pool.columns))
             raise
         # Commit: nothing below allocates the tree's arrays.
         moving = handles[movers]

@@ -307,9 +307,9 @@ for dim in (1, 2, 3):
                   culling.DenseViewDistanceGrid(1024.0, dim=dim, shape=shape, min_radius=1.0)):
             s.insert_many(far, np.full(4, 1.0))
             s.overlapping_pairs()  # two clusters far apart: the structure's own walk joins them
-from culling.tree.batch import PARALLEL_ORDER_MIN
-big = culling.ViewDistanceTree(1024.0, dim=3)  # enough movers for their searches and their order to run apart
-n = PARALLEL_ORDER_MIN + 5000
+from culling.tree.batch import PARALLEL_SETTLE_MIN
+big = culling.ViewDistanceTree(1024.0, dim=3)  # enough movers for their searches and their settling to run apart
+n = PARALLEL_SETTLE_MIN + 5000
 c = rng.uniform(0.0, 1000.0, (n, 3))
 hb = big.insert_many(c, np.full(n, 0.5))
 big.update_many(hb, 1000.0 - c, np.full(n, 0.5))

@@ -201,7 +201,7 @@ def three_threads() -> Iterator[None]:
 @pytest.mark.parametrize("dim", [1, 2, 3])
 @pytest.mark.usefixtures("three_threads")
 def test_update_many_settles_in_parts_on_the_threads(dim: int, monkeypatch: pytest.MonkeyPatch) -> None:
-    """From ``PARALLEL_SETTLE_MIN`` objects the stayers are settled in parts (pool row windows) on the
+    """From ``PARALLEL_SETTLE_MIN`` objects the stayers are settled in parts (pool row ranges) on the
     library's threads: the tree ends as the one-part settle leaves it, tiles included, and answers as
     brute force; a failing batch (a mover outside the world) puts every part's stayers back."""
     from culling.tree import batch
