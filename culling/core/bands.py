@@ -280,7 +280,7 @@ def _banded(members: np.ndarray, low: np.ndarray, high: np.ndarray, low_level: i
             band[q, LOW + axis] = band_low[p, axis]
             band[q, LOW + dim + axis] = band_high[p, axis] - band_low[p, axis] + 1
             cells *= band[q, LOW + dim + axis]
-        factor = math.ldexp(1.0, band_level[p])
+        factor = math.ldexp(1.0, int(band_level[p]))
         scales[q, FACTOR] = factor
         scales[q, OFFSET] = anchor * factor
         row += band_members[p]
