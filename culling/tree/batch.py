@@ -233,7 +233,21 @@ def _settle_part(batch: tuple[np.ndarray, np.ndarray, np.ndarray], first_row: in
         i = j if every else mine[j]
         row = obj_pos[handles[i]]
         same_radius = radii[i] == columns[dim, row]
-        stays = _stays_fast(centres, radii, i, columns, row, origin, size) if same_radius else UNSURE
+        stays = UNSURE
+        level = level_of(radii[i], size)
+        if same_radius and 0 <= level <= MAX_DEPTH:  # the floors on its level decide, unless near a face
+            stays = 1
+            factor = float(1 << level) / size
+            for axis in range(dim):
+                x = (centres[i, axis] - origin[axis]) * factor
+                was = (columns[axis, row] - origin[axis]) * factor
+                cell, cell_was = np.floor(x), np.floor(was)
+                if not (abs(x) < 2.0 ** 52 and abs(was) < 2.0 ** 52 and _clear_of_faces(x, cell)
+                        and _clear_of_faces(was, cell_was)):
+                    stays = UNSURE
+                    break
+                if cell != cell_was:
+                    stays = 0
         if stays == UNSURE:  # the home function decides, against the node's key
             node = obj_node[handles[i]]
             home(centres, radii, i, origin, size, key, 0)
@@ -256,34 +270,16 @@ def _settle_part(batch: tuple[np.ndarray, np.ndarray, np.ndarray], first_row: in
     return movers[:k].copy()
 
 
-#: :func:`_stays_fast`'s answer when the floats cannot decide.
+#: The fast test's answer when the floats cannot decide (``stays`` is 1 or 0 when they can).
 UNSURE = 2
 
 
 @inline_kernel
-def _stays_fast(centres: np.ndarray, radii: np.ndarray, i: int, columns: np.ndarray, row: int, origin: np.ndarray,
-                size: float) -> int:
-    """Whether object ``i``, its radius unchanged, stays in its node (1) or leaves it (0), decided by the
-    floors of its new and its stored centre on its level (:func:`settle`); :data:`UNSURE` near a face,
-    on a grown level or beyond ``2**52`` cells."""
-    level = level_of(radii[i], size)
-    if not 0 <= level <= MAX_DEPTH:
-        return UNSURE
-    factor = float(1 << level) / size
-    stays = 1
-    for axis in range(centres.shape[1]):
-        x = (centres[i, axis] - origin[axis]) * factor
-        was = (columns[axis, row] - origin[axis]) * factor
-        if not (abs(x) < 2.0 ** 52 and abs(was) < 2.0 ** 52):
-            return UNSURE
-        cell, cell_was = np.floor(x), np.floor(was)
-        slack = (abs(x) + 1.0) * SETTLE_SLACK
-        slack_was = (abs(was) + 1.0) * SETTLE_SLACK
-        if not (slack < x - cell < 1.0 - slack and slack_was < was - cell_was < 1.0 - slack_was):
-            return UNSURE  # near a face
-        if cell != cell_was:
-            stays = 0
-    return stays
+def _clear_of_faces(x: float, cell: float) -> bool:
+    """Whether ``x`` lies farther than its rounding's bound (:data:`SETTLE_SLACK`) from the faces of
+    its cell ``cell = floor(x)``: the fast test of :func:`settle` trusts that floor."""
+    slack = (abs(x) + 1.0) * SETTLE_SLACK
+    return slack < x - cell < 1.0 - slack
 
 
 @inline_kernel
