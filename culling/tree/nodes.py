@@ -33,7 +33,7 @@ from culling.core.prefetch import AHEAD, prefetch
 from culling.core.structs import NODE_COLUMNS, Nodes, NodesFields, nodes_of
 from culling.core.threads import run_chunks
 
-__all__ = ["DEAD_ROW", "NodeTable", "SHRINK_RATIO", "prune_chain"]
+__all__ = ["DEAD_ROW", "NodeTable", "SHRINK_RATIO", "prune_nodes"]
 
 
 class NodeTable:
@@ -253,7 +253,7 @@ class NodeTable:
 
     def prune(self, nodes: np.ndarray, root: int) -> tuple[np.ndarray, np.ndarray]:
         """Delete each of ``nodes`` (int64) that is empty and childless, then its ancestors while
-        they become so, up to (not including) ``root``: one compiled pass (:func:`_prune`).
+        they become so, up to (not including) ``root``: one compiled pass (:func:`prune_nodes`).
 
         Returns the released pool blocks ``(starts, capacities)``, int64, for the
         pool to take back (:meth:`culling.tree.pool.BlockPool.release_many`).
@@ -262,7 +262,7 @@ class NodeTable:
         """
         starts = np.empty(self.live, dtype=np.int64)
         capacities = np.empty(self.live, dtype=np.int64)
-        self.free_count, released = _prune(nodes, root, (self.free, self.free_count), (starts, capacities),
+        self.free_count, released = prune_nodes(nodes, root, (self.free, self.free_count), (starts, capacities),
                                            self.arrays())
         return starts[:released], capacities[:released]
 
@@ -504,12 +504,21 @@ def _deepest(keys: np.ndarray, near: np.ndarray, root: int, first: int, last: in
 
 
 @kernel
-def _prune(nodes: np.ndarray, root: int, stack: tuple[np.ndarray, int], released: tuple[np.ndarray, np.ndarray],
+def prune_nodes(nodes: np.ndarray, root: int, stack: tuple[np.ndarray, int], released: tuple[np.ndarray, np.ndarray],
            nodes_fields: NodesFields) -> tuple[int, int]:
-    """:meth:`NodeTable.prune`: delete the empty, childless ``nodes`` and their ancestors that become so
-    (:func:`prune_chain` from each).  Returns ``(free_count, blocks released)``.
+    """:meth:`NodeTable.prune`: delete each of ``nodes`` if it is empty and childless, then its ancestors
+    while they become so, up to (not including) ``root``.  Returns ``(free_count, blocks released)``.
+
+    A deleted node leaves its parent's links, its row goes on the free stack
+    (``stack = (free, free_count)``; ``free`` has a slot per row) and its
+    block, if any, into ``released = (starts, capacities)`` (room for one
+    per level below the root and node).  Later nodes' rows, and their
+    parents', are fetched ahead (:mod:`culling.core.prefetch`).  One plain
+    loop, as :func:`culling.tree.batch.unlink`.  O(len(nodes) + deleted).
     """
     table = nodes_of(nodes_fields)
+    start, capacity, count, parent, children, child = \
+        table.start, table.capacity, table.members, table.parent, table.children, table.child
     free, free_count = stack
     starts, capacities = released
     k = 0
@@ -518,10 +527,28 @@ def _prune(nodes: np.ndarray, root: int, stack: tuple[np.ndarray, int], released
         if first + AHEAD < n:  # a later node's row, and its parent's links (culling.core.prefetch)
             fetch_row(nodes[first + AHEAD], table)
         if first + AHEAD // 2 < n:
-            up = table.parent[nodes[first + AHEAD // 2]]
+            up = parent[nodes[first + AHEAD // 2]]
             if up >= 0:
                 fetch_row(up, table)
-        free_count, k = prune_chain(nodes[first], root, table, free, free_count, starts, capacities, k)
+        node = nodes[first]
+        while node != root and count[node] == 0 and children[node] == 0:
+            up = parent[node]
+            if capacity[node] > 0:
+                starts[k] = start[node]
+                capacities[k] = capacity[node]
+                k += 1
+            if up >= 0:
+                for quadrant in range(child.shape[1]):  # the parent's links: one cache line
+                    if child[up, quadrant] == node:
+                        child[up, quadrant] = -1
+                children[up] -= 1
+            count[node] = -1  # a dead row (DEAD_ROW): its children and links are gone already
+            capacity[node] = 0
+            free[free_count] = node
+            free_count += 1
+            if up < 0:
+                break
+            node = up
     return free_count, k
 
 
@@ -546,35 +573,3 @@ def fetch_key(node: int, nodes: Nodes) -> None:
         prefetch(nodes.cells[axis], node)
 
 
-@inline_kernel
-def prune_chain(node: int, root: int, nodes: Nodes, free: np.ndarray, free_count: int, starts: np.ndarray,
-                capacities: np.ndarray, k: int) -> tuple[int, int]:
-    """Delete ``node`` if it is empty and childless, then its ancestors while they become so, up to (not
-    including) ``root``.
-
-    A deleted node leaves its parent's links, its row goes on the free stack
-    (``free[free_count]``, which has a slot per row) and its block, if any,
-    into ``starts[k], capacities[k]`` (room for one per level below the
-    root).  Returns the new ``(free_count, k)``.  O(levels).
-    """
-    start, capacity, count, parent, children, child = \
-        nodes.start, nodes.capacity, nodes.members, nodes.parent, nodes.children, nodes.child
-    while node != root and count[node] == 0 and children[node] == 0:
-        up = parent[node]
-        if capacity[node] > 0:
-            starts[k] = start[node]
-            capacities[k] = capacity[node]
-            k += 1
-        if up >= 0:
-            for quadrant in range(child.shape[1]):  # the parent's links: one cache line
-                if child[up, quadrant] == node:
-                    child[up, quadrant] = -1
-            children[up] -= 1
-        count[node] = -1  # a dead row (DEAD_ROW): its children and links are gone already
-        capacity[node] = 0
-        free[free_count] = node
-        free_count += 1
-        if up < 0:
-            break
-        node = up
-    return free_count, k

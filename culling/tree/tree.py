@@ -71,8 +71,8 @@ from culling.core.validation import (
 )
 from culling.trace import LevelTrace, QueryTrace
 from culling.tree import batch, probe, walk
-from culling.tree.batch import unlink_one
-from culling.tree.nodes import DEAD_ROW, NodeTable, prune_chain
+from culling.tree.batch import unlink
+from culling.tree.nodes import DEAD_ROW, NodeTable, prune_nodes
 from culling.tree.pool import BlockPool, push_free
 
 __all__ = ["HANDLE_SHRINK_RATIO", "INSIDE", "MAX_DEPTH", "MAX_GROWTH", "OUTSIDE", "STAYS", "ViewDistanceTree"]
@@ -856,8 +856,8 @@ class ViewDistanceTree(Structure):
 def _remove_one(handle: int, root: int, objects_fields: ObjectsFields, nodes_fields: NodesFields,
                 pool: tuple[PoolFields, np.ndarray], stack: tuple[np.ndarray, int]) -> int:
     """:meth:`ViewDistanceTree.remove` of a live ``handle`` in one call: the unlink
-    (:func:`culling.tree.batch.unlink_one`), then its node and the ancestors that emptied deleted
-    (:func:`culling.tree.nodes.prune_chain`) and their blocks freed
+    (:func:`culling.tree.batch.unlink`), then its node and the ancestors that emptied deleted
+    (:func:`culling.tree.nodes.prune_nodes`) and their blocks freed
     (:func:`culling.tree.pool.push_free`; ``pool`` is the pool's arrays and its free lists' heads).
     Returns the node table's new free count (``stack = (free, free_count)``).  O(levels).
 
@@ -870,9 +870,9 @@ def _remove_one(handle: int, root: int, objects_fields: ObjectsFields, nodes_fie
     depth = nodes.level[objects_fields[0][handle]] - nodes.level[root]  # the chain's most nodes with blocks
     starts = np.empty(depth, dtype=np.int64)  # first: a MemoryError here changes nothing
     capacities = np.empty(depth, dtype=np.int64)
-    node = unlink_one(handle, objects_fields, nodes, pool_fields)
-    if node >= 0:
-        free_count, released = prune_chain(node, root, nodes, free, free_count, starts, capacities, 0)
+    emptied = unlink(np.full(1, handle), objects_fields, nodes_fields, pool_fields)
+    if emptied.shape[0]:
+        free_count, released = prune_nodes(emptied, root, stack, (starts, capacities), nodes_fields)
         for b in range(released):
             push_free(starts[b], capacities[b], pool_fields[0], heads)
     return free_count
