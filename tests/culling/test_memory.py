@@ -93,3 +93,40 @@ def test_tree_reuses_freed_blocks_before_growing():
     assert capacities[-1] <= capacities[1], f"the pool grows over identical cycles: {capacities}"
     assert tree.handles().tolist() == [keep]
     tree.check_invariants()
+
+
+def test_one_row_blocks_wait_on_the_spare_stack_and_overflow_to_the_lists():
+    """Released one-row blocks go on the pool's spare stack while it has room (``spare_room``), the
+    rest on the class's list; moving objects takes them back from both without growing the pool,
+    the invariant checker sees every free block once, and a pickled tree keeps its stack."""
+    import pickle
+
+    from culling.tree.pool import spare_room
+
+    rng = np.random.default_rng(8)
+    n = 4000
+    tree = ViewDistanceTree(size=1000.0, dim=3)
+    handles = tree.insert_many(rng.uniform(0.0, 1000.0, (n, 3)), np.full(n, 0.5))  # a node each
+    pool = tree._pool
+    room = spare_room(pool.rows)
+    assert 0 < room < n
+    tree.remove_many(handles[: n // 2])  # more one-row blocks than the stack holds
+    assert pool.spare_count == room
+    assert pool.heads[0] >= 0, "the blocks beyond the stack's room are on the one-row list"
+    tree.check_invariants()
+    rows = pool.rows
+    moved = tree.insert_many(rng.uniform(0.0, 1000.0, (n // 2, 3)), np.full(n // 2, 0.5))
+    assert pool.rows == rows, "the released blocks were not taken back"
+    assert pool.spare_count == 0
+    tree.check_invariants()
+    for _ in range(3):  # a swarm's frames: every object moves to a node of its own
+        everyone = tree.handles()
+        tree.update_many(everyone, rng.uniform(0.0, 1000.0, (everyone.size, 3)), np.full(everyone.size, 0.5))
+        tree.check_invariants()
+    copy = pickle.loads(pickle.dumps(tree))
+    assert copy._pool.spare_count == pool.spare_count
+    assert np.array_equal(copy._pool.spare[: pool.spare_count], pool.spare[: pool.spare_count])
+    copy.update_many(moved, rng.uniform(0.0, 1000.0, (moved.size, 3)), np.full(moved.size, 0.5))
+    copy.check_invariants()
+    probe = copy.centre(int(moved[0]))
+    assert int(moved[0]) in copy.query(probe, exact=True).tolist()
