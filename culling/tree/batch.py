@@ -41,7 +41,7 @@ from culling.core.tiles import TILE_SHIFT, cover, cover_row
 #: Bits of :func:`layout_order`'s Morton code: 4,096 cells over the batch's box.
 LAYOUT_BITS = 12
 
-__all__ = ["PARALLEL_SETTLE_MIN", "SETTLE_SLACK", "check_handles", "group", "layout_order", "place", "restore", "settle", "unlink"]
+__all__ = ["PARALLEL_SETTLE_MIN", "SETTLE_SLACK", "check_handles", "corners", "group", "layout_order", "place", "restore", "settle", "unlink"]
 
 
 #: Golden-ratio multiplier of the hash in :func:`group` (Fibonacci hashing).
@@ -299,6 +299,27 @@ def _objects_in_rows(handles: np.ndarray, obj_pos: np.ndarray, first_row: int, e
                 mine[m] = i
                 m += 1
     return mine[:m]
+
+
+@kernel
+def corners(centres: np.ndarray, radii: np.ndarray) -> np.ndarray:
+    """The two corner spheres of a batch, as pool rows (float64 (2, dim + 2)): the smallest and the
+    largest centre on each axis, each with the largest radius (the last column, the squared reach,
+    left 0).  One pass; ``n >= 1``.  O(n)."""
+    n, dim = centres.shape
+    out = np.zeros((2, dim + 2))
+    for axis in range(dim):
+        out[0, axis] = centres[0, axis]
+        out[1, axis] = centres[0, axis]
+    top = radii[0]
+    for i in range(n):
+        for axis in range(dim):
+            out[0, axis] = min(out[0, axis], centres[i, axis])
+            out[1, axis] = max(out[1, axis], centres[i, axis])
+        top = max(top, radii[i])
+    out[0, dim] = top
+    out[1, dim] = top
+    return out
 
 
 def restore(handles: np.ndarray, movers: np.ndarray, backup: np.ndarray, obj_pos: np.ndarray,

@@ -709,16 +709,15 @@ class ViewDistanceTree(Structure):
 
         Root-relative coordinates and levels are monotone in the centres and
         radii, so the extreme centres and the largest radius decide for the
-        whole batch: the home keys of two corner spheres (:func:`_home_one`).
-        Reduced axis by axis: NumPy's ``min(axis=0)`` on an (n, 3) array is ten
-        times slower than three strided passes.
-        ``centres`` float64 (n, dim); ``radii`` float64 (n,).
+        whole batch: the home keys of two corner spheres (:func:`_home_one`),
+        found in one compiled pass (:func:`culling.tree.batch.corners`; seven
+        NumPy reductions and the rows built in Python took 0.055 ms for a 10k swarm's
+        1,200 movers, against 0.030 ms).
+        ``centres`` float64 (n, dim), C-contiguous; ``radii`` float64 (n,).
         """
         if not radii.size:
             return
-        top = float(radii.max())
-        corners = np.array([[*(float(centres[:, axis].min()) for axis in range(self.dim)), top, 0.0],
-                            [*(float(centres[:, axis].max()) for axis in range(self.dim)), top, 0.0]])
+        corners = batch.corners(centres, radii)
         keys = []
         outside = False
         for corner in range(2):
