@@ -392,14 +392,14 @@ class ViewDistanceTree(Structure):
         if not movers.size:
             return
         try:  # the movers' homes (a grown root too) and room in their blocks
-            links = self._prepare_links(centres[movers], radii[movers], self._obj_node[handles[movers]])
+            moving, moved, sized = handles[movers], centres[movers], radii[movers]
+            links = self._prepare_links(moved, sized, self._obj_node[moving])
         except BaseException:  # a MemoryError, a mover outside the world: the stayers go back
             self._pool.cover_rows(batch.restore(handles, movers, backup, self._obj_pos, self._pool.columns))
             raise
         # Commit: nothing below allocates the tree's arrays.
-        moving = handles[movers]
         emptied = batch.unlink(moving, objects, self._nodes.arrays(), self._pool.arrays())
-        self._place(moving, links, centres[movers], radii[movers])
+        self._place(moving, links, moved, sized)
         self._prune(emptied)
 
     @writing
