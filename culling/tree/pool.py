@@ -13,7 +13,7 @@ each class keeps a stack of its free blocks, linked through the blocks
 themselves (a free block's first row names the next block of its class in its
 handle slot, as :func:`free_link`; its other rows hold -1, like every row not
 in use), so the free lists cost no memory per row, and the kernels that make
-room for a batch (:func:`_make_room`) and take blocks back (:func:`_release`)
+room for a batch (:func:`_make_room`) and take blocks back (:func:`release`)
 allocate and release without Python.  Taking blocks off a list is a chain of
 cache misses, though (each block's link is in its own first row), so the
 one-row blocks a batch releases (most of a sparse swarm's nodes hold one
@@ -44,7 +44,7 @@ if TYPE_CHECKING:
     from culling.tree.nodes import NodeTable
 
 __all__ = ["BlockPool", "CLASSES", "MIN_BLOCK", "POOL_GROWTH", "SHRINK_RATIO", "SPARE_LIMIT", "free_link", "push_free",
-           "spare_room"]
+           "release", "spare_room"]
 
 #: Smallest block: one row.  In a sparse world most nodes hold one or two members (a swarm of
 #: creatures about their own size apart: 1.1 a node), and a block of 4 left three rows in four
@@ -119,7 +119,7 @@ class BlockPool(RowPool):
         class is named by its first row's handle (:func:`free_link`).
     spare, spare_count : ndarray, shape (spare_room(rows),), int64; int
         Released one-row blocks not on a list: ``spare[:spare_count]``, taken last first.  A batch's
-        blocks go here while there is room (:func:`_release`), and :func:`_make_room` takes one-row
+        blocks go here while there is room (:func:`release`), and :func:`_make_room` takes one-row
         blocks from here first: consecutive reads, where a list is a chain of cache misses (the
         100k moving swarm: ``make_room`` 1.04 -> 0.46 ms a frame).
     """
@@ -189,8 +189,8 @@ class BlockPool(RowPool):
 
     def release_many(self, starts: np.ndarray, capacities: np.ndarray) -> None:
         """Take many blocks back, in the order given: one-row blocks onto the spare stack while it has
-        room, the others onto their class's list (compiled: :func:`_release`); O(rows released)."""
-        self.spare_count = _release(starts, capacities, self.handles, (self.heads, self.spare, self.spare_count))
+        room, the others onto their class's list (compiled: :func:`release`); O(rows released)."""
+        self.spare_count = release(starts, capacities, self.handles, (self.heads, self.spare, self.spare_count))
 
     def free_blocks(self) -> list[tuple[int, int]]:
         """``(start, capacity)`` of every released block, for the invariant checker."""
@@ -273,7 +273,7 @@ def push_free(start: int, capacity: int, handles: np.ndarray, heads: np.ndarray)
 
 
 @kernel
-def _release(starts: np.ndarray, capacities: np.ndarray, handles: np.ndarray,
+def release(starts: np.ndarray, capacities: np.ndarray, handles: np.ndarray,
              free: tuple[np.ndarray, np.ndarray, int]) -> int:
     """:meth:`BlockPool.release_many`: clear each block's handles and push it on the spare stack (one
     row, while it has room) or its class's free list (``free = (heads, spare, spare_count)``).

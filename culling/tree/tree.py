@@ -73,7 +73,7 @@ from culling.trace import LevelTrace, QueryTrace
 from culling.tree import batch, probe, walk
 from culling.tree.batch import unlink
 from culling.tree.nodes import DEAD_ROW, NodeTable, prune_nodes
-from culling.tree.pool import BlockPool, push_free
+from culling.tree.pool import BlockPool, release
 
 __all__ = ["HANDLE_SHRINK_RATIO", "INSIDE", "MAX_DEPTH", "MAX_GROWTH", "OUTSIDE", "STAYS", "ViewDistanceTree"]
 
@@ -326,8 +326,10 @@ class ViewDistanceTree(Structure):
             handle = self._live(handle)
             self._ids.make_room(1)  # first: a MemoryError there changes nothing
             nodes = self._nodes
-            nodes.free_count = _remove_one(handle, self._root, (self._obj_node, self._obj_pos), nodes.arrays(),
-                                           (self._pool.arrays(), self._pool.heads), (nodes.free, nodes.free_count))
+            pool = self._pool
+            nodes.free_count, pool.spare_count = _remove_one(
+                handle, self._root, (self._obj_node, self._obj_pos), nodes.arrays(),
+                (pool.arrays(), (pool.heads, pool.spare, pool.spare_count)), (nodes.free, nodes.free_count))
             self._ids.release(handle)
             self._shrink_root()
             self._count -= 1
@@ -853,28 +855,29 @@ class ViewDistanceTree(Structure):
 
 @kernel
 def _remove_one(handle: int, root: int, objects_fields: ObjectsFields, nodes_fields: NodesFields,
-                pool: tuple[PoolFields, np.ndarray], stack: tuple[np.ndarray, int]) -> int:
+                pool: tuple[PoolFields, tuple[np.ndarray, np.ndarray, int]],
+                stack: tuple[np.ndarray, int]) -> tuple[int, int]:
     """:meth:`ViewDistanceTree.remove` of a live ``handle`` in one call: the unlink
     (:func:`culling.tree.batch.unlink`), then its node and the ancestors that emptied deleted
-    (:func:`culling.tree.nodes.prune_nodes`) and their blocks freed
-    (:func:`culling.tree.pool.push_free`; ``pool`` is the pool's arrays and its free lists' heads).
-    Returns the node table's new free count (``stack = (free, free_count)``).  O(levels).
+    (:func:`culling.tree.nodes.prune_nodes`) and their blocks released as a batch's are
+    (:func:`culling.tree.pool.release`; ``pool`` is the pool's arrays and ``(heads, spare,
+    spare_count)``).  Returns the node table's new free count (``stack = (free, free_count)``)
+    and the pool's new ``spare_count``.  O(levels).
 
     The three steps as three calls from Python cost some 3 us more, a
     third of a single removal.
     """
     nodes = nodes_of(nodes_fields)
-    pool_fields, heads = pool
-    free, free_count = stack
+    pool_fields, free_blocks = pool
+    free_count, spare_count = stack[1], free_blocks[2]
     depth = nodes.level[objects_fields[0][handle]] - nodes.level[root]  # the chain's most nodes with blocks
     starts = np.empty(depth, dtype=np.int64)  # first: a MemoryError here changes nothing
     capacities = np.empty(depth, dtype=np.int64)
     emptied = unlink(np.full(1, handle), objects_fields, nodes_fields, pool_fields)
     if emptied.shape[0]:
         free_count, released = prune_nodes(emptied, root, stack, (starts, capacities), nodes_fields)
-        for b in range(released):
-            push_free(starts[b], capacities[b], pool_fields[0], heads)
-    return free_count
+        spare_count = release(starts[:released], capacities[:released], pool_fields[0], free_blocks)
+    return free_count, spare_count
 
 
 @kernel
