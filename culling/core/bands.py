@@ -16,11 +16,16 @@ join needs:
    :data:`CELLS_PER_MEMBER` cells per member is moved to a coarser bucket
    level.  A crowd of similar radii is one band; a heavy tail of large
    spheres is a band of its own.
+   The bands, with each band's box grown by a cell on every side where the
+   memory bound allows, are a :class:`Plan`; a structure keeps its last
+   (:class:`PlanCache`) and uses it again while every member fits it, so a
+   moving crowd's frame skips this step.
 2. **Buckets** (:func:`build`): each band's buckets are a dense box of
    cells, row-major with the last axis fastest; the members are copied in
-   that order by a counting sort (O(members + cells)), so every run of cells
-   along the last axis is one run of rows.  Every pass over the runs but the
-   counting itself runs in parts on the library's threads.
+   that order by a counting sort (O(members + cells)): one pass over the
+   runs buckets and counts them (:func:`_bucketed`), the copy
+   (:func:`gather`) runs in parts on the library's threads.  Every run of
+   cells along the last axis is one run of rows.
 3. **Within a band** (:func:`band_cells`): each member against the members
    after it in its cell and the next cell along the last axis, and against
    the three cells along the last axis on each forward neighbouring line
@@ -61,8 +66,8 @@ from culling.core.overlap import first_near, partner_rows, reach_up, rows_sure
 from culling.core.prefetch import AHEAD, prefetch, prefetch_at
 from culling.core.threads import CHUNKS_PER_THREAD, run_chunks, thread_count
 
-__all__ = ["CELLS_PER_MEMBER", "COARSEN_LIMIT", "DENSITY", "Gather", "Layout", "band_cells",
-           "build", "cross_rows", "forward_lines", "gather"]
+__all__ = ["CELLS_PER_MEMBER", "COARSEN_LIMIT", "DENSITY", "REPLAN_EVERY", "Gather", "Layout", "Plan", "PlanCache",
+           "band_cells", "build", "cross_rows", "forward_lines", "gather", "plan_of"]
 
 #: A coarser level joins a band while the band has at most this many members per cell of its
 #: box on that level: a member is then tested against about ``13.5 * DENSITY`` others in 3-D.
@@ -266,6 +271,12 @@ def _banded(members: np.ndarray, low: np.ndarray, high: np.ndarray, low_level: i
                 band_low[p, axis] >>= 1
                 band_high[p, axis] >>= 1
         ok &= band_own[p] - band_level[p] <= COARSEN_LIMIT
+        for axis in range(dim):  # a cell of room on every side, where the limit allows: the plan
+            joined_low[axis] = band_low[p, axis] - 1  # then fits while the crowd drifts (PlanCache)
+            joined_high[axis] = band_high[p, axis] + 1
+        if _cells_of(joined_low, joined_high, limit) <= limit:
+            band_low[p] = joined_low
+            band_high[p] = joined_high
     # Bands in rows coarsest first: band p of the finest-first numbering is band bands - 1 - p.
     band = np.empty((bands, LOW + 2 * dim), dtype=np.int64)
     scales = np.zeros((bands, 3))
@@ -293,52 +304,61 @@ def _banded(members: np.ndarray, low: np.ndarray, high: np.ndarray, low_level: i
 
 
 @kernel
-def _run_cells(run_count: np.ndarray, run_level: np.ndarray, run_cells: np.ndarray, band: np.ndarray,
-               band_of_slot: np.ndarray, low_level: int, first: int, last: int, run_cell: np.ndarray) -> None:
-    """Each run's bucket (its cell's ancestor on its band's level, numbered over every band's
-    buckets) into ``run_cell``, for runs ``first .. last - 1``; -1 for a run without members."""
-    dim = run_cells.shape[0]
-    for r in range(first, last):
-        if run_count[r] <= 0:
-            run_cell[r] = -1
-            continue
-        q = band_of_slot[run_level[r] - low_level]
-        shift = run_level[r] - band[q, LEVEL]
-        at = 0
-        for axis in range(dim):
-            at = at * band[q, LOW + dim + axis] + ((run_cells[axis, r] >> shift) - band[q, LOW + axis])
-        run_cell[r] = at + band[q, FIRST_CELL]
+def _bucketed(runs: tuple[np.ndarray, np.ndarray, np.ndarray], plan: Plan, cell_start: np.ndarray, total: int,
+              parts: int) -> tuple[bool, Gather]:
+    """Each run's bucket (its cell's ancestor on its band's level, numbered over every band's buckets;
+    -1 for a run without members) and its bucket's members counted into ``cell_start`` (zeros,
+    cells + 1 long; its starts after), in one pass over the runs ``(count, level, cells)``.
 
-
-@kernel
-def _counted(run_cell: np.ndarray, run_count: np.ndarray, cell_start: np.ndarray, total: int, parts: int) -> Gather:
-    """Count each bucket's members into ``cell_start`` (zeros, cells + 1 long; its starts after) in one
-    pass over the runs, which gives each run its rows' offset in its bucket and cuts the runs into
-    ``parts`` parts of about ``total / parts`` rows: the :class:`Gather` of :func:`gather`.  O(runs + cells).
-
-    With each run's rows known ahead, :func:`gather` reads its runs' starts,
-    counts and rows in order, and its parts share no counter.
+    That pass gives each run its rows' offset in its bucket and cuts the
+    runs into ``parts`` parts of about ``total / parts`` rows: the :class:`Gather` of
+    :func:`gather`, which then reads its runs' starts, counts and rows in
+    order, its parts sharing no counter.  Returns ``(False, ...)`` as soon as
+    a run's level has no band in ``plan`` or its bucket lies outside its
+    band's box: a plan made for an earlier state of the structure no longer
+    fits, and the caller makes a new one.  O(runs + cells).
     """
-    runs = run_cell.shape[0]
-    offset = np.empty(runs, dtype=np.int64)
+    run_count, run_level, run_cells = runs
+    band, band_of_slot = plan.band, plan.band_of_slot
+    dim = run_cells.shape[0]
+    slots = band_of_slot.shape[0]
+    n_runs = run_count.shape[0]
+    run_cell = np.empty(n_runs, dtype=np.int64)
+    offset = np.empty(n_runs, dtype=np.int64)
     part_first = np.zeros(parts + 1, dtype=np.int64)
-    part_first[parts] = runs
+    part_first[parts] = n_runs
+    plan_gather = Gather(run_cell, offset, part_first)
     p = 1
     copied = 0
-    for r in range(runs):
+    for r in range(n_runs):
         while p < parts and copied * parts >= p * total:
             part_first[p] = r
             p += 1
-        c = run_cell[r]
-        if c >= 0:
-            offset[r] = cell_start[c + 1]
-            cell_start[c + 1] += run_count[r]
-            copied += run_count[r]
+        if run_count[r] <= 0:
+            run_cell[r] = -1
+            continue
+        s = run_level[r] - plan.low_level
+        if s < 0 or s >= slots or band_of_slot[s] < 0:
+            return False, plan_gather
+        q = band_of_slot[s]
+        shift = run_level[r] - band[q, LEVEL]
+        at = 0
+        for axis in range(dim):
+            k = (run_cells[axis, r] >> shift) - band[q, LOW + axis]
+            extent = band[q, LOW + dim + axis]
+            if k < 0 or k >= extent:
+                return False, plan_gather
+            at = at * extent + k
+        c = at + band[q, FIRST_CELL]
+        run_cell[r] = c
+        offset[r] = cell_start[c + 1]
+        cell_start[c + 1] += run_count[r]
+        copied += run_count[r]
     for q in range(p, parts):
-        part_first[q] = runs
+        part_first[q] = n_runs
     for c in range(cell_start.shape[0] - 1):
         cell_start[c + 1] += cell_start[c]
-    return Gather(run_cell, offset, part_first)
+    return True, plan_gather
 
 
 @kernel
@@ -369,24 +389,70 @@ def gather(lay: Layout, plan: Gather, run_start: np.ndarray, run_count: np.ndarr
             out_handles[to + u] = handles[start + u]
 
 
-def build(runs: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray], handles: np.ndarray, columns: np.ndarray,
-          anchor: float, parallel: bool) -> Layout:
-    """The :class:`Layout` of the runs ``(start, count, level, cells)``: run ``k``'s members, pool rows
-    ``start[k] .. start[k] + count[k] - 1`` of ``handles``/``columns`` (runs with ``count <= 0``
-    are skipped), of level ``level[k]`` in cell ``cells[:, k]``.
+class Plan(NamedTuple):
+    """The bands of a structure's occupied levels, as :func:`_banded` decides them: what a
+    :class:`Layout` is built on, kept from one call to the next (:class:`PlanCache`).
 
-    The cell of root-relative ``u`` on level ``L`` is ``floor(u * 2**L + anchor * 2**L)``
-    (``anchor``: the tree's ``ANCHOR``, 0 for the dense grid).  The levels'
-    members and boxes (:func:`_level_boxes`), the bands (:func:`_banded`), each
-    run's bucket (:func:`_run_cells`), the buckets counted (:func:`_counted`)
-    and the members copied (:func:`gather`), then each band's largest radius:
-    all but the counting in parts on the library's threads when ``parallel``.
-    O(runs + members + cells).
+    ``band`` int64 (bands, LOW + 2 dim), whose :data:`FIRST_ROW` and
+    :data:`END_ROW` each call sets in its own copy; ``scales`` float64
+    (bands, 3), whose :data:`RADIUS` each call sets likewise; ``band_of_slot`` int64 (slots,):
+    the band of level ``low_level + s`` (-1: none); ``cells``: the buckets of
+    every band together; ``forward``: :func:`forward_lines`.
     """
-    start, count, level, cells = runs
-    dim = cells.shape[0]
-    parts = thread_count() * CHUNKS_PER_THREAD if parallel else 1
-    chunks = thread_count() if parallel else 1  # streaming passes: one part a thread
+
+    band: np.ndarray
+    scales: np.ndarray
+    band_of_slot: np.ndarray
+    low_level: int
+    cells: int
+    forward: np.ndarray
+
+
+class PlanCache:
+    """A structure's last :class:`Plan`, for its next :func:`build`.
+
+    A crowd keeps its levels and, moving a little per frame, its boxes: the
+    plan of the last call still fits, and a call then skips the levels'
+    boxes and the bands (:func:`plan_of`) and goes straight to the buckets
+    (:func:`_bucketed`, which checks that every run fits the plan).  The plan
+    is made again when a run does not fit, when the members are more than
+    twice or fewer than half as many as when it was made (the bands' density
+    has changed), and after :data:`REPLAN_EVERY` uses (a slow drift of the
+    crowd).  A plan that fits gives the same pairs as a new one: it only
+    decides where members are bucketed.  Readers may share one: the plan is
+    replaced whole, never changed in place.
+    """
+
+    __slots__ = ("members", "plan", "uses")
+
+    def __init__(self) -> None:
+        self.plan: Plan | None = None
+        self.members = 0
+        self.uses = 0
+
+    def fresh(self, members: int) -> Plan | None:
+        """The plan to try for ``members`` members, or None when one must be made."""
+        plan = self.plan
+        if plan is None or self.uses >= REPLAN_EVERY or not self.members <= 2 * members <= 4 * self.members:
+            return None
+        self.uses += 1
+        return plan
+
+    def keep(self, plan: Plan, members: int) -> None:
+        self.plan, self.members, self.uses = plan, members, 0
+
+
+#: A :class:`PlanCache` makes its plan again after this many uses.
+REPLAN_EVERY = 64
+
+
+def plan_of(runs: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray], anchor: float, parallel: bool) -> Plan | None:
+    """The :class:`Plan` of the runs ``(start, count, level, cells)`` as :func:`build` takes them: the
+    levels' members and boxes (:func:`_level_boxes`, in parts on the library's threads when
+    ``parallel``), then the bands (:func:`_banded`).  None when a band had to be moved more than
+    :data:`COARSEN_LIMIT` levels up.  O(runs)."""
+    _, count, level, cells = runs
+    chunks = thread_count() if parallel else 1  # a streaming pass: one part a thread
     low_level, high_level = _level_range(count, level)
     slots = max(high_level - low_level + 1, 1)
     boxes = (run_chunks(lambda lo, hi: _level_boxes(count, level, cells, low_level, slots, lo, hi), count.shape[0],
@@ -395,19 +461,57 @@ def build(runs: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray], handles: 
     low = np.min([b[1] for b in boxes], axis=0)
     high = np.max([b[2] for b in boxes], axis=0)
     band, scales, band_of_slot, n_cells, ok = _banded(members, low, high, low_level, anchor)
-    forward = forward_lines(dim - 1)
     if not ok:
-        return Layout(columns[:, :0].copy(), handles[:0].copy(), np.zeros(1, dtype=np.int64),
-                      np.zeros((0, LOW + 2 * dim), dtype=np.int64), np.zeros((0, 3)), forward, False)
-    total = int(members.sum())
-    run_cell = np.empty(count.shape[0], dtype=np.int64)
-    run_chunks(lambda lo, hi: _run_cells(count, level, cells, band, band_of_slot, low_level, lo, hi, run_cell),
-               count.shape[0], chunks=chunks)
-    cell_start = np.zeros(n_cells + 1, dtype=np.int64)
-    plan = _counted(run_cell, count, cell_start, total, parts)
+        return None
+    return Plan(band, scales, band_of_slot, low_level, n_cells, forward_lines(cells.shape[0] - 1))
+
+
+def _buckets(plan: Plan, runs: tuple[np.ndarray, np.ndarray, np.ndarray], objects: int,
+             parts: int) -> tuple[np.ndarray, Gather] | None:
+    """:func:`_bucketed` into new cell starts: ``(cell_start, gather plan)``, or None when a run does not fit ``plan``."""
+    cell_start = np.zeros(plan.cells + 1, dtype=np.int64)
+    fits, order = _bucketed(runs, plan, cell_start, objects, parts)
+    return (cell_start, order) if fits else None
+
+
+def build(runs: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray], handles: np.ndarray, columns: np.ndarray,
+          anchor: float, parallel: bool, objects: int, plans: PlanCache | None = None) -> Layout:
+    """The :class:`Layout` of the runs ``(start, count, level, cells)``: run ``k``'s members, pool rows
+    ``start[k] .. start[k] + count[k] - 1`` of ``handles``/``columns`` (runs with ``count <= 0``
+    are skipped; about ``objects`` members in all: the copy's parts are cut by it), of level ``level[k]`` in cell ``cells[:, k]``.
+
+    The cell of root-relative ``u`` on level ``L`` is ``floor(u * 2**L + anchor * 2**L)``
+    (``anchor``: the tree's ``ANCHOR``, 0 for the dense grid).  The bands
+    (:func:`plan_of`, or the last call's from ``plans`` while they fit), each
+    run's bucket and the buckets counted (:func:`_bucketed`), the members
+    copied (:func:`gather`, in parts on the library's threads when
+    ``parallel``), then each band's largest radius.  O(runs + members + cells).
+    """
+    start, count, level, cells = runs
+    dim = cells.shape[0]
+    parts = thread_count() * CHUNKS_PER_THREAD if parallel else 1
+    plan = plans.fresh(objects) if plans is not None else None
+    buckets = _buckets(plan, (count, level, cells), objects, parts) if plan is not None else None
+    if buckets is None:
+        plan = plan_of(runs, anchor, parallel)
+        if plan is None:
+            return Layout(columns[:, :0].copy(), handles[:0].copy(), np.zeros(1, dtype=np.int64),
+                          np.zeros((0, LOW + 2 * dim), dtype=np.int64), np.zeros((0, 3)), forward_lines(dim - 1), False)
+        if plans is not None:
+            plans.keep(plan, objects)
+        buckets = _buckets(plan, (count, level, cells), objects, parts)
+    if plan is None or buckets is None:
+        raise RuntimeError("the bands made from these runs do not fit them")
+    cell_start, order = buckets
+    total = int(cell_start[-1])
+    band = plan.band.copy()  # the plan is shared: this call's rows go in a copy
+    band[:, FIRST_ROW] = cell_start[band[:, FIRST_CELL]]
+    band[:-1, END_ROW] = band[1:, FIRST_ROW]
+    band[-1:, END_ROW] = total
     # row ``dim + 1`` of the copy (the squared reach) is not filled: nothing reads it
-    lay = Layout(np.empty((dim + 2, total)), np.empty(total, dtype=np.int64), cell_start, band, scales, forward, True)
-    run_chunks(lambda lo, hi: gather(lay, plan, start, count, handles, columns, lo, hi), parts, chunks=parts)
+    lay = Layout(np.empty((dim + 2, total)), np.empty(total, dtype=np.int64), cell_start, band,
+                 plan.scales.copy(), plan.forward, True)
+    run_chunks(lambda lo, hi: gather(lay, order, start, count, handles, columns, lo, hi), parts, chunks=parts)
     if total:  # each band's largest radius, from its gathered rows
         lay.scales[:, RADIUS] = np.maximum.reduceat(lay.columns[dim], lay.band[:, FIRST_ROW])
     return lay

@@ -371,7 +371,8 @@ def join_chunk(items_a: np.ndarray, items_b: np.ndarray, first_item: int, last_i
 
 def overlapping_pairs(runs: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray], handles: np.ndarray,
                       columns: np.ndarray, objects: int, place: tuple[np.ndarray, float, float], cube: bool, shape: str,
-                      tree: Callable[[], tuple[int, np.ndarray, np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
+                      tree: Callable[[], tuple[int, np.ndarray, np.ndarray, np.ndarray]],
+                      plans: bands.PlanCache | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Every pair of members that meet, as handles ``(first, second)``, ``first < second``, each pair once.
 
     ``runs``: ``(start, count, level, cells)`` of the structure's nodes (or
@@ -381,14 +382,15 @@ def overlapping_pairs(runs: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray
     ``floor(u * 2**L + anchor * 2**L)``.  By bands of levels
     (:mod:`culling.core.bands`); where a band's members sit in a few clusters
     far apart, by the dual walk (:func:`dual_pairs`) of the tree that
-    ``tree()`` gives as ``(root, child, start, count)``.  O(members +
-    members within reach of each other), on all cores.
+    ``tree()`` gives as ``(root, child, start, count)``; ``plans``: the
+    structure's bands from its last call (:class:`culling.core.bands.PlanCache`).
+    O(members + members within reach of each other), on all cores.
     """
     if objects < 2:
         return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64)
     origin, size, anchor = place
     serial = objects < PARALLEL_MIN_OBJECTS
-    lay = bands.build(runs, handles, columns, anchor, not serial)
+    lay = bands.build(runs, handles, columns, anchor, not serial, objects, plans)
     if not lay.ok:
         root, child, start, count = tree()
         return dual_pairs(root, child, start, count, handles, columns, objects, cube, shape)

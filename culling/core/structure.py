@@ -26,6 +26,7 @@ from numpy.typing import ArrayLike
 
 from culling.answer import QueryDetails, distances_from
 from culling.core import chunks, members, overlap
+from culling.core.bands import PlanCache
 from culling.core.containment import decide
 from culling.core.handles import HandleStack
 from culling.core.locks import ReadWriteLock, reading, state_without_lock
@@ -71,6 +72,7 @@ class Structure(ABC):
         self._size, self._origin, self._dim, self._shape = check_constructor(size, origin, dim, shape)
         self._rw = ReadWriteLock()
         self._structs_cache: tuple[int, Any] = (-1, None)
+        self._band_plans = PlanCache()  # overlapping_pairs' bands from its last call
 
     def _current(self, make: Callable[[], T]) -> T:
         """``make()``, the plain tuples a structure's kernels read (:mod:`culling.core.structs`), made again
@@ -427,9 +429,11 @@ class Structure(ABC):
         with self._rw.reading():
             state = state_without_lock(self)
         del state["_structs_cache"]  # references to this structure's arrays
+        del state["_band_plans"]  # made again by the next overlapping_pairs
         return state
 
     def __setstate__(self, state: dict[str, object]) -> None:
         self.__dict__.update(state)
         self._rw = ReadWriteLock()
         self._structs_cache = (-1, None)
+        self._band_plans = PlanCache()

@@ -429,7 +429,7 @@ class DenseViewDistanceGrid(Structure):
             return (0, *probe.cell_tree(offsets, start, count, self.dim))
 
         return pairs.overlapping_pairs((start, count, level, coords), cells.handles, cells.columns, self._count,
-                                       (self.origin, self.size, 0.0), self._cube, self.shape, tree)
+                                       (self.origin, self.size, 0.0), self._cube, self.shape, tree, self._band_plans)
 
     @reading
     def trace(self, point: ArrayLike, scale: float = 1.0) -> QueryTrace:

@@ -474,7 +474,8 @@ class ViewDistanceTree(Structure):
         nodes = table.struct()
         return pairs.overlapping_pairs((nodes.start, nodes.members, nodes.level, nodes.cells), pool.handles,
                                        pool.columns, self._count, (self.origin, self.size, float(ANCHOR)), self._cube,
-                                       self.shape, lambda: (self._root, nodes.child, nodes.start, nodes.members))
+                                       self.shape, lambda: (self._root, nodes.child, nodes.start, nodes.members),
+                                       self._band_plans)
 
     @reading
     def query_spheres(self, point: ArrayLike, exact: bool = False,

@@ -157,6 +157,28 @@ class BruteForce:
             inside[i] = exactly_inside(centres[i], point, float(radii[i]), scale, self.shape)
         return set(handles[inside].tolist())
 
+    def pairs(self) -> set[tuple[int, int]]:
+        """Every unordered pair of objects that meet, ``distance(c_a, c_b) <= r_a + r_b``, as ``(a, b)``,
+        ``a < b``: floats where they are sure, ``Fraction`` within rounding of a tie.  O(n^2)."""
+        handles, centres, radii = self.arrays()
+        out = set()
+        for i in range(handles.size - 1):
+            with np.errstate(under="ignore", over="ignore"):
+                reach = radii[i] + radii[i + 1:]
+                found = distances(centres[i + 1:], centres[i], self.shape)
+                inside = found <= reach
+                unsure = (np.abs(found - reach) <= 1e-9 * np.maximum(found, reach)) | ~np.isfinite(found) \
+                    | ~np.isfinite(reach) | (np.maximum(found, reach) < 1e-300)
+            for k in np.flatnonzero(unsure).tolist():
+                j = i + 1 + k
+                offsets = [Fraction(float(a)) - Fraction(float(b)) for a, b in zip(centres[i], centres[j])]
+                limit = Fraction(float(radii[i])) + Fraction(float(radii[j]))
+                inside[k] = (max(map(abs, offsets)) <= limit if self.shape == "cube"
+                             else sum(d * d for d in offsets) <= limit * limit)
+            a = int(handles[i])
+            out.update((a, int(b)) for b in handles[i + 1:][inside].tolist())
+        return out
+
 
 # -- checks of a structure under test against the model ----------------------
 

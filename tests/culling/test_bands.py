@@ -12,7 +12,9 @@ exact ties (the exact decision).
 
 from __future__ import annotations
 
+import copy
 import itertools
+import pickle
 from fractions import Fraction
 
 import numpy as np
@@ -57,7 +59,7 @@ def as_set(first: np.ndarray, second: np.ndarray) -> set[tuple[int, int]]:
 def layout_of(tree: ViewDistanceTree) -> bands.Layout:
     nodes = tree._nodes.struct()
     return bands.build((nodes.start, nodes.members, nodes.level, nodes.cells), tree._pool.handles,
-                       tree._pool.columns, float(ANCHOR), False)
+                       tree._pool.columns, float(ANCHOR), False, len(tree))
 
 
 def dual(tree: ViewDistanceTree) -> set[tuple[int, int]]:
@@ -188,8 +190,8 @@ def test_gather_in_parts_matches_one_part() -> None:
     tree.update_many(handles[::3], centres[::3] + rng.uniform(-2.0, 2.0, (len(handles[::3]), 3)))
     nodes = tree._nodes.struct()
     runs = (nodes.start, nodes.members, nodes.level, nodes.cells)
-    one = bands.build(runs, tree._pool.handles, tree._pool.columns, float(ANCHOR), False)
-    many = bands.build(runs, tree._pool.handles, tree._pool.columns, float(ANCHOR), True)
+    one = bands.build(runs, tree._pool.handles, tree._pool.columns, float(ANCHOR), False, n)
+    many = bands.build(runs, tree._pool.handles, tree._pool.columns, float(ANCHOR), True, n)
     assert one.ok and many.ok and len(one.band) >= 2
     assert np.array_equal(one.cell_start, many.cell_start) and np.array_equal(one.band, many.band)
     assert np.array_equal(one.scales, many.scales)
@@ -203,3 +205,63 @@ def test_gather_in_parts_matches_one_part() -> None:
     expected = dict(zip(tree._pool.handles[rows].tolist(), tree._pool.columns[dim, rows].tolist()))
     assert {h: expected[h] for h in many.handles.tolist()} == dict(zip(many.handles.tolist(),
                                                                      many.columns[dim].tolist()))
+
+
+@pytest.mark.parametrize("kind", ["tree", "grid"])
+def test_the_bands_are_kept_while_they_fit_and_made_again_when_not(kind):
+    """A moving crowd's next call uses the last call's bands (the same plan object); a member outside
+    every band's box, a radius on a new level, more than twice the members and REPLAN_EVERY uses
+    each make a new plan; every answer is the brute force's."""
+    rng = np.random.default_rng(11)
+    index = (ViewDistanceTree(size=256.0, dim=3) if kind == "tree"
+             else DenseViewDistanceGrid(size=256.0, dim=3, min_radius=0.25))
+    plans = index._band_plans
+
+    def add(centres: np.ndarray, radii: np.ndarray) -> np.ndarray:
+        return np.asarray(index.insert_many(centres, radii))
+
+    def pairs_checked() -> None:
+        live = np.asarray(index.handles())
+        expected = brute(index.centres_of(live), index.radii_of(live), live, "sphere")
+        assert as_set(*index.overlapping_pairs()) == expected
+
+    radii = rng.uniform(0.5, 2.5, 1500)
+    centres = rng.uniform(96.0, 160.0, (1500, 3))
+    handles = add(centres, radii)
+    pairs_checked()
+    kept = plans.plan
+    assert kept is not None
+    for _ in range(3):  # small moves: the plan fits
+        centres = centres + rng.uniform(-0.5, 0.5, centres.shape)
+        index.update_many(handles, centres, radii)
+        pairs_checked()
+        assert plans.plan is kept
+    index.update_many(handles[:40], rng.uniform(10.0, 20.0, (40, 3)))  # out of every box (a cell of room)
+    pairs_checked()
+    assert plans.plan is not kept
+    kept = plans.plan
+    add(rng.uniform(96.0, 160.0, (30, 3)), np.full(30, 0.3))  # a level the plan has no band for
+    pairs_checked()
+    assert plans.plan is not kept
+    kept = plans.plan
+    add(rng.uniform(96.0, 160.0, (3100, 3)), rng.uniform(0.5, 2.5, 3100))  # more than twice the members
+    pairs_checked()
+    assert plans.plan is not kept
+    kept = plans.plan
+    for _ in range(bands.REPLAN_EVERY):
+        index.overlapping_pairs()
+    assert plans.plan is kept
+    pairs_checked()
+    assert plans.plan is not kept
+
+
+def test_a_copy_makes_its_own_bands():
+    rng = np.random.default_rng(12)
+    centres, radii, edge = world("crowd", 800, 3, rng)
+    tree = ViewDistanceTree(size=edge, dim=3)
+    handles = tree.insert_many(centres, radii)
+    before = as_set(*tree.overlapping_pairs())
+    twin = pickle.loads(pickle.dumps(tree))
+    assert twin._band_plans.plan is None and twin._band_plans is not tree._band_plans
+    assert as_set(*twin.overlapping_pairs()) == before == brute(centres, radii, handles, "sphere")
+    assert copy.deepcopy(tree)._band_plans is not tree._band_plans

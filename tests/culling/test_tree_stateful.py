@@ -236,6 +236,15 @@ class CullingMachine(RuleBasedStateMachine):
         points = np.array([data.draw(self.centres, label="point") for _ in range(m)]).reshape(m, self.dim)
         check_query_many(self.structure, self.model, points, scale)
 
+    @rule()
+    def overlapping_pairs(self):
+        """The pairs against the model, after any mix of changes: the structure's bands, kept from its
+        last call (culling.core.bands.PlanCache), must fit or be made again."""
+        first, second = self.structure.overlapping_pairs()
+        got = list(zip(first.tolist(), second.tolist()))
+        assert len(got) == len(set(got)), "a pair reported twice"
+        assert set(got) == self.model.pairs()
+
     # after every step
     @invariant()
     def agrees_with_model(self):
