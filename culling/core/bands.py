@@ -48,7 +48,8 @@ earlier cell in the forward order (in one cell, the earlier member), across
 bands by the member of the coarser band.  Pruning is conservative in floats
 (margins above every rounding's bound), so nothing that meets is lost.
 Memory: the copy, the cells' starts (at most :data:`CELLS_PER_MEMBER` cells
-per member and band) and the output.  A world whose crowd sits in a few small
+per member and band), the runs noted for writing (at most ``1 + (3**(dim-1) - 1) / 2``
+per member within a band) and the output.  A world whose crowd sits in a few small
 clusters far apart makes a band's grid coarse (:func:`build` reports it);
 the caller then joins the tree with itself instead
 (:func:`culling.core.pairs.dual_pairs`).
@@ -553,7 +554,10 @@ def band_cells(lay: Layout, first_cell: int, last_cell: int, origin: np.ndarray,
     dim = columns.shape[0] - 2
     lead = dim - 1
     neighbours = forward.shape[0]
-    hits = np.empty((3, 256), dtype=np.int64)
+    # Each member notes at most one run per forward line and one of its own: room for all of them at
+    # once, so the loop never grows the array (growing it inside the loop kept numba's reference
+    # counting on every cell: 0.63 against 0.60 ms for 10k creatures on one thread).
+    hits = np.empty((3, (forward.shape[0] + 1) * (cell_start[last_cell] - cell_start[first_cell])), dtype=np.int64)
     hk = 0
     offsets = np.empty(neighbours, dtype=np.int64)  # the forward lines inside the box, as cell offsets
     needs_low = np.empty(neighbours, dtype=np.int64)  # their lead axes stepped down / up, as bits
@@ -608,10 +612,6 @@ def band_cells(lay: Layout, first_cell: int, last_cell: int, origin: np.ndarray,
         z = c - line_start
         corner[lead] = float(band[q, LOW + lead] + z) - lay.scales[q, OFFSET]
         down, up = min(z, 1), min(length - 1 - z, 1)
-        if hk + (e - s) * (runs + 1) > hits.shape[1]:
-            bigger = np.empty((3, 2 * hits.shape[1] + (e - s) * (runs + 1)), dtype=np.int64)
-            bigger[:, :hk] = hits[:, :hk]
-            hits = bigger
         for i in range(s, e):
             reach = reach_up(columns[dim, i], 1.0, lay.scales[q, RADIUS]) * scale  # in cells
             low_near = 0  # bit ``axis``: the member may reach the cell below / above on that axis

@@ -377,7 +377,8 @@ def overlapping_pairs(runs: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray
 
     ``runs``: ``(start, count, level, cells)`` of the structure's nodes (or
     cells), int64 ``(N,)`` and ``(dim, N)``, a run with ``count <= 0`` holds
-    nothing; ``handles``/``columns`` the pool; ``place``: ``(origin, size,
+    nothing; the runs are those of ``count``, which may be shorter than the
+    others (the tree passes the rows it has handed out); ``handles``/``columns`` the pool; ``place``: ``(origin, size,
     anchor)``, where the cell of root-relative ``u`` on level ``L`` is
     ``floor(u * 2**L + anchor * 2**L)``.  By bands of levels
     (:mod:`culling.core.bands`); where a band's members sit in a few clusters

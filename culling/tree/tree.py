@@ -472,7 +472,8 @@ class ViewDistanceTree(Structure):
         """
         table, pool = self._nodes, self._pool
         nodes = table.struct()
-        return pairs.overlapping_pairs((nodes.start, nodes.members, nodes.level, nodes.cells), pool.handles,
+        issued = nodes.members[: table.issued]  # the rows above were never handed out: the passes skip them
+        return pairs.overlapping_pairs((nodes.start, issued, nodes.level, nodes.cells), pool.handles,
                                        pool.columns, self._count, (self.origin, self.size, float(ANCHOR)), self._cube,
                                        self.shape, lambda: (self._root, nodes.child, nodes.start, nodes.members),
                                        self._band_plans)
