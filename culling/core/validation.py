@@ -101,11 +101,13 @@ def _check_finite(array: np.ndarray, name: str) -> None:
                          f"(no NaN or inf)")
 
 
-def as_points(values: object, dim: int, name: str = "centres") -> np.ndarray:
+def as_points(values: object, dim: int, name: str = "centres", values_checked: bool = True) -> np.ndarray:
     """Many points as a float64 array of shape ``(n, dim)``.
 
     ``dim == 1`` also accepts shape ``(n,)``.  Raises ``ValueError`` for a
-    wrong shape or a non-finite coordinate.
+    wrong shape or a non-finite coordinate; ``values_checked=False`` leaves
+    the coordinates to a caller that checks them in a compiled pass of its
+    own (and calls this again to name a fault).
     """
     array = _as_float_array(values, name)
     if dim == 1 and array.ndim == 1:
@@ -114,7 +116,8 @@ def as_points(values: object, dim: int, name: str = "centres") -> np.ndarray:
         array = array.reshape(0, dim)
     if array.ndim != 2 or array.shape[1] != dim:
         raise ValueError(f"{name} must have shape (n, {dim}), got {array.shape}")
-    _check_finite(array, name)
+    if values_checked:
+        _check_finite(array, name)
     return array
 
 
@@ -131,14 +134,17 @@ def as_point(value: object, dim: int, name: str = "point") -> np.ndarray:
 
 
 
-def as_radii(values: object, n: int | None = None, name: str = "radii") -> np.ndarray:
-    """Radii as a float64 array of shape ``(n,)``: finite and not negative."""
+def as_radii(values: object, n: int | None = None, name: str = "radii", values_checked: bool = True) -> np.ndarray:
+    """Radii as a float64 array of shape ``(n,)``: finite and not negative (``values_checked=False``:
+    the caller checks that, as :func:`as_points`)."""
     array = _as_float_array(values, name)
     if array.ndim == 0:
         array = array.reshape(1)
     if array.ndim != 1 or (n is not None and array.shape[0] != n):
         expected = f"({n},)" if n is not None else "(n,)"
         raise ValueError(f"{name} must have shape {expected}, got {array.shape}")
+    if not values_checked:
+        return array + 0.0
     _check_finite(array, name)
     if array.size and (array < 0).any():
         row = int(np.flatnonzero(array < 0)[0])

@@ -353,6 +353,29 @@ def check_handles(handles: np.ndarray, issued: int, obj_node: np.ndarray) -> int
 
 
 @kernel
+def check_moves(handles: np.ndarray, issued: int, obj_node: np.ndarray, centres: np.ndarray, radii: np.ndarray) -> bool:
+    """Whether a batch of moves is good: every handle in range, live and there once, every centre
+    and radius finite, no radius negative.  :func:`check_handles` and the value checks of
+    :mod:`culling.core.validation` in one pass, without their temporary arrays (a 10k swarm's
+    frame, interleaved with its peers: update_many's validation 0.100/0.082 ms against 0.129/0.105,
+    alternated in one process); on False the validators name the fault.  O(n + issued).
+    """
+    seen = np.zeros(issued, dtype=np.bool_)
+    n, dim = centres.shape
+    for i in range(n):
+        h = handles[i]
+        if h < 0 or h >= issued or obj_node[h] < 0 or seen[h]:
+            return False
+        seen[h] = True
+        good = math.isfinite(radii[i]) and radii[i] >= 0.0
+        for axis in range(dim):
+            good &= math.isfinite(centres[i, axis])
+        if not good:
+            return False
+    return True
+
+
+@kernel
 def unlink(handles: np.ndarray, objects_fields: ObjectsFields, nodes_fields: NodesFields,
            pool_fields: PoolFields) -> np.ndarray:
     """Take objects out of their nodes: each object's row gets its node's last member, whose tile then

@@ -377,14 +377,21 @@ class ViewDistanceTree(Structure):
         with their emptied ancestors (:meth:`NodeTable.prune`).  O(n)
         compiled, plus O(movers + homes x depth); no Python step per object or node.
         """
-        handles = self._live_unique(handles)
-        centres = as_points(centres, self.dim, "centres")
-        radii = (self._pool.columns[self.dim, self._obj_pos[handles]] if radii is None  # a copy (fancy indexing)
-                 else as_radii(radii, centres.shape[0]))
+        # Types and shapes here; the values (handles live and once, centres and radii finite, radii
+        # not negative) in one compiled pass, and only on a fault the validators, to name it.
+        handles = as_handles(handles)
+        centres = np.ascontiguousarray(as_points(centres, self.dim, "centres", values_checked=False))
+        if radii is None:  # each object's stored radius (a copy): its handle must be good first
+            radii = self._pool.columns[self.dim, self._obj_pos[self._live_unique(handles)]]
+        else:
+            radii = as_radii(radii, centres.shape[0], values_checked=False)  # a copy
         if centres.shape[0] != handles.size:
             raise ValueError(f"centres must have shape ({handles.size}, {self.dim}) to match "
                              f"the handles, got {centres.shape}")
-        centres = np.ascontiguousarray(centres)
+        if not batch.check_moves(handles, self._next_handle, self._obj_node, centres, radii):
+            self._live_unique(handles)
+            as_points(centres, self.dim, "centres")
+            as_radii(radii, centres.shape[0])
         if not handles.size:
             return
         objects = (self._obj_node, self._obj_pos)
