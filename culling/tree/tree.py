@@ -381,10 +381,8 @@ class ViewDistanceTree(Structure):
         # not negative) in one compiled pass, and only on a fault the validators, to name it.
         handles = as_handles(handles)
         centres = np.ascontiguousarray(as_points(centres, self.dim, "centres", values_checked=False))
-        if radii is None:  # each object's stored radius (a copy): its handle must be good first
-            radii = self._pool.columns[self.dim, self._obj_pos[self._live_unique(handles)]]
-        else:
-            radii = as_radii(radii, centres.shape[0], values_checked=False)  # a copy
+        radii = (self._pool.columns[self.dim, self._obj_pos[self._live_unique(handles)]] if radii is None
+                 else as_radii(radii, centres.shape[0], values_checked=False))  # a copy either way
         if centres.shape[0] != handles.size:
             raise ValueError(f"centres must have shape ({handles.size}, {self.dim}) to match "
                              f"the handles, got {centres.shape}")
