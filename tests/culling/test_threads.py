@@ -145,6 +145,7 @@ def test_many_threads_query_one_structure_at_once(kind):
     points = rng.uniform(0.0, 250.0, (300, 3))
     expected_many = s.query_many(points, exact=True)
     expected = [np.sort(s.query(p, exact=True)) for p in points[:50]]
+    expected_pairs = sorted(zip(*(a.tolist() for a in s.overlapping_pairs())))
     errors: list[str] = []
 
     def reader(seed: int) -> None:
@@ -152,6 +153,8 @@ def test_many_threads_query_one_structure_at_once(kind):
             handles, counts = s.query_many(points, exact=True)
             if not ((handles == expected_many[0]).all() and (counts == expected_many[1]).all()):
                 errors.append(f"query_many differs in reader {seed}")
+            if sorted(zip(*(a.tolist() for a in s.overlapping_pairs()))) != expected_pairs:  # one PlanCache, shared
+                errors.append(f"overlapping_pairs differs in reader {seed}")
             for p, want in zip(points[:50], expected):
                 if not np.array_equal(np.sort(s.query(p, exact=True)), want):
                     errors.append(f"query differs in reader {seed}")
