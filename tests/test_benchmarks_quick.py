@@ -148,3 +148,18 @@ def test_a_missed_contact_fails_the_collision_run():
     structs = Structures(LossyPairs, real.dense, real.collision)
     with pytest.raises(AgreementError, match="disagrees"):
         run(preset="tiny", only=["collision"], structs=structs, verbose=False)
+
+
+def test_frameparts_times_the_collision_frame_part_by_part_and_alternates_a_constant():
+    from benchmarks import frameparts
+    from culling.tree import batch
+
+    frame, spent = frameparts.parts(1500, 4)
+    assert set(frame) == {"tree: update_many + overlapping_pairs", "scipy cKDTree query_pairs",
+                          "numpy uniform hash grid"}
+    assert {"update_many", "overlapping_pairs", "  settle", "    bucket and count"} <= set(spent)
+    assert all(seconds >= 0.0 for seconds in spent.values())
+    before = batch.PARALLEL_SETTLE_MIN
+    assert set(frameparts.ab(1500, 4, "culling.tree.batch.PARALLEL_SETTLE_MIN", (1, 10**9))) == {1, 10**9}
+    assert batch.PARALLEL_SETTLE_MIN == before  # put back
+    assert batch.settle.__name__ == "settle" and not hasattr(batch.settle, "__wrapped__")  # parts unwrapped

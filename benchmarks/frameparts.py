@@ -1,0 +1,185 @@
+"""The collision frame, part by part, as the benchmark runs it: ``python -m benchmarks.frameparts``.
+
+The collision section times ``update_many`` + ``overlapping_pairs`` on a
+moving swarm between its peers' frames (:mod:`benchmarks.broadphase`), and
+that matters: the same frame takes half again as long after the peers (or
+any 15 ms gap) as back to back, because its memory and the other core have
+gone cold.  A profile of the frame alone would point at the wrong parts.
+This tool runs the frames the same way and times each part of the tree's
+frame inside them (a part that runs on the library's threads is summed over
+them: marked ``cpu``).  Parts come and go as the code changes; a name that
+no longer exists is skipped.
+
+``--ab module.NAME A B`` compares two values of a module constant read at
+call time (a threshold such as ``culling.tree.batch.PARALLEL_SETTLE_MIN``)
+frame by frame in one process: on a machine whose speed drifts by a fifth
+within minutes, alternating frames is the only fair comparison.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import functools
+import gc
+import importlib
+import time
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from benchmarks.batch_sections import _world
+from benchmarks.broadphase import HashGridPairs, KDTreePairs, TreePairs
+from benchmarks.workloads import swarm_frames
+
+#: ``(module, attribute, label)``: the parts timed; a method is ``"Class.method"``.
+PARTS = [
+    ("culling.tree.tree", "ViewDistanceTree.update_many", "update_many"),
+    ("culling.tree.tree", "ViewDistanceTree.overlapping_pairs", "overlapping_pairs"),
+    ("culling.tree.batch", "check_moves", "  validation (compiled)"),
+    ("culling.tree.batch", "settle", "  settle"),
+    ("culling.tree.batch", "group", "  group movers"),
+    ("culling.tree.nodes", "NodeTable.at_many", "  movers' homes"),
+    ("culling.tree.nodes", "_deepest", "    searches (cpu)"),
+    ("culling.tree.nodes", "_descend", "    creation"),
+    ("culling.tree.pool", "BlockPool.make_room", "  room"),
+    ("culling.tree.batch", "unlink", "  unlink"),
+    ("culling.tree.batch", "place", "  place"),
+    ("culling.tree.nodes", "NodeTable.prune", "  prune"),
+    ("culling.tree.tree", "ViewDistanceTree._fit_many", "  fit the root"),
+    ("culling.core.bands", "build", "  bucket grid"),
+    ("culling.core.bands", "plan_of", "    new bands (when made)"),
+    ("culling.core.bands", "_bucketed", "    bucket and count"),
+    ("culling.core.bands", "gather", "    copy (cpu)"),
+    ("culling.core.bands", "band_cells", "  within bands (cpu)"),
+    ("culling.core.bands", "cross_rows", "  across bands (cpu)"),
+    ("culling.core.pairs", "_settled", "  exact settling"),
+]
+
+
+def _timed(parts: list[tuple[str, str, str]], spent: dict[str, float]) -> list[tuple[Any, str, Any]]:
+    """Wrap each existing part so its calls add to ``spent[label]``; returns what to put back."""
+    undo = []
+    for module_name, attribute, label in parts:
+        owner: Any = importlib.import_module(module_name)
+        *path, name = attribute.split(".")
+        for step in path:
+            owner = getattr(owner, step, None)
+        if owner is None or not hasattr(owner, name):
+            continue
+        original = getattr(owner, name)
+
+        def wrapper(*args: Any, _fn: Callable[..., Any] = original, _label: str = label, **kwargs: Any) -> Any:
+            start = time.perf_counter()
+            try:
+                return _fn(*args, **kwargs)
+            finally:
+                spent[_label] += time.perf_counter() - start
+
+        functools.update_wrapper(wrapper, original)
+        setattr(owner, name, wrapper)
+        undo.append((owner, name, original))
+    return undo
+
+
+def parts(n: int, frames: int, alone: bool = False) -> tuple[dict[str, float], dict[str, float]]:
+    """Median frame per method and median time per part of the tree's frame (seconds), ``frames`` frames
+    of ``n`` moving creatures, the methods interleaved as the collision section runs them."""
+    import culling
+
+    radii, steps = swarm_frames(n, frames + 2)
+    methods: list[Any] = [TreePairs(lambda size, origin: culling.ViewDistanceTree(size=size, origin=origin, dim=3))]
+    if not alone:
+        methods += [KDTreePairs(), HashGridPairs()]
+    for method in methods:
+        method.setup(radii, steps[0], _world(n))
+        method.frame(steps[1])
+    spent: dict[str, float] = collections.defaultdict(float)
+    per_part: dict[str, list[float]] = collections.defaultdict(list)
+    times: dict[str, list[float]] = {m.name: [] for m in methods}
+    undo = _timed(PARTS, spent)
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        for f, centres in enumerate(steps[2:]):
+            for k in range(len(methods)):
+                method = methods[(k + f) % len(methods)]
+                spent.clear()
+                start = time.perf_counter()
+                method.frame(centres)
+                times[method.name].append(time.perf_counter() - start)
+                if method is methods[0]:
+                    for label, seconds in spent.items():
+                        per_part[label].append(seconds)
+    finally:
+        if was:
+            gc.enable()
+        for owner, name, original in reversed(undo):
+            setattr(owner, name, original)
+    frame = {name: float(np.median(v)) for name, v in times.items()}
+    order = [label for _, _, label in PARTS if label in per_part]
+    return frame, {label: float(np.median(per_part[label])) for label in order}
+
+
+def ab(n: int, frames: int, target: str, values: tuple[Any, Any]) -> dict[Any, float]:
+    """Median tree frame (seconds) with the module constant ``target`` at each of ``values``, alternated
+    frame by frame, each frame after the peers'."""
+    import culling
+
+    module_name, name = target.rsplit(".", 1)
+    module = importlib.import_module(module_name)
+    if not hasattr(module, name):
+        raise SystemExit(f"{module_name} has no {name}")
+    before = getattr(module, name)
+    radii, steps = swarm_frames(n, frames + 2)
+    tree = TreePairs(lambda size, origin: culling.ViewDistanceTree(size=size, origin=origin, dim=3))
+    peers = [KDTreePairs(), HashGridPairs()]
+    for method in (tree, *peers):
+        method.setup(radii, steps[0], _world(n))
+        method.frame(steps[1])
+    times: list[list[float]] = [[], []]
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        for f, centres in enumerate(steps[2:]):
+            for peer in peers:
+                peer.frame(centres)
+            setattr(module, name, values[f % 2])
+            start = time.perf_counter()
+            tree.frame(centres)
+            times[f % 2].append(time.perf_counter() - start)
+    finally:
+        setattr(module, name, before)
+        if was:
+            gc.enable()
+    return {values[k]: float(np.median(times[k])) for k in range(2)}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m benchmarks.frameparts", description=__doc__.splitlines()[0])
+    ap.add_argument("--n", type=int, default=10_000, help="moving creatures (default 10,000)")
+    ap.add_argument("--frames", type=int, default=200, help="frames timed (default 200)")
+    ap.add_argument("--alone", action="store_true", help="the tree's frames back to back, without the peers")
+    ap.add_argument("--ab", nargs=3, metavar=("MODULE.NAME", "A", "B"),
+                    help="alternate a module constant between two values (Python literals)")
+    args = ap.parse_args(argv)
+    if args.ab:
+        import ast
+
+        target, a, b = args.ab
+        result = ab(args.n, args.frames, target, (ast.literal_eval(a), ast.literal_eval(b)))
+        for value, seconds in result.items():
+            print(f"{target} = {value!r}: {seconds * 1e3:.3f} ms a frame (median of {args.frames // 2})")
+        return 0
+    frame, spent = parts(args.n, args.frames, args.alone)
+    for name, seconds in frame.items():
+        print(f"{name:42s} {seconds * 1e3:8.3f} ms a frame (median of {args.frames})")
+    print("the tree's frame, part by part (medians; cpu: summed over the library's threads):")
+    for label, seconds in spent.items():
+        print(f"  {label:40s} {seconds * 1e3:8.3f} ms")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
