@@ -339,8 +339,10 @@ SHRINK_RATIO = 4
 
 #: :meth:`NodeTable.at_many` searches on the library's threads from this many keys with start nodes
 #: on: each search is a chain of dependent cache misses up and down the table, which two cores
-#: overlap (100k moving creatures, 12.5k movers a frame: ``at_many`` 4.0 -> 3.2 ms).
-PARALLEL_SEARCH_MIN = 4_096
+#: overlap (100k moving creatures, 12.5k movers a frame: ``at_many`` 4.0 -> 3.2 ms; 10k creatures,
+#: 1.2k movers, frames alternated with 4,096 in one process, ``python -m benchmarks.frameparts
+#: --ab``: 1.957/1.797/1.839/1.656 against 2.016/1.814/1.855/1.673 ms).
+PARALLEL_SEARCH_MIN = 1_024
 
 #: No start nodes: every search of :func:`_descend` starts at the root.
 _NOWHERE = np.empty(0, dtype=np.int64)
