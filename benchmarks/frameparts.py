@@ -37,7 +37,7 @@ from benchmarks.workloads import swarm_frames
 PARTS = [
     ("culling.tree.tree", "ViewDistanceTree.update_many", "update_many"),
     ("culling.tree.tree", "ViewDistanceTree.overlapping_pairs", "overlapping_pairs"),
-    ("culling.tree.batch", "check_moves", "  validation (compiled)"),
+    ("culling.tree.batch", "check_handles", "  validation (compiled)"),
     ("culling.tree.batch", "settle", "  settle"),
     ("culling.tree.batch", "group", "  group movers"),
     ("culling.tree.nodes", "NodeTable.at_many", "  movers' homes"),

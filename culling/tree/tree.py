@@ -89,6 +89,9 @@ HANDLE_SHRINK_RATIO = 4
 #: outside the world).
 STAYS, INSIDE, OUTSIDE = 0, 1, 2
 
+#: No values for :func:`culling.tree.batch.check_handles`: the handles alone are checked.
+_NO_CENTRES, _NO_RADII = np.empty((0, 3)), np.empty(0)
+
 
 class ViewDistanceTree(Structure):
     """A loose octree (quadtree, binary tree for dim 2, 1) of view-distance spheres.
@@ -386,7 +389,7 @@ class ViewDistanceTree(Structure):
         if centres.shape[0] != handles.size:
             raise ValueError(f"centres must have shape ({handles.size}, {self.dim}) to match "
                              f"the handles, got {centres.shape}")
-        if not batch.check_moves(handles, self._next_handle, self._obj_node, centres, radii):
+        if batch.check_handles(handles, self._next_handle, self._obj_node, centres, radii) >= 0:
             self._live_unique(handles)
             as_points(centres, self.dim, "centres")
             as_radii(radii, centres.shape[0])
@@ -644,7 +647,7 @@ class ViewDistanceTree(Structure):
     def _live_unique(self, handles: ArrayLike) -> np.ndarray:
         """Many handles, live and each once (one compiled pass; the validators name a fault)."""
         handles = as_handles(handles)
-        if batch.check_handles(handles, self._next_handle, self._obj_node) >= 0:
+        if batch.check_handles(handles, self._next_handle, self._obj_node, _NO_CENTRES, _NO_RADII) >= 0:
             check_unique(self._live_many(handles))
         return handles
 
