@@ -306,10 +306,11 @@ def _banded(members: np.ndarray, low: np.ndarray, high: np.ndarray, low_level: i
 
 @kernel
 def _bucketed(runs: tuple[np.ndarray, np.ndarray, np.ndarray], plan: Plan, cell_start: np.ndarray, total: int,
-              parts: int) -> tuple[bool, Gather]:
+              parts: int) -> tuple[bool, Gather, np.ndarray]:
     """Each run's bucket (its cell's ancestor on its band's level, numbered over every band's buckets;
     -1 for a run without members) and its bucket's members counted into ``cell_start`` (zeros,
-    cells + 1 long; its starts after), in one pass over the runs ``(count, level, cells)``.
+    cells + 1 long; its starts after), in one pass over the runs ``(count, level, cells)``; then
+    this call's copy of ``plan.band``, with each band's rows (:data:`FIRST_ROW`, :data:`END_ROW`).
 
     That pass gives each run its rows' offset in its bucket and cuts the
     runs into ``parts`` parts of about ``total / parts`` rows: the :class:`Gather` of
@@ -329,6 +330,7 @@ def _bucketed(runs: tuple[np.ndarray, np.ndarray, np.ndarray], plan: Plan, cell_
     part_first = np.zeros(parts + 1, dtype=np.int64)
     part_first[parts] = n_runs
     plan_gather = Gather(run_cell, offset, part_first)
+    rows = band.copy()  # the plan is shared: this call's rows go in a copy
     p = 1
     copied = 0
     for r in range(n_runs):
@@ -340,7 +342,7 @@ def _bucketed(runs: tuple[np.ndarray, np.ndarray, np.ndarray], plan: Plan, cell_
             continue
         s = run_level[r] - plan.low_level
         if s < 0 or s >= slots or band_of_slot[s] < 0:
-            return False, plan_gather
+            return False, plan_gather, rows
         q = band_of_slot[s]
         shift = run_level[r] - band[q, LEVEL]
         at = 0
@@ -348,7 +350,7 @@ def _bucketed(runs: tuple[np.ndarray, np.ndarray, np.ndarray], plan: Plan, cell_
             k = (run_cells[axis, r] >> shift) - band[q, LOW + axis]
             extent = band[q, LOW + dim + axis]
             if k < 0 or k >= extent:
-                return False, plan_gather
+                return False, plan_gather, rows
             at = at * extent + k
         c = at + band[q, FIRST_CELL]
         run_cell[r] = c
@@ -359,7 +361,11 @@ def _bucketed(runs: tuple[np.ndarray, np.ndarray, np.ndarray], plan: Plan, cell_
         part_first[q] = n_runs
     for c in range(cell_start.shape[0] - 1):
         cell_start[c + 1] += cell_start[c]
-    return True, plan_gather
+    bands = rows.shape[0]
+    for q in range(bands):
+        rows[q, FIRST_ROW] = cell_start[rows[q, FIRST_CELL]]
+        rows[q, END_ROW] = cell_start[rows[q + 1, FIRST_CELL]] if q + 1 < bands else cell_start[-1]
+    return True, plan_gather, rows
 
 
 @kernel
@@ -468,11 +474,12 @@ def plan_of(runs: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray], anchor:
 
 
 def _buckets(plan: Plan, runs: tuple[np.ndarray, np.ndarray, np.ndarray], objects: int,
-             parts: int) -> tuple[np.ndarray, Gather] | None:
-    """:func:`_bucketed` into new cell starts: ``(cell_start, gather plan)``, or None when a run does not fit ``plan``."""
+             parts: int) -> tuple[np.ndarray, Gather, np.ndarray] | None:
+    """:func:`_bucketed` into new cell starts: ``(cell_start, gather plan, band)``, or None when a run
+    does not fit ``plan``."""
     cell_start = np.zeros(plan.cells + 1, dtype=np.int64)
-    fits, order = _bucketed(runs, plan, cell_start, objects, parts)
-    return (cell_start, order) if fits else None
+    fits, order, band = _bucketed(runs, plan, cell_start, objects, parts)
+    return (cell_start, order, band) if fits else None
 
 
 def build(runs: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray], handles: np.ndarray, columns: np.ndarray,
@@ -503,12 +510,8 @@ def build(runs: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray], handles: 
         buckets = _buckets(plan, (count, level, cells), objects, parts)
     if plan is None or buckets is None:
         raise RuntimeError("the bands made from these runs do not fit them")
-    cell_start, order = buckets
+    cell_start, order, band = buckets
     total = int(cell_start[-1])
-    band = plan.band.copy()  # the plan is shared: this call's rows go in a copy
-    band[:, FIRST_ROW] = cell_start[band[:, FIRST_CELL]]
-    band[:-1, END_ROW] = band[1:, FIRST_ROW]
-    band[-1:, END_ROW] = total
     # row ``dim + 1`` of the copy (the squared reach) is not filled: nothing reads it
     lay = Layout(np.empty((dim + 2, total)), np.empty(total, dtype=np.int64), cell_start, band,
                  plan.scales.copy(), plan.forward, True)

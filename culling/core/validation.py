@@ -109,7 +109,10 @@ def as_points(values: object, dim: int, name: str = "centres", values_checked: b
     the coordinates to a caller that checks them in a compiled pass of its
     own (and calls this again to name a fault).
     """
-    array = _as_float_array(values, name)
+    if type(values) is np.ndarray and values.dtype == np.float64 and values.ndim == 2:
+        array = values  # what engines pass every frame: nothing to convert
+    else:
+        array = _as_float_array(values, name)
     if dim == 1 and array.ndim == 1:
         array = array.reshape(-1, 1)
     if array.ndim == 1 and array.size == 0:
@@ -137,7 +140,7 @@ def as_point(value: object, dim: int, name: str = "point") -> np.ndarray:
 def as_radii(values: object, n: int | None = None, name: str = "radii", values_checked: bool = True) -> np.ndarray:
     """Radii as a float64 array of shape ``(n,)``: finite and not negative (``values_checked=False``:
     the caller checks that, as :func:`as_points`)."""
-    array = _as_float_array(values, name)
+    array = values if type(values) is np.ndarray and values.dtype == np.float64 else _as_float_array(values, name)
     if array.ndim == 0:
         array = array.reshape(1)
     if array.ndim != 1 or (n is not None and array.shape[0] != n):
@@ -204,14 +207,17 @@ def as_handle(value: object) -> int:
     return int(value)
 
 
-def as_handles(values: object, name: str = "handles", beyond: str = "raise") -> np.ndarray:
+def as_handles(values: object, name: str = "handles", beyond: str = "raise", copy: bool = True) -> np.ndarray:
     """Handles as an int64 array of shape ``(n,)``; integers only.
 
     Bools (even one in a list), floats and masked arrays with a masked entry
     are a ``TypeError``.  A handle beyond int64 (``2**64``) cannot be in any
     structure: ``beyond="raise"`` makes that a ``KeyError``, ``beyond="drop"``
-    leaves it out (for calls that ignore unknown handles).
+    leaves it out (for calls that ignore unknown handles).  ``copy=False``
+    returns a contiguous int64 array as it is, for a caller that only reads it.
     """
+    if type(values) is np.ndarray and values.dtype == np.int64 and values.ndim == 1:
+        return values.copy() if copy else np.ascontiguousarray(values)  # what engines pass every frame
     _reject_masks_and_bools(values, name, "integers")
     try:
         array = np.asarray(values)

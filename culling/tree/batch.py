@@ -11,6 +11,8 @@ as plain loops that read each object's data once and keep its home
 - :func:`settle` (``update_many``): rewrite in place every object whose
   home node is the one it is in (a small move), covering its tile, its old
   row kept for :func:`restore`; return the others, the movers.
+- :func:`fits_root` (``update_many``'s movers, ``insert_many``): whether
+  the root holds a whole batch, decided by its two corner spheres.
 - :func:`unlink` (``update_many``'s movers, ``remove_many``, ``remove``): take objects
   out of their nodes, each node's last member filling the hole; returns the
   nodes emptied, for :meth:`culling.tree.nodes.NodeTable.prune`.
@@ -34,14 +36,15 @@ from culling.core.containment import reach_of, squared_reach
 from culling.core.jit import inline_kernel, kernel
 from culling.core.lattice import MAX_DEPTH
 from culling.core.prefetch import AHEAD, prefetch, prefetch_at
-from culling.core.structs import NodesFields, ObjectsFields, PoolFields, WorldFields, nodes_of
+from culling.core.structs import Nodes, NodesFields, ObjectsFields, PoolFields, World, WorldFields, nodes_of
 from culling.core.threads import run_chunks, thread_count
 from culling.core.tiles import TILE_SHIFT, cover, cover_row
 
 #: Bits of :func:`layout_order`'s Morton code: 4,096 cells over the batch's box.
 LAYOUT_BITS = 12
 
-__all__ = ["PARALLEL_SETTLE_MIN", "SETTLE_SLACK", "check_handles", "corners", "group", "layout_order", "place", "restore", "settle", "unlink"]
+__all__ = ["PARALLEL_SETTLE_MIN", "SETTLE_SLACK", "ascending_union", "check_handles", "corners", "fits_root", "group",
+           "layout_order", "place", "restore", "settle", "under_root", "unlink"]
 
 
 #: Golden-ratio multiplier of the hash in :func:`group` (Fibonacci hashing).
@@ -188,15 +191,32 @@ def settle(handles: np.ndarray, centres: np.ndarray, radii: np.ndarray, world_fi
     threads = thread_count()
     if handles.shape[0] < PARALLEL_SETTLE_MIN or threads == 1:
         return _settle_part(batch, 0, rows, True, world_fields, objects_fields, nodes_fields, pool_fields, backup)
-    cut = [0, *(((rows * p // threads) >> TILE_SHIFT) << TILE_SHIFT for p in range(1, threads)), rows]
+    cut = [((rows * p // threads) >> TILE_SHIFT) << TILE_SHIFT for p in range(threads)] + [rows]
 
     def part(lo: int, hi: int) -> np.ndarray:
         return _settle_part(batch, cut[lo], cut[hi], False, world_fields, objects_fields, nodes_fields,
                             pool_fields, backup)
 
-    movers = np.concatenate(run_chunks(part, threads, chunks=threads))
-    movers.sort()
+    parts = run_chunks(part, threads, chunks=threads)
+    movers = parts[0]
+    for more in parts[1:]:  # each part's movers are ascending: joined in order, not sorted again
+        movers = ascending_union(movers, more)
     return movers
+
+
+@kernel
+def ascending_union(first: np.ndarray, second: np.ndarray) -> np.ndarray:
+    """Two ascending int64 arrays as one ascending array.  O(n)."""
+    out = np.empty(first.shape[0] + second.shape[0], dtype=np.int64)
+    i, j = 0, 0
+    for k in range(out.shape[0]):
+        if j == second.shape[0] or (i < first.shape[0] and first[i] <= second[j]):
+            out[k] = first[i]
+            i += 1
+        else:
+            out[k] = second[j]
+            j += 1
+    return out
 
 
 #: :func:`settle` runs on the library's threads from this many objects on: as the pairs' join
@@ -320,6 +340,36 @@ def corners(centres: np.ndarray, radii: np.ndarray) -> np.ndarray:
     out[0, dim] = top
     out[1, dim] = top
     return out
+
+
+@inline_kernel
+def under_root(key: np.ndarray, world: World, nodes: Nodes) -> bool:
+    """Whether the node of the home key ``key`` (int64 (1, dim + 1)) lies in the root: its level is
+    the root's or below and its cell's ancestor on the root's level, ``cell >> (level -
+    root_level)`` per axis (cells nest), is the root's cell."""
+    shift = key[0, 0] - world.root_level
+    if shift < 0:
+        return False
+    for axis in range(key.shape[1] - 1):
+        if key[0, axis + 1] >> shift != nodes.cells[axis, world.root]:
+            return False
+    return True
+
+
+@kernel
+def fits_root(centres: np.ndarray, radii: np.ndarray, world_fields: WorldFields, nodes_fields: NodesFields) -> bool:
+    """Whether the root holds every sphere of a batch (``n >= 1``).  Root-relative coordinates and
+    levels are monotone in the centres and radii, so the two corner spheres (:func:`corners`)
+    decide for the whole batch: the root holds both homes (:func:`under_root`).  One pass, O(n)."""
+    world, nodes = World(*world_fields), nodes_of(nodes_fields)
+    dim = centres.shape[1]
+    spheres = corners(centres, radii)
+    key = np.empty((1, dim + 1), dtype=np.int64)
+    for corner in range(2):
+        home(spheres[:, :dim], spheres[:, dim], corner, world.origin, world.size, key, 0)
+        if not under_root(key, world, nodes):
+            return False
+    return True
 
 
 def restore(handles: np.ndarray, movers: np.ndarray, backup: np.ndarray, obj_pos: np.ndarray,

@@ -382,7 +382,7 @@ class ViewDistanceTree(Structure):
         """
         # Types and shapes here; the values (handles live and once, centres and radii finite, radii
         # not negative) in one compiled pass, and only on a fault the validators, to name it.
-        handles = as_handles(handles)
+        handles = as_handles(handles, copy=False)  # only read
         centres = np.ascontiguousarray(as_points(centres, self.dim, "centres", values_checked=False))
         radii = (self._pool.columns[self.dim, self._obj_pos[self._live_unique(handles)]] if radii is None
                  else as_radii(radii, centres.shape[0], values_checked=False))  # a copy either way
@@ -478,12 +478,11 @@ class ViewDistanceTree(Structure):
         ``exact=True``.  Cost: O(objects + nodes + members within reach of
         each other); memory: the output plus O(objects + nodes).
         """
-        table, pool = self._nodes, self._pool
-        nodes = table.struct()
-        issued = nodes.members[: table.issued]  # the rows above were never handed out: the passes skip them
+        nodes, pool = self._nodes, self._pool
+        issued = nodes.count[: nodes.issued]  # the rows above were never handed out: the passes skip them
         return pairs.overlapping_pairs((nodes.start, issued, nodes.level, nodes.cells), pool.handles,
                                        pool.columns, self._count, (self.origin, self.size, float(ANCHOR)), self._cube,
-                                       self.shape, lambda: (self._root, nodes.child, nodes.start, nodes.members),
+                                       self.shape, lambda: (self._root, nodes.child, nodes.start, nodes.count),
                                        self._band_plans)
 
     @reading
@@ -721,14 +720,16 @@ class ViewDistanceTree(Structure):
 
         Root-relative coordinates and levels are monotone in the centres and
         radii, so the extreme centres and the largest radius decide for the
-        whole batch: the home keys of two corner spheres (:func:`_home_one`),
-        found in one compiled pass (:func:`culling.tree.batch.corners`; seven
-        NumPy reductions and the rows built in Python took 0.055 ms for a 10k swarm's
-        1,200 movers, against 0.030 ms).
+        whole batch: the home keys of two corner spheres.  One kernel call
+        decides the common case, a root that holds both
+        (:func:`culling.tree.batch.fits_root`: 0.010 ms for a 10k swarm's
+        1,200 movers, where the corners' keys found in Python's loop took
+        0.027 ms); otherwise their keys (:func:`_home_one`) say whether the
+        world holds them and how far to grow the root.
         ``centres`` float64 (n, dim), C-contiguous; ``radii`` float64 (n,).
         """
-        if not radii.size:
-            return
+        if not radii.size or batch.fits_root(centres, radii, self._world(), self._nodes.arrays()):
+            return  # the common case, in one kernel call; else the corners' keys, to check and to grow for
         corners = batch.corners(centres, radii)
         keys = []
         outside = False
@@ -898,9 +899,8 @@ def _home_one(sphere: np.ndarray, handle: int, world_fields: WorldFields, object
     ``sphere`` is a pool row, float64 (1, dim + 2): the centre's axes and the
     radius; its squared reach is written into the last column.  Its home key
     (the home function, :func:`culling.core.cells.home`) goes into ``key``,
-    int64 (1, dim + 1).  The root holds it when its level is the root's or
-    below and its cell's ancestor on the root's level, ``cell >> (level -
-    root_level)`` per axis (cells nest), is the root's cell.  When the key is
+    int64 (1, dim + 1).  The root holds it when it holds the key's node
+    (:func:`culling.tree.batch.under_root`).  When the key is
     the node of ``handle`` (-1: no object), the sphere is stored in the
     object's row and its tile covers it: :data:`STAYS`.  O(dim), no allocation.
     """
@@ -909,12 +909,8 @@ def _home_one(sphere: np.ndarray, handle: int, world_fields: WorldFields, object
     sphere[0, dim + 1] = reach_of(sphere[0, dim])
     home(sphere[:, :dim], sphere[:, dim], 0, world.origin, world.size, key, 0)
     level = key[0, 0]
-    shift = level - world.root_level
-    if shift < 0:
+    if not batch.under_root(key, world, nodes):
         return OUTSIDE
-    for axis in range(dim):
-        if key[0, axis + 1] >> shift != nodes.cells[axis, world.root]:
-            return OUTSIDE
     if handle < 0:
         return INSIDE
     node = objects.node[handle]

@@ -17,6 +17,8 @@ from collections.abc import Iterator
 import numpy as np
 import pytest
 from brute_force import BruteForce, check_contents, check_query
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from culling import ViewDistanceTree
 from culling.core.containment import squared_reach
@@ -265,3 +267,86 @@ def test_update_many_searches_the_movers_homes_on_the_threads(dim: int, monkeypa
                        table.child[:table.issued].copy()))
     for one, many in zip(tables[0], tables[1]):
         assert np.array_equal(one, many)
+
+
+@given(st.lists(st.integers(-50, 50), max_size=40), st.lists(st.integers(-50, 50), max_size=40))
+@settings(max_examples=80, deadline=None)
+def test_ascending_union_is_the_sorted_union_of_two_ascending_arrays(first: list[int], second: list[int]) -> None:
+    """settle's parts return their movers ascending; ``ascending_union`` joins two such lists in order
+    (repeats and empty lists included), as sorting them together would."""
+    from culling.tree.batch import ascending_union
+
+    a, b = np.sort(np.array(first, dtype=np.int64)), np.sort(np.array(second, dtype=np.int64))
+    assert ascending_union(a, b).tolist() == sorted(first + second)
+
+
+def _edge_spheres(dim: int) -> st.SearchStrategy[tuple[np.ndarray, np.ndarray]]:
+    """Small batches whose centres sit on, next to and beyond the faces of the root's cells and whose
+    radii sit on the edges of the radius classes (``size / 2**k / 4`` for a 64-wide world)."""
+    faces = [0.0, 64.0, -64.0, 128.0, 32.0, 16.0, 96.0, -0.5, 63.999999, 64.000001, 1e-9, -1e-9, 200.0]
+    coordinate = st.one_of(st.sampled_from(faces), st.floats(-300.0, 300.0, allow_nan=False))
+    radius = st.one_of(st.sampled_from([0.0, 4.0, 8.0, 16.0, 32.0, 64.0, 7.999999, 8.000001, 31.9999, 100.0]),
+                       st.floats(0.0, 120.0, allow_nan=False))
+    sphere = st.tuples(st.lists(coordinate, min_size=dim, max_size=dim), radius)
+    return st.lists(sphere, min_size=1, max_size=6).map(
+        lambda rows: (np.array([c for c, _ in rows], dtype=np.float64), np.array([r for _, r in rows])))
+
+
+@pytest.mark.parametrize("dim", [1, 2, 3])
+@pytest.mark.parametrize("grown", [False, True])
+def test_fits_root_decides_as_every_sphere_would(dim: int, grown: bool) -> None:
+    """``fits_root`` decides for a whole batch from its two corner spheres (levels and cells are
+    monotone in the centres and the radii): it says the root holds the batch exactly when the root
+    holds each sphere's home, as ``_home_one`` finds it one sphere at a time.  Roots of the first
+    world and grown ones; centres on the cells' faces, radii on the classes' edges."""
+    from culling.tree import batch
+    from culling.tree.tree import OUTSIDE, _home_one
+
+    tree = ViewDistanceTree(SIZE, dim=dim)
+    tree.insert_many(np.full((1, dim), 10.0), np.array([1.0]))
+    if grown:
+        tree.insert_many(np.full((1, dim), -70.0), np.array([40.0]))
+        assert tree.root_level < 0
+
+    @given(_edge_spheres(dim))
+    @settings(max_examples=150, deadline=None)
+    def decide(batch_spheres: tuple[np.ndarray, np.ndarray]) -> None:
+        centres, radii = batch_spheres
+        world, nodes = tree._world(), tree._nodes.arrays()
+        objects, pool = (tree._obj_node, tree._obj_pos), tree._pool.arrays()
+        key = np.empty((1, dim + 1), dtype=np.int64)
+        each = []
+        for c, r in zip(centres, radii):
+            sphere = np.zeros((1, dim + 2))
+            sphere[0, :dim], sphere[0, dim] = c, r
+            each.append(_home_one(sphere, -1, world, objects, nodes, pool, key) != OUTSIDE)
+        assert batch.fits_root(centres, radii, world, nodes) == all(each)
+
+    decide()
+
+
+@pytest.mark.parametrize("dim", [1, 2, 3])
+def test_update_many_reads_its_arrays_as_given(dim: int) -> None:
+    """``update_many`` takes the caller's int64 and float64 arrays without copying them (strided
+    views made contiguous): it never writes into them, and changing them afterwards changes nothing
+    stored.  Radii of -0.0 are stored as 0.0."""
+    rng = np.random.default_rng(50 + dim)
+    n = 400
+    tree, model = build(dim, rng.uniform(0.0, SIZE, (n, dim)), rng.uniform(0.0, 2.0, n))
+    handles = tree.handles()
+    every_other = handles[::2]  # a strided view
+    centres = rng.uniform(0.0, SIZE, (every_other.size, dim))
+    radii = rng.uniform(0.0, 2.0, every_other.size)
+    radii[:3] = -0.0
+    given_arrays = [a.copy() for a in (handles, centres, radii)]
+    tree.update_many(every_other, centres, radii)
+    for h, c, r in zip(every_other.tolist(), centres, radii.tolist()):
+        model.update(h, c, r + 0.0)
+    for before, after in zip(given_arrays, (handles, centres, radii)):
+        assert np.array_equal(before, after) and np.array_equal(np.signbit(before), np.signbit(after))
+    assert not np.signbit(tree.radii_of(every_other[:3])).any()
+    handles[:] = handles[::-1]  # the caller reuses its arrays: the tree has its own
+    centres[:] = 0.0
+    radii[:] = 5.0
+    tree.check_invariants()
+    check(tree, model, rng.uniform(0.0, SIZE, (20, dim)))
