@@ -163,3 +163,11 @@ def test_frameparts_times_the_collision_frame_part_by_part_and_alternates_a_cons
     assert set(frameparts.ab(1500, 4, "culling.tree.batch.PARALLEL_SETTLE_MIN", (1, 10**9))) == {1, 10**9}
     assert batch.PARALLEL_SETTLE_MIN == before  # put back
     assert batch.settle.__name__ == "settle" and not hasattr(batch.settle, "__wrapped__")  # parts unwrapped
+
+
+def test_pool_layout_times_each_layout():
+    from benchmarks import pool_layout
+
+    times = pool_layout.compare(objects=2_000, repeats=3)
+    assert set(times) == {"columns", "rows of 64 B", "rows of 40 B"}
+    assert all(seconds > 0.0 for seconds in times.values())

@@ -1,0 +1,99 @@
+"""Columns or rows for the member pool, where rows are reached at random: ``python -m benchmarks.pool_layout``.
+
+The pool keeps each member's centre, radius and squared reach column by
+column (docs/DESIGN.md, "Pools and tiles").  Queries read a node's members
+as runs, where columns are plainly right (SIMD over contiguous floats);
+``update_many``'s settle reaches each object's row at random, where rows of
+``dim + 2`` floats (one cache line, or two) might seem better.  This times
+settle's memory traffic alone, as its kernel does it: per object, the stored
+radius read, the old centre and radius copied to a backup, the new centre
+written, the row ``AHEAD`` objects on fetched early; the memory evicted
+before each pass, as the peers' frames evict it in the collision benchmark.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import numba
+import numpy as np
+
+from culling.core.prefetch import AHEAD, prefetch, prefetch_at
+
+
+@numba.njit(nogil=True, cache=True)  # not a library kernel: kept out of culling's warm-up and wheel
+def _settle_columns(rows: np.ndarray, centres: np.ndarray, radii: np.ndarray, columns: np.ndarray,
+                    backup: np.ndarray) -> int:
+    """Settle's traffic on a pool of columns, ``(dim + 2, rows)``; returns the unchanged radii."""
+    n, dim = centres.shape
+    same = 0
+    for i in range(n):
+        if i + AHEAD < n:
+            for column in range(dim + 1):
+                prefetch_at(columns, column, rows[i + AHEAD])
+        row = rows[i]
+        same += radii[i] == columns[dim, row]
+        for column in range(dim + 1):
+            backup[i, column] = columns[column, row]
+        for axis in range(dim):
+            columns[axis, row] = centres[i, axis]
+    return same
+
+
+@numba.njit(nogil=True, cache=True)
+def _settle_rows(rows: np.ndarray, centres: np.ndarray, radii: np.ndarray, pool: np.ndarray,
+                 backup: np.ndarray) -> int:
+    """The same traffic on a pool of rows, ``(rows, width)``, ``width >= dim + 2``."""
+    n, dim = centres.shape
+    same = 0
+    for i in range(n):
+        if i + AHEAD < n:
+            prefetch(pool[rows[i + AHEAD]], 0)
+        row = rows[i]
+        same += radii[i] == pool[row, dim]
+        for column in range(dim + 1):
+            backup[i, column] = pool[row, column]
+        for axis in range(dim):
+            pool[row, axis] = centres[i, axis]
+    return same
+
+
+def compare(objects: int = 10_000, repeats: int = 40, dim: int = 3, seed: int = 0) -> dict[str, float]:
+    """Median seconds of one settle-like pass per layout, alternated, each after evicting the caches.
+
+    ``columns``: ``(dim + 2, rows)``; ``rows of 64 B``: ``(rows, 8)`` (one cache line each);
+    ``rows of 40 B``: ``(rows, dim + 2)``.  The pool has half again as many rows as objects, in no
+    order the objects follow (the tree's pool after a few frames of a moving crowd).
+    """
+    rng = np.random.default_rng(seed)
+    pool_rows = objects * 3 // 2
+    rows = rng.permutation(pool_rows)[:objects].astype(np.int64)
+    centres, radii = rng.random((objects, dim)), rng.random(objects)
+    layouts = {"columns": np.zeros((dim + 2, pool_rows)), "rows of 64 B": np.zeros((pool_rows, 8)),
+               f"rows of {8 * (dim + 2)} B": np.zeros((pool_rows, dim + 2))}
+    backup = np.empty((objects, dim + 1))
+    evict = np.zeros(8_000_000)  # 64 MB, twice the last-level cache here
+    times: dict[str, list[float]] = {name: [] for name in layouts}
+    for _ in range(repeats):
+        for name, pool in layouts.items():
+            settle = _settle_columns if name == "columns" else _settle_rows
+            evict += 1.0
+            start = time.perf_counter()
+            settle(rows, centres, radii, pool, backup)
+            times[name].append(time.perf_counter() - start)
+    return {name: float(np.median(spent[1:] or spent)) for name, spent in times.items()}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m benchmarks.pool_layout", description=__doc__.splitlines()[0])
+    ap.add_argument("--objects", type=int, default=10_000, help="objects settled per pass (default 10,000)")
+    ap.add_argument("--repeats", type=int, default=40, help="passes per layout (default 40)")
+    args = ap.parse_args(argv)
+    for name, seconds in compare(args.objects, args.repeats).items():
+        print(f"{name:14s} {seconds * 1e6:8.1f} us a pass (median of {args.repeats}, caches evicted before each)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
