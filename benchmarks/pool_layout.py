@@ -44,7 +44,8 @@ def _settle_columns(rows: np.ndarray, centres: np.ndarray, radii: np.ndarray, co
 @numba.njit(nogil=True, cache=True)
 def _settle_rows(rows: np.ndarray, centres: np.ndarray, radii: np.ndarray, pool: np.ndarray,
                  backup: np.ndarray) -> int:
-    """The same traffic on a pool of rows, ``(rows, width)``, ``width >= dim + 2``."""
+    """The same traffic on a pool of rows, ``(rows, width)``, ``width >= dim + 2``: :func:`_settle_columns`'
+    loop line for line on purpose, since the indexing is the one thing compared."""
     n, dim = centres.shape
     same = 0
     for i in range(n):
