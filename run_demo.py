@@ -14,4 +14,7 @@ if __name__ == "__main__":
     except ImportError as exc:  # a missing dependency: one line, not a traceback
         print(f"run_demo.py: error: {exc}; install the project first: pip install -e .", file=sys.stderr)
         sys.exit(1)
+    except KeyboardInterrupt:  # Ctrl-C while the modules load: as main() says it later
+        print("run_demo.py: error: interrupted", file=sys.stderr)
+        sys.exit(130)
     sys.exit(main())

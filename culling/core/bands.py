@@ -306,11 +306,14 @@ def _banded(members: np.ndarray, low: np.ndarray, high: np.ndarray, low_level: i
 
 @kernel
 def _bucketed(runs: tuple[np.ndarray, np.ndarray, np.ndarray], plan: Plan, cell_start: np.ndarray, total: int,
-              parts: int) -> tuple[bool, Gather, np.ndarray]:
+              parts: int) -> tuple[bool, tuple[np.ndarray, np.ndarray, np.ndarray], np.ndarray]:
     """Each run's bucket (its cell's ancestor on its band's level, numbered over every band's buckets;
     -1 for a run without members) and its bucket's members counted into ``cell_start`` (zeros,
     cells + 1 long; its starts after), in one pass over the runs ``(count, level, cells)``; then
     this call's copy of ``plan.band``, with each band's rows (:data:`FIRST_ROW`, :data:`END_ROW`).
+    The :class:`Gather` goes back as a plain tuple (:func:`_buckets` names it):
+    numba boxes a named tuple by calling its class, which a Ctrl-C landing
+    while numba looks the class up leaves NULL, and the process crashes.
 
     That pass gives each run its rows' offset in its bucket and cuts the
     runs into ``parts`` parts of about ``total / parts`` rows: the :class:`Gather` of
@@ -329,7 +332,7 @@ def _bucketed(runs: tuple[np.ndarray, np.ndarray, np.ndarray], plan: Plan, cell_
     offset = np.empty(n_runs, dtype=np.int64)
     part_first = np.zeros(parts + 1, dtype=np.int64)
     part_first[parts] = n_runs
-    plan_gather = Gather(run_cell, offset, part_first)
+    plan_gather = (run_cell, offset, part_first)
     rows = band.copy()  # the plan is shared: this call's rows go in a copy
     p = 1
     copied = 0
@@ -479,7 +482,7 @@ def _buckets(plan: Plan, runs: tuple[np.ndarray, np.ndarray, np.ndarray], object
     does not fit ``plan``."""
     cell_start = np.zeros(plan.cells + 1, dtype=np.int64)
     fits, order, band = _bucketed(runs, plan, cell_start, objects, parts)
-    return (cell_start, order, band) if fits else None
+    return (cell_start, Gather(*order), band) if fits else None
 
 
 def build(runs: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray], handles: np.ndarray, columns: np.ndarray,

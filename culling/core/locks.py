@@ -32,6 +32,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, Concatenate, ParamSpec, Protocol, TypeVar
 
+from culling.core.interrupts import hold_interrupts, release_interrupts, unmask_interrupt
+
 __all__ = ["Guarded", "ReadWriteLock", "reading", "writing"]
 
 P = ParamSpec("P")
@@ -177,12 +179,20 @@ G = TypeVar("G", bound=Guarded)
 
 
 def reading(method: Callable[Concatenate[G, P], R]) -> Callable[Concatenate[G, P], R]:
-    """Run ``method`` holding its structure's lock as a reader (queries, look-ups)."""
+    """Run ``method`` holding its structure's lock as a reader (queries, look-ups).
+
+    Both wrappers are every public method's way in and out, so they also give
+    back a Ctrl-C that numba reported as ``SystemError``
+    (:func:`culling.core.interrupts.unmask_interrupt`): it costs nothing until raised.
+    """
     def read(self: G, /, *args: P.args, **kwargs: P.kwargs) -> R:
         lock = self._rw
         lock.acquire_read()
         try:
             return method(self, *args, **kwargs)
+        except SystemError as exc:
+            unmask_interrupt(exc)
+            raise
         finally:
             lock.release_read()
     functools.update_wrapper(read, method)
@@ -190,14 +200,22 @@ def reading(method: Callable[Concatenate[G, P], R]) -> Callable[Concatenate[G, P
 
 
 def writing(method: Callable[Concatenate[G, P], R]) -> Callable[Concatenate[G, P], R]:
-    """Run ``method`` holding its structure's lock as the writer (mutations)."""
+    """Run ``method`` holding its structure's lock as the writer (mutations), whole: a Ctrl-C meanwhile
+    is raised when it has finished (:func:`culling.core.interrupts.hold_interrupts`, 0.5 us a call)."""
     def write(self: G, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        held = hold_interrupts()
         lock = self._rw
-        lock.acquire_write()
         try:
-            return method(self, *args, **kwargs)
+            lock.acquire_write()
+            try:
+                return method(self, *args, **kwargs)
+            except SystemError as exc:
+                unmask_interrupt(exc)
+                raise
+            finally:
+                lock.release_write()
         finally:
-            lock.release_write()
+            release_interrupts(held)
     functools.update_wrapper(write, method)
     return write
 

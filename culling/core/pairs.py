@@ -113,10 +113,18 @@ class JoinTree(NamedTuple):
     box: np.ndarray
 
 
-@kernel
 def build(root: int, child: np.ndarray, start: np.ndarray, count: np.ndarray, handles: np.ndarray,
           columns: np.ndarray, objects: int) -> JoinTree:
-    """The :class:`JoinTree` of the nodes reachable from ``root`` (``child`` int64 (N, 2**dim), -1: none;
+    """:func:`_joined` as a :class:`JoinTree`.  Named here, not in the kernel: numba boxes a named tuple
+    by calling its class, which a Ctrl-C landing while numba looks the class up leaves NULL, and the
+    process crashes (:mod:`culling.core.interrupts`)."""
+    return JoinTree(*_joined(root, child, start, count, handles, columns, objects))
+
+
+@kernel
+def _joined(root: int, child: np.ndarray, start: np.ndarray, count: np.ndarray, handles: np.ndarray,
+            columns: np.ndarray, objects: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The fields of the :class:`JoinTree` of the nodes reachable from ``root`` (``child`` int64 (N, 2**dim), -1: none;
     ``start``/``count`` their runs in the pool ``handles``/``columns``; ``objects`` members in all).
 
     Depth first, so that a subtree's nodes, and its members in the copy, are
@@ -196,7 +204,7 @@ def build(root: int, child: np.ndarray, start: np.ndarray, count: np.ndarray, ha
         if up >= 0 and box[j, 2 * dim] >= 0.0:
             for f in range(2 * dim + 1):
                 box[up, f] = min(box[up, f], box[j, f]) if f < dim else max(box[up, f], box[j, f])
-    return JoinTree(out_columns[:, :at], out_handles[:at], link, box)
+    return out_columns[:, :at], out_handles[:at], link, box
 
 
 @inline_kernel

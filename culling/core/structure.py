@@ -29,6 +29,7 @@ from culling.core import chunks, members, overlap
 from culling.core.bands import PlanCache
 from culling.core.containment import decide
 from culling.core.handles import HandleStack
+from culling.core.interrupts import unmask_interrupt
 from culling.core.locks import ReadWriteLock, reading, state_without_lock
 from culling.core.structs import PoolFields
 from culling.core.threads import run_chunks
@@ -248,6 +249,9 @@ class Structure(ABC):
             scale = as_scale(scale)
             found, sure = self._query(p, as_flag(exact), scale, False)
             return found if sure == found.shape[0] else self._settled(found, sure, p, scale, False)
+        except SystemError as exc:  # as @reading does
+            unmask_interrupt(exc)
+            raise
         finally:
             lock.release_read()
 

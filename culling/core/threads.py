@@ -58,36 +58,48 @@ CHUNKS_PER_THREAD = 4
 class _Helper:
     """One pool thread's share of a batch: it runs ``work`` unless the caller claimed it first.
 
-    ``next()`` on an ``itertools.count`` is atomic, so exactly one of the pool
-    thread (starting it) and the caller (cancelling it) takes number 0: a
-    helper that has not started when the caller has taken every chunk is
-    never waited for.  ``done`` is a lock held until the work ends.
+    The pool thread (starting it) and the caller (cancelling it) each append
+    their name to ``claims`` (``list.append`` is atomic): whoever is first
+    decides, so a helper that has not started when the caller has taken
+    every chunk is never waited for.  ``done`` is a lock held until the work
+    ends, and ``finished`` is set just before it is released.  A Ctrl-C can
+    interrupt the caller anywhere in :meth:`cancel_or_wait`; the list and the
+    flag keep what it had learned, so it is simply called again.
     """
 
-    __slots__ = ("_claim", "_done", "_work", "error")
+    __slots__ = ("_claims", "_done", "_work", "error", "finished")
 
     def __init__(self, work: Callable[[], None]) -> None:
-        self._claim = itertools.count()
+        self._claims: list[str] = []
         self._done = threading.Lock()
         self._done.acquire()
         self._work = work
         self.error: BaseException | None = None
+        self.finished = False
 
     def run(self) -> None:
         """On a pool thread: the work, unless cancelled; an exception is kept for the caller."""
-        if next(self._claim):
+        claims = self._claims
+        claims.append("helper")
+        if claims[0] != "helper":
             return
         try:
             self._work()
         except BaseException as exc:  # raised again on the calling thread
             self.error = exc
         finally:
+            self.finished = True
             self._done.release()
 
     def cancel_or_wait(self) -> None:
-        """On the calling thread: cancel the work if it has not started, else wait for its end."""
-        if next(self._claim):
-            self._done.acquire()
+        """On the calling thread: cancel the work if it has not started, else wait for its end.
+        Safe to call again after a Ctrl-C interrupted it."""
+        claims = self._claims
+        if "caller" not in claims:
+            claims.append("caller")
+        if claims[0] == "helper":
+            while not self.finished:
+                self._done.acquire()
 
 
 class _Pool:
@@ -238,14 +250,28 @@ def run_chunks(fn: Callable[[int, int], T], n_items: int, min_items: int = 1,
             results[c] = fn(bounds[c], bounds[c + 1])
 
     pool = _executor(threads - 1)
-    helpers = [_Helper(work) for _ in range(min(threads, chunks) - 1)]
-    for helper in helpers:
-        pool.submit(helper)
+    helpers: list[_Helper] = []
     try:
+        for _ in range(min(threads, chunks) - 1):
+            helper = _Helper(work)
+            helpers.append(helper)  # first: a helper is waited for (or cancelled) once it may have been submitted
+            pool.submit(helper)
         work()  # the calling thread takes chunks too, so a busy pool delays nothing
     finally:
-        for helper in helpers:  # every chunk done, failed or not, before the caller's arrays are touched again
-            helper.cancel_or_wait()
+        # Every chunk done, failed or not, before the caller's arrays are touched again: a helper left
+        # running would write into them while the caller (a mutation rolling back, say) goes on.  So a
+        # Ctrl-C meanwhile is raised only once every helper has stopped.  Written here, not in a
+        # function: Python may raise a pending KeyboardInterrupt on entering one, before its ``try``.
+        interrupted: KeyboardInterrupt | None = None
+        while True:
+            try:
+                for helper in helpers:
+                    helper.cancel_or_wait()
+                break
+            except KeyboardInterrupt as exc:
+                interrupted = exc
+        if interrupted is not None:
+            raise interrupted
     for helper in helpers:
         if helper.error is not None:
             raise helper.error

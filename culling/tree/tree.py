@@ -43,6 +43,7 @@ from culling.core.cells import home
 from culling.core.containment import reach_of, squared_reach
 from culling.core.growth import ARRAY_GROWTH, grown
 from culling.core.handles import HandleStack
+from culling.core.interrupts import hold_interrupts, release_interrupts, unmask_interrupt
 from culling.core.jit import kernel
 from culling.core.lattice import ANCHOR, MAX_DEPTH, MAX_GROWTH, Lattice
 from culling.core.locks import reading, writing
@@ -323,22 +324,29 @@ class ViewDistanceTree(Structure):
     def remove(self, handle: Handle) -> None:
         """Remove one object: an O(1) unlink, then its node and the ancestors that emptied deleted, in
         one kernel call (:func:`_remove_one`).  O(levels)."""
-        lock = self._rw  # taken here, not by @writing: its forwarding costs a tenth of a removal
-        lock.acquire_write()
+        held = hold_interrupts()  # as @writing does, which is not used here: its forwarding costs a tenth of a removal
+        lock = self._rw
         try:
-            handle = self._live(handle)
-            self._ids.make_room(1)  # first: a MemoryError there changes nothing
-            nodes = self._nodes
-            pool = self._pool
-            nodes.free_count, pool.spare_count = _remove_one(
-                handle, self._root, (self._obj_node, self._obj_pos), nodes.arrays(),
-                (pool.arrays(), (pool.heads, pool.spare, pool.spare_count)), (nodes.free, nodes.free_count))
-            self._ids.release(handle)
-            self._shrink_root()
-            self._count -= 1
-            self._after_removal()
+            lock.acquire_write()
+            try:
+                handle = self._live(handle)
+                self._ids.make_room(1)  # first: a MemoryError there changes nothing
+                nodes = self._nodes
+                pool = self._pool
+                nodes.free_count, pool.spare_count = _remove_one(
+                    handle, self._root, (self._obj_node, self._obj_pos), nodes.arrays(),
+                    (pool.arrays(), (pool.heads, pool.spare, pool.spare_count)), (nodes.free, nodes.free_count))
+                self._ids.release(handle)
+                self._shrink_root()
+                self._count -= 1
+                self._after_removal()
+            except SystemError as exc:
+                unmask_interrupt(exc)
+                raise
+            finally:
+                lock.release_write()
         finally:
-            lock.release_write()
+            release_interrupts(held)
 
     # ------------------------------------------------------------------
     # Mutation: batches (validated whole before anything changes)

@@ -1,0 +1,143 @@
+"""Ctrl-C: a mutation runs whole, a query gives back the ``KeyboardInterrupt``, LLVM is never interrupted.
+
+Python raises ``KeyboardInterrupt`` on the main thread between any two steps
+of its bytecode.  A mutation is several kernel calls with Python between
+them, so an interrupt there would leave a tree half-changed (a node
+emptied but not yet pruned, a count one off), which a program that catches
+the interrupt (a notebook, a REPL, a game's console) would then query.
+:func:`hold_interrupts` and :func:`release_interrupts` put a SIGINT that
+arrives during a mutation aside and hand it to the program's own handler
+once the mutation has finished; :mod:`culling.core.locks` wraps every
+mutation in them.  On a thread other than the main one there is nothing to
+hold: Python runs signal handlers on the main thread only.
+
+numba reports a Ctrl-C that lands while it boxes a kernel's result as a
+``SystemError`` (:func:`masked_interrupt`); the public methods give the
+``KeyboardInterrupt`` back (:func:`unmask_interrupt`).
+
+>>> token = hold_interrupts()
+>>> release_interrupts(token)
+"""
+
+from __future__ import annotations
+
+import signal
+import sys
+import threading
+from collections.abc import Callable
+from types import FrameType
+from typing import Any, TypeVar
+
+#: ``signal``'s C module: its ``signal()`` without the enum conversions costs 0.2 us a call against
+#: 2.3 us (a mutation swaps the handler twice).
+_signals: Any = sys.modules.get("_signal", signal)
+
+__all__ = ["hold_interrupts", "masked_interrupt", "on_a_thread_through_interrupts", "release_interrupts",
+           "unmask_interrupt"]
+
+T = TypeVar("T")
+
+_SIGINT = 2
+_MAIN = threading.main_thread().ident
+
+#: SIGINTs that arrived while a mutation held them (the frames they interrupted); ``list.append`` is atomic.
+_held: list[FrameType | None] = []
+
+
+def _hold(signum: int, frame: FrameType | None) -> None:
+    """The SIGINT handler while a mutation runs: put the signal aside."""
+    _held.append(frame)
+
+
+def hold_interrupts() -> Any:
+    """Put SIGINTs aside until :func:`release_interrupts` (give it what this returns).
+
+    Returns the program's handler, or None where there is nothing to hold:
+    not the main thread, a mutation inside another already holding them, or
+    no Python handler (``SIG_IGN``, ``SIG_DFL``: no exception can come).
+    About 0.5 us for the pair.
+    """
+    if threading.get_ident() != _MAIN:
+        return None
+    handler = _signals.signal(_SIGINT, _hold)
+    if handler is _hold or not callable(handler):
+        _signals.signal(_SIGINT, handler)
+        return None
+    return handler
+
+
+def release_interrupts(handler: Any) -> None:
+    """Give SIGINT back to ``handler`` (what :func:`hold_interrupts` returned) and run it for a
+    signal that arrived meanwhile: Python's default handler raises ``KeyboardInterrupt`` here."""
+    if handler is None:
+        return
+    _signals.signal(_SIGINT, handler)
+    if _held:
+        frame = _held[-1]
+        _held.clear()
+        handler(_SIGINT, frame)
+
+
+def masked_interrupt(exc: BaseException) -> KeyboardInterrupt | None:
+    """The ``KeyboardInterrupt`` that numba reported as ``exc``, or None if ``exc`` is something else.
+
+    numba boxes an array that a kernel returns by calling a Python function
+    (``numba.core.serialize._numba_unpickle``).  A Ctrl-C that lands there
+    leaves a pending ``KeyboardInterrupt`` while the call still returns its
+    result, and CPython reports ``SystemError: CPUDispatcher(...) returned a
+    result with an exception set``, caused by the interrupt: here seven
+    Ctrl-Cs of eight that hit a query loop.  One that lands inside
+    ``_numba_unpickle``'s own call is reported twice over (a ``SystemError``
+    caused by one caused by the interrupt).
+    """
+    if not isinstance(exc, SystemError):
+        return None
+    cause = exc.__cause__
+    while isinstance(cause, SystemError):
+        cause = cause.__cause__
+    return cause if isinstance(cause, KeyboardInterrupt) else None
+
+
+def unmask_interrupt(exc: SystemError) -> None:
+    """Raise the ``KeyboardInterrupt`` behind ``exc`` (:func:`masked_interrupt`), if there is one:
+    a user who presses Ctrl-C gets the interrupt they pressed."""
+    interrupt = masked_interrupt(exc)
+    if interrupt is not None:
+        raise interrupt from None
+
+
+def on_a_thread_through_interrupts(work: Callable[[], T], name: str) -> T:
+    """``work()`` run on a new thread while this one waits for it, through any Ctrl-C; the
+    ``KeyboardInterrupt`` is raised once ``work`` has ended, and ``work``'s exception is raised here.
+
+    Waits on a lock of its own: ``Thread.join`` cannot be called again after an
+    interrupt, as Python 3.11's join then takes the running thread for
+    stopped (it releases the thread's lock on seeing it held).
+    """
+    result: list[T] = []
+    failed: list[BaseException] = []
+    done = threading.Lock()
+    done.acquire()
+    ended = [False]
+
+    def run() -> None:
+        try:
+            result.append(work())
+        except BaseException as exc:  # noqa: BLE001 - raised again on the waiting thread
+            failed.append(exc)
+        finally:
+            ended[0] = True
+            done.release()
+
+    threading.Thread(target=run, name=name, daemon=True).start()
+    interrupted: KeyboardInterrupt | None = None
+    while not ended[0]:
+        try:
+            done.acquire()
+        except KeyboardInterrupt as exc:
+            interrupted = exc
+    if interrupted is not None:
+        raise interrupted
+    if failed:
+        raise failed[0]
+    return result[0]

@@ -1,0 +1,151 @@
+"""Ctrl-C, again and again, into a tree's queries and mutations: run by ``test_interrupts.py`` in a process of its own.
+
+A thread sends SIGINT to the main thread every 0 to 2 ms while the main
+thread queries and mutates a tree.  Every exception that comes out must be
+the ``KeyboardInterrupt`` (never numba's ``SystemError``), and after each one
+the tree must hold either the state before the interrupted call or the state
+after it (a mutation is whole or not at all), pass its invariant checker and
+answer queries as brute force does.  Prints one line of counts; exits 1 on
+the first failure, with what failed.
+
+Usage: ``python interrupt_stress.py SECONDS SEED KIND [fresh]`` (KIND ``tree``
+or ``grid``; ``fresh``: the first signals land while the queries' kernels
+load or compile).
+"""
+
+from __future__ import annotations
+
+import random
+import signal
+import sys
+import threading
+import time
+from collections import Counter
+
+import numpy as np
+
+from culling import DenseViewDistanceGrid, ViewDistanceTree
+
+SIZE = 100.0
+
+
+def state(tree: ViewDistanceTree | DenseViewDistanceGrid) -> dict[int, tuple[float, ...]]:
+    handles = tree.handles()
+    return {int(h): (*c, r) for h, c, r in zip(handles, tree.centres_of(handles), tree.radii_of(handles), strict=True)}
+
+
+def brute(objects: dict[int, tuple[float, ...]], p: np.ndarray) -> list[int]:
+    return sorted(h for h, (*c, r) in objects.items() if float(np.sum((np.asarray(c) - p) ** 2)) <= r * r)
+
+
+def main() -> int:
+    seconds, seed, kind = float(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+    fresh = len(sys.argv) > 4 and sys.argv[4] == "fresh"
+    rng = np.random.default_rng(seed)
+    pick = random.Random(seed)
+    armed = [False]
+    counts: Counter[str] = Counter()
+
+    def on_sigint(signum: int, frame: object) -> None:
+        if armed[0]:
+            raise KeyboardInterrupt
+        counts["outside"] += 1
+
+    signal.signal(signal.SIGINT, on_sigint)
+    main_id = threading.main_thread().ident
+    stop = threading.Event()
+
+    def send() -> None:
+        while not stop.wait(pick.uniform(0.0, 0.002)):
+            signal.pthread_kill(main_id, signal.SIGINT)
+
+    tree = ViewDistanceTree(SIZE, dim=3) if kind == "tree" else DenseViewDistanceGrid(SIZE, dim=3, min_radius=0.5)
+    tree.insert_many(rng.uniform(0, SIZE, (3000, 3)), rng.uniform(0.5, 8, 3000))
+    if not fresh:  # else the queries' kernels load or compile under fire
+        tree.query(np.zeros(3))
+    sender = threading.Thread(target=send, daemon=True)
+    sender.start()
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        before = state(tree)
+        op = pick.choice(["query", "query_many", "pairs", "insert", "update", "remove", "insert_many", "update_many",
+                          "remove_many"])
+        live = tree.handles()
+        n = pick.randint(1, 400)
+        p = rng.uniform(0, SIZE, 3)
+        after: dict[int, tuple[float, ...]] | None = None
+        try:
+            armed[0] = True
+            if op == "query":
+                tree.query(p, exact=True)
+            elif op == "query_many":
+                tree.query_many(rng.uniform(0, SIZE, (n, 3)))
+            elif op == "pairs":
+                tree.overlapping_pairs()
+            elif op == "insert":
+                n = 1
+                tree.insert(p, pick.uniform(0.5, 8))
+            elif op == "update" and live.size:
+                h = int(live[pick.randrange(live.size)])
+                r = pick.uniform(0.5, 8)
+                after = dict(before)
+                after[h] = (*p, r)
+                tree.update(h, p, r)
+            elif op == "remove" and live.size:
+                h = int(live[pick.randrange(live.size)])
+                after = {k: v for k, v in before.items() if k != h}
+                tree.remove(h)
+            elif op == "insert_many":
+                centres, radii = rng.uniform(0, SIZE, (n, 3)), rng.uniform(0.5, 8, n)
+                tree.insert_many(centres, radii)
+            elif op == "update_many" and live.size:
+                moving = rng.choice(live, min(n, live.size), replace=False)
+                centres = np.clip(tree.centres_of(moving) + rng.normal(0, 3, (moving.size, 3)), 0, SIZE * 0.999)
+                radii = rng.uniform(0.5, 8, moving.size)
+                after = dict(before)
+                after.update({int(h): (*c, r) for h, c, r in zip(moving, centres, radii, strict=True)})
+                tree.update_many(moving, centres, radii)
+            elif op == "remove_many" and live.size:
+                gone = rng.choice(live, min(n, live.size), replace=False)
+                after = {h: v for h, v in before.items() if h not in set(gone.tolist())}
+                tree.remove_many(gone)
+            armed[0] = False
+            counts["whole"] += 1
+        except KeyboardInterrupt:
+            armed[0] = False
+            counts[f"interrupted:{op}"] += 1
+        except BaseException as exc:  # noqa: BLE001 - the failure this script looks for
+            armed[0] = False
+            stop.set()
+            print(f"FAIL: {op} raised {type(exc).__name__}: {exc} (cause {exc.__cause__!r})", flush=True)
+            return 1
+        now = state(tree)
+        if op in ("insert", "insert_many"):
+            grown = {h: v for h, v in now.items() if h not in before}
+            ok = now.items() >= before.items() and len(grown) in (0, n)
+        else:
+            ok = now == before or (after is not None and now == after)
+        if not ok:
+            stop.set()
+            print(f"FAIL: {op} left the tree half-changed ({len(before)} objects before, {len(now)} after)")
+            return 1
+        try:
+            armed[0] = False
+            tree.check_invariants()
+            got = sorted(tree.query(p, exact=True).tolist())
+        except BaseException as exc:  # noqa: BLE001
+            stop.set()
+            print(f"FAIL: after {op}: {type(exc).__name__}: {exc}", flush=True)
+            return 1
+        if got != brute(now, p):
+            stop.set()
+            print(f"FAIL: after {op} the tree answers differently from brute force at {p.tolist()}")
+            return 1
+    stop.set()
+    sender.join()
+    print(" ".join(f"{k}={v}" for k, v in sorted(counts.items())), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
