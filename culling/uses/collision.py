@@ -32,6 +32,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from culling.core.containment import distances
+from culling.core.interrupts import runs_whole
 from culling.core.validation import (
     as_handle,
     as_handles,
@@ -153,6 +154,7 @@ class CollisionCandidates:
 
     # -- mutation ------------------------------------------------------------
 
+    @runs_whole
     def insert(self, centre: ArrayLike, bounding_radius: float) -> int:
         """Add one object; returns its handle.  O(1) amortised (a hash lookup).
 
@@ -167,6 +169,7 @@ class CollisionCandidates:
         self._store(np.array([handle], dtype=np.int64), np.array([bounding]))
         return handle
 
+    @runs_whole
     def insert_many(self, centres: ArrayLike, bounding_radii: ArrayLike) -> NDArray[np.int64]:
         """Add ``n`` objects; returns their handles, shape (n,), int64.  O(n), vectorised.
 
@@ -182,6 +185,7 @@ class CollisionCandidates:
         self._store(handles, bounding)
         return handles
 
+    @runs_whole
     def update(self, handle: int, centre: ArrayLike, bounding_radius: float | None = None) -> None:
         """Move (and optionally resize) one object.  O(1) for a small move.
 
@@ -205,6 +209,7 @@ class CollisionCandidates:
         self._tree.update(h, centre, float(bounding))
         self._bounding[h] = bounding
 
+    @runs_whole
     def update_many(self, handles: ArrayLike, centres: ArrayLike,
                     bounding_radii: ArrayLike | None = None) -> None:
         """Move (and optionally resize) ``n`` objects at once.  O(n), vectorised.
@@ -228,6 +233,7 @@ class CollisionCandidates:
         self._tree.update_many(hs, points, bounding)
         self._bounding[hs] = bounding
 
+    @runs_whole
     def remove(self, handle: int) -> None:
         """Remove one object; ``KeyError`` if it is not stored.  O(1) plus node cleanup."""
         h = as_handle(handle)
@@ -235,6 +241,7 @@ class CollisionCandidates:
         self._tree.remove(h)
         self._alive[h] = False
 
+    @runs_whole
     def remove_many(self, handles: ArrayLike) -> None:
         """Remove ``n`` objects (unique, all stored, else nothing changes).  O(n)."""
         hs = as_handles(handles)
@@ -243,6 +250,7 @@ class CollisionCandidates:
         self._tree.remove_many(hs)
         self._alive[hs] = False
 
+    @runs_whole
     def set_probe_radius(self, probe_radius: float) -> None:
         """Change the default probe radius; nothing is re-stored.
 

@@ -52,6 +52,7 @@ from typing import Any, TypeVar
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from culling.core.interrupts import runs_whole
 from culling.core.validation import as_handles, as_radii, as_radius
 
 __all__ = ["MultiCameraTracker", "VisibilityEvents", "VisibilityTracker"]
@@ -230,6 +231,7 @@ class VisibilityTracker:
 
     # -- mutation ------------------------------------------------------------
 
+    @runs_whole
     def update(self, visible_handles: ArrayLike, distances: ArrayLike | None = None,
                view_distances: ArrayLike | None = None) -> VisibilityEvents:
         """Record this frame's visible set and return what changed.
@@ -336,6 +338,7 @@ class VisibilityTracker:
             inside |= was & (distances <= view * (1.0 + self._hysteresis))
         return inside
 
+    @runs_whole
     def forget(self, handles: ArrayLike) -> None:
         """Drop objects removed from the world: no ``left`` event will follow.
 
@@ -369,6 +372,7 @@ class VisibilityTracker:
         self._visible = _frozen(self._visible[keep])
         self._bands = _frozen(self._bands[keep])
 
+    @runs_whole
     def reset(self) -> None:
         """Forget everything: the next update reports all its handles as entered."""
         self._visible = _EMPTY
@@ -442,6 +446,7 @@ class MultiCameraTracker:
         """``1 + hysteresis``, as :attr:`VisibilityTracker.query_scale`."""
         return 1.0 + self._hysteresis
 
+    @runs_whole
     def update(self, camera: Hashable, visible_handles: ArrayLike, distances: ArrayLike | None = None,
                view_distances: ArrayLike | None = None) -> VisibilityEvents:
         """:meth:`VisibilityTracker.update` for ``camera`` (any hashable id).
@@ -458,16 +463,19 @@ class MultiCameraTracker:
         self._trackers[camera] = tracker
         return events
 
+    @runs_whole
     def forget(self, handles: ArrayLike) -> None:
         """Drop removed objects from every camera, silently.  O(cameras × forget)."""
         handles = as_handles(handles, beyond="drop")
         for tracker in self._trackers.values():
             tracker.forget(handles)
 
+    @runs_whole
     def remove_camera(self, camera: Hashable) -> None:
         """Stop tracking ``camera``; unknown ids are ignored."""
         self._trackers.pop(camera, None)
 
+    @runs_whole
     def reset(self) -> None:
         """Drop every camera's state."""
         self._trackers.clear()

@@ -8,9 +8,10 @@ after it (a mutation is whole or not at all), pass its invariant checker and
 answer queries as brute force does.  Prints one line of counts; exits 1 on
 the first failure, with what failed.
 
-Usage: ``python interrupt_stress.py SECONDS SEED KIND [fresh]`` (KIND ``tree``
-or ``grid``; ``fresh``: the first signals land while the queries' kernels
-load or compile).
+Usage: ``python interrupt_stress.py SECONDS SEED KIND [fresh]`` (KIND ``tree``,
+``grid`` or ``collision``: a ``CollisionCandidates``, whose own records must
+also agree with its tree's; ``fresh``: the first signals land while the
+queries' kernels load or compile).
 """
 
 from __future__ import annotations
@@ -24,14 +25,25 @@ from collections import Counter
 
 import numpy as np
 
-from culling import DenseViewDistanceGrid, ViewDistanceTree
+from culling import CollisionCandidates, DenseViewDistanceGrid, ViewDistanceTree
 
 SIZE = 100.0
 
 
-def state(tree: ViewDistanceTree | DenseViewDistanceGrid) -> dict[int, tuple[float, ...]]:
+Stored = ViewDistanceTree | DenseViewDistanceGrid | CollisionCandidates
+
+
+def state(tree: Stored) -> dict[int, tuple[float, ...]]:
     handles = tree.handles()
-    return {int(h): (*c, r) for h, c, r in zip(handles, tree.centres_of(handles), tree.radii_of(handles), strict=True)}
+    radii = tree.bounding_radius_of(handles) if isinstance(tree, CollisionCandidates) else tree.radii_of(handles)
+    return {int(h): (*c, r) for h, c, r in zip(handles, tree.centres_of(handles), radii, strict=True)}
+
+
+def agrees(tree: Stored) -> bool:
+    """A wrapper's own records (``CollisionCandidates``: its handles, bounding radii) agree with its tree's."""
+    if not isinstance(tree, CollisionCandidates):
+        return True
+    return state(tree) == state(tree.tree)
 
 
 def brute(objects: dict[int, tuple[float, ...]], p: np.ndarray) -> list[int]:
@@ -59,10 +71,13 @@ def main() -> int:
         while not stop.wait(pick.uniform(0.0, 0.002)):
             signal.pthread_kill(main_id, signal.SIGINT)
 
-    tree = ViewDistanceTree(SIZE, dim=3) if kind == "tree" else DenseViewDistanceGrid(SIZE, dim=3, min_radius=0.5)
+    tree: Stored = {"tree": lambda: ViewDistanceTree(SIZE, dim=3),
+                    "grid": lambda: DenseViewDistanceGrid(SIZE, dim=3, min_radius=0.5),
+                    "collision": lambda: CollisionCandidates(0.5, SIZE, dim=3)}[kind]()
+    index = tree.tree if isinstance(tree, CollisionCandidates) else tree
     tree.insert_many(rng.uniform(0, SIZE, (3000, 3)), rng.uniform(0.5, 8, 3000))
     if not fresh:  # else the queries' kernels load or compile under fire
-        tree.query(np.zeros(3))
+        index.query(np.zeros(3))
     sender = threading.Thread(target=send, daemon=True)
     sender.start()
     end = time.monotonic() + seconds
@@ -77,11 +92,11 @@ def main() -> int:
         try:
             armed[0] = True
             if op == "query":
-                tree.query(p, exact=True)
+                index.query(p, exact=True)
             elif op == "query_many":
-                tree.query_many(rng.uniform(0, SIZE, (n, 3)))
+                index.query_many(rng.uniform(0, SIZE, (n, 3)))
             elif op == "pairs":
-                tree.overlapping_pairs()
+                tree.pairs() if isinstance(tree, CollisionCandidates) else tree.overlapping_pairs()
             elif op == "insert":
                 n = 1
                 tree.insert(p, pick.uniform(0.5, 8))
@@ -125,6 +140,10 @@ def main() -> int:
             ok = now.items() >= before.items() and len(grown) in (0, n)
         else:
             ok = now == before or (after is not None and now == after)
+        if not agrees(tree):
+            stop.set()
+            print(f"FAIL: {op} left the CollisionCandidates disagreeing with its tree")
+            return 1
         if not ok:
             stop.set()
             print(f"FAIL: {op} left the tree half-changed ({len(before)} objects before, {len(now)} after)")
@@ -132,7 +151,7 @@ def main() -> int:
         try:
             armed[0] = False
             tree.check_invariants()
-            got = sorted(tree.query(p, exact=True).tolist())
+            got = sorted(index.query(p, exact=True).tolist())
         except BaseException as exc:  # noqa: BLE001
             stop.set()
             print(f"FAIL: after {op}: {type(exc).__name__}: {exc}", flush=True)

@@ -2,9 +2,11 @@
 compiles run off the main thread (culling/core/interrupts.py, threads.py, jit.py).
 
 The end-to-end check runs ``interrupt_stress.py`` in a process of its own: it
-sends SIGINT every 0 to 2 ms into a tree's queries and mutations and checks
-after every interrupt that the tree is whole (before or after the call,
-never between), passes its invariants and answers as brute force does.  The
+sends SIGINT every 0 to 2 ms into the queries and mutations of a tree, a
+grid and a ``CollisionCandidates``, and checks after every interrupt that
+the structure is whole (before or after the call, never between; the
+wrapper's records agreeing with its tree's), passes its invariants and
+answers as brute force does.  The
 other tests signal this process only while a handler of their own is
 installed, and restore the one they found.
 """
@@ -22,8 +24,15 @@ from pathlib import Path
 
 import pytest
 
+from culling import CollisionCandidates, MultiCameraTracker, VisibilityTracker
 from culling.core import threads as pool
-from culling.core.interrupts import hold_interrupts, masked_interrupt, release_interrupts, unmask_interrupt
+from culling.core.interrupts import (
+    hold_interrupts,
+    masked_interrupt,
+    release_interrupts,
+    runs_whole,
+    unmask_interrupt,
+)
 from culling.core.jit import _compiles_off_the_main_thread
 
 STRESS = Path(__file__).with_name("interrupt_stress.py")
@@ -121,6 +130,36 @@ def test_nothing_is_held_off_the_main_thread_inside_a_hold_or_without_a_python_h
     release_interrupts(outer)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     assert hold_interrupts() is None and signal.getsignal(signal.SIGINT) == signal.SIG_IGN
+
+
+def test_a_method_that_runs_whole_finishes_before_the_interrupt(sigint_raises):
+    class Pair:
+        def __init__(self) -> None:
+            self.first = self.second = 0
+
+        @runs_whole
+        def set_both(self, value: int) -> None:
+            self.first = value
+            signal.raise_signal(signal.SIGINT)  # Ctrl-C between the two halves
+            time.sleep(0.001)
+            self.second = value
+
+    pair = Pair()
+    with pytest.raises(KeyboardInterrupt):
+        pair.set_both(7)
+    assert (pair.first, pair.second) == (7, 7)
+
+
+@pytest.mark.parametrize("owner, names", [
+    (CollisionCandidates, ["insert", "insert_many", "update", "update_many", "remove", "remove_many",
+                           "set_probe_radius"]),
+    (VisibilityTracker, ["update", "forget", "reset"]),
+    (MultiCameraTracker, ["update", "forget", "remove_camera", "reset"]),
+])
+def test_the_wrappers_state_changes_run_whole(owner, names):
+    """Each changes its own records around the tree's mutation (or several trackers'): held whole."""
+    for name in names:
+        assert getattr(owner, name).__code__ is runs_whole(lambda: None).__code__, name
 
 
 # ----------------------------------------------------------------------------- helper threads stop first
@@ -232,7 +271,7 @@ def test_a_compile_inside_a_compile_stays_on_its_thread():
 
 # ----------------------------------------------------------------------------- end to end
 
-@pytest.mark.parametrize("kind, seed", [("tree", 1), ("tree", 2), ("grid", 3)])
+@pytest.mark.parametrize("kind, seed", [("tree", 1), ("tree", 2), ("grid", 3), ("collision", 4)])
 def test_ctrl_c_storm_leaves_every_structure_whole_and_raises_only_keyboard_interrupt(kind, seed):
     proc = subprocess.run([sys.executable, str(STRESS), "4", str(seed), kind], capture_output=True, text=True,
                           timeout=240)
