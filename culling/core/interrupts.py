@@ -1,4 +1,4 @@
-"""Ctrl-C: a mutation runs whole, a query gives back the ``KeyboardInterrupt``, LLVM is never interrupted.
+"""Ctrl-C: a mutation or a compile runs whole, a query gives back the ``KeyboardInterrupt``.
 
 Python raises ``KeyboardInterrupt`` on the main thread between any two steps
 of its bytecode.  A mutation is several kernel calls with Python between
@@ -8,7 +8,9 @@ the interrupt (a notebook, a REPL, a game's console) would then query.
 :func:`hold_interrupts` and :func:`release_interrupts` put a SIGINT that
 arrives during a mutation aside and hand it to the program's own handler
 once the mutation has finished; :mod:`culling.core.locks` wraps every
-mutation in them.  On a thread other than the main one there is nothing to
+mutation in them, :func:`runs_whole` the wrappers' own changes and the
+kernels' compiles (:mod:`culling.core.jit`: llvmlite is not safe to
+interrupt).  On a thread other than the main one there is nothing to
 hold: Python runs signal handlers on the main thread only.
 
 numba reports a Ctrl-C that lands while it boxes a kernel's result as a
@@ -33,8 +35,7 @@ from typing import Any, ParamSpec, TypeVar
 #: 2.3 us (a mutation swaps the handler twice).
 _signals: Any = sys.modules.get("_signal", signal)
 
-__all__ = ["hold_interrupts", "masked_interrupt", "on_a_thread_through_interrupts", "release_interrupts",
-           "runs_whole", "unmask_interrupt"]
+__all__ = ["hold_interrupts", "masked_interrupt", "release_interrupts", "runs_whole", "unmask_interrupt"]
 
 T = TypeVar("T")
 P = ParamSpec("P")
@@ -120,40 +121,3 @@ def unmask_interrupt(exc: SystemError) -> None:
     interrupt = masked_interrupt(exc)
     if interrupt is not None:
         raise interrupt from None
-
-
-def on_a_thread_through_interrupts(work: Callable[[], T], name: str) -> T:
-    """``work()`` run on a new thread while this one waits for it, through any Ctrl-C; the
-    ``KeyboardInterrupt`` is raised once ``work`` has ended, and ``work``'s exception is raised here.
-
-    Waits on a lock of its own: ``Thread.join`` cannot be called again after an
-    interrupt, as Python 3.11's join then takes the running thread for
-    stopped (it releases the thread's lock on seeing it held).
-    """
-    result: list[T] = []
-    failed: list[BaseException] = []
-    done = threading.Lock()
-    done.acquire()
-    ended = [False]
-
-    def run() -> None:
-        try:
-            result.append(work())
-        except BaseException as exc:  # noqa: BLE001 - raised again on the waiting thread
-            failed.append(exc)
-        finally:
-            ended[0] = True
-            done.release()
-
-    threading.Thread(target=run, name=name, daemon=True).start()
-    interrupted: KeyboardInterrupt | None = None
-    while not ended[0]:
-        try:
-            done.acquire()
-        except KeyboardInterrupt as exc:
-            interrupted = exc
-    if interrupted is not None:
-        raise interrupted
-    if failed:
-        raise failed[0]
-    return result[0]

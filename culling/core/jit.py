@@ -38,7 +38,6 @@ import functools
 import hashlib
 import os
 import sys
-import threading
 import warnings
 from collections.abc import Callable
 from pathlib import Path
@@ -48,7 +47,7 @@ import numba
 import numpy as np
 from numba.core import types as _types
 
-from culling.core.interrupts import on_a_thread_through_interrupts
+from culling.core.interrupts import runs_whole
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -241,38 +240,23 @@ if not getattr(numba.config, "DISABLE_JIT", False):
 _unliteral: Callable[[Any], Any] = _types.unliteral
 
 
-def _compiles_off_the_main_thread(dispatcher: Any) -> Any:
-    """Make ``dispatcher`` compile (or load from a cache) on a thread of its own when the main thread asks.
+def _compiles_whole(dispatcher: Any) -> Any:
+    """Make ``dispatcher`` compile (or load from a cache) with SIGINT held (:func:`culling.core.interrupts.runs_whole`).
 
     llvmlite frees an LLVM object in ``close()`` and then marks it closed; a
     Ctrl-C that lands between the two leaves the object to be freed again by
     its finaliser, and the process aborts (``free(): double free detected``,
-    seen here when Ctrl-C hit a first query).  Signals are handled on the
-    main thread only, so the compile runs on another one while the main
-    thread waits for it, through any Ctrl-C, and raises the interrupt after.
-    A compile nested in another (the main thread already holds numba's
-    compiler lock) runs where it is.  About 0.1 ms a kernel, once.
+    seen here when Ctrl-C hit a first query).  Held, the interrupt comes when
+    the kernel (and the kernels it calls) are compiled.  0.5 us a kernel, once.
     """
-    from numba.core.compiler_lock import global_compiler_lock as numba_lock
-
-    global_compiler_lock: Any = numba_lock  # untyped in numba
-
-    compile_here = dispatcher.compile
-
-    def compile(sig: Any) -> Any:
-        if threading.current_thread() is not threading.main_thread() or global_compiler_lock.is_locked():
-            return compile_here(sig)
-        return on_a_thread_through_interrupts(lambda: compile_here(sig),
-                                              f"culling-compile-{dispatcher.py_func.__name__}")
-
-    dispatcher.compile = compile
+    dispatcher.compile = runs_whole(dispatcher.compile)
     return dispatcher
 
 
 def _compile(fn: Callable[..., Any], cached: bool = True, **options: Any) -> Any:
     """``numba.njit`` with the cache when some cache directory can be written, in memory otherwise
-    (or when not ``cached``); compiled off the main thread (:func:`_compiles_off_the_main_thread`)."""
-    return _compiles_off_the_main_thread(_njit(fn, cached, **options))
+    (or when not ``cached``); compiled with Ctrl-C held (:func:`_compiles_whole`)."""
+    return _compiles_whole(_njit(fn, cached, **options))
 
 
 def _njit(fn: Callable[..., Any], cached: bool, **options: Any) -> Any:

@@ -1,5 +1,5 @@
-"""Ctrl-C: mutations run whole, queries give back the KeyboardInterrupt, helper threads stop first,
-compiles run off the main thread (culling/core/interrupts.py, threads.py, jit.py).
+"""Ctrl-C: mutations and compiles run whole, queries give back the KeyboardInterrupt, helper threads
+stop first (culling/core/interrupts.py, threads.py, jit.py).
 
 The end-to-end check runs ``interrupt_stress.py`` in a process of its own: it
 sends SIGINT every 0 to 2 ms into the queries and mutations of a tree, a
@@ -33,7 +33,7 @@ from culling.core.interrupts import (
     runs_whole,
     unmask_interrupt,
 )
-from culling.core.jit import _compiles_off_the_main_thread
+from culling.core.jit import _compiles_whole
 
 STRESS = Path(__file__).with_name("interrupt_stress.py")
 
@@ -203,70 +203,44 @@ def test_a_ctrl_c_in_the_callers_chunk_waits_for_the_helpers(monkeypatch):
         assert done  # a helper that started had ended
 
 
-# ----------------------------------------------------------------------------- compiles off the main thread
+# ----------------------------------------------------------------------------- compiles run whole
 
 class _FakeDispatcher:
-    """What the compile shield reads of a numba dispatcher: ``compile`` and ``py_func``."""
+    """What the compile hold reads of a numba dispatcher: its ``compile``."""
 
     def __init__(self, work) -> None:
-        self.threads: list[str] = []
-        self._work = work
-
-        def py_func() -> None:
-            pass
-        self.py_func = py_func
-
-    def compile(self, sig):
-        self.threads.append(threading.current_thread().name)
-        return self._work(sig)
-
-
-def test_the_main_thread_compiles_on_another_thread_and_gets_the_result():
-    fake = _FakeDispatcher(lambda sig: ("compiled", sig))
-    dispatcher = _compiles_off_the_main_thread(fake)
-    assert dispatcher.compile(("int64",)) == ("compiled", ("int64",))
-    assert fake.threads and fake.threads[0].startswith("culling-compile-")
-    fake.threads.clear()
-    other = threading.Thread(target=dispatcher.compile, args=(("float64",),), name="users")
-    other.start()
-    other.join()
-    assert fake.threads == ["users"]  # any other thread compiles where it is
-
-
-def test_a_compile_error_reaches_the_caller():
-    def fail(sig):
-        raise TypeError("cannot type this")
-
-    dispatcher = _compiles_off_the_main_thread(_FakeDispatcher(fail))
-    with pytest.raises(TypeError, match="cannot type this"):
-        dispatcher.compile(("int64",))
+        self.compile = work
 
 
 def test_a_ctrl_c_during_a_compile_is_raised_after_it(sigint_raises):
     finished = []
 
     def slow(sig):
-        time.sleep(0.02)
-        _interrupt_main_thread()
-        time.sleep(0.05)
+        signal.raise_signal(signal.SIGINT)
+        time.sleep(0.01)
         finished.append(sig)
         return sig
 
-    dispatcher = _compiles_off_the_main_thread(_FakeDispatcher(slow))
+    dispatcher = _compiles_whole(_FakeDispatcher(slow))
     with pytest.raises(KeyboardInterrupt):
         dispatcher.compile(("int64",))
-        time.sleep(1)  # pragma: no cover - only if the interrupt were lost
     assert finished == [("int64",)]
 
 
-def test_a_compile_inside_a_compile_stays_on_its_thread():
-    from numba.core.compiler_lock import global_compiler_lock
+def test_a_compile_error_reaches_the_caller_and_the_handler_comes_back(sigint_raises):
+    def fail(sig):
+        raise TypeError("cannot type this")
 
-    fake = _FakeDispatcher(lambda sig: sig)
-    dispatcher = _compiles_off_the_main_thread(fake)
-    with global_compiler_lock:
-        dispatcher.compile(("int64",))  # on another thread this would wait for the lock held here forever
-    assert fake.threads == [threading.current_thread().name]
+    dispatcher = _compiles_whole(_FakeDispatcher(fail))
+    with pytest.raises(TypeError, match="cannot type this"):
+        dispatcher.compile(("int64",))
+    assert signal.getsignal(signal.SIGINT) is _raise_interrupt
+
+
+def test_every_kernel_compiles_whole():
+    from culling.core.jit import KERNELS
+
+    assert KERNELS and all(k.compile.__code__ is runs_whole(lambda: None).__code__ for k in KERNELS)
 
 
 # ----------------------------------------------------------------------------- end to end
