@@ -40,8 +40,7 @@ __all__ = ["hold_interrupts", "masked_interrupt", "release_interrupts", "runs_wh
 T = TypeVar("T")
 P = ParamSpec("P")
 
-_SIGINT = 2
-_MAIN = threading.main_thread().ident
+_SIGINT = int(signal.SIGINT)
 
 #: SIGINTs that arrived while a mutation held them (the frames they interrupted); ``list.append`` is atomic.
 _held: list[FrameType | None] = []
@@ -60,7 +59,7 @@ def hold_interrupts() -> Any:
     no Python handler (``SIG_IGN``, ``SIG_DFL``: no exception can come).
     About 0.5 us for the pair.
     """
-    if threading.get_ident() != _MAIN:
+    if threading.current_thread() is not threading.main_thread():  # asked each time: a fork's child has its own
         return None
     handler = _signals.signal(_SIGINT, _hold)
     if handler is _hold or not callable(handler):
