@@ -63,7 +63,7 @@ from typing import NamedTuple
 import numpy as np
 
 from culling.core.jit import inline_kernel, kernel
-from culling.core.overlap import first_near, partner_rows, reach_up, rows_sure
+from culling.core.overlap import NEAR_LANES, first_near, partner_rows, reach_up, rows_sure
 from culling.core.prefetch import AHEAD, prefetch, prefetch_at
 from culling.core.threads import CHUNKS_PER_THREAD, run_chunks, thread_count
 
@@ -122,7 +122,8 @@ class Gather(NamedTuple):
 class Layout(NamedTuple):
     """The members grouped by band (coarsest band first), then by bucket cell (row-major, the last axis fastest).
 
-    ``columns`` (dim + 2, n) and ``handles`` (n,): the copied members.
+    ``columns`` (dim + 2, n + NEAR_LANES - 1) and ``handles`` (n,): the copied members (the
+    columns after the last are room for :func:`culling.core.overlap.first_near`'s lanes).
     ``cell_start`` int64 (cells + 1,): cell ``c``'s members are rows
     ``cell_start[c] .. cell_start[c + 1] - 1``; a band's cells are
     consecutive, so a run of cells along the last axis is one run of rows.
@@ -515,12 +516,13 @@ def build(runs: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray], handles: 
         raise RuntimeError("the bands made from these runs do not fit them")
     cell_start, order, band = buckets
     total = int(cell_start[-1])
-    # row ``dim + 1`` of the copy (the squared reach) is not filled: nothing reads it
-    lay = Layout(np.empty((dim + 2, total)), np.empty(total, dtype=np.int64), cell_start, band,
+    # row ``dim + 1`` of the copy (the squared reach) is not filled: nothing reads it; the columns after
+    # the last member are first_near's lanes' room (culling.core.overlap.NEAR_LANES)
+    lay = Layout(np.empty((dim + 2, total + NEAR_LANES - 1)), np.empty(total, dtype=np.int64), cell_start, band,
                  plan.scales.copy(), plan.forward, True)
     run_chunks(lambda lo, hi: gather(lay, order, start, count, handles, columns, lo, hi), parts, chunks=parts)
     if total:  # each band's largest radius, from its gathered rows
-        lay.scales[:, RADIUS] = np.maximum.reduceat(lay.columns[dim], lay.band[:, FIRST_ROW])
+        lay.scales[:, RADIUS] = np.maximum.reduceat(lay.columns[dim, :total], lay.band[:, FIRST_ROW])
     return lay
 
 
@@ -536,7 +538,18 @@ def _screened(hits: np.ndarray, hk: int, i: int, lo: int, hi: int) -> int:
 @kernel
 def band_cells(lay: Layout, first_cell: int, last_cell: int, origin: np.ndarray, size: float,
                cube: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """The pairs within bands with their earlier member in cells ``first_cell .. last_cell - 1``.
+    """The pairs within bands with their earlier member in cells ``first_cell .. last_cell - 1``
+    (:func:`_band_cells`, compiled once for spheres and once for cubes: with the shape a constant,
+    :func:`culling.core.overlap.first_near` tests its lanes side by side)."""
+    if cube:
+        return _band_cells(lay, first_cell, last_cell, origin, size, True)
+    return _band_cells(lay, first_cell, last_cell, origin, size, False)
+
+
+@inline_kernel
+def _band_cells(lay: Layout, first_cell: int, last_cell: int, origin: np.ndarray, size: float,
+                cube: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`band_cells`: the pairs within bands with their earlier member in cells ``first_cell .. last_cell - 1``.
 
     A member of cell ``c`` is tested against the members after it in ``c``
     and in the next cell along the last axis (one run of rows), and against
@@ -693,7 +706,17 @@ def _written(columns: np.ndarray, handles: np.ndarray, hits: np.ndarray, hk: int
 @kernel
 def cross_rows(lay: Layout, first_row: int, last_row: int, origin: np.ndarray, size: float,
                cube: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """The pairs of the members in rows ``first_row .. last_row - 1`` with the members of finer bands.
+    """The pairs of the members in rows ``first_row .. last_row - 1`` with the members of finer bands
+    (:func:`_cross_rows`, compiled once per shape as :func:`band_cells`)."""
+    if cube:
+        return _cross_rows(lay, first_row, last_row, origin, size, True)
+    return _cross_rows(lay, first_row, last_row, origin, size, False)
+
+
+@inline_kernel
+def _cross_rows(lay: Layout, first_row: int, last_row: int, origin: np.ndarray, size: float,
+                cube: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`cross_rows`: the pairs of the members in rows ``first_row .. last_row - 1`` with the members of finer bands.
 
     A member ``(c, r)`` meets a member of band ``q`` only within ``r + R_q``
     (``R_q`` the band's largest radius): the band's buckets whose cells hold
