@@ -315,9 +315,8 @@ def _objects_in_rows(handles: np.ndarray, obj_pos: np.ndarray, first_row: int, e
             if i + AHEAD < n:
                 prefetch(obj_pos, handles[i + AHEAD])
             row = obj_pos[handles[i]]
-            if first_row <= row < end_row:
-                mine[m] = i
-                m += 1
+            mine[m] = i  # kept when in range: no branch on the random rows
+            m += (first_row <= row) & (row < end_row)
     return mine[:m]
 
 
