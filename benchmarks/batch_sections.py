@@ -141,6 +141,19 @@ def run_interest(cfg: Config, structs: Structures, res: Results) -> None:
 # ----------------------------------------------------------------- collision
 
 
+#: The collision table times each size over about this many creature-frames (at least
+#: ``cfg.collision_frames`` frames, at most :data:`COLLISION_MAX_FRAMES`): a 10k swarm's frame
+#: takes about a millisecond, and the median of six such frames moved by a third between runs
+#: on this shared machine; sixty take a second.
+COLLISION_CREATURE_FRAMES = 600_000
+COLLISION_MAX_FRAMES = 100
+
+
+def _n_frames(cfg: Config, n: int) -> int:
+    """Frames timed for a swarm of ``n`` creatures (:data:`COLLISION_CREATURE_FRAMES`)."""
+    return max(cfg.collision_frames, min(COLLISION_MAX_FRAMES, COLLISION_CREATURE_FRAMES // n))
+
+
 def _frames(methods: list, radii: np.ndarray, frames: list[np.ndarray], size: float) -> tuple[dict, dict]:
     """Set every method up on the first frame, then run the others, methods interleaved (rotating order).
 
@@ -202,8 +215,10 @@ def run_collision(cfg: Config, structs: Structures, res: Results) -> None:
         "(`|c_i - c_j| <= b_i + b_j`) once: the tree with `update_many` and `overlapping_pairs` (the tree "
         "joined with itself, exact); scipy's cKDTree rebuilt and `query_pairs` with twice the largest "
         "radius, then the exact filter; a uniform hash grid in NumPy (cell = twice the largest radius, 13 "
-        f"forward neighbours), then the exact filter.  Median of {cfg.collision_frames} frames, wall-clock "
-        "time, methods interleaved.",
+        "forward neighbours), then the exact filter.  Median of "
+        f"{' / '.join(str(_n_frames(cfg, n)) for n in cfg.collision_sizes)} frames at N = "
+        f"{' / '.join(_n(n) for n in cfg.collision_sizes)} (about as many creature-frames per size, the first "
+        "frame a warm-up), wall-clock time, methods interleaved.",
         ["N", "method", "per frame (median)", "per creature", "time / tree", "pairs", "checked against brute force"],
         plots=["collision.png"],
     )
@@ -211,7 +226,7 @@ def run_collision(cfg: Config, structs: Structures, res: Results) -> None:
     med_by_n: dict[int, dict[str, float]] = {}
     with wall_clock():
         for n in cfg.collision_sizes:
-            radii, frames = swarm_frames(n, cfg.collision_frames + 2)
+            radii, frames = swarm_frames(n, _n_frames(cfg, n) + 2)
             methods = [TreePairs(tree_of), KDTreePairs(), HashGridPairs()]
             times, keys = _frames(methods, radii, frames, _world(n))
             how = _check_frames(cfg, keys, frames[-1], radii, f"at N={n}")
