@@ -109,11 +109,13 @@ _CELL_SLACK = 2.0 ** -30
 
 
 class Gather(NamedTuple):
-    """How :func:`gather` fills a :class:`Layout`: run ``r``'s members go to the rows from
-    ``cell_start[cell[r]] + offset[r]`` on (``cell`` int64 (runs,), -1 for a run left out;
-    ``offset`` int64 (runs,), the rows of the earlier runs of its cell); part ``p`` copies runs
-    ``part_first[p] .. part_first[p + 1] - 1`` (int64 (parts + 1,)), about as many rows each."""
+    """How :func:`gather` fills a :class:`Layout`, over the runs that hold members (``run`` int64
+    (k,), ascending: a structure's empty nodes are skipped once, here, not by a branch per copy):
+    run ``run[g]``'s members go to the rows from ``cell_start[cell[g]] + offset[g]`` on (``offset``:
+    the rows of the earlier runs of its cell); part ``p`` copies entries ``part_first[p] ..
+    part_first[p + 1] - 1`` (int64 (parts + 1,)), about as many rows each."""
 
+    run: np.ndarray
     cell: np.ndarray
     offset: np.ndarray
     part_first: np.ndarray
@@ -307,9 +309,9 @@ def _banded(members: np.ndarray, low: np.ndarray, high: np.ndarray, low_level: i
 
 @kernel
 def _bucketed(runs: tuple[np.ndarray, np.ndarray, np.ndarray], plan: Plan, cell_start: np.ndarray, total: int,
-              parts: int) -> tuple[bool, tuple[np.ndarray, np.ndarray, np.ndarray], np.ndarray]:
+              parts: int) -> tuple[bool, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray], np.ndarray]:
     """Each run's bucket (its cell's ancestor on its band's level, numbered over every band's buckets;
-    -1 for a run without members) and its bucket's members counted into ``cell_start`` (zeros,
+    the runs without members left out) and its bucket's members counted into ``cell_start`` (zeros,
     cells + 1 long; its starts after), in one pass over the runs ``(count, level, cells)``; then
     this call's copy of ``plan.band``, with each band's rows (:data:`FIRST_ROW`, :data:`END_ROW`).
     The :class:`Gather` goes back as a plain tuple (:func:`_buckets` names it):
@@ -329,24 +331,23 @@ def _bucketed(runs: tuple[np.ndarray, np.ndarray, np.ndarray], plan: Plan, cell_
     dim = run_cells.shape[0]
     slots = band_of_slot.shape[0]
     n_runs = run_count.shape[0]
+    run = np.empty(n_runs, dtype=np.int64)
     run_cell = np.empty(n_runs, dtype=np.int64)
     offset = np.empty(n_runs, dtype=np.int64)
     part_first = np.zeros(parts + 1, dtype=np.int64)
-    part_first[parts] = n_runs
-    plan_gather = (run_cell, offset, part_first)
     rows = band.copy()  # the plan is shared: this call's rows go in a copy
     p = 1
     copied = 0
+    g = 0  # the runs with members so far
     for r in range(n_runs):
-        while p < parts and copied * parts >= p * total:
-            part_first[p] = r
-            p += 1
         if run_count[r] <= 0:
-            run_cell[r] = -1
             continue
+        while p < parts and copied * parts >= p * total:
+            part_first[p] = g
+            p += 1
         s = run_level[r] - plan.low_level
         if s < 0 or s >= slots or band_of_slot[s] < 0:
-            return False, plan_gather, rows
+            return False, (run, run_cell, offset, part_first), rows
         q = band_of_slot[s]
         shift = run_level[r] - band[q, LEVEL]
         at = 0
@@ -354,22 +355,24 @@ def _bucketed(runs: tuple[np.ndarray, np.ndarray, np.ndarray], plan: Plan, cell_
             k = (run_cells[axis, r] >> shift) - band[q, LOW + axis]
             extent = band[q, LOW + dim + axis]
             if k < 0 or k >= extent:
-                return False, plan_gather, rows
+                return False, (run, run_cell, offset, part_first), rows
             at = at * extent + k
         c = at + band[q, FIRST_CELL]
-        run_cell[r] = c
-        offset[r] = cell_start[c + 1]
+        run[g] = r
+        run_cell[g] = c
+        offset[g] = cell_start[c + 1]
         cell_start[c + 1] += run_count[r]
         copied += run_count[r]
-    for q in range(p, parts):
-        part_first[q] = n_runs
+        g += 1
+    for q in range(p, parts + 1):
+        part_first[q] = g
     for c in range(cell_start.shape[0] - 1):
         cell_start[c + 1] += cell_start[c]
     bands = rows.shape[0]
     for q in range(bands):
         rows[q, FIRST_ROW] = cell_start[rows[q, FIRST_CELL]]
         rows[q, END_ROW] = cell_start[rows[q + 1, FIRST_CELL]] if q + 1 < bands else cell_start[-1]
-    return True, plan_gather, rows
+    return True, (run, run_cell, offset, part_first), rows
 
 
 @kernel
@@ -382,17 +385,16 @@ def gather(lay: Layout, plan: Gather, run_start: np.ndarray, run_count: np.ndarr
     dim = columns.shape[0] - 2
     out_columns, out_handles, cell_start = lay.columns, lay.handles, lay.cell_start
     end = plan.part_first[last_part]
-    for r in range(plan.part_first[first_part], end):
-        if r + AHEAD < end and plan.cell[r + AHEAD] >= 0:  # a later run's rows, both ends (culling.core.prefetch)
-            ahead, target = run_start[r + AHEAD], cell_start[plan.cell[r + AHEAD]] + plan.offset[r + AHEAD]
+    for g in range(plan.part_first[first_part], end):
+        if g + AHEAD < end:  # a later run's rows, both ends (culling.core.prefetch)
+            ahead, target = run_start[plan.run[g + AHEAD]], cell_start[plan.cell[g + AHEAD]] + plan.offset[g + AHEAD]
             prefetch(handles, ahead)
             prefetch(out_handles, target)
             for axis in range(dim + 1):
                 prefetch_at(columns, axis, ahead)
                 prefetch_at(out_columns, axis, target)
-        if plan.cell[r] < 0:
-            continue
-        to = cell_start[plan.cell[r]] + plan.offset[r]
+        r = plan.run[g]
+        to = cell_start[plan.cell[g]] + plan.offset[g]
         start = run_start[r]
         for u in range(run_count[r]):
             for axis in range(dim + 1):
