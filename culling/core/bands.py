@@ -336,12 +336,14 @@ def _bucketed(runs: tuple[np.ndarray, np.ndarray, np.ndarray], plan: Plan, cell_
     offset = np.empty(n_runs, dtype=np.int64)
     part_first = np.zeros(parts + 1, dtype=np.int64)
     rows = band.copy()  # the plan is shared: this call's rows go in a copy
+    held = 0  # the runs with members, listed first without a branch (40% of a crowd's nodes are empty)
+    for r in range(n_runs):
+        run[held] = r
+        held += run_count[r] > 0
     p = 1
     copied = 0
-    g = 0  # the runs with members so far
-    for r in range(n_runs):
-        if run_count[r] <= 0:
-            continue
+    for g in range(held):
+        r = run[g]
         while p < parts and copied * parts >= p * total:
             part_first[p] = g
             p += 1
@@ -358,14 +360,12 @@ def _bucketed(runs: tuple[np.ndarray, np.ndarray, np.ndarray], plan: Plan, cell_
                 return False, (run, run_cell, offset, part_first), rows
             at = at * extent + k
         c = at + band[q, FIRST_CELL]
-        run[g] = r
         run_cell[g] = c
         offset[g] = cell_start[c + 1]
         cell_start[c + 1] += run_count[r]
         copied += run_count[r]
-        g += 1
     for q in range(p, parts + 1):
-        part_first[q] = g
+        part_first[q] = held
     for c in range(cell_start.shape[0] - 1):
         cell_start[c + 1] += cell_start[c]
     bands = rows.shape[0]
