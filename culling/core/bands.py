@@ -65,7 +65,7 @@ import numpy as np
 from culling.core.jit import inline_kernel, kernel
 from culling.core.overlap import NEAR_LANES, first_near, partner_rows, reach_up, rows_sure
 from culling.core.prefetch import AHEAD, prefetch, prefetch_at
-from culling.core.threads import CHUNKS_PER_THREAD, run_chunks, thread_count
+from culling.core.threads import run_chunks, thread_count
 
 __all__ = ["CELLS_PER_MEMBER", "COARSEN_LIMIT", "DENSITY", "REPLAN_EVERY", "Gather", "Layout", "Plan", "PlanCache",
            "band_cells", "build", "cross_rows", "forward_lines", "gather", "plan_of"]
@@ -498,12 +498,13 @@ def build(runs: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray], handles: 
     (``anchor``: the tree's ``ANCHOR``, 0 for the dense grid).  The bands
     (:func:`plan_of`, or the last call's from ``plans`` while they fit), each
     run's bucket and the buckets counted (:func:`_bucketed`), the members
-    copied (:func:`gather`, in parts on the library's threads when
-    ``parallel``), then each band's largest radius.  O(runs + members + cells).
+    copied (:func:`gather`, a part per library thread when ``parallel``: the
+    parts hold as many rows each, and more parts only cost their dispatch),
+    then each band's largest radius.  O(runs + members + cells).
     """
     start, count, level, cells = runs
     dim = cells.shape[0]
-    parts = thread_count() * CHUNKS_PER_THREAD if parallel else 1
+    parts = thread_count() if parallel else 1
     plan = plans.fresh(objects) if plans is not None else None
     buckets = _buckets(plan, (count, level, cells), objects, parts) if plan is not None else None
     if buckets is None:
