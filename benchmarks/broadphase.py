@@ -89,10 +89,15 @@ class TreePairs:
         self.handles = np.asarray(self.tree.insert_many(centres, radii), dtype=np.int64)
         self.index_of = np.full(int(self.handles.max()) + 1, -1, dtype=np.int64)
         self.index_of[self.handles] = np.arange(self.handles.size)
+        # A fresh tree hands out 0, 1, 2, ...: the handles are the creatures' indices, and the pairs
+        # (first < second) need no mapping, as in an engine that keeps its own order.
+        self.identity = bool(np.array_equal(self.handles, np.arange(self.handles.size)))
 
     def frame(self, centres: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         self.tree.update_many(self.handles, centres, self.radii)
         first, second = self.tree.overlapping_pairs()
+        if self.identity:
+            return first, second
         i, j = self.index_of[first], self.index_of[second]
         return np.minimum(i, j), np.maximum(i, j)
 
