@@ -217,8 +217,9 @@ def run_collision(cfg: Config, structs: Structures, res: Results) -> None:
         "radius, then the exact filter; a uniform hash grid in NumPy (cell = twice the largest radius, 13 "
         "forward neighbours), then the exact filter.  Median of "
         f"{' / '.join(str(_n_frames(cfg, n)) for n in cfg.collision_sizes)} frames at N = "
-        f"{' / '.join(_n(n) for n in cfg.collision_sizes)} (about as many creature-frames per size, the first "
-        "frame a warm-up), wall-clock time, methods interleaved.",
+        f"{' / '.join(_n(n) for n in cfg.collision_sizes)} (at least {cfg.collision_frames}, and about "
+        f"{COLLISION_CREATURE_FRAMES:,} creature-frames for the small swarms; the first frame a warm-up), wall-clock "
+        "time, methods interleaved.",
         ["N", "method", "per frame (median)", "per creature", "time / tree", "pairs", "checked against brute force"],
         plots=["collision.png"],
     )
