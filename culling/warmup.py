@@ -105,6 +105,10 @@ def _probes(structure: Structure,
         structure.overlapping_many(points, radii[: points.shape[0]], exact=exact)  # on the library's threads
         structure.overlapping_many(points[:4], 1.5, exact=exact)  # on the calling thread
     structure.overlapping_pairs()  # the banded join
+    if isinstance(structure, ViewDistanceTree):  # its kernels are one per shape, the grid's join shares them
+        cubes = ViewDistanceTree(size=_SIZE, dim=3, shape="cube")
+        cubes.insert_many(centres, radii)
+        cubes.overlapping_pairs()
     far = make()  # two small clusters far apart: the join by the structure's own walk
     corner = np.array([[1.0, 1.0, 1.0], [1.5, 1.0, 1.0], [_SIZE - 2.0, _SIZE - 2.0, _SIZE - 2.0],
                        [_SIZE - 2.5, _SIZE - 2.0, _SIZE - 2.0]])
