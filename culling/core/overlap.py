@@ -296,8 +296,8 @@ def first_near(columns: np.ndarray, i: int, j0: int, j1: int, cube: bool) -> int
     The rows go :data:`NEAR_LANES` at a time, each lane tested and the first hit picked without a
     branch: a bucket grid's runs hold two to four rows, so a run is one pass with no loop exit to
     mispredict per row, and LLVM puts the lanes side by side in vector registers.  That needs
-    ``cube`` to be a constant where this is inlined (the caller dispatches on it once, as
-    :func:`culling.core.bands.band_cells` does): the 10k swarm's ``band_cells`` took 0.45 ms against
+    ``cube`` to be a constant where this is inlined (its callers are a kernel per shape, as
+    :func:`culling.core.bands.band_cells` picks): the 10k swarm's ``band_cells`` took 0.45 ms against
     0.55 ms a row at a time, and the lanes with ``cube`` unknown 0.57 ms.  Reads the rows up to
     ``j1 + NEAR_LANES - 2``; those past ``j1`` never count.
     """
