@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from typing import TextIO
 
 from culling.core.jit import cache_writable, shipped_loaded
-from culling.warmup import warm_up
+from culling.warmup import GROUPS, REPORT_PREFIX, warm_up
 
 __all__ = ["main", "progress_bar"]
 
@@ -46,7 +46,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point; returns the exit status."""
     parser = argparse.ArgumentParser(prog="python -m culling", description="Tools for the culling library.")
     sub = parser.add_subparsers(dest="command", required=True)
-    sub.add_parser("warm-up", help="compile every kernel now (into the numba cache), with a progress bar")
+    warm = sub.add_parser("warm-up", help="compile every kernel now (into the numba cache), with a progress bar")
+    warm.add_argument("--groups", default=None, metavar="G[,G...]",
+                      help=f"only these kernel groups ({', '.join(GROUPS)}; default all)")
+    warm.add_argument("--workers", type=int, default=None,
+                      help="worker processes for a cold compile (default: one per core, at most one per group)")
+    warm.add_argument("--report", action="store_true", help=argparse.SUPPRESS)  # a worker's: steps on stdout
     ship = sub.add_parser("ship-kernels", help="compile every kernel for the architecture's baseline CPU into "
                                                "FOLDER, for a wheel to ship (culling.shipped)")
     ship.add_argument("folder", nargs="?", default=None, help="default: the package's _compiled folder")
@@ -60,9 +65,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         count = ship_kernels(folder, quiet=True)
         print(f"{count} kernels shipped in {time.perf_counter() - start:.1f} s", file=sys.stderr)
         return 0
+    groups = None if args.groups is None else [g.strip() for g in args.groups.split(",") if g.strip()]
+    if groups is not None and any(g not in GROUPS for g in groups):
+        parser.error(f"--groups: choose from {', '.join(GROUPS)}")
+    if args.workers is not None and args.workers < 1:
+        parser.error("--workers must be at least 1")
+    if args.report:  # a worker of another warm-up: one line per finished step on stdout, nothing else
+        def report(done: int, total: int, name: str) -> None:
+            print(f"{REPORT_PREFIX}{name}", flush=True)
+
+        warm_up(report, groups=groups, workers=1)
+        return 0
     print(f"{COMPILING}, or loading them from the numba cache ...", file=sys.stderr, flush=True)
     _, show = progress_bar(sys.stderr)
-    seconds = warm_up(show)
+    seconds = warm_up(show, groups=groups, workers=args.workers)
     if shipped_loaded():
         where = f"{shipped_loaded()} loaded as the wheel shipped them compiled"
     else:

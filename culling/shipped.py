@@ -6,8 +6,8 @@ minute and more on a small machine).  The wheel's build runs
 architecture's baseline CPU (``NUMBA_CPU_NAME=generic``, so the machine code
 runs on every machine of the architecture) into an empty numba cache, and
 the cache's files are copied into ``culling/_compiled/``, one folder per
-source folder, each index stamped with the package's
-:data:`culling.core.jit.SOURCE_FINGERPRINT` instead of its files' times.
+source folder, each index stamped ``("shipped", fingerprint)``, the
+kernel's fingerprint of its sources (:mod:`culling.core.fingerprint`).
 At run time a kernel whose own cache has no entry loads the shipped one
 (:func:`culling.core.jit._with_shipped`) when the source, numba's version,
 Python's version and the architecture all match; otherwise it compiles as
@@ -33,7 +33,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from culling.core.jit import PORTABLE_CPU, SHIPPED_DIR, SHIPPED_ENV, SHIPPED_STAMP, SOURCE_FINGERPRINT
+from culling.core.jit import PORTABLE_CPU, SHIPPED_DIR, SHIPPED_ENV, SHIPPED_LABEL
 
 __all__ = ["SHIPPED_DIR", "ship_kernels"]
 
@@ -81,13 +81,13 @@ def ship_kernels(out: Path | str = SHIPPED_DIR, quiet: bool = False, program: st
 
 
 def _restamp(index: Path, to: Path) -> None:
-    """Copy a numba index file with its stamp replaced by :data:`SHIPPED_STAMP` (numba's format: its
-    version pickled, then ``(stamp, overloads)`` pickled)."""
+    """Copy a numba index file with its stamp ``("source", fingerprint)`` relabelled ``("shipped",
+    fingerprint)`` (numba's format: its version pickled, then ``(stamp, overloads)`` pickled)."""
     with open(index, "rb") as f:
         version = pickle.load(f)
         stamp, overloads = pickle.loads(f.read())
-    if not (isinstance(stamp, tuple) and len(stamp) == 2 and stamp[1] == SOURCE_FINGERPRINT):
-        raise RuntimeError(f"{index} was compiled from another source than this package's")
+    if not (isinstance(stamp, tuple) and len(stamp) == 2 and stamp[0] == "source"):
+        raise RuntimeError(f"{index} was not stamped by culling.core.jit (its stamp: {stamp!r})")
     with open(to, "wb") as f:
         pickle.dump(version, f, protocol=-1)
-        f.write(pickle.dumps((SHIPPED_STAMP, overloads), protocol=-1))
+        f.write(pickle.dumps(((SHIPPED_LABEL, stamp[1]), overloads), protocol=-1))

@@ -2,37 +2,50 @@
 
 The kernels (:mod:`culling.core.jit`) compile on their first call and are
 cached on disk, so only a program's first run on a machine (or after an
-upgrade of culling, numba or NumPy) pays the compile: a few seconds, spread
-over the first calls of each kind (the first ``insert_many``, the first
-exact query, the first ``query_many``...).  :func:`warm_up` makes each of
-those calls once on a tiny tree and a tiny dense grid, so the compile
-happens where the program chooses (a loading screen, a container image's
-build, a server's start) and says how far it is.  With the cache present
-it only loads the kernels: a fraction of a second.
+edit of the kernels' sources, or an upgrade of numba) pays the compile,
+spread over the first calls of each kind (the first ``insert_many``, the
+first exact query, the first ``overlapping_pairs``...).  :func:`warm_up`
+makes each of those calls once on a tiny tree and a tiny dense grid, so the
+compile happens where the program chooses (a loading screen, a container
+image's build, a server's start) and says how far it is.  With the cache
+present it only loads the kernels: a fraction of a second.
+
+The calls come in :data:`GROUPS` (the tree's point queries and batches, the
+probes and the broad phase, the dense grid), so a program compiles only what
+it calls (the demo's forest never compiles the grid), and a cold warm-up
+runs the groups in worker processes, one per core, into the one cache
+(numba's cache files are per kernel, so workers compiling different kernels
+do not collide), then loads them: about half the wall time on two cores.
 
 >>> seen = []
->>> seconds = warm_up(lambda done, total, name: seen.append((done, total)))
+>>> seconds = warm_up(lambda done, total, name: seen.append((done, total)), workers=1)
 >>> seen[-1][0] == seen[-1][1] == len(STEPS)
 True
 """
 
 from __future__ import annotations
 
+import os
+import queue
+import subprocess
+import sys
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any, cast
 
 import numpy as np
 
-from culling.core import members
-from culling.core.jit import cache_writable
+from culling.core import bands, members, pairs
+from culling.core.jit import JIT_DISABLED, cache_writable
 from culling.grid import walk as grid_walk
 from culling.grid.grid import DenseViewDistanceGrid
 from culling.tree import batch, nodes
 from culling.tree import walk as tree_walk
 from culling.tree.tree import ViewDistanceTree
 
-__all__ = ["STEPS", "Progress", "kernels_cached", "warm_up"]
+__all__ = ["GROUPS", "STEPS", "Progress", "kernels_cached", "warm_up"]
 
 #: ``progress(done, total, name)``: ``done`` of ``total`` steps finished, ``name`` the one just done.
 Progress = Callable[[int, int, str], None]
@@ -147,10 +160,13 @@ def _steps(name: str, make: Callable[[], Structure]) -> tuple[tuple[str, Callabl
         structure.insert(centres[0], 1.0)
 
     def built(state: dict[str, object]) -> Structure:
+        if name not in state:  # a group run on its own (a worker's): build the structure first
+            build(state)
         structure, _ = cast(tuple[Structure, np.ndarray], state[name])
         return structure
 
     def mutations(state: dict[str, object]) -> None:
+        built(state)
         structure, handles = cast(tuple[Structure, np.ndarray], state[name])
         _mutations(structure, handles)
         if isinstance(structure, ViewDistanceTree):
@@ -170,15 +186,46 @@ def _steps(name: str, make: Callable[[], Structure]) -> tuple[tuple[str, Callabl
 STEPS: tuple[tuple[str, Callable[[dict[str, object]], None]], ...] = (
     _steps("tree", _new_tree) + _steps("grid", _new_grid))
 
+_PAIRS_STEPS = ("tree: overlapping, overlapping_pairs",)
 
-#: Kernels that the first steps of :data:`STEPS` compile, one per group: when numba's cache holds all of
-#: them, fresh for these sources, the cache was filled by an earlier run.
-_PROBED: tuple[Any, ...] = (batch.place, tree_walk.query, tree_walk.visits, members._answer_many,
-                            batch._settle_part, grid_walk.query, grid_walk._visits)
+#: The steps by what a program calls, in the order a cold in-process warm-up runs them: ``tree`` (a
+#: viewer's frame: build, queries, traces, moving objects), ``pairs`` (the probes and the broad phase:
+#: ``overlapping*``, collision), ``grid`` (the dense variant, its probes and pairs included).
+GROUPS: dict[str, tuple[str, ...]] = {
+    "tree": tuple(n for n, _ in STEPS if n.startswith("tree:") and n not in _PAIRS_STEPS),
+    "pairs": _PAIRS_STEPS,
+    "grid": tuple(n for n, _ in STEPS if n.startswith("grid:")),
+}
+
+#: CPU seconds of each group's cold compile on its own (a worker's share, its structure's build
+#: included; ``python -m benchmarks --only jit``, 2-core machine, numba 0.68): how the groups are
+#: shared out between workers (largest first, each to the least loaded worker).
+GROUP_COST = {"tree": 28.0, "pairs": 40.0, "grid": 14.0}
+
+#: Kernels that each group compiles, probed by :func:`kernels_cached`: when numba's cache (or the kernels
+#: a wheel ships) holds them, fresh for these sources, the group was compiled by an earlier run.
+_PROBED: dict[str, tuple[Any, ...]] = {
+    "tree": (batch.place, tree_walk.query, tree_walk.visits, members._answer_many, batch._settle_part),
+    "pairs": (pairs.join_chunk, bands._sphere_cells, bands._cube_rows),
+    "grid": (grid_walk.query, grid_walk._visits),
+}
 
 
-def kernels_cached() -> bool:
+def _groups(groups: Sequence[str] | None) -> tuple[str, ...]:
+    if groups is None:
+        return tuple(GROUPS)
+    if isinstance(groups, str):
+        groups = (groups,)
+    unknown = [g for g in groups if g not in GROUPS]
+    if unknown:
+        raise ValueError(f"unknown warm-up group {unknown[0]!r}; the groups are {', '.join(GROUPS)}")
+    return tuple(g for g in GROUPS if g in groups)  # in GROUPS' order, each once
+
+
+def kernels_cached(groups: Sequence[str] | None = None) -> bool:
     """Whether numba's cache already holds the kernels (compiled by an earlier run, for these sources).
+
+    ``groups``: only those of :data:`GROUPS` (default: all).
 
     A fast check (reads a few cache index files, milliseconds) for a
     program that wants to say "compiling kernels (first run only)" only on a
@@ -187,21 +234,24 @@ def kernels_cached() -> bool:
     writable cache, nothing shipped) or the cache cannot be read.
     """
     try:
-        return all(_has_index(kernel) for kernel in _PROBED)
+        return all(_has_index(kernel) for group in _groups(groups) for kernel in _PROBED[group])
     except Exception:  # noqa: BLE001 - numba's cache internals differ between versions: assume not cached
         return False
 
 
 def _has_index(kernel: Any) -> bool:
     """Whether a kernel's own cache, or the kernels a wheel ships (:mod:`culling.shipped`), hold it."""
+    if JIT_DISABLED:
+        return True
     shipped = getattr(kernel, "shipped_index", None)
     if shipped is not None and shipped._load_index():
         return True
     return cache_writable() and bool(kernel._cache._cache_file._load_index())
 
 
-def warm_up(progress: Progress | None = None) -> float:
-    """Compile (or load from the cache) every kernel the library's calls use, ahead of their first use.
+def warm_up(progress: Progress | None = None, *, groups: Sequence[str] | None = None,
+            workers: int | None = None) -> float:
+    """Compile (or load from the cache) the kernels the library's calls use, ahead of their first use.
 
     Parameters
     ----------
@@ -209,16 +259,90 @@ def warm_up(progress: Progress | None = None) -> float:
         Called after each step: ``done`` of ``total`` steps finished,
         ``name`` the kernel group just compiled (``"tree: query_many"``).
         Called from the thread that called ``warm_up``.
+    groups : sequence of str, optional
+        Which of :data:`GROUPS` (``"tree"``, ``"pairs"``, ``"grid"``); default all.
+    workers : int, optional
+        Worker processes for a cold compile (default: one per core, at most
+        one per group).  They compile into numba's disk cache, then this
+        process loads the kernels.  1, a warm cache, or a cache that cannot
+        be written: everything runs in this process.
 
     Returns the seconds it took.  Cold (an empty numba cache) that is the
-    whole compile, a few seconds; warm, loading the kernels from the cache,
-    a fraction of a second.  Thread-safe (numba compiles under one lock);
-    calling it again costs microseconds per kernel.
+    compile: tens of CPU seconds, shared between the workers; warm, loading
+    the kernels from the cache, a fraction of a second.  Thread-safe (numba
+    compiles under one lock); calling it again costs microseconds per kernel.
     """
     start = time.perf_counter()
+    chosen = _groups(groups)
+    names = [name for group in chosen for name in GROUPS[group]]
+    reported: set[str] = set()
+    if workers is None:
+        workers = min(os.cpu_count() or 1, len(chosen))
+    if not isinstance(workers, int) or isinstance(workers, bool) or workers < 1:
+        raise ValueError(f"workers must be a positive integer, got {workers!r}")
+    cold = [group for group in chosen if not kernels_cached((group,))]
+    if workers > 1 and len(cold) > 1 and cache_writable() and not JIT_DISABLED:
+        for name in _compile_in_workers(cold, min(workers, len(cold))):
+            reported.add(name)
+            if progress is not None:
+                progress(len(reported), len(names), name)
+    steps = dict(STEPS)
     state: dict[str, object] = {}
-    for done, (name, step) in enumerate(STEPS, 1):
-        step(state)
-        if progress is not None:
-            progress(done, len(STEPS), name)
+    for name in names:  # loads what the workers compiled, compiles anything still missing
+        steps[name](state)
+        if name not in reported:
+            reported.add(name)
+            if progress is not None:
+                progress(len(reported), len(names), name)
     return time.perf_counter() - start
+
+
+def _share(groups: Sequence[str], workers: int) -> list[list[str]]:
+    """The groups shared out between ``workers`` (largest first, each to the least loaded)."""
+    shares: list[list[str]] = [[] for _ in range(workers)]
+    loads = [0.0] * workers
+    for group in sorted(groups, key=lambda g: -GROUP_COST[g]):
+        least = loads.index(min(loads))
+        shares[least].append(group)
+        loads[least] += GROUP_COST[group]
+    return [share for share in shares if share]
+
+
+def _compile_in_workers(groups: Sequence[str], workers: int) -> Any:
+    """Run ``python -m culling warm-up --groups ... --report`` in ``workers`` processes at once; yield the
+    name of each step as a worker finishes it.  A worker that fails costs nothing but time: the caller's
+    own pass compiles what is still missing.  Ctrl-C (or any exception) stops the workers."""
+    package_parent = str(Path(__file__).resolve().parents[1])
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([package_parent, *filter(None, [os.environ.get("PYTHONPATH")])]))
+    finished: queue.Queue[str | None] = queue.Queue()
+    processes = []
+    for share in _share(groups, workers):
+        command = [sys.executable, "-m", "culling", "warm-up", "--groups", ",".join(share), "--report", "--workers", "1"]
+        process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        processes.append(process)
+        threading.Thread(target=_read_reports, args=(process, finished), daemon=True).start()
+    try:
+        running = len(processes)
+        while running:
+            name = finished.get()
+            if name is None:
+                running -= 1
+            else:
+                yield name
+    finally:
+        for process in processes:
+            if process.poll() is None:
+                process.kill()
+            process.wait()
+
+
+def _read_reports(process: subprocess.Popen[str], finished: queue.Queue[str | None]) -> None:
+    for line in process.stdout or ():
+        if line.startswith(REPORT_PREFIX):
+            finished.put(line[len(REPORT_PREFIX):].rstrip("\n"))
+    process.wait()
+    finished.put(None)
+
+
+#: How a worker (``python -m culling warm-up --report``) says on stdout that it finished a step.
+REPORT_PREFIX = "warm-up step done: "

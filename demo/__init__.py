@@ -11,9 +11,23 @@ knows both.  ``run_demo.py`` only calls :func:`demo.cli.main`.
 * :mod:`demo.headless`: the same frame offscreen on EGL, written to PNG/GIF;
 * :mod:`demo.cli`: flags and one-line errors.
 
-Importing it opens no window and loads neither pyglet nor moderngl.
+Importing it opens no window and loads neither pyglet nor moderngl, nor
+numba: :mod:`demo.cli` parses the flags before anything heavy is imported,
+so ``--help`` and a usage error answer at once.
 """
 
-from demo.demo import Demo, DemoError, DemoSettings
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from demo.demo import Demo, DemoError, DemoSettings
+
+
+def __getattr__(name: str) -> Any:  # PEP 562: demo.demo (numba, the engine) is imported on first use
+    if name not in __all__:
+        raise AttributeError(f"module 'demo' has no attribute {name!r}")
+    import demo.demo
+
+    return getattr(demo.demo, name)
+
 
 __all__ = ["Demo", "DemoError", "DemoSettings"]

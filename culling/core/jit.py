@@ -15,10 +15,16 @@ written, they are loaded instead of compiled.
 numba keys a kernel's cached machine code by its own source file only, but
 a kernel's code holds the kernels it calls from other files: after an edit
 of ``core/members.py``, the tree's query would load its old copy of
-``keep_rows`` from the cache, silently (an engine that carries a modified
-copy of the library would run the unmodified code).  So every kernel's
-cache entry is also stamped with :data:`SOURCE_FINGERPRINT`, a hash of
-every source file of the package: any edit anywhere compiles them all again.
+``keep_rows`` from the cache, silently.  So every kernel's cache entry is
+stamped with its own fingerprint (:mod:`culling.core.fingerprint`): a hash
+of the source files its code depends on, followed through the kernels,
+structs and constants it names.  An edit recompiles the kernels it can
+change and no other (the stamp is by content, not by the files' times, so a
+``git checkout`` back and forth recompiles nothing either).
+
+A cache entry that cannot be read (a truncated or garbled file) or written
+(a full disk) costs a compile in memory and one ``RuntimeWarning`` naming the
+cache folder, never an exception: a broken index is replaced by the next save.
 
 Every kernel is serial and releases the GIL (``nogil``): the batch calls run
 their chunks on the library's own threads (:mod:`culling.core.threads`), and
@@ -35,7 +41,6 @@ instead of raising (and keeps the check out of the loops).
 from __future__ import annotations
 
 import functools
-import hashlib
 import os
 import sys
 import warnings
@@ -47,12 +52,13 @@ import numba
 import numpy as np
 from numba.core import types as _types
 
+from culling.core.fingerprint import kernel_fingerprint
 from culling.core.interrupts import runs_whole
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-__all__ = ["JIT_DISABLED", "KERNELS", "PORTABLE_CPU", "SHIPPED_DIR", "SHIPPED_ENV", "SHIPPED_STAMP", "SOURCE_FINGERPRINT",
-           "cache_writable", "inline_kernel", "kernel", "shipped_loaded"]
+__all__ = ["JIT_DISABLED", "KERNELS", "PORTABLE_CPU", "SHIPPED_DIR", "SHIPPED_ENV", "SHIPPED_LABEL", "cache_writable",
+           "inline_kernel", "kernel", "shipped_loaded"]
 
 _OPTIONS: dict[str, Any] = {"nogil": True, "error_model": "numpy", "no_cfunc_wrapper": True}
 
@@ -64,36 +70,89 @@ KERNELS: list[Any] = []
 _cache_ok: bool | None = None
 
 
-def _source_fingerprint() -> str:
-    """A hash of every ``.py`` file of the package, by path and content (about a millisecond)."""
-    root = Path(__file__).resolve().parents[1]
-    digest = hashlib.sha256()
-    for path in sorted(root.rglob("*.py")):
-        digest.update(path.relative_to(root).as_posix().encode())
-        digest.update(path.read_bytes())
-    return digest.hexdigest()
+#: The cache troubles already warned about ("read", "write"): one warning each per process.
+_WARNED: set[str] = set()
 
 
-#: What every cached kernel's index is stamped with besides its own file (see the module's notes).
-SOURCE_FINGERPRINT = _source_fingerprint()
+def _warn_cache(kind: str, folder: str, exc: BaseException) -> None:
+    if kind in _WARNED:
+        return
+    _WARNED.add(kind)
+    what = ("cannot be read (a damaged cache file), so the kernels it should hold are compiled again"
+            if kind == "read" else "cannot be written, so kernels compiled now are kept in memory only")
+    warnings.warn(f"culling: the numba cache in {folder} {what} ({type(exc).__name__}: {exc}); delete the folder "
+                  "or set NUMBA_CACHE_DIR to a writable one", RuntimeWarning, stacklevel=4)
 
 
-def _stamp_with_package(compiled: Any) -> Any:
-    """Make ``compiled``'s disk cache valid only for this exact package source (numba compares the
-    stamp it stored with the one it expects, and compiles again on a difference).  Reaches into
-    numba's cache object; a numba without it keeps its own per-file stamp."""
-    cache_file = getattr(getattr(compiled, "_cache", None), "_cache_file", None)
-    if cache_file is not None and hasattr(cache_file, "_source_stamp"):
-        cache_file._source_stamp = (cache_file._source_stamp, SOURCE_FINGERPRINT)
+def _fingerprinted(cache: Any, py_func: Callable[..., Any], label: str) -> Any:
+    """Stamp ``cache``'s entries with ``(label, kernel_fingerprint(py_func))`` instead of the kernel file's time,
+    and make a damaged or unwritable cache compile instead of raising.
+
+    The fingerprint is computed on the cache's first use (when every module the
+    kernel names is imported), not when the kernel is defined.  Reaches into
+    numba's cache object (``_cache_file._source_stamp``, ``_load_index``).
+    """
+    cache_file = cache._cache_file
+    folder = str(getattr(cache, "_cache_path", "?"))
+    stamped = False
+
+    def ensure_stamp() -> None:
+        nonlocal stamped
+        if not stamped:
+            cache_file._source_stamp = (label, kernel_fingerprint(py_func))
+            stamped = True
+
+    read_index = cache_file._load_index
+
+    def load_index() -> Any:
+        ensure_stamp()
+        try:
+            return read_index()
+        except Exception as exc:  # noqa: BLE001 - a garbled index: as if empty (the next save replaces it)
+            _warn_cache("read", folder, exc)
+            return {}
+
+    load, save = cache.load_overload, cache.save_overload
+
+    def load_overload(sig: Any, target_context: Any) -> Any:
+        ensure_stamp()
+        try:
+            return load(sig, target_context)
+        except Exception as exc:  # noqa: BLE001 - a truncated or garbled data file: compile instead
+            _warn_cache("read", folder, exc)
+            return None
+
+    def save_overload(sig: Any, data: Any) -> None:
+        ensure_stamp()
+        try:
+            save(sig, data)
+        except Exception as exc:  # noqa: BLE001 - a full disk, a folder gone: the kernel stays in memory
+            _warn_cache("write", folder, exc)
+
+    cache_file._load_index = load_index
+    cache.load_overload = load_overload
+    cache.save_overload = save_overload
+    cache.ensure_stamp = ensure_stamp
+    return cache
+
+
+def _stamp_with_sources(compiled: Any) -> Any:
+    """Give ``compiled``'s disk cache the per-kernel source stamp (:func:`_fingerprinted`). A numba without
+    these internals keeps its own per-file stamp."""
+    cache: Any = getattr(compiled, "_cache", None)
+    if hasattr(getattr(cache, "_cache_file", None), "_source_stamp"):
+        _fingerprinted(cache, compiled.py_func, "source")
     return compiled
+
 
 #: Where a built wheel keeps the kernels compiled for it (:mod:`culling.shipped`), and the switch
 #: that ignores them (``CULLING_SHIPPED_KERNELS=0``: compile as if they were not there).
 SHIPPED_DIR = Path(__file__).resolve().parents[1] / "_compiled"
 SHIPPED_ENV = "CULLING_SHIPPED_KERNELS"
 
-#: The stamp of a shipped index: valid wherever the package's source is this exact source.
-SHIPPED_STAMP = ("shipped", SOURCE_FINGERPRINT)
+#: The label of a shipped index's stamp (``("shipped", fingerprint)``; a local cache's is ``"source"``):
+#: valid wherever the kernel's sources are those it was compiled from.
+SHIPPED_LABEL = "shipped"
 
 #: The CPU the shipped kernels are compiled for: the architecture's baseline, which every
 #: machine of the architecture runs (``NUMBA_CPU_NAME=generic``).
@@ -128,7 +187,7 @@ def _shipped_cache(py_func: Callable[..., Any]) -> Any:
 
     Made without numba's locator (which wants a writable folder): the index
     file, its name and the key are numba's, the key with the portable CPU
-    (:class:`_PortableCodegen`) and the stamp :data:`SHIPPED_STAMP`.  It loads
+    (:class:`_PortableCodegen`) and the stamp ``(SHIPPED_LABEL, fingerprint)``.  It loads
     a shipped kernel (counted by :func:`shipped_loaded`), saves nothing, and
     an unreadable shipped file loads nothing (the kernel then compiles).
     """
@@ -143,7 +202,7 @@ def _shipped_cache(py_func: Callable[..., Any]) -> Any:
     cache._py_func = py_func
     cache._impl = CompileResultCacheImpl.__new__(CompileResultCacheImpl)  # its rebuild() reads nothing else
     cache._cache_path = str(SHIPPED_DIR / source.parent.relative_to(SHIPPED_DIR.parent))
-    cache._cache_file = IndexDataCacheFile(cache._cache_path, base, SHIPPED_STAMP)  # type: ignore[no-untyped-call]
+    cache._cache_file = IndexDataCacheFile(cache._cache_path, base, None)  # type: ignore[no-untyped-call]
     cache._enabled = True
     index_key, load = cache._index_key, cache.load_overload
 
@@ -160,15 +219,15 @@ def _shipped_cache(py_func: Callable[..., Any]) -> Any:
     cache.load_overload = load_overload
     cache.save_overload = lambda sig, data: None
     cache.flush = lambda: None
-    return cache
+    return _fingerprinted(cache, py_func, SHIPPED_LABEL)
 
 
 def _with_shipped(compiled: Any) -> Any:
     """Let ``compiled`` load a kernel the wheel ships (:data:`SHIPPED_DIR`) where its own cache has none.
 
     A kernel compiled for the portable CPU runs on every machine of the
-    architecture; it is taken only when the shipped index's stamp is this
-    package's :data:`SOURCE_FINGERPRINT`, numba's version is the one that
+    architecture; it is taken only when the shipped index's stamp holds the
+    kernel's fingerprint of these sources, numba's version is the one that
     compiled it (numba checks) and the key (signature, bytecode, triple)
     matches.  Anything else compiles as usual.  Reaches into numba's cache
     object; a numba without it compiles as usual.
@@ -263,7 +322,7 @@ def _njit(fn: Callable[..., Any], cached: bool, **options: Any) -> Any:
     global _cache_ok
     if cached and _cache_ok is not False:
         try:
-            compiled = _stamp_with_package(numba.njit(cache=True, **_OPTIONS, **options)(fn))
+            compiled = _stamp_with_sources(numba.njit(cache=True, **_OPTIONS, **options)(fn))
             _cache_ok = True
             return _with_shipped(compiled) if _shipped_enabled() else compiled
         except RuntimeError as exc:  # numba: "cannot cache function ...: no locator available"

@@ -200,10 +200,10 @@ print(sum(members.candidates.stats.cache_hits.values()), sum(members.candidates.
 """
 
 
-def test_an_edit_anywhere_in_the_package_compiles_the_kernels_again(tmp_path):
-    """numba stamps a cached kernel with its own file only, but a kernel holds the code of the kernels it
-    calls from other files: the package's fingerprint makes an edit of any file (here a comment in
-    another module) load nothing stale from the cache."""
+def test_an_edit_of_a_file_a_kernel_calls_into_compiles_it_again(tmp_path):
+    """numba stamps a cached kernel with its own file only, but a kernel holds the code of what it
+    calls from other files: its fingerprint (``culling.core.fingerprint``) covers them, so an edit of
+    one (here ``core/jit.py``, which every kernel's options come from) loads nothing stale."""
     site = tmp_path / "site"
     shutil.copytree(PACKAGE, site / "culling", ignore=shutil.ignore_patterns("__pycache__"))
     env = _env(NUMBA_CACHE_DIR=str(tmp_path / "cache"))
@@ -211,7 +211,7 @@ def test_an_edit_anywhere_in_the_package_compiles_the_kernels_again(tmp_path):
     runs = []
     for edit in (False, False, True):
         if edit:
-            with open(site / "culling" / "core" / "lattice.py", "a") as source:
+            with open(site / "culling" / "core" / "jit.py", "a") as source:
                 source.write("# an edit in another module\n")
         proc = _run(CACHE_PROBE, env, tmp_path)
         assert proc.returncode == 0, proc.stderr[-3000:]
@@ -233,16 +233,17 @@ def _copy_shipping_the_probe(tmp_path: Path) -> tuple[Path, dict[str, str]]:
 
 
 def test_a_wheels_shipped_kernels_load_where_the_cache_is_empty(tmp_path):
-    """What a wheel ships (``culling.shipped``: kernels compiled for the portable CPU, stamped with the
-    package's fingerprint) loads in a process whose numba cache is empty, and nothing is compiled or
-    written there; ``CULLING_SHIPPED_KERNELS=0`` and an edit of the source compile instead."""
+    """What a wheel ships (``culling.shipped``: kernels compiled for the portable CPU, stamped with each
+    kernel's fingerprint of its sources) loads in a process whose numba cache is empty, and nothing is
+    compiled or written there; ``CULLING_SHIPPED_KERNELS=0`` and an edit of the kernel's source compile
+    instead."""
     site, env = _copy_shipping_the_probe(tmp_path)
     runs = []
     for name, extra, edit in (("shipped", {}, False), ("ignored", {"CULLING_SHIPPED_KERNELS": "0"}, False),
                               ("edited", {}, True)):
         if edit:
-            with open(site / "culling" / "core" / "lattice.py", "a") as source:
-                source.write("# an edit in another module\n")
+            with open(site / "culling" / "core" / "members.py", "a") as source:
+                source.write("# an edit of the kernel's module\n")
         cache = tmp_path / f"cache-{name}"
         proc = _run(CACHE_PROBE, {**env, "NUMBA_CACHE_DIR": str(cache), **extra}, tmp_path)
         assert proc.returncode == 0, proc.stderr[-3000:]

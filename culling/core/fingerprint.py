@@ -1,0 +1,192 @@
+"""What a kernel's cached machine code depends on: the source files it inlines, hashed per kernel.
+
+numba keys a kernel's cache entry by its own bytecode and its own file's
+time stamp, but the machine code also holds every kernel it calls (numba
+links or inlines them), the named tuples it builds and the constants it
+reads from other modules.  After an edit of ``core/members.py`` the tree's
+query would load its old copy of ``keep_rows`` from the cache, silently.
+So each kernel's cache entry is stamped with :func:`kernel_fingerprint`: a
+hash over the source files of the kernel and of everything of this package
+it names, followed transitively (kernels, inline kernels, intrinsics,
+structs, modules whose attributes it reads), plus the values of the plain
+constants it reads (a constant imported from another module is frozen into
+the code).  An edit recompiles only the kernels whose code it can change:
+editing a pure-Python module (the trackers) recompiles nothing, editing the
+broad phase leaves the tree's query and batch kernels loaded from the cache.
+
+``culling/core/jit.py`` is part of every kernel's fingerprint: it sets the
+options every kernel compiles with.
+
+The walk reads a function's names from its bytecode (``co_names``, nested
+code objects included) and looks them up in its module's globals: it is
+conservative (a name that is only a local attribute, such as ``x.size``,
+may pull in a module that has a ``size``), never optimistic for this
+package's code, and takes about 10 us per kernel.
+
+>>> from culling.core import cells
+>>> sorted(p.name for p in dependencies(cells.home.py_func))[:2]
+['cells.py', 'jit.py']
+"""
+
+from __future__ import annotations
+
+import hashlib
+import sys
+import types
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+__all__ = ["PACKAGE", "dependencies", "kernel_fingerprint"]
+
+#: The package's name: only its own modules are followed (numba's and NumPy's versions are numba's to check).
+PACKAGE = "culling"
+
+_ROOT = Path(__file__).resolve().parents[1]
+_JIT = _ROOT / "core" / "jit.py"
+
+#: Per source file: the hash of its bytes (a file is read once per process).
+_FILE_DIGESTS: dict[Path, str] = {}
+
+_Constant = int | float | bool | str | bytes | complex | None
+
+
+def _ours(module_name: str | None) -> bool:
+    return bool(module_name) and (module_name == PACKAGE or str(module_name).startswith(PACKAGE + "."))
+
+
+def _names(code: types.CodeType) -> Iterator[str]:
+    """Every global or attribute name a function's bytecode uses, nested functions included."""
+    yield from code.co_names
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            yield from _names(const)
+
+
+def _module_file(module_name: str) -> Path | None:
+    module = sys.modules.get(module_name)
+    path = getattr(module, "__file__", None)
+    return Path(path).resolve() if path else None
+
+
+def _python_function(value: Any) -> Callable[..., Any] | None:
+    """The Python function behind a kernel (a numba dispatcher's ``py_func``, an intrinsic's
+    definition), or ``value`` itself when it is a plain function; None otherwise."""
+    for attribute in ("py_func", "_defn"):
+        inner = getattr(value, attribute, None)
+        if isinstance(inner, types.FunctionType):
+            return inner
+    return value if isinstance(value, types.FunctionType) else None
+
+
+def _plain_constant(value: Any) -> bool:
+    """Numbers, strings and tuples of them, NumPy scalars and arrays: frozen into the code where a kernel reads them."""
+    if isinstance(value, tuple):
+        return all(_plain_constant(item) for item in value)
+    return isinstance(value, _Constant | np.generic | np.ndarray) and not isinstance(value, type)
+
+
+def _constant_text(value: Any) -> str:
+    if isinstance(value, np.ndarray):
+        return f"array({value.dtype.str},{value.shape},{hashlib.sha256(np.ascontiguousarray(value).tobytes()).hexdigest()})"
+    return repr(value)
+
+
+def dependencies(py_func: Callable[..., Any], constants: list[str] | None = None) -> set[Path]:
+    """The source files of this package whose code ``py_func``'s compiled kernel may hold.
+
+    Parameters
+    ----------
+    py_func : function
+        A kernel's Python function (``dispatcher.py_func``).
+    constants : list of str, optional
+        Receives ``"module.name=repr"`` for every plain constant (numbers,
+        strings, tuples of them) the walk met in a module of the package.
+
+    Always includes ``core/jit.py`` (the compile options).  Cost: O(names
+    the kernels use), once per kernel.
+    """
+    files: set[Path] = {_JIT}
+    seen: set[int] = set()
+    pending: list[Callable[..., Any]] = [py_func]
+    while pending:
+        function = pending.pop()
+        if id(function) in seen:
+            continue
+        seen.add(id(function))
+        code = getattr(function, "__code__", None)
+        if code is None:
+            continue
+        files.add(Path(code.co_filename).resolve())
+        scope = getattr(function, "__globals__", {})
+        names = set(_names(code))
+        for name in sorted(names):
+            if name not in scope:
+                continue
+            found = [scope[name]]
+            if isinstance(found[0], types.ModuleType):  # `members.keep_rows`: the attributes it reads
+                module = found[0]
+                if not _ours(module.__name__):
+                    continue
+                path = _module_file(module.__name__)
+                if path is not None:
+                    files.add(path)
+                found = [getattr(module, attribute) for attribute in sorted(names) if hasattr(module, attribute)]
+                origin = module.__name__
+            else:
+                origin = str(scope.get("__name__", ""))
+            for value in found:
+                _follow(value, name, origin, files, pending, constants)
+    return files
+
+
+def _follow(value: Any, name: str, origin: str, files: set[Path], pending: list[Callable[..., Any]],
+            constants: list[str] | None) -> None:
+    """Record what one named value of this package adds to a kernel's dependencies."""
+    inner = _python_function(value)
+    if inner is not None:
+        if _ours(inner.__module__):
+            pending.append(inner)
+        return
+    if isinstance(value, types.ModuleType):
+        return
+    if _plain_constant(value):
+        if constants is not None and _ours(origin):
+            constants.append(f"{origin}.{name}={_constant_text(value)}")
+        return
+    home = getattr(value, "__module__", None)  # a class (a struct) or an object of one of ours
+    if isinstance(home, str) and _ours(home):
+        path = _module_file(home)
+        if path is not None:
+            files.add(path)
+
+
+def _file_digest(path: Path) -> str:
+    digest = _FILE_DIGESTS.get(path)
+    if digest is None:
+        try:
+            digest = hashlib.sha256(path.read_bytes()).hexdigest()
+        except OSError:  # a source that cannot be read: a stamp that matches nothing cached
+            digest = "unreadable"
+        _FILE_DIGESTS[path] = digest
+    return digest
+
+
+def kernel_fingerprint(py_func: Callable[..., Any]) -> str:
+    """A hash of every source file (by its path inside the package, and its bytes) and constant that
+    ``py_func``'s compiled kernel depends on (:func:`dependencies`)."""
+    constants: list[str] = []
+    files = dependencies(py_func, constants)
+    digest = hashlib.sha256()
+    for path in sorted(files):
+        try:
+            label = path.relative_to(_ROOT).as_posix()
+        except ValueError:  # a kernel defined outside the package (a test's): its own path
+            label = path.as_posix()
+        digest.update(label.encode())
+        digest.update(_file_digest(path).encode())
+    for constant in sorted(constants):
+        digest.update(constant.encode())
+    return digest.hexdigest()

@@ -1,0 +1,141 @@
+"""The kernels' disk cache: an edit recompiles only what it can change; a damaged or full cache compiles.
+
+Each test runs small programs in fresh processes on a copy of the package,
+with a numba cache of their own, and reads which kernels compiled from
+numba's own counters (``_cache_misses``), never from the time it took.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import culling
+
+PACKAGE = Path(culling.__file__).resolve().parent
+
+#: A viewer's frame (build, exact query, moving objects); prints which kernels compiled, which loaded, and
+#: which kernels' fingerprints depend on core/members.py.
+FRAME = """
+import json, warnings
+import numpy as np
+import culling
+from culling.core.fingerprint import dependencies
+from culling.core.jit import KERNELS
+tree = culling.ViewDistanceTree(size=64.0, dim=3)
+rng = np.random.default_rng(0)
+h = tree.insert_many(rng.uniform(0, 60, (50, 3)), rng.uniform(0.5, 8, 50))
+tree.query((5.0, 5.0, 5.0), exact=True)
+tree.update_many(h, rng.uniform(0, 60, (50, 3)), rng.uniform(0.5, 8, 50))
+name = lambda k: k.py_func.__module__ + "." + k.py_func.__qualname__
+members = [name(k) for k in KERNELS if any(p.name == "members.py" for p in dependencies(k.py_func))]
+print(json.dumps({"compiled": sorted(name(k) for k in KERNELS if sum(k._cache_misses.values())),
+                  "loaded": sorted(name(k) for k in KERNELS if sum(k._cache_hits.values())),
+                  "members": members, "answer": len(tree.query((5.0, 5.0, 5.0), exact=True))}))
+"""
+
+#: One small kernel; prints how many of its signatures came from the cache and how many were compiled.
+PROBE = """
+import warnings
+warnings.simplefilter("always")
+import numpy as np
+from culling.core import members
+print(int(members.candidates(np.arange(3), np.ones(3, dtype=np.int64))))
+print(sum(members.candidates.stats.cache_hits.values()), sum(members.candidates.stats.cache_misses.values()))
+"""
+
+
+def _site(tmp_path: Path) -> tuple[Path, dict[str, str]]:
+    """A copy of the package (no caches, nothing shipped) and an environment that imports it."""
+    site = tmp_path / "site"
+    shutil.copytree(PACKAGE, site / "culling", ignore=shutil.ignore_patterns("__pycache__", "_compiled"))
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("NUMBA_", "PYTHON", "CULLING_"))}
+    env.update(PYTHONPATH=str(site), PYTHONDONTWRITEBYTECODE="1", NUMBA_CACHE_DIR=str(tmp_path / "cache"))
+    return site, env
+
+
+def _run(code: str, env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    proc = subprocess.run([sys.executable, "-c", code], env=env, cwd=cwd, capture_output=True, text=True,
+                          timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return proc
+
+
+def _frame(env: dict[str, str], cwd: Path) -> dict[str, object]:
+    return dict(json.loads(_run(FRAME, env, cwd).stdout.strip().splitlines()[-1]))
+
+
+def _edit(path: Path) -> None:
+    with open(path, "a") as source:
+        source.write("\n# an edit\n")
+
+
+def test_an_edit_recompiles_only_the_kernels_whose_code_it_can_change(tmp_path):
+    site, env = _site(tmp_path)
+    first = _frame(env, tmp_path)
+    assert first["compiled"] and not first["loaded"]
+
+    _edit(site / "culling" / "uses" / "tracker.py")  # pure Python: no kernel holds its code
+    after_tracker = _frame(env, tmp_path)
+    assert after_tracker["compiled"] == [] and after_tracker["loaded"]
+
+    _edit(site / "culling" / "core" / "bands.py")  # the broad phase: the tree's query and batches load
+    after_bands = _frame(env, tmp_path)
+    assert after_bands["compiled"] == [] and after_bands["loaded"] == after_tracker["loaded"]
+
+    _edit(site / "culling" / "core" / "members.py")  # the members' kernels, and the walks that call them
+    after_members = _frame(env, tmp_path)
+    compiled = set(after_members["compiled"])  # type: ignore[arg-type]
+    assert compiled and compiled <= set(after_members["members"])  # type: ignore[arg-type]
+    assert "culling.tree.walk.query" in compiled and "culling.tree.batch.place" not in compiled
+    assert first["answer"] == after_members["answer"]
+
+
+def test_a_damaged_cache_entry_compiles_again_with_one_warning_naming_the_cache(tmp_path):
+    site, env = _site(tmp_path)
+    first = _run(PROBE, env, tmp_path).stdout.split("\n")
+    assert first[1] == "0 1"  # compiled and cached
+    cache = tmp_path / "cache"
+    entries = sorted(cache.rglob("*.nbi")) + sorted(cache.rglob("*.nbc"))
+    assert entries
+    for path in entries:  # garbage in every index, a truncated data file behind it
+        path.write_bytes(b"\x80garbage" if path.suffix == ".nbi" else path.read_bytes()[:7])
+    damaged = _run(PROBE, env, tmp_path)
+    assert damaged.stdout.split("\n")[:2] == [first[0], "0 1"]  # the same answer, compiled again
+    warnings = [line for line in damaged.stderr.splitlines() if "RuntimeWarning" in line]
+    assert len(warnings) == 1 and "cannot be read" in warnings[0] and str(cache) in warnings[0], damaged.stderr
+    healed = _run(PROBE, env, tmp_path)  # the save replaced the damaged entry
+    assert healed.stdout.split("\n")[1] == "1 0" and "RuntimeWarning" not in healed.stderr
+
+
+def test_a_truncated_data_file_under_a_sound_index_compiles_again(tmp_path):
+    site, env = _site(tmp_path)
+    first = _run(PROBE, env, tmp_path).stdout.split("\n")
+    for path in (tmp_path / "cache").rglob("*.nbc"):
+        path.write_bytes(path.read_bytes()[: len(path.read_bytes()) // 2])
+    damaged = _run(PROBE, env, tmp_path)
+    assert damaged.stdout.split("\n")[:2] == [first[0], "0 1"]
+    assert damaged.stderr.count("cannot be read") == 1, damaged.stderr
+
+
+def test_a_full_disk_under_the_cache_keeps_the_kernels_in_memory_with_one_warning(tmp_path):
+    """Every write into the cache fails with ENOSPC (numba's writes patched, as a full disk answers)."""
+    site, env = _site(tmp_path)
+    full_disk = """
+import errno
+from numba.core import caching
+def no_space(*args, **kwargs):
+    raise OSError(errno.ENOSPC, "No space left on device")
+caching.IndexDataCacheFile._save_index = no_space
+caching.IndexDataCacheFile._save_data = no_space
+"""
+    proc = _run(full_disk + PROBE + FRAME, env, tmp_path)
+    lines = proc.stdout.strip().splitlines()
+    assert lines[1] == "0 1" and json.loads(lines[-1])["answer"] >= 1
+    warnings = [line for line in proc.stderr.splitlines() if "RuntimeWarning" in line]
+    assert len(warnings) == 1 and "cannot be written" in warnings[0] and "No space left" in warnings[0], proc.stderr
+    assert not any((tmp_path / "cache").rglob("*.nbi"))
