@@ -62,7 +62,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         folder = args.folder or SHIPPED_DIR
         print(f"compiling kernels for the portable CPU into {folder} ...", file=sys.stderr, flush=True)
         start = time.perf_counter()
-        count = ship_kernels(folder, quiet=True)
+        count = ship_kernels(folder)
         print(f"{count} kernels shipped in {time.perf_counter() - start:.1f} s", file=sys.stderr)
         return 0
     groups = None if args.groups is None else [g.strip() for g in args.groups.split(",") if g.strip()]

@@ -45,7 +45,7 @@ from culling.tree import batch, nodes
 from culling.tree import walk as tree_walk
 from culling.tree.tree import ViewDistanceTree
 
-__all__ = ["GROUPS", "STEPS", "Progress", "kernels_cached", "warm_up"]
+__all__ = ["GROUPS", "STEPS", "CompileWorkers", "Progress", "kernels_cached", "warm_up"]
 
 #: ``progress(done, total, name)``: ``done`` of ``total`` steps finished, ``name`` the one just done.
 Progress = Callable[[int, int, str], None]
@@ -308,32 +308,95 @@ def _share(groups: Sequence[str], workers: int) -> list[list[str]]:
     return [share for share in shares if share]
 
 
-def _compile_in_workers(groups: Sequence[str], workers: int) -> Any:
-    """Run ``python -m culling warm-up --groups ... --report`` in ``workers`` processes at once; yield the
-    name of each step as a worker finishes it.  A worker that fails costs nothing but time: the caller's
-    own pass compiles what is still missing.  Ctrl-C (or any exception) stops the workers."""
-    package_parent = str(Path(__file__).resolve().parents[1])
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([package_parent, *filter(None, [os.environ.get("PYTHONPATH")])]))
-    finished: queue.Queue[str | None] = queue.Queue()
-    processes = []
-    for share in _share(groups, workers):
-        command = [sys.executable, "-m", "culling", "warm-up", "--groups", ",".join(share), "--report", "--workers", "1"]
-        process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-        processes.append(process)
-        threading.Thread(target=_read_reports, args=(process, finished), daemon=True).start()
-    try:
-        running = len(processes)
-        while running:
-            name = finished.get()
+class CompileWorkers:
+    """Worker processes compiling kernel groups into numba's disk cache, watched without blocking.
+
+    Each worker runs ``python -m culling warm-up --groups ... --report`` (the
+    groups shared out by their cost, :data:`GROUP_COST`) and says each step it
+    finishes; :meth:`poll` returns those names.  For a loading screen that
+    must keep drawing and answering its keys, and for a compile left to run
+    in the background while a program starts (a kernel found in the cache
+    when first needed is loaded, not compiled).  A worker that fails costs
+    only time: the program's own first call compiles what is missing.
+
+    >>> workers = CompileWorkers(["grid"], workers=1)
+    >>> workers.total
+    5
+    >>> workers.cancel(); workers.running
+    False
+    """
+
+    def __init__(self, groups: Sequence[str], workers: int | None = None) -> None:
+        chosen = _groups(groups)
+        if workers is None:
+            workers = min(os.cpu_count() or 1, len(chosen))
+        if not isinstance(workers, int) or isinstance(workers, bool) or workers < 1:
+            raise ValueError(f"workers must be a positive integer, got {workers!r}")
+        self.groups = chosen
+        #: How many steps the workers will report in all.
+        self.total = sum(len(GROUPS[g]) for g in chosen)
+        #: The steps reported so far, in the order they finished.
+        self.finished: list[str] = []
+        self._reports: queue.Queue[str | None] = queue.Queue()
+        package_parent = str(Path(__file__).resolve().parents[1])
+        env = dict(os.environ,
+                   PYTHONPATH=os.pathsep.join([package_parent, *filter(None, [os.environ.get("PYTHONPATH")])]))
+        self._processes: list[subprocess.Popen[str]] = []
+        for share in _share(chosen, workers):
+            command = [sys.executable, "-m", "culling", "warm-up", "--groups", ",".join(share), "--report",
+                       "--workers", "1"]
+            process = subprocess.Popen(command, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                       stderr=subprocess.DEVNULL, text=True)
+            self._processes.append(process)
+            threading.Thread(target=_read_reports, args=(process, self._reports), daemon=True,
+                             name="culling-warm-up-reports").start()
+        self._open = len(self._processes)
+
+    @property
+    def running(self) -> bool:
+        """Whether any worker has not finished yet (its reports not all read)."""
+        return self._open > 0
+
+    def poll(self, timeout: float | None = 0.0) -> list[str]:
+        """The steps finished since the last call (waiting up to ``timeout`` seconds for the first; None:
+        until one finishes or every worker has ended)."""
+        new: list[str] = []
+        block = timeout is None or timeout > 0
+        while self._open:
+            try:
+                name = self._reports.get(block=block, timeout=timeout if block else None)
+            except queue.Empty:
+                break
+            block = False
             if name is None:
-                running -= 1
+                self._open -= 1
             else:
-                yield name
-    finally:
-        for process in processes:
+                new.append(name)
+        self.finished.extend(new)
+        return new
+
+    def cancel(self) -> None:
+        """Stop every worker now (a kernel half written is never read: numba replaces files whole)."""
+        for process in self._processes:
             if process.poll() is None:
                 process.kill()
+        for process in self._processes:
             process.wait()
+        self._open = 0
+
+    def __enter__(self) -> CompileWorkers:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.cancel()
+
+
+def _compile_in_workers(groups: Sequence[str], workers: int) -> Any:
+    """Yield each step's name as a worker (:class:`CompileWorkers`) finishes it; Ctrl-C (or any exception)
+    stops the workers."""
+    with CompileWorkers(groups, workers) as running:
+        while running.running:
+            yield from running.poll(timeout=None)
 
 
 def _read_reports(process: subprocess.Popen[str], finished: queue.Queue[str | None]) -> None:

@@ -25,6 +25,7 @@ from demo.stats import StatsWriter
 from engine.hud import GREY, WHITE, YELLOW, draw_hud, hud_font_size, hud_legend, hud_lines, text_colour
 from engine.map import draw_map_label
 from engine.overlay import LEVEL_COLOURS, POINT_COLOUR
+from scenes import SCENES
 
 if TYPE_CHECKING:
     import moderngl
@@ -174,7 +175,7 @@ def run_headless(options: HeadlessOptions, ctx: moderngl.Context | None = None) 
     """
     if options.frames < 1:
         raise ValueError(f"frames must be >= 1, got {options.frames}")
-    warm_up_headless()  # says at once when the kernels compile (first run only)
+    warm_up_headless(groups=SCENES[options.settings.scene].kernels)  # says so at once when they compile
     out = options.out
     if out is not None:
         try:

@@ -21,7 +21,7 @@ from time import perf_counter
 from typing import TYPE_CHECKING, Any
 
 from demo.demo import SCALE_STEP, Demo, DemoError, DemoSettings
-from demo.loading import LoadingScreen, building, warm_up_window
+from demo.loading import LoadingCancelled, LoadingScreen, await_kernels, building, warm_up_window
 from demo.stats import StatsWriter
 from engine.hud import HUD_MODES, hud_font_size, hud_legend, hud_lines, text_colour
 from engine.window import App, WindowError
@@ -94,7 +94,7 @@ class FlyThroughApp(App):
     def __init__(self, window: pyglet.window.Window, ctx: moderngl.Context, settings: DemoSettings, stats: str | Path | None = None,
                  out: Path = Path("out"), save_on_exit: bool = False) -> None:
         super().__init__(window, ctx)
-        warm_up_window(window, ctx)  # a loading screen while the kernels compile (first run only)
+        warm_up_window(window, ctx, SCENES[settings.scene].kernels)  # a loading screen while they compile
         with building(settings.scene, settings.objects, screen=LoadingScreen(window, ctx)) as progress:
             self.demo = Demo(ctx, window.get_framebuffer_size(), settings, progress)
         self.stats_writer = StatsWriter(stats) if stats is not None else None
@@ -321,6 +321,7 @@ class FlyThroughApp(App):
                 self.close()
         elif symbol in scene_keys:
             screen = LoadingScreen(self.window, self.ctx, events=False)  # inside an event handler: draw only
+            await_kernels(SCENES[scene_keys[symbol]].kernels, screen)
             with building(scene_keys[symbol], None, screen=screen) as progress:
                 demo.load_scene(scene_keys[symbol], progress=progress)
             self.say(f"{SCENES[scene_keys[symbol]].key}: {demo.scene.name}, {len(demo.scene):,} objects")
@@ -440,4 +441,7 @@ def run_window(settings: DemoSettings, size: tuple[int, int], stats: str | Path 
                                 save_on_exit=exit_after is not None)
     except WindowError as exc:
         raise DemoError(f"{exc}; use --headless to render offscreen") from None
+    except LoadingCancelled:
+        print("run_demo.py: closed while loading", file=sys.stderr)
+        return 0
     return 0 if app.frames > 0 else 1

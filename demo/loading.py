@@ -1,31 +1,38 @@
 """Never a silent wait: the kernels' first-run compile and the scene build, shown as they happen.
 
-``culling`` compiles its kernels on a program's first run on a machine (a
-few seconds; later runs load them from numba's cache).  The demo warms them
-up before anything else and says so at once: on stderr when headless, as a
-loading screen with a progress bar in the window.  Building a large scene
-shows its progress the same way (the scene's arrays, the view-distance tree
-batch by batch, the renderer, the collision candidates, the warm-up of its
-query paths), and the time it took.
+``culling`` compiles its kernels on a program's first run on a machine
+(later runs load them from numba's cache; ``pip install -e .`` ships them
+compiled into the checkout, so usually there is nothing to compile).  The
+demo compiles first only the kernel groups its scene's frames call
+(:attr:`scenes.SceneInfo.kernels`: the forest never compiles the broad
+phase or the dense grid), in worker processes, and says so at once: on
+stderr when headless, as a loading screen with a progress bar and the time
+so far in the window, which answers Esc, Q and its close button at once.
+The other groups then compile in one background process while the demo
+runs, so that switching scenes later finds them cached.  Building a large
+scene shows its progress the same way (the scene's arrays, the tree batch
+by batch, the renderer, the collision candidates, the warm-up of its query
+paths), and the time it took.
 """
 
 from __future__ import annotations
 
+import atexit
 import sys
-import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, TextIO
 
 import culling
+from culling.warmup import GROUPS, CompileWorkers
 
 if TYPE_CHECKING:
     import moderngl
     import pyglet
 
-__all__ = ["FIRST_RUN", "LOADING_CAPTION", "LoadingScreen", "building", "draw_bar", "progress_line", "warm_up_headless",
-           "warm_up_window"]
+__all__ = ["FIRST_RUN", "LOADING_CAPTION", "LoadingCancelled", "LoadingScreen", "await_kernels", "building", "compile_the_rest_later",
+           "draw_bar", "progress_line", "warm_up_headless", "warm_up_window"]
 
 #: ``progress(done, total, step)``: ``done`` of ``total`` steps finished, ``step`` the one just done.
 Progress = Callable[[int, int, str], None]
@@ -55,20 +62,55 @@ def progress_line(done: int, total: int, seconds: float, step: str) -> str:
     return f"  [{'#' * filled}{'.' * (_BAR - filled)}] {done}/{total} {seconds:5.1f} s  {step}"
 
 
-def warm_up_headless(stream: TextIO | None = None) -> float:
-    """Compile (first run) or load the kernels, with a message and a progress line per step on ``stream``
-    (stderr) when they compile; returns the seconds it took."""
+class LoadingCancelled(Exception):
+    """The user closed the window (Esc, Q, its close button) while it was loading."""
+
+
+#: The background compile of the kernel groups the first scene did not need (one process; stopped at exit).
+_LATER: list[CompileWorkers] = []
+
+
+def compile_the_rest_later(groups: Sequence[str]) -> None:
+    """Compile the kernel groups other than ``groups`` in one background process, if they are not cached,
+    so that a later scene switch finds them cached (stopped when the demo exits)."""
+    rest = [g for g in GROUPS if g not in groups and not culling.kernels_cached([g])]
+    if rest and not _LATER:
+        _LATER.append(CompileWorkers(rest, workers=1))
+        atexit.register(_LATER[0].cancel)
+
+
+def await_kernels(groups: Sequence[str], screen: LoadingScreen | None = None) -> None:
+    """Make the kernel ``groups`` ready before a scene that calls them starts (a scene switch): wait for
+    the background compile (:func:`compile_the_rest_later`) with the loading screen's bar, then load them
+    (anything still missing compiles here)."""
+    if not culling.kernels_cached(groups) and _LATER and _LATER[0].running:
+        later, start = _LATER[0], time.perf_counter()
+        while later.running and not culling.kernels_cached(groups):
+            later.poll(timeout=1 / 30)
+            if screen is not None:
+                screen.show(f"{FIRST_RUN}: {len(later.finished)}/{later.total}  {time.perf_counter() - start:.0f} s",
+                            len(later.finished) / max(later.total, 1))
+    culling.warm_up(groups=groups, workers=1)
+
+
+def warm_up_headless(stream: TextIO | None = None, groups: Sequence[str] = ("tree",)) -> float:
+    """Compile (first run) or load the kernel ``groups``, with a message and a progress line per step on
+    ``stream`` (stderr) when they compile; returns the seconds it took.  The other groups compile in the
+    background (:func:`compile_the_rest_later`)."""
     stream = stream or sys.stderr
-    if culling.kernels_cached():
-        return culling.warm_up()
+    if culling.kernels_cached(groups):
+        seconds = culling.warm_up(groups=groups)
+        compile_the_rest_later(groups)
+        return seconds
     print(f"{FIRST_RUN} ...", file=stream, flush=True)
     start = time.perf_counter()
 
     def show(done: int, total: int, name: str) -> None:
         print(progress_line(done, total, time.perf_counter() - start, name), file=stream, flush=True)
 
-    seconds = culling.warm_up(show)
+    seconds = culling.warm_up(show, groups=groups)
     print(f"kernels compiled in {seconds:.1f} s (cached for the next runs)", file=stream, flush=True)
+    compile_the_rest_later(groups)
     return seconds
 
 
@@ -102,7 +144,11 @@ def building(scene: str, objects: int | None, stream: TextIO | None = None,
         print(f"{title} ...", file=stream, flush=True)
         if screen is not None:
             screen.show(title, 0.0)
-    yield progress if large else quiet
+    try:
+        yield progress if large else quiet
+    finally:
+        if screen is not None:
+            screen.close()
     if large:
         print(f"built the {scene} scene in {time.perf_counter() - start:.1f} s", file=stream, flush=True)
 
@@ -131,24 +177,47 @@ class LoadingScreen:
     """The window's loading screen: a message above a progress bar, drawn at once by :meth:`show`.
 
     ``events``: answer the window's events before each frame (False inside an
-    event handler, which must not dispatch events again).
+    event handler, which must not dispatch events again).  While it is shown,
+    Esc, Q and the window's close button cancel the loading: the next
+    :meth:`show` raises :class:`LoadingCancelled`.
     """
 
     def __init__(self, window: pyglet.window.Window, ctx: moderngl.Context, events: bool = True) -> None:
         import pyglet
 
         self.window, self.ctx, self.events = window, ctx, events
+        self.cancelled = False
         self.label = pyglet.text.Label("", font_name="DejaVu Sans Mono", font_size=16, anchor_x="center",
                                        anchor_y="bottom", color=(235, 235, 235, 255))
+        self._handlers = {"on_key_press": self._on_key_press, "on_close": self._on_close}
+        self._pushed = False
+
+    def _on_key_press(self, symbol: int, modifiers: int) -> bool:
+        from pyglet.window import key
+
+        if symbol in (key.ESCAPE, key.Q):
+            self.cancelled = True
+        return True  # no other handler sees a key while loading
+
+    def _on_close(self) -> bool:
+        self.cancelled = True
+        return True  # the window stays open until the loading has stopped cleanly
 
     def show(self, text: str, fraction: float) -> None:
         """Draw one frame of the screen with ``text`` and the bar filled to ``fraction``, and show it
-        (the window's events are answered first, so it stays responsive between frames)."""
+        (the window's events are answered first, so it stays responsive between frames).  Raises
+        :class:`LoadingCancelled` once the user has asked to quit."""
         if not self.window.visible:  # the engine shows the window once the app is ready: show it now
             self.window.set_caption(LOADING_CAPTION)
             self.window.set_visible(True)
         if self.events:
+            if not self._pushed:
+                self.window.push_handlers(**self._handlers)
+                self._pushed = True
             self.window.dispatch_events()
+        if self.cancelled:
+            self.close()
+            raise LoadingCancelled("closed while loading")
         self.ctx.screen.use()
         _, _, _, bar_h = draw_bar(self.ctx, self.window.get_framebuffer_size(), fraction)
         self.label.text = text
@@ -156,36 +225,36 @@ class LoadingScreen:
         self.label.draw()
         self.window.flip()
 
+    def close(self) -> None:
+        """Take the screen's key and close handlers off the window (the app's own take over)."""
+        if self._pushed:
+            self.window.remove_handlers(**self._handlers)
+            self._pushed = False
 
-def warm_up_window(window: pyglet.window.Window, ctx: moderngl.Context) -> float:
-    """Compile (first run) or load the kernels; on a first run the window shows a loading screen with a
-    progress bar meanwhile (the compile runs on a thread, the window keeps drawing and answering its
-    events).  Returns the seconds it took."""
-    if culling.kernels_cached():
-        return culling.warm_up()
-    counts = {"done": 0, "total": 0}  # total 0: no step has reported yet (its count comes with the first report)
-    step = [""]
-    seconds = [0.0]
-    failed: list[BaseException] = []
 
-    def progress(done: int, total: int, name: str) -> None:
-        counts.update(done=done, total=total)
-        step[0] = name
-
-    def work() -> None:
+def warm_up_window(window: pyglet.window.Window, ctx: moderngl.Context, groups: Sequence[str] = ("tree",)) -> float:
+    """Compile (first run) or load the kernel ``groups``; on a first run the window shows a loading screen
+    with a progress bar and the time so far meanwhile: worker processes compile (:class:`CompileWorkers`),
+    the window keeps drawing and answering its events, and Esc, Q or the close button stop the workers
+    and raise :class:`LoadingCancelled` at once.  Then the kernels load into this process, and the other
+    groups compile in the background (:func:`compile_the_rest_later`).  Returns the seconds it took."""
+    start = time.perf_counter()
+    if not culling.kernels_cached(groups):
+        print(f"{FIRST_RUN} ...", file=sys.stderr, flush=True)
+        screen = LoadingScreen(window, ctx)
         try:
-            seconds[0] = culling.warm_up(progress)
-        except BaseException as exc:  # noqa: BLE001 - raised again on the main thread
-            failed.append(exc)
-
-    print(f"{FIRST_RUN} ...", file=sys.stderr, flush=True)
-    screen = LoadingScreen(window, ctx)
-    thread = threading.Thread(target=work, name="culling-warm-up", daemon=True)
-    thread.start()
-    while thread.is_alive():
-        done, total = counts["done"], counts["total"]
-        screen.show(f"{FIRST_RUN}: {done}/{total} {step[0]}" if total else f"{FIRST_RUN} ...", done / max(total, 1))
-        thread.join(1 / 30)
-    if failed:
-        raise failed[0]
-    return seconds[0]
+            with CompileWorkers(groups) as workers:
+                while workers.running:
+                    workers.poll(timeout=1 / 30)
+                    done, total = len(workers.finished), workers.total
+                    latest = workers.finished[-1] if workers.finished else "starting the compiler"
+                    screen.show(f"{FIRST_RUN}: {done}/{total} {latest}  {time.perf_counter() - start:.0f} s",
+                                done / max(total, 1))
+            screen.show(f"{FIRST_RUN}: loading the compiled kernels", 1.0)
+        finally:
+            screen.close()
+        print(f"kernels compiled in {time.perf_counter() - start:.1f} s (cached for the next runs)",
+              file=sys.stderr, flush=True)
+    culling.warm_up(groups=groups, workers=1)  # loads what the workers compiled (anything missing compiles)
+    compile_the_rest_later(groups)
+    return time.perf_counter() - start

@@ -16,12 +16,14 @@ __all__ = ["DEFAULT_SCENE", "ObjectKind", "Pose", "SCENES", "Scene", "SceneInfo"
 
 @dataclass(frozen=True)
 class SceneInfo:
-    """A registry entry: the builder (imported lazily) and its default object count."""
+    """A registry entry: the builder (imported lazily), its default object count, and the kernel groups
+    of ``culling`` its frames call (:data:`culling.warmup.GROUPS`: a loader compiles those first)."""
 
     module: str
     builder: str
     default_objects: int
     key: str            # number key that switches to it
+    kernels: tuple[str, ...] = ("tree",)
 
     def load(self) -> Callable[..., Scene]:
         import importlib
@@ -34,7 +36,7 @@ class SceneInfo:
 SCENES: dict[str, SceneInfo] = {
     "forest": SceneInfo("scenes.forest", "make_forest", 200_000, "1"),
     "clusters": SceneInfo("scenes.clusters", "make_clusters", 400_000, "2"),
-    "swarm": SceneInfo("scenes.swarm", "make_swarm", 30_000, "3"),
+    "swarm": SceneInfo("scenes.swarm", "make_swarm", 30_000, "3", kernels=("tree", "pairs")),
 }
 DEFAULT_SCENE = "forest"
 

@@ -1,55 +1,136 @@
 """The wheel's build backend: setuptools, with the kernels compiled ahead of time and shipped inside.
 
-``build_wheel`` first runs :func:`culling.shipped.ship_kernels` on this source
-(every kernel compiled for the architecture's baseline CPU into
-``culling/_compiled/``, about as long as a cold first run), builds the wheel
-with setuptools, and removes the folder again, so the checkout stays as it
-was.  Building a wheel therefore needs NumPy and numba, which the build
-environment gets (``get_requires_for_build_wheel``); editable installs and
-source distributions are setuptools' own and compile nothing.
-``CULLING_SHIP_KERNELS=0`` builds a wheel without kernels (every install
-then compiles them on first use, as an editable install does).
+``build_wheel`` copies the library's sources into a temporary folder, runs
+:func:`culling.shipped.ship_kernels` there (every kernel compiled for the
+architecture's baseline CPU into ``culling/_compiled/``, in worker processes,
+one per core, each finished step said on stderr), and builds the wheel from
+that copy with setuptools, so the checkout is left exactly as it was (no
+``build/``, no ``*.egg-info``).  The wheel holds machine code for one
+Python, ABI and platform, and is tagged so (``cp311-cp311-linux_x86_64``,
+say): pip takes it only where its kernels fit.  Elsewhere pip builds the
+wheel from the source distribution (which holds this file), compiling the
+kernels for that machine, or ``CULLING_SHIP_KERNELS=0`` builds a pure
+``py3-none-any`` wheel that compiles them on first use.
+
+``build_editable`` (``pip install -e .``) ships the kernels the same way into
+the checkout's own ``culling/_compiled/`` (ignored by git), so a checkout
+starts like an installed wheel: the first run of the demo or the tests loads
+the kernels instead of compiling them, and an edit recompiles only the
+kernels whose sources it changed (:mod:`culling.core.fingerprint`).
+
+Building needs NumPy and numba, which the build environment gets
+(``get_requires_for_build_wheel`` and ``..._editable``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import subprocess
 import sys
+import tempfile
+import time
+from collections.abc import Iterator
 from pathlib import Path
 
 from setuptools import build_meta as _setuptools
-from setuptools.build_meta import (  # noqa: F401
-    build_editable,
-    build_sdist,
-    get_requires_for_build_editable,
-    get_requires_for_build_sdist,
-    prepare_metadata_for_build_editable,
-    prepare_metadata_for_build_wheel,
-)
+from setuptools.build_meta import build_sdist, get_requires_for_build_sdist  # noqa: F401
 
 ROOT = Path(__file__).resolve().parent.parent
-SHIPPED = ROOT / "culling" / "_compiled"
 
 #: What compiling the kernels needs on top of setuptools: the library's own dependencies.
 KERNEL_REQUIRES = ["numpy>=1.24", "numba>=0.59"]
+
+#: What a wheel is built from (copied into a temporary folder): the library and its metadata's files.
+WHEEL_SOURCES = ("culling", "pyproject.toml", "README.md", "LICENSE", "MANIFEST.in", "tools/shipping_backend.py")
 
 
 def _shipping() -> bool:
     return os.environ.get("CULLING_SHIP_KERNELS", "1").strip() != "0"
 
 
+def _say(message: str) -> None:
+    print(f"culling build: {message}", file=sys.stderr, flush=True)
+
+
 def get_requires_for_build_wheel(config_settings=None):  # noqa: ANN001, ANN201 - PEP 517's signature
     return _setuptools.get_requires_for_build_wheel(config_settings) + (KERNEL_REQUIRES if _shipping() else [])
 
 
-def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):  # noqa: ANN001, ANN201
-    if not _shipping():
-        return _setuptools.build_wheel(wheel_directory, config_settings, metadata_directory)
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]))
-    subprocess.run([sys.executable, "-m", "culling", "ship-kernels", str(SHIPPED)], env=env, check=True)
+def get_requires_for_build_editable(config_settings=None):  # noqa: ANN001, ANN201
+    return _setuptools.get_requires_for_build_editable(config_settings) + (KERNEL_REQUIRES if _shipping() else [])
+
+
+@contextlib.contextmanager
+def _in_a_copy() -> Iterator[Path]:
+    """Work in a temporary copy of :data:`WHEEL_SOURCES` (setuptools writes ``build/`` and ``*.egg-info``
+    where it runs): the checkout is only read."""
+    here = Path.cwd()
+    with tempfile.TemporaryDirectory(prefix="culling-wheel-") as tmp:
+        copy = Path(tmp)
+        for name in WHEEL_SOURCES:
+            source = ROOT / name
+            if source.is_dir():
+                shutil.copytree(source, copy / name, ignore=shutil.ignore_patterns("__pycache__", "_compiled"))
+            elif source.exists():
+                (copy / name).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(source, copy / name)
+        os.chdir(copy)
+        try:
+            yield copy
+        finally:
+            os.chdir(here)
+
+
+def _ship(root: Path, what: str) -> None:
+    """Compile every kernel of ``root``'s ``culling`` into its ``_compiled`` folder, saying so."""
+    _say(f"compiling the kernels for {what} (worker processes, one per core; about a minute of CPU) ...")
+    start = time.perf_counter()
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(root), *filter(None, [os.environ.get("PYTHONPATH")])]))
+    subprocess.run([sys.executable, "-m", "culling", "ship-kernels", str(root / "culling" / "_compiled")],
+                   env=env, cwd=root, check=True)
+    _say(f"kernels compiled in {time.perf_counter() - start:.0f} s")
+
+
+@contextlib.contextmanager
+def _platform_wheel() -> Iterator[None]:
+    """Make setuptools tag the wheel for this Python, ABI and platform (the shipped kernels are machine
+    code for them), as it tags a wheel with extension modules."""
+    from setuptools.dist import Distribution
+
+    before = Distribution.has_ext_modules
+    Distribution.has_ext_modules = lambda self: True  # type: ignore[method-assign]
     try:
-        return _setuptools.build_wheel(wheel_directory, config_settings, metadata_directory)
+        yield
     finally:
-        shutil.rmtree(SHIPPED, ignore_errors=True)
+        Distribution.has_ext_modules = before  # type: ignore[method-assign]
+
+
+def prepare_metadata_for_build_wheel(metadata_directory, config_settings=None):  # noqa: ANN001, ANN201
+    with _in_a_copy():
+        return _setuptools.prepare_metadata_for_build_wheel(metadata_directory, config_settings)
+
+
+def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):  # noqa: ANN001, ANN201
+    wheel_directory = os.path.abspath(wheel_directory)
+    with _in_a_copy() as copy:
+        if not _shipping():
+            _say("CULLING_SHIP_KERNELS=0: a pure wheel, its kernels compile on first use")
+            return _setuptools.build_wheel(wheel_directory, config_settings, None)
+        _ship(copy, "the wheel")
+        _say("packing the wheel ...")
+        with _platform_wheel():
+            name = _setuptools.build_wheel(wheel_directory, config_settings, None)
+        _say(f"built {name}")
+        return name
+
+
+def prepare_metadata_for_build_editable(metadata_directory, config_settings=None):  # noqa: ANN001, ANN201
+    return _setuptools.prepare_metadata_for_build_editable(metadata_directory, config_settings)
+
+
+def build_editable(wheel_directory, config_settings=None, metadata_directory=None):  # noqa: ANN001, ANN201
+    if _shipping():
+        _ship(ROOT, "this checkout (culling/_compiled)")
+    return _setuptools.build_editable(wheel_directory, config_settings, metadata_directory)
