@@ -139,3 +139,25 @@ def shipped_cold(timeout: float = 600.0) -> dict:
         cache = Path(tmp) / "cache"
         cache.mkdir()
         return measure(cache, site=site)
+
+
+def compile_cost(groups: str | None = None, workers: int = 1, timeout: float = 900.0) -> dict:
+    """``python -m culling warm-up`` (``--groups``, ``--workers``) in a new empty cache, nothing shipped:
+    the compile itself.  Returns its wall seconds and the CPU seconds of it and its worker processes."""
+    import resource
+    import time
+
+    with tempfile.TemporaryDirectory(prefix="culling-compile-") as tmp:
+        env = dict(os.environ, PYTHONPATH=str(ROOT), NUMBA_CACHE_DIR=tmp, CULLING_SHIPPED_KERNELS="0")
+        command = [sys.executable, "-m", "culling", "warm-up", "--workers", str(workers)]
+        if groups is not None:
+            command += ["--groups", groups]
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        start = time.perf_counter()
+        proc = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout)
+        wall = time.perf_counter() - start
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        if proc.returncode != 0:
+            raise RuntimeError(f"warm-up failed:\n{proc.stderr[-2000:]}")
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return {"wall": wall, "cpu": cpu}

@@ -49,6 +49,9 @@ LARGE_SCENE = 100_000
 
 _BAR = 30
 
+#: The loading screen's font size (points), shrunk to fit a narrow window.
+FONT_SIZE = 16
+
 #: The loading screen's colours (0..1 RGB): background, bar frame, empty bar, filled bar.
 BACKGROUND = (0.07, 0.08, 0.10)
 FRAME = (0.45, 0.47, 0.52)
@@ -88,7 +91,7 @@ def await_kernels(groups: Sequence[str], screen: LoadingScreen | None = None) ->
         while later.running and not culling.kernels_cached(groups):
             later.poll(timeout=1 / 30)
             if screen is not None:
-                screen.show(f"{FIRST_RUN}: {len(later.finished)}/{later.total}  {time.perf_counter() - start:.0f} s",
+                screen.show(f"{FIRST_RUN}: {len(later.finished)}/{later.total}, {time.perf_counter() - start:.0f} s",
                             len(later.finished) / max(later.total, 1))
     culling.warm_up(groups=groups, workers=1)
 
@@ -187,7 +190,7 @@ class LoadingScreen:
 
         self.window, self.ctx, self.events = window, ctx, events
         self.cancelled = False
-        self.label = pyglet.text.Label("", font_name="DejaVu Sans Mono", font_size=16, anchor_x="center",
+        self.label = pyglet.text.Label("", font_name="DejaVu Sans Mono", font_size=FONT_SIZE, anchor_x="center",
                                        anchor_y="bottom", color=(235, 235, 235, 255))
         self._handlers = {"on_key_press": self._on_key_press, "on_close": self._on_close}
         self._pushed = False
@@ -221,6 +224,10 @@ class LoadingScreen:
         self.ctx.screen.use()
         _, _, _, bar_h = draw_bar(self.ctx, self.window.get_framebuffer_size(), fraction)
         self.label.text = text
+        self.label.font_size = FONT_SIZE
+        fits = 0.95 * self.window.width / max(self.label.content_width, 1)
+        if fits < 1.0:  # a narrow window: a smaller font rather than a message cut at both ends
+            self.label.font_size = max(6.0, FONT_SIZE * fits)
         self.label.x, self.label.y = self.window.width // 2, self.window.height // 2 + 2 * bar_h
         self.label.draw()
         self.window.flip()
@@ -248,7 +255,7 @@ def warm_up_window(window: pyglet.window.Window, ctx: moderngl.Context, groups: 
                     workers.poll(timeout=1 / 30)
                     done, total = len(workers.finished), workers.total
                     latest = workers.finished[-1] if workers.finished else "starting the compiler"
-                    screen.show(f"{FIRST_RUN}: {done}/{total} {latest}  {time.perf_counter() - start:.0f} s",
+                    screen.show(f"{FIRST_RUN}: {done}/{total}, {time.perf_counter() - start:.0f} s, {latest}",
                                 done / max(total, 1))
             screen.show(f"{FIRST_RUN}: loading the compiled kernels", 1.0)
         finally:

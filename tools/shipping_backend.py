@@ -5,7 +5,7 @@
 architecture's baseline CPU into ``culling/_compiled/``, in worker processes,
 one per core, each finished step said on stderr), and builds the wheel from
 that copy with setuptools, so the checkout is left exactly as it was (no
-``build/``, no ``*.egg-info``).  The wheel holds machine code for one
+``build/``, no ``*.egg-info``; ``build_sdist`` works in such a copy too).  The wheel holds machine code for one
 Python, ABI and platform, and is tagged so (``cp311-cp311-linux_x86_64``,
 say): pip takes it only where its kernels fit.  Elsewhere pip builds the
 wheel from the source distribution (which holds this file), compiling the
@@ -35,7 +35,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from setuptools import build_meta as _setuptools
-from setuptools.build_meta import build_sdist, get_requires_for_build_sdist  # noqa: F401
+from setuptools.build_meta import get_requires_for_build_sdist  # noqa: F401
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -124,6 +124,13 @@ def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
             name = _setuptools.build_wheel(wheel_directory, config_settings, None)
         _say(f"built {name}")
         return name
+
+
+def build_sdist(sdist_directory, config_settings=None):  # noqa: ANN001, ANN201
+    """The library's sources and this backend (no compiled kernels), made in a copy like the wheel."""
+    sdist_directory = os.path.abspath(sdist_directory)
+    with _in_a_copy():
+        return _setuptools.build_sdist(sdist_directory, config_settings)
 
 
 def prepare_metadata_for_build_editable(metadata_directory, config_settings=None):  # noqa: ANN001, ANN201

@@ -1,6 +1,8 @@
 """A first run's loading screen is on screen: under a virtual X server the window shows, under its
-loading caption, the message and the progress bar while the kernels compile (a stand-in warm-up
-that sleeps), and takes the demo's title once the scene is loaded."""
+loading caption, the message, the time so far and the progress bar while the kernels compile (stand-in
+compile workers that report a step every 0.2 s), takes the demo's title once the scene is loaded, and
+answers Esc, Q and the window's close button (a WM_DELETE_WINDOW message, as a window manager sends
+it) at once: the workers stop and the demo exits 0."""
 
 import os
 import shutil
@@ -20,31 +22,125 @@ ROOT = Path(__file__).resolve().parents[2]
 
 pytestmark = pytest.mark.window
 
-#: run_demo.py with a warm-up that takes 6 s (30 steps of 0.2 s) and reports each step, as a first run's.
+#: run_demo.py whose kernel compile takes STEPS x 0.2 s, reported step by step as the compile workers do
+#: (``demo.loading.CompileWorkers`` replaced; ``cancel`` says so on stderr), as a first run's.
 _FIRST_RUN = """
 import runpy, sys, time
 import culling
+import demo.loading
 
-def slow(progress=None):
-    for i in range(1, 31):
-        time.sleep(0.2)
-        if progress is not None:
-            progress(i, 30, f"step {i}")
-    return 6.0
+STEPS = int(sys.argv.pop(1))
 
-culling.kernels_cached = lambda: False
-culling.warm_up = slow
+class SlowWorkers:
+    def __init__(self, groups, workers=None):
+        self.total, self.finished, self.start, self.stopped = STEPS, [], time.monotonic(), False
+
+    @property
+    def running(self):
+        return not self.stopped and len(self.finished) < self.total
+
+    def poll(self, timeout=0.0):
+        time.sleep(timeout or 0.0)
+        due = min(self.total, int((time.monotonic() - self.start) / 0.2))
+        new = [f"step {i}" for i in range(len(self.finished) + 1, due + 1)]
+        self.finished.extend(new)
+        return new
+
+    def cancel(self):
+        if self.running:
+            print("compile workers stopped", file=sys.stderr, flush=True)
+        self.stopped = True
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.cancel()
+
+culling.kernels_cached = lambda groups=None: False
+demo.loading.CompileWorkers = SlowWorkers
+demo.loading.compile_the_rest_later = lambda groups: None
 sys.argv = ["run_demo.py", *sys.argv[1:]]
 runpy.run_path(sys.argv[0], run_name="__main__")
 """
 
 
+def _start(env, tmp_path, steps, *flags):
+    return subprocess.Popen([sys.executable, "-c", _FIRST_RUN, str(steps), "--objects", "2000", "--size", "320x180",
+                             "--out", str(tmp_path), *flags],
+                            env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def _loading_window(env, proc):
+    """The loading window's id once it is visible (None if the demo ended first)."""
+    for _ in range(600):
+        found = _xdo(env, "search", "--onlyvisible", "--name", LOADING_CAPTION).stdout.split()
+        if found or proc.poll() is not None:
+            return found[0] if found else None
+        time.sleep(0.05)
+    return None
+
+
+def _send_wm_delete(display: str, window: int) -> None:
+    """Ask ``window`` to close as a window manager's close button does: a ``WM_PROTOCOLS`` client message
+    holding ``WM_DELETE_WINDOW`` (Xlib through ctypes; xdotool has no such command)."""
+    import ctypes
+    import ctypes.util
+
+    x11 = ctypes.CDLL(ctypes.util.find_library("X11") or "libX11.so.6")
+    x11.XOpenDisplay.restype = ctypes.c_void_p
+    x11.XOpenDisplay.argtypes = [ctypes.c_char_p]
+    x11.XInternAtom.restype = ctypes.c_ulong
+    x11.XInternAtom.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_int]
+
+    class ClientMessage(ctypes.Structure):
+        _fields_ = [("type", ctypes.c_int), ("serial", ctypes.c_ulong), ("send_event", ctypes.c_int),
+                    ("display", ctypes.c_void_p), ("window", ctypes.c_ulong), ("message_type", ctypes.c_ulong),
+                    ("format", ctypes.c_int), ("l", ctypes.c_long * 5)]
+
+    class Event(ctypes.Union):
+        _fields_ = [("xclient", ClientMessage), ("pad", ctypes.c_long * 24)]
+
+    x11.XSendEvent.argtypes = [ctypes.c_void_p, ctypes.c_ulong, ctypes.c_int, ctypes.c_long, ctypes.POINTER(Event)]
+    x11.XFlush.argtypes = x11.XCloseDisplay.argtypes = [ctypes.c_void_p]
+    dpy = x11.XOpenDisplay(display.encode())
+    assert dpy, f"cannot open {display}"
+    event = Event()
+    event.xclient.type = 33  # ClientMessage
+    event.xclient.window = window
+    event.xclient.message_type = x11.XInternAtom(dpy, b"WM_PROTOCOLS", False)
+    event.xclient.format = 32
+    event.xclient.l[0] = x11.XInternAtom(dpy, b"WM_DELETE_WINDOW", False)
+    x11.XSendEvent(dpy, window, False, 0, ctypes.byref(event))
+    x11.XFlush(dpy)
+    x11.XCloseDisplay(dpy)
+
+
+@pytest.mark.parametrize("how", ["Escape", "q", "close button"])
+def test_the_loading_screen_quits_at_once_on_esc_q_and_its_close_button(xvfb, tmp_path, how):  # noqa: F811
+    env = dict(os.environ, DISPLAY=xvfb, PYTHONPATH=str(ROOT))
+    proc = _start(env, tmp_path, 3000)  # a compile of 10 minutes: only a cancel ends it in the wait below
+    try:
+        window = _loading_window(env, proc)
+        assert window, "no visible loading window"
+        if how == "close button":
+            _send_wm_delete(xvfb, int(window))
+        else:
+            _xdo(env, "windowfocus", "--sync", window)
+            _xdo(env, "key", "--window", window, how)
+        out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, err[-2000:]
+    assert "compile workers stopped" in err and "closed while loading" in err, err[-2000:]
+    assert "Traceback" not in err
+
+
 @pytest.mark.skipif(shutil.which("import") is None, reason="needs ImageMagick's import for the screenshot")
 def test_the_loading_screen_shows_in_the_window_before_the_scene(xvfb, tmp_path):  # noqa: F811
     env = dict(os.environ, DISPLAY=xvfb, PYTHONPATH=str(ROOT))
-    proc = subprocess.Popen([sys.executable, "-c", _FIRST_RUN, "--objects", "2000", "--size", "320x180",
-                             "--exit-after", "1", "--out", str(tmp_path)],
-                            env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = _start(env, tmp_path, 30, "--exit-after", "1")  # a compile of 6 s
     try:
         loading = ""
         for _ in range(300):
