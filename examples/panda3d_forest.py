@@ -16,6 +16,7 @@ objects it drew, the median query time, the frame rate and where the camera is. 
 every object, to time the engine alone.  A first run compiles the library's kernels and says so,
 with a progress bar.
 """
+
 from __future__ import annotations
 
 import argparse

@@ -16,6 +16,7 @@ the frame, how many objects it drew, the median query time, the frame rate and w
 ``--all`` draws every object instead, to time the engine without the tree.  A first run compiles
 the library's kernels and says so, with a progress bar.
 """
+
 from __future__ import annotations
 
 import argparse
