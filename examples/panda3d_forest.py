@@ -34,6 +34,7 @@ FPS = 30.0            # headless frames are this far apart on the camera path
 PATH_SECONDS = 60.0   # one lap of the scene's camera path
 SIZE = (640, 360)
 SUMMARY_SECONDS = 1.0  # a summary line this often, not a line per frame
+COMPILING = "compiling kernels (first run only)"   # what a first run says, as the demo and python -m culling do
 #: Simple lathed shapes, (radius, height) from the bottom up, in units of the bounding radius.
 PROFILES = {"grass_card": ([(0.35, 0.0), (0.0, 1.4)], 4), "pebble": ([(0.0, 0.0), (0.45, 0.3), (0.3, 0.6), (0.0, 0.7)], 5),
             "bush": ([(0.0, 0.0), (0.6, 0.3), (0.76, 0.76), (0.5, 1.3), (0.0, 1.5)], 7),
@@ -68,15 +69,22 @@ def to_scene(xyz: np.ndarray) -> np.ndarray:
 
 def warm_up_kernels() -> None:
     """Compile the library's kernels ahead of the first frame, with a progress bar on stderr (a first
-    run on a machine: numba caches them for the next runs, which load them in a fraction of a second)."""
+    run on a machine: numba caches them for the next runs, which load them in a fraction of a second).
+    The bar is ``python -m culling warm-up``'s: ``culling.warm_up`` reports each step it finishes."""
     import culling
-    from culling.__main__ import COMPILING, progress_bar
 
     if culling.kernels_cached():
         culling.warm_up()
         return
     print(f"{COMPILING} ...", file=sys.stderr, flush=True)
-    seconds = culling.warm_up(progress_bar(sys.stderr)[1])
+    start = time.perf_counter()
+
+    def progress(done: int, total: int, name: str) -> None:
+        bar = "#" * (30 * done // total)
+        print(f"{COMPILING}: [{bar:.<30}] {done}/{total} {time.perf_counter() - start:5.1f} s  {name}",
+              file=sys.stderr, flush=True)
+
+    seconds = culling.warm_up(progress)
     print(f"kernels compiled in {seconds:.1f} s (cached for the next runs)", file=sys.stderr, flush=True)
 
 

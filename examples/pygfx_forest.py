@@ -34,6 +34,7 @@ FPS = 30.0            # headless frames are this far apart on the camera path
 PATH_SECONDS = 60.0   # one lap of the scene's camera path
 SIZE = (640, 360)
 SUMMARY_SECONDS = 1.0  # a summary line this often, not a line per frame
+COMPILING = "compiling kernels (first run only)"   # what a first run says, as the demo and python -m culling do
 #: What pygfx asks of every device by default, but which not every adapter offers (lavapipe's OpenGL
 #: adapter does not): wgpu may hand out that adapter, and then the device request fails.
 PYGFX_FEATURES = ("float32-filterable",)
@@ -46,15 +47,22 @@ TURNS = {"arrowleft": ((0, 1, 0), 1), "arrowright": ((0, 1, 0), -1), "arrowup": 
 
 def warm_up_kernels() -> None:
     """Compile the library's kernels ahead of the first frame, with a progress bar on stderr (a first
-    run on a machine: numba caches them for the next runs, which load them in a fraction of a second)."""
+    run on a machine: numba caches them for the next runs, which load them in a fraction of a second).
+    The bar is ``python -m culling warm-up``'s: ``culling.warm_up`` reports each step it finishes."""
     import culling
-    from culling.__main__ import COMPILING, progress_bar
 
     if culling.kernels_cached():
         culling.warm_up()
         return
     print(f"{COMPILING} ...", file=sys.stderr, flush=True)
-    seconds = culling.warm_up(progress_bar(sys.stderr)[1])
+    start = time.perf_counter()
+
+    def progress(done: int, total: int, name: str) -> None:
+        bar = "#" * (30 * done // total)
+        print(f"{COMPILING}: [{bar:.<30}] {done}/{total} {time.perf_counter() - start:5.1f} s  {name}",
+              file=sys.stderr, flush=True)
+
+    seconds = culling.warm_up(progress)
     print(f"kernels compiled in {seconds:.1f} s (cached for the next runs)", file=sys.stderr, flush=True)
 
 

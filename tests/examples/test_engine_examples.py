@@ -173,11 +173,11 @@ def test_a_first_run_says_it_compiles_with_a_progress_bar(name, monkeypatch, cap
     """A first run (no kernel cached) announces the compile and draws ``culling``'s own progress bar."""
     _need(name)
     import culling
-    from culling.__main__ import COMPILING
 
+    module = _load(name)
     monkeypatch.setattr(culling, "kernels_cached", lambda: False)
-    _load(name).warm_up_kernels()
-    err = capsys.readouterr().err
+    module.warm_up_kernels()
+    err, COMPILING = capsys.readouterr().err, "compiling kernels (first run only)"
     assert err.startswith(f"{COMPILING} ...\n"), err
     bars = [line for line in err.splitlines() if line.startswith(f"{COMPILING}: [")]
     assert bars and "##############################] " in bars[-1], err       # a full bar at the end
