@@ -304,6 +304,7 @@ def main(argv=None) -> int:
                 canvas.request_draw()
 
     canvas.request_draw(draw_frame)
+    print("first frame: pygfx compiles its shaders (seconds on a CPU renderer) ...", flush=True)
     if not headless:
         loop.run()                                   # until Esc, the close button or --frames
         return 0
