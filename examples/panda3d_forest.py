@@ -199,6 +199,7 @@ def main(argv=None) -> int:
 
     loadPrcFileData("", f"win-size {SIZE[0]} {SIZE[1]}\nwindow-title Panda3D forest: view-distance culling\n"
                         "audio-library-name null\nsync-video false\nnotify-level-egldisplay error\nnotify-level-device fatal\n"
+                        "print-pipe-types false\n"
                         + ("load-display p3headlessgl\nwindow-type offscreen\n" if headless else ""))
     from direct.showbase.ShowBase import ShowBase
 
