@@ -2,8 +2,8 @@
 
 Each case builds its workload untimed, then runs the hot path under
 pyinstrument (a call tree) and line_profiler (time per line of the tree's
-methods).  Both are optional dev tools from PyPI (``pip install pyinstrument
-line_profiler``); the reports go to the terminal and, with ``--out``, to text
+methods).  Both come with the ``profile`` extra (``.venv/bin/pip install -e
+".[profile]"``); without them the command says so in one line; the reports go to the terminal and, with ``--out``, to text
 files.  Cases: query (exact query, forest 1M), query_many, insert_many
 (forest 1M), update_many (100k moving), single (in-node update() and
 remove() at 1M), colocated (100k insert(), query, remove()).
@@ -16,6 +16,7 @@ pass, the Python wrapper), by running the same kernels stopped after each.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import io
 import sys
 from collections.abc import Callable
@@ -225,6 +226,10 @@ def main(argv: list[str] | None = None) -> int:
     unknown = set(args.cases) - set(CASES) - {"phases"}
     if unknown:
         ap.error(f"unknown case(s) {sorted(unknown)}; choose from {', '.join(CASES)}, phases")
+    needed = ["pyinstrument"] + ([] if args.no_lines else ["line_profiler"])
+    missing = [name for name in needed if importlib.util.find_spec(name) is None]
+    if missing and any(name != "phases" for name in args.cases or CASES):
+        ap.exit(1, f"{ap.prog}: needs {' and '.join(missing)}: pip install -e \".[profile]\" (the profile extra)\n")
     for name in args.cases or [*CASES, "phases"]:
         text = query_phases(args.n or 1_000_000) if name == "phases" else profile_case(name, args.n, not args.no_lines)
         print(text)

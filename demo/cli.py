@@ -11,7 +11,6 @@ import argparse
 import logging
 import os
 import sys
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import NoReturn
@@ -93,28 +92,6 @@ def _folder(text: str) -> Path:
     return Path(text)
 
 
-def unwritable_folder(folder: Path) -> str | None:
-    """Why images cannot be written into ``folder`` (created if missing), or None if they can.
-
-    Checked before the scene is built (a read-only ``--out`` costs no wait) by
-    writing a probe file into the folder, or into its nearest existing
-    parent when it does not exist yet.
-    """
-    target = folder
-    while not target.exists() and target.absolute().parent != target.absolute():
-        target = target.absolute().parent
-    if not target.is_dir():
-        return f"--out {folder} is not a folder ({target} is a file)" if target != folder \
-            else f"--out {folder} is not a folder"
-    try:
-        with tempfile.TemporaryFile(dir=target):
-            pass
-    except OSError as exc:
-        where = "" if target == folder else f" ({target})"
-        return f"--out {folder} is not writable{where}: {exc.strerror or exc}"
-    return None
-
-
 def build_parser() -> argparse.ArgumentParser:
     from engine.hud import HUD_MODES
     from scenes import DEFAULT_SCENE, SCENES
@@ -140,7 +117,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-overlay", action="store_true", help="start without the debug overlay (boxes and level table)")
     p.add_argument("--no-hud", action="store_true", help="no HUD text (same as --hud off)")
     p.add_argument("--hud", choices=HUD_MODES, default="compact",
-                   help="HUD at start: compact (three lines), full (stage table, levels, controls) or off; "
+                   help="HUD at start: compact (times, funnel, mouse and a key hint, four lines in the forest, and a colour legend), full (stage table, levels, controls) or off; "
                         "H cycles it in the window (default %(default)s)")
     p.add_argument("--no-images", action="store_true", help="headless: do not write PNGs (for timing runs)")
     p.add_argument("--gif", action="store_true", help="headless: also write an animated GIF (out/demo.gif)")
@@ -232,6 +209,8 @@ def _run(args: argparse.Namespace) -> int:
                           exit_after=args.exit_after)
 
     if not args.no_images:
+        from engine.files import unwritable_folder
+
         problem = unwritable_folder(args.out)
         if problem is not None:
             return _fail(problem + " (choose another --out, or --no-images)")

@@ -32,7 +32,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from culling import CollisionCandidates, QueryTrace, ViewDistanceTree, VisibilityEvents, VisibilityTracker
-from engine.camera import Camera
+from engine.camera import CAMERA_RADIUS, Camera, above_ground
 from engine.culling_pipeline import BruteForceIndex, CullingPipeline, FrameStats
 from engine.hud import HudInfo
 from engine.map import MapInset
@@ -67,8 +67,6 @@ WARM_FRAMES = 30
 #: spikes of a loaded machine, below any kernel compile, 0.1 s and more).
 COLD_FACTOR = 5.0
 COLD_MS = 20.0
-#: Radius of the camera's collision probe (metres): a person-sized sphere.
-CAMERA_RADIUS = 1.5
 
 class DemoError(RuntimeError):
     """A problem the user can fix (bad scene, unsupported option); one line."""
@@ -217,10 +215,27 @@ class Demo:
             self.pipeline.cull(position, vp, scale=1.0, trace=trace and self.tree is not None)
             frame = self.pipeline.instance_groups(self.fade, lod=self.lod)
             self.renderer.upload_groups(frame.instances, frame.group_starts)
+            if trace:
+                self._warm_draw(vp, position)
             self.renderer.upload_groups(frame.instances[:0], np.zeros_like(frame.group_starts))   # draw nothing yet
         self.scene.warm_up(position)
         self.pipeline.visible = self.pipeline.visible[:0]
         log.info("%s: query paths warmed up in %.2f s", self.scene.name, perf_counter() - t0)
+
+    def _warm_draw(self, view_projection: np.ndarray, position: np.ndarray) -> None:
+        """Draw the uploaded instances once into a throwaway framebuffer of the frame's size: the GL
+        driver compiles its shader variants at a program's first draw (half a second on llvmpipe),
+        which would otherwise land in frame 0's draw time."""
+        import moderngl
+
+        previous = self.ctx.fbo
+        target = self.ctx.simple_framebuffer(self.size)
+        try:
+            self.renderer.draw(view_projection, position, target)
+        finally:
+            target.release()
+            if previous is not None and not isinstance(previous.mglo, moderngl.InvalidObject):   # not released
+                previous.use()
 
     @property
     def renderer(self) -> Renderer:
@@ -254,11 +269,8 @@ class Demo:
         solid objects (rocks, trees, towers) and stays above the ground."""
         self.camera.move_local(forward, right, up)
         if self.collide:
-            self.camera.position = self.collision.resolve(self.camera.position)
-        if self.collide:
-            p = self.camera.position
-            ground = float(self.scene.ground_height(np.array(p[0]), np.array(p[2])))
-            p[1] = max(p[1], ground + CAMERA_RADIUS)
+            self.camera.position = above_ground(self.collision.resolve(self.camera.position),
+                                                self.scene.ground_height)
 
     # -- toggles -----------------------------------------------------------------
     def toggle_freeze(self) -> None:

@@ -43,6 +43,8 @@ log = logging.getLogger(__name__)
 HUD_REFRESH = 0.1          # seconds between HUD text updates (pyglet re-lays out text)
 MOUSE_CAPTURED = "mouse captured: moving looks around; Tab or Esc releases"
 MOUSE_FREE = "mouse free: click or Tab captures, drag looks; Esc quits"
+#: What a drag (a button held while the mouse moves, not captured) says: it looks, the mouse stays free.
+DRAGGING = "drag: looking around, the mouse stays free"
 #: How long a key's answer stays on screen (seconds): long enough to read a short line.
 STATUS_SECONDS = 3.0
 #: Typed characters that scale every view distance.  ``+`` is read from the typed
@@ -422,6 +424,8 @@ class FlyThroughApp(App):
 
     def on_mouse_drag(self, x: int, y: int, dx: int, dy: int, buttons: int, modifiers: int) -> bool:
         if dx or dy:
+            if not self._dragged and self._pressed_at is not None:   # once a drag, not per motion
+                self.say(DRAGGING)
             self._dragged = True
             self.demo.camera.look(dx * self.mouse_sensitivity, dy * self.mouse_sensitivity)
         return True

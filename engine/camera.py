@@ -9,17 +9,40 @@ the column-vector form (``M @ v``) that the frustum maths and GLSL expect.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from pyrr import matrix44
 
-__all__ = ["Camera", "MAX_PITCH_DEG"]
+__all__ = ["CAMERA_RADIUS", "Camera", "MAX_PITCH_DEG", "above_ground"]
 
 #: Pitch is clamped just short of straight up/down so the look-at basis never
 #: degenerates (forward parallel to up would make a zero cross product).
 MAX_PITCH_DEG = 89.0
+#: Radius of the camera's collision probe (metres): a person-sized sphere, and
+#: so the least height of the eye above the ground.
+CAMERA_RADIUS = 1.5
+
+
+def above_ground(position: ArrayLike, ground_height: Callable[[float, float], ArrayLike],
+                 clearance: float = CAMERA_RADIUS) -> NDArray[np.float64]:
+    """``position`` (x, y, z; y up), raised where needed to ``clearance`` above the ground.
+
+    ``ground_height(x, z)`` is the ground's height there (a scene's
+    ``ground_height``).  Returns a new array, shape (3,), float64: a fly
+    camera stays above the terrain however it is steered, the demo's and the
+    examples' alike.
+
+    >>> above_ground((1.0, -4.0, 2.0), lambda x, z: 10.0).tolist()
+    [1.0, 11.5, 2.0]
+    >>> above_ground((1.0, 40.0, 2.0), lambda x, z: 10.0).tolist()
+    [1.0, 40.0, 2.0]
+    """
+    p = _as_position(position)
+    p[1] = max(p[1], float(np.asarray(ground_height(p[0], p[2]))) + clearance)
+    return p
 
 
 def _as_position(value: ArrayLike) -> NDArray[np.float64]:

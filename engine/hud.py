@@ -92,9 +92,9 @@ def hud_lines(info: HudInfo, mode: str = "full") -> list[tuple[str, tuple[float,
     """The HUD as ``(text, rgb)`` lines, top to bottom.
 
     ``mode`` is one of :data:`HUD_MODES`: ``"full"`` (timings, funnel, state,
-    scene notes, per-level table, mouse line, controls), ``"compact"`` (two
-    short lines, the scene notes and the state; :func:`hud_legend` adds the
-    level colours), ``"off"`` (nothing).  Every mode starts with the status
+    scene notes, per-level table, mouse line, controls), ``"compact"`` (the
+    times and the funnel, the scene notes, the state, the mouse line and a
+    key hint: four lines in the forest; :func:`hud_legend` adds the colours), ``"off"`` (nothing).  Every mode starts with the status
     line (the last key's answer) while it lives.  Lines stay within about 60
     characters, so the full HUD covers at most about a quarter of a 16:9 view.
 

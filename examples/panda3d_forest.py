@@ -1,6 +1,6 @@
 """The view-distance tree inside Panda3D: a forest drawn with hardware instancing, one node per kind.
 
-    python examples/panda3d_forest.py [--headless] [--frames N] [--objects N] [--out DIR] [--all]
+    .venv/bin/python examples/panda3d_forest.py [--headless] [--frames N] [--objects N] [--out DIR] [--all]
 
 Every object of the forest scene (grass, pebbles, bushes, rocks, trees, towers) has its own view
 distance.  They go into a ``culling.ViewDistanceTree`` once, in Panda3D's frame (Z up).  A task on
@@ -9,9 +9,12 @@ and copies the answer into each kind's per-instance vertex array (position, scal
 1); the node's instance count and bounds follow it, so Panda3D's own cull pass still skips a kind
 that lies wholly outside the view; the ground is Panda3D's GeoMipTerrain.  With a
 display a window opens: the camera flies the scene's path until you touch a key, then W/A/S/D,
-space/shift and the arrow keys fly it.  With no display, or ``--headless``, frames render offscreen
-(p3headlessgl: EGL, llvmpipe without a GPU) into ``DIR/frame_NNNN.png``.  Each frame prints
-``drawn D of N objects, query X ms``; ``--all`` draws every object, to time the engine alone.
+space/shift and the arrow keys fly it, never below the ground; Esc or the window's close button
+quits.  With no display, or ``--headless``, frames render offscreen (p3headlessgl: EGL, llvmpipe
+without a GPU) into ``DIR/frame_NNNN.png``.  Once a second it prints a summary: the frame, how many
+objects it drew, the median query time, the frame rate and where the camera is.  ``--all`` draws
+every object, to time the engine alone.  A first run compiles the library's kernels and says so,
+with a progress bar.
 """
 
 from __future__ import annotations
@@ -24,33 +27,14 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the checkout: scenes/ and culling/
-from panda3d.core import (  # noqa: E402
-    BoundingBox,
-    ClockObject,
-    Filename,
-    Geom,
-    GeoMipTerrain,
-    GeomNode,
-    GeomTriangles,
-    GeomVertexArrayFormat,
-    GeomVertexData,
-    GeomVertexFormat,
-    KeyboardButton,
-    PNMImage,
-    Point3,
-    Shader,
-    StringStream,
-    loadPrcFileData,
-)
-
-from culling import ViewDistanceTree  # noqa: E402
-from scenes.base import mesh_base  # noqa: E402
-from scenes.forest import make_forest  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the checkout: engine/, scenes/ and culling/
+# Panda3D, numba and the library load after the arguments are read (main): --help answers at once.
 
 FPS = 30.0            # headless frames are this far apart on the camera path
 PATH_SECONDS = 60.0   # one lap of the scene's camera path
 SIZE = (640, 360)
+SUMMARY_SECONDS = 1.0  # a summary line this often, not a line per frame
+COMPILING = "compiling kernels (first run only)"   # what a first run says, as the demo and python -m culling do
 #: Simple lathed shapes, (radius, height) from the bottom up, in units of the bounding radius.
 PROFILES = {"grass_card": ([(0.35, 0.0), (0.0, 1.4)], 4), "pebble": ([(0.0, 0.0), (0.45, 0.3), (0.3, 0.6), (0.0, 0.7)], 5),
             "bush": ([(0.0, 0.0), (0.6, 0.3), (0.76, 0.76), (0.5, 1.3), (0.0, 1.5)], 7),
@@ -77,8 +61,38 @@ def to_panda(xyz: np.ndarray) -> np.ndarray:
     return np.stack([xyz[..., 0], -xyz[..., 2], xyz[..., 1]], axis=-1)
 
 
+def to_scene(xyz: np.ndarray) -> np.ndarray:
+    """Panda3D's frame -> the scene's: the inverse of :func:`to_panda`."""
+    xyz = np.asarray(xyz, dtype=np.float64)
+    return np.stack([xyz[..., 0], xyz[..., 2], -xyz[..., 1]], axis=-1)
+
+
+def warm_up_kernels() -> None:
+    """Compile the library's kernels ahead of the first frame, with a progress bar on stderr (a first
+    run on a machine: numba caches them for the next runs, which load them in a fraction of a second).
+    The bar is ``python -m culling warm-up``'s: ``culling.warm_up`` reports each step it finishes."""
+    import culling
+
+    if culling.kernels_cached():
+        culling.warm_up()
+        return
+    print(f"{COMPILING} ...", file=sys.stderr, flush=True)
+    start = time.perf_counter()
+
+    def progress(done: int, total: int, name: str) -> None:
+        bar = "#" * (30 * done // total)
+        print(f"{COMPILING}: [{bar:.<30}] {done}/{total} {time.perf_counter() - start:5.1f} s  {name}",
+              file=sys.stderr, flush=True)
+
+    seconds = culling.warm_up(progress)
+    print(f"kernels compiled in {seconds:.1f} s (cached for the next runs)", file=sys.stderr, flush=True)
+
+
 def build_world(objects: int, seed: int = 1):
     """The forest, its centres in Panda3D's frame, their tree, and handle -> object index."""
+    from culling import ViewDistanceTree
+    from scenes.forest import make_forest
+
     scene = make_forest(objects, seed)
     centres = to_panda(scene.centres)
     o, size = scene.world_origin, scene.world_size
@@ -97,8 +111,12 @@ def camera_at(scene, seconds: float) -> tuple[np.ndarray, np.ndarray]:
     return to_panda(pose.position), to_panda(pose.position + forward)
 
 
-def instanced_kind(mesh: str) -> GeomNode:
-    """A lathed shape with flat normals and an empty per-instance array (divisor 1) beside it."""
+def instanced_kind(mesh: str):
+    """A lathed shape with flat normals and an empty per-instance array (divisor 1) beside it: a GeomNode."""
+    from panda3d.core import Geom, GeomNode, GeomTriangles, GeomVertexArrayFormat, GeomVertexData, GeomVertexFormat
+
+    from scenes.base import mesh_base
+
     profile, segments = np.array(PROFILES[mesh][0]), PROFILES[mesh][1]
     a = np.linspace(0.0, 2.0 * np.pi, segments + 1)
     rings = np.stack([np.outer(profile[:, 0], np.cos(a)), np.outer(profile[:, 0], np.sin(a)),
@@ -135,7 +153,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--headless", action="store_true", help="render offscreen (the default with no display)")
     p.add_argument("--frames", type=int, default=None, help="stop after N frames (headless default: 60)")
     p.add_argument("--objects", type=int, default=200_000, help="objects in the forest (default 200000)")
-    p.add_argument("--out", type=Path, default=Path("out/panda3d_forest"), help="folder for headless frames")
+    p.add_argument("--out", type=Path, default=Path("out/panda3d_forest"),
+                   help="folder for headless frames (default %(default)s); checked before any work")
     p.add_argument("--all", action="store_true", help="draw every object, no culling (to time the engine alone)")
     args = p.parse_args(argv)
     if args.objects < 1 or (args.frames is not None and args.frames < 1):
@@ -143,14 +162,48 @@ def parse_args(argv=None) -> argparse.Namespace:
     return args
 
 
-def main(argv=None) -> None:
+def summary(frame: int, drawn: int, total: int, query_ms: list[float], fps: float, eye: np.ndarray,
+            ground: float) -> str:
+    """The once-a-second line: the frame, what it drew, the median query time since the last line,
+    the frame rate and the camera (Panda3D's frame) with its height above the ground."""
+    x, y, z = (float(v) for v in eye)
+    return (f"frame {frame}: drawn {drawn} of {total} objects, query {np.median(query_ms):.2f} ms "
+            f"(median of {len(query_ms)}), {fps:.1f} fps, camera at ({x:.1f}, {y:.1f}, {z:.1f}), "
+            f"{float(z) - ground:.1f} m above the ground")
+
+
+def main(argv=None) -> int:
     args = parse_args(argv)
     headless = args.headless or not os.environ.get("DISPLAY")
+    if headless:
+        from engine.files import unwritable_folder
+
+        problem = unwritable_folder(args.out)
+        if problem is not None:
+            print(f"{Path(__file__).name}: {problem} (choose another --out)", file=sys.stderr)
+            return 1
+    from panda3d.core import (
+        BoundingBox,
+        ClockObject,
+        Filename,
+        GeoMipTerrain,
+        KeyboardButton,
+        PNMImage,
+        Point3,
+        Shader,
+        StringStream,
+        loadPrcFileData,
+    )
+
+    from engine.camera import above_ground
+
     loadPrcFileData("", f"win-size {SIZE[0]} {SIZE[1]}\nwindow-title Panda3D forest: view-distance culling\n"
                         "audio-library-name null\nsync-video false\nnotify-level-egldisplay error\nnotify-level-device fatal\n"
+                        "print-pipe-types false\n"
                         + ("load-display p3headlessgl\nwindow-type offscreen\n" if headless else ""))
     from direct.showbase.ShowBase import ShowBase
 
+    warm_up_kernels()
     print(f"building {args.objects} objects and their tree ...", flush=True)
     scene, centres, tree, object_of = build_world(args.objects)
     records = np.hstack([centres, scene.bounding_radius[:, None], np.cos(-scene.yaw)[:, None],  # heading turns the
@@ -158,6 +211,7 @@ def main(argv=None) -> None:
     offsets = scene.kind_offsets
     base = ShowBase()
     base.disableMouse()
+    base.accept("escape", base.userExit)             # the close button does the same (ShowBase's window event)
     base.setBackgroundColor(*scene.sky, 1.0)
     base.camLens.set_min_fov(60.0)                   # vertical, in a landscape window
     base.camLens.set_near_far(0.3, 6000.0)
@@ -182,9 +236,15 @@ def main(argv=None) -> None:
         node.set_shader(shader)
         node.set_shader_input("colour", kind.colour)
         nodes.append(node)
-    state = {"flown": False, "frame": 0, "query_ms": []}
+    state = {"flown": False, "frame": 0, "query_ms": [], "said": time.perf_counter(), "said_frame": 0}
     keys = {"w": (0, 1, 0), "s": (0, -1, 0), "a": (-1, 0, 0), "d": (1, 0, 0), "space": (0, 0, 1), "shift": (0, 0, -1)}
     turns = {"arrow_left": (1, 0), "arrow_right": (-1, 0), "arrow_up": (0, 1), "arrow_down": (0, -1)}
+    frames = args.frames or (60 if headless else None)
+    query_ms: list[float] = []                       # every frame's, for the headless run's last line
+
+    def ground_under(eye: np.ndarray) -> float:
+        x, _, z = to_scene(eye)
+        return float(scene.ground_height(x, z))
 
     def fly(dt: float) -> None:
         down = base.mouseWatcherNode.is_button_down if base.mouseWatcherNode else (lambda button: False)
@@ -197,8 +257,13 @@ def main(argv=None) -> None:
             else:
                 base.camera.set_hpr(base.camera.get_h() + 60.0 * dt * turns[name][0],
                                     base.camera.get_p() + 60.0 * dt * turns[name][1], 0.0)
+        if pressed:                                  # the demo's rule: the eye stays above the ground
+            eye = to_scene(np.array(base.camera.get_pos(base.render), dtype=np.float64))
+            base.camera.set_pos(base.render, *to_panda(above_ground(eye, scene.ground_height)))
 
     def cull_and_draw(task):                         # a task: runs every frame before Panda3D culls and draws
+        if state["frame"] == 0:
+            state["said"] = time.perf_counter()      # the frame rate counts from the first frame
         fly(ClockObject.get_global_clock().get_dt())
         if state["flown"]:
             eye = np.array(base.camera.get_pos(base.render), dtype=np.float64)
@@ -209,6 +274,7 @@ def main(argv=None) -> None:
         t_query = time.perf_counter()
         visible = np.arange(len(scene)) if args.all else np.sort(object_of[tree.query(eye, exact=True)])
         state["query_ms"].append(1000.0 * (time.perf_counter() - t_query))
+        query_ms.append(state["query_ms"][-1])
         cuts = np.searchsorted(visible, offsets)
         for k, node in enumerate(nodes):
             rows = records[visible[cuts[k]:cuts[k + 1]]]
@@ -218,29 +284,38 @@ def main(argv=None) -> None:
             if len(rows):
                 lo, hi = rows[:, :3] - 2 * rows[:, 3:4], rows[:, :3] + 2 * rows[:, 3:4]
                 node.node().set_bounds(BoundingBox(Point3(*lo.min(axis=0)), Point3(*hi.max(axis=0))))
-        print(f"drawn {visible.size} of {len(scene)} objects, query {state['query_ms'][-1]:.2f} ms", flush=True)
-        state["frame"] += 1
-        if not headless and args.frames is not None and state["frame"] >= args.frames:
+        now, frame = time.perf_counter(), state["frame"]
+        last = frames is not None and frame + 1 >= frames
+        if now - state["said"] >= SUMMARY_SECONDS or last:
+            fps = (frame + 1 - state["said_frame"]) / max(now - state["said"], 1e-9)
+            print(summary(frame, visible.size, len(scene), state["query_ms"], fps, eye, ground_under(eye)), flush=True)
+            state.update(said=now, said_frame=frame + 1, query_ms=[])
+        state["frame"] = frame + 1
+        if not headless and last:
             base.userExit()
         return task.cont
 
     base.taskMgr.add(cull_and_draw, "cull-and-draw")
     if not headless:
-        base.run()
-        return
+        base.run()                                   # Esc, the close button or --frames: userExit, status 0
+        return 0
     args.out.mkdir(parents=True, exist_ok=True)
-    frames, frame_ms, image = args.frames or 60, [], PNMImage()
+    frame_ms, image = [], PNMImage()
     for i in range(frames):
         t0 = time.perf_counter()
         base.taskMgr.step()                          # the task, then Panda3D's cull and draw
         base.win.get_screenshot(image)               # reads the frame back (waits for the renderer)
         frame_ms.append(1000.0 * (time.perf_counter() - t0))
         image.remove_alpha()
-        image.write(Filename.from_os_specific(str(args.out / f"frame_{i:04d}.png")))
-    steady, query = frame_ms[1:] or frame_ms, state["query_ms"][1:] or state["query_ms"]
+        path = args.out / f"frame_{i:04d}.png"
+        if not image.write(Filename.from_os_specific(str(path))):
+            print(f"{Path(__file__).name}: could not write {path}", file=sys.stderr)
+            return 1
+    steady = frame_ms[1:] or frame_ms
     print(f"{frames} frames in {args.out}: median frame {np.median(steady):.1f} ms "
-          f"(query {np.median(query):.2f} ms), first frame {frame_ms[0]:.0f} ms", flush=True)
+          f"(query {np.median(query_ms[1:] or query_ms):.2f} ms), first frame {frame_ms[0]:.0f} ms", flush=True)
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

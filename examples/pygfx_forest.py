@@ -1,6 +1,6 @@
 """The view-distance tree inside pygfx: a forest drawn with one InstancedMesh per kind.
 
-    python examples/pygfx_forest.py [--headless] [--frames N] [--objects N] [--out DIR] [--all]
+    .venv/bin/python examples/pygfx_forest.py [--headless] [--frames N] [--objects N] [--out DIR] [--all]
 
 Every object of the forest scene (grass, pebbles, bushes, rocks, trees, towers) has its own view
 distance.  They go into a ``culling.ViewDistanceTree`` once; in pygfx's draw callback the tree is
@@ -8,9 +8,13 @@ asked at the camera, and only the objects whose view distance reaches it get the
 uploaded into their kind's ``InstancedMesh``.  pygfx draws those instances; the GPU clips what lies
 outside the view (pygfx has no frustum culling of its own yet).  With a display a window opens: the
 camera flies the scene's path until you touch a key, then W/A/S/D, space/shift and the arrow keys
-fly it.  With no display, or ``--headless``, frames render offscreen (wgpu on Vulkan, lavapipe without a
-GPU) into ``DIR/frame_NNNN.png``.  Each frame prints ``drawn D of N objects, query X ms``;
-``--all`` draws every object instead, to time the engine without the tree.
+fly it, never below the ground; Esc or the window's close button quits.  With no display, or
+``--headless``, frames render offscreen (wgpu on Vulkan, lavapipe without a GPU) into
+``DIR/frame_NNNN.png``.  The GPU adapter is chosen here, not left to wgpu: one that offers
+everything pygfx asks for, Vulkan first; the run says which.  Once a second it prints a summary:
+the frame, how many objects it drew, the median query time, the frame rate and where the camera is.
+``--all`` draws every object instead, to time the engine without the tree.  A first run compiles
+the library's kernels and says so, with a progress bar.
 """
 
 from __future__ import annotations
@@ -23,23 +27,83 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the checkout: scenes/ and culling/
-import pygfx as gfx  # noqa: E402
-import pylinalg as la  # noqa: E402
-
-from culling import ViewDistanceTree  # noqa: E402
-from scenes.base import mesh_base  # noqa: E402
-from scenes.forest import make_forest  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the checkout: engine/, scenes/ and culling/
+# pygfx, wgpu, numba and the library load after the arguments are read (main): --help answers at once.
 
 FPS = 30.0            # headless frames are this far apart on the camera path
 PATH_SECONDS = 60.0   # one lap of the scene's camera path
 SIZE = (640, 360)
+SUMMARY_SECONDS = 1.0  # a summary line this often, not a line per frame
+COMPILING = "compiling kernels (first run only)"   # what a first run says, as the demo and python -m culling do
+#: What pygfx asks of every device by default, but which not every adapter offers (lavapipe's OpenGL
+#: adapter does not): wgpu may hand out that adapter, and then the device request fails.
+PYGFX_FEATURES = ("float32-filterable",)
+#: Adapter kinds and backends, best first.
+ADAPTER_TYPES = ("DiscreteGPU", "IntegratedGPU", "VirtualGPU", "CPU")
+BACKENDS = ("Vulkan", "Metal", "D3D12", "OpenGL")
 MOVES = {"w": (0, 0, -1), "s": (0, 0, 1), "a": (-1, 0, 0), "d": (1, 0, 0), " ": (0, 1, 0), "shift": (0, -1, 0)}
 TURNS = {"arrowleft": ((0, 1, 0), 1), "arrowright": ((0, 1, 0), -1), "arrowup": ((1, 0, 0), 1), "arrowdown": ((1, 0, 0), -1)}
 
 
+def warm_up_kernels() -> None:
+    """Compile the library's kernels ahead of the first frame, with a progress bar on stderr (a first
+    run on a machine: numba caches them for the next runs, which load them in a fraction of a second).
+    The bar is ``python -m culling warm-up``'s: ``culling.warm_up`` reports each step it finishes."""
+    import culling
+
+    if culling.kernels_cached():
+        culling.warm_up()
+        return
+    print(f"{COMPILING} ...", file=sys.stderr, flush=True)
+    start = time.perf_counter()
+
+    def progress(done: int, total: int, name: str) -> None:
+        bar = "#" * (30 * done // total)
+        print(f"{COMPILING}: [{bar:.<30}] {done}/{total} {time.perf_counter() - start:5.1f} s  {name}",
+              file=sys.stderr, flush=True)
+
+    seconds = culling.warm_up(progress)
+    print(f"kernels compiled in {seconds:.1f} s (cached for the next runs)", file=sys.stderr, flush=True)
+
+
+def rank_adapter(info: dict, features) -> tuple:
+    """Sort key of an adapter (lower is better): one that offers every feature pygfx asks for, then a
+    GPU before a CPU, then Vulkan before the other backends.
+
+    >>> rank_adapter({"adapter_type": "CPU", "backend_type": "Vulkan"}, {"float32-filterable"})
+    (0, 3, 0)
+    >>> rank_adapter({"adapter_type": "CPU", "backend_type": "OpenGL"}, set())
+    (1, 3, 3)
+    """
+    def place(options, value):
+        return options.index(value) if value in options else len(options)
+
+    missing = any(feature not in features for feature in PYGFX_FEATURES)
+    return int(missing), place(ADAPTER_TYPES, info.get("adapter_type")), place(BACKENDS, info.get("backend_type"))
+
+
+def choose_adapter() -> str:
+    """Pick the GPU adapter for pygfx (before its first renderer) and return its summary: the best by
+    :func:`rank_adapter`; on one without pygfx's default features they are not requested."""
+    import wgpu
+    from pygfx.renderers.wgpu import enable_wgpu_features, select_adapter
+
+    adapters = wgpu.gpu.enumerate_adapters_sync()
+    if not adapters:
+        raise RuntimeError("wgpu finds no GPU adapter (install Mesa's Vulkan driver: mesa-vulkan-drivers)")
+    adapter = min(adapters, key=lambda a: rank_adapter(a.info, set(a.features)))
+    select_adapter(adapter)
+    missing = [f for f in PYGFX_FEATURES if f not in adapter.features]
+    if missing:
+        enable_wgpu_features(*(f"!{f}" for f in missing))   # this example samples no float32 texture
+    return adapter.summary
+
+
 def build_world(objects: int, seed: int = 1):
     """The forest (y up, like pygfx), its tree, and handle -> object index."""
+    from culling import ViewDistanceTree
+    from scenes.forest import make_forest
+
     scene = make_forest(objects, seed)
     tree = ViewDistanceTree(size=scene.world_size, origin=scene.world_origin)
     handles = tree.insert_many(scene.centres, scene.view_distance)
@@ -65,8 +129,12 @@ def instance_matrices(scene) -> np.ndarray:
     return m
 
 
-def kind_geometry(mesh: str) -> gfx.Geometry:
-    """A unit shape per mesh name, turned y-up and standing where the scene expects its base."""
+def kind_geometry(mesh: str):
+    """A unit shape per mesh name, turned y-up and standing where the scene expects its base: a gfx.Geometry."""
+    import pygfx as gfx
+
+    from scenes.base import mesh_base
+
     shapes = {"grass_card": lambda: gfx.cone_geometry(0.35, 1.4, 4), "pebble": lambda: gfx.icosahedron_geometry(0.4),
               "bush": lambda: gfx.sphere_geometry(0.76, 8, 6), "rock": lambda: gfx.dodecahedron_geometry(0.6),
               "cone_tree": lambda: gfx.cone_geometry(0.55, 1.98, 8), "tower": lambda: gfx.cylinder_geometry(0.2, 0.1, 1.94, 8)}
@@ -78,8 +146,10 @@ def kind_geometry(mesh: str) -> gfx.Geometry:
     return geometry
 
 
-def ground_mesh(terrain, stride: int = 2) -> gfx.Mesh:
-    """The height field as one mesh, every ``stride``-th sample (lavapipe pays for every triangle)."""
+def ground_mesh(terrain, stride: int = 2):
+    """The height field as one gfx.Mesh, every ``stride``-th sample (lavapipe pays for every triangle)."""
+    import pygfx as gfx
+
     h, step = terrain.heights[::stride, ::stride], terrain.step * stride
     res = h.shape[0]
     j, i = np.meshgrid(np.arange(res), np.arange(res))
@@ -104,7 +174,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--headless", action="store_true", help="render offscreen (the default with no display)")
     p.add_argument("--frames", type=int, default=None, help="stop after N frames (headless default: 60)")
     p.add_argument("--objects", type=int, default=200_000, help="objects in the forest (default 200000)")
-    p.add_argument("--out", type=Path, default=Path("out/pygfx_forest"), help="folder for headless frames")
+    p.add_argument("--out", type=Path, default=Path("out/pygfx_forest"),
+                   help="folder for headless frames (default %(default)s); checked before any work")
     p.add_argument("--all", action="store_true", help="draw every object, no culling (to time the engine alone)")
     args = p.parse_args(argv)
     if args.objects < 1 or (args.frames is not None and args.frames < 1):
@@ -112,16 +183,40 @@ def parse_args(argv=None) -> argparse.Namespace:
     return args
 
 
-def main(argv=None) -> None:
+def summary(frame: int, drawn: int, total: int, query_ms: list[float], fps: float, eye: np.ndarray,
+            ground: float) -> str:
+    """The once-a-second line: the frame, what it drew, the median query time since the last line,
+    the frame rate and the camera (y up) with its height above the ground."""
+    x, y, z = (float(v) for v in eye)
+    return (f"frame {frame}: drawn {drawn} of {total} objects, query {np.median(query_ms):.2f} ms "
+            f"(median of {len(query_ms)}), {fps:.1f} fps, camera at ({x:.1f}, {y:.1f}, {z:.1f}), "
+            f"{y - ground:.1f} m above the ground")
+
+
+def main(argv=None) -> int:
     args = parse_args(argv)
     headless = args.headless or not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
+    if headless:
+        from engine.files import unwritable_folder
+
+        problem = unwritable_folder(args.out)
+        if problem is not None:
+            print(f"{Path(__file__).name}: {problem} (choose another --out)", file=sys.stderr)
+            return 1
+    import pygfx as gfx
+    import pylinalg as la
+
+    from engine.camera import above_ground
+
     if headless:
         from rendercanvas.offscreen import RenderCanvas, loop
     else:
         from rendercanvas.auto import RenderCanvas, loop
+    warm_up_kernels()
     print(f"building {args.objects} objects and their tree ...", flush=True)
     scene, tree, object_of = build_world(args.objects)
     matrices, offsets = instance_matrices(scene), scene.kind_offsets
+    print(f"pygfx on {choose_adapter()}", flush=True)
 
     canvas = RenderCanvas(size=SIZE, title="pygfx forest: view-distance culling", **({"pixel_ratio": 1} if headless else {}))
     renderer = gfx.WgpuRenderer(canvas, pixel_scale=1, ppaa="none")    # pygfx supersamples 2x by default: 4x the pixels
@@ -139,28 +234,40 @@ def main(argv=None) -> None:
     aspect = SIZE[0] / SIZE[1]                       # pygfx's fov spans the mean of width and height
     fov = 2.0 * np.degrees(np.arctan(np.tan(np.radians(30.0)) * (1.0 + aspect) / 2.0))   # 60 degrees vertically
     camera = gfx.PerspectiveCamera(fov, aspect, depth_range=(0.3, 6000.0))
-    state = {"flown": False, "frame": 0, "start": time.perf_counter(), "last": time.perf_counter()}
+    start = time.perf_counter()
+    state = {"flown": False, "frame": 0, "start": start, "last": start, "said": start, "said_frame": 0}
+    frames = args.frames or (60 if headless else None)
     held: set[str] = set()                           # keys down now: we poll them, as a game loop does
     if not headless:
         def on_key(event) -> None:
-            (held.add if event["event_type"] == "key_down" else held.discard)(event["key"].lower())
+            key = event["key"].lower()
+            if key == "escape":
+                canvas.close()                       # as the close button does: the loop ends, status 0
+                return
+            (held.add if event["event_type"] == "key_down" else held.discard)(key)
             state["flown"] = True                    # the first key takes the camera off its path
         canvas.add_event_handler(on_key, "key_down", "key_up")
     frame_ms: list[float] = []
     query_ms: list[float] = []
 
     def fly(dt: float) -> None:
+        moved = False
         for key in held:
             if key in MOVES:
                 camera.local.position = camera.local.position + la.vec_transform_quat(MOVES[key], camera.local.rotation) * 40.0 * dt
+                moved = True
             elif key in TURNS:
                 axis, sign = TURNS[key]
                 turn = la.quat_from_axis_angle(axis, sign * np.radians(60.0) * dt)
                 rotation = camera.local.rotation     # heading turns about the world's up, pitch about the camera's x
                 camera.local.rotation = la.quat_mul(turn, rotation) if axis[1] else la.quat_mul(rotation, turn)
+        if moved:                                    # the demo's rule: the eye stays above the ground
+            camera.local.position = above_ground(camera.local.position, scene.ground_height)
 
     def draw_frame() -> None:                        # pygfx's draw callback: cull, upload, render
         i, t0 = state["frame"], time.perf_counter()
+        if i == 0:
+            state["said"] = t0                       # the frame rate counts from the first frame
         fly(t0 - state["last"])
         state["last"] = t0
         if state["flown"]:
@@ -182,22 +289,28 @@ def main(argv=None) -> None:
             mesh.instance_buffer.update_range(0, mine.size)
             mesh.instance_buffer.draw_range = (0, mine.size)
         renderer.render(world, camera)
-        print(f"drawn {visible.size} of {len(scene)} objects, query {query_ms[-1]:.2f} ms", flush=True)
+        now = time.perf_counter()
+        last = frames is not None and i + 1 >= frames
+        if now - state["said"] >= SUMMARY_SECONDS or last:
+            fps = (i + 1 - state["said_frame"]) / max(now - state["said"], 1e-9)
+            ground = float(scene.ground_height(eye[0], eye[2]))
+            print(summary(i, visible.size, len(scene), query_ms[state["said_frame"]:], fps, eye, ground), flush=True)
+            state.update(said=now, said_frame=i + 1)
         state["frame"] = i + 1
         if not headless:
-            if args.frames is not None and state["frame"] >= args.frames:
+            if last:
                 canvas.close()
             else:
                 canvas.request_draw()
 
     canvas.request_draw(draw_frame)
+    print("first frame: pygfx compiles its shaders (seconds on a CPU renderer) ...", flush=True)
     if not headless:
-        loop.run()
-        return
+        loop.run()                                   # until Esc, the close button or --frames
+        return 0
     from PIL import Image
 
     args.out.mkdir(parents=True, exist_ok=True)
-    frames = args.frames or 60
     for i in range(frames):
         t0 = time.perf_counter()
         image = np.asarray(canvas.draw())            # renders and reads the frame back
@@ -206,7 +319,8 @@ def main(argv=None) -> None:
     steady = frame_ms[1:] or frame_ms
     print(f"{frames} frames in {args.out}: median frame {np.median(steady):.1f} ms "
           f"(query {np.median(query_ms[1:] or query_ms):.2f} ms), first frame {frame_ms[0]:.0f} ms", flush=True)
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

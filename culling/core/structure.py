@@ -267,18 +267,29 @@ class Structure(ABC):
 
         Returns
         -------
-        handles : ndarray, int64, the answers concatenated
-        counts : ndarray, shape (m,), int64: point ``i``'s answer is
-            ``handles[counts[:i].sum():][:counts[i]]``
+        handles : ndarray, shape (counts.sum(),), int64
+            The answers concatenated, point by point.
+        counts : ndarray, shape (m,), int64
+            How many handles each point's answer holds.
 
-        Cost: O(m x levels + candidates), compiled: the points cut into
-        chunks on the library's threads (a batch under
-        ``members.PARALLEL_MIN_POINTS`` points is one chunk, on the calling
-        thread); per chunk, every point's visits, then
-        :func:`culling.core.members.answer_many`, which reads each visited
-        node's members once for all the chunk's points that visit it.  In
-        passes of :data:`culling.core.chunks.QUERY_CHUNK` points: scratch
-        beyond the answer is bounded.
+        Cost: O(m x levels + candidates), compiled: the points are cut into
+        chunks answered on the library's threads (a small batch stays on the
+        calling thread), each visited node's members read once for all the
+        chunk's points that visit it, and the scratch memory beyond the
+        answer is bounded however many points there are.
+
+        Examples
+        --------
+        One array of handles per point, with NumPy's ``split``:
+
+        >>> import numpy as np
+        >>> from culling import ViewDistanceTree
+        >>> tree = ViewDistanceTree(size=100.0)
+        >>> tree.insert_many([[10.0, 10.0, 10.0], [90.0, 90.0, 90.0]], [5.0, 5.0]).tolist()
+        [0, 1]
+        >>> handles, counts = tree.query_many([[10.0, 12.0, 10.0], [50.0, 50.0, 50.0], [88.0, 90.0, 90.0]])
+        >>> [part.tolist() for part in np.split(handles, np.cumsum(counts)[:-1])]
+        [[0], [], [1]]
         """
         points = np.ascontiguousarray(as_points(points, self.dim, "points"))
         scale = as_scale(scale)

@@ -353,7 +353,19 @@ class ViewDistanceTree(Structure):
 
     @writing
     def insert_many(self, centres: ArrayLike, radii: ArrayLike) -> np.ndarray:
-        """Add many spheres; returns their handles, int64 (n,).
+        """Add many spheres; returns their handles.
+
+        Parameters
+        ----------
+        centres : array_like, shape (n, dim) (or (n,) for dim 1), float
+            The objects' centres, finite.
+        radii : array_like, shape (n,), float
+            Their view distances (the spheres' radii), finite and not negative.
+
+        Returns
+        -------
+        handles : ndarray, shape (n,), int64
+            One new handle per object, in the order given.
 
         Compiled passes over the objects (:mod:`culling.tree.batch`) and
         vectorised steps per home node: O(n + homes x depth), no Python step

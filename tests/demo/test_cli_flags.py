@@ -189,3 +189,17 @@ def test_a_read_only_out_folder_is_not_writable(tmp_path):
     assert proc.returncode == cli.EXIT_ERROR
     (line,) = _err_lines(proc)
     assert f"--out {out} is not writable" in line and ".tmp" not in line
+
+
+
+def test_help_counts_the_compact_hud_lines_the_window_shows_in_the_forest():
+    """``--help`` says how many lines the compact HUD has: the forest's window shows exactly that many."""
+    from demo.interactive import MOUSE_FREE
+    from engine.culling_pipeline import FrameStats
+    from engine.hud import HudInfo, hud_lines
+
+    words = {"two": 2, "three": 3, "four": 4, "five": 5, "six": 6}
+    help_text = " ".join(cli.build_parser().format_help().split())
+    said = [count for word, count in words.items() if f"{word} lines in the forest" in help_text]
+    lines = hud_lines(HudInfo("forest", 200_000, FrameStats(), mouse=MOUSE_FREE), "compact")
+    assert said == [len(lines)], (said, [text for text, _ in lines])

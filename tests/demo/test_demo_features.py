@@ -30,6 +30,18 @@ def test_camera_cannot_fly_into_a_tree(make_demo):
     assert closest < radius
 
 
+def test_flying_down_into_the_hills_stops_the_eye_a_camera_radius_above_the_ground(make_demo):
+    demo = make_demo("forest", 20_000, overlay=False)
+    pose = demo.scene.camera_pose(0.3)
+    demo.set_pose(pose.position, pose.yaw, -60.0)     # steeply down
+    heights = []
+    for _ in range(40):
+        demo.fly(5.0, 0.0, 0.0)
+        x, y, z = demo.camera.position
+        heights.append(y - float(demo.scene.ground_height(x, z)))
+    assert min(heights) >= CAMERA_RADIUS - 1e-9 and heights[-1] == pytest.approx(CAMERA_RADIUS)
+
+
 def test_entered_and_left_follow_the_visible_set(make_demo):
     demo = make_demo("forest", 20_000, overlay=False)
     assert isinstance(demo.tracker, VisibilityTracker)

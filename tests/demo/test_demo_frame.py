@@ -126,3 +126,21 @@ def test_hud_times_are_medians_of_recent_frames_and_a_slow_one_is_marked(make_de
     demo.stats.query_ms += 1000.0                         # as a frame that compiled a kernel would be
     info = demo.hud_info()
     assert info.cold and info.stats.query_ms < 1000.0
+
+
+def test_loading_a_scene_draws_its_first_view_once_offscreen_so_frame_0_is_warm(make_demo, gl_ctx, monkeypatch):
+    """The GL driver compiles a program's shader variants at its first draw: loading draws the scene's
+    first view with every kind uploaded, into a framebuffer of its own."""
+    from engine.renderer import Renderer
+
+    drawn: list[int] = []
+    original = Renderer.draw
+
+    def counting(self, view_projection, camera_position, framebuffer):
+        drawn.append(sum(b.count for b in self.groups if b is not None))
+        return original(self, view_projection, camera_position, framebuffer)
+
+    monkeypatch.setattr(Renderer, "draw", counting)
+    demo = make_demo("forest", 20_000)
+    assert len(drawn) == 1 and drawn[0] > 0
+    assert sum(b.count for b in demo.renderer.groups if b is not None) == 0     # frame 0 uploads its own

@@ -225,7 +225,7 @@ def test_drag_looks_around_and_leaves_the_mouse_free(session):
     after = session.settle()
     turned = (float(after["yaw"]) - float(before["yaw"])) % 360.0
     assert 3.0 < turned < 180.0, (before["yaw"], after["yaw"])              # right drag turns right
-    assert after["captured"] == "0"
+    assert after["captured"] == "0" and after["status"] == "drag: looking around, the mouse stays free"
 
 
 def test_click_and_tab_capture_tab_and_esc_release(session):

@@ -1,15 +1,16 @@
 """The engine examples run as a user runs them: headless, a few frames, a small forest.
 
 Each program is started with ``--headless --frames 3 --objects 20000``; the test checks its frames
-(sky, ground and foliage-coloured pixels, not a blank image) and that every frame drew fewer
-objects than the world holds, exactly as many as the tree's exact answer at the camera and as a
-NumPy brute force over all objects (the camera path and the world come from the program's own
-functions, so nothing here re-implements its maths).  Bad flags: one line on stderr, exit 2.
+(sky, ground and foliage-coloured pixels, not a blank image) and its summary lines (one a second and
+one for the last frame, never one per frame): every frame they name drew fewer objects than the world
+holds, exactly as many as the tree's exact answer at the camera and as a NumPy brute force over all
+objects (the camera path and the world come from the program's own functions, so nothing here
+re-implements its maths).  Bad flags: one line on stderr, exit 2; a folder ``--out`` cannot write
+into: one line, exit 1, before any work.  A first run's compile is announced with a progress bar.
 
 Without the ``examples`` extra (panda3d, pygfx, rendercanvas) the tests skip, except in CI
 (``CI=true``), where that is a failure: ``.ci/run`` installs the extra and Mesa's Vulkan driver.
 """
-
 from __future__ import annotations
 
 import importlib.util
@@ -25,7 +26,11 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 IN_CI = os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
 OBJECTS, FRAMES = 20_000, 3
-LINE = re.compile(r"^drawn (\d+) of (\d+) objects, query ([0-9.]+) ms$")
+#: The summary line both examples print once a second (and for the last frame).
+SUMMARY = re.compile(r"^frame (?P<frame>\d+): drawn (?P<drawn>\d+) of (?P<total>\d+) objects, "
+                     r"query (?P<query>[0-9.]+) ms \(median of (?P<frames>\d+)\), (?P<fps>[0-9.]+) fps, "
+                     r"camera at \((?P<x>-?[0-9.]+), (?P<y>-?[0-9.]+), (?P<z>-?[0-9.]+)\), "
+                     r"(?P<clearance>-?[0-9.]+) m above the ground$")
 #: What each example needs beyond the test extra.
 NEEDS = {"panda3d_forest": ("panda3d",), "pygfx_forest": ("pygfx", "rendercanvas", "PIL")}
 
@@ -56,28 +61,30 @@ def _run(name: str, *flags: str) -> subprocess.CompletedProcess:
 
 @pytest.fixture(scope="module", params=sorted(NEEDS))
 def headless_run(request, tmp_path_factory):
-    """(name, frame lines as (drawn, total) pairs, out folder) of one headless run."""
+    """(name, summary lines as (frame, drawn, total) triples, out folder, stdout) of one headless run."""
     name = request.param
     _need(name)
     out = tmp_path_factory.mktemp(name)
     proc = _run(name, "--headless", "--frames", str(FRAMES), "--objects", str(OBJECTS), "--out", str(out))
     assert proc.returncode == 0, proc.stderr[-3000:]
-    frames = [LINE.match(line) for line in proc.stdout.splitlines()]
-    return name, [(int(m[1]), int(m[2])) for m in frames if m], out
+    lines = [SUMMARY.match(line) for line in proc.stdout.splitlines()]
+    return name, [(int(m["frame"]), int(m["drawn"]), int(m["total"])) for m in lines if m], out, proc.stdout
 
 
-def test_every_frame_reports_drawn_of_total(headless_run):
-    name, lines, _ = headless_run
-    assert len(lines) == FRAMES, f"{name}: expected {FRAMES} 'drawn D of N objects, query X ms' lines, got {lines}"
-    assert all(total == OBJECTS for _, total in lines)
+def test_summary_lines_are_fewer_than_frames_and_end_at_the_last_frame(headless_run):
+    name, lines, _, stdout = headless_run
+    frames = [frame for frame, _, _ in lines]
+    assert frames and frames[-1] == FRAMES - 1 and frames == sorted(set(frames)), f"{name}: {stdout}"
+    assert len(stdout.splitlines()) < 5 + FRAMES, f"{name} prints a line per frame: {stdout}"
+    assert all(total == OBJECTS for _, _, total in lines)
 
 
 def test_drawn_is_the_exact_answer_at_the_camera_and_fewer_than_all(headless_run):
-    name, lines, _ = headless_run
+    name, lines, _, _ = headless_run
     module = _load(name)
     scene, *world, tree, _ = module.build_world(OBJECTS)
     centres = world[0] if world else scene.centres   # Panda3D's example keeps its centres in its own frame
-    for frame, (drawn, total) in enumerate(lines):
+    for frame, drawn, total in lines:
         eye = module.camera_at(scene, frame / module.FPS)[0]
         brute = int(np.count_nonzero(np.linalg.norm(centres - eye, axis=1) <= scene.view_distance))
         assert 0 < drawn < total, f"{name} frame {frame}: drew {drawn} of {total}"
@@ -87,7 +94,7 @@ def test_drawn_is_the_exact_answer_at_the_camera_and_fewer_than_all(headless_run
 def test_frames_show_sky_ground_and_trees(headless_run):
     from PIL import Image
 
-    name, _, out = headless_run
+    name, _, out, _ = headless_run
     files = sorted(out.glob("frame_*.png"))
     assert [f.name for f in files] == [f"frame_{i:04d}.png" for i in range(FRAMES)]
     for path in files:
@@ -117,3 +124,61 @@ def test_bad_values_are_refused_by_the_parser(name, flags, capsys):
     assert stop.value.code == 2
     err = capsys.readouterr().err
     assert len(err.splitlines()) == 1 and err.startswith(f"{name}.py: error: "), err
+
+
+def test_pygfx_says_which_adapter_it_chose(headless_run):
+    name, _, _, stdout = headless_run
+    if name == "pygfx_forest":
+        assert any(line.startswith("pygfx on ") for line in stdout.splitlines()), stdout
+
+
+def test_pygfx_prefers_an_adapter_that_offers_pygfx_s_features_then_a_gpu_then_vulkan():
+    _need("pygfx_forest")
+    rank = _load("pygfx_forest").rank_adapter
+    lavapipe = [({"adapter_type": "CPU", "backend_type": "OpenGL"}, set()),              # what failed now and then
+                ({"adapter_type": "CPU", "backend_type": "Vulkan"}, {"float32-filterable"})]
+    assert min(lavapipe, key=lambda a: rank(*a))[0]["backend_type"] == "Vulkan"
+    gpus = [({"adapter_type": "CPU", "backend_type": "Vulkan"}, {"float32-filterable"}),
+            ({"adapter_type": "DiscreteGPU", "backend_type": "OpenGL"}, {"float32-filterable"}),
+            ({"adapter_type": "DiscreteGPU", "backend_type": "Vulkan"}, {"float32-filterable"})]
+    assert min(gpus, key=lambda a: rank(*a))[0] == {"adapter_type": "DiscreteGPU", "backend_type": "Vulkan"}
+
+
+@pytest.mark.parametrize("name", sorted(NEEDS))
+def test_an_out_folder_it_cannot_write_into_is_one_line_and_exit_1_before_any_work(name, tmp_path):
+    _need(name)
+    blocker = tmp_path / "a_file"
+    blocker.write_text("")
+    for out in (Path("/proc/frames"), blocker / "frames"):   # /proc: not even root may create a file there
+        proc = _run(name, "--headless", "--frames", "2", "--objects", "1000", "--out", str(out))
+        assert proc.returncode == 1 and proc.stdout == "", proc.stdout + proc.stderr
+        assert proc.stderr.startswith(f"{name}.py: --out {out} is not ") and proc.stderr.count("\n") == 1, proc.stderr
+        assert not out.exists()
+
+
+@pytest.mark.parametrize("name", sorted(NEEDS))
+def test_help_shows_the_out_default_and_loads_no_engine(name):
+    _need(name)
+    code = ("import runpy, sys; sys.argv = [sys.argv[0], '--help']\n"
+            f"try: runpy.run_path({str(ROOT / 'examples' / f'{name}.py')!r}, run_name='__main__')\n"
+            "except SystemExit: pass\n"
+            "print(sorted(m for m in ('numba', 'culling', 'panda3d', 'pygfx', 'wgpu') if m in sys.modules))")
+    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert f"(default out/{name})" in " ".join(proc.stdout.split()), proc.stdout
+    assert proc.stdout.rstrip().endswith("[]"), proc.stdout
+
+
+@pytest.mark.parametrize("name", sorted(NEEDS))
+def test_a_first_run_says_it_compiles_with_a_progress_bar(name, monkeypatch, capsys):
+    """A first run (no kernel cached) announces the compile and draws ``culling``'s own progress bar."""
+    _need(name)
+    import culling
+
+    module = _load(name)
+    monkeypatch.setattr(culling, "kernels_cached", lambda: False)
+    module.warm_up_kernels()
+    err, COMPILING = capsys.readouterr().err, "compiling kernels (first run only)"
+    assert err.startswith(f"{COMPILING} ...\n"), err
+    bars = [line for line in err.splitlines() if line.startswith(f"{COMPILING}: [")]
+    assert bars and "##############################] " in bars[-1], err       # a full bar at the end
+    assert err.rstrip().splitlines()[-1].startswith("kernels compiled in "), err

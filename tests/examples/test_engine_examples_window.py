@@ -1,13 +1,18 @@
 """The engine examples in a real window under Xvfb, flown with real X key events (xdotool).
 
-Each program starts with a display, flies its scripted path, and a tap of a key takes the camera
-off the path: two screen grabs (ImageMagick's ``import``) a few frames apart are then the same
-picture; holding W flies the camera forward, and the next grab differs.  Without Xvfb, xdotool or
-ImageMagick, or without the ``examples`` extra, the tests skip, except in CI, where that fails.
+Each program starts with a display and flies its scripted path, printing a summary line once a
+second (the frame, what it drew, the camera and its height above the ground).  Holding the down
+arrow pitches the camera towards the ground, and holding W for three seconds then flies it into the
+hills: it stays above the ground, as the demo's camera does, and the picture changes.  Esc quits with
+status 0, and so does the window's close button (the ``WM_DELETE_WINDOW`` message a window manager
+sends for it).  Without Xvfb, xdotool or ImageMagick, or without the ``examples`` extra, the tests
+skip, except in CI, where that fails.
 """
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 import io
 import os
 import shutil
@@ -19,9 +24,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.examples.test_engine_examples import IN_CI, NEEDS, ROOT, _need
+from tests.examples.test_engine_examples import IN_CI, NEEDS, ROOT, SUMMARY, _load, _need
 
 TITLES = {"panda3d_forest": "Panda3D forest", "pygfx_forest": "pygfx forest"}
+OBJECTS = 5000
+#: Set to a folder to keep each window's screen grabs there (to look at them).
+SHOTS = os.environ.get("EXAMPLE_SHOTS")
 pytestmark = pytest.mark.window
 
 
@@ -42,75 +50,143 @@ def display():
     os.close(read)
 
 
+class _ClientMessage(ctypes.Structure):
+    _fields_ = [("type", ctypes.c_int), ("serial", ctypes.c_ulong), ("send_event", ctypes.c_int),
+                ("display", ctypes.c_void_p), ("window", ctypes.c_ulong), ("message_type", ctypes.c_ulong),
+                ("format", ctypes.c_int), ("data", ctypes.c_long * 5)]
+
+
+class _XEvent(ctypes.Union):
+    _fields_ = [("xclient", _ClientMessage), ("pad", ctypes.c_long * 24)]
+
+
+def press_close_button(display: str, window: int) -> None:
+    """What a window manager sends when the window's close button is clicked: a ``WM_PROTOCOLS``
+    client message carrying ``WM_DELETE_WINDOW`` (ICCCM 4.2.8.1).  Xvfb runs no window manager, so
+    the test sends it itself, through Xlib."""
+    x11 = ctypes.CDLL(ctypes.util.find_library("X11") or "libX11.so.6")
+    x11.XOpenDisplay.restype = ctypes.c_void_p
+    x11.XOpenDisplay.argtypes = [ctypes.c_char_p]
+    x11.XInternAtom.restype = ctypes.c_ulong
+    x11.XInternAtom.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_int]
+    x11.XSendEvent.argtypes = [ctypes.c_void_p, ctypes.c_ulong, ctypes.c_int, ctypes.c_long, ctypes.POINTER(_XEvent)]
+    x11.XFlush.argtypes = x11.XCloseDisplay.argtypes = [ctypes.c_void_p]
+    dpy = x11.XOpenDisplay(display.encode())
+    assert dpy, f"cannot open display {display}"
+    try:
+        event = _XEvent()
+        event.xclient.type = 33                      # ClientMessage
+        event.xclient.window = window
+        event.xclient.message_type = x11.XInternAtom(dpy, b"WM_PROTOCOLS", 0)
+        event.xclient.format = 32
+        event.xclient.data[0] = x11.XInternAtom(dpy, b"WM_DELETE_WINDOW", 0)
+        event.xclient.data[1] = 0                    # CurrentTime
+        assert x11.XSendEvent(dpy, window, 0, 0, ctypes.byref(event))
+        x11.XFlush(dpy)
+    finally:
+        x11.XCloseDisplay(dpy)
+
+
 class Running:
-    """One example in a window: its output so far, X input, screen grabs."""
+    """One example in a window: its summary lines so far, X input, screen grabs."""
 
     def __init__(self, name: str, display: str, log: Path) -> None:
+        self.name, self.display = name, display
         self.env, self.log = dict(os.environ, DISPLAY=display), log
-        self.proc = subprocess.Popen([sys.executable, str(ROOT / "examples" / f"{name}.py"), "--objects", "5000"],
+        self.proc = subprocess.Popen([sys.executable, str(ROOT / "examples" / f"{name}.py"), "--objects", str(OBJECTS)],
                                      cwd=ROOT, env=self.env, stdout=log.open("w"), stderr=subprocess.STDOUT)
 
-    def frames(self) -> int:
-        return sum(line.startswith("drawn ") for line in self.log.read_text().splitlines())
+    def summaries(self) -> list[dict]:
+        return [{"frame": int(m["frame"]), "eye": np.array([float(m["x"]), float(m["y"]), float(m["z"])]),
+                 "clearance": float(m["clearance"])}
+                for m in map(SUMMARY.match, self.log.read_text().splitlines()) if m]
 
-    def wait_frames(self, count: int, timeout: float = 120.0) -> None:
-        goal, end = self.frames() + count, time.monotonic() + timeout
-        while self.frames() < goal:
+    def wait_summaries(self, count: int, timeout: float = 180.0) -> dict:
+        """The newest summary once ``count`` more have been printed (one a second)."""
+        goal, end = len(self.summaries()) + count, time.monotonic() + timeout
+        while len(self.summaries()) < goal:
             assert self.proc.poll() is None, f"the example exited: {self.log.read_text()[-2000:]}"
-            assert time.monotonic() < end, f"no {count} new frames in {timeout} s"
+            assert time.monotonic() < end, f"no {count} new summary lines in {timeout} s: {self.log.read_text()[-2000:]}"
             time.sleep(0.05)
+        return self.summaries()[-1]
 
     def xdotool(self, *args: str) -> str:
         return subprocess.run(["xdotool", *args], env=self.env, check=True, capture_output=True, text=True).stdout
 
-    def settled(self, tries: int = 20) -> np.ndarray | None:
-        """The screen once two grabs three frames apart agree (the camera at rest), None if it never is.
+    def window(self) -> str:
+        return self.xdotool("search", "--sync", "--name", TITLES[self.name]).split()[0]
 
-        On a loaded machine the key's release and the last fades may land a few frames late, so
-        rest is waited for, not assumed after a fixed count; a camera still on its path never rests.
-        """
-        self.wait_frames(3)
-        before = self.grab()
-        for _ in range(tries):
-            self.wait_frames(3)
-            after = self.grab()
-            if np.array_equal(before, after):
-                return after
-            before = after
-        return None
-
-    def grab(self) -> np.ndarray:
+    def grab(self, label: str) -> np.ndarray:
         from PIL import Image
 
         png = subprocess.run(["import", "-window", "root", "png:-"], env=self.env, check=True, capture_output=True)
+        if SHOTS:
+            Path(SHOTS).mkdir(parents=True, exist_ok=True)
+            (Path(SHOTS) / f"{self.name}_{label}.png").write_bytes(png.stdout)
         return np.asarray(Image.open(io.BytesIO(png.stdout)).convert("RGB")).astype(np.int16)
+
+    def hold(self, window: str, key: str, seconds: float) -> None:
+        self.xdotool("windowfocus", window)          # XTEST key events go to the focused window
+        self.xdotool("keydown", key)
+        time.sleep(seconds)                          # the key is held this long, as a person holds it
+        self.xdotool("keyup", key)
+
+    def exit_status(self, timeout: float = 60.0) -> int:
+        try:
+            return self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            pytest.fail(f"{self.name} did not exit: {self.log.read_text()[-2000:]}")
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            self.proc.wait(20)
+
+
+def _foliage(rgb: np.ndarray) -> int:
+    return int(np.count_nonzero((rgb[..., 1] > 2.2 * rgb[..., 0]) & (rgb[..., 1] > 1.5 * rgb[..., 2])
+                                & (rgb[..., 1] > 30)))
 
 
 @pytest.mark.parametrize("name", sorted(NEEDS))
-def test_a_key_takes_the_camera_off_its_path_and_w_flies_it(name, display, tmp_path):
+def test_holding_w_into_the_hills_keeps_the_camera_above_the_ground_and_esc_quits_with_0(name, display, tmp_path):
+    _need(name)
+    module = _load(name)
+    scene = module.build_world(OBJECTS)[0]
+    app = Running(name, display, tmp_path / "out.txt")
+    try:
+        app.wait_summaries(1)
+        window = app.window()
+        on_path = app.grab("on_path")
+        assert _foliage(on_path) > 100, "no trees in the window"
+        app.hold(window, "Down", 0.6)               # pitch down, towards the hills
+        app.hold(window, "w", 3.0)                  # 40 m/s: into the ground, were it not for the clamp
+        flown = app.wait_summaries(2)
+        changed = np.count_nonzero(np.abs(app.grab("flown") - on_path).max(axis=-1) > 24)
+        assert changed > 1000, f"flying changed only {changed} pixels"
+        after = [s for s in app.summaries() if s["frame"] >= flown["frame"]]
+        for line in app.summaries():
+            eye = module.to_scene(line["eye"]) if hasattr(module, "to_scene") else line["eye"]
+            ground = float(scene.ground_height(eye[0], eye[2]))
+            assert eye[1] - ground >= 1.5 - 0.06 and line["clearance"] >= 1.4, (line, ground)
+        assert after and after[-1]["clearance"] < 10.0, f"the camera never reached the ground: {after}"
+        app.hold(window, "Up", 0.6)                 # level again: the view from just above the ground
+        app.wait_summaries(1)
+        app.grab("level")
+        app.xdotool("windowfocus", window)
+        app.xdotool("key", "Escape")
+        assert app.exit_status() == 0, app.log.read_text()[-2000:]
+    finally:
+        app.stop()
+
+
+@pytest.mark.parametrize("name", sorted(NEEDS))
+def test_the_close_button_quits_with_0(name, display, tmp_path):
     _need(name)
     app = Running(name, display, tmp_path / "out.txt")
     try:
-        app.wait_frames(3)
-        window = app.xdotool("search", "--sync", "--name", TITLES[name]).split()[0]
-        still = None
-        for _ in range(3):  # a tap sent while the engine still starts up may be lost: tap again
-            app.xdotool("windowfocus", window)
-            app.xdotool("key", "d")                  # a tap: off the path, the camera stays put
-            still = app.settled(tries=10)
-            if still is not None:
-                break
-        assert still is not None, "the camera kept moving after a key took it off its path"
-        app.xdotool("keydown", "w")                 # 40 m/s: a second is well past the nearest trees
-        time.sleep(1.0)
-        app.wait_frames(2)
-        app.xdotool("keyup", "w")
-        app.wait_frames(3)
-        flown = app.grab()
-        changed = np.count_nonzero(np.abs(flown - still).max(axis=-1) > 24)
-        assert changed > 1000, f"holding W changed only {changed} pixels"
-        foliage = (still[..., 1] > 2.2 * still[..., 0]) & (still[..., 1] > 1.5 * still[..., 2]) & (still[..., 1] > 30)
-        assert np.count_nonzero(foliage) > 100, "no trees in the window"   # (after W it may look into a hill)
+        app.wait_summaries(1)
+        press_close_button(display, int(app.window()))
+        assert app.exit_status() == 0, app.log.read_text()[-2000:]
     finally:
-        app.proc.terminate()
-        app.proc.wait(20)
+        app.stop()
