@@ -17,7 +17,7 @@ from culling.trace import LevelTrace, QueryTrace
 from culling.tree.tree import MAX_DEPTH, MAX_GROWTH, ViewDistanceTree
 from culling.uses.collision import CollisionCandidates
 from culling.uses.tracker import MultiCameraTracker, VisibilityEvents, VisibilityTracker
-from culling.warmup import kernels_cached, warm_up
+from culling.warmup import kernels_cached, progress_bar, warm_up
 
 __all__ = [
     "CollisionCandidates",
@@ -33,6 +33,7 @@ __all__ = [
     "VisibilityEvents",
     "VisibilityTracker",
     "kernels_cached",
+    "progress_bar",
     "set_thread_count",
     "thread_count",
     "warm_up",

@@ -10,37 +10,12 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from collections.abc import Callable, Sequence
-from typing import TextIO
+from collections.abc import Sequence
 
 from culling.core.jit import cache_writable, shipped_loaded
-from culling.warmup import GROUPS, REPORT_PREFIX, warm_up
+from culling.warmup import COMPILING, GROUPS, REPORT_PREFIX, progress_bar, warm_up
 
-__all__ = ["main", "progress_bar"]
-
-#: Cells of the progress bar.
-BAR_WIDTH = 30
-
-COMPILING = "compiling kernels (first run only)"
-
-
-def progress_bar(stream: TextIO) -> tuple[float, Callable[[int, int, str], None]]:
-    """A start time and a ``warm_up`` progress callback that draws a bar on ``stream``."""
-    start = time.perf_counter()
-    tty = stream.isatty()
-
-    def show(done: int, total: int, name: str) -> None:
-        filled = BAR_WIDTH * done // total
-        line = (f"{COMPILING}: [{'#' * filled}{'.' * (BAR_WIDTH - filled)}] {done}/{total} "
-                f"{time.perf_counter() - start:5.1f} s  {name}")
-        if tty:
-            stream.write("\r" + line.ljust(100) + ("\n" if done == total else ""))
-        else:
-            stream.write(line + "\n")
-        stream.flush()
-
-    return start, show
-
+__all__ = ["main"]
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point; returns the exit status."""
@@ -77,7 +52,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         warm_up(report, groups=groups, workers=1)
         return 0
     print(f"{COMPILING}, or loading them from the numba cache ...", file=sys.stderr, flush=True)
-    _, show = progress_bar(sys.stderr)
+    show = progress_bar(sys.stderr)
     seconds = warm_up(show, groups=groups, workers=args.workers)
     if shipped_loaded():
         where = f"{shipped_loaded()} loaded as the wheel shipped them compiled"

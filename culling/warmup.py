@@ -33,7 +33,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, TextIO, cast
 
 import numpy as np
 
@@ -45,7 +45,7 @@ from culling.tree import batch, nodes
 from culling.tree import walk as tree_walk
 from culling.tree.tree import ViewDistanceTree
 
-__all__ = ["GROUPS", "STEPS", "CompileWorkers", "Progress", "kernels_cached", "warm_up"]
+__all__ = ["COMPILING", "GROUPS", "STEPS", "CompileWorkers", "Progress", "kernels_cached", "progress_bar", "warm_up"]
 
 #: ``progress(done, total, name)``: ``done`` of ``total`` steps finished, ``name`` the one just done.
 Progress = Callable[[int, int, str], None]
@@ -405,6 +405,37 @@ def _read_reports(process: subprocess.Popen[str], finished: queue.Queue[str | No
             finished.put(line[len(REPORT_PREFIX):].rstrip("\n"))
     process.wait()
     finished.put(None)
+
+
+#: What a first run says while the kernels compile.
+COMPILING = "compiling kernels (first run only)"
+
+#: Cells of :func:`progress_bar`'s bar.
+BAR_WIDTH = 30
+
+
+def progress_bar(stream: TextIO) -> Progress:
+    """A :func:`warm_up` progress callback that draws a bar with the time so far on ``stream`` (one line a
+    step, or one line redrawn on a terminal), as ``python -m culling warm-up`` shows it.
+
+    >>> import io
+    >>> out = io.StringIO()
+    >>> warm_up(progress_bar(out), groups=["tree"], workers=1) >= 0.0
+    True
+    >>> out.getvalue().splitlines()[-1].startswith(COMPILING + ": [" + "#" * BAR_WIDTH + "] 5/5")
+    True
+    """
+    start = time.perf_counter()
+    tty = stream.isatty()
+
+    def show(done: int, total: int, name: str) -> None:
+        filled = BAR_WIDTH * done // total
+        line = (f"{COMPILING}: [{'#' * filled}{'.' * (BAR_WIDTH - filled)}] {done}/{total} "
+                f"{time.perf_counter() - start:5.1f} s  {name}")
+        stream.write("\r" + line.ljust(100) + ("\n" if done == total else "") if tty else line + "\n")
+        stream.flush()
+
+    return show
 
 
 #: How a worker (``python -m culling warm-up --report``) says on stdout that it finished a step.

@@ -68,23 +68,16 @@ def to_scene(xyz: np.ndarray) -> np.ndarray:
 
 
 def warm_up_kernels() -> None:
-    """Compile the library's kernels ahead of the first frame, with a progress bar on stderr (a first
-    run on a machine: numba caches them for the next runs, which load them in a fraction of a second).
-    The bar is ``python -m culling warm-up``'s: ``culling.warm_up`` reports each step it finishes."""
+    """Compile the kernels this example calls (the tree's: ``groups=["tree"]``) ahead of the first frame,
+    with ``culling.progress_bar`` on stderr (a first run on a machine: numba caches them for the next
+    runs, which load them in a fraction of a second; ``pip install -e .`` ships them compiled)."""
     import culling
 
-    if culling.kernels_cached():
-        culling.warm_up()
+    if culling.kernels_cached(["tree"]):
+        culling.warm_up(groups=["tree"])
         return
     print(f"{COMPILING} ...", file=sys.stderr, flush=True)
-    start = time.perf_counter()
-
-    def progress(done: int, total: int, name: str) -> None:
-        bar = "#" * (30 * done // total)
-        print(f"{COMPILING}: [{bar:.<30}] {done}/{total} {time.perf_counter() - start:5.1f} s  {name}",
-              file=sys.stderr, flush=True)
-
-    seconds = culling.warm_up(progress)
+    seconds = culling.warm_up(culling.progress_bar(sys.stderr), groups=["tree"])
     print(f"kernels compiled in {seconds:.1f} s (cached for the next runs)", file=sys.stderr, flush=True)
 
 
