@@ -25,7 +25,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, TextIO
 
 import culling
-from culling.warmup import GROUPS, CompileWorkers
+from culling.warmup import COMPILING, GROUPS, CompileWorkers
 
 if TYPE_CHECKING:
     import moderngl
@@ -38,7 +38,7 @@ __all__ = ["FIRST_RUN", "LOADING_CAPTION", "LoadingCancelled", "LoadingScreen", 
 Progress = Callable[[int, int, str], None]
 
 #: What a first run says before the compile starts.
-FIRST_RUN = "compiling kernels (first run only)"
+FIRST_RUN = COMPILING
 
 #: The window's caption while a loading screen shows it; the engine sets the app's title when the app is
 #: ready for input (so whoever looks for the window by its title finds it ready).
