@@ -17,9 +17,12 @@ from culling.trace import LevelTrace, QueryTrace
 from culling.tree.tree import MAX_DEPTH, MAX_GROWTH, ViewDistanceTree
 from culling.uses.collision import CollisionCandidates
 from culling.uses.tracker import MultiCameraTracker, VisibilityEvents, VisibilityTracker
-from culling.warmup import kernels_cached, progress_bar, warm_up
+from culling.warmup import COMPILING, KERNEL_GROUPS, CompileWorkers, kernels_cached, progress_bar, warm_up
 
 __all__ = [
+    "COMPILING",
+    "CompileWorkers",
+    "KERNEL_GROUPS",
     "CollisionCandidates",
     "DenseViewDistanceGrid",
     "LevelTrace",

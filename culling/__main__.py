@@ -13,7 +13,7 @@ import time
 from collections.abc import Sequence
 
 from culling.core.jit import cache_writable, shipped_loaded
-from culling.warmup import COMPILING, GROUPS, REPORT_PREFIX, progress_bar, warm_up
+from culling.warmup import COMPILING, KERNEL_GROUPS, REPORT_PREFIX, progress_bar, warm_up
 
 __all__ = ["main"]
 
@@ -23,7 +23,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     warm = sub.add_parser("warm-up", help="compile every kernel now (into the numba cache), with a progress bar")
     warm.add_argument("--groups", default=None, metavar="G[,G...]",
-                      help=f"only these kernel groups ({', '.join(GROUPS)}; default all)")
+                      help=f"only these kernel groups ({', '.join(KERNEL_GROUPS)}; default all)")
     warm.add_argument("--workers", type=int, default=None,
                       help="worker processes for a cold compile (default: one per core, at most one per group)")
     warm.add_argument("--report", action="store_true", help=argparse.SUPPRESS)  # a worker's: steps on stdout
@@ -41,8 +41,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"{count} kernels shipped in {time.perf_counter() - start:.1f} s", file=sys.stderr)
         return 0
     groups = None if args.groups is None else [g.strip() for g in args.groups.split(",") if g.strip()]
-    if groups is not None and any(g not in GROUPS for g in groups):
-        parser.error(f"--groups: choose from {', '.join(GROUPS)}")
+    if groups is not None and any(g not in KERNEL_GROUPS for g in groups):
+        parser.error(f"--groups: choose from {', '.join(KERNEL_GROUPS)}")
     if args.workers is not None and args.workers < 1:
         parser.error("--workers must be at least 1")
     if args.report:  # a worker of another warm-up: one line per finished step on stdout, nothing else

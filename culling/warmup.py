@@ -10,7 +10,7 @@ compile happens where the program chooses (a loading screen, a container
 image's build, a server's start) and says how far it is.  With the cache
 present it only loads the kernels: a fraction of a second.
 
-The calls come in :data:`GROUPS` (the tree's point queries and batches, the
+The calls come in :data:`KERNEL_GROUPS` (the tree's point queries and batches, the
 probes and the broad phase, the dense grid), so a program compiles only what
 it calls (the demo's forest never compiles the grid), and a cold warm-up
 runs the groups in worker processes, one per core, into the one cache
@@ -45,7 +45,7 @@ from culling.tree import batch, nodes
 from culling.tree import walk as tree_walk
 from culling.tree.tree import ViewDistanceTree
 
-__all__ = ["COMPILING", "GROUPS", "STEPS", "CompileWorkers", "Progress", "kernels_cached", "progress_bar", "warm_up"]
+__all__ = ["COMPILING", "KERNEL_GROUPS", "STEPS", "CompileWorkers", "Progress", "kernels_cached", "progress_bar", "warm_up"]
 
 #: ``progress(done, total, name)``: ``done`` of ``total`` steps finished, ``name`` the one just done.
 Progress = Callable[[int, int, str], None]
@@ -191,7 +191,7 @@ _PAIRS_STEPS = ("tree: overlapping, overlapping_pairs",)
 #: The steps by what a program calls, in the order a cold in-process warm-up runs them: ``tree`` (a
 #: viewer's frame: build, queries, traces, moving objects), ``pairs`` (the probes and the broad phase:
 #: ``overlapping*``, collision), ``grid`` (the dense variant, its probes and pairs included).
-GROUPS: dict[str, tuple[str, ...]] = {
+KERNEL_GROUPS: dict[str, tuple[str, ...]] = {
     "tree": tuple(n for n, _ in STEPS if n.startswith("tree:") and n not in _PAIRS_STEPS),
     "pairs": _PAIRS_STEPS,
     "grid": tuple(n for n, _ in STEPS if n.startswith("grid:")),
@@ -200,7 +200,7 @@ GROUPS: dict[str, tuple[str, ...]] = {
 #: CPU seconds of each group's cold compile on its own (a worker's share, its structure's build
 #: included; ``python -m benchmarks --only jit``, 2-core machine, numba 0.68): how the groups are
 #: shared out between workers (largest first, each to the least loaded worker).
-GROUP_COST = {"tree": 28.0, "pairs": 40.0, "grid": 14.0}
+KERNEL_GROUP_COST = {"tree": 28.0, "pairs": 40.0, "grid": 14.0}
 
 #: Kernels that each group compiles, probed by :func:`kernels_cached`: when numba's cache (or the kernels
 #: a wheel ships) holds them, fresh for these sources, the group was compiled by an earlier run.
@@ -213,19 +213,19 @@ _PROBED: dict[str, tuple[Any, ...]] = {
 
 def _groups(groups: Sequence[str] | None) -> tuple[str, ...]:
     if groups is None:
-        return tuple(GROUPS)
+        return tuple(KERNEL_GROUPS)
     if isinstance(groups, str):
         groups = (groups,)
-    unknown = [g for g in groups if g not in GROUPS]
+    unknown = [g for g in groups if g not in KERNEL_GROUPS]
     if unknown:
-        raise ValueError(f"unknown warm-up group {unknown[0]!r}; the groups are {', '.join(GROUPS)}")
-    return tuple(g for g in GROUPS if g in groups)  # in GROUPS' order, each once
+        raise ValueError(f"unknown warm-up group {unknown[0]!r}; the groups are {', '.join(KERNEL_GROUPS)}")
+    return tuple(g for g in KERNEL_GROUPS if g in groups)  # in KERNEL_GROUPS' order, each once
 
 
 def kernels_cached(groups: Sequence[str] | None = None) -> bool:
     """Whether numba's cache already holds the kernels (compiled by an earlier run, for these sources).
 
-    ``groups``: only those of :data:`GROUPS` (default: all).
+    ``groups``: only those of :data:`KERNEL_GROUPS` (default: all).
 
     A fast check (reads a few cache index files, milliseconds) for a
     program that wants to say "compiling kernels (first run only)" only on a
@@ -260,7 +260,7 @@ def warm_up(progress: Progress | None = None, *, groups: Sequence[str] | None = 
         ``name`` the kernel group just compiled (``"tree: query_many"``).
         Called from the thread that called ``warm_up``.
     groups : sequence of str, optional
-        Which of :data:`GROUPS` (``"tree"``, ``"pairs"``, ``"grid"``); default all.
+        Which of :data:`KERNEL_GROUPS` (``"tree"``, ``"pairs"``, ``"grid"``); default all.
     workers : int, optional
         Worker processes for a cold compile (default: one per core, at most
         one per group).  They compile into numba's disk cache, then this
@@ -274,7 +274,7 @@ def warm_up(progress: Progress | None = None, *, groups: Sequence[str] | None = 
     """
     start = time.perf_counter()
     chosen = _groups(groups)
-    names = [name for group in chosen for name in GROUPS[group]]
+    names = [name for group in chosen for name in KERNEL_GROUPS[group]]
     reported: set[str] = set()
     if workers is None:
         workers = min(os.cpu_count() or 1, len(chosen))
@@ -301,10 +301,10 @@ def _share(groups: Sequence[str], workers: int) -> list[list[str]]:
     """The groups shared out between ``workers`` (largest first, each to the least loaded)."""
     shares: list[list[str]] = [[] for _ in range(workers)]
     loads = [0.0] * workers
-    for group in sorted(groups, key=lambda g: -GROUP_COST[g]):
+    for group in sorted(groups, key=lambda g: -KERNEL_GROUP_COST[g]):
         least = loads.index(min(loads))
         shares[least].append(group)
-        loads[least] += GROUP_COST[group]
+        loads[least] += KERNEL_GROUP_COST[group]
     return [share for share in shares if share]
 
 
@@ -312,7 +312,7 @@ class CompileWorkers:
     """Worker processes compiling kernel groups into numba's disk cache, watched without blocking.
 
     Each worker runs ``python -m culling warm-up --groups ... --report`` (the
-    groups shared out by their cost, :data:`GROUP_COST`) and says each step it
+    groups shared out by their cost, :data:`KERNEL_GROUP_COST`) and says each step it
     finishes; :meth:`poll` returns those names.  For a loading screen that
     must keep drawing and answering its keys, and for a compile left to run
     in the background while a program starts (a kernel found in the cache
@@ -334,7 +334,7 @@ class CompileWorkers:
             raise ValueError(f"workers must be a positive integer, got {workers!r}")
         self.groups = chosen
         #: How many steps the workers will report in all.
-        self.total = sum(len(GROUPS[g]) for g in chosen)
+        self.total = sum(len(KERNEL_GROUPS[g]) for g in chosen)
         #: The steps reported so far, in the order they finished.
         self.finished: list[str] = []
         self._reports: queue.Queue[str | None] = queue.Queue()

@@ -25,7 +25,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, TextIO
 
 import culling
-from culling.warmup import COMPILING, GROUPS, CompileWorkers
+from culling import COMPILING, KERNEL_GROUPS, CompileWorkers
 
 if TYPE_CHECKING:
     import moderngl
@@ -76,7 +76,7 @@ _LATER: list[CompileWorkers] = []
 def compile_the_rest_later(groups: Sequence[str]) -> None:
     """Compile the kernel groups other than ``groups`` in one background process, if they are not cached,
     so that a later scene switch finds them cached (stopped when the demo exits)."""
-    rest = [g for g in GROUPS if g not in groups and not culling.kernels_cached([g])]
+    rest = [g for g in KERNEL_GROUPS if g not in groups and not culling.kernels_cached([g])]
     if rest and not _LATER:
         _LATER.append(CompileWorkers(rest, workers=1))
         atexit.register(_LATER[0].cancel)

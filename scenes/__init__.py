@@ -17,7 +17,7 @@ __all__ = ["DEFAULT_SCENE", "ObjectKind", "Pose", "SCENES", "Scene", "SceneInfo"
 @dataclass(frozen=True)
 class SceneInfo:
     """A registry entry: the builder (imported lazily), its default object count, and the kernel groups
-    of ``culling`` its frames call (:data:`culling.warmup.GROUPS`: a loader compiles those first)."""
+    of ``culling`` its frames call (:data:`culling.KERNEL_GROUPS`: a loader compiles those first)."""
 
     module: str
     builder: str
