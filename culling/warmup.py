@@ -150,6 +150,15 @@ def _many_movers() -> None:
     tree.update_many(handles, _SIZE - centres, np.full(n, 0.3))  # every object moves
 
 
+def _filled(make: Callable[[], Structure]) -> Structure:
+    """A new structure holding the small crowd (the probes' own: a group may run after the shared
+    structure was emptied by the mutations' step, or alone in a worker)."""
+    centres, radii = _objects()
+    structure = make()
+    structure.insert_many(centres, radii)
+    return structure
+
+
 def _steps(name: str, make: Callable[[], Structure]) -> tuple[tuple[str, Callable[[dict[str, object]], None]], ...]:
     """The warm-up steps of one structure: build one (kept in the steps' shared state), then each group
     of calls on it."""
@@ -177,7 +186,7 @@ def _steps(name: str, make: Callable[[], Structure]) -> tuple[tuple[str, Callabl
         (f"{name}: query", lambda s: _queries(built(s))),
         (f"{name}: query_many", lambda s: _query_many(built(s))),
         (f"{name}: trace", lambda s: _trace(built(s))),
-        (f"{name}: overlapping, overlapping_pairs", lambda s: _probes(built(s), make)),
+        (f"{name}: overlapping, overlapping_pairs", lambda s: _probes(_filled(make), make)),
         (f"{name}: update_many, remove_many", mutations),
     )
 
