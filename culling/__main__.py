@@ -30,14 +30,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     ship = sub.add_parser("ship-kernels", help="compile every kernel for the architecture's baseline CPU into "
                                                "FOLDER, for a wheel to ship (culling.shipped)")
     ship.add_argument("folder", nargs="?", default=None, help="default: the package's _compiled folder")
+    ship.add_argument("--native", action="store_true",
+                      help="for this machine's own CPU (a checkout's kernels: pip install -e .), not the portable one")
     args = parser.parse_args(argv)
     if args.command == "ship-kernels":
         from culling.shipped import SHIPPED_DIR, ship_kernels
 
         folder = args.folder or SHIPPED_DIR
-        print(f"compiling kernels for the portable CPU into {folder} ...", file=sys.stderr, flush=True)
+        cpu = "this machine's CPU" if args.native else "the portable CPU"
+        print(f"compiling kernels for {cpu} into {folder} ...", file=sys.stderr, flush=True)
         start = time.perf_counter()
-        count = ship_kernels(folder)
+        count = ship_kernels(folder, native=args.native)
         print(f"{count} kernels shipped in {time.perf_counter() - start:.1f} s", file=sys.stderr)
         return 0
     groups = None if args.groups is None else [g.strip() for g in args.groups.split(",") if g.strip()]

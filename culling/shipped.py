@@ -33,7 +33,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from culling.core.jit import PORTABLE_CPU, SHIPPED_DIR, SHIPPED_ENV, SHIPPED_LABEL
+from culling.core.jit import NATIVE_MARK, PORTABLE_CPU, SHIPPED_DIR, SHIPPED_ENV, SHIPPED_LABEL
 
 __all__ = ["SHIPPED_DIR", "ship_kernels"]
 
@@ -52,14 +52,21 @@ def _cache_folders() -> dict[str, Path]:
     return folders
 
 
-def ship_kernels(out: Path | str = SHIPPED_DIR, quiet: bool = False, program: str | None = None) -> int:
+def ship_kernels(out: Path | str = SHIPPED_DIR, quiet: bool = False, program: str | None = None,
+                 native: bool = False) -> int:
     """Compile every kernel for the portable CPU and write them, stamped, into ``out``; returns how many
-    index files were written.  Runs ``python -m culling warm-up`` in a child process (about as long as a
-    cold first run), or ``program`` (Python source: ship what it compiles)."""
+    index files were written.  Runs ``python -m culling warm-up`` in a child process (its workers use
+    every core), or ``program`` (Python source: ship what it compiles).
+
+    ``native``: compile for this machine's own CPU instead (``pip install -e .``: a checkout's kernels
+    run where they were built, with every instruction the CPU has); ``out`` then holds
+    :data:`culling.core.jit.NATIVE_MARK`, and only a machine with the same CPU loads them.
+    """
     out = Path(out)
     with tempfile.TemporaryDirectory(prefix="culling-ship-") as cache:
-        env = dict(os.environ, NUMBA_CPU_NAME=PORTABLE_CPU, NUMBA_CPU_FEATURES="", NUMBA_CACHE_DIR=cache,
-                   **{SHIPPED_ENV: "0"})
+        cpu = {} if native else {"NUMBA_CPU_NAME": PORTABLE_CPU, "NUMBA_CPU_FEATURES": ""}
+        env = {k: v for k, v in os.environ.items() if not (native and k in ("NUMBA_CPU_NAME", "NUMBA_CPU_FEATURES"))}
+        env.update(cpu, NUMBA_CACHE_DIR=cache, **{SHIPPED_ENV: "0"})
         env["PYTHONPATH"] = os.pathsep.join([str(_PACKAGE.parent), *filter(None, [env.get("PYTHONPATH")])])
         command = ["-m", "culling", "warm-up"] if program is None else ["-c", program]
         subprocess.run([sys.executable, *command], env=env, check=True,
@@ -77,6 +84,8 @@ def ship_kernels(out: Path | str = SHIPPED_DIR, quiet: bool = False, program: st
                     written += 1
                 elif path.suffix == ".nbc":
                     shutil.copyfile(path, target / path.name)
+        if native:
+            (out / NATIVE_MARK).write_text("compiled for this machine's CPU (pip install -e .)\n")
     return written
 
 

@@ -57,7 +57,7 @@ from culling.core.interrupts import runs_whole
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-__all__ = ["JIT_DISABLED", "KERNELS", "PORTABLE_CPU", "SHIPPED_DIR", "SHIPPED_ENV", "SHIPPED_LABEL", "cache_writable",
+__all__ = ["JIT_DISABLED", "KERNELS", "NATIVE_MARK", "PORTABLE_CPU", "SHIPPED_DIR", "SHIPPED_ENV", "SHIPPED_LABEL", "cache_writable",
            "inline_kernel", "kernel", "shipped_loaded"]
 
 _OPTIONS: dict[str, Any] = {"nogil": True, "error_model": "numpy", "no_cfunc_wrapper": True}
@@ -158,6 +158,15 @@ SHIPPED_LABEL = "shipped"
 #: machine of the architecture runs (``NUMBA_CPU_NAME=generic``).
 PORTABLE_CPU = "generic"
 
+#: A file in :data:`SHIPPED_DIR` whose presence says its kernels were compiled for this machine's own CPU
+#: (``pip install -e .``: a checkout's kernels run where they were built), not the portable one: they are
+#: keyed as numba keys its own cache (the CPU's name and features), so another CPU compiles instead.
+NATIVE_MARK = "NATIVE"
+
+
+def _shipped_native() -> bool:
+    return (SHIPPED_DIR / NATIVE_MARK).is_file()
+
 
 #: The kernels this process loaded from the shipped ones (their names; ``list.append`` is atomic).
 _SHIPPED_LOADED: list[str] = []
@@ -215,7 +224,8 @@ def _shipped_cache(py_func: Callable[..., Any]) -> Any:
             _SHIPPED_LOADED.append(py_func.__qualname__)
         return found
 
-    cache._index_key = lambda sig, codegen: index_key(sig, _PortableCodegen(codegen))
+    if not _shipped_native():
+        cache._index_key = lambda sig, codegen: index_key(sig, _PortableCodegen(codegen))
     cache.load_overload = load_overload
     cache.save_overload = lambda sig, data: None
     cache.flush = lambda: None

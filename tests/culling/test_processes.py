@@ -219,14 +219,15 @@ def test_an_edit_of_a_file_a_kernel_calls_into_compiles_it_again(tmp_path):
     assert runs == [["0", "1"], ["1", "0"], ["0", "1"]]  # compiled; loaded; compiled again after the edit
 
 
-def _copy_shipping_the_probe(tmp_path: Path) -> tuple[Path, dict[str, str]]:
+def _copy_shipping_the_probe(tmp_path: Path, native: bool = False) -> tuple[Path, dict[str, str]]:
     """A copy of the package (in ``site``) that ships :data:`CACHE_PROBE`'s kernel compiled, as a wheel
-    ships all of them (``culling.shipped``), and the environment that imports it."""
+    ships all of them (``culling.shipped``; ``native``: as ``pip install -e`` ships them, for this
+    machine's CPU), and the environment that imports it."""
     site = tmp_path / "site"
     shutil.copytree(PACKAGE, site / "culling", ignore=shutil.ignore_patterns("__pycache__", "_compiled"))
     env = _env(CULLING_SHIPPED_KERNELS="1", PYTHONPATH=str(site))
-    ship = _run(f"from culling.shipped import ship_kernels; print(ship_kernels(program={CACHE_PROBE!r}))", env,
-                tmp_path)
+    ship = _run("from culling.shipped import ship_kernels; "
+                f"print(ship_kernels(program={CACHE_PROBE!r}, native={native}))", env, tmp_path)
     assert ship.returncode == 0, ship.stderr[-3000:]
     assert int(ship.stdout) >= 1 and any((site / "culling" / "_compiled").rglob("*.nbc"))
     return site, env
@@ -250,6 +251,19 @@ def test_a_wheels_shipped_kernels_load_where_the_cache_is_empty(tmp_path):
         runs.append((proc.stdout.split(), any(cache.rglob("*.nbi"))))
     # loaded from the wheel, the cache untouched; compiled and cached; compiled and cached (stale shipment)
     assert runs == [(["1", "0"], False), (["0", "1"], True), (["0", "1"], True)]
+
+
+def test_a_checkouts_kernels_load_on_its_own_cpu_and_compile_on_another(tmp_path):
+    """``pip install -e`` ships a checkout's kernels for this machine's CPU (``NATIVE_MARK``): they load
+    here, with an empty cache; a process that asks numba for another CPU (as another machine would
+    have) compiles instead of running code its CPU may lack."""
+    site, env = _copy_shipping_the_probe(tmp_path, native=True)
+    assert (site / "culling" / "_compiled" / "NATIVE").is_file()
+    here = _run(CACHE_PROBE, {**env, "NUMBA_CACHE_DIR": str(tmp_path / "here")}, tmp_path)
+    other = _run(CACHE_PROBE, {**env, "NUMBA_CACHE_DIR": str(tmp_path / "other"), "NUMBA_CPU_NAME": "generic",
+                               "NUMBA_CPU_FEATURES": ""}, tmp_path)
+    assert here.returncode == 0 and other.returncode == 0, here.stderr[-2000:] + other.stderr[-2000:]
+    assert here.stdout.split() == ["1", "0"] and other.stdout.split() == ["0", "1"]
 
 
 def test_a_read_only_install_loads_the_kernels_its_wheel_ships(tmp_path):
