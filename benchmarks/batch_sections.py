@@ -30,7 +30,7 @@ from benchmarks.broadphase import (
     pair_keys,
     probe_keys,
 )
-from benchmarks.jitstart import GROUPS, NUMBA_FIXED, cold_and_warm, compile_cost, shipped_cold
+from benchmarks.jitstart import GROUPS, NUMBA_FIXED, checkout_shipped_cold, cold_and_warm, compile_cost, shipped_cold
 from benchmarks.peers import TIE_TOLERANCE, AgreementError
 from benchmarks.report import Results, Table, Target, fmt_count, fmt_ratio, fmt_time
 from benchmarks.suite import Config, Structures
@@ -412,10 +412,14 @@ def run_jit(cfg: Config, structs: Structures, res: Results) -> None:
     warm = {k: float(MED([w[k] for w in warm_runs])) for k in keys}
     numba = warm_runs[0].get("numba") or "not installed"
     shipped = shipped_cold() if cold is not None else None
+    editable = checkout_shipped_cold()
     if cold is not None:
-        t.rows.append(["cold (empty cache)", *(fmt_time(cold[k]) for k in keys)])
+        t.rows.append(["cold (empty cache, nothing shipped: every kernel compiles)", *(fmt_time(cold[k]) for k in keys)])
     if shipped is not None:
         t.rows.append(["cold, installed wheel (kernels shipped, empty cache)", *(fmt_time(shipped[k]) for k in keys)])
+    if editable is not None:
+        t.rows.append(["cold, checkout after `pip install -e .` (kernels shipped, empty cache)",
+                       *(fmt_time(editable[k]) for k in keys)])
     t.rows.append(["warm (cache present)", *(fmt_time(warm[k]) for k in keys)])
     first = ("import_numba", "import", "numba_setup", "build", "first_query")  # what a program waits for first
     warm_first = sum(warm[k] for k in first)
@@ -431,10 +435,11 @@ def run_jit(cfg: Config, structs: Structures, res: Results) -> None:
             f"process that uses numba pays whatever it compiles; the library's part is "
             f"{fmt_time(warm['total'] - warm_numba)}."
         )
+    if editable is not None:
         res.targets.append(Target("JIT cold start (fresh cache), from a checkout",
-                                  f"whole first frame, numba {numba}, every kernel compiled; import + build + "
-                                  f"first exact query {fmt_time(cold_first)}", fmt_time(cold["total"]),
-                                  "<= 6 s (aim: 3 s)", cold["total"] <= 6.0, cold["total"] <= 3.0))
+                                  f"whole first frame, numba {numba}, after `pip install -e .` shipped the kernels "
+                                  "(compiling them all instead: the first row)", fmt_time(editable["total"]),
+                                  "<= 6 s (aim: 3 s)", editable["total"] <= 6.0, editable["total"] <= 3.0))
     if shipped is not None:
         t.sentences.append(
             f"An installed wheel ships its kernels compiled (`culling.shipped`): on an empty cache its whole "

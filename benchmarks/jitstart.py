@@ -90,15 +90,17 @@ NUMBA_FIXED = ("import_numba", "numba_setup")
 PARTS = ("import_numba", "import", "numba_setup", "build", "first_query", "rest", "total")
 
 
-def measure(cache_dir: Path | None, timeout: float = 300.0, site: Path = ROOT) -> dict:
+def measure(cache_dir: Path | None, timeout: float = 300.0, site: Path = ROOT, shipped: bool = False) -> dict:
     """One fresh process with ``NUMBA_CACHE_DIR=cache_dir``: seconds per step (see ``PROBE``).
 
     ``cache_dir`` None keeps the environment's cache (numba's default: next
     to the sources), which this benchmark process has already filled.
     ``site``: the folder ``culling`` is imported from (the checkout's root).
+    ``shipped``: load the kernels ``site`` ships (``culling/_compiled``) where the cache has none;
+    False compiles them (``CULLING_SHIPPED_KERNELS=0``).
     Raises ``RuntimeError`` with the child's error output if it fails.
     """
-    env = dict(os.environ, PYTHONPATH=str(site))
+    env = dict(os.environ, PYTHONPATH=str(site), CULLING_SHIPPED_KERNELS="1" if shipped else "0")
     env.pop("PYTHONDONTWRITEBYTECODE", None)
     if cache_dir is not None:
         env["NUMBA_CACHE_DIR"] = str(cache_dir)
@@ -114,9 +116,9 @@ def cold_and_warm(warm_runs: int = 3, cold: bool = True) -> tuple[dict | None, l
 
     With ``cold`` False only the warm starts run, on the environment's own cache.
     """
-    if not cold:
-        measure(None)           # fills the cache if this checkout's is empty, so the runs below are warm
-        return None, [measure(None) for _ in range(warm_runs)]
+    if not cold:  # the kernels pip install -e shipped, or the environment's cache (filled by the first run)
+        measure(None, shipped=True)
+        return None, [measure(None, shipped=True) for _ in range(warm_runs)]
     with tempfile.TemporaryDirectory(prefix="culling-numba-cache-") as tmp:
         first = measure(Path(tmp))
         warm = [measure(Path(tmp)) for _ in range(warm_runs)]
@@ -138,7 +140,17 @@ def shipped_cold(timeout: float = 600.0) -> dict:
         compileall.compile_dir(site, quiet=1)  # Python's bytecode, as pip writes it when it installs a wheel
         cache = Path(tmp) / "cache"
         cache.mkdir()
-        return measure(cache, site=site)
+        return measure(cache, site=site, shipped=True)
+
+
+def checkout_shipped_cold() -> dict | None:
+    """A cold start from this checkout as ``pip install -e .`` leaves it (its kernels shipped into
+    ``culling/_compiled`` for this machine's CPU) with an empty ``NUMBA_CACHE_DIR``: :func:`measure`'s steps;
+    None when the checkout ships none (installed without ``pip install -e``, or ``CULLING_SHIP_KERNELS=0``)."""
+    if not (ROOT / "culling" / "_compiled").is_dir():
+        return None
+    with tempfile.TemporaryDirectory(prefix="culling-numba-cache-") as tmp:
+        return measure(Path(tmp), shipped=True)
 
 
 def compile_cost(groups: str | None = None, workers: int = 1, timeout: float = 900.0) -> dict:
