@@ -16,12 +16,16 @@ from culling.interface import PointIndex
 from culling.trace import LevelTrace, QueryTrace
 from culling.tree.tree import MAX_DEPTH, MAX_GROWTH, ViewDistanceTree
 from culling.uses.collision import CollisionCandidates
+from culling.uses.interest import InterestManager, InterestSets, InterestTick
 from culling.uses.tracker import MultiCameraTracker, VisibilityEvents, VisibilityTracker
 from culling.warmup import kernels_cached, warm_up
 
 __all__ = [
     "CollisionCandidates",
     "DenseViewDistanceGrid",
+    "InterestManager",
+    "InterestSets",
+    "InterestTick",
     "LevelTrace",
     "MAX_DEPTH",
     "MAX_GROWTH",
