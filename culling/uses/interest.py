@@ -10,8 +10,9 @@ library's one containment test, :mod:`culling.core.containment`).
 
 :class:`InterestManager` owns a :class:`~culling.ViewDistanceTree` of the
 entities and answers a whole tick in a few compiled passes over all viewers:
-one ``query_many`` (two with hysteresis), then the merges of
-:mod:`culling.uses.interest_kernels`.  :class:`InterestSets` is the second
+one ``query_many`` (two with hysteresis), then one pass of
+:mod:`culling.uses.interest_kernels` that merges each viewer's new set
+with its previous sorted row.  :class:`InterestSets` is the second
 half alone (the previous sets as CSR arrays, and the diff): a sharded server
 (``server.ShardedInterest``) computes the sets elsewhere and diffs them here.
 
@@ -32,6 +33,7 @@ half alone (the previous sets as CSR arrays, and the diff): a sharded server
 from __future__ import annotations
 
 import numbers
+import threading
 from dataclasses import dataclass
 
 import numpy as np
@@ -41,7 +43,7 @@ from culling.core.locks import ReadWriteLock, reading, state_without_lock, writi
 from culling.core.threads import run_chunks
 from culling.core.validation import as_handles, as_points, as_probe_radii, as_radius
 from culling.tree.tree import ViewDistanceTree
-from culling.uses.interest_kernels import compact_rows, diff_rows, sort_rows, sticky_rows
+from culling.uses.interest_kernels import advance_rows, compact_rows
 
 __all__ = ["InterestManager", "InterestSets", "InterestTick"]
 
@@ -154,8 +156,10 @@ class InterestSets:
     State is three arrays (the viewers of the last tick, their CSR offsets
     and their sorted handles) plus the sorted handles removed since it;
     memory O(viewers + set sizes).  An :meth:`advance` costs O(m log m +
-    answer sizes x log row length) in compiled passes on the library's
-    threads, with no Python step per viewer or per entity.
+    answer sizes + previous sets) in one compiled pass on the library's
+    threads (:func:`~culling.uses.interest_kernels.advance_rows`), with no
+    Python step per viewer or per entity; a scratch array of 8 bytes per
+    handle per thread is kept between ticks.
     """
 
     def __init__(self, hysteresis: float = 0.0) -> None:
@@ -171,6 +175,9 @@ class InterestSets:
         self._sorted_ids: NDArray[np.int64] = _EMPTY    # the same ids ascending, and each one's row
         self._row_of: NDArray[np.int64] = _EMPTY
         self._gone: NDArray[np.int64] = _EMPTY          # handles removed since the last tick, sorted
+        self._bound = 0                                 # every handle held is below it
+        self._base = 0                                  # every stamp in a scratch array is at most it
+        self._scratch: dict[int, NDArray[np.int64]] = {}  # advance_rows' scratch, per thread
 
     @property
     def hysteresis(self) -> float:
@@ -247,8 +254,7 @@ class InterestSets:
 
     @writing
     def advance(self, viewer_ids: ArrayLike, handles: ArrayLike, counts: ArrayLike,
-                outer_handles: ArrayLike | None = None, outer_counts: ArrayLike | None = None,
-                *, owned: bool = False) -> InterestTick:
+                outer_handles: ArrayLike | None = None, outer_counts: ArrayLike | None = None) -> InterestTick:
         """Record this tick's sets and return each viewer's entered and left entities.
 
         Parameters
@@ -261,8 +267,6 @@ class InterestSets:
         outer_handles, outer_counts : array_like of int, optional
             With hysteresis (required then, refused otherwise): the same answer at ``scale = 1 +
             hysteresis``, a superset of each row.
-        owned : bool
-            The handle arrays are int64 arrays the caller gives away (sorted in place, kept): no copy.
 
         Returns
         -------
@@ -276,18 +280,20 @@ class InterestSets:
 
         Notes
         -----
-        Compiled passes (:mod:`culling.uses.interest_kernels`) over all rows on the library's threads:
-        O(m log m) to find each viewer's previous row, O(k log row) to sort the rows, O(k + previous)
-        to merge.
+        One compiled pass (:func:`culling.uses.interest_kernels.advance_rows`) over all rows on the
+        library's threads, then three copies packing its outputs: O(m log m) to find each viewer's
+        previous row, O(answer + previous) for the merges, plus sorting what entered.  The arrays
+        given are only read.
         """
         ids = as_viewer_ids(viewer_ids)
         m = ids.size
-        new, new_offsets = self._rows(handles, counts, m, "handles", owned)
+        new, new_offsets = self._rows(handles, counts, m, "handles")
+        outer, outer_offsets = new, new_offsets
         if self._hysteresis > 0.0:
             if outer_handles is None or outer_counts is None:
                 raise ValueError("with hysteresis, advance needs outer_handles and outer_counts "
                                  f"(the answer at scale {self.query_scale})")
-            outer, outer_offsets = self._rows(outer_handles, outer_counts, m, "outer_handles", owned)
+            outer, outer_offsets = self._rows(outer_handles, outer_counts, m, "outer_handles")
         elif outer_handles is not None or outer_counts is not None:
             raise ValueError("outer_handles and outer_counts are for hysteresis > 0")
 
@@ -299,21 +305,30 @@ class InterestSets:
             hit = self._sorted_ids[pos] == ids
             previous_row[hit] = self._row_of[pos[hit]]
         previous, previous_offsets, gone = self._sets, self._offsets, self._gone
+        sticky = self._hysteresis > 0.0
+        bound = max(self._bound, int(outer.max()) + 1 if outer.size else 0)
+        base = self._base
 
-        if self._hysteresis > 0.0:
-            kept = np.empty(outer.size, dtype=np.int64)
-            kept_counts = np.empty(m, dtype=np.int64)
-            _in_chunks(m, lambda lo, hi: sticky_rows(new, new_offsets, outer, outer_offsets, previous,
-                                                     previous_offsets, previous_row, gone, kept, kept_counts,
-                                                     lo, hi))
-            new, new_offsets = self._packed(kept, outer_offsets[:-1], kept_counts)
-
+        room = outer_offsets if sticky else new_offsets
+        kept = np.empty(outer.size, dtype=np.int64)
+        kept_counts = np.empty(m, dtype=np.int64)
         entered_buffer = np.empty(new.size, dtype=np.int64)
-        left_buffer = np.empty(previous.size, dtype=np.int64)
         entered_counts = np.empty(m, dtype=np.int64)
+        left_buffer = np.empty(previous.size, dtype=np.int64)
         left_counts = np.empty(m, dtype=np.int64)
-        _in_chunks(m, lambda lo, hi: diff_rows(new, new_offsets, previous, previous_offsets, previous_row, gone,
-                                               entered_buffer, entered_counts, left_buffer, left_counts, lo, hi))
+
+        def chunk(lo: int, hi: int) -> int:
+            return int(advance_rows(new, new_offsets, outer, outer_offsets, sticky, previous, previous_offsets,
+                                    previous_row, gone, self._stamps(bound), base, kept, kept_counts,
+                                    entered_buffer, entered_counts, left_buffer, left_counts, lo, hi))
+
+        repeated = [r for r in run_chunks(chunk, m, min_items=PARALLEL_MIN_VIEWERS) if r >= 0]
+        if repeated:
+            raise ValueError(f"row {repeated[0]} holds a handle more than once")
+        if sticky:
+            sets, offsets = self._packed(kept, room[:-1], kept_counts)
+        else:  # the new set is the inner answer, sorted: already packed
+            sets, offsets = kept, new_offsets
         entered, entered_offsets = self._packed(entered_buffer, new_offsets[:-1], entered_counts)
         left_starts = np.where(previous_row >= 0, previous_offsets[np.maximum(previous_row, 0)], 0)
         left, left_offsets = self._packed(left_buffer, left_starts, left_counts)
@@ -322,32 +337,38 @@ class InterestSets:
         order = np.argsort(ids, kind="stable")
         sorted_ids = _frozen(ids[order])
         row_of = _frozen(order.astype(np.int64))
-        self._ids, self._offsets, self._sets = _frozen(ids), _frozen(new_offsets), _frozen(new)
+        self._ids, self._offsets, self._sets = _frozen(ids), _frozen(offsets), _frozen(sets)
         self._sorted_ids, self._row_of, self._gone = sorted_ids, row_of, _EMPTY
+        self._bound, self._base = bound, base + 3 * m + 3
         return InterestTick(viewer_ids=self._ids, entered_offsets=_frozen(entered_offsets), entered=_frozen(entered),
                             left_offsets=_frozen(left_offsets), left=_frozen(left))
 
+    def _stamps(self, bound: int) -> NDArray[np.int64]:
+        """The calling thread's scratch for :func:`advance_rows`, at least ``bound`` entries (kept between
+        ticks: the stamps only grow, so nothing is ever cleared)."""
+        key = threading.get_ident()
+        stamps = self._scratch.get(key)
+        if stamps is None or stamps.size < bound:
+            stamps = np.zeros(max(bound, 2 * (0 if stamps is None else stamps.size)), dtype=np.int64)
+            self._scratch[key] = stamps   # one entry per thread: a dict assignment is atomic
+        return stamps
+
     @staticmethod
-    def _rows(handles: ArrayLike, counts: ArrayLike, m: int, name: str,
-              owned: bool) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
-        """Validated rows, sorted: ``(handles, offsets)``."""
-        if owned and type(handles) is np.ndarray and handles.dtype == np.int64 and handles.ndim == 1 \
-                and handles.flags.c_contiguous and handles.flags.writeable:
-            flat = handles
-        else:
-            flat = as_handles(handles, name)
-        sizes = as_handles(counts, name.replace("handles", "counts"), copy=False)
+    def _rows(handles: ArrayLike, counts: ArrayLike, m: int,
+              name: str) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+        """Validated rows: ``(handles, offsets)``; each handle non-negative (duplicates are found later)."""
+        flat = as_handles(handles, name, copy=False)   # only read
+        count_name = name.replace("handles", "counts")
+        sizes = as_handles(counts, count_name, copy=False)
         if sizes.size != m:
-            raise ValueError(f"{name.replace('handles', 'counts')} must have shape ({m},), got ({sizes.size},)")
+            raise ValueError(f"{count_name} must have shape ({m},), got ({sizes.size},)")
         if sizes.size and sizes.min() < 0:
-            raise ValueError(f"{name.replace('handles', 'counts')} must not be negative")
+            raise ValueError(f"{count_name} must not be negative")
         offsets = _offsets(sizes)
         if int(offsets[-1]) != flat.size:
             raise ValueError(f"{name} holds {flat.size} handles but the counts add up to {int(offsets[-1])}")
-        repeated = run_chunks(lambda lo, hi: sort_rows(flat, offsets, lo, hi), m, min_items=PARALLEL_MIN_VIEWERS)
-        bad = [r for r in repeated if r >= 0]
-        if bad:
-            raise ValueError(f"{name} row {bad[0]} holds a handle more than once")
+        if flat.size and flat.min() < 0:
+            raise ValueError(f"{name} must not be negative, got {int(flat.min())}")
         return flat, offsets
 
     @staticmethod
@@ -362,7 +383,9 @@ class InterestSets:
 
     def __getstate__(self) -> dict[str, object]:
         with self._rw.reading():
-            return state_without_lock(self)
+            state = state_without_lock(self)
+        state["_scratch"] = {}   # per-thread scratch, made again on use
+        return state
 
     def __setstate__(self, state: dict[str, object]) -> None:
         self.__dict__.update(state)
@@ -526,8 +549,8 @@ class InterestManager:
         inner, inner_counts = self._answer(points, reach, 1.0)
         if self._sets.hysteresis > 0.0:
             outer, outer_counts = self._answer(points, reach, self._sets.query_scale)
-            return self._sets.advance(ids, inner, inner_counts, outer, outer_counts, owned=True)
-        return self._sets.advance(ids, inner, inner_counts, owned=True)
+            return self._sets.advance(ids, inner, inner_counts, outer, outer_counts)
+        return self._sets.advance(ids, inner, inner_counts)
 
     def _answer(self, points: NDArray[np.float64], reach: NDArray[np.float64] | None,
                 scale: float) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
