@@ -59,7 +59,7 @@ def outward_box(centres: NDArray[np.float64], reach: NDArray[np.float64]) -> tup
     it was computed from) and each bound moved one float outwards (so the rounding of the sum
     cannot bring it inside).
     """
-    with np.errstate(over="ignore"):
+    with np.errstate(over="ignore", under="ignore"):
         wide = (reach * (1.0 + REACH_SLACK))[:, None]
         lo = np.nextafter(centres - wide, -np.inf)
         hi = np.nextafter(centres + wide, np.inf)
@@ -101,9 +101,10 @@ class Regions:
 
     def cells(self, coords: NDArray[np.float64]) -> NDArray[np.int64]:
         """Cell index per axis of each row of ``coords`` (n, axes), clamped to the grid: monotone in each axis."""
-        with np.errstate(over="ignore", invalid="ignore"):
+        with np.errstate(over="ignore", under="ignore", invalid="ignore"):
             scaled = np.floor((coords - self.origin[: self.axes]) / self.cell)
-        return np.clip(np.nan_to_num(scaled, nan=0.0), 0, self.cells_per_axis - 1).astype(np.int64)
+        cells: NDArray[np.int64] = np.clip(np.nan_to_num(scaled, nan=0.0), 0, self.cells_per_axis - 1).astype(np.int64)
+        return cells
 
     def _code(self, cells: NDArray[np.int64]) -> NDArray[np.int64]:
         code = np.zeros(cells.shape[0], dtype=np.int64)

@@ -120,16 +120,16 @@ class ShardedInterest:
         if isinstance(probe_margin, bool) or not isinstance(probe_margin, numbers.Real) \
                 or not np.isfinite(probe_margin) or probe_margin < 0:
             raise ValueError(f"probe_margin must be a finite number >= 0, got {probe_margin!r}")
-        self._margin = float(probe_margin)
-        self.regions = Regions(self._tree.size, self._tree.origin, dim, shards)
+        self._margin: float = float(probe_margin)
+        self.regions: Regions = Regions(self._tree.size, self._tree.origin, dim, shards)
         if not ray.is_initialized():
             ray.init()
-        self._config = (self._tree.size, tuple(self._tree.origin.tolist()), dim)
+        self._config: tuple[float, tuple[float, ...], int] = (self._tree.size, tuple(self._tree.origin.tolist()), dim)
         self._actors: list[Any] = [self._start() for _ in range(shards)]
-        self._where = np.zeros((0, shards), dtype=bool)            # which shards hold each handle
+        self._where: NDArray[np.bool_] = np.zeros((0, shards), dtype=np.bool_)  # which shards hold each handle
         self._pending: list[list[Any]] = [[] for _ in range(shards)]
         #: Actors replaced after a fault, since construction.
-        self.restarts = 0
+        self.restarts: int = 0
         #: Per-shard figures of the last tick: viewers, held entities, seconds in the actor.
         self.last_tick: dict[str, list[float]] = {}
 
@@ -141,7 +141,7 @@ class ShardedInterest:
 
     @property
     def origin(self) -> NDArray[np.float64]:
-        return self._tree.origin  # type: ignore[no-any-return]
+        return self._tree.origin
 
     @property
     def dim(self) -> int:
@@ -179,10 +179,10 @@ class ShardedInterest:
         return self._sets.interest(viewer_id)
 
     def centres_of(self, handles: ArrayLike) -> NDArray[np.float64]:
-        return self._tree.centres_of(handles)  # type: ignore[no-any-return]
+        return self._tree.centres_of(handles)
 
     def radii_of(self, handles: ArrayLike) -> NDArray[np.float64]:
-        return self._tree.radii_of(handles)  # type: ignore[no-any-return]
+        return self._tree.radii_of(handles)
 
     def ghost_fraction(self) -> float:
         """Copies beyond the first, per entity: ``(sum of shards' entities - entities) / entities``."""
@@ -192,8 +192,9 @@ class ShardedInterest:
     # -- entities ------------------------------------------------------------
 
     def _reach(self, radii: NDArray[np.float64]) -> NDArray[np.float64]:
-        with np.errstate(over="ignore"):
-            return radii * self._sets.query_scale + self._margin  # type: ignore[no-any-return]
+        with np.errstate(over="ignore", under="ignore"):
+            reach: NDArray[np.float64] = radii * self._sets.query_scale + self._margin
+        return reach
 
     def _send(self, k: int, call: Callable[..., Any], *args: Any) -> None:
         self._pending[k].append(call(*args))
@@ -207,7 +208,7 @@ class ShardedInterest:
         where = self.regions.touched(c, self._reach(r))
         top = int(handles.max()) + 1
         if top > self._where.shape[0]:
-            grown = np.zeros((max(top, 2 * self._where.shape[0]), self.shards), dtype=bool)
+            grown = np.zeros((max(top, 2 * self._where.shape[0]), self.shards), dtype=np.bool_)
             grown[: self._where.shape[0]] = self._where
             self._where = grown
         self._where[handles] = where

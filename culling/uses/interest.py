@@ -162,6 +162,11 @@ class InterestSets:
     handle per thread is kept between ticks.
     """
 
+    _rw: ReadWriteLock
+    _hysteresis: float
+    _bound: int
+    _base: int
+
     def __init__(self, hysteresis: float = 0.0) -> None:
         if isinstance(hysteresis, bool) or not isinstance(hysteresis, numbers.Real):
             raise TypeError(f"hysteresis must be a real number, got {type(hysteresis).__name__}")
@@ -429,6 +434,8 @@ class InterestManager:
     A tick's queries and merges run on the library's threads.
     """
 
+    _rw: ReadWriteLock
+
     def __init__(self, size: float, origin: ArrayLike | None = _DEFAULT_ORIGIN, dim: int = 3,
                  hysteresis: float = 0.0) -> None:
         if origin is _DEFAULT_ORIGIN:
@@ -556,8 +563,8 @@ class InterestManager:
                 scale: float) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
         """The exact sets at ``scale``: the tree's exact decider, one batch call."""
         if reach is None:
-            return self._tree.query_many(points, exact=True, scale=scale)  # type: ignore[no-any-return]
-        return self._tree.overlapping_many(points, reach, exact=True, scale=scale)  # type: ignore[no-any-return]
+            return self._tree.query_many(points, exact=True, scale=scale)
+        return self._tree.overlapping_many(points, reach, exact=True, scale=scale)
 
     @reading
     def interest(self, viewer_id: int) -> NDArray[np.int64]:

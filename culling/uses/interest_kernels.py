@@ -48,7 +48,7 @@ def _in_sorted(values: np.ndarray, h: int) -> bool:
     if values.shape[0] == 0:
         return False
     k = np.searchsorted(values, h)
-    return k < values.shape[0] and values[k] == h
+    return bool(k < values.shape[0] and values[k] == h)
 
 
 @inline_kernel

@@ -395,7 +395,7 @@ def test_many_viewers_on_the_library_threads_match_the_model():
     h = im.insert_many(centres, radii)
     model.insert(h, centres, radii)
     ids = rng.permutation(3000)[:1200]
-    for step in range(3):
+    for _ in range(3):
         pos = rng.integers(0, 512, (ids.size, 2)) / 2.0
         check_tick(im.tick(ids, pos), model.tick(ids.tolist(), pos), ids.tolist())
         moved = h[rng.random(h.size) < 0.3]
