@@ -47,6 +47,10 @@ from culling.uses.interest_kernels import advance_rows, compact_rows
 
 __all__ = ["InterestManager", "InterestSets", "InterestTick"]
 
+#: Stamps of :func:`advance_rows` stay below this (int32 scratch): past it the scratch starts again from zeros,
+#: after about ``2**31 / (3 * viewers)`` ticks (70,000 ticks of 10,000 viewers).
+STAMP_LIMIT = 2**31 - 1
+
 #: Viewers per chunk below which a pass runs on the calling thread: a merge of a few rows costs less
 #: than waking a pool thread (about 20 us).
 PARALLEL_MIN_VIEWERS = 512
@@ -158,7 +162,7 @@ class InterestSets:
     memory O(viewers + set sizes).  An :meth:`advance` costs O(m log m +
     answer sizes + previous sets) in one compiled pass on the library's
     threads (:func:`~culling.uses.interest_kernels.advance_rows`), with no
-    Python step per viewer or per entity; a scratch array of 8 bytes per
+    Python step per viewer or per entity; a scratch array of 4 bytes per
     handle per thread is kept between ticks.
     """
 
@@ -182,7 +186,7 @@ class InterestSets:
         self._gone: NDArray[np.int64] = _EMPTY          # handles removed since the last tick, sorted
         self._bound = 0                                 # every handle held is below it
         self._base = 0                                  # every stamp in a scratch array is at most it
-        self._scratch: dict[int, NDArray[np.int64]] = {}  # advance_rows' scratch, per thread
+        self._scratch: dict[int, NDArray[np.int32]] = {}  # advance_rows' scratch, per thread
 
     @property
     def hysteresis(self) -> float:
@@ -313,6 +317,9 @@ class InterestSets:
         sticky = self._hysteresis > 0.0
         bound = max(self._bound, int(outer.max()) + 1 if outer.size else 0)
         base = self._base
+        if base + 3 * m + 3 > STAMP_LIMIT:  # the stamps would wrap: start the scratch again from zeros
+            self._scratch = {}
+            base = 0
 
         room = outer_offsets if sticky else new_offsets
         kept = np.empty(outer.size, dtype=np.int64)
@@ -348,13 +355,13 @@ class InterestSets:
         return InterestTick(viewer_ids=self._ids, entered_offsets=_frozen(entered_offsets), entered=_frozen(entered),
                             left_offsets=_frozen(left_offsets), left=_frozen(left))
 
-    def _stamps(self, bound: int) -> NDArray[np.int64]:
+    def _stamps(self, bound: int) -> NDArray[np.int32]:
         """The calling thread's scratch for :func:`advance_rows`, at least ``bound`` entries (kept between
-        ticks: the stamps only grow, so nothing is ever cleared)."""
+        ticks: the stamps only grow, so nothing is cleared until they would pass :data:`STAMP_LIMIT`)."""
         key = threading.get_ident()
         stamps = self._scratch.get(key)
         if stamps is None or stamps.size < bound:
-            stamps = np.zeros(max(bound, 2 * (0 if stamps is None else stamps.size)), dtype=np.int64)
+            stamps = np.zeros(max(bound, 2 * (0 if stamps is None else stamps.size)), dtype=np.int32)
             self._scratch[key] = stamps   # one entry per thread: a dict assignment is atomic
         return stamps
 

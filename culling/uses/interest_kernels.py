@@ -16,7 +16,7 @@ new rows.  Per viewer it
    viewer's new row.
 
 So a tick costs O(row lengths) per viewer plus the sort of what entered,
-with the scratch array (8 bytes a handle) in cache for worlds up to a few
+with the scratch array (4 bytes a handle, per thread) in cache for worlds up to a few
 hundred thousand entities.  With hysteresis the pass also stamps the wider
 answer (``scale = 1 + m``): a previous handle stamped by either stays, the
 entered ones come only from the inner answer.  A handle in ``gone``
@@ -85,8 +85,8 @@ def advance_rows(inner: np.ndarray, inner_offsets: np.ndarray, outer: np.ndarray
         The previous tick's sorted rows; ``previous_row[i]`` is viewer ``i``'s, -1 for a new viewer.
     gone : int64, sorted
         Handles removed since the previous tick.
-    stamps : int64, one entry per possible handle
-        Scratch of this chunk's thread, every entry below ``base + 1``.
+    stamps : int32, one entry per possible handle
+        Scratch of this chunk's thread, every entry below ``base + 1``; ``base + 3 * hi`` fits in int32.
     new, new_counts
         Row ``i``'s sorted new set is written to ``new[outer_offsets[i]:]`` (``inner_offsets``
         without ``sticky``), its length to ``new_counts[i]``.

@@ -403,3 +403,19 @@ def test_many_viewers_on_the_library_threads_match_the_model():
         im.update_many(moved, new)
         model.update(moved, new)
         ids = ids[rng.random(ids.size) < 0.9]
+
+
+def test_scratch_starts_again_when_the_stamps_would_wrap(monkeypatch):
+    """The int32 stamps restart from zero every few ticks here: the answers do not notice."""
+    import culling.uses.interest as interest_module
+
+    monkeypatch.setattr(interest_module, "STAMP_LIMIT", 200)
+    rng = np.random.default_rng(4)
+    im = InterestManager(SIZE, dim=2)
+    model = Model()
+    centres, radii = rng.integers(0, 32, (60, 2)) / 2.0, rng.integers(0, 10, 60) / 2.0
+    model.insert(im.insert_many(centres, radii), centres, radii)
+    ids = np.arange(30)
+    for _ in range(12):
+        pos = rng.integers(0, 32, (30, 2)) / 2.0
+        check_tick(im.tick(ids, pos), model.tick(ids.tolist(), pos), ids.tolist())
