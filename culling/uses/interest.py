@@ -315,7 +315,7 @@ class InterestSets:
             previous_row[hit] = self._row_of[pos[hit]]
         previous, previous_offsets, gone = self._sets, self._offsets, self._gone
         sticky = self._hysteresis > 0.0
-        bound = max(self._bound, int(outer.max()) + 1 if outer.size else 0)
+        bound = max(self._bound, int(new.max()) + 1 if new.size else 0, int(outer.max()) + 1 if outer.size else 0)
         base = self._base
         if base + 3 * m + 3 > STAMP_LIMIT:  # the stamps would wrap: start the scratch again from zeros
             self._scratch = {}
@@ -334,9 +334,11 @@ class InterestSets:
                                     previous_row, gone, self._stamps(bound), base, kept, kept_counts,
                                     entered_buffer, entered_counts, left_buffer, left_counts, lo, hi))
 
-        repeated = [r for r in run_chunks(chunk, m, min_items=PARALLEL_MIN_VIEWERS) if r >= 0]
-        if repeated:
-            raise ValueError(f"row {repeated[0]} holds a handle more than once")
+        faults = [r for r in run_chunks(chunk, m, min_items=PARALLEL_MIN_VIEWERS) if r >= 0]
+        if faults:
+            row, kind = divmod(faults[0], 2)
+            raise ValueError(f"row {row} holds a handle more than once" if kind == 0 else
+                             f"row {row} of handles holds a handle that its row of outer_handles does not")
         if sticky:
             sets, offsets = self._packed(kept, room[:-1], kept_counts)
         else:  # the new set is the inner answer, sorted: already packed

@@ -95,8 +95,9 @@ def advance_rows(inner: np.ndarray, inner_offsets: np.ndarray, outer: np.ndarray
     left, left_counts
         Its sorted left handles at ``left[previous_offsets[previous_row[i]]:]``.
 
-    Returns the first row (``>= lo``) that holds a handle twice, -1 if none (the outputs are
-    then meaningless).  O(row lengths) per viewer, plus a binary search in ``gone`` per
+    Returns -1, or (the outputs then meaningless) ``2 * i`` for a row ``i`` that holds a handle
+    twice, ``2 * i + 1`` for one whose inner handles are not all in its outer row (``sticky``).
+    Every handle must be below ``stamps.shape[0]`` (not checked here).  O(row lengths) per viewer, plus a binary search in ``gone`` per
     previous handle when ``gone`` is not empty, plus the sort of the entered handles.
     """
     check_gone = gone.shape[0] > 0
@@ -109,12 +110,14 @@ def advance_rows(inner: np.ndarray, inner_offsets: np.ndarray, outer: np.ndarray
             for j in range(outer_offsets[i], outer_offsets[i + 1]):
                 h = outer[j]
                 if stamps[h] == s_outer:
-                    return i
+                    return 2 * i
                 stamps[h] = s_outer
         for j in range(inner_offsets[i], inner_offsets[i + 1]):
             h = inner[j]
             if stamps[h] == s_inner:
-                return i
+                return 2 * i
+            if sticky and stamps[h] != s_outer:
+                return 2 * i + 1
             stamps[h] = s_inner
         # The previous row in order: stamped handles stay (sorted), the others left.
         k0 = room[i]

@@ -344,6 +344,10 @@ def test_bad_constructor_and_bad_rows():
         sets.advance([1], [4], [1], [4], [1])
     with pytest.raises(ValueError, match="outer_handles"):
         InterestSets(0.5).advance([1], [4], [1])
+    with pytest.raises(ValueError, match="does not"):             # inner must be within outer
+        InterestSets(0.5).advance([1, 2], [4, 9, 1_000_000], [1, 2], [4, 9], [1, 1])
+    with pytest.raises(ValueError, match="more than once"):
+        InterestSets(0.5).advance([1], [4], [1], [4, 4], [2])
     assert len(sets) == 0
 
 
