@@ -51,6 +51,9 @@ __all__ = ["InterestManager", "InterestSets", "InterestTick"]
 #: after about ``2**31 / (3 * viewers)`` ticks (70,000 ticks of 10,000 viewers).
 STAMP_LIMIT = 2**31 - 1
 
+#: Handles :class:`InterestSets` accepts are below this: its scratch has one int32 entry per handle value.
+MAX_HANDLE = 2**31
+
 #: Viewers per chunk below which a pass runs on the calling thread: a merge of a few rows costs less
 #: than waking a pool thread (about 20 us).
 PARALLEL_MIN_VIEWERS = 512
@@ -272,7 +275,8 @@ class InterestSets:
             Unique; a viewer of the last tick that is missing here is dropped without events.
         handles, counts : array_like of int, shapes (k,) and (m,)
             Each viewer's entities whose sphere contains it (``query_many(positions, exact=True)``'s answer:
-            row ``i`` is ``handles[sum(counts[:i]):][:counts[i]]``), each once per row, in any order.
+            row ``i`` is ``handles[sum(counts[:i]):][:counts[i]]``), each once per row, in any order;
+            non-negative and below :data:`MAX_HANDLE` (a structure's handles).
         outer_handles, outer_counts : array_like of int, optional
             With hysteresis (required then, refused otherwise): the same answer at ``scale = 1 +
             hysteresis``, a superset of each row.
@@ -383,6 +387,9 @@ class InterestSets:
             raise ValueError(f"{name} holds {flat.size} handles but the counts add up to {int(offsets[-1])}")
         if flat.size and flat.min() < 0:
             raise ValueError(f"{name} must not be negative, got {int(flat.min())}")
+        if flat.size and flat.max() >= MAX_HANDLE:
+            raise ValueError(f"{name} must be below {MAX_HANDLE} (a structure's handles: the diff keeps a "
+                             f"scratch entry per handle value), got {int(flat.max())}")
         return flat, offsets
 
     @staticmethod

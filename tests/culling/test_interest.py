@@ -348,6 +348,10 @@ def test_bad_constructor_and_bad_rows():
         InterestSets(0.5).advance([1, 2], [4, 9, 1_000_000], [1, 2], [4, 9], [1, 1])
     with pytest.raises(ValueError, match="more than once"):
         InterestSets(0.5).advance([1], [4], [1], [4, 4], [2])
+    with pytest.raises(ValueError, match="below"):
+        sets.advance([1], [2**40], [1])
+    with pytest.raises(ValueError, match="negative"):
+        sets.advance([1], [-3], [1])
     assert len(sets) == 0
 
 
