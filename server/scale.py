@@ -76,7 +76,8 @@ def measure(n: int, m: int, size: float, shard_counts: Sequence[int], repeats: i
             t_query = _best(lambda: tree.query_many(points, exact=True), repeats) if points.size else 0.0
             flip = [there, back]
 
-            def move(tree=tree, movers=movers, flip=flip) -> None:
+            def move(tree: ViewDistanceTree = tree, movers: np.ndarray = movers,
+                     flip: list[np.ndarray] = flip) -> None:
                 tree.update_many(movers, flip[0])
                 flip.reverse()
 

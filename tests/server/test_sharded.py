@@ -6,11 +6,33 @@ Few and small: each ``ShardedInterest`` starts Ray actors (about a second).
 from __future__ import annotations
 
 import io
+import os
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from culling import InterestManager
+
+#: Every test here starts Ray actors: in CI a skip (Ray not installed) is a failure (tests/conftest.py).
+pytestmark = pytest.mark.ray
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def ray_cluster():
+    """One local Ray cluster for the module (``ray.init(num_cpus=2)``: starting one costs seconds)."""
+    ray = pytest.importorskip("ray")
+    started = not ray.is_initialized()
+    if started:
+        # The actors import server/ and culling/ from the checkout, as the tests do.
+        path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
+        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
+                 runtime_env={"env_vars": {"PYTHONPATH": path}})
+    yield ray
+    if started:
+        ray.shutdown()
 
 SIZE = 256.0
 FIELDS = ("viewer_ids", "entered_offsets", "entered", "left_offsets", "left")
