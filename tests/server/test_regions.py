@@ -47,3 +47,13 @@ def test_bad_shard_counts_are_refused():
     for bad in (0, 65, 2.0, True):
         with pytest.raises(ValueError, match="shards"):
             Regions(64.0, (0.0, 0.0), 2, bad)
+
+
+def test_the_scale_model_runs_small_without_ray():
+    from server.scale import measure
+
+    rows = measure(2000, 100, 512.0, [1, 4], repeats=1)
+    assert [r["shards"] for r in rows] == [1, 4]
+    assert rows[0]["ghosts"] == 0.0 <= rows[1]["ghosts"]
+    assert rows[0]["max_viewers"] == 100 and rows[1]["max_viewers"] <= 100
+    assert all(r["model"] >= r["actor"] > 0.0 and r["bytes"] > 0 for r in rows)
