@@ -51,6 +51,11 @@ class Config:
     jit_cold: bool                           # also a cold start (compiles every kernel: seconds)
     collision_heavy: int = 100_000           # creatures of the heavy-tail case (0: skip)
     collision_probes: tuple[int, int] = (2000, 1_000_000)   # (probes, entities) of the probe case
+    # interest-ticks: (viewers, entities) cases; ticks timed for the manager, the peer and the tracker loop
+    ticks_cases: tuple[tuple[int, int], ...] = ((10_000, 100_000), (2_000, 1_000_000))
+    ticks_count: int = 8
+    ticks_peer: int = 3
+    ticks_tracker: int = 2
 
 
 PRESETS: dict[str, Config] = {
@@ -67,12 +72,14 @@ PRESETS: dict[str, Config] = {
         (("dense", 100_000), ("sparse", 1_000)), 500, 100,
         (5_000, 100), (100_000,), 500, 3,
         (2_000, 5_000), 4, 5_000, 500, 1, False, 20_000, (500, 100_000),
+        ticks_cases=((2_000, 20_000), (500, 100_000)), ticks_count=5, ticks_peer=2, ticks_tracker=2,
     ),
     "tiny": Config(
         "tiny", (200, 1_000), 6, 1, 1, 1, (300, 2_000), 1,
         (100, 1_000), 500, 3, (100, 1_000), (("dense", 2_000), ("sparse", 200)), 50, 20,
         (500, 20), (2_000,), 40, 1,
         (300, 1_500), 3, 1_000, 200, 0, False, 2_000, (50, 5_000),
+        ticks_cases=((60, 2_000),), ticks_count=3, ticks_peer=2, ticks_tracker=1,
     ),
 }
 
@@ -191,6 +198,7 @@ SECTIONS: dict[str, tuple[str, str]] = {
     "scaling": ("benchmarks.sections", "run_scaling"),
     "dense": ("benchmarks.sections", "run_dense"),
     "interest": ("benchmarks.batch_sections", "run_interest"),
+    "interest-ticks": ("benchmarks.interest_ticks", "run_interest_ticks"),
     "collision": ("benchmarks.batch_sections", "run_collision"),
     "jit": ("benchmarks.batch_sections", "run_jit"),
 }

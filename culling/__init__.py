@@ -16,6 +16,7 @@ from culling.interface import PointIndex
 from culling.trace import LevelTrace, QueryTrace
 from culling.tree.tree import MAX_DEPTH, MAX_GROWTH, ViewDistanceTree
 from culling.uses.collision import CollisionCandidates
+from culling.uses.interest import InterestManager, InterestSets, InterestTick
 from culling.uses.tracker import MultiCameraTracker, VisibilityEvents, VisibilityTracker
 from culling.warmup import COMPILING, KERNEL_GROUPS, CompileWorkers, kernels_cached, progress_bar, warm_up
 
@@ -25,6 +26,9 @@ __all__ = [
     "KERNEL_GROUPS",
     "CollisionCandidates",
     "DenseViewDistanceGrid",
+    "InterestManager",
+    "InterestSets",
+    "InterestTick",
     "LevelTrace",
     "MAX_DEPTH",
     "MAX_GROWTH",

@@ -7,9 +7,11 @@ Markers (registered in pyproject.toml; ``-m "not window"`` deselects a kind):
 - ``window``: opens the real window under Xvfb; applied to every test that uses
   the ``xvfb`` fixture (and declared by its module).
 - ``screenshot``: compares frames with the stored references.
+- ``ray``: starts a local Ray cluster (``tests/server``; Ray is in the ``test``
+  and ``server`` extras).
 
-In CI (the environment variable ``CI`` set, not ``0``/``false``) a ``gl`` or
-``window`` test never skips: a skip there means a missing tool, and it is
+In CI (the environment variable ``CI`` set, not ``0``/``false``) a ``gl``,
+``window`` or ``ray`` test never skips: a skip there means a missing tool, and it is
 reported as a failure.  ``CULLING_REQUIRE_INSTALLED=1`` makes the session refuse
 to run unless ``culling`` is imported from an installed distribution
 (site-packages), not from a checkout: ``.ci/run`` sets it when it tests the
@@ -48,8 +50,8 @@ def _env_flag(name: str) -> bool:
 IN_CI = _env_flag("CI")
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci" if IN_CI else "dev"))
 
-#: Test kinds that need a tool CI installs (Mesa EGL; Xvfb, xdotool): in CI their skip is a failure.
-NEVER_SKIP_IN_CI = ("gl", "window")
+#: Test kinds that need a tool CI installs (Mesa EGL; Xvfb, xdotool; Ray): in CI their skip is a failure.
+NEVER_SKIP_IN_CI = ("gl", "window", "ray")
 #: Fixtures that make a test a ``gl`` or ``window`` test.
 MARKER_FIXTURES = {"gl_ctx": "gl", "xvfb": "window"}
 
@@ -59,6 +61,7 @@ MARKERS = {
     "gl": "renders through an OpenGL context (offscreen EGL); never skipped in CI",
     "window": "opens the real window under Xvfb and drives it with X input; never skipped in CI",
     "screenshot": "renders the stored reference views (compared only on the reference renderer)",
+    "ray": "starts a local Ray cluster (server/); never skipped in CI",
 }
 
 

@@ -171,3 +171,12 @@ def test_pool_layout_times_each_layout():
     times = pool_layout.compare(objects=2_000, repeats=3)
     assert set(times) == {"columns", "rows of 64 B", "rows of 40 B"}
     assert all(seconds > 0.0 for seconds in times.values())
+
+
+def test_interest_ticks_compare_the_three_ways_and_agree(tiny):
+    res, _, _ = tiny
+    rows = {t.key: t for t in res.tables}["interest-ticks"].rows
+    assert {row[1] for row in rows} == {"culling InterestManager", "scipy cKDTree + np.setdiff1d",
+                                        "tree + MultiCameraTracker loop"}
+    assert len({row[5] for row in rows}) == 1          # every method holds the same pairs
+    assert any(t.name.startswith("interest tick with events") for t in res.targets)

@@ -1,5 +1,5 @@
-"""The floors hold: culling/ imports no GL library, scenes/ and engine/ never import
-each other, and only demo/ wires them together (docs/DESIGN.md, "Floors")."""
+"""The floors hold: culling/ imports no GL library and no Ray, scenes/ and engine/ never import
+each other, server/ imports neither, and only demo/ wires them together (docs/DESIGN.md, "Floors")."""
 
 import ast
 import os
@@ -32,9 +32,10 @@ def _imported_tops(package: str) -> dict[str, set[str]]:
 
 
 @pytest.mark.parametrize("package, forbidden", [
-    ("culling", GL | {"engine", "scenes", "demo"}),
-    ("scenes", GL | {"engine", "demo"}),
-    ("engine", {"scenes", "demo"}),
+    ("culling", GL | {"engine", "scenes", "demo", "server", "ray"}),
+    ("scenes", GL | {"engine", "demo", "server", "ray"}),
+    ("engine", {"scenes", "demo", "server", "ray"}),
+    ("server", GL | {"engine", "scenes", "demo", "benchmarks"}),
 ])
 def test_no_import_across_floors(package, forbidden):
     bad = {module: sorted(names & forbidden) for module, names in _imported_tops(package).items()
@@ -64,7 +65,15 @@ def test_scene_mesh_bases_match_the_engine_meshes():
         mesh_base("teapot")
 
 
-@pytest.mark.parametrize("package", ["engine", "scenes", "demo", "examples", "benchmarks"])
+def test_importing_culling_and_the_regions_loads_no_ray():
+    code = ("import sys, culling, server.regions; "
+            "print(sorted(m for m in ('ray', 'engine', 'scenes') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"
+
+
+@pytest.mark.parametrize("package", ["engine", "scenes", "demo", "examples", "benchmarks", "server"])
 def test_the_floors_above_culling_use_only_its_public_names(package):
     import culling
 

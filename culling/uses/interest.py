@@ -1,0 +1,603 @@
+"""Interest management: which entities each player (viewer) hears about, and what changed since last tick.
+
+A game server asks, every tick and for every player, which entities are
+relevant (a creature that can sense the player, a door within hearing), and
+sends the *change*: the entities that entered and left each player's
+interest set.  An entity's relevance is a sphere (its centre and its
+relevance radius); a viewer's set is the entities whose sphere contains the
+viewer's position, decided exactly as ``tree.query(p, exact=True)`` (the
+library's one containment test, :mod:`culling.core.containment`).
+
+:class:`InterestManager` owns a :class:`~culling.ViewDistanceTree` of the
+entities and answers a whole tick in a few compiled passes over all viewers:
+one ``query_many`` (two with hysteresis), then one pass of
+:mod:`culling.uses.interest_kernels` that merges each viewer's new set
+with its previous sorted row.  :class:`InterestSets` is the second
+half alone (the previous sets as CSR arrays, and the diff): a sharded server
+(``server.ShardedInterest``) computes the sets elsewhere and diffs them here.
+
+>>> im = InterestManager(size=1024.0, dim=2)
+>>> h = im.insert_many([[10.0, 10.0], [40.0, 10.0]], [20.0, 5.0])
+>>> t = im.tick([7], [[12.0, 10.0]])
+>>> t.entered_of(0).tolist(), t.left_of(0).tolist()
+([0], [])
+>>> im.update_many(h[1:], [[14.0, 10.0]])          # entity 1 comes within 5 of viewer 7
+>>> t = im.tick([7], [[12.0, 10.0]])
+>>> t.entered_of(0).tolist(), im.interest(7).tolist()
+([1], [0, 1])
+>>> im.remove_many([0])
+>>> im.tick([7], [[12.0, 10.0]]).left_of(0).tolist()   # a removed entity leaves the sets that held it
+[0]
+"""
+
+from __future__ import annotations
+
+import numbers
+import threading
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from culling.core.locks import ReadWriteLock, reading, state_without_lock, writing
+from culling.core.threads import run_chunks
+from culling.core.validation import as_handles, as_points, as_probe_radii, as_radius
+from culling.tree.tree import ViewDistanceTree
+from culling.uses.interest_kernels import advance_rows, compact_rows
+
+__all__ = ["InterestManager", "InterestSets", "InterestTick"]
+
+#: Stamps of :func:`advance_rows` stay below this (int32 scratch): past it the scratch starts again from zeros,
+#: after about ``2**31 / (3 * viewers)`` ticks (70,000 ticks of 10,000 viewers).
+STAMP_LIMIT = 2**31 - 1
+
+#: Handles :class:`InterestSets` accepts are below this: its scratch has one int32 entry per handle value.
+MAX_HANDLE = 2**31
+
+#: Viewers per chunk below which a pass runs on the calling thread: a merge of a few rows costs less
+#: than waking a pool thread (about 20 us).
+PARALLEL_MIN_VIEWERS = 512
+
+#: The constructor's default origin: zeros in every dimension (the tuple names dim 3's).
+_DEFAULT_ORIGIN = (0.0, 0.0, 0.0)
+
+_EMPTY: NDArray[np.int64] = np.empty(0, dtype=np.int64)
+_EMPTY.flags.writeable = False
+_ZERO: NDArray[np.int64] = np.zeros(1, dtype=np.int64)
+_ZERO.flags.writeable = False
+
+
+def _frozen(array: NDArray[np.int64]) -> NDArray[np.int64]:
+    array.flags.writeable = False
+    return array
+
+
+def _offsets(counts: NDArray[np.int64]) -> NDArray[np.int64]:
+    """CSR offsets ``(m + 1,)`` of rows of ``counts``."""
+    offsets = np.zeros(counts.size + 1, dtype=np.int64)
+    np.cumsum(counts, out=offsets[1:])
+    return offsets
+
+
+def _in_chunks(m: int, fn: object) -> None:
+    """Run ``fn(lo, hi)`` over chunks of ``range(m)`` on the library's threads."""
+    run_chunks(fn, m, min_items=PARALLEL_MIN_VIEWERS)  # type: ignore[arg-type]
+
+
+def as_viewer_ids(values: ArrayLike) -> NDArray[np.int64]:
+    """Viewer ids as int64 ``(m,)``, each once: ``TypeError`` for non-integers, ``ValueError`` for a repeat
+    or an id beyond int64."""
+    try:
+        ids = as_handles(values, "viewer_ids")
+    except KeyError:
+        raise ValueError("viewer_ids must fit in int64") from None
+    if ids.size > 1:
+        ordered = np.sort(ids)
+        repeated = ordered[1:][ordered[1:] == ordered[:-1]]
+        if repeated.size:
+            raise ValueError(f"viewer_ids must be unique within a tick, id {int(repeated[0])} appears more than once")
+    return ids
+
+
+def as_viewer_id(value: object) -> int:
+    """One viewer id as an int: ``TypeError`` for a non-integer."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (numbers.Integral, np.integer)):
+        raise TypeError(f"viewer id must be an integer, got {type(value).__name__}")
+    return int(value)
+
+
+@dataclass(frozen=True, eq=False)
+class InterestTick:
+    """What changed in every viewer's interest set at one tick.
+
+    Attributes
+    ----------
+    viewer_ids : ndarray, shape (m,), int64
+        The tick's viewers, in the order given; row ``i`` below is ``viewer_ids[i]``'s.
+    entered_offsets : ndarray, shape (m + 1,), int64
+        Row ``i`` of ``entered`` is ``entered[entered_offsets[i]:entered_offsets[i + 1]]``.
+    entered : ndarray, int64
+        Per viewer, sorted: the entities in its set now and not at its previous tick
+        (all of its set for a viewer new at this tick).
+    left_offsets : ndarray, shape (m + 1,), int64
+    left : ndarray, int64
+        Per viewer, sorted: the entities in its set at its previous tick and not now,
+        entities removed since included.
+
+    Every array is read-only and belongs to this tick.
+    """
+
+    viewer_ids: NDArray[np.int64]
+    entered_offsets: NDArray[np.int64]
+    entered: NDArray[np.int64]
+    left_offsets: NDArray[np.int64]
+    left: NDArray[np.int64]
+
+    def entered_of(self, row: int) -> NDArray[np.int64]:
+        """Row ``row``'s entered handles (a read-only view)."""
+        return self.entered[self.entered_offsets[row]:self.entered_offsets[row + 1]]
+
+    def left_of(self, row: int) -> NDArray[np.int64]:
+        """Row ``row``'s left handles (a read-only view)."""
+        return self.left[self.left_offsets[row]:self.left_offsets[row + 1]]
+
+    @property
+    def events(self) -> int:
+        """How many enter and leave events the tick holds."""
+        return int(self.entered.size + self.left.size)
+
+
+class InterestSets:
+    """Every viewer's interest set as CSR rows, and the compiled diff that turns new sets into events.
+
+    Parameters
+    ----------
+    hysteresis : float, optional
+        Margin ``m >= 0``: a viewer keeps an entity it holds until it is
+        beyond ``r * (1 + m)``; :meth:`advance` then needs each viewer's
+        answer at ``scale = 1 + m`` too (:attr:`query_scale`), as
+        :class:`culling.VisibilityTracker` does.
+
+    Notes
+    -----
+    State is three arrays (the viewers of the last tick, their CSR offsets
+    and their sorted handles) plus the sorted handles removed since it;
+    memory O(viewers + set sizes).  An :meth:`advance` costs O(m log m +
+    answer sizes + previous sets) in one compiled pass on the library's
+    threads (:func:`~culling.uses.interest_kernels.advance_rows`), with no
+    Python step per viewer or per entity; a scratch array of 4 bytes per
+    handle per thread is kept between ticks.
+    """
+
+    _rw: ReadWriteLock
+    _hysteresis: float
+    _bound: int
+    _base: int
+
+    def __init__(self, hysteresis: float = 0.0) -> None:
+        if isinstance(hysteresis, bool) or not isinstance(hysteresis, numbers.Real):
+            raise TypeError(f"hysteresis must be a real number, got {type(hysteresis).__name__}")
+        self._hysteresis = as_radius(hysteresis, "hysteresis")
+        if not np.isfinite(1.0 + self._hysteresis):
+            raise ValueError("hysteresis must be finite")
+        self._rw = ReadWriteLock()
+        self._ids: NDArray[np.int64] = _EMPTY          # the viewers of the last tick, in their rows' order
+        self._offsets: NDArray[np.int64] = _ZERO        # their rows
+        self._sets: NDArray[np.int64] = _EMPTY
+        self._sorted_ids: NDArray[np.int64] = _EMPTY    # the same ids ascending, and each one's row
+        self._row_of: NDArray[np.int64] = _EMPTY
+        self._gone: NDArray[np.int64] = _EMPTY          # handles removed since the last tick, sorted
+        self._bound = 0                                 # every handle held is below it
+        self._base = 0                                  # every stamp in a scratch array is at most it
+        self._scratch: dict[int, NDArray[np.int32]] = {}  # advance_rows' scratch, per thread
+
+    @property
+    def hysteresis(self) -> float:
+        """The margin ``m``: an entity held leaves beyond ``r * (1 + m)``."""
+        return self._hysteresis
+
+    @property
+    def query_scale(self) -> float:
+        """``1 + hysteresis``: the scale of the wider answer :meth:`advance` needs (with hysteresis)."""
+        return 1.0 + self._hysteresis
+
+    @property
+    @reading
+    def viewers(self) -> NDArray[np.int64]:
+        """The viewer ids of the last tick, ascending, int64 (a copy)."""
+        return self._sorted_ids.copy()
+
+    @reading
+    def __len__(self) -> int:
+        return int(self._ids.size)
+
+    @reading
+    def __contains__(self, viewer_id: object) -> bool:
+        try:
+            return self._row(as_viewer_id(viewer_id)) >= 0
+        except TypeError:
+            return False
+
+    def _row(self, viewer_id: int) -> int:
+        """The row of ``viewer_id`` at the last tick, -1 if it had none."""
+        ids = self._sorted_ids
+        if not -2**63 <= viewer_id < 2**63:
+            return -1
+        k = int(np.searchsorted(ids, viewer_id))
+        return int(self._row_of[k]) if k < ids.size and ids[k] == viewer_id else -1
+
+    @reading
+    def interest(self, viewer_id: int) -> NDArray[np.int64]:
+        """The viewer's set as of its last tick, less the entities removed since: sorted int64 (a copy).
+
+        Raises
+        ------
+        TypeError
+            A non-integer id.
+        KeyError
+            An id that was not in the last tick.
+        """
+        row = self._row(as_viewer_id(viewer_id))
+        if row < 0:
+            raise KeyError(f"viewer {viewer_id} was not in the last tick")
+        held = self._sets[self._offsets[row]:self._offsets[row + 1]]
+        if self._gone.size:
+            return held[~np.isin(held, self._gone, assume_unique=True)]
+        return held.copy()
+
+    @writing
+    def forget(self, handles: ArrayLike) -> None:
+        """Entities removed from the world: the next :meth:`advance` reports them left by every viewer that
+        held them (also when a handle was handed out again meanwhile: then it left and entered).
+
+        Parameters
+        ----------
+        handles : array_like of int, shape (k,)
+        """
+        removed = as_handles(handles, beyond="drop")
+        if removed.size:
+            self._gone = _frozen(np.union1d(self._gone, removed).astype(np.int64))
+
+    @writing
+    def reset(self) -> None:
+        """Drop every viewer: the next tick's viewers are all new."""
+        self._ids, self._offsets, self._sets = _EMPTY, _ZERO, _EMPTY
+        self._sorted_ids, self._row_of, self._gone = _EMPTY, _EMPTY, _EMPTY
+
+    @writing
+    def advance(self, viewer_ids: ArrayLike, handles: ArrayLike, counts: ArrayLike,
+                outer_handles: ArrayLike | None = None, outer_counts: ArrayLike | None = None) -> InterestTick:
+        """Record this tick's sets and return each viewer's entered and left entities.
+
+        Parameters
+        ----------
+        viewer_ids : array_like of int, shape (m,)
+            Unique; a viewer of the last tick that is missing here is dropped without events.
+        handles, counts : array_like of int, shapes (k,) and (m,)
+            Each viewer's entities whose sphere contains it (``query_many(positions, exact=True)``'s answer:
+            row ``i`` is ``handles[sum(counts[:i]):][:counts[i]]``), each once per row, in any order;
+            non-negative and below :data:`MAX_HANDLE` (a structure's handles).
+        outer_handles, outer_counts : array_like of int, optional
+            With hysteresis (required then, refused otherwise): the same answer at ``scale = 1 +
+            hysteresis``, a superset of each row.
+
+        Returns
+        -------
+        InterestTick
+
+        Raises
+        ------
+        TypeError, ValueError
+            Non-integer ids or handles; a repeated viewer id or a handle twice in one row; counts that
+            do not match. A failed call changes nothing.
+
+        Notes
+        -----
+        One compiled pass (:func:`culling.uses.interest_kernels.advance_rows`) over all rows on the
+        library's threads, then three copies packing its outputs: O(m log m) to find each viewer's
+        previous row, O(answer + previous) for the merges, plus sorting what entered.  The arrays
+        given are only read.
+        """
+        ids = as_viewer_ids(viewer_ids)
+        m = ids.size
+        new, new_offsets = self._rows(handles, counts, m, "handles")
+        outer, outer_offsets = new, new_offsets
+        if self._hysteresis > 0.0:
+            if outer_handles is None or outer_counts is None:
+                raise ValueError("with hysteresis, advance needs outer_handles and outer_counts "
+                                 f"(the answer at scale {self.query_scale})")
+            outer, outer_offsets = self._rows(outer_handles, outer_counts, m, "outer_handles")
+        elif outer_handles is not None or outer_counts is not None:
+            raise ValueError("outer_handles and outer_counts are for hysteresis > 0")
+
+        # Each viewer's previous row (-1: new).
+        previous_row = np.full(m, -1, dtype=np.int64)
+        if self._sorted_ids.size and m:
+            pos = np.searchsorted(self._sorted_ids, ids)
+            pos[pos == self._sorted_ids.size] = 0
+            hit = self._sorted_ids[pos] == ids
+            previous_row[hit] = self._row_of[pos[hit]]
+        previous, previous_offsets, gone = self._sets, self._offsets, self._gone
+        sticky = self._hysteresis > 0.0
+        bound = max(self._bound, int(new.max()) + 1 if new.size else 0, int(outer.max()) + 1 if outer.size else 0)
+        base = self._base
+        if base + 3 * m + 3 > STAMP_LIMIT:  # the stamps would wrap: start the scratch again from zeros
+            self._scratch = {}
+            base = 0
+
+        room = outer_offsets if sticky else new_offsets
+        kept = np.empty(outer.size, dtype=np.int64)
+        kept_counts = np.empty(m, dtype=np.int64)
+        entered_buffer = np.empty(new.size, dtype=np.int64)
+        entered_counts = np.empty(m, dtype=np.int64)
+        left_buffer = np.empty(previous.size, dtype=np.int64)
+        left_counts = np.empty(m, dtype=np.int64)
+
+        def chunk(lo: int, hi: int) -> int:
+            return int(advance_rows(new, new_offsets, outer, outer_offsets, sticky, previous, previous_offsets,
+                                    previous_row, gone, self._stamps(bound), base, kept, kept_counts,
+                                    entered_buffer, entered_counts, left_buffer, left_counts, lo, hi))
+
+        faults = [r for r in run_chunks(chunk, m, min_items=PARALLEL_MIN_VIEWERS) if r >= 0]
+        if faults:
+            row, kind = divmod(faults[0], 2)
+            raise ValueError(f"row {row} holds a handle more than once" if kind == 0 else
+                             f"row {row} of handles holds a handle that its row of outer_handles does not")
+        if sticky:
+            sets, offsets = self._packed(kept, room[:-1], kept_counts)
+        else:  # the new set is the inner answer, sorted: already packed
+            sets, offsets = kept, new_offsets
+        entered, entered_offsets = self._packed(entered_buffer, new_offsets[:-1], entered_counts)
+        left_starts = np.where(previous_row >= 0, previous_offsets[np.maximum(previous_row, 0)], 0)
+        left, left_offsets = self._packed(left_buffer, left_starts, left_counts)
+
+        # Commit (nothing below can fail but a MemoryError before the first assignment).
+        order = np.argsort(ids, kind="stable")
+        sorted_ids = _frozen(ids[order])
+        row_of = _frozen(order.astype(np.int64))
+        self._ids, self._offsets, self._sets = _frozen(ids), _frozen(offsets), _frozen(sets)
+        self._sorted_ids, self._row_of, self._gone = sorted_ids, row_of, _EMPTY
+        self._bound, self._base = bound, base + 3 * m + 3
+        return InterestTick(viewer_ids=self._ids, entered_offsets=_frozen(entered_offsets), entered=_frozen(entered),
+                            left_offsets=_frozen(left_offsets), left=_frozen(left))
+
+    def _stamps(self, bound: int) -> NDArray[np.int32]:
+        """The calling thread's scratch for :func:`advance_rows`, at least ``bound`` entries (kept between
+        ticks: the stamps only grow, so nothing is cleared until they would pass :data:`STAMP_LIMIT`)."""
+        key = threading.get_ident()
+        stamps = self._scratch.get(key)
+        if stamps is None or stamps.size < bound:
+            stamps = np.zeros(max(bound, 2 * (0 if stamps is None else stamps.size)), dtype=np.int32)
+            self._scratch[key] = stamps   # one entry per thread: a dict assignment is atomic
+        return stamps
+
+    @staticmethod
+    def _rows(handles: ArrayLike, counts: ArrayLike, m: int,
+              name: str) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+        """Validated rows: ``(handles, offsets)``; each handle non-negative (duplicates are found later)."""
+        flat = as_handles(handles, name, copy=False)   # only read
+        count_name = name.replace("handles", "counts")
+        sizes = as_handles(counts, count_name, copy=False)
+        if sizes.size != m:
+            raise ValueError(f"{count_name} must have shape ({m},), got ({sizes.size},)")
+        if sizes.size and sizes.min() < 0:
+            raise ValueError(f"{count_name} must not be negative")
+        offsets = _offsets(sizes)
+        if int(offsets[-1]) != flat.size:
+            raise ValueError(f"{name} holds {flat.size} handles but the counts add up to {int(offsets[-1])}")
+        if flat.size and flat.min() < 0:
+            raise ValueError(f"{name} must not be negative, got {int(flat.min())}")
+        if flat.size and flat.max() >= MAX_HANDLE:
+            raise ValueError(f"{name} must be below {MAX_HANDLE} (a structure's handles: the diff keeps a "
+                             f"scratch entry per handle value), got {int(flat.max())}")
+        return flat, offsets
+
+    @staticmethod
+    def _packed(buffer: NDArray[np.int64], starts: NDArray[np.int64],
+                counts: NDArray[np.int64]) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+        """Rows written at ``buffer[starts[i]:][:counts[i]]``, packed into CSR ``(handles, offsets)``."""
+        offsets = _offsets(counts)
+        out = np.empty(int(offsets[-1]), dtype=np.int64)
+        starts = np.ascontiguousarray(starts, dtype=np.int64)
+        _in_chunks(counts.size, lambda lo, hi: compact_rows(buffer, starts, counts, offsets, out, lo, hi))
+        return out, offsets
+
+    def __getstate__(self) -> dict[str, object]:
+        with self._rw.reading():
+            state = state_without_lock(self)
+        state["_scratch"] = {}   # per-thread scratch, made again on use
+        return state
+
+    def __setstate__(self, state: dict[str, object]) -> None:
+        self.__dict__.update(state)
+        self._rw = ReadWriteLock()
+
+    def __repr__(self) -> str:
+        return f"InterestSets(hysteresis={self._hysteresis}, viewers={self._ids.size}, held={self._sets.size})"
+
+
+class InterestManager:
+    """Entities with relevance radii, viewers that move, and each viewer's entered / left entities per tick.
+
+    Parameters
+    ----------
+    size : float
+        Edge of the entity tree's root (it grows on demand; see :class:`~culling.ViewDistanceTree`).
+    origin : array_like, shape (dim,), optional
+        Low corner of the root; zeros by default.
+    dim : int
+        1, 2 or 3.
+    hysteresis : float, optional
+        Margin ``m >= 0``: an entity enters a viewer's set when the viewer comes
+        within its radius ``r`` and leaves only beyond ``r * (1 + m)``, so one at the
+        edge does not flicker (the rule of :class:`culling.VisibilityTracker`).
+
+    Notes
+    -----
+    A viewer's set is the entities whose sphere contains its position,
+    decided exactly (``query(p, exact=True)``; with per-viewer radii the probe
+    rule of ``overlapping(p, rho, exact=True)``: ``|c - p| <= r + rho``).  A
+    viewer id new at a tick enters its whole set; one missing from a tick is
+    dropped, without events, and starts afresh if it comes back.  Removed
+    entities appear in ``left`` at the next tick for every viewer that held
+    them (also when their handle was handed out again meanwhile: the new
+    entity then enters).  Handles are the entity tree's: a removed handle may
+    be handed out again.
+
+    Threads: the manager has its own readers-writer lock
+    (:mod:`culling.core.locks`): mutations and ticks run one at a time,
+    :meth:`interest` and the read-only properties alongside each other.
+    A tick's queries and merges run on the library's threads.
+    """
+
+    _rw: ReadWriteLock
+
+    def __init__(self, size: float, origin: ArrayLike | None = _DEFAULT_ORIGIN, dim: int = 3,
+                 hysteresis: float = 0.0) -> None:
+        if origin is _DEFAULT_ORIGIN:
+            origin = None  # zeros in any dimension
+        self._tree = ViewDistanceTree(size, origin, dim)
+        self._sets = InterestSets(hysteresis)
+        self._rw = ReadWriteLock()
+
+    # -- properties ----------------------------------------------------------
+
+    @property
+    def size(self) -> float:
+        return self._tree.size
+
+    @property
+    def origin(self) -> NDArray[np.float64]:
+        """Low corner of the root, float64 (dim,), read-only."""
+        return self._tree.origin
+
+    @property
+    def dim(self) -> int:
+        return self._tree.dim
+
+    @property
+    def hysteresis(self) -> float:
+        return self._sets.hysteresis
+
+    @property
+    def tree(self) -> ViewDistanceTree:
+        """The entity tree (read it; mutate the entities through the manager, or the sets go stale)."""
+        return self._tree
+
+    @property
+    @reading
+    def viewers(self) -> NDArray[np.int64]:
+        """The viewer ids of the last tick, ascending."""
+        return self._sets.viewers
+
+    @reading
+    def __len__(self) -> int:
+        """The number of entities."""
+        return len(self._tree)
+
+    @reading
+    def __contains__(self, handle: object) -> bool:
+        """Whether ``handle`` is a live entity."""
+        return handle in self._tree
+
+    # -- entities ------------------------------------------------------------
+
+    @writing
+    def insert_many(self, centres: ArrayLike, radii: ArrayLike) -> NDArray[np.int64]:
+        """Add entities; returns their handles, int64 ``(n,)``.  As ``ViewDistanceTree.insert_many``."""
+        handles: NDArray[np.int64] = self._tree.insert_many(centres, radii)
+        return handles
+
+    @writing
+    def update_many(self, handles: ArrayLike, centres: ArrayLike) -> None:
+        """Move entities (their radii kept).  As ``ViewDistanceTree.update_many(handles, centres)``."""
+        self._tree.update_many(handles, centres)
+
+    @writing
+    def remove_many(self, handles: ArrayLike) -> None:
+        """Remove entities: they appear in ``left`` at the next tick for every viewer that held them."""
+        live = as_handles(handles)
+        self._tree.remove_many(live)   # validates: unknown or repeated handles change nothing
+        self._sets.forget(live)
+
+    @reading
+    def centres_of(self, handles: ArrayLike) -> NDArray[np.float64]:
+        """Centres of entities, ``(n, dim)`` float64."""
+        centres: NDArray[np.float64] = self._tree.centres_of(handles)
+        return centres
+
+    @reading
+    def radii_of(self, handles: ArrayLike) -> NDArray[np.float64]:
+        """Relevance radii of entities, ``(n,)`` float64."""
+        radii: NDArray[np.float64] = self._tree.radii_of(handles)
+        return radii
+
+    # -- ticks ---------------------------------------------------------------
+
+    @writing
+    def tick(self, viewer_ids: ArrayLike, positions: ArrayLike, radii: ArrayLike | None = None) -> InterestTick:
+        """Every viewer's set at its position, and what entered and left it since the viewer's last tick.
+
+        Parameters
+        ----------
+        viewer_ids : array_like of int, shape (m,)
+            Unique.  A viewer of the last tick missing here is dropped without events.
+        positions : array_like of float, shape (m, dim)
+        radii : array_like of float, shape (m,) or one number, optional
+            Per-viewer reach ``rho >= 0``: entity ``e`` is in the set when
+            ``|c_e - p| <= r_e + rho`` (``overlapping_many``'s exact rule); omitted, 0.
+
+        Returns
+        -------
+        InterestTick
+            Rows in the order of ``viewer_ids``.
+
+        Raises
+        ------
+        TypeError, ValueError
+            Non-integer or repeated ids, positions of the wrong shape or not finite,
+            negative or non-finite radii.  A failed tick changes nothing.
+
+        Notes
+        -----
+        One ``query_many`` (``overlapping_many`` with radii) over all viewers, two with
+        hysteresis, then :meth:`InterestSets.advance`: compiled, on the library's threads.
+        """
+        ids = as_viewer_ids(viewer_ids)
+        points = np.ascontiguousarray(as_points(positions, self.dim, "positions"))
+        if points.shape[0] != ids.size:
+            raise ValueError(f"positions must have shape ({ids.size}, {self.dim}) to match viewer_ids, "
+                             f"got {points.shape}")
+        reach = None if radii is None else as_probe_radii(radii, ids.size)
+        inner, inner_counts = self._answer(points, reach, 1.0)
+        if self._sets.hysteresis > 0.0:
+            outer, outer_counts = self._answer(points, reach, self._sets.query_scale)
+            return self._sets.advance(ids, inner, inner_counts, outer, outer_counts)
+        return self._sets.advance(ids, inner, inner_counts)
+
+    def _answer(self, points: NDArray[np.float64], reach: NDArray[np.float64] | None,
+                scale: float) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+        """The exact sets at ``scale``: the tree's exact decider, one batch call."""
+        if reach is None:
+            return self._tree.query_many(points, exact=True, scale=scale)
+        return self._tree.overlapping_many(points, reach, exact=True, scale=scale)
+
+    @reading
+    def interest(self, viewer_id: int) -> NDArray[np.int64]:
+        """The viewer's current set (as of its last tick, less entities removed since): sorted int64.
+
+        ``KeyError`` for an id that was not in the last tick, ``TypeError`` for a non-integer.
+        """
+        return self._sets.interest(viewer_id)
+
+    def __getstate__(self) -> dict[str, object]:
+        with self._rw.reading():
+            return state_without_lock(self)
+
+    def __setstate__(self, state: dict[str, object]) -> None:
+        self.__dict__.update(state)
+        self._rw = ReadWriteLock()
+
+    def __repr__(self) -> str:
+        return (f"InterestManager(size={self.size}, dim={self.dim}, hysteresis={self.hysteresis}, "
+                f"entities={len(self._tree)}, viewers={len(self._sets)})")

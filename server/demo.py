@@ -1,0 +1,144 @@
+"""``python -m server.demo``: players and moving entities on a sharded interest service, headless.
+
+Builds a world (entities on a ground plane, 90% spread and 10% in towns,
+each with its own relevance radius; players half in towns), starts
+``--shards`` Ray actors (:class:`server.ShardedInterest`), and runs
+``--ticks`` server ticks: each tick 10% of the entities and every player
+take a step, and every player's entered / left entities are computed.  A
+progress bar on stderr; per tick one line of figures (tick time, events,
+the shards' share of the viewers and their seconds); at the end ticks per
+second.  ``--check`` also runs one ``culling.InterestManager`` beside it
+and asserts the answers are identical, tick for tick.
+
+    python -m server.demo --players 10000 --entities 100000 --shards 2 --ticks 20
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Sequence
+from typing import TextIO
+
+import numpy as np
+
+#: Share of the entities that move each tick, and the step (sigma per ground axis, world units).
+MOVING_SHARE = 0.10
+STEP = 1.5
+
+
+def parse(argv: Sequence[str] | None) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(prog="python -m server.demo", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--players", type=int, default=10_000, help="viewers (default 10,000)")
+    ap.add_argument("--entities", type=int, default=100_000, help="moving entities (default 100,000)")
+    ap.add_argument("--shards", type=int, default=2, help="Ray actors, one per region (default 2)")
+    ap.add_argument("--ticks", type=int, default=20, help="server ticks to run (default 20)")
+    ap.add_argument("--world", type=float, default=4096.0, help="edge of the square world (default 4096)")
+    ap.add_argument("--hysteresis", type=float, default=0.0, help="leave margin m (default 0)")
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--check", action="store_true", help="compare every tick with one InterestManager")
+    ap.add_argument("--quiet", action="store_true", help="no per-tick lines, only the bar and the summary")
+    args = ap.parse_args(argv)
+    for name in ("players", "entities", "shards", "ticks"):
+        if getattr(args, name) < (1 if name in ("shards", "ticks") else 0):
+            ap.error(f"--{name} must be positive")
+    return args
+
+
+def world(n: int, m: int, size: float, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(centres (n, 3), radii (n,), players (m, 3))``: a ground plane with 16 towns."""
+    rng = np.random.default_rng(seed)
+    top = np.nextafter(size, 0.0)
+    towns = rng.uniform(size * 0.1, size * 0.9, (16, 2))
+    in_town = n // 10
+    xy = np.concatenate([rng.uniform(0.0, size, (n - in_town, 2)),
+                         towns[np.arange(in_town) % 16] + rng.normal(0.0, size / 40, (in_town, 2))])
+    centres = np.column_stack([np.clip(xy, 0.0, top), rng.uniform(0.0, 2.0, n)])
+    kind = rng.choice(3, n, p=[0.6, 0.3, 0.1])
+    lo, hi = np.array([10.0, 25.0, 60.0])[kind], np.array([25.0, 60.0, 150.0])[kind]
+    radii = lo + (hi - lo) * rng.random(n)
+    half = m // 2
+    pxy = np.concatenate([towns[np.arange(half) % 16] + rng.normal(0.0, size / 40, (half, 2)),
+                          rng.uniform(0.0, size, (m - half, 2))])
+    players = np.column_stack([np.clip(pxy, 0.0, top), np.full(m, 1.7)])
+    return centres, radii, players
+
+
+def bar(done: int, total: int, width: int = 30) -> str:
+    filled = width * done // max(total, 1)
+    return f"[{'#' * filled}{'.' * (width - filled)}] {done}/{total}"
+
+
+def main(argv: Sequence[str] | None = None, out: TextIO | None = None, err: TextIO | None = None) -> int:
+    args = parse(argv)
+    out = out or sys.stdout
+    err = err or sys.stderr
+
+    import ray  # after the arguments: --help answers at once
+
+    from culling import InterestManager
+    from server.sharded import ShardedInterest
+
+    started_ray = not ray.is_initialized()
+    if started_ray:
+        ray.init(include_dashboard=False, log_to_driver=False)
+    try:
+        centres, radii, players = world(args.entities, args.players, args.world, args.seed)
+        rng = np.random.default_rng(args.seed + 1)
+        top = np.nextafter(args.world, 0.0)
+        t0 = time.perf_counter()
+        service = ShardedInterest(args.world, shards=args.shards, hysteresis=args.hysteresis)
+        handles = service.insert_many(centres, radii)
+        check = InterestManager(args.world, hysteresis=args.hysteresis) if args.check else None
+        if check is not None:
+            check.insert_many(centres, radii)
+        ids = np.arange(args.players, dtype=np.int64)
+        print(f"{args.entities:,} entities, {args.players:,} players, {args.shards} shards "
+              f"({service.regions.cells_per_axis}x{service.regions.cells_per_axis} cells); "
+              f"ghost fraction {service.ghost_fraction():.3f}; set up in {time.perf_counter() - t0:.2f} s", file=out)
+        times = []
+        for tick in range(args.ticks + 1):
+            if tick:
+                moved = handles[rng.random(handles.size) < MOVING_SHARE]
+                step = rng.normal(0.0, STEP, (moved.size, 3))
+                step[:, 2] = 0.0
+                centres[moved] = np.clip(centres[moved] + step, 0.0, top)
+                pstep = rng.normal(0.0, STEP, players.shape)
+                pstep[:, 2] = 0.0
+                players = np.clip(players + pstep, 0.0, top)
+            t1 = time.perf_counter()
+            if tick:
+                service.update_many(moved, centres[moved])
+            events = service.tick(ids, players)
+            dt = time.perf_counter() - t1
+            if tick:
+                times.append(dt)
+            if check is not None:
+                if tick:
+                    check.update_many(moved, centres[moved])
+                expected = check.tick(ids, players)
+                for field in ("entered_offsets", "entered", "left_offsets", "left"):
+                    if not np.array_equal(getattr(events, field), getattr(expected, field)):
+                        raise AssertionError(f"tick {tick}: the shards' {field} differs from InterestManager's")
+            if not args.quiet:
+                shares = "/".join(f"{int(v)}" for v in service.last_tick["viewers"])
+                actor = "/".join(f"{1e3 * s:.1f}" for s in service.last_tick["seconds"])
+                print(f"tick {tick:4d}: {1e3 * dt:8.1f} ms, {events.entered.size:7,} entered, "
+                      f"{events.left.size:7,} left; viewers per shard {shares}, shard ms {actor}"
+                      + (" (everyone enters)" if tick == 0 else ""), file=out)
+            print(f"\r{bar(tick, args.ticks)}", end="", file=err, flush=True)
+        print(file=err)
+        median = float(np.median(times))
+        print(f"{args.shards} shards: median tick {1e3 * median:.1f} ms, {1.0 / median:.1f} ticks/s; "
+              f"ghost fraction {service.ghost_fraction():.3f}; {service.restarts} actor restarts"
+              + ("; every tick identical to InterestManager" if check is not None else ""), file=out)
+        service.close()
+    finally:
+        if started_ray:
+            ray.shutdown()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,363 @@
+"""``ShardedInterest``: ``culling.InterestManager``'s service, its world split over Ray actors.
+
+The coordinator (this object, in the caller's process) holds the
+authoritative state: every entity in a :class:`culling.ViewDistanceTree`
+(whose handles are the ones an ``InterestManager`` would hand out, call
+for call), which shards hold each entity, and every viewer's previous set
+(:class:`culling.InterestSets`).  Each shard (:class:`server.shard.Shard`, a
+Ray actor) holds the entities homed in its region plus ghost copies of the
+entities from elsewhere whose sphere reaches in (:class:`server.regions.Regions`).
+
+- ``insert_many`` / ``update_many`` / ``remove_many`` change the
+  coordinator's tree, then send each shard its share (entities that came
+  into its region, moved in it, left it), without waiting: an actor runs
+  its calls in the order they were sent, and the next tick collects them.
+- ``tick`` routes every viewer to the shard of its position, runs every
+  shard's query at once, and diffs the concatenated rows against the
+  previous sets in one :meth:`culling.InterestSets.advance` (its rows in
+  shard order, then put back in the caller's order).  The answer is the
+  one ``InterestManager`` gives: the same exact decider on the same floats,
+  and every entity that can contain a viewer is in that viewer's shard.
+- An actor that died (``ray.kill``, a crash) is replaced by a new one,
+  loaded from the coordinator's tree, and its part of the tick asked again.
+
+The shards hold no viewer state, so a viewer crossing a border costs
+nothing, and the rows travel back to the coordinator (8 bytes a held pair
+a tick): docs/SERVER.md weighs that against diffing in the shards.
+"""
+
+from __future__ import annotations
+
+import numbers
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import ray
+from numpy.typing import ArrayLike, NDArray
+from ray.exceptions import RayActorError
+
+from culling import InterestSets, InterestTick, ViewDistanceTree
+from server.regions import Regions
+from server.shard import Shard
+
+__all__ = ["ShardedInterest"]
+
+_RemoteShard = ray.remote(Shard)
+
+
+def _ids(values: ArrayLike) -> NDArray[np.int64]:
+    """Viewer ids: integers, 1-D, unique (``TypeError`` / ``ValueError`` as ``InterestManager.tick``)."""
+    array = np.asarray(values)
+    if array.ndim == 0:
+        array = array.reshape(1)
+    if array.size == 0:
+        return np.empty(0, dtype=np.int64)
+    if array.ndim != 1:
+        raise ValueError(f"viewer_ids must have shape (m,), got {array.shape}")
+    if array.dtype == np.bool_ or not np.issubdtype(array.dtype, np.integer):
+        raise TypeError(f"viewer_ids must be integers, got dtype {array.dtype}")
+    ids = array.astype(np.int64)
+    ordered = np.sort(ids)
+    repeated = ordered[1:][ordered[1:] == ordered[:-1]]
+    if repeated.size:
+        raise ValueError(f"viewer_ids must be unique within a tick, id {int(repeated[0])} appears more than once")
+    return ids
+
+
+def _floats(values: ArrayLike, shape: tuple[int, ...], name: str) -> NDArray[np.float64]:
+    array = np.asarray(values)
+    if array.dtype == np.bool_ or (array.size and array.dtype.kind not in "iuf"):
+        raise TypeError(f"{name} must be numeric, got dtype {array.dtype}")
+    array = array.astype(np.float64)
+    if len(shape) == 2 and shape[1] == 1 and array.ndim == 1:
+        array = array.reshape(-1, 1)
+    if array.size == 0 and shape[0] == 0:
+        array = array.reshape(shape)
+    if array.shape != shape:
+        raise ValueError(f"{name} must have shape {shape}, got {array.shape}")
+    if not np.isfinite(array).all():
+        raise ValueError(f"{name} must be finite (no NaN or inf)")
+    return np.ascontiguousarray(array)
+
+
+def _reordered(offsets: NDArray[np.int64], values: NDArray[np.int64],
+               rows: NDArray[np.int64]) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+    """CSR rows ``rows[0], rows[1], ...`` of ``(offsets, values)``, packed: vectorised, no loop per row."""
+    counts = (offsets[1:] - offsets[:-1])[rows]
+    out_offsets = np.zeros(rows.size + 1, dtype=np.int64)
+    np.cumsum(counts, out=out_offsets[1:])
+    shift = np.repeat(offsets[:-1][rows] - out_offsets[:-1], counts)
+    out = values[np.arange(int(out_offsets[-1]), dtype=np.int64) + shift]
+    out.flags.writeable = False
+    out_offsets.flags.writeable = False
+    return out_offsets, out
+
+
+class ShardedInterest:
+    """The methods and answers of :class:`culling.InterestManager`, over ``shards`` Ray actors.
+
+    Parameters
+    ----------
+    size, origin, dim, hysteresis
+        As for ``InterestManager``; ``size`` and ``origin`` also bound the region grid (entities and
+        viewers outside it belong to the border regions).
+    shards : int
+        Regions, one Ray actor each (1 to 64).  Ray must be initialised (``ray.init``), or it is
+        initialised here with its defaults.
+    probe_margin : float
+        The largest per-viewer radius ``tick(..., radii=)`` accepts: ghosts are placed for each
+        entity's ``r * (1 + hysteresis) + probe_margin``.  A larger radius is refused (``ValueError``),
+        never answered with a set missing entities.
+    """
+
+    def __init__(self, size: float, origin: ArrayLike | None = (0.0, 0.0, 0.0), dim: int = 3, shards: int = 2,
+                 hysteresis: float = 0.0, probe_margin: float = 0.0) -> None:
+        if origin is not None and np.shape(origin) == (3,) and dim != 3 and not np.any(np.asarray(origin)):
+            origin = None  # the default zeros, for any dim
+        self._tree = ViewDistanceTree(size, origin, dim)          # validates size, origin, dim
+        self._sets = InterestSets(hysteresis)                      # validates hysteresis
+        if isinstance(probe_margin, bool) or not isinstance(probe_margin, numbers.Real) \
+                or not np.isfinite(probe_margin) or probe_margin < 0:
+            raise ValueError(f"probe_margin must be a finite number >= 0, got {probe_margin!r}")
+        self._margin: float = float(probe_margin)
+        self.regions: Regions = Regions(self._tree.size, self._tree.origin, dim, shards)
+        if not ray.is_initialized():
+            ray.init()
+        self._config: tuple[float, tuple[float, ...], int] = (self._tree.size, tuple(self._tree.origin.tolist()), dim)
+        self._actors: list[Any] = [self._start() for _ in range(shards)]
+        self._where: NDArray[np.bool_] = np.zeros((0, shards), dtype=np.bool_)  # which shards hold each handle
+        self._pending: list[list[Any]] = [[] for _ in range(shards)]
+        #: Actors replaced after a fault, since construction.
+        self.restarts: int = 0
+        #: Per-shard figures of the last tick: viewers, held entities, seconds in the actor.
+        self.last_tick: dict[str, list[float]] = {}
+
+    # -- properties ----------------------------------------------------------
+
+    @property
+    def size(self) -> float:
+        return float(self._tree.size)
+
+    @property
+    def origin(self) -> NDArray[np.float64]:
+        return self._tree.origin
+
+    @property
+    def dim(self) -> int:
+        return int(self._tree.dim)
+
+    @property
+    def shards(self) -> int:
+        return len(self._actors)
+
+    @property
+    def hysteresis(self) -> float:
+        return self._sets.hysteresis
+
+    @property
+    def probe_margin(self) -> float:
+        return self._margin
+
+    @property
+    def viewers(self) -> NDArray[np.int64]:
+        return self._sets.viewers
+
+    @property
+    def actors(self) -> list[Any]:
+        """The Ray actor of each region (for tests and operators: ``ray.kill(actors[k])`` is a fault)."""
+        return list(self._actors)
+
+    def __len__(self) -> int:
+        return len(self._tree)
+
+    def __contains__(self, handle: object) -> bool:
+        return handle in self._tree
+
+    def interest(self, viewer_id: int) -> NDArray[np.int64]:
+        """As ``InterestManager.interest``."""
+        return self._sets.interest(viewer_id)
+
+    def centres_of(self, handles: ArrayLike) -> NDArray[np.float64]:
+        return self._tree.centres_of(handles)
+
+    def radii_of(self, handles: ArrayLike) -> NDArray[np.float64]:
+        return self._tree.radii_of(handles)
+
+    def ghost_fraction(self) -> float:
+        """Copies beyond the first, per entity: ``(sum of shards' entities - entities) / entities``."""
+        n = len(self._tree)
+        return float(self._where.sum() - n) / n if n else 0.0
+
+    # -- entities ------------------------------------------------------------
+
+    def _reach(self, radii: NDArray[np.float64]) -> NDArray[np.float64]:
+        with np.errstate(over="ignore", under="ignore"):
+            reach: NDArray[np.float64] = radii * self._sets.query_scale + self._margin
+        return reach
+
+    def _send(self, k: int, call: Callable[..., Any], *args: Any) -> None:
+        self._pending[k].append(call(*args))
+
+    def insert_many(self, centres: ArrayLike, radii: ArrayLike) -> NDArray[np.int64]:
+        """As ``InterestManager.insert_many``: the same handles."""
+        handles = np.asarray(self._tree.insert_many(centres, radii), dtype=np.int64)
+        if not handles.size:
+            return handles
+        c, r = self._tree.centres_of(handles), self._tree.radii_of(handles)
+        where = self.regions.touched(c, self._reach(r))
+        top = int(handles.max()) + 1
+        if top > self._where.shape[0]:
+            grown = np.zeros((max(top, 2 * self._where.shape[0]), self.shards), dtype=np.bool_)
+            grown[: self._where.shape[0]] = self._where
+            self._where = grown
+        self._where[handles] = where
+        empty_h, empty_c = np.empty(0, dtype=np.int64), np.empty((0, self.dim))
+        for k, actor in enumerate(self._actors):
+            sel = where[:, k]
+            if sel.any():
+                self._send(k, actor.apply.remote, (handles[sel], c[sel], r[sel]), (empty_h, empty_c), empty_h)
+        return handles
+
+    def update_many(self, handles: ArrayLike, centres: ArrayLike) -> None:
+        """As ``InterestManager.update_many``; entities crossing a border migrate, their ghosts follow."""
+        self._tree.update_many(handles, centres)   # validates: a failure changes nothing
+        h = np.asarray(handles, dtype=np.int64).reshape(-1)
+        if not h.size:
+            return
+        c, r = self._tree.centres_of(h), self._tree.radii_of(h)
+        new = self.regions.touched(c, self._reach(r))
+        old = self._where[h]
+        self._where[h] = new
+        for k, actor in enumerate(self._actors):
+            came, stay, went = new[:, k] & ~old[:, k], new[:, k] & old[:, k], old[:, k] & ~new[:, k]
+            if came.any() or stay.any() or went.any():
+                self._send(k, actor.apply.remote, (h[came], c[came], r[came]), (h[stay], c[stay]), h[went])
+
+    def remove_many(self, handles: ArrayLike) -> None:
+        """As ``InterestManager.remove_many``: removed entities leave at the next tick."""
+        self._tree.remove_many(handles)            # validates
+        h = np.asarray(handles, dtype=np.int64).reshape(-1)
+        if not h.size:
+            return
+        old = self._where[h]
+        self._where[h] = False
+        empty_h, empty_c, empty_r = np.empty(0, dtype=np.int64), np.empty((0, self.dim)), np.empty(0)
+        for k, actor in enumerate(self._actors):
+            went = old[:, k]
+            if went.any():
+                self._send(k, actor.apply.remote, (empty_h, empty_c, empty_r), (empty_h, empty_c), h[went])
+        self._sets.forget(h)
+
+    # -- faults --------------------------------------------------------------
+
+    def _start(self) -> Any:
+        return _RemoteShard.remote(*self._config)
+
+    def _rebuild(self, k: int) -> None:
+        """Replace shard ``k``'s actor by a new one loaded from the coordinator's tree."""
+        try:
+            ray.kill(self._actors[k])
+        except Exception:  # noqa: BLE001 - already gone, whatever Ray says about it
+            pass
+        actor = self._start()
+        live = self._tree.handles()
+        held = live[self._where[live, k]]
+        ray.get(actor.load.remote(held, self._tree.centres_of(held), self._tree.radii_of(held)))
+        self._actors[k] = actor
+        self._pending[k] = []
+        self.restarts += 1
+
+    def _settle(self, k: int) -> None:
+        """Wait for shard ``k``'s sent changes; a dead actor is rebuilt (it then holds them all)."""
+        try:
+            ray.get(self._pending[k])
+            self._pending[k] = []
+        except RayActorError:
+            self._rebuild(k)
+
+    def held_by(self, k: int) -> NDArray[np.int64]:
+        """The global handles shard ``k`` holds now (a round trip; for tests and operators)."""
+        self._settle(k)
+        return ray.get(self._actors[k].held.remote())  # type: ignore[no-any-return]
+
+    # -- ticks ---------------------------------------------------------------
+
+    def tick(self, viewer_ids: ArrayLike, positions: ArrayLike, radii: ArrayLike | None = None) -> InterestTick:
+        """As ``InterestManager.tick``: the same rows, in the order of ``viewer_ids``.
+
+        Raises ``ValueError`` also for a per-viewer radius above ``probe_margin`` (the ghosts
+        would not cover it).  A failed tick changes nothing.
+        """
+        ids = _ids(viewer_ids)
+        m = ids.size
+        points = _floats(positions, (m, self.dim), "positions")
+        reach = None
+        if radii is not None:
+            reach = _floats(np.broadcast_to(np.asarray(radii), (m,)) if np.ndim(radii) == 0 else radii, (m,),
+                            "radii")
+            if m and reach.min() < 0:
+                raise ValueError("radii must not be negative")
+            if m and reach.max() > self._margin:
+                raise ValueError(f"a viewer radius of {float(reach.max())} is beyond the probe_margin "
+                                 f"{self._margin} the ghosts were placed for: construct ShardedInterest "
+                                 "with a larger probe_margin")
+        region = self.regions.region_of(points)
+        order = np.argsort(region, kind="stable")
+        ends = np.searchsorted(region[order], np.arange(self.shards + 1))
+        scales = (1.0, self._sets.query_scale) if self._sets.hysteresis > 0.0 else (1.0,)
+        parts: list[Any] = [None] * self.shards
+        asked: dict[int, Any] = {}
+
+        def ask(k: int) -> Any:
+            rows = order[ends[k]:ends[k + 1]]
+            return self._actors[k].sets.remote(points[rows], None if reach is None else reach[rows], scales)
+
+        for k in range(self.shards):
+            self._settle(k)
+            if ends[k + 1] > ends[k]:
+                asked[k] = ask(k)
+        for k, ref in asked.items():
+            for attempt in range(3):
+                try:
+                    parts[k] = ray.get(ref)
+                    break
+                except RayActorError:
+                    if attempt == 2:
+                        raise
+                    self._rebuild(k)
+                    ref = ask(k)
+        empty = (np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64))
+        merged = []
+        for s in range(len(scales)):
+            handles = [parts[k][0][s][0] if parts[k] is not None else empty[0] for k in range(self.shards)]
+            counts = [parts[k][0][s][1] if parts[k] is not None else empty[1] for k in range(self.shards)]
+            merged.append((np.concatenate(handles), np.concatenate(counts)))
+        if len(scales) == 2:
+            t = self._sets.advance(ids[order], merged[0][0], merged[0][1], merged[1][0], merged[1][1])
+        else:
+            t = self._sets.advance(ids[order], merged[0][0], merged[0][1])
+        self.last_tick = {
+            "viewers": [float(ends[k + 1] - ends[k]) for k in range(self.shards)],
+            "pairs": [float(parts[k][0][0][0].size) if parts[k] is not None else 0.0 for k in range(self.shards)],
+            "seconds": [float(parts[k][1]) if parts[k] is not None else 0.0 for k in range(self.shards)],
+        }
+        back = np.argsort(order, kind="stable")
+        entered_offsets, entered = _reordered(t.entered_offsets, t.entered, back)
+        left_offsets, left = _reordered(t.left_offsets, t.left, back)
+        out_ids = ids.copy()
+        out_ids.flags.writeable = False
+        return InterestTick(viewer_ids=out_ids, entered_offsets=entered_offsets, entered=entered,
+                            left_offsets=left_offsets, left=left)
+
+    def close(self) -> None:
+        """Stop the actors (the coordinator's state stays readable)."""
+        for actor in self._actors:
+            try:
+                ray.kill(actor)
+            except Exception:  # noqa: BLE001
+                pass
+
+    def __repr__(self) -> str:
+        return (f"ShardedInterest(size={self.size}, dim={self.dim}, shards={self.shards}, "
+                f"entities={len(self._tree)}, viewers={len(self._sets)})")

@@ -1,0 +1,163 @@
+"""ShardedInterest against one InterestManager on the same world, tick for tick; a killed actor; bad input.
+
+Few and small: each ``ShardedInterest`` starts Ray actors (about a second).
+"""
+
+from __future__ import annotations
+
+import io
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from culling import InterestManager
+
+#: Every test here starts Ray actors: in CI a skip (Ray not installed) is a failure (tests/conftest.py).
+pytestmark = pytest.mark.ray
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def ray_cluster():
+    """One local Ray cluster for the module (``ray.init(num_cpus=2)``: starting one costs seconds)."""
+    ray = pytest.importorskip("ray")
+    started = not ray.is_initialized()
+    if started:
+        # The actors import server/ and culling/ from the checkout, as the tests do.
+        path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
+        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
+                 runtime_env={"env_vars": {"PYTHONPATH": path}})
+    yield ray
+    if started:
+        ray.shutdown()
+
+SIZE = 256.0
+FIELDS = ("viewer_ids", "entered_offsets", "entered", "left_offsets", "left")
+
+
+def same(a, b, what=""):
+    for f in FIELDS:
+        assert np.array_equal(getattr(a, f), getattr(b, f)), f"{what}: {f} differs"
+
+
+def twins(shards, hysteresis=0.0, margin=0.0):
+    from server import ShardedInterest
+
+    sh = ShardedInterest(SIZE, shards=shards, hysteresis=hysteresis, probe_margin=margin)
+    return InterestManager(SIZE, hysteresis=hysteresis), sh
+
+
+def check_holdings(sh):
+    """No entity lost or duplicated: each shard holds exactly the entities the regions give it, each once."""
+    live = sh._tree.handles()
+    where = sh.regions.touched(sh.centres_of(live), sh._reach(sh.radii_of(live)))
+    assert where.any(axis=1).all()
+    for k in range(sh.shards):
+        held = sh.held_by(k)
+        assert np.array_equal(held, np.unique(held))
+        assert np.array_equal(held, live[where[:, k]]), f"shard {k}"
+
+
+@pytest.mark.parametrize("shards, hysteresis, margin", [(3, 0.0, 0.0), (2, 0.25, 12.0)])
+def test_shards_answer_as_one_interest_manager_tick_for_tick(ray_cluster, shards, hysteresis, margin):
+    rng = np.random.default_rng(shards)
+    im, sh = twins(shards, hysteresis, margin)
+    try:
+        region_width = SIZE / 2
+        centres = rng.uniform(0.0, SIZE, (600, 3))
+        centres[:50, 0] = SIZE / 2                      # on the border between regions
+        radii = rng.choice([0.0, 5.0, 20.0, region_width], 600)
+        h = im.insert_many(centres, radii)
+        assert np.array_equal(sh.insert_many(centres, radii), h)
+        pool = np.arange(40) * 7 - 11
+        for tick in range(8):
+            ids = pool[rng.random(pool.size) < 0.8]         # viewers come and go
+            rng.shuffle(ids)
+            pos = rng.uniform(-10.0, SIZE + 10.0, (ids.size, 3))
+            pos[: ids.size // 4, 1] = SIZE / 2              # on region borders
+            reach = rng.uniform(0.0, margin, ids.size) if margin else None
+            same(sh.tick(ids, pos, radii=reach), im.tick(ids, pos, radii=reach), f"tick {tick}")
+            for v in ids[:5].tolist():
+                assert np.array_equal(sh.interest(v), im.interest(v))
+            live = np.array([x for x in h.tolist() if x in im])
+            moved = live[rng.random(live.size) < 0.3]
+            jump = rng.normal(0.0, 40.0, (moved.size, 3))   # far enough to cross borders
+            new = np.clip(im.centres_of(moved) + jump, -20.0, SIZE + 20.0)
+            im.update_many(moved, new)
+            sh.update_many(moved, new)
+            gone = live[:: 17][:5] if tick % 2 else live[:0]
+            im.remove_many(gone)
+            sh.remove_many(gone)
+            if tick == 4:                                   # handles handed out again
+                c, r = rng.uniform(0.0, SIZE, (8, 3)), np.full(8, 30.0)
+                assert np.array_equal(im.insert_many(c, r), sh.insert_many(c, r))
+        check_holdings(sh)
+        assert sh.ghost_fraction() > 0.0
+    finally:
+        sh.close()
+
+
+def test_a_killed_actor_is_rebuilt_and_the_next_tick_is_identical(ray_cluster):
+    rng = np.random.default_rng(9)
+    im, sh = twins(2)
+    try:
+        c, r = rng.uniform(0.0, SIZE, (400, 3)), rng.uniform(0.0, 40.0, 400)
+        h = im.insert_many(c, r)
+        sh.insert_many(c, r)
+        ids, pos = np.arange(60), rng.uniform(0.0, SIZE, (60, 3))
+        same(sh.tick(ids, pos), im.tick(ids, pos))
+        moved = h[:120]
+        new = rng.uniform(0.0, SIZE, (120, 3))
+        im.update_many(moved, new)
+        sh.update_many(moved, new)                  # sent, not yet applied, when the actor dies
+        ray_cluster.kill(sh.actors[1])
+        im.remove_many(h[200:210])
+        sh.remove_many(h[200:210])
+        pos = pos + 3.0
+        same(sh.tick(ids, pos), im.tick(ids, pos), "after the kill")
+        assert sh.restarts == 1
+        ray_cluster.kill(sh.actors[0])              # killed between ticks, nothing pending
+        same(sh.tick(ids, pos - 1.0), im.tick(ids, pos - 1.0), "after the second kill")
+        assert sh.restarts == 2
+        check_holdings(sh)
+    finally:
+        sh.close()
+
+
+def test_a_radius_beyond_the_ghosts_and_bad_input_are_refused_and_change_nothing(ray_cluster):
+    im, sh = twins(2, margin=5.0)
+    try:
+        c = np.array([[10.0, 10.0, 0.0], [200.0, 200.0, 0.0]])
+        im.insert_many(c, [30.0, 30.0])
+        sh.insert_many(c, [30.0, 30.0])
+        ids, pos = [1, 2], [[12.0, 10.0, 0.0], [190.0, 200.0, 0.0]]
+        same(sh.tick(ids, pos, radii=5.0), im.tick(ids, pos, radii=5.0))
+        with pytest.raises(ValueError, match="beyond the probe_margin"):
+            sh.tick(ids, pos, radii=5.5)              # InterestManager answers it; the ghosts would not cover it
+        for call, error in [(lambda s: s.tick([1, 1], pos), ValueError),
+                            (lambda s: s.tick([1.5, 2], pos), TypeError),
+                            (lambda s: s.tick(ids, [[0.0, np.nan, 0.0], [1.0, 1.0, 1.0]]), ValueError),
+                            (lambda s: s.tick(ids, pos[:1]), ValueError),
+                            (lambda s: s.remove_many([0, 7]), KeyError),
+                            (lambda s: s.update_many([0], [[1.0, 1.0]]), ValueError)]:
+            for service in (sh, im):                  # the same error from both
+                with pytest.raises(error):
+                    call(service)
+        assert len(sh) == len(im) == 2
+        same(sh.tick(ids, pos), im.tick(ids, pos), "after the refusals")
+    finally:
+        sh.close()
+
+
+def test_the_demo_runs_tiny_and_matches_interest_manager(ray_cluster):
+    from server.demo import main
+
+    out, err = io.StringIO(), io.StringIO()
+    assert main(["--players", "40", "--entities", "400", "--ticks", "3", "--shards", "2", "--world", "512",
+                 "--check"], out=out, err=err) == 0
+    text = out.getvalue()
+    assert "tick    3:" in text and "every tick identical to InterestManager" in text
+    assert "3/3" in err.getvalue()
