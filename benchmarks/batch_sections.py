@@ -481,7 +481,7 @@ def _compile_table(res: Results) -> None:
         "machine runs.",
         ["what", "CPU", "wall"],
     )
-    rows = [(f"group {g} alone", compile_cost(g, 1)) for g in ("tree", "pairs", "grid")]
+    rows = [(f"group {g} alone", compile_cost(g, 1)) for g in ("tree", "pairs", "grid", "interest")]
     serial = compile_cost(None, 1)
     parallel = compile_cost(None, cores)
     rows += [("all groups, one process", serial), (f"all groups, {cores} worker processes", parallel)]

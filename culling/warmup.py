@@ -44,6 +44,8 @@ from culling.grid.grid import DenseViewDistanceGrid
 from culling.tree import batch, nodes
 from culling.tree import walk as tree_walk
 from culling.tree.tree import ViewDistanceTree
+from culling.uses import interest_kernels
+from culling.uses.interest import InterestManager
 
 __all__ = ["COMPILING", "KERNEL_GROUPS", "STEPS", "CompileWorkers", "Progress", "kernels_cached", "progress_bar", "warm_up"]
 
@@ -191,25 +193,45 @@ def _steps(name: str, make: Callable[[], Structure]) -> tuple[tuple[str, Callabl
     )
 
 
+def _interest(state: dict[str, object]) -> None:
+    """Interest management (:class:`culling.InterestManager`): ticks with and without hysteresis, with
+    per-viewer radii, and viewers over the library's threads (its diff kernels)."""
+    centres, radii = _objects()
+    points = _points(centres)
+    for hysteresis in (0.0, 0.25):
+        manager = InterestManager(_SIZE, dim=3, hysteresis=hysteresis)
+        handles = manager.insert_many(centres, radii)
+        viewers = np.arange(len(points), dtype=np.int64)
+        many = np.arange(len(points) * 40, dtype=np.int64)
+        manager.tick(viewers, points)
+        manager.update_many(handles[:10], centres[:10] + 0.5)
+        manager.tick(viewers, points + 0.25, radii=np.full(len(points), 0.5))
+        manager.tick(many, np.repeat(points, 40, axis=0))  # rows diffed on the library's threads
+        manager.remove_many(handles[:5])
+        manager.tick(viewers[:3], points[:3])
+
+
 #: The warm-up, one kernel group a step: ``(name, step(state))``, in order.
 STEPS: tuple[tuple[str, Callable[[dict[str, object]], None]], ...] = (
-    _steps("tree", _new_tree) + _steps("grid", _new_grid))
+    _steps("tree", _new_tree) + _steps("grid", _new_grid) + (("interest: tick", _interest),))
 
 _PAIRS_STEPS = ("tree: overlapping, overlapping_pairs",)
 
 #: The steps by what a program calls, in the order a cold in-process warm-up runs them: ``tree`` (a
 #: viewer's frame: build, queries, traces, moving objects), ``pairs`` (the probes and the broad phase:
-#: ``overlapping*``, collision), ``grid`` (the dense variant, its probes and pairs included).
+#: ``overlapping*``, collision), ``grid`` (the dense variant, its probes and pairs included), ``interest``
+#: (:class:`culling.InterestManager`'s ticks: its diff kernels, the tree's batch queries and probes).
 KERNEL_GROUPS: dict[str, tuple[str, ...]] = {
     "tree": tuple(n for n, _ in STEPS if n.startswith("tree:") and n not in _PAIRS_STEPS),
     "pairs": _PAIRS_STEPS,
     "grid": tuple(n for n, _ in STEPS if n.startswith("grid:")),
+    "interest": ("interest: tick",),
 }
 
 #: CPU seconds of each group's cold compile on its own (a worker's share, its structure's build
 #: included; ``python -m benchmarks --only jit``, 2-core machine, numba 0.68): how the groups are
 #: shared out between workers (largest first, each to the least loaded worker).
-KERNEL_GROUP_COST = {"tree": 28.0, "pairs": 40.0, "grid": 14.0}
+KERNEL_GROUP_COST = {"tree": 28.0, "pairs": 40.0, "grid": 14.0, "interest": 37.0}
 
 #: Kernels that each group compiles, probed by :func:`kernels_cached`: when numba's cache (or the kernels
 #: a wheel ships) holds them, fresh for these sources, the group was compiled by an earlier run.
@@ -217,6 +239,7 @@ _PROBED: dict[str, tuple[Any, ...]] = {
     "tree": (batch.place, tree_walk.query, tree_walk.visits, members._answer_many, batch._settle_part),
     "pairs": (pairs.join_chunk, bands._sphere_cells, bands._cube_rows),
     "grid": (grid_walk.query, grid_walk._visits),
+    "interest": (interest_kernels.advance_rows, interest_kernels.compact_rows),
 }
 
 
