@@ -69,6 +69,13 @@ RUN_AS = {
         "python -m benchmarks.profiling query --n 2000",
     "python -m benchmarks.frameparts [--n N] [--ab MODULE.NAME A B]":
         "python -m benchmarks.frameparts --n 500 --frames 3",
+    "python -m server.demo": "python -m server.demo --players 200 --entities 2000 --ticks 2 --quiet",
+    "python -m server.demo --shards 1 --ticks 10":
+        "python -m server.demo --shards 1 --ticks 2 --players 200 --entities 2000 --quiet",
+    "python -m server.demo --shards 2 --ticks 10":
+        "python -m server.demo --shards 2 --ticks 2 --players 200 --entities 2000 --quiet",
+    "python -m server.scale": "python -m server.scale --players 200 --entities 2000 --shards 8",
+    "python -m benchmarks --only interest-ticks": "python -m benchmarks --quick --only interest-ticks",
 }
 
 #: Written on a page, not run here, and why.
@@ -84,6 +91,8 @@ NOT_RUN = {
     '.venv/bin/pip install -e ".[bench]"': "installs; the test extra these tests run with holds the same packages",
     '.venv/bin/pip install -e ".[profile]"': "installs; the test extra these tests run with includes it",
     "pip install .": "installs the library into the running environment; .ci/run installs the built wheel",
+    "pip install -e .": "the README's set-up does it (with its extras), compiling the kernels into the checkout",
+    'pip install -e ".[server]"': "installs Ray; the test extra these tests run with includes the server extra",
     "pip wheel --no-deps -w dist .": "builds the wheel, compiling every kernel (minutes); .ci/run builds it",
     "python -m culling ship-kernels":
         "compiles every kernel again into the package (minutes); the wheel's build runs it (.ci/run)",
