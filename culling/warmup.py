@@ -380,7 +380,9 @@ class CompileWorkers:
     False
     """
 
-    def __init__(self, groups: Sequence[str], workers: int | None = None) -> None:
+    def __init__(self, groups: Sequence[str], workers: int | None = None, background: bool = False) -> None:
+        """``background``: the workers run at a lower priority (``nice`` 10 on POSIX), so a program that
+        compiles ahead while it runs keeps its frames."""
         chosen = _groups(groups)
         if workers is None:
             workers = min(os.cpu_count() or 1, len(chosen))
@@ -399,8 +401,9 @@ class CompileWorkers:
         for share in _share(chosen, workers):
             command = [sys.executable, "-m", "culling", "warm-up", "--groups", ",".join(share), "--report",
                        "--workers", "1"]
+            lower = (lambda: os.nice(10)) if background and hasattr(os, "nice") else None
             process = subprocess.Popen(command, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                       stderr=subprocess.DEVNULL, text=True)
+                                       stderr=subprocess.DEVNULL, text=True, preexec_fn=lower)
             self._processes.append(process)
             threading.Thread(target=_read_reports, args=(process, self._reports), daemon=True,
                              name="culling-warm-up-reports").start()

@@ -78,7 +78,7 @@ def compile_the_rest_later(groups: Sequence[str]) -> None:
     so that a later scene switch finds them cached (stopped when the demo exits)."""
     rest = [g for g in KERNEL_GROUPS if g not in groups and not culling.kernels_cached([g])]
     if rest and not _LATER:
-        _LATER.append(CompileWorkers(rest, workers=1))
+        _LATER.append(CompileWorkers(rest, workers=1, background=True))
         atexit.register(_LATER[0].cancel)
 
 
