@@ -320,6 +320,12 @@ def test_copies_and_pickles_get_their_own_lock():
 # ----------------------------------------------------------------------------- the lock itself
 
 
+def _until(condition) -> None:
+    """Wait for another thread to reach a state (no time limit decides anything; pytest's own does)."""
+    while not condition():
+        time.sleep(0.0005)
+
+
 def test_lock_lets_readers_share_and_a_writer_wait_for_them():
     """Readers hold the lock together; a writer waits until the last one leaves, and readers that
     arrive while it waits wait behind it (a stream of readers cannot starve a writer)."""
@@ -327,8 +333,8 @@ def test_lock_lets_readers_share_and_a_writer_wait_for_them():
 
     lock = ReadWriteLock()
     events: list[str] = []
-    lock.acquire_read()
-    lock.acquire_read()  # two readers at once
+    first = lock.acquire_read()
+    second = lock.acquire_read()  # two readers at once
 
     def writer() -> None:
         lock.acquire_write()
@@ -336,26 +342,22 @@ def test_lock_lets_readers_share_and_a_writer_wait_for_them():
         lock.release_write()
 
     def late_reader() -> None:
-        lock.acquire_read()
+        token = lock.acquire_read()
         events.append("late read")
-        lock.release_read()
+        lock.release_read(token)
 
     w = threading.Thread(target=writer)
     w.start()
-    deadline = time.monotonic() + 5
-    while not lock._waiting and time.monotonic() < deadline:
-        time.sleep(0.001)
-    assert lock._waiting == 1  # the writer waits for the two readers
+    _until(lambda: lock._waiting == 1)  # the writer waits for the two readers
     r = threading.Thread(target=late_reader)
     r.start()
-    time.sleep(0.05)
-    assert events == []  # the late reader waits behind the writer
-    lock.release_read()
-    time.sleep(0.05)
-    assert events == []  # one reader still in
-    lock.release_read()
-    w.join(5)
-    r.join(5)
+    _until(lambda: lock._queued == 1)  # the late reader has queued behind the writer
+    assert events == []
+    lock.release_read(first)
+    assert events == [] and lock._waiting == 1  # one reader still in: the writer still waits
+    lock.release_read(second)
+    w.join()
+    r.join()
     assert events == ["write", "late read"]
     assert (lock.readers, lock._waiting, lock._writing, lock._closed) == (0, 0, False, False)
 
@@ -394,13 +396,17 @@ def test_lock_lets_readers_in_when_a_waiting_writer_gives_up():
     from culling.core.locks import ReadWriteLock
 
     lock = ReadWriteLock()
-    lock.acquire_read()
+    tokens: list[object] = []
+    holder = threading.Thread(target=lambda: tokens.append(lock.acquire_read()))  # a reader on another thread
+    holder.start()
+    holder.join()
+    first = tokens[0]
     entered = threading.Event()
 
     def late_reader() -> None:
-        lock.acquire_read()
+        token = lock.acquire_read()
         entered.set()
-        lock.release_read()
+        lock.release_read(token)
 
     class GiveUp(Exception):
         pass
@@ -411,7 +417,8 @@ def test_lock_lets_readers_in_when_a_waiting_writer_gives_up():
         def wait_for(self, predicate, timeout=None):  # type: ignore[no-untyped-def]
             if predicate == lock._free and not entered.is_set():  # the writer's wait, not the reader's
                 threading.Thread(target=late_reader).start()
-                super().wait(0.05)  # lets the reader in to wait behind the writer
+                while not lock._queued:  # the reader waits behind the writer (wait() lets go of the mutex)
+                    super().wait(0.001)
                 assert not entered.is_set()
                 raise GiveUp
             return super().wait_for(predicate, timeout)
@@ -419,6 +426,6 @@ def test_lock_lets_readers_in_when_a_waiting_writer_gives_up():
     lock._changed = Interrupted(lock._mutex)
     with pytest.raises(GiveUp):
         lock.acquire_write()
-    assert entered.wait(5)  # the reader went in once the writer gave up
-    lock.release_read()
+    assert entered.wait(60)  # the reader went in once the writer gave up
+    lock.release_read(first)
     assert (lock.readers, lock._waiting, lock._writing, lock._closed) == (0, 0, False, False)
