@@ -619,6 +619,7 @@ def test_set_thread_count_refuses_what_is_not_a_positive_integer(bad):
 
 
 @pytest.mark.parametrize("kind", STRUCTURES)
+@pytest.mark.filterwarnings("ignore::PendingDeprecationWarning")
 def test_one_point_given_as_a_matrix_row_is_named_as_such(kind):
     s = _filled(kind, n=10)
     before = _snapshot(s, PROBES)

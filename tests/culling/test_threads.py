@@ -25,7 +25,8 @@ STRUCTURES = {
     "grid": lambda: culling.DenseViewDistanceGrid(size=256.0, dim=3, min_radius=0.5),
 }
 
-RUN_SECONDS = 1.0
+#: Rounds each writer makes (readers query until the writers are done): a count, so a busy machine checks as much.
+WRITER_ROUNDS = 40
 
 
 def brute(centres: np.ndarray, radii: np.ndarray, point: np.ndarray) -> np.ndarray:
@@ -66,7 +67,7 @@ def test_run_chunks_raises_a_chunks_error_after_all_chunks_stopped():
     with pytest.raises(KeyError, match="chunk 0"):
         pool.run_chunks(fail_one, 64, chunks=8)
     count = len(finished)
-    time.sleep(0.05)  # a helper still running would finish a chunk meanwhile
+    time.sleep(0.05)  # a helper still running would finish a chunk meanwhile (only a broken pool fails here)
     assert len(finished) == count <= 7  # a helper that had not started is cancelled, not waited for
     assert len(set(finished)) == count
 
@@ -215,7 +216,7 @@ class Hammer:
         mine: dict[int, tuple[np.ndarray, float]] = {}
         self.owned.append(mine)
         try:
-            while not self.stop.is_set():
+            for _ in range(WRITER_ROUNDS):
                 n = int(rng.integers(1, 200))
                 centres = rng.uniform(2.0, 250.0, (n, 3))
                 radii = rng.uniform(0.5, 30.0, n)
@@ -244,7 +245,7 @@ class Hammer:
         mine: dict[int, tuple[np.ndarray, float]] = {}
         self.owned.append(mine)
         try:
-            while not self.stop.is_set():
+            for _ in range(10 * WRITER_ROUNDS):
                 c = rng.uniform(2.0, 250.0, 3)
                 r = float(rng.uniform(0.5, 30.0))
                 h = self.s.insert(c, r)
@@ -273,9 +274,10 @@ def test_readers_and_writers_hammer_one_structure(kind):
             + [threading.Thread(target=hammer.single_writer, args=(30,))])
     for t in work:
         t.start()
-    time.sleep(RUN_SECONDS)
+    for t in work[3:]:  # the writers: a fixed number of rounds each, however fast the machine
+        t.join()
     hammer.stop.set()
-    for t in work:
+    for t in work[:3]:
         t.join(60)
     assert not any(t.is_alive() for t in work), "a thread hung"
     assert not hammer.errors, hammer.errors[:5]
@@ -397,9 +399,15 @@ def test_lock_lets_readers_in_when_a_waiting_writer_gives_up():
 
     lock = ReadWriteLock()
     tokens: list[object] = []
-    holder = threading.Thread(target=lambda: tokens.append(lock.acquire_read()))  # a reader on another thread
+    finish = threading.Event()
+
+    def hold() -> None:  # a reader on another thread, alive till the end (a thread's id may be reused)
+        tokens.append(lock.acquire_read())
+        finish.wait()
+
+    holder = threading.Thread(target=hold)
     holder.start()
-    holder.join()
+    _until(lambda: bool(tokens))
     first = tokens[0]
     entered = threading.Event()
 
@@ -428,4 +436,6 @@ def test_lock_lets_readers_in_when_a_waiting_writer_gives_up():
         lock.acquire_write()
     assert entered.wait(60)  # the reader went in once the writer gave up
     lock.release_read(first)
+    finish.set()
+    holder.join()
     assert (lock.readers, lock._waiting, lock._writing, lock._closed) == (0, 0, False, False)
