@@ -43,7 +43,7 @@ from culling.core.jit import inline_kernel, kernel
 from culling.core.structs import Pool, Query
 from culling.core.tiles import next_near_rows
 
-__all__ = ["FILTER_EPS", "SURE", "TILE", "UNSURE", "classify", "cube_filter", "contains_exact", "decide", "decide_grown",
+__all__ = ["FILTER_EPS", "SURE", "TILE", "UNSURE", "at_centre", "classify", "cube_filter", "contains_exact", "decide", "decide_grown",
            "decide_in_floats", "decide_pairs", "distances", "flag_rows", "meets_in_floats", "pair_meets_in_floats", "reach_of", "squared_reach",
            "squared_reach_of", "within_in_floats"]
 
@@ -344,6 +344,8 @@ def classify(columns: np.ndarray, row: int, p: np.ndarray, cube: bool, scale: fl
     dim = p.shape[0]
     radius = columns[dim, row]
     limit = radius if scale == 1.0 else radius * scale
+    if radius == 0.0:  # a point object: inside only at its centre, exactly (the common tie, decided inline)
+        return at_centre(columns, row, p), False
     if cube:
         inside, unsure = cube_filter(columns, row, p, limit, radius > 0.0)
         if unsure:
@@ -361,6 +363,15 @@ def classify(columns: np.ndarray, row: int, p: np.ndarray, cube: bool, scale: fl
     if unsure:
         return _settled(columns, row, p, cube, scale)
     return inside, False
+
+
+@inline_kernel
+def at_centre(columns: np.ndarray, row: int, p: np.ndarray) -> bool:
+    """Whether pool ``row``'s centre is ``p`` exactly: what a radius-0 object contains (any scale)."""
+    same = True
+    for axis in range(p.shape[0]):
+        same &= columns[axis, row] == p[axis]
+    return same
 
 
 @inline_kernel

@@ -752,3 +752,39 @@ def test_ties_that_do_round_still_go_to_rational_arithmetic_and_stay_exact(shape
     inside = abs(Fraction(1.0 + d) - Fraction(1.0)) <= Fraction(0.1) + Fraction(0.2)
     assert (h in s.overlapping(1.0 + d, 0.2, exact=True).tolist()) == inside
     assert counter.rows >= 1
+
+
+# ----------------------------------------------------------------------------- 9. far outside the root
+
+
+FAR = [-1e300, -1e100, -1e30, -1e18, -3.0, 1e18, 1e100, 1e300, 1.7e308, -1.7e308]
+
+
+@pytest.mark.parametrize("dim", [1, 2, 3])
+@pytest.mark.parametrize("shape", ["sphere", "cube"])
+def test_a_point_beyond_the_roots_grown_box_visits_nothing_below_the_root(dim, shape):
+    """Root of size 0.5 at the origin: its box grown by half its edge is [-0.25, 0.75) on each axis."""
+    t = ViewDistanceTree(0.5, dim=dim, shape=shape)
+    rng = np.random.default_rng(dim)
+    t.insert_many(rng.uniform(0.0, 0.5, (300, dim)), rng.uniform(0.0, 0.2, 300) ** 3)
+    for far in FAR:
+        for axis in range(dim):
+            p = np.full(dim, 0.2)
+            p[axis] = far
+            trace = t.trace(p)
+            assert [level.depth for level in trace.levels] == [0], (far, axis, [lv.nodes for lv in trace.levels])
+            assert t.query(p).size == 0 and t.query(p, exact=True).size == 0
+            assert t.overlapping(p, 0.01).size == 0
+
+
+@pytest.mark.parametrize("dim", [1, 2, 3])
+@pytest.mark.parametrize("shape", ["sphere", "cube"])
+def test_at_most_two_to_the_dim_nodes_a_level_at_any_finite_point(dim, shape):
+    t = ViewDistanceTree(0.5, dim=dim, shape=shape)
+    rng = np.random.default_rng(10 + dim)
+    t.insert_many(rng.uniform(0.0, 0.5, (300, dim)), rng.uniform(0.0, 0.2, 300) ** 3)
+    points = [np.full(dim, v) for v in FAR + [0.25, 0.5, -0.25, 0.75, -0.2500000000000001, 5e-324]]
+    points += [rng.uniform(-1.0, 1.5, dim) for _ in range(50)]
+    for p in points:
+        for level in t.trace(p).levels:
+            assert level.nodes <= 2 ** dim, (p, level.depth, level.nodes)
