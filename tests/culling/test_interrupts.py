@@ -132,6 +132,24 @@ def test_nothing_is_held_off_the_main_thread_inside_a_hold_or_without_a_python_h
     assert hold_interrupts() is None and signal.getsignal(signal.SIGINT) == signal.SIG_IGN
 
 
+def test_a_handler_not_installed_from_python_is_left_alone(monkeypatch):
+    """At interpreter exit (a finalizer that mutates) or in an embedding, SIGINT's handler is not
+    Python's: ``getsignal`` says None, and ``signal()`` could not put it back (it raised TypeError)."""
+    from culling.core import interrupts
+
+    class NotFromPython:
+        def getsignal(self, signum: int) -> None:
+            return None
+
+        def signal(self, signum: int, handler: object) -> object:
+            raise AssertionError("the handler must not be replaced")
+
+    monkeypatch.setattr(interrupts, "_signals", NotFromPython())
+    held = hold_interrupts()
+    assert held is None
+    release_interrupts(held)
+
+
 def test_a_method_that_runs_whole_finishes_before_the_interrupt(sigint_raises):
     class Pair:
         def __init__(self) -> None:
