@@ -462,6 +462,37 @@ def placed_columns(points: np.ndarray, origin: np.ndarray, size: float) -> np.nd
 
 
 @kernel
+def searched_window(x: float, o: float, s: float, unit: float, step: float, base: float, half: float,
+                    grow: float, low: int, high: int) -> tuple[int, int]:
+    """:func:`exact_axis_window` where its estimate cannot be trusted: the first and last cell of
+    ``low .. high`` whose grown box holds ``x``, each end found by bisection on :func:`face_sign`
+    (about 50 exact tests an end).  Empty (``first > last``) when ``x`` is beyond every such box.
+
+    The test is monotone in the cell; a sign that cannot be told (a product beyond ``2**995``)
+    counts as holding, which can only move an end outwards: a superset, never a cell missed.
+    """
+    # first: the smallest k with x < hi_k + s*W/2 + grow, hi_k the face (k + 1) * step - base.
+    a, b = low, high + 1
+    while a < b:
+        k = (a + b) // 2
+        sign = face_sign(x, o, (k + 1) * step - base, unit, s, -half, grow)
+        if sign == -1 or sign == 2:
+            b = k
+        else:
+            a = k + 1
+    first = a
+    # last: the largest k with lo_k - s*W/2 - grow <= x, lo_k the face k * step - base.
+    a, b = low - 1, high
+    while a < b:
+        k = (a + b + 1) // 2
+        if face_sign(x, o, k * step - base, unit, s, half, grow) != -1:
+            a = k
+        else:
+            b = k - 1
+    return first, a
+
+
+@kernel
 def exact_axis_window(x: float, o: float, s: float, size: float, level: int, first: int,
                       last: int, grow: float = 0.0) -> tuple[int, int]:
     """The cells ``k`` of one axis on ``level`` whose box, grown by ``s * W / 2`` (plus ``grow``, a probe
@@ -473,9 +504,10 @@ def exact_axis_window(x: float, o: float, s: float, size: float, level: int, fir
     at either end where ``x - origin`` rounds.  Each end moves at most two
     cells; a decision the exact test cannot make keeps the cell (conservative).
     Where one ulp of the coordinates spans cells (an origin of ``1e12`` with
-    cells of ``2**-15``) the estimate can be off by more than two cells: both
-    ends then widen by that error, clamped to the largest world, and the
-    window is a superset of the exact one.
+    cells of ``2**-15``, a point at ``-1e100``) the estimate can be off by more
+    than two cells: both ends are then found by bisection on the same exact
+    test (:func:`searched_window`), so a point beyond the largest world's
+    grown box gets an empty window.
     With centres placed exactly (:func:`placed_u`) a sphere of scaled radius
     below ``s * W / 2`` containing ``x`` lies in such a cell, and for ``s <= 1``
     there are at most two.
@@ -496,10 +528,9 @@ def exact_axis_window(x: float, o: float, s: float, size: float, level: int, fir
     error = (abs(x) + abs(o) + s * half + grow) * 2.0 ** -49 / (2.0 * half)
     if error >= 0.5:
         factor = level_factor(level)
-        widen = int(min(error, 2.0 ** 52)) + 2
         low = cell_scaled(_U_LOW, level, factor)
         high = cell_scaled(_U_HIGH, level, factor)
-        return max(min(first, last) - widen, low), min(max(first, last) + widen, high)
+        return searched_window(x, o, s, unit, step, base, half, grow, low, high)
     # first: the smallest k with x < hi_k + s*W/2, i.e. face_sign(x, o, hi index, unit, s, -half) == -1.
     for _ in range(2):
         sign = face_sign(x, o, first * step - base, unit, s, -half, grow)

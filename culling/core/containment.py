@@ -43,9 +43,9 @@ from culling.core.jit import inline_kernel, kernel
 from culling.core.structs import Pool, Query
 from culling.core.tiles import next_near_rows
 
-__all__ = ["FILTER_EPS", "SURE", "TILE", "UNSURE", "classify", "cube_filter", "contains_exact", "decide", "decide_grown",
-           "decide_in_floats", "decide_pairs", "distances", "flag_rows", "reach_of", "squared_reach",
-           "squared_reach_of"]
+__all__ = ["FILTER_EPS", "SURE", "TILE", "UNSURE", "at_centre", "classify", "cube_filter", "contains_exact", "decide", "decide_grown",
+           "decide_in_floats", "decide_pairs", "distances", "flag_rows", "meets_in_floats", "pair_meets_in_floats", "reach_of", "squared_reach",
+           "squared_reach_of", "within_in_floats"]
 
 #: Relative error bound used by the float filter of :func:`contains_exact`:
 #: the squared distance (three roundings per axis, two for the sum) and the
@@ -238,12 +238,45 @@ def decide_in_floats(columns: np.ndarray, row: int, p: np.ndarray, cube: bool, s
     have exact offsets, squares and sums.  Those need no rational arithmetic;
     only what truly rounds goes to :func:`decide`.
     """
-    dim = p.shape[0]
-    radius = columns[dim, row]
+    radius = columns[p.shape[0], row]
     limit = radius if scale == 1.0 else radius * scale
     if scale != 1.0 and (not _exact_product_up(radius, scale, limit)):
         return -1
-    if limit == 0.0:
+    return within_in_floats(columns, row, p, limit, cube)
+
+
+@inline_kernel
+def meets_in_floats(columns: np.ndarray, row: int, p: np.ndarray, rho: float, cube: bool, scale: float) -> int:
+    """:func:`decide_in_floats` for a probe sphere ``(p, rho)``: does pool ``row``'s sphere (radius times
+    ``scale``) meet it?  1, 0, or -1 when the limit ``radius * scale + rho`` or a step rounds.  Touching
+    tiles, voxels and settled contacts (whole or binary-fraction coordinates and radii) are decided
+    here, not in rational arithmetic."""
+    radius = columns[p.shape[0], row]
+    scaled = radius if scale == 1.0 else radius * scale
+    if scale != 1.0 and (not _exact_product_up(radius, scale, scaled)):
+        return -1
+    if not _exact_sum(scaled, rho):
+        return -1
+    return within_in_floats(columns, row, p, scaled + rho, cube)
+
+
+@inline_kernel
+def pair_meets_in_floats(columns: np.ndarray, i: int, j: int, cube: bool) -> int:
+    """:func:`meets_in_floats` for pool rows ``i`` and ``j``: ``distance(c_i, c_j) <= r_i + r_j``; 1, 0 or -1."""
+    dim = columns.shape[0] - 2
+    ri = columns[dim, i]
+    rj = columns[dim, j]
+    if not _exact_sum(ri, rj):
+        return -1
+    return within_in_floats(columns, j, columns[:dim, i], ri + rj, cube)
+
+
+@inline_kernel
+def within_in_floats(columns: np.ndarray, row: int, p: np.ndarray, limit: float, cube: bool) -> int:
+    """Whether pool ``row``'s centre lies within ``limit`` (exact, >= 0) of ``p``: Euclidean, or the largest
+    axis for cubes; 1, 0, or -1 when an offset, square or sum rounds (TwoSum and Dekker say which)."""
+    dim = p.shape[0]
+    if limit == 0.0:  # only the centre itself
         for axis in range(dim):
             if columns[axis, row] != p[axis]:
                 return 0
@@ -311,6 +344,8 @@ def classify(columns: np.ndarray, row: int, p: np.ndarray, cube: bool, scale: fl
     dim = p.shape[0]
     radius = columns[dim, row]
     limit = radius if scale == 1.0 else radius * scale
+    if radius == 0.0:  # a point object: inside only at its centre, exactly (the common tie, decided inline)
+        return at_centre(columns, row, p), False
     if cube:
         inside, unsure = cube_filter(columns, row, p, limit, radius > 0.0)
         if unsure:
@@ -328,6 +363,15 @@ def classify(columns: np.ndarray, row: int, p: np.ndarray, cube: bool, scale: fl
     if unsure:
         return _settled(columns, row, p, cube, scale)
     return inside, False
+
+
+@inline_kernel
+def at_centre(columns: np.ndarray, row: int, p: np.ndarray) -> bool:
+    """Whether pool ``row``'s centre is ``p`` exactly: what a radius-0 object contains (any scale)."""
+    same = True
+    for axis in range(p.shape[0]):
+        same &= columns[axis, row] == p[axis]
+    return same
 
 
 @inline_kernel

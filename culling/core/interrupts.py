@@ -56,15 +56,16 @@ def hold_interrupts() -> Any:
 
     Returns the program's handler, or None where there is nothing to hold:
     not the main thread, a mutation inside another already holding them, or
-    no Python handler (``SIG_IGN``, ``SIG_DFL``: no exception can come).
+    no Python handler (``SIG_IGN``, ``SIG_DFL``: no exception can come; or one
+    not installed from Python, as at interpreter exit, where a finalizer may mutate).
     About 0.5 us for the pair.
     """
     if threading.current_thread() is not threading.main_thread():  # asked each time: a fork's child has its own
         return None
-    handler = _signals.signal(_SIGINT, _hold)
-    if handler is _hold or not callable(handler):
-        _signals.signal(_SIGINT, handler)
-        return None
+    handler = _signals.getsignal(_SIGINT)
+    if handler is _hold or not callable(handler):  # held already, SIG_IGN/SIG_DFL, or None: not set from Python
+        return None  # (None at interpreter exit or in an embedding: signal() could not put it back)
+    _signals.signal(_SIGINT, _hold)
     return handler
 
 

@@ -8,12 +8,25 @@ queries never starves a mutation).  So a query sees the structure before a
 mutation or after it, never half-way: no wrong answer, no ``-1`` handle, no
 corruption, however the user's threads interleave.
 
-The cost is about 0.15 us per call (a list append and pop while no writer
-is about, next to an exact query's ten or more).  The lock is not reentrant:
-public methods take it, and the structures' internals never call a public
-method that takes it.  After ``fork`` the child's locks are new and free
-(the threads that may have held them do not exist there); a pickled or
-copied structure gets a lock of its own.
+The cost is about 0.2 us per call (a dict store and pop while no writer is
+about, next to an exact query's ten or more).  Ctrl-C cannot leave a reader
+registered: a reader registers under a token of its own inside the ``try``
+whose ``finally`` removes that token (:func:`reading`), and CPython runs a
+signal handler only on entering a Python function, after a call returns or
+at a backward jump, never between the ``finally``'s start and the C call
+that removes the token.  A writer holds SIGINT throughout
+(:func:`culling.core.interrupts.hold_interrupts`).
+
+The lock is not reentrant: public methods take it, and the structures'
+internals never call a public method that takes it.  A thread that comes
+back into a structure it is inside (a finalizer or a weak reference's
+callback run by the garbage collector in the middle of a call) gets a
+``RuntimeError`` where it would wait for itself for ever, except that a
+query inside a query always goes in.  A ``fork`` waits until no mutation
+runs (:func:`_before_fork`), so the child never gets a half-changed
+structure, and the child's locks are new and free (the threads that may
+have held them do not exist there); a pickled or copied structure gets a
+lock of its own.
 
 >>> lock = ReadWriteLock()
 >>> with lock.reading(), lock.reading():
@@ -39,67 +52,113 @@ __all__ = ["Guarded", "ReadWriteLock", "reading", "writing"]
 P = ParamSpec("P")
 R = TypeVar("R")
 
+_get_ident = threading.get_ident
+
+#: How long a waiting writer sleeps before it looks again without being woken: a reader that a Ctrl-C
+#: stops between leaving and waking the writer (a window of a few bytecodes) costs it this, not a hang.
+_LOST_WAKE_S = 0.05
+
 
 class ReadWriteLock:
     """Many readers or one writer; a waiting writer goes before readers that arrive after it.
 
-    A reader that finds the door open costs two list operations and two
-    attribute reads (about 0.15 us a call, against 0.7 us for two mutex
-    round trips): it adds itself to ``_running`` (``list.append``, one step
-    under the GIL) and then looks whether a writer has closed the door; if
-    one has, it steps back out and queues on the mutex's condition.  A
-    writer closes the door first and then waits until ``_running`` is
-    empty.  Under the GIL the four steps happen in some order, and in every
-    order either the writer sees the reader or the reader sees the closed
-    door (then it leaves, or, if it got in first, wakes the writer on its
-    way out).  numba, and so this library, runs only on CPython builds with
-    the GIL.  ``writes`` counts the writers that have finished: what a reader
-    cached from the structure is current while it is unchanged.
+    A reader that finds the door open costs a dict store, a pop and two
+    attribute reads (about 0.2 us a call, against 0.7 us for two mutex
+    round trips): it enters ``running`` under a token of its own (a dict
+    store, one step under the GIL) and then looks whether a writer has
+    closed the door; if one has, it steps back out and queues on the
+    mutex's condition.  A writer closes the door first and then waits until
+    ``running`` is empty.  Under the GIL the four steps happen in some
+    order, and in every order either the writer sees the reader or the
+    reader sees the closed door (then it leaves, or, if it got in first,
+    wakes the writer on its way out).  numba, and so this library, runs
+    only on CPython builds with the GIL.  ``writes`` counts the writers
+    that have finished, for ever (a fork's child goes on counting): what a
+    reader cached from the structure is current while it is unchanged.
+
+    ``running`` maps each reader's token to its thread's id, and ``_writer``
+    is the writing thread's id: so a thread that comes back in from a
+    finalizer is recognised instead of waiting for itself.
     """
 
-    __slots__ = ("__weakref__", "_changed", "_closed", "_mutex", "_queued", "_running", "_waiting", "_writing",
-                 "writes")
+    __slots__ = ("__weakref__", "_changed", "_closed", "_mutex", "_queued", "_waiting", "_writer", "_writing",
+                 "running", "writes")
 
-    _running: list[None]
+    running: dict[object, int]
     _queued: int
     _waiting: int
     _writing: bool
+    _writer: int | None
     _closed: bool
     writes: int
 
     def __init__(self) -> None:
+        self.writes = 0
         self._reset()
         _LOCKS.add(self)
 
-    def acquire_read(self) -> None:
-        running = self._running
-        running.append(None)
+    def enter_read(self, token: object) -> None:
+        """Register ``token`` as a reader, once no writer runs or waits.
+
+        Call it inside the ``try`` whose ``finally`` calls :meth:`release_read`
+        with the same token (as :func:`reading` does): an exception anywhere
+        in here leaves the token registered or not, and the release removes it
+        if it is.
+        """
+        running = self.running
+        running[token] = _get_ident()
         if self._closed:  # a writer runs or waits: step back out and queue behind it
-            self._leave(running)
-            with self._mutex:
-                self._queued += 1
-                try:
-                    self._changed.wait_for(self._open)
-                finally:
-                    self._queued -= 1
-                running.append(None)
+            self._queue(token)
 
-    def release_read(self) -> None:
-        self._leave(self._running)
+    def _queue(self, token: object) -> None:
+        running = self.running
+        me = running.pop(token)
+        if self._writer == me:
+            raise RuntimeError(_COMING_BACK)
+        if me in running.values():  # a query inside a query of this thread (a finalizer): it goes in,
+            running[token] = me     # as the writer waits for the outer one anyway
+            return
+        with self._mutex:
+            self._changed.notify_all()  # a writer may wait for this reader, which has stepped out
+            self._queued += 1
+            try:
+                self._changed.wait_for(self._open)
+            finally:
+                self._queued -= 1
+            running[token] = me
 
-    def _leave(self, running: list[None]) -> None:
-        running.pop()
-        if self._closed:  # a writer may be waiting for the last reader
-            with self._mutex:
-                self._changed.notify_all()
+    def acquire_read(self) -> object:
+        """Register a new reader and return its token, for :meth:`release_read`.
+
+        Between this call's return and the caller's ``try`` a Ctrl-C would
+        leave it registered: the public methods call :meth:`enter_read`
+        inside their ``try`` instead.
+        """
+        token = object()
+        self.enter_read(token)
+        return token
+
+    def release_read(self, token: object) -> None:
+        """Remove ``token``'s reader, if it is registered (:meth:`enter_read` may have been interrupted)."""
+        if self.running.pop(token, None) is not None and self._closed:
+            self.wake()
+
+    def wake(self) -> None:
+        """Wake the writer that may wait for the reader that just left."""
+        with self._mutex:
+            self._changed.notify_all()
 
     def acquire_write(self) -> None:
+        me = _get_ident()
         with self._mutex:
+            if self._writer == me or me in self.running.values():
+                raise RuntimeError(_COMING_BACK)
             self._closed = True  # first: a reader arriving from now on queues
-            if self._writing or self._running:  # else nobody runs: in at once, the common case
+            if self._writing or self.running:  # else nobody runs: in at once, the common case
                 self._waiting += 1
                 try:
-                    self._changed.wait_for(self._free)
+                    while not self._changed.wait_for(self._free, _LOST_WAKE_S):
+                        pass
                 except BaseException:  # interrupted while waiting: readers held back by this writer may go in
                     self._waiting -= 1
                     self._closed = self._writing or self._waiting > 0
@@ -107,10 +166,12 @@ class ReadWriteLock:
                     raise
                 self._waiting -= 1
             self._writing = True
+            self._writer = me
 
     def release_write(self) -> None:
         with self._mutex:
             self._writing = False
+            self._writer = None
             self._closed = self._waiting > 0
             self.writes += 1
             if self._waiting or self._queued:  # nobody to wake, most of the time: no notify (about 0.5 us)
@@ -122,20 +183,22 @@ class ReadWriteLock:
 
     def _free(self) -> bool:
         """A writer may go in: nobody runs."""
-        return not (self._writing or self._running)
+        return not (self._writing or self.running)
 
     @property
     def readers(self) -> int:
         """How many readers hold the lock now."""
-        return len(self._running)
+        return len(self.running)
 
     @contextmanager
     def reading(self) -> Iterator[None]:
-        self.acquire_read()
+        token = object()
         try:
+            self.enter_read(token)
             yield
-        finally:
-            self.release_read()
+        finally:  # inline, as in reading(): a call would be a place for a Ctrl-C before the release
+            if self.running.pop(token, None) is not None and self._closed:
+                self.wake()
 
     @contextmanager
     def writing(self) -> Iterator[None]:
@@ -146,27 +209,79 @@ class ReadWriteLock:
             self.release_write()
 
     def _reset(self) -> None:
+        """Free and new, keeping ``writes`` (what readers cached is keyed by it)."""
         self._mutex = threading.Lock()
         self._changed = threading.Condition(self._mutex)
-        self._running = []      # one entry per reader running
-        self._queued = 0        # readers waiting for a writer to finish
+        self.running = {}       # reader's token -> its thread's id
+        self._queued = 0        # readers (and a fork) waiting for a writer to finish
         self._waiting = 0       # writers waiting
         self._writing = False   # a writer running
+        self._writer = None     # its thread's id
         self._closed = False    # a writer runs or waits: readers queue
-        self.writes = 0         # writers finished
 
+
+_COMING_BACK = ("this thread is already inside a call of this structure (a finalizer, __del__ or weak-reference "
+                "callback that the garbage collector ran in the middle of it?): the call would wait for itself "
+                "for ever; make the change after the call returns")
 
 _LOCKS: weakref.WeakSet[ReadWriteLock] = weakref.WeakSet()
+
+#: The locks whose mutexes :func:`_before_fork` holds across a fork.
+_HELD_FOR_FORK: list[ReadWriteLock] = []
+
+
+def _no_mutation_elsewhere(lock: ReadWriteLock, me: int) -> bool:
+    return not lock._writing or lock._writer == me
+
+
+def _before_fork() -> None:
+    """Wait until no other thread is inside a mutation, and hold every lock's mutex (no mutation can
+    start) until the fork is done: the child gets every structure whole.
+
+    It never waits holding a mutex while another thread might need it to finish: on finding a mutation,
+    it lets go of every other mutex and waits for that one (its condition releases its own).  A
+    mutation of the forking thread itself (a fork from a finalizer) is not waited for.
+    """
+    me = _get_ident()
+    try:
+        while True:
+            busy = None
+            for lock in list(_LOCKS):
+                lock._mutex.acquire()
+                _HELD_FOR_FORK.append(lock)
+                if not _no_mutation_elsewhere(lock, me):
+                    busy = lock
+                    break
+            if busy is None:
+                return
+            _release_held(keep=busy)
+            busy._queued += 1  # so that release_write notifies
+            try:
+                busy._changed.wait_for(functools.partial(_no_mutation_elsewhere, busy, me))
+            finally:
+                busy._queued -= 1
+                busy._mutex.release()
+    except BaseException:
+        _release_held()
+        raise
+
+
+def _release_held(keep: ReadWriteLock | None = None) -> None:
+    for lock in _HELD_FOR_FORK:
+        if lock is not keep:
+            lock._mutex.release()
+    _HELD_FOR_FORK.clear()
 
 
 def _after_fork_in_child() -> None:
     """Free every lock: only the forking thread lives on, and it held none (fork is not called from inside a
     structure's method)."""
+    _HELD_FOR_FORK.clear()
     for lock in list(_LOCKS):
         lock._reset()
 
 
-os.register_at_fork(after_in_child=_after_fork_in_child)
+os.register_at_fork(before=_before_fork, after_in_parent=_release_held, after_in_child=_after_fork_in_child)
 
 
 class Guarded(Protocol):
@@ -181,20 +296,27 @@ G = TypeVar("G", bound=Guarded)
 def reading(method: Callable[Concatenate[G, P], R]) -> Callable[Concatenate[G, P], R]:
     """Run ``method`` holding its structure's lock as a reader (queries, look-ups).
 
+    The reader registers inside the ``try`` and its ``finally`` removes it
+    with one C call before anything else, so a Ctrl-C anywhere cannot leave
+    it registered (see the module's docstring; a Ctrl-C between that removal
+    and the waking of a waiting writer costs the writer ``_LOST_WAKE_S``).
+
     Both wrappers are every public method's way in and out, so they also give
     back a Ctrl-C that numba reported as ``SystemError``
     (:func:`culling.core.interrupts.unmask_interrupt`): it costs nothing until raised.
     """
     def read(self: G, /, *args: P.args, **kwargs: P.kwargs) -> R:
         lock = self._rw
-        lock.acquire_read()
+        token = object()
         try:
+            lock.enter_read(token)
             return method(self, *args, **kwargs)
         except SystemError as exc:
             unmask_interrupt(exc)
             raise
         finally:
-            lock.release_read()
+            if lock.running.pop(token, None) is not None and lock._closed:
+                lock.wake()
     functools.update_wrapper(read, method)
     return read
 

@@ -9,9 +9,12 @@ are decided the same way: a float filter sure of every row not within
 rounding of the surface (the limit ``fl(fl(r * s) + rho)`` and its square
 are each within a few ulps of the truth, far inside ``FILTER_EPS``), and the
 few rows it is unsure of (within ``2**-48`` of touching, or with a square
-that leaves the float range) go to exact rational arithmetic
-(:func:`culling.core.containment.decide_grown`).  Rounding of the sum never
-flips an answer.
+that leaves the float range) are decided exactly: in floats where no step
+rounds (:func:`culling.core.containment.meets_in_floats`,
+:func:`culling.core.containment.pair_meets_in_floats`: touching tiles,
+voxels and contacts, radius-0 objects at the probe's centre), else in
+rational arithmetic (:func:`culling.core.containment.decide_grown`, tens of
+microseconds a row).  Rounding of the sum never flips an answer.
 
 :func:`probe_run` tests one node's (or cell's) run of pool rows against one
 probe, skipping the tiles (:mod:`culling.core.tiles`) the probe cannot reach,
@@ -28,7 +31,15 @@ import math
 import numpy as np
 
 from culling.core.chunks import merged
-from culling.core.containment import FILTER_EPS, SAFE_HI, SAFE_LO, cube_filter, decide_grown
+from culling.core.containment import (
+    FILTER_EPS,
+    SAFE_HI,
+    SAFE_LO,
+    cube_filter,
+    decide_grown,
+    meets_in_floats,
+    pair_meets_in_floats,
+)
 from culling.core.jit import inline_kernel, kernel
 from culling.core.structs import Pool, Query
 from culling.core.tiles import TILE_SHIFT
@@ -96,19 +107,22 @@ def probe_row(columns: np.ndarray, row: int, p: np.ndarray, rho: float, cube: bo
     limit = (radius if scale == 1.0 else radius * scale) + rho
     if cube:
         inside, unsure = cube_filter(columns, row, p, limit, radius > 0.0 or rho > 0.0)
-        return inside and not unsure, unsure
-    d = columns[0, row] - p[0]
-    squares = d * d
-    for axis in range(1, dim):
-        d = columns[axis, row] - p[axis]
-        squares += d * d
-    bound = limit * limit
-    inside = squares < bound * _BELOW
-    unsure = not (inside or squares > bound * _ABOVE)
-    if bound < _TINY_REACH:  # the limit's square may have lost bits: only a clearly larger distance is sure
-        unsure = squares < 2.0 * _TINY_REACH
-    unsure = unsure or squares > SAFE_HI
-    return inside and not unsure, unsure
+    else:
+        d = columns[0, row] - p[0]
+        squares = d * d
+        for axis in range(1, dim):
+            d = columns[axis, row] - p[axis]
+            squares += d * d
+        bound = limit * limit
+        inside = squares < bound * _BELOW
+        unsure = not (inside or squares > bound * _ABOVE)
+        if bound < _TINY_REACH:  # the limit's square may have lost bits: only a clearly larger distance is sure
+            unsure = squares < 2.0 * _TINY_REACH
+        unsure = unsure or squares > SAFE_HI
+    if unsure:  # touching, most often, and exact in floats: decided here, not in rational arithmetic
+        exact = meets_in_floats(columns, row, p, rho, cube, scale)
+        return exact == 1, exact < 0
+    return inside, False
 
 
 @inline_kernel
@@ -160,22 +174,25 @@ def pair_row(columns: np.ndarray, i: int, j: int, cube: bool) -> tuple[bool, boo
     x, y, z, radius = member(columns, i)
     dim = columns.shape[0] - 2
     inside, near, unsafe = meet_filter(columns, j, x, y, z, radius, cube, dim)
-    if not unsafe:
-        return inside, near and not inside
-    limit = radius + columns[dim, j]
-    if cube:
-        largest = abs(x - columns[0, j])
-        for axis in range(1, dim):
-            largest = max(largest, abs(columns[axis, i] - columns[axis, j]))
-        unsure = (limit < _TINY_LIMIT and limit > 0.0) or largest == math.inf or (near and not inside)
-        return inside and not unsure, unsure
-    squares = 0.0
-    for axis in range(dim):
-        e = columns[axis, i] - columns[axis, j]
-        squares += e * e
-    unsure = squares < 2.0 * _TINY_REACH if limit * limit < _TINY_REACH else near and not inside
-    unsure = unsure or squares > SAFE_HI
-    return inside and not unsure, unsure
+    unsure = near and not inside
+    if unsafe:
+        limit = radius + columns[dim, j]
+        if cube:
+            largest = abs(x - columns[0, j])
+            for axis in range(1, dim):
+                largest = max(largest, abs(columns[axis, i] - columns[axis, j]))
+            unsure = (limit < _TINY_LIMIT and limit > 0.0) or largest == math.inf or unsure
+        else:
+            squares = 0.0
+            for axis in range(dim):
+                e = columns[axis, i] - columns[axis, j]
+                squares += e * e
+            unsure = squares < 2.0 * _TINY_REACH if limit * limit < _TINY_REACH else unsure
+            unsure = unsure or squares > SAFE_HI
+    if unsure:  # touching, most often, and exact in floats: decided here, not in rational arithmetic
+        exact = pair_meets_in_floats(columns, i, j, cube)
+        return exact == 1, exact < 0
+    return inside, False
 
 
 @kernel

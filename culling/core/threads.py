@@ -34,6 +34,7 @@ calling thread).
 from __future__ import annotations
 
 import itertools
+import numbers
 import os
 import queue
 import threading
@@ -113,9 +114,17 @@ class _Pool:
 
     def __init__(self, workers: int) -> None:
         self._jobs: queue.SimpleQueue[_Helper | None] = queue.SimpleQueue()
-        self._workers = workers
-        for i in range(workers):
-            threading.Thread(target=self._serve, name=f"culling_{i}", daemon=True).start()
+        self._workers = 0
+        try:
+            for i in range(workers):
+                threading.Thread(target=self._serve, name=f"culling_{i}", daemon=True).start()
+                self._workers += 1
+        except BaseException as exc:  # the OS refused a thread (or a Ctrl-C): stop those started, keep nothing
+            self.shutdown()
+            if isinstance(exc, RuntimeError):
+                raise RuntimeError(f"could not start the {workers} threads that set_thread_count or "
+                                   f"{ENV_VAR} asks for ({exc}); ask for fewer") from exc
+            raise
 
     def _serve(self) -> None:
         _inside.active = True  # a batch call inside a chunk runs its chunks inline
@@ -160,15 +169,19 @@ def thread_count() -> int:
     return _size
 
 
-def set_thread_count(n: int | None) -> None:
+def set_thread_count(n: numbers.Integral | int | None) -> None:
     """Run batch calls on ``n`` threads (the caller's included); ``None`` goes back to the default.
 
     Takes effect at the next batch call; calls running now finish on the old pool.
-    Raises ``ValueError`` unless ``n`` is a positive integer (or None).
+    Raises ``ValueError`` unless ``n`` is a positive integer (any integer type, NumPy's too) or None.
+    If the system cannot start that many threads, the next batch call raises ``RuntimeError`` and
+    stops those it started (nothing leaks): a smaller count (or None) works again at once.
     """
     global _size, _pool
-    if n is not None and (isinstance(n, bool) or not isinstance(n, int) or n < 1):
-        raise ValueError(f"the thread count must be a positive integer or None, got {n!r}")
+    if n is not None:
+        if isinstance(n, bool) or not isinstance(n, numbers.Integral) or n < 1:
+            raise ValueError(f"the thread count must be a positive integer or None, got {n!r}")
+        n = int(n)
     with _lock:
         old, _pool = _pool, None
         _size = n if n is not None else _from_env()

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import numbers
+from collections.abc import Iterator
 
 import numpy as np
 
@@ -130,10 +131,24 @@ def as_point(value: object, dim: int, name: str = "point") -> np.ndarray:
     if dim == 1 and array.shape in ((), (1,)):
         array = array.reshape(1)
     if array.shape != (dim,):
-        raise ValueError(f"{name} must have shape ({dim},), got {array.shape}"
-                         + ("; use query_many for many points" if array.ndim == 2 else ""))
+        raise ValueError(f"{name} must have shape ({dim},), got {array.shape}" + _one_point_hint(array, name))
     _check_finite(array, name)
     return array
+
+
+#: What to call for many of what a single call takes one of, by the argument's name.
+_MANY = {"point": "query_many", "centre": "insert_many or update_many", "probe_centre": "touching_many"}
+
+
+def _one_point_hint(array: np.ndarray, name: str) -> str:
+    """The end of the message for a 2-D value where one point was expected: a single row (a
+    ``np.matrix`` is always 2-D) is one point in the wrong shape, more rows want the batch call."""
+    if array.ndim != 2:
+        return ""
+    if array.shape[0] == 1:
+        return f" (one row: pass it flat, e.g. np.ravel({name}))"
+    many = _MANY.get(name)
+    return f"; use {many} for many" if many else ""
 
 
 
@@ -219,6 +234,9 @@ def as_handles(values: object, name: str = "handles", beyond: str = "raise", cop
     if type(values) is np.ndarray and values.dtype == np.int64 and values.ndim == 1:
         return values.copy() if copy else np.ascontiguousarray(values)  # what engines pass every frame
     _reject_masks_and_bools(values, name, "integers")
+    if isinstance(values, (set, frozenset, dict)) or isinstance(values, Iterator):
+        raise TypeError(f"{name} must be a sequence or array of integers, got a {type(values).__name__} "
+                        f"(not a sequence: pass list(...) or np.fromiter(...))")
     try:
         array = np.asarray(values)
     except (TypeError, ValueError, OverflowError) as error:

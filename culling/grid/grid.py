@@ -245,7 +245,8 @@ class DenseViewDistanceGrid(Structure):
     @writing
     def update(self, handle: Handle, centre: ArrayLike, radius: float) -> None:
         """Move or resize one object.  O(1): when it stays in its cell only its
-        centre and radius are written; otherwise one unlink and one link."""
+        centre and radius are written; otherwise one unlink and one link, after the room for the link
+        is made (all or nothing: a ``MemoryError`` leaves the object where it was)."""
         handle = self._live(handle)
         point = as_coords(centre, self.dim, "centre")
         radius = as_radius(radius)
@@ -254,9 +255,10 @@ class DenseViewDistanceGrid(Structure):
         if cell == self._cells.cell[handle]:
             self._cells.columns[:, self._cells.position(handle)] = row
             return
+        self._cells.reserve_links(np.array([cell], dtype=np.int64))  # first: a MemoryError changes nothing
         self._level_count[self._level[handle]] -= 1
-        self._cells.unlink(handle)
-        self._cells.link(handle, cell, row)
+        self._cells.unlink(handle, shrink=False)  # a repack here would give back the room just reserved
+        self._cells.link(handle, cell, row)  # allocates nothing: the room is there
         self._level[handle] = level
         self._level_count[level] += 1
 

@@ -167,8 +167,9 @@ class CellPool(RowPool):
         if count == 0:
             self.nonempty += 1
 
-    def unlink(self, handle: int) -> None:
-        """Take ``handle`` out of its cell: the cell's last member moves into its slot."""
+    def unlink(self, handle: int, shrink: bool = True) -> None:
+        """Take ``handle`` out of its cell: the cell's last member moves into its slot; ``shrink``: give
+        memory back if the pool has become mostly empty (a repack)."""
         cell = int(self.cell[handle])
         slot = int(self.slot[handle])
         last = int(self.count[cell]) - 1
@@ -184,7 +185,7 @@ class CellPool(RowPool):
         if last == 0:
             self.capacity[cell] = 0
             self.nonempty -= 1
-        if self.handles.shape[0] > SHRINK_RATIO * self.members + MIN_POOL:  # amortised O(1): see SHRINK_RATIO
+        if shrink and self.handles.shape[0] > SHRINK_RATIO * self.members + MIN_POOL:  # amortised O(1): see SHRINK_RATIO
             try:
                 self._repack()
             except MemoryError:  # giving memory back is optional: the removal itself is done

@@ -133,18 +133,23 @@ class CollisionCandidates:
             raise ValueError("bounding radius + probe_radius must be finite")
         return reach
 
+    def _reserve(self, n: int) -> None:
+        """Room in the per-handle arrays for ``n`` new objects, before the tree takes them: the tree
+        hands out handles below ``issued + n``, so storing them afterwards allocates nothing and a
+        ``MemoryError`` here leaves no object in the tree that this wrapper does not know."""
+        needed = self._tree._next_handle + n
+        if needed > self._bounding.size:
+            capacity = max(needed, 2 * self._bounding.size, 16)
+            grown = np.zeros(capacity, dtype=np.float64)
+            alive = np.zeros(capacity, dtype=np.bool_)
+            grown[:self._bounding.size] = self._bounding
+            alive[:self._alive.size] = self._alive
+            self._bounding, self._alive = grown, alive
+
     def _store(self, handles: NDArray[np.int64], bounding: NDArray[np.float64]) -> None:
-        if handles.size:
-            needed = int(handles.max()) + 1
-            if needed > self._bounding.size:
-                capacity = max(needed, 2 * self._bounding.size, 16)
-                grown = np.zeros(capacity, dtype=np.float64)
-                grown[:self._bounding.size] = self._bounding
-                alive = np.zeros(capacity, dtype=np.bool_)
-                alive[:self._alive.size] = self._alive
-                self._bounding, self._alive = grown, alive
-            self._bounding[handles] = bounding
-            self._alive[handles] = True
+        """Record new objects (room made by :meth:`_reserve`)."""
+        self._bounding[handles] = bounding
+        self._alive[handles] = True
 
     def _check_known(self, handles: NDArray[np.int64]) -> None:
         known = (handles >= 0) & (handles < self._alive.size)
@@ -165,8 +170,10 @@ class CollisionCandidates:
         """
         bounding = as_radius(bounding_radius, "bounding_radius")
         self._reach(np.array([bounding]), self._probe)
+        self._reserve(1)
         handle = int(self._tree.insert(centre, bounding))
-        self._store(np.array([handle], dtype=np.int64), np.array([bounding]))
+        self._bounding[handle] = bounding
+        self._alive[handle] = True
         return handle
 
     @runs_whole
@@ -181,7 +188,8 @@ class CollisionCandidates:
         points = as_points(centres, self._dim, "centres")
         bounding = as_radii(bounding_radii, points.shape[0], "bounding_radii")
         self._reach(bounding, self._probe)
-        handles = np.asarray(self._tree.insert_many(points, bounding), dtype=np.int64)
+        self._reserve(points.shape[0])
+        handles = self._tree.insert_many(points, bounding)
         self._store(handles, bounding)
         return handles
 

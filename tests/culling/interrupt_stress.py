@@ -1,14 +1,17 @@
 """Ctrl-C, again and again, into a tree's queries and mutations: run by ``test_interrupts.py`` in a process of its own.
 
-A thread sends SIGINT to the main thread every 0 to 2 ms while the main
-thread queries and mutates a tree.  Every exception that comes out must be
+For each of CALLS calls the main thread makes to a tree's queries and
+mutations, a thread sends one SIGINT to it at a random point: at once (it
+lands at the call's start) or 0 to 2 ms later (inside the call, or after it
+on a fast machine).  The run is a count of calls, not a time window, so a
+slow or busy machine makes the same checks.  Every exception that comes out must be
 the ``KeyboardInterrupt`` (never numba's ``SystemError``), and after each one
 the tree must hold either the state before the interrupted call or the state
 after it (a mutation is whole or not at all), pass its invariant checker and
 answer queries as brute force does.  Prints one line of counts; exits 1 on
 the first failure, with what failed.
 
-Usage: ``python interrupt_stress.py SECONDS SEED KIND [fresh]`` (KIND ``tree``,
+Usage: ``python interrupt_stress.py CALLS SEED KIND [fresh]`` (KIND ``tree``,
 ``grid`` or ``collision``: a ``CollisionCandidates``, whose own records must
 also agree with its tree's; ``fresh``: the first signals land while the
 queries' kernels load or compile).
@@ -51,7 +54,7 @@ def brute(objects: dict[int, tuple[float, ...]], p: np.ndarray) -> list[int]:
 
 
 def main() -> int:
-    seconds, seed, kind = float(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+    calls, seed, kind = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
     fresh = len(sys.argv) > 4 and sys.argv[4] == "fresh"
     rng = np.random.default_rng(seed)
     pick = random.Random(seed)
@@ -66,10 +69,21 @@ def main() -> int:
     signal.signal(signal.SIGINT, on_sigint)
     main_id = threading.main_thread().ident
     stop = threading.Event()
+    go = threading.Event()
+    sent = threading.Event()
+    delays = random.Random(seed + 1)
 
     def send() -> None:
-        while not stop.wait(pick.uniform(0.0, 0.002)):
+        """One SIGINT per call: at its start (a third of them) or up to 2 ms into it."""
+        while True:
+            go.wait()
+            go.clear()
+            if stop.is_set():
+                return
+            if delays.random() > 1 / 3:
+                time.sleep(delays.uniform(0.0, 0.002))
             signal.pthread_kill(main_id, signal.SIGINT)
+            sent.set()
 
     tree: Stored = {"tree": lambda: ViewDistanceTree(SIZE, dim=3),
                     "grid": lambda: DenseViewDistanceGrid(SIZE, dim=3, min_radius=0.5),
@@ -81,8 +95,7 @@ def main() -> int:
         index.query(np.zeros(3))
     sender = threading.Thread(target=send, daemon=True)
     sender.start()
-    end = time.monotonic() + seconds
-    while time.monotonic() < end:
+    for _ in range(calls):
         before = state(tree)
         op = pick.choice(["query", "query_many", "pairs", "insert", "update", "remove", "insert_many", "update_many",
                           "remove_many"])
@@ -90,6 +103,8 @@ def main() -> int:
         n = pick.randint(1, 400)
         p = rng.uniform(0, SIZE, 3)
         after: dict[int, tuple[float, ...]] | None = None
+        sent.clear()
+        go.set()
         try:
             armed[0] = True
             if op == "query":
@@ -135,6 +150,8 @@ def main() -> int:
             stop.set()
             print(f"FAIL: {op} raised {type(exc).__name__}: {exc} (cause {exc.__cause__!r})", flush=True)
             return 1
+        while not sent.wait(0.05):  # this call's signal has gone (a Ctrl-C landing here is not armed)
+            pass
         now = state(tree)
         if op in ("insert", "insert_many"):
             grown = {h: v for h, v in now.items() if h not in before}
@@ -162,6 +179,7 @@ def main() -> int:
             print(f"FAIL: after {op} the tree answers differently from brute force at {p.tolist()}")
             return 1
     stop.set()
+    go.set()
     sender.join()
     print(" ".join(f"{k}={v}" for k, v in sorted(counts.items())), flush=True)
     return 0

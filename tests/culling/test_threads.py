@@ -25,7 +25,8 @@ STRUCTURES = {
     "grid": lambda: culling.DenseViewDistanceGrid(size=256.0, dim=3, min_radius=0.5),
 }
 
-RUN_SECONDS = 1.0
+#: Rounds each writer makes (readers query until the writers are done): a count, so a busy machine checks as much.
+WRITER_ROUNDS = 40
 
 
 def brute(centres: np.ndarray, radii: np.ndarray, point: np.ndarray) -> np.ndarray:
@@ -66,7 +67,7 @@ def test_run_chunks_raises_a_chunks_error_after_all_chunks_stopped():
     with pytest.raises(KeyError, match="chunk 0"):
         pool.run_chunks(fail_one, 64, chunks=8)
     count = len(finished)
-    time.sleep(0.05)  # a helper still running would finish a chunk meanwhile
+    time.sleep(0.05)  # a helper still running would finish a chunk meanwhile (only a broken pool fails here)
     assert len(finished) == count <= 7  # a helper that had not started is cancelled, not waited for
     assert len(set(finished)) == count
 
@@ -215,7 +216,7 @@ class Hammer:
         mine: dict[int, tuple[np.ndarray, float]] = {}
         self.owned.append(mine)
         try:
-            while not self.stop.is_set():
+            for _ in range(WRITER_ROUNDS):
                 n = int(rng.integers(1, 200))
                 centres = rng.uniform(2.0, 250.0, (n, 3))
                 radii = rng.uniform(0.5, 30.0, n)
@@ -244,7 +245,7 @@ class Hammer:
         mine: dict[int, tuple[np.ndarray, float]] = {}
         self.owned.append(mine)
         try:
-            while not self.stop.is_set():
+            for _ in range(10 * WRITER_ROUNDS):
                 c = rng.uniform(2.0, 250.0, 3)
                 r = float(rng.uniform(0.5, 30.0))
                 h = self.s.insert(c, r)
@@ -273,9 +274,10 @@ def test_readers_and_writers_hammer_one_structure(kind):
             + [threading.Thread(target=hammer.single_writer, args=(30,))])
     for t in work:
         t.start()
-    time.sleep(RUN_SECONDS)
+    for t in work[3:]:  # the writers: a fixed number of rounds each, however fast the machine
+        t.join()
     hammer.stop.set()
-    for t in work:
+    for t in work[:3]:
         t.join(60)
     assert not any(t.is_alive() for t in work), "a thread hung"
     assert not hammer.errors, hammer.errors[:5]
@@ -320,6 +322,12 @@ def test_copies_and_pickles_get_their_own_lock():
 # ----------------------------------------------------------------------------- the lock itself
 
 
+def _until(condition) -> None:
+    """Wait for another thread to reach a state (no time limit decides anything; pytest's own does)."""
+    while not condition():
+        time.sleep(0.0005)
+
+
 def test_lock_lets_readers_share_and_a_writer_wait_for_them():
     """Readers hold the lock together; a writer waits until the last one leaves, and readers that
     arrive while it waits wait behind it (a stream of readers cannot starve a writer)."""
@@ -327,8 +335,8 @@ def test_lock_lets_readers_share_and_a_writer_wait_for_them():
 
     lock = ReadWriteLock()
     events: list[str] = []
-    lock.acquire_read()
-    lock.acquire_read()  # two readers at once
+    first = lock.acquire_read()
+    second = lock.acquire_read()  # two readers at once
 
     def writer() -> None:
         lock.acquire_write()
@@ -336,26 +344,22 @@ def test_lock_lets_readers_share_and_a_writer_wait_for_them():
         lock.release_write()
 
     def late_reader() -> None:
-        lock.acquire_read()
+        token = lock.acquire_read()
         events.append("late read")
-        lock.release_read()
+        lock.release_read(token)
 
     w = threading.Thread(target=writer)
     w.start()
-    deadline = time.monotonic() + 5
-    while not lock._waiting and time.monotonic() < deadline:
-        time.sleep(0.001)
-    assert lock._waiting == 1  # the writer waits for the two readers
+    _until(lambda: lock._waiting == 1)  # the writer waits for the two readers
     r = threading.Thread(target=late_reader)
     r.start()
-    time.sleep(0.05)
-    assert events == []  # the late reader waits behind the writer
-    lock.release_read()
-    time.sleep(0.05)
-    assert events == []  # one reader still in
-    lock.release_read()
-    w.join(5)
-    r.join(5)
+    _until(lambda: lock._queued == 1)  # the late reader has queued behind the writer
+    assert events == []
+    lock.release_read(first)
+    assert events == [] and lock._waiting == 1  # one reader still in: the writer still waits
+    lock.release_read(second)
+    w.join()
+    r.join()
     assert events == ["write", "late read"]
     assert (lock.readers, lock._waiting, lock._writing, lock._closed) == (0, 0, False, False)
 
@@ -394,13 +398,23 @@ def test_lock_lets_readers_in_when_a_waiting_writer_gives_up():
     from culling.core.locks import ReadWriteLock
 
     lock = ReadWriteLock()
-    lock.acquire_read()
+    tokens: list[object] = []
+    finish = threading.Event()
+
+    def hold() -> None:  # a reader on another thread, alive till the end (a thread's id may be reused)
+        tokens.append(lock.acquire_read())
+        finish.wait()
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    _until(lambda: bool(tokens))
+    first = tokens[0]
     entered = threading.Event()
 
     def late_reader() -> None:
-        lock.acquire_read()
+        token = lock.acquire_read()
         entered.set()
-        lock.release_read()
+        lock.release_read(token)
 
     class GiveUp(Exception):
         pass
@@ -411,7 +425,8 @@ def test_lock_lets_readers_in_when_a_waiting_writer_gives_up():
         def wait_for(self, predicate, timeout=None):  # type: ignore[no-untyped-def]
             if predicate == lock._free and not entered.is_set():  # the writer's wait, not the reader's
                 threading.Thread(target=late_reader).start()
-                super().wait(0.05)  # lets the reader in to wait behind the writer
+                while not lock._queued:  # the reader waits behind the writer (wait() lets go of the mutex)
+                    super().wait(0.001)
                 assert not entered.is_set()
                 raise GiveUp
             return super().wait_for(predicate, timeout)
@@ -419,6 +434,8 @@ def test_lock_lets_readers_in_when_a_waiting_writer_gives_up():
     lock._changed = Interrupted(lock._mutex)
     with pytest.raises(GiveUp):
         lock.acquire_write()
-    assert entered.wait(5)  # the reader went in once the writer gave up
-    lock.release_read()
+    assert entered.wait(60)  # the reader went in once the writer gave up
+    lock.release_read(first)
+    finish.set()
+    holder.join()
     assert (lock.readers, lock._waiting, lock._writing, lock._closed) == (0, 0, False, False)

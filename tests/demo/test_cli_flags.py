@@ -62,9 +62,8 @@ def test_missing_display_is_named(tmp_path):
 
 
 def test_objects_that_cannot_fit_are_refused_before_allocating(tmp_path):
-    start = time.monotonic()
-    proc = run_demo(["--headless", "--objects", "10_000_000_000"], tmp_path)
-    assert proc.returncode == cli.EXIT_ERROR and time.monotonic() - start < 30
+    proc = run_demo(["--headless", "--objects", "10_000_000_000"], tmp_path)  # run_demo's timeout bounds a hang
+    assert proc.returncode == cli.EXIT_ERROR  # the message below says it was the check before allocating, not a time
     (line,) = _err_lines(proc)
     assert "--objects 10,000,000,000 needs about" in line and "GB is available" in line
 
@@ -170,9 +169,8 @@ def test_frames_below_one_says_at_least_one(tmp_path):
 def test_an_out_folder_that_cannot_be_written_is_refused_before_the_scene_is_built(tmp_path):
     blocker = tmp_path / "a_file"
     blocker.write_text("not a folder")
-    start = time.monotonic()
     proc = run_demo(["--headless", "--frames", "1", "--out", str(blocker / "frames")], tmp_path)
-    assert proc.returncode == cli.EXIT_ERROR and time.monotonic() - start < 30
+    assert proc.returncode == cli.EXIT_ERROR  # refused by the check that runs before the scene (its message below)
     (line,) = _err_lines(proc)
     assert f"--out {blocker / 'frames'} is not a folder" in line and "OSError" not in line
 

@@ -1,0 +1,790 @@
+"""Faults a hostile caller can arrange (issue 38): a Ctrl-C at every point CPython can deliver it in
+the lock's way in and out, a fork after writes and during a mutation, copies and pickles while
+another thread mutates, finalizers that come back into the structure, and a single ``update()``
+hit by a ``MemoryError``.
+
+Nothing here waits for time to pass to decide an outcome: the threads meet on
+the lock's own counters (a writer waiting, a fork queued), and the only
+timeouts bound how long a broken build takes to fail.
+"""
+
+from __future__ import annotations
+
+import copy
+import copyreg
+import gc
+import os
+import pickle
+import signal
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import numpy as np
+import pytest
+from brute_force import FailAt
+
+from culling import DenseViewDistanceGrid, ViewDistanceTree
+from culling.core import locks, structure
+from culling.core.locks import ReadWriteLock
+
+STRUCTURES = ("tree", "grid")
+
+#: Only bounds how long a deadlocked build takes to fail; a working one never waits for it.
+HANG_S = float(os.environ.get("CULLING_TEST_HANG_S", "120"))
+
+
+def _make(kind: str, dim: int = 2) -> Any:
+    if kind == "tree":
+        return ViewDistanceTree(100.0, dim=dim)
+    return DenseViewDistanceGrid(100.0, dim=dim, min_radius=0.5)
+
+
+def _filled(kind: str, n: int = 200, seed: int = 1) -> Any:
+    s = _make(kind)
+    rng = np.random.default_rng(seed)
+    s.insert_many(rng.uniform(0.0, 99.0, (n, 2)), rng.uniform(0.0, 3.0, n))
+    return s
+
+
+def _snapshot(s: Any, probes: np.ndarray) -> tuple[Any, ...]:
+    hs = np.sort(s.handles())
+    return (hs.tolist(), s.centres_of(hs).tolist(), s.radii_of(hs).tolist(),
+            [sorted(s.query(p, exact=True).tolist()) for p in probes])
+
+
+PROBES = np.random.default_rng(7).uniform(0.0, 99.0, (16, 2))
+
+
+def _wait_until(condition: Callable[[], bool]) -> None:
+    """Poll ``condition`` (a meeting point of two threads); HANG_S only bounds a broken build."""
+    deadline = time.monotonic() + HANG_S
+    while not condition():
+        assert time.monotonic() < deadline, "the other thread never got there (deadlock?)"
+        time.sleep(0.0005)
+
+
+# ----------------------------------------------------------------------------- 1. Ctrl-C at every point
+
+
+def _raise_interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
+@pytest.fixture
+def sigint_raises() -> Iterator[None]:
+    old = signal.signal(signal.SIGINT, _raise_interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, old)
+
+
+LOCK_FILE = locks.__file__
+
+
+class SignalAt:
+    """A profile hook that delivers a SIGINT at the ``k``-th point where CPython 3.11+ may run the
+    handler, in the lock's frames and ``query``'s: each function's entry, and the return of every call
+    they make into C (a Python callee's points are its own frames').
+
+    It calls the handler in force at that moment, as CPython would (the
+    default one raises ``KeyboardInterrupt``; a writer's holds it).  An
+    exception raised at a C call's return is raised by that call, as
+    CPython's check after a call does, so it unwinds through the ``try``
+    around the call.  (Line events are not where CPython delivers signals:
+    a hook raising at a ``finally``'s first line breaks what no Ctrl-C can.)
+    With ``k = 0`` it only counts the points.
+    """
+
+    def __init__(self, k: int) -> None:
+        self.k, self.points = k, 0
+
+    def __call__(self, frame: Any, event: str, arg: object) -> None:
+        if event in ("call", "c_return"):
+            code = frame.f_code
+            if code.co_filename == LOCK_FILE or code is structure.Structure.query.__code__:
+                self.points += 1
+                if self.points == self.k:
+                    handler = signal.getsignal(signal.SIGINT)
+                    assert callable(handler)
+                    handler(signal.SIGINT, frame)
+
+
+def _interrupted_everywhere(kind: str, call: Callable[[Any], object]) -> int:
+    """Run ``call`` on a fresh structure once per signal point; after each, the lock is free and the
+    structure whole.  Returns the number of points."""
+    counting = SignalAt(0)
+    s = _filled(kind)
+    sys.setprofile(counting)
+    try:
+        call(s)
+    finally:
+        sys.setprofile(None)
+    assert counting.points >= 3
+    for k in range(1, counting.points + 1):
+        s = _filled(kind)
+        hook = SignalAt(k)
+        sys.setprofile(hook)
+        try:
+            call(s)
+        except KeyboardInterrupt:
+            pass
+        finally:
+            sys.setprofile(None)
+        lock = s._rw
+        assert (lock.readers, lock._writing, lock._closed) == (0, False, False), f"point {k} of {counting.points}"
+        s.check_invariants()
+        h = s.insert((5.0, 5.0), 1.0)  # a mutation goes through: nothing holds the lock
+        s.remove(h)
+    return counting.points
+
+
+QUERIES: dict[str, Callable[[Any], object]] = {
+    "query": lambda s: s.query((50.0, 50.0), exact=True),
+    "query_many": lambda s: s.query_many(PROBES, exact=True),
+    "query_spheres": lambda s: s.query_spheres((50.0, 50.0), exact=True),
+    "handles": lambda s: s.handles(),
+    "insert": lambda s: s.insert((10.0, 10.0), 1.0),
+    "update": lambda s: s.update(int(s.handles()[0]), (60.0, 60.0), 2.0),
+    "remove": lambda s: s.remove(int(s.handles()[0])),
+    "pickle": lambda s: pickle.dumps(s),
+}
+
+
+@pytest.mark.parametrize("kind", STRUCTURES)
+@pytest.mark.parametrize("name", QUERIES)
+def test_a_ctrl_c_at_any_point_of_a_call_leaves_the_lock_free(kind, name, sigint_raises):
+    _interrupted_everywhere(kind, QUERIES[name])
+
+
+@pytest.mark.parametrize("kind", STRUCTURES)
+def test_a_ctrl_c_at_any_point_of_a_reader_queued_behind_a_writer_leaves_the_lock_free(kind, sigint_raises):
+    """The reader's slow way in: a writer holds the lock when it arrives, and lets go once it queues."""
+    def call(s: Any) -> None:
+        lock = s._rw
+        done = threading.Event()
+        held = threading.Event()
+
+        def writer() -> None:
+            with lock.writing():
+                held.set()
+                _wait_until(lambda: lock._queued > 0 or done.is_set())
+
+        w = threading.Thread(target=writer)
+        w.start()
+        held.wait(HANG_S)
+        try:
+            s.query((50.0, 50.0), exact=True)
+        finally:
+            done.set()
+            sys.setprofile(None)  # the writer's join is not part of the call
+            w.join(HANG_S)
+            assert not w.is_alive()
+
+    _interrupted_everywhere(kind, call)
+
+
+def test_a_ctrl_c_at_any_line_of_enter_read_leaves_nothing_registered(sigint_raises):
+    """The brief's test: an exception at every line event of the way in, the release in ``finally``."""
+    lock = ReadWriteLock()
+    lines = set()
+
+    def count(frame: Any, event: str, arg: object) -> Any:
+        if frame.f_code is ReadWriteLock.enter_read.__code__:
+            if event == "line":
+                lines.add(frame.f_lineno)
+            return count
+        return None
+
+    def enter_and_release() -> None:
+        token = object()
+        try:
+            lock.enter_read(token)
+        finally:
+            if lock.running.pop(token, None) is not None and lock._closed:
+                lock.wake()
+
+    sys.settrace(count)
+    enter_and_release()
+    sys.settrace(None)
+    assert len(lines) >= 3
+    for line in sorted(lines):
+        def hook(frame: Any, event: str, arg: object, line: int = line) -> Any:
+            if frame.f_code is ReadWriteLock.enter_read.__code__:
+                if event == "line" and frame.f_lineno == line:
+                    raise KeyboardInterrupt
+                return hook
+            return None
+
+        sys.settrace(hook)
+        with pytest.raises(KeyboardInterrupt):
+            enter_and_release()
+        sys.settrace(None)
+        assert lock.readers == 0
+        with lock.writing():
+            pass
+
+
+# ----------------------------------------------------------------------------- 2. the write count after fork
+
+needs_fork = pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+
+
+def _in_child(work: Callable[[], str]) -> str:
+    """``work()`` in a forked child; returns what it returned (or its exception, as text)."""
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child
+        try:
+            try:
+                out = work()
+            except BaseException as exc:
+                out = f"error: {exc!r}"
+            os.write(write, out.encode())
+        finally:
+            os._exit(0)
+    os.close(write)
+    chunks = []
+    while chunk := os.read(read, 1 << 16):
+        chunks.append(chunk)
+    os.close(read)
+    os.waitpid(pid, 0)
+    return b"".join(chunks).decode()
+
+
+@needs_fork
+@pytest.mark.parametrize("kind", STRUCTURES)
+def test_a_forked_child_never_answers_from_the_parents_cached_arrays(kind):
+    s = _make(kind)
+    for i in range(4):
+        s.insert((10.0 + i, 10.0), 1.0)
+    s.query((10.0, 10.0), exact=True)  # caches the kernels' arguments at the parent's write count
+    writes = s._rw.writes
+
+    def work() -> str:
+        for i in range(writes - 1):
+            s.insert((20.0 + i * 0.01, 20.0), 1.0)
+        if kind == "tree":  # the root grows: new arrays
+            h = s.insert((1000.0, 1000.0), 1.0)
+            point = (1000.0, 1000.0)
+        else:  # the pool grows: new arrays
+            h = int(s.insert_many(np.full((5000, 2), 90.0), np.full(5000, 1.0))[0])
+            point = (90.0, 90.0)
+        single = sorted(s.query(point, exact=True).tolist())
+        many = sorted(s.query_many([point], exact=True)[0].tolist())
+        spheres = sorted(s.query_spheres(point, exact=True)[0].tolist())
+        return "ok" if h in single and single == many == spheres else f"{single[:5]} {many[:5]} {spheres[:5]}"
+
+    assert _in_child(work) == "ok"
+
+
+# ----------------------------------------------------------------------------- 3. copies and forks during a mutation
+
+
+class MutateMidway:
+    """Called at the copy's first array: has another thread mutate ``s``, and goes on once the mutation has
+    finished or waits for this copy to let go of the lock (the fix: the copy holds it until its arrays
+    are copied)."""
+
+    def __init__(self, s: Any) -> None:
+        self.s, self.fired, self.thread = s, False, None
+        self.done = threading.Event()
+
+    def __call__(self) -> None:
+        if self.fired:
+            return
+        self.fired = True
+        s = self.s
+
+        def mutate() -> None:
+            s.remove_many(s.handles()[::2])
+            s.insert_many(np.full((300, 2), 42.0), np.full(300, 2.0))
+            self.done.set()
+
+        self.thread = threading.Thread(target=mutate)
+        self.thread.start()
+        lock = s._rw
+        _wait_until(lambda: self.done.is_set() or lock._waiting > 0)
+
+    def join(self) -> None:
+        assert self.thread is not None
+        self.thread.join(HANG_S)
+        assert self.done.is_set()
+
+
+@pytest.mark.parametrize("kind", STRUCTURES)
+@pytest.mark.parametrize("how", ["pickle", "deepcopy", "copy"])
+def test_a_copy_made_while_another_thread_mutates_is_whole(kind, how, monkeypatch):
+    s = _filled(kind)
+    before = _snapshot(s, PROBES)
+    midway = MutateMidway(s)
+    if how == "pickle":
+        def reduce(a: np.ndarray) -> Any:
+            midway()
+            return a.__reduce__()
+        monkeypatch.setitem(copyreg.dispatch_table, np.ndarray, reduce)
+        twin = pickle.loads(pickle.dumps(s))
+    else:
+        def deep(a: np.ndarray, memo: dict[int, Any]) -> np.ndarray:
+            midway()
+            return a.copy(order="K")
+        monkeypatch.setitem(copy._deepcopy_dispatch, np.ndarray, deep)  # type: ignore[attr-defined]
+        twin = copy.deepcopy(s) if how == "deepcopy" else copy.copy(s)
+    midway.join()
+    assert midway.fired
+    twin.check_invariants()
+    assert _snapshot(twin, PROBES) == before
+    s.check_invariants()
+
+
+@needs_fork
+@pytest.mark.parametrize("kind", STRUCTURES)
+def test_a_fork_while_another_thread_is_inside_a_mutation_hands_the_child_a_whole_structure(kind):
+    s = _filled(kind)
+    lock = s._rw
+    inside = threading.Event()
+    forked = threading.Event()
+    h = int(s.handles()[3])
+    # Half-way through a move: unlinked from its old place, not yet linked at the new one.
+    name = "_append" if kind == "tree" else "link"
+    owner = s if kind == "tree" else s._cells
+    original = getattr(owner, name)
+
+    def paused(*args: Any, **kwargs: Any) -> Any:
+        inside.set()
+        _wait_until(lambda: forked.is_set() or lock._queued > 0)  # the fix: the fork waits for the mutation
+        return original(*args, **kwargs)
+
+    setattr(owner, name, paused)
+    t = threading.Thread(target=s.update, args=(h, (77.0, 77.0), 1.5))
+    t.start()
+    assert inside.wait(HANG_S)
+
+    def work() -> str:
+        try:
+            s.check_invariants()
+        except Exception as exc:
+            return f"half-changed: {exc!r}"
+        return "ok" if s.centres_of([h]).tolist() == [[77.0, 77.0]] else "the move is missing"
+
+    try:
+        out = _in_child(work)
+    finally:
+        forked.set()
+        t.join(HANG_S)
+        delattr(owner, name)
+    assert out == "ok"
+    s.check_invariants()
+
+
+# ----------------------------------------------------------------------------- 5. finalizers that come back in
+
+
+class Finalized:
+    """Garbage in a reference cycle whose finalizer calls ``act`` and records what it raised."""
+
+    def __init__(self, act: Callable[[], object], raised: list[BaseException]) -> None:
+        self.cycle = self
+        self.act, self.raised = act, raised
+
+    def __del__(self) -> None:
+        try:
+            self.act()
+        except BaseException as exc:
+            self.raised.append(exc)
+
+
+def _collect_inside(monkeypatch: pytest.MonkeyPatch, module: Any, name: str) -> None:
+    """``module.name`` (a function a structure's call uses half-way) runs a garbage collection first."""
+    original = getattr(module, name)
+
+    def collecting(*args: Any, **kwargs: Any) -> Any:
+        gc.collect()
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(module, name, collecting)
+
+
+def _on_a_thread(call: Callable[[], object]) -> None:
+    """Run ``call`` on a thread: a deadlock fails the test instead of hanging it."""
+    failure: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            call()
+        except BaseException as exc:
+            failure.append(exc)
+
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    t.join(HANG_S)
+    assert not t.is_alive(), "the call deadlocked on its own structure"
+    if failure:
+        raise failure[0]
+
+
+@pytest.mark.parametrize("kind", STRUCTURES)
+@pytest.mark.parametrize("inside", ["query", "insert"])
+def test_a_finalizer_that_mutates_inside_a_call_raises_instead_of_deadlocking(kind, inside, monkeypatch):
+    s = _filled(kind)
+    victim = int(s.handles()[0])
+    raised: list[BaseException] = []
+    gc.collect()
+    gc.disable()
+    try:
+        Finalized(lambda: s.remove(victim), raised)
+        if inside == "insert":
+            _collect_inside(monkeypatch, sys.modules[type(s).__module__], "as_radius")
+        else:
+            _collect_inside(monkeypatch, structure, "as_scale")
+        call = (lambda: s.insert((3.0, 3.0), 1.0)) if inside == "insert" else (lambda: s.query((3.0, 3.0)))
+        _on_a_thread(call)
+    finally:
+        gc.enable()
+    assert len(raised) == 1 and isinstance(raised[0], RuntimeError), raised
+    assert "already inside a call of this structure" in str(raised[0])
+    assert victim in s.handles().tolist()  # the removal did not happen half-way
+    s.check_invariants()
+    s.remove(victim)  # and the lock is free
+
+
+@pytest.mark.parametrize("kind", STRUCTURES)
+def test_a_finalizer_that_queries_inside_a_query_goes_in_even_while_a_writer_waits(kind, monkeypatch):
+    s = _filled(kind)
+    lock = s._rw
+    answers: list[object] = []
+    raised: list[BaseException] = []
+    writer = threading.Thread(target=lambda: s.insert((1.0, 1.0), 1.0))
+    original = structure.as_scale
+
+    def nested(scale: object) -> float:
+        if not writer.is_alive() and writer.ident is None:
+            writer.start()
+            _wait_until(lambda: lock._waiting > 0)  # the writer waits for this query: the door is closed
+            try:
+                answers.append(s.query((50.0, 50.0)))
+            except BaseException as exc:
+                raised.append(exc)
+        return original(scale)
+
+    monkeypatch.setattr(structure, "as_scale", nested)
+    _on_a_thread(lambda: s.query((3.0, 3.0)))
+    writer.join(HANG_S)
+    assert not raised and len(answers) == 1
+    assert len(s) == 201
+    s.check_invariants()
+
+
+# ----------------------------------------------------------------------------- 6. a single update() under MemoryError
+
+
+def _moves(kind: str) -> list[tuple[int, tuple[float, float], float]]:
+    """Single updates that move objects to other cells/nodes, many into one crowded place (its block
+    grows, then the pool) and, for the tree, one outside the root (it grows)."""
+    rng = np.random.default_rng(3)
+    out = [(i, (50.0 + 0.001 * i, 50.0), 0.6) for i in range(0, 150, 2)]
+    out += [(i, (float(rng.uniform(0.0, 99.0)), float(rng.uniform(0.0, 99.0))), float(rng.uniform(0.0, 4.0)))
+            for i in range(1, 40, 2)]
+    if kind == "tree":
+        out.append((3, (400.0, -300.0), 1.0))
+    return out
+
+
+@pytest.mark.parametrize("kind", STRUCTURES)
+def test_a_single_update_is_all_or_nothing_when_any_allocation_fails(kind, monkeypatch):
+    """The moves one after another; for each allocation k of the run, a run where it fails: the update
+    it hits changes nothing, and the structure works on."""
+    from culling.core import growth
+
+    counter = FailAt(0, growth.allocate)
+    monkeypatch.setattr(growth, "allocate", counter)
+    moves = _moves(kind)
+    s = _filled(kind, n=150, seed=4)
+    counter.calls = 0
+    for handle, centre, radius in moves:
+        s.update(handle, centre, radius)
+    sites = counter.calls
+    assert sites > 0, "no update allocated: the scenario does not exercise growth"
+    for k in range(1, sites + 1):
+        counter.k = 0
+        s = _filled(kind, n=150, seed=4)
+        counter.k, counter.calls = k, 0
+        failures = 0
+        for handle, centre, radius in moves:
+            if counter.calls < k:
+                calls, counter.k = counter.calls, 0
+                before = _snapshot(s, PROBES)
+                counter.k, counter.calls = k, calls
+            try:
+                s.update(handle, centre, radius)
+            except MemoryError:
+                failures += 1
+                counter.k = 0
+                s.check_invariants()
+                assert _snapshot(s, PROBES) == before, f"allocation {k} of {sites} failed moving {handle}"
+                s.update(handle, centre, radius)  # and it works on
+            s.check_invariants()
+            assert s.centres_of([handle]).tolist() == [list(centre)]
+        counter.k = 0
+        assert failures == 1
+        assert sorted(s.query((50.0, 50.0), exact=True).tolist()) == sorted(
+            h for h in s.handles().tolist() if np.hypot(*(s.centres_of([h])[0] - 50.0)) <= s.radii_of([h])[0])
+
+
+# ----------------------------------------------------------------------------- 8. the smaller ones
+
+
+class _NumpyFailingZeros:
+    """``numpy`` as a module sees it, except that ``zeros`` raises ``MemoryError`` from its ``k``-th call."""
+
+    def __init__(self, k: int) -> None:
+        self.k, self.calls = k, 0
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(np, name)
+
+    def zeros(self, *args: Any, **kwargs: Any) -> Any:
+        self.calls += 1
+        if self.calls == self.k:
+            raise MemoryError("injected")
+        return np.zeros(*args, **kwargs)
+
+
+@pytest.mark.parametrize("call", ["insert", "insert_many"])
+def test_collision_candidates_leave_no_ghost_when_their_arrays_cannot_grow(call, monkeypatch):
+    from culling import CollisionCandidates
+    from culling.uses import collision
+
+    for k in (1, 2):
+        cc = CollisionCandidates(0.5, 100.0, dim=2)
+        cc.insert_many(np.full((16, 2), 5.0), np.full(16, 1.0))  # the arrays are full: the next one grows them
+        fake = _NumpyFailingZeros(k)
+        monkeypatch.setattr(collision, "np", fake)
+        with pytest.raises(MemoryError):
+            if call == "insert":
+                cc.insert((5.0, 5.0), 1.0)
+            else:
+                cc.insert_many(np.full((3, 2), 5.0), np.full(3, 1.0))
+        monkeypatch.setattr(collision, "np", np)
+        assert len(cc) == 16 and cc.tree.handles().tolist() == cc.handles().tolist()
+        assert sorted(cc.touching((5.0, 5.0)).tolist()) == list(range(16))
+        h = cc.insert((5.0, 5.0), 1.0)
+        assert h in cc.touching((5.0, 5.0)).tolist() and cc.bounding_radius_of([h]).tolist() == [1.0]
+
+
+def test_a_thread_count_the_system_cannot_start_leaks_nothing_and_a_smaller_one_works(monkeypatch):
+    from culling.core import threads
+
+    started: list[threading.Thread] = []
+    real_start = threading.Thread.start
+
+    def start(thread: threading.Thread) -> None:
+        if thread.name.startswith("culling_") and len(started) >= 3:
+            raise RuntimeError("can't start new thread")
+        real_start(thread)
+        if thread.name.startswith("culling_"):
+            started.append(thread)
+
+    s = _filled("tree", n=2000)
+    points = np.random.default_rng(2).uniform(0.0, 99.0, (4000, 2))
+    expected = s.query_many(points, exact=True)
+    try:
+        threads.set_thread_count(20000)
+        monkeypatch.setattr(threading.Thread, "start", start)
+        for _ in range(2):
+            with pytest.raises(RuntimeError, match=r"could not start the \d+ threads"):
+                s.query_many(points, exact=True)
+        for t in started:
+            t.join(HANG_S)
+        assert started and not any(t.is_alive() for t in started)  # the ones it did start have stopped
+        monkeypatch.setattr(threading.Thread, "start", real_start)
+        threads.set_thread_count(np.int64(2))
+        assert threads.thread_count() == 2 and type(threads.thread_count()) is int
+        got = s.query_many(points, exact=True)
+        assert all(np.array_equal(a, b) for a, b in zip(got, expected))
+    finally:
+        threads.set_thread_count(None)
+    assert np.array_equal(s.query_many(points, exact=True)[1], expected[1])
+
+
+@pytest.mark.parametrize("bad", [np.bool_(True), 2.0, "2", 0, -1])
+def test_set_thread_count_refuses_what_is_not_a_positive_integer(bad):
+    from culling.core import threads
+
+    with pytest.raises(ValueError, match="positive integer"):
+        threads.set_thread_count(bad)
+
+
+@pytest.mark.parametrize("kind", STRUCTURES)
+@pytest.mark.filterwarnings("ignore::PendingDeprecationWarning")
+def test_one_point_given_as_a_matrix_row_is_named_as_such(kind):
+    s = _filled(kind, n=10)
+    before = _snapshot(s, PROBES)
+    with pytest.raises(ValueError, match=r"one row: pass it flat") as one:
+        s.insert(np.matrix([[1.0, 2.0]]), 1.0)
+    assert "query_many" not in str(one.value)
+    with pytest.raises(ValueError, match="use insert_many or update_many for many"):
+        s.insert(np.ones((3, 2)), 1.0)
+    with pytest.raises(ValueError, match="use query_many for many"):
+        s.query(np.ones((3, 2)))
+    with pytest.raises(ValueError, match=r"one row: pass it flat"):
+        s.query(np.matrix([[1.0, 2.0]]))
+    assert _snapshot(s, PROBES) == before
+
+
+@pytest.mark.parametrize("kind", STRUCTURES)
+@pytest.mark.parametrize("handles", [{3, 4}, frozenset({3}), {3: 1}, iter([3, 4])], ids=["set", "frozenset", "dict", "iterator"])
+def test_handles_in_a_set_are_refused_as_not_a_sequence(kind, handles):
+    s = _filled(kind, n=10)
+    before = _snapshot(s, PROBES)
+    with pytest.raises(TypeError, match="must be a sequence or array of integers, got a"):
+        s.remove_many(handles)
+    assert _snapshot(s, PROBES) == before
+
+
+# ----------------------------------------------------------------------------- 4. ties decided in floats
+
+
+class CountFractions:
+    """Counts the rows that :mod:`culling.core.containment`'s rational-arithmetic fallback decides."""
+
+    def __init__(self, exact: Callable[..., np.ndarray]) -> None:
+        self.exact, self.rows = exact, 0
+
+    def __call__(self, axes: Any, point: Any, radii: Any, shape: str, scale: float, which: np.ndarray,
+                 grows: Any = None) -> np.ndarray:
+        self.rows += int(which.size)
+        return self.exact(axes, point, radii, shape, scale, which, grows)
+
+
+def _tiles(dim: int, side: int, spacing: float) -> np.ndarray:
+    axes = np.meshgrid(*[np.arange(side) * spacing + 1.0] * dim, indexing="ij")
+    return np.stack([a.ravel() for a in axes], axis=1)
+
+
+def _brute_pairs(centres: np.ndarray, radii: np.ndarray, cube: bool) -> set[tuple[int, int]]:
+    from fractions import Fraction
+
+    out = set()
+    for i in range(len(radii)):
+        for j in range(i + 1, len(radii)):
+            offsets = [Fraction(a) - Fraction(b) for a, b in zip(centres[i].tolist(), centres[j].tolist())]
+            limit = Fraction(radii[i]) + Fraction(radii[j])
+            meets = max(map(abs, offsets)) <= limit if cube else sum(d * d for d in offsets) <= limit * limit
+            if meets:
+                out.add((i, j))
+    return out
+
+
+def _make_shaped(kind: str, dim: int, shape: str, size: float) -> Any:
+    if kind == "tree":
+        return ViewDistanceTree(size, dim=dim, shape=shape)
+    return DenseViewDistanceGrid(size, dim=dim, shape=shape, min_radius=0.25)
+
+
+@pytest.mark.parametrize("kind", STRUCTURES)
+@pytest.mark.parametrize("shape", ["sphere", "cube"])
+def test_probes_decide_exact_ties_without_rational_arithmetic(kind, shape, monkeypatch):
+    """The issue's cases, scaled down: radius-0 objects at the probe's centre, probed with radius 0;
+    tiles that touch a probe of radius 0.5 at spacing 1; whole coordinates at whole distances."""
+    from culling.core import containment
+
+    counter = CountFractions(containment._exact)
+    monkeypatch.setattr(containment, "_exact", counter)
+    dim = 2
+    s = _make_shaped(kind, dim, shape, 64.0)
+    at = s.insert_many(np.full((500, dim), 8.0), np.zeros(500))
+    assert sorted(s.overlapping((8.0, 8.0), 0.0, exact=True).tolist()) == sorted(at.tolist())
+    assert s.overlapping((8.0, 8.5), 0.0, exact=True).size == 0
+    assert sorted(s.query((8.0, 8.0), exact=True).tolist()) == sorted(at.tolist())
+    tiles = _tiles(dim, 20, 1.0) + 20.0
+    th = s.insert_many(tiles, np.full(len(tiles), 0.5))
+    probe = np.array([25.0, 25.0])  # on a tile's centre: its four neighbours touch a probe of radius 0.5
+    got = set(s.overlapping(probe, 0.5, exact=True).tolist())
+    off = np.abs(tiles - probe)
+    dist = off.max(axis=1) if shape == "cube" else np.sqrt((off ** 2).sum(axis=1))
+    assert got == set(th[dist <= 1.0].tolist())
+    many, counts = s.overlapping_many(np.array([probe, probe + 0.5]), [0.5, 0.0], exact=True)
+    assert set(many[:counts[0]].tolist()) == got
+    assert counter.rows == 0, f"{counter.rows} rows went to Fraction arithmetic"
+
+
+@pytest.mark.parametrize("kind", STRUCTURES)
+@pytest.mark.parametrize("shape", ["sphere", "cube"])
+@pytest.mark.parametrize("dim", [1, 2, 3])
+def test_pairs_decide_touching_tiles_and_lattices_without_rational_arithmetic(kind, shape, dim, monkeypatch):
+    from culling.core import containment
+
+    counter = CountFractions(containment._exact)
+    monkeypatch.setattr(containment, "_exact", counter)
+    side = {1: 60, 2: 12, 3: 6}[dim]
+    for spacing, radius in ((1.0, 0.5), (2.0, 1.0), (0.75, 0.375)):
+        s = _make_shaped(kind, dim, shape, 256.0)
+        centres = _tiles(dim, side, spacing)
+        radii = np.full(len(centres), radius)
+        hs = s.insert_many(centres, radii)
+        zero = s.insert_many(np.vstack([centres[:3], centres[:3]]), np.zeros(6))  # radius 0 at one point
+        a, b = s.overlapping_pairs()
+        got = {(min(x, y), max(x, y)) for x, y in zip(a.tolist(), b.tolist())}
+        every = np.concatenate([hs, zero])
+        allc = np.vstack([centres, centres[:3], centres[:3]])
+        allr = np.concatenate([radii, np.zeros(6)])
+        expected = {(min(int(every[i]), int(every[j])), max(int(every[i]), int(every[j])))
+                    for i, j in _brute_pairs(allc, allr, shape == "cube")}
+        assert got == expected, (spacing, radius)
+    assert counter.rows == 0, f"{counter.rows} pairs went to Fraction arithmetic"
+
+
+@pytest.mark.parametrize("shape", ["sphere", "cube"])
+def test_ties_that_do_round_still_go_to_rational_arithmetic_and_stay_exact(shape, monkeypatch):
+    """A tie whose limit rounds (0.1 + 0.2) is not decided in floats: the fallback still answers it."""
+    from culling.core import containment
+
+    counter = CountFractions(containment._exact)
+    monkeypatch.setattr(containment, "_exact", counter)
+    s = ViewDistanceTree(8.0, dim=1, shape=shape)
+    h = s.insert(1.0, 0.1)
+    d = 0.30000000000000004  # fl(0.1 + 0.2): the real sum 0.1 + 0.2 of the floats is a little less
+    from fractions import Fraction
+    inside = abs(Fraction(1.0 + d) - Fraction(1.0)) <= Fraction(0.1) + Fraction(0.2)
+    assert (h in s.overlapping(1.0 + d, 0.2, exact=True).tolist()) == inside
+    assert counter.rows >= 1
+
+
+# ----------------------------------------------------------------------------- 9. far outside the root
+
+
+FAR = [-1e300, -1e100, -1e30, -1e18, -3.0, 1e18, 1e100, 1e300, 1.7e308, -1.7e308]
+
+
+@pytest.mark.parametrize("dim", [1, 2, 3])
+@pytest.mark.parametrize("shape", ["sphere", "cube"])
+def test_a_point_beyond_the_roots_grown_box_visits_nothing_below_the_root(dim, shape):
+    """Root of size 0.5 at the origin: its box grown by half its edge is [-0.25, 0.75) on each axis."""
+    t = ViewDistanceTree(0.5, dim=dim, shape=shape)
+    rng = np.random.default_rng(dim)
+    t.insert_many(rng.uniform(0.0, 0.5, (300, dim)), rng.uniform(0.0, 0.2, 300) ** 3)
+    for far in FAR:
+        for axis in range(dim):
+            p = np.full(dim, 0.2)
+            p[axis] = far
+            trace = t.trace(p)
+            assert [level.depth for level in trace.levels] == [0], (far, axis, [lv.nodes for lv in trace.levels])
+            assert t.query(p).size == 0 and t.query(p, exact=True).size == 0
+            assert t.overlapping(p, 0.01).size == 0
+
+
+@pytest.mark.parametrize("dim", [1, 2, 3])
+@pytest.mark.parametrize("shape", ["sphere", "cube"])
+def test_at_most_two_to_the_dim_nodes_a_level_at_any_finite_point(dim, shape):
+    t = ViewDistanceTree(0.5, dim=dim, shape=shape)
+    rng = np.random.default_rng(10 + dim)
+    t.insert_many(rng.uniform(0.0, 0.5, (300, dim)), rng.uniform(0.0, 0.2, 300) ** 3)
+    points = [np.full(dim, v) for v in FAR + [0.25, 0.5, -0.25, 0.75, -0.2500000000000001, 5e-324]]
+    points += [rng.uniform(-1.0, 1.5, dim) for _ in range(50)]
+    for p in points:
+        for level in t.trace(p).levels:
+            assert level.nodes <= 2 ** dim, (p, level.depth, level.nodes)
