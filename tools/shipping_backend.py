@@ -37,7 +37,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from setuptools import build_meta as _setuptools
-from setuptools.build_meta import get_requires_for_build_sdist  # noqa: F401
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -57,7 +56,13 @@ def _say(message: str) -> None:
 
 
 def get_requires_for_build_wheel(config_settings=None):  # noqa: ANN001, ANN201 - PEP 517's signature
-    return _setuptools.get_requires_for_build_wheel(config_settings) + (KERNEL_REQUIRES if _shipping() else [])
+    with _in_a_copy():  # setuptools writes *.egg-info where it asks
+        return _setuptools.get_requires_for_build_wheel(config_settings) + (KERNEL_REQUIRES if _shipping() else [])
+
+
+def get_requires_for_build_sdist(config_settings=None):  # noqa: ANN001, ANN201
+    with _in_a_copy():
+        return _setuptools.get_requires_for_build_sdist(config_settings)
 
 
 def get_requires_for_build_editable(config_settings=None):  # noqa: ANN001, ANN201
