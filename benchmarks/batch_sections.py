@@ -474,7 +474,7 @@ def _compile_table(res: Results) -> None:
         "compile",
         "The kernels' compile, by kernel group",
         "`python -m culling warm-up` in a new empty numba cache with nothing shipped (`CULLING_SHIPPED_KERNELS=0`), "
-        "as a checkout without `pip install -e` or a wheel built with `CULLING_SHIP_KERNELS=0` meets it: each "
+        "as a checkout without `pip install -e .` or a wheel built with `CULLING_SHIP_KERNELS=0` meets it: each "
         "group alone (`--groups`, one process: what a program that calls only that group compiles, numba's "
         "own set-up included), then all of them in one process and in worker processes, one per core.  CPU "
         "seconds are the process's and its workers' (user + system); wall seconds depend on what else the "
