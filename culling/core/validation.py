@@ -20,6 +20,7 @@ __all__ = [
     "as_coords",
     "as_flag",
     "as_handle",
+    "as_integer",
     "as_handles",
     "as_point",
     "as_points",
@@ -215,11 +216,17 @@ def as_scale(value: object) -> float:
     return scale
 
 
+def as_integer(value: object, what: str) -> int:
+    """One integer (a handle, a viewer id) as a Python int; ``TypeError`` naming ``what`` for a bool or
+    anything that is not an integer."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (numbers.Integral, np.integer)):
+        raise TypeError(f"{what} must be an integer, got {type(value).__name__}")
+    return int(value)
+
+
 def as_handle(value: object) -> int:
     """One handle as a Python int; ``TypeError`` if it is not an integer."""
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (numbers.Integral, np.integer)):
-        raise TypeError(f"handle must be an integer, got {type(value).__name__}")
-    return int(value)
+    return as_integer(value, "handle")
 
 
 def as_handles(values: object, name: str = "handles", beyond: str = "raise", copy: bool = True) -> np.ndarray:

@@ -41,7 +41,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from culling.core.locks import ReadWriteLock, reading, state_without_lock, writing
 from culling.core.threads import run_chunks
-from culling.core.validation import as_handles, as_points, as_probe_radii, as_radius
+from culling.core.validation import as_handles, as_integer, as_points, as_probe_radii, as_radius
 from culling.tree.tree import ViewDistanceTree
 from culling.uses.interest_kernels import advance_rows, compact_rows
 
@@ -101,9 +101,7 @@ def as_viewer_ids(values: ArrayLike) -> NDArray[np.int64]:
 
 def as_viewer_id(value: object) -> int:
     """One viewer id as an int: ``TypeError`` for a non-integer."""
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (numbers.Integral, np.integer)):
-        raise TypeError(f"viewer id must be an integer, got {type(value).__name__}")
-    return int(value)
+    return as_integer(value, "viewer id")
 
 
 @dataclass(frozen=True, eq=False)
