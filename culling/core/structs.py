@@ -104,15 +104,18 @@ class Cells(NamedTuple):
     offsets : shape (levels + 1,), int64: the first global cell id of each level
     level_count : shape (levels,), int64: objects per level
     start, members : shape (cells,), int32: each cell's pool block and member count (the pool's ``count``)
-    cell, slot : shape (handles,), int32: each handle's cell (-1: none) and slot
+    occupied : shape (k,), int64: the ids of the non-empty cells, ascending (so level by level,
+        row-major in each), or empty when the query's windows are small enough to enumerate
+    occupied_at : shape (levels + 1,), int64: level ``L``'s ids are ``occupied[occupied_at[L]:occupied_at[L+1]]``
+        (empty with ``occupied``)
     """
 
     offsets: np.ndarray
     level_count: np.ndarray
     start: np.ndarray
     members: np.ndarray
-    cell: np.ndarray
-    slot: np.ndarray
+    occupied: np.ndarray
+    occupied_at: np.ndarray
 
 
 class Query(NamedTuple):

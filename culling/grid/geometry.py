@@ -97,6 +97,35 @@ class GridGeometry:
             out[:, axis] = np.right_shift(flat, levels * (self.dim - 1 - axis)) & mask
         return out
 
+    def ids(self, coords: np.ndarray, level: int) -> np.ndarray:
+        """Global ids (int64 (n,)) of the cells with per-axis ``coords`` (int64 (n, dim)) on ``level``."""
+        flat = np.zeros(coords.shape[0], dtype=np.int64)
+        for axis in range(self.dim):
+            flat |= np.left_shift(coords[:, axis], level * (self.dim - 1 - axis))
+        result: np.ndarray = flat + self._offsets_list[level]
+        return result
+
+    def with_ancestors(self, cells: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Cells listed level by level (``cells[ends[L-1]:ends[L]]`` on level ``L``, ascending) with every
+        ancestor added, down to the deepest level listing a cell: ``(cells, ends)`` again, level 0 the one
+        level-0 cell.  So the listing is a tree, as the tree's nodes are.  O(levels x cells).
+
+        >>> geo = GridGeometry(size=8.0, origin=np.zeros(2), finest_level=2)
+        >>> cells, ends = geo.with_ancestors(np.array([13, 14]), np.array([0, 0, 2]))
+        >>> cells.tolist(), ends.tolist()       # cells (2, 0) and (2, 1) of level 2 share parent (1, 0)
+        ([0, 3, 13, 14], [1, 2, 4])
+        """
+        per_level = np.split(cells, ends[:-1]) if ends.size else []
+        deepest = max((level for level, listed in enumerate(per_level) if listed.size), default=0)
+        out = [np.zeros(1, dtype=np.int64)] * (deepest + 1)
+        parents = np.empty(0, dtype=np.int64)
+        for level in range(deepest, 0, -1):
+            listed = np.union1d(per_level[level], parents) if parents.size else per_level[level]
+            out[level] = listed
+            coords = self.coords(listed, np.full(listed.shape[0], level))
+            parents = np.unique(self.ids(np.right_shift(coords, 1), level - 1))
+        return np.concatenate(out), np.cumsum([part.shape[0] for part in out]).astype(np.int64)
+
     def bounds(self, level: int, coords: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``(lo, hi)`` corners, float64 (k, dim), of cells with per-axis ``coords`` on ``level``."""
         w = self._w_list[level]

@@ -11,7 +11,10 @@ update are O(1).  Radii below ``min_radius`` live on the finest level.
 
 A query visits every level that holds objects and, on each, the at most two
 cells per axis whose box grown by ``scale * W / 2`` contains the point: O(levels
-+ candidates), like the tree, with cells computed rather than hashed.  Cell
++ candidates), like the tree, with cells computed rather than hashed.  A large
+``scale`` (or probe radius) widens the windows, but a level's work stays
+bounded by its non-empty cells: a window larger than those is not enumerated,
+the sorted non-empty cells are filtered by it instead (:mod:`culling.grid.walk`).  Cell
 members and their spheres live in a :class:`~culling.grid.pool.CellPool`, one
 contiguous block per cell.  The price is memory: 12 bytes per cell of every
 level, whether or not it holds anything (see docs/DENSE.md for when that pays).
@@ -77,10 +80,18 @@ DEFAULT_FINEST_CELLS = 2 ** 18
 #: A smaller ``min_radius`` is a ``ValueError``: use the tree for such worlds.
 MAX_FINEST_CELLS = 2 ** 24
 
-#: A query point whose windows span more cells than this (only with a large
-#: distance scale) tests the first member of every non-empty cell against
-#: the windows instead, when that is fewer tests (more cells than handles).
-MAX_ENUMERATED_CELLS = 4096
+#: A level's window of at most this many cells is enumerated cell by cell;
+#: a larger one (a large distance scale or probe radius) is enumerated only
+#: when the level has at least as many non-empty cells, and otherwise those
+#: are filtered by the window (:func:`culling.grid.walk.visit`), so a level
+#: costs O(min(window, max(this, non-empty cells))).  256 (4**4): every
+#: window with ``scale <= 1`` (at most ``4**dim`` cells) and most with
+#: ``scale <= 3`` are enumerated without the sorted index of non-empty
+#: cells, which is built (O(objects), once per mutation) only for a larger one.
+MAX_ENUMERATED_CELLS = 256
+
+#: No occupied index (:attr:`culling.core.structs.Cells.occupied`): every window is enumerated.
+_NO_INDEX = np.empty(0, dtype=np.int64)
 
 
 
@@ -370,8 +381,8 @@ class DenseViewDistanceGrid(Structure):
     def _answer_parts(self, points: np.ndarray, exact: bool, scale: float) -> Parts:
         """Every point's non-empty cells (:func:`culling.grid.walk.visits`), then their members
         (:func:`culling.core.members.answer_many`)."""
-        visit_run, visit_point, run_start, run_count = gridwalk.visits(points, scale, self._world(), self._cell_arrays(),
-                                                                       MAX_ENUMERATED_CELLS)
+        visit_run, visit_point, run_start, run_count, _ = gridwalk.visits(
+            points, scale, self._world(), self._cell_arrays(scale), MAX_ENUMERATED_CELLS)
         return members.answer_many(visit_run, visit_point, points, run_start, run_count, self._pool_arrays(),
                                    (scale, exact, self._cube, False))
 
@@ -379,11 +390,12 @@ class DenseViewDistanceGrid(Structure):
                      scale: float) -> Callable[[int, int], Parts]:
         """The probes' cells (:func:`culling.grid.walk.grown_visits`), then their members
         (:func:`culling.grid.probe.probe_visits`)."""
-        query, world, cell_arrays, pool = (scale, exact, self._cube, False), self._world(), self._cell_arrays(), \
-            self._pool_arrays()
+        grow = float(grows.max()) if grows.size else 0.0
+        query, world, cell_arrays, pool = (scale, exact, self._cube, False), self._world(), \
+            self._cell_arrays(scale, grow), self._pool_arrays()
 
         def chunk(lo: int, hi: int) -> Parts:
-            visit_run, visit_point, run_start, run_count = gridwalk.grown_visits(
+            visit_run, visit_point, run_start, run_count, _ = gridwalk.grown_visits(
                 points[lo:hi], grows[lo:hi], scale, world, cell_arrays, MAX_ENUMERATED_CELLS)
             handles, counts, unsure, owners = probe.probe_visits(visit_run, visit_point, run_start, run_count,
                                                                  points[lo:hi], grows[lo:hi], query, pool)
@@ -437,28 +449,37 @@ class DenseViewDistanceGrid(Structure):
     def trace(self, point: ArrayLike, scale: float = 1.0) -> QueryTrace:
         """What ``query(point, scale=scale)`` visits, level by level.
 
-        A visited node is a cell whose grown box contains the point, whether
-        or not it holds objects; depth 0 is the world's single level-0 cell.
-        Levels run down to the deepest level that holds any object, and stop
-        early where no cell of a level (and so of no finer level) reaches the
-        point.  Levels that hold no objects are listed, with 0 objects, so
-        the listing has no gaps; the query itself skips them.
+        The listed nodes are the cells the query reads (non-empty cells
+        whose grown box contains the point) and their ancestors, as the
+        tree lists its existing nodes: depth 0 is the world's single level-0
+        cell, every listed cell's parent is listed, and the levels run down
+        to the deepest level where the query read a cell, without gaps
+        (levels between hold only ancestors: 0 objects).  Empty cells in the
+        windows are not listed: a fine grid's windows at a large ``scale``
+        hold millions of them.
 
-        Cost: O(levels + visited cells + candidates), compiled windows
-        (:func:`culling.grid.walk.visit`); a large ``scale`` visits up to
-        ``ceil(1 + scale)**dim`` cells per level.
+        Cost: O(levels x (read cells + 1) + candidates): a window larger than
+        its level's non-empty cells is not enumerated (:func:`culling.grid.walk.visit`).
         """
         p = np.array(as_coords(point, self.dim, "point"))
         scale = as_scale(scale)
         if not self._count:
             return QueryTrace(point=p, candidates=np.empty(0, dtype=np.int64), levels=[])
-        visited, ends = gridwalk.trace_visit(p, scale, self._world(), self._cell_arrays(), MAX_ENUMERATED_CELLS)
+        visited, ends = self._traced_cells(p, scale)
         return self._trace_of(p, scale, visited, ends)
 
+    def _traced_cells(self, p: np.ndarray, scale: float) -> tuple[np.ndarray, np.ndarray]:
+        """The cells a query at ``p`` reads (:func:`culling.grid.walk.trace_visit`) with their ancestors
+        (:meth:`GridGeometry.with_ancestors <culling.grid.geometry.GridGeometry.with_ancestors>`), level by
+        level; ``ends``: where each level's cells end."""
+        visited, ends, _ = gridwalk.trace_visit(p, scale, self._world(), self._cell_arrays(scale),
+                                                MAX_ENUMERATED_CELLS)
+        return self._geo.with_ancestors(visited, ends)
+
     def _walk_runs(self, p: np.ndarray, scale: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """The cells one query visits (:func:`culling.grid.walk.trace_visit`), with ``ends`` per level and
-        each visited cell's member run (start, count)."""
-        visited, ends = gridwalk.trace_visit(p, scale, self._world(), self._cell_arrays(), MAX_ENUMERATED_CELLS)
+        """The cells one query reads and their ancestors (:meth:`_traced_cells`), with ``ends`` per level
+        and each listed cell's member run (start, count; 0 members for an empty ancestor)."""
+        visited, ends = self._traced_cells(p, scale)
         cells = self._cells
         return visited, ends, cells.start[visited].astype(np.int64), cells.count[visited].astype(np.int64)
 
@@ -490,20 +511,51 @@ class DenseViewDistanceGrid(Structure):
         unsure rows."""
         if not self._count:
             return np.empty(0, dtype=np.int64), 0
-        world, cells, pool = self._current(self._structs)
-        return gridwalk.query(p, (scale, exact, self._cube, want_rows), world, cells, pool, MAX_ENUMERATED_CELLS)
+        world, cells, pool, _ = self._current(self._structs)
+        if self._needs_index(scale, 0.0):
+            cells = self._cell_arrays(scale)
+        found, sure, _ = gridwalk.query(p, (scale, exact, self._cube, want_rows), world, cells, pool,
+                                        MAX_ENUMERATED_CELLS)
+        return found, sure
 
-    def _structs(self) -> tuple[WorldFields, CellsFields, PoolFields]:
-        return self._world(), self._cell_arrays(), self._pool_arrays()
+    def _structs(self) -> tuple[WorldFields, CellsFields, PoolFields, list[tuple[np.ndarray, np.ndarray]]]:
+        """What the kernels read, remade after each mutation (:meth:`_current`), with an empty list where
+        the occupied index is kept once built (:meth:`_occupied`): it lives and dies with this state."""
+        cells = self._cells
+        plain = self._geo.offsets, self._level_count, cells.start, cells.count, _NO_INDEX, _NO_INDEX
+        return self._world(), plain, self._pool_arrays(), []
 
     def _world(self) -> WorldFields:
         """The :class:`~culling.core.structs.World` the kernels read, as a plain tuple (the root is cell 0)."""
         return self.origin, self.size, 0, 0
 
-    def _cell_arrays(self) -> CellsFields:
-        """The :class:`~culling.core.structs.Cells` the kernels read, as a plain tuple."""
+    def _cell_arrays(self, scale: float = 1.0, grow: float = 0.0) -> CellsFields:
+        """The :class:`~culling.core.structs.Cells` the kernels read, as a plain tuple: with the occupied
+        index when a window of ``scale`` (probe radius ``grow``) may exceed :data:`MAX_ENUMERATED_CELLS`."""
         cells = self._cells
-        return self._geo.offsets, self._level_count, cells.start, cells.count, cells.cell, cells.slot
+        occupied, at = self._occupied() if self._needs_index(scale, grow) else (_NO_INDEX, _NO_INDEX)
+        return self._geo.offsets, self._level_count, cells.start, cells.count, occupied, at
+
+    def _needs_index(self, scale: float, grow: float) -> bool:
+        """Whether a window of ``scale`` (probe radius ``grow``) may hold more than
+        :data:`MAX_ENUMERATED_CELLS` cells (:func:`culling.grid.walk.window_cells`)."""
+        geo = self._geo
+        return gridwalk.window_cells(scale, grow, float(geo.cell_size[-1]), self.finest_level,
+                                     self.dim) > MAX_ENUMERATED_CELLS
+
+    def _occupied(self) -> tuple[np.ndarray, np.ndarray]:
+        """The non-empty cells' ids ascending, int64 (k,), and where each level's begin, int64 (levels + 1,).
+
+        Found from each non-empty cell's member in slot 0: O(objects), once per
+        mutation (kept with :meth:`_structs`, so a copy or a mutation drops it);
+        readers racing to build it build the same.
+        """
+        kept = self._current(self._structs)[3]
+        if not kept:
+            cells = self._cells
+            occupied = np.sort(cells.cell[(cells.cell >= 0) & (cells.slot == 0)].astype(np.int64))
+            kept.append((occupied, np.searchsorted(occupied, self._geo.offsets).astype(np.int64)))
+        return kept[0]
 
     def _pool_arrays(self) -> PoolFields:
         """The :class:`~culling.core.structs.Pool` the kernels read, as a plain tuple (no tiles)."""

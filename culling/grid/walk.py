@@ -19,10 +19,15 @@ write them: a grid's visit list is its visited non-empty cells, numbered
 ``0 .. k-1``, with each one's pool start and member count (int64 arrays of
 ``k``: no array over all cells is allocated or scanned per query).
 
-A query with a huge ``scale`` has windows of up to ``2**L`` cells per axis;
-when a point's windows hold more than ``limit`` cells and more than the
-handles issued, the first member of every non-empty cell is tested against
-the windows instead: O(objects), never O(cells).
+A query with a large ``scale`` (or a probe with a large radius) has windows
+of up to ``2**L`` cells per axis, far more than the objects on a fine grid.
+A level's window holding more than ``limit`` cells and more than the
+level's non-empty cells is not enumerated: the level's non-empty cells (the
+grid's sorted occupied index, :attr:`culling.core.structs.Cells.occupied`)
+are filtered by the window instead.  They are ascending ids, so the cells
+come out in the same row-major order either way, and a level costs
+O(min(window, max(limit, non-empty cells of the level))): bounded by what
+the grid holds, never by the window.
 """
 
 from __future__ import annotations
@@ -35,7 +40,7 @@ from culling.core.lattice import ANCHOR
 from culling.core.members import answer
 from culling.core.structs import Cells, CellsFields, Pool, PoolFields, Query, QueryFields, World, WorldFields
 
-__all__ = ["cell_window", "grown_visits", "query", "trace_visit", "visit", "visits"]
+__all__ = ["cell_window", "grown_visits", "query", "trace_visit", "visit", "visits", "window_cells"]
 
 #: Visited-cell buffer to start with; it doubles when a large scale needs more.
 _FIRST_CELLS = 64
@@ -86,10 +91,10 @@ def cell_window(p: np.ndarray, scale: float, world: World, level: int, lo: np.nd
 
 
 @inline_kernel
-def _append_window(level: int, offset: int, lo: np.ndarray, hi: np.ndarray, count: np.ndarray, every: bool,
+def _append_window(level: int, offset: int, lo: np.ndarray, hi: np.ndarray, count: np.ndarray,
                    cells: np.ndarray, n: int) -> tuple[np.ndarray, int]:
-    """Append the global ids of one window's cells (row-major; only the non-empty ones unless
-    ``every``) to ``cells[n:]``; returns the buffer (grown if full) and the new ``n``."""
+    """Append the global ids of one window's non-empty cells (row-major) to ``cells[n:]``; returns the
+    buffer (grown if full) and the new ``n``.  O(cells in the window)."""
     dim = lo.shape[0]
     k = lo.copy()
     while True:
@@ -97,7 +102,7 @@ def _append_window(level: int, offset: int, lo: np.ndarray, hi: np.ndarray, coun
         for axis in range(dim):
             cell = (cell << level) | k[axis]
         cell += offset
-        if every or count[cell] > 0:
+        if count[cell] > 0:
             if n == cells.shape[0]:
                 cells = _doubled(cells)
             cells[n] = cell
@@ -113,84 +118,113 @@ def _append_window(level: int, offset: int, lo: np.ndarray, hi: np.ndarray, coun
             return cells, n
 
 
+@inline_kernel
+def _append_occupied(level: int, offset: int, lo: np.ndarray, hi: np.ndarray, occupied: np.ndarray,
+                     first: int, last: int, cells: np.ndarray, n: int) -> tuple[np.ndarray, int]:
+    """Append the level's non-empty cells ``occupied[first:last]`` (ascending global ids) that lie in
+    the window ``lo .. hi`` to ``cells[n:]``: the cells :func:`_append_window` finds, in the same
+    order, in O(last - first) whatever the window's size."""
+    dim = lo.shape[0]
+    mask = (1 << level) - 1
+    for i in range(first, last):
+        c = occupied[i]
+        flat = c - offset
+        inside = True
+        for axis in range(dim - 1, -1, -1):
+            k = flat & mask
+            flat >>= level
+            if k < lo[axis] or k > hi[axis]:
+                inside = False
+                break
+        if inside:
+            if n == cells.shape[0]:
+                cells = _doubled(cells)
+            cells[n] = c
+            n += 1
+    return cells, n
+
+
 @inline_kernel(from_python=True)  # inlined into _visits; the trace calls it from Python
-def visit(p: np.ndarray, scale: float, world: World, grid: Cells, every: bool,
-          limit: int, grow: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
-    """The cells a query at ``p`` visits, level by level from level 0.
+def visit(p: np.ndarray, scale: float, world: World, grid: Cells, limit: int,
+          grow: float = 0.0) -> tuple[np.ndarray, np.ndarray, int]:
+    """The non-empty cells a query at ``p`` visits, level by level from level 0.
 
     Parameters
     ----------
     world : the grid's origin and size
     grid : its cells (:class:`~culling.core.structs.Cells`: level offsets, objects per level,
-        members per cell, each handle's cell and slot)
-    every : bool
-        Every cell of every window, down to the deepest level that holds
-        objects (the trace); otherwise only the non-empty cells of the
-        levels that hold objects (the query: other levels' windows are not
-        even computed).
+        members per cell, the occupied index or none)
     limit : int
-        Without ``every``: windows holding more cells than this and than
-        the handles are not enumerated; the non-empty cells are found from
-        their first members instead (in handle order).
+        A level's window of at most this many cells is enumerated cell by
+        cell; a larger one too, unless the occupied index is given and
+        the level has fewer non-empty cells than the window: those are
+        filtered by the window instead.  The caller passes the index
+        whenever a window may exceed ``limit`` (:func:`window_cells`).
 
     Returns
     -------
     cells : ndarray, int64, global cell ids, level after level, row-major in each
     ends : ndarray, int64: the cells of level ``L`` are ``cells[ends[L-1]:ends[L]]``,
-        one entry per level down to the last level with a non-empty window
-        (meaningless when the first members were scanned)
+        one entry per level down to the last level that holds objects and
+        whose window is not empty (levels without objects: no cells)
+    examined : int
+        The work done: window cells enumerated plus occupied entries
+        filtered, over all levels (what the bound below counts; tests
+        assert it).
 
-    Cost: O(levels + cells listed); at most ``2**dim`` cells per level for ``scale <= 1``.
+    Cost: O(levels + sum over levels of min(window, max(limit, non-empty cells)));
+    at most ``4**dim`` cells per level for ``scale <= 1``.
     """
-    offsets, level_count, count, cell, slot = grid.offsets, grid.level_count, grid.members, grid.cell, grid.slot
+    offsets, level_count, count = grid.offsets, grid.level_count, grid.members
+    occupied, occupied_at = grid.occupied, grid.occupied_at
+    indexed = occupied_at.shape[0] > 0
     dim = p.shape[0]
     deepest = level_count.shape[0] - 1
     while deepest >= 0 and level_count[deepest] == 0:
         deepest -= 1
     lo = np.empty((deepest + 1, dim), dtype=np.int64)
     hi = np.empty((deepest + 1, dim), dtype=np.int64)
+    window_size = np.zeros(deepest + 1, dtype=np.int64)
     reached = 0
-    total = 0
     for level in range(deepest + 1):
-        if not every and level_count[level] == 0:
+        if level_count[level] == 0:
             continue  # nothing to find there: its window is not needed
         n_cells = cell_window(p, scale, world, level, lo[level], hi[level], grow)
         if n_cells == 0:  # no centre of the world within reach: none on finer levels either
             break
         reached = level + 1
-        if level_count[level] > 0:
-            total += n_cells
+        window_size[level] = n_cells
     cells = np.empty(_FIRST_CELLS, dtype=np.int64)
     ends = np.empty(reached, dtype=np.int64)
     n = 0
-    if not every and total > limit and total > cell.shape[0]:  # a huge scale: scan the first members
-        for h in range(cell.shape[0]):
-            c = cell[h]
-            if c < 0 or slot[h] != 0:
-                continue
-            level = 0
-            while offsets[level + 1] <= c:
-                level += 1
-            if level >= reached:
-                continue
-            flat = c - offsets[level]
-            inside = True
-            for axis in range(dim - 1, -1, -1):
-                k = flat & ((1 << level) - 1)
-                flat >>= level
-                inside &= (lo[level, axis] <= k) & (k <= hi[level, axis])
-            if inside:
-                if n == cells.shape[0]:
-                    cells = _doubled(cells)
-                cells[n] = c
-                n += 1
-        ends[:] = n
-        return cells[:n], ends
+    examined = 0
     for level in range(reached):
-        if every or level_count[level] > 0:
-            cells, n = _append_window(level, offsets[level], lo[level], hi[level], count, every, cells, n)
+        if level_count[level] > 0:
+            first = occupied_at[level] if indexed else 0
+            last = occupied_at[level + 1] if indexed else 0
+            if indexed and window_size[level] > limit and window_size[level] > last - first:
+                cells, n = _append_occupied(level, offsets[level], lo[level], hi[level], occupied, first, last,
+                                            cells, n)
+                examined += last - first
+            else:
+                cells, n = _append_window(level, offsets[level], lo[level], hi[level], count, cells, n)
+                examined += window_size[level]
         ends[level] = n
-    return cells[:n], ends
+    return cells[:n], ends, examined
+
+
+def window_cells(scale: float, grow: float, finest_edge: float, finest_level: int, dim: int) -> float:
+    """An upper bound on the cells of any one level's window (:func:`cell_window`) of a point (a probe
+    of radius ``grow``) on a grid whose finest cells have edge ``finest_edge``: a float, as a huge
+    ``scale`` would overflow an integer.
+
+    Per axis a window spans ``scale * W + 2 * grow`` around the point's cell, rounded outward: at most
+    ``ceil(scale + 2 * grow / W) + 3`` cells of edge ``W``, most on the finest level, and never more
+    than the level's ``2**L``.
+    """
+    with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+        per_axis = min(float(2 ** finest_level), np.ceil(scale + 2.0 * grow / finest_edge) + 3.0)
+    return float(per_axis) ** dim
 
 
 @kernel
@@ -203,56 +237,58 @@ def _doubled(array: np.ndarray) -> np.ndarray:
 
 
 def trace_visit(p: np.ndarray, scale: float, world_fields: WorldFields,
-                cells_fields: CellsFields, limit: int) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`visit` of every cell of every window (the grid's trace), the structs as plain tuples.
+                cells_fields: CellsFields, limit: int) -> tuple[np.ndarray, np.ndarray, int]:
+    """:func:`visit` for the grid's trace and ``query_detailed``, the structs as plain tuples.
 
     The functions here that Python calls are Python, calling the kernels as
     other kernels do (the same compiled code): a wrapper kernel would be
     compiled again with its callees linked in, seconds at a cold start, for
     about a microsecond per call."""
-    return visit(p, scale, World(*world_fields), Cells(*cells_fields), True, limit, 0.0)
+    return visit(p, scale, World(*world_fields), Cells(*cells_fields), limit, 0.0)
 
 
 @kernel
 def query(p: np.ndarray, query_fields: QueryFields, world_fields: WorldFields, cells_fields: CellsFields,
-          pool_fields: PoolFields, limit: int) -> tuple[np.ndarray, int]:
+          pool_fields: PoolFields, limit: int) -> tuple[np.ndarray, int, int]:
     """One query: the visited non-empty cells (:func:`_visits`), then their members that pass
     (:func:`culling.core.members.answer`), as the tree's :func:`culling.tree.walk.query`; the
-    structs as plain tuples.  Returns ``(found, sure)``: the sure handles (or pool rows), then the
-    unsure pool rows.
+    structs as plain tuples.  Returns ``(found, sure, examined)``: the sure handles (or pool rows),
+    then the unsure pool rows; and the cells looked at (:func:`visit`).
     A kernel, as the tree's (the hot single query: no named tuples passed from Python)."""
     q = Query(*query_fields)
-    runs, _, run_start, run_count = _visits(p.reshape(1, p.shape[0]), q.scale, World(*world_fields),
-                                            Cells(*cells_fields), limit, np.empty(0))
-    return answer(runs, run_start, run_count, Pool(*pool_fields), p, q)
+    runs, _, run_start, run_count, examined = _visits(p.reshape(1, p.shape[0]), q.scale, World(*world_fields),
+                                                      Cells(*cells_fields), limit, np.empty(0))
+    found, sure = answer(runs, run_start, run_count, Pool(*pool_fields), p, q)
+    return found, sure, examined
 
 
 def visits(points: np.ndarray, scale: float, world_fields: WorldFields, cells_fields: CellsFields,
-           limit: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+           limit: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]:
     """:func:`_visits` for Python (``query_many``), the structs as plain tuples."""
     return _visits(points, scale, World(*world_fields), Cells(*cells_fields), limit, _NO_GROWS)
 
 
 def grown_visits(points: np.ndarray, grows: np.ndarray, scale: float, world_fields: WorldFields,
-                 cells_fields: CellsFields, limit: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+                 cells_fields: CellsFields, limit: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]:
     """:func:`_visits` of probe spheres (radii ``grows``, (m,)): every window widened by its probe's radius."""
     return _visits(points, scale, World(*world_fields), Cells(*cells_fields), limit, grows)
 
 
 @kernel
 def _visits(points: np.ndarray, scale: float, world: World, grid: Cells, limit: int,
-            grows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+            grows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]:
     """Every point's visited non-empty cells, as the visits
     :func:`culling.core.members.answer` (one point) and
     :func:`culling.core.members.answer_many` read.
 
-    Returns ``(visit_run, visit_point, run_start, run_count)``: visit ``v``
+    Returns ``(visit_run, visit_point, run_start, run_count, examined)``: visit ``v``
     is point ``visit_point[v]`` reading run ``visit_run[v]``, the points in
     order, each point's cells in visiting order; the runs are the distinct
     visited cells in ascending id, each with its pool start and member
     count (int64).  Points near each other share cells (a town's players,
     and at the coarse levels everyone), and ``answer_many`` reads each
-    shared run once for all its visitors.  O(m x levels + visits).
+    shared run once for all its visitors; ``examined``: the cells all the points' windows looked at
+    (:func:`visit`).  O(m x levels + examined + visits).
 
     Serial: ``query_many`` calls it once per chunk of points on the
     library's threads, and one variant, with :func:`visit` inlined once, is
@@ -262,8 +298,10 @@ def _visits(points: np.ndarray, scale: float, world: World, grid: Cells, limit: 
     visit_cell = np.empty(_FIRST_CELLS * max(m, 1), dtype=np.int64)
     visit_point = np.empty(visit_cell.shape[0], dtype=np.int64)
     n_visits = 0
+    examined = 0
     for i in range(m):
-        cells, _ = visit(points[i], scale, world, grid, False, limit, grows[i] if grows.shape[0] else 0.0)
+        cells, _, looked = visit(points[i], scale, world, grid, limit, grows[i] if grows.shape[0] else 0.0)
+        examined += looked
         while n_visits + cells.shape[0] > visit_cell.shape[0]:
             visit_cell = _doubled(visit_cell)
             visit_point = _doubled(visit_point)
@@ -295,6 +333,6 @@ def _visits(points: np.ndarray, scale: float, world: World, grid: Cells, limit: 
     for r in range(runs):
         run_start[r] = grid.start[run_cell[r]]
         run_count[r] = grid.members[run_cell[r]]
-    return visit_run, visit_point, run_start, run_count
+    return visit_run, visit_point, run_start, run_count, examined
 
 

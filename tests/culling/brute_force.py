@@ -246,6 +246,13 @@ def all_nodes(structure, dim: int) -> dict[float, np.ndarray] | None:
     return nodes
 
 
+def _grown_box_holds(lo, hi, p, scale: float, w: float) -> bool:
+    """The visiting rule ``lo - s*W/2 <= p < hi + s*W/2`` on every axis, in Fractions (exact)."""
+    half = Fraction(scale) * Fraction(w) / 2
+    return all(Fraction(float(a)) - half <= Fraction(float(x)) < Fraction(float(b)) + half
+               for a, b, x in zip(lo, hi, p))
+
+
 def check_trace(structure, point, candidates, dim: int, scale: float = 1.0, nodes=None) -> None:
     """Every rule docs/CONTRACT.md ("Trace") states about ``trace(point)``.
 
@@ -292,6 +299,8 @@ def check_trace(structure, point, candidates, dim: int, scale: float = 1.0, node
             if not ok.all():
                 slack = _slack(lo, hi, p, root_magnitude, exact)
                 ok = (lo - half - slack <= p) & (p < hi + half + slack)
+            for i in np.flatnonzero(~ok.all(axis=1)).tolist():  # where hi + half rounds (a huge scale): exactly
+                ok[i] = _grown_box_holds(lo[i], hi[i], p, scale, w)
             assert ok.all(), (f"level {lv.depth}: visited a node whose grown box misses "
                               f"{p.tolist()}: {bounds[~ok.all(axis=1)].tolist()}")
             # and each visited node is a child of a visited node one level up
