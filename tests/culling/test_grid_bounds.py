@@ -23,7 +23,7 @@ from brute_force import BruteForce, check_trace, sorted_handles
 
 import culling.grid.grid as dense_module
 import culling.grid.walk as gridwalk
-from culling import DenseViewDistanceGrid
+from culling import DenseViewDistanceGrid, ViewDistanceTree
 
 SIZE = 1024.0
 #: The finest level each dimension allows (MAX_FINEST_CELLS = 2**24 finest cells).
@@ -234,3 +234,35 @@ def test_infinite_points_and_scales_are_still_refused(method):
     with pytest.raises(ValueError):
         grid.overlapping_many([[0.0, 0.0]], [np.inf], scale=1e100)
     assert pickle.dumps(grid) == before
+
+
+@pytest.mark.parametrize("shape", ["sphere", "cube"])
+@pytest.mark.parametrize("dim", [1, 2, 3])
+def test_the_tree_visits_only_existing_nodes_at_large_scales_and_far_points(dim, shape):
+    """The tree's bound (docs/CONTRACT.md, Work bounds): its walk visits existing nodes only, at most
+    ``node_count`` and per level at most the window's cells, at any scale and point; answers exact."""
+    tree = ViewDistanceTree(SIZE, dim=dim, shape=shape)
+    rng = np.random.default_rng(dim)
+    centres = np.concatenate([rng.uniform(0, SIZE, (80, dim)), rng.normal(300.0, 0.01, (20, dim))])
+    radii = np.exp(rng.uniform(np.log(1e-3), np.log(SIZE / 2), 100))
+    radii[:3] = 0.0
+    model = BruteForce(dim, shape)
+    for h, c, r in zip(tree.insert_many(centres, radii).tolist(), centres, radii):
+        model.insert(h, c, r)
+    depths, _ = tree.node_boxes()
+    per_depth = np.bincount(depths)
+    for p in points_for(dim, rng):
+        for scale in SCALES:
+            trace = tree.trace(p, scale=scale)
+            visited = [lv.nodes for lv in trace.levels]
+            assert sum(visited) <= tree.node_count
+            assert all(n <= per_depth[d] for d, n in enumerate(visited))
+            window = min(2.0 ** 62, np.ceil(1.0 + scale) + 2) ** dim
+            assert all(n <= window for n in visited)
+            assert sorted_handles(trace.candidates) == sorted_handles(tree.query(p, scale=scale))
+            assert sorted_handles(tree.query(p, exact=True, scale=scale)) == sorted(model.query(p, scale))
+            details = tree.query_detailed(p, scale=scale, trace=True)
+            assert [lv.nodes for lv in details.trace.levels] == visited
+            for rho in (0.0, SIZE):
+                assert sorted_handles(tree.overlapping(p, rho, exact=True, scale=scale)) == \
+                    truth_probe(model, p, rho, scale)
