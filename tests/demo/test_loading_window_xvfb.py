@@ -1,6 +1,7 @@
 """A first run's loading screen is on screen: under a virtual X server the window shows, under its
 loading caption, the message, the time so far and the progress bar while the kernels compile (stand-in
-compile workers that report a step every 0.2 s), takes the demo's title once the scene is loaded, and
+compile workers that report a step per poll and finish only when the test lets them: nothing depends on
+how fast the machine is), takes the demo's title once the scene is loaded, and
 answers Esc, Q and the window's close button (a WM_DELETE_WINDOW message, as a window manager sends
 it) at once: the workers stop and the demo exits 0."""
 
@@ -22,18 +23,21 @@ ROOT = Path(__file__).resolve().parents[2]
 
 pytestmark = pytest.mark.window
 
-#: run_demo.py whose kernel compile takes STEPS x 0.2 s, reported step by step as the compile workers do
-#: (``demo.loading.CompileWorkers`` replaced; ``cancel`` says so on stderr), as a first run's.
+#: run_demo.py whose kernel compile takes STEPS steps, one per poll of the loading screen, reported step
+#: by step as the compile workers do (``demo.loading.CompileWorkers`` replaced; ``cancel`` says so on
+#: stderr), as a first run's.  The last step waits until the file named by ``$LOADING_RELEASE`` exists
+#: (when that is set), so the screen stays up until the test has seen it, however slow the machine.
 _FIRST_RUN = """
-import runpy, sys, time
+import os, runpy, sys, time
 import culling
 import demo.loading
 
 STEPS = int(sys.argv.pop(1))
+RELEASE = os.environ.get("LOADING_RELEASE")
 
 class SlowWorkers:
     def __init__(self, groups, workers=None):
-        self.total, self.finished, self.start, self.stopped = STEPS, [], time.monotonic(), False
+        self.total, self.finished, self.polls, self.stopped = STEPS, [], 0, False
 
     @property
     def running(self):
@@ -41,7 +45,9 @@ class SlowWorkers:
 
     def poll(self, timeout=0.0):
         time.sleep(timeout or 0.0)
-        due = min(self.total, int((time.monotonic() - self.start) / 0.2))
+        self.polls += 1
+        released = RELEASE is None or os.path.exists(RELEASE)
+        due = min(self.total if released else self.total - 1, self.polls)
         new = [f"step {i}" for i in range(len(self.finished) + 1, due + 1)]
         self.finished.extend(new)
         return new
@@ -119,8 +125,8 @@ def _send_wm_delete(display: str, window: int) -> None:
 
 @pytest.mark.parametrize("how", ["Escape", "q", "close button"])
 def test_the_loading_screen_quits_at_once_on_esc_q_and_its_close_button(xvfb, tmp_path, how):  # noqa: F811
-    env = dict(os.environ, DISPLAY=xvfb, PYTHONPATH=str(ROOT))
-    proc = _start(env, tmp_path, 3000)  # a compile of 10 minutes: only a cancel ends it in the wait below
+    env = dict(os.environ, DISPLAY=xvfb, PYTHONPATH=str(ROOT), LOADING_RELEASE=str(tmp_path / "never"))
+    proc = _start(env, tmp_path, 30)  # never released: only a cancel ends the compile
     try:
         window = _loading_window(env, proc)
         if window is None:
@@ -142,23 +148,26 @@ def test_the_loading_screen_quits_at_once_on_esc_q_and_its_close_button(xvfb, tm
 
 @pytest.mark.skipif(shutil.which("import") is None, reason="needs ImageMagick's import for the screenshot")
 def test_the_loading_screen_shows_in_the_window_before_the_scene(xvfb, tmp_path):  # noqa: F811
-    env = dict(os.environ, DISPLAY=xvfb, PYTHONPATH=str(ROOT))
-    proc = _start(env, tmp_path, 30, "--exit-after", "1")  # a compile of 6 s
+    release = tmp_path / "release"
+    env = dict(os.environ, DISPLAY=xvfb, PYTHONPATH=str(ROOT), LOADING_RELEASE=str(release))
+    proc = _start(env, tmp_path, 30, "--exit-after", "1")  # 30 steps; the last waits for ``release``
     try:
-        loading = ""
-        for _ in range(300):
-            loading = _xdo(env, "search", "--onlyvisible", "--name", LOADING_CAPTION).stdout.strip()
-            if loading or proc.poll() is not None:
-                break
-            time.sleep(0.05)
-        assert loading, "no visible loading window"
-        time.sleep(1.0)  # a few frames of the screen
-        shot = tmp_path / "loading.png"
-        subprocess.run(["import", "-window", "root", str(shot)], env=env, check=True, timeout=30)
-        pixels = np.asarray(Image.open(shot).convert("RGB")).reshape(-1, 3).astype(int)
+        window = _loading_window(env, proc)
+        if window is None:
+            proc.kill()
+            pytest.fail(f"no visible loading window; the demo said: {proc.communicate()[1][-2000:]}")
         bar = np.round(np.array(FILLED) * 255).astype(int)
-        assert (np.abs(pixels - bar).max(axis=1) <= 3).sum() > 100, "the progress bar is not on screen"
-        out, err = proc.communicate(timeout=120)
+        shot = tmp_path / "loading.png"
+        filled = 0
+        for _ in range(600):  # screenshots until the bar has grown: attempts, not a time (a few per second)
+            subprocess.run(["import", "-window", "root", str(shot)], env=env, check=True, timeout=60)
+            pixels = np.asarray(Image.open(shot).convert("RGB")).reshape(-1, 3).astype(int)
+            filled = int((np.abs(pixels - bar).max(axis=1) <= 3).sum())
+            if filled > 100 or proc.poll() is not None:
+                break
+        assert filled > 100, "the progress bar is not on screen"
+        release.touch()  # the compile may finish now
+        out, err = proc.communicate(timeout=600)
     finally:
         if proc.poll() is None:
             proc.kill()
