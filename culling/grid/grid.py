@@ -428,22 +428,24 @@ class DenseViewDistanceGrid(Structure):
 
         Returns ``(first, second)``, int64, ``first < second``, each pair once,
         as :meth:`ViewDistanceTree.overlapping_pairs <culling.ViewDistanceTree.overlapping_pairs>`:
-        the cells' levels and coordinates (:func:`culling.grid.probe.cell_levels`)
+        the non-empty cells' levels and coordinates (:func:`culling.grid.probe.occupied_runs`)
         joined by bands of levels (:func:`culling.core.pairs.overlapping_pairs`),
-        or, for members in a few clusters far apart, the cells whose subtree
-        holds objects as a tree (:func:`culling.grid.probe.cell_tree`, O(cells))
-        joined with itself.
+        or, for members in a few clusters far apart, the non-empty cells and
+        their ancestors as a tree (:func:`culling.grid.probe.occupied_tree`)
+        joined with itself.  O(objects + pairs of members within reach of each
+        other), never O(cells): both read the sorted index of non-empty cells.
         """
-        cells, offsets = self._cells, self._geo.offsets
-        start = cells.start.astype(np.int64)
-        count = cells.count.astype(np.int64)
-        level, coords = probe.cell_levels(offsets, self.dim)
+        if self._count < 2:
+            return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64)
+        cells, geo = self._cells, self._geo
+        occupied, at = self._occupied()
 
         def tree() -> tuple[int, np.ndarray, np.ndarray, np.ndarray]:
-            return (0, *probe.cell_tree(offsets, start, count, self.dim))
+            return (0, *probe.occupied_tree(geo, occupied, at, cells.start, cells.count))
 
-        return pairs.overlapping_pairs((start, count, level, coords), cells.handles, cells.columns, self._count,
-                                       (self.origin, self.size, 0.0), self._cube, self.shape, tree, self._band_plans)
+        return pairs.overlapping_pairs(probe.occupied_runs(geo, occupied, at, cells.start, cells.count),
+                                       cells.handles, cells.columns, self._count, (self.origin, self.size, 0.0),
+                                       self._cube, self.shape, tree, self._band_plans)
 
     @reading
     def trace(self, point: ArrayLike, scale: float = 1.0) -> QueryTrace:

@@ -266,3 +266,27 @@ def test_the_tree_visits_only_existing_nodes_at_large_scales_and_far_points(dim,
             for rho in (0.0, SIZE):
                 assert sorted_handles(tree.overlapping(p, rho, exact=True, scale=scale)) == \
                     truth_probe(model, p, rho, scale)
+
+
+@pytest.mark.parametrize("dim", [1, 2, 3])
+def test_overlapping_pairs_reads_the_non_empty_cells_not_every_cell(dim, monkeypatch):
+    """The pairs join runs of the non-empty cells only (and, for the dual walk, those and their
+    ancestors), on a grid of 2**24 finest cells: the runs are counted, and the pairs are exact."""
+    import culling.core.pairs as pairs_module
+
+    grid, model = fine_grid(dim, "sphere", n=80, seed=5)
+    seen = []
+    join = pairs_module.overlapping_pairs
+
+    def counted(runs, *args):
+        tree = args[-2]
+        _, child, start, count = tree()
+        seen.append((runs[0].shape[0], child.shape[0], int(count.sum())))
+        return join(runs, *args)
+
+    monkeypatch.setattr(pairs_module, "overlapping_pairs", counted)
+    first, second = grid.overlapping_pairs()
+    assert sorted(zip(first.tolist(), second.tolist())) == sorted(model.pairs())
+    (runs, nodes, members), = seen
+    assert runs == grid.node_count and members == len(grid)
+    assert nodes <= (grid.finest_level + 1) * grid.node_count + 1 < grid.cell_count
