@@ -155,6 +155,7 @@ class DenseViewDistanceGrid(Structure):
         self._geo = geo = GridGeometry(self.size, self.origin, self.finest_level)
         if not np.isfinite(geo.hi).all():
             raise ValueError(f"origin + size must be finite, got {geo.hi.tolist()}")
+        self._finest_edge = float(geo.cell_size[-1])
         self._origin_list = self.origin.tolist()
         self._hi_list = geo.hi.tolist()
         self._cube = shape == "cube"
@@ -514,7 +515,7 @@ class DenseViewDistanceGrid(Structure):
         if not self._count:
             return np.empty(0, dtype=np.int64), 0
         world, cells, pool, _ = self._current(self._structs)
-        if self._needs_index(scale, 0.0):
+        if scale > 1.0 and self._needs_index(scale, 0.0):  # scale <= 1: at most 4**dim <= 64 cells a window
             cells = self._cell_arrays(scale)
         found, sure, _ = gridwalk.query(p, (scale, exact, self._cube, want_rows), world, cells, pool,
                                         MAX_ENUMERATED_CELLS)
@@ -541,8 +542,7 @@ class DenseViewDistanceGrid(Structure):
     def _needs_index(self, scale: float, grow: float) -> bool:
         """Whether a window of ``scale`` (probe radius ``grow``) may hold more than
         :data:`MAX_ENUMERATED_CELLS` cells (:func:`culling.grid.walk.window_cells`)."""
-        geo = self._geo
-        return gridwalk.window_cells(scale, grow, float(geo.cell_size[-1]), self.finest_level,
+        return gridwalk.window_cells(scale, grow, self._finest_edge, self.finest_level,
                                      self.dim) > MAX_ENUMERATED_CELLS
 
     def _occupied(self) -> tuple[np.ndarray, np.ndarray]:
