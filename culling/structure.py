@@ -3,7 +3,7 @@ a readers-writer lock, handles and the per-object accessors, the query methods' 
 exact fallback, and copies that never share arrays.
 
 Both structures keep their arrays private and serialise mutations with a
-:class:`~culling.core.locks.ReadWriteLock`; this base class holds the parts
+:class:`~culling.runtime.locks.ReadWriteLock`; this base class holds the parts
 of that which do not depend on how objects are stored.  A structure says how
 it stores them through hooks: :meth:`Structure._object_state` (one entry per
 handle, negative for a free one), :meth:`Structure._object_rows` (where an
@@ -24,15 +24,11 @@ from typing import Any, Self, TypeVar, cast
 import numpy as np
 from numpy.typing import ArrayLike
 
-from culling.answer import QueryDetails, distances_from
+from culling.answer import QueryDetails
 from culling.core import chunks, members, overlap
-from culling.core.bands import PlanCache
-from culling.core.containment import decide
+from culling.core.containment import decide, distances
 from culling.core.handles import HandleStack
-from culling.core.interrupts import unmask_interrupt
-from culling.core.locks import ReadWriteLock, reading, state_without_lock
 from culling.core.structs import PoolFields
-from culling.core.threads import run_chunks
 from culling.core.validation import (
     Handle,
     as_coords,
@@ -46,6 +42,10 @@ from culling.core.validation import (
     live_handle,
     live_handles,
 )
+from culling.pairs.bands import PlanCache
+from culling.runtime.interrupts import unmask_interrupt
+from culling.runtime.locks import ReadWriteLock, reading, state_without_lock
+from culling.runtime.threads import run_chunks
 from culling.trace import QueryTrace
 
 #: A batch kernel's chunk: ``(handles, counts, unsure_rows, unsure_owners)`` of points ``lo .. hi - 1``.
@@ -260,7 +260,7 @@ class Structure(ABC):
     @reading
     def query_many(self, points: ArrayLike, exact: bool = False,
                    scale: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
-        """Answer many points at once, on the library's threads (:mod:`culling.core.threads`).
+        """Answer many points at once, on the library's threads (:mod:`culling.runtime.threads`).
 
         Parameters
         ----------
@@ -363,7 +363,7 @@ class Structure(ABC):
             ``handles[counts[:i].sum():][:counts[i]]``
 
         Cost: O(m x levels + candidates), compiled, the probes cut into chunks
-        run on all cores (:func:`culling.core.threads.run_chunks`).
+        run on all cores (:func:`culling.runtime.threads.run_chunks`).
         """
         points = np.ascontiguousarray(as_points(centres, self.dim, "centres"))
         grows = as_probe_radii(radii, points.shape[0])
@@ -431,7 +431,7 @@ class Structure(ABC):
             handles=row_handles[rows],
             centres=centres,
             radii=columns[self.dim, rows],
-            distances=distances_from(p, centres, cube),
+            distances=distances(list(centres.T), p.tolist(), self.shape),
             candidates=int(count.sum()),
             trace=self._trace_of(p, scale, visited, ends) if want_trace else None,
         )
