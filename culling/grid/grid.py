@@ -56,7 +56,7 @@ from culling.grid.geometry import GridGeometry
 from culling.grid.pool import CellPool
 from culling.pairs import cell_tree, join
 from culling.runtime.locks import reading, writing
-from culling.structure import Parts, Structure
+from culling.structure import Parts, Structure, Walked
 from culling.trace import LevelTrace, QueryTrace
 
 __all__ = ["DEFAULT_FINEST_CELLS", "DenseViewDistanceGrid", "MAX_ENUMERATED_CELLS", "MAX_FINEST_CELLS"]
@@ -456,15 +456,13 @@ class DenseViewDistanceGrid(Structure):
         visited, ends = gridwalk.trace_visit(p, scale, self._world(), self._cell_arrays(), MAX_ENUMERATED_CELLS)
         return self._trace_of(p, scale, visited, ends)
 
-    def _walk_runs(self, p: np.ndarray, scale: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """The cells one query visits (:func:`culling.grid.walk.trace_visit`), with ``ends`` per level and
-        each visited cell's member run (start, count)."""
+    def _walked(self, p: np.ndarray, scale: float) -> Walked:
+        """The cells one query visits (:func:`culling.grid.walk.trace_visit`) as :class:`Walked`."""
         visited, ends = gridwalk.trace_visit(p, scale, self._world(), self._cell_arrays(), MAX_ENUMERATED_CELLS)
         cells = self._cells
-        return visited, ends, cells.start[visited].astype(np.int64), cells.count[visited].astype(np.int64)
-
-    def _pool_fields(self) -> PoolFields:
-        return self._pool_arrays()
+        return Walked(cells.start[visited].astype(np.int64), cells.count[visited].astype(np.int64),
+                      self._pool_arrays(), cells.columns, cells.handles,
+                      lambda: self._trace_of(p, scale, visited, ends))
 
     def _trace_of(self, p: np.ndarray, scale: float, visited: np.ndarray, ends: np.ndarray) -> QueryTrace:
         """The :class:`QueryTrace` of one walk's visited cells (``ends``: where each level's cells end)."""

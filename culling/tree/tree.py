@@ -73,7 +73,7 @@ from culling.pairs import join
 from culling.runtime.interrupts import hold_interrupts, release_interrupts, unmask_interrupt
 from culling.runtime.jit import kernel
 from culling.runtime.locks import reading, writing
-from culling.structure import Parts, Structure
+from culling.structure import Parts, Structure, Walked
 from culling.trace import LevelTrace, QueryTrace
 from culling.tree.batch import unlink
 from culling.tree.checker import check_tree
@@ -542,15 +542,12 @@ class ViewDistanceTree(Structure):
         visited, ends = walk.trace_walk(p, scale, self._world(), self._nodes.struct())
         return self._trace_of(p, scale, visited, ends)
 
-    def _walk_runs(self, p: np.ndarray, scale: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """The nodes one query visits (:func:`culling.tree.walk.trace_walk`), with ``ends`` per level and
-        each visited node's member run (start, count)."""
-        nodes = self._nodes
+    def _walked(self, p: np.ndarray, scale: float) -> Walked:
+        """The nodes one query visits (:func:`culling.tree.walk.trace_walk`) as :class:`Walked`."""
+        nodes, pool = self._nodes, self._pool
         visited, ends = walk.trace_walk(p, scale, self._world(), nodes.struct())
-        return visited, ends, nodes.start[visited], nodes.count[visited]
-
-    def _pool_fields(self) -> PoolFields:
-        return self._pool.arrays()
+        return Walked(nodes.start[visited], nodes.count[visited], pool.arrays(), pool.columns, pool.handles,
+                      lambda: self._trace_of(p, scale, visited, ends))
 
     def _trace_of(self, p: np.ndarray, scale: float, visited: np.ndarray, ends: np.ndarray) -> QueryTrace:
         """The :class:`QueryTrace` of one walk's visited nodes (``ends``: where each level's nodes end)."""
