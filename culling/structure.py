@@ -434,12 +434,12 @@ class Structure(ABC):
         found, sure = members.answer_runs(np.arange(walked.run_start.size), walked.run_start, walked.run_count, walked.pool, p,
                                           (scale, True, self.shape == "cube", True))
         rows = self._settled(found, sure, p, scale, True, (walked.columns, walked.handles))
-        centres = walked.columns[: self.dim, rows].T.copy()
+        axes = walked.columns[: self.dim, rows]  # (dim, k): the centres axis by axis, as distances reads them
         return QueryDetails(
             handles=walked.handles[rows],
-            centres=centres,
+            centres=axes.T.copy(),
             radii=walked.columns[self.dim, rows],
-            distances=distances(list(centres.T), p.tolist(), self.shape),
+            distances=distances(axes, p, self.shape),
             candidates=int(walked.run_count.sum()),
             trace=walked.trace() if want_trace else None,
         )

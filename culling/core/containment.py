@@ -76,12 +76,12 @@ TILE = 1024
 _UNSAFE_SQUARE = 2.0 ** -960
 
 
-def distances(axes: Sequence[np.ndarray], point: Sequence[float], shape: str) -> np.ndarray:
+def distances(axes: Sequence[np.ndarray] | np.ndarray, point: Sequence[float] | np.ndarray, shape: str) -> np.ndarray:
     """Distance from ``point`` to each centre in the shape's metric.
 
     Parameters
     ----------
-    axes : sequence of ``dim`` ndarrays, shape (n,), float64
+    axes : sequence of ``dim`` ndarrays, shape (n,), float64, or one ndarray, shape (dim, n)
         The centres' coordinates, one array per axis.
     point : sequence of ``dim`` floats
     shape : "sphere" (Euclidean) or "cube" (L-infinity)
@@ -90,6 +90,8 @@ def distances(axes: Sequence[np.ndarray], point: Sequence[float], shape: str) ->
     -------
     ndarray, shape (n,), float64, a new array
     """
+    if not axes[0].size:
+        return np.empty(0, dtype=np.float64)
     if shape == "cube":
         result: np.ndarray
         with np.errstate(over="ignore"):
@@ -105,7 +107,7 @@ def distances(axes: Sequence[np.ndarray], point: Sequence[float], shape: str) ->
     return result
 
 
-def squared_distances(axes: Sequence[np.ndarray], point: Sequence[float]) -> np.ndarray:
+def squared_distances(axes: Sequence[np.ndarray] | np.ndarray, point: Sequence[float] | np.ndarray) -> np.ndarray:
     """Squared Euclidean distances, summed axis by axis in the order ``distances`` uses.
 
     Entries below ``2**-960`` or infinite may be off by under- or overflow;
@@ -129,7 +131,7 @@ def _unsafe(squares: np.ndarray) -> np.ndarray:
     return np.flatnonzero((squares < _UNSAFE_SQUARE) | (squares == np.inf))
 
 
-def _scaled_distances(axes: Sequence[np.ndarray], point: Sequence[float]) -> np.ndarray:
+def _scaled_distances(axes: Sequence[np.ndarray] | np.ndarray, point: Sequence[float] | np.ndarray) -> np.ndarray:
     """Euclidean distances computed as ``m * sqrt(sum((d / m)**2))``, ``m = max |d|``: no under/overflow."""
     with np.errstate(all="ignore"):  # an overflowed offset is inf: the distance is inf
         offsets = np.abs(np.array([a - p for a, p in zip(axes, point)]))
