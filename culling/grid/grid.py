@@ -37,14 +37,14 @@ from collections.abc import Callable
 import numpy as np
 from numpy.typing import ArrayLike
 
-from culling.core import growth, members, pairs
+import culling.grid.probe as probe
+import culling.grid.walk as gridwalk
+from culling.core import growth, members
 from culling.core.cells import placed_u
 from culling.core.containment import squared_reach, squared_reach_of
 from culling.core.growth import ARRAY_GROWTH
 from culling.core.handles import HandleStack
-from culling.core.locks import reading, writing
 from culling.core.structs import CellsFields, PoolFields, WorldFields
-from culling.core.structure import Parts, Structure
 from culling.core.validation import (
     Handle,
     as_coords,
@@ -55,10 +55,11 @@ from culling.core.validation import (
     as_scale,
     check_unique,
 )
-from culling.grid import probe
-from culling.grid import walk as gridwalk
 from culling.grid.geometry import GridGeometry
 from culling.grid.pool import CellPool
+from culling.pairs import cell_tree, join
+from culling.runtime.locks import reading, writing
+from culling.structure import Parts, Structure, Walked
 from culling.trace import LevelTrace, QueryTrace
 
 __all__ = ["DEFAULT_FINEST_CELLS", "DenseViewDistanceGrid", "MAX_ENUMERATED_CELLS", "MAX_FINEST_CELLS"]
@@ -429,24 +430,24 @@ class DenseViewDistanceGrid(Structure):
 
         Returns ``(first, second)``, int64, ``first < second``, each pair once,
         as :meth:`ViewDistanceTree.overlapping_pairs <culling.ViewDistanceTree.overlapping_pairs>`:
-        the non-empty cells' levels and coordinates (:func:`culling.grid.probe.occupied_runs`)
-        joined by bands of levels (:func:`culling.core.pairs.overlapping_pairs`),
+        the non-empty cells' levels and coordinates (:func:`culling.pairs.cell_tree.cell_runs`)
+        joined by bands of levels (:func:`culling.pairs.join.overlapping_pairs`),
         or, for members in a few clusters far apart, the non-empty cells and
-        their ancestors as a tree (:func:`culling.grid.probe.occupied_tree`)
+        their ancestors as a tree (:func:`culling.pairs.cell_tree.cell_tree`)
         joined with itself.  O(objects + pairs of members within reach of each
         other), never O(cells): both read the sorted index of non-empty cells.
         """
         if self._count < 2:
             return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64)
-        cells, geo = self._cells, self._geo
+        cells, offsets, dim = self._cells, self._geo.offsets, self.dim
         occupied, at = self._occupied()
 
         def tree() -> tuple[int, np.ndarray, np.ndarray, np.ndarray]:
-            return (0, *probe.occupied_tree(geo, occupied, at, cells.start, cells.count))
+            return (0, *cell_tree.cell_tree(occupied, at, cells.start, cells.count, offsets, dim))
 
-        return pairs.overlapping_pairs(probe.occupied_runs(geo, occupied, at, cells.start, cells.count),
-                                       cells.handles, cells.columns, self._count, (self.origin, self.size, 0.0),
-                                       self._cube, self.shape, tree, self._band_plans)
+        return join.overlapping_pairs(cell_tree.cell_runs(occupied, at, cells.start, cells.count, offsets, dim),
+                                      cells.handles, cells.columns, self._count, (self.origin, self.size, 0.0),
+                                      self._cube, self.shape, tree, self._band_plans)
 
     @reading
     def trace(self, point: ArrayLike, scale: float = 1.0) -> QueryTrace:
@@ -479,15 +480,14 @@ class DenseViewDistanceGrid(Structure):
                                                 MAX_ENUMERATED_CELLS)
         return self._geo.with_ancestors(visited, ends)
 
-    def _walk_runs(self, p: np.ndarray, scale: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """The cells one query reads and their ancestors (:meth:`_traced_cells`), with ``ends`` per level
-        and each listed cell's member run (start, count; 0 members for an empty ancestor)."""
+    def _walked(self, p: np.ndarray, scale: float) -> Walked:
+        """The cells one query reads and their ancestors (:meth:`_traced_cells`) as :class:`Walked`
+        (0 members for an empty ancestor)."""
         visited, ends = self._traced_cells(p, scale)
         cells = self._cells
-        return visited, ends, cells.start[visited].astype(np.int64), cells.count[visited].astype(np.int64)
-
-    def _pool_fields(self) -> PoolFields:
-        return self._pool_arrays()
+        return Walked(cells.start[visited].astype(np.int64), cells.count[visited].astype(np.int64),
+                      self._pool_arrays(), cells.columns, cells.handles,
+                      lambda: self._trace_of(p, scale, visited, ends))
 
     def _trace_of(self, p: np.ndarray, scale: float, visited: np.ndarray, ends: np.ndarray) -> QueryTrace:
         """The :class:`QueryTrace` of one walk's visited cells (``ends``: where each level's cells end)."""

@@ -272,7 +272,7 @@ def test_the_tree_visits_only_existing_nodes_at_large_scales_and_far_points(dim,
 def test_overlapping_pairs_reads_the_non_empty_cells_not_every_cell(dim, monkeypatch):
     """The pairs join runs of the non-empty cells only (and, for the dual walk, those and their
     ancestors), on a grid of 2**24 finest cells: the runs are counted, and the pairs are exact."""
-    import culling.core.pairs as pairs_module
+    import culling.pairs.join as pairs_module
 
     grid, model = fine_grid(dim, "sphere", n=80, seed=5)
     seen = []
