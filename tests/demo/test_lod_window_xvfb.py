@@ -31,16 +31,18 @@ def xvfb():
         if IN_CI:
             pytest.fail(message)
         pytest.skip(message)
-    display = f":{600 + os.getpid() % 300}"
-    proc = subprocess.Popen(["Xvfb", display, "-screen", "0", "800x600x24", "-nolisten", "tcp"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    lock = Path(f"/tmp/.X11-unix/X{display[1:]}")
-    for _ in range(100):
-        if lock.exists() or proc.poll() is not None:
-            break
-        time.sleep(0.05)
-    if proc.poll() is not None:
-        pytest.skip("Xvfb did not start")
+    # Xvfb picks a free display and writes its number once it accepts connections (-displayfd): no
+    # display guessed from the pid (another test's server may hold it), no time allowed for the start.
+    read_fd, write_fd = os.pipe()
+    proc = subprocess.Popen(["Xvfb", "-displayfd", str(write_fd), "-screen", "0", "800x600x24", "-nolisten", "tcp"],
+                            pass_fds=(write_fd,), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    os.close(write_fd)
+    with os.fdopen(read_fd) as reported:
+        number = reported.readline().strip()
+    if not number.isdigit():
+        proc.kill()
+        pytest.fail("Xvfb did not report a display number")
+    display = f":{number}"
     yield display
     proc.terminate()
     proc.wait(timeout=10)
