@@ -35,8 +35,10 @@ join needs:
 4. **Across bands** (:func:`cross_rows`): each member of a coarser band
    against the finer bands' buckets within its radius plus the band's
    largest radius: one run of rows per line of that window, cut to the
-   reach's chord along the last axis (floats widened by their rounding's
-   bound and one cell each way, so rounding never loses a bucket).
+   reach's chord along the last axis (the window's lines widened by their
+   rounding's bound and one cell each way, the chord by the roundings' bound
+   only, :func:`_chord_rounding`: a member's bucket is the exact floor of its
+   place, so rounding never loses a bucket).
 5. Each run is first screened by :func:`culling.core.overlap.first_near` (no
    writes; it stops at the first candidate near); the runs with a hit are tested again
    from that candidate on and their pairs written (:func:`_written`).  Pairs within rounding of
@@ -530,6 +532,21 @@ def build(runs: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray], handles: 
 
 
 @inline_kernel
+def _chord_rounding(place: float, half: float, reach: float) -> float:
+    """A bound, in cells, on how far the rounding may have moved the ends of a chord ``place -+ half``
+    of a reach ``reach`` (all in cells) inward, beyond ``place``'s own rounding (the caller's slack).
+
+    ``half = sqrt(reach**2 - apart)`` rounds ``reach**2 - apart`` by a few ulps of ``reach**2``
+    (``apart`` itself is a sum of squares, rounded likewise), which moves the root by at most the
+    square root of that error: below ``reach * 2**-24``.  The two sums that make an end round by
+    ulps of ``|place| + half``: below ``(|place| + half + 1) * 2**-48``.  A member's bucket is the
+    exact floor of its exact place (the lattice's home function), so a window widened by this and
+    the slack holds every bucket within the reach: no whole cell of margin is needed.
+    """
+    return reach * 2.0 ** -24 + (abs(place) + half + 1.0) * _ROUNDING + _CELL_SLACK
+
+
+@inline_kernel
 def _screened(hits: np.ndarray, hk: int, i: int, lo: int, hi: int) -> int:
     """Note the run ``lo .. hi - 1`` of row ``i``'s candidates in ``hits[:, hk]`` (room made by the caller)."""
     hits[0, hk] = i
@@ -743,8 +760,10 @@ def _cross_rows(lay: Layout, first_row: int, last_row: int, origin: np.ndarray, 
     (``R_q`` the band's largest radius): the band's buckets whose cells hold
     root-relative coordinates within that reach of ``(c - origin) / size``,
     one run of rows per line of the window, cut to the reach's chord along
-    the last axis (a cube's side for cubes).  In floats, widened by the
-    roundings' bound and one cell each way.  Returns as
+    the last axis (a cube's side for cubes).  In floats: the window's lines
+    widened by the roundings' bound and one cell each way, the chord by the
+    roundings' bound only (:func:`_chord_rounding`; a cell each way there
+    added a fifth of the heavy tail's candidates).  Returns as
     :func:`band_cells`.
     """
     columns, handles, cell_start, band, scales = lay.columns, lay.handles, lay.cell_start, lay.band, lay.scales
@@ -792,12 +811,13 @@ def _cross_rows(lay: Layout, first_row: int, last_row: int, origin: np.ndarray, 
                     half = reach if apart <= reach else -1.0
                 else:
                     half = math.sqrt(reach * reach - apart) * _MARGIN if apart <= reach * reach else -1.0
-                if half >= 0.0:  # the chord of the reach along the last axis, widened as the window
+                if half >= 0.0:  # the chord of the reach along the last axis, widened by the roundings only
                     extent = band[q, LOW + 2 * dim - 1]
-                    t_lo = min(max(place[lead] - half - slack[lead], -2.0), float(extent) + 1.0)
-                    t_hi = max(min(place[lead] + half + slack[lead], float(extent) + 1.0), -2.0)
-                    z_lo = max(int(math.floor(t_lo)) - 1, 0)
-                    z_hi = min(int(math.floor(t_hi)) + 1, extent - 1)
+                    widen = slack[lead] + _chord_rounding(place[lead], half, reach)
+                    t_lo = min(max(place[lead] - half - widen, -2.0), float(extent) + 1.0)
+                    t_hi = max(min(place[lead] + half + widen, float(extent) + 1.0), -2.0)
+                    z_lo = max(int(math.floor(t_lo)), 0)
+                    z_hi = min(int(math.floor(t_hi)), extent - 1)
                     cell = band[q, FIRST_CELL] + line * extent
                     s = cell_start[cell + z_lo]
                     e = cell_start[cell + z_hi + 1]
