@@ -26,10 +26,11 @@ if TYPE_CHECKING:
 __all__ = ["CONTROLS_HELP", "HUD_MODES", "HudInfo", "draw_hud", "hud_font", "hud_font_size", "hud_legend", "hud_lines",
            "text_colour"]
 
-CONTROLS_HELP = ("WASD QE fly  Shift fast  wheel speed  1 2 3 scene",
+CONTROLS_HELP = ("WASD QE fly  Shift fast  wheel speed  1-4 scene",
                  "click/Tab mouse  drag look  Z/right mouse zoom",
                  "F freeze  O overlay  L loose  [ ] level  T fade",
-                 "G detail  M map  + - scale  C collide  P shot  H HUD")
+                 "G detail  M map  + - scale  C collide  P shot  H HUD",
+                 "I interest view  N / Shift+N next / previous player")
 
 #: The HUD's modes, in the order the H key cycles them.
 HUD_MODES = ("compact", "full", "off")
