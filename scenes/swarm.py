@@ -46,8 +46,18 @@ from numpy.typing import ArrayLike
 
 from culling import ViewDistanceTree
 from scenes.aggro import COMPARE_EVERY, RECENT, SPACE, Aggro, BatchStats
-from scenes.base import (Markers, ObjectKind, Pose, Scene, Terrain, allocate_counts, build_arrays, mesh_base,
-                         morton_order, no_markers)
+from scenes.base import (
+    Markers,
+    ObjectKind,
+    Pose,
+    Scene,
+    Terrain,
+    allocate_counts,
+    build_arrays,
+    mesh_base,
+    morton_order,
+    no_markers,
+)
 from scenes.interest_view import ENTERED_COLOUR, FOLLOWED_COLOUR, INTEREST_COLOUR, LEFT_COLOUR, InterestView
 
 __all__ = ["CHASE_COLOUR", "INTEREST_LEGEND", "LEGEND", "PLAYER_SENSE", "SENSE_RADIUS", "SWARM_KINDS", "SwarmScene",

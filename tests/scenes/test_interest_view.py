@@ -7,8 +7,16 @@ import pytest
 from culling import InterestManager
 from scenes import build_scene
 from scenes.aggro import brute_force_sensed
-from scenes.interest_view import (ENTERED_COLOUR, FLASH_SECONDS, FOLLOWED_COLOUR, IN_SET, INTEREST_COLOUR,
-                                  LEFT_COLOUR, RECENT_HANDLES, InterestView)
+from scenes.interest_view import (
+    ENTERED_COLOUR,
+    FLASH_SECONDS,
+    FOLLOWED_COLOUR,
+    IN_SET,
+    INTEREST_COLOUR,
+    LEFT_COLOUR,
+    RECENT_HANDLES,
+    InterestView,
+)
 from scenes.swarm import CHASE_COLOUR, LEGEND, PLAYER_SENSE
 
 
@@ -23,7 +31,7 @@ def _row(rows, k):
 
 
 def test_every_tick_sets_equal_interest_manager_and_brute_force_and_events_are_differences(rng):
-    for trial in range(4):
+    for _ in range(4):
         n, m = int(rng.integers(1, 300)), int(rng.integers(1, 12))
         centres = rng.uniform(-60.0, 60.0, (n, 3))
         bodies = rng.uniform(0.0, 3.0, n)
