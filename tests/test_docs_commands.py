@@ -58,6 +58,8 @@ RUN_AS = {
         "run_demo.py --headless --objects 20000 --frames 2 --freeze-at 0.5 --size 1280x720 --hud full",
     "run_demo.py --headless --scene clusters --frames 40 --size 1280x720":
         "run_demo.py --headless --scene clusters --objects 20000 --frames 2 --size 1280x720",
+    "run_demo.py --headless --scene aggro --frames 30 --size 1280x720 --no-overlay":
+        "run_demo.py --headless --scene aggro --objects 3000 --frames 2 --size 1280x720 --no-overlay",
     "run_demo.py --headless --scene swarm --frames 12 --size 1280x720":
         "run_demo.py --headless --scene swarm --frames 2 --size 1280x720",
     "python -m benchmarks": "python -m benchmarks --quick",
