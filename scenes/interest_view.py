@@ -207,8 +207,8 @@ class InterestView:
         Cost: O(n) to find the flashing creatures, O(flashing) to mark them.
         """
         lit = np.flatnonzero(self.flash > 0.0)
-        colours = np.where(self.flash_entered[lit, None], np.float32(ENTERED_COLOUR),
-                           np.float32(LEFT_COLOUR)).astype(np.float32)
+        colours = np.where(self.flash_entered[lit, None], np.array(ENTERED_COLOUR, dtype=np.float32),
+                           np.array(LEFT_COLOUR, dtype=np.float32)).astype(np.float32)
         colours[:, 3] *= (self.flash[lit] / FLASH_SECONDS).astype(np.float32)
         box_centres, box_half = centres[lit], sizes[lit] * BOX_MARGIN
         spheres, radii = np.zeros((0, 3)), np.zeros(0)
@@ -216,7 +216,8 @@ class InterestView:
             where = np.asarray(player, dtype=np.float64).reshape(1, 3)
             box_centres = np.concatenate([box_centres, where])
             box_half = np.concatenate([box_half, [player_size * BOX_MARGIN]])
-            colours = np.concatenate([colours, np.float32([FOLLOWED_COLOUR])])
+            colours = np.concatenate([colours, np.array([FOLLOWED_COLOUR], dtype=np.float32)])
             spheres, radii = where, np.array([float(reach)])
-        sphere_colours = np.tile(np.float32(FOLLOWED_COLOUR) * np.float32([1.0, 1.0, 1.0, 0.5]), (radii.shape[0], 1))
+        faint = np.array(FOLLOWED_COLOUR, dtype=np.float32) * np.array([1.0, 1.0, 1.0, 0.5], dtype=np.float32)
+        sphere_colours = np.tile(faint, (radii.shape[0], 1))
         return Markers(box_centres, box_half, colours, spheres, radii, sphere_colours)
