@@ -86,8 +86,9 @@ SWARM_KINDS = (
     ObjectKind("hunter", "hunter", (0.22, 0.30, 0.85)),
     ObjectKind("creature", "creature", (0.96, 0.86, 0.45)),
 )
-#: What the HUD's legend says about each look (the chasing birds wear the highlight colour).
+#: The highlight colour of the chasing birds (the scene's ``highlight_colour`` while the interest view is off).
 CHASE_COLOUR = (0.95, 0.15, 0.10)
+#: What the HUD's legend says about each look (the chasing birds wear the highlight colour).
 LEGEND = (("hunters (walk)", (0.22, 0.30, 0.85)), ("birds (flocks)", (0.96, 0.86, 0.45)),
           ("chasing you or a hunter", CHASE_COLOUR))
 #: The legend while the interest view is on: the highlight shows the followed player's set instead of the chase.
