@@ -80,6 +80,8 @@ RUN_AS = {
         "python -m server.demo --shards 2 --ticks 2 --players 200 --entities 2000 --quiet",
     "python -m server.scale": "python -m server.scale --players 200 --entities 2000 --shards 8",
     "python -m benchmarks --only interest-ticks": "python -m benchmarks --quick --only interest-ticks",
+    "python -m benchmarks --only collision": "python -m benchmarks --preset tiny --only collision",
+    "python -m benchmarks.frameparts --n 100000 --frames 20": "python -m benchmarks.frameparts --n 500 --frames 3",
 }
 
 #: Written on a page, not run here, and why.
