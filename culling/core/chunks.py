@@ -22,7 +22,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from culling.core.jit import kernel
+from culling.runtime.jit import kernel
 
 __all__ = ["QUERY_CHUNK", "chunk_bounds", "in_caller_order", "in_chunks", "join_answers", "merged"]
 
