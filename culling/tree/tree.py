@@ -96,7 +96,9 @@ STAYS, INSIDE, OUTSIDE = 0, 1, 2
 
 #: ``query_many`` walks its points along a Morton curve (:func:`culling.tree.batch.query_order`) from
 #: this many on; fewer are walked in the caller's order, where the order's two passes and the answer's
-#: copy back would cost more than the shared nodes save.
+#: copy back would cost more than the shared nodes save (viewers of the interest crowd over 100k
+#: entities, alternated: 64 points 552 against 525 us, 128 points 926 against 959 us, 256 points
+#: 1.66 against 1.80 ms, 1,024 points 5.9 against 8.1 ms).
 QUERY_ORDER_MIN = 128
 
 #: No values for :func:`culling.tree.batch.check_handles`: the handles alone are checked.
