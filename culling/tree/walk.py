@@ -26,7 +26,7 @@ from culling.core.cells import grown_half, half_reach_by, visit_window
 from culling.core.lattice import MAX_DEPTH, MAX_GROWTH
 from culling.core.members import answer
 from culling.core.structs import Nodes, NodesFields, Pool, PoolFields, Query, QueryFields, World, WorldFields, nodes_of
-from culling.runtime.jit import kernel
+from culling.runtime.jit import inline_kernel, kernel
 
 __all__ = ["query", "trace_walk", "visits", "walk"]
 
@@ -318,9 +318,10 @@ def visits(points: np.ndarray, scale: float, world_fields: WorldFields,
     return visit_node[:k].copy(), visit_point[:k].copy()
 
 
-@kernel
+@inline_kernel
 def _longer(visit_node: np.ndarray, visit_point: np.ndarray, k: int, need: int) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`visits`' output with room for ``need`` visits or more (twice as long), its first ``k`` kept."""
+    """:func:`visits`' output with room for ``need`` visits or more (twice as long), its first ``k`` kept.
+    Inlined: compiled with :func:`visits`, never on its own in the middle of a frame."""
     length = max(need, 2 * visit_node.shape[0])
     node, point = np.empty(length, dtype=np.int64), np.empty(length, dtype=np.int64)
     node[:k] = visit_node[:k]
