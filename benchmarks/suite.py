@@ -51,6 +51,8 @@ class Config:
     jit_cold: bool                           # also a cold start (compiles every kernel: seconds)
     collision_heavy: int = 100_000           # creatures of the heavy-tail case (0: skip)
     collision_probes: tuple[int, int] = (2000, 1_000_000)   # (probes, entities) of the probe case
+    # query_many where points find little: (objects, points) of benchmarks.workloads.sparse_points (0: skip)
+    sparse_many: tuple[int, int] = (200_000, 1_000_000)
     # interest-ticks: (viewers, entities) cases; ticks timed for the manager, the peer and the tracker loop
     ticks_cases: tuple[tuple[int, int], ...] = ((10_000, 100_000), (2_000, 1_000_000))
     ticks_count: int = 8
@@ -73,6 +75,7 @@ PRESETS: dict[str, Config] = {
         (5_000, 100), (100_000,), 500, 3,
         (2_000, 5_000), 4, 5_000, 500, 1, False, 20_000, (500, 100_000),
         ticks_cases=((2_000, 20_000), (500, 100_000)), ticks_count=5, ticks_peer=2, ticks_tracker=2,
+        sparse_many=(50_000, 200_000),
     ),
     "tiny": Config(
         "tiny", (200, 1_000), 6, 1, 1, 1, (300, 2_000), 1,
@@ -80,6 +83,7 @@ PRESETS: dict[str, Config] = {
         (500, 20), (2_000,), 40, 1,
         (300, 1_500), 3, 1_000, 200, 0, False, 2_000, (50, 5_000),
         ticks_cases=((60, 2_000),), ticks_count=3, ticks_peer=2, ticks_tracker=1,
+        sparse_many=(20_000, 50_000),
     ),
 }
 

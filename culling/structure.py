@@ -316,8 +316,19 @@ class Structure(ABC):
         exact = as_flag(exact)
         if not self._count or not points.shape[0]:
             return np.empty(0, dtype=np.int64), np.zeros(points.shape[0], dtype=np.int64)
-        return chunks.in_chunks(points.shape[0],
-                                lambda first, last: self._answer_many(points[first:last], exact, scale))
+        order = self._query_order(points)
+        if order is None:
+            return chunks.in_chunks(points.shape[0],
+                                    lambda first, last: self._answer_many(points[first:last], exact, scale))
+        ordered = points[order]
+        handles, counts = chunks.in_chunks(points.shape[0],
+                                           lambda first, last: self._answer_many(ordered[first:last], exact, scale))
+        return chunks.in_caller_order(handles, counts, order)
+
+    def _query_order(self, points: np.ndarray) -> np.ndarray | None:
+        """The order :meth:`query_many` walks ``points`` in (int64 (m,), a permutation; its answer
+        goes back in the caller's order), or None for the caller's own."""
+        return None
 
     def _answer_many(self, points: np.ndarray, exact: bool, scale: float) -> tuple[np.ndarray, np.ndarray]:
         """:meth:`query_many` of one pass of points, validated: chunks of points on the library's threads,

@@ -58,6 +58,9 @@ def test_many_query_sections_compare_every_method(tiny):
     for case in {row[0] for row in tables["interest"].rows}:
         pairs = {row[5] for row in tables["interest"].rows if row[0] == case}
         assert len(pairs) == 1                     # every method found the same pairs
+    assert {row[1] for row in tables["sparse-many"].rows} == {"tree query_many", "scipy cKDTree inverted",
+                                                              "rtree intersection_v"}
+    assert any(row[0].endswith("radii x2") for row in tables["interest"].rows)   # the heavier variant
     collision = tables["collision"].rows
     assert {row[1] for row in collision} == {"tree: update_many + overlapping_pairs", "scipy cKDTree query_pairs",
                                             "numpy uniform hash grid"}

@@ -22,7 +22,9 @@ from collections.abc import Callable
 
 import numpy as np
 
-__all__ = ["QUERY_CHUNK", "chunk_bounds", "in_chunks", "join_answers", "merged"]
+from culling.runtime.jit import kernel
+
+__all__ = ["QUERY_CHUNK", "chunk_bounds", "in_caller_order", "in_chunks", "join_answers", "merged"]
 
 #: Points per pass of ``query_many``: 8,192 points' scratch is about 25 MB,
 #: and a pass stays long enough that its fixed costs (a few kernel calls, a
@@ -71,3 +73,29 @@ def merged(handles: np.ndarray, counts: np.ndarray, extra: np.ndarray, owners: n
     owner = np.concatenate([np.repeat(np.arange(m), counts), owners])
     order = np.argsort(owner, kind="stable")
     return np.concatenate([handles, extra])[order], counts + np.bincount(owners, minlength=m)
+
+
+@kernel
+def in_caller_order(handles: np.ndarray, counts: np.ndarray, order: np.ndarray) -> Answer:
+    """An answer given point by point in ``order`` (its row ``j`` answers the caller's point
+    ``order[j]``; int64 (m,), a permutation), as the caller's rows: ``(handles, counts)``, new arrays.
+
+    ``query_many`` may answer its points in an order of its own (the tree's
+    walk along a Morton curve); this puts each row back where the caller's
+    point is, its handles as they were.  One pass over the answer: O(m + answer).
+    """
+    m = counts.shape[0]
+    first = np.empty(m, dtype=np.int64)  # where the caller's point i's row starts in ``handles``
+    out_counts = np.empty(m, dtype=np.int64)
+    at = 0
+    for j in range(m):
+        first[order[j]] = at
+        out_counts[order[j]] = counts[j]
+        at += counts[j]
+    out = np.empty(handles.shape[0], dtype=np.int64)
+    k = 0
+    for i in range(m):
+        for h in range(first[i], first[i] + out_counts[i]):
+            out[k] = handles[h]
+            k += 1
+    return out, out_counts

@@ -21,6 +21,8 @@ as plain loops that read each object's data once and keep its home
 - :func:`layout_order` (``insert_many``): the batch along a Morton curve,
   so that each node's new members follow it and each tile of pool rows
   covers a small part of its node (:mod:`culling.core.tiles`).
+- :func:`query_order` (``query_many``): the batch's points along a Morton
+  curve, so that neighbours walk the tree one after the other.
 
 Homes come from the one home function, :func:`culling.core.cells.home`.
 """
@@ -44,7 +46,7 @@ from culling.runtime.threads import run_chunks, thread_count
 LAYOUT_BITS = 12
 
 __all__ = ["PARALLEL_SETTLE_MIN", "SETTLE_SLACK", "ascending_union", "check_handles", "corners", "fits_root", "group",
-           "layout_order", "place", "restore", "settle", "under_root", "unlink"]
+           "layout_order", "morton_order", "place", "query_order", "restore", "settle", "under_root", "unlink"]
 
 
 #: Golden-ratio multiplier of the hash in :func:`group` (Fibonacci hashing).
@@ -524,12 +526,58 @@ def layout_order(centres: np.ndarray, radii: np.ndarray) -> tuple[np.ndarray, np
     members lie along the curve too (the curve restricted to an aligned cell
     is the cell's own Morton curve), and each tile of pool rows covers a
     small part of its node (:mod:`culling.core.tiles`).  Only the layout follows
-    from it, never a node or an answer.
+    from it, never a node or an answer.  :func:`morton_order` with
+    :data:`LAYOUT_BITS` bits.  O(n + 2**LAYOUT_BITS).
+    """
+    n, dim = centres.shape
+    order = _morton_order(centres, LAYOUT_BITS)
+    sorted_centres = np.empty((n, dim))
+    sorted_radii = np.empty(n)
+    for j in range(n):
+        i = order[j]
+        for axis in range(dim):
+            sorted_centres[j, axis] = centres[i, axis]
+        sorted_radii[j] = radii[i]
+    return order, sorted_centres, sorted_radii
 
-    ``LAYOUT_BITS`` bits are handed out one at a time to the axis whose
-    cells are widest (a flat world splits only its wide axes), each object's
-    code is the Morton interleave of its cell, and a counting sort orders
-    the codes, equal codes in input order.  O(n + 2**LAYOUT_BITS).
+
+#: Most bits of :func:`query_order`'s Morton code: a counting sort over 2**21 codes (16 MB of
+#: counts) for batches of a million points or more.
+QUERY_ORDER_BITS = 21
+
+
+def query_order(points: np.ndarray) -> np.ndarray:
+    """The order ``query_many`` walks its points in: along a Morton curve over their bounding box,
+    int64 (m,).
+
+    Neighbouring points visit the same nodes, so walked one after the other
+    they find those nodes' rows in cache, and a walk shares the upper levels
+    of the one before it (:func:`culling.tree.walk.visits`); each answer is
+    the same in any order, and ``query_many`` writes them back in the
+    caller's.  The code has about one bit per point (at least
+    :data:`LAYOUT_BITS`, at most :data:`QUERY_ORDER_BITS`): about a point
+    per code.  O(m + 2**bits).
+    """
+    bits = min(max(LAYOUT_BITS, int(points.shape[0]).bit_length()), QUERY_ORDER_BITS)
+    order: np.ndarray = morton_order(points, bits)
+    return order
+
+
+@kernel
+def morton_order(centres: np.ndarray, bits: int) -> np.ndarray:
+    """:func:`_morton_order` for Python: the points ``centres`` (float64 (n, dim)) along a Morton curve
+    of ``bits`` bits over their bounding box, int64 (n,).  O(n + 2**bits)."""
+    return _morton_order(centres, bits)
+
+
+@inline_kernel
+def _morton_order(centres: np.ndarray, bits: int) -> np.ndarray:
+    """An order of the points along a Morton curve over their bounding box: int64 (n,).
+
+    ``bits`` bits are handed out one at a time to the axis whose cells are
+    widest (a flat batch splits only its wide axes), each point's code is
+    the Morton interleave of its cell, and a counting sort orders the codes,
+    equal codes in input order.  O(n + 2**bits).
     """
     n, dim = centres.shape
     low = np.empty(dim)
@@ -542,33 +590,33 @@ def layout_order(centres: np.ndarray, radii: np.ndarray) -> tuple[np.ndarray, np
         low[axis] = 0.5 * lo
         width[axis] = 0.5 * hi - 0.5 * lo if n else 0.0  # halves: no overflow across a huge world
     # which axis each bit of the code splits, most significant first
-    bits = np.zeros(dim, dtype=np.int64)
-    split = np.empty(LAYOUT_BITS, dtype=np.int64)
+    per_axis = np.zeros(dim, dtype=np.int64)
+    split = np.empty(bits, dtype=np.int64)
     used = 0
-    while used < LAYOUT_BITS:
+    while used < bits:
         widest = 0
         for axis in range(1, dim):
-            if math.ldexp(width[axis], -int(bits[axis])) > math.ldexp(width[widest], -int(bits[widest])):
+            if math.ldexp(width[axis], -int(per_axis[axis])) > math.ldexp(width[widest], -int(per_axis[widest])):
                 widest = axis
-        if not width[widest] > 0.0:  # every object at one point (or a single object): nothing to split
+        if not width[widest] > 0.0:  # every point at one place (or a single point): nothing to split
             break
         split[used] = widest
-        bits[widest] += 1
+        per_axis[widest] += 1
         used += 1
     # part[axis, cell]: what the cell number on ``axis`` adds to the code
-    part = np.zeros((dim, 1 << bits.max()), dtype=np.int64)
+    part = np.zeros((dim, 1 << per_axis.max()), dtype=np.int64)
     seen = np.zeros(dim, dtype=np.int64)
     for k in range(used):
         axis = split[k]
         seen[axis] += 1
-        for cell in range(1 << bits[axis]):
-            part[axis, cell] |= ((cell >> (bits[axis] - seen[axis])) & 1) << (used - 1 - k)
+        for cell in range(1 << per_axis[axis]):
+            part[axis, cell] |= ((cell >> (per_axis[axis] - seen[axis])) & 1) << (used - 1 - k)
     codes = np.zeros(n, dtype=np.int64)
     for i in range(n):
         code = 0
         for axis in range(dim):
-            if bits[axis]:
-                top = (1 << bits[axis]) - 1
+            if per_axis[axis]:
+                top = (1 << per_axis[axis]) - 1
                 cell = min(top, int((0.5 * centres[i, axis] - low[axis]) / width[axis] * (top + 1)))
                 code |= part[axis, cell]
         codes[i] = code
@@ -578,13 +626,7 @@ def layout_order(centres: np.ndarray, radii: np.ndarray) -> tuple[np.ndarray, np
     for c in range(1 << used):
         starts[c + 1] += starts[c]
     order = np.empty(n, dtype=np.int64)
-    sorted_centres = np.empty((n, dim))
-    sorted_radii = np.empty(n)
     for i in range(n):
-        j = starts[codes[i]]
+        order[starts[codes[i]]] = i
         starts[codes[i]] += 1
-        order[j] = i
-        for axis in range(dim):
-            sorted_centres[j, axis] = centres[i, axis]
-        sorted_radii[j] = radii[i]
-    return order, sorted_centres, sorted_radii
+    return order

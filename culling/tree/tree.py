@@ -94,6 +94,13 @@ HANDLE_SHRINK_RATIO = 4
 #: outside the world).
 STAYS, INSIDE, OUTSIDE = 0, 1, 2
 
+#: ``query_many`` walks its points along a Morton curve (:func:`culling.tree.batch.query_order`) from
+#: this many on; fewer are walked in the caller's order, where the order's two passes and the answer's
+#: copy back would cost more than the shared nodes save (viewers of the interest crowd over 100k
+#: entities, alternated: 64 points 552 against 525 us, 128 points 926 against 959 us, 256 points
+#: 1.66 against 1.80 ms, 1,024 points 5.9 against 8.1 ms).
+QUERY_ORDER_MIN = 128
+
 #: No values for :func:`culling.tree.batch.check_handles`: the handles alone are checked.
 _NO_CENTRES, _NO_RADII = np.empty((0, 3)), np.empty(0)
 
@@ -463,6 +470,11 @@ class ViewDistanceTree(Structure):
 
     def _structs(self) -> tuple[WorldFields, NodesFields, PoolFields]:
         return self._world(), self._nodes.arrays(), self._pool.arrays()
+
+    def _query_order(self, points: np.ndarray) -> np.ndarray | None:
+        """Along a Morton curve (:func:`culling.tree.batch.query_order`) from :data:`QUERY_ORDER_MIN`
+        points on: neighbours walked one after the other share the nodes they visit."""
+        return batch.query_order(points) if points.shape[0] >= QUERY_ORDER_MIN else None
 
     def _answer_parts(self, points: np.ndarray, exact: bool, scale: float) -> Parts:
         """A chunk of points: every point's nodes (:func:`culling.tree.walk.visits`), then their members

@@ -192,11 +192,6 @@ def trace_walk(p: np.ndarray, scale: float, world_fields: WorldFields, nodes: No
     return walk(p, scale, World(*world_fields), nodes, 0.0)
 
 
-#: A point's visits kept from the first walk of :func:`visits`; a point that
-#: visits more (a large scale) walks again to write them.
-_KEPT_VISITS = 256
-
-
 @kernel
 def visits(points: np.ndarray, scale: float, world_fields: WorldFields,
            nodes_fields: NodesFields) -> tuple[np.ndarray, np.ndarray]:
@@ -205,43 +200,130 @@ def visits(points: np.ndarray, scale: float, world_fields: WorldFields,
     Returns ``(visit_node, visit_point)``: visit ``v`` is point
     ``visit_point[v]`` visiting node ``visit_node[v]``; the points in
     order, each point's nodes in its walk's order.  Nodes without members
-    are left out (a quarter of a walk's nodes, on the benchmark's crowd):
-    nothing to test there.  The structs as plain tuples (Python calls it
-    once per chunk of ``query_many``'s points).  O(m x levels).
+    are left out (a quarter of a walk's nodes, on the benchmark's crowd;
+    nearly all of them where points find little): nothing to test there.
+    The structs as plain tuples (Python calls it once per chunk of
+    ``query_many``'s points).
+
+    Each point's walk is :func:`walk`'s, and shares what it can with the
+    walk before it: a level's visits follow from the windows of that level
+    and the levels above it alone, so while a point's windows (the cells
+    per axis on each level, from the root down) equal the previous point's,
+    so do its visits, and the walk keeps them without reading the node
+    table; from the first level whose window differs it walks on as
+    :func:`walk` does.  ``query_many`` hands the points over along a Morton
+    curve (:func:`culling.tree.batch.query_order`), where neighbours share
+    the upper levels' windows (on 1M random points among 200k objects: about
+    half the levels of a walk).  O(m x levels + the visits of the levels
+    not shared).
     """
     world, nodes = World(*world_fields), nodes_of(nodes_fields)
-    m = points.shape[0]
-    kept = np.empty((m, _KEPT_VISITS), dtype=np.int64)
-    first_visit = np.zeros(m + 1, dtype=np.int64)
+    origin, size, root, root_level = world
+    child, cells, members = nodes.child, nodes.cells, nodes.members
+    m, dim = points.shape
+    quadrants = child.shape[1]
+    # The last walk, kept for the next: level ``d`` below the root (the root is level 0) visited
+    # ``visited[begin[d]:begin[d + 1]]``, of which ``kept[kept_begin[d]:kept_begin[d + 1]]`` have
+    # members; its windows' first and last cells in ``windows[d]``; levels up to ``walked`` valid.
+    room = _FIRST_VISITS
+    visited = np.empty(room * (1 + dim), dtype=np.int64)  # node ids in [0, room), visit i's cell at room + i * dim
+    kept = np.empty(room, dtype=np.int64)
+    begin = np.zeros(_LEVELS + 2, dtype=np.int64)
+    kept_begin = np.zeros(_LEVELS + 2, dtype=np.int64)
+    windows = np.empty((_LEVELS + 1, 2 * dim), dtype=np.int64)
+    walked = 0
+    visited[0] = root
+    for axis in range(dim):
+        visited[room + axis] = cells[axis, root]
+    kept[0] = root
+    begin[1] = 1
+    kept_begin[1] = 1 if members[root] > 0 else 0
+    lo = np.empty(dim, dtype=np.int64)
+    hi = np.empty(dim, dtype=np.int64)
+    visit_node = np.empty(max(16, 2 * m), dtype=np.int64)
+    visit_point = np.empty(max(16, 2 * m), dtype=np.int64)
+    k = 0
     for i in range(m):
-        first_visit[i + 1] = _walk_kept(points[i], scale, world, nodes, kept[i])
-    for i in range(m):
-        first_visit[i + 1] += first_visit[i]
-    visit_node = np.empty(first_visit[m], dtype=np.int64)
-    visit_point = np.empty(first_visit[m], dtype=np.int64)
-    for i in range(m):
-        at, end = first_visit[i], first_visit[i + 1]
-        if end - at > _KEPT_VISITS:  # more visits than slots (a large scale): walk again
-            _walk_kept(points[i], scale, world, nodes, visit_node[at:end])
-        else:
-            for k in range(end - at):
-                visit_node[at + k] = kept[i, k]
-        for k in range(at, end):
+        p = points[i]
+        shared = True  # every level so far is the last walk's
+        depth = 1
+        level = root_level + 1
+        down = math.ldexp(1.0, -level - 1)  # as in walk(): exact powers of two, halved and doubled per level
+        up = math.ldexp(1.0, level + 1)
+        while level <= MAX_DEPTH:
+            half = half_reach_by(size, down, up, scale)
+            factor = 0.5 * up
+            for axis in range(dim):
+                lo[axis], hi[axis] = visit_window(p[axis], origin[axis], half, scale, size, level, factor, 0.0)
+            if shared and depth <= walked:
+                for axis in range(dim):
+                    shared &= (windows[depth, axis] == lo[axis]) & (windows[depth, dim + axis] == hi[axis])
+            else:
+                shared = False
+            if not shared:  # this level walked again, as in walk(); the last walk's levels below it are gone
+                walked = depth
+                for axis in range(dim):
+                    windows[depth, axis] = lo[axis]
+                    windows[depth, dim + axis] = hi[axis]
+                first, n = begin[depth - 1], begin[depth]
+                nk = kept_begin[depth]
+                bound = (n - first) * quadrants
+                in_window = 1
+                for axis in range(dim):
+                    in_window = min(in_window * min(hi[axis] - lo[axis] + 1, bound), bound)
+                while n + in_window > room:
+                    visited = _with_room(visited, room, n, dim)
+                    bigger = np.empty(2 * room, dtype=np.int64)
+                    bigger[:nk] = kept[:nk]
+                    kept = bigger
+                    room *= 2
+                for j in range(first, begin[depth]):
+                    inside = 1
+                    for axis in range(dim):
+                        low = 2 * visited[room + j * dim + axis]
+                        low_in = (lo[axis] <= low) & (low <= hi[axis])
+                        high_in = (lo[axis] <= low + 1) & (low + 1 <= hi[axis])
+                        inside = (inside if low_in else 0) | ((inside << (1 << axis)) if high_in else 0)
+                    if inside == 0:
+                        continue
+                    parent = visited[j]
+                    for quadrant in range(quadrants):
+                        if (inside >> quadrant) & 1 == 0:
+                            continue
+                        node = child[parent, quadrant]
+                        if node < 0:
+                            continue
+                        visited[n] = node
+                        for axis in range(dim):
+                            visited[room + n * dim + axis] = 2 * visited[room + j * dim + axis] + ((quadrant >> axis) & 1)
+                        n += 1
+                        if members[node] > 0:
+                            kept[nk] = node
+                            nk += 1
+                begin[depth + 1] = n
+                kept_begin[depth + 1] = nk
+            if begin[depth + 1] == begin[depth]:  # no node on this level, so none below it either
+                break
+            depth += 1
+            level += 1
+            down *= 0.5
+            up *= 2.0
+        last = kept_begin[depth]  # through the last level with nodes (an empty level keeps none)
+        if k + last > visit_node.shape[0]:
+            visit_node, visit_point = _longer(visit_node, visit_point, k, k + last)
+        for j in range(last):
+            visit_node[k] = kept[j]
             visit_point[k] = i
-    return visit_node, visit_point
+            k += 1
+    return visit_node[:k].copy(), visit_point[:k].copy()
 
 
 @inline_kernel
-def _walk_kept(p: np.ndarray, scale: float, world: World, nodes: Nodes, kept: np.ndarray) -> int:
-    """Walk from ``p``; write the visited nodes that have members to ``kept`` (as many as fit) and
-    return how many there are.  Inlined into :func:`visits` (a few lines around a call of
-    :func:`walk`), so that :func:`walk`'s code is linked and optimised once more, not twice."""
-    visited, _ = walk(p, scale, world, nodes, 0.0)
-    n = 0
-    for node in visited:
-        if nodes.members[node] > 0:
-            if n < kept.shape[0]:
-                kept[n] = node
-            n += 1
-    return n
-
+def _longer(visit_node: np.ndarray, visit_point: np.ndarray, k: int, need: int) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`visits`' output with room for ``need`` visits or more (twice as long), its first ``k`` kept.
+    Inlined: compiled with :func:`visits`, never on its own in the middle of a frame."""
+    length = max(need, 2 * visit_node.shape[0])
+    node, point = np.empty(length, dtype=np.int64), np.empty(length, dtype=np.int64)
+    node[:k] = visit_node[:k]
+    point[:k] = visit_point[:k]
+    return node, point

@@ -1,0 +1,142 @@
+"""``query_many`` along a Morton curve: the same answer, row for row, as walking the caller's order.
+
+From ``QUERY_ORDER_MIN`` points the tree walks a batch in the order of
+:func:`culling.tree.batch.query_order`, each walk sharing the levels whose
+windows equal the previous point's (:func:`culling.tree.walk.visits`), and
+writes the rows back in the caller's order (:func:`culling.core.chunks.in_caller_order`).
+These tests force that path on small batches and compare it with the caller's
+order (identical arrays, not only equal sets), with each point's own walk
+(:func:`culling.tree.walk.walk`), and with brute force in exact arithmetic.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from brute_force import BruteForce, check_query_many
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import culling.tree.tree as tree_module
+from culling import ViewDistanceTree
+from culling.core.chunks import in_caller_order
+from culling.core.structs import World, nodes_of
+from culling.tree import batch, walk
+
+SETTINGS = settings(max_examples=60, deadline=None)
+SIZE = 64.0
+
+#: Coordinates on cell faces of several levels, one ulp either side, and anywhere.
+FACES = [0.0, 1.0, 2.0, 4.0, 8.0, 16.0, 24.0, 32.0, 48.0, 63.0, 64.0]
+COORDS = st.one_of(st.sampled_from(FACES),
+                   st.sampled_from(FACES).map(lambda x: math.nextafter(x, math.inf)),
+                   st.sampled_from(FACES).map(lambda x: math.nextafter(x, -math.inf)),
+                   st.floats(-8.0, 72.0, allow_nan=False))
+SCALES = st.sampled_from([1.0, 0.5, 2.0, 40.0, 1e-9])
+
+
+def _tree(dim: int, centres: np.ndarray, radii: np.ndarray) -> tuple[ViewDistanceTree, BruteForce]:
+    tree = ViewDistanceTree(SIZE, dim=dim)
+    model = BruteForce(dim=dim, shape="sphere")
+    for h, c, r in zip(tree.insert_many(centres, radii).tolist(), centres, radii.tolist()):
+        model.insert(h, c, r)
+    return tree, model
+
+
+def _spheres(dim: int, n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    return rng.uniform(0.0, SIZE, (n, dim)), rng.choice([0.0, 0.3, 1.0, 2.0, 4.0, 9.0, 20.0], n)
+
+
+def _answers(tree: ViewDistanceTree, points: np.ndarray, exact: bool, scale: float, ordered: bool,
+             monkeypatch: pytest.MonkeyPatch) -> tuple[np.ndarray, np.ndarray]:
+    with monkeypatch.context() as patch:
+        patch.setattr(tree_module, "QUERY_ORDER_MIN", 1 if ordered else 1 << 62)
+        return tree.query_many(points, exact=exact, scale=scale)
+
+
+@SETTINGS
+@given(dim=st.integers(1, 3), n=st.integers(1, 60), seed=st.integers(0, 2**32 - 1),
+       coords=st.lists(COORDS, min_size=1, max_size=90), repeat=st.integers(1, 3), scale=SCALES,
+       exact=st.booleans())
+def test_ordered_batch_answers_as_the_callers_order(dim: int, n: int, seed: int, coords: list[float], repeat: int,
+                                                    scale: float, exact: bool) -> None:
+    centres, radii = _spheres(dim, n, seed)
+    tree, model = _tree(dim, centres, radii)
+    rows = len(coords) // dim or 1
+    points = np.resize(np.array(coords), rows * dim).reshape(rows, dim)
+    points = np.repeat(points, repeat, axis=0)  # the same point several times: equal windows throughout
+    with pytest.MonkeyPatch.context() as patch:
+        ordered = _answers(tree, points, exact, scale, True, patch)
+        plain = _answers(tree, points, exact, scale, False, patch)
+        assert np.array_equal(ordered[0], plain[0]) and np.array_equal(ordered[1], plain[1])
+        patch.setattr(tree_module, "QUERY_ORDER_MIN", 1)
+        check_query_many(tree, model, points, scale)
+
+
+@SETTINGS
+@given(dim=st.integers(1, 3), n=st.integers(1, 200), seed=st.integers(0, 2**32 - 1), m=st.integers(1, 300),
+       spread=st.sampled_from([1e-6, 1.0, 64.0, 1e4]), scale=SCALES)
+def test_shared_walks_visit_what_each_points_own_walk_visits(dim: int, n: int, seed: int, m: int, spread: float,
+                                                             scale: float) -> None:
+    centres, radii = _spheres(dim, n, seed)
+    tree, _ = _tree(dim, centres, radii)
+    rng = np.random.default_rng(seed + 1)
+    points = 32.0 + rng.uniform(-spread, spread, (m, dim))
+    for pts in (points, points[batch.query_order(points)]):
+        node_ids, owners = walk.visits(pts, scale, tree._world(), tree._nodes.arrays())
+        nodes = tree._nodes
+        want_nodes, want_owners = [], []
+        for i, p in enumerate(pts):
+            visited, _ = walk.walk(p, scale, World(*tree._world()), nodes_of(nodes.arrays()), 0.0)
+            kept = [v for v in visited.tolist() if nodes.count[v] > 0]
+            want_nodes += kept
+            want_owners += [i] * len(kept)
+        assert node_ids.tolist() == want_nodes and owners.tolist() == want_owners
+
+
+def test_ordered_batch_grows_the_walks_buffers(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A huge scale visits every node of a deep tree: the shared walk's buffers double (several times)."""
+    centres, radii = _spheres(3, 3000, 5)
+    tree, model = _tree(3, centres, np.full(3000, 0.05))
+    points = np.random.default_rng(6).uniform(0.0, SIZE, (300, 3))
+    for scale in (1.0, 1e6):
+        ordered = _answers(tree, points, True, scale, True, monkeypatch)
+        plain = _answers(tree, points, True, scale, False, monkeypatch)
+        assert np.array_equal(ordered[0], plain[0]) and np.array_equal(ordered[1], plain[1])
+    assert ordered[1].min() == len(tree)  # the huge scale: every object, at every point
+
+
+@settings(max_examples=100, deadline=None)
+@given(points=st.lists(st.tuples(st.floats(-1e300, 1e300), st.floats(-1e300, 1e300)), max_size=60),
+       bits=st.integers(0, 14))
+def test_morton_order_is_a_permutation(points: list[tuple[float, float]], bits: int) -> None:
+    arr = np.array(points, dtype=np.float64).reshape(-1, 2)
+    order = batch.morton_order(arr, bits)
+    assert sorted(order.tolist()) == list(range(len(points)))
+
+
+def test_morton_order_walks_neighbours_together() -> None:
+    """A grid of points: consecutive points of the order are neighbours far more often than not."""
+    axis = np.arange(16.0)
+    points = np.stack(np.meshgrid(axis, axis, axis, indexing="ij"), axis=-1).reshape(-1, 3)
+    shuffled = points[np.random.default_rng(3).permutation(len(points))]
+    ordered = shuffled[batch.query_order(shuffled)]
+    steps = np.abs(np.diff(ordered, axis=0)).sum(axis=1)
+    assert np.mean(steps == 1.0) > 0.5 and steps.max() < 32
+
+
+@settings(max_examples=100, deadline=None)
+@given(counts=st.lists(st.integers(0, 5), max_size=40), seed=st.integers(0, 2**32 - 1))
+def test_in_caller_order_puts_each_row_at_its_point(counts: list[int], seed: int) -> None:
+    m = len(counts)
+    order = np.random.default_rng(seed).permutation(m).astype(np.int64)
+    given_counts = np.array(counts, dtype=np.int64)
+    rows = [np.arange(c, dtype=np.int64) + 100 * int(order[j]) for j, c in enumerate(counts)]
+    handles = np.concatenate(rows) if rows else np.empty(0, dtype=np.int64)
+    got, got_counts = in_caller_order(handles, given_counts, order)
+    want = [rows[j] for j in np.argsort(order)]
+    assert got_counts.tolist() == [len(r) for r in want]
+    assert got.tolist() == (np.concatenate(want).tolist() if want else [])
