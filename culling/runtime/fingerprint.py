@@ -25,8 +25,8 @@ package's code, and takes about 0.3 ms per kernel, once per process (on
 the kernel's first cache use).
 
 >>> from culling.core import cells
->>> sorted(p.name for p in dependencies(cells.home.py_func))[:2]
-['cells.py', 'jit.py']
+>>> sorted(p.name for p in dependencies(cells.home.py_func))[:3]
+['cells.py', 'floats.py', 'jit.py']
 """
 
 from __future__ import annotations

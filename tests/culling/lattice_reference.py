@@ -13,7 +13,8 @@ from __future__ import annotations
 import math
 from fractions import Fraction
 
-from culling.core.lattice import ANCHOR, MAX_GROWTH
+from culling.core import cells
+from culling.core.lattice import ANCHOR, MAX_GROWTH, Lattice
 
 __all__ = ["CLAMP_HI", "CLAMP_LO", "cell", "largest_float_at_most", "placed_cell", "window_cells"]
 
@@ -65,3 +66,35 @@ def window_cells(p: float, origin: float, size: float, level: int, half: float) 
         lo = largest_float_at_most(Fraction(p) - Fraction(half))
         hi = largest_float_at_most(Fraction(p) + Fraction(half))
     return cell((lo - origin) / size, level), cell((hi - origin) / size, level)
+
+
+def decidable(lat: Lattice, level: int, scale: float) -> bool:
+    """Whether the walk decides this level's window exactly: ``scale * W / 2`` is a product Dekker's
+    method makes exact (:func:`culling.core.cells.face_sign`; a tiny or huge scale is not)."""
+    half = lat.size * 2.0 ** (-level - 1)
+    reach = scale * half
+    return scale == 1.0 or 2.0 ** -960 <= reach <= 2.0 ** 995
+
+
+def visit_window(lat: Lattice, p: list[float], level: int, scale: float) -> list[tuple[int, int]]:
+    """Per axis, the first and last cell a query at ``p`` visits on ``level`` (the readable definition).
+
+    Exact: the cells ``k`` with ``lo_k - s*W/2 <= x < hi_k + s*W/2`` in rationals, ``lo_k`` the
+    lattice face ``origin + (k - ANCHOR * 2**level) * W``.  Where the walk cannot decide
+    (:func:`decidable`), the float window of the exact definitions (``lattice_reference``),
+    widened by two cells.
+    """
+    out = []
+    if not decidable(lat, level, scale):
+        half = cells.half_reach(lat.size, level, scale)
+        for axis, x in enumerate(p):
+            first, last = window_cells(x, lat.origin_list[axis], lat.size, level, half)
+            out.append((first - 2, last + 2))
+        return out
+    edge = Fraction(lat.size) * Fraction(2) ** -level
+    reach = Fraction(scale) * edge / 2
+    shift = Fraction(ANCHOR) * Fraction(2) ** level
+    for axis, x in enumerate(p):
+        t = (Fraction(x) - Fraction(lat.origin_list[axis])) / edge + shift
+        out.append((math.floor(t - reach / edge), math.floor(t + reach / edge)))
+    return out

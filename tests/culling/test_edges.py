@@ -414,8 +414,8 @@ def test_compiled_windows_are_the_exact_windows():
     (culling.grid.walk.cell_window) shifts and clamps to its world, is the exact definition's
     (the cells whose grown box holds the point, in rationals)."""
     from lattice_reference import cell as exact_cell
-    from test_walk import _decidable
-    from test_walk import _window as _exact_window
+    from lattice_reference import decidable as _decidable
+    from lattice_reference import visit_window as _exact_window
 
     from culling.core import cells
     from culling.core.lattice import ANCHOR, Lattice

@@ -649,7 +649,7 @@ def test_windows_are_the_trees_windows_cut_to_the_world(size, origin):
     cells whose grown box holds the point, in rationals) shifted to the grid's cells and clamped to
     the world, empty exactly when no cell of the world holds the point in its grown box; and it holds
     the home cell of every world centre within reach, also a few ulps from a grown box's edge."""
-    from test_walk import _window as _exact_window
+    from lattice_reference import visit_window as _exact_window
 
     from culling.core.lattice import ANCHOR, Lattice
     from culling.core.structs import World

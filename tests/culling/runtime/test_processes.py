@@ -211,7 +211,7 @@ def test_an_edit_of_a_file_a_kernel_calls_into_compiles_it_again(tmp_path):
     runs = []
     for edit in (False, False, True):
         if edit:
-            with open(site / "culling" / "core" / "jit.py", "a") as source:
+            with open(site / "culling" / "runtime" / "jit.py", "a") as source:
                 source.write("# an edit in another module\n")
         proc = _run(CACHE_PROBE, env, tmp_path)
         assert proc.returncode == 0, proc.stderr[-3000:]

@@ -20,11 +20,11 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from lattice_reference import cell as exact_cell
-from lattice_reference import largest_float_at_most, window_cells
+from lattice_reference import decidable, largest_float_at_most, visit_window
 
 from culling import ViewDistanceTree
 from culling.core import cells
-from culling.core.lattice import ANCHOR, MAX_DEPTH, MAX_GROWTH, Lattice
+from culling.core.lattice import MAX_DEPTH, MAX_GROWTH
 from culling.tree import walk as treewalk
 
 WALK_SETTINGS = settings(max_examples=120, deadline=None)
@@ -40,45 +40,13 @@ def _nudge(x: float, ulps: int) -> float:
     return x
 
 
-def _decidable(lat: Lattice, level: int, scale: float) -> bool:
-    """Whether the walk decides this level's window exactly: ``scale * W / 2`` is a product Dekker's
-    method makes exact (:func:`culling.core.cells.face_sign`; a tiny or huge scale is not)."""
-    half = lat.size * 2.0 ** (-level - 1)
-    reach = scale * half
-    return scale == 1.0 or 2.0 ** -960 <= reach <= 2.0 ** 995
-
-
-def _window(lat: Lattice, p: list[float], level: int, scale: float) -> list[tuple[int, int]]:
-    """Per axis, the first and last cell a query at ``p`` visits on ``level`` (the readable definition).
-
-    Exact: the cells ``k`` with ``lo_k - s*W/2 <= x < hi_k + s*W/2`` in rationals, ``lo_k`` the
-    lattice face ``origin + (k - ANCHOR * 2**level) * W``.  Where the walk cannot decide
-    (:func:`_decidable`), the float window of the exact definitions (``lattice_reference``),
-    widened by two cells.
-    """
-    out = []
-    if not _decidable(lat, level, scale):
-        half = cells.half_reach(lat.size, level, scale)
-        for axis, x in enumerate(p):
-            first, last = window_cells(x, lat.origin_list[axis], lat.size, level, half)
-            out.append((first - 2, last + 2))
-        return out
-    edge = Fraction(lat.size) * Fraction(2) ** -level
-    reach = Fraction(scale) * edge / 2
-    shift = Fraction(ANCHOR) * Fraction(2) ** level
-    for axis, x in enumerate(p):
-        t = (Fraction(x) - Fraction(lat.origin_list[axis])) / edge + shift
-        out.append((math.floor(t - reach / edge), math.floor(t + reach / edge)))
-    return out
-
-
 def reference_walk(tree: ViewDistanceTree, p: list[float], scale: float) -> tuple[list[int], list[int]]:
     """Visited nodes and level ends, testing every child's stored cell against the window."""
     nodes, lat = tree._nodes, tree._lattice
     visited, ends = [tree._root], [1]
     first, level = 0, tree.root_level + 1
     while level <= MAX_DEPTH:
-        window = _window(lat, p, level, scale)
+        window = visit_window(lat, p, level, scale)
         last = len(visited)
         for parent in visited[first:last]:
             for node in nodes.child[parent].tolist():
@@ -149,7 +117,7 @@ def _same_walk(tree: ViewDistanceTree, p: list[float], scale: float) -> None:
     """The compiled walk is the reference walk; where the walk cannot decide (a tiny or huge scale)
     it visits at least the nodes whose grown box holds the point, at most those of the widened window."""
     compiled = compiled_walk(tree, p, scale)
-    if all(_decidable(tree._lattice, level, scale) for level in range(tree.root_level + 1, MAX_DEPTH + 1)):
+    if all(decidable(tree._lattice, level, scale) for level in range(tree.root_level + 1, MAX_DEPTH + 1)):
         assert compiled == reference_walk(tree, p, scale)
     else:
         assert set(compiled[0]) <= set(reference_walk(tree, p, scale)[0])
