@@ -3,9 +3,9 @@
 import numpy as np
 import pytest
 
-from culling import ViewDistanceTree
+from culling import BruteForceIndex, ViewDistanceTree
 from engine.camera import Camera
-from engine.culling_pipeline import BruteForceIndex, CullingPipeline
+from engine.culling_pipeline import CullingPipeline
 from engine.frustum import frustum_planes, spheres_in_frustum
 from engine.records import FADE_FRACTION
 from scenes import build_scene
