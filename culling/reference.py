@@ -23,7 +23,7 @@ negative) itself: they are checked once, when the index is made.
 >>> index = BruteForceIndex(np.array([[0.0, 0.0], [3.0, 4.0]]), np.array([5.0, 1.0]))
 >>> index.query((3.0, 4.0), exact=True).tolist()      # on the first one's surface, at the second one's centre
 [0, 1]
->>> index.overlapping((10.0, 4.0), 6.0, exact=True).tolist()   # 7 from the second centre: 1 + 6
+>>> index.overlapping((3.0, 12.0), 7.0, exact=True).tolist()   # 8 from the second centre: 1 + 7
 [1]
 >>> [a.tolist() for a in index.overlapping_pairs()]
 [[0], [1]]
