@@ -48,13 +48,13 @@ PARTS = [
     ("culling.tree.batch", "place", "  place"),
     ("culling.tree.nodes", "NodeTable.prune", "  prune"),
     ("culling.tree.tree", "ViewDistanceTree._fit_many", "  fit the root"),
-    ("culling.core.bands", "build", "  bucket grid"),
-    ("culling.core.bands", "plan_of", "    new bands (when made)"),
-    ("culling.core.bands", "_bucketed", "    bucket and count"),
-    ("culling.core.bands", "gather", "    copy (cpu)"),
-    ("culling.core.bands", "band_cells", "  within bands (cpu)"),
-    ("culling.core.bands", "cross_rows", "  across bands (cpu)"),
-    ("culling.core.pairs", "_settled", "  exact settling"),
+    ("culling.pairs.bands", "build", "  bucket grid"),
+    ("culling.pairs.bands", "plan_of", "    new bands (when made)"),
+    ("culling.pairs.bands", "_bucketed", "    bucket and count"),
+    ("culling.pairs.bands", "gather", "    copy (cpu)"),
+    ("culling.pairs.bands", "band_cells", "  within bands (cpu)"),
+    ("culling.pairs.bands", "cross_rows", "  across bands (cpu)"),
+    ("culling.pairs.join", "_settled", "  exact settling"),
 ]
 
 

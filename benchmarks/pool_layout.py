@@ -19,7 +19,7 @@ import time
 import numba
 import numpy as np
 
-from culling.core.prefetch import AHEAD, prefetch, prefetch_at
+from culling.runtime.prefetch import AHEAD, prefetch, prefetch_at
 
 
 @numba.njit(nogil=True, cache=True)  # not a library kernel: kept out of culling's warm-up and wheel

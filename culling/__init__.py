@@ -12,10 +12,10 @@ rules) is docs/CONTRACT.md in the repository.
 from typing import TYPE_CHECKING
 
 from culling.answer import QueryDetails
-from culling.core.threads import set_thread_count, thread_count
 from culling.grid.grid import DenseViewDistanceGrid
 from culling.interface import PointIndex
 from culling.reference import BruteForceIndex
+from culling.runtime.threads import set_thread_count, thread_count
 from culling.trace import LevelTrace, QueryTrace
 from culling.tree.tree import MAX_DEPTH, MAX_GROWTH, ViewDistanceTree
 from culling.uses.collision import CollisionCandidates

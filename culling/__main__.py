@@ -12,7 +12,7 @@ import sys
 import time
 from collections.abc import Sequence
 
-from culling.core.jit import cache_writable, shipped_loaded
+from culling.runtime.jit import cache_writable, shipped_loaded
 from culling.warmup import COMPILING, KERNEL_GROUPS, REPORT_PREFIX, progress_bar, warm_up
 
 __all__ = ["main"]

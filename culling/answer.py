@@ -19,7 +19,7 @@ from numpy.typing import NDArray
 
 from culling.trace import QueryTrace
 
-__all__ = ["QueryDetails", "distances_from"]
+__all__ = ["QueryDetails"]
 
 
 @dataclass(frozen=True)
@@ -55,28 +55,3 @@ class QueryDetails:
     distances: NDArray[np.float64]
     candidates: int
     trace: QueryTrace | None = None
-
-
-def distances_from(point: NDArray[np.float64], centres: NDArray[np.float64], cube: bool) -> NDArray[np.float64]:
-    """Distances from ``point`` to each row of ``centres``, shape (k, dim); O(k).
-
-    Euclidean for spheres; for cubes the largest per-axis distance.  Axis by
-    axis, so a short inner axis costs no per-row NumPy loop.
-    """
-    if centres.shape[0] == 0:
-        return np.empty(0, dtype=np.float64)
-    offsets = np.abs(centres - point)
-    if cube:
-        return np.asarray(offsets.max(axis=1), dtype=np.float64)
-    with np.errstate(over="ignore", under="ignore", invalid="ignore"):
-        squared = np.einsum("ij,ij->i", offsets, offsets)
-        distances = np.asarray(np.sqrt(squared), dtype=np.float64)
-        # A sum of squares below the smallest normal float (offsets near 1e-154 or less) lost digits, one
-        # past the largest float overflowed: those rows are measured in units of their largest offset.
-        lost = ~(squared >= np.finfo(np.float64).tiny) | np.isinf(squared)
-        if lost.any():
-            largest = offsets[lost].max(axis=1)
-            unit = offsets[lost] / np.where(largest > 0.0, largest, 1.0)[:, None]
-            scaled = largest * np.sqrt(np.einsum("ij,ij->i", unit, unit))
-            distances[lost] = np.where(np.isinf(largest), np.inf, scaled)
-        return distances

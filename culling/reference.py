@@ -34,8 +34,8 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike
 
-from culling.answer import QueryDetails, distances_from
-from culling.core.containment import contains_exact, decide_grown
+from culling.answer import QueryDetails
+from culling.core.containment import contains_exact, decide_grown, distances
 from culling.core.validation import (
     as_flag,
     as_handles,
@@ -162,7 +162,7 @@ class BruteForceIndex:
         handles, centres, radii = self.query_spheres(point, exact=True, scale=scale)
         p = as_point(point, self.dim)
         found = QueryTrace(point=p, candidates=self._handles.copy(), levels=[]) if trace else None
-        return QueryDetails(handles, centres, radii, distances_from(p, centres, self.shape == "cube"), len(self),
+        return QueryDetails(handles, centres, radii, distances(centres.T, p, self.shape), len(self),
                             found)
 
     def trace(self, point: ArrayLike, scale: float = 1.0) -> QueryTrace:

@@ -7,9 +7,9 @@ architecture's baseline CPU (``NUMBA_CPU_NAME=generic``, so the machine code
 runs on every machine of the architecture) into an empty numba cache, and
 the cache's files are copied into ``culling/_compiled/``, one folder per
 source folder, each index stamped ``("shipped", fingerprint)``, the
-kernel's fingerprint of its sources (:mod:`culling.core.fingerprint`).
+kernel's fingerprint of its sources (:mod:`culling.runtime.fingerprint`).
 At run time a kernel whose own cache has no entry loads the shipped one
-(:func:`culling.core.jit._with_shipped`) when the source, numba's version,
+(:func:`culling.runtime.jit._with_shipped`) when the source, numba's version,
 Python's version and the architecture all match; otherwise it compiles as
 before.  ``CULLING_SHIPPED_KERNELS=0`` ignores the shipped kernels.
 
@@ -33,7 +33,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from culling.core.jit import NATIVE_MARK, PORTABLE_CPU, SHIPPED_DIR, SHIPPED_ENV, SHIPPED_LABEL
+from culling.runtime.jit import NATIVE_MARK, PORTABLE_CPU, SHIPPED_DIR, SHIPPED_ENV, SHIPPED_LABEL
 
 __all__ = ["SHIPPED_DIR", "ship_kernels"]
 
@@ -60,7 +60,7 @@ def ship_kernels(out: Path | str = SHIPPED_DIR, quiet: bool = False, program: st
 
     ``native``: compile for this machine's own CPU instead (``pip install -e .``: a checkout's kernels
     run where they were built, with every instruction the CPU has); ``out`` then holds
-    :data:`culling.core.jit.NATIVE_MARK`, and only a machine with the same CPU loads them.
+    :data:`culling.runtime.jit.NATIVE_MARK`, and only a machine with the same CPU loads them.
     """
     out = Path(out)
     with tempfile.TemporaryDirectory(prefix="culling-ship-") as cache:
@@ -96,7 +96,7 @@ def _restamp(index: Path, to: Path) -> None:
         version = pickle.load(f)
         stamp, overloads = pickle.loads(f.read())
     if not (isinstance(stamp, tuple) and len(stamp) == 2 and stamp[0] == "source"):
-        raise RuntimeError(f"{index} was not stamped by culling.core.jit (its stamp: {stamp!r})")
+        raise RuntimeError(f"{index} was not stamped by culling.runtime.jit (its stamp: {stamp!r})")
     with open(to, "wb") as f:
         pickle.dump(version, f, protocol=-1)
         f.write(pickle.dumps(((SHIPPED_LABEL, stamp[1]), overloads), protocol=-1))

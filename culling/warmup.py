@@ -1,6 +1,6 @@
 """Compile every kernel ahead of use: :func:`warm_up`, and ``python -m culling warm-up``.
 
-The kernels (:mod:`culling.core.jit`) compile on their first call and are
+The kernels (:mod:`culling.runtime.jit`) compile on their first call and are
 cached on disk, so only a program's first run on a machine (or after an
 edit of the kernels' sources, or an upgrade of numba) pays the compile,
 spread over the first calls of each kind (the first ``insert_many``, the
@@ -37,10 +37,11 @@ from typing import Any, TextIO, cast
 
 import numpy as np
 
-from culling.core import bands, members, pairs
-from culling.core.jit import JIT_DISABLED, cache_writable
+from culling.core import members
 from culling.grid import walk as grid_walk
 from culling.grid.grid import DenseViewDistanceGrid
+from culling.pairs import bands, join
+from culling.runtime.jit import JIT_DISABLED, cache_writable
 from culling.tree import batch, nodes
 from culling.tree import walk as tree_walk
 from culling.tree.tree import ViewDistanceTree
@@ -241,7 +242,7 @@ KERNEL_FAMILIES = (("pairs", "grid"), ("tree", "interest"))
 #: a wheel ships) holds them, fresh for these sources, the group was compiled by an earlier run.
 _PROBED: dict[str, tuple[Any, ...]] = {
     "tree": (batch.place, tree_walk.query, tree_walk.visits, members._answer_many, batch._settle_part),
-    "pairs": (pairs.join_chunk, bands._sphere_cells, bands._cube_rows),
+    "pairs": (join.join_chunk, bands._sphere_cells, bands._cube_rows),
     "grid": (grid_walk.query, grid_walk._visits),
     "interest": (interest_kernels.advance_rows, interest_kernels.compact_rows),
 }

@@ -44,10 +44,11 @@ import math
 
 import numpy as np
 
-from culling.core.jit import inline_kernel, kernel
+from culling.core.floats import EXACT_HUGE, EXACT_TINY, exact_sign, two_product
 from culling.core.lattice import ANCHOR, MAX_DEPTH, MAX_GROWTH, TOO_LARGE
+from culling.runtime.jit import inline_kernel, kernel
 
-__all__ = ["PLACE_BITS", "axis_window", "cell_of", "cell_scaled", "exact_axis_window", "exact_sign", "face_sign",
+__all__ = ["PLACE_BITS", "axis_window", "cell_of", "cell_scaled", "exact_axis_window", "face_sign",
            "grown_half", "half_reach", "half_reach_by", "home", "level_factor", "level_of", "multiply_up",
            "placed_columns", "placed_u", "round_down_add", "round_down_sub", "round_up_add", "visit_window", "window"]
 
@@ -56,7 +57,6 @@ __all__ = ["PLACE_BITS", "axis_window", "cell_of", "cell_scaled", "exact_axis_wi
 _U_LOW = -float(ANCHOR) - 1.0
 _U_HIGH = float((1 << MAX_GROWTH) - ANCHOR) + 1.0
 
-_SPLIT = 134217729.0  # 2**27 + 1: Veltkamp's split of a float into two 26-bit halves
 
 @inline_kernel
 def round_down_sub(a: float, b: float) -> float:
@@ -124,9 +124,9 @@ def multiply_up(a: float, b: float) -> float:
     r = a * b
     if r == math.inf or r == 0.0:
         return r if a == 0.0 or b == 0.0 or r == math.inf else float(np.nextafter(0.0, math.inf))
-    if r < 2.0 ** -960 or a > 2.0 ** 995 or b > 2.0 ** 995:
+    if r < EXACT_TINY or a > EXACT_HUGE or b > EXACT_HUGE:
         return float(np.nextafter(r, math.inf))
-    _, error = _split_product(a, b)  # Dekker: a * b == r + error
+    _, error = two_product(a, b)  # Dekker: a * b == r + error
     return float(np.nextafter(r, math.inf)) if error > 0.0 else r
 
 
@@ -261,7 +261,7 @@ def visit_window(x: float, o: float, half: float, s: float, size: float, level: 
         d = x - o
         t_lo = (d - reach) / unit
         t_hi = (d + reach) / unit
-        if (_TINY <= 0.5 * unit <= _HUGE and abs(t_lo) < _T_LIMIT and abs(t_hi) < _T_LIMIT
+        if (EXACT_TINY <= 0.5 * unit <= EXACT_HUGE and abs(t_lo) < _T_LIMIT and abs(t_hi) < _T_LIMIT
                 and _U_LOW < (t_lo - 1.0) / factor and (t_hi + 1.0) / factor < _U_HIGH):
             bound = (abs(x) + abs(o) + reach) * 2.0 ** -49 / unit + 2.0 ** -50
             f_lo, f_hi = math.floor(t_lo), math.floor(t_hi)
@@ -301,59 +301,9 @@ PLACE_BITS = MAX_DEPTH
 _PLACE_FACTOR = float(1 << PLACE_BITS)
 _PLACE_STEP = 1.0 / _PLACE_FACTOR
 
-#: Magnitudes within which Dekker's product and TwoSum are exact: no
-#: overflow in the split, no underflow of the product's error term.
-_HUGE = 2.0 ** 995
-_TINY = 2.0 ** -960
 
 #: Window coordinates (in cells) below which a float's floor and fraction are exact with room to spare.
 _T_LIMIT = 2.0 ** 45
-
-
-@kernel
-def exact_sign(terms: np.ndarray) -> int:
-    """The sign (-1, 0, 1) of the exact real sum of ``terms`` (finite floats, float64 (k,)).
-
-    Shewchuk's grow-expansion: every term is added to a nonoverlapping
-    expansion with TwoSum, so the sum is held exactly; its sign is the sign of
-    its largest nonzero component.  Exact as long as no partial sum
-    overflows (callers keep magnitudes below ``2**995``).  The rare path of
-    the exact decisions below; it allocates one small array.
-    """
-    expansion = np.empty(terms.shape[0] + 1)
-    m = 0
-    for t in terms:
-        q = t
-        k = 0
-        for i in range(m):
-            s = q + expansion[i]
-            bb = s - q
-            error = (q - (s - bb)) + (expansion[i] - bb)
-            q = s
-            if error != 0.0:
-                expansion[k] = error
-                k += 1
-        expansion[k] = q
-        m = k + 1
-    for i in range(m - 1, -1, -1):
-        if expansion[i] > 0.0:
-            return 1
-        if expansion[i] < 0.0:
-            return -1
-    return 0
-
-
-@inline_kernel
-def _split_product(a: float, b: float) -> tuple[float, float]:
-    """Dekker's TwoProduct: ``(r, e)`` with ``a * b == r + e`` exactly (no overflow, no underflow)."""
-    r = a * b
-    c = _SPLIT * a
-    a_hi = c - (c - a)
-    a_lo = a - a_hi
-    c = _SPLIT * b
-    b_hi = c - (c - b)
-    b_lo = b - b_hi
-    return r, ((a_hi * b_hi - r) + a_hi * b_lo + a_lo * b_hi) + a_lo * b_lo
 
 
 @inline_kernel
@@ -361,29 +311,29 @@ def _exact_product(r: float) -> bool:
     """Whether Dekker's product whose rounded result is ``r`` is exact: 0, or ``|r|`` in
     ``[2**-960, 2**995]`` (no underflow of the error term, no overflow in the split)."""
     magnitude = abs(r)
-    return magnitude == 0.0 or _TINY <= magnitude <= _HUGE
+    return magnitude == 0.0 or EXACT_TINY <= magnitude <= EXACT_HUGE
 
 
 @kernel
 def _face_sign_exact(x: float, o: float, n: float, unit: float, s: float, half: float, grow: float = 0.0) -> int:
     """:func:`face_sign`'s rare path: the exact sign, or 2 when a product leaves the exact range."""
-    if not (abs(x) <= _HUGE and abs(o) <= _HUGE and abs(n) <= _HUGE and abs(unit) <= _HUGE and grow <= _HUGE):
+    if not (abs(x) <= EXACT_HUGE and abs(o) <= EXACT_HUGE and abs(n) <= EXACT_HUGE and abs(unit) <= EXACT_HUGE and grow <= EXACT_HUGE):
         return 2
     terms = np.empty(7)
     terms[6] = grow if half >= 0.0 else -grow
     terms[0] = x
     terms[1] = -o
-    ph, pl = _split_product(n, unit)
+    ph, pl = two_product(n, unit)
     terms[2] = -ph
     terms[3] = -pl
     if s == 1.0:
         terms[4] = half
         terms[5] = 0.0
     else:
-        sh, sl = _split_product(s, abs(half))
+        sh, sl = two_product(s, abs(half))
         terms[4] = sh if half >= 0.0 else -sh
         terms[5] = sl if half >= 0.0 else -sl
-        if not (_exact_product(sh) and s <= _HUGE):
+        if not (_exact_product(sh) and s <= EXACT_HUGE):
             return 2
     if not _exact_product(ph):
         return 2
@@ -521,7 +471,7 @@ def exact_axis_window(x: float, o: float, s: float, size: float, level: int, fir
         base = float(ANCHOR)  # face of cell k: (k * 2**-level - base) * size
         step = float(1 << -level)
     half = 0.5 * unit * step  # W / 2
-    if not (_TINY <= half <= _HUGE) or 2.0 * half != unit * step:  # W or W/2 not exact: keep the estimate
+    if not (EXACT_TINY <= half <= EXACT_HUGE) or 2.0 * half != unit * step:  # W or W/2 not exact: keep the estimate
         return first, last
     # The estimate's error, in cells: a few roundings of the largest magnitude in it.  Where that
     # reaches a cell (an ulp of the coordinates spans cells) two moves cannot correct it: widen instead.

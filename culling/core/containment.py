@@ -39,39 +39,31 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from culling.core.jit import inline_kernel, kernel
+from culling.core.floats import (
+    ABOVE,
+    BELOW,
+    FILTER_EPS,
+    SAFE_HI,
+    SAFE_LO,
+    TINY_LIMIT,
+    TINY_REACH,
+    compare,
+    product_is_exact,
+    square_is_exact,
+    sum_is_exact,
+)
 from culling.core.structs import Pool, Query
 from culling.core.tiles import next_near_rows
+from culling.runtime.jit import inline_kernel, kernel
 
 __all__ = ["FILTER_EPS", "SURE", "TILE", "UNSURE", "at_centre", "classify", "cube_filter", "contains_exact", "decide", "decide_grown",
            "decide_in_floats", "decide_pairs", "distances", "flag_rows", "meets_in_floats", "pair_meets_in_floats", "reach_of", "squared_reach",
            "squared_reach_of", "within_in_floats"]
 
-#: Relative error bound used by the float filter of :func:`contains_exact`:
-#: the squared distance (three roundings per axis, two for the sum) and the
-#: squared reach (two or three) are each within ``6 * 2**-53`` of the truth;
-#: ``2**-48`` leaves a wide margin.  Objects inside the band go to exact arithmetic.
-FILTER_EPS = 2.0 ** -48
-
-#: Squared distances outside ``[SAFE_LO, SAFE_HI]`` may have lost bits to
-#: underflow or be near overflow: they go to exact arithmetic.
-SAFE_LO = 2.0 ** -960
-SAFE_HI = 2.0 ** 1020
-
 #: Flag of a row that surely contains the point.
 SURE = 1
 #: Flag of a row within rounding of its surface: exact arithmetic decides.
 UNSURE = 2
-
-_BELOW = 1.0 - FILTER_EPS
-_ABOVE = 1.0 + FILTER_EPS
-_TINY_LIMIT = 2.0 ** -1000  # a cube's radius times scale below this may have lost bits
-#: A squared distance below ``SAFE_LO`` may have lost bits to underflow, but
-#: the true one is then below ``2 * SAFE_LO`` (each square's error is at most
-#: a subnormal's ulp), so against a squared reach of ``4 * SAFE_LO`` or more
-#: it is surely inside: only smaller reaches need exact arithmetic.  (A point
-#: exactly at a centre, as in the collision broad phase, is such a case.)
-_TINY_REACH = 4.0 * SAFE_LO
 
 #: Rows :func:`flag_rows` tests at a time: their distances (8 KiB) stay in the L1 cache.
 TILE = 1024
@@ -84,12 +76,12 @@ TILE = 1024
 _UNSAFE_SQUARE = 2.0 ** -960
 
 
-def distances(axes: Sequence[np.ndarray], point: Sequence[float], shape: str) -> np.ndarray:
+def distances(axes: Sequence[np.ndarray] | np.ndarray, point: Sequence[float] | np.ndarray, shape: str) -> np.ndarray:
     """Distance from ``point`` to each centre in the shape's metric.
 
     Parameters
     ----------
-    axes : sequence of ``dim`` ndarrays, shape (n,), float64
+    axes : sequence of ``dim`` ndarrays, shape (n,), float64, or one ndarray, shape (dim, n)
         The centres' coordinates, one array per axis.
     point : sequence of ``dim`` floats
     shape : "sphere" (Euclidean) or "cube" (L-infinity)
@@ -98,6 +90,8 @@ def distances(axes: Sequence[np.ndarray], point: Sequence[float], shape: str) ->
     -------
     ndarray, shape (n,), float64, a new array
     """
+    if not axes[0].size:
+        return np.empty(0, dtype=np.float64)
     if shape == "cube":
         result: np.ndarray
         with np.errstate(over="ignore"):
@@ -113,7 +107,7 @@ def distances(axes: Sequence[np.ndarray], point: Sequence[float], shape: str) ->
     return result
 
 
-def squared_distances(axes: Sequence[np.ndarray], point: Sequence[float]) -> np.ndarray:
+def squared_distances(axes: Sequence[np.ndarray] | np.ndarray, point: Sequence[float] | np.ndarray) -> np.ndarray:
     """Squared Euclidean distances, summed axis by axis in the order ``distances`` uses.
 
     Entries below ``2**-960`` or infinite may be off by under- or overflow;
@@ -137,7 +131,7 @@ def _unsafe(squares: np.ndarray) -> np.ndarray:
     return np.flatnonzero((squares < _UNSAFE_SQUARE) | (squares == np.inf))
 
 
-def _scaled_distances(axes: Sequence[np.ndarray], point: Sequence[float]) -> np.ndarray:
+def _scaled_distances(axes: Sequence[np.ndarray] | np.ndarray, point: Sequence[float] | np.ndarray) -> np.ndarray:
     """Euclidean distances computed as ``m * sqrt(sum((d / m)**2))``, ``m = max |d|``: no under/overflow."""
     with np.errstate(all="ignore"):  # an overflowed offset is inf: the distance is inf
         offsets = np.abs(np.array([a - p for a, p in zip(axes, point)]))
@@ -207,28 +201,6 @@ def _squared_reach(radii: np.ndarray) -> np.ndarray:
     return out
 
 
-@inline_kernel
-def _exact_square(x: float) -> bool:
-    """Whether ``x * x`` is exact in floats: Dekker's error term is zero (and nothing under- or overflowed)."""
-    r = x * x
-    if r == 0.0:
-        return x == 0.0
-    if not (SAFE_LO <= r <= SAFE_HI):
-        return False
-    c = 134217729.0 * x  # Veltkamp's split
-    hi = c - (c - x)
-    lo = x - hi
-    return ((hi * hi - r) + 2.0 * hi * lo) + lo * lo == 0.0
-
-
-@inline_kernel
-def _exact_sum(a: float, b: float) -> bool:
-    """Whether ``a + b`` is exact in floats (TwoSum's error is zero)."""
-    s = a + b
-    bb = s - a
-    return (a - (s - bb)) + (b - bb) == 0.0 and abs(s) != math.inf
-
-
 @kernel
 def decide_in_floats(columns: np.ndarray, row: int, p: np.ndarray, cube: bool, scale: float) -> int:
     """Containment where every step is exact in floats: 1 inside, 0 outside, -1 when something rounds.
@@ -240,7 +212,7 @@ def decide_in_floats(columns: np.ndarray, row: int, p: np.ndarray, cube: bool, s
     """
     radius = columns[p.shape[0], row]
     limit = radius if scale == 1.0 else radius * scale
-    if scale != 1.0 and (not _exact_product_up(radius, scale, limit)):
+    if scale != 1.0 and (not product_is_exact(radius, scale)):
         return -1
     return within_in_floats(columns, row, p, limit, cube)
 
@@ -253,9 +225,9 @@ def meets_in_floats(columns: np.ndarray, row: int, p: np.ndarray, rho: float, cu
     here, not in rational arithmetic."""
     radius = columns[p.shape[0], row]
     scaled = radius if scale == 1.0 else radius * scale
-    if scale != 1.0 and (not _exact_product_up(radius, scale, scaled)):
+    if scale != 1.0 and (not product_is_exact(radius, scale)):
         return -1
-    if not _exact_sum(scaled, rho):
+    if not sum_is_exact(scaled, rho):
         return -1
     return within_in_floats(columns, row, p, scaled + rho, cube)
 
@@ -266,7 +238,7 @@ def pair_meets_in_floats(columns: np.ndarray, i: int, j: int, cube: bool) -> int
     dim = columns.shape[0] - 2
     ri = columns[dim, i]
     rj = columns[dim, j]
-    if not _exact_sum(ri, rj):
+    if not sum_is_exact(ri, rj):
         return -1
     return within_in_floats(columns, j, columns[:dim, i], ri + rj, cube)
 
@@ -285,36 +257,20 @@ def within_in_floats(columns: np.ndarray, row: int, p: np.ndarray, limit: float,
     total = 0.0
     for axis in range(dim):
         c = columns[axis, row]
-        if not _exact_sum(c, -p[axis]):
+        if not sum_is_exact(c, -p[axis]):
             return -1
         d = c - p[axis]
         if cube:
             largest = max(largest, abs(d))
         else:
-            if not (_exact_square(d) and _exact_sum(total, d * d)):
+            if not (square_is_exact(d) and sum_is_exact(total, d * d)):
                 return -1
             total += d * d
     if cube:
         return 1 if largest <= limit else 0
-    if not _exact_square(limit):
+    if not square_is_exact(limit):
         return -1
     return 1 if total <= limit * limit else 0
-
-
-@inline_kernel
-def _exact_product_up(a: float, b: float, r: float) -> bool:
-    """Whether ``r = fl(a * b)`` is the exact product (Dekker's error is zero; no under- or overflow)."""
-    if r == 0.0:
-        return a == 0.0 or b == 0.0
-    if not (SAFE_LO <= abs(r) <= SAFE_HI) or abs(a) > 2.0 ** 995 or abs(b) > 2.0 ** 995:
-        return False
-    c = 134217729.0 * a
-    a_hi = c - (c - a)
-    a_lo = a - a_hi
-    c = 134217729.0 * b
-    b_hi = c - (c - b)
-    b_lo = b - b_hi
-    return ((a_hi * b_hi - r) + a_hi * b_lo + a_lo * b_hi) + a_lo * b_lo == 0.0
 
 
 @inline_kernel
@@ -327,9 +283,8 @@ def cube_filter(columns: np.ndarray, row: int, p: np.ndarray, limit: float, size
     largest = abs(columns[0, row] - p[0])
     for axis in range(1, dim):
         largest = max(largest, abs(columns[axis, row] - p[axis]))
-    inside = largest < limit * _BELOW
-    unsure = not (inside or largest > limit * _ABOVE)
-    return inside, unsure or (limit < _TINY_LIMIT and sized) or largest == math.inf
+    inside, near = compare(largest, limit)
+    return inside, (near and not inside) or (limit < TINY_LIMIT and sized) or largest == math.inf
 
 
 @inline_kernel
@@ -357,9 +312,8 @@ def classify(columns: np.ndarray, row: int, p: np.ndarray, cube: bool, scale: fl
         d = columns[axis, row] - p[axis]
         squares += d * d
     bound = columns[dim + 1, row] if scale == 1.0 else limit * limit
-    inside = squares < bound * _BELOW
-    unsure = not (inside or squares > bound * _ABOVE)
-    unsure = unsure or (squares < SAFE_LO and bound < _TINY_REACH) or squares > SAFE_HI
+    inside, near = compare(squares, bound)
+    unsure = (near and not inside) or (squares < SAFE_LO and bound < TINY_REACH) or squares > SAFE_HI
     if unsure:
         return _settled(columns, row, p, cube, scale)
     return inside, False
@@ -438,28 +392,28 @@ def flag_rows(pool: Pool, run: tuple[int, int], p: np.ndarray, q: Query, distanc
                 for i in range(n):
                     radius = columns[dim, row + i]
                     limit = radius * scale
-                    inside = distance[i] < limit * _BELOW
+                    inside = distance[i] < limit * BELOW
                     flags[flag + i] = inside
                     inside_count += inside
-                    maybe += distance[i] <= limit * _ABOVE
-                    unsafe |= ((limit < _TINY_LIMIT) & (radius > 0.0)) | (distance[i] == math.inf)
+                    maybe += distance[i] <= limit * ABOVE
+                    unsafe |= ((limit < TINY_LIMIT) & (radius > 0.0)) | (distance[i] == math.inf)
             elif scale == 1.0:
                 for i in range(n):
                     reach = columns[dim + 1, row + i]
-                    inside = distance[i] < reach * _BELOW
+                    inside = distance[i] < reach * BELOW
                     flags[flag + i] = inside
                     inside_count += inside
-                    maybe += distance[i] <= reach * _ABOVE
-                    unsafe |= ((distance[i] < SAFE_LO) & (reach < _TINY_REACH)) | (distance[i] > SAFE_HI)
+                    maybe += distance[i] <= reach * ABOVE
+                    unsafe |= ((distance[i] < SAFE_LO) & (reach < TINY_REACH)) | (distance[i] > SAFE_HI)
             else:
                 for i in range(n):
                     limit = columns[dim, row + i] * scale
                     bound = limit * limit
-                    inside = distance[i] < bound * _BELOW
+                    inside = distance[i] < bound * BELOW
                     flags[flag + i] = inside
                     inside_count += inside
-                    maybe += distance[i] <= bound * _ABOVE
-                    unsafe |= ((distance[i] < SAFE_LO) & (bound < _TINY_REACH)) | (distance[i] > SAFE_HI)
+                    maybe += distance[i] <= bound * ABOVE
+                    unsafe |= ((distance[i] < SAFE_LO) & (bound < TINY_REACH)) | (distance[i] > SAFE_HI)
             if maybe != inside_count or unsafe:  # within rounding of a surface: row by row
                 inside_count = 0
                 for i in range(n):

@@ -28,9 +28,9 @@ from typing import NamedTuple
 import numpy as np
 
 from culling.core.containment import SURE, TILE, UNSURE, flag_rows
-from culling.core.jit import inline_kernel, kernel
 from culling.core.structs import Pool, PoolFields, Query, QueryFields
 from culling.core.tiles import next_near_rows
+from culling.runtime.jit import inline_kernel, kernel
 
 __all__ = ["PARALLEL_MIN_POINTS", "answer", "answer_many", "answer_runs", "candidates",
            "gather", "keep_rows", "write_rows"]

@@ -21,7 +21,7 @@ probe, skipping the tiles (:mod:`culling.core.tiles`) the probe cannot reach,
 and appends the answers to growable buffers; the tree's and the grid's probe
 kernels call it per visited run.  :func:`meet_filter` is the pairs' test, one step per
 candidate shared by every pair kernel (:func:`first_near`, :func:`rows_sure`, :func:`pair_row`;
-:mod:`culling.core.pairs`, :mod:`culling.core.bands`).
+:mod:`culling.pairs.join`, :mod:`culling.pairs.bands`).
 """
 
 from __future__ import annotations
@@ -31,29 +31,15 @@ import math
 import numpy as np
 
 from culling.core.chunks import merged
-from culling.core.containment import (
-    FILTER_EPS,
-    SAFE_HI,
-    SAFE_LO,
-    cube_filter,
-    decide_grown,
-    meets_in_floats,
-    pair_meets_in_floats,
-)
-from culling.core.jit import inline_kernel, kernel
+from culling.core.containment import cube_filter, decide_grown, meets_in_floats, pair_meets_in_floats
+from culling.core.floats import SAFE_HI, TINY_LIMIT, TINY_REACH, compare
 from culling.core.structs import Pool, Query
 from culling.core.tiles import TILE_SHIFT
+from culling.runtime.jit import inline_kernel, kernel
 
 __all__ = ["NEAR_LANES", "appended", "far_apart", "first_near", "joined", "meet_filter", "member", "owned", "pair_range", "pair_row", "probe_row",
            "partner_rows", "probe_run", "reach_up", "rows_sure", "settle"]
 
-_BELOW = 1.0 - FILTER_EPS
-_ABOVE = 1.0 + FILTER_EPS
-#: A limit (radius times scale plus probe radius) below this may have lost bits to underflow.
-_TINY_LIMIT = 2.0 ** -1000
-#: A squared limit below this may have lost bits to underflow; a squared distance at or
-#: above twice it is surely outside such a limit (see :mod:`culling.core.members`).
-_TINY_REACH = 4.0 * SAFE_LO
 #: ``reach_up``'s relative margin: three roundings of a sum of non-negative terms stay below it.
 _MARGIN = 1.0 + 2.0 ** -50
 #: ``reach_up``'s absolute margin: covers a product that underflowed (error below 2**-1074).
@@ -114,10 +100,10 @@ def probe_row(columns: np.ndarray, row: int, p: np.ndarray, rho: float, cube: bo
             d = columns[axis, row] - p[axis]
             squares += d * d
         bound = limit * limit
-        inside = squares < bound * _BELOW
-        unsure = not (inside or squares > bound * _ABOVE)
-        if bound < _TINY_REACH:  # the limit's square may have lost bits: only a clearly larger distance is sure
-            unsure = squares < 2.0 * _TINY_REACH
+        inside, near = compare(squares, bound)
+        unsure = near and not inside
+        if bound < TINY_REACH:  # the limit's square may have lost bits: only a clearly larger distance is sure
+            unsure = squares < 2.0 * TINY_REACH
         unsure = unsure or squares > SAFE_HI
     if unsure:  # touching, most often, and exact in floats: decided here, not in rational arithmetic
         exact = meets_in_floats(columns, row, p, rho, cube, scale)
@@ -155,12 +141,13 @@ def meet_filter(columns: np.ndarray, j: int, x: float, y: float, z: float, radiu
     if cube:
         d = max(abs(a), max(abs(b), abs(c)))
         bound = limit
-        unsafe = (limit < _TINY_LIMIT) | (d == math.inf)
+        unsafe = (limit < TINY_LIMIT) | (d == math.inf)
     else:
         d = a * a + b * b + c * c
         bound = limit * limit
-        unsafe = (bound < _TINY_REACH) | (d > SAFE_HI)
-    return d < bound * _BELOW, d <= bound * _ABOVE, unsafe
+        unsafe = (bound < TINY_REACH) | (d > SAFE_HI)
+    inside, near = compare(d, bound)
+    return inside, near, unsafe
 
 
 @inline_kernel
@@ -181,13 +168,13 @@ def pair_row(columns: np.ndarray, i: int, j: int, cube: bool) -> tuple[bool, boo
             largest = abs(x - columns[0, j])
             for axis in range(1, dim):
                 largest = max(largest, abs(columns[axis, i] - columns[axis, j]))
-            unsure = (limit < _TINY_LIMIT and limit > 0.0) or largest == math.inf or unsure
+            unsure = (limit < TINY_LIMIT and limit > 0.0) or largest == math.inf or unsure
         else:
             squares = 0.0
             for axis in range(dim):
                 e = columns[axis, i] - columns[axis, j]
                 squares += e * e
-            unsure = squares < 2.0 * _TINY_REACH if limit * limit < _TINY_REACH else unsure
+            unsure = squares < 2.0 * TINY_REACH if limit * limit < TINY_REACH else unsure
             unsure = unsure or squares > SAFE_HI
     if unsure:  # touching, most often, and exact in floats: decided here, not in rational arithmetic
         exact = pair_meets_in_floats(columns, i, j, cube)
@@ -314,7 +301,7 @@ def first_near(columns: np.ndarray, i: int, j0: int, j1: int, cube: bool) -> int
     branch: a bucket grid's runs hold two to four rows, so a run is one pass with no loop exit to
     mispredict per row, and LLVM puts the lanes side by side in vector registers.  That needs
     ``cube`` to be a constant where this is inlined (its callers are a kernel per shape, as
-    :func:`culling.core.bands.band_cells` picks): the 10k swarm's ``band_cells`` took 0.45 ms against
+    :func:`culling.pairs.bands.band_cells` picks): the 10k swarm's ``band_cells`` took 0.45 ms against
     0.55 ms a row at a time, and the lanes with ``cube`` unknown 0.57 ms.  Reads the rows up to
     ``j1 + NEAR_LANES - 2``; those past ``j1`` never count.
     """

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from culling.core import growth
+import culling.core.growth as growth
 
 __all__ = ["RowPool", "concat_ranges"]
 

@@ -30,7 +30,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from culling.core.jit import inline_kernel
+from culling.runtime.jit import inline_kernel
 
 __all__ = ["NODE_COLUMNS", "Cells", "CellsFields", "Nodes", "NodesFields", "Objects", "ObjectsFields", "Pool",
            "PoolFields", "Query", "QueryFields", "World", "WorldFields", "nodes_of"]

@@ -31,8 +31,8 @@ import math
 
 import numpy as np
 
-from culling.core import growth
-from culling.core.jit import inline_kernel, kernel
+import culling.core.growth as growth
+from culling.runtime.jit import inline_kernel, kernel
 
 __all__ = ["TILE_ROWS", "TILE_SHIFT", "cover", "cover_row", "cover_rows", "empty_summaries", "next_near_rows", "summarise",
            "tiles_for"]

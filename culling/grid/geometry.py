@@ -28,8 +28,8 @@ from __future__ import annotations
 import numpy as np
 
 from culling.core.cells import cell_of, level_of, placed_columns, placed_u
-from culling.core.jit import kernel
 from culling.core.lattice import ANCHOR
+from culling.runtime.jit import kernel
 
 __all__ = ["GridGeometry"]
 

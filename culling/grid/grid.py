@@ -34,14 +34,14 @@ from collections.abc import Callable
 import numpy as np
 from numpy.typing import ArrayLike
 
-from culling.core import growth, members, pairs
+import culling.grid.probe as probe
+import culling.grid.walk as gridwalk
+from culling.core import growth, members
 from culling.core.cells import placed_u
 from culling.core.containment import squared_reach, squared_reach_of
 from culling.core.growth import ARRAY_GROWTH
 from culling.core.handles import HandleStack
-from culling.core.locks import reading, writing
 from culling.core.structs import CellsFields, PoolFields, WorldFields
-from culling.core.structure import Parts, Structure
 from culling.core.validation import (
     Handle,
     as_coords,
@@ -52,10 +52,11 @@ from culling.core.validation import (
     as_scale,
     check_unique,
 )
-from culling.grid import probe
-from culling.grid import walk as gridwalk
 from culling.grid.geometry import GridGeometry
 from culling.grid.pool import CellPool
+from culling.pairs import cell_tree, join
+from culling.runtime.locks import reading, writing
+from culling.structure import Parts, Structure, Walked
 from culling.trace import LevelTrace, QueryTrace
 
 __all__ = ["DEFAULT_FINEST_CELLS", "DenseViewDistanceGrid", "MAX_ENUMERATED_CELLS", "MAX_FINEST_CELLS"]
@@ -416,21 +417,21 @@ class DenseViewDistanceGrid(Structure):
 
         Returns ``(first, second)``, int64, ``first < second``, each pair once,
         as :meth:`ViewDistanceTree.overlapping_pairs <culling.ViewDistanceTree.overlapping_pairs>`:
-        the cells' levels and coordinates (:func:`culling.grid.probe.cell_levels`)
-        joined by bands of levels (:func:`culling.core.pairs.overlapping_pairs`),
+        the cells' levels and coordinates (:func:`culling.pairs.cell_tree.cell_levels`)
+        joined by bands of levels (:func:`culling.pairs.join.overlapping_pairs`),
         or, for members in a few clusters far apart, the cells whose subtree
-        holds objects as a tree (:func:`culling.grid.probe.cell_tree`, O(cells))
+        holds objects as a tree (:func:`culling.pairs.cell_tree.cell_tree`, O(cells))
         joined with itself.
         """
         cells, offsets = self._cells, self._geo.offsets
         start = cells.start.astype(np.int64)
         count = cells.count.astype(np.int64)
-        level, coords = probe.cell_levels(offsets, self.dim)
+        level, coords = cell_tree.cell_levels(offsets, self.dim)
 
         def tree() -> tuple[int, np.ndarray, np.ndarray, np.ndarray]:
-            return (0, *probe.cell_tree(offsets, start, count, self.dim))
+            return (0, *cell_tree.cell_tree(offsets, start, count, self.dim))
 
-        return pairs.overlapping_pairs((start, count, level, coords), cells.handles, cells.columns, self._count,
+        return join.overlapping_pairs((start, count, level, coords), cells.handles, cells.columns, self._count,
                                        (self.origin, self.size, 0.0), self._cube, self.shape, tree, self._band_plans)
 
     @reading
@@ -455,15 +456,13 @@ class DenseViewDistanceGrid(Structure):
         visited, ends = gridwalk.trace_visit(p, scale, self._world(), self._cell_arrays(), MAX_ENUMERATED_CELLS)
         return self._trace_of(p, scale, visited, ends)
 
-    def _walk_runs(self, p: np.ndarray, scale: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """The cells one query visits (:func:`culling.grid.walk.trace_visit`), with ``ends`` per level and
-        each visited cell's member run (start, count)."""
+    def _walked(self, p: np.ndarray, scale: float) -> Walked:
+        """The cells one query visits (:func:`culling.grid.walk.trace_visit`) as :class:`Walked`."""
         visited, ends = gridwalk.trace_visit(p, scale, self._world(), self._cell_arrays(), MAX_ENUMERATED_CELLS)
         cells = self._cells
-        return visited, ends, cells.start[visited].astype(np.int64), cells.count[visited].astype(np.int64)
-
-    def _pool_fields(self) -> PoolFields:
-        return self._pool_arrays()
+        return Walked(cells.start[visited].astype(np.int64), cells.count[visited].astype(np.int64),
+                      self._pool_arrays(), cells.columns, cells.handles,
+                      lambda: self._trace_of(p, scale, visited, ends))
 
     def _trace_of(self, p: np.ndarray, scale: float, visited: np.ndarray, ends: np.ndarray) -> QueryTrace:
         """The :class:`QueryTrace` of one walk's visited cells (``ends``: where each level's cells end)."""

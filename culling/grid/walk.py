@@ -30,10 +30,10 @@ from __future__ import annotations
 import numpy as np
 
 from culling.core.cells import window
-from culling.core.jit import inline_kernel, kernel
 from culling.core.lattice import ANCHOR
 from culling.core.members import answer
 from culling.core.structs import Cells, CellsFields, Pool, PoolFields, Query, QueryFields, World, WorldFields
+from culling.runtime.jit import inline_kernel, kernel
 
 __all__ = ["cell_window", "grown_visits", "query", "trace_visit", "visit", "visits"]
 

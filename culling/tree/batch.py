@@ -33,12 +33,12 @@ import numpy as np
 
 from culling.core.cells import home, level_of
 from culling.core.containment import reach_of, squared_reach
-from culling.core.jit import inline_kernel, kernel
 from culling.core.lattice import MAX_DEPTH
-from culling.core.prefetch import AHEAD, prefetch, prefetch_at
 from culling.core.structs import Nodes, NodesFields, ObjectsFields, PoolFields, World, WorldFields, nodes_of
-from culling.core.threads import run_chunks, thread_count
 from culling.core.tiles import TILE_SHIFT, cover, cover_row
+from culling.runtime.jit import inline_kernel, kernel
+from culling.runtime.prefetch import AHEAD, prefetch, prefetch_at
+from culling.runtime.threads import run_chunks, thread_count
 
 #: Bits of :func:`layout_order`'s Morton code: 4,096 cells over the batch's box.
 LAYOUT_BITS = 12
@@ -168,7 +168,7 @@ def settle(handles: np.ndarray, centres: np.ndarray, radii: np.ndarray, world_fi
     lines in 3-D.
 
     The objects are visited in the caller's order, each one's pool row
-    fetched :data:`~culling.core.prefetch.AHEAD` objects early, so the random
+    fetched :data:`~culling.runtime.prefetch.AHEAD` objects early, so the random
     rows arrive side by side (the 100k moving swarm, when this replaced
     sorting the objects by window of pool rows first: 3.5 against 3.8 ms).  From
     :data:`PARALLEL_SETTLE_MIN` objects the pool's rows are cut into a range
@@ -220,7 +220,7 @@ def ascending_union(first: np.ndarray, second: np.ndarray) -> np.ndarray:
 
 
 #: :func:`settle` runs on the library's threads from this many objects on: as the pairs' join
-#: (``culling.core.pairs.PARALLEL_MIN_OBJECTS``, where the measurements are), so a frame of
+#: (``culling.pairs.join.PARALLEL_MIN_OBJECTS``, where the measurements are), so a frame of
 #: ``update_many`` and ``overlapping_pairs`` below it wakes no thread.
 PARALLEL_SETTLE_MIN = 8_000
 
@@ -244,7 +244,7 @@ def _settle_part(batch: tuple[np.ndarray, np.ndarray, np.ndarray], first_row: in
     key = np.empty((1, dim + 1), dtype=np.int64)
     k = 0
     for j in range(count):
-        if j + AHEAD < count:  # a later object's row (culling.core.prefetch)
+        if j + AHEAD < count:  # a later object's row (culling.runtime.prefetch)
             ahead = obj_pos[handles[j + AHEAD if every else mine[j + AHEAD]]]
             for column in range(dim + 1):  # the centre and the radius
                 prefetch_at(columns, column, ahead)
@@ -421,7 +421,7 @@ def unlink(handles: np.ndarray, objects_fields: ObjectsFields, nodes_fields: Nod
     covers it, and its node (``obj_node``) becomes -1.  Returns the nodes emptied, int64, each once.
 
     ``handles`` int64, live and unique.  The rows of later objects are fetched
-    ahead, a step of their chain at a time (:mod:`culling.core.prefetch`).
+    ahead, a step of their chain at a time (:mod:`culling.runtime.prefetch`).
     One plain loop: the same steps as inlined helpers taking the arrays kept
     numba's reference counting per array and object (0.12 ms for 1,000
     movers, against 0.02 ms).  O(len(handles)).
@@ -494,7 +494,7 @@ def place(handles: np.ndarray, group_of: np.ndarray, homes: np.ndarray, centres:
     for g in range(homes.shape[0]):
         next_row[g] = node_start[homes[g]] + node_count[homes[g]]
     for i in range(n):
-        if i + AHEAD < n:  # a later object's row (culling.core.prefetch)
+        if i + AHEAD < n:  # a later object's row (culling.runtime.prefetch)
             ahead = next_row[group_of[i + AHEAD]]
             prefetch(pool_handles, ahead)
             for column in range(dim + 2):

@@ -28,10 +28,10 @@ import numpy as np
 
 from culling.core import growth
 from culling.core.growth import ARRAY_GROWTH, grown
-from culling.core.jit import inline_kernel, kernel
-from culling.core.prefetch import AHEAD, prefetch
 from culling.core.structs import NODE_COLUMNS, Nodes, NodesFields, nodes_of
-from culling.core.threads import run_chunks
+from culling.runtime.jit import inline_kernel, kernel
+from culling.runtime.prefetch import AHEAD, prefetch
+from culling.runtime.threads import run_chunks
 
 __all__ = ["DEAD_ROW", "NodeTable", "SHRINK_RATIO", "prune_nodes"]
 
@@ -376,7 +376,7 @@ def _descend(keys: np.ndarray, homes: np.ndarray, search: tuple[int, int, np.nda
     dim = node_cells.shape[0]
     table_rows = count.shape[0]
     for g in range(done, keys.shape[0]):
-        if near.shape[0] and g + AHEAD < keys.shape[0]:  # a later search's start (culling.core.prefetch)
+        if near.shape[0] and g + AHEAD < keys.shape[0]:  # a later search's start (culling.runtime.prefetch)
             prefetch(child[near[g + AHEAD]], 0)
             prefetch(children, near[g + AHEAD])
         if create and free_count > 4:  # a row the creations a few keys on will take, its key's cells too
@@ -515,7 +515,7 @@ def prune_nodes(nodes: np.ndarray, root: int, stack: tuple[np.ndarray, int], rel
     (``stack = (free, free_count)``; ``free`` has a slot per row) and its
     block, if any, into ``released = (starts, capacities)`` (room for one
     per level below the root and node).  Later nodes' rows, and their
-    parents', are fetched ahead (:mod:`culling.core.prefetch`).  One plain
+    parents', are fetched ahead (:mod:`culling.runtime.prefetch`).  One plain
     loop, as :func:`culling.tree.batch.unlink`.  O(len(nodes) + deleted).
     """
     table = nodes_of(nodes_fields)
@@ -526,7 +526,7 @@ def prune_nodes(nodes: np.ndarray, root: int, stack: tuple[np.ndarray, int], rel
     k = 0
     n = nodes.shape[0]
     for first in range(n):
-        if first + AHEAD < n:  # a later node's row, and its parent's links (culling.core.prefetch)
+        if first + AHEAD < n:  # a later node's row, and its parent's links (culling.runtime.prefetch)
             fetch_row(nodes[first + AHEAD], table)
         if first + AHEAD // 2 < n:
             up = parent[nodes[first + AHEAD // 2]]

@@ -34,11 +34,11 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from culling.core import growth, tiles
-from culling.core.jit import inline_kernel, kernel
-from culling.core.prefetch import AHEAD, prefetch
 from culling.core.rows import RowPool
 from culling.core.structs import NodesFields, PoolFields, nodes_of
 from culling.core.tiles import cover_row
+from culling.runtime.jit import inline_kernel, kernel
+from culling.runtime.prefetch import AHEAD, prefetch
 
 if TYPE_CHECKING:
     from culling.tree.nodes import NodeTable
@@ -311,7 +311,7 @@ def _make_room(ids: np.ndarray, more: np.ndarray, done: int, obj_row: np.ndarray
     rows = pool_handles.shape[0]
     width = columns.shape[0]
     for i in range(done, ids.shape[0]):
-        if i + AHEAD < ids.shape[0]:  # a later node's block (culling.core.prefetch)
+        if i + AHEAD < ids.shape[0]:  # a later node's block (culling.runtime.prefetch)
             prefetch(node_count, ids[i + AHEAD])
             prefetch(node_capacity, ids[i + AHEAD])
             prefetch(node_start, ids[i + AHEAD])

@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from culling.core.jit import kernel
 from culling.core.overlap import owned, probe_run
 from culling.core.structs import NodesFields, Pool, PoolFields, Query, QueryFields, World, WorldFields, nodes_of
+from culling.runtime.jit import kernel
 from culling.tree.walk import walk
 
 __all__ = ["probe_chunk"]

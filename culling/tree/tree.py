@@ -32,21 +32,21 @@ so removal is O(1).
 from __future__ import annotations
 
 import logging
-import math
 from collections.abc import Callable
 
 import numpy as np
 from numpy.typing import ArrayLike
 
-from culling.core import growth, members, pairs
+import culling.tree.batch as batch
+import culling.tree.probe as probe
+import culling.tree.root as root_growth
+import culling.tree.walk as walk
+from culling.core import growth, members
 from culling.core.cells import home
-from culling.core.containment import reach_of, squared_reach
+from culling.core.containment import reach_of
 from culling.core.growth import ARRAY_GROWTH, grown
 from culling.core.handles import HandleStack
-from culling.core.interrupts import hold_interrupts, release_interrupts, unmask_interrupt
-from culling.core.jit import kernel
 from culling.core.lattice import ANCHOR, MAX_DEPTH, MAX_GROWTH, Lattice
-from culling.core.locks import reading, writing
 from culling.core.structs import (
     NodesFields,
     Objects,
@@ -57,8 +57,7 @@ from culling.core.structs import (
     WorldFields,
     nodes_of,
 )
-from culling.core.structure import Parts, Structure
-from culling.core.tiles import TILE_ROWS, TILE_SHIFT, cover_row
+from culling.core.tiles import cover_row
 from culling.core.validation import (
     Handle,
     as_coords,
@@ -70,10 +69,15 @@ from culling.core.validation import (
     as_scale,
     check_unique,
 )
+from culling.pairs import join
+from culling.runtime.interrupts import hold_interrupts, release_interrupts, unmask_interrupt
+from culling.runtime.jit import kernel
+from culling.runtime.locks import reading, writing
+from culling.structure import Parts, Structure, Walked
 from culling.trace import LevelTrace, QueryTrace
-from culling.tree import batch, probe, walk
 from culling.tree.batch import unlink
-from culling.tree.nodes import DEAD_ROW, NodeTable, prune_nodes
+from culling.tree.checker import check_tree
+from culling.tree.nodes import NodeTable, prune_nodes
 from culling.tree.pool import BlockPool, release
 
 __all__ = ["HANDLE_SHRINK_RATIO", "INSIDE", "MAX_DEPTH", "MAX_GROWTH", "OUTSIDE", "STAYS", "ViewDistanceTree"]
@@ -447,7 +451,7 @@ class ViewDistanceTree(Structure):
         self._after_removal()
 
     # ------------------------------------------------------------------
-    # Queries (the public methods and the exact fallback: culling.core.structure.Structure)
+    # Queries (the public methods and the exact fallback: culling.structure.Structure)
 
     def _rows(self) -> tuple[np.ndarray, np.ndarray]:
         return self._pool.columns, self._pool.handles
@@ -488,11 +492,11 @@ class ViewDistanceTree(Structure):
         first, second : ndarray, int64, shape (k,) each
             The pairs' handles, ``first[k] < second[k]``, each pair once, in no particular order.
 
-        The tree joined with itself (:func:`culling.core.pairs.overlapping_pairs`):
+        The tree joined with itself (:func:`culling.pairs.join.overlapping_pairs`):
         the nodes' levels grouped into bands, each band's members bucketed by
         their nodes' cells on one level and swept line by line, the coarser
         bands' members probing the finer bands' buckets
-        (:mod:`culling.core.bands`); where a band's members sit in a few
+        (:mod:`culling.pairs.bands`); where a band's members sit in a few
         clusters far apart, a dual walk of the tree instead.  Compiled, on the
         library's threads.  Decided exactly, as :meth:`overlapping` with
         ``exact=True``.  Cost: O(objects + nodes + members within reach of
@@ -500,7 +504,7 @@ class ViewDistanceTree(Structure):
         """
         nodes, pool = self._nodes, self._pool
         issued = nodes.count[: nodes.issued]  # the rows above were never handed out: the passes skip them
-        return pairs.overlapping_pairs((nodes.start, issued, nodes.level, nodes.cells), pool.handles,
+        return join.overlapping_pairs((nodes.start, issued, nodes.level, nodes.cells), pool.handles,
                                        pool.columns, self._count, (self.origin, self.size, float(ANCHOR)), self._cube,
                                        self.shape, lambda: (self._root, nodes.child, nodes.start, nodes.count),
                                        self._band_plans)
@@ -538,15 +542,12 @@ class ViewDistanceTree(Structure):
         visited, ends = walk.trace_walk(p, scale, self._world(), self._nodes.struct())
         return self._trace_of(p, scale, visited, ends)
 
-    def _walk_runs(self, p: np.ndarray, scale: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """The nodes one query visits (:func:`culling.tree.walk.trace_walk`), with ``ends`` per level and
-        each visited node's member run (start, count)."""
-        nodes = self._nodes
+    def _walked(self, p: np.ndarray, scale: float) -> Walked:
+        """The nodes one query visits (:func:`culling.tree.walk.trace_walk`) as :class:`Walked`."""
+        nodes, pool = self._nodes, self._pool
         visited, ends = walk.trace_walk(p, scale, self._world(), nodes.struct())
-        return visited, ends, nodes.start[visited], nodes.count[visited]
-
-    def _pool_fields(self) -> PoolFields:
-        return self._pool.arrays()
+        return Walked(nodes.start[visited], nodes.count[visited], pool.arrays(), pool.columns, pool.handles,
+                      lambda: self._trace_of(p, scale, visited, ends))
 
     def _trace_of(self, p: np.ndarray, scale: float, visited: np.ndarray, ends: np.ndarray) -> QueryTrace:
         """The :class:`QueryTrace` of one walk's visited nodes (``ends``: where each level's nodes end)."""
@@ -578,87 +579,8 @@ class ViewDistanceTree(Structure):
 
     @reading
     def check_invariants(self) -> None:
-        """Assert every structural rule; O(objects + nodes).  For tests."""
-        nodes = self._nodes
-        alive = np.flatnonzero(nodes.count[: nodes.issued] >= 0)
-        assert alive.size == self.node_count, "free node stack disagrees with dead nodes"
-        free = nodes.free_ids()
-        assert np.unique(free).size == free.size, "a node row is on the free stack twice"
-        assert ((free >= 0) & (free < nodes.issued)).all() and (nodes.count[free] == -1).all(), \
-            "a live node is on the free stack"
-        dead = np.flatnonzero(nodes.count < 0)
-        for name, fill in DEAD_ROW.items():
-            assert (getattr(nodes, name)[dead] == fill).all(), f"a dead node row keeps its {name}"
-        root = self._root
-        assert nodes.count[root] >= 0 and nodes.parent[root] == -1, "root must be live and parentless"
-        root_level = self.root_level
-        assert -MAX_GROWTH <= root_level <= 0, "root level out of range"
-        # The one index: every node's parent is the enclosing cell one level up, and every live node
-        # is reached from the root through the child links, level by level (what the descent follows).
-        levels = nodes.level[alive]
-        assert ((levels >= root_level) & (levels <= MAX_DEPTH)).all(), "node level outside [root, MAX_DEPTH]"
-        below = alive[alive != root]
-        parents = nodes.parent[below]
-        assert (nodes.count[parents] >= 0).all(), "parent is dead"
-        assert (nodes.level[parents] == nodes.level[below] - 1).all(), "parent is not one level up"
-        assert (nodes.cells[:, parents] == nodes.cells[:, below] >> 1).all(), "parent is not the enclosing cell"
-        assert ((nodes.count[below] > 0) | (nodes.children[below] > 0)).all(), "empty leaf left after cleanup"
-        reached, frontier = 1, np.array([root])
-        for _ in range(MAX_GROWTH + MAX_DEPTH + 1):  # levels only go down: at most that many steps
-            links = nodes.child[frontier]
-            frontier = links[links >= 0]
-            reached += frontier.size
-        assert reached == alive.size, "a live node is not reachable from the root"
-        children = np.bincount(self._nodes.parent[alive][self._nodes.parent[alive] >= 0], minlength=self._nodes.issued)
-        assert (children[alive] == self._nodes.children[alive]).all(), "child counts are wrong"
-        # Child links: each live non-root node in its parent's quadrant slot, nothing else linked.
-        links = self._nodes.child[alive]
-        assert ((links >= 0).sum(axis=1) == self._nodes.children[alive]).all(), "child links disagree with counts"
-        linked = links[links >= 0]
-        assert (self._nodes.count[linked] >= 0).all(), "a child link points to a dead node"
-        owners = np.repeat(alive, (links >= 0).sum(axis=1))
-        assert (self._nodes.parent[linked] == owners).all(), "a child link points to another node's child"
-        quadrants = np.nonzero(links >= 0)[1]
-        bits = sum((self._nodes.cells[axis, linked] & 1) << axis for axis in range(self.dim))
-        assert (bits == quadrants).all(), "a child is linked in the wrong quadrant"
-        if root_level < 0:
-            assert not (self._nodes.count[root] == 0 and self._nodes.children[root] <= 1), "grown root should have shrunk"
-        # Blocks: inside the pool, disjoint, counts within capacity.
-        assert (self._nodes.count[alive] <= self._nodes.capacity[alive]).all(), "node holds more than its block"
-        blocks = [(int(self._nodes.start[n]), int(self._nodes.capacity[n])) for n in alive.tolist() if self._nodes.capacity[n] > 0]
-        blocks += self._pool.free_blocks()
-        blocks.sort()
-        for (s0, c0), (s1, _) in zip(blocks, blocks[1:]):
-            assert s0 + c0 <= s1, "pool blocks overlap"
-        assert not blocks or blocks[-1][0] + blocks[-1][1] <= self._pool.top <= self._pool.rows
-        # Objects: node and row agree with the pool, rows inside the node's used part.
-        live = self._handles()
-        assert live.size == self._count, "len() disagrees with live handles"
-        self._ids.check(self._obj_node[: self._next_handle] >= 0)
-        assert (self._obj_node[self._ids.free] == -1).all(), "a free handle still names a node"
-        nodes, rows = self._obj_node[live], self._obj_pos[live]
-        assert (self._nodes.count[nodes] >= 0).all(), "object in a dead node"
-        assert (self._pool.handles[rows] == live).all(), "pool row holds another handle"
-        assert ((rows >= self._nodes.start[nodes]) & (rows < self._nodes.start[nodes] + self._nodes.count[nodes])).all()
-        assert int(self._nodes.count[alive].sum()) == live.size, "node counts disagree with objects"
-        # Home node: a pure function of (centre, radius).
-        columns = self._pool.columns[:, rows]
-        radii = columns[self.dim]
-        assert np.isfinite(columns[: self.dim + 1]).all() and (radii >= 0).all()
-        assert (columns[self.dim + 1] == squared_reach(radii)).all(), "stale squared reach"
-        group_of, keys, _ = batch.group(np.ascontiguousarray(columns[: self.dim].T), np.ascontiguousarray(radii),
-                                        self.origin, self.size)  # the home function, as insert_many places objects
-        keys = keys[group_of]
-        assert (keys[:, 0] >= root_level).all(), "a sphere is too large for the root"
-        assert (self._nodes.level[nodes] == keys[:, 0]).all(), "object on the wrong level"
-        assert (self._nodes.cells[:, nodes] == keys[:, 1:].T).all(), "object in the wrong cell"
-        # Tile summaries (culling.core.tiles): every live row inside its tile's box, its radius within the tile's.
-        pool, tile = self._pool, rows >> TILE_SHIFT
-        box = pool.tile_box[tile].T
-        assert pool.tile_box.shape[0] * TILE_ROWS >= pool.rows, "tile summaries shorter than the pool"
-        assert (box[: self.dim] <= columns[: self.dim]).all(), "a centre below its tile's box"
-        assert (box[self.dim:2 * self.dim] >= columns[: self.dim]).all(), "a centre above its tile's box"
-        assert (box[2 * self.dim] >= radii).all(), "a radius above its tile's largest"
+        """Assert every structural rule (:func:`culling.tree.checker.check_tree`); O(objects + nodes).  For tests."""
+        check_tree(self)
 
     # ------------------------------------------------------------------
     # Internals: validation helpers
@@ -762,80 +684,22 @@ class ViewDistanceTree(Structure):
             self._grow_root_for(keys)
 
     def _check_world(self, keys: list[list[int]]) -> None:
-        """Reject home keys ``(level, cell...)`` outside the largest world (a centre there), or above its
-        root (a radius too large).
-
-        The largest world is the level ``-MAX_GROWTH`` cell 0, and cells nest:
-        a key on a level below it is inside exactly when its ancestor there,
-        ``cell >> (level + MAX_GROWTH)`` per axis, is 0 (the cell function
-        clamps coordinates beyond the world to a cell just outside it).
-        """
-        if any(level < -MAX_GROWTH for level, *_ in keys):
-            raise ValueError(f"radii must be below {self._lattice.node_size(-MAX_GROWTH) / 2:g}, "
-                             f"the largest this tree can grow to")
-        if any(c >> (level + MAX_GROWTH) for level, *cell in keys for c in cell):
-            low, high = self._lattice.world_bounds()
-            raise ValueError(f"centres must lie within the largest world this tree can grow to, "
-                             f"[{low.tolist()}, {high.tolist()})")
+        """Reject home keys outside the largest world (:func:`culling.tree.root.check_world`)."""
+        root_growth.check_world(self._lattice, keys)
 
     def _grow_root_for(self, keys: list[list[int]]) -> None:
-        """Grow the root until it holds the home keys ``keys`` (inside the world, :meth:`_check_world`):
-        on their levels or above, their cells below its own; a root whose box would leave the floats is
-        a ``ValueError``, raised before anything changes.
-
-        The levels needed are counted first (the ancestor of cell ``c`` on ``g``
-        levels up is ``c >> g``), so the check sees the final root.
-        """
-        level, cell = self._nodes.key_of(self._root)
-        while not all(level <= k_level and all(c >> (k_level - level) == r for c, r in zip(k_cell, cell))
-                      for k_level, *k_cell in keys):
-            level, cell = level - 1, tuple(c >> 1 for c in cell)
-        box_lo, box_hi = self._lattice.cell_bounds(level, cell)
-        if not (np.isfinite(box_lo).all() and np.isfinite(box_hi).all()
-                and math.isfinite(self._lattice.node_size(level))):
-            raise ValueError(f"the root would have to grow to nodes of edge {self._lattice.node_size(level):g} "
-                             f"from {box_lo.tolist()}, beyond the largest float; centres and radii must "
-                             f"stay within a world whose corners are finite")
+        """Grow the root until it holds the home keys ``keys`` (:func:`culling.tree.root.root_level_for`
+        counts the levels and refuses a root beyond the floats before anything changes)."""
+        level = root_growth.root_level_for(self._nodes, self._root, self._lattice, keys)
         while self.root_level > level:
-            self._grow_root()
-
-    def _grow_root(self) -> None:
-        """Put a parent above the root: the world doubles, nothing stored moves.
-
-        The new root is made first (a ``MemoryError`` there changes nothing).
-        """
-        old = self._root
-        level, cell = self._nodes.key_of(old)
-        root = self._nodes.new(level - 1, tuple(c >> 1 for c in cell), -1)
-        if self._nodes.count[old] > 0 or self._nodes.children[old] > 0:
-            self._nodes.adopt(root, old)
-        else:  # an empty root would become an empty leaf
-            self._delete_node(old)
-        self._root = root
+            self._root = root_growth.grow_root(self._nodes, self._pool, self._root)
 
     def _shrink_root(self) -> None:
         """Undo growth that no object needs any more."""
-        while self._nodes.level[self._root] < 0 and self._nodes.count[self._root] == 0:
-            root = self._root
-            if self._nodes.children[root] == 1:
-                child = self._nodes.only_child(root)
-                self._nodes.orphan(child)
-                self._delete_node(root)
-                self._root = child
-            elif self._nodes.children[root] == 0:  # the tree is empty: back to the constructor's root
-                self._delete_node(root)
-                self._root = self._nodes.new(0, (ANCHOR,) * self.dim, -1)
-            else:
-                break
-
+        self._root = root_growth.shrink_root(self._nodes, self._pool, self._root, self.dim)
 
     # ------------------------------------------------------------------
     # Internals: nodes
-
-    def _delete_node(self, node: int) -> None:
-        if self._nodes.capacity[node]:
-            self._pool.release_many(self._nodes.start[node:node + 1], self._nodes.capacity[node:node + 1])
-        self._nodes.delete(node)
 
     def _prune(self, nodes: np.ndarray) -> None:
         """Delete the empty, childless ``nodes`` (int64) and their ancestors that become so, in one

@@ -23,10 +23,10 @@ import math
 import numpy as np
 
 from culling.core.cells import grown_half, half_reach_by, visit_window
-from culling.core.jit import inline_kernel, kernel
 from culling.core.lattice import MAX_DEPTH, MAX_GROWTH
 from culling.core.members import answer
 from culling.core.structs import Nodes, NodesFields, Pool, PoolFields, Query, QueryFields, World, WorldFields, nodes_of
+from culling.runtime.jit import inline_kernel, kernel
 
 __all__ = ["query", "trace_walk", "visits", "walk"]
 

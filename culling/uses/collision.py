@@ -32,7 +32,6 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from culling.core.containment import distances
-from culling.core.interrupts import runs_whole
 from culling.core.validation import (
     as_handle,
     as_handles,
@@ -43,6 +42,7 @@ from culling.core.validation import (
     check_constructor,
     check_unique,
 )
+from culling.runtime.interrupts import runs_whole
 from culling.tree.tree import ViewDistanceTree
 
 __all__ = ["CollisionCandidates", "MAX_RESOLVE_ITERATIONS"]
@@ -51,16 +51,6 @@ __all__ = ["CollisionCandidates", "MAX_RESOLVE_ITERATIONS"]
 #: in between objects may never get free, and a bound the caller gives must
 #: also bound the time (a larger value is a ``ValueError``, not a hang).
 MAX_RESOLVE_ITERATIONS = 10_000
-
-
-def _distances(centres: NDArray[np.float64], point: NDArray[np.float64]) -> NDArray[np.float64]:
-    """Euclidean distance from ``point`` to each row of ``centres``, shape (n,).
-
-    :func:`culling.core.containment.distances`: summed axis by axis, rescaled where the
-    squares would under- or overflow, so extreme magnitudes neither warn nor
-    lose the answer.
-    """
-    return distances([centres[:, axis] for axis in range(centres.shape[1])], point.tolist(), "sphere")
 
 
 class CollisionCandidates:
@@ -307,7 +297,7 @@ class CollisionCandidates:
         hs = self._tree.overlapping(point, self._probe)
         centres = self._tree.centres_of(hs)
         reach = self._bounding[hs] + self._probe
-        return hs, centres, reach, _distances(centres, point)
+        return hs, centres, reach, distances(list(centres.T), point.tolist(), "sphere")
 
     def touching(self, probe_centre: ArrayLike, probe_radius: float | None = None) -> NDArray[np.int64]:
         """Objects whose bounding sphere touches the probe sphere.

@@ -39,9 +39,9 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from culling.core.locks import ReadWriteLock, reading, state_without_lock, writing
-from culling.core.threads import run_chunks
 from culling.core.validation import as_handles, as_integer, as_points, as_probe_radii, as_radius
+from culling.runtime.locks import ReadWriteLock, reading, state_without_lock, writing
+from culling.runtime.threads import run_chunks
 from culling.tree.tree import ViewDistanceTree
 from culling.uses.interest_kernels import advance_rows, compact_rows
 
@@ -443,7 +443,7 @@ class InterestManager:
     be handed out again.
 
     Threads: the manager has its own readers-writer lock
-    (:mod:`culling.core.locks`): mutations and ticks run one at a time,
+    (:mod:`culling.runtime.locks`): mutations and ticks run one at a time,
     :meth:`interest` and the read-only properties alongside each other.
     A tick's queries and merges run on the library's threads.
     """

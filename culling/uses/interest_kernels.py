@@ -25,7 +25,7 @@ never stays: it left, and entered again if the new answer holds it.
 
 :func:`advance_rows` works on the viewers ``lo .. hi - 1`` and writes only
 where their rows go, so the library's threads run chunks of viewers at once
-(:func:`culling.core.threads.run_chunks`), each with a scratch array of its
+(:func:`culling.runtime.threads.run_chunks`), each with a scratch array of its
 own.  Viewers never share a previous row: ids are unique within a tick.
 :func:`compact_rows` then packs the rows written at their upper-bound places.
 """
@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from culling.core.jit import inline_kernel, kernel
+from culling.runtime.jit import inline_kernel, kernel
 
 __all__ = ["SMALL_SORT", "advance_rows", "compact_rows"]
 

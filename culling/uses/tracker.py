@@ -52,8 +52,8 @@ from typing import Any, TypeVar
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from culling.core.interrupts import runs_whole
 from culling.core.validation import as_handles, as_radii, as_radius
+from culling.runtime.interrupts import runs_whole
 
 __all__ = ["MultiCameraTracker", "VisibilityEvents", "VisibilityTracker"]
 

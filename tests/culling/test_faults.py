@@ -1,4 +1,4 @@
-"""Faults a hostile caller can arrange (issue 38): a Ctrl-C at every point CPython can deliver it in
+"""Faults a hostile caller can arrange: a Ctrl-C at every point CPython can deliver it in
 the lock's way in and out, a fork after writes and during a mutation, copies and pickles while
 another thread mutates, finalizers that come back into the structure, and a single ``update()``
 hit by a ``MemoryError``.
@@ -26,9 +26,9 @@ import numpy as np
 import pytest
 from brute_force import FailAt
 
-from culling import DenseViewDistanceGrid, ViewDistanceTree
-from culling.core import locks, structure
-from culling.core.locks import ReadWriteLock
+from culling import DenseViewDistanceGrid, ViewDistanceTree, structure
+from culling.runtime import locks
+from culling.runtime.locks import ReadWriteLock
 
 STRUCTURES = ("tree", "grid")
 
@@ -576,7 +576,7 @@ def test_collision_candidates_leave_no_ghost_when_their_arrays_cannot_grow(call,
 
 
 def test_a_thread_count_the_system_cannot_start_leaks_nothing_and_a_smaller_one_works(monkeypatch):
-    from culling.core import threads
+    from culling.runtime import threads
 
     started: list[threading.Thread] = []
     real_start = threading.Thread.start
@@ -612,7 +612,7 @@ def test_a_thread_count_the_system_cannot_start_leaks_nothing_and_a_smaller_one_
 
 @pytest.mark.parametrize("bad", [np.bool_(True), 2.0, "2", 0, -1])
 def test_set_thread_count_refuses_what_is_not_a_positive_integer(bad):
-    from culling.core import threads
+    from culling.runtime import threads
 
     with pytest.raises(ValueError, match="positive integer"):
         threads.set_thread_count(bad)
@@ -688,7 +688,7 @@ def _make_shaped(kind: str, dim: int, shape: str, size: float) -> Any:
 @pytest.mark.parametrize("kind", STRUCTURES)
 @pytest.mark.parametrize("shape", ["sphere", "cube"])
 def test_probes_decide_exact_ties_without_rational_arithmetic(kind, shape, monkeypatch):
-    """The issue's cases, scaled down: radius-0 objects at the probe's centre, probed with radius 0;
+    """The ties games make (tiles, voxels, settled contacts), scaled down: radius-0 objects at the probe's centre, probed with radius 0;
     tiles that touch a probe of radius 0.5 at spacing 1; whole coordinates at whole distances."""
     from culling.core import containment
 

@@ -112,13 +112,14 @@ def test_distances_keep_their_digits_at_tiny_and_huge_magnitudes(cls):
     """A distance near 1e-162 squares below the smallest normal float: it is measured in units of the
     largest offset instead, so it is exact in 1-D and correctly rounded in 2-D (hypothesis found
     6.668e-162 for 6.594e-162)."""
-    from culling.answer import distances_from
+    from culling.core.containment import distances
 
     tiny = 6.594e-162
     s = cls(size=1.0, dim=1)
     s.insert([0.0], 1e-150)
     seen = s.query_detailed([tiny])
     assert seen.distances.tolist() == [tiny]
-    d = distances_from(np.zeros(2), np.array([[3e-170, 4e-170], [1e308, 1e308], [3.0, 4.0], [np.inf, 1.0]]), False)
+    centres = np.array([[3e-170, 4e-170], [1e308, 1e308], [3.0, 4.0], [np.inf, 1.0]])
+    d = distances(list(centres.T), [0.0, 0.0], "sphere")
     assert d[0] == pytest.approx(5e-170, rel=1e-15) and d[1] == pytest.approx(1.4142135623730951e308)
     assert d[2] == 5.0 and d[3] == np.inf

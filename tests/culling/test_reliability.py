@@ -1,4 +1,4 @@
-"""Reliability under hostile numbers and faults (issue 19): growth past the floats, memory
+"""Reliability under hostile numbers and faults: growth past the floats, memory
 given back, bounded scratch, and the small contract points."""
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ def test_root_growth_that_stays_finite_still_grows():
 
 
 # ----------------------------------------------------------------------
-# The small ones (item 7) and update_many's radii default (issue 21)
+# Small cases: single calls under faults, and update_many's radii default
 
 STRUCTURES = ("tree", "grid")
 

@@ -15,7 +15,7 @@ whose ``finally`` removes that token (:func:`reading`), and CPython runs a
 signal handler only on entering a Python function, after a call returns or
 at a backward jump, never between the ``finally``'s start and the C call
 that removes the token.  A writer holds SIGINT throughout
-(:func:`culling.core.interrupts.hold_interrupts`).
+(:func:`culling.runtime.interrupts.hold_interrupts`).
 
 The lock is not reentrant: public methods take it, and the structures'
 internals never call a public method that takes it.  A thread that comes
@@ -45,7 +45,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, Concatenate, ParamSpec, Protocol, TypeVar
 
-from culling.core.interrupts import hold_interrupts, release_interrupts, unmask_interrupt
+from culling.runtime.interrupts import hold_interrupts, release_interrupts, unmask_interrupt
 
 __all__ = ["Guarded", "ReadWriteLock", "reading", "writing"]
 
@@ -303,7 +303,7 @@ def reading(method: Callable[Concatenate[G, P], R]) -> Callable[Concatenate[G, P
 
     Both wrappers are every public method's way in and out, so they also give
     back a Ctrl-C that numba reported as ``SystemError``
-    (:func:`culling.core.interrupts.unmask_interrupt`): it costs nothing until raised.
+    (:func:`culling.runtime.interrupts.unmask_interrupt`): it costs nothing until raised.
     """
     def read(self: G, /, *args: P.args, **kwargs: P.kwargs) -> R:
         lock = self._rw
@@ -323,7 +323,7 @@ def reading(method: Callable[Concatenate[G, P], R]) -> Callable[Concatenate[G, P
 
 def writing(method: Callable[Concatenate[G, P], R]) -> Callable[Concatenate[G, P], R]:
     """Run ``method`` holding its structure's lock as the writer (mutations), whole: a Ctrl-C meanwhile
-    is raised when it has finished (:func:`culling.core.interrupts.hold_interrupts`, 0.5 us a call)."""
+    is raised when it has finished (:func:`culling.runtime.interrupts.hold_interrupts`, 0.5 us a call)."""
     def write(self: G, /, *args: P.args, **kwargs: P.kwargs) -> R:
         held = hold_interrupts()
         lock = self._rw

@@ -3,7 +3,7 @@ a readers-writer lock, handles and the per-object accessors, the query methods' 
 exact fallback, and copies that never share arrays.
 
 Both structures keep their arrays private and serialise mutations with a
-:class:`~culling.core.locks.ReadWriteLock`; this base class holds the parts
+:class:`~culling.runtime.locks.ReadWriteLock`; this base class holds the parts
 of that which do not depend on how objects are stored.  A structure says how
 it stores them through hooks: :meth:`Structure._object_state` (one entry per
 handle, negative for a free one), :meth:`Structure._object_rows` (where an
@@ -19,20 +19,16 @@ from __future__ import annotations
 import copy
 from abc import ABC, abstractmethod
 from collections.abc import Callable
-from typing import Any, Self, TypeVar, cast
+from typing import Any, NamedTuple, Self, TypeVar, cast
 
 import numpy as np
 from numpy.typing import ArrayLike
 
-from culling.answer import QueryDetails, distances_from
+from culling.answer import QueryDetails
 from culling.core import chunks, members, overlap
-from culling.core.bands import PlanCache
-from culling.core.containment import decide
+from culling.core.containment import decide, distances
 from culling.core.handles import HandleStack
-from culling.core.interrupts import unmask_interrupt
-from culling.core.locks import ReadWriteLock, reading, state_without_lock
 from culling.core.structs import PoolFields
-from culling.core.threads import run_chunks
 from culling.core.validation import (
     Handle,
     as_coords,
@@ -46,6 +42,10 @@ from culling.core.validation import (
     live_handle,
     live_handles,
 )
+from culling.pairs.bands import PlanCache
+from culling.runtime.interrupts import unmask_interrupt
+from culling.runtime.locks import ReadWriteLock, reading, state_without_lock
+from culling.runtime.threads import run_chunks
 from culling.trace import QueryTrace
 
 #: A batch kernel's chunk: ``(handles, counts, unsure_rows, unsure_owners)`` of points ``lo .. hi - 1``.
@@ -54,6 +54,22 @@ Parts = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
 __all__ = ["Structure"]
 
 T = TypeVar("T")
+
+
+class Walked(NamedTuple):
+    """One point's walk as :meth:`Structure.query_detailed` reads it: the handshake between the base
+    class and a tree or grid (:meth:`Structure._walked`), one call instead of a hook per field."""
+
+    #: Each visited node's (or cell's) member run: first pool row and count, int64 (visited,).
+    run_start: np.ndarray
+    run_count: np.ndarray
+    #: The member rows as the kernels read them (:class:`~culling.core.structs.Pool`).
+    pool: PoolFields
+    #: The rows' columns (centre, radius, squared reach) and handles.
+    columns: np.ndarray
+    handles: np.ndarray
+    #: The walk's :class:`~culling.trace.QueryTrace`, built only when asked for.
+    trace: Callable[[], QueryTrace]
 
 
 class Structure(ABC):
@@ -206,12 +222,14 @@ class Structure(ABC):
         """One validated point's walk: ``(found, sure)``, ``found[:sure]`` the sure handles (member rows if
         ``want_rows``), ``found[sure:]`` the unsure rows (:func:`culling.core.members.answer`)."""
 
-    def _settled(self, found: np.ndarray, sure: int, p: np.ndarray, scale: float, want_rows: bool) -> np.ndarray:
+    def _settled(self, found: np.ndarray, sure: int, p: np.ndarray, scale: float, want_rows: bool,
+                 rows: tuple[np.ndarray, np.ndarray] | None = None) -> np.ndarray:
         """A single walk's answer: ``found[:sure]``, then those of the rows ``found[sure:]`` that the float filter
-        left unsure which exact arithmetic keeps (within rounding of a surface: practically never any)."""
+        left unsure which exact arithmetic keeps (within rounding of a surface: practically never any).
+        ``rows``: the member rows' ``(columns, handles)`` when the caller has them (:meth:`_rows` otherwise)."""
         if sure == found.shape[0]:
             return found
-        columns, row_handles = self._rows()
+        columns, row_handles = self._rows() if rows is None else rows
         unsure = found[sure:]
         kept = unsure[decide(columns, unsure, p, self.shape, scale)]
         return np.concatenate([found[:sure], kept if want_rows else row_handles[kept]])
@@ -260,7 +278,7 @@ class Structure(ABC):
     @reading
     def query_many(self, points: ArrayLike, exact: bool = False,
                    scale: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
-        """Answer many points at once, on the library's threads (:mod:`culling.core.threads`).
+        """Answer many points at once, on the library's threads (:mod:`culling.runtime.threads`).
 
         Parameters
         ----------
@@ -363,7 +381,7 @@ class Structure(ABC):
             ``handles[counts[:i].sum():][:counts[i]]``
 
         Cost: O(m x levels + candidates), compiled, the probes cut into chunks
-        run on all cores (:func:`culling.core.threads.run_chunks`).
+        run on all cores (:func:`culling.runtime.threads.run_chunks`).
         """
         points = np.ascontiguousarray(as_points(centres, self.dim, "centres"))
         grows = as_probe_radii(radii, points.shape[0])
@@ -381,17 +399,9 @@ class Structure(ABC):
         return overlap.settle(handles, counts, unsure, owners, columns, row_handles, points, grows, self.shape, scale)
 
     @abstractmethod
-    def _walk_runs(self, p: np.ndarray, scale: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """One validated point's walk for :meth:`query_detailed`: the visited nodes (cells) level after
-        level, where each level's end, and each visited one's member run (pool start and count, int64)."""
-
-    @abstractmethod
-    def _pool_fields(self) -> PoolFields:
-        """The member rows as the kernels read them (:class:`~culling.core.structs.Pool`)."""
-
-    @abstractmethod
-    def _trace_of(self, p: np.ndarray, scale: float, visited: np.ndarray, ends: np.ndarray) -> QueryTrace:
-        """The :class:`~culling.trace.QueryTrace` of one walk's visited nodes (cells)."""
+    def _walked(self, p: np.ndarray, scale: float) -> Walked:
+        """One validated point's walk for :meth:`query_detailed`: its member runs, the rows they index
+        and how to trace it (:class:`Walked`)."""
 
     @reading
     def query_detailed(self, point: ArrayLike, scale: float = 1.0, trace: bool = False) -> QueryDetails:
@@ -420,20 +430,18 @@ class Structure(ABC):
             empty = np.empty(0, dtype=np.int64)
             levels = QueryTrace(point=p, candidates=empty.copy(), levels=[]) if want_trace else None
             return QueryDetails(empty, np.empty((0, self.dim)), np.empty(0), np.empty(0), 0, levels)
-        visited, ends, start, count = self._walk_runs(p, scale)
-        cube = self.shape == "cube"
-        found, sure = members.answer_runs(np.arange(visited.size), start, count, self._pool_fields(), p,
-                                          (scale, True, cube, True))
-        rows = self._settled(found, sure, p, scale, True)
-        columns, row_handles = self._rows()
-        centres = columns[: self.dim, rows].T.copy()
+        walked = self._walked(p, scale)
+        found, sure = members.answer_runs(np.arange(walked.run_start.size), walked.run_start, walked.run_count, walked.pool, p,
+                                          (scale, True, self.shape == "cube", True))
+        rows = self._settled(found, sure, p, scale, True, (walked.columns, walked.handles))
+        axes = walked.columns[: self.dim, rows]  # (dim, k): the centres axis by axis, as distances reads them
         return QueryDetails(
-            handles=row_handles[rows],
-            centres=centres,
-            radii=columns[self.dim, rows],
-            distances=distances_from(p, centres, cube),
-            candidates=int(count.sum()),
-            trace=self._trace_of(p, scale, visited, ends) if want_trace else None,
+            handles=walked.handles[rows],
+            centres=axes.T.copy(),
+            radii=walked.columns[self.dim, rows],
+            distances=distances(axes, p, self.shape),
+            candidates=int(walked.run_count.sum()),
+            trace=walked.trace() if want_trace else None,
         )
 
     def __copy__(self) -> Self:

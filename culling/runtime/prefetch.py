@@ -25,7 +25,7 @@ from llvmlite import ir
 from numba.core import cgutils, types
 from numba.extending import intrinsic
 
-from culling.core.jit import JIT_DISABLED
+from culling.runtime.jit import JIT_DISABLED
 
 __all__ = ["AHEAD", "prefetch", "prefetch_at"]
 

@@ -7,9 +7,9 @@ emptied but not yet pruned, a count one off), which a program that catches
 the interrupt (a notebook, a REPL, a game's console) would then query.
 :func:`hold_interrupts` and :func:`release_interrupts` put a SIGINT that
 arrives during a mutation aside and hand it to the program's own handler
-once the mutation has finished; :mod:`culling.core.locks` wraps every
+once the mutation has finished; :mod:`culling.runtime.locks` wraps every
 mutation in them, :func:`runs_whole` the wrappers' own changes and the
-kernels' compiles (:mod:`culling.core.jit`: llvmlite is not safe to
+kernels' compiles (:mod:`culling.runtime.jit`: llvmlite is not safe to
 interrupt).  On a thread other than the main one there is nothing to
 hold: Python runs signal handlers on the main thread only.
 

@@ -190,7 +190,7 @@ def test_batch_homes_are_the_exact_levels_and_cells():
 @pytest.fixture
 def three_threads() -> Iterator[None]:
     """The library's batch calls on three threads for the test, whatever this machine has."""
-    from culling.core import threads
+    from culling.runtime import threads
 
     before = threads.thread_count()
     threads.set_thread_count(3)

@@ -1,6 +1,6 @@
-"""overlapping_pairs by bands of levels (culling.core.bands) against the dual walk and brute force.
+"""overlapping_pairs by bands of levels (culling.pairs.bands) against the dual walk and brute force.
 
-The bands' join and the tree's dual walk (:func:`culling.core.pairs.dual_pairs`)
+The bands' join and the tree's dual walk (:func:`culling.pairs.join.dual_pairs`)
 are two independent algorithms over the same members; both must give every
 meeting pair once.  The worlds are chosen to exercise each part of the
 bands: one band (a crowd of similar radii), several bands (a heavy tail,
@@ -21,8 +21,9 @@ import numpy as np
 import pytest
 
 from culling import DenseViewDistanceGrid, ViewDistanceTree
-from culling.core import bands, pairs
 from culling.core.lattice import ANCHOR
+from culling.pairs import bands
+from culling.pairs import join as pairs
 
 
 def brute(centres: np.ndarray, radii: np.ndarray, handles: np.ndarray, shape: str) -> set[tuple[int, int]]:

@@ -1,4 +1,4 @@
-"""The visit rule decided exactly, where ``p - origin`` rounds (issue 19, item 1).
+"""The visit rule decided exactly, where ``p - origin`` rounds.
 
 A level of a trace holds at most ``2**dim`` nodes, and every visited node's
 box grown by ``W/2`` holds the query point in exact arithmetic
@@ -141,7 +141,7 @@ def _check_case(kind: str, case) -> None:
             assert sorted_handles(structure.query(q, exact=True)) == sorted(model.query(q))
 
 
-def test_issue_reproduction_visits_two_nodes_whose_grown_boxes_hold_the_point():
+def test_a_point_on_a_grown_box_face_visits_the_two_nodes_whose_grown_boxes_hold_it():
     tree = ViewDistanceTree(1.0, origin=(-0.5,), dim=1)
     tree.insert_many([[-0.375], [-0.125], [0.125]], [0.0625] * 3)
     p = np.array([np.nextafter(-0.125, -1.0)])

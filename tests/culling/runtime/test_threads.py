@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 import culling
-from culling.core import threads as pool
+from culling.runtime import threads as pool
 
 STRUCTURES = {
     "tree": lambda: culling.ViewDistanceTree(size=256.0, dim=3),
@@ -331,7 +331,7 @@ def _until(condition) -> None:
 def test_lock_lets_readers_share_and_a_writer_wait_for_them():
     """Readers hold the lock together; a writer waits until the last one leaves, and readers that
     arrive while it waits wait behind it (a stream of readers cannot starve a writer)."""
-    from culling.core.locks import ReadWriteLock
+    from culling.runtime.locks import ReadWriteLock
 
     lock = ReadWriteLock()
     events: list[str] = []
@@ -366,7 +366,7 @@ def test_lock_lets_readers_share_and_a_writer_wait_for_them():
 
 def test_lock_lets_one_writer_in_at_a_time():
     """Writers exclude each other and readers: a shared counter bumped non-atomically stays exact."""
-    from culling.core.locks import ReadWriteLock
+    from culling.runtime.locks import ReadWriteLock
 
     lock = ReadWriteLock()
     box = {"n": 0, "overlap": 0}
@@ -395,7 +395,7 @@ def test_lock_lets_one_writer_in_at_a_time():
 
 def test_lock_lets_readers_in_when_a_waiting_writer_gives_up():
     """A writer interrupted while it waits (here: an exception from its wait) no longer holds readers back."""
-    from culling.core.locks import ReadWriteLock
+    from culling.runtime.locks import ReadWriteLock
 
     lock = ReadWriteLock()
     tokens: list[object] = []

@@ -1,5 +1,5 @@
 """Ctrl-C: mutations and compiles run whole, queries give back the KeyboardInterrupt, helper threads
-stop first (culling/core/interrupts.py, threads.py, jit.py).
+stop first (culling/runtime/interrupts.py, threads.py, jit.py).
 
 The end-to-end check runs ``interrupt_stress.py`` in a process of its own: it
 sends one SIGINT into each of 150 queries and mutations of a tree, a
@@ -25,15 +25,15 @@ from pathlib import Path
 import pytest
 
 from culling import CollisionCandidates, MultiCameraTracker, VisibilityTracker
-from culling.core import threads as pool
-from culling.core.interrupts import (
+from culling.runtime import threads as pool
+from culling.runtime.interrupts import (
     hold_interrupts,
     masked_interrupt,
     release_interrupts,
     runs_whole,
     unmask_interrupt,
 )
-from culling.core.jit import _compiles_whole
+from culling.runtime.jit import _compiles_whole
 
 STRESS = Path(__file__).with_name("interrupt_stress.py")
 
@@ -135,7 +135,7 @@ def test_nothing_is_held_off_the_main_thread_inside_a_hold_or_without_a_python_h
 def test_a_handler_not_installed_from_python_is_left_alone(monkeypatch):
     """At interpreter exit (a finalizer that mutates) or in an embedding, SIGINT's handler is not
     Python's: ``getsignal`` says None, and ``signal()`` could not put it back (it raised TypeError)."""
-    from culling.core import interrupts
+    from culling.runtime import interrupts
 
     class NotFromPython:
         def getsignal(self, signum: int) -> None:
@@ -281,7 +281,7 @@ def test_a_compile_error_reaches_the_caller_and_the_handler_comes_back(sigint_ra
 
 
 def test_every_kernel_compiles_whole():
-    from culling.core.jit import KERNELS
+    from culling.runtime.jit import KERNELS
 
     assert KERNELS and all(k.compile.__code__ is runs_whole(lambda: None).__code__ for k in KERNELS)
 
@@ -310,7 +310,7 @@ def test_no_kernel_that_python_calls_returns_a_named_tuple():
     """numba boxes a named tuple by calling its class, looked up through a Python function; a Ctrl-C
     landing there leaves the class NULL and the process crashes (seen in ``overlapping_pairs``)."""
     import culling  # noqa: F401 - every module's kernels made
-    from culling.core.jit import KERNELS
+    from culling.runtime.jit import KERNELS
 
     returning = {}
     for compiled in KERNELS:

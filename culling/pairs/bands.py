@@ -52,7 +52,7 @@ per member and band), the runs noted for writing (at most ``1 + (3**(dim-1) - 1)
 per member within a band) and the output.  A world whose crowd sits in a few small
 clusters far apart makes a band's grid coarse (:func:`build` reports it);
 the caller then joins the tree with itself instead
-(:func:`culling.core.pairs.dual_pairs`).
+(:func:`culling.pairs.join.dual_pairs`).
 """
 
 from __future__ import annotations
@@ -62,10 +62,10 @@ from typing import NamedTuple
 
 import numpy as np
 
-from culling.core.jit import inline_kernel, kernel
 from culling.core.overlap import NEAR_LANES, first_near, partner_rows, reach_up, rows_sure
-from culling.core.prefetch import AHEAD, prefetch, prefetch_at
-from culling.core.threads import run_chunks, thread_count
+from culling.runtime.jit import inline_kernel, kernel
+from culling.runtime.prefetch import AHEAD, prefetch, prefetch_at
+from culling.runtime.threads import run_chunks, thread_count
 
 __all__ = ["CELLS_PER_MEMBER", "COARSEN_LIMIT", "DENSITY", "REPLAN_EVERY", "Gather", "Layout", "Plan", "PlanCache",
            "band_cells", "build", "cross_rows", "forward_lines", "gather", "plan_of"]
@@ -386,7 +386,7 @@ def gather(lay: Layout, plan: Gather, run_start: np.ndarray, run_count: np.ndarr
     out_columns, out_handles, cell_start = lay.columns, lay.handles, lay.cell_start
     end = plan.part_first[last_part]
     for g in range(plan.part_first[first_part], end):
-        if g + AHEAD < end:  # a later run's rows, both ends (culling.core.prefetch)
+        if g + AHEAD < end:  # a later run's rows, both ends (culling.runtime.prefetch)
             ahead, target = run_start[plan.run[g + AHEAD]], cell_start[plan.cell[g + AHEAD]] + plan.offset[g + AHEAD]
             prefetch(handles, ahead)
             prefetch(out_handles, target)

@@ -14,7 +14,7 @@ the code).  An edit recompiles only the kernels whose code it can change:
 editing a pure-Python module (the trackers) recompiles nothing, editing the
 broad phase leaves the tree's query and batch kernels loaded from the cache.
 
-``culling/core/jit.py`` is part of every kernel's fingerprint: it sets the
+``culling/runtime/jit.py`` is part of every kernel's fingerprint: it sets the
 options every kernel compiles with.
 
 The walk reads a function's names from its bytecode (``co_names``, nested
@@ -46,7 +46,7 @@ __all__ = ["PACKAGE", "dependencies", "kernel_fingerprint"]
 PACKAGE = "culling"
 
 _ROOT = Path(__file__).resolve().parents[1]
-_JIT = _ROOT / "core" / "jit.py"
+_JIT = _ROOT / "runtime" / "jit.py"
 
 #: Per source file: the hash of its bytes (a file is read once per process).
 _FILE_DIGESTS: dict[Path, str] = {}
@@ -106,7 +106,7 @@ def dependencies(py_func: Callable[..., Any], constants: list[str] | None = None
         Receives ``"module.name=repr"`` for every plain constant (numbers,
         strings, tuples of them) the walk met in a module of the package.
 
-    Always includes ``core/jit.py`` (the compile options).  Cost: O(names
+    Always includes ``runtime/jit.py`` (the compile options).  Cost: O(names
     the kernels use), once per kernel.
     """
     files: set[Path] = {_JIT}

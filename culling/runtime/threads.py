@@ -1,6 +1,6 @@
 """The library's own threads: a small pool of Python threads that runs the batch calls' chunks.
 
-Every kernel is serial and ``nogil`` (:mod:`culling.core.jit`); a batch call
+Every kernel is serial and ``nogil`` (:mod:`culling.runtime.jit`); a batch call
 (``query_many``, and the broad phase's probes and pairs) cuts its work into
 chunks and hands them to :func:`run_chunks`, which runs them on a pool of
 daemon threads fed by one ``queue.SimpleQueue`` while the calling thread

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 import culling
-from culling.core.jit import KERNELS
+from culling.runtime.jit import KERNELS
 
 PACKAGE = Path(culling.__file__).resolve().parent
 
@@ -202,8 +202,8 @@ print(sum(members.candidates.stats.cache_hits.values()), sum(members.candidates.
 
 def test_an_edit_of_a_file_a_kernel_calls_into_compiles_it_again(tmp_path):
     """numba stamps a cached kernel with its own file only, but a kernel holds the code of what it
-    calls from other files: its fingerprint (``culling.core.fingerprint``) covers them, so an edit of
-    one (here ``core/jit.py``, which every kernel's options come from) loads nothing stale."""
+    calls from other files: its fingerprint (``culling.runtime.fingerprint``) covers them, so an edit of
+    one (here ``runtime/jit.py``, which every kernel's options come from) loads nothing stale."""
     site = tmp_path / "site"
     shutil.copytree(PACKAGE, site / "culling", ignore=shutil.ignore_patterns("__pycache__"))
     env = _env(NUMBA_CACHE_DIR=str(tmp_path / "cache"))
@@ -297,7 +297,7 @@ def test_concurrent_cold_compiles_into_one_cache_are_safe(tmp_path):
 
 WORKLOAD = """
 import numpy as np, culling
-from culling.core.jit import KERNELS
+from culling.runtime.jit import KERNELS
 culling.warm_up()
 before = [len(k.signatures) for k in KERNELS]
 rng = np.random.default_rng(0)

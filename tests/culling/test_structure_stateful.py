@@ -239,7 +239,7 @@ class CullingMachine(RuleBasedStateMachine):
     @rule()
     def overlapping_pairs(self):
         """The pairs against the model, after any mix of changes: the structure's bands, kept from its
-        last call (culling.core.bands.PlanCache), must fit or be made again."""
+        last call (culling.pairs.bands.PlanCache), must fit or be made again."""
         first, second = self.structure.overlapping_pairs()
         got = list(zip(first.tolist(), second.tolist()))
         assert len(got) == len(set(got)), "a pair reported twice"

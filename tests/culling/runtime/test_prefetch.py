@@ -4,7 +4,7 @@ import numba
 import numpy as np
 import pytest
 
-from culling.core.prefetch import AHEAD, prefetch, prefetch_at
+from culling.runtime.prefetch import AHEAD, prefetch, prefetch_at
 
 
 @numba.njit(cache=False)

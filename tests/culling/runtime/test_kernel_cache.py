@@ -24,8 +24,8 @@ FRAME = """
 import json, warnings
 import numpy as np
 import culling
-from culling.core.fingerprint import dependencies
-from culling.core.jit import KERNELS
+from culling.runtime.fingerprint import dependencies
+from culling.runtime.jit import KERNELS
 tree = culling.ViewDistanceTree(size=64.0, dim=3)
 rng = np.random.default_rng(0)
 h = tree.insert_many(rng.uniform(0, 60, (50, 3)), rng.uniform(0.5, 8, 50))

@@ -4,7 +4,7 @@ Brute-force comparison (seeded and hypothesis), the fixed world and
 ``min_radius``, bad input leaving the grid unchanged, the O(1) claims as
 counts of touched entries, query windows, and agreement with
 ViewDistanceTree on the same data.  ``check_invariants()`` runs after every
-mutation.  The shared state machine (test_tree_stateful.py) drives the grid
+mutation.  The shared state machine (test_structure_stateful.py) drives the grid
 through the public contract as well.
 """
 

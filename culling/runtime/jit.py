@@ -16,7 +16,7 @@ numba keys a kernel's cached machine code by its own source file only, but
 a kernel's code holds the kernels it calls from other files: after an edit
 of ``core/members.py``, the tree's query would load its old copy of
 ``keep_rows`` from the cache, silently.  So every kernel's cache entry is
-stamped with its own fingerprint (:mod:`culling.core.fingerprint`): a hash
+stamped with its own fingerprint (:mod:`culling.runtime.fingerprint`): a hash
 of the source files its code depends on, followed through the kernels,
 structs and constants it names.  An edit recompiles the kernels it can
 change and no other (the stamp is by content, not by the files' times, so a
@@ -27,7 +27,7 @@ A cache entry that cannot be read (a truncated or garbled file) or written
 cache folder, never an exception: a broken index is replaced by the next save.
 
 Every kernel is serial and releases the GIL (``nogil``): the batch calls run
-their chunks on the library's own threads (:mod:`culling.core.threads`), and
+their chunks on the library's own threads (:mod:`culling.runtime.threads`), and
 nothing is compiled with ``parallel=True``, so numba's threading layer
 (OpenMP, TBB or workqueue) is never loaded into the user's process.
 
@@ -52,8 +52,8 @@ import numba
 import numpy as np
 from numba.core import types as _types
 
-from culling.core.fingerprint import kernel_fingerprint
-from culling.core.interrupts import runs_whole
+from culling.runtime.fingerprint import kernel_fingerprint
+from culling.runtime.interrupts import runs_whole
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -310,7 +310,7 @@ _unliteral: Callable[[Any], Any] = _types.unliteral
 
 
 def _compiles_whole(dispatcher: Any) -> Any:
-    """Make ``dispatcher`` compile (or load from a cache) with SIGINT held (:func:`culling.core.interrupts.runs_whole`).
+    """Make ``dispatcher`` compile (or load from a cache) with SIGINT held (:func:`culling.runtime.interrupts.runs_whole`).
 
     llvmlite frees an LLVM object in ``close()`` and then marks it closed; a
     Ctrl-C that lands between the two leaves the object to be freed again by

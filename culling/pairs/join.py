@@ -6,7 +6,7 @@ the root once per object; instead :func:`overlapping_pairs` joins the
 structure with itself, from its nodes' (or the dense grid's cells') levels,
 cells and member runs:
 
-- **By bands of levels** (:mod:`culling.core.bands`), the usual way: the
+- **By bands of levels** (:mod:`culling.pairs.bands`), the usual way: the
   occupied levels grouped into bands, each band's members bucketed by their
   cells on one level into a dense grid, each bucket against its forward
   neighbours, the coarser bands' members against the finer bands' buckets
@@ -37,7 +37,7 @@ cells and member runs:
    pair of members is tested in exactly one item: none is reported twice.
 3. **Threads**: the first items are expanded breadth first until there are
    enough to keep every core busy (:func:`frontier`); chunks of them run on
-   the library's threads (:func:`culling.core.threads.run_chunks`), each
+   the library's threads (:func:`culling.runtime.threads.run_chunks`), each
    writing its own growable output.
 
 The pairs the float filter is unsure of (within ``2**-48`` of touching, or
@@ -54,12 +54,12 @@ from typing import NamedTuple
 
 import numpy as np
 
-from culling.core import bands
+import culling.pairs.bands as bands
 from culling.core.containment import decide_pairs
-from culling.core.jit import inline_kernel, kernel
 from culling.core.lattice import MAX_DEPTH, MAX_GROWTH
 from culling.core.overlap import appended, far_apart, pair_range, reach_up
-from culling.core.threads import run_chunks, thread_count
+from culling.runtime.jit import inline_kernel, kernel
+from culling.runtime.threads import run_chunks, thread_count
 
 __all__ = ["BUCKET", "END", "FIRST_CHILD", "ITEMS_PER_THREAD", "NEXT_SIBLING", "OWN", "OWN_COUNT",
            "PARALLEL_MIN_OBJECTS", "JoinTree", "build", "dual_pairs", "frontier", "join_chunk",
@@ -117,7 +117,7 @@ def build(root: int, child: np.ndarray, start: np.ndarray, count: np.ndarray, ha
           columns: np.ndarray, objects: int) -> JoinTree:
     """:func:`_joined` as a :class:`JoinTree`.  Named here, not in the kernel: numba boxes a named tuple
     by calling its class, which a Ctrl-C landing while numba looks the class up leaves NULL, and the
-    process crashes (:mod:`culling.core.interrupts`)."""
+    process crashes (:mod:`culling.runtime.interrupts`)."""
     return JoinTree(*_joined(root, child, start, count, handles, columns, objects))
 
 
@@ -389,10 +389,10 @@ def overlapping_pairs(runs: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray
     others (the tree passes the rows it has handed out); ``handles``/``columns`` the pool; ``place``: ``(origin, size,
     anchor)``, where the cell of root-relative ``u`` on level ``L`` is
     ``floor(u * 2**L + anchor * 2**L)``.  By bands of levels
-    (:mod:`culling.core.bands`); where a band's members sit in a few clusters
+    (:mod:`culling.pairs.bands`); where a band's members sit in a few clusters
     far apart, by the dual walk (:func:`dual_pairs`) of the tree that
     ``tree()`` gives as ``(root, child, start, count)``; ``plans``: the
-    structure's bands from its last call (:class:`culling.core.bands.PlanCache`).
+    structure's bands from its last call (:class:`culling.pairs.bands.PlanCache`).
     O(members + members within reach of each other), on all cores.
     """
     if objects < 2:
