@@ -15,6 +15,7 @@ import numpy as np
 
 from benchmarks.batchpeers import BruteForceBatch, KDTreeInverted, RTreeBatch, TreeBatch, check_batch
 from benchmarks.broadphase import (
+    MIXED_LARGEST,
     HashGridPairs,
     KDTreePairs,
     KDTreeProbesInverted,
@@ -27,6 +28,7 @@ from benchmarks.broadphase import (
     brute_probes,
     check_pairs,
     heavy_frames,
+    mixed_frames,
     pair_keys,
     probe_keys,
 )
@@ -256,14 +258,15 @@ def run_collision(cfg: Config, structs: Structures, res: Results) -> None:
             res.targets.append(Target(
                 "collision 100k moving: update_many + overlapping_pairs vs best peer",
                 f"tree {fmt_time(med[tree_name])} per frame, best peer {best} {fmt_time(med[best])}",
-                fmt_ratio(ratio), ">= 3x faster (aim <= 10 ms a frame)", ratio >= 3, med[tree_name] <= 10e-3))
+                fmt_ratio(ratio), ">= 3x faster (aim <= 4 ms a frame)", ratio >= 3, med[tree_name] <= 4e-3))
         if n == 10_000:
             res.targets.append(Target(
                 "collision 10k moving: update_many + overlapping_pairs",
                 f"tree {fmt_time(med[tree_name])} per frame, best peer {best} {fmt_time(med[best])}",
-                fmt_time(med[tree_name]), "<= 1.5 ms a frame (aim 1 ms)", med[tree_name] <= 1.5e-3,
-                med[tree_name] <= 1e-3))
+                fmt_time(med[tree_name]), "<= 1.5 ms a frame (aim 0.6 ms)", med[tree_name] <= 1.5e-3,
+                med[tree_name] <= 0.6e-3))
     _heavy_tail(cfg, tree_of, res)
+    _mixed(cfg, tree_of, res)
     _probes(cfg, tree_of, res)
 
 
@@ -277,9 +280,13 @@ def _heavy_tail(cfg: Config, tree_of: object, res: Results) -> None:
         "Collision broad phase with a heavy tail of radii",
         f"{_n(n)} creatures as above, but 1% of them with a radius of 20-50 (each moving up to a quarter "
         "of its radius per frame).  One `query_pairs` at twice the largest radius would return about every "
-        "pair, so the peer splits by radius class: cKDTree `query_pairs` among the small (radius <= 10), "
-        "`sparse_distance_matrix` of the large against all, then the exact filter.  The tree does as "
-        f"before: `update_many` + `overlapping_pairs`.  Median of {cfg.collision_frames} frames, wall clock.",
+        "pair, so the peer splits by radius class, each class with the reach it needs: a cKDTree of the "
+        "small (radius <= 10) and one of the large, rebuilt every frame; `query_pairs` among the small at "
+        "twice the largest small radius, `sparse_distance_matrix` of the large tree against the small tree "
+        "at the largest large plus the largest small radius, `query_pairs` among the large at twice the "
+        "largest large radius (each pair found once, nothing deduplicated), then the exact filter.  The "
+        f"tree does as before: `update_many` + `overlapping_pairs`.  Median of {cfg.collision_frames} frames, "
+        "wall clock.",
         ["N", "method", "per frame (median)", "time / tree", "pairs", "checked against brute force"],
     )
     with wall_clock():
@@ -301,7 +308,52 @@ def _heavy_tail(cfg: Config, tree_of: object, res: Results) -> None:
     res.targets.append(Target(
         f"collision heavy tail {_n(n)} (1% radius 20-50) vs class-split cKDTree",
         f"tree {fmt_time(med[tree_name])} per frame, {peer} {fmt_time(med[peer])}",
-        fmt_ratio(ratio), ">= 10x faster", ratio >= 10))
+        fmt_ratio(ratio), ">= 10x faster (aim 20x)", ratio >= 10, ratio >= 20))
+
+
+#: The ratios of largest to smallest radius of the mixed-radii rows (:func:`_mixed`).
+MIXED_RATIOS = (10.0, 100.0)
+
+
+def _mixed(cfg: Config, tree_of: object, res: Results) -> None:
+    """The swarm with radii spread log-uniformly over 10:1 and 100:1: the tree against cKDTree
+    ``query_pairs`` and the NumPy cell list, both sized by the largest radius."""
+    n = cfg.collision_heavy
+    if not n:
+        return
+    t = Table(
+        "collision-mixed",
+        "Collision broad phase with mixed radii",
+        f"{_n(n)} creatures in the swarm's cube (one per {SWARM_SPACING:g}^3), radii log-uniform from "
+        f"{MIXED_LARGEST:g} / ratio to {MIXED_LARGEST:g} (as many creatures in every octave of radii), each "
+        "moving up to a quarter of its radius per frame.  The peers size their reach by the largest radius, "
+        "as a cell list must (HOOMD-blue documents that cell lists break down beyond 2:1): cKDTree rebuilt "
+        "and `query_pairs` at twice the largest radius, and the NumPy cell list (hash grid) with cells of "
+        "twice the largest radius and 13 forward neighbours, each followed by the exact filter.  The tree: "
+        f"`update_many` + `overlapping_pairs`.  Median of {cfg.collision_frames} frames, wall clock, methods "
+        "interleaved.",
+        ["radii", "method", "per frame (median)", "per creature", "time / tree", "pairs", "checked against brute force"],
+    )
+    with wall_clock():
+        for ratio in MIXED_RATIOS:
+            radii, frames = mixed_frames(n, cfg.collision_frames + 2, ratio)
+            methods = [TreePairs(tree_of), KDTreePairs(), HashGridPairs()]
+            size = float(2 ** np.ceil(np.log2(SWARM_SPACING * n ** (1 / 3) + 2 * radii.max() + 1.0)))
+            times, keys = _frames(methods, radii, frames, size)
+            how = _check_frames(cfg, keys, frames[-1], radii, f"mixed radii {ratio:g}:1 at N={n}")
+            med = {name: float(MED(v[1:])) for name, v in times.items()}
+            tree_name = methods[0].name
+            label = f"{_n(n)}, {ratio:g}:1"
+            for name, v in med.items():
+                t.rows.append([label, name, fmt_time(v), fmt_time(v / n), fmt_ratio(v / med[tree_name]),
+                               fmt_count(len(keys[name])), how])
+            best = min((k for k in med if k != tree_name), key=lambda k: med[k])
+            ratio_best = med[best] / med[tree_name]
+            t.sentences.append(
+                f"N={_n(n)}, radii {ratio:g}:1: {fmt_count(len(keys[tree_name]))} touching pairs; the tree takes "
+                f"{fmt_time(med[tree_name])} per frame, {_speed(ratio_best)} than the best peer "
+                f"({best}, {fmt_time(med[best])}).")
+    res.tables.append(t)
 
 
 def _probes(cfg: Config, tree_of: object, res: Results) -> None:

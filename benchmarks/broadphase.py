@@ -18,8 +18,10 @@ only in how they find candidates:
   13 forward neighbours through ``searchsorted``);
 - :class:`SplitKDTreePairs`: for a heavy tail of radii, where one
   ``query_pairs`` at twice the largest radius would return about every
-  pair: cKDTree ``query_pairs`` among the small creatures and
-  ``sparse_distance_matrix`` of the large ones against all.
+  pair: cKDTree ``query_pairs`` among the small creatures at twice the
+  largest small radius, ``sparse_distance_matrix`` of a tree of the large
+  against the small tree at the largest large plus the largest small
+  radius, and ``query_pairs`` among the large.
 
 The sphere probes (many probes, each with its own radius, over many
 entities with their own radii): :class:`TreeProbes` (``overlapping_many``),
@@ -161,11 +163,19 @@ class HashGridPairs:
 
 
 class SplitKDTreePairs:
-    """cKDTree split by radius class: ``query_pairs`` among the small, ``sparse_distance_matrix`` large x all.
+    """cKDTree split by radius class, carefully: each class with the reach it needs, no tree built twice.
 
-    Small: radius at most :data:`SMALL_LIMIT`.  Both trees are rebuilt every
-    frame; the large-against-all pairs within ``b_large_max + b_max`` are
-    filtered exactly like the rest, each large-large pair kept once.
+    Small: radius at most :data:`SMALL_LIMIT`.  Per frame, a tree of the
+    small and a tree of the large are built; small-small pairs come from
+    ``query_pairs`` at twice the largest small radius; large-small pairs from
+    ``sparse_distance_matrix`` of the large tree against the small tree at the
+    largest large radius plus the largest small radius; large-large pairs from
+    ``query_pairs`` of the large tree at twice the largest large radius.  Each
+    pair is found once, by exactly one of the three, so nothing is
+    deduplicated; all of them then go through the exact filter.  (The
+    earlier peer asked every large creature against a tree of everyone at
+    the largest large radius plus the largest radius: about twice the reach
+    for the large-small pairs, eight times the volume, and a third tree.)
     """
 
     name = "scipy cKDTree split by radius class"
@@ -174,26 +184,28 @@ class SplitKDTreePairs:
         self.radii = radii
         self.small = np.flatnonzero(radii <= SMALL_LIMIT)
         self.large = np.flatnonzero(radii > SMALL_LIMIT)
-        self.small_reach = 2.0 * float(radii[self.small].max()) if self.small.size else 0.0
-        self.large_reach = float(radii[self.large].max() + radii.max()) if self.large.size else 0.0
+        small_max = float(radii[self.small].max()) if self.small.size else 0.0
+        large_max = float(radii[self.large].max()) if self.large.size else 0.0
+        self.small_reach = 2.0 * small_max
+        self.cross_reach = large_max + small_max
+        self.large_reach = 2.0 * large_max
 
     def frame(self, centres: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         from scipy.spatial import cKDTree
 
-        small = self.small
-        pairs = cKDTree(centres[small]).query_pairs(self.small_reach, output_type="ndarray")
+        small, large = self.small, self.large
+        small_tree = cKDTree(centres[small])
+        pairs = small_tree.query_pairs(self.small_reach, output_type="ndarray")
         i = [small[pairs[:, 0]]]
         j = [small[pairs[:, 1]]]
-        if self.large.size:
-            everyone = cKDTree(centres)
-            big = cKDTree(centres[self.large])
-            near = big.sparse_distance_matrix(everyone, self.large_reach, output_type="ndarray")
-            a = self.large[near["i"].astype(np.int64)]
-            b = near["j"].astype(np.int64)
-            # a large-large pair appears twice (and each large with itself): keep a < b among them
-            keep = (a != b) & ((self.radii[b] <= SMALL_LIMIT) | (a < b))
-            i.append(a[keep])
-            j.append(b[keep])
+        if large.size:
+            large_tree = cKDTree(centres[large])
+            near = large_tree.sparse_distance_matrix(small_tree, self.cross_reach, output_type="ndarray")
+            i.append(large[near["i"].astype(np.int64)])
+            j.append(small[near["j"].astype(np.int64)])
+            both = large_tree.query_pairs(self.large_reach, output_type="ndarray")
+            i.append(large[both[:, 0]])
+            j.append(large[both[:, 1]])
         return exact_pairs(np.concatenate(i), np.concatenate(j), centres, self.radii)
 
 
@@ -212,6 +224,34 @@ def heavy_frames(n: int, frames: int, share: float = 0.01, large: tuple[float, f
     radii = rng.uniform(*SWARM_BOUNDING, n)
     big = rng.choice(n, int(round(share * n)), replace=False)
     radii[big] = rng.uniform(*large, big.size)
+    c = rng.uniform(0.0, edge, (n, 3))
+    velocity = rng.normal(0.0, 1.0, (n, 3))
+    velocity *= (0.25 * radii / np.linalg.norm(velocity, axis=1))[:, None]
+    out = []
+    for _ in range(frames):
+        c = c + velocity
+        low, high = c < 0.0, c >= edge
+        c = np.where(low, -c, np.where(high, 2.0 * edge - c - 1e-9, c))
+        velocity = np.where(low | high, -velocity, velocity)
+        out.append(c)
+    return radii, out
+
+
+#: The largest radius of :func:`mixed_frames`' creatures: the peers size their reach (and cells) by it.
+MIXED_LARGEST = 5.0
+
+
+def mixed_frames(n: int, frames: int, ratio: float, seed: int = 14) -> tuple[np.ndarray, list[np.ndarray]]:
+    """:func:`benchmarks.workloads.swarm_frames` with mixed radii: log-uniform from
+    ``MIXED_LARGEST / ratio`` to :data:`MIXED_LARGEST` (as many creatures in every octave of radii),
+    each moving up to a quarter of its radius a frame, in the swarm's cube (one creature per
+    ``SWARM_SPACING**3``).  A peer that sizes its reach or its cells by the largest radius tests
+    every creature as if it were the largest: the case where cell lists break down."""
+    from benchmarks.workloads import SWARM_SPACING
+
+    rng = np.random.default_rng(seed)
+    edge = SWARM_SPACING * n ** (1.0 / 3.0)
+    radii = MIXED_LARGEST * np.exp(-np.log(ratio) * rng.uniform(0.0, 1.0, n))
     c = rng.uniform(0.0, edge, (n, 3))
     velocity = rng.normal(0.0, 1.0, (n, 3))
     velocity *= (0.25 * radii / np.linalg.norm(velocity, axis=1))[:, None]

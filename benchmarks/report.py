@@ -230,7 +230,17 @@ def to_markdown(res: Results) -> str:
             lines.append("")
     if res.notes:
         lines += ["## Notes", ""] + [f"- {n}" for n in res.notes] + [""]
+    lines += design_measurements()
     return "\n".join(lines)
+
+
+#: Hand-measured figures behind docs/DESIGN.md's choices, copied into every report.
+DESIGN_MEASUREMENTS = Path(__file__).with_name("design_measurements.md")
+
+
+def design_measurements() -> list[str]:
+    """The lines of :data:`DESIGN_MEASUREMENTS`, each heading one level down (they sit under the report's title)."""
+    return ["#" + line if line.startswith("#") else line for line in DESIGN_MEASUREMENTS.read_text().splitlines()] + [""]
 
 
 def write_markdown(res: Results, out_dir: Path) -> Path:

@@ -44,7 +44,7 @@ from engine.culling_pipeline import CullingPipeline
 from engine.frame_stats import FrameStats
 from engine.hud import HudInfo
 from engine.map import MapInset
-from engine.overlay import OverlayRenderer, build_overlay, trace_levels
+from engine.overlay import OverlayGeometry, OverlayRenderer, build_overlay, marker_lines, trace_levels, with_lines
 from engine.renderer import Renderer
 from engine.zoom import Zoom
 from scenes import DEFAULT_SCENE, build_scene
@@ -281,6 +281,30 @@ class Demo:
                                                 self.scene.ground_height)
 
     # -- toggles -----------------------------------------------------------------
+    def toggle_interest(self) -> str:
+        """The interest view on / off (the I key); returns what the status line says.  A scene without
+        players answers so and changes nothing."""
+        scene = self.scene
+        if not scene.has_players:
+            return f"I: the {scene.name} scene has no players (the interest view is in swarm and aggro)"
+        scene.set_interest_view(not scene.interest_on)
+        if scene.interest_on:
+            return f"I: interest view on, following {scene.followed_name()} (N: next player)"
+        return "I: interest view off"
+
+    def follow_next(self, step: int = 1) -> str:
+        """Follow the next (``step`` 1) or previous (-1) player and look at it (the N key); returns the
+        status line.  Turns the interest view on when it is off."""
+        scene = self.scene
+        if not scene.has_players:
+            return f"N: the {scene.name} scene has no players (the interest view is in swarm and aggro)"
+        name = scene.follow_next(step)
+        scene.set_interest_view(True)
+        pose = scene.watch_pose()
+        if pose is not None:
+            self.set_pose(pose.position, pose.yaw, pose.pitch)
+        return f"N: following {name}" + ("" if pose is not None else " (the camera: its set is around you)")
+
     def toggle_freeze(self) -> None:
         """Freeze culling at the current camera, or thaw it."""
         self.frozen = None if self.frozen is not None else self.camera.copy()
@@ -382,13 +406,15 @@ class Demo:
                 frame.triangles, frame.level_counts, frame.draw_calls
             t1 = perf_counter()
             self.boxes = 0
+            geometry = OverlayGeometry(np.zeros((0, 3), np.float32), np.zeros((0, 4), np.float32), [])
             if self.show_overlay and self.trace is not None:
                 geometry = build_overlay(
                     self.trace, loose=self.show_loose, only_depth=self.only_depth,
                     frozen_view_projection=self._cull_view_projection if self.frozen is not None else None,
                     frozen_point=self.frozen.position if self.frozen is not None else None)
-                self.overlay_renderer.upload(geometry)
                 self.boxes = geometry.box_count
+            # The scene's own marks (the interest view's) ride on the overlay's lines, overlay on or off.
+            self.overlay_renderer.upload(with_lines(geometry, *marker_lines(self.scene.markers())))
             if self.show_map:
                 frozen = self.frozen is not None
                 self.map_inset.update(self.trace, self.frozen if frozen else self.camera, self._cull_position,
@@ -400,8 +426,7 @@ class Demo:
             self._drawn = True
         vp = self.view_projection
         stats.draw_ms = self.renderer.draw(vp, self.camera.position, framebuffer)
-        if self.show_overlay and self.trace is not None:
-            self.overlay_renderer.draw(vp, framebuffer)
+        self.overlay_renderer.draw(vp, framebuffer)          # nothing when there are no lines
         if self.show_map and self.map_inset.geometry is not None:
             self.map_inset.draw(framebuffer, framebuffer.size)
         return stats
@@ -415,7 +440,8 @@ class Demo:
                     loose=self.show_loose, level="" if self.only_depth is None else self.only_depth,
                     fade=self.fade, collide=self.collide,
                     width=int(self.size[0]), height=int(self.size[1]),
-                    lod=self.lod, map=self.show_map, zoom=float(self.zoom.scale))
+                    lod=self.lod, map=self.show_map, zoom=float(self.zoom.scale),
+                    interest=self.scene.interest_on, followed=self.scene.followed_name())
 
     def warm_stats(self) -> tuple[FrameStats, bool]:
         """The last frame's counts with the median times of :data:`WARM_FRAMES` recent frames,

@@ -360,6 +360,13 @@ class FlyThroughApp(App):
         elif symbol in (key.MINUS, key.NUM_SUBTRACT):
             self._scale_view(1.0 / SCALE_STEP, "-")
             self._scaled_by_key = True
+        elif symbol in (key.I, key.N):
+            if demo.scene.has_players and not demo.scene.interest_on:     # its kernels, before the first tick
+                await_kernels(("interest",), LoadingScreen(self.window, self.ctx, events=False))
+            if symbol == key.I:
+                self.say(demo.toggle_interest())
+            else:
+                self.say(demo.follow_next(-1 if modifiers & key.MOD_SHIFT else 1))
         elif symbol == key.C:
             demo.collide = not demo.collide
             self.say(f"C: camera collision {on_off[demo.collide]}")

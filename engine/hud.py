@@ -26,9 +26,9 @@ if TYPE_CHECKING:
 __all__ = ["CONTROLS_HELP", "HUD_MODES", "HudInfo", "draw_hud", "hud_font", "hud_font_size", "hud_legend", "hud_lines",
            "text_colour"]
 
-CONTROLS_HELP = ("WASD QE fly  Shift fast  wheel speed  1 2 3 scene",
-                 "click/Tab mouse  drag look  Z/right mouse zoom",
-                 "F freeze  O overlay  L loose  [ ] level  T fade",
+CONTROLS_HELP = ("WASD QE fly  Shift fast  wheel speed  1-4 scene",
+                 "click/Tab mouse  drag look  Z/right mouse zoom  I interest",
+                 "F freeze  O overlay  L loose  [ ] level  T fade  N player",
                  "G detail  M map  + - scale  C collide  P shot  H HUD")
 
 #: The HUD's modes, in the order the H key cycles them.

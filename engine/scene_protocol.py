@@ -16,7 +16,7 @@ from typing import Any, Protocol
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["KindData", "SceneData", "TerrainData"]
+__all__ = ["KindData", "MarkersData", "SceneData", "TerrainData"]
 
 
 class KindData(Protocol):
@@ -52,6 +52,32 @@ class TerrainData(Protocol):
 
     @property
     def height_range(self) -> tuple[float, float]: ...
+
+
+class MarkersData(Protocol):
+    """Marks a scene asks to have drawn on top of the frame: boxes and wireframe spheres, a colour each.
+
+    ``box_centres`` (k, 3), ``box_half`` (k,) half edges, ``box_colours`` (k, 4) RGBA;
+    ``sphere_centres`` (j, 3), ``sphere_radii`` (j,), ``sphere_colours`` (j, 4).
+    """
+
+    @property
+    def box_centres(self) -> NDArray[Any]: ...
+
+    @property
+    def box_half(self) -> NDArray[Any]: ...
+
+    @property
+    def box_colours(self) -> NDArray[Any]: ...
+
+    @property
+    def sphere_centres(self) -> NDArray[Any]: ...
+
+    @property
+    def sphere_radii(self) -> NDArray[Any]: ...
+
+    @property
+    def sphere_colours(self) -> NDArray[Any]: ...
 
 
 class SceneData(Protocol):

@@ -1,7 +1,7 @@
 """Demo scenes: deterministic NumPy arrays of objects, built from a seed and a count.
 
 >>> sorted(SCENES)
-['clusters', 'forest', 'swarm']
+['aggro', 'clusters', 'forest', 'swarm']
 """
 
 from __future__ import annotations
@@ -32,11 +32,13 @@ class SceneInfo:
         return builder
 
 
-#: Scene name -> how to build it.  Number keys 1..3 switch in this order.
+#: Scene name -> how to build it.  Number keys 1..4 switch in this order.
 SCENES: dict[str, SceneInfo] = {
     "forest": SceneInfo("scenes.forest", "make_forest", 200_000, "1"),
     "clusters": SceneInfo("scenes.clusters", "make_clusters", 400_000, "2"),
     "swarm": SceneInfo("scenes.swarm", "make_swarm", 30_000, "3", kernels=("tree", "pairs")),
+    # The swarm with the interest view on: one player's InterestManager set and its events.
+    "aggro": SceneInfo("scenes.swarm", "make_aggro", 30_000, "4", kernels=("tree", "pairs", "interest")),
 }
 DEFAULT_SCENE = "forest"
 

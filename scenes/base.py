@@ -16,8 +16,8 @@ from typing import Any, TypedDict
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-__all__ = ["MESH_BASES", "ObjectKind", "Pose", "Scene", "SceneArrays", "Terrain", "allocate_counts", "build_arrays",
-           "mesh_base", "morton_order", "smooth_noise"]
+__all__ = ["MESH_BASES", "Markers", "ObjectKind", "Pose", "Scene", "SceneArrays", "Terrain", "allocate_counts",
+           "build_arrays", "mesh_base", "morton_order", "no_markers", "smooth_noise"]
 
 #: Lowest y of each mesh the engine draws, in units of the instance scale (the
 #: bounding radius): a scene stands an object on the ground by placing its
@@ -76,6 +76,37 @@ class Pose:
     position: np.ndarray
     yaw: float
     pitch: float
+
+
+@dataclass(frozen=True)
+class Markers:
+    """Overlay marks a scene asks the engine to draw on top of the frame: plain arrays, no drawing.
+
+    Attributes
+    ----------
+    box_centres : ndarray, shape (k, 3), float64
+    box_half : ndarray, shape (k,), float64: half the edge of each axis-aligned box
+    box_colours : ndarray, shape (k, 4), float32: RGBA, alpha fades a flash
+    sphere_centres : ndarray, shape (j, 3), float64
+    sphere_radii : ndarray, shape (j,), float64: drawn as three great circles
+    sphere_colours : ndarray, shape (j, 4), float32
+    """
+
+    box_centres: NDArray[np.float64]
+    box_half: NDArray[np.float64]
+    box_colours: NDArray[np.float32]
+    sphere_centres: NDArray[np.float64]
+    sphere_radii: NDArray[np.float64]
+    sphere_colours: NDArray[np.float32]
+
+    def __len__(self) -> int:
+        return int(self.box_half.shape[0] + self.sphere_radii.shape[0])
+
+
+def no_markers() -> Markers:
+    """An empty :class:`Markers` (a scene with nothing to mark)."""
+    return Markers(np.zeros((0, 3)), np.zeros(0), np.zeros((0, 4), np.float32), np.zeros((0, 3)), np.zeros(0),
+                   np.zeros((0, 4), np.float32))
 
 
 def smooth_noise(x: ArrayLike, z: ArrayLike, seed: int, octaves: int = 4, wavelength: float = 1200.0) -> np.ndarray:
@@ -312,6 +343,39 @@ class Scene:
     def status_lines(self) -> list[str]:
         """Lines the HUD shows for this scene (its own batches and timings); none by default."""
         return []
+
+    # -- the interest view (scenes with players: swarm, aggro) ------------------------------
+    @property
+    def has_players(self) -> bool:
+        """Whether the scene has players whose interest sets it can show (:meth:`set_interest_view`)."""
+        return False
+
+    @property
+    def interest_on(self) -> bool:
+        """Whether the interest view is on (always False without players)."""
+        return False
+
+    def set_interest_view(self, on: bool) -> None:
+        """Show one player's interest set and its enter / leave events (the I key); ``ValueError``
+        for a scene without players (:attr:`has_players`)."""
+        raise ValueError(f"scene {self.name!r} has no players")
+
+    def follow_next(self, step: int = 1) -> str:
+        """Follow the next (``step`` 1) or previous (-1) player; returns its name.  ``ValueError``
+        without players."""
+        raise ValueError(f"scene {self.name!r} has no players")
+
+    def followed_name(self) -> str:
+        """The followed player's name (``""`` without players)."""
+        return ""
+
+    def watch_pose(self) -> Pose | None:
+        """A camera pose looking at the followed player, None when there is none to look at (you)."""
+        return None
+
+    def markers(self) -> Markers:
+        """Marks for the engine to draw on top of the frame (the interest view's); none by default."""
+        return no_markers()
 
 
 def _spread_bits(v: np.ndarray) -> np.ndarray:

@@ -17,6 +17,16 @@ Both batches' times, and now and then their peers' (brute force for the
 sensing, a NumPy hash grid for the pairs), are in :attr:`SwarmScene.sensing_stats`
 and :attr:`SwarmScene.separation_stats` for the HUD.
 
+The **interest view** (:meth:`SwarmScene.set_interest_view`, the I key; on
+from the start in the ``aggro`` scene, :func:`make_aggro`) treats you and
+the hunters as a game server's players: every frame one
+``culling.InterestManager`` tick over all of them, each with its sensing
+radius, gives each player's set (the birds it senses) and what entered and
+left it (:class:`~scenes.interest_view.InterestView`).  One player is
+followed (N cycles): it is highlighted and framed, the birds in its set are
+tinted cyan, entered ones flash green and left ones orange, and the HUD lists
+the tick's counts and the last handles.  The simulation never reads it.
+
 The birds fly in flocks: each steers towards its flock's centre (cohesion)
 and its flock's mean velocity (alignment), both one ``bincount`` over all
 birds, and away from the birds its personal space meets (separation, the
@@ -36,9 +46,22 @@ from numpy.typing import ArrayLike
 
 from culling import ViewDistanceTree
 from scenes.aggro import COMPARE_EVERY, RECENT, SPACE, Aggro, BatchStats
-from scenes.base import ObjectKind, Pose, Scene, Terrain, allocate_counts, build_arrays, mesh_base, morton_order
+from scenes.base import (
+    Markers,
+    ObjectKind,
+    Pose,
+    Scene,
+    Terrain,
+    allocate_counts,
+    build_arrays,
+    mesh_base,
+    morton_order,
+    no_markers,
+)
+from scenes.interest_view import ENTERED_COLOUR, FOLLOWED_COLOUR, INTEREST_COLOUR, LEFT_COLOUR, InterestView
 
-__all__ = ["LEGEND", "PLAYER_SENSE", "SENSE_RADIUS", "SWARM_KINDS", "SwarmScene", "arena_radius", "make_swarm"]
+__all__ = ["CHASE_COLOUR", "INTEREST_LEGEND", "LEGEND", "PLAYER_SENSE", "SENSE_RADIUS", "SWARM_KINDS", "SwarmScene",
+           "arena_radius", "make_aggro", "make_swarm"]
 
 DENSITY = 0.02              # creatures per square metre of arena (flocks make it locally denser)
 HUNTER_SHARE = 0.01         # one hunter per hundred objects
@@ -63,9 +86,19 @@ SWARM_KINDS = (
     ObjectKind("hunter", "hunter", (0.22, 0.30, 0.85)),
     ObjectKind("creature", "creature", (0.96, 0.86, 0.45)),
 )
+#: The highlight colour of the chasing birds (the scene's ``highlight_colour`` while the interest view is off).
+CHASE_COLOUR = (0.95, 0.15, 0.10)
 #: What the HUD's legend says about each look (the chasing birds wear the highlight colour).
 LEGEND = (("hunters (walk)", (0.22, 0.30, 0.85)), ("birds (flocks)", (0.96, 0.86, 0.45)),
-          ("chasing you or a hunter", (0.95, 0.15, 0.10)))
+          ("chasing you or a hunter", CHASE_COLOUR))
+#: The legend while the interest view is on: the highlight shows the followed player's set instead of the chase.
+INTEREST_LEGEND = (("followed player", FOLLOWED_COLOUR[:3]), ("in its interest set", INTEREST_COLOUR),
+                   ("entered", ENTERED_COLOUR[:3]), ("left", LEFT_COLOUR[:3]),
+                   ("hunters", (0.22, 0.30, 0.85)), ("birds", (0.96, 0.86, 0.45)))
+#: Where :meth:`SwarmScene.watch_pose` puts the camera: this many times the followed player's reach away
+#: (at least :data:`WATCH_MIN` m) and half that above it, so its whole sensing sphere is in view.
+WATCH_REACHES = 2.4
+WATCH_MIN = 60.0
 
 
 def arena_radius(creatures: int) -> float:
@@ -92,6 +125,12 @@ class SwarmScene(Scene):
         self.aggro_count = 0
         self.flock = np.asarray(flock, dtype=np.int64)
         self.flocks = int(self.flock.max(initial=-1)) + 1
+        self.interest: InterestView | None = None      # built when the view is first turned on
+        self._interest_on = False
+        self.followed = 1 if n_hunters else 0           # player 0 is you, player k hunter k - 1
+        #: The scripted camera circles the followed player (the aggro scene) instead of the arena.
+        self.orbit_followed = False
+        self._chasing = np.zeros(0, dtype=np.int64)
 
     # -- queries the tests and the HUD use ------------------------------------------
     @property
@@ -138,7 +177,7 @@ class SwarmScene(Scene):
         low, high = (self.sense_radius.min(), self.sense_radius.max()) if hunters else (0.0, 0.0)
         sensing, separation = self.aggro.sensing, self.aggro.separation
         other = "tree runs" if self.aggro.method == "brute force" else "peers run"
-        return [f"sensing: you + {hunters:,} hunters ({low:.0f}-{high:.0f} m) x {birds:,} birds",
+        return self._interest_lines() + [f"sensing: you + {hunters:,} hunters ({low:.0f}-{high:.0f} m) x {birds:,} birds",
                 f"  {sensing.answers:,} sensed, {self.aggro_count:,} chasing",
                 sensing.line(),
                 f"separation: {separation.answers:,} pairs, {self.flocks:,} flocks",
@@ -146,7 +185,122 @@ class SwarmScene(Scene):
                 f"  ({other} every {COMPARE_EVERY}th frame; ms: median of {RECENT})"]
 
     def legend(self) -> list[tuple[str, tuple[float, float, float]]]:
-        return list(LEGEND)
+        return list(INTEREST_LEGEND if self._interest_on else LEGEND)
+
+    # -- the interest view: you and the hunters are a server's players ----------------------
+    @property
+    def has_players(self) -> bool:
+        return True
+
+    @property
+    def interest_on(self) -> bool:
+        return self._interest_on
+
+    @property
+    def players(self) -> int:
+        """You (player 0) and every hunter (player k is hunter k - 1)."""
+        return 1 + self.hunters.stop - self.hunters.start
+
+    def player_name(self, player: int) -> str:
+        return "you" if player == 0 else f"hunter {player - 1}"
+
+    def followed_name(self) -> str:
+        return self.player_name(self.followed)
+
+    def reach(self, player: int) -> float:
+        """Player ``player``'s sensing radius (m): its interest set is the birds whose body meets it."""
+        return PLAYER_SENSE if player == 0 else float(self.sense_radius[player - 1])
+
+    def set_interest_view(self, on: bool) -> None:
+        """Turn the interest view on (its manager built at the first time: O(birds)) or off (the
+        manager forgets every player, so turning it on again enters each player's whole set)."""
+        on = bool(on)
+        if on == self._interest_on:
+            return
+        if on:
+            if self.interest is None:
+                self.interest = InterestView(self.centres[self.first:], self.bounding_radius[self.first:],
+                                             self.world_size, self.world_origin)
+            self.interest.follow(self.followed)
+            self.highlight_colour = INTEREST_COLOUR
+        else:
+            if self.interest is not None:
+                self.interest.reset()
+            self.highlight_colour = CHASE_COLOUR
+            self.highlight[self.hunters] = 0.0
+            self.highlight[self.first:] = 0.0
+            self.highlight[self.first + self._chasing] = 1.0
+        self._interest_on = on
+
+    def follow(self, player: int) -> None:
+        """Follow player ``player`` (0: you, k: hunter k - 1); ``ValueError`` out of range."""
+        player = int(player)
+        if not 0 <= player < self.players:
+            raise ValueError(f"player must be in 0..{self.players - 1}, got {player}")
+        self.followed = player
+        if self.interest is not None:
+            self.interest.follow(player)
+
+    def follow_next(self, step: int = 1) -> str:
+        self.follow((self.followed + int(step)) % self.players)
+        return self.followed_name()
+
+    def busiest_hunter(self) -> int:
+        """The player (1..) of the hunter that senses the most birds now (ties: the first); 0 without hunters."""
+        if self.players == 1:
+            return 0
+        _, counts = self.aggro.tree.overlapping_many(self.centres[self.hunters], self.sense_radius, exact=True,
+                                                     scale=1.0 / SPACE)
+        return 1 + int(np.argmax(counts))
+
+    def _pose_around(self, player: int, angle: float) -> Pose:
+        """Looking at hunter ``player`` from ``angle`` (radians, 0: from the arena's centre side)."""
+        target = self.centres[self.hunters.start + player - 1]
+        distance = max(WATCH_MIN, WATCH_REACHES * self.reach(player))
+        out = math.atan2(target[2], target[0]) + math.pi + angle      # from the centre side, then round
+        pos = target + np.array([distance * math.cos(out), 0.5 * distance, distance * math.sin(out)])
+        pos[1] = max(pos[1], float(self.ground_height(np.array(pos[0]), np.array(pos[2]))) + 5.0)
+        d = target - pos
+        return Pose(pos, math.degrees(math.atan2(d[0], -d[2])), math.degrees(math.atan2(d[1], math.hypot(d[0], d[2]))))
+
+    def watch_pose(self) -> Pose | None:
+        """A camera pose looking at the followed hunter with its whole reach in view; None when you are followed."""
+        return None if self.followed == 0 else self._pose_around(self.followed, 0.0)
+
+    def markers(self) -> Markers:
+        """The interest view's marks (a box and the reach of the followed player, flashing boxes on
+        the birds that entered or left its set); none while the view is off."""
+        if not self._interest_on or self.interest is None:
+            return no_markers()
+        f = self.followed
+        player = None if f == 0 else self.centres[self.hunters.start + f - 1]
+        size = float(self.bounding_radius[self.hunters.start + f - 1]) if f else 0.0
+        return self.interest.markers(self.centres[self.first:], self.bounding_radius[self.first:], player, size,
+                                     self.reach(f))
+
+    def _show_interest(self) -> None:
+        """The highlight from the view: the followed player's set (and fresh entries) and the player."""
+        if self.interest is None:
+            return
+        self.highlight[self.first:] = self.interest.highlight()
+        self.highlight[self.hunters] = 0.0
+        if self.followed:
+            self.highlight[self.hunters.start + self.followed - 1] = 1.0
+
+    def _interest_lines(self) -> list[str]:
+        view = self.interest
+        if not self._interest_on or view is None:
+            return []
+        tick = "" if view.tick_ms is None else f" {view.tick_ms:.2f} ms"
+        entered = " ".join(str(h) for h in view.recent_entered.tolist()) or "-"
+        left = " ".join(str(h) for h in view.recent_left.tolist()) or "-"
+        return [f"interest: {self.followed_name()} (reach {self.reach(self.followed):.0f} m), "
+                f"{view.members.shape[0]:,} in its set",
+                f"  server tick: {view.players:,} players x {len(self) - self.first:,} birds{tick}",
+                f"  this tick +{view.entered.shape[0]} -{view.left.shape[0]} "
+                f"(all players +{view.all_entered:,} -{view.all_left:,})",
+                f"  entered {entered}",
+                f"  left {left}"]
 
     def warm_up(self, camera_position: np.ndarray) -> None:
         self.aggro.warm_up(*self.probes(camera_position))
@@ -159,6 +313,8 @@ class SwarmScene(Scene):
         return np.stack([r * np.cos(a), r * np.sin(a)], axis=1)
 
     def camera_pose(self, u: float) -> Pose:
+        if self.orbit_followed and self.followed:
+            return self._pose_around(self.followed, 0.5 * math.pi * u)      # a quarter turn round it
         a = 2.0 * math.pi * u
         radius = 0.4 * self.arena
         pos = np.array([radius * math.cos(a), 0.0, radius * math.sin(a)])
@@ -239,9 +395,14 @@ class SwarmScene(Scene):
         pos[:, 1] = np.maximum(pos[:, 1], ground + ALTITUDE[0] * 0.5)
 
         self.yaw[first:] = np.arctan2(vel[:, 0], -vel[:, 2]).astype(np.float32)
-        self.highlight[first:] = 0.0
-        self.highlight[first + chasing] = 1.0
         self.aggro.move(pos)
+        self._chasing = chasing
+        if self._interest_on and self.interest is not None:
+            self.interest.tick(points, radii, dt, centres=pos)      # the server's tick, after the moves
+            self._show_interest()
+        else:
+            self.highlight[first:] = 0.0
+            self.highlight[first + chasing] = 1.0
         return np.arange(self.hunters.start, len(self), dtype=np.int64)
 
 
@@ -304,4 +465,20 @@ def make_swarm(objects: int = 30_000, seed: int = 1) -> SwarmScene:
     heading = flock_heading[flock] + rng.normal(0.0, 0.3, size=n_creatures)
     velocity = np.stack([np.sin(heading), np.zeros(n_creatures), -np.cos(heading)], axis=1) * CRUISE_SPEED
     scene.setup(seed, arena, velocity, rng.uniform(*SENSE_RADIUS, size=counts["hunter"]), flock)
+    return scene
+
+
+def make_aggro(objects: int = 30_000, seed: int = 1) -> SwarmScene:
+    """The swarm seen as a game server sees it: the interest view on from the start, following the
+    hunter that senses the most birds, and the scripted camera circling it (see :func:`make_swarm`).
+
+    Cost: :func:`make_swarm`'s, plus building the interest manager (O(birds)).
+    """
+    scene = make_swarm(objects, seed)
+    scene.name = "aggro"
+    scene.description = ("the swarm as a server's players: one player's interest set and its "
+                         "enter / leave events, every player ticked by one InterestManager")
+    scene.orbit_followed = True
+    scene.follow(scene.busiest_hunter())
+    scene.set_interest_view(True)
     return scene

@@ -66,6 +66,11 @@ def test_many_query_sections_compare_every_method(tiny):
     for n in {row[0] for row in collision}:
         assert len({row[5] for row in collision if row[0] == n}) == 1
     assert int(collision[-1][5].replace(",", "")) > 0   # the workload has contacts to find
+    mixed = tables["collision-mixed"].rows          # radii 10:1 and 100:1 against the peers sized by the largest
+    assert {row[1] for row in mixed} == {row[1] for row in collision}
+    assert len({row[0] for row in mixed}) == 2
+    for case in {row[0] for row in mixed}:
+        assert len({row[5] for row in mixed if row[0] == case}) == 1
 
 
 def test_every_named_target_is_reported(tiny):

@@ -58,6 +58,8 @@ RUN_AS = {
         "run_demo.py --headless --objects 20000 --frames 2 --freeze-at 0.5 --size 1280x720 --hud full",
     "run_demo.py --headless --scene clusters --frames 40 --size 1280x720":
         "run_demo.py --headless --scene clusters --objects 20000 --frames 2 --size 1280x720",
+    "run_demo.py --headless --scene aggro --frames 30 --size 1280x720 --no-overlay":
+        "run_demo.py --headless --scene aggro --objects 3000 --frames 2 --size 1280x720 --no-overlay",
     "run_demo.py --headless --scene swarm --frames 12 --size 1280x720":
         "run_demo.py --headless --scene swarm --frames 2 --size 1280x720",
     "python -m benchmarks": "python -m benchmarks --quick",
@@ -65,6 +67,8 @@ RUN_AS = {
     "python -m benchmarks --only jit": "python -m benchmarks --quick --only jit",
     ".venv/bin/python -m benchmarks": ".venv/bin/python -m benchmarks --quick",
     "python -m benchmarks.pool_layout": "python -m benchmarks.pool_layout --objects 1000 --repeats 2",
+    "python -m benchmarks.frameparts": "python -m benchmarks.frameparts --n 500 --frames 3",
+    "python -m benchmarks.frameparts --alone": "python -m benchmarks.frameparts --alone --n 500 --frames 3",
     "python -m benchmarks.profiling [query|query_many|insert_many|update_many|single|colocated]":
         "python -m benchmarks.profiling query --n 2000",
     "python -m benchmarks.frameparts [--n N] [--ab MODULE.NAME A B]":
@@ -76,6 +80,8 @@ RUN_AS = {
         "python -m server.demo --shards 2 --ticks 2 --players 200 --entities 2000 --quiet",
     "python -m server.scale": "python -m server.scale --players 200 --entities 2000 --shards 8",
     "python -m benchmarks --only interest-ticks": "python -m benchmarks --quick --only interest-ticks",
+    "python -m benchmarks --only collision": "python -m benchmarks --preset tiny --only collision",
+    "python -m benchmarks.frameparts --n 100000 --frames 20": "python -m benchmarks.frameparts --n 500 --frames 3",
 }
 
 #: Written on a page, not run here, and why.

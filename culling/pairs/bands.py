@@ -35,8 +35,10 @@ join needs:
 4. **Across bands** (:func:`cross_rows`): each member of a coarser band
    against the finer bands' buckets within its radius plus the band's
    largest radius: one run of rows per line of that window, cut to the
-   reach's chord along the last axis (floats widened by their rounding's
-   bound and one cell each way, so rounding never loses a bucket).
+   reach's chord along the last axis (the window's lines widened by their
+   rounding's bound and one cell each way, the chord by the roundings' bound
+   only, :func:`_chord_rounding`: a member's bucket is the exact floor of its
+   place, so rounding never loses a bucket).
 5. Each run is first screened by :func:`culling.core.overlap.first_near` (no
    writes; it stops at the first candidate near); the runs with a hit are tested again
    from that candidate on and their pairs written (:func:`_written`).  Pairs within rounding of
@@ -62,7 +64,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from culling.core.overlap import NEAR_LANES, first_near, partner_rows, reach_up, rows_sure
+from culling.core.overlap import NEAR_LANES, first_near, meet_filter, member, partner_rows, reach_up
 from culling.runtime.jit import inline_kernel, kernel
 from culling.runtime.prefetch import AHEAD, prefetch, prefetch_at
 from culling.runtime.threads import run_chunks, thread_count
@@ -530,6 +532,21 @@ def build(runs: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray], handles: 
 
 
 @inline_kernel
+def _chord_rounding(place: float, half: float, reach: float) -> float:
+    """A bound, in cells, on how far the rounding may have moved the ends of a chord ``place -+ half``
+    of a reach ``reach`` (all in cells) inward, beyond ``place``'s own rounding (the caller's slack).
+
+    ``half = sqrt(reach**2 - apart)`` rounds ``reach**2 - apart`` by a few ulps of ``reach**2``
+    (``apart`` itself is a sum of squares, rounded likewise), which moves the root by at most the
+    square root of that error: below ``reach * 2**-24``.  The two sums that make an end round by
+    ulps of ``|place| + half``: below ``(|place| + half + 1) * 2**-48``.  A member's bucket is the
+    exact floor of its exact place (the lattice's home function), so a window widened by this and
+    the slack holds every bucket within the reach: no whole cell of margin is needed.
+    """
+    return reach * 2.0 ** -24 + (abs(place) + half + 1.0) * _ROUNDING + _CELL_SLACK
+
+
+@inline_kernel
 def _screened(hits: np.ndarray, hk: int, i: int, lo: int, hi: int) -> int:
     """Note the run ``lo .. hi - 1`` of row ``i``'s candidates in ``hits[:, hk]`` (room made by the caller)."""
     hits[0, hk] = i
@@ -670,31 +687,49 @@ def _band_cells(lay: Layout, first_cell: int, last_cell: int, origin: np.ndarray
     return _written(columns, handles, hits, hk, cube)
 
 
+@inline_kernel
+def _pairs_sure(columns: np.ndarray, handles: np.ndarray, i: int, j0: int, j1: int, cube: bool,
+                first: np.ndarray, second: np.ndarray, k: int) -> tuple[bool, int]:
+    """:func:`culling.core.overlap.rows_sure` writing the pairs' handles (smaller first) to
+    ``first[k:]``/``second[k:]`` instead of the partners' rows: one pass from the filter to the
+    answer.  Returns ``(all sure, new k)``; not all sure: the writes mean nothing."""
+    x, y, z, radius = member(columns, i)
+    mine = handles[i]
+    doubt = False
+    dim = columns.shape[0] - 2
+    for j in range(j0, j1):
+        inside, near, unsafe = meet_filter(columns, j, x, y, z, radius, cube, dim)
+        doubt |= (near > inside) | unsafe  # near and not inside: within rounding of touching
+        other = handles[j]
+        first[k] = min(mine, other)
+        second[k] = max(mine, other)
+        k += inside
+    return not doubt, k
+
+
 @kernel
 def _written(columns: np.ndarray, handles: np.ndarray, hits: np.ndarray, hk: int,
              cube: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """The pairs of the noted runs ``hits[:, :hk]``: ``(first, second, unsure_a, unsure_b)``, handles
     of the pairs surely meeting (smaller first) and rows of the pairs within rounding of touching.
 
-    Each run by :func:`culling.core.overlap.rows_sure` (branch-free, the partners' rows, into
-    buffers sized for every row noted, so the loop never grows an array); the rare runs with a
-    pair within rounding of touching again by :func:`culling.core.overlap.partner_rows`, after
-    it.  The rows become handles in one pass at the end.
+    Each run by :func:`_pairs_sure` (branch-free, the pairs' handles straight into buffers sized
+    for every row noted, so the loop never grows an array); the rare runs with a pair within
+    rounding of touching again by :func:`culling.core.overlap.partner_rows`, after it, their rows
+    made handles there.  (Writing the partners' rows first and the handles in a pass at the end
+    cost two more passes over the answer: a heavy tail's million pairs.)
     """
     noted = 0
     for h in range(hk):
         noted += hits[2, h] - hits[1, h]
-    mine = np.empty(noted, dtype=np.int64)
-    rows = np.empty(noted, dtype=np.int64)
-    doubtful = np.empty(hk, dtype=np.int64)  # the runs rows_sure was not sure of
+    first = np.empty(noted, dtype=np.int64)
+    second = np.empty(noted, dtype=np.int64)
+    doubtful = np.empty(hk, dtype=np.int64)  # the runs _pairs_sure was not sure of
     k = 0
     doubts = 0
     for h in range(hk):
-        i = hits[0, h]
-        sure, after = rows_sure(columns, i, hits[1, h], hits[2, h], cube, rows, k)
+        sure, after = _pairs_sure(columns, handles, hits[0, h], hits[1, h], hits[2, h], cube, first, second, k)
         if sure:
-            for t in range(k, after):
-                mine[t] = i
             k = after
         else:
             doubtful[doubts] = h
@@ -702,19 +737,19 @@ def _written(columns: np.ndarray, handles: np.ndarray, hits: np.ndarray, hk: int
     unsure_a = np.empty(0, dtype=np.int64)
     unsure_b = np.empty(0, dtype=np.int64)
     uk = 0
-    for d in range(doubts):
-        i, j0, j1 = hits[0, doubtful[d]], hits[1, doubtful[d]], hits[2, doubtful[d]]
-        before = k
-        k, unsure_a, unsure_b, uk = partner_rows(columns, i, j0, j1, cube, rows, k, unsure_a, unsure_b, uk)
-        for t in range(before, k):
-            mine[t] = i
-    first = np.empty(k, dtype=np.int64)
-    second = np.empty(k, dtype=np.int64)
-    for t in range(k):
-        a, b = handles[mine[t]], handles[rows[t]]
-        first[t] = min(a, b)
-        second[t] = max(a, b)
-    return first, second, unsure_a[:uk].copy(), unsure_b[:uk].copy()
+    if doubts:
+        rows = np.empty(noted - k, dtype=np.int64)  # the doubtful runs' rows: at most what is left
+        for d in range(doubts):
+            i, j0, j1 = hits[0, doubtful[d]], hits[1, doubtful[d]], hits[2, doubtful[d]]
+            found, unsure_a, unsure_b, uk = partner_rows(columns, i, j0, j1, cube, rows, 0, unsure_a, unsure_b, uk)
+            for t in range(found):
+                a, b = handles[i], handles[rows[t]]
+                first[k] = min(a, b)
+                second[k] = max(a, b)
+                k += 1
+    if 2 * k < noted:  # most candidates apart: give back the room
+        return first[:k].copy(), second[:k].copy(), unsure_a[:uk].copy(), unsure_b[:uk].copy()
+    return first[:k], second[:k], unsure_a[:uk].copy(), unsure_b[:uk].copy()
 
 
 def cross_rows(lay: Layout, first_row: int, last_row: int, origin: np.ndarray, size: float, cube: bool) -> Pairs:
@@ -743,8 +778,10 @@ def _cross_rows(lay: Layout, first_row: int, last_row: int, origin: np.ndarray, 
     (``R_q`` the band's largest radius): the band's buckets whose cells hold
     root-relative coordinates within that reach of ``(c - origin) / size``,
     one run of rows per line of the window, cut to the reach's chord along
-    the last axis (a cube's side for cubes).  In floats, widened by the
-    roundings' bound and one cell each way.  Returns as
+    the last axis (a cube's side for cubes).  In floats: the window's lines
+    widened by the roundings' bound and one cell each way, the chord by the
+    roundings' bound only (:func:`_chord_rounding`; a cell each way there
+    added a fifth of the heavy tail's candidates).  Returns as
     :func:`band_cells`.
     """
     columns, handles, cell_start, band, scales = lay.columns, lay.handles, lay.cell_start, lay.band, lay.scales
@@ -792,12 +829,13 @@ def _cross_rows(lay: Layout, first_row: int, last_row: int, origin: np.ndarray, 
                     half = reach if apart <= reach else -1.0
                 else:
                     half = math.sqrt(reach * reach - apart) * _MARGIN if apart <= reach * reach else -1.0
-                if half >= 0.0:  # the chord of the reach along the last axis, widened as the window
+                if half >= 0.0:  # the chord of the reach along the last axis, widened by the roundings only
                     extent = band[q, LOW + 2 * dim - 1]
-                    t_lo = min(max(place[lead] - half - slack[lead], -2.0), float(extent) + 1.0)
-                    t_hi = max(min(place[lead] + half + slack[lead], float(extent) + 1.0), -2.0)
-                    z_lo = max(int(math.floor(t_lo)) - 1, 0)
-                    z_hi = min(int(math.floor(t_hi)) + 1, extent - 1)
+                    widen = slack[lead] + _chord_rounding(place[lead], half, reach)
+                    t_lo = min(max(place[lead] - half - widen, -2.0), float(extent) + 1.0)
+                    t_hi = max(min(place[lead] + half + widen, float(extent) + 1.0), -2.0)
+                    z_lo = max(int(math.floor(t_lo)), 0)
+                    z_hi = min(int(math.floor(t_hi)), extent - 1)
                     cell = band[q, FIRST_CELL] + line * extent
                     s = cell_start[cell + z_lo]
                     e = cell_start[cell + z_hi + 1]

@@ -30,7 +30,7 @@ def test_scene_is_deterministic_and_well_formed(name):
 
 
 def test_unknown_scene_and_negative_count():
-    with pytest.raises(ValueError, match="unknown scene 'moon'; choose one of: forest, clusters, swarm"):
+    with pytest.raises(ValueError, match="unknown scene 'moon'; choose one of: forest, clusters, swarm, aggro"):
         build_scene("moon")
     with pytest.raises(ValueError, match=">= 0"):
         build_scene("forest", -1)

@@ -115,6 +115,39 @@ def test_a_heavy_tail_is_a_band_of_its_own():
     assert (lay.scales[:-1, bands.RADIUS] >= 10.0).all() and lay.scales[-1, bands.RADIUS] <= 2.5
 
 
+@pytest.mark.parametrize("shape", ["sphere", "cube"])
+def test_cross_band_chords_keep_partners_on_their_ends(shape):
+    """A large sphere's window along the last axis is its chord widened by the roundings only
+    (:func:`culling.pairs.bands._chord_rounding`), no whole cell: partners with the fine band's
+    largest radius exactly touching at the chord's ends (its reach is the large radius plus that
+    largest), centred on the fine band's bucket faces, and one ulp beyond, are decided right."""
+    rng = np.random.default_rng(8)
+    crowd = 8_000  # dense enough that the large spheres make a band of their own
+    centres = [rng.uniform(0.0, 1.0, (crowd, 3)) * [128.0, 128.0, 192.0]]
+    radii = [rng.uniform(0.5, 2.5, crowd)]
+    offsets = np.array([(0, 0, 20), (0, 0, -20), (20, 0, 0), (0, -20, 0), (0, 12, 16), (12, 0, -16),
+                        (16, 12, 0), (0, 16, 20), (20, -20, 20)], dtype=float)  # the last three: cube corners
+    for k in range(48):
+        # the far end along the last axis, c_z + 20, on a face of every fine level (a multiple of 16)
+        c = np.array([40.0 + 4 * (k % 11), 48.0 + 8 * (k // 11), 16.0 * (3 + k % 9) - 20.0])
+        big = 17.5 if k % 2 else float(np.nextafter(17.5, 0.0))  # touching, or one ulp short
+        centres.append(c[None, :])
+        radii.append(np.array([big]))
+        centres.append(c + offsets)
+        radii.append(np.full(len(offsets), 2.5))  # the crowd's largest radius
+    everything = np.concatenate(centres)
+    sizes = np.concatenate(radii)
+    tree = ViewDistanceTree(size=256.0, dim=3, shape=shape)
+    handles = tree.insert_many(everything, sizes)
+    lay = layout_of(tree)
+    assert lay.ok and lay.band.shape[0] >= 2
+    expected = brute(everything, sizes, handles, shape)
+    assert as_set(*tree.overlapping_pairs()) == dual(tree) == expected
+    ties = {(int(handles[a]), int(handles[b])) for a in range(crowd, len(sizes)) for b in range(a + 1, len(sizes))
+            if sizes[a] > 10.0 and b <= a + len(offsets)}
+    assert ties & expected  # the touching partners are found (the ulp-short ones are not: brute decides)
+
+
 def test_clusters_far_apart_fall_back_to_the_dual_walk():
     rng = np.random.default_rng(4)
     centres = np.concatenate([rng.uniform(0, 1, (600, 3)), rng.uniform(0, 1, (600, 3)) + 1e6])
