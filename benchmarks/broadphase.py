@@ -30,8 +30,10 @@ entity with its radius plus the largest probe radius) and
 :class:`KDTreeProbesSparse` (``sparse_distance_matrix`` between a tree of the
 probes and a tree of the entities).
 
-:func:`brute_pairs` is the O(n^2) reference (in blocks), and
-:func:`brute_partners` its sampled form for large ``n``.
+:func:`brute_pairs` is the O(n^2) reference, :func:`brute_partners` its
+sampled form for large ``n`` and :func:`brute_probes` the probes': all three
+are the library's exact reference index (:class:`culling.BruteForceIndex`),
+so the tree must match them exactly and a peer may differ only at a tie.
 """
 
 from __future__ import annotations
@@ -41,11 +43,7 @@ from typing import Any
 import numpy as np
 
 from benchmarks.peers import TIE_TOLERANCE, AgreementError
-
-BLOCK = 2048
-"""Rows per block of the brute-force reference: a (BLOCK, n) float64 block."""
-BLOCK_ENTRIES = 1 << 24
-"""At most this many entries per block of :func:`brute_partners` (16M float64: 128 MB)."""
+from culling import BruteForceIndex
 
 
 def _sq_dist(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -341,55 +339,28 @@ class KDTreeProbesSparse:
 
 def brute_probes(sample: np.ndarray, probes: np.ndarray, rho: np.ndarray, centres: np.ndarray,
                  radii: np.ndarray) -> np.ndarray:
-    """Keys of every (probe, entity) that meet, for the probes ``sample``, brute force.  O(k n)."""
-    n = len(radii)
-    keys = []
-    for q in sample.tolist():
-        d = centres - probes[q]
-        d2 = d[:, 0] * d[:, 0] + d[:, 1] * d[:, 1] + d[:, 2] * d[:, 2]
-        reach = radii + rho[q]
-        keys.append(q * n + np.flatnonzero(d2 <= reach * reach))
-    return np.sort(np.concatenate(keys)) if keys else np.empty(0, dtype=np.int64)
+    """Keys of every (probe, entity) that meet, for the probes ``sample``, decided exactly by the library's
+    reference index (:class:`culling.BruteForceIndex`, every entity tested).  O(k n)."""
+    entity, counts = BruteForceIndex(centres, radii).overlapping_many(probes[sample], rho[sample], exact=True)
+    return np.sort(np.repeat(np.asarray(sample, dtype=np.int64), counts) * len(radii) + entity)
 
 
 def brute_pairs(centres: np.ndarray, radii: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Every touching pair by testing all n (n - 1) / 2 pairs, in blocks.  O(n^2)."""
-    n = len(radii)
-    out_i, out_j = [], []
-    for s in range(0, n, BLOCK):
-        rows = np.arange(s, min(s + BLOCK, n))
-        i, j = _touching_block(rows, centres, radii)
-        keep = i < j
-        out_i.append(i[keep])
-        out_j.append(j[keep])
-    if not out_i:
-        return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64)
-    return np.concatenate(out_i), np.concatenate(out_j)
-
-
-def _touching_block(rows: np.ndarray, centres: np.ndarray, radii: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(row, other) for every ``other != row`` touching a row: brute force over all n."""
-    d2 = np.zeros((len(rows), len(radii)))
-    for axis in range(3):
-        diff = centres[rows, axis][:, None] - centres[:, axis][None, :]
-        d2 += diff * diff
-    reach = radii[rows][:, None] + radii[None, :]
-    r, other = np.nonzero(d2 <= reach * reach)
-    i = rows[r].astype(np.int64)
-    other = other.astype(np.int64)
-    keep = i != other
-    return i[keep], other[keep]
+    """Every touching pair ``(i, j)``, ``i < j``, decided exactly by the reference index (all n (n - 1) / 2
+    pairs tested).  O(n^2)."""
+    first, second = BruteForceIndex(centres, radii).overlapping_pairs()
+    return first, second
 
 
 def brute_partners(sample: np.ndarray, centres: np.ndarray, radii: np.ndarray) -> np.ndarray:
-    """Keys (min * n + max) of every touching pair with an end in ``sample``, brute force.  O(k n)."""
+    """Keys (min * n + max) of every touching pair with an end in ``sample``, exactly: each sampled
+    creature's sphere probes the reference index.  O(k n)."""
     n = len(radii)
-    keys = []
-    block = max(1, min(BLOCK, BLOCK_ENTRIES // max(n, 1)))   # a (block, n) distance block stays ~128 MB
-    for s in range(0, len(sample), block):
-        i, j = _touching_block(sample[s:s + block], centres, radii)
-        keys.append(np.minimum(i, j) * n + np.maximum(i, j))
-    return np.unique(np.concatenate(keys)) if keys else np.empty(0, dtype=np.int64)
+    sample = np.asarray(sample, dtype=np.int64)
+    other, counts = BruteForceIndex(centres, radii).overlapping_many(centres[sample], radii[sample], exact=True)
+    mine = np.repeat(sample, counts)
+    keep = other != mine
+    return np.unique(np.minimum(mine, other)[keep] * n + np.maximum(mine, other)[keep])
 
 
 def check_pairs(what: str, expected: np.ndarray, got: np.ndarray, centres: np.ndarray, radii: np.ndarray) -> int:

@@ -90,7 +90,7 @@ def run_forest(cfg: Config, structs: Structures, res: Results) -> None:
         cand = candidates_of(tree)
         peers = [BruteForce(), KDTreePeer(), RTreePeer(), NaiveBruteForce()]
         peer_build = {p.name: built(p, wl) for p in peers}
-        expected, ties = verify(wl, [tree, cand] + peers[1:], peers[0])
+        expected, ties = verify(wl, [tree, cand] + peers)
         n_cand = np.array([len(cand.query(p)) for p in wl.path])
         verify_query_many(tree, wl, expected)
         if ties:
@@ -231,8 +231,8 @@ def run_clusters(cfg: Config, structs: Structures, res: Results) -> None:
     ba, bb = BruteForce(), BruteForce()
     ba.build(base.centres, base.radii)
     bb.build(wl.centres, wl.radii)
-    ea, _ = verify(base, [a], ba)
-    eb, _ = verify(wl, [b], bb)
+    ea, _ = verify(base, [a, ba])
+    eb, _ = verify(wl, [b, bb])
     if any(not np.array_equal(x, y) for x, y in zip(ea, eb)):
         raise RuntimeError("clusters workload: a clustered object is visible from the path")
     differ = sum(not _same_visits(a.visited(p), b.visited(p)) for p in wl.path)
@@ -394,7 +394,7 @@ def run_scaling(cfg: Config, structs: Structures, res: Results) -> None:
         peers = [BruteForce(), KDTreePeer(), RTreePeer()]
         for p in peers:
             built(p, wl)
-        expected, _ = verify(wl, [m] + peers[1:], peers[0])
+        expected, _ = verify(wl, [m] + peers)
         outs.append(np.array([len(e) for e in expected]))
         for p in peers:
             peer_t.setdefault(p.name, []).append(float(MED(time_points(p.query, wl.path, cfg.peer_repeats))))

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks.peers import BruteForce, CullingMethod, check_agreement
+from benchmarks.peers import CullingMethod, ExactReference, check_agreement
 from benchmarks.report import Results, machine_info
 from benchmarks.timing import clock, clock_name, time_call, time_each, use_clock
 from benchmarks.workloads import Workload
@@ -125,14 +125,15 @@ def built(method: Any, wl: Workload, repeats: int = 1, budget_s: float = 20.0) -
     return time_call(lambda: method.build(wl.centres, wl.radii), repeats, warmup=0, budget_s=budget_s)
 
 
-def verify(wl: Workload, methods: Sequence[Any], reference: BruteForce | None = None) -> tuple[list[np.ndarray], int]:
-    """Check every method against brute force at every path point.
+def verify(wl: Workload, methods: Sequence[Any], reference: Any = None) -> tuple[list[np.ndarray], int]:
+    """Check every method against the exact reference (:class:`~benchmarks.peers.ExactReference`,
+    unless ``reference`` is given) at every path point.
 
     Returns the exact index sets (one sorted array per point) and the number
     of surface ties seen.  Raises ``AgreementError`` on any disagreement.
     """
     if reference is None:
-        reference = BruteForce()
+        reference = ExactReference()
         reference.build(wl.centres, wl.radii)
     results, ties = [], 0
     for p in wl.path:

@@ -9,9 +9,12 @@ The public contract (names, shapes, dtypes, errors, the precise geometric
 rules) is docs/CONTRACT.md in the repository.
 """
 
+from typing import TYPE_CHECKING
+
 from culling.answer import QueryDetails
 from culling.grid.grid import DenseViewDistanceGrid
 from culling.interface import PointIndex
+from culling.reference import BruteForceIndex
 from culling.runtime.threads import set_thread_count, thread_count
 from culling.trace import LevelTrace, QueryTrace
 from culling.tree.tree import MAX_DEPTH, MAX_GROWTH, ViewDistanceTree
@@ -20,7 +23,12 @@ from culling.uses.interest import InterestManager, InterestSets, InterestTick
 from culling.uses.tracker import MultiCameraTracker, VisibilityEvents, VisibilityTracker
 from culling.warmup import COMPILING, KERNEL_GROUPS, CompileWorkers, kernels_cached, progress_bar, warm_up
 
+if TYPE_CHECKING:  # ``mypy culling`` checks that each index is a PointIndex (the one protocol, no second one)
+    _INDEXES: tuple[PointIndex, ...] = (ViewDistanceTree(1.0), DenseViewDistanceGrid(1.0),
+                                        BruteForceIndex([[0.0, 0.0, 0.0]], [1.0]))
+
 __all__ = [
+    "BruteForceIndex",
     "COMPILING",
     "CompileWorkers",
     "KERNEL_GROUPS",

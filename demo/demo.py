@@ -31,9 +31,17 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import ArrayLike
 
-from culling import CollisionCandidates, QueryTrace, ViewDistanceTree, VisibilityEvents, VisibilityTracker
+from culling import (
+    BruteForceIndex,
+    CollisionCandidates,
+    QueryTrace,
+    ViewDistanceTree,
+    VisibilityEvents,
+    VisibilityTracker,
+)
 from engine.camera import CAMERA_RADIUS, Camera, above_ground
-from engine.culling_pipeline import BruteForceIndex, CullingPipeline, FrameStats
+from engine.culling_pipeline import CullingPipeline
+from engine.frame_stats import FrameStats
 from engine.hud import HudInfo
 from engine.map import MapInset
 from engine.overlay import OverlayGeometry, OverlayRenderer, build_overlay, marker_lines, trace_levels, with_lines

@@ -23,7 +23,7 @@ from demo.interactive import save_image
 from demo.loading import building, warm_up_headless
 from demo.stats import StatsWriter
 from engine.hud import GREY, WHITE, YELLOW, draw_hud, hud_font_size, hud_legend, hud_lines, text_colour
-from engine.map import draw_map_label
+from engine.map_label import draw_map_label
 from engine.overlay import LEVEL_COLOURS, POINT_COLOUR
 from scenes import SCENES
 
@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     import moderngl
     from PIL import Image
 
-    from engine.culling_pipeline import FrameStats
+    from engine.frame_stats import FrameStats
     from scenes import Scene
 
 __all__ = ["HeadlessOptions", "HeadlessResult", "create_offscreen_context", "gif_palette", "headless_pose", "run_headless",

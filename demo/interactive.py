@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     import pyglet.window
     from PIL import Image
 
-    from engine.culling_pipeline import FrameStats
+    from engine.frame_stats import FrameStats
 
 __all__ = ["FlyThroughApp", "next_free_path", "run_window", "save_image"]
 
@@ -247,7 +247,7 @@ class FlyThroughApp(App):
             self.hud_batch.draw()
         geometry = self.demo.map_inset.geometry
         if self.demo.show_map and geometry is not None:
-            from engine.map import label_position
+            from engine.map_geometry import label_position
 
             fb_w, fb_h = self.ctx.screen.size
             w, h = self.window.get_size()

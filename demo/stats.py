@@ -17,7 +17,7 @@ from pathlib import Path
 from time import perf_counter
 from typing import IO, Any
 
-from engine.culling_pipeline import FrameStats
+from engine.frame_stats import FrameStats
 
 __all__ = ["STATE_FIELDS", "StatsWriter"]
 

@@ -1,5 +1,9 @@
 """The demo engine: camera, frustum, culling pipeline, renderer, overlay, HUD, window.
 
+``engine.BruteForceIndex`` is ``culling.BruteForceIndex`` (the reference index,
+the ``--brute-force`` baseline), and ``engine.SpatialIndex`` names
+``culling.PointIndex``, the one protocol the pipeline takes.
+
 It turns a scene's NumPy arrays into GPU buffers and draws what the
 view-distance tree (``culling``) says the camera can see.  Importing it opens
 no window and creates no GL context; the modules that need pyglet or moderngl
@@ -10,8 +14,10 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from culling import BruteForceIndex
     from engine.camera import Camera
-    from engine.culling_pipeline import BruteForceIndex, CullingPipeline, FrameStats, SpatialIndex
+    from engine.culling_pipeline import CullingPipeline
+    from engine.frame_stats import FrameStats
     from engine.frustum import frustum_corners, frustum_planes, spheres_in_frustum
     from engine.meshes import MESHES, Mesh, get_mesh
     from engine.scene_protocol import KindData, SceneData, TerrainData
@@ -21,8 +27,7 @@ if TYPE_CHECKING:
 #: line's ``--help``) loads neither numba nor pyrr.
 _HOMES = {
     "Camera": "engine.camera",
-    "BruteForceIndex": "engine.culling_pipeline", "CullingPipeline": "engine.culling_pipeline",
-    "FrameStats": "engine.culling_pipeline", "SpatialIndex": "engine.culling_pipeline",
+    "BruteForceIndex": "culling", "CullingPipeline": "engine.culling_pipeline", "FrameStats": "engine.frame_stats",
     "frustum_corners": "engine.frustum", "frustum_planes": "engine.frustum", "spheres_in_frustum": "engine.frustum",
     "MESHES": "engine.meshes", "Mesh": "engine.meshes", "get_mesh": "engine.meshes",
     "KindData": "engine.scene_protocol", "SceneData": "engine.scene_protocol", "TerrainData": "engine.scene_protocol",
@@ -30,11 +35,15 @@ _HOMES = {
 }
 
 
+#: Former names kept working: the engine's own index protocol is ``culling.PointIndex`` now.
+_ALIASES = {"SpatialIndex": ("culling", "PointIndex")}
+
+
 def __getattr__(name: str) -> Any:
-    home = _HOMES.get(name)
+    home, real = _ALIASES.get(name, (_HOMES.get(name), name))
     if home is None:
         raise AttributeError(f"module 'engine' has no attribute {name!r}")
-    value = getattr(importlib.import_module(home), name)
+    value = getattr(importlib.import_module(home), real)
     globals()[name] = value
     return value
 
@@ -49,7 +58,6 @@ __all__ = [
     "Mesh",
     "SceneData",
     "ShaderError",
-    "SpatialIndex",
     "TerrainData",
     "frustum_corners",
     "frustum_planes",

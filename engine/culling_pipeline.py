@@ -43,15 +43,14 @@ query results back (the identity, skipped, when the index handed out
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from numbers import Real
 from time import perf_counter
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from culling import QueryDetails, QueryTrace
+from culling import PointIndex, QueryTrace
+from engine.frame_stats import FrameStats
 from engine.frustum import frustum_planes, spheres_in_frustum
 from engine.lod import LodFrame, LodSelector
 from engine.records import CROSSFADE_BAND, FADE_COLUMN, INSTANCE_FLOATS, build_records, far_fade
@@ -60,200 +59,10 @@ from engine.visibility_range import begin_fade
 if TYPE_CHECKING:
     from engine.scene_protocol import SceneData
 
-__all__ = ["BruteForceIndex", "CullingPipeline", "FrameStats", "SpatialIndex"]
+__all__ = ["CullingPipeline"]
 
 #: Staging rows grow to the next power of two: amortised O(1), at most 2x memory.
 _MIN_CAPACITY = 1024
-
-
-@dataclass
-class FrameStats:
-    """What one frame's culling did: the funnel counts and per-stage times (ms).
-
-    The funnel: ``candidates`` (what the walk's nodes hold) >= ``in_range``
-    (the exact query, and the begin distance) >= ``in_frustum`` == ``drawn``.
-    """
-
-    candidates: int = 0
-    in_range: int = 0
-    in_frustum: int = 0
-    drawn: int = 0
-    draw_calls: int = 0
-    query_ms: float = 0.0
-    distance_ms: float = 0.0
-    frustum_ms: float = 0.0
-    upload_ms: float = 0.0
-    draw_ms: float = 0.0
-    trace_ms: float = 0.0
-    triangles: int = 0
-    kind_counts: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
-    #: Instances drawn at each level of detail (a cross-fading one counts at both).
-    level_counts: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
-
-    @property
-    def cull_ms(self) -> float:
-        """Query + filters + instance upload: the budget the demo is measured on."""
-        return self.query_ms + self.distance_ms + self.frustum_ms + self.upload_ms
-
-    #: ``query_ms`` is the index's one call (walk, exact test, distances, and the
-    #: trace with the overlay); ``distance_ms`` the begin-distance test; ``trace_ms`` the debug overlay's own cost (its
-    #: boxes built and uploaded).
-    CSV_FIELDS = ("query_ms", "distance_ms", "frustum_ms", "upload_ms", "cull_ms", "draw_ms", "trace_ms",
-                  "candidates", "in_range", "in_frustum", "drawn", "triangles")
-
-    def csv_row(self) -> list[float | int]:
-        return [getattr(self, name) for name in self.CSV_FIELDS]
-
-
-class SpatialIndex(Protocol):
-    """What the pipeline needs of an index: :class:`culling.PointIndex`'s queries, ``query_detailed`` and ``trace``.
-
-    ``ViewDistanceTree``, ``DenseViewDistanceGrid`` and :class:`BruteForceIndex`
-    all fit.  (Spelled out with ``ArrayLike`` points: ``culling.PointIndex``
-    declares ``point: object``, which the tree's own methods do not accept in
-    mypy's eyes.)
-    """
-
-    def __len__(self) -> int: ...
-
-    def query(self, point: ArrayLike, exact: bool = False, scale: float = 1.0) -> np.ndarray: ...
-
-    def query_spheres(self, point: ArrayLike, exact: bool = False,
-                      scale: float = 1.0) -> tuple[np.ndarray, np.ndarray, np.ndarray]: ...
-
-    def query_detailed(self, point: ArrayLike, scale: float = 1.0, trace: bool = False) -> QueryDetails: ...
-
-    def trace(self, point: ArrayLike, scale: float = 1.0) -> QueryTrace: ...
-
-
-def _as_scale(scale: object) -> float:
-    if isinstance(scale, bool) or not isinstance(scale, Real):
-        raise TypeError(f"scale must be a real number, got {type(scale).__name__}")
-    value = float(scale)
-    if not (np.isfinite(value) and value > 0.0):
-        raise ValueError(f"scale must be finite and above 0, got {scale!r}")
-    return value
-
-
-def _as_probe_radius(radius: object) -> float:
-    if isinstance(radius, bool) or not isinstance(radius, Real):
-        raise TypeError(f"radius must be a real number, got {type(radius).__name__}")
-    value = float(radius)
-    if not (np.isfinite(value) and value >= 0.0):
-        raise ValueError(f"radius must be finite and not negative, got {radius!r}")
-    return value
-
-
-class BruteForceIndex:
-    """The baseline the tree replaces: every object is a candidate of every query.
-
-    Satisfies :class:`SpatialIndex`, so the pipeline runs unchanged and tests
-    compare pictures made with it and with the tree.  Its handles are ``0 ..
-    n-1``; it reads ``centres`` and ``radii`` where they are (no copy), so a
-    scene that moves its objects in place moves them here too.  ``query(p)``
-    returns every handle; ``exact=True`` is one vectorised test over all
-    objects (O(n) per query, the point of a baseline).  Its trace has no
-    levels: there is no tree to draw.
-    """
-
-    def __init__(self, centres: ArrayLike, radii: ArrayLike, shape: str = "sphere") -> None:
-        if shape not in ("sphere", "cube"):
-            raise ValueError(f"shape must be 'sphere' or 'cube', got {shape!r}")
-        self._centres = np.asarray(centres, dtype=np.float64)
-        self._radii = np.asarray(radii, dtype=np.float64)
-        if self._centres.ndim != 2 or self._radii.shape != (self._centres.shape[0],):
-            raise ValueError(f"need centres (n, dim) and radii (n,), got {self._centres.shape} "
-                             f"and {self._radii.shape}")
-        self._shape = shape
-        self._all = np.arange(self._centres.shape[0], dtype=np.int64)
-
-    def __len__(self) -> int:
-        return int(self._all.shape[0])
-
-    def _point(self, point: ArrayLike) -> np.ndarray:
-        dim = self._centres.shape[1]
-        p = np.asarray(point, dtype=np.float64).reshape(-1)
-        if p.shape != (dim,) or not np.isfinite(p).all():
-            raise ValueError(f"the query point must be {dim} finite coordinates, got {point!r}")
-        return p
-
-    def query(self, point: ArrayLike, exact: bool = False, scale: float = 1.0) -> np.ndarray:
-        if exact:
-            return self.query_spheres(point, exact, scale)[0]
-        _as_scale(scale)
-        self._point(point)
-        return self._all.copy()
-
-    def query_many(self, points: ArrayLike, exact: bool = False,
-                   scale: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
-        rows = np.asarray(points, dtype=np.float64).reshape(-1, self._centres.shape[1])
-        answers = [self.query(p, exact, scale) for p in rows]
-        counts = np.array([a.size for a in answers], dtype=np.int64)
-        return (np.concatenate(answers) if answers else np.empty(0, dtype=np.int64)), counts
-
-    def query_spheres(self, point: ArrayLike, exact: bool = False,
-                      scale: float = 1.0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        s = _as_scale(scale)
-        p = self._point(point)
-        keep = self._all
-        if exact:
-            off = np.abs(self._centres - p)
-            reach = self._radii * s
-            if self._shape == "sphere":
-                keep = np.flatnonzero(np.einsum("ij,ij->i", off, off) <= reach * reach)
-            else:
-                keep = np.flatnonzero(off.max(axis=1) <= reach)
-        return keep.astype(np.int64), self._centres[keep], self._radii[keep]
-
-    def query_detailed(self, point: ArrayLike, scale: float = 1.0, trace: bool = False) -> QueryDetails:
-        found, centres, radii = self.query_spheres(point, exact=True, scale=scale)
-        p = self._point(point)
-        off = np.abs(centres - p)
-        dist = np.sqrt(np.einsum("ij,ij->i", off, off)) if self._shape == "sphere" else off.max(axis=1, initial=0.0)
-        return QueryDetails(found, centres, radii.copy(), dist, len(self), self.trace(p, scale) if trace else None)
-
-    def trace(self, point: ArrayLike, scale: float = 1.0) -> QueryTrace:
-        _as_scale(scale)
-        return QueryTrace(point=self._point(point), candidates=self._all.copy(), levels=[])
-
-    def overlapping(self, centre: ArrayLike, radius: float, exact: bool = False, scale: float = 1.0) -> np.ndarray:
-        """Every handle; with ``exact``, those whose sphere (radius times ``scale``) meets the probe
-        sphere ``(centre, radius)``: one vectorised test over all objects, O(n)."""
-        s, rho = _as_scale(scale), _as_probe_radius(radius)
-        p = self._point(centre)
-        if not exact:
-            return self._all.copy()
-        off = np.abs(self._centres - p)
-        reach = self._radii * s + rho
-        if self._shape == "sphere":
-            return np.flatnonzero(np.einsum("ij,ij->i", off, off) <= reach * reach).astype(np.int64)
-        return np.flatnonzero(off.max(axis=1) <= reach).astype(np.int64)
-
-    def overlapping_many(self, centres: ArrayLike, radii: ArrayLike, exact: bool = False,
-                         scale: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
-        """:meth:`overlapping` per probe (``radii`` (m,) or one number): O(m n)."""
-        points = np.asarray(centres, dtype=np.float64).reshape(-1, self._centres.shape[1])
-        rhos = np.broadcast_to(np.asarray(radii, dtype=np.float64), (points.shape[0],))
-        answers = [self.overlapping(p, float(r), exact, scale) for p, r in zip(points, rhos)]
-        counts = np.array([a.size for a in answers], dtype=np.int64)
-        return (np.concatenate(answers) if answers else np.empty(0, dtype=np.int64)), counts
-
-    def overlapping_pairs(self) -> tuple[np.ndarray, np.ndarray]:
-        """Every pair of objects whose spheres meet, ``first < second``: one vectorised test per object, O(n^2)."""
-        first, second = [], []
-        for i in range(len(self._radii) - 1):
-            off = np.abs(self._centres[i + 1:] - self._centres[i])
-            reach = self._radii[i + 1:] + self._radii[i]
-            if self._shape == "sphere":
-                meet = np.einsum("ij,ij->i", off, off) <= reach * reach
-            else:
-                meet = off.max(axis=1) <= reach
-            hits = np.flatnonzero(meet) + i + 1
-            first.append(np.full(hits.size, i, dtype=np.int64))
-            second.append(hits.astype(np.int64))
-        if not first:
-            return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64)
-        return np.concatenate(first), np.concatenate(second)
 
 
 class CullingPipeline:
@@ -264,15 +73,16 @@ class CullingPipeline:
     scene : engine.SceneData
         Read (never copied) for centres, bounding radii, begin distances and
         per-instance looks.
-    index : SpatialIndex
-        Holds every object's view distance; ``handles[i]`` is object ``i``'s handle.
+    index : culling.PointIndex
+        Holds every object's view distance (a tree, a dense grid, or
+        :class:`culling.BruteForceIndex` for ``--brute-force``); ``handles[i]`` is object ``i``'s handle.
     handles : ndarray, shape (n,), int64
     shape : {"sphere", "cube"}
         The index's exact test (Euclidean or largest axis): the distances
         that feed the fade and the level of detail use the same metric.
     """
 
-    def __init__(self, scene: SceneData, index: SpatialIndex, handles: ArrayLike, shape: str = "sphere") -> None:
+    def __init__(self, scene: SceneData, index: PointIndex, handles: ArrayLike, shape: str = "sphere") -> None:
         if shape not in ("sphere", "cube"):
             raise ValueError(f"shape must be 'sphere' or 'cube', got {shape!r}")
         self.scene = scene
@@ -341,7 +151,6 @@ class CullingPipeline:
         O(visited nodes)), then O(in range) NumPy.
         """
         p = np.asarray(camera_position, dtype=np.float64).reshape(3)
-        scale = _as_scale(scale)
         scene = self.scene
         stats = FrameStats()
 
@@ -349,7 +158,8 @@ class CullingPipeline:
         # with the answer's centres, view distances and camera distances, the walk's
         # candidate count (the funnel's first number) and, for the overlay, its trace.
         t0 = perf_counter()
-        seen = self.index.query_detailed(p, scale=scale, trace=trace)
+        seen = self.index.query_detailed(p, scale=scale, trace=trace)    # checks scale (PointIndex)
+        scale = float(scale)
         self.trace = seen.trace
         stats.candidates = seen.candidates
         t1 = perf_counter()

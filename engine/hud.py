@@ -18,7 +18,7 @@ from engine.overlay import level_colour
 if TYPE_CHECKING:
     from PIL import Image, ImageFont
 
-    from engine.culling_pipeline import FrameStats
+    from engine.frame_stats import FrameStats
     from engine.overlay import LevelBoxes
 
     Font = ImageFont.FreeTypeFont | ImageFont.ImageFont
@@ -98,7 +98,7 @@ def hud_lines(info: HudInfo, mode: str = "full") -> list[tuple[str, tuple[float,
     line (the last key's answer) while it lives.  Lines stay within about 60
     characters, so the full HUD covers at most about a quarter of a 16:9 view.
 
-    >>> from engine.culling_pipeline import FrameStats
+    >>> from engine.frame_stats import FrameStats
     >>> lines = hud_lines(HudInfo("forest", 1000, FrameStats(candidates=9, in_range=5, in_frustum=2, drawn=2)))
     >>> lines[3][0]
     '9 walked > 5 in range > 2 in frustum > 2 drawn'
@@ -197,7 +197,7 @@ def hud_legend(info: HudInfo, mode: str = "compact") -> list[list[tuple[str, tup
     the compact mode also the overlay's key, one ``(node size, colour)`` per
     level drawn (the full mode's level table says it in colour already).
 
-    >>> from engine.culling_pipeline import FrameStats
+    >>> from engine.frame_stats import FrameStats
     >>> from engine.overlay import LevelBoxes
     >>> import numpy as np
     >>> lv = LevelBoxes(depth=0, node_size=4096.0, bounds=np.zeros((1, 2, 3)), objects=3)

@@ -19,7 +19,9 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-__all__ = ["MESHES", "Mesh", "get_mesh", "mesh_names", "town_plan"]
+from assets.town import town_plan
+
+__all__ = ["MESHES", "Mesh", "get_mesh", "mesh_names"]
 
 
 @dataclass(frozen=True)
@@ -352,27 +354,13 @@ def _house_roof(name: str = "house_roof", chimney: bool = True) -> Mesh:
 #: The clusters scene's settlements, as their far stand-ins see them (HLOD):
 #: each part of one settlement (walls, roofs and the tower, trees) merged into
 #: one mesh, in the stand-in's unit sphere (the settlement's radius is 1).
-#: The plan is the scene's (``scenes/clusters.py``, ``town_plan``): houses on a
-#: square grid of pitch ``TOWN_PITCH`` within ``TOWN_EXTENT`` of the centre,
-#: the tower at the centre, trees in every other square between them; a test
-#: checks the scene's houses against these meshes.
-TOWN_PITCH = 1.0 / 6.0
-TOWN_EXTENT = 0.84
+#: The plan is the one the scene places its houses by (:func:`assets.town.town_plan`:
+#: houses on a square grid within ``TOWN_EXTENT`` of the centre, the tower at
+#: the centre, trees in every other square between them); a test checks the
+#: scene's houses against these meshes.
 TOWN_HOUSE_SCALE = 9.0 / 150.0       # a house's bounding radius over the settlement's radius
 TOWN_TREE_SCALE = 8.0 / 150.0
 TOWN_TOWER_SCALE = 42.0 / 150.0
-
-
-def town_plan() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """House centres (k, 2) and yaws (k,), tree centres (t, 2): x, z in units of the settlement's radius."""
-    steps = np.arange(-6, 7)
-    i, j = (g.ravel() for g in np.meshgrid(steps, steps, indexing="ij"))
-    house = (np.hypot(i, j) * TOWN_PITCH <= TOWN_EXTENT) & ((i != 0) | (j != 0))
-    houses = np.stack([i[house], j[house]], axis=1) * TOWN_PITCH
-    yaws = np.where(j[house] % 2 == 0, 0.0, np.pi / 2.0)
-    tree = (np.hypot(i + 0.5, j + 0.5) * TOWN_PITCH <= TOWN_EXTENT) & ((i + j) % 2 == 0)
-    trees = np.stack([i[tree] + 0.5, j[tree] + 0.5], axis=1) * TOWN_PITCH
-    return houses, yaws, trees
 
 
 def _placed(mesh: Mesh, xz: np.ndarray, yaw: np.ndarray, scale: float, base: float) -> np.ndarray:

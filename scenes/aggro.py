@@ -39,7 +39,7 @@ from time import perf_counter
 
 import numpy as np
 
-from culling import ViewDistanceTree
+from culling import BruteForceIndex, ViewDistanceTree
 
 __all__ = ["AGGRO_METHODS", "COMPARE_EVERY", "RECENT", "SPACE", "Aggro", "BatchStats", "brute_force_pairs",
            "brute_force_sensed", "grid_pairs"]
@@ -128,9 +128,12 @@ class BatchStats:
 
 def brute_force_sensed(points: np.ndarray, radii: np.ndarray, centres: np.ndarray,
                        bodies: np.ndarray) -> Pairs:
-    """(bird, probe) of every bird whose body meets a probe sphere, by testing all.
+    """(bird, probe) of every bird whose body meets a probe sphere, by testing all: the sensing's peer.
 
-    Squared distance summed x, y, z in order, ``<= (body + radius)**2``.
+    Squared distance summed x, y, z in order, ``<= (body + radius)**2``: the
+    float scan a user would write, timed against the tree on the HUD (the
+    exact reference is :class:`culling.BruteForceIndex`; the two differ only
+    within rounding of a surface).
     O(probes x birds), vectorised in blocks of :data:`BLOCK` probes.
     """
     bird, probe = [], []
@@ -162,9 +165,11 @@ def _close(i: np.ndarray, j: np.ndarray, centres: np.ndarray, radii: np.ndarray)
 
 
 def brute_force_pairs(centres: np.ndarray, radii: np.ndarray) -> Pairs:
-    """Every pair ``i < j`` of spheres that meet, testing all n (n - 1) / 2 pairs.  For tests (O(n^2) memory)."""
-    i, j = np.triu_indices(radii.shape[0], 1)
-    return _close(i.astype(np.int64), j.astype(np.int64), centres, radii)
+    """Every pair ``i < j`` of spheres that meet, decided exactly: the library's reference index
+    (:class:`culling.BruteForceIndex`, every pair tested).  For tests, O(n^2); not a peer (the
+    HUD's peers, :func:`brute_force_sensed` and :func:`grid_pairs`, are plain float NumPy, as a
+    user would write them)."""
+    return BruteForceIndex(centres, radii).overlapping_pairs()
 
 
 #: The 13 neighbour offsets of a 3 x 3 x 3 block with the first non-zero component positive, and (0, 0, 0).

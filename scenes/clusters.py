@@ -8,7 +8,7 @@ than six times its view distance away.  The scripted camera then flies to one
 settlement, slowly through the distance where its stand-in gives way to its
 members, and into its streets.
 
-Each settlement is a plan (:func:`town_plan`): houses (walls and a gable
+Each settlement is a plan (:func:`assets.town.town_plan`): houses (walls and a gable
 roof, two objects of two colours) on a square grid, a tower at the centre,
 trees between the houses, and gardens.  It also has a stand-in, the way
 engines do hierarchical LOD: the same houses, tower and trees merged into
@@ -25,6 +25,7 @@ import math
 import numpy as np
 from numpy.typing import ArrayLike
 
+from assets.town import TOWN_EXTENT, town_plan
 from scenes.base import ObjectKind, Pose, Scene, Terrain, allocate_counts, build_arrays, mesh_base
 
 __all__ = ["CLUSTER_KINDS", "ClustersScene", "STAND_IN_KINDS", "make_clusters", "town_plan"]
@@ -51,10 +52,9 @@ STAND_IN_VIEW = 4000.0
 #: over the 15 % beyond (to about 520 m): the cross-fade the camera path slows down for.
 STAND_IN_BEGIN = BUILDING_VIEW - CLUSTER_RADIUS
 
-#: The plan, in units of CLUSTER_RADIUS (``engine.meshes.town_plan`` builds the
-#: stand-ins from the same rule; ``tests/engine/test_scene_data.py`` compares them).
-TOWN_PITCH = 1.0 / 6.0
-TOWN_EXTENT = 0.84
+#: Sizes in the settlement's plan (:func:`assets.town.town_plan`, in units of
+#: CLUSTER_RADIUS: ``engine.meshes`` builds the stand-ins from the same plan;
+#: ``tests/engine/test_scene_data.py`` checks these radii against its scales).
 HOUSE_RADIUS, TREE_RADIUS, TOWER_RADIUS = 9.0, 8.0, 42.0
 
 WALLS, ROOFS, TREES = (0.86, 0.80, 0.66), (0.70, 0.27, 0.20), (0.12, 0.36, 0.15)
@@ -84,24 +84,6 @@ CLUSTER_KINDS = (
     ObjectKind("flower bed", "bush", (0.74, 0.48, 0.58)),
     ObjectKind("lawn", "grass_card", (0.45, 0.70, 0.22)),
 )
-
-
-def town_plan() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """One settlement's plan: house centres (k, 2) and yaws (k,), tree centres (t, 2).
-
-    Positions are (x, z) offsets from the centre in units of :data:`CLUSTER_RADIUS`:
-    houses on a square grid of pitch :data:`TOWN_PITCH` within :data:`TOWN_EXTENT`
-    (the centre square is the tower's), every other row turned a quarter, trees at
-    the centres of every other grid square.
-    """
-    steps = np.arange(-6, 7)
-    i, j = (g.ravel() for g in np.meshgrid(steps, steps, indexing="ij"))
-    house = (np.hypot(i, j) * TOWN_PITCH <= TOWN_EXTENT) & ((i != 0) | (j != 0))
-    houses = np.stack([i[house], j[house]], axis=1) * TOWN_PITCH
-    yaws = np.where(j[house] % 2 == 0, 0.0, np.pi / 2.0)
-    tree = (np.hypot(i + 0.5, j + 0.5) * TOWN_PITCH <= TOWN_EXTENT) & ((i + j) % 2 == 0)
-    trees = np.stack([i[tree] + 0.5, j[tree] + 0.5], axis=1) * TOWN_PITCH
-    return houses, yaws, trees
 
 
 def _smooth(t: float) -> float:

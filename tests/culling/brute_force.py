@@ -1,16 +1,17 @@
 """A brute-force reference model of the culling contract, for tests.
 
-It holds a dict ``handle -> (centre, radius)`` and answers the exact point
-query with one NumPy mask over all objects, O(n) per query: the slow, obviously
-correct answer every structure under test is compared against.
+It holds a dict ``handle -> (centre, radius)`` (mutated as the structure under
+test is) and answers the exact point query and the pairs with the library's
+reference index, :class:`culling.BruteForceIndex`, over all objects, O(n) per
+query: the slow answer every structure under test is compared against.
 
-Containment follows docs/CONTRACT.md ("Geometry", exact test) literally: a sphere contains ``p`` when
+Containment follows docs/CONTRACT.md ("Geometry", exact test): a sphere contains ``p`` when
 ``sqrt(sum((p - c)**2)) <= radius * scale``, a cube when
-``max(|p - c|) <= radius * scale``; surface points count as inside.  Both are
-decided exactly for the float64 inputs (docs/DESIGN.md, "The exact filter and its exact fallback"): floats away from
-the surface, ``fractions.Fraction`` within rounding of it.  The
-Euclidean distance is summed axis by axis in order, so an offset along a single
-axis gives exactly ``|p_i - c_i|``.
+``max(|p - c|) <= radius * scale``; surface points count as inside, decided
+exactly for the float64 inputs.  The reference index shares the library's exact
+decider, so ``tests/culling/test_reference.py`` checks it against
+:func:`exactly_inside` (``fractions.Fraction`` for every object) on hostile
+numbers: that, not this model, is where the decider meets an independent truth.
 
 >>> model = BruteForce(dim=2, shape="sphere")
 >>> model.insert(7, (0.0, 0.0), 5.0)
@@ -26,6 +27,8 @@ from __future__ import annotations
 from fractions import Fraction
 
 import numpy as np
+
+from culling import BruteForceIndex
 
 __all__ = ["BruteForce", "distances", "exactly_inside", "sorted_handles"]
 
@@ -96,6 +99,7 @@ class BruteForce:
         self.shape = shape
         self.objects: dict[int, tuple[np.ndarray, float]] = {}
         self._arrays = None  # cached (handles, centres, radii), dropped on mutation
+        self._index: BruteForceIndex | None = None  # built on them, dropped with them
 
     # -- mutation -------------------------------------------------------
     def _centre(self, centre) -> np.ndarray:
@@ -106,17 +110,17 @@ class BruteForce:
         handle = int(handle)
         assert handle not in self.objects, f"handle {handle} handed out twice"
         self.objects[handle] = (self._centre(centre), float(radius) + 0.0)
-        self._arrays = None
+        self._arrays = self._index = None
 
     def update(self, handle: int, centre, radius: float) -> None:
         handle = int(handle)
         assert handle in self.objects
         self.objects[handle] = (self._centre(centre), float(radius) + 0.0)
-        self._arrays = None
+        self._arrays = self._index = None
 
     def remove(self, handle: int) -> None:
         del self.objects[int(handle)]
-        self._arrays = None
+        self._arrays = self._index = None
 
     # -- reading --------------------------------------------------------
     def __len__(self) -> int:
@@ -138,46 +142,23 @@ class BruteForce:
         self._arrays = (handles, centres, radii)
         return self._arrays
 
+    def index(self) -> BruteForceIndex:
+        """The library's reference index over the model's objects (their handles kept), cached."""
+        if self._index is None:
+            handles, centres, radii = self.arrays()
+            self._index = BruteForceIndex(centres, radii, self.shape, handles=handles, dim=self.dim)
+        return self._index
+
     def query(self, point, scale: float = 1.0) -> set[int]:
         """The exact answer: every handle whose shape contains ``point``. O(n)."""
         point = np.asarray(point, dtype=np.float64).reshape(self.dim)
-        handles, centres, radii = self.arrays()
-        if handles.size == 0:
-            return set()
-        with np.errstate(under="ignore", over="ignore"):  # a subnormal radius times 0.5
-            reach = radii if scale == 1.0 else radii * scale
-            found = distances(centres, point, self.shape)
-            inside = found <= reach
-            # Within rounding of the surface, or at magnitudes where floats lose
-            # bits: decide with Fractions (exact for the float inputs: docs/DESIGN.md,
-            # "The exact filter and its exact fallback").
-            unsure = (np.abs(found - reach) <= 1e-9 * np.maximum(found, reach)) | ~np.isfinite(found) \
-                | ~np.isfinite(reach) | (np.maximum(found, reach) < 1e-300)
-        for i in np.flatnonzero(unsure).tolist():
-            inside[i] = exactly_inside(centres[i], point, float(radii[i]), scale, self.shape)
-        return set(handles[inside].tolist())
+        return set(self.index().query(point, exact=True, scale=scale).tolist())
 
     def pairs(self) -> set[tuple[int, int]]:
         """Every unordered pair of objects that meet, ``distance(c_a, c_b) <= r_a + r_b``, as ``(a, b)``,
-        ``a < b``: floats where they are sure, ``Fraction`` within rounding of a tie.  O(n^2)."""
-        handles, centres, radii = self.arrays()
-        out = set()
-        for i in range(handles.size - 1):
-            with np.errstate(under="ignore", over="ignore"):
-                reach = radii[i] + radii[i + 1:]
-                found = distances(centres[i + 1:], centres[i], self.shape)
-                inside = found <= reach
-                unsure = (np.abs(found - reach) <= 1e-9 * np.maximum(found, reach)) | ~np.isfinite(found) \
-                    | ~np.isfinite(reach) | (np.maximum(found, reach) < 1e-300)
-            for k in np.flatnonzero(unsure).tolist():
-                j = i + 1 + k
-                offsets = [Fraction(float(a)) - Fraction(float(b)) for a, b in zip(centres[i], centres[j])]
-                limit = Fraction(float(radii[i])) + Fraction(float(radii[j]))
-                inside[k] = (max(map(abs, offsets)) <= limit if self.shape == "cube"
-                             else sum(d * d for d in offsets) <= limit * limit)
-            a = int(handles[i])
-            out.update((a, int(b)) for b in handles[i + 1:][inside].tolist())
-        return out
+        ``a < b``.  O(n^2)."""
+        first, second = self.index().overlapping_pairs()
+        return set(zip(first.tolist(), second.tolist()))
 
 
 # -- checks of a structure under test against the model ----------------------

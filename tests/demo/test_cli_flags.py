@@ -193,7 +193,7 @@ def test_a_read_only_out_folder_is_not_writable(tmp_path):
 def test_help_counts_the_compact_hud_lines_the_window_shows_in_the_forest():
     """``--help`` says how many lines the compact HUD has: the forest's window shows exactly that many."""
     from demo.interactive import MOUSE_FREE
-    from engine.culling_pipeline import FrameStats
+    from engine.frame_stats import FrameStats
     from engine.hud import HudInfo, hud_lines
 
     words = {"two": 2, "three": 3, "four": 4, "five": 5, "six": 6}

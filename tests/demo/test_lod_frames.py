@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from engine.lod import MAX_LEVELS
-from engine.map import LEVEL_OUTLINE_ALPHA, inset_rect
+from engine.map_geometry import LEVEL_OUTLINE_ALPHA, inset_rect
 from engine.overlay import level_colour
 from engine.zoom import ZOOM_FOV, zoom_scale
 from scenes.clusters import CLUSTER_COUNT, STAND_IN_BEGIN, STAND_IN_KINDS

@@ -1,20 +1,20 @@
-"""The per-frame stages against a brute-force mask over all objects."""
+"""The per-frame stages against the exact reference index over all objects and a frustum mask."""
 
 import numpy as np
 import pytest
 
-from culling import ViewDistanceTree
+from culling import BruteForceIndex, ViewDistanceTree
 from engine.camera import Camera
-from engine.culling_pipeline import BruteForceIndex, CullingPipeline
+from engine.culling_pipeline import CullingPipeline
 from engine.frustum import frustum_planes, spheres_in_frustum
 from engine.records import FADE_FRACTION
 from scenes import build_scene
 
 
 def brute_force_visible(scene, camera, scale=1.0, shape="sphere"):
-    d = scene.centres - camera.position
-    dist = np.linalg.norm(d, axis=1) if shape == "sphere" else np.abs(d).max(axis=1)
-    in_range = dist <= scale * scene.view_distance
+    """Objects in range (the exact reference, culling.BruteForceIndex) and in the frustum, and how many in range."""
+    in_range = np.zeros(len(scene), dtype=bool)
+    in_range[BruteForceIndex(scene.centres, scene.view_distance, shape).query(camera.position, True, scale)] = True
     in_frustum = spheres_in_frustum(frustum_planes(camera.view_projection()), scene.centres, scene.bounding_radius)
     return np.flatnonzero(in_range & in_frustum), int(in_range.sum())
 

@@ -1,4 +1,4 @@
-"""Run the doctests of engine/, scenes/ and the demo (pytest's --doctest-modules covers culling/ only).
+"""Run the doctests of engine/, scenes/, assets/ and the demo (pytest's --doctest-modules covers culling/ only).
 
 The modules are found by their examples (a line starting with ``>>>``), so a
 new example is run without editing this file, and each case asserts its module
@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-PACKAGES = ["engine", "scenes", "demo"]
+PACKAGES = ["engine", "scenes", "assets", "demo"]
 PROMPT = re.compile(r"^\s*>>> ", re.MULTILINE)
 
 

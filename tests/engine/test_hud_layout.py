@@ -3,7 +3,7 @@
 import numpy as np
 from PIL import Image
 
-from engine.culling_pipeline import FrameStats
+from engine.frame_stats import FrameStats
 from engine.hud import HudInfo, draw_hud, hud_font_size, hud_legend, hud_lines
 from engine.overlay import LevelBoxes, level_colour
 

@@ -6,7 +6,8 @@ import pytest
 
 from culling import ViewDistanceTree
 from engine.camera import Camera
-from engine.map import LEVEL_OUTLINE_ALPHA, MapRenderer, build_map, inset_rect, map_matrix, scale_bar_length
+from engine.map import MapRenderer
+from engine.map_geometry import LEVEL_OUTLINE_ALPHA, build_map, inset_rect, map_matrix, scale_bar_length
 from engine.overlay import LEVEL_COLOURS, level_colour
 
 

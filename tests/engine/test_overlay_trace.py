@@ -5,7 +5,7 @@ import pytest
 
 from culling import ViewDistanceTree
 from engine.camera import Camera
-from engine.culling_pipeline import FrameStats
+from engine.frame_stats import FrameStats
 from engine.hud import HudInfo, hud_lines
 from engine.overlay import LEVEL_COLOURS, OverlayRenderer, box_edges, build_overlay, level_colour, trace_levels
 from scenes import build_scene

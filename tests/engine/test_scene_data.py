@@ -113,12 +113,13 @@ def test_camera_paths_stay_in_the_world_above_ground(name):
 
 
 def test_settlement_stand_ins_are_built_from_the_scene_plan():
-    """engine.meshes builds the clusters' stand-ins from the plan the scene places its houses by."""
+    """engine.meshes builds the clusters' stand-ins from the plan the scene places its houses by: one plan,
+    assets.town's, which both import (they never import each other)."""
+    from assets import town
     from engine import meshes
     from scenes import clusters
 
-    for ours, theirs in zip(meshes.town_plan(), clusters.town_plan()):
-        assert np.array_equal(ours, theirs)
+    assert meshes.town_plan is town.town_plan and clusters.town_plan is town.town_plan
     assert meshes.TOWN_HOUSE_SCALE == clusters.HOUSE_RADIUS / clusters.CLUSTER_RADIUS
     assert meshes.TOWN_TREE_SCALE == clusters.TREE_RADIUS / clusters.CLUSTER_RADIUS
     assert meshes.TOWN_TOWER_SCALE == clusters.TOWER_RADIUS / clusters.CLUSTER_RADIUS

@@ -1,7 +1,8 @@
 """The swarm's two batches on the birds' tree: one overlapping_many for the player
 and every hunter (each with its own sensing radius), one overlapping_pairs for
 separation; both equal brute force, and the simulation does not depend on which
-side answered."""
+side answered.  The expected answers are the library's exact reference index
+(culling.BruteForceIndex); the HUD's peers (a float scan, a hash grid) must give them too."""
 
 import subprocess
 import sys
@@ -10,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from culling import BruteForceIndex
 from scenes import build_scene
 from scenes.aggro import COMPARE_EVERY, SPACE, Aggro, brute_force_pairs, brute_force_sensed, grid_pairs
 from scenes.base import mesh_base
@@ -32,8 +34,8 @@ def test_sensing_equals_brute_force_with_every_probe_its_own_radius(rng):
         radii = rng.uniform(0.0, 40.0, m)
         radii[: m // 4] = 0.0                                           # radius 0: a point probe
         birds = Aggro(centres, bodies, 256.0, (-128.0,) * 3)
-        d = np.linalg.norm(centres[None, :, :] - points[:, None, :], axis=2)
-        expected = {(c, p) for p, c in zip(*np.nonzero(d <= bodies[None, :] + radii[:, None]))}
+        bird, counts = BruteForceIndex(centres, bodies).overlapping_many(points, radii, exact=True)
+        expected = _pair_set(bird, np.repeat(np.arange(m), counts))
         assert _pair_set(*birds.sensed(points, radii)) == expected
         assert _pair_set(*brute_force_sensed(points, radii, centres, bodies)) == expected
 
@@ -46,14 +48,11 @@ def test_separation_pairs_equal_brute_force(rng):
         bodies = rng.uniform(0.0, 2.0, n)
         birds = Aggro(centres, bodies, 256.0, (-128.0,) * 3)
         space = bodies * SPACE
-        d = np.linalg.norm(centres[:, None, :] - centres[None, :, :], axis=2)
-        i, j = np.nonzero(np.triu(d <= space[:, None] + space[None, :], 1))
-        expected = _pair_set(i, j)
+        expected = _pair_set(*brute_force_pairs(centres, space))          # the exact reference
         first, second = birds.pairs()
         assert np.all(first < second) and len(first) == len(expected)   # each pair once
         assert _pair_set(first, second) == expected
         assert _pair_set(*grid_pairs(centres, space)) == expected
-        assert _pair_set(*brute_force_pairs(centres, space)) == expected
     birds = Aggro(np.array([[0.0, 0, 0], [4.0, 0, 0], [8.5, 0, 0]]), np.ones(3), 64.0, (-32.0,) * 3)
     assert _pair_set(*birds.pairs()) == {(0, 1)}                       # touching spaces (2 + 2 = 4) count
 

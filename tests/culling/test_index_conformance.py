@@ -1,11 +1,9 @@
-"""One declared interface, ``culling.PointIndex``, satisfied by tree, dense grid and the demo's brute force.
+"""One declared interface, ``culling.PointIndex``, satisfied by tree, dense grid and the reference index.
 
-The same conformance test runs over all three: the same objects, the same
-queries (exact and not, scaled, single and batched, with spheres), the same
-exact answers, decided by ``fractions.Fraction``.
-
-It lives beside the engine tests because the brute-force index is the engine's
-(`engine.culling_pipeline.BruteForceIndex`): the wheel-only test run has no engine.
+The same conformance test runs over all three (``culling.BruteForceIndex`` is
+also the demo's ``--brute-force`` index): the same objects, the same queries
+(exact and not, scaled, single and batched, with spheres), the same exact
+answers, decided by ``fractions.Fraction``.
 """
 
 from __future__ import annotations
@@ -15,8 +13,7 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from culling import DenseViewDistanceGrid, PointIndex, ViewDistanceTree
-from engine.culling_pipeline import BruteForceIndex
+from culling import BruteForceIndex, DenseViewDistanceGrid, PointIndex, ViewDistanceTree
 
 SIZE = 100.0
 N = 300
