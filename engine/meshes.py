@@ -56,7 +56,13 @@ def _flat(name: str, triangles: np.ndarray) -> Mesh:
     length = np.linalg.norm(n, axis=1)
     keep = length > 1e-12
     tri, n = tri[keep], n[keep] / length[keep, None]
-    verts = np.concatenate([tri.reshape(-1, 3), np.repeat(n, 3, axis=0)], axis=1).astype(np.float32)
+    return _interleaved(name, tri, n)
+
+
+def _interleaved(name: str, tri: np.ndarray, normals: np.ndarray) -> Mesh:
+    """The frozen mesh of triangles ``tri`` ``(t, 3, 3)`` with one normal per triangle ``(t, 3)``: position and
+    normal interleaved per vertex, float32; a mesh outside the unit sphere is a ``ValueError``."""
+    verts = np.concatenate([tri.reshape(-1, 3), np.repeat(normals, 3, axis=0)], axis=1).astype(np.float32)
     radius = float(np.linalg.norm(verts[:, :3], axis=1).max())
     if radius > 1.0 + 1e-5:
         raise ValueError(f"mesh {name!r} leaves the unit sphere (radius {radius:.4f})")
@@ -70,12 +76,7 @@ def _shaded(name: str, triangles: ArrayLike, normals: ArrayLike) -> Mesh:
     tri = np.asarray(triangles, dtype=np.float64)
     n = np.asarray(normals, dtype=np.float64).reshape(-1, 3)
     n = np.broadcast_to(n / np.linalg.norm(n, axis=1, keepdims=True), (tri.shape[0], 3))
-    verts = np.concatenate([tri.reshape(-1, 3), np.repeat(n, 3, axis=0)], axis=1).astype(np.float32)
-    radius = float(np.linalg.norm(verts[:, :3], axis=1).max())
-    if radius > 1.0 + 1e-5:
-        raise ValueError(f"mesh {name!r} leaves the unit sphere (radius {radius:.4f})")
-    verts.flags.writeable = False
-    return Mesh(name, verts)
+    return _interleaved(name, tri, n)
 
 
 def _indexed(points: ArrayLike, faces: ArrayLike) -> NDArray[np.float64]:

@@ -33,6 +33,13 @@ INITIAL_INSTANCE_CAPACITY = 1024
 LIGHT_DIR = np.array([0.45, 0.8, 0.35]) / np.linalg.norm([0.45, 0.8, 0.35])
 
 
+def _set_all(prog: moderngl.Program, view_projection: np.ndarray, common: dict[str, object]) -> None:
+    """The uniforms every program of a frame shares: the view-projection and ``common``'s."""
+    _set(prog, "u_view_projection", view_projection)
+    for name, value in common.items():
+        _set(prog, name, value)
+
+
 def _set(program: moderngl.Program, name: str, value: object) -> None:
     """Set a uniform if the compiler kept it (unused uniforms are optimised out)."""
     if name in program:
@@ -175,17 +182,13 @@ class Renderer:
         terrain = scene.terrain
         if self.ground_vao is not None and terrain is not None:
             prog = self.ground_program
-            _set(prog, "u_view_projection", view_projection)
-            for name, value in common.items():
-                _set(prog, name, value)
+            _set_all(prog, view_projection, common)
             _set(prog, "u_low_colour", terrain.low_colour)
             _set(prog, "u_high_colour", terrain.high_colour)
             _set(prog, "u_height_range", terrain.height_range)
             self.ground_vao.render(moderngl.TRIANGLES)
         prog = self.object_program
-        _set(prog, "u_view_projection", view_projection)
-        for name, value in common.items():
-            _set(prog, name, value)
+        _set_all(prog, view_projection, common)
         _set(prog, "u_dither", self.dither)
         _set(prog, "u_highlight_colour", scene.highlight_colour)
         for batch in self.groups:
