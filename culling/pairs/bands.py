@@ -526,8 +526,10 @@ def build(runs: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray], handles: 
     lay = Layout(np.empty((dim + 2, total + NEAR_LANES - 1)), np.empty(total, dtype=np.int64), cell_start, band,
                  plan.scales.copy(), plan.forward, True)
     run_chunks(lambda lo, hi: gather(lay, order, start, count, handles, columns, lo, hi), parts, chunks=parts)
-    if total:  # each band's largest radius, from its gathered rows
-        lay.scales[:, RADIUS] = np.maximum.reduceat(lay.columns[dim, :total], lay.band[:, FIRST_ROW])
+    if total:  # each band's largest radius, from its gathered rows (0 for a band a kept plan has left empty)
+        filled = lay.band[:, END_ROW] > lay.band[:, FIRST_ROW]
+        lay.scales[:, RADIUS] = 0.0
+        lay.scales[filled, RADIUS] = np.maximum.reduceat(lay.columns[dim, :total], lay.band[filled, FIRST_ROW])
     return lay
 
 

@@ -19,6 +19,7 @@ import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -125,6 +126,17 @@ class Running:
             (Path(SHOTS) / f"{self.name}_{label}.png").write_bytes(png.stdout)
         return np.asarray(Image.open(io.BytesIO(png.stdout)).convert("RGB")).astype(np.int16)
 
+    def grab_showing(self, label: str, shown: Callable[[np.ndarray], bool], attempts: int = 60) -> np.ndarray:
+        """The first screen grab for which ``shown`` holds, grabbing again after each next summary line
+        (a frame drawn since): a window a slow machine has not drawn yet is not a failure, a window that
+        never shows it in ``attempts`` frames is."""
+        for _ in range(attempts):
+            rgb = self.grab(label)
+            if shown(rgb):
+                return rgb
+            self.wait_summaries(1)
+        return rgb
+
     def hold(self, window: str, key: str, seconds: float) -> None:
         self.xdotool("windowfocus", window)          # XTEST key events go to the focused window
         self.xdotool("keydown", key)
@@ -157,7 +169,7 @@ def test_holding_w_into_the_hills_keeps_the_camera_above_the_ground_and_esc_quit
     try:
         app.wait_summaries(1)
         window = app.window()
-        on_path = app.grab("on_path")
+        on_path = app.grab_showing("on_path", lambda rgb: _foliage(rgb) > 100)
         assert _foliage(on_path) > 100, "no trees in the window"
         app.hold(window, "Down", 0.6)               # pitch down, towards the hills
         app.hold(window, "w", 3.0)                  # 40 m/s: into the ground, were it not for the clamp

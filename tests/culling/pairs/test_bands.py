@@ -299,3 +299,25 @@ def test_a_copy_makes_its_own_bands():
     assert twin._band_plans.plan is None and twin._band_plans is not tree._band_plans
     assert as_set(*twin.overlapping_pairs()) == before == brute(centres, radii, handles, "sphere")
     assert copy.deepcopy(tree)._band_plans is not tree._band_plans
+
+
+@pytest.mark.parametrize("kind", ["tree", "grid"])
+def test_a_kept_plan_whose_last_band_a_removal_emptied_still_joins(kind):
+    """The bands are kept from one call to the next while every member fits them: a removal can
+    leave a band with no members (here the radius-0 object's, the finest), and its largest radius
+    must not be read past the gathered rows (hypothesis found it on a 1-D dense grid)."""
+    from culling import DenseViewDistanceGrid, ViewDistanceTree
+
+    structure = ViewDistanceTree(16.0, origin=(-8.0,), dim=1) if kind == "tree" else \
+        DenseViewDistanceGrid(16.0, origin=(-8.0,), dim=1)
+    centres = np.array([[0.0], [0.0], [2.39097819], [-4.50074179e-57], [1.08269828e-90]])
+    radii = np.array([4.0, 0.0, 4.0, 4.0, 4.0])
+    handles = structure.insert_many(centres, radii)
+    first = set(zip(*(a.tolist() for a in structure.overlapping_pairs())))
+    structure.remove(int(handles[1]))
+    second = set(zip(*(a.tolist() for a in structure.overlapping_pairs())))
+    keep = [0, 2, 3, 4]
+    want = {(int(handles[i]), int(handles[j])) for a, i in enumerate(keep) for j in keep[a + 1:]
+            if abs(centres[i, 0] - centres[j, 0]) <= radii[i] + radii[j]}
+    assert {tuple(sorted(p)) for p in second} == {tuple(sorted(p)) for p in want}
+    assert len(first) == len(second) + 4
