@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from PIL import Image
+from xvfb_server import start_xvfb
 
 ROOT = Path(__file__).resolve().parents[2]
 MISSING = [tool for tool in ("Xvfb", "xdotool", "import") if shutil.which(tool) is None]
@@ -37,13 +38,8 @@ def window(tmp_path):
         if IN_CI:
             pytest.fail(message)
         pytest.skip(message)
-    read_fd, write_fd = os.pipe()
-    xvfb = subprocess.Popen(["Xvfb", "-displayfd", str(write_fd), "-screen", "0", "800x600x24", "-nolisten", "tcp"],
-                            pass_fds=(write_fd,), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    os.close(write_fd)
-    with os.fdopen(read_fd) as f:
-        number = f.readline().strip()
-    env = dict(os.environ, DISPLAY=f":{number}")
+    xvfb, display = start_xvfb("800x600x24")
+    env = dict(os.environ, DISPLAY=display)
     stats = tmp_path / "stats.csv"
     proc = subprocess.Popen([sys.executable, str(ROOT / "run_demo.py"), "--scene", "swarm", "--objects", "3000",
                              "--size", f"{SIZE[0]}x{SIZE[1]}", "--stats", str(stats), "--out", str(tmp_path),

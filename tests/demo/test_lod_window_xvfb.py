@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from PIL import Image
+from xvfb_server import start_xvfb
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -31,18 +32,7 @@ def xvfb():
         if IN_CI:
             pytest.fail(message)
         pytest.skip(message)
-    # Xvfb picks a free display and writes its number once it accepts connections (-displayfd): no
-    # display guessed from the pid (another test's server may hold it), no time allowed for the start.
-    read_fd, write_fd = os.pipe()
-    proc = subprocess.Popen(["Xvfb", "-displayfd", str(write_fd), "-screen", "0", "800x600x24", "-nolisten", "tcp"],
-                            pass_fds=(write_fd,), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    os.close(write_fd)
-    with os.fdopen(read_fd) as reported:
-        number = reported.readline().strip()
-    if not number.isdigit():
-        proc.kill()
-        pytest.fail("Xvfb did not report a display number")
-    display = f":{number}"
+    proc, display = start_xvfb("800x600x24")
     yield display
     proc.terminate()
     proc.wait(timeout=10)

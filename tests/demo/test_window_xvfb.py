@@ -1,6 +1,6 @@
 """The real demo window, driven the way a person drives it: real X input events.
 
-The module starts its own Xvfb (``-displayfd``: the server picks a free
+The module starts its own Xvfb (``tests/xvfb_server.py``: the server picks a free
 display number), starts ``run_demo.py`` as a user would, with ``--stats FILE``
 so the demo reports, per drawn frame, its camera, mouse capture and toggles,
 and drives it with ``xdotool`` (XTEST key and button events, pointer motion).
@@ -29,6 +29,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from PIL import Image
+from xvfb_server import start_xvfb
 
 ROOT = Path(__file__).resolve().parents[2]
 TOOLS = ("Xvfb", "xdotool", "import")
@@ -112,24 +113,11 @@ class Session:
         return self.settle()
 
 
-def _start_xvfb() -> tuple[subprocess.Popen, str]:
-    read_fd, write_fd = os.pipe()
-    proc = subprocess.Popen(["Xvfb", "-displayfd", str(write_fd), "-screen", "0", "1024x768x24", "-nolisten", "tcp"],
-                            pass_fds=(write_fd,), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    os.close(write_fd)
-    with os.fdopen(read_fd) as f:
-        number = f.readline().strip()
-    if not number.isdigit():
-        proc.kill()
-        pytest.fail("Xvfb did not report a display number")
-    return proc, f":{number}"
-
-
 @pytest.fixture(scope="module")
 def session(tmp_path_factory):
     _need_tools()
     tmp = tmp_path_factory.mktemp("window")
-    xvfb, display = _start_xvfb()
+    xvfb, display = start_xvfb("1024x768x24")
     stats, out = tmp / "stats.csv", tmp / "shots"
     env = dict(os.environ, DISPLAY=display)
     proc = subprocess.Popen([sys.executable, str(ROOT / "run_demo.py"), "--objects", "6000", "--size",

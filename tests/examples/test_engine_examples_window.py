@@ -24,6 +24,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from xvfb_server import start_xvfb
 
 from tests.examples.test_engine_examples import IN_CI, NEEDS, ROOT, SUMMARY, _load, _need
 
@@ -40,15 +41,10 @@ def display():
     if missing:
         message = f"window tests need {', '.join(missing)} (apt-get install xvfb xdotool imagemagick)"
         pytest.fail(message) if IN_CI else pytest.skip(message)
-    read, write = os.pipe()
-    xvfb = subprocess.Popen(["Xvfb", "-displayfd", str(write), "-screen", "0", "800x600x24", "-nolisten", "tcp"],
-                            pass_fds=(write,), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    os.close(write)
-    number = os.read(read, 16).decode().strip()     # keep the pipe open: Xvfb may write to it again on a reset
-    yield f":{number}"
+    xvfb, display = start_xvfb("800x600x24")
+    yield display
     xvfb.terminate()
     xvfb.wait(10)
-    os.close(read)
 
 
 class _ClientMessage(ctypes.Structure):
