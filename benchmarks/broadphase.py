@@ -217,24 +217,14 @@ def heavy_frames(n: int, frames: int, share: float = 0.01, large: tuple[float, f
                  seed: int = 11) -> tuple[np.ndarray, list[np.ndarray]]:
     """:func:`benchmarks.workloads.swarm_frames` with a heavy tail: ``share`` of the creatures
     get a radius in ``large`` (the rest 0.5-2.5), each moving up to a quarter of its radius a frame."""
-    from benchmarks.workloads import SWARM_BOUNDING, SWARM_SPACING
+    from benchmarks.workloads import SWARM_BOUNDING, SWARM_SPACING, bouncing_frames
 
     rng = np.random.default_rng(seed)
     edge = SWARM_SPACING * n ** (1.0 / 3.0)
     radii = rng.uniform(*SWARM_BOUNDING, n)
     big = rng.choice(n, int(round(share * n)), replace=False)
     radii[big] = rng.uniform(*large, big.size)
-    c = rng.uniform(0.0, edge, (n, 3))
-    velocity = rng.normal(0.0, 1.0, (n, 3))
-    velocity *= (0.25 * radii / np.linalg.norm(velocity, axis=1))[:, None]
-    out = []
-    for _ in range(frames):
-        c = c + velocity
-        low, high = c < 0.0, c >= edge
-        c = np.where(low, -c, np.where(high, 2.0 * edge - c - 1e-9, c))
-        velocity = np.where(low | high, -velocity, velocity)
-        out.append(c)
-    return radii, out
+    return radii, bouncing_frames(rng, radii, edge, frames)
 
 
 #: The largest radius of :func:`mixed_frames`' creatures: the peers size their reach (and cells) by it.
@@ -247,22 +237,12 @@ def mixed_frames(n: int, frames: int, ratio: float, seed: int = 14) -> tuple[np.
     each moving up to a quarter of its radius a frame, in the swarm's cube (one creature per
     ``SWARM_SPACING**3``).  A peer that sizes its reach or its cells by the largest radius tests
     every creature as if it were the largest: the case where cell lists break down."""
-    from benchmarks.workloads import SWARM_SPACING
+    from benchmarks.workloads import SWARM_SPACING, bouncing_frames
 
     rng = np.random.default_rng(seed)
     edge = SWARM_SPACING * n ** (1.0 / 3.0)
     radii = MIXED_LARGEST * np.exp(-np.log(ratio) * rng.uniform(0.0, 1.0, n))
-    c = rng.uniform(0.0, edge, (n, 3))
-    velocity = rng.normal(0.0, 1.0, (n, 3))
-    velocity *= (0.25 * radii / np.linalg.norm(velocity, axis=1))[:, None]
-    out = []
-    for _ in range(frames):
-        c = c + velocity
-        low, high = c < 0.0, c >= edge
-        c = np.where(low, -c, np.where(high, 2.0 * edge - c - 1e-9, c))
-        velocity = np.where(low | high, -velocity, velocity)
-        out.append(c)
-    return radii, out
+    return radii, bouncing_frames(rng, radii, edge, frames)
 
 
 # ------------------------------------------------------------------ probes

@@ -384,6 +384,13 @@ def swarm_frames(n: int, frames: int, seed: int = 10) -> tuple[np.ndarray, list[
     rng = np.random.default_rng(seed)
     edge = SWARM_SPACING * n ** (1.0 / 3.0)
     radii = rng.uniform(*SWARM_BOUNDING, n)
+    return radii, bouncing_frames(rng, radii, edge, frames)
+
+
+def bouncing_frames(rng: np.random.Generator, radii: np.ndarray, edge: float, frames: int) -> list[np.ndarray]:
+    """Centres per frame of creatures with ``radii`` flying in a cube of ``edge``: each starts anywhere
+    and moves by up to a quarter of its radius a frame, bouncing off the walls (a list of (n, 3))."""
+    n = radii.shape[0]
     c = rng.uniform(0.0, edge, (n, 3))
     velocity = rng.normal(0.0, 1.0, (n, 3))
     velocity *= (0.25 * radii / np.linalg.norm(velocity, axis=1))[:, None]
@@ -394,4 +401,4 @@ def swarm_frames(n: int, frames: int, seed: int = 10) -> tuple[np.ndarray, list[
         c = np.where(low, -c, np.where(high, 2.0 * edge - c - 1e-9, c))
         velocity = np.where(low | high, -velocity, velocity)
         out.append(c)
-    return radii, out
+    return out
