@@ -311,19 +311,30 @@ class Structure(ABC):
         >>> [part.tolist() for part in np.split(handles, np.cumsum(counts)[:-1])]
         [[0], [], [1]]
         """
+        handles, counts, order = self._walked_many(points, exact, scale)
+        return (handles, counts) if order is None else chunks.in_caller_order(handles, counts, order)
+
+    def _walked_many(self, points: ArrayLike, exact: bool,
+                     scale: float) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+        """:meth:`query_many`'s answer in the order it walks the points: ``(handles, counts, order)``, row
+        ``j`` answering the caller's point ``order[j]`` (``order`` None: the caller's order).  Validates
+        as :meth:`query_many`; the caller holds the lock.  For a caller that reads the rows through the
+        permutation (:class:`culling.uses.interest.InterestManager`), which saves the copy of the answer
+        back into the caller's order."""
         points = np.ascontiguousarray(as_points(points, self.dim, "points"))
         scale = as_scale(scale)
         exact = as_flag(exact)
         if not self._count or not points.shape[0]:
-            return np.empty(0, dtype=np.int64), np.zeros(points.shape[0], dtype=np.int64)
+            return np.empty(0, dtype=np.int64), np.zeros(points.shape[0], dtype=np.int64), None
         order = self._query_order(points)
         if order is None:
-            return chunks.in_chunks(points.shape[0],
-                                    lambda first, last: self._answer_many(points[first:last], exact, scale))
+            handles, counts = chunks.in_chunks(
+                points.shape[0], lambda first, last: self._answer_many(points[first:last], exact, scale))
+            return handles, counts, None
         ordered = points[order]
         handles, counts = chunks.in_chunks(points.shape[0],
                                            lambda first, last: self._answer_many(ordered[first:last], exact, scale))
-        return chunks.in_caller_order(handles, counts, order)
+        return handles, counts, order
 
     def _query_order(self, points: np.ndarray) -> np.ndarray | None:
         """The order :meth:`query_many` walks ``points`` in (int64 (m,), a permutation; its answer

@@ -39,6 +39,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from culling.core.chunks import in_caller_order
 from culling.core.validation import as_handles, as_integer, as_points, as_probe_radii, as_radius
 from culling.runtime.locks import ReadWriteLock, reading, state_without_lock, writing
 from culling.runtime.threads import run_chunks
@@ -77,6 +78,26 @@ def _offsets(counts: NDArray[np.int64]) -> NDArray[np.int64]:
     offsets = np.zeros(counts.size + 1, dtype=np.int64)
     np.cumsum(counts, out=offsets[1:])
     return offsets
+
+
+def _by_viewer(offsets: NDArray[np.int64], counts: NDArray[np.int64],
+               order: NDArray[np.int64] | None) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+    """Where each viewer's row starts, and its length, for rows ``offsets`` whose row ``j`` is viewer
+    ``order[j]``'s (None: viewer ``j``'s): ``(start, count)``, int64 ``(m,)`` each, by viewer."""
+    if order is None:
+        return offsets[:-1], counts
+    start = np.empty(counts.size, dtype=np.int64)
+    count = np.empty(counts.size, dtype=np.int64)
+    start[order] = offsets[:-1]
+    count[order] = counts
+    return start, count
+
+
+def _same_order(first: NDArray[np.int64] | None, second: NDArray[np.int64] | None) -> bool:
+    """Whether two row orders (None: the caller's) are the same."""
+    if first is None or second is None:
+        return first is second
+    return bool(np.array_equal(first, second))
 
 
 def _in_chunks(m: int, fn: object) -> None:
@@ -298,15 +319,46 @@ class InterestSets:
         """
         ids = as_viewer_ids(viewer_ids)
         m = ids.size
-        new, new_offsets = self._rows(handles, counts, m, "handles")
-        outer, outer_offsets = new, new_offsets
+        new, new_counts = self._rows(handles, counts, m, "handles")
+        outer, outer_counts_ = new, new_counts
         if self._hysteresis > 0.0:
             if outer_handles is None or outer_counts is None:
                 raise ValueError("with hysteresis, advance needs outer_handles and outer_counts "
                                  f"(the answer at scale {self.query_scale})")
-            outer, outer_offsets = self._rows(outer_handles, outer_counts, m, "outer_handles")
+            outer, outer_counts_ = self._rows(outer_handles, outer_counts, m, "outer_handles")
         elif outer_handles is not None or outer_counts is not None:
             raise ValueError("outer_handles and outer_counts are for hysteresis > 0")
+        bound = max(int(new.max()) + 1 if new.size else 0, int(outer.max()) + 1 if outer.size else 0)
+        return self._diff(ids, (new, new_counts, outer, outer_counts_), None, bound)
+
+    @writing
+    def _advance(self, ids: NDArray[np.int64], rows: tuple[NDArray[np.int64], NDArray[np.int64],
+                                                           NDArray[np.int64], NDArray[np.int64]],
+                 order: NDArray[np.int64] | None, bound: int) -> InterestTick:
+        """:meth:`_diff` holding the lock (:class:`InterestManager`'s way in, with the tree's rows)."""
+        return self._diff(ids, rows, order, bound)
+
+    def _diff(self, ids: NDArray[np.int64], rows: tuple[NDArray[np.int64], NDArray[np.int64],
+                                                        NDArray[np.int64], NDArray[np.int64]],
+              order: NDArray[np.int64] | None, bound: int) -> InterestTick:
+        """:meth:`advance` on rows already checked: ``rows = (inner, inner_counts, outer, outer_counts)``
+        (``outer`` is ``inner`` without hysteresis), their row ``j`` the viewer ``ids[order[j]]``'s
+        (``order`` a permutation of ``range(m)``, or None: ``ids[j]``'s), every handle below ``bound``.
+
+        :class:`InterestManager` passes the tree's answer in the order the tree walked the viewers
+        (``ViewDistanceTree._walked_many``), so the answer is never copied back into the caller's
+        order: the sets are kept in the walk's order (each viewer's row is found through
+        ``_row_of``), and the events come out in the caller's order from the compaction they need
+        anyway.
+        """
+        m = ids.size
+        inner, inner_counts, outer, outer_counts = rows
+        inner_offsets = _offsets(inner_counts)
+        outer_offsets = inner_offsets if outer is inner else _offsets(outer_counts)
+        row_ids = ids if order is None else ids[order]
+        inner_start, inner_count = _by_viewer(inner_offsets, inner_counts, order)
+        outer_start, outer_count = ((inner_start, inner_count) if outer is inner
+                                    else _by_viewer(outer_offsets, outer_counts, order))
 
         # Each viewer's previous row (-1: new).
         previous_row = np.full(m, -1, dtype=np.int64)
@@ -317,46 +369,50 @@ class InterestSets:
             previous_row[hit] = self._row_of[pos[hit]]
         previous, previous_offsets, gone = self._sets, self._offsets, self._gone
         sticky = self._hysteresis > 0.0
-        bound = max(self._bound, int(new.max()) + 1 if new.size else 0, int(outer.max()) + 1 if outer.size else 0)
+        bound = max(self._bound, bound)
         base = self._base
         if base + 3 * m + 3 > STAMP_LIMIT:  # the stamps would wrap: start the scratch again from zeros
             self._scratch = {}
             base = 0
 
-        room = outer_offsets if sticky else new_offsets
         kept = np.empty(outer.size, dtype=np.int64)
         kept_counts = np.empty(m, dtype=np.int64)
-        entered_buffer = np.empty(new.size, dtype=np.int64)
+        entered_buffer = np.empty(inner.size, dtype=np.int64)
         entered_counts = np.empty(m, dtype=np.int64)
         left_buffer = np.empty(previous.size, dtype=np.int64)
         left_counts = np.empty(m, dtype=np.int64)
 
+        walk = np.arange(m, dtype=np.int64) if order is None else order
+
         def chunk(lo: int, hi: int) -> int:
-            return int(advance_rows(new, new_offsets, outer, outer_offsets, sticky, previous, previous_offsets,
-                                    previous_row, gone, self._stamps(bound), base, kept, kept_counts,
-                                    entered_buffer, entered_counts, left_buffer, left_counts, lo, hi))
+            return int(advance_rows(inner, inner_start, inner_count, outer, outer_start, outer_count, sticky,
+                                    previous, previous_offsets, previous_row, gone, self._stamps(bound), base,
+                                    kept, kept_counts, entered_buffer, entered_counts, left_buffer, left_counts,
+                                    walk, lo, hi))
 
         faults = [r for r in run_chunks(chunk, m, min_items=PARALLEL_MIN_VIEWERS) if r >= 0]
         if faults:
             row, kind = divmod(faults[0], 2)
             raise ValueError(f"row {row} holds a handle more than once" if kind == 0 else
                              f"row {row} of handles holds a handle that its row of outer_handles does not")
-        if sticky:
-            sets, offsets = self._packed(kept, room[:-1], kept_counts)
-        else:  # the new set is the inner answer, sorted: already packed
-            sets, offsets = kept, new_offsets
-        entered, entered_offsets = self._packed(entered_buffer, new_offsets[:-1], entered_counts)
+        if sticky:  # packed in the rows' order
+            sets, offsets = self._packed(kept, outer_offsets[:-1], kept_counts if order is None else kept_counts[order])
+        else:  # the new set is the inner answer, sorted: already packed, in the rows' order
+            sets, offsets = kept, inner_offsets
+        entered, entered_offsets = self._packed(entered_buffer, inner_start, entered_counts)
         left_starts = np.where(previous_row >= 0, previous_offsets[np.maximum(previous_row, 0)], 0)
         left, left_offsets = self._packed(left_buffer, left_starts, left_counts)
 
         # Commit (nothing below can fail but a MemoryError before the first assignment).
-        order = np.argsort(ids, kind="stable")
-        sorted_ids = _frozen(ids[order])
-        row_of = _frozen(order.astype(np.int64))
-        self._ids, self._offsets, self._sets = _frozen(ids), _frozen(offsets), _frozen(sets)
+        by_id = np.argsort(row_ids, kind="stable")
+        sorted_ids = _frozen(row_ids[by_id])
+        row_of = _frozen(by_id.astype(np.int64))
+        caller_ids = _frozen(ids)
+        self._ids = caller_ids if order is None else _frozen(row_ids)
+        self._offsets, self._sets = _frozen(offsets), _frozen(sets)
         self._sorted_ids, self._row_of, self._gone = sorted_ids, row_of, _EMPTY
         self._bound, self._base = bound, base + 3 * m + 3
-        return InterestTick(viewer_ids=self._ids, entered_offsets=_frozen(entered_offsets), entered=_frozen(entered),
+        return InterestTick(viewer_ids=caller_ids, entered_offsets=_frozen(entered_offsets), entered=_frozen(entered),
                             left_offsets=_frozen(left_offsets), left=_frozen(left))
 
     def _stamps(self, bound: int) -> NDArray[np.int32]:
@@ -372,7 +428,7 @@ class InterestSets:
     @staticmethod
     def _rows(handles: ArrayLike, counts: ArrayLike, m: int,
               name: str) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
-        """Validated rows: ``(handles, offsets)``; each handle non-negative (duplicates are found later)."""
+        """Validated rows: ``(handles, counts)``; each handle non-negative (duplicates are found later)."""
         flat = as_handles(handles, name, copy=False)   # only read
         count_name = name.replace("handles", "counts")
         sizes = as_handles(counts, count_name, copy=False)
@@ -388,7 +444,7 @@ class InterestSets:
         if flat.size and flat.max() >= MAX_HANDLE:
             raise ValueError(f"{name} must be below {MAX_HANDLE} (a structure's handles: the diff keeps a "
                              f"scratch entry per handle value), got {int(flat.max())}")
-        return flat, offsets
+        return flat, np.ascontiguousarray(sizes)
 
     @staticmethod
     def _packed(buffer: NDArray[np.int64], starts: NDArray[np.int64],
@@ -567,18 +623,36 @@ class InterestManager:
             raise ValueError(f"positions must have shape ({ids.size}, {self.dim}) to match viewer_ids, "
                              f"got {points.shape}")
         reach = None if radii is None else as_probe_radii(radii, ids.size)
-        inner, inner_counts = self._answer(points, reach, 1.0)
+        inner, inner_counts, order = self._answer(points, reach, 1.0)
+        outer, outer_counts = inner, inner_counts
         if self._sets.hysteresis > 0.0:
-            outer, outer_counts = self._answer(points, reach, self._sets.query_scale)
-            return self._sets.advance(ids, inner, inner_counts, outer, outer_counts)
-        return self._sets.advance(ids, inner, inner_counts)
+            outer, outer_counts, outer_order = self._answer(points, reach, self._sets.query_scale)
+            if not _same_order(order, outer_order):  # not so today (the order is the points'): both as given
+                inner, inner_counts = self._in_caller_order(inner, inner_counts, order)
+                outer, outer_counts = self._in_caller_order(outer, outer_counts, outer_order)
+                order = None
+        bound = self._tree._next_handle  # every handle the tree handed out is below it
+        if bound > MAX_HANDLE:
+            raise ValueError(f"the tree's handles reach {bound}, beyond the {MAX_HANDLE} the diff's scratch holds")
+        return self._sets._advance(ids, (inner, inner_counts, outer, outer_counts), order, bound)
 
     def _answer(self, points: NDArray[np.float64], reach: NDArray[np.float64] | None,
-                scale: float) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
-        """The exact sets at ``scale``: the tree's exact decider, one batch call."""
+                scale: float) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.int64] | None]:
+        """The exact sets at ``scale``: the tree's exact decider, one batch call.  ``(handles, counts,
+        order)``: row ``j`` is viewer ``order[j]``'s (the tree's walk order, not copied back), or
+        viewer ``j``'s where ``order`` is None."""
         if reach is None:
-            return self._tree.query_many(points, exact=True, scale=scale)
-        return self._tree.overlapping_many(points, reach, exact=True, scale=scale)
+            with self._tree._rw.reading():
+                return self._tree._walked_many(points, True, scale)
+        handles, counts = self._tree.overlapping_many(points, reach, exact=True, scale=scale)
+        return handles, counts, None
+
+    @staticmethod
+    def _in_caller_order(handles: NDArray[np.int64], counts: NDArray[np.int64],
+                         order: NDArray[np.int64] | None) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+        if order is None:
+            return handles, counts
+        return in_caller_order(handles, counts, order)
 
     @reading
     def interest(self, viewer_id: int) -> NDArray[np.int64]:

@@ -67,18 +67,21 @@ def _sort_run(values: np.ndarray, a: int, b: int) -> None:
 
 
 @kernel
-def advance_rows(inner: np.ndarray, inner_offsets: np.ndarray, outer: np.ndarray, outer_offsets: np.ndarray,
-                 sticky: bool, previous: np.ndarray, previous_offsets: np.ndarray, previous_row: np.ndarray,
+def advance_rows(inner: np.ndarray, inner_start: np.ndarray, inner_count: np.ndarray, outer: np.ndarray,
+                 outer_start: np.ndarray, outer_count: np.ndarray, sticky: bool, previous: np.ndarray,
+                 previous_offsets: np.ndarray, previous_row: np.ndarray,
                  gone: np.ndarray, stamps: np.ndarray, base: int, new: np.ndarray, new_counts: np.ndarray,
                  entered: np.ndarray, entered_counts: np.ndarray, left: np.ndarray, left_counts: np.ndarray,
-                 lo: int, hi: int) -> int:
-    """Rows ``lo .. hi - 1``: the new sorted set, the entered and the left handles of each viewer.
+                 walk: np.ndarray, lo: int, hi: int) -> int:
+    """Viewers ``walk[lo .. hi - 1]``: the new sorted set, the entered and the left handles of each.
 
     Parameters
     ----------
-    inner, inner_offsets : int64
-        Each viewer's handles within reach (CSR, any order, each once per row).
-    outer, outer_offsets : int64
+    inner, inner_start, inner_count : int64
+        Each viewer's handles within reach: row ``i`` is ``inner[inner_start[i]:][:inner_count[i]]``
+        (rows apart from each other, in any order: the tree's walk order, say; a row's handles in any
+        order, each once).
+    outer, outer_start, outer_count : int64
         With ``sticky`` (hysteresis): each viewer's handles within the wider reach, a superset of
         its inner row; otherwise ignored (pass the inner rows).
     previous, previous_offsets : int64
@@ -88,12 +91,16 @@ def advance_rows(inner: np.ndarray, inner_offsets: np.ndarray, outer: np.ndarray
     stamps : int32, one entry per possible handle
         Scratch of this chunk's thread, every entry below ``base + 1``; ``base + 3 * hi`` fits in int32.
     new, new_counts
-        Row ``i``'s sorted new set is written to ``new[outer_offsets[i]:]`` (``inner_offsets``
+        Row ``i``'s sorted new set is written to ``new[outer_start[i]:]`` (``inner_start``
         without ``sticky``), its length to ``new_counts[i]``.
     entered, entered_counts
-        Row ``i``'s sorted entered handles at ``entered[inner_offsets[i]:]``.
+        Row ``i``'s sorted entered handles at ``entered[inner_start[i]:]``.
     left, left_counts
         Its sorted left handles at ``left[previous_offsets[previous_row[i]]:]``.
+
+    walk : int64 (m,), a permutation
+        The order the viewers are taken in: the tree's walk order, so that viewers one after the
+        other hold mostly the same handles (their stamps in cache) and read their rows in memory order.
 
     Returns -1, or (the outputs then meaningless) ``2 * i`` for a row ``i`` that holds a handle
     twice, ``2 * i + 1`` for one whose inner handles are not all in its outer row (``sticky``).
@@ -101,18 +108,19 @@ def advance_rows(inner: np.ndarray, inner_offsets: np.ndarray, outer: np.ndarray
     previous handle when ``gone`` is not empty, plus the sort of the entered handles.
     """
     check_gone = gone.shape[0] > 0
-    room = outer_offsets if sticky else inner_offsets
-    for i in range(lo, hi):
+    room = outer_start if sticky else inner_start
+    for step in range(lo, hi):
+        i = int(walk[step])
         s_outer = base + 3 * i + 1
         s_inner = s_outer + 1
         s_kept = s_outer + 2
         if sticky:
-            for j in range(outer_offsets[i], outer_offsets[i + 1]):
+            for j in range(outer_start[i], outer_start[i] + outer_count[i]):
                 h = outer[j]
                 if stamps[h] == s_outer:
                     return 2 * i
                 stamps[h] = s_outer
-        for j in range(inner_offsets[i], inner_offsets[i + 1]):
+        for j in range(inner_start[i], inner_start[i] + inner_count[i]):
             h = inner[j]
             if stamps[h] == s_inner:
                 return 2 * i
@@ -139,9 +147,9 @@ def advance_rows(inner: np.ndarray, inner_offsets: np.ndarray, outer: np.ndarray
                     left[g] = h
                     g += 1
         # Entered: the inner handles that did not stay.
-        e0 = inner_offsets[i]
+        e0 = inner_start[i]
         e = e0
-        for j in range(inner_offsets[i], inner_offsets[i + 1]):
+        for j in range(inner_start[i], inner_start[i] + inner_count[i]):
             h = inner[j]
             if stamps[h] == s_inner:
                 entered[e] = h

@@ -393,11 +393,13 @@ def test_pickled_manager_continues_identically():
     assert rows(a.left_offsets, a.left) == rows(b.left_offsets, b.left)
 
 
-def test_many_viewers_on_the_library_threads_match_the_model():
-    """Enough viewers that the passes run in chunks on several threads."""
+@pytest.mark.parametrize("hysteresis", [0.0, 0.2])
+def test_many_viewers_on_the_library_threads_match_the_model(hysteresis):
+    """Enough viewers that the passes run in chunks on several threads, and that the tree walks them along
+    its Morton curve (the sets are then kept in the walk's order: ``interest`` finds each row)."""
     rng = np.random.default_rng(3)
-    im = InterestManager(256.0, dim=2, hysteresis=0.2)
-    model = Model(0.2)
+    im = InterestManager(256.0, dim=2, hysteresis=hysteresis)
+    model = Model(hysteresis)
     centres = rng.integers(0, 512, (80, 2)) / 2.0
     radii = rng.integers(0, 80, 80) / 2.0
     h = im.insert_many(centres, radii)
@@ -406,6 +408,8 @@ def test_many_viewers_on_the_library_threads_match_the_model():
     for _ in range(3):
         pos = rng.integers(0, 512, (ids.size, 2)) / 2.0
         check_tick(im.tick(ids, pos), model.tick(ids.tolist(), pos), ids.tolist())
+        for v in ids[::7].tolist():
+            assert im.interest(v).tolist() == model.interest(v)
         moved = h[rng.random(h.size) < 0.3]
         new = rng.integers(0, 512, (moved.size, 2)) / 2.0
         im.update_many(moved, new)
