@@ -364,7 +364,7 @@ def flag_rows(pool: Pool, run: tuple[int, int], p: np.ndarray, q: Query, distanc
     unsure = 0
     near_end = first
     while near_end < last:
-        near, near_end = next_near_rows(near_end, last, p, scale, pool.tile_box)
+        near, near_end = next_near_rows(near_end, last, p, scale, pool.tile_box, not cube)
         for tile in range(near, near_end, TILE):
             n = np.uint64(min(TILE, near_end - tile))
             row = np.uint64(tile)

@@ -60,7 +60,7 @@ def write_rows(pool: Pool, run: tuple[int, int], p: np.ndarray, q: Query, flags:
     end = out.shape[0]
     near_end = first
     while near_end < last:
-        near, near_end = next_near_rows(near_end, last, p, q.scale, pool.tile_box)
+        near, near_end = next_near_rows(near_end, last, p, q.scale, pool.tile_box, not q.cube)
         n = np.uint64(near_end - near)
         row = np.uint64(near)
         flag = np.uint64(near - first)
