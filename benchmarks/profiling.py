@@ -159,7 +159,7 @@ def query_phases(n: int = 1_000_000, repeats: int = 3) -> str:
             sure += s
             row = first
             while stop == 4 and row < last:  # counting only, untimed
-                near, row = tiles.next_near_rows(row, last, p, 1.0, box)
+                near, row = tiles.next_near_rows(row, last, p, 1.0, box, True)
                 tested += row - near
         return total, tested, sure
 

@@ -53,7 +53,6 @@ from culling.core.floats import (
     sum_is_exact,
 )
 from culling.core.structs import Pool, Query
-from culling.core.tiles import next_near_rows
 from culling.runtime.jit import inline_kernel, kernel
 
 __all__ = ["FILTER_EPS", "SURE", "TILE", "UNSURE", "at_centre", "classify", "cube_filter", "contains_exact", "decide", "decide_grown",
@@ -339,9 +338,9 @@ def _settled(columns: np.ndarray, row: int, p: np.ndarray, cube: bool, scale: fl
 @inline_kernel
 def flag_rows(pool: Pool, run: tuple[int, int], p: np.ndarray, q: Query, distance: np.ndarray,
               flags: np.ndarray) -> tuple[int, int]:
-    """Flag the rows of the pool's ``run = (first, last)``, rows ``first .. last - 1``, whose tiles are near ``p``
-    (:func:`culling.core.tiles.next_near_rows`): ``flags[i]`` for row ``first + i``; the other rows'
-    flags are left unwritten.
+    """Flag every row of the pool's ``run = (first, last)``, rows ``first .. last - 1``: ``flags[i]``
+    for row ``first + i``.  The caller picks the rows worth testing (the tree's near tiles,
+    :func:`culling.core.tiles.next_near_rows`).
 
     The float filter runs ``TILE`` rows at a time, whose distances (the
     scratch ``distance``) stay in the L1 cache: the distance axis by axis
@@ -353,7 +352,7 @@ def flag_rows(pool: Pool, run: tuple[int, int], p: np.ndarray, q: Query, distanc
     again row by row with :func:`culling.core.containment.classify`.
 
     Returns ``(sure, unsure)``: how many rows were flagged ``SURE`` and
-    ``UNSURE``.  O(tiles + rows tested).  Inlined into
+    ``UNSURE``.  O(rows).  Inlined into
     :func:`culling.core.members.keep_rows`, its one caller, which writes the
     flagged rows at once.
     """
@@ -362,66 +361,63 @@ def flag_rows(pool: Pool, run: tuple[int, int], p: np.ndarray, q: Query, distanc
     dim = p.shape[0]
     sure = 0
     unsure = 0
-    near_end = first
-    while near_end < last:
-        near, near_end = next_near_rows(near_end, last, p, scale, pool.tile_box)
-        for tile in range(near, near_end, TILE):
-            n = np.uint64(min(TILE, near_end - tile))
-            row = np.uint64(tile)
-            flag = np.uint64(tile - first)
-            for axis in range(dim):
-                offset = p[axis]
-                if cube and axis == 0:
-                    for i in range(n):
-                        distance[i] = abs(columns[axis, row + i] - offset)
-                elif cube:
-                    for i in range(n):
-                        distance[i] = max(distance[i], abs(columns[axis, row + i] - offset))
-                elif axis == 0:
-                    for i in range(n):
-                        d = columns[axis, row + i] - offset
-                        distance[i] = d * d
-                else:
-                    for i in range(n):
-                        d = columns[axis, row + i] - offset
-                        distance[i] += d * d
-            inside_count = 0
-            maybe = 0  # rows inside the upper bound: as many as the sure ones unless a row is unsure
-            unsafe = False  # a distance that may have lost bits to under- or overflow
-            if cube:
+    for tile in range(first, last, TILE):
+        n = np.uint64(min(TILE, last - tile))
+        row = np.uint64(tile)
+        flag = np.uint64(tile - first)
+        for axis in range(dim):
+            offset = p[axis]
+            if cube and axis == 0:
                 for i in range(n):
-                    radius = columns[dim, row + i]
-                    limit = radius * scale
-                    inside = distance[i] < limit * BELOW
-                    flags[flag + i] = inside
-                    inside_count += inside
-                    maybe += distance[i] <= limit * ABOVE
-                    unsafe |= ((limit < TINY_LIMIT) & (radius > 0.0)) | (distance[i] == math.inf)
-            elif scale == 1.0:
+                    distance[i] = abs(columns[axis, row + i] - offset)
+            elif cube:
                 for i in range(n):
-                    reach = columns[dim + 1, row + i]
-                    inside = distance[i] < reach * BELOW
-                    flags[flag + i] = inside
-                    inside_count += inside
-                    maybe += distance[i] <= reach * ABOVE
-                    unsafe |= ((distance[i] < SAFE_LO) & (reach < TINY_REACH)) | (distance[i] > SAFE_HI)
+                    distance[i] = max(distance[i], abs(columns[axis, row + i] - offset))
+            elif axis == 0:
+                for i in range(n):
+                    d = columns[axis, row + i] - offset
+                    distance[i] = d * d
             else:
                 for i in range(n):
-                    limit = columns[dim, row + i] * scale
-                    bound = limit * limit
-                    inside = distance[i] < bound * BELOW
-                    flags[flag + i] = inside
-                    inside_count += inside
-                    maybe += distance[i] <= bound * ABOVE
-                    unsafe |= ((distance[i] < SAFE_LO) & (bound < TINY_REACH)) | (distance[i] > SAFE_HI)
-            if maybe != inside_count or unsafe:  # within rounding of a surface: row by row
-                inside_count = 0
-                for i in range(n):
-                    surely, doubtful = classify(columns, tile + int(i), p, cube, scale)
-                    flags[flag + i] = SURE if surely else (UNSURE if doubtful else 0)
-                    inside_count += surely
-                    unsure += doubtful
-            sure += inside_count
+                    d = columns[axis, row + i] - offset
+                    distance[i] += d * d
+        inside_count = 0
+        maybe = 0  # rows inside the upper bound: as many as the sure ones unless a row is unsure
+        unsafe = False  # a distance that may have lost bits to under- or overflow
+        if cube:
+            for i in range(n):
+                radius = columns[dim, row + i]
+                limit = radius * scale
+                inside = distance[i] < limit * BELOW
+                flags[flag + i] = inside
+                inside_count += inside
+                maybe += distance[i] <= limit * ABOVE
+                unsafe |= ((limit < TINY_LIMIT) & (radius > 0.0)) | (distance[i] == math.inf)
+        elif scale == 1.0:
+            for i in range(n):
+                reach = columns[dim + 1, row + i]
+                inside = distance[i] < reach * BELOW
+                flags[flag + i] = inside
+                inside_count += inside
+                maybe += distance[i] <= reach * ABOVE
+                unsafe |= ((distance[i] < SAFE_LO) & (reach < TINY_REACH)) | (distance[i] > SAFE_HI)
+        else:
+            for i in range(n):
+                limit = columns[dim, row + i] * scale
+                bound = limit * limit
+                inside = distance[i] < bound * BELOW
+                flags[flag + i] = inside
+                inside_count += inside
+                maybe += distance[i] <= bound * ABOVE
+                unsafe |= ((distance[i] < SAFE_LO) & (bound < TINY_REACH)) | (distance[i] > SAFE_HI)
+        if maybe != inside_count or unsafe:  # within rounding of a surface: row by row
+            inside_count = 0
+            for i in range(n):
+                surely, doubtful = classify(columns, tile + int(i), p, cube, scale)
+                flags[flag + i] = SURE if surely else (UNSURE if doubtful else 0)
+                inside_count += surely
+                unsure += doubtful
+        sure += inside_count
     return sure, unsure
 
 

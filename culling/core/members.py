@@ -3,9 +3,9 @@
 Both keep each node's members in one contiguous run of pool rows: the
 centre's axes, the radius and the squared reach, column by column.  The
 tree's runs are cut into tiles with a summary each (:mod:`culling.core.tiles`),
-and only the rows of tiles near the point are read.  :func:`keep_rows`
-tests one run in two passes over those rows, one after the other while the
-run is in cache:
+and only the rows of tiles near the point are read.  :func:`scan_rows`
+tests one run, each range of near tiles in two passes over its rows, one
+after the other while they are in cache:
 
 1. :func:`culling.core.containment.flag_rows`, the containment test's flag
    pass, writes one flag per row: ``SURE`` (surely inside), ``UNSURE``
@@ -14,7 +14,8 @@ run is in cache:
 2. :func:`write_rows` writes the flagged rows' handles (or rows) in order:
    ``out[k] = handle; k += flag & SURE``, without a branch on the test.
 
-:func:`answer` is one query's answer from its visited runs; :func:`answer_many`
+:func:`answer` is one query's answer from its visited runs (:func:`scan_rows`'s
+loop written out); :func:`answer_many`
 many queries' answers from their visits, node-major (``query_many`` calls it
 once per chunk of points, on the library's threads).  The
 tree (:mod:`culling.tree.walk`) and the dense grid (:mod:`culling.grid.grid`)
@@ -33,7 +34,7 @@ from culling.core.tiles import next_near_rows
 from culling.runtime.jit import inline_kernel, kernel
 
 __all__ = ["PARALLEL_MIN_POINTS", "answer", "answer_many", "answer_runs", "candidates",
-           "gather", "keep_rows", "write_rows"]
+           "gather", "keep_rows", "scan_rows", "write_rows"]
 
 @kernel
 def candidates(visited: np.ndarray, count: np.ndarray) -> int:
@@ -45,62 +46,79 @@ def candidates(visited: np.ndarray, count: np.ndarray) -> int:
 
 
 @inline_kernel
-def write_rows(pool: Pool, run: tuple[int, int], p: np.ndarray, q: Query, flags: np.ndarray, out: np.ndarray,
+def write_rows(pool: Pool, run: tuple[int, int], q: Query, flags: np.ndarray, doubtful: int, out: np.ndarray,
                k: int, unsure: np.ndarray, uk: int) -> tuple[int, int]:
     """Write the rows of ``run`` that :func:`flag_rows` flagged ``SURE`` (``flags[i]`` for row
     ``run[0] + i``) to ``out[k:]``, as handles or, with ``q.want_rows``, as pool rows, and (when
     ``unsure`` has room) the ``UNSURE`` ones to ``unsure[uk:]``; returns the new ``(k, uk)``.
+    ``doubtful``: how many rows :func:`flag_rows` left ``UNSURE`` (practically never any: only
+    then are the flags read a second time to list them).
 
     Every row is written and ``k`` advances only past the sure ones (no
     branch on the test); a write at ``out``'s end, after the last sure row,
-    is skipped.  O(tiles + rows tested).  Inlined into :func:`keep_rows`.
+    is skipped.  O(rows).  Inlined into :func:`keep_rows`.
     """
-    handles, want_rows = pool.handles, q.want_rows
+    handles = pool.handles
     first, last = run
     end = out.shape[0]
-    near_end = first
-    while near_end < last:
-        near, near_end = next_near_rows(near_end, last, p, q.scale, pool.tile_box)
-        n = np.uint64(near_end - near)
-        row = np.uint64(near)
-        flag = np.uint64(near - first)
-        if want_rows:  # one loop per kind of answer: no choice per row
-            for i in range(n):
-                if k < end:
-                    out[k] = np.int64(row + i)
-                k += flags[flag + i] & SURE
-        else:
-            for i in range(n):
-                if k < end:
-                    out[k] = handles[row + i]
-                k += flags[flag + i] & SURE
-        if uk < unsure.shape[0]:
-            for i in range(n):
-                if flags[flag + i] == UNSURE:
-                    unsure[uk] = np.int64(row + i)
-                    uk += 1
+    n = np.uint64(last - first)
+    row = np.uint64(first)
+    if q.want_rows:  # one loop per kind of answer: no choice per row
+        for i in range(n):
+            if k < end:
+                out[k] = np.int64(row + i)
+            k += flags[i] & SURE
+    else:
+        for i in range(n):
+            if k < end:
+                out[k] = handles[row + i]
+            k += flags[i] & SURE
+    if doubtful and uk < unsure.shape[0]:
+        for i in range(n):
+            if flags[i] == UNSURE:
+                unsure[uk] = np.int64(row + i)
+                uk += 1
     return k, uk
 
 
-@kernel(refcounts=False)
-def keep_rows(pool: Pool, run: tuple[int, int], p: np.ndarray, q: Query, scratch: tuple[np.ndarray, np.ndarray],
+@inline_kernel
+def scan_rows(pool: Pool, run: tuple[int, int], p: np.ndarray, q: Query, scratch: tuple[np.ndarray, np.ndarray],
               out: np.ndarray, k: int, unsure: np.ndarray, uk: int) -> tuple[int, int]:
     """The exact test of one run of pool rows against ``p``: the sure rows' handles (with
     ``q.want_rows``, the rows) to ``out[k:]``, the unsure rows to ``unsure[uk:]`` as far as it
     has room.  Returns how many rows were sure and unsure.
 
-    ``out`` must have room for every row of the run after ``k``.  The flag
-    pass (:func:`culling.core.containment.flag_rows`) and the write
-    (:func:`write_rows`), both inlined here: one call per run while its
-    tiles are in cache.  ``scratch`` is ``(distance, flags)``: ``TILE``
-    floats and a byte per row of the run (or more).  Compiled without
-    reference counting (it allocates nothing): a call then costs its callers
-    no more than an inlined copy would.  O(tiles + rows tested).
+    ``out`` must have room for every row of the run after ``k``.  Only the
+    rows of tiles near ``p`` are read (:func:`culling.core.tiles.next_near_rows`,
+    once per tile): each range of them gets the flag pass
+    (:func:`culling.core.containment.flag_rows`) and the write
+    (:func:`write_rows`), both inlined here, while its rows are in cache.
+    ``scratch`` is ``(distance, flags)``: ``TILE`` floats and a byte per row
+    of the run (or more).  :func:`answer` writes the same loop out in its
+    own body (see there).  O(tiles + rows tested).
     """
     distance, flags = scratch
-    sure, doubtful = flag_rows(pool, run, p, q, distance, flags)
-    write_rows(pool, run, p, q, flags, out, k, unsure, uk)
+    first, last = run
+    sure = 0
+    doubtful = 0
+    near_end = first
+    while near_end < last:
+        near, near_end = next_near_rows(near_end, last, p, q.scale, pool.tile_box, not q.cube)
+        s, u = flag_rows(pool, (near, near_end), p, q, distance, flags)
+        write_rows(pool, (near, near_end), q, flags, u, out, k + sure, unsure, uk + doubtful)
+        sure += s
+        doubtful += u
     return sure, doubtful
+
+
+@kernel(refcounts=False)
+def keep_rows(pool: Pool, run: tuple[int, int], p: np.ndarray, q: Query, scratch: tuple[np.ndarray, np.ndarray],
+              out: np.ndarray, k: int, unsure: np.ndarray, uk: int) -> tuple[int, int]:
+    """:func:`scan_rows` as a kernel of its own, for the kernels that call it per visit
+    (:func:`answer_many`'s steps): compiled once, without reference counting (it allocates
+    nothing), a call then costs its callers no more than an inlined copy would.  O(tiles + rows tested).
+    """
+    return scan_rows(pool, run, p, q, scratch, out, k, unsure, uk)
 
 
 @kernel
@@ -115,6 +133,13 @@ def answer(visited: np.ndarray, start: np.ndarray, count: np.ndarray, pool: Pool
     float filter left unsure.  One array, not two: each array handed back to
     Python costs about half a microsecond.  The exact test reads only the
     tiles near ``p`` (empty ``tile_box``: every row).  O(candidates).
+
+    The member test is :func:`scan_rows`'s loop written out here, not a call
+    of :func:`keep_rows`: the compiler then knows that the answer and the
+    scratch arrays, allocated here, share no memory with the pool, and its
+    loops run without the checks that cost a fifth of a query at 1M; nor a
+    call of the inlined :func:`scan_rows`, which counted references to its
+    eight arrays per node (a microsecond of a query visiting 39 nodes).
     """
     total = candidates(visited, count)
     found = np.empty(total, dtype=np.int64)
@@ -132,10 +157,18 @@ def answer(visited: np.ndarray, start: np.ndarray, count: np.ndarray, pool: Pool
     doubtful = np.empty(total, dtype=np.int64)
     sure = 0
     unsure = 0
-    for node in visited:
-        s, u = keep_rows(pool, (start[node], start[node] + count[node]), p, q, scratch, found, sure, doubtful, unsure)
-        sure += s
-        unsure += u
+    distance, flags = scratch
+    scale, sphere, tile_box = q.scale, not q.cube, pool.tile_box
+    for node in visited:  # scan_rows written out: inlined, its call counted references to its arrays per node
+        last = start[node] + count[node]
+        near_end = start[node]
+        while near_end < last:
+            near, near_end = next_near_rows(near_end, last, p, scale, tile_box, sphere)
+            s, u = flag_rows(pool, (near, near_end), p, q, distance, flags)
+            if s or u:  # a range with no answer (near by its tile's box only) is not read again
+                write_rows(pool, (near, near_end), q, flags, u, found, sure, doubtful, unsure)
+            sure += s
+            unsure += u
     for i in range(unsure):  # practically never any
         found[sure + i] = doubtful[i]
     if 2 * (sure + unsure) < total:  # keep no more than twice the answer's memory alive

@@ -93,8 +93,8 @@ def test_summaries_stay_conservative_through_moves_and_removals() -> None:
 
 def test_without_summaries_a_run_is_one_range() -> None:
     empty = np.empty((0, 5))
-    assert next_near_rows(3, 700, np.zeros(2), 1.0, empty) == (3, 700)
-    assert next_near_rows(700, 700, np.zeros(2), 1.0, empty) == (700, 700)
+    assert next_near_rows(3, 700, np.zeros(2), 1.0, empty, True) == (3, 700)
+    assert next_near_rows(700, 700, np.zeros(2), 1.0, empty, True) == (700, 700)
 
 
 def test_far_tiles_are_skipped() -> None:
@@ -103,12 +103,25 @@ def test_far_tiles_are_skipped() -> None:
     box[:, :2], box[:, 2:4], box[:, 4] = 0.0, 1.0, 1.0   # boxes [0, 1]^2, radius 1
     box[1, :2], box[1, 2:4] = 10.0, 11.0                   # tile 1 at [10, 11]^2
     p = np.array([10.5, 10.5])
-    assert next_near_rows(0, 3 * TILE_ROWS, p, 1.0, box) == (TILE_ROWS, 2 * TILE_ROWS)
-    assert next_near_rows(2 * TILE_ROWS, 3 * TILE_ROWS, p, 1.0, box) == (3 * TILE_ROWS, 3 * TILE_ROWS)
+    assert next_near_rows(0, 3 * TILE_ROWS, p, 1.0, box, True) == (TILE_ROWS, 2 * TILE_ROWS)
+    assert next_near_rows(2 * TILE_ROWS, 3 * TILE_ROWS, p, 1.0, box, True) == (3 * TILE_ROWS, 3 * TILE_ROWS)
     # exactly the tile's reach away along x (12 - 11 = 1 = radius): near
-    assert next_near_rows(0, 3 * TILE_ROWS, np.array([12.0, 10.5]), 1.0, box)[0] == TILE_ROWS
+    assert next_near_rows(0, 3 * TILE_ROWS, np.array([12.0, 10.5]), 1.0, box, True)[0] == TILE_ROWS
     assert next_near_rows(0, 3 * TILE_ROWS, np.array([np.nextafter(12.0, 13.0), 10.5]), 1.0,
-                          box) == (3 * TILE_ROWS, 3 * TILE_ROWS)
+                          box, True) == (3 * TILE_ROWS, 3 * TILE_ROWS)
+
+
+def test_sphere_tiles_far_in_euclidean_distance_are_skipped() -> None:
+    """A tile near along every axis but farther than its reach diagonally is far for spheres and near
+    for cubes; one at its reach diagonally (up to the rounding of the gaps) is near for both."""
+    box = np.empty((1, 5))
+    box[0, :2], box[0, 2:4], box[0, 4] = 0.0, 1.0, 1.0     # box [0, 1]^2, radius 1
+    diagonal = np.array([1.8, 1.8])                         # gaps 0.8 and 0.8: 1.13 apart
+    assert next_near_rows(0, TILE_ROWS, diagonal, 1.0, box, True) == (TILE_ROWS, TILE_ROWS)
+    assert next_near_rows(0, TILE_ROWS, diagonal, 1.0, box, False) == (0, TILE_ROWS)
+    at_reach = np.array([1.6, 1.8])                         # gaps 0.6 and 0.8: 1 apart, 1 + 2**-52 in floats
+    assert next_near_rows(0, TILE_ROWS, at_reach, 1.0, box, True) == (0, TILE_ROWS)
+    assert next_near_rows(0, TILE_ROWS, at_reach, 0.5, box, True) == (TILE_ROWS, TILE_ROWS)
 
 
 @settings(max_examples=60, deadline=None)
