@@ -43,8 +43,8 @@ from culling.runtime.prefetch import AHEAD, prefetch
 if TYPE_CHECKING:
     from culling.tree.nodes import NodeTable
 
-__all__ = ["BlockPool", "CLASSES", "MIN_BLOCK", "POOL_GROWTH", "SHRINK_RATIO", "SPARE_LIMIT", "free_link", "push_free",
-           "release", "spare_room"]
+__all__ = ["BlockPool", "CLASSES", "MIN_BLOCK", "POOL_GROWTH", "REFRESH_SHARE", "SHRINK_RATIO", "SPARE_LIMIT",
+           "free_link", "push_free", "release", "spare_room"]
 
 #: Smallest block: one row.  In a sparse world most nodes hold one or two members (a swarm of
 #: creatures about their own size apart: 1.1 a node), and a block of 4 left three rows in four
@@ -71,6 +71,18 @@ SHRINK_RATIO = 12
 
 #: Rows of a fresh pool.
 INITIAL_ROWS = 64
+
+#: Rows of tiles re-summarised (:func:`culling.core.tiles.refresh`) per object a batch of moves
+#: writes: each ``update_many`` of ``n`` objects re-summarises about ``n * REFRESH_SHARE`` rows'
+#: tiles, round robin, so every tile is recomputed from its live rows at least once every
+#: ``top / (n * REFRESH_SHARE)`` batches and a summary holds at most the places its rows held since.
+#: On the interest tick's world (100k entities, 10% moving a Gaussian step of 1.5 a tick, 10k
+#: viewers), rows the member test reads after 1,000 ticks: 4.48M with summaries that only grew,
+#: 4.29M / 4.28M / 4.27M at 0.25 / 0.5 / 1, 4.26M with every summary recomputed.  The rest of the
+#: drift from 3.83M at tick 0 is the layout: tiles spanning the blocks of nodes far apart (every
+#: node's rows re-sorted along a Morton curve: 4.22M; the blocks packed along one: 3.81M).  At 0.5
+#: the re-summary reads about 2.5 ns a row of the batch, about 2% of ``update_many``.
+REFRESH_SHARE = 0.5
 
 
 def block_capacities(counts: np.ndarray) -> np.ndarray:
@@ -114,6 +126,8 @@ class BlockPool(RowPool):
     tile_box : ndarray, shape (tiles, 2 * (width - 2) + 1), float64
         Every tile's summary (:mod:`culling.core.tiles`): whoever writes a row's
         centre or radius covers it (:func:`culling.core.tiles.cover`).
+    refresh_tile, refresh_credit : int; float
+        The next tile :meth:`refresh` re-summarises, and the rows it owes short of a whole tile.
     heads : ndarray, shape (CLASSES,), int64
         The most recently released free block of each size class, -1 for none; the next one of its
         class is named by its first row's handle (:func:`free_link`).
@@ -130,6 +144,8 @@ class BlockPool(RowPool):
         self.heads = np.full(CLASSES, -1, dtype=np.int64)
         self.spare = np.empty(spare_room(rows), dtype=np.int64)
         self.spare_count = 0
+        self.refresh_tile = 0
+        self.refresh_credit = 0.0
 
     def reserve(self, rows: int) -> None:
         """Make room for ``rows`` more rows above ``top`` (amortised O(1) per row)."""
@@ -178,6 +194,18 @@ class BlockPool(RowPool):
     def moved(self, rows: np.ndarray) -> None:
         """Rows just written by a move: their tiles cover them."""
         self.cover_rows(rows)
+
+    def refresh(self, written: int) -> None:
+        """After a batch that wrote ``written`` rows in place or moved them: re-summarise the next
+        ``written * REFRESH_SHARE`` rows' tiles from their live rows, round robin over the pool
+        (:func:`culling.core.tiles.refresh`), so that summaries grown by moves shrink back.
+        Whole tiles only: the rest is carried to the next batch.  O(written), sequential reads."""
+        self.refresh_credit += written * REFRESH_SHARE
+        count = int(self.refresh_credit) >> tiles.TILE_SHIFT
+        if count:
+            self.refresh_credit -= count << tiles.TILE_SHIFT
+            self.refresh_tile = tiles.refresh(self.handles, self.columns, self.top, self.refresh_tile, count,
+                                              self.tile_box)
 
     def cover(self, first: int, last: int) -> None:
         """Grow the tile summaries to include rows ``first .. last - 1``, just written."""
