@@ -24,7 +24,9 @@ the owner compacts the pool (:meth:`BlockPool.compact`): every live block,
 cut to the power of two its members need, is copied into fresh arrays and the
 garbage is given back.  The owner triggers that when the pool holds more than
 ``SHRINK_RATIO`` times the rows its members need, which keeps the copy
-amortised O(1) per removal.
+amortised O(1) per removal.  The compaction packs the blocks along a Morton curve
+through their places (:meth:`BlockPool.spatial_order`), so a tile of rows that spans
+several nodes' blocks spans neighbours (:mod:`culling.core.tiles`).
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+import culling.tree.batch as batch
 from culling.core import growth, tiles
 from culling.core.rows import RowPool
 from culling.core.structs import NodesFields, PoolFields, nodes_of
@@ -44,7 +47,7 @@ if TYPE_CHECKING:
     from culling.tree.nodes import NodeTable
 
 __all__ = ["BlockPool", "CLASSES", "MIN_BLOCK", "POOL_GROWTH", "REFRESH_SHARE", "SHRINK_RATIO", "SPARE_LIMIT",
-           "free_link", "push_free", "release", "spare_room"]
+           "SPATIAL_ORDER_BITS", "free_link", "push_free", "release", "spare_room"]
 
 #: Smallest block: one row.  In a sparse world most nodes hold one or two members (a swarm of
 #: creatures about their own size apart: 1.1 a node), and a block of 4 left three rows in four
@@ -71,6 +74,10 @@ SHRINK_RATIO = 12
 
 #: Rows of a fresh pool.
 INITIAL_ROWS = 64
+
+#: Most bits of the Morton code :meth:`BlockPool.spatial_order` sorts a compaction's blocks by: a
+#: counting sort over 2**16 codes (512 kB of counts), 0.4 ms for the 18k nodes of 100k entities.
+SPATIAL_ORDER_BITS = 16
 
 #: Rows of tiles re-summarised (:func:`culling.core.tiles.refresh`) per object a batch of moves
 #: writes: each ``update_many`` of ``n`` objects re-summarises about ``n * REFRESH_SHARE`` rows'
@@ -215,6 +222,24 @@ class BlockPool(RowPool):
         """Grow the tile summaries to include the scattered ``rows`` (int64), just written."""
         tiles.cover_rows(self.columns, rows, self.tile_box)
 
+    def spatial_order(self, starts: np.ndarray) -> np.ndarray:
+        """An order of the blocks starting at ``starts`` along a Morton curve through their first
+        members' centres (:func:`culling.tree.batch.morton_order`, about a bit per block): int64 (k,).
+
+        A tile's rows can belong to two or three nodes' blocks, and its box spans them all: packed in
+        node order, neighbouring blocks are anywhere in the world, and the member test of either node
+        reads the other's rows too.  Along the curve neighbouring blocks are neighbours, as
+        ``insert_many`` lays them.  On the interest tick's world after 1,000 ticks of moves
+        (``benchmarks/interest_ticks.py``'s motion, 10k viewers), rows the member test reads: 4.28M
+        compacted in node order, 3.81M in this order (3.83M on the first tick).  O(k + 2**bits).
+        """
+        if starts.shape[0] < 2:
+            return np.arange(starts.shape[0], dtype=np.int64)
+        first = np.ascontiguousarray(self.columns[: self.width - 2, starts].T)
+        order: np.ndarray = batch.morton_order(first, max(batch.LAYOUT_BITS, min(int(starts.shape[0]).bit_length(),
+                                                                               SPATIAL_ORDER_BITS)))
+        return order
+
     def release_many(self, starts: np.ndarray, capacities: np.ndarray) -> None:
         """Take many blocks back, in the order given: one-row blocks onto the spare stack while it has
         room, the others onto their class's list (compiled: :func:`release`); O(rows released)."""
@@ -265,12 +290,13 @@ class BlockPool(RowPool):
 
     def compact_nodes(self, nodes: NodeTable, obj_node: np.ndarray, obj_row: np.ndarray) -> None:
         """Pack every node's members into a fresh pool (:meth:`compact`), moving their blocks and
-        their objects' rows; O(objects + nodes)."""
+        their objects' rows; the blocks in the order of :meth:`spatial_order`.  O(objects + nodes)."""
         blocks = np.flatnonzero(nodes.capacity[: nodes.issued] > 0)
         empty = blocks[nodes.count[blocks] == 0]
         nodes.capacity[empty] = 0
         nodes.start[empty] = 0
         blocks = blocks[nodes.count[blocks] > 0]
+        blocks = blocks[self.spatial_order(nodes.start[blocks])]
         old_starts = nodes.start[blocks]
         new_starts, capacities = self.compact(old_starts, nodes.count[blocks])
         shift = np.zeros(nodes.issued, dtype=np.int64)
