@@ -408,7 +408,10 @@ class ViewDistanceTree(Structure):
         (found or created, with room; a failure puts the others back), the movers
         unlinked (:func:`culling.tree.batch.unlink`) and appended to their
         homes as ``insert_many`` appends, and the nodes they emptied deleted
-        with their emptied ancestors (:meth:`NodeTable.prune`).  O(n)
+        with their emptied ancestors (:meth:`NodeTable.prune`).  Last, about
+        ``n`` rows' tile summaries are recomputed from their live rows, round
+        robin (:meth:`BlockPool.refresh`): the summaries the writes grew shrink
+        back, so the member test does not slow down as objects move.  O(n)
         compiled, plus O(movers + homes x depth); no Python step per object or node.
         """
         # Types and shapes here; the values (handles live and once, centres and radii finite, radii
@@ -431,6 +434,7 @@ class ViewDistanceTree(Structure):
         movers = batch.settle(handles, centres, radii, self._world(), objects, self._nodes.arrays(),
                               self._pool.arrays(), backup)
         if not movers.size:
+            self._pool.refresh(handles.size)
             return
         try:  # the movers' homes (a grown root too) and room in their blocks
             moving, moved, sized = handles[movers], centres[movers], radii[movers]
@@ -442,6 +446,7 @@ class ViewDistanceTree(Structure):
         emptied = batch.unlink(moving, objects, self._nodes.arrays(), self._pool.arrays())
         self._place(moving, links, moved, sized)
         self._prune(emptied)
+        self._pool.refresh(handles.size)  # the summaries the moves grew shrink back, a few tiles a batch
 
     @writing
     def remove_many(self, handles: ArrayLike) -> None:

@@ -10,11 +10,14 @@ from __future__ import annotations
 from fractions import Fraction
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from culling import ViewDistanceTree
+from culling.core import tiles
 from culling.core.tiles import TILE_ROWS, next_near_rows
+from culling.tree.pool import REFRESH_SHARE
 
 
 def _brute(centres: np.ndarray, radii: np.ndarray, p: np.ndarray, scale: float = 1.0) -> set[int]:
@@ -91,6 +94,70 @@ def test_summaries_stay_conservative_through_moves_and_removals() -> None:
         assert set(tree.query(p, exact=True).tolist()) == want
 
 
+def _tight(tree: ViewDistanceTree) -> np.ndarray:
+    """The summaries :func:`culling.core.tiles.summarise` computes from the live nodes' rows now."""
+    nodes, pool = tree._nodes, tree._pool
+    alive = np.flatnonzero(nodes.count[: nodes.issued] > 0)
+    box = tiles.empty_summaries(tree.dim, pool.tile_box.shape[0])
+    tiles.summarise(pool.columns, nodes.start[alive], nodes.count[alive], box)
+    return box
+
+
+def test_summaries_shrink_back_to_the_live_rows_after_many_moves() -> None:
+    """Moves grow the summaries (each write covers its row); update_many re-summarises tiles round
+    robin from their live rows, so after enough batches every summary is the live rows' own box again
+    (what a compaction would compute), and every batch on the way answers exactly."""
+    tree, handles, centres, radii = _big_node_tree(2000, seed=4)
+    rng = np.random.default_rng(5)
+    for step in range(60):
+        moving = np.flatnonzero(rng.random(centres.shape[0]) < 0.3)
+        centres[moving] = np.clip(centres[moving] + rng.normal(0.0, 8.0, (moving.size, 2)), 0.0, 1023.0)
+        jump = moving[: 5]  # a few leave their node's part of the world: other blocks, other tiles
+        centres[jump] = rng.uniform(0.0, 1023.0, (jump.size, 2))
+        tree.update_many(handles[moving], centres[moving])
+        if step % 10 == 0:
+            tree.check_invariants()
+            for p in rng.uniform(0.0, 1024.0, (5, 2)):
+                want = {int(handles[i]) for i in _brute(centres, radii, p)}
+                assert set(tree.query(p, exact=True).tolist()) == want
+    grown = tree._pool.tile_box.copy()
+    tight = _tight(tree)
+    assert (grown[:, :2] <= tight[:, :2]).all() and (grown[:, 2:] >= tight[:, 2:]).all()  # conservative
+    assert not np.array_equal(grown, tight)  # the last batches' writes grew some
+    # Batches that move nothing (the same centres): they write every row in place and re-summarise
+    # REFRESH_SHARE rows' tiles per object, so a pass over the pool's tiles takes this many.
+    used = tiles.tiles_for(tree._pool.top)
+    for _ in range(int(np.ceil(used * TILE_ROWS / (handles.size * REFRESH_SHARE))) + 1):
+        tree.update_many(handles, centres)
+    tree.check_invariants()
+    assert np.array_equal(tree._pool.tile_box, _tight(tree))
+    for p in rng.uniform(0.0, 1024.0, (10, 2)):
+        want = {int(handles[i]) for i in _brute(centres, radii, p)}
+        assert set(tree.query(p, exact=True).tolist()) == want
+
+
+def test_refresh_is_the_live_rows_box_and_wraps_round() -> None:
+    """tiles.refresh: each tile's summary from its rows with a handle (not the free rows' stale
+    columns), an empty tile inverted, the tiles taken from ``tile`` on and round past ``top``."""
+    rows = 3 * TILE_ROWS
+    handles = np.full(rows, -1, dtype=np.int64)
+    columns = np.zeros((4, rows))  # dim 2: x, y, radius, squared reach
+    columns[:3] = 1e9  # stale values in free rows must not count
+    handles[5], columns[:3, 5] = 0, [1.0, 2.0, 3.0]
+    handles[9], columns[:3, 9] = 1, [-1.0, 4.0, 0.5]
+    handles[TILE_ROWS + 1], columns[:3, TILE_ROWS + 1] = 2, [7.0, 7.0, 1.0]
+    box = np.zeros((3, 5))
+    top = 2 * TILE_ROWS  # the third tile is above top: never visited
+    assert tiles.refresh(handles, columns, top, 1, 3, box) == 1  # 3 clipped to the 2 tiles in use: 1, then 0; next 1
+    assert box[0].tolist() == [-1.0, 2.0, 1.0, 4.0, 3.0]
+    assert box[1].tolist() == [7.0, 7.0, 7.0, 7.0, 1.0]
+    assert box[2].tolist() == [0.0] * 5
+    handles[TILE_ROWS + 1] = -1
+    assert tiles.refresh(handles, columns, top, 1, 1, box) == 0
+    assert box[1].tolist() == [np.inf, np.inf, -np.inf, -np.inf, -np.inf]
+    assert tiles.refresh(handles, columns, 0, 7, 4, box) == 0  # an empty pool
+
+
 def test_without_summaries_a_run_is_one_range() -> None:
     empty = np.empty((0, 5))
     assert next_near_rows(3, 700, np.zeros(2), 1.0, empty, True) == (3, 700)
@@ -139,3 +206,40 @@ def test_points_at_or_next_to_centres_at_every_magnitude(exponent: int, offset_e
         assert set(tree.query(p, exact=True).tolist()) == want
         found, counts = tree.query_many(np.repeat(p[None], 70, axis=0), exact=True)
         assert set(found[: counts[0]].tolist()) == want
+
+
+def _compacted_tile_areas(monkeypatch: pytest.MonkeyPatch, spatial: bool) -> tuple[float, ViewDistanceTree]:
+    """Nodes created in a random order (small batches all over the world), most objects removed so that
+    the pool compacts; the summed area of the tiles' boxes afterwards."""
+    from culling.tree.pool import BlockPool
+
+    if not spatial:
+        monkeypatch.setattr(BlockPool, "spatial_order", lambda self, starts: np.arange(starts.shape[0]))
+    rng = np.random.default_rng(9)
+    tree = ViewDistanceTree(1024.0, dim=2)
+    handles = np.concatenate([tree.insert_many(rng.uniform(0.0, 1024.0, (40, 2)), rng.uniform(3.0, 7.0, 40))
+                              for _ in range(200)])
+    rows = tree._pool.rows
+    tree.remove_many(handles[np.arange(handles.size) % 16 != 0])
+    assert tree._pool.rows < rows  # compacted
+    tree.check_invariants()
+    used = tiles.tiles_for(tree._pool.top)
+    box = tree._pool.tile_box[:used]
+    box = box[np.isfinite(box[:, 0])]
+    return float(np.prod(box[:, 2:4] - box[:, 0:2], axis=1).sum()), tree
+
+
+def test_a_compaction_lays_the_blocks_along_a_curve(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A compaction packs the blocks in a Morton order of their places (BlockPool.spatial_order): tiles
+    that span several small nodes' blocks span neighbours, far smaller than in node order; and the
+    answers stay exact."""
+    along, tree = _compacted_tile_areas(monkeypatch, True)
+    monkeypatch.undo()
+    in_node_order, _ = _compacted_tile_areas(monkeypatch, False)
+    assert along < in_node_order / 3  # 5.3 times smaller when written
+    rng = np.random.default_rng(10)
+    live = tree._handles()
+    centres, radii = tree.centres_of(live), tree.radii_of(live)
+    for p in rng.uniform(0.0, 1024.0, (30, 2)):
+        want = {int(live[i]) for i in _brute(centres, radii, p)}
+        assert set(tree.query(p, exact=True).tolist()) == want
