@@ -10,6 +10,20 @@ Markers (registered in pyproject.toml; ``-m "not window"`` deselects a kind):
 - ``ray``: starts a local Ray cluster (``tests/server``; Ray is in the ``test``
   and ``server`` extras).
 
+The suite runs in parallel, one pytest-xdist worker per core (pyproject's
+``-n auto --dist loadgroup``).  The ``window`` tests share one worker and run
+one after another, and so do the ``ray`` tests (:data:`ONE_AT_A_TIME`: each
+``xdist_group`` runs on one worker): two real windows at once (Xvfb, the demo,
+Mesa's software renderer each) or two local Ray clusters (each sized to the
+machine, with its own object store) must not share a small machine.  A module
+whose module-scoped fixture is costly declares its own ``xdist_group``, so the
+fixture runs once, not once per worker.  Each worker is a session of its own:
+a session-scoped fixture (``gl_ctx``) runs once per worker.  pytest-xdist's
+own way of passing a test's group from the worker that collected it to the
+scheduler (a suffix on the test's node id) silently does nothing from pytest
+9.2 on (pytest-dev/pytest-xdist#1386), so the workers here write the groups to
+a file the scheduler reads (:func:`pytest_xdist_make_scheduler`).
+
 In CI (the environment variable ``CI`` set, not ``0``/``false``) a ``gl``,
 ``window`` or ``ray`` test never skips: a skip there means a missing tool, and it is
 reported as a failure.  ``CULLING_REQUIRE_INSTALLED=1`` makes the session refuse
@@ -20,8 +34,11 @@ wheel.
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
 import sysconfig
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -54,6 +71,8 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci" if IN_CI else "d
 NEVER_SKIP_IN_CI = ("gl", "window", "ray")
 #: Fixtures that make a test a ``gl`` or ``window`` test.
 MARKER_FIXTURES = {"gl_ctx": "gl", "xvfb": "window"}
+#: Test kinds run one at a time: all tests of a kind form one ``xdist_group`` of that name (one worker).
+ONE_AT_A_TIME = ("window", "ray")
 
 
 #: The markers as pyproject.toml registers them, for a run without it (the wheel's tests in CI).
@@ -63,6 +82,8 @@ MARKERS = {
     "screenshot": "renders the stored reference views (compared only on the reference renderer)",
     "ray": "starts a local Ray cluster (server/); never skipped in CI",
 }
+#: pytest-xdist's marker, registered here for a run without pytest-xdist (where it means nothing).
+XDIST_GROUP = "xdist_group(name): the tests of one group run on one pytest-xdist worker (--dist loadgroup)"
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -70,6 +91,8 @@ def pytest_configure(config: pytest.Config) -> None:
     for name, text in MARKERS.items():
         if name not in known:
             config.addinivalue_line("markers", f"{name}: {text}")
+    if "xdist_group" not in known:
+        config.addinivalue_line("markers", XDIST_GROUP)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -97,11 +120,16 @@ def pytest_sessionstart(session: pytest.Session) -> None:
                                 f"not from site-packages ({', '.join(sorted(map(str, site)))})")
 
 
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist's worker reads the xdist_group markers, and before -m
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         for fixture, marker in MARKER_FIXTURES.items():
             if fixture in getattr(item, "fixturenames", ()) and item.get_closest_marker(marker) is None:
                 item.add_marker(marker)
+        if item.get_closest_marker("xdist_group") is None:
+            kind = next((name for name in ONE_AT_A_TIME if item.get_closest_marker(name) is not None), None)
+            if kind is not None:
+                item.add_marker(pytest.mark.xdist_group(kind))
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -115,6 +143,60 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):
         reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
         report.outcome = "failed"
         report.longrepr = f"a {'/'.join(kinds)} test skipped in CI, where it must run: {reason}"
+
+
+#: The controller's folder where each pytest-xdist worker writes the groups of the tests it collected.
+GROUPS_DIR = pytest.StashKey[Path]()
+
+
+def _xdist_groups(item: pytest.Item) -> str | None:
+    """The test's group as pytest-xdist names it (its ``xdist_group`` names, sorted and joined), or None."""
+    names = {str(m.args[0] if m.args else m.kwargs.get("name", "default")) for m in item.iter_markers("xdist_group")}
+    return "_".join(sorted(names)) or None
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node) -> None:  # the controller, for each worker it starts (pytest-xdist)
+    config = node.config
+    if GROUPS_DIR not in config.stash:
+        config.stash[GROUPS_DIR] = Path(tempfile.mkdtemp(prefix="pytest-xdist-groups-"))
+    node.workerinput["culling_groups_dir"] = str(config.stash[GROUPS_DIR])
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_finish(session: pytest.Session) -> None:  # a worker, before it reports its collection
+    where = getattr(session.config, "workerinput", {}).get("culling_groups_dir")
+    if where is None:
+        return
+    groups = {item.nodeid: group for item in session.items if (group := _xdist_groups(item)) is not None}
+    mine = Path(where) / f"{session.config.workerinput['workerid']}.json"
+    mine.with_suffix(".tmp").write_text(json.dumps(groups))
+    mine.with_suffix(".tmp").replace(mine)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log):
+    """``--dist loadgroup`` with the groups the workers wrote (pytest-xdist's when its node-id suffix works)."""
+    if config.getvalue("dist") != "loadgroup" or GROUPS_DIR not in config.stash:
+        return None
+    from xdist.scheduler import LoadGroupScheduling
+
+    class GroupsTheWorkersWrote(LoadGroupScheduling):
+        groups: dict[str, str] | None = None
+
+        def _split_scope(self, nodeid: str) -> str:
+            if self.groups is None:  # every worker has reported its collection (and so written its file)
+                self.groups = {}
+                for written in sorted(config.stash[GROUPS_DIR].glob("*.json")):
+                    self.groups.update(json.loads(written.read_text()))
+            return self.groups.get(nodeid) or super()._split_scope(nodeid)
+
+    return GroupsTheWorkersWrote(config, log)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    if GROUPS_DIR in config.stash:
+        shutil.rmtree(config.stash[GROUPS_DIR], ignore_errors=True)
 
 
 @pytest.fixture(autouse=True)

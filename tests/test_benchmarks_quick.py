@@ -22,6 +22,9 @@ from benchmarks.suite import Structures, load_structures  # noqa: E402
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
 
+#: One worker runs this module's tests (pyproject: --dist loadgroup), so the costly ``tiny`` run is made once.
+pytestmark = pytest.mark.xdist_group("benchmarks_quick")
+
 NAMED_TARGETS = ("exact query vs brute force", "query_many", "update_many", "insert_many build",
                     "memory per object", "remote clusters")
 

@@ -83,3 +83,59 @@ def test_require_installed_refuses_a_checkout(pytester, monkeypatch):
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*CULLING_REQUIRE_INSTALLED is set but culling was imported from*"])
+
+
+
+GROUPED_TESTS = """
+import pytest
+
+@pytest.fixture
+def xvfb():
+    pass
+
+""" + "".join(f"""
+def test_window_{i}(xvfb):
+    pass
+
+@pytest.mark.ray
+def test_ray_{i}():
+    pass
+
+def test_plain_{i}():
+    pass
+""" for i in range(6)) + """
+@pytest.mark.window
+@pytest.mark.xdist_group("own")
+def test_own_group():
+    pass
+"""
+
+
+def test_window_and_ray_tests_each_run_on_one_worker(pytester, monkeypatch):
+    """Under pytest-xdist (pyproject: -n auto --dist loadgroup) the window tests run on one worker, the Ray
+    tests on one worker; a test that names its own group keeps it.  (Whatever the pytest version: from
+    pytest 9.2 pytest-xdist's own hand-over of the groups does nothing, pytest-dev/pytest-xdist#1386.)"""
+    pytest.importorskip("xdist")
+    monkeypatch.delenv("CI", raising=False)
+    monkeypatch.delenv("PYTEST_ADDOPTS", raising=False)
+    pytester.makeconftest(CONFTEST)
+    pytester.makepyfile(test_grouped=GROUPED_TESTS)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-n", "2", "--dist", "loadgroup", "-v")
+    result.assert_outcomes(passed=19)
+    worker = {}   # test name -> the worker that ran it
+    for line in result.stdout.lines:
+        if line.startswith("[gw") and " PASSED " in line:
+            worker[line.split("::")[-1].split("@")[0].strip()] = line.split("]")[0].lstrip("[")
+    assert len(worker) == 19, result.stdout.lines
+    for kind in ("window", "ray"):
+        assert len({worker[f"test_{kind}_{i}"] for i in range(6)}) == 1, (kind, worker)
+    assert len(set(worker.values())) == 2, worker   # the rest spread over both workers
+
+
+def test_without_xdist_the_group_marker_is_known(pytester, monkeypatch):
+    """Where pytest-xdist is not installed (or is disabled) the groups mean nothing, and --strict-markers
+    still accepts them."""
+    monkeypatch.delenv("CI", raising=False)
+    pytester.makeconftest(CONFTEST)
+    pytester.makepyfile(test_grouped=GROUPED_TESTS)
+    pytester.runpytest("-p", "no:cacheprovider", "-p", "no:xdist", "--strict-markers").assert_outcomes(passed=19)

@@ -191,7 +191,13 @@ def test_a_sh_block_never_says_a_bare_python_after_the_readme_set_up():
     assert not bare, f"say .venv/bin/python (the README's virtual environment): {bare}"
 
 
-@pytest.mark.parametrize("command", [c for c in TO_RUN if not needs_examples(c)])
+def starts_ray(command: str) -> bool:
+    """Whether ``command`` starts a local Ray cluster (the sharded server's demo): a ``ray`` test."""
+    return "server.demo" in command
+
+
+@pytest.mark.parametrize("command", [pytest.param(c, marks=[pytest.mark.ray] if starts_ray(c) else [])
+                                     for c in TO_RUN if not needs_examples(c)])
 def test_the_command_runs_as_written(command):
     run_command(command)
 

@@ -34,7 +34,8 @@ SUMMARY = re.compile(r"^frame (?P<frame>\d+): drawn (?P<drawn>\d+) of (?P<total>
 #: What each example needs beyond the test extra.
 NEEDS = {"panda3d_forest": ("panda3d",), "pygfx_forest": ("pygfx", "rendercanvas", "PIL")}
 
-pytestmark = pytest.mark.gl   # renders offscreen (EGL; Vulkan for pygfx): never skipped in CI
+pytestmark = [pytest.mark.gl,   # renders offscreen (EGL; Vulkan for pygfx): never skipped in CI
+              pytest.mark.xdist_group("engine_examples")]   # one worker: each example's headless run is made once
 
 
 def _need(name: str) -> None:
