@@ -55,7 +55,7 @@ from culling.core.floats import (
 from culling.core.structs import Pool, Query
 from culling.runtime.jit import inline_kernel, kernel
 
-__all__ = ["FILTER_EPS", "SURE", "TILE", "UNSURE", "at_centre", "classify", "cube_filter", "contains_exact", "decide", "decide_grown",
+__all__ = ["FILTER_EPS", "SURE", "TILE", "UNSURE", "at_centre", "classify", "classify_rows", "cube_filter", "contains_exact", "decide", "decide_grown",
            "decide_in_floats", "decide_pairs", "distances", "flag_rows", "meets_in_floats", "pair_meets_in_floats", "reach_of", "squared_reach",
            "squared_reach_of", "within_in_floats"]
 
@@ -216,7 +216,7 @@ def decide_in_floats(columns: np.ndarray, row: int, p: np.ndarray, cube: bool, s
     return within_in_floats(columns, row, p, limit, cube)
 
 
-@inline_kernel
+@kernel
 def meets_in_floats(columns: np.ndarray, row: int, p: np.ndarray, rho: float, cube: bool, scale: float) -> int:
     """:func:`decide_in_floats` for a probe sphere ``(p, rho)``: does pool ``row``'s sphere (radius times
     ``scale``) meet it?  1, 0, or -1 when the limit ``radius * scale + rho`` or a step rounds.  Touching
@@ -411,13 +411,28 @@ def flag_rows(pool: Pool, run: tuple[int, int], p: np.ndarray, q: Query, distanc
                 maybe += distance[i] <= bound * ABOVE
                 unsafe |= ((distance[i] < SAFE_LO) & (bound < TINY_REACH)) | (distance[i] > SAFE_HI)
         if maybe != inside_count or unsafe:  # within rounding of a surface: row by row
-            inside_count = 0
-            for i in range(n):
-                surely, doubtful = classify(columns, tile + int(i), p, cube, scale)
-                flags[flag + i] = SURE if surely else (UNSURE if doubtful else 0)
-                inside_count += surely
-                unsure += doubtful
+            inside_count, doubtful = classify_rows(columns, tile, int(n), p, cube, scale, flags, int(flag))
+            unsure += doubtful
         sure += inside_count
+    return sure, unsure
+
+
+@kernel(refcounts=False)
+def classify_rows(columns: np.ndarray, first: int, n: int, p: np.ndarray, cube: bool, scale: float,
+                  flags: np.ndarray, flag: int) -> tuple[int, int]:
+    """:func:`flag_rows`' tile of ``n`` rows from pool row ``first`` flagged again row by row with
+    :func:`classify` (``flags[flag + i]`` for row ``first + i``): a row within rounding of its surface
+    (practically never).  Returns ``(sure, unsure)``, the rows flagged ``SURE`` and ``UNSURE``.
+
+    A called kernel, not inlined: the rare path is compiled once, not in every kernel that
+    inlines :func:`flag_rows` (allocates nothing: no reference counting)."""
+    sure = 0
+    unsure = 0
+    for i in range(n):
+        surely, doubtful = classify(columns, first + i, p, cube, scale)
+        flags[flag + i] = SURE if surely else (UNSURE if doubtful else 0)
+        sure += surely
+        unsure += doubtful
     return sure, unsure
 
 

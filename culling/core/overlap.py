@@ -37,7 +37,7 @@ from culling.core.structs import Pool, Query
 from culling.core.tiles import TILE_SHIFT
 from culling.runtime.jit import inline_kernel, kernel
 
-__all__ = ["NEAR_LANES", "appended", "far_apart", "first_near", "joined", "meet_filter", "member", "owned", "pair_range", "pair_row", "probe_row",
+__all__ = ["NEAR_LANES", "appended", "far_apart", "first_near", "joined", "meet_filter", "member", "owned", "pair_range", "pair_row", "partners_row_by_row", "probe_row",
            "partner_rows", "probe_run", "reach_up", "rows_sure", "settle"]
 
 #: ``reach_up``'s relative margin: three roundings of a sum of non-negative terms stay below it.
@@ -272,6 +272,17 @@ def partner_rows(columns: np.ndarray, i: int, j0: int, j1: int, cube: bool, rows
     sure, after = rows_sure(columns, i, j0, j1, cube, rows, k)
     if sure:
         return after, unsure_a, unsure_b, uk
+    return partners_row_by_row(columns, i, j0, j1, cube, rows, k, unsure_a, unsure_b, uk)
+
+
+@kernel
+def partners_row_by_row(columns: np.ndarray, i: int, j0: int, j1: int, cube: bool, rows: np.ndarray, k: int,
+                        unsure_a: np.ndarray, unsure_b: np.ndarray,
+                        uk: int) -> tuple[int, np.ndarray, np.ndarray, int]:
+    """:func:`partner_rows` where :func:`rows_sure` was unsure of some row: :func:`pair_row` row by row.
+
+    A called kernel, not inlined: the rare path (a pair within rounding of touching) is compiled
+    once, not in every pair kernel and for both shapes in each."""
     for j in range(j0, j1):  # within rounding of touching, or a square out of range: row by row
         inside, doubtful = pair_row(columns, i, j, cube)
         rows[k] = j
