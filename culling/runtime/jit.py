@@ -303,43 +303,8 @@ def _blas_probe_without_scipy_import() -> None:
         linalg.ensure_blas = real
 
 
-def _inline_copies_callee_once() -> None:
-    """Make numba's inliner copy an inlined kernel's IR once per call site, not twice.
-
-    ``InlineWorker.inline_ir`` (every ``inline="always"`` call, :func:`inline_kernel`)
-    deep-copies the callee's IR to mutate it, then deep-copies that copy again to
-    hand back "an unmutated copy", which both of numba's callers discard (numba
-    issue 8989; numba-cuda PR 689 hands back the input instead, as here: the
-    input is never mutated, the first copy is).  The second copy cost some 12 to
-    16 % of the probe and pair kernels' compile.  Rewrites that one line of
-    numba's own source; a numba whose source differs (or cannot be read) is
-    left as it is.
-    """
-    import inspect
-    import textwrap
-
-    try:
-        from numba.core import inline_closurecall
-        worker: Any = inline_closurecall.InlineWorker
-        source = textwrap.dedent(inspect.getsource(worker.inline_ir))
-    except (ImportError, AttributeError, OSError, TypeError):
-        return
-    first, second = "callee_ir = copy_ir(callee_ir)\n", "callee_ir_original = copy_ir(callee_ir)\n"
-    if source.count(first) != 1 or source.count(second) != 1:
-        return
-    source = source.replace(second, "pass\n").replace(
-        first, "callee_ir_original, callee_ir = callee_ir, copy_ir(callee_ir)\n")
-    scope: dict[str, Any] = {}
-    where = inspect.getsourcelines(worker.inline_ir)[1]
-    source = "\n" * (where - 1) + source  # numba's own line numbers in a traceback
-    exec(compile(source, inspect.getsourcefile(worker.inline_ir) or "<numba>", "exec"),  # noqa: S102
-         vars(inline_closurecall), scope)
-    worker.inline_ir = scope["inline_ir"]
-
-
 if not getattr(numba.config, "DISABLE_JIT", False):
     _blas_probe_without_scipy_import()
-    _inline_copies_callee_once()
 
 _unliteral: Callable[[Any], Any] = _types.unliteral
 
