@@ -241,7 +241,7 @@ KERNEL_FAMILIES = (("pairs", "grid"), ("tree", "interest"))
 #: Kernels that each group compiles, probed by :func:`kernels_cached`: when numba's cache (or the kernels
 #: a wheel ships) holds them, fresh for these sources, the group was compiled by an earlier run.
 _PROBED: dict[str, tuple[Any, ...]] = {
-    "tree": (batch.place, tree_walk.query, tree_walk.visits, members._answer_many, batch._settle_part),
+    "tree": (batch.place, tree_walk.query, tree_walk._visits_from, members._answer_many, batch._settle_part),
     "pairs": (join.join_chunk, bands._sphere_cells, bands._cube_rows),
     "grid": (grid_walk.query, grid_walk._visits),
     "interest": (interest_kernels.advance_rows, interest_kernels.compact_rows),

@@ -50,7 +50,7 @@ from culling.runtime.jit import inline_kernel, kernel
 
 __all__ = ["PLACE_BITS", "axis_window", "cell_of", "cell_scaled", "exact_axis_window", "face_sign",
            "grown_half", "half_reach", "half_reach_by", "home", "level_factor", "level_of", "multiply_up",
-           "placed_columns", "placed_u", "round_down_add", "round_down_sub", "round_up_add", "visit_window", "window"]
+           "placed_columns", "placed_u", "round_down_add", "round_down_sub", "round_up_add", "scaled_window", "visit_window", "window"]
 
 #: Root-relative coordinates are clamped to one unit outside the largest
 #: world (the level ``-MAX_GROWTH`` cell), where no node can ever be.
@@ -271,6 +271,36 @@ def visit_window(x: float, o: float, half: float, s: float, size: float, level: 
                 return f_lo + base, f_hi + base
     first, last = axis_window(x, o, half, size, level, factor)
     return exact_axis_window(x, o, s, size, level, first, last, grow)
+
+
+@inline_kernel
+def scaled_window(u: float, slop: float, half_scale: float, slack: float, factor: float, inverse: float,
+                  base: int) -> tuple[int, int]:
+    """:func:`visit_window`'s float path (``grow == 0``) from the root-relative ``u = (x - o) / size``, for a
+    batch walk that computes ``u`` once per point and axis: ``(1, 0)`` where the floats cannot decide.
+
+    On level ``L >= 0`` (``factor = 2**L``, ``inverse = 2**-L``, ``base = ANCHOR << L``) the
+    window's ends are the floors of ``t = u * 2**L -+ s / 2`` (``half_scale = s / 2``, exact), the
+    same exact quantities as :func:`visit_window`'s ``(x - o -+ s*W/2) / W``, with no division per
+    level.  ``t`` is off by at most ``2**-52 (|x| + |o|) / W`` (the difference and the quotient)
+    plus a rounding of ``t`` itself, under half of :func:`visit_window`'s bound, which is used here
+    unchanged: ``slop * factor + slack`` with ``slop = (|x| + |o|) * 2**-49 / size`` and ``slack =
+    half_scale * 2**-49 + 2**-50``.  So where it answers, it answers the exact window, as
+    :func:`visit_window` does; the caller checks that ``0.5 * W`` is a normal float in the exact
+    range and that ``s / 2`` is exact (per level and call), and falls back to :func:`visit_window`
+    on ``(1, 0)``.
+    """
+    scaled = u * factor
+    t_lo = scaled - half_scale
+    t_hi = scaled + half_scale
+    if (abs(t_lo) < _T_LIMIT and abs(t_hi) < _T_LIMIT and _U_LOW < (t_lo - 1.0) * inverse
+            and (t_hi + 1.0) * inverse < _U_HIGH):
+        bound = slop * factor + slack
+        f_lo, f_hi = math.floor(t_lo), math.floor(t_hi)
+        if (t_lo - f_lo > bound and f_lo + 1.0 - t_lo > bound
+                and t_hi - f_hi > bound and f_hi + 1.0 - t_hi > bound):
+            return int(f_lo) + base, int(f_hi) + base
+    return 1, 0
 
 
 @kernel
