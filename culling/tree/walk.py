@@ -27,7 +27,7 @@ from culling.core.floats import EXACT_HUGE, EXACT_TINY
 from culling.core.lattice import ANCHOR, MAX_DEPTH, MAX_GROWTH
 from culling.core.members import answer
 from culling.core.structs import Nodes, NodesFields, Pool, PoolFields, Query, QueryFields, World, WorldFields, nodes_of
-from culling.runtime.jit import kernel
+from culling.runtime.jit import inline_kernel, kernel
 
 __all__ = ["query", "trace_walk", "visits", "walk"]
 
@@ -276,6 +276,12 @@ def _visits_from(points: np.ndarray, done: int, k: int, scale: float, world_fiel
     begin = np.zeros(_LEVELS + 2, dtype=np.int64)
     kept_begin = np.zeros(_LEVELS + 2, dtype=np.int64)
     windows = np.empty((_LEVELS + 1, 2 * dim), dtype=np.int64)
+    # The box of root-relative coordinates whose windows on levels 1 .. d all equal the last walk's: per
+    # axis ``box[d, axis] <= u <= box[d, dim + axis]`` (level 0's is everything; an empty box is +inf, -inf).
+    box = np.empty((_LEVELS + 1, 2 * dim))
+    for axis in range(dim):
+        box[0, axis] = -math.inf
+        box[0, dim + axis] = math.inf
     walked = 0
     visited[0] = root
     for axis in range(dim):
@@ -314,16 +320,30 @@ def _visits_from(points: np.ndarray, done: int, k: int, scale: float, world_fiel
             u[axis] = (points[i, axis] - origin[axis]) / size
             slop[axis] = (abs(points[i, axis]) + abs(origin[axis])) * 2.0 ** -49 / size
         shared = True  # every level so far is the last walk's
+        boxed = True  # and the point lies in their box: shared without computing a window
         depth = 1
         level = root_level + 1
         while level <= MAX_DEPTH:
+            if boxed and depth <= walked:
+                for axis in range(dim):
+                    boxed &= (box[depth, axis] <= u[axis]) & (u[axis] <= box[depth, dim + axis])
+            else:
+                boxed = False
+            if boxed:  # the windows of this level are the last walk's: nothing to compute, nothing to read
+                if begin[depth + 1] == begin[depth]:
+                    break
+                depth += 1
+                level += 1
+                continue
             factor = factor_of[depth]
+            floats_decide = fast_of[depth]
             for axis in range(dim):
                 first, last = 1, 0
                 if fast_of[depth]:
                     first, last = scaled_window(u[axis], slop[axis], half_scale, slack, factor, inverse_of[depth],
                                                 base_of[depth])
                 if first > last:
+                    floats_decide = False
                     first, last = visit_window(points[i, axis], origin[axis], half_of[depth], scale, size, level,
                                                factor, 0.0)
                 lo[axis], hi[axis] = first, last
@@ -337,6 +357,13 @@ def _visits_from(points: np.ndarray, done: int, k: int, scale: float, world_fiel
                 for axis in range(dim):
                     windows[depth, axis] = lo[axis]
                     windows[depth, dim + axis] = hi[axis]
+                    if floats_decide:  # exact windows: the box where they stay (_window_box), within the level above's
+                        low, high = _window_box(lo[axis] - base_of[depth], hi[axis] - base_of[depth], half_scale,
+                                                inverse_of[depth])
+                        box[depth, axis] = max(low, box[depth - 1, axis])
+                        box[depth, dim + axis] = min(high, box[depth - 1, dim + axis])
+                    else:
+                        box[depth, axis], box[depth, dim + axis] = math.inf, -math.inf
                 first, n = begin[depth - 1], begin[depth]
                 nk = kept_begin[depth]
                 bound = (n - first) * quadrants
@@ -382,3 +409,30 @@ def _visits_from(points: np.ndarray, done: int, k: int, scale: float, world_fiel
             visit_point[k] = i
             k += 1
     return m, k, False
+
+
+#: The margin of :func:`_window_box`, relative to the magnitudes involved: far beyond the few roundings
+#: of a point's root-relative coordinate and of the box's faces (each under 2**-51 of them).
+_BOX_MARGIN = 2.0 ** -44
+
+
+@inline_kernel
+def _window_box(first: int, last: int, half_scale: float, inverse: float) -> tuple[float, float]:
+    """The root-relative coordinates ``u`` (one axis) whose window on a level is ``first .. last`` (cells
+    counted from the level's anchor, ``inverse = 2**-level``, ``half_scale = s / 2``), shrunk by a margin:
+    a float ``u`` within it has that exact window.
+
+    The window's ends are the floors of ``u * 2**L -+ s/2`` (exact reals,
+    :func:`culling.core.cells.scaled_window`), so it stays ``first .. last``
+    while ``u * 2**L`` lies in ``[first + s/2, first + 1 + s/2)`` and in
+    ``[last - s/2, last + 1 - s/2)``.  The computed ``u`` is within
+    ``2**-51 |u|`` of the exact ``(x - o) / size`` (a difference and a
+    quotient) and the faces within a rounding of theirs; the margin,
+    :data:`_BOX_MARGIN` of the faces' magnitude plus ``2**-1000`` (subnormal
+    steps), covers both, so a point inside the shrunk box has the window
+    exactly.  May be empty (``low > high``).
+    """
+    low = max(first + half_scale, last - half_scale) * inverse
+    high = min(first + 1.0 + half_scale, last + 1.0 - half_scale) * inverse
+    margin = (abs(low) + abs(high)) * _BOX_MARGIN + 2.0 ** -1000
+    return low + margin, high - margin
