@@ -25,6 +25,7 @@ from lattice_reference import decidable, largest_float_at_most, visit_window
 from culling import ViewDistanceTree
 from culling.core import cells
 from culling.core.lattice import MAX_DEPTH, MAX_GROWTH
+from culling.tree import batch
 from culling.tree import walk as treewalk
 
 WALK_SETTINGS = settings(max_examples=120, deadline=None)
@@ -170,6 +171,64 @@ def test_walk_beyond_its_first_buffer() -> None:
             assert sorted(visited) == live.tolist()
     trace = tree.trace([10.0, 20.0, 30.0], scale=1e300)
     assert sum(len(level.bounds) for level in trace.levels) == live.size
+
+
+def _batch_matches_walks(tree: ViewDistanceTree, points: np.ndarray, scale: float) -> None:
+    """``visits`` of a batch (each walk sharing the levels of the one before) is each point's own walk,
+    its nodes with members in walk order, point after point."""
+    node, point = treewalk.visits(points, scale, tree._world(), tree._nodes.arrays())
+    expected_node, expected_point = [], []
+    for i, p in enumerate(points):
+        visited, _ = compiled_walk(tree, p.tolist(), scale)
+        kept = [v for v in visited if tree._nodes.count[v] > 0]
+        expected_node += kept
+        expected_point += [i] * len(kept)
+    assert node.tolist() == expected_node
+    assert point.tolist() == expected_point
+
+
+@WALK_SETTINGS
+@given(walk_cases(), st.lists(st.tuples(st.integers(-2, 2), st.floats(-0.3, 0.3)), min_size=1, max_size=8))
+def test_batch_visits_are_the_points_own_walks(case: tuple[ViewDistanceTree, list[float], float],
+                                               steps: list[tuple[int, float]]) -> None:
+    """A run of points near one another (one ulp, or a fraction of the root, from the point before, on
+    one axis): the walks share levels, the boxes of shared windows decide some, and each batch walk is
+    the point's own."""
+    tree, p, scale = case
+    points = [list(p)]
+    for k, (ulps, shift) in enumerate(steps):
+        q = list(points[-1])
+        axis = k % len(q)
+        q[axis] = _nudge(q[axis] + shift * tree.size, ulps) if shift else _nudge(q[axis], ulps)
+        points.append(q)
+    points.append(list(p))  # back to the first point: a walk that shares nothing with the one before, or all
+    _batch_matches_walks(tree, np.array(points, dtype=np.float64), scale)
+
+
+def test_batch_visits_beyond_their_first_buffers() -> None:
+    """Scales that visit thousands of nodes: the batch walk's buffers grow (the walks start again from the
+    point that ran out) and every walk is still the point's own."""
+    rng = np.random.default_rng(4)
+    tree = ViewDistanceTree(size=100.0, dim=3)
+    tree.insert_many(rng.uniform(-150.0, 250.0, (3000, 3)), rng.uniform(0.0, 2.0, 3000) ** 3)
+    points = rng.uniform(-50.0, 150.0, (40, 3))
+    for scale in (1e300, 50.0, 3.0, 1.0, 0.0):
+        _batch_matches_walks(tree, points, scale)
+
+
+def test_batch_visits_along_a_curve() -> None:
+    """Points along a Morton curve, each followed by copies moved a little on one axis: most walks share
+    levels with the one before (by their boxes or by their windows), some cross a box's face by a hair."""
+    rng = np.random.default_rng(5)
+    tree = ViewDistanceTree(size=100.0, dim=3)
+    tree.insert_many(rng.uniform(0.0, 100.0, (3000, 3)), rng.uniform(0.0, 3.0, 3000))
+    points = rng.uniform(0.0, 100.0, (300, 3))
+    points = points[batch.query_order(points)]
+    moved = np.repeat(points, 4, axis=0)
+    for k, step in enumerate((1e-9, 0.05, 0.4)):
+        moved[k + 1::4, k] += step
+    for scale in (1.0, 0.7):
+        _batch_matches_walks(tree, moved, scale)
 
 
 @settings(max_examples=300, deadline=None)
