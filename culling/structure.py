@@ -492,6 +492,7 @@ class Structure(ABC):
 
     def __setstate__(self, state: dict[str, object]) -> None:
         self.__dict__.update(state)
+        self._origin.flags.writeable = False  # read-only again (a copy comes back writable): numba types it apart
         self._rw = ReadWriteLock()
         self._structs_cache = (-1, None)
         self._band_plans = PlanCache()

@@ -89,7 +89,13 @@ def _as_float_array(values: object, name: str) -> np.ndarray:
             raise ValueError(f"{name} holds a number too large for float64") from None
     if array.size and array.dtype.kind not in "iuf":
         raise TypeError(f"{name} must be numeric (int or float), got dtype {array.dtype}")
-    return array.astype(np.float64, copy=False)
+    return _writable(array.astype(np.float64, copy=False))
+
+
+def _writable(array: np.ndarray) -> np.ndarray:
+    """``array``, or a copy of it where it is read-only (a frozen array, ``np.broadcast_to``, what Ray hands
+    an actor): numba types read-only arrays apart, so each would compile every kernel it reaches again."""
+    return array if array.flags.writeable else array.copy()
 
 
 def _check_finite(array: np.ndarray, name: str) -> None:
@@ -112,7 +118,7 @@ def as_points(values: object, dim: int, name: str = "centres", values_checked: b
     own (and calls this again to name a fault).
     """
     if type(values) is np.ndarray and values.dtype == np.float64 and values.ndim == 2:
-        array = values  # what engines pass every frame: nothing to convert
+        array = _writable(values)  # what engines pass every frame: nothing to convert
     else:
         array = _as_float_array(values, name)
     if dim == 1 and array.ndim == 1:
@@ -239,7 +245,7 @@ def as_handles(values: object, name: str = "handles", beyond: str = "raise", cop
     returns a contiguous int64 array as it is, for a caller that only reads it.
     """
     if type(values) is np.ndarray and values.dtype == np.int64 and values.ndim == 1:
-        return values.copy() if copy else np.ascontiguousarray(values)  # what engines pass every frame
+        return values.copy() if copy else _writable(np.ascontiguousarray(values))  # what engines pass every frame
     _reject_masks_and_bools(values, name, "integers")
     if isinstance(values, (set, frozenset, dict)) or isinstance(values, Iterator):
         raise TypeError(f"{name} must be a sequence or array of integers, got a {type(values).__name__} "

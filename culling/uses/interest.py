@@ -464,6 +464,8 @@ class InterestSets:
 
     def __setstate__(self, state: dict[str, object]) -> None:
         self.__dict__.update(state)
+        for held in (self._ids, self._offsets, self._sets, self._sorted_ids, self._row_of, self._gone):
+            held.flags.writeable = False  # frozen again (a copy comes back writable): numba types it apart
         self._rw = ReadWriteLock()
 
     def __repr__(self) -> str:

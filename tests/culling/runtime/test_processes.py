@@ -296,6 +296,7 @@ def test_concurrent_cold_compiles_into_one_cache_are_safe(tmp_path):
 
 
 WORKLOAD = """
+import copy, pickle
 import numpy as np, culling
 from culling.runtime.jit import KERNELS
 culling.warm_up()
@@ -329,6 +330,26 @@ c = rng.uniform(0.0, 1000.0, (n, 3))
 hb = big.insert_many(c, np.full(n, 0.5))
 big.update_many(hb, 1000.0 - c, np.full(n, 0.5))
 big.check_invariants()
+
+def frozen(a):  # what Ray hands an actor, np.broadcast_to, a read-only memmap
+    a = np.array(a)
+    a.flags.writeable = False
+    return a
+
+c = frozen(rng.uniform(0.0, 1000.0, (500, 3)))
+r = frozen(rng.uniform(0.5, 60.0, 500))
+for s in (culling.ViewDistanceTree(1024.0, dim=3), culling.DenseViewDistanceGrid(1024.0, dim=3, min_radius=1.0)):
+    h = s.insert_many(c, r)
+    s.query(c[0], exact=True); s.query_many(c[:50], exact=True); s.overlapping_many(c[:10], r[:10], exact=True)
+    s.update_many(frozen(h[:10]), c[10:20], r[:10]); s.remove_many(frozen(h[20:30]))
+    for twin in (pickle.loads(pickle.dumps(s)), copy.deepcopy(s)):  # copies come back writable
+        twin.query(c[0], exact=True); twin.query_many(c[:50], exact=True); twin.overlapping_pairs()
+        twin.update_many(h[:5], c[:5] + 1.0, r[:5]); twin.insert_many(c[:5], r[:5]); twin.check_invariants()
+im = culling.InterestManager(1024.0, dim=3)
+eh = im.insert_many(c, r)
+im.tick(frozen(np.arange(20)), c[:20]); im.update_many(frozen(eh[:5]), c[5:10]); im.remove_many(frozen(eh[5:8]))
+for twin in (pickle.loads(pickle.dumps(im)), copy.deepcopy(im), im):
+    twin.tick(np.arange(20), c[:20] + 0.5); twin.tick(frozen(np.arange(20)), c[:20])
 after = [len(k.signatures) for k in KERNELS]
 new = [k.py_func.__qualname__ for k, a, b in zip(KERNELS, before, after) if a != b]
 many = [k.py_func.__qualname__ for k in KERNELS if len(k.signatures) > 1]
@@ -338,7 +359,7 @@ print("new:", new, "many:", many)
 
 def test_warm_up_compiles_every_kernel_the_calls_use_once():
     """After ``warm_up``, calls of every kind in every dimension and shape compile nothing more, and no
-    kernel has a second signature.  (A fresh process, so earlier tests' compiles do not count; with the
+    kernel has a second signature: not for read-only inputs, nor for pickled and copied structures.  (A fresh process, so earlier tests' compiles do not count; with the
     kernels ``pip install -e`` shipped, if any: a kernel loaded counts as a kernel compiled.)"""
     proc = _run(WORKLOAD, _env(CULLING_SHIPPED_KERNELS="1"), PACKAGE.parent)  # loaded or compiled alike
     assert proc.returncode == 0, proc.stderr[-3000:]
