@@ -62,9 +62,11 @@ RUN_AS = {
         "run_demo.py --headless --scene aggro --objects 3000 --frames 2 --size 1280x720 --no-overlay",
     "run_demo.py --headless --scene swarm --frames 12 --size 1280x720":
         "run_demo.py --headless --scene swarm --frames 2 --size 1280x720",
+    # The whole quick run below runs every section at its quick sizes, answers checked against brute force;
+    # a page's --only form checks the flag at the tiny sizes (the jit section has none: skipped at tiny).
     "python -m benchmarks": "python -m benchmarks --quick",
-    "python -m benchmarks --only dense": "python -m benchmarks --quick --only dense",
-    "python -m benchmarks --only jit": "python -m benchmarks --quick --only jit",
+    "python -m benchmarks --only dense": "python -m benchmarks --preset tiny --only dense",
+    "python -m benchmarks --only jit": "python -m benchmarks --preset tiny --only jit",
     ".venv/bin/python -m benchmarks": ".venv/bin/python -m benchmarks --quick",
     "python -m benchmarks.pool_layout": "python -m benchmarks.pool_layout --objects 1000 --repeats 2",
     "python -m benchmarks.frameparts": "python -m benchmarks.frameparts --n 500 --frames 3",
@@ -79,7 +81,7 @@ RUN_AS = {
     "python -m server.demo --shards 2 --ticks 10":
         "python -m server.demo --shards 2 --ticks 2 --players 200 --entities 2000 --quiet",
     "python -m server.scale": "python -m server.scale --players 200 --entities 2000 --shards 8",
-    "python -m benchmarks --only interest-ticks": "python -m benchmarks --quick --only interest-ticks",
+    "python -m benchmarks --only interest-ticks": "python -m benchmarks --preset tiny --only interest-ticks",
     "python -m benchmarks --only collision": "python -m benchmarks --preset tiny --only collision",
     "python -m benchmarks.frameparts --n 100000 --frames 20": "python -m benchmarks.frameparts --n 500 --frames 3",
 }
@@ -93,7 +95,9 @@ NOT_RUN = {
     "sudo apt-get install libegl1 libegl-mesa0 libgl1-mesa-dri libgl1 libglx-mesa0 mesa-vulkan-drivers xvfb "
     "xdotool imagemagick fonts-dejavu-core libfontconfig1 libfreetype6":
         "installs system packages (root); .ci/run installs the same ones",
-    '.venv/bin/pip install -e ".[examples]"': ".ci/run's examples step runs exactly it before tests/examples",
+    '.venv/bin/pip install -e ".[examples]"':
+        ".ci/run's examples step runs it before tests/examples (with CULLING_SHIP_KERNELS=0: it keeps the "
+        "kernels the README's install shipped)",
     '.venv/bin/pip install -e ".[bench]"': "installs; the test extra these tests run with holds the same packages",
     '.venv/bin/pip install -e ".[profile]"': "installs; the test extra these tests run with includes it",
     "pip install .": "installs the library into the running environment; .ci/run installs the built wheel",
