@@ -271,7 +271,9 @@ _SHARED: dict[str, tuple[tuple[str, tuple[Any, ...]], ...]] = {
     "tree: overlapping, overlapping_pairs": (("tree", (batch.place,)), ("interest", (tree_probe.probe_chunk,))),
 }
 
-#: The longest a worker waits for its partner's kernels before a step (it compiles them itself after).
+#: The longest a worker waits for its partner's kernels, all its steps together (it compiles them itself
+#: after): a partner that failed costs this much wall time at most.  The partner compiles the shared
+#: kernels first, within some 15 s of CPU on the 2-core machine.
 PARTNER_WAIT = 60.0
 
 #: Kernels that each group compiles, probed by :func:`kernels_cached`: when numba's cache (or the kernels
@@ -370,11 +372,13 @@ def _run_steps(names: Sequence[str], progress: Progress | None, reported: set[st
     groups a partner worker compiles meanwhile (:data:`_SHARED`: their kernels are awaited, not compiled)."""
     steps = dict(STEPS)
     state: dict[str, object] = {}
+    patience = PARTNER_WAIT  # for all the steps together: a partner that failed costs a minute at most
     for name in names:  # loads what the workers compiled, compiles anything still missing
         shared = [kernel for group, kernels in _SHARED.get(name, ()) if group in beside for kernel in kernels]
-        deadline = time.monotonic() + PARTNER_WAIT
-        while shared and not all(_has_index(k) for k in shared) and time.monotonic() < deadline:
+        since = time.monotonic()
+        while shared and not all(_has_index(k) for k in shared) and time.monotonic() - since < patience:
             time.sleep(0.1)
+        patience -= time.monotonic() - since
         steps[name](state)
         if name not in reported:
             reported.add(name)
