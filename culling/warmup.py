@@ -253,13 +253,14 @@ KERNEL_FAMILIES = (("pairs", "grid", "cubes"), ("tree", "interest"))
 #: (numba looks in the cache when a process first calls a kernel).  So the tree's family compiles the
 #: kernels the two share early (the tree's build, its queries' member tests, its probes through the
 #: interest manager's tick), and the other family starts with what is its own (the grid's build, the
-#: broad phase's bands) and reaches the grid's queries and the tree's probes last, loading them.
+#: broad phase's bands) and reaches the grid's queries and the tree's probes last, loading them.  A
+#: structure's mutations come after its queries (they empty it, and a query of nothing calls no kernel).
 _ORDER: tuple[str, ...] = (
     "tree: insert_many", "tree: query", "tree: query_many", "interest: tick", "tree: trace",
     "tree: update_many, remove_many",
     "grid: insert_many", "grid: overlapping, overlapping_pairs", "cubes: overlapping_pairs",
-    "grid: update_many, remove_many",
-    "grid: query", "grid: query_many", "grid: trace", "tree: overlapping, overlapping_pairs")
+    "grid: query", "grid: query_many", "grid: trace", "grid: update_many, remove_many",
+    "tree: overlapping, overlapping_pairs")
 
 #: The kernels a step shares with the steps of a group of the other family, by that group: a worker
 #: whose partner worker compiles the group meanwhile (``python -m culling warm-up --beside``) waits before

@@ -20,6 +20,12 @@ def test_every_step_has_one_place_in_the_order_and_one_group() -> None:
     assert sorted(grouped) == sorted(names)
 
 
+def test_each_structure_is_queried_before_its_mutations_empty_it() -> None:
+    for name in ("tree", "grid"):
+        mutations = warmup._ORDER.index(f"{name}: update_many, remove_many")
+        assert all(warmup._ORDER.index(f"{name}: {step}") < mutations for step in ("query", "query_many", "trace"))
+
+
 def test_two_workers_take_the_families_whole() -> None:
     shares = warmup._share(list(KERNEL_GROUPS), 2)
     assert sorted(map(sorted, shares)) == sorted(sorted(family) for family in warmup.KERNEL_FAMILIES)
