@@ -13,7 +13,7 @@ import time
 from collections.abc import Sequence
 
 from culling.runtime.jit import cache_writable, shipped_loaded
-from culling.warmup import COMPILING, KERNEL_GROUPS, REPORT_PREFIX, progress_bar, warm_up
+from culling.warmup import COMPILING, KERNEL_GROUPS, REPORT_PREFIX, progress_bar, warm_up, worker_warm_up
 
 __all__ = ["main"]
 
@@ -27,6 +27,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     warm.add_argument("--workers", type=int, default=None,
                       help="worker processes for a cold compile (default: one per core, at most one per group)")
     warm.add_argument("--report", action="store_true", help=argparse.SUPPRESS)  # a worker's: steps on stdout
+    warm.add_argument("--beside", default="", help=argparse.SUPPRESS)  # a worker's: the groups its partners compile
     ship = sub.add_parser("ship-kernels", help="compile every kernel for the architecture's baseline CPU into "
                                                "FOLDER, for a wheel to ship (culling.shipped)")
     ship.add_argument("folder", nargs="?", default=None, help="default: the package's _compiled folder")
@@ -52,7 +53,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         def report(done: int, total: int, name: str) -> None:
             print(f"{REPORT_PREFIX}{name}", flush=True)
 
-        warm_up(report, groups=groups, workers=1)
+        beside = [g.strip() for g in args.beside.split(",") if g.strip() in KERNEL_GROUPS]
+        worker_warm_up(report, groups or list(KERNEL_GROUPS), beside)
         return 0
     print(f"{COMPILING}, or loading them from the numba cache ...", file=sys.stderr, flush=True)
     show = progress_bar(sys.stderr)

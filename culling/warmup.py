@@ -11,8 +11,10 @@ image's build, a server's start) and says how far it is.  With the cache
 present it only loads the kernels: a fraction of a second.
 
 The calls come in :data:`KERNEL_GROUPS` (the tree's point queries and batches, the
-probes and the broad phase, the dense grid), so a program compiles only what
-it calls (the demo's forest never compiles the grid), and a cold warm-up
+probes and the broad phase, the dense grid, the interest manager's ticks, the
+broad phase of cubes), so a program compiles only what it calls (the demo's
+forest never compiles the grid, a program of spheres never compiles the
+cubes' broad phase), and a cold warm-up
 runs the groups in worker processes, one per core, into the one cache
 (numba's cache files are per kernel, so workers compiling different kernels
 do not collide), then loads them: about half the wall time on two cores.
@@ -43,12 +45,14 @@ from culling.grid.grid import DenseViewDistanceGrid
 from culling.pairs import bands, join
 from culling.runtime.jit import JIT_DISABLED, cache_writable
 from culling.tree import batch, nodes
+from culling.tree import probe as tree_probe
 from culling.tree import walk as tree_walk
 from culling.tree.tree import ViewDistanceTree
 from culling.uses import interest_kernels
 from culling.uses.interest import InterestManager
 
-__all__ = ["COMPILING", "KERNEL_GROUPS", "STEPS", "CompileWorkers", "Progress", "kernels_cached", "progress_bar", "warm_up"]
+__all__ = ["COMPILING", "KERNEL_GROUPS", "PARTNER_WAIT", "STEPS", "CompileWorkers", "Progress", "kernels_cached", "progress_bar", "warm_up",
+           "worker_warm_up"]
 
 #: ``progress(done, total, name)``: ``done`` of ``total`` steps finished, ``name`` the one just done.
 Progress = Callable[[int, int, str], None]
@@ -121,10 +125,6 @@ def _probes(structure: Structure,
         structure.overlapping_many(points, radii[: points.shape[0]], exact=exact)  # on the library's threads
         structure.overlapping_many(points[:4], 1.5, exact=exact)  # on the calling thread
     structure.overlapping_pairs()  # the banded join
-    if isinstance(structure, ViewDistanceTree):  # its kernels are one per shape, the grid's join shares them
-        cubes = ViewDistanceTree(size=_SIZE, dim=3, shape="cube")
-        cubes.insert_many(centres, radii)
-        cubes.overlapping_pairs()
     far = make()  # two small clusters far apart: the join by the structure's own walk
     corner = np.array([[1.0, 1.0, 1.0], [1.5, 1.0, 1.0], [_SIZE - 2.0, _SIZE - 2.0, _SIZE - 2.0],
                        [_SIZE - 2.5, _SIZE - 2.0, _SIZE - 2.0]])
@@ -212,39 +212,80 @@ def _interest(state: dict[str, object]) -> None:
         manager.tick(viewers[:3], points[:3])
 
 
+def _cube_pairs(state: dict[str, object]) -> None:
+    """The broad phase of cubes: its band kernels are one per shape (the grid's join and the dual walk
+    share them), a group of their own so that a program of spheres never compiles them."""
+    _filled(lambda: ViewDistanceTree(size=_SIZE, dim=3, shape="cube")).overlapping_pairs()
+
+
 #: The warm-up, one kernel group a step: ``(name, step(state))``, in order.
 STEPS: tuple[tuple[str, Callable[[dict[str, object]], None]], ...] = (
-    _steps("tree", _new_tree) + _steps("grid", _new_grid) + (("interest: tick", _interest),))
+    _steps("tree", _new_tree) + _steps("grid", _new_grid) + (("interest: tick", _interest),
+                                                              ("cubes: overlapping_pairs", _cube_pairs)))
 
 _PAIRS_STEPS = ("tree: overlapping, overlapping_pairs",)
 
 #: The steps by what a program calls, in the order a cold in-process warm-up runs them: ``tree`` (a
 #: viewer's frame: build, queries, traces, moving objects), ``pairs`` (the probes and the broad phase:
 #: ``overlapping*``, collision), ``grid`` (the dense variant, its probes and pairs included), ``interest``
-#: (:class:`culling.InterestManager`'s ticks: its diff kernels, the tree's batch queries and probes).
+#: (:class:`culling.InterestManager`'s ticks: its diff kernels, the tree's batch queries and probes), ``cubes``
+#: (the broad phase of cube-shaped structures: its band kernels are one per shape).
 KERNEL_GROUPS: dict[str, tuple[str, ...]] = {
     "tree": tuple(n for n, _ in STEPS if n.startswith("tree:") and n not in _PAIRS_STEPS),
     "pairs": _PAIRS_STEPS,
     "grid": tuple(n for n, _ in STEPS if n.startswith("grid:")),
     "interest": ("interest: tick",),
+    "cubes": ("cubes: overlapping_pairs",),
 }
 
 #: CPU seconds of each group's cold compile on its own (numba's set-up and the group's structures
-#: included; ``python -m benchmarks --only jit``, "The kernels' compile", 2-core machine, numba 0.68).
-KERNEL_GROUP_COST = {"tree": 33.0, "pairs": 55.0, "grid": 57.0, "interest": 37.0}
+#: included; ``python -m benchmarks --only jit``, "The kernels' compile", 2-core machine, numba 0.68;
+#: ``pairs`` without the cubes' kernels and ``cubes`` by ``benchmarks.jitstart.compile_cost``).
+KERNEL_GROUP_COST = {"tree": 33.0, "pairs": 40.0, "grid": 57.0, "interest": 37.0, "cubes": 25.0}
 
 #: Groups that compile many of the same kernels (the grid's pairs are the broad phase's kernels; the
 #: interest manager's ticks are the tree's batch queries and probes): a worker takes a family whole
 #: while there are fewer workers than groups, so no kernel compiles twice.
-KERNEL_FAMILIES = (("pairs", "grid"), ("tree", "interest"))
+KERNEL_FAMILIES = (("pairs", "grid", "cubes"), ("tree", "interest"))
+
+#: The order the steps run in, whatever the groups chosen: two workers (one per family) compile the
+#: same shared kernels at once unless one of them needs them only after the other has cached them
+#: (numba looks in the cache when a process first calls a kernel).  So the tree's family compiles the
+#: kernels the two share early (the tree's build, its queries' member tests, its probes through the
+#: interest manager's tick), and the other family starts with what is its own (the grid's build, the
+#: broad phase's bands) and reaches the grid's queries and the tree's probes last, loading them.  A
+#: structure's mutations come after its queries (they empty it, and a query of nothing calls no kernel).
+_ORDER: tuple[str, ...] = (
+    "tree: insert_many", "tree: query", "tree: query_many", "interest: tick", "tree: trace",
+    "tree: update_many, remove_many",
+    "grid: insert_many", "grid: overlapping, overlapping_pairs", "cubes: overlapping_pairs",
+    "grid: query", "grid: query_many", "grid: trace", "grid: update_many, remove_many",
+    "tree: overlapping, overlapping_pairs")
+
+#: The kernels a step shares with the steps of a group of the other family, by that group: a worker
+#: whose partner worker compiles the group meanwhile (``python -m culling warm-up --beside``) waits before
+#: the step until they are in the cache (at most :data:`PARTNER_WAIT` seconds), then loads them, so a
+#: slower partner does not make both compile them.
+_SHARED: dict[str, tuple[tuple[str, tuple[Any, ...]], ...]] = {
+    "grid: query": (("tree", (members.answer,)),),
+    "grid: query_many": (("tree", (members._answer_many,)),),
+    "cubes: overlapping_pairs": (("tree", (batch.place,)),),
+    "tree: overlapping, overlapping_pairs": (("tree", (batch.place,)), ("interest", (tree_probe.probe_chunk,))),
+}
+
+#: The longest a worker waits for its partner's kernels, all its steps together (it compiles them itself
+#: after): a partner that failed costs this much wall time at most.  The partner compiles the shared
+#: kernels first, within some 15 s of CPU on the 2-core machine.
+PARTNER_WAIT = 60.0
 
 #: Kernels that each group compiles, probed by :func:`kernels_cached`: when numba's cache (or the kernels
 #: a wheel ships) holds them, fresh for these sources, the group was compiled by an earlier run.
 _PROBED: dict[str, tuple[Any, ...]] = {
     "tree": (batch.place, tree_walk.query, tree_walk._visits_from, members._answer_many, batch._settle_part),
-    "pairs": (join.join_chunk, bands._sphere_cells, bands._cube_rows),
+    "pairs": (join.join_chunk, bands._sphere_cells, bands._sphere_rows),
     "grid": (grid_walk.query, grid_walk._visits),
     "interest": (interest_kernels.advance_rows, interest_kernels.compact_rows),
+    "cubes": (bands._cube_cells, bands._cube_rows),
 }
 
 
@@ -311,7 +352,7 @@ def warm_up(progress: Progress | None = None, *, groups: Sequence[str] | None = 
     """
     start = time.perf_counter()
     chosen = _groups(groups)
-    names = [name for group in chosen for name in KERNEL_GROUPS[group]]
+    names = sorted((name for group in chosen for name in KERNEL_GROUPS[group]), key=_ORDER.index)
     reported: set[str] = set()
     if workers is None:
         workers = min(os.cpu_count() or 1, len(chosen))
@@ -323,15 +364,36 @@ def warm_up(progress: Progress | None = None, *, groups: Sequence[str] | None = 
             reported.add(name)
             if progress is not None:
                 progress(len(reported), len(names), name)
+    _run_steps(names, progress, reported)
+    return time.perf_counter() - start
+
+
+def _run_steps(names: Sequence[str], progress: Progress | None, reported: set[str],
+               beside: Sequence[str] = ()) -> None:
+    """Run the steps ``names`` in this process, reporting those not in ``reported`` yet; ``beside``: the
+    groups a partner worker compiles meanwhile (:data:`_SHARED`: their kernels are awaited, not compiled)."""
     steps = dict(STEPS)
     state: dict[str, object] = {}
+    patience = PARTNER_WAIT  # for all the steps together: a partner that failed costs a minute at most
     for name in names:  # loads what the workers compiled, compiles anything still missing
+        shared = [kernel for group, kernels in _SHARED.get(name, ()) if group in beside for kernel in kernels]
+        since = time.monotonic()
+        while shared and not all(_has_index(k) for k in shared) and time.monotonic() - since < patience:
+            time.sleep(0.1)
+        patience -= time.monotonic() - since
         steps[name](state)
         if name not in reported:
             reported.add(name)
             if progress is not None:
                 progress(len(reported), len(names), name)
-    return time.perf_counter() - start
+
+
+def worker_warm_up(progress: Progress, groups: Sequence[str], beside: Sequence[str]) -> None:
+    """A worker's warm-up (``python -m culling warm-up --report``): ``groups``' steps in this process, in
+    :data:`_ORDER`, waiting for the kernels it shares with ``beside``, the groups another worker compiles
+    at the same time (:data:`_SHARED`)."""
+    names = sorted((name for group in _groups(groups) for name in KERNEL_GROUPS[group]), key=_ORDER.index)
+    _run_steps(names, progress, set(), tuple(beside))
 
 
 def _share(groups: Sequence[str], workers: int) -> list[list[str]]:
@@ -399,9 +461,11 @@ class CompileWorkers:
         env = dict(os.environ,
                    PYTHONPATH=os.pathsep.join([package_parent, *filter(None, [os.environ.get("PYTHONPATH")])]))
         self._processes: list[subprocess.Popen[str]] = []
-        for share in _share(chosen, workers):
+        shares = _share(chosen, workers)
+        for share in shares:
+            beside = [g for other in shares if other is not share for g in other]
             command = [sys.executable, "-m", "culling", "warm-up", "--groups", ",".join(share), "--report",
-                       "--workers", "1"]
+                       "--workers", "1"] + (["--beside", ",".join(beside)] if beside else [])
             lower = (lambda: os.nice(10)) if background and hasattr(os, "nice") else None
             process = subprocess.Popen(command, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                        stderr=subprocess.DEVNULL, text=True, preexec_fn=lower)

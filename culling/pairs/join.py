@@ -258,10 +258,13 @@ def _kids(x: int, tree: JoinTree, kids: np.ndarray) -> tuple[np.ndarray, int]:
     return kids, k
 
 
-@inline_kernel
+@kernel
 def _expand(a: int, b: int, tree: JoinTree, kids: np.ndarray, stack_a: np.ndarray, stack_b: np.ndarray,
             sp: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
-    """Push the items that item ``(a, b)`` (``b == -1``: ``self(a)``), not a leaf's, splits into."""
+    """Push the items that item ``(a, b)`` (``b == -1``: ``self(a)``), not a leaf's, splits into.
+
+    A called kernel, not inlined: :func:`frontier` and :func:`join_chunk` share one compile of it
+    (the dual walk is the rare way of the join: bands of clusters far apart)."""
     if b < 0:
         kids, k = _kids(a, tree, kids)
         nodes = tree.link.shape[0]
