@@ -133,7 +133,7 @@ class BlockPool(RowPool):
     handles : ndarray, shape (rows,), int64
     columns : ndarray, shape (width, rows), float64
         The centre's axes, the radius, the squared reach.
-    tile_box : ndarray, shape (tiles, 2 * (width - 2) + 1), float64
+    tile_box : ndarray, shape (tiles, 2 * (width - 2) + 1), float32
         Every tile's summary (:mod:`culling.core.tiles`): whoever writes a row's
         centre or radius covers it (:func:`culling.core.tiles.cover`).
     refresh_tile, refresh_credit : int; float
