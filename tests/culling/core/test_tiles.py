@@ -191,6 +191,45 @@ def test_sphere_tiles_far_in_euclidean_distance_are_skipped() -> None:
     assert next_near_rows(0, TILE_ROWS, at_reach, 0.5, box, True) == (TILE_ROWS, TILE_ROWS)
 
 
+def test_flag_tiles_agrees_with_next_near_rows() -> None:
+    """The hot paths' one flag pass over a run's tiles (``flag_tiles``, ranges read by ``near_range``)
+    gives the rows ``next_near_rows`` gives range by range, on random boxes and runs, at the edges of
+    tiles too; without summaries the whole run is one range."""
+    rng = np.random.default_rng(5)
+    for _ in range(200):
+        tiles_n = int(rng.integers(1, 9))
+        low = rng.uniform(0.0, 10.0, (tiles_n, 2))
+        box = np.column_stack([low, low + rng.uniform(0.0, 2.0, (tiles_n, 2)), rng.uniform(0.0, 3.0, tiles_n)])
+        box = box.astype(np.float32) if rng.random() < 0.5 else box
+        first = int(rng.integers(0, tiles_n * TILE_ROWS))
+        last = int(rng.integers(first + 1, tiles_n * TILE_ROWS + 1))
+        p, scale, sphere = rng.uniform(-2.0, 12.0, 2), float(rng.choice([0.5, 1.0, 2.0])), bool(rng.random() < 0.5)
+        expected, row = [], first
+        while row < last:
+            near, row = next_near_rows(row, last, p, scale, box, sphere)
+            expected.extend(range(near, row))
+        flags = np.empty(tiles_n + 1, dtype=np.uint8)
+        n = tiles.flag_tiles(first, last, p, scale, box, sphere, flags)
+        got = [r for i in range(n) if flags[i] for r in range(*tiles.near_range(first, last, i, i + 1, box))]
+        assert got == expected
+    empty = np.empty((0, 5), dtype=np.float32)
+    flags = np.empty(2, dtype=np.uint8)
+    assert tiles.flag_tiles(3, 700, np.zeros(2), 1.0, empty, True, flags) == 1 and flags[0] == 1
+    assert tiles.near_range(3, 700, 0, 1, empty) == (3, 700)
+
+
+def test_float32_summaries_round_outward() -> None:
+    """A summary holds its rows' centres and radius however float32 rounds them: the low corner at or
+    below, the high corner and the radius at or above (values between float32s, and beyond their range)."""
+    tree = ViewDistanceTree(1e6, dim=2)
+    centres = np.array([[0.1, 0.7], [0.30000001, 0.1], [1e-50, 2.0 / 3.0]])
+    tree.insert_many(centres, np.array([0.1, 1.0 / 3.0, 1e-45]))
+    tree.check_invariants()  # every live row inside its tile's box, its radius within the tile's
+    for x in (0.1, -0.1, 1.0 / 3.0, 1e300, -1e300, 1e-50, -1e-50, 0.0, np.inf, -np.inf):
+        assert tiles.down32(x) <= x <= tiles.up32(x)
+        assert np.float32(tiles.down32(x)) == tiles.down32(x) and np.float32(tiles.up32(x)) == tiles.up32(x)
+
+
 @settings(max_examples=60, deadline=None)
 @given(exponent=st.integers(-1074, 10), offset_exponent=st.integers(-1074, 0), dim=st.integers(1, 3))
 def test_points_at_or_next_to_centres_at_every_magnitude(exponent: int, offset_exponent: int, dim: int) -> None:
