@@ -109,7 +109,7 @@ def down32(x: float) -> float:
     f = np.float32(x)
     if f > x:
         f = np.nextafter(f, np.float32(-math.inf))
-    return f
+    return float(f)
 
 
 @inline_kernel
@@ -118,7 +118,7 @@ def up32(x: float) -> float:
     f = np.float32(x)
     if f < x:
         f = np.nextafter(f, np.float32(math.inf))
-    return f
+    return float(f)
 
 
 @inline_kernel
@@ -270,13 +270,13 @@ def flag_tiles(first: int, last: int, p: np.ndarray, scale: float, box: np.ndarr
             near[i] = not far
         return n
     for i in range(n):
-        tile = t0 + i
-        reach = box[2 * dim, tile] * scale
+        t = t0 + i
+        reach = box[2 * dim, t] * scale
         far = False
         gap = 0.0
         for axis in range(dim):
-            above = p[axis] - box[dim + axis, tile]
-            below = box[axis, tile] - p[axis]
+            above = p[axis] - box[dim + axis, t]
+            below = box[axis, t] - p[axis]
             far |= (above > reach) | (below > reach)
             side = max(above, below, 0.0)
             gap += side * side
