@@ -151,7 +151,8 @@ def query_phases(n: int = 1_000_000, repeats: int = 3) -> str:
             return 0, 0, 0
         total = members.candidates(visited, count)
         out = np.empty(total, dtype=np.int64)
-        scratch = (np.empty(containment.TILE), np.empty(total, dtype=np.uint8))
+        scratch = (np.empty(containment.TILE), np.empty(total, dtype=np.uint8),
+                   np.empty((total >> tiles.TILE_SHIFT) + 2, dtype=np.uint8))
         sure, tested, nothing = 0, 0, np.empty(0, dtype=np.int64)
         for node in visited:
             first, last = start[node], start[node] + count[node]

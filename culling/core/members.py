@@ -30,7 +30,7 @@ import numpy as np
 
 from culling.core.containment import SURE, TILE, UNSURE, flag_rows
 from culling.core.structs import Pool, PoolFields, Query, QueryFields
-from culling.core.tiles import next_near_rows
+from culling.core.tiles import TILE_SHIFT, flag_tiles, near_range
 from culling.runtime.jit import inline_kernel, kernel
 
 __all__ = ["PARALLEL_MIN_POINTS", "answer", "answer_many", "answer_runs", "candidates",
@@ -82,37 +82,49 @@ def write_rows(pool: Pool, run: tuple[int, int], q: Query, flags: np.ndarray, do
 
 
 @inline_kernel
-def scan_rows(pool: Pool, run: tuple[int, int], p: np.ndarray, q: Query, scratch: tuple[np.ndarray, np.ndarray],
+def scan_rows(pool: Pool, run: tuple[int, int], p: np.ndarray, q: Query,
+              scratch: tuple[np.ndarray, np.ndarray, np.ndarray],
               out: np.ndarray, k: int, unsure: np.ndarray, uk: int) -> tuple[int, int]:
     """The exact test of one run of pool rows against ``p``: the sure rows' handles (with
     ``q.want_rows``, the rows) to ``out[k:]``, the unsure rows to ``unsure[uk:]`` as far as it
     has room.  Returns how many rows were sure and unsure.
 
     ``out`` must have room for every row of the run after ``k``.  Only the
-    rows of tiles near ``p`` are read (:func:`culling.core.tiles.next_near_rows`,
-    once per tile): each range of them gets the flag pass
+    rows of tiles near ``p`` are read (:func:`culling.core.tiles.flag_tiles`,
+    one pass over the run's tiles): each range of them gets the flag pass
     (:func:`culling.core.containment.flag_rows`) and the write
     (:func:`write_rows`), both inlined here, while its rows are in cache.
-    ``scratch`` is ``(distance, flags)``: ``TILE`` floats and a byte per row
-    of the run (or more).  :func:`answer` writes the same loop out in its
+    ``scratch`` is ``(distance, flags, near)``: ``TILE`` floats, a byte per row
+    of the run and a byte per tile and one more (or more).  :func:`answer` writes the same loop out in its
     own body (see there).  O(tiles + rows tested).
     """
-    distance, flags = scratch
+    distance, flags, near = scratch
     first, last = run
     sure = 0
     doubtful = 0
-    near_end = first
-    while near_end < last:
-        near, near_end = next_near_rows(near_end, last, p, q.scale, pool.tile_box, not q.cube)
-        s, u = flag_rows(pool, (near, near_end), p, q, distance, flags)
-        write_rows(pool, (near, near_end), q, flags, u, out, k + sure, unsure, uk + doubtful)
+    if first == last:
+        return sure, doubtful
+    n = flag_tiles(first, last, p, q.scale, pool.tile_box, not q.cube, near)
+    i = 0
+    while i < n:
+        if not near[i]:
+            i += 1
+            continue
+        j = i + 1
+        while j < n and near[j]:
+            j += 1
+        rows = near_range(first, last, i, j, pool.tile_box)
+        s, u = flag_rows(pool, rows, p, q, distance, flags)
+        write_rows(pool, rows, q, flags, u, out, k + sure, unsure, uk + doubtful)
         sure += s
         doubtful += u
+        i = j
     return sure, doubtful
 
 
 @kernel(refcounts=False)
-def keep_rows(pool: Pool, run: tuple[int, int], p: np.ndarray, q: Query, scratch: tuple[np.ndarray, np.ndarray],
+def keep_rows(pool: Pool, run: tuple[int, int], p: np.ndarray, q: Query,
+              scratch: tuple[np.ndarray, np.ndarray, np.ndarray],
               out: np.ndarray, k: int, unsure: np.ndarray, uk: int) -> tuple[int, int]:
     """:func:`scan_rows` as a kernel of its own, for the kernels that call it per visit
     (:func:`answer_many`'s steps): compiled once, without reference counting (it allocates
@@ -158,17 +170,28 @@ def answer(visited: np.ndarray, start: np.ndarray, count: np.ndarray, pool: Pool
     sure = 0
     unsure = 0
     distance, flags = scratch
+    near = np.empty((largest >> TILE_SHIFT) + 2, dtype=np.uint8)
     scale, sphere, tile_box = q.scale, not q.cube, pool.tile_box
     for node in visited:  # scan_rows written out: inlined, its call counted references to its arrays per node
-        last = start[node] + count[node]
-        near_end = start[node]
-        while near_end < last:
-            near, near_end = next_near_rows(near_end, last, p, scale, tile_box, sphere)
-            s, u = flag_rows(pool, (near, near_end), p, q, distance, flags)
+        first, last = start[node], start[node] + count[node]
+        if first == last:
+            continue
+        n = flag_tiles(first, last, p, scale, tile_box, sphere, near)
+        i = 0
+        while i < n:
+            if not near[i]:
+                i += 1
+                continue
+            j = i + 1
+            while j < n and near[j]:
+                j += 1
+            rows = near_range(first, last, i, j, tile_box)
+            s, u = flag_rows(pool, rows, p, q, distance, flags)
             if s or u:  # a range with no answer (near by its tile's box only) is not read again
-                write_rows(pool, (near, near_end), q, flags, u, found, sure, doubtful, unsure)
+                write_rows(pool, rows, q, flags, u, found, sure, doubtful, unsure)
             sure += s
             unsure += u
+            i = j
     for i in range(unsure):  # practically never any
         found[sure + i] = doubtful[i]
     if 2 * (sure + unsure) < total:  # keep no more than twice the answer's memory alive
@@ -305,7 +328,8 @@ def _test_visits(by_node: np.ndarray, visits: _Visits, start: np.ndarray, count:
     largest = 0
     for node in visits.node:
         largest = max(largest, count[node])
-    scratch = (np.empty(TILE, dtype=np.float64), np.empty(largest, dtype=np.uint8))
+    scratch = (np.empty(TILE, dtype=np.float64), np.empty(largest, dtype=np.uint8),
+               np.empty((largest >> TILE_SHIFT) + 2, dtype=np.uint8))
     nothing = np.empty(0, dtype=np.int64)
     as_rows = Query(q.scale, q.exact, q.cube, True)
     p = np.empty(points.shape[1])  # the visit's point, copied: a view per visit would cost a refcount
@@ -368,7 +392,8 @@ def _list_unsure(visits: _Visits, start: np.ndarray, count: np.ndarray, pool: Po
         node = visits.node[v]
         run = (start[node], start[node] + count[node])
         p = visits.points[visits.point[v]]
-        keep_rows(pool, run, p, as_rows, (distance, np.empty(count[node], dtype=np.uint8)), nothing, 0,
+        keep_rows(pool, run, p, as_rows, (distance, np.empty(count[node], dtype=np.uint8),
+                                          np.empty((count[node] >> TILE_SHIFT) + 2, dtype=np.uint8)), nothing, 0,
                   unsure[unsure_at[v]:unsure_at[v + 1]], 0)
         for i in range(unsure_at[v], unsure_at[v + 1]):
             unsure_points[i] = visits.point[v]

@@ -212,17 +212,17 @@ def probe_run(pool: Pool, first: int, last: int, p: np.ndarray, rho: float, q: Q
             k += 1
         return out, k, unsure, uk
     dim = p.shape[0]
-    tiles = tile_box.shape[0] > 0
+    tiles = tile_box.shape[1] > 0
     row = first
     while row < last:
         end = min(last, ((row >> TILE_SHIFT) + 1) << TILE_SHIFT) if tiles else last
         if tiles:
             tile = row >> TILE_SHIFT
-            reach = reach_up(tile_box[tile, 2 * dim], q.scale, rho)
+            reach = reach_up(tile_box[2 * dim, tile], q.scale, rho)
             far = False
             for axis in range(dim):
-                far |= far_apart(tile_box[tile, dim + axis], p[axis], reach)
-                far |= far_apart(p[axis], tile_box[tile, axis], reach)
+                far |= far_apart(tile_box[dim + axis, tile], p[axis], reach)
+                far |= far_apart(p[axis], tile_box[axis, tile], reach)
             if far:
                 row = end
                 continue

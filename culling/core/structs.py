@@ -78,7 +78,7 @@ class Pool(NamedTuple):
 
     handles : shape (rows,), int64, -1 for a row not in use
     columns : shape (dim + 2, rows), float64: the centre's axes, the radius, the squared reach
-    tile_box : shape (tiles, 2 * dim + 1), float64: the tiles' summaries
+    tile_box : shape (2 * dim + 1, tiles), float32: the tiles' summaries (rounded outward)
         (:mod:`culling.core.tiles`); no rows (the grid's) means every row is near
     """
 

@@ -68,7 +68,7 @@ __all__ = ["DEFAULT_FINEST_CELLS", "DenseViewDistanceGrid", "MAX_ENUMERATED_CELL
 #: in a box of twice their radius), so its runs have no tile summaries
 #: (:mod:`culling.core.tiles`): an empty summary array, one per dimension, makes
 #: the member kernels test every row.
-_NO_TILES = {dim: np.empty((0, 2 * dim + 1)) for dim in (1, 2, 3)}
+_NO_TILES = {dim: np.empty((2 * dim + 1, 0), dtype=np.float32) for dim in (1, 2, 3)}
 
 #: Cells on the finest level when no ``min_radius`` is given: 2**18 (64**3 in
 #: 3D, 512**2 in 2D), 3.4 to 6 MiB of cell arrays for all levels together.

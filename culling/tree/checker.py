@@ -102,8 +102,8 @@ def check_tree(tree: ViewDistanceTree) -> None:
     assert (tree._nodes.cells[:, nodes] == keys[:, 1:].T).all(), "object in the wrong cell"
     # Tile summaries (culling.core.tiles): every live row inside its tile's box, its radius within the tile's.
     pool, tile = tree._pool, rows >> TILE_SHIFT
-    box = pool.tile_box[tile].T
-    assert pool.tile_box.shape[0] * TILE_ROWS >= pool.rows, "tile summaries shorter than the pool"
+    box = pool.tile_box[:, tile]
+    assert pool.tile_box.shape[1] * TILE_ROWS >= pool.rows, "tile summaries shorter than the pool"
     assert (box[: tree.dim] <= columns[: tree.dim]).all(), "a centre below its tile's box"
     assert (box[tree.dim:2 * tree.dim] >= columns[: tree.dim]).all(), "a centre above its tile's box"
     assert (box[2 * tree.dim] >= radii).all(), "a radius above its tile's largest"

@@ -133,7 +133,7 @@ class BlockPool(RowPool):
     handles : ndarray, shape (rows,), int64
     columns : ndarray, shape (width, rows), float64
         The centre's axes, the radius, the squared reach.
-    tile_box : ndarray, shape (tiles, 2 * (width - 2) + 1), float64
+    tile_box : ndarray, shape (2 * (width - 2) + 1, tiles), float32
         Every tile's summary (:mod:`culling.core.tiles`): whoever writes a row's
         centre or radius covers it (:func:`culling.core.tiles.cover`).
     refresh_tile, refresh_credit : int; float
@@ -170,7 +170,7 @@ class BlockPool(RowPool):
         # Every array allocated: commit (a MemoryError above leaves the pool as it was).
         handles[: self.top] = self.handles[: self.top]  # the free blocks' links with them
         columns[:, : self.top] = self.columns[:, : self.top]
-        box[: self.tile_box.shape[0]] = self.tile_box
+        box[:, : self.tile_box.shape[1]] = self.tile_box
         spare[: self.spare_count] = self.spare[: self.spare_count]  # never shorter: rows only grow here
         self.handles, self.columns, self.tile_box, self.spare = handles, columns, box, spare
 

@@ -45,7 +45,7 @@ def test_sorted_members_make_small_tiles() -> None:
     rng = np.random.default_rng(3)
     tree = ViewDistanceTree(1024.0, dim=2)
     tree.insert_many(rng.uniform(0.0, 1024.0, (4000, 2)), rng.uniform(130.0, 250.0, 4000))  # 4 nodes 512 wide
-    box = tree._pool.tile_box[: tree._pool.top // TILE_ROWS]
+    box = tree._pool.tile_box[:, : tree._pool.top // TILE_ROWS].T  # a tile a row
     box = box[np.isfinite(box[:, 0])]
     areas = np.prod(box[:, 2:4] - box[:, 0:2], axis=1)
     assert np.median(areas) < 512.0 ** 2 / 4
@@ -98,7 +98,7 @@ def _tight(tree: ViewDistanceTree) -> np.ndarray:
     """The summaries :func:`culling.core.tiles.summarise` computes from the live nodes' rows now."""
     nodes, pool = tree._nodes, tree._pool
     alive = np.flatnonzero(nodes.count[: nodes.issued] > 0)
-    box = tiles.empty_summaries(tree.dim, pool.tile_box.shape[0])
+    box = tiles.empty_summaries(tree.dim, pool.tile_box.shape[1])
     tiles.summarise(pool.columns, nodes.start[alive], nodes.count[alive], box)
     return box
 
@@ -122,7 +122,7 @@ def test_summaries_shrink_back_to_the_live_rows_after_many_moves() -> None:
                 assert set(tree.query(p, exact=True).tolist()) == want
     grown = tree._pool.tile_box.copy()
     tight = _tight(tree)
-    assert (grown[:, :2] <= tight[:, :2]).all() and (grown[:, 2:] >= tight[:, 2:]).all()  # conservative
+    assert (grown[:2] <= tight[:2]).all() and (grown[2:] >= tight[2:]).all()  # conservative (a tile a column)
     assert not np.array_equal(grown, tight)  # the last batches' writes grew some
     # Batches that move nothing (the same centres): they write every row in place and re-summarise
     # REFRESH_SHARE rows' tiles per object, so a pass over the pool's tiles takes this many.
@@ -146,20 +146,20 @@ def test_refresh_is_the_live_rows_box_and_wraps_round() -> None:
     handles[5], columns[:3, 5] = 0, [1.0, 2.0, 3.0]
     handles[9], columns[:3, 9] = 1, [-1.0, 4.0, 0.5]
     handles[TILE_ROWS + 1], columns[:3, TILE_ROWS + 1] = 2, [7.0, 7.0, 1.0]
-    box = np.zeros((3, 5))
+    box = np.zeros((5, 3)).T  # the summaries column-major, read a tile a row
     top = 2 * TILE_ROWS  # the third tile is above top: never visited
-    assert tiles.refresh(handles, columns, top, 1, 3, box) == 1  # 3 clipped to the 2 tiles in use: 1, then 0; next 1
+    assert tiles.refresh(handles, columns, top, 1, 3, box.T) == 1  # 3 clipped to the 2 tiles in use: 1, then 0; next 1
     assert box[0].tolist() == [-1.0, 2.0, 1.0, 4.0, 3.0]
     assert box[1].tolist() == [7.0, 7.0, 7.0, 7.0, 1.0]
     assert box[2].tolist() == [0.0] * 5
     handles[TILE_ROWS + 1] = -1
-    assert tiles.refresh(handles, columns, top, 1, 1, box) == 0
+    assert tiles.refresh(handles, columns, top, 1, 1, box.T) == 0
     assert box[1].tolist() == [np.inf, np.inf, -np.inf, -np.inf, -np.inf]
-    assert tiles.refresh(handles, columns, 0, 7, 4, box) == 0  # an empty pool
+    assert tiles.refresh(handles, columns, 0, 7, 4, box.T) == 0  # an empty pool
 
 
 def test_without_summaries_a_run_is_one_range() -> None:
-    empty = np.empty((0, 5))
+    empty = np.empty((5, 0))
     assert next_near_rows(3, 700, np.zeros(2), 1.0, empty, True) == (3, 700)
     assert next_near_rows(700, 700, np.zeros(2), 1.0, empty, True) == (700, 700)
 
@@ -169,6 +169,7 @@ def test_far_tiles_are_skipped() -> None:
     box = np.empty((3, 5))
     box[:, :2], box[:, 2:4], box[:, 4] = 0.0, 1.0, 1.0   # boxes [0, 1]^2, radius 1
     box[1, :2], box[1, 2:4] = 10.0, 11.0                   # tile 1 at [10, 11]^2
+    box = np.ascontiguousarray(box.T)                      # column-major, as the pool keeps them
     p = np.array([10.5, 10.5])
     assert next_near_rows(0, 3 * TILE_ROWS, p, 1.0, box, True) == (TILE_ROWS, 2 * TILE_ROWS)
     assert next_near_rows(2 * TILE_ROWS, 3 * TILE_ROWS, p, 1.0, box, True) == (3 * TILE_ROWS, 3 * TILE_ROWS)
@@ -183,12 +184,52 @@ def test_sphere_tiles_far_in_euclidean_distance_are_skipped() -> None:
     for cubes; one at its reach diagonally (up to the rounding of the gaps) is near for both."""
     box = np.empty((1, 5))
     box[0, :2], box[0, 2:4], box[0, 4] = 0.0, 1.0, 1.0     # box [0, 1]^2, radius 1
+    box = np.ascontiguousarray(box.T)
     diagonal = np.array([1.8, 1.8])                         # gaps 0.8 and 0.8: 1.13 apart
     assert next_near_rows(0, TILE_ROWS, diagonal, 1.0, box, True) == (TILE_ROWS, TILE_ROWS)
     assert next_near_rows(0, TILE_ROWS, diagonal, 1.0, box, False) == (0, TILE_ROWS)
     at_reach = np.array([1.6, 1.8])                         # gaps 0.6 and 0.8: 1 apart, 1 + 2**-52 in floats
     assert next_near_rows(0, TILE_ROWS, at_reach, 1.0, box, True) == (0, TILE_ROWS)
     assert next_near_rows(0, TILE_ROWS, at_reach, 0.5, box, True) == (TILE_ROWS, TILE_ROWS)
+
+
+def test_flag_tiles_agrees_with_next_near_rows() -> None:
+    """The hot paths' one flag pass over a run's tiles (``flag_tiles``, ranges read by ``near_range``)
+    gives the rows ``next_near_rows`` gives range by range, on random boxes and runs, at the edges of
+    tiles too; without summaries the whole run is one range."""
+    rng = np.random.default_rng(5)
+    for _ in range(200):
+        tiles_n, dim = int(rng.integers(1, 9)), int(rng.integers(1, 4))  # 3-D has a loop of its own
+        low = rng.uniform(0.0, 10.0, (tiles_n, dim))
+        box = np.column_stack([low, low + rng.uniform(0.0, 2.0, (tiles_n, dim)), rng.uniform(0.0, 3.0, tiles_n)])
+        box = np.ascontiguousarray(box.T, dtype=np.float32)
+        first = int(rng.integers(0, tiles_n * TILE_ROWS))
+        last = int(rng.integers(first + 1, tiles_n * TILE_ROWS + 1))
+        p, scale, sphere = rng.uniform(-2.0, 12.0, dim), float(rng.choice([0.5, 1.0, 2.0])), bool(rng.random() < 0.5)
+        expected, row = [], first
+        while row < last:
+            near, row = next_near_rows(row, last, p, scale, box, sphere)
+            expected.extend(range(near, row))
+        flags = np.empty(tiles_n + 1, dtype=np.uint8)
+        n = tiles.flag_tiles(first, last, p, scale, box, sphere, flags)
+        got = [r for i in range(n) if flags[i] for r in range(*tiles.near_range(first, last, i, i + 1, box))]
+        assert got == expected
+    empty = np.empty((5, 0), dtype=np.float32)
+    flags = np.empty(2, dtype=np.uint8)
+    assert tiles.flag_tiles(3, 700, np.zeros(2), 1.0, empty, True, flags) == 1 and flags[0] == 1
+    assert tiles.near_range(3, 700, 0, 1, empty) == (3, 700)
+
+
+def test_float32_summaries_round_outward() -> None:
+    """A summary holds its rows' centres and radius however float32 rounds them: the low corner at or
+    below, the high corner and the radius at or above (values between float32s, and beyond their range)."""
+    tree = ViewDistanceTree(1e6, dim=2)
+    centres = np.array([[0.1, 0.7], [0.30000001, 0.1], [1e-50, 2.0 / 3.0]])
+    tree.insert_many(centres, np.array([0.1, 1.0 / 3.0, 1e-45]))
+    tree.check_invariants()  # every live row inside its tile's box, its radius within the tile's
+    for x in (0.1, -0.1, 1.0 / 3.0, 1e300, -1e300, 1e-50, -1e-50, 0.0, np.inf, -np.inf):
+        assert tiles.down32(x) <= x <= tiles.up32(x)
+        assert np.float32(tiles.down32(x)) == tiles.down32(x) and np.float32(tiles.up32(x)) == tiles.up32(x)
 
 
 @settings(max_examples=60, deadline=None)
@@ -224,7 +265,7 @@ def _compacted_tile_areas(monkeypatch: pytest.MonkeyPatch, spatial: bool) -> tup
     assert tree._pool.rows < rows  # compacted
     tree.check_invariants()
     used = tiles.tiles_for(tree._pool.top)
-    box = tree._pool.tile_box[:used]
+    box = tree._pool.tile_box[:, :used].T  # a tile a row
     box = box[np.isfinite(box[:, 0])]
     return float(np.prod(box[:, 2:4] - box[:, 0:2], axis=1).sum()), tree
 
