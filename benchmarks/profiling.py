@@ -146,7 +146,7 @@ def query_phases(n: int = 1_000_000, repeats: int = 3) -> str:
     def stopped_after(p, stop, world_fields, nodes_fields, pool_fields):
         nodes, pool, q = nodes_of(nodes_fields), Pool(*pool_fields), Query(1.0, True, False, False)
         start, count, box = nodes.start, nodes.members, pool.tile_box
-        visited, _ = treewalk.walk(p, 1.0, World(*world_fields), nodes)
+        visited, _ = treewalk.walk(p, 1.0, World(*world_fields), nodes, 0.0)
         if stop == 0:
             return 0, 0, 0
         total = members.candidates(visited, count)
@@ -158,10 +158,13 @@ def query_phases(n: int = 1_000_000, repeats: int = 3) -> str:
             first, last = start[node], start[node] + count[node]
             s, _ = members.keep_rows(pool, (first, last), p, q, scratch, out, sure, nothing, 0)
             sure += s
-            row = first
-            while stop == 4 and row < last:  # counting only, untimed
-                near, row = tiles.next_near_rows(row, last, p, 1.0, box, True)
-                tested += row - near
+            if stop == 4 and first < last:  # counting only, untimed
+                near = scratch[2]
+                n = tiles.flag_tiles(first, last, p, 1.0, box, True, near)
+                for i in range(n):
+                    if near[i]:
+                        lo, hi = tiles.near_range(first, last, i, i + 1, box)
+                        tested += hi - lo
         return total, tested, sure
 
     args = (tree._world(), nodes.arrays(), pool.arrays())

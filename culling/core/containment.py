@@ -340,7 +340,7 @@ def flag_rows(pool: Pool, run: tuple[int, int], p: np.ndarray, q: Query, distanc
               flags: np.ndarray) -> tuple[int, int]:
     """Flag every row of the pool's ``run = (first, last)``, rows ``first .. last - 1``: ``flags[i]``
     for row ``first + i``.  The caller picks the rows worth testing (the tree's near tiles,
-    :func:`culling.core.tiles.next_near_rows`).
+    :func:`culling.core.tiles.flag_tiles`).
 
     The float filter runs ``TILE`` rows at a time, whose distances (the
     scratch ``distance``) stay in the L1 cache: the distance axis by axis

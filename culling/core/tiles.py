@@ -56,7 +56,7 @@ import culling.core.growth as growth
 from culling.runtime.jit import inline_kernel, kernel
 
 __all__ = ["TILE_ROWS", "TILE_SHIFT", "cover", "cover_row", "cover_rows", "down32", "empty_summaries", "flag_tiles",
-           "near_range", "next_near_rows", "refresh", "summarise", "tiles_for", "up32"]
+           "near_range", "refresh", "summarise", "tiles_for", "up32"]
 
 #: log2 of the rows per tile.  Smaller tiles test fewer rows (on the benchmark's forest at 1M,
 #: 15,374 rows at 16 a tile, 17,834 at 32, 20,636 at 64; 3,118, 1,566 and 790 tiles) but cut the
@@ -196,53 +196,19 @@ def refresh(handles: np.ndarray, columns: np.ndarray, top: int, tile: int, count
 
 
 @inline_kernel
-def next_near_rows(row: int, last: int, p: np.ndarray, scale: float, box: np.ndarray,
-                   sphere: bool) -> tuple[int, int]:
-    """The next rows to test of the run ``row .. last - 1``: ``(first, end)``, the rows of consecutive
-    tiles near ``p`` (``first == end == last`` when none is left).
+def flag_tiles(first: int, last: int, p: np.ndarray, scale: float, box: np.ndarray, sphere: bool,
+               near: np.ndarray) -> int:
+    """Flag the tiles of the run ``first .. last - 1`` (``first < last``) near ``p``: ``near[i]`` for
+    tile ``(first >> TILE_SHIFT) + i``, 1 near and 0 far; returns how many tiles the run spans.
+    Without summaries (``box`` empty: the dense grid) the whole run is one near "tile" (:func:`near_range`).
 
     A tile is far when ``p`` lies farther from its box than its largest
     radius (times ``scale``) along some axis, or, for spheres (``sphere``),
     farther in Euclidean distance (:data:`NEAR_MARGIN`); the module
-    docstring says why no far tile holds an answer.  Without summaries
-    (``box`` empty: the dense grid) the whole run is one range.
-    O(tiles skipped + tiles returned).
-    """
-    if box.shape[1] == 0:
-        return row, last
-    dim = p.shape[0]
-    first = last
-    while row < last:
-        tile = row >> TILE_SHIFT
-        reach = box[2 * dim, tile] * scale
-        far = False
-        gap = 0.0  # the squared distance from p to the box (the axes' gaps rounded up at most a little)
-        for axis in range(dim):
-            above = p[axis] - box[dim + axis, tile]
-            below = box[axis, tile] - p[axis]
-            far |= (above > reach) | (below > reach)
-            side = max(above, below, 0.0)
-            gap += side * side
-        bound = reach * reach
-        far |= sphere & (bound >= SAFE_SQUARE) & (gap > bound * NEAR_MARGIN)
-        if far and first < last:
-            break  # the end of a range of near tiles
-        if not far and first == last:
-            first = row  # the start of one
-        row = min(last, (tile + 1) << TILE_SHIFT)
-    return min(first, row), row
+    docstring says why no far tile holds an answer.
 
-
-@inline_kernel
-def flag_tiles(first: int, last: int, p: np.ndarray, scale: float, box: np.ndarray, sphere: bool,
-               near: np.ndarray) -> int:
-    """Flag the tiles of the run ``first .. last - 1`` (``first < last``) near ``p``: ``near[i]`` for
-    tile ``(first >> TILE_SHIFT) + i``, 1 near and 0 far, as :func:`next_near_rows` decides; returns
-    how many tiles the run spans.  Without summaries (``box`` empty: the dense grid) the whole run is
-    one near "tile" (:func:`near_range`).
-
-    One pass over the run's tiles without a branch, each tile's test independent of the last, where
-    :func:`next_near_rows` stops at each range's end; in 3-D written out, so that over the
+    One pass over the run's tiles without a branch, each tile's test independent of the last (a
+    range-by-range search stopping at each range's end was slower); in 3-D written out, so that over the
     column-major summaries it runs several tiles per instruction (0.6 ns a tile, measured on 100k
     tiles; 4 ns with the summaries a tile a row, 6.6 ns with a loop over the axes).  Its callers
     then read the ranges of near tiles from ``near``.  ``near`` needs ``tiles_for(last - first) + 1``

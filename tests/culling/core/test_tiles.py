@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from culling import ViewDistanceTree
 from culling.core import tiles
-from culling.core.tiles import TILE_ROWS, next_near_rows
+from culling.core.tiles import TILE_ROWS
 from culling.tree.pool import REFRESH_SHARE
 
 
@@ -158,10 +158,32 @@ def test_refresh_is_the_live_rows_box_and_wraps_round() -> None:
     assert tiles.refresh(handles, columns, 0, 7, 4, box.T) == 0  # an empty pool
 
 
+def near_rows(first: int, last: int, p: np.ndarray, scale: float, box: np.ndarray, sphere: bool) -> list[int]:
+    """The rows of the run ``first .. last - 1`` that the member test reads: those of the tiles
+    ``flag_tiles`` flags near, each tile's read back by ``near_range``."""
+    flags = np.empty((last - first) // TILE_ROWS + 3, dtype=np.uint8)
+    n = tiles.flag_tiles(first, last, p, scale, box, sphere, flags)
+    return [r for i in range(n) if flags[i] for r in range(*tiles.near_range(first, last, i, i + 1, box))]
+
+
+def _far_by_the_rule(p: np.ndarray, low: np.ndarray, high: np.ndarray, radius: float, scale: float,
+                     sphere: bool) -> bool:
+    """The tile rule of culling/core/tiles.py written plainly: farther than the reach along an axis, or,
+    for spheres, in Euclidean distance beyond the margin."""
+    reach = radius * scale
+    above, below = p - high, low - p
+    if (above > reach).any() or (below > reach).any():
+        return True
+    gap = float(sum(max(a, b, 0.0) ** 2 for a, b in zip(above, below)))
+    return sphere and reach * reach >= tiles.SAFE_SQUARE and gap > reach * reach * tiles.NEAR_MARGIN
+
+
 def test_without_summaries_a_run_is_one_range() -> None:
-    empty = np.empty((5, 0))
-    assert next_near_rows(3, 700, np.zeros(2), 1.0, empty, True) == (3, 700)
-    assert next_near_rows(700, 700, np.zeros(2), 1.0, empty, True) == (700, 700)
+    empty = np.empty((5, 0), dtype=np.float32)
+    assert near_rows(3, 700, np.zeros(2), 1.0, empty, True) == list(range(3, 700))
+    flags = np.empty(2, dtype=np.uint8)
+    assert tiles.flag_tiles(3, 700, np.zeros(2), 1.0, empty, True, flags) == 1 and flags[0] == 1
+    assert tiles.near_range(3, 700, 0, 1, empty) == (3, 700)
 
 
 def test_far_tiles_are_skipped() -> None:
@@ -171,12 +193,11 @@ def test_far_tiles_are_skipped() -> None:
     box[1, :2], box[1, 2:4] = 10.0, 11.0                   # tile 1 at [10, 11]^2
     box = np.ascontiguousarray(box.T)                      # column-major, as the pool keeps them
     p = np.array([10.5, 10.5])
-    assert next_near_rows(0, 3 * TILE_ROWS, p, 1.0, box, True) == (TILE_ROWS, 2 * TILE_ROWS)
-    assert next_near_rows(2 * TILE_ROWS, 3 * TILE_ROWS, p, 1.0, box, True) == (3 * TILE_ROWS, 3 * TILE_ROWS)
+    assert near_rows(0, 3 * TILE_ROWS, p, 1.0, box, True) == list(range(TILE_ROWS, 2 * TILE_ROWS))
+    assert near_rows(2 * TILE_ROWS, 3 * TILE_ROWS, p, 1.0, box, True) == []
     # exactly the tile's reach away along x (12 - 11 = 1 = radius): near
-    assert next_near_rows(0, 3 * TILE_ROWS, np.array([12.0, 10.5]), 1.0, box, True)[0] == TILE_ROWS
-    assert next_near_rows(0, 3 * TILE_ROWS, np.array([np.nextafter(12.0, 13.0), 10.5]), 1.0,
-                          box, True) == (3 * TILE_ROWS, 3 * TILE_ROWS)
+    assert near_rows(0, 3 * TILE_ROWS, np.array([12.0, 10.5]), 1.0, box, True)[0] == TILE_ROWS
+    assert near_rows(0, 3 * TILE_ROWS, np.array([np.nextafter(12.0, 13.0), 10.5]), 1.0, box, True) == []
 
 
 def test_sphere_tiles_far_in_euclidean_distance_are_skipped() -> None:
@@ -185,39 +206,33 @@ def test_sphere_tiles_far_in_euclidean_distance_are_skipped() -> None:
     box = np.empty((1, 5))
     box[0, :2], box[0, 2:4], box[0, 4] = 0.0, 1.0, 1.0     # box [0, 1]^2, radius 1
     box = np.ascontiguousarray(box.T)
+    one_tile = list(range(TILE_ROWS))
     diagonal = np.array([1.8, 1.8])                         # gaps 0.8 and 0.8: 1.13 apart
-    assert next_near_rows(0, TILE_ROWS, diagonal, 1.0, box, True) == (TILE_ROWS, TILE_ROWS)
-    assert next_near_rows(0, TILE_ROWS, diagonal, 1.0, box, False) == (0, TILE_ROWS)
+    assert near_rows(0, TILE_ROWS, diagonal, 1.0, box, True) == []
+    assert near_rows(0, TILE_ROWS, diagonal, 1.0, box, False) == one_tile
     at_reach = np.array([1.6, 1.8])                         # gaps 0.6 and 0.8: 1 apart, 1 + 2**-52 in floats
-    assert next_near_rows(0, TILE_ROWS, at_reach, 1.0, box, True) == (0, TILE_ROWS)
-    assert next_near_rows(0, TILE_ROWS, at_reach, 0.5, box, True) == (TILE_ROWS, TILE_ROWS)
+    assert near_rows(0, TILE_ROWS, at_reach, 1.0, box, True) == one_tile
+    assert near_rows(0, TILE_ROWS, at_reach, 0.5, box, True) == []
 
 
-def test_flag_tiles_agrees_with_next_near_rows() -> None:
-    """The hot paths' one flag pass over a run's tiles (``flag_tiles``, ranges read by ``near_range``)
-    gives the rows ``next_near_rows`` gives range by range, on random boxes and runs, at the edges of
-    tiles too; without summaries the whole run is one range."""
+def test_flag_tiles_follows_the_rule() -> None:
+    """The one flag pass over a run's tiles (``flag_tiles``; in 3-D a loop of its own) flags exactly the
+    tiles the rule, written plainly here, calls near, on random boxes and runs, at the edges of tiles too."""
     rng = np.random.default_rng(5)
     for _ in range(200):
-        tiles_n, dim = int(rng.integers(1, 9)), int(rng.integers(1, 4))  # 3-D has a loop of its own
+        tiles_n, dim = int(rng.integers(1, 9)), int(rng.integers(1, 4))
         low = rng.uniform(0.0, 10.0, (tiles_n, dim))
-        box = np.column_stack([low, low + rng.uniform(0.0, 2.0, (tiles_n, dim)), rng.uniform(0.0, 3.0, tiles_n)])
-        box = np.ascontiguousarray(box.T, dtype=np.float32)
+        high = low + rng.uniform(0.0, 2.0, (tiles_n, dim))
+        radius = rng.uniform(0.0, 3.0, tiles_n)
+        box = np.ascontiguousarray(np.column_stack([low, high, radius]).T, dtype=np.float32)
         first = int(rng.integers(0, tiles_n * TILE_ROWS))
         last = int(rng.integers(first + 1, tiles_n * TILE_ROWS + 1))
         p, scale, sphere = rng.uniform(-2.0, 12.0, dim), float(rng.choice([0.5, 1.0, 2.0])), bool(rng.random() < 0.5)
-        expected, row = [], first
-        while row < last:
-            near, row = next_near_rows(row, last, p, scale, box, sphere)
-            expected.extend(range(near, row))
-        flags = np.empty(tiles_n + 1, dtype=np.uint8)
-        n = tiles.flag_tiles(first, last, p, scale, box, sphere, flags)
-        got = [r for i in range(n) if flags[i] for r in range(*tiles.near_range(first, last, i, i + 1, box))]
-        assert got == expected
-    empty = np.empty((5, 0), dtype=np.float32)
-    flags = np.empty(2, dtype=np.uint8)
-    assert tiles.flag_tiles(3, 700, np.zeros(2), 1.0, empty, True, flags) == 1 and flags[0] == 1
-    assert tiles.near_range(3, 700, 0, 1, empty) == (3, 700)
+        stored = box.astype(np.float64)
+        expected = [r for r in range(first, last)
+                    if not _far_by_the_rule(p, stored[:dim, r // TILE_ROWS], stored[dim:2 * dim, r // TILE_ROWS],
+                                            float(stored[2 * dim, r // TILE_ROWS]), scale, sphere)]
+        assert near_rows(first, last, p, scale, box, sphere) == expected
 
 
 def test_float32_summaries_round_outward() -> None:
