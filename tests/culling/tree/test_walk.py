@@ -13,7 +13,9 @@ points on cell faces and one ulp either side, and scales from tiny to huge.
 
 from __future__ import annotations
 
+import contextlib
 import math
+from collections.abc import Iterator
 from fractions import Fraction
 
 import numpy as np
@@ -187,6 +189,17 @@ def _batch_matches_walks(tree: ViewDistanceTree, points: np.ndarray, scale: floa
     assert point.tolist() == expected_point
 
 
+def _run_of_points(p: list[float], steps: list[tuple[int, float]], size: float) -> list[list[float]]:
+    """``p``, then each point moved from the one before by ``ulps`` and ``shift * size`` on one axis."""
+    points = [list(p)]
+    for k, (ulps, shift) in enumerate(steps):
+        q = list(points[-1])
+        axis = k % len(q)
+        q[axis] = _nudge(q[axis] + shift * size, ulps) if shift else _nudge(q[axis], ulps)
+        points.append(q)
+    return points
+
+
 @WALK_SETTINGS
 @given(walk_cases(), st.lists(st.tuples(st.integers(-2, 2), st.floats(-0.3, 0.3)), min_size=1, max_size=8))
 def test_batch_visits_are_the_points_own_walks(case: tuple[ViewDistanceTree, list[float], float],
@@ -195,12 +208,7 @@ def test_batch_visits_are_the_points_own_walks(case: tuple[ViewDistanceTree, lis
     one axis): the walks share levels, the boxes of shared windows decide some, and each batch walk is
     the point's own."""
     tree, p, scale = case
-    points = [list(p)]
-    for k, (ulps, shift) in enumerate(steps):
-        q = list(points[-1])
-        axis = k % len(q)
-        q[axis] = _nudge(q[axis] + shift * tree.size, ulps) if shift else _nudge(q[axis], ulps)
-        points.append(q)
+    points = _run_of_points(p, steps, tree.size)
     points.append(list(p))  # back to the first point: a walk that shares nothing with the one before, or all
     _batch_matches_walks(tree, np.array(points, dtype=np.float64), scale)
 
@@ -279,3 +287,69 @@ def test_per_level_half_reach_is_half_reach(size: float, level: int, scale: floa
     assert half == math.inf or Fraction(half) >= exact  # an upper bound of scale * W / 2 ...
     if scale == 1.0 and Fraction(2.0 ** -1022) <= exact <= Fraction(1.7976931348623157e308):
         assert Fraction(half) == exact  # ... and W / 2 itself wherever that is a normal float
+
+
+@contextlib.contextmanager
+def _grouped(points_per_group: float, first_room: int = treewalk._FIRST_GROUP, probe: int = 0) -> Iterator[None]:
+    """``visits`` in groups (:func:`culling.tree.walk._group_visits_from`) after ``probe`` points walked
+    one by one (none: groups from the first point on), about ``points_per_group`` points a group, the
+    group buffers starting at ``first_room`` nodes."""
+    saved = treewalk.GROUP_MIN_POINTS, treewalk.GROUP_POINTS, treewalk._FIRST_GROUP, treewalk.GROUP_PROBE
+    treewalk.GROUP_MIN_POINTS, treewalk.GROUP_POINTS, treewalk._FIRST_GROUP, treewalk.GROUP_PROBE = \
+        1, points_per_group, first_room, probe
+    treewalk._buffers.held = None
+    try:
+        yield
+    finally:
+        treewalk.GROUP_MIN_POINTS, treewalk.GROUP_POINTS, treewalk._FIRST_GROUP, treewalk.GROUP_PROBE = saved
+        treewalk._buffers.held = None
+
+
+@WALK_SETTINGS
+@given(walk_cases(), st.lists(st.tuples(st.integers(-2, 2), st.floats(-0.3, 0.3)), min_size=1, max_size=8),
+       st.sampled_from([1.0, 3.0, 1e9]))
+def test_grouped_visits_are_the_points_own_walks(case: tuple[ViewDistanceTree, list[float], float],
+                                                 steps: list[tuple[int, float]], per_group: float) -> None:
+    """The same runs of points walked in groups (one walk per group's box, then each found node's
+    points): every point's nodes are its own walk's, in its walk's order; faces one ulp away from a
+    point, grown roots and huge scales (which walk one by one) included."""
+    tree, p, scale = case
+    points = _run_of_points(p, steps, tree.size)
+    with _grouped(per_group, first_room=1):
+        _batch_matches_walks(tree, np.array(points, dtype=np.float64), scale)
+
+
+def test_grouped_visits_along_a_curve() -> None:
+    """Points along a Morton curve, some a hair from the one before, in groups of every size: each
+    point's nodes are its own walk's; the groups' buffers grow from one node; a group whose walk passes
+    its budget (a large scale) walks its points one by one."""
+    rng = np.random.default_rng(6)
+    tree = ViewDistanceTree(size=100.0, dim=3)
+    tree.insert_many(rng.uniform(0.0, 100.0, (3000, 3)), rng.uniform(0.0, 3.0, 3000))
+    points = rng.uniform(-20.0, 120.0, (400, 3))
+    points = points[batch.query_order(points)]
+    moved = np.repeat(points, 3, axis=0)
+    moved[1::3, 0] += 1e-9
+    moved[2::3, 1] = np.round(moved[2::3, 1])  # on cell faces of every level at or above 1 unit
+    assert treewalk._group_extent(moved, 1.0, tree._world()) > 0.0
+    for per_group in (1.0, 30.0, 500.0, 1e9):
+        for scale in (1.0, 0.7, 50.0):
+            with _grouped(per_group, first_room=1 if per_group == 30.0 else treewalk._FIRST_GROUP,
+                          probe=8 if per_group == 500.0 else 0):
+                _batch_matches_walks(tree, moved, scale)
+
+
+def test_grouped_query_many_is_the_walks() -> None:
+    """``query_many`` of enough points to walk in groups: the answers equal a point-by-point ``query``'s,
+    in the same order, with and without the exact test."""
+    rng = np.random.default_rng(7)
+    tree = ViewDistanceTree(size=1000.0, dim=3)
+    tree.insert_many(rng.uniform(0.0, 1000.0, (5000, 3)), rng.uniform(1.0, 10.0, 5000))
+    points = rng.uniform(0.0, 1000.0, (3000, 3))
+    points[::7] = np.round(points[::7] / 7.8125) * 7.8125  # on level 7's faces
+    assert treewalk._group_extent(points, 1.0, tree._world()) > 0.0
+    for exact in (False, True):
+        handles, counts = tree.query_many(points, exact=exact)
+        split = np.split(handles, np.cumsum(counts)[:-1])
+        for i in range(0, 3000, 13):
+            assert split[i].tolist() == tree.query(points[i], exact=exact).tolist()
