@@ -311,8 +311,8 @@ class Structure(ABC):
         >>> [part.tolist() for part in np.split(handles, np.cumsum(counts)[:-1])]
         [[0], [], [1]]
         """
-        handles, counts, order = self._walked_many(points, exact, scale)
-        return (handles, counts) if order is None else chunks.in_caller_order(handles, counts, order)
+        parts, order = self._walked_parts(points, exact, scale)
+        return chunks.join_answers(parts) if order is None else chunks.parts_in_caller_order(parts, order)
 
     def _walked_many(self, points: ArrayLike, exact: bool,
                      scale: float) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
@@ -321,29 +321,39 @@ class Structure(ABC):
         as :meth:`query_many`; the caller holds the lock.  For a caller that reads the rows through the
         permutation (:class:`culling.uses.interest.InterestManager`), which saves the copy of the answer
         back into the caller's order."""
+        parts, order = self._walked_parts(points, exact, scale)
+        handles, counts = chunks.join_answers(parts)
+        return handles, counts, order
+
+    def _walked_parts(self, points: ArrayLike, exact: bool,
+                      scale: float) -> tuple[list[tuple[np.ndarray, np.ndarray]], np.ndarray | None]:
+        """:meth:`_walked_many`'s answer as the parts the threads answered (``(handles, counts)`` each, their
+        rows one after the other in the walk's order), not yet joined: ``(parts, order)``."""
         points = np.ascontiguousarray(as_points(points, self.dim, "points"))
         scale = as_scale(scale)
         exact = as_flag(exact)
         if not self._count or not points.shape[0]:
-            return np.empty(0, dtype=np.int64), np.zeros(points.shape[0], dtype=np.int64), None
+            return [(np.empty(0, dtype=np.int64), np.zeros(points.shape[0], dtype=np.int64))], None
         order = self._query_order(points)
-        if order is None:
-            handles, counts = chunks.in_chunks(
-                points.shape[0], lambda first, last: self._answer_many(points[first:last], exact, scale))
-            return handles, counts, None
-        ordered = np.take(points, order, axis=0)  # the rows gathered: a third of ``points[order]``'s time (1M x 3)
-        handles, counts = chunks.in_chunks(points.shape[0],
-                                           lambda first, last: self._answer_many(ordered[first:last], exact, scale))
-        return handles, counts, order
+        if order is not None:
+            # the rows gathered: a third of ``points[order]``'s time (1M x 3)
+            points = np.take(points, order, axis=0)
+        parts: list[tuple[np.ndarray, np.ndarray]] = []
+        for first, last in chunks.chunk_bounds(points.shape[0]):
+            parts += self._answer_many_parts(points[first:last], exact, scale)
+        return parts, order
 
     def _query_order(self, points: np.ndarray) -> np.ndarray | None:
         """The order :meth:`query_many` walks ``points`` in (int64 (m,), a permutation; its answer
         goes back in the caller's order), or None for the caller's own."""
         return None
 
-    def _answer_many(self, points: np.ndarray, exact: bool, scale: float) -> tuple[np.ndarray, np.ndarray]:
+    def _answer_many_parts(self, points: np.ndarray, exact: bool,
+                           scale: float) -> list[tuple[np.ndarray, np.ndarray]]:
         """:meth:`query_many` of one pass of points, validated: chunks of points on the library's threads,
         each walked and answered in two kernel calls (:meth:`_answer_parts`), then the exact fallback.
+        Returns the chunks' ``(handles, counts)`` in order, not yet joined (one joined part where the
+        exact fallback had rows to settle).
 
         Each chunk is independent, so the threads meet once per pass (every
         meeting costs a wake of a pool thread, 10 to 100 us on a busy
@@ -354,12 +364,12 @@ class Structure(ABC):
             return handles, counts, unsure, owners + lo
 
         parts = run_chunks(chunk, points.shape[0], min_items=members.PARALLEL_MIN_POINTS // 2)
+        if not any(part[2].size for part in parts):
+            return [(handles, counts) for handles, counts, _, _ in parts]
         handles, counts, unsure, owners = overlap.joined(parts)
-        if not unsure.size:
-            return handles, counts
         columns, row_handles = self._rows()  # within rounding of a surface: exact arithmetic decides
         keep = decide(columns, unsure, points[owners], self.shape, scale)
-        return chunks.merged(handles, counts, row_handles[unsure[keep]], owners[keep])
+        return [chunks.merged(handles, counts, row_handles[unsure[keep]], owners[keep])]
 
     @reading
     def overlapping(self, centre: ArrayLike, radius: float, exact: bool = False, scale: float = 1.0) -> np.ndarray:

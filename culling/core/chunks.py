@@ -24,7 +24,7 @@ import numpy as np
 
 from culling.runtime.jit import kernel
 
-__all__ = ["QUERY_CHUNK", "chunk_bounds", "in_caller_order", "in_chunks", "join_answers", "merged"]
+__all__ = ["QUERY_CHUNK", "chunk_bounds", "in_caller_order", "in_chunks", "join_answers", "merged", "parts_in_caller_order"]
 
 #: Points per pass of ``query_many``: 8,192 points' scratch is about 25 MB,
 #: and a pass stays long enough that its fixed costs (a few kernel calls, a
@@ -99,3 +99,37 @@ def in_caller_order(handles: np.ndarray, counts: np.ndarray, order: np.ndarray) 
             out[k] = handles[h]
             k += 1
     return out, out_counts
+
+
+def parts_in_caller_order(parts: list[Answer], order: np.ndarray) -> Answer:
+    """:func:`in_caller_order` of the answer the ``parts`` would join into (:func:`join_answers`), without
+    joining them: each part's rows are copied once, straight to the caller's rows.  O(m + answer).
+
+    A large answer (2,000 viewers over 1M entities: 3.7M handles) then pays one
+    new array and one copy rather than two of each.
+    """
+    if len(parts) == 1:
+        return in_caller_order(parts[0][0], parts[0][1], order)
+    counts = np.concatenate([part_counts for _, part_counts in parts])
+    out_counts = np.empty_like(counts)
+    out_counts[order] = counts
+    starts = np.zeros(counts.shape[0] + 1, dtype=np.int64)
+    np.cumsum(out_counts, out=starts[1:])
+    out = np.empty(int(starts[-1]), dtype=np.int64)
+    row = 0
+    for handles, part_counts in parts:
+        _place_rows(out, handles, part_counts, order[row:row + part_counts.shape[0]], starts)
+        row += part_counts.shape[0]
+    return out, out_counts
+
+
+@kernel
+def _place_rows(out: np.ndarray, handles: np.ndarray, counts: np.ndarray, order: np.ndarray,
+                starts: np.ndarray) -> None:
+    """Row ``j`` of ``(handles, counts)`` (the rows one after the other) to ``out[starts[order[j]]:]``."""
+    at = 0
+    for j in range(counts.shape[0]):
+        first = starts[order[j]]
+        for h in range(counts[j]):
+            out[first + h] = handles[at + h]
+        at += counts[j]
