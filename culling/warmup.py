@@ -107,6 +107,10 @@ def _query_many(structure: Structure) -> None:
         structure.query_many(points, exact=exact)  # one chunk, on the calling thread
         structure.query_many(np.repeat(points, 3, axis=0), exact=exact)  # chunks on the library's threads
     structure.query_many(points, exact=True, scale=40.0)
+    if isinstance(structure, ViewDistanceTree):  # points that find little: the tree walks them in groups
+        sparse = ViewDistanceTree(size=_SIZE, dim=3)
+        sparse.insert_many(centres, np.full(centres.shape[0], 0.01))
+        sparse.query_many(np.repeat(points, 3, axis=0) + 0.5, exact=True)
 
 
 def _trace(structure: Structure) -> None:
@@ -281,7 +285,8 @@ PARTNER_WAIT = 60.0
 #: Kernels that each group compiles, probed by :func:`kernels_cached`: when numba's cache (or the kernels
 #: a wheel ships) holds them, fresh for these sources, the group was compiled by an earlier run.
 _PROBED: dict[str, tuple[Any, ...]] = {
-    "tree": (batch.place, tree_walk.query, tree_walk._visits_from, members._answer_many, batch._settle_part),
+    "tree": (batch.place, tree_walk.query, tree_walk._visits_from, tree_walk._group_visits_from, members._answer_many,
+             batch._settle_part),
     "pairs": (join.join_chunk, bands._sphere_cells, bands._sphere_rows),
     "grid": (grid_walk.query, grid_walk._visits),
     "interest": (interest_kernels.advance_rows, interest_kernels.compact_rows),

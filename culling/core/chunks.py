@@ -108,9 +108,7 @@ def parts_in_caller_order(parts: list[Answer], order: np.ndarray) -> Answer:
     A large answer (2,000 viewers over 1M entities: 3.7M handles) then pays one
     new array and one copy rather than two of each.
     """
-    if len(parts) == 1:
-        return in_caller_order(parts[0][0], parts[0][1], order)
-    counts = np.concatenate([part_counts for _, part_counts in parts])
+    counts = parts[0][1] if len(parts) == 1 else np.concatenate([part_counts for _, part_counts in parts])
     out_counts = np.empty_like(counts)
     out_counts[order] = counts
     starts = np.zeros(counts.shape[0] + 1, dtype=np.int64)

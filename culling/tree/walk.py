@@ -221,6 +221,14 @@ def visits(points: np.ndarray, scale: float, world_fields: WorldFields,
     half the levels of a walk).  O(m x levels + the visits of the levels
     not shared).
 
+    Where the points find little (the first :data:`GROUP_PROBE`, walked one
+    by one, find at most :data:`GROUP_FOUND_MOST` nodes with members each),
+    the rest go in groups of neighbours (:func:`_group_visits_from`: one walk
+    of a group's box, then each found node's points), the same visits in the
+    same order: 1M random points among 200k objects, CPU, alternated: 136-140
+    against 340-355 ms for the visits in calls of 1,024 points.  A group whose
+    walk passes :data:`GROUP_NODES_PER_POINT` walks its points one by one.
+
     The loop is :func:`_visits_from`, which returns where its buffers run
     out; they are doubled here and it goes on from that point, walked from
     the root.  Its arrays never change inside it: a numba loop that may
