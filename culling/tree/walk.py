@@ -125,36 +125,11 @@ def walk(p: np.ndarray, scale: float, world: World, nodes: Nodes, grow: float) -
         for axis in range(dim):  # window(), written out: a call with array arguments costs more than it does
             lo[axis], hi[axis] = visit_window(p[axis], origin[axis], half, scale, size, level, factor, grow)
         last = n
-        # Room for this level's visits first, so that the loops below never replace the buffer:
-        # at most 2**dim per parent, and at most one per cell of the window.
-        bound = (last - first) * quadrants
-        in_window = 1
-        for axis in range(dim):
-            in_window = min(in_window * min(hi[axis] - lo[axis] + 1, bound), bound)
-        while n + in_window > room:
+        # Room for this level's visits first, so that the loop below never replaces the buffer.
+        while n + _level_room(first, last, lo, hi, quadrants) > room:
             visited = _with_room(visited, room, n, dim)
             room *= 2
-        for i in range(first, last):
-            # Bit q of ``inside``: quadrant q's cell (2 * cell + its bits) is in the window on every axis.
-            inside = 1
-            for axis in range(dim):
-                low = 2 * visited[room + i * dim + axis]
-                low_in = (lo[axis] <= low) & (low <= hi[axis])
-                high_in = (lo[axis] <= low + 1) & (low + 1 <= hi[axis])
-                inside = (inside if low_in else 0) | ((inside << (1 << axis)) if high_in else 0)
-            if inside == 0:
-                continue
-            parent = visited[i]
-            for quadrant in range(quadrants):
-                if (inside >> quadrant) & 1 == 0:
-                    continue
-                node = child[parent, quadrant]
-                if node < 0:
-                    continue
-                visited[n] = node
-                for axis in range(dim):
-                    visited[room + n * dim + axis] = 2 * visited[room + i * dim + axis] + ((quadrant >> axis) & 1)
-                n += 1
+        n = _children_in_window(visited, room, first, last, n, lo, hi, child)
         if n == last:  # no node on this level, so none below it either
             break
         ends[depth] = n
@@ -164,6 +139,52 @@ def walk(p: np.ndarray, scale: float, world: World, nodes: Nodes, grow: float) -
         down *= 0.5
         up *= 2.0
     return visited[:n], ends[:depth]
+
+
+@inline_kernel
+def _level_room(first: int, last: int, lo: np.ndarray, hi: np.ndarray, quadrants: int) -> int:
+    """The most visits the next level can add below visits ``first .. last - 1``: ``2**dim`` per parent,
+    and one per cell of the window ``lo .. hi``."""
+    bound = (last - first) * quadrants
+    in_window = 1
+    for axis in range(lo.shape[0]):
+        in_window = min(in_window * min(hi[axis] - lo[axis] + 1, bound), bound)
+    return in_window
+
+
+@inline_kernel
+def _children_in_window(visited: np.ndarray, room: int, first: int, last: int, n: int, lo: np.ndarray,
+                        hi: np.ndarray, child: np.ndarray) -> int:
+    """Append, from ``visited[n]`` on, the children of visits ``first .. last - 1`` whose cells lie in the
+    window ``lo .. hi``, each with its cell (``visited[room + i * dim + axis]``); return the new end.
+
+    A child's cell is ``2 * parent's cell + the quadrant's bit`` per axis, so the quadrants in the window
+    are known before the child row is read: bit q of ``inside`` says quadrant q's cell is in it on every
+    axis.  The caller made room for :func:`_level_room` more visits.
+    """
+    dim = lo.shape[0]
+    quadrants = child.shape[1]
+    for i in range(first, last):
+        inside = 1
+        for axis in range(dim):
+            low = 2 * visited[room + i * dim + axis]
+            low_in = (lo[axis] <= low) & (low <= hi[axis])
+            high_in = (lo[axis] <= low + 1) & (low + 1 <= hi[axis])
+            inside = (inside if low_in else 0) | ((inside << (1 << axis)) if high_in else 0)
+        if inside == 0:
+            continue
+        parent = visited[i]
+        for quadrant in range(quadrants):
+            if (inside >> quadrant) & 1 == 0:
+                continue
+            node = child[parent, quadrant]
+            if node < 0:
+                continue
+            visited[n] = node
+            for axis in range(dim):
+                visited[room + n * dim + axis] = 2 * visited[room + i * dim + axis] + ((quadrant >> axis) & 1)
+            n += 1
+    return n
 
 
 # ----------------------------------------------------------------------
@@ -405,35 +426,13 @@ def _visits_from(points: np.ndarray, done: int, end: int, k: int, scale: float, 
                         box[depth, axis], box[depth, dim + axis] = math.inf, -math.inf
                 first, n = begin[depth - 1], begin[depth]
                 nk = kept_begin[depth]
-                bound = (n - first) * quadrants
-                in_window = 1
-                for axis in range(dim):
-                    in_window = min(in_window * min(hi[axis] - lo[axis] + 1, bound), bound)
-                if n + in_window > room:
+                if n + _level_room(first, n, lo, hi, quadrants) > room:
                     return i, k, True
-                for j in range(first, begin[depth]):
-                    inside = 1
-                    for axis in range(dim):
-                        low = 2 * visited[room + j * dim + axis]
-                        low_in = (lo[axis] <= low) & (low <= hi[axis])
-                        high_in = (lo[axis] <= low + 1) & (low + 1 <= hi[axis])
-                        inside = (inside if low_in else 0) | ((inside << (1 << axis)) if high_in else 0)
-                    if inside == 0:
-                        continue
-                    parent = visited[j]
-                    for quadrant in range(quadrants):
-                        if (inside >> quadrant) & 1 == 0:
-                            continue
-                        node = child[parent, quadrant]
-                        if node < 0:
-                            continue
-                        visited[n] = node
-                        for axis in range(dim):
-                            visited[room + n * dim + axis] = 2 * visited[room + j * dim + axis] + ((quadrant >> axis) & 1)
-                        n += 1
-                        if members[node] > 0:
-                            kept[nk] = node
-                            nk += 1
+                n = _children_in_window(visited, room, first, begin[depth], n, lo, hi, child)
+                for j in range(begin[depth], n):
+                    if members[visited[j]] > 0:
+                        kept[nk] = visited[j]
+                        nk += 1
                 begin[depth + 1] = n
                 kept_begin[depth + 1] = nk
             if begin[depth + 1] == begin[depth]:  # no node on this level, so none below it either
@@ -683,10 +682,7 @@ def _group_visits_from(points: np.ndarray, done: int, k: int, scale: float, exte
                 lo[axis] = int(math.floor(u_lo[axis] * factor - half_scale - margin)) + base_of[depth]
                 hi[axis] = int(math.floor(u_hi[axis] * factor + half_scale + margin)) + base_of[depth]
             last = n
-            bound = (last - first) * quadrants
-            in_window = 1
-            for axis in range(dim):
-                in_window = min(in_window * min(hi[axis] - lo[axis] + 1, bound), bound)
+            in_window = _level_room(first, last, lo, hi, quadrants)
             if n + in_window > budget:
                 return i, k, _ALONE, g
             if n + in_window > room:
@@ -695,26 +691,7 @@ def _group_visits_from(points: np.ndarray, done: int, k: int, scale: float, exte
             for j in range(first, last):  # the level's child rows asked for at once: their misses overlap
                 touched += child[visited[j], 0]
             visited[n] = touched  # kept, so the reads stay (overwritten below)
-            for j in range(first, last):
-                inside = 1
-                for axis in range(dim):
-                    low = 2 * visited[room + j * dim + axis]
-                    low_in = (lo[axis] <= low) & (low <= hi[axis])
-                    high_in = (lo[axis] <= low + 1) & (low + 1 <= hi[axis])
-                    inside = (inside if low_in else 0) | ((inside << (1 << axis)) if high_in else 0)
-                if inside == 0:
-                    continue
-                parent = visited[j]
-                for quadrant in range(quadrants):
-                    if (inside >> quadrant) & 1 == 0:
-                        continue
-                    node = child[parent, quadrant]
-                    if node < 0:
-                        continue
-                    visited[n] = node
-                    for axis in range(dim):
-                        visited[room + n * dim + axis] = 2 * visited[room + j * dim + axis] + ((quadrant >> axis) & 1)
-                    n += 1
+            n = _children_in_window(visited, room, first, last, n, lo, hi, child)
             for j in range(last, n):  # the nodes with members, in a pass of their own: the counts' misses overlap
                 if members[visited[j]] > 0:
                     kept[nk] = visited[j]
