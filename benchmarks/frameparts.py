@@ -13,7 +13,14 @@ no longer exists is skipped.
 ``--ab module.NAME A B`` compares two values of a module constant read at
 call time (a threshold such as ``culling.tree.batch.PARALLEL_SETTLE_MIN``)
 frame by frame in one process: on a machine whose speed drifts by a fifth
-within minutes, alternating frames is the only fair comparison.
+within minutes, alternating frames is the only fair comparison.  It gives the
+process's CPU time a frame beside the wall time: on a machine other programs
+share, the wall time of a frame on two threads waits for a core, and only
+the CPU time compares the work.  (A constant that a kernel compiles in, or a
+module's code, cannot be alternated this way: alternate processes of the two
+commits instead.  Swapping two loaded copies of a module in one process was
+tried and misleads: the two copies of identical code read 2.5 ms apart on the
+100k frame, the structure's kept bands being made by one copy and used by both.)
 """
 
 from __future__ import annotations
@@ -125,6 +132,12 @@ def parts(n: int, frames: int, alone: bool = False) -> tuple[dict[str, float], d
 def ab(n: int, frames: int, target: str, values: tuple[Any, Any]) -> dict[Any, float]:
     """Median tree frame (seconds) with the module constant ``target`` at each of ``values``, alternated
     frame by frame, each frame after the peers'."""
+    return {value: wall for value, (wall, _) in ab_times(n, frames, target, values).items()}
+
+
+def ab_times(n: int, frames: int, target: str, values: tuple[Any, Any]) -> dict[Any, tuple[float, float]]:
+    """:func:`ab` with the CPU time too: ``{value: (median wall, median process CPU)}`` of the tree's frame
+    (seconds; the CPU summed over every thread of the process)."""
     import culling
 
     module_name, name = target.rsplit(".", 1)
@@ -139,6 +152,7 @@ def ab(n: int, frames: int, target: str, values: tuple[Any, Any]) -> dict[Any, f
         method.setup(radii, steps[0], _world(n))
         method.frame(steps[1])
     times: list[list[float]] = [[], []]
+    cpu: list[list[float]] = [[], []]
     was = gc.isenabled()
     gc.disable()
     try:
@@ -146,14 +160,15 @@ def ab(n: int, frames: int, target: str, values: tuple[Any, Any]) -> dict[Any, f
             for peer in peers:
                 peer.frame(centres)
             setattr(module, name, values[f % 2])
-            start = time.perf_counter()
+            start, spent = time.perf_counter(), time.process_time()
             tree.frame(centres)
+            cpu[f % 2].append(time.process_time() - spent)
             times[f % 2].append(time.perf_counter() - start)
     finally:
         setattr(module, name, before)
         if was:
             gc.enable()
-    return {values[k]: float(np.median(times[k])) for k in range(2)}
+    return {values[k]: (float(np.median(times[k])), float(np.median(cpu[k]))) for k in range(2)}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -168,9 +183,10 @@ def main(argv: list[str] | None = None) -> int:
         import ast
 
         target, a, b = args.ab
-        result = ab(args.n, args.frames, target, (ast.literal_eval(a), ast.literal_eval(b)))
-        for value, seconds in result.items():
-            print(f"{target} = {value!r}: {seconds * 1e3:.3f} ms a frame (median of {args.frames // 2})")
+        result = ab_times(args.n, args.frames, target, (ast.literal_eval(a), ast.literal_eval(b)))
+        for value, (seconds, cpu) in result.items():
+            print(f"{target} = {value!r}: {seconds * 1e3:.3f} ms a frame, {cpu * 1e3:.3f} ms CPU "
+                  f"(medians of {args.frames // 2})")
         return 0
     frame, spent = parts(args.n, args.frames, args.alone)
     for name, seconds in frame.items():

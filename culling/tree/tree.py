@@ -437,8 +437,9 @@ class ViewDistanceTree(Structure):
             self._pool.refresh(handles.size)
             return
         try:  # the movers' homes (a grown root too) and room in their blocks
-            moving, moved, sized = handles[movers], centres[movers], radii[movers]
-            links = self._prepare_links(moved, sized, self._obj_node[moving])
+            # np.take, not fancy indexing: a third of the time for rows of a 2-D array
+            moving, moved, sized = np.take(handles, movers), np.take(centres, movers, axis=0), np.take(radii, movers)
+            links = self._prepare_links(moved, sized, np.take(self._obj_node, moving))
         except BaseException:  # a MemoryError, a mover outside the world: the stayers go back
             self._pool.cover_rows(batch.restore(handles, movers, backup, self._obj_pos, self._pool.columns))
             raise
