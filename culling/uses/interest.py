@@ -10,9 +10,13 @@ library's one containment test, :mod:`culling.core.containment`).
 
 :class:`InterestManager` owns a :class:`~culling.ViewDistanceTree` of the
 entities and answers a whole tick in a few compiled passes over all viewers:
-one ``query_many`` (two with hysteresis), then one pass of
+the sets (two answers with hysteresis), then one pass of
 :mod:`culling.uses.interest_kernels` that merges each viewer's new set
-with its previous sorted row.  :class:`InterestSets` is the second
+with its previous sorted row.  The sets are found whichever way is cheaper:
+each viewer walks the entity tree (``query_many``), or, where the entities
+are few per viewer (:data:`GRID_ENTITIES_PER_VIEWER`), each entity's sphere
+asks a uniform grid over the viewers (:func:`grid_answer`); both decide
+with the tree's exact test, so the answers are the same.  :class:`InterestSets` is the second
 half alone (the previous sets as CSR arrays, and the diff): a sharded server
 (``server.ShardedInterest``) computes the sets elsewhere and diffs them here.
 
@@ -69,6 +73,14 @@ GRID_MIN_VIEWERS = 256
 
 #: Pool rows per chunk of :func:`grid_answer` below which it runs on the calling thread.
 GRID_MIN_ROWS = 8192
+
+#: The pair buffers of a chunk of :func:`grid_answer`: room for the last answer's pairs per pool row
+#: (:data:`GRID_FIRST_HINT` at a manager's first) times this, plus :data:`GRID_SLACK`; they grow when
+#: that runs out.  The unsure pairs' buffers start with :data:`GRID_UNSURE_ROOM`.
+GRID_ROOM = 1.25
+GRID_SLACK = 1024
+GRID_FIRST_HINT = 8.0
+GRID_UNSURE_ROOM = 64
 
 #: The constructor's default origin: zeros in every dimension (the tuple names dim 3's).
 _DEFAULT_ORIGIN = (0.0, 0.0, 0.0)
@@ -137,7 +149,7 @@ def as_viewer_id(value: object) -> int:
 
 
 def grid_answer(tree: ViewDistanceTree, points: NDArray[np.float64], scale: float,
-                hint: float = 8.0) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.int64] | None, float]:
+                hint: float = GRID_FIRST_HINT) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.int64] | None, float]:
     """Every viewer's exact set, entity by entity: ``query_many(points, exact=True, scale=scale)``'s
     answer by the other direction.  The caller holds the tree's lock; a sphere tree with entities.
 
@@ -164,25 +176,24 @@ def grid_answer(tree: ViewDistanceTree, points: NDArray[np.float64], scale: floa
 
     def chunk(lo: int, hi: int) -> tuple[NDArray[np.int64], NDArray[np.int64], int, NDArray[np.int64],
                                          NDArray[np.int64], NDArray[np.int64]]:
-        room = int(hint * (hi - lo) * 1.25) + 1024
+        room = int(hint * (hi - lo) * GRID_ROOM) + GRID_SLACK
         place = np.empty(room, dtype=np.int64)
         owner = np.empty(room, dtype=np.int64)
         counts = np.zeros(m, dtype=np.int64)
-        unsure_row = np.empty(64, dtype=np.int64)
-        unsure_place = np.empty(64, dtype=np.int64)
+        unsure_row = np.empty(GRID_UNSURE_ROOM, dtype=np.int64)
+        unsure_place = np.empty(GRID_UNSURE_ROOM, dtype=np.int64)
         row, k, uk = lo, 0, 0
         while True:
             row, k, uk = grid_pairs(columns, handles, row, hi, scale, False, grid, place, owner, k, counts,
                                     unsure_row, unsure_place, uk)
             if row == hi:
                 return place, owner, k, counts, unsure_row[:uk], unsure_place[:uk]
-            if uk == unsure_row.size:  # the unsure rows ran out (practically never)
-                unsure_row = np.concatenate([unsure_row, np.empty_like(unsure_row)])
-                unsure_place = np.concatenate([unsure_place, np.empty_like(unsure_place)])
-            else:  # the pairs ran out
-                grown = 2 * place.size + 1024
-                place = np.concatenate([place[:k], np.empty(grown - k, dtype=np.int64)])
-                owner = np.concatenate([owner[:k], np.empty(grown - k, dtype=np.int64)])
+            # The pairs or the unsure rows (practically never) ran out at pool row ``row``: both grow.
+            unsure_row = np.concatenate([unsure_row, np.empty(unsure_row.size + 1, dtype=np.int64)])
+            unsure_place = np.concatenate([unsure_place, np.empty(unsure_place.size + 1, dtype=np.int64)])
+            grown = 2 * place.size + GRID_SLACK
+            place = np.concatenate([place[:k], np.empty(grown - k, dtype=np.int64)])
+            owner = np.concatenate([owner[:k], np.empty(grown - k, dtype=np.int64)])
 
     parts = run_chunks(chunk, top, min_items=GRID_MIN_ROWS)
     unsure_rows = np.concatenate([part[4] for part in parts])
@@ -601,7 +612,7 @@ class InterestManager:
         self._tree = ViewDistanceTree(size, origin, dim)
         self._sets = InterestSets(hysteresis)
         self._rw = ReadWriteLock()
-        self._grid_hint = 8.0   # pairs per pool row at the last grid answer (sizes the next one's buffers)
+        self._grid_hint = GRID_FIRST_HINT   # pairs per pool row at the last grid answer (sizes the next one's buffers)
 
     # -- properties ----------------------------------------------------------
 
@@ -705,6 +716,9 @@ class InterestManager:
         -----
         One ``query_many`` (``overlapping_many`` with radii) over all viewers, two with
         hysteresis, then :meth:`InterestSets.advance`: compiled, on the library's threads.
+        Without radii, from :data:`GRID_MIN_VIEWERS` viewers and up to
+        :data:`GRID_ENTITIES_PER_VIEWER` live entities per viewer, the same answer comes from
+        the entities instead (:func:`grid_answer`: each entity's sphere asks a grid over the viewers).
         """
         ids = as_viewer_ids(viewer_ids)
         points = np.ascontiguousarray(as_points(positions, self.dim, "positions"))
@@ -763,7 +777,7 @@ class InterestManager:
 
     def __setstate__(self, state: dict[str, object]) -> None:
         self.__dict__.update(state)
-        self.__dict__.setdefault("_grid_hint", 8.0)
+        self.__dict__.setdefault("_grid_hint", GRID_FIRST_HINT)
         self._rw = ReadWriteLock()
 
     def __repr__(self) -> str:

@@ -28,6 +28,16 @@ where their rows go, so the library's threads run chunks of viewers at once
 (:func:`culling.runtime.threads.run_chunks`), each with a scratch array of its
 own.  Viewers never share a previous row: ids are unique within a tick.
 :func:`compact_rows` then packs the rows written at their upper-bound places.
+
+The other direction (:func:`grid_viewers`, :func:`grid_pairs`, :func:`scatter_pairs`): where the
+entities are few per viewer, the sets come cheaper from the entities.  The viewers are sorted into a
+uniform grid (axis 0 fastest); each live entity, pool row by pool row, reads per row of cells its box
+spans one contiguous range of viewers and tests them with the float filter of
+:func:`culling.core.containment.flag_rows` (the same operations and bounds), the rare ones within
+rounding of the surface with :func:`culling.core.containment.classify`, the unsure ones left to exact
+arithmetic; the (viewer, handle) pairs then go to their viewers' rows.  On 10k viewers x 100k entities
+(about 50 a viewer) a member test reads 840k candidates for 500k answers, against 4.7M rows the
+viewers' walks read.
 """
 
 from __future__ import annotations
@@ -40,7 +50,8 @@ from culling.core.containment import classify
 from culling.core.floats import ABOVE, BELOW, SAFE_HI, SAFE_LO, TINY_REACH
 from culling.runtime.jit import inline_kernel, kernel
 
-__all__ = ["SMALL_SORT", "advance_rows", "compact_rows"]
+__all__ = ["GRID_CELLS_PER_VIEWER", "GRID_MARGIN", "GRID_MIN_CELLS", "SMALL_SORT", "advance_rows", "compact_rows", "grid_pairs",
+           "grid_viewers", "scatter_pairs"]
 
 #: Runs up to this length are sorted by insertion (no call, no recursion); longer ones by ``ndarray.sort``.
 SMALL_SORT = 24
@@ -318,6 +329,31 @@ def _sure_range(centre: tuple[float, float, float], bound: float, coords: np.nda
 
 
 @kernel
+def _classify_range(columns: np.ndarray, row: int, scale: float, cube: bool, coords: np.ndarray, s: int, e: int,
+                    pair_place: np.ndarray, k: int, unsure_row: np.ndarray, unsure_place: np.ndarray,
+                    uk: int) -> tuple[int, int, bool]:
+    """:func:`grid_pairs`' rare path: the viewers at places ``s .. e - 1`` against pool ``row``, one by one
+    with :func:`culling.core.containment.classify` (a range within rounding of the sphere's surface, or
+    cubes).  Returns ``(k, uk, full)``; ``full`` when ``unsure_row`` ran out (the range is then to be
+    done again).  A kernel of its own: the common path's loop stays small."""
+    dim = coords.shape[0]
+    p = np.empty(dim)
+    for j in range(s, e):
+        for axis in range(dim):
+            p[axis] = coords[axis, j]
+        surely, doubtful = classify(columns, row, p, cube, scale)
+        if doubtful:
+            if uk == unsure_row.shape[0]:
+                return k, uk, True
+            unsure_row[uk] = row
+            unsure_place[uk] = j
+            uk += 1
+        pair_place[k] = j
+        k += surely
+    return k, uk, False
+
+
+@kernel
 def grid_pairs(columns: np.ndarray, handles: np.ndarray, first: int, last: int, scale: float, cube: bool,
                grid: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray],
                pair_place: np.ndarray, pair_handle: np.ndarray, k: int, counts: np.ndarray,
@@ -339,7 +375,6 @@ def grid_pairs(columns: np.ndarray, handles: np.ndarray, first: int, last: int, 
     room = pair_place.shape[0]
     uroom = unsure_row.shape[0]
     n0, n1, n2 = shape[0], shape[1], shape[2]
-    p = np.empty(dim)
     for row in range(first, last):
         h = handles[row]
         if h < 0:
@@ -370,19 +405,8 @@ def grid_pairs(columns: np.ndarray, handles: np.ndarray, first: int, last: int, 
                 if not (doubt or cube):
                     k += found
                     continue
-                for j in range(s, e):  # within rounding of a surface (practically never): one by one
-                    for axis in range(dim):
-                        p[axis] = coords[axis, j]
-                    surely, doubtful = classify(columns, row, p, cube, scale)
-                    if doubtful:
-                        if uk == uroom:
-                            full = True
-                            break
-                        unsure_row[uk] = row
-                        unsure_place[uk] = j
-                        uk += 1
-                    pair_place[k] = j
-                    k += surely
+                k, uk, full = _classify_range(columns, row, scale, cube, coords, s, e, pair_place, k, unsure_row,
+                                              unsure_place, uk)
                 if full:
                     break
             if full:
