@@ -209,6 +209,10 @@ def compact_rows(buffer: np.ndarray, starts: np.ndarray, counts: np.ndarray, off
 GRID_CELLS_PER_VIEWER = 8
 GRID_MIN_CELLS = 4096
 
+#: A cell is this many times narrower along axis 0 than its edge, and wider along the others (as many
+#: cells in all): an entity then reads fewer, longer ranges of viewers.
+GRID_ASPECT = 4.0
+
 #: The reach an entity asks the grid for is its radius times the scale, widened by this relative margin
 #: (far above the two roundings of the product), so that its cell range holds every viewer it may contain.
 GRID_MARGIN = 1.0 + 2.0 ** -30
@@ -260,8 +264,9 @@ def grid_viewers(points: np.ndarray, cell: float) -> tuple[np.ndarray, np.ndarra
         edge *= 1.25
     total = 1
     for axis in range(dim):
-        shape[axis] = int(math.floor(extent[axis] / edge)) + 1
-        inverse[axis] = 1.0 / edge
+        side = edge / GRID_ASPECT if axis == 0 and dim > 1 else edge * GRID_ASPECT
+        shape[axis] = int(math.floor(extent[axis] / side)) + 1
+        inverse[axis] = 1.0 / side
         total *= shape[axis]
     key = np.empty(m, dtype=np.int64)
     starts = np.zeros(total + 1, dtype=np.int64)
