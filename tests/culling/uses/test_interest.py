@@ -473,3 +473,24 @@ def test_scratch_starts_again_when_the_stamps_would_wrap(monkeypatch):
     for _ in range(12):
         pos = rng.integers(0, 32, (30, 2)) / 2.0
         check_tick(im.tick(ids, pos), model.tick(ids.tolist(), pos), ids.tolist())
+
+
+@pytest.mark.parametrize("spread", ["one place", "beyond float64's range"])
+def test_grid_over_viewers_at_one_place_or_spread_beyond_float_range(spread, direction):
+    """The viewers' grid where its extent is zero (every viewer at one place) or overflows (viewers at
+    +-1e308: the walk answers instead); the sets still equal the exact model."""
+    rng = np.random.default_rng(6)
+    im = InterestManager(SIZE, dim=2)
+    model = Model()
+    centres, radii = rng.integers(0, 32, (50, 2)) / 2.0, rng.integers(0, 12, 50) / 2.0
+    model.insert(im.insert_many(centres, radii), centres, radii)
+    ids = np.arange(40)
+    pos = np.repeat(centres[:1] + 0.5, 40, axis=0)
+    if spread == "one place":
+        check_tick(im.tick(ids, pos), model.tick(ids.tolist(), pos), ids.tolist())
+        return
+    pos[0], pos[1] = -1e308, 1e308         # far from every entity (the model's float check would overflow)
+    t = im.tick(ids, pos)
+    near = model.tick(ids[2:].tolist(), pos[2:])
+    assert rows(t.entered_offsets, t.entered)[2:] == near[0] and t.entered_of(0).size == t.entered_of(1).size == 0
+    assert im.interest(0).size == im.interest(1).size == 0
