@@ -6,8 +6,10 @@ moves, and each player is sent the entities that entered and left its
 interest set.  Per tick:
 
 - ``culling.InterestManager``: ``update_many(moved, centres)`` then
-  ``tick(viewer_ids, positions)`` (one ``query_many`` and one compiled merge
-  of every viewer's new set with its previous sorted row);
+  ``tick(viewer_ids, positions)`` (the sets from one ``query_many``, or where
+  the entities are few per viewer from a grid over the viewers that each
+  entity's sphere asks, and one compiled merge of every viewer's new set
+  with its previous sorted row);
 - the SciPy + NumPy peer: the entities' centres written, a cKDTree over the
   viewers (rebuilt: they moved), every entity's ball query with its own
   radius on all cores (``workers=-1``), the (viewer, entity) pairs as sorted
@@ -224,8 +226,9 @@ def run_interest_ticks(cfg: Config, structs: Structures, res: Results) -> None:
         "Each tick 10% of the entities and every viewer take a step (Gaussian, sigma "
         f"{STEP_SIGMA} units per axis on the ground plane), and every viewer is told which entities entered "
         "and left its interest set (the `interest` section's world: entities with their own radius, viewers "
-        "half in towns).  `InterestManager`: `update_many` + `tick` (one `query_many`, one compiled merge of "
-        "each viewer's new set with its previous sorted row).  The SciPy + NumPy peer: a cKDTree over the "
+        "half in towns).  `InterestManager`: `update_many` + `tick` (the sets from one `query_many`, or, with "
+        "few entities per viewer, from each entity's sphere asking a grid over the viewers; then one compiled "
+        "merge of each viewer's new set with its previous sorted row).  The SciPy + NumPy peer: a cKDTree over the "
         "viewers, every entity's ball query on all cores (`workers=-1`), the pairs as sorted keys, "
         "`np.setdiff1d` both ways.  The trackers: the tree's `query_many` and a `MultiCameraTracker` update "
         f"per viewer in a Python loop.  Wall-clock time on {threads} cores, the median of the ticks after the "

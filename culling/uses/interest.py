@@ -10,9 +10,13 @@ library's one containment test, :mod:`culling.core.containment`).
 
 :class:`InterestManager` owns a :class:`~culling.ViewDistanceTree` of the
 entities and answers a whole tick in a few compiled passes over all viewers:
-one ``query_many`` (two with hysteresis), then one pass of
+the sets (two answers with hysteresis), then one pass of
 :mod:`culling.uses.interest_kernels` that merges each viewer's new set
-with its previous sorted row.  :class:`InterestSets` is the second
+with its previous sorted row.  The sets are found whichever way is cheaper:
+each viewer walks the entity tree (``query_many``), or, where the entities
+are few per viewer (:data:`GRID_ENTITIES_PER_VIEWER`), each entity's sphere
+asks a uniform grid over the viewers (:func:`grid_answer`); both decide
+with the tree's exact test, so the answers are the same.  :class:`InterestSets` is the second
 half alone (the previous sets as CSR arrays, and the diff): a sharded server
 (``server.ShardedInterest``) computes the sets elsewhere and diffs them here.
 
@@ -40,11 +44,12 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from culling.core.chunks import in_caller_order
+from culling.core.containment import decide
 from culling.core.validation import as_handles, as_integer, as_points, as_probe_radii, as_radius
 from culling.runtime.locks import ReadWriteLock, reading, state_without_lock, writing
 from culling.runtime.threads import run_chunks
 from culling.tree.tree import ViewDistanceTree
-from culling.uses.interest_kernels import advance_rows, compact_rows
+from culling.uses.interest_kernels import advance_rows, compact_rows, grid_pairs, grid_viewers, scatter_pairs
 
 __all__ = ["InterestManager", "InterestSets", "InterestTick"]
 
@@ -58,6 +63,24 @@ MAX_HANDLE = 2**31
 #: Viewers per chunk below which a pass runs on the calling thread: a merge of a few rows costs less
 #: than waking a pool thread (about 20 us).
 PARALLEL_MIN_VIEWERS = 512
+
+#: A tick asks the entities (each entity's sphere asks a grid over the viewers, :func:`grid_answer`)
+#: rather than the viewers (each viewer walks the entity tree, ``query_many``) when there are at most
+#: this many live entities per viewer and at least :data:`GRID_MIN_VIEWERS` viewers: the grid's cost
+#: grows with the entities, the walk's with the viewers.  (Measured: see docs/PERFORMANCE.md.)
+GRID_ENTITIES_PER_VIEWER = 64.0
+GRID_MIN_VIEWERS = 256
+
+#: Pool rows per chunk of :func:`grid_answer` below which it runs on the calling thread.
+GRID_MIN_ROWS = 8192
+
+#: The pair buffers of a chunk of :func:`grid_answer`: room for the last answer's pairs per pool row
+#: (:data:`GRID_FIRST_HINT` at a manager's first) times this, plus :data:`GRID_SLACK`; they grow when
+#: that runs out.  The unsure pairs' buffers start with :data:`GRID_UNSURE_ROOM`.
+GRID_ROOM = 1.25
+GRID_SLACK = 1024
+GRID_FIRST_HINT = 8.0
+GRID_UNSURE_ROOM = 64
 
 #: The constructor's default origin: zeros in every dimension (the tuple names dim 3's).
 _DEFAULT_ORIGIN = (0.0, 0.0, 0.0)
@@ -123,6 +146,80 @@ def as_viewer_ids(values: ArrayLike) -> NDArray[np.int64]:
 def as_viewer_id(value: object) -> int:
     """One viewer id as an int: ``TypeError`` for a non-integer."""
     return as_integer(value, "viewer id")
+
+
+def grid_answer(tree: ViewDistanceTree, points: NDArray[np.float64], scale: float,
+                hint: float = GRID_FIRST_HINT) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.int64] | None, float]:
+    """Every viewer's exact set, entity by entity: ``query_many(points, exact=True, scale=scale)``'s
+    answer by the other direction.  The caller holds the tree's lock; a sphere tree with entities.
+
+    The viewers go into a uniform grid (:func:`~culling.uses.interest_kernels.grid_viewers`); each
+    live entity, pool row by pool row, asks the grid for the viewers in its box and tests them with
+    the float filter of the tree's own member test, the rows within rounding of a surface with
+    :func:`culling.core.containment.classify`, the few left unsure by exact arithmetic
+    (:func:`culling.core.containment.decide`): the answers are the walk's.  Chunks of pool rows run
+    on the library's threads, each writing (viewer, handle) pairs; the pairs then go to their
+    viewers' rows (:func:`~culling.uses.interest_kernels.scatter_pairs`), a chunk per thread.
+
+    Returns ``(handles, counts, order, pairs_per_row)``: row ``j`` (``counts[j]`` handles, in pool
+    order) is viewer ``order[j]``'s, the grid's order; ``pairs_per_row`` sizes the next call's buffers
+    (``hint``: this call's guess).  O(m + cells + entities * rows of cells + candidates).
+    """
+    m = points.shape[0]
+    columns, handles = tree._rows()
+    top = int(tree._pool.top)
+    order, coords, starts, shape, low, inverse = grid_viewers(points, 0.0)
+    if not shape[0]:  # viewers spread beyond float64's range: the walk answers
+        handles_, counts_, order_ = tree._walked_many(points, True, scale)
+        return handles_, counts_, order_, hint
+    grid = (coords, starts, shape, low, inverse)
+
+    def chunk(lo: int, hi: int) -> tuple[NDArray[np.int64], NDArray[np.int64], int, NDArray[np.int64],
+                                         NDArray[np.int64], NDArray[np.int64]]:
+        room = int(hint * (hi - lo) * GRID_ROOM) + GRID_SLACK
+        place = np.empty(room, dtype=np.int64)
+        owner = np.empty(room, dtype=np.int64)
+        counts = np.zeros(m, dtype=np.int64)
+        unsure_row = np.empty(GRID_UNSURE_ROOM, dtype=np.int64)
+        unsure_place = np.empty(GRID_UNSURE_ROOM, dtype=np.int64)
+        row, k, uk = lo, 0, 0
+        while True:
+            row, k, uk = grid_pairs(columns, handles, row, hi, scale, False, grid, place, owner, k, counts,
+                                    unsure_row, unsure_place, uk)
+            if row == hi:
+                return place, owner, k, counts, unsure_row[:uk], unsure_place[:uk]
+            # The pairs or the unsure rows (practically never) ran out at pool row ``row``: both grow.
+            unsure_row = np.concatenate([unsure_row, np.empty(unsure_row.size + 1, dtype=np.int64)])
+            unsure_place = np.concatenate([unsure_place, np.empty(unsure_place.size + 1, dtype=np.int64)])
+            grown = 2 * place.size + GRID_SLACK
+            place = np.concatenate([place[:k], np.empty(grown - k, dtype=np.int64)])
+            owner = np.concatenate([owner[:k], np.empty(grown - k, dtype=np.int64)])
+
+    parts = run_chunks(chunk, top, min_items=GRID_MIN_ROWS)
+    unsure_rows = np.concatenate([part[4] for part in parts])
+    if unsure_rows.size:  # within rounding of a surface: exact arithmetic decides
+        unsure_places = np.concatenate([part[5] for part in parts])
+        keep = decide(columns, unsure_rows, coords.T[unsure_places], tree.shape, scale)
+        settled = np.bincount(unsure_places[keep], minlength=m).astype(np.int64)
+        parts.append((unsure_places[keep], handles[unsure_rows[keep]], int(keep.sum()), settled,
+                      unsure_rows[:0], unsure_rows[:0]))
+    counts = np.zeros(m, dtype=np.int64)
+    cursors = []
+    for part in parts:
+        cursors.append(counts.copy())
+        counts += part[3]
+    offsets = _offsets(counts)
+    out = np.empty(int(offsets[-1]), dtype=np.int64)
+    for cursor in cursors:
+        cursor += offsets[:-1]
+
+    def scatter(lo: int, hi: int) -> int:
+        for c in range(lo, hi):
+            scatter_pairs(parts[c][0], parts[c][1], parts[c][2], cursors[c], out)
+        return 0
+
+    run_chunks(scatter, len(parts), chunks=len(parts))
+    return out, counts, order, out.size / max(top, 1)
 
 
 @dataclass(frozen=True, eq=False)
@@ -515,6 +612,7 @@ class InterestManager:
         self._tree = ViewDistanceTree(size, origin, dim)
         self._sets = InterestSets(hysteresis)
         self._rw = ReadWriteLock()
+        self._grid_hint = GRID_FIRST_HINT   # pairs per pool row at the last grid answer (sizes the next one's buffers)
 
     # -- properties ----------------------------------------------------------
 
@@ -618,6 +716,9 @@ class InterestManager:
         -----
         One ``query_many`` (``overlapping_many`` with radii) over all viewers, two with
         hysteresis, then :meth:`InterestSets.advance`: compiled, on the library's threads.
+        Without radii, from :data:`GRID_MIN_VIEWERS` viewers and up to
+        :data:`GRID_ENTITIES_PER_VIEWER` live entities per viewer, the same answer comes from
+        the entities instead (:func:`grid_answer`: each entity's sphere asks a grid over the viewers).
         """
         ids = as_viewer_ids(viewer_ids)
         points = np.ascontiguousarray(as_points(positions, self.dim, "positions"))
@@ -645,6 +746,12 @@ class InterestManager:
         viewer ``j``'s where ``order`` is None."""
         if reach is None:
             with self._tree._rw.reading():
+                live = self._tree._count
+                m = points.shape[0]
+                if (live and m >= GRID_MIN_VIEWERS and live <= GRID_ENTITIES_PER_VIEWER * m
+                        and self._tree.shape == "sphere"):
+                    handles, counts, order, self._grid_hint = grid_answer(self._tree, points, scale, self._grid_hint)
+                    return handles, counts, order
                 return self._tree._walked_many(points, True, scale)
         handles, counts = self._tree.overlapping_many(points, reach, exact=True, scale=scale)
         return handles, counts, None
@@ -670,6 +777,7 @@ class InterestManager:
 
     def __setstate__(self, state: dict[str, object]) -> None:
         self.__dict__.update(state)
+        self.__dict__.setdefault("_grid_hint", GRID_FIRST_HINT)
         self._rw = ReadWriteLock()
 
     def __repr__(self) -> str:

@@ -28,15 +28,30 @@ where their rows go, so the library's threads run chunks of viewers at once
 (:func:`culling.runtime.threads.run_chunks`), each with a scratch array of its
 own.  Viewers never share a previous row: ids are unique within a tick.
 :func:`compact_rows` then packs the rows written at their upper-bound places.
+
+The other direction (:func:`grid_viewers`, :func:`grid_pairs`, :func:`scatter_pairs`): where the
+entities are few per viewer, the sets come cheaper from the entities.  The viewers are sorted into a
+uniform grid (axis 0 fastest); each live entity, pool row by pool row, reads per row of cells its box
+spans one contiguous range of viewers and tests them with the float filter of
+:func:`culling.core.containment.flag_rows` (the same operations and bounds), the rare ones within
+rounding of the surface with :func:`culling.core.containment.classify`, the unsure ones left to exact
+arithmetic; the (viewer, handle) pairs then go to their viewers' rows.  On 10k viewers x 100k entities
+(about 50 a viewer) a member test reads 840k candidates for 500k answers, against 4.7M rows the
+viewers' walks read.
 """
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
+from culling.core.containment import classify
+from culling.core.floats import ABOVE, BELOW, SAFE_HI, SAFE_LO, TINY_REACH
 from culling.runtime.jit import inline_kernel, kernel
 
-__all__ = ["SMALL_SORT", "advance_rows", "compact_rows"]
+__all__ = ["GRID_CELLS_PER_VIEWER", "GRID_MARGIN", "GRID_MIN_CELLS", "SMALL_SORT", "advance_rows", "compact_rows", "grid_pairs",
+           "grid_viewers", "scatter_pairs"]
 
 #: Runs up to this length are sorted by insertion (no call, no recursion); longer ones by ``ndarray.sort``.
 SMALL_SORT = 24
@@ -182,4 +197,240 @@ def compact_rows(buffer: np.ndarray, starts: np.ndarray, counts: np.ndarray, off
         o = offsets[i]
         for j in range(counts[i]):
             out[o + j] = buffer[s + j]
+    return 0
+
+
+# ----------------------------------------------------------------------
+# The other direction: a grid over the viewers, asked by every entity
+
+
+#: A grid over the viewers has at most this many cells per viewer (and at least :data:`GRID_MIN_CELLS`):
+#: a cell's start is 8 bytes, and the grid stays in cache next to the viewers' coordinates.
+GRID_CELLS_PER_VIEWER = 8
+GRID_MIN_CELLS = 4096
+
+#: A cell is this many times narrower along axis 0 than its edge, and wider along the others (as many
+#: cells in all): an entity then reads fewer, longer ranges of viewers.
+GRID_ASPECT = 4.0
+
+#: The reach an entity asks the grid for is its radius times the scale, widened by this relative margin
+#: (far above the two roundings of the product), so that its cell range holds every viewer it may contain.
+GRID_MARGIN = 1.0 + 2.0 ** -30
+
+
+@kernel
+def grid_viewers(points: np.ndarray, cell: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray,
+                                                          np.ndarray, np.ndarray]:
+    """A uniform grid over the viewers ``points`` ``(m, dim)``, cells of edge ``cell`` or more (coarser
+    where the viewers spread wide: at most ``GRID_CELLS_PER_VIEWER * m`` cells), axis 0 fastest.
+
+    Returns ``(order, coords, starts, shape, low, inverse)``: the viewers sorted by cell (``order[j]``
+    is the viewer at place ``j``), their coordinates in that order (``(dim, m)``), cell ``c``'s viewers
+    at places ``starts[c] .. starts[c + 1] - 1``, cells per axis (3 entries, 1 past ``dim``), and
+    each axis's low corner and ``1 / edge``; ``shape`` all 0 (and no grid) where the viewers spread
+    beyond float64's range.  A coordinate ``x`` lies in cell
+    ``min(int((x - low) * inverse), shape - 1)`` (monotone in ``x``: :func:`grid_pairs` finds its
+    ranges with the same rounding).  O(m + cells).
+    """
+    m, dim = points.shape
+    low = np.empty(dim)
+    inverse = np.empty(dim)
+    shape = np.ones(3, dtype=np.int64)
+    extent = np.empty(dim)
+    for axis in range(dim):
+        lo, hi = np.inf, -np.inf
+        for i in range(m):
+            lo = min(lo, points[i, axis])
+            hi = max(hi, points[i, axis])
+        low[axis] = lo
+        extent[axis] = hi - lo
+    budget = max(GRID_MIN_CELLS, GRID_CELLS_PER_VIEWER * m)
+    widest = 0.0
+    for axis in range(dim):
+        widest = max(widest, extent[axis])
+    if not widest < np.inf:  # coordinates beyond half float64's range: no grid (shape 0; the caller walks)
+        shape[:] = 0
+        return (np.empty(0, dtype=np.int64), np.empty((dim, 0)), np.zeros(1, dtype=np.int64), shape, low,
+                inverse)
+    edge = max(cell, widest / budget)
+    if edge == 0.0:  # every viewer at one place
+        edge = 1.0
+    while True:
+        cells = 1.0
+        for axis in range(dim):
+            cells *= math.floor(extent[axis] / edge) + 1.0
+        if cells <= budget:
+            break
+        edge *= 1.25
+    total = 1
+    for axis in range(dim):
+        side = edge / GRID_ASPECT if axis == 0 and dim > 1 else edge * GRID_ASPECT
+        shape[axis] = int(math.floor(extent[axis] / side)) + 1
+        inverse[axis] = 1.0 / side
+        total *= shape[axis]
+    key = np.empty(m, dtype=np.int64)
+    starts = np.zeros(total + 1, dtype=np.int64)
+    for i in range(m):
+        k = 0
+        for axis in range(dim - 1, -1, -1):
+            c = min(int((points[i, axis] - low[axis]) * inverse[axis]), shape[axis] - 1)
+            k = k * shape[axis] + c
+        key[i] = k
+        starts[k + 1] += 1
+    for c in range(total):
+        starts[c + 1] += starts[c]
+    order = np.empty(m, dtype=np.int64)
+    cursor = starts[:-1].copy()
+    for i in range(m):
+        order[cursor[key[i]]] = i
+        cursor[key[i]] += 1
+    coords = np.empty((dim, m))
+    for axis in range(dim):
+        for j in range(m):
+            coords[axis, j] = points[order[j], axis]
+    return order, coords, starts, shape, low, inverse
+
+
+@inline_kernel
+def _cell_range(x: float, reach: float, low: float, inverse: float, cells: int) -> tuple[int, int]:
+    """The cells ``a .. b - 1`` of one axis that hold every coordinate within ``reach`` of ``x``
+    (``a == b``: none).  Conservative: ``fl(x - reach) <= y`` for every float ``y >= x - reach``, and
+    every step after it is monotone."""
+    a = (x - reach - low) * inverse
+    b = (x + reach - low) * inverse
+    if b < 0.0 or a >= cells:  # also a NaN reach: never
+        return 0, 0
+    return int(max(a, 0.0)), min(int(b), cells - 1) + 1
+
+
+@inline_kernel
+def _sure_range(centre: tuple[float, float, float], bound: float, coords: np.ndarray, s: int, e: int,
+                pair_place: np.ndarray, k: int) -> tuple[int, bool]:
+    """The float filter of :func:`culling.core.containment.flag_rows` for the viewers at places ``s .. e - 1``
+    against one sphere (its squared reach ``bound``): the places surely inside written at ``pair_place[k:]``
+    without a branch.  Returns ``(how many, doubt)``: ``doubt`` when some viewer is within rounding of
+    the surface or its distance left the safe range (then the caller tests them one by one)."""
+    dim = coords.shape[0]
+    c0, c1, c2 = centre
+    found = 0
+    doubt = False
+    hi = bound * ABOVE
+    lo = bound * BELOW
+    tiny = bound < TINY_REACH
+    for j in range(np.uint64(s), np.uint64(e)):  # unsigned: no wrap-around check per access
+        d = c0 - coords[0, j]
+        d2 = d * d
+        if dim > 1:
+            d = c1 - coords[1, j]
+            d2 += d * d
+        if dim > 2:
+            d = c2 - coords[2, j]
+            d2 += d * d
+        inside = d2 < lo
+        doubt |= ((d2 <= hi) & (not inside)) | ((d2 < SAFE_LO) & tiny) | (d2 > SAFE_HI)
+        pair_place[np.uint64(k + found)] = j
+        found += inside
+    return found, doubt
+
+
+@kernel
+def _classify_range(columns: np.ndarray, row: int, scale: float, cube: bool, coords: np.ndarray, s: int, e: int,
+                    pair_place: np.ndarray, k: int, unsure_row: np.ndarray, unsure_place: np.ndarray,
+                    uk: int) -> tuple[int, int, bool]:
+    """:func:`grid_pairs`' rare path: the viewers at places ``s .. e - 1`` against pool ``row``, one by one
+    with :func:`culling.core.containment.classify` (a range within rounding of the sphere's surface, or
+    cubes).  Returns ``(k, uk, full)``; ``full`` when ``unsure_row`` ran out (the range is then to be
+    done again).  A kernel of its own: the common path's loop stays small."""
+    dim = coords.shape[0]
+    p = np.empty(dim)
+    for j in range(s, e):
+        for axis in range(dim):
+            p[axis] = coords[axis, j]
+        surely, doubtful = classify(columns, row, p, cube, scale)
+        if doubtful:
+            if uk == unsure_row.shape[0]:
+                return k, uk, True
+            unsure_row[uk] = row
+            unsure_place[uk] = j
+            uk += 1
+        pair_place[k] = j
+        k += surely
+    return k, uk, False
+
+
+@kernel
+def grid_pairs(columns: np.ndarray, handles: np.ndarray, first: int, last: int, scale: float, cube: bool,
+               grid: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+               pair_place: np.ndarray, pair_handle: np.ndarray, k: int, counts: np.ndarray,
+               unsure_row: np.ndarray, unsure_place: np.ndarray, uk: int) -> tuple[int, int, int]:
+    """Every live entity of pool rows ``first .. last - 1`` asks the viewers' grid (:func:`grid_viewers`:
+    ``grid = (coords, starts, shape, low, inverse)``) which viewers its sphere (radius times ``scale``)
+    contains, decided as :func:`culling.core.containment.flag_rows` decides it (the same float
+    filter, :func:`culling.core.containment.classify` within rounding of the surface).
+
+    Each sure pair is written at ``pair_place[k]`` (the viewer's place in the grid's order) and
+    ``pair_handle[k]``, and counted in ``counts[place]``; each unsure one (practically never) at
+    ``unsure_row[uk]``, ``unsure_place[uk]``, for exact arithmetic.  Returns ``(row, k, uk)``: the rows
+    before ``row`` are done; ``row < last`` when the pair buffers ran out (call again from ``row``
+    with larger ones).  Each entity reads, per row of cells its box spans, one contiguous range of
+    viewers (axis 0 fastest).  O(entities * rows of cells + candidates).
+    """
+    coords, starts, shape, low, inverse = grid
+    dim = coords.shape[0]
+    room = pair_place.shape[0]
+    uroom = unsure_row.shape[0]
+    n0, n1, n2 = shape[0], shape[1], shape[2]
+    for row in range(first, last):
+        h = handles[row]
+        if h < 0:
+            continue
+        limit = columns[dim, row] * scale
+        bound = columns[dim + 1, row] if scale == 1.0 else limit * limit
+        reach = limit * GRID_MARGIN
+        c0 = columns[0, row]
+        c1 = columns[1, row] if dim > 1 else 0.0
+        c2 = columns[2, row] if dim > 2 else 0.0
+        a0, b0 = _cell_range(c0, reach, low[0], inverse[0], n0)
+        if a0 == b0:
+            continue
+        a1, b1 = (_cell_range(c1, reach, low[1], inverse[1], n1) if dim > 1 else (0, 1))
+        a2, b2 = (_cell_range(c2, reach, low[2], inverse[2], n2) if dim > 2 else (0, 1))
+        k_row = k
+        uk_row = uk
+        full = False
+        for z in range(a2, b2):
+            for y in range(a1, b1):
+                cell = (z * n1 + y) * n0
+                s = starts[cell + a0]
+                e = starts[cell + b0]
+                if k + (e - s) > room:
+                    full = True
+                    break
+                found, doubt = _sure_range((c0, c1, c2), bound, coords, s, e, pair_place, k)
+                if not (doubt or cube):
+                    k += found
+                    continue
+                k, uk, full = _classify_range(columns, row, scale, cube, coords, s, e, pair_place, k, unsure_row,
+                                              unsure_place, uk)
+                if full:
+                    break
+            if full:
+                break
+        if full:
+            return row, k_row, uk_row
+        for i in range(k_row, k):
+            pair_handle[i] = h
+            counts[pair_place[i]] += 1
+    return last, k, uk
+
+
+@kernel
+def scatter_pairs(pair_place: np.ndarray, pair_handle: np.ndarray, k: int, cursor: np.ndarray,
+                  out: np.ndarray) -> int:
+    """Each pair's handle to its viewer's row: ``out[cursor[place]] = handle``, the cursor advanced
+    (``cursor``: each row's start, by place, moved to its end).  O(pairs)."""
+    for i in range(k):
+        v = pair_place[i]
+        out[cursor[v]] = pair_handle[i]
+        cursor[v] += 1
     return 0

@@ -12,6 +12,7 @@ and from points put on a surface by float arithmetic (within rounding of it).
 
 from __future__ import annotations
 
+import math
 import pickle
 import threading
 from fractions import Fraction
@@ -123,9 +124,27 @@ def surface_world(dim: int, rng: np.random.Generator):
     return centres, radii, np.array(viewers)
 
 
+@pytest.fixture(params=["walk", "grid"])
+def direction(request, monkeypatch):
+    """Both ways a tick finds the sets: each viewer walks the entity tree, or each entity asks a grid over
+    the viewers (forced here at any size, in chunks of a few pool rows, from buffers that must grow)."""
+    import culling.uses.interest as interest_module
+
+    if request.param == "grid":
+        monkeypatch.setattr(interest_module, "GRID_MIN_VIEWERS", 1)
+        monkeypatch.setattr(interest_module, "GRID_ENTITIES_PER_VIEWER", math.inf)
+        monkeypatch.setattr(interest_module, "GRID_MIN_ROWS", 4)
+        monkeypatch.setattr(interest_module, "GRID_FIRST_HINT", 0.0)
+        monkeypatch.setattr(interest_module, "GRID_SLACK", 1)
+        monkeypatch.setattr(interest_module, "GRID_UNSURE_ROOM", 1)
+    else:
+        monkeypatch.setattr(interest_module, "GRID_ENTITIES_PER_VIEWER", -1.0)
+    return request.param
+
+
 @pytest.mark.parametrize("dim", [1, 2, 3])
 @pytest.mark.parametrize("hysteresis", [0.0, 0.25])
-def test_sets_match_exact_rational_truth_on_surfaces_and_faces(dim, hysteresis):
+def test_sets_match_exact_rational_truth_on_surfaces_and_faces(dim, hysteresis, direction):
     rng = np.random.default_rng(dim)
     centres, radii, viewers = surface_world(dim, rng)
     im = InterestManager(SIZE, dim=dim, hysteresis=hysteresis)
@@ -157,7 +176,7 @@ def test_per_viewer_radii_follow_the_probe_rule_exactly(hysteresis):
     check_tick(im.tick(ids, viewers), model.tick(ids.tolist(), viewers), ids.tolist())
 
 
-def test_hysteresis_keeps_an_entity_until_beyond_the_margin():
+def test_hysteresis_keeps_an_entity_until_beyond_the_margin(direction):
     im = InterestManager(64.0, dim=1, hysteresis=0.1)
     (e,) = im.insert_many([0.0], [10.0]).tolist()
     assert im.tick([1], [[9.0]]).entered.tolist() == [e]
@@ -186,7 +205,7 @@ def test_new_viewer_enters_whole_set_and_missing_viewer_is_dropped_without_event
     assert im.viewers.tolist() == []
 
 
-def test_removed_entity_leaves_at_the_next_tick_even_when_its_handle_is_handed_out_again():
+def test_removed_entity_leaves_at_the_next_tick_even_when_its_handle_is_handed_out_again(direction):
     im = InterestManager(SIZE, dim=2)
     h = im.insert_many([[1.0, 1.0], [2.0, 2.0]], [3.0, 3.0])
     im.tick([1, 2], [[1.0, 1.0], [12.0, 12.0]])
@@ -283,6 +302,29 @@ class InterestMachine(RuleBasedStateMachine):
 
 InterestMachine.TestCase.settings = settings(InterestMachine.TestCase.settings, stateful_step_count=15)
 test_interest_state_machine = InterestMachine.TestCase
+
+
+class GridInterestMachine(InterestMachine):
+    """:class:`InterestMachine` with every tick's sets found entity by entity (the viewers' grid)."""
+
+    def __init__(self):
+        super().__init__()
+        import culling.uses.interest as interest_module
+
+        self._module = interest_module
+        self._saved = {name: getattr(interest_module, name) for name in GRID_FORCED}
+        for name, value in GRID_FORCED.items():
+            setattr(interest_module, name, value)
+
+    def teardown(self):
+        for name, value in self._saved.items():
+            setattr(self._module, name, value)
+
+
+GRID_FORCED = {"GRID_MIN_VIEWERS": 1, "GRID_ENTITIES_PER_VIEWER": math.inf, "GRID_MIN_ROWS": 4,
+               "GRID_FIRST_HINT": 0.0, "GRID_SLACK": 1, "GRID_UNSURE_ROOM": 1}
+GridInterestMachine.TestCase.settings = settings(InterestMachine.TestCase.settings, stateful_step_count=15)
+test_grid_interest_state_machine = GridInterestMachine.TestCase
 
 
 # -- bad input ---------------------------------------------------------------------------------------------------
@@ -394,7 +436,7 @@ def test_pickled_manager_continues_identically():
 
 
 @pytest.mark.parametrize("hysteresis", [0.0, 0.2])
-def test_many_viewers_on_the_library_threads_match_the_model(hysteresis):
+def test_many_viewers_on_the_library_threads_match_the_model(hysteresis, direction):
     """Enough viewers that the passes run in chunks on several threads, and that the tree walks them along
     its Morton curve (the sets are then kept in the walk's order: ``interest`` finds each row)."""
     rng = np.random.default_rng(3)
@@ -431,3 +473,24 @@ def test_scratch_starts_again_when_the_stamps_would_wrap(monkeypatch):
     for _ in range(12):
         pos = rng.integers(0, 32, (30, 2)) / 2.0
         check_tick(im.tick(ids, pos), model.tick(ids.tolist(), pos), ids.tolist())
+
+
+@pytest.mark.parametrize("spread", ["one place", "beyond float64's range"])
+def test_grid_over_viewers_at_one_place_or_spread_beyond_float_range(spread, direction):
+    """The viewers' grid where its extent is zero (every viewer at one place) or overflows (viewers at
+    +-1e308: the walk answers instead); the sets still equal the exact model."""
+    rng = np.random.default_rng(6)
+    im = InterestManager(SIZE, dim=2)
+    model = Model()
+    centres, radii = rng.integers(0, 32, (50, 2)) / 2.0, rng.integers(0, 12, 50) / 2.0
+    model.insert(im.insert_many(centres, radii), centres, radii)
+    ids = np.arange(40)
+    pos = np.repeat(centres[:1] + 0.5, 40, axis=0)
+    if spread == "one place":
+        check_tick(im.tick(ids, pos), model.tick(ids.tolist(), pos), ids.tolist())
+        return
+    pos[0], pos[1] = -1e308, 1e308         # far from every entity (the model's float check would overflow)
+    t = im.tick(ids, pos)
+    near = model.tick(ids[2:].tolist(), pos[2:])
+    assert rows(t.entered_offsets, t.entered)[2:] == near[0] and t.entered_of(0).size == t.entered_of(1).size == 0
+    assert im.interest(0).size == im.interest(1).size == 0
