@@ -378,7 +378,6 @@ def grid_pairs(columns: np.ndarray, handles: np.ndarray, first: int, last: int, 
     coords, starts, shape, low, inverse = grid
     dim = coords.shape[0]
     room = pair_place.shape[0]
-    uroom = unsure_row.shape[0]
     n0, n1, n2 = shape[0], shape[1], shape[2]
     for row in range(first, last):
         h = handles[row]
