@@ -50,6 +50,23 @@ def twins(shards, hysteresis=0.0, margin=0.0):
     return InterestManager(SIZE, hysteresis=hysteresis), sh
 
 
+def kill(ray, actor):
+    """``ray.kill`` and wait until the actor is gone: the kill is asynchronous, and a call that reaches the
+    actor before it lands is answered (rightly) by the old actor, which would leave the restart unseen.
+
+    Waits by asking, not by the clock: each round trip either answers (not dead yet) or raises.
+    """
+    from ray.exceptions import RayActorError
+
+    ray.kill(actor)
+    for _ in range(100_000):
+        try:
+            ray.get(actor.held.remote())
+        except RayActorError:
+            return
+    raise AssertionError("the killed actor still answers after 100,000 calls")
+
+
 def check_holdings(sh):
     """No entity lost or duplicated: each shard holds exactly the entities the regions give it, each once."""
     live = sh._tree.handles()
@@ -112,14 +129,14 @@ def test_a_killed_actor_is_rebuilt_and_the_next_tick_is_identical(ray_cluster):
         moved = h[:120]
         new = rng.uniform(0.0, SIZE, (120, 3))
         im.update_many(moved, new)
-        sh.update_many(moved, new)                  # sent, not yet applied, when the actor dies
-        ray_cluster.kill(sh.actors[1])
+        sh.update_many(moved, new)                  # sent; the kill may land before it is applied
+        kill(ray_cluster, sh.actors[1])
         im.remove_many(h[200:210])
         sh.remove_many(h[200:210])
         pos = pos + 3.0
         same(sh.tick(ids, pos), im.tick(ids, pos), "after the kill")
         assert sh.restarts == 1
-        ray_cluster.kill(sh.actors[0])              # killed between ticks, nothing pending
+        kill(ray_cluster, sh.actors[0])             # killed between ticks, nothing pending
         same(sh.tick(ids, pos - 1.0), im.tick(ids, pos - 1.0), "after the second kill")
         assert sh.restarts == 2
         check_holdings(sh)
