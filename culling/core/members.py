@@ -231,7 +231,9 @@ class _Answers(NamedTuple):
 def answer_many(visit_node: np.ndarray, visit_point: np.ndarray, points: np.ndarray, start: np.ndarray,
                 count: np.ndarray, pool_fields: PoolFields,
                 query_fields: QueryFields) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Many queries' answers from their visits, in one kernel call (:func:`_answer_many`): visit ``v`` is
+    """Many queries' answers from their visits, in three kernel calls (:func:`candidates`, the test
+    :func:`_answer_many`, the writes :func:`_write_answers`), the large arrays allocated with NumPy
+    between them (:func:`_answer_many` says why): visit ``v`` is
     point ``visit_point[v]`` visiting node (or cell) ``visit_node[v]``, whose run is ``start[n] ..
     start[n] + count[n] - 1``, each point's visits in its visiting order, the points in order.  The
     :class:`~culling.core.structs.Pool` and the :class:`~culling.core.structs.Query` as plain tuples;
@@ -244,14 +246,21 @@ def answer_many(visit_node: np.ndarray, visit_point: np.ndarray, points: np.ndar
     Serial: ``query_many`` cuts a batch into chunks of points and calls this
     once per chunk on the library's threads.  O(visits + nodes + candidates).
     """
-    return _answer_many((visit_node, visit_point, points), (start, count), pool_fields, query_fields)
+    visits, runs = (visit_node, visit_point, points), (start, count)
+    # the big arrays are NumPy's, not the kernels' (see _answer_many)
+    rows = np.empty(candidates(visit_node, count), dtype=np.int64)
+    kept, by_node, at, unsure_at, counts = _answer_many(visits, runs, pool_fields, query_fields, rows)
+    answers = (at, unsure_at, np.empty(at[-1], dtype=np.int64), np.empty(unsure_at[-1], dtype=np.int64),
+               np.empty(unsure_at[-1], dtype=np.int64))
+    _write_answers(by_node, kept, visits, runs, pool_fields, query_fields, answers)
+    return answers[2], counts, answers[3], answers[4]
 
 
 @kernel
 def _answer_many(visits_fields: tuple[np.ndarray, np.ndarray, np.ndarray], runs: tuple[np.ndarray, np.ndarray],
-                 pool_fields: PoolFields,
-                 query_fields: QueryFields) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """:func:`answer_many`, node-major.
+                 pool_fields: PoolFields, query_fields: QueryFields,
+                 rows: np.ndarray) -> tuple[_Kept, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`answer_many`'s test, node-major; :func:`_write_answers` then writes the answers.
 
     Points near each other visit the same nodes (players in a town, agents
     in a swarm, and at the coarse levels everyone), so the members are tested
@@ -260,27 +269,42 @@ def _answer_many(visits_fields: tuple[np.ndarray, np.ndarray, np.ndarray], runs:
 
     1. Group the visits by node (:func:`_by_node`).
     2. Node after node: flag each visit's near tiles and keep its sure rows
-       at once, while they are in cache (:func:`_test_visits`).
+       at once, while they are in cache (:func:`_test_visits`), in ``rows``
+       (room for every candidate).
     3. Prefix sums: each point's answer, and each visit's part of it, gets
        its offset (:func:`_offsets`; a point's answer lists its nodes in
        visiting order, as :func:`answer` does).
-    4. Each visit's answers' handles at its offset (:func:`_write_visits`).
-    5. Only when some rows were left unsure: list them (:func:`_list_unsure`).
+
+    Returns ``(kept, by_node, at, unsure_at, counts)``.  The kept rows and
+    the answer are arrays the caller allocated with NumPy: NumPy asks the
+    kernel for transparent huge pages on large arrays (``madvise``), a
+    kernel's own allocations get 4 KiB pages, and the first write to each
+    costs a page fault.  At 2,000 viewers x 1M entities (3.7M answers, 30
+    MB kept and 30 MB answered) those faults were a third of the call.
     """
     visits, pool, q = _Visits(*visits_fields), Pool(*pool_fields), Query(*query_fields)
     start, count = runs
-    by_node, total = _by_node(visits.node, count, start.shape[0])
+    by_node, _ = _by_node(visits.node, count, start.shape[0])
     n_visits = visits.node.shape[0]
     kept = _Kept(np.empty(n_visits, dtype=np.int64), np.zeros(n_visits, dtype=np.int64),
-                 np.empty(n_visits, dtype=np.int64), np.empty(total, dtype=np.int64))
+                 np.empty(n_visits, dtype=np.int64), rows)
     _test_visits(by_node, visits, start, count, pool, q, kept)
     at, unsure_at, counts = _offsets(visits.point, kept.found, kept.doubts, visits.points.shape[0])
-    answers = _Answers(at, unsure_at, np.empty(at[n_visits], dtype=np.int64),
-                       np.empty(unsure_at[n_visits], dtype=np.int64), np.empty(unsure_at[n_visits], dtype=np.int64))
+    return kept, by_node, at, unsure_at, counts
+
+
+@kernel
+def _write_answers(by_node: np.ndarray, kept_fields: _Kept, visits_fields: tuple[np.ndarray, np.ndarray, np.ndarray],
+                   runs: tuple[np.ndarray, np.ndarray], pool_fields: PoolFields, query_fields: QueryFields,
+                   answers_fields: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]) -> None:
+    """:func:`answer_many`'s writes, after :func:`_answer_many`: each visit's answers' handles at its
+    offset (:func:`_write_visits`); only when some rows were left unsure, those rows and their
+    points (:func:`_list_unsure`).  O(answers)."""
+    kept, answers = _Kept(*kept_fields), _Answers(*answers_fields)
+    pool = Pool(*pool_fields)
     _write_visits(by_node, kept, pool.handles, answers)
     if answers.unsure.shape[0]:
-        _list_unsure(visits, start, count, pool, q, kept.doubts, answers)
-    return answers.out, counts, answers.unsure, answers.unsure_points
+        _list_unsure(_Visits(*visits_fields), runs[0], runs[1], pool, Query(*query_fields), kept.doubts, answers)
 
 
 #: :func:`_by_node` sorts the visits, rather than counting them per node, when the nodes outnumber
