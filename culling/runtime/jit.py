@@ -367,6 +367,58 @@ def _one_signature(dispatcher: Any) -> Any:
     return dispatcher
 
 
+#: The Python functions of the :func:`inline_kernel` helpers (:func:`_front_end_once`).
+_INLINED: set[Callable[..., Any]] = set()
+
+
+def _front_end_once() -> None:
+    """Make numba read each :func:`inline_kernel` helper's bytecode into its IR once per process, not at
+    every call site it is inlined into.
+
+    numba inlines an ``inline="always"`` function by running its whole
+    untyped front end (bytecode analysis, IR, rewrites, and the inlining of
+    the helpers it calls in turn) again for every call site, and then
+    copying the result; a helper called from many kernels, or from a helper
+    that is itself inlined at many sites, was read dozens of times (292 reads
+    of 82 helpers in a full warm-up).  Here the IR made at the first site is
+    kept, and every site gets a copy of it with a new identity (the names of
+    the inlined variables stay distinct, as before); numba's inliner copies
+    it again before it changes anything.  Only the library's own helpers,
+    compiled without ``locals``, are kept: a user's numba code is inlined as
+    numba does it.  Reaches into numba's ``InlineWorker``; a numba without it
+    is left as it is.
+    """
+    try:
+        from numba.core.inline_closurecall import InlineWorker
+    except ImportError:
+        return
+    read: Any = getattr(InlineWorker, "run_untyped_passes", None)
+    if read is None or getattr(read, "culling_once", False):
+        return
+    made: dict[tuple[Any, ...], Any] = {}
+
+    def run_untyped_passes(self: Any, func: Any, enable_ssa: bool = False) -> Any:
+        if func not in _INLINED or getattr(self, "locals", None):
+            return read(self, func, enable_ssa)
+        key = (func, bool(enable_ssa), getattr(self, "_compiler_pipeline", None))
+        ir = made.get(key)  # numba compiles under its compiler lock: one thread at a time here
+        if ir is None:
+            ir = made[key] = read(self, func, enable_ssa)
+        else:
+            self.flags.enable_ssa = enable_ssa  # what numba's front end sets on the caller's flags
+        copy = ir.copy()
+        copy.func_id = ir.func_id.derive()
+        copy._definitions = {name: list(values) for name, values in ir._definitions.items()}
+        return copy
+
+    run_untyped_passes.culling_once = True  # type: ignore[attr-defined]
+    InlineWorker.run_untyped_passes = run_untyped_passes  # type: ignore[method-assign]
+
+
+if not getattr(numba.config, "DISABLE_JIT", False):
+    _front_end_once()
+
+
 def cache_writable() -> bool:
     """Whether compiled kernels are kept on disk (False: compiled in memory in every process)."""
     return _cache_ok is not False
@@ -444,6 +496,7 @@ def inline_kernel(fn: F | None = None, *, from_python: bool = False) -> F | Call
         if JIT_DISABLED:
             return _interpreted(f)
         compiled = _compile(f, cached=from_python, inline="always")
+        _INLINED.add(f)  # its IR is read once per process (_front_end_once)
         if from_python:
             KERNELS.append(compiled)  # compiled for Python's calls too: warm_up covers it
         return cast(F, compiled)

@@ -1,0 +1,86 @@
+"""The inlined helpers' front end is read once per process (culling.runtime.jit._front_end_once).
+
+numba reads an ``inline="always"`` helper's bytecode into IR again at every call site; the library
+keeps the first reading of each of its own helpers and hands every site a copy.  The copies must
+keep each site's variables apart (a helper inlined twice into one kernel, and inside another
+inlined helper), and a function that is not one of the library's helpers is read as numba reads it.
+"""
+
+from __future__ import annotations
+
+import numba
+import pytest
+from numba.core import untyped_passes
+
+from culling.runtime import jit
+
+pytestmark = pytest.mark.skipif(jit.JIT_DISABLED, reason="NUMBA_DISABLE_JIT=1: nothing is compiled")
+
+
+def _reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The names of the functions whose bytecode numba reads from now on (its first untyped pass)."""
+    seen: list[str] = []
+    real = untyped_passes.ExtractByteCode.run_pass
+
+    def run_pass(self, state):  # noqa: ANN001, ANN202 - numba's pass signature
+        seen.append(state.func_id.func_qualname)
+        return real(self, state)
+
+    monkeypatch.setattr(untyped_passes.ExtractByteCode, "run_pass", run_pass)
+    return seen
+
+
+def _scaled_py(x, k):
+    y = x * k
+    return y + 1.0
+
+
+_scaled = numba.njit(inline="always")(_scaled_py)
+
+
+def _twice_py(x):
+    a = _scaled(x, 2.0)
+    b = _scaled(a, 3.0)
+    return a + b
+
+
+_twice = numba.njit(inline="always")(_twice_py)
+
+
+def _kernel_py(x):
+    return _twice(x) - _scaled(x, 5.0) + _twice(x + 1.0)   # _scaled inlined at 5 sites in all
+
+
+def expected(x: float) -> float:
+    def twice(v: float) -> float:
+        a = v * 2.0 + 1.0
+        return a + (a * 3.0 + 1.0)
+
+    return twice(x) - (x * 5.0 + 1.0) + twice(x + 1.0)
+
+
+def test_the_patch_is_in_place():
+    from numba.core.inline_closurecall import InlineWorker
+
+    assert getattr(InlineWorker.run_untyped_passes, "culling_once", False)
+
+
+def test_a_library_helper_inlined_at_many_sites_is_read_once_and_each_site_keeps_its_variables(monkeypatch):
+    reads = _reads(monkeypatch)
+    jit._INLINED.update((_scaled_py, _twice_py))
+    try:
+        kernel = numba.njit(_kernel_py)  # a new dispatcher: compiled here
+        for x in (0.5, -3.0, 7.25):
+            assert kernel(x) == expected(x)
+    finally:
+        jit._INLINED.difference_update((_scaled_py, _twice_py))
+    assert reads.count("_twice_py") == 1, reads
+    assert reads.count("_scaled_py") == 1, reads   # read once, though inlined at 5 sites
+
+
+def test_a_function_that_is_not_the_librarys_is_read_at_every_site_as_numba_does(monkeypatch):
+    reads = _reads(monkeypatch)
+    kernel = numba.njit(_kernel_py)
+    assert kernel(1.5) == expected(1.5)
+    assert reads.count("_twice_py") == 2, reads
+    assert reads.count("_scaled_py") == 5, reads
