@@ -259,7 +259,8 @@ def answer_many(visit_node: np.ndarray, visit_point: np.ndarray, points: np.ndar
 @kernel
 def _answer_many(visits_fields: tuple[np.ndarray, np.ndarray, np.ndarray], runs: tuple[np.ndarray, np.ndarray],
                  pool_fields: PoolFields, query_fields: QueryFields,
-                 rows: np.ndarray) -> tuple[_Kept, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+                 rows: np.ndarray) -> tuple[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray], np.ndarray,
+                                            np.ndarray, np.ndarray, np.ndarray]:
     """:func:`answer_many`'s test, node-major; :func:`_write_answers` then writes the answers.
 
     Points near each other visit the same nodes (players in a town, agents
@@ -290,11 +291,13 @@ def _answer_many(visits_fields: tuple[np.ndarray, np.ndarray, np.ndarray], runs:
                  np.empty(n_visits, dtype=np.int64), rows)
     _test_visits(by_node, visits, start, count, pool, q, kept)
     at, unsure_at, counts = _offsets(visits.point, kept.found, kept.doubts, visits.points.shape[0])
-    return kept, by_node, at, unsure_at, counts
+    # the kept fields as a plain tuple: a named tuple returned to Python is boxed through its class, and
+    # a Ctrl-C landing there crashes the process (tests/culling/runtime/test_interrupts.py)
+    return (kept.found, kept.doubts, kept.kept_at, kept.rows), by_node, at, unsure_at, counts
 
 
 @kernel
-def _write_answers(by_node: np.ndarray, kept_fields: _Kept, visits_fields: tuple[np.ndarray, np.ndarray, np.ndarray],
+def _write_answers(by_node: np.ndarray, kept_fields: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray], visits_fields: tuple[np.ndarray, np.ndarray, np.ndarray],
                    runs: tuple[np.ndarray, np.ndarray], pool_fields: PoolFields, query_fields: QueryFields,
                    answers_fields: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]) -> None:
     """:func:`answer_many`'s writes, after :func:`_answer_many`: each visit's answers' handles at its
