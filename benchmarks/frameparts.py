@@ -208,6 +208,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cpu", action="store_true",
                     help="time the calling thread's CPU (with CULLING_THREADS=1 the whole frame's work) rather "
                          "than the wall clock")
+    ap.add_argument("--process", action="store_true",
+                    help="time the process's CPU, every thread's (parts that overlap other threads' work count it)")
     ap.add_argument("--faults", action="store_true",
                     help="count the calling thread's minor page faults per part (Linux) rather than time")
     ap.add_argument("--workload", choices=("swarm", "heavy", "mixed10", "mixed100"), default="swarm",
@@ -227,13 +229,16 @@ def main(argv: list[str] | None = None) -> int:
     clock, unit, scale = time.perf_counter, "ms", 1e3
     if args.faults:
         clock, unit, scale = _faults, "faults", 1.0
+    elif args.process:
+        clock = time.process_time
     elif args.cpu:
         clock = time.thread_time
     frame, spent = parts(args.n, args.frames, args.alone, clock, args.workload)
     for name, seconds in frame.items():
         print(f"{name:42s} {seconds * scale:8.3f} {unit} a frame (median of {args.frames})")
     print(f"the tree's frame, part by part (medians; cpu: summed over the library's threads"
-          f"{'; the calling thread only' if clock is not time.perf_counter else ''}):")
+          f"{'; the calling thread only' if clock is time.thread_time else ''}"
+          f"{'; the process' if clock is time.process_time else ''}):")
     for label, seconds in spent.items():
         print(f"  {label:40s} {seconds * scale:8.3f} {unit}")
     return 0
