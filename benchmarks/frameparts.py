@@ -63,8 +63,7 @@ PARTS = [
     ("culling.tree.pool", "BlockPool.refresh", "  refresh tiles"),
     ("culling.pairs.bands", "build", "  bucket grid"),
     ("culling.pairs.bands", "plan_of", "    new bands (when made)"),
-    ("culling.pairs.bands", "_buckets", "    cell starts, bucket and count"),
-    ("culling.pairs.bands", "_bucketed", "      bucket and count"),
+    ("culling.pairs.bands", "_bucketed", "    bucket and count"),
     ("culling.pairs.bands", "gather", "    copy (cpu)"),
     ("culling.pairs.bands", "band_cells", "  within bands (cpu)"),
     ("culling.pairs.bands", "cross_rows", "  across bands (cpu)"),
@@ -73,9 +72,8 @@ PARTS = [
 
 
 def _faults() -> float:
-    """The calling thread's minor page faults so far (Linux; 0 elsewhere)."""
-    who = getattr(resource, "RUSAGE_THREAD", None) if resource is not None else None
-    return float(resource.getrusage(who).ru_minflt) if who is not None else 0.0
+    """The process's minor page faults so far, every thread's (0 where there is no ``resource``)."""
+    return float(resource.getrusage(resource.RUSAGE_SELF).ru_minflt) if resource is not None else 0.0
 
 
 def _timed(parts: list[tuple[str, str, str]], spent: dict[str, float],
@@ -211,7 +209,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--process", action="store_true",
                     help="time the process's CPU, every thread's (parts that overlap other threads' work count it)")
     ap.add_argument("--faults", action="store_true",
-                    help="count the calling thread's minor page faults per part (Linux) rather than time")
+                    help="count the process's minor page faults per part rather than time")
     ap.add_argument("--workload", choices=("swarm", "heavy", "mixed10", "mixed100"), default="swarm",
                     help="the swarm (default), its heavy tail, or mixed radii 10:1 / 100:1")
     ap.add_argument("--ab", nargs=3, metavar=("MODULE.NAME", "A", "B"),
