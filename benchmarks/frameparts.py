@@ -207,7 +207,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="time the calling thread's CPU (with CULLING_THREADS=1 the whole frame's work) rather "
                          "than the wall clock")
     ap.add_argument("--process", action="store_true",
-                    help="time the process's CPU, every thread's (parts that overlap other threads' work count it)")
+                    help="time the process's CPU, every thread's: the frame's figure is its work on all threads; a part "
+                         "run in chunks on several threads counts the other threads' work during each chunk too")
     ap.add_argument("--faults", action="store_true",
                     help="count the process's minor page faults per part rather than time")
     ap.add_argument("--workload", choices=("swarm", "heavy", "mixed10", "mixed100"), default="swarm",
