@@ -36,6 +36,11 @@ from typing import Any
 
 import numpy as np
 
+try:
+    import resource
+except ImportError:  # not on Windows
+    resource = None  # type: ignore[assignment]
+
 from benchmarks.batch_sections import _world
 from benchmarks.broadphase import HashGridPairs, KDTreePairs, TreePairs
 from benchmarks.workloads import swarm_frames
@@ -55,6 +60,7 @@ PARTS = [
     ("culling.tree.batch", "place", "  place"),
     ("culling.tree.nodes", "NodeTable.prune", "  prune"),
     ("culling.tree.tree", "ViewDistanceTree._fit_many", "  fit the root"),
+    ("culling.tree.pool", "BlockPool.refresh", "  refresh tiles"),
     ("culling.pairs.bands", "build", "  bucket grid"),
     ("culling.pairs.bands", "plan_of", "    new bands (when made)"),
     ("culling.pairs.bands", "_bucketed", "    bucket and count"),
@@ -65,8 +71,15 @@ PARTS = [
 ]
 
 
-def _timed(parts: list[tuple[str, str, str]], spent: dict[str, float]) -> list[tuple[Any, str, Any]]:
-    """Wrap each existing part so its calls add to ``spent[label]``; returns what to put back."""
+def _faults() -> float:
+    """The process's minor page faults so far, every thread's (0 where there is no ``resource``)."""
+    return float(resource.getrusage(resource.RUSAGE_SELF).ru_minflt) if resource is not None else 0.0
+
+
+def _timed(parts: list[tuple[str, str, str]], spent: dict[str, float],
+           clock: Callable[[], float] = time.perf_counter) -> list[tuple[Any, str, Any]]:
+    """Wrap each existing part so its calls add to ``spent[label]`` (the difference of ``clock``); returns
+    what to put back."""
     undo = []
     for module_name, attribute, label in parts:
         owner: Any = importlib.import_module(module_name)
@@ -78,11 +91,11 @@ def _timed(parts: list[tuple[str, str, str]], spent: dict[str, float]) -> list[t
         original = getattr(owner, name)
 
         def wrapper(*args: Any, _fn: Callable[..., Any] = original, _label: str = label, **kwargs: Any) -> Any:
-            start = time.perf_counter()
+            start = clock()
             try:
                 return _fn(*args, **kwargs)
             finally:
-                spent[_label] += time.perf_counter() - start
+                spent[_label] += clock() - start
 
         functools.update_wrapper(wrapper, original)
         setattr(owner, name, wrapper)
@@ -90,12 +103,26 @@ def _timed(parts: list[tuple[str, str, str]], spent: dict[str, float]) -> list[t
     return undo
 
 
-def parts(n: int, frames: int, alone: bool = False) -> tuple[dict[str, float], dict[str, float]]:
-    """Median frame per method and median time per part of the tree's frame (seconds), ``frames`` frames
-    of ``n`` moving creatures, the methods interleaved as the collision section runs them."""
+def frames_of(workload: str, n: int, frames: int) -> tuple[np.ndarray, list[np.ndarray]]:
+    """The radii and the centres per frame of a workload: ``swarm`` (the collision section's),
+    ``heavy`` (its heavy tail), ``mixed10`` or ``mixed100`` (mixed radii 10:1, 100:1)."""
+    from benchmarks.broadphase import heavy_frames, mixed_frames
+
+    if workload == "heavy":
+        return heavy_frames(n, frames)
+    if workload.startswith("mixed"):
+        return mixed_frames(n, frames, float(workload[len("mixed"):]))
+    return swarm_frames(n, frames)
+
+
+def parts(n: int, frames: int, alone: bool = False, clock: Callable[[], float] = time.perf_counter,
+          workload: str = "swarm") -> tuple[dict[str, float], dict[str, float]]:
+    """Median frame per method and median time per part of the tree's frame (seconds, or what ``clock``
+    counts), ``frames`` frames of ``n`` moving creatures, the methods interleaved as the collision
+    section runs them."""
     import culling
 
-    radii, steps = swarm_frames(n, frames + 2)
+    radii, steps = frames_of(workload, n, frames + 2)
     methods: list[Any] = [TreePairs(lambda size, origin: culling.ViewDistanceTree(size=size, origin=origin, dim=3))]
     if not alone:
         methods += [KDTreePairs(), HashGridPairs()]
@@ -105,7 +132,7 @@ def parts(n: int, frames: int, alone: bool = False) -> tuple[dict[str, float], d
     spent: dict[str, float] = collections.defaultdict(float)
     per_part: dict[str, list[float]] = collections.defaultdict(list)
     times: dict[str, list[float]] = {m.name: [] for m in methods}
-    undo = _timed(PARTS, spent)
+    undo = _timed(PARTS, spent, clock)
     was = gc.isenabled()
     gc.disable()
     try:
@@ -113,9 +140,9 @@ def parts(n: int, frames: int, alone: bool = False) -> tuple[dict[str, float], d
             for k in range(len(methods)):
                 method = methods[(k + f) % len(methods)]
                 spent.clear()
-                start = time.perf_counter()
+                start = clock()
                 method.frame(centres)
-                times[method.name].append(time.perf_counter() - start)
+                times[method.name].append(clock() - start)
                 if method is methods[0]:
                     for label, seconds in spent.items():
                         per_part[label].append(seconds)
@@ -176,6 +203,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--n", type=int, default=10_000, help="moving creatures (default 10,000)")
     ap.add_argument("--frames", type=int, default=200, help="frames timed (default 200)")
     ap.add_argument("--alone", action="store_true", help="the tree's frames back to back, without the peers")
+    ap.add_argument("--cpu", action="store_true",
+                    help="time the calling thread's CPU (with CULLING_THREADS=1 the whole frame's work) rather "
+                         "than the wall clock")
+    ap.add_argument("--process", action="store_true",
+                    help="time the process's CPU, every thread's: the frame's figure is its work on all threads; a part "
+                         "run in chunks on several threads counts the other threads' work during each chunk too")
+    ap.add_argument("--faults", action="store_true",
+                    help="count the process's minor page faults per part rather than time")
+    ap.add_argument("--workload", choices=("swarm", "heavy", "mixed10", "mixed100"), default="swarm",
+                    help="the swarm (default), its heavy tail, or mixed radii 10:1 / 100:1")
     ap.add_argument("--ab", nargs=3, metavar=("MODULE.NAME", "A", "B"),
                     help="alternate a module constant between two values (Python literals)")
     args = ap.parse_args(argv)
@@ -188,12 +225,21 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{target} = {value!r}: {seconds * 1e3:.3f} ms a frame, {cpu * 1e3:.3f} ms CPU "
                   f"(medians of {args.frames // 2})")
         return 0
-    frame, spent = parts(args.n, args.frames, args.alone)
+    clock, unit, scale = time.perf_counter, "ms", 1e3
+    if args.faults:
+        clock, unit, scale = _faults, "faults", 1.0
+    elif args.process:
+        clock = time.process_time
+    elif args.cpu:
+        clock = time.thread_time
+    frame, spent = parts(args.n, args.frames, args.alone, clock, args.workload)
     for name, seconds in frame.items():
-        print(f"{name:42s} {seconds * 1e3:8.3f} ms a frame (median of {args.frames})")
-    print("the tree's frame, part by part (medians; cpu: summed over the library's threads):")
+        print(f"{name:42s} {seconds * scale:8.3f} {unit} a frame (median of {args.frames})")
+    print(f"the tree's frame, part by part (medians; cpu: summed over the library's threads"
+          f"{'; the calling thread only' if clock is time.thread_time else ''}"
+          f"{'; the process' if clock is time.process_time else ''}):")
     for label, seconds in spent.items():
-        print(f"  {label:40s} {seconds * 1e3:8.3f} ms")
+        print(f"  {label:40s} {seconds * scale:8.3f} {unit}")
     return 0
 
 

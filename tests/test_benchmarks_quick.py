@@ -176,6 +176,21 @@ def test_frameparts_times_the_collision_frame_part_by_part_and_alternates_a_cons
     assert batch.settle.__name__ == "settle" and not hasattr(batch.settle, "__wrapped__")  # parts unwrapped
 
 
+def test_frameparts_counts_cpu_and_page_faults_on_each_workload():
+    import time
+
+    from benchmarks import frameparts
+
+    for workload in ("heavy", "mixed10"):
+        radii, steps = frameparts.frames_of(workload, 1500, 3)
+        assert radii.shape == (1500,) and len(steps) == 3 and steps[0].shape == (1500, 3)
+    frame, spent = frameparts.parts(1500, 3, alone=True, clock=time.thread_time, workload="heavy")
+    assert set(frame) == {"tree: update_many + overlapping_pairs"}
+    assert {"update_many", "overlapping_pairs", "  across bands (cpu)"} <= set(spent)
+    frame, spent = frameparts.parts(1500, 3, alone=True, clock=frameparts._faults)
+    assert all(count >= 0.0 for count in spent.values())
+
+
 def test_pool_layout_times_each_layout():
     from benchmarks import pool_layout
 

@@ -566,22 +566,43 @@ def band_cells(lay: Layout, first_cell: int, last_cell: int, origin: np.ndarray,
     :func:`culling.core.overlap.first_near` tests its lanes side by side; a kernel per shape
     compiles only the shape a program uses (one kernel holding both took 1.3 s more to compile)."""
     cells = _cube_cells if cube else _sphere_cells
-    return cells(lay, first_cell, last_cell, origin, size)
+    # Each member notes at most one run per forward line and one of its own: room for all of them at
+    # once, so the loop never grows the array (growing it inside the loop kept numba's reference
+    # counting on every cell: 0.63 against 0.60 ms for 10k creatures on one thread).  NumPy's, as
+    # the output's (:func:`_noted_pairs`).
+    rows = int(lay.cell_start[last_cell] - lay.cell_start[first_cell])
+    hits = np.empty((3, (lay.forward.shape[0] + 1) * rows), dtype=np.int64)
+    hk, noted = cells(lay, first_cell, last_cell, origin, size, hits)
+    return _noted_pairs(lay, hits, hk, noted, cube)
+
+
+def _noted_pairs(lay: Layout, hits: np.ndarray, hk: int, noted: int, cube: bool) -> Pairs:
+    """:func:`_written` into buffers NumPy allocates: a large one gets huge pages
+    (``madvise``), where one a kernel allocates faults in 4 KiB pages every call once glibc
+    maps it afresh (the heavy tail's million pairs: thousands of faults a frame)."""
+    first = np.empty(noted, dtype=np.int64)
+    second = np.empty(noted, dtype=np.int64)
+    k, unsure_a, unsure_b = _written(lay.columns, lay.handles, hits, hk, cube, first, second)
+    if 2 * k < noted:  # most candidates apart: give back the room
+        return first[:k].copy(), second[:k].copy(), unsure_a, unsure_b
+    return first[:k], second[:k], unsure_a, unsure_b
 
 
 @kernel
-def _sphere_cells(lay: Layout, first_cell: int, last_cell: int, origin: np.ndarray, size: float) -> Pairs:
-    return _band_cells(lay, first_cell, last_cell, origin, size, False)
+def _sphere_cells(lay: Layout, first_cell: int, last_cell: int, origin: np.ndarray, size: float,
+                  hits: np.ndarray) -> tuple[int, int]:
+    return _band_cells(lay, first_cell, last_cell, origin, size, False, hits)
 
 
 @kernel
-def _cube_cells(lay: Layout, first_cell: int, last_cell: int, origin: np.ndarray, size: float) -> Pairs:
-    return _band_cells(lay, first_cell, last_cell, origin, size, True)
+def _cube_cells(lay: Layout, first_cell: int, last_cell: int, origin: np.ndarray, size: float,
+                hits: np.ndarray) -> tuple[int, int]:
+    return _band_cells(lay, first_cell, last_cell, origin, size, True, hits)
 
 
 @inline_kernel
 def _band_cells(lay: Layout, first_cell: int, last_cell: int, origin: np.ndarray, size: float,
-                cube: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+                cube: bool, hits: np.ndarray) -> tuple[int, int]:
     """:func:`band_cells`: the pairs within bands with their earlier member in cells ``first_cell .. last_cell - 1``.
 
     A member of cell ``c`` is tested against the members after it in ``c``
@@ -597,20 +618,20 @@ def _band_cells(lay: Layout, first_cell: int, last_cell: int, origin: np.ndarray
     the member's place in its cell, ``u * 2**B + offset - cell``, is compared
     with that reach in cells.
 
-    Returns ``(first, second, unsure_a, unsure_b)``: the handles of the pairs
-    surely meeting (``first < second``) and the rows (of ``lay.columns``) of
-    the pairs the float filter is unsure of.  O(members x members in their
+    The runs go to ``hits`` (int64 ``(3, (F + 1) x rows)``, room for every
+    run a member can note); returns ``(runs noted, their rows in all)``, for
+    :func:`_noted_pairs` to write (:func:`band_cells` returns its
+    ``(first, second, unsure_a, unsure_b)``: the handles of the pairs surely
+    meeting, ``first < second``, and the rows of ``lay.columns`` of the pairs
+    the float filter is unsure of).  O(members x members in their
     neighbouring cells).
     """
-    columns, handles, cell_start, band, forward = lay.columns, lay.handles, lay.cell_start, lay.band, lay.forward
+    columns, cell_start, band, forward = lay.columns, lay.cell_start, lay.band, lay.forward
     dim = columns.shape[0] - 2
     lead = dim - 1
     neighbours = forward.shape[0]
-    # Each member notes at most one run per forward line and one of its own: room for all of them at
-    # once, so the loop never grows the array (growing it inside the loop kept numba's reference
-    # counting on every cell: 0.63 against 0.60 ms for 10k creatures on one thread).
-    hits = np.empty((3, (forward.shape[0] + 1) * (cell_start[last_cell] - cell_start[first_cell])), dtype=np.int64)
     hk = 0
+    noted = 0
     offsets = np.empty(neighbours, dtype=np.int64)  # the forward lines inside the box, as cell offsets
     needs_low = np.empty(neighbours, dtype=np.int64)  # their lead axes stepped down / up, as bits
     needs_high = np.empty(neighbours, dtype=np.int64)
@@ -686,7 +707,8 @@ def _band_cells(lay: Layout, first_cell: int, last_cell: int, origin: np.ndarray
                 lo = first_near(columns, i, lo, hi, cube)
                 if lo < hi:
                     hk = _screened(hits, hk, i, lo, hi)
-    return _written(columns, handles, hits, hk, cube)
+                    noted += hi - lo
+    return hk, noted
 
 
 @inline_kernel
@@ -710,10 +732,11 @@ def _pairs_sure(columns: np.ndarray, handles: np.ndarray, i: int, j0: int, j1: i
 
 
 @kernel
-def _written(columns: np.ndarray, handles: np.ndarray, hits: np.ndarray, hk: int,
-             cube: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """The pairs of the noted runs ``hits[:, :hk]``: ``(first, second, unsure_a, unsure_b)``, handles
-    of the pairs surely meeting (smaller first) and rows of the pairs within rounding of touching.
+def _written(columns: np.ndarray, handles: np.ndarray, hits: np.ndarray, hk: int, cube: bool, first: np.ndarray,
+             second: np.ndarray) -> tuple[int, np.ndarray, np.ndarray]:
+    """The pairs of the noted runs ``hits[:, :hk]``: the handles of the pairs surely meeting (smaller
+    first) written to ``first[:k]``/``second[:k]`` (room for every row noted), and the rows of the
+    pairs within rounding of touching: returns ``(k, unsure_a, unsure_b)``.
 
     Each run by :func:`_pairs_sure` (branch-free, the pairs' handles straight into buffers sized
     for every row noted, so the loop never grows an array); the rare runs with a pair within
@@ -721,11 +744,7 @@ def _written(columns: np.ndarray, handles: np.ndarray, hits: np.ndarray, hk: int
     made handles there.  (Writing the partners' rows first and the handles in a pass at the end
     cost two more passes over the answer: a heavy tail's million pairs.)
     """
-    noted = 0
-    for h in range(hk):
-        noted += hits[2, h] - hits[1, h]
-    first = np.empty(noted, dtype=np.int64)
-    second = np.empty(noted, dtype=np.int64)
+    noted = first.shape[0]
     doubtful = np.empty(hk, dtype=np.int64)  # the runs _pairs_sure was not sure of
     k = 0
     doubts = 0
@@ -749,31 +768,32 @@ def _written(columns: np.ndarray, handles: np.ndarray, hits: np.ndarray, hk: int
                 first[k] = min(a, b)
                 second[k] = max(a, b)
                 k += 1
-    if 2 * k < noted:  # most candidates apart: give back the room
-        return first[:k].copy(), second[:k].copy(), unsure_a[:uk].copy(), unsure_b[:uk].copy()
-    return first[:k], second[:k], unsure_a[:uk].copy(), unsure_b[:uk].copy()
+    return k, unsure_a[:uk].copy(), unsure_b[:uk].copy()
 
 
 def cross_rows(lay: Layout, first_row: int, last_row: int, origin: np.ndarray, size: float, cube: bool) -> Pairs:
     """The pairs of the members in rows ``first_row .. last_row - 1`` with the members of finer bands:
     :func:`_cross_rows`, by a kernel per shape as :func:`band_cells`."""
     rows = _cube_rows if cube else _sphere_rows
-    return rows(lay, first_row, last_row, origin, size)
+    hits, hk, noted = rows(lay, first_row, last_row, origin, size)
+    return _noted_pairs(lay, hits, hk, noted, cube)
 
 
 @kernel
-def _sphere_rows(lay: Layout, first_row: int, last_row: int, origin: np.ndarray, size: float) -> Pairs:
+def _sphere_rows(lay: Layout, first_row: int, last_row: int, origin: np.ndarray,
+                 size: float) -> tuple[np.ndarray, int, int]:
     return _cross_rows(lay, first_row, last_row, origin, size, False)
 
 
 @kernel
-def _cube_rows(lay: Layout, first_row: int, last_row: int, origin: np.ndarray, size: float) -> Pairs:
+def _cube_rows(lay: Layout, first_row: int, last_row: int, origin: np.ndarray,
+               size: float) -> tuple[np.ndarray, int, int]:
     return _cross_rows(lay, first_row, last_row, origin, size, True)
 
 
 @inline_kernel
 def _cross_rows(lay: Layout, first_row: int, last_row: int, origin: np.ndarray, size: float,
-                cube: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+                cube: bool) -> tuple[np.ndarray, int, int]:
     """:func:`cross_rows`: the pairs of the members in rows ``first_row .. last_row - 1`` with the members of finer bands.
 
     A member ``(c, r)`` meets a member of band ``q`` only within ``r + R_q``
@@ -783,14 +803,15 @@ def _cross_rows(lay: Layout, first_row: int, last_row: int, origin: np.ndarray, 
     the last axis (a cube's side for cubes).  In floats: the window's lines
     widened by the roundings' bound and one cell each way, the chord by the
     roundings' bound only (:func:`_chord_rounding`; a cell each way there
-    added a fifth of the heavy tail's candidates).  Returns as
-    :func:`band_cells`.
+    added a fifth of the heavy tail's candidates).  Returns the runs noted
+    ``(hits, runs, their rows in all)`` for :func:`_noted_pairs`, as :func:`_band_cells`.
     """
-    columns, handles, cell_start, band, scales = lay.columns, lay.handles, lay.cell_start, lay.band, lay.scales
+    columns, cell_start, band, scales = lay.columns, lay.cell_start, lay.band, lay.scales
     dim = columns.shape[0] - 2
     lead = dim - 1
     hits = np.empty((3, 256), dtype=np.int64)
     hk = 0
+    noted = 0
     window_lo = np.empty(dim, dtype=np.int64)
     window_hi = np.empty(dim, dtype=np.int64)
     at = np.empty(dim, dtype=np.int64)
@@ -849,6 +870,7 @@ def _cross_rows(lay: Layout, first_row: int, last_row: int, origin: np.ndarray, 
                             bigger[:, :hk] = hits
                             hits = bigger
                         hk = _screened(hits, hk, i, s, e)
+                        noted += e - s
                 axis = lead - 1  # the next line of the window (an odometer over the lead axes)
                 while axis >= 0:
                     at[axis] += 1
@@ -858,4 +880,4 @@ def _cross_rows(lay: Layout, first_row: int, last_row: int, origin: np.ndarray, 
                     axis -= 1
                 if axis < 0:
                     break
-    return _written(columns, handles, hits, hk, cube)
+    return hits, hk, noted
