@@ -48,7 +48,7 @@ from culling.core.chunks import in_caller_order
 from culling.core.containment import decide
 from culling.core.validation import as_handles, as_integer, as_points, as_probe_radii, as_radius
 from culling.runtime.locks import ReadWriteLock, reading, state_without_lock, writing
-from culling.runtime.threads import run_chunks
+from culling.runtime.threads import run_chunks, thread_count
 from culling.tree.tree import ViewDistanceTree
 from culling.uses.interest_kernels import (
     advance_rows,
@@ -125,6 +125,11 @@ def _by_viewer(offsets: NDArray[np.int64], counts: NDArray[np.int64],
     return start, count
 
 
+def _ascending(ids: NDArray[np.int64]) -> bool:
+    """Whether ``ids`` are strictly ascending (so unique): O(m), no sort."""
+    return ids.size < 2 or bool((ids[1:] > ids[:-1]).all())
+
+
 def _same_order(first: NDArray[np.int64] | None, second: NDArray[np.int64] | None) -> bool:
     """Whether two row orders (None: the caller's) are the same."""
     if first is None or second is None:
@@ -144,7 +149,7 @@ def as_viewer_ids(values: ArrayLike) -> NDArray[np.int64]:
         ids = as_handles(values, "viewer_ids")
     except KeyError:
         raise ValueError("viewer_ids must fit in int64") from None
-    if ids.size > 1:
+    if ids.size > 1 and not _ascending(ids):
         ordered = np.sort(ids)
         repeated = ordered[1:][ordered[1:] == ordered[:-1]]
         if repeated.size:
@@ -191,14 +196,16 @@ def grid_answer(tree: ViewDistanceTree, points: NDArray[np.float64], scale: floa
     group_start = np.empty(bound, dtype=np.int64)
     group_count = np.zeros(bound, dtype=np.int64)
     ids = itertools.count()   # next() on it is atomic: each chunk's pairs get an id of their own
+    ranges = max(1, min(thread_count(), bound // GRID_MIN_ROWS))  # of handles, scattered at once
+    span = -(-bound // ranges) if bound else 1
 
     def chunk(lo: int, hi: int) -> tuple[NDArray[np.int64], int, NDArray[np.int64], NDArray[np.int64],
                                          NDArray[np.int64], int]:
         part = next(ids)
-        groups = (group_part, group_start, group_count, part)
+        groups = (group_part, group_start, group_count, part, span)
         room = int(hint * (hi - lo) * GRID_ROOM) + GRID_SLACK
         place = np.empty(room, dtype=np.int64)
-        counts = np.zeros(m, dtype=np.int64)
+        counts = np.zeros((ranges, m), dtype=np.int64)
         unsure_row = np.empty(GRID_UNSURE_ROOM, dtype=np.int64)
         unsure_place = np.empty(GRID_UNSURE_ROOM, dtype=np.int64)
         row, k, uk = lo, 0, 0
@@ -214,9 +221,10 @@ def grid_answer(tree: ViewDistanceTree, points: NDArray[np.float64], scale: floa
             place = np.concatenate([place[:k], np.empty(grown - k, dtype=np.int64)])
 
     parts = run_chunks(chunk, top, min_items=GRID_MIN_ROWS)
-    counts = np.zeros(m, dtype=np.int64)
-    for part in parts:
-        counts += part[2]
+    by_range = parts[0][2]
+    for part in parts[1:]:
+        by_range += part[2]
+    counts = by_range.sum(axis=0)
     unsure_rows = np.concatenate([part[3] for part in parts])
     ascending = True
     if unsure_rows.size:  # within rounding of a surface: exact arithmetic decides
@@ -235,9 +243,15 @@ def grid_answer(tree: ViewDistanceTree, points: NDArray[np.float64], scale: floa
         ends = np.cumsum(sizes)
         base[[part[5] for part in parts]] = ends - sizes
         pairs = np.concatenate([part[0][:part[1]] for part in parts])
-    cursor = offsets[:-1].copy()
-    scatter_groups(pairs, (group_part, group_start, group_count, 0), base, cursor, out)
+    cursors = np.empty((ranges, m), dtype=np.int64)   # range r's rows start after the lower ranges' pairs
+    cursors[0] = offsets[:-1]
+    np.cumsum(by_range[:-1], axis=0, out=cursors[1:])
+    cursors[1:] += offsets[:-1]
+    groups = (group_part, group_start, group_count, 0, span)
+    run_chunks(lambda lo, hi: [scatter_groups(pairs, groups, base, cursors[r], out, r * span, min((r + 1) * span, bound))
+                               for r in range(lo, hi)], ranges, chunks=ranges)
     if not ascending:  # the pairs exact arithmetic kept, after the sure ones of their rows
+        cursor = cursors[-1]
         scatter_pairs(unsure_places[keep], handles[unsure_rows[keep]], int(keep.sum()), cursor, out)
     return out, counts, order, out.size / max(top, 1), ascending
 
@@ -528,9 +542,16 @@ class InterestSets:
         left, left_offsets = self._packed(left_buffer, left_starts, left_counts)
 
         # Commit (nothing below can fail but a MemoryError before the first assignment).
-        by_id = np.argsort(row_ids, kind="stable")
-        sorted_ids = _frozen(row_ids[by_id])
-        row_of = _frozen(by_id.astype(np.int64))
+        if _ascending(ids):  # ids given in order (a server's usual): each id's row is the order's inverse
+            sorted_ids = _frozen(ids.copy())
+            row_of = np.arange(m, dtype=np.int64)
+            if order is not None:
+                row_of[order] = row_of.copy()
+            row_of = _frozen(row_of)
+        else:
+            by_id = np.argsort(row_ids, kind="stable")
+            sorted_ids = _frozen(row_ids[by_id])
+            row_of = _frozen(by_id.astype(np.int64))
         caller_ids = _frozen(ids)
         self._ids = caller_ids if order is None else _frozen(row_ids)
         self._offsets, self._sets = _frozen(offsets), _frozen(sets)

@@ -454,7 +454,7 @@ def _classify_range(columns: np.ndarray, row: int, scale: float, cube: bool, coo
 @kernel
 def grid_pairs(columns: np.ndarray, handles: np.ndarray, first: int, last: int, scale: float, cube: bool,
                grid: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray],
-               pair_place: np.ndarray, groups: tuple[np.ndarray, np.ndarray, np.ndarray, int], k: int,
+               pair_place: np.ndarray, groups: tuple[np.ndarray, np.ndarray, np.ndarray, int, int], k: int,
                counts: np.ndarray, unsure_row: np.ndarray, unsure_place: np.ndarray, uk: int) -> tuple[int, int, int]:
     """Every live entity of pool rows ``first .. last - 1`` asks the viewers' grid (:func:`grid_viewers`:
     ``grid = (coords, starts, shape, low, inverse)``) which viewers its sphere (radius times ``scale``)
@@ -462,9 +462,10 @@ def grid_pairs(columns: np.ndarray, handles: np.ndarray, first: int, last: int, 
     filter, :func:`culling.core.containment.classify` within rounding of the surface).
 
     Each sure pair's viewer (its place in the grid's order) is written at ``pair_place[k]`` and
-    counted in ``counts[place]``; an entity's pairs are one run, ``groups = (part, start, count,
-    this_part)`` records it by handle (``start[h]``, ``count[h]`` in this call's ``pair_place``, whose
-    id ``this_part`` goes to ``part[h]``) for :func:`scatter_groups`.  Each unsure pair (practically
+    counted in ``counts[h // span, place]`` (``counts`` ``(ranges, m)``: by range of handles); an
+    entity's pairs are one run, ``groups = (part, start, count, this_part, span)`` records it by handle
+    (``start[h]``, ``count[h]`` in this call's ``pair_place``, whose id ``this_part`` goes to
+    ``part[h]``) for :func:`scatter_groups`.  Each unsure pair (practically
     never) is written at ``unsure_row[uk]``, ``unsure_place[uk]``, for exact arithmetic.  Returns
     ``(row, k, uk)``: the rows before ``row`` are done; ``row < last`` when the pair buffers ran out
     (call again from ``row`` with larger ones).  Each entity reads, per row of cells its box spans,
@@ -475,7 +476,7 @@ def grid_pairs(columns: np.ndarray, handles: np.ndarray, first: int, last: int, 
     dim = coords.shape[0]
     room = pair_place.shape[0]
     n0, n1, n2 = shape[0], shape[1], shape[2]
-    group_part, group_start, group_count, this_part = groups
+    group_part, group_start, group_count, this_part, span = groups
     for row in range(first, last):
         h = handles[row]
         if h < 0:
@@ -517,21 +518,23 @@ def grid_pairs(columns: np.ndarray, handles: np.ndarray, first: int, last: int, 
         group_part[h] = this_part
         group_start[h] = k_row
         group_count[h] = k - k_row
+        by_range = counts[h // span]
         for i in range(k_row, k):
-            counts[pair_place[i]] += 1
+            by_range[pair_place[i]] += 1
     return last, k, uk
 
 
 @kernel
-def scatter_groups(pair_place: np.ndarray, groups: tuple[np.ndarray, np.ndarray, np.ndarray, int],
-                   base: np.ndarray, cursor: np.ndarray, out: np.ndarray) -> int:
-    """Each handle's run of pairs (:func:`grid_pairs`' ``groups``; part ``c``'s pairs at
-    ``pair_place[base[c]:]``), handle after handle, to its viewers' rows: ``out[cursor[place]] = h``,
-    the cursor advanced.  So every row comes out in ascending handles.  Handles whose ``count`` is 0
-    (none, or not live) write nothing; ``start`` and ``part`` are read only where it is not.
-    O(handles + pairs)."""
-    group_part, group_start, group_count, _ = groups
-    for h in range(group_count.shape[0]):
+def scatter_groups(pair_place: np.ndarray, groups: tuple[np.ndarray, np.ndarray, np.ndarray, int, int],
+                   base: np.ndarray, cursor: np.ndarray, out: np.ndarray, lo: int, hi: int) -> int:
+    """The runs of pairs of handles ``lo .. hi - 1`` (:func:`grid_pairs`' ``groups``; part ``c``'s pairs
+    at ``pair_place[base[c]:]``), handle after handle, to their viewers' rows: ``out[cursor[place]] = h``,
+    the cursor advanced.  So every row comes out in ascending handles; ranges of handles with cursors
+    of their own (each range's rows start where the lower ranges' end) run at once.  Handles whose
+    ``count`` is 0 (none, or not live) write nothing; ``start`` and ``part`` are read only where it is
+    not.  O(handles + pairs)."""
+    group_part, group_start, group_count, _, _ = groups
+    for h in range(lo, hi):
         n = group_count[h]
         if n == 0:
             continue
