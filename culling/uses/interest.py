@@ -196,13 +196,14 @@ def grid_answer(tree: ViewDistanceTree, points: NDArray[np.float64], scale: floa
     group_start = np.empty(bound, dtype=np.int64)
     group_count = np.zeros(bound, dtype=np.int64)
     ids = itertools.count()   # next() on it is atomic: each chunk's pairs get an id of their own
-    ranges = max(1, min(thread_count(), bound // GRID_MIN_ROWS))  # of handles, scattered at once
-    span = -(-bound // ranges) if bound else 1
+    ranges = max(1, min(thread_count(), bound // GRID_MIN_ROWS))  # of handles, scattered at once: 2**shift each
+    shift = max(0, (-(-bound // ranges) - 1).bit_length())
+    ranges = -(-bound >> shift) if bound else 1
 
     def chunk(lo: int, hi: int) -> tuple[NDArray[np.int64], int, NDArray[np.int64], NDArray[np.int64],
                                          NDArray[np.int64], int]:
         part = next(ids)
-        groups = (group_part, group_start, group_count, part, span)
+        groups = (group_part, group_start, group_count, part, shift)
         room = int(hint * (hi - lo) * GRID_ROOM) + GRID_SLACK
         place = np.empty(room, dtype=np.int64)
         counts = np.zeros((ranges, m), dtype=np.int64)
@@ -247,9 +248,9 @@ def grid_answer(tree: ViewDistanceTree, points: NDArray[np.float64], scale: floa
     cursors[0] = offsets[:-1]
     np.cumsum(by_range[:-1], axis=0, out=cursors[1:])
     cursors[1:] += offsets[:-1]
-    groups = (group_part, group_start, group_count, 0, span)
-    run_chunks(lambda lo, hi: [scatter_groups(pairs, groups, base, cursors[r], out, r * span, min((r + 1) * span, bound))
-                               for r in range(lo, hi)], ranges, chunks=ranges)
+    groups = (group_part, group_start, group_count, 0, shift)
+    run_chunks(lambda lo, hi: [scatter_groups(pairs, groups, base, cursors[r], out, r << shift,
+                                              min((r + 1) << shift, bound)) for r in range(lo, hi)], ranges, chunks=ranges)
     if not ascending:  # the pairs exact arithmetic kept, after the sure ones of their rows
         cursor = cursors[-1]
         scatter_pairs(unsure_places[keep], handles[unsure_rows[keep]], int(keep.sum()), cursor, out)

@@ -462,8 +462,8 @@ def grid_pairs(columns: np.ndarray, handles: np.ndarray, first: int, last: int, 
     filter, :func:`culling.core.containment.classify` within rounding of the surface).
 
     Each sure pair's viewer (its place in the grid's order) is written at ``pair_place[k]`` and
-    counted in ``counts[h // span, place]`` (``counts`` ``(ranges, m)``: by range of handles); an
-    entity's pairs are one run, ``groups = (part, start, count, this_part, span)`` records it by handle
+    counted in ``counts[h >> shift, place]`` (``counts`` ``(ranges, m)``: by range of handles); an
+    entity's pairs are one run, ``groups = (part, start, count, this_part, shift)`` records it by handle
     (``start[h]``, ``count[h]`` in this call's ``pair_place``, whose id ``this_part`` goes to
     ``part[h]``) for :func:`scatter_groups`.  Each unsure pair (practically
     never) is written at ``unsure_row[uk]``, ``unsure_place[uk]``, for exact arithmetic.  Returns
@@ -476,7 +476,7 @@ def grid_pairs(columns: np.ndarray, handles: np.ndarray, first: int, last: int, 
     dim = coords.shape[0]
     room = pair_place.shape[0]
     n0, n1, n2 = shape[0], shape[1], shape[2]
-    group_part, group_start, group_count, this_part, span = groups
+    group_part, group_start, group_count, this_part, shift = groups
     for row in range(first, last):
         h = handles[row]
         if h < 0:
@@ -518,7 +518,7 @@ def grid_pairs(columns: np.ndarray, handles: np.ndarray, first: int, last: int, 
         group_part[h] = this_part
         group_start[h] = k_row
         group_count[h] = k - k_row
-        by_range = counts[h // span]
+        by_range = counts[h >> shift]
         for i in range(k_row, k):
             by_range[pair_place[i]] += 1
     return last, k, uk
