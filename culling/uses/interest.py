@@ -57,7 +57,6 @@ from culling.uses.interest_kernels import (
     grid_viewers,
     merge_rows,
     scatter_groups,
-    scatter_pairs,
 )
 
 __all__ = ["InterestManager", "InterestSets", "InterestTick"]
@@ -251,9 +250,12 @@ def grid_answer(tree: ViewDistanceTree, points: NDArray[np.float64], scale: floa
     groups = (group_part, group_start, group_count, 0, shift)
     run_chunks(lambda lo, hi: [scatter_groups(pairs, groups, base, cursors[r], out, r << shift,
                                               min((r + 1) << shift, bound)) for r in range(lo, hi)], ranges, chunks=ranges)
-    if not ascending:  # the pairs exact arithmetic kept, after the sure ones of their rows
-        cursor = cursors[-1]
-        scatter_pairs(unsure_places[keep], handles[unsure_rows[keep]], int(keep.sum()), cursor, out)
+    if not ascending:  # the pairs exact arithmetic kept (a few), after the sure ones of their rows
+        kept_handles = handles[unsure_rows[keep]]
+        by_handle = np.argsort(kept_handles, kind="stable")
+        count = np.bincount(kept_handles, minlength=bound).astype(np.int64)
+        kept = (np.zeros(bound, dtype=np.int64), _offsets(count)[:-1], count, 0, 0)
+        scatter_groups(unsure_places[keep][by_handle], kept, np.zeros(1, dtype=np.int64), cursors[-1], out, 0, bound)
     return out, counts, order, out.size / max(top, 1), ascending
 
 
