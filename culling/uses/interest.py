@@ -90,6 +90,10 @@ GRID_SLACK = 1024
 GRID_FIRST_HINT = 8.0
 GRID_UNSURE_ROOM = 64
 
+#: The pairs' viewer places (below the viewers' count) as 4-byte integers: half the bytes that
+#: :func:`~culling.uses.interest_kernels.scatter_groups` reads at random, run by run.
+PAIR_PLACE = np.int32
+
 #: The constructor's default origin: zeros in every dimension (the tuple names dim 3's).
 _DEFAULT_ORIGIN = (0.0, 0.0, 0.0)
 
@@ -199,12 +203,12 @@ def grid_answer(tree: ViewDistanceTree, points: NDArray[np.float64], scale: floa
     shift = max(0, (-(-bound // ranges) - 1).bit_length())
     ranges = -(-bound >> shift) if bound else 1
 
-    def chunk(lo: int, hi: int) -> tuple[NDArray[np.int64], int, NDArray[np.int64], NDArray[np.int64],
+    def chunk(lo: int, hi: int) -> tuple[NDArray[np.int32], int, NDArray[np.int64], NDArray[np.int64],
                                          NDArray[np.int64], int]:
         part = next(ids)
         groups = (group_part, group_start, group_count, part, shift)
         room = int(hint * (hi - lo) * GRID_ROOM) + GRID_SLACK
-        place = np.empty(room, dtype=np.int64)
+        place = np.empty(room, dtype=PAIR_PLACE)
         counts = np.zeros((ranges, m), dtype=np.int64)
         unsure_row = np.empty(GRID_UNSURE_ROOM, dtype=np.int64)
         unsure_place = np.empty(GRID_UNSURE_ROOM, dtype=np.int64)
@@ -218,7 +222,7 @@ def grid_answer(tree: ViewDistanceTree, points: NDArray[np.float64], scale: floa
             unsure_row = np.concatenate([unsure_row, np.empty(unsure_row.size + 1, dtype=np.int64)])
             unsure_place = np.concatenate([unsure_place, np.empty(unsure_place.size + 1, dtype=np.int64)])
             grown = 2 * place.size + GRID_SLACK
-            place = np.concatenate([place[:k], np.empty(grown - k, dtype=np.int64)])
+            place = np.concatenate([place[:k], np.empty(grown - k, dtype=PAIR_PLACE)])
 
     parts = run_chunks(chunk, top, min_items=GRID_MIN_ROWS)
     by_range = parts[0][2]
@@ -255,7 +259,7 @@ def grid_answer(tree: ViewDistanceTree, points: NDArray[np.float64], scale: floa
         by_handle = np.argsort(kept_handles, kind="stable")
         count = np.bincount(kept_handles, minlength=bound).astype(np.int64)
         kept = (np.zeros(bound, dtype=np.int64), _offsets(count)[:-1], count, 0, 0)
-        scatter_groups(unsure_places[keep][by_handle], kept, np.zeros(1, dtype=np.int64), cursors[-1], out, 0, bound)
+        scatter_groups(unsure_places[keep][by_handle].astype(PAIR_PLACE), kept, np.zeros(1, dtype=np.int64), cursors[-1], out, 0, bound)
     return out, counts, order, out.size / max(top, 1), ascending
 
 
