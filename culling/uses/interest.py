@@ -36,6 +36,7 @@ half alone (the previous sets as CSR arrays, and the diff): a sharded server
 
 from __future__ import annotations
 
+import itertools
 import numbers
 import threading
 from dataclasses import dataclass
@@ -47,9 +48,16 @@ from culling.core.chunks import in_caller_order
 from culling.core.containment import decide
 from culling.core.validation import as_handles, as_integer, as_points, as_probe_radii, as_radius
 from culling.runtime.locks import ReadWriteLock, reading, state_without_lock, writing
-from culling.runtime.threads import run_chunks
+from culling.runtime.threads import run_chunks, thread_count
 from culling.tree.tree import ViewDistanceTree
-from culling.uses.interest_kernels import advance_rows, compact_rows, grid_pairs, grid_viewers, scatter_pairs
+from culling.uses.interest_kernels import (
+    advance_rows,
+    compact_rows,
+    grid_pairs,
+    grid_viewers,
+    merge_rows,
+    scatter_groups,
+)
 
 __all__ = ["InterestManager", "InterestSets", "InterestTick"]
 
@@ -71,16 +79,20 @@ PARALLEL_MIN_VIEWERS = 512
 GRID_ENTITIES_PER_VIEWER = 64.0
 GRID_MIN_VIEWERS = 256
 
-#: Pool rows per chunk of :func:`grid_answer` below which it runs on the calling thread.
+#: Handles per chunk of :func:`grid_answer` below which it runs on the calling thread.
 GRID_MIN_ROWS = 8192
 
-#: The pair buffers of a chunk of :func:`grid_answer`: room for the last answer's pairs per pool row
+#: The pair buffers of a chunk of :func:`grid_answer`: room for the last answer's pairs per handle
 #: (:data:`GRID_FIRST_HINT` at a manager's first) times this, plus :data:`GRID_SLACK`; they grow when
 #: that runs out.  The unsure pairs' buffers start with :data:`GRID_UNSURE_ROOM`.
 GRID_ROOM = 1.25
 GRID_SLACK = 1024
 GRID_FIRST_HINT = 8.0
 GRID_UNSURE_ROOM = 64
+
+#: The pairs' viewer places (below the viewers' count) as 4-byte integers: half the bytes that
+#: :func:`~culling.uses.interest_kernels.scatter_groups` reads at random, run by run.
+PAIR_PLACE = np.int32
 
 #: The constructor's default origin: zeros in every dimension (the tuple names dim 3's).
 _DEFAULT_ORIGIN = (0.0, 0.0, 0.0)
@@ -116,6 +128,11 @@ def _by_viewer(offsets: NDArray[np.int64], counts: NDArray[np.int64],
     return start, count
 
 
+def _ascending(ids: NDArray[np.int64]) -> bool:
+    """Whether ``ids`` are strictly ascending (so unique): O(m), no sort."""
+    return ids.size < 2 or bool((ids[1:] > ids[:-1]).all())
+
+
 def _same_order(first: NDArray[np.int64] | None, second: NDArray[np.int64] | None) -> bool:
     """Whether two row orders (None: the caller's) are the same."""
     if first is None or second is None:
@@ -135,7 +152,7 @@ def as_viewer_ids(values: ArrayLike) -> NDArray[np.int64]:
         ids = as_handles(values, "viewer_ids")
     except KeyError:
         raise ValueError("viewer_ids must fit in int64") from None
-    if ids.size > 1:
+    if ids.size > 1 and not _ascending(ids):
         ordered = np.sort(ids)
         repeated = ordered[1:][ordered[1:] == ordered[:-1]]
         if repeated.size:
@@ -149,21 +166,25 @@ def as_viewer_id(value: object) -> int:
 
 
 def grid_answer(tree: ViewDistanceTree, points: NDArray[np.float64], scale: float,
-                hint: float = GRID_FIRST_HINT) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.int64] | None, float]:
+                hint: float = GRID_FIRST_HINT) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.int64] | None,
+                                                        float, bool]:
     """Every viewer's exact set, entity by entity: ``query_many(points, exact=True, scale=scale)``'s
     answer by the other direction.  The caller holds the tree's lock; a sphere tree with entities.
 
     The viewers go into a uniform grid (:func:`~culling.uses.interest_kernels.grid_viewers`); each
-    live entity, pool row by pool row, asks the grid for the viewers in its box and tests them with
+    live entity, in handle order, asks the grid for the viewers in its box and tests them with
     the float filter of the tree's own member test, the rows within rounding of a surface with
     :func:`culling.core.containment.classify`, the few left unsure by exact arithmetic
     (:func:`culling.core.containment.decide`): the answers are the walk's.  Chunks of pool rows run
     on the library's threads, each writing (viewer, handle) pairs; the pairs then go to their
-    viewers' rows (:func:`~culling.uses.interest_kernels.scatter_pairs`), a chunk per thread.
+    viewers' rows (:func:`~culling.uses.interest_kernels.scatter_pairs`), a chunk per thread, chunk
+    after chunk, so each row comes out in ascending handles.
 
-    Returns ``(handles, counts, order, pairs_per_row)``: row ``j`` (``counts[j]`` handles, in pool
-    order) is viewer ``order[j]``'s, the grid's order; ``pairs_per_row`` sizes the next call's buffers
-    (``hint``: this call's guess).  O(m + cells + entities * rows of cells + candidates).
+    Returns ``(handles, counts, order, pairs_per_handle, ascending)``: row ``j`` (``counts[j]``
+    handles) is viewer ``order[j]``'s, the grid's order; ``pairs_per_handle`` sizes the next call's
+    buffers (``hint``: this call's guess); ``ascending``: every row is sorted (not so only where
+    exact arithmetic kept a pair, appended after the others, or where the walk answered).
+    O(m + cells + handles + entities * rows of cells + candidates).
     """
     m = points.shape[0]
     columns, handles = tree._rows()
@@ -171,55 +192,75 @@ def grid_answer(tree: ViewDistanceTree, points: NDArray[np.float64], scale: floa
     order, coords, starts, shape, low, inverse = grid_viewers(points, 0.0)
     if not shape[0]:  # viewers spread beyond float64's range: the walk answers
         handles_, counts_, order_ = tree._walked_many(points, True, scale)
-        return handles_, counts_, order_, hint
+        return handles_, counts_, order_, hint, False
     grid = (coords, starts, shape, low, inverse)
+    bound = int(tree._next_handle)
+    group_part = np.empty(bound, dtype=np.int64)      # each handle's run of pairs: written where count > 0
+    group_start = np.empty(bound, dtype=np.int64)
+    group_count = np.zeros(bound, dtype=np.int64)
+    ids = itertools.count()   # next() on it is atomic: each chunk's pairs get an id of their own
+    ranges = max(1, min(thread_count(), bound // GRID_MIN_ROWS))  # of handles, scattered at once: 2**shift each
+    shift = max(0, (-(-bound // ranges) - 1).bit_length())
+    ranges = -(-bound >> shift) if bound else 1
 
-    def chunk(lo: int, hi: int) -> tuple[NDArray[np.int64], NDArray[np.int64], int, NDArray[np.int64],
-                                         NDArray[np.int64], NDArray[np.int64]]:
+    def chunk(lo: int, hi: int) -> tuple[NDArray[np.int32], int, NDArray[np.int64], NDArray[np.int64],
+                                         NDArray[np.int64], int]:
+        part = next(ids)
+        groups = (group_part, group_start, group_count, part, shift)
         room = int(hint * (hi - lo) * GRID_ROOM) + GRID_SLACK
-        place = np.empty(room, dtype=np.int64)
-        owner = np.empty(room, dtype=np.int64)
-        counts = np.zeros(m, dtype=np.int64)
+        place = np.empty(room, dtype=PAIR_PLACE)
+        counts = np.zeros((ranges, m), dtype=np.int64)
         unsure_row = np.empty(GRID_UNSURE_ROOM, dtype=np.int64)
         unsure_place = np.empty(GRID_UNSURE_ROOM, dtype=np.int64)
         row, k, uk = lo, 0, 0
         while True:
-            row, k, uk = grid_pairs(columns, handles, row, hi, scale, False, grid, place, owner, k, counts,
+            row, k, uk = grid_pairs(columns, handles, row, hi, scale, False, grid, place, groups, k, counts,
                                     unsure_row, unsure_place, uk)
             if row == hi:
-                return place, owner, k, counts, unsure_row[:uk], unsure_place[:uk]
+                return place, k, counts, unsure_row[:uk], unsure_place[:uk], part
             # The pairs or the unsure rows (practically never) ran out at pool row ``row``: both grow.
             unsure_row = np.concatenate([unsure_row, np.empty(unsure_row.size + 1, dtype=np.int64)])
             unsure_place = np.concatenate([unsure_place, np.empty(unsure_place.size + 1, dtype=np.int64)])
             grown = 2 * place.size + GRID_SLACK
-            place = np.concatenate([place[:k], np.empty(grown - k, dtype=np.int64)])
-            owner = np.concatenate([owner[:k], np.empty(grown - k, dtype=np.int64)])
+            place = np.concatenate([place[:k], np.empty(grown - k, dtype=PAIR_PLACE)])
 
     parts = run_chunks(chunk, top, min_items=GRID_MIN_ROWS)
-    unsure_rows = np.concatenate([part[4] for part in parts])
+    by_range = parts[0][2]
+    for part in parts[1:]:
+        by_range += part[2]
+    counts = by_range.sum(axis=0)
+    unsure_rows = np.concatenate([part[3] for part in parts])
+    ascending = True
     if unsure_rows.size:  # within rounding of a surface: exact arithmetic decides
-        unsure_places = np.concatenate([part[5] for part in parts])
+        unsure_places = np.concatenate([part[4] for part in parts])
         keep = decide(columns, unsure_rows, coords.T[unsure_places], tree.shape, scale)
-        settled = np.bincount(unsure_places[keep], minlength=m).astype(np.int64)
-        parts.append((unsure_places[keep], handles[unsure_rows[keep]], int(keep.sum()), settled,
-                      unsure_rows[:0], unsure_rows[:0]))
-    counts = np.zeros(m, dtype=np.int64)
-    cursors = []
-    for part in parts:
-        cursors.append(counts.copy())
-        counts += part[3]
+        counts += np.bincount(unsure_places[keep], minlength=m).astype(np.int64)
+        ascending = not keep.any()
     offsets = _offsets(counts)
     out = np.empty(int(offsets[-1]), dtype=np.int64)
-    for cursor in cursors:
-        cursor += offsets[:-1]
-
-    def scatter(lo: int, hi: int) -> int:
-        for c in range(lo, hi):
-            scatter_pairs(parts[c][0], parts[c][1], parts[c][2], cursors[c], out)
-        return 0
-
-    run_chunks(scatter, len(parts), chunks=len(parts))
-    return out, counts, order, out.size / max(top, 1)
+    # Every part's pairs in one array (the part ids index ``base``), then handle after handle to the rows.
+    base = np.zeros(len(parts), dtype=np.int64)
+    if len(parts) == 1:
+        pairs = parts[0][0]
+    else:
+        sizes = np.array([part[1] for part in parts], dtype=np.int64)
+        ends = np.cumsum(sizes)
+        base[[part[5] for part in parts]] = ends - sizes
+        pairs = np.concatenate([part[0][:part[1]] for part in parts])
+    cursors = np.empty((ranges, m), dtype=np.int64)   # range r's rows start after the lower ranges' pairs
+    cursors[0] = offsets[:-1]
+    np.cumsum(by_range[:-1], axis=0, out=cursors[1:])
+    cursors[1:] += offsets[:-1]
+    groups = (group_part, group_start, group_count, 0, shift)
+    run_chunks(lambda lo, hi: [scatter_groups(pairs, groups, base, cursors[r], out, r << shift,
+                                              min((r + 1) << shift, bound)) for r in range(lo, hi)], ranges, chunks=ranges)
+    if not ascending:  # the pairs exact arithmetic kept (a few), after the sure ones of their rows
+        kept_handles = handles[unsure_rows[keep]]
+        by_handle = np.argsort(kept_handles, kind="stable")
+        count = np.bincount(kept_handles, minlength=bound).astype(np.int64)
+        kept = (np.zeros(bound, dtype=np.int64), _offsets(count)[:-1], count, 0, 0)
+        scatter_groups(unsure_places[keep][by_handle].astype(PAIR_PLACE), kept, np.zeros(1, dtype=np.int64), cursors[-1], out, 0, bound)
+    return out, counts, order, out.size / max(top, 1), ascending
 
 
 @dataclass(frozen=True, eq=False)
@@ -431,16 +472,18 @@ class InterestSets:
     @writing
     def _advance(self, ids: NDArray[np.int64], rows: tuple[NDArray[np.int64], NDArray[np.int64],
                                                            NDArray[np.int64], NDArray[np.int64]],
-                 order: NDArray[np.int64] | None, bound: int) -> InterestTick:
+                 order: NDArray[np.int64] | None, bound: int, ascending: bool = False) -> InterestTick:
         """:meth:`_diff` holding the lock (:class:`InterestManager`'s way in, with the tree's rows)."""
-        return self._diff(ids, rows, order, bound)
+        return self._diff(ids, rows, order, bound, ascending)
 
     def _diff(self, ids: NDArray[np.int64], rows: tuple[NDArray[np.int64], NDArray[np.int64],
                                                         NDArray[np.int64], NDArray[np.int64]],
-              order: NDArray[np.int64] | None, bound: int) -> InterestTick:
+              order: NDArray[np.int64] | None, bound: int, ascending: bool = False) -> InterestTick:
         """:meth:`advance` on rows already checked: ``rows = (inner, inner_counts, outer, outer_counts)``
         (``outer`` is ``inner`` without hysteresis), their row ``j`` the viewer ``ids[order[j]]``'s
         (``order`` a permutation of ``range(m)``, or None: ``ids[j]``'s), every handle below ``bound``.
+        ``ascending``: every row is sorted, each handle once (the grid's answer): then the rows are
+        merged with the previous ones (:func:`~culling.uses.interest_kernels.merge_rows`), not stamped.
 
         :class:`InterestManager` passes the tree's answer in the order the tree walked the viewers
         (``ViewDistanceTree._walked_many``), so the answer is never copied back into the caller's
@@ -472,7 +515,7 @@ class InterestSets:
             self._scratch = {}
             base = 0
 
-        kept = np.empty(outer.size, dtype=np.int64)
+        kept = np.empty(outer.size if sticky or not ascending else 0, dtype=np.int64)
         kept_counts = np.empty(m, dtype=np.int64)
         entered_buffer = np.empty(inner.size, dtype=np.int64)
         entered_counts = np.empty(m, dtype=np.int64)
@@ -481,13 +524,18 @@ class InterestSets:
 
         walk = np.arange(m, dtype=np.int64) if order is None else order
 
+        def merge(lo: int, hi: int) -> int:
+            return int(merge_rows(inner, inner_start, inner_count, outer, outer_start, outer_count, sticky,
+                                  previous, previous_offsets, previous_row, gone, kept, kept_counts,
+                                  entered_buffer, entered_counts, left_buffer, left_counts, walk, lo, hi))
+
         def chunk(lo: int, hi: int) -> int:
             return int(advance_rows(inner, inner_start, inner_count, outer, outer_start, outer_count, sticky,
                                     previous, previous_offsets, previous_row, gone, self._stamps(bound), base,
                                     kept, kept_counts, entered_buffer, entered_counts, left_buffer, left_counts,
                                     walk, lo, hi))
 
-        faults = [r for r in run_chunks(chunk, m, min_items=PARALLEL_MIN_VIEWERS) if r >= 0]
+        faults = [r for r in run_chunks(merge if ascending else chunk, m, min_items=PARALLEL_MIN_VIEWERS) if r >= 0]
         if faults:
             row, kind = divmod(faults[0], 2)
             raise ValueError(f"row {row} holds a handle more than once" if kind == 0 else
@@ -495,15 +543,22 @@ class InterestSets:
         if sticky:  # packed in the rows' order
             sets, offsets = self._packed(kept, outer_offsets[:-1], kept_counts if order is None else kept_counts[order])
         else:  # the new set is the inner answer, sorted: already packed, in the rows' order
-            sets, offsets = kept, inner_offsets
+            sets, offsets = (inner if ascending else kept), inner_offsets
         entered, entered_offsets = self._packed(entered_buffer, inner_start, entered_counts)
         left_starts = np.where(previous_row >= 0, previous_offsets[np.maximum(previous_row, 0)], 0)
         left, left_offsets = self._packed(left_buffer, left_starts, left_counts)
 
         # Commit (nothing below can fail but a MemoryError before the first assignment).
-        by_id = np.argsort(row_ids, kind="stable")
-        sorted_ids = _frozen(row_ids[by_id])
-        row_of = _frozen(by_id.astype(np.int64))
+        if _ascending(ids):  # ids given in order (a server's usual): each id's row is the order's inverse
+            sorted_ids = _frozen(ids.copy())
+            row_of = np.arange(m, dtype=np.int64)
+            if order is not None:
+                row_of[order] = row_of.copy()
+            row_of = _frozen(row_of)
+        else:
+            by_id = np.argsort(row_ids, kind="stable")
+            sorted_ids = _frozen(row_ids[by_id])
+            row_of = _frozen(by_id.astype(np.int64))
         caller_ids = _frozen(ids)
         self._ids = caller_ids if order is None else _frozen(row_ids)
         self._offsets, self._sets = _frozen(offsets), _frozen(sets)
@@ -726,10 +781,11 @@ class InterestManager:
             raise ValueError(f"positions must have shape ({ids.size}, {self.dim}) to match viewer_ids, "
                              f"got {points.shape}")
         reach = None if radii is None else as_probe_radii(radii, ids.size)
-        inner, inner_counts, order = self._answer(points, reach, 1.0)
+        inner, inner_counts, order, ascending = self._answer(points, reach, 1.0)
         outer, outer_counts = inner, inner_counts
         if self._sets.hysteresis > 0.0:
-            outer, outer_counts, outer_order = self._answer(points, reach, self._sets.query_scale)
+            outer, outer_counts, outer_order, outer_ascending = self._answer(points, reach, self._sets.query_scale)
+            ascending = ascending and outer_ascending
             if not _same_order(order, outer_order):  # not so today (the order is the points'): both as given
                 inner, inner_counts = self._in_caller_order(inner, inner_counts, order)
                 outer, outer_counts = self._in_caller_order(outer, outer_counts, outer_order)
@@ -737,24 +793,26 @@ class InterestManager:
         bound = self._tree._next_handle  # every handle the tree handed out is below it
         if bound > MAX_HANDLE:
             raise ValueError(f"the tree's handles reach {bound}, beyond the {MAX_HANDLE} the diff's scratch holds")
-        return self._sets._advance(ids, (inner, inner_counts, outer, outer_counts), order, bound)
+        return self._sets._advance(ids, (inner, inner_counts, outer, outer_counts), order, bound, ascending)
 
     def _answer(self, points: NDArray[np.float64], reach: NDArray[np.float64] | None,
-                scale: float) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.int64] | None]:
+                scale: float) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.int64] | None, bool]:
         """The exact sets at ``scale``: the tree's exact decider, one batch call.  ``(handles, counts,
-        order)``: row ``j`` is viewer ``order[j]``'s (the tree's walk order, not copied back), or
-        viewer ``j``'s where ``order`` is None."""
+        order, ascending)``: row ``j`` is viewer ``order[j]``'s (the tree's walk order, not copied back),
+        or viewer ``j``'s where ``order`` is None; ``ascending``: every row is sorted (the grid's)."""
         if reach is None:
             with self._tree._rw.reading():
                 live = self._tree._count
                 m = points.shape[0]
                 if (live and m >= GRID_MIN_VIEWERS and live <= GRID_ENTITIES_PER_VIEWER * m
                         and self._tree.shape == "sphere"):
-                    handles, counts, order, self._grid_hint = grid_answer(self._tree, points, scale, self._grid_hint)
-                    return handles, counts, order
-                return self._tree._walked_many(points, True, scale)
+                    handles, counts, order, self._grid_hint, ascending = grid_answer(self._tree, points, scale,
+                                                                                      self._grid_hint)
+                    return handles, counts, order, ascending
+                handles, counts, order = self._tree._walked_many(points, True, scale)
+                return handles, counts, order, False
         handles, counts = self._tree.overlapping_many(points, reach, exact=True, scale=scale)
-        return handles, counts, None
+        return handles, counts, None, False
 
     @staticmethod
     def _in_caller_order(handles: NDArray[np.int64], counts: NDArray[np.int64],

@@ -29,14 +29,21 @@ where their rows go, so the library's threads run chunks of viewers at once
 own.  Viewers never share a previous row: ids are unique within a tick.
 :func:`compact_rows` then packs the rows written at their upper-bound places.
 
-The other direction (:func:`grid_viewers`, :func:`grid_pairs`, :func:`scatter_pairs`): where the
+The other direction (:func:`grid_viewers`, :func:`grid_pairs`, :func:`scatter_groups`): where the
 entities are few per viewer, the sets come cheaper from the entities.  The viewers are sorted into a
 uniform grid (axis 0 fastest); each live entity, pool row by pool row, reads per row of cells its box
 spans one contiguous range of viewers and tests them with the float filter of
 :func:`culling.core.containment.flag_rows` (the same operations and bounds), the rare ones within
 rounding of the surface with :func:`culling.core.containment.classify`, the unsure ones left to exact
-arithmetic; the (viewer, handle) pairs then go to their viewers' rows.  On 10k viewers x 100k entities
-(about 50 a viewer) a member test reads 840k candidates for 500k answers, against 4.7M rows the
+arithmetic.  Each entity's pairs are one run, recorded by handle; :func:`scatter_groups` then takes the
+runs handle after handle to their viewers' rows, so every row comes sorted and :func:`merge_rows`
+diffs it with the previous row by one merge, where :func:`advance_rows` (rows in any order: the
+walk's) stamps a scratch array and sorts what entered.  On 10k viewers x 100k entities, one thread,
+reading the runs in handle order rather than the pairs in the pool's (spatial) order costs about
+1 ms more (2.5 ms against 1.5 ms), and the merge saves about 3 ms (1.2 ms against the stamped
+diff's 4.1 ms).  (Taking the entities themselves in handle order loses more: 12 ms for the pairs,
+not 6 ms, the viewers' grid read at random.)  On that world (about 50
+entities a viewer) a member test reads about 1M candidates for 500k answers, against 4.7M rows the
 viewers' walks read.
 """
 
@@ -51,7 +58,8 @@ from culling.core.floats import ABOVE, BELOW, SAFE_HI, SAFE_LO, TINY_REACH
 from culling.runtime.jit import inline_kernel, kernel
 
 __all__ = ["GRID_CELLS_PER_VIEWER", "GRID_MARGIN", "GRID_MIN_CELLS", "SMALL_SORT", "advance_rows", "compact_rows", "grid_pairs",
-           "grid_viewers", "scatter_pairs"]
+           "grid_viewers", "merge_rows", "scatter_groups",
+           "scatter_pairs"]
 
 #: Runs up to this length are sorted by insertion (no call, no recursion); longer ones by ``ndarray.sort``.
 SMALL_SORT = 24
@@ -183,6 +191,98 @@ def advance_rows(inner: np.ndarray, inner_start: np.ndarray, inner_count: np.nda
                 b -= 1
             w -= 1
         new_counts[i] = k - k0 + e - e0
+        entered_counts[i] = e - e0
+        left_counts[i] = g - g0
+    return -1
+
+
+@kernel
+def merge_rows(inner: np.ndarray, inner_start: np.ndarray, inner_count: np.ndarray, outer: np.ndarray,
+               outer_start: np.ndarray, outer_count: np.ndarray, sticky: bool, previous: np.ndarray,
+               previous_offsets: np.ndarray, previous_row: np.ndarray, gone: np.ndarray, new: np.ndarray,
+               new_counts: np.ndarray, entered: np.ndarray, entered_counts: np.ndarray, left: np.ndarray,
+               left_counts: np.ndarray, walk: np.ndarray, lo: int, hi: int) -> int:
+    """:func:`advance_rows` for viewers ``walk[lo .. hi - 1]`` whose rows come sorted ascending, each handle once
+    (the grid's rows, :func:`grid_pairs`): the same outputs at the same places, by one merge of each
+    new row with its previous row, with no scratch and no sort.
+
+    Without ``sticky`` the new set is the inner row itself (``new`` and ``new_counts`` are not
+    written); with it, the previous handles in the outer row and not ``gone`` stay, merged with
+    the inner row into ``new[outer_start[i]:]``.  A previous handle in ``gone`` never stays (it
+    left, and entered again if the new row holds it).  O(row lengths) per viewer, plus a binary
+    search in ``gone`` per handle in both rows when ``gone`` is not empty.  Returns -1 (no row is
+    refused: the rows are the grid's).
+    """
+    check_gone = gone.shape[0] > 0
+    for step in range(lo, hi):
+        i = int(walk[step])
+        a = inner_start[i]
+        a_end = a + inner_count[i]
+        e0 = a
+        e = a
+        q = 0
+        q_end = 0
+        p = previous_row[i]
+        if p >= 0:
+            q = previous_offsets[p]
+            q_end = previous_offsets[p + 1]
+        g0 = q
+        g = q
+        if not sticky:
+            while a < a_end and q < q_end:
+                x = inner[a]
+                y = previous[q]
+                if x < y:
+                    entered[e] = x
+                    e += 1
+                    a += 1
+                elif y < x:
+                    left[g] = y
+                    g += 1
+                    q += 1
+                else:
+                    if check_gone and _in_sorted(gone, x):
+                        entered[e] = x
+                        e += 1
+                        left[g] = y
+                        g += 1
+                    a += 1
+                    q += 1
+            while a < a_end:
+                entered[e] = inner[a]
+                e += 1
+                a += 1
+            while q < q_end:
+                left[g] = previous[q]
+                g += 1
+                q += 1
+        else:
+            o = outer_start[i]
+            o_end = o + outer_count[i]
+            w0 = o
+            w = o
+            while a < a_end or q < q_end:
+                if q < q_end and (a == a_end or previous[q] <= inner[a]):
+                    y = previous[q]
+                    q += 1
+                    while o < o_end and outer[o] < y:
+                        o += 1
+                    if o < o_end and outer[o] == y and not (check_gone and _in_sorted(gone, y)):
+                        new[w] = y
+                        w += 1
+                        if a < a_end and inner[a] == y:
+                            a += 1
+                    else:  # left (an inner copy of a gone handle comes next: it entered)
+                        left[g] = y
+                        g += 1
+                else:
+                    x = inner[a]
+                    a += 1
+                    new[w] = x
+                    w += 1
+                    entered[e] = x
+                    e += 1
+            new_counts[i] = w - w0
         entered_counts[i] = e - e0
         left_counts[i] = g - g0
     return -1
@@ -361,24 +461,29 @@ def _classify_range(columns: np.ndarray, row: int, scale: float, cube: bool, coo
 @kernel
 def grid_pairs(columns: np.ndarray, handles: np.ndarray, first: int, last: int, scale: float, cube: bool,
                grid: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray],
-               pair_place: np.ndarray, pair_handle: np.ndarray, k: int, counts: np.ndarray,
-               unsure_row: np.ndarray, unsure_place: np.ndarray, uk: int) -> tuple[int, int, int]:
+               pair_place: np.ndarray, groups: tuple[np.ndarray, np.ndarray, np.ndarray, int, int], k: int,
+               counts: np.ndarray, unsure_row: np.ndarray, unsure_place: np.ndarray, uk: int) -> tuple[int, int, int]:
     """Every live entity of pool rows ``first .. last - 1`` asks the viewers' grid (:func:`grid_viewers`:
     ``grid = (coords, starts, shape, low, inverse)``) which viewers its sphere (radius times ``scale``)
     contains, decided as :func:`culling.core.containment.flag_rows` decides it (the same float
     filter, :func:`culling.core.containment.classify` within rounding of the surface).
 
-    Each sure pair is written at ``pair_place[k]`` (the viewer's place in the grid's order) and
-    ``pair_handle[k]``, and counted in ``counts[place]``; each unsure one (practically never) at
-    ``unsure_row[uk]``, ``unsure_place[uk]``, for exact arithmetic.  Returns ``(row, k, uk)``: the rows
-    before ``row`` are done; ``row < last`` when the pair buffers ran out (call again from ``row``
-    with larger ones).  Each entity reads, per row of cells its box spans, one contiguous range of
-    viewers (axis 0 fastest).  O(entities * rows of cells + candidates).
+    Each sure pair's viewer (its place in the grid's order) is written at ``pair_place[k]`` and
+    counted in ``counts[h >> shift, place]`` (``counts`` ``(ranges, m)``: by range of handles); an
+    entity's pairs are one run, ``groups = (part, start, count, this_part, shift)`` records it by handle
+    (``start[h]``, ``count[h]`` in this call's ``pair_place``, whose id ``this_part`` goes to
+    ``part[h]``) for :func:`scatter_groups`.  Each unsure pair (practically
+    never) is written at ``unsure_row[uk]``, ``unsure_place[uk]``, for exact arithmetic.  Returns
+    ``(row, k, uk)``: the rows before ``row`` are done; ``row < last`` when the pair buffers ran out
+    (call again from ``row`` with larger ones).  Each entity reads, per row of cells its box spans,
+    one contiguous range of viewers (axis 0 fastest): the pool's rows, near in space, read the same
+    viewers.  O(entities * rows of cells + candidates).
     """
     coords, starts, shape, low, inverse = grid
     dim = coords.shape[0]
     room = pair_place.shape[0]
     n0, n1, n2 = shape[0], shape[1], shape[2]
+    group_part, group_start, group_count, this_part, shift = groups
     for row in range(first, last):
         h = handles[row]
         if h < 0:
@@ -417,10 +522,35 @@ def grid_pairs(columns: np.ndarray, handles: np.ndarray, first: int, last: int, 
                 break
         if full:
             return row, k_row, uk_row
+        group_part[h] = this_part
+        group_start[h] = k_row
+        group_count[h] = k - k_row
+        by_range = counts[h >> shift]
         for i in range(k_row, k):
-            pair_handle[i] = h
-            counts[pair_place[i]] += 1
+            by_range[pair_place[i]] += 1
     return last, k, uk
+
+
+@kernel
+def scatter_groups(pair_place: np.ndarray, groups: tuple[np.ndarray, np.ndarray, np.ndarray, int, int],
+                   base: np.ndarray, cursor: np.ndarray, out: np.ndarray, lo: int, hi: int) -> int:
+    """The runs of pairs of handles ``lo .. hi - 1`` (:func:`grid_pairs`' ``groups``; part ``c``'s pairs
+    at ``pair_place[base[c]:]``), handle after handle, to their viewers' rows: ``out[cursor[place]] = h``,
+    the cursor advanced.  So every row comes out in ascending handles; ranges of handles with cursors
+    of their own (each range's rows start where the lower ranges' end) run at once.  Handles whose
+    ``count`` is 0 (none, or not live) write nothing; ``start`` and ``part`` are read only where it is
+    not.  O(handles + pairs)."""
+    group_part, group_start, group_count, _, _ = groups
+    for h in range(lo, hi):
+        n = group_count[h]
+        if n == 0:
+            continue
+        s = base[group_part[h]] + group_start[h]
+        for i in range(s, s + n):
+            v = pair_place[i]
+            out[cursor[v]] = h
+            cursor[v] += 1
+    return 0
 
 
 @kernel

@@ -494,3 +494,64 @@ def test_grid_over_viewers_at_one_place_or_spread_beyond_float_range(spread, dir
     near = model.tick(ids[2:].tolist(), pos[2:])
     assert rows(t.entered_offsets, t.entered)[2:] == near[0] and t.entered_of(0).size == t.entered_of(1).size == 0
     assert im.interest(0).size == im.interest(1).size == 0
+
+
+@pytest.mark.parametrize("sticky", [False, True])
+@pytest.mark.parametrize("with_gone", [False, True])
+def test_merge_of_sorted_rows_equals_the_stamped_diff(sticky, with_gone):
+    """:func:`merge_rows` (the grid's sorted rows) writes what :func:`advance_rows` writes, where it writes it:
+    random sorted rows, previous rows, removed handles (some back in the new rows), new viewers."""
+    from culling.uses.interest_kernels import advance_rows, merge_rows
+
+    rng = np.random.default_rng(5)
+    m, bound = 300, 200
+
+    def rows(sizes, pick):
+        return [np.sort(rng.choice(pick, size=min(s, pick.size), replace=False)).astype(np.int64) for s in sizes]
+
+    universe = np.arange(bound)
+    outer_rows = rows(rng.integers(0, 40, m), universe)
+    inner_rows = [r[rng.random(r.size) < (0.8 if sticky else 1.0)] for r in outer_rows]
+    previous_rows = rows(rng.integers(0, 40, m), universe)
+    previous_rows = [np.union1d(p, o[rng.random(o.size) < 0.7]).astype(np.int64) for p, o in zip(previous_rows, outer_rows)]
+    gone = np.sort(rng.choice(bound, 15, replace=False)).astype(np.int64) if with_gone else np.empty(0, np.int64)
+
+    def csr(rs):
+        counts = np.array([r.size for r in rs], dtype=np.int64)
+        offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+        return np.concatenate(rs).astype(np.int64), offsets, counts
+
+    inner, inner_offsets, inner_count = csr(inner_rows)
+    outer, outer_offsets, outer_count = (csr(outer_rows) if sticky else (inner, inner_offsets, inner_count))
+    previous, previous_offsets, _ = csr(previous_rows)
+    previous_row = rng.permutation(m).astype(np.int64)
+    previous_row[rng.random(m) < 0.1] = -1        # new viewers
+    walk = rng.permutation(m).astype(np.int64)
+    outs = []
+    for merged in (False, True):
+        new = np.full(outer.size, -7, dtype=np.int64)
+        entered = np.full(inner.size, -7, dtype=np.int64)
+        left = np.full(previous.size, -7, dtype=np.int64)
+        counts = [np.full(m, -7, dtype=np.int64) for _ in range(3)]
+        args = (inner, inner_offsets[:-1], inner_count, outer, outer_offsets[:-1], outer_count, sticky, previous,
+                previous_offsets, previous_row, gone)
+        if merged:
+            assert merge_rows(*args, new, counts[0], entered, counts[1], left, counts[2], walk, 0, m) == -1
+        else:
+            stamps = np.zeros(bound, dtype=np.int32)
+            assert advance_rows(*args, stamps, 0, new, counts[0], entered, counts[1], left, counts[2], walk, 0, m) == -1
+        outs.append((new, entered, left, counts))
+    (new_a, entered_a, left_a, counts_a), (new_b, entered_b, left_b, counts_b) = outs
+    assert np.array_equal(counts_a[1], counts_b[1]) and np.array_equal(counts_a[2], counts_b[2])
+    for i in range(m):
+        e0, p = inner_offsets[i], previous_row[i]
+        assert np.array_equal(entered_a[e0:e0 + counts_a[1][i]], entered_b[e0:e0 + counts_b[1][i]])
+        if p >= 0:
+            g0 = previous_offsets[p]
+            assert np.array_equal(left_a[g0:g0 + counts_a[2][i]], left_b[g0:g0 + counts_b[2][i]])
+        if sticky:
+            assert counts_a[0][i] == counts_b[0][i]
+            w0 = outer_offsets[i]
+            assert np.array_equal(new_a[w0:w0 + counts_a[0][i]], new_b[w0:w0 + counts_b[0][i]])
+        else:   # the new set is the inner row itself; the stamped diff wrote it again, sorted
+            assert np.array_equal(new_a[e0:e0 + counts_a[0][i]], inner[e0:inner_offsets[i + 1]])
