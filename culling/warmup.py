@@ -291,7 +291,8 @@ _PROBED: dict[str, tuple[Any, ...]] = {
     "pairs": (join.join_chunk, bands._sphere_cells, bands._sphere_rows),
     "grid": (grid_walk.query, grid_walk._visits),
     "interest": (interest_kernels.advance_rows, interest_kernels.compact_rows, interest_kernels.grid_viewers,
-                 interest_kernels.grid_pairs, interest_kernels.scatter_pairs),
+                 interest_kernels.grid_pairs, interest_kernels.scatter_groups,
+                 interest_kernels.merge_rows),
     "cubes": (bands._cube_cells, bands._cube_rows),
 }
 

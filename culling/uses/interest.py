@@ -176,9 +176,10 @@ def grid_answer(tree: ViewDistanceTree, points: NDArray[np.float64], scale: floa
     the float filter of the tree's own member test, the rows within rounding of a surface with
     :func:`culling.core.containment.classify`, the few left unsure by exact arithmetic
     (:func:`culling.core.containment.decide`): the answers are the walk's.  Chunks of pool rows run
-    on the library's threads, each writing (viewer, handle) pairs; the pairs then go to their
-    viewers' rows (:func:`~culling.uses.interest_kernels.scatter_pairs`), a chunk per thread, chunk
-    after chunk, so each row comes out in ascending handles.
+    on the library's threads, each recording every entity's pairs as one run under its handle; the
+    runs then go to their viewers' rows handle after handle
+    (:func:`~culling.uses.interest_kernels.scatter_groups`, ranges of handles on the threads), so
+    each row comes out in ascending handles.
 
     Returns ``(handles, counts, order, pairs_per_handle, ascending)``: row ``j`` (``counts[j]``
     handles) is viewer ``order[j]``'s, the grid's order; ``pairs_per_handle`` sizes the next call's

@@ -58,8 +58,7 @@ from culling.core.floats import ABOVE, BELOW, SAFE_HI, SAFE_LO, TINY_REACH
 from culling.runtime.jit import inline_kernel, kernel
 
 __all__ = ["GRID_CELLS_PER_VIEWER", "GRID_MARGIN", "GRID_MIN_CELLS", "SMALL_SORT", "advance_rows", "compact_rows", "grid_pairs",
-           "grid_viewers", "merge_rows", "scatter_groups",
-           "scatter_pairs"]
+           "grid_viewers", "merge_rows", "scatter_groups"]
 
 #: Runs up to this length are sorted by insertion (no call, no recursion); longer ones by ``ndarray.sort``.
 SMALL_SORT = 24
@@ -550,16 +549,4 @@ def scatter_groups(pair_place: np.ndarray, groups: tuple[np.ndarray, np.ndarray,
             v = pair_place[i]
             out[cursor[v]] = h
             cursor[v] += 1
-    return 0
-
-
-@kernel
-def scatter_pairs(pair_place: np.ndarray, pair_handle: np.ndarray, k: int, cursor: np.ndarray,
-                  out: np.ndarray) -> int:
-    """Each pair's handle to its viewer's row: ``out[cursor[place]] = handle``, the cursor advanced
-    (``cursor``: each row's start, by place, moved to its end).  O(pairs)."""
-    for i in range(k):
-        v = pair_place[i]
-        out[cursor[v]] = pair_handle[i]
-        cursor[v] += 1
     return 0
