@@ -534,8 +534,8 @@ def layout_order(centres: np.ndarray, radii: np.ndarray,
     sequential read of each input and a write stream per code (4,096 of them,
     their current cache lines fit in L2), instead of the order first and then
     a gather of every object from a random place (two cache misses an
-    object): 1M objects of the forest, CPU, alternated: see
-    :data:`LAYOUT_BITS`.  O(n + 2**LAYOUT_BITS).
+    object) and of the handles: ``insert_many`` of the forest's 1M objects,
+    CPU time, alternated in one process, 130 -> 106 ms.  O(n + 2**LAYOUT_BITS).
     """
     n, dim = centres.shape
     codes, used = _morton_codes(centres, LAYOUT_BITS)
