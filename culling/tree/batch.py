@@ -517,7 +517,6 @@ def place(handles: np.ndarray, group_of: np.ndarray, homes: np.ndarray, centres:
         node_count[homes[g]] = next_row[g] - node_start[homes[g]]
 
 
-@kernel
 def layout_order(centres: np.ndarray, radii: np.ndarray,
                  handles: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The objects along a Morton curve over the batch's bounding box: their handles, centres and
@@ -530,19 +529,35 @@ def layout_order(centres: np.ndarray, radii: np.ndarray,
     from it, never a node or an answer.  :func:`morton_order`'s order with
     :data:`LAYOUT_BITS` bits (equal codes in input order).
 
-    The objects are scattered by code, as the counting sort places them: one
-    sequential read of each input and a write stream per code (4,096 of them,
-    their current cache lines fit in L2), instead of the order first and then
-    a gather of every object from a random place (two cache misses an
-    object) and of the handles: ``insert_many`` of the forest's 1M objects,
-    CPU time, alternated in one process, 130 -> 106 ms.  O(n + 2**LAYOUT_BITS).
+    The objects are scattered by code, as the counting sort places them
+    (:func:`_layout_into`): one sequential read of each input and a write
+    stream per code (4,096 of them, their current cache lines fit in L2),
+    instead of the order first and then a gather of every object from a
+    random place (two cache misses an object) and of the handles.  The
+    arrays are NumPy's, allocated here: NumPy asks for transparent huge pages
+    on large arrays, a kernel's own allocations fault in 4 KiB pages (at 1M,
+    11,700 faults).  ``insert_many`` of the forest's 1M objects, CPU time:
+    alternated in one process, 130 ms with the gather, 106 with the scatter
+    (memory reused, no faults: 106 with NumPy's arrays too); alternated
+    processes, 121 ms with the kernel's arrays, 110 with NumPy's.
+    O(n + 2**LAYOUT_BITS).
     """
     n, dim = centres.shape
-    codes, used = _morton_codes(centres, LAYOUT_BITS)
+    laid_out = (np.empty(n, dtype=np.int64), np.empty((n, dim)), np.empty(n))
+    _layout_into(centres, radii, handles, np.empty(n, dtype=np.int64), laid_out)
+    return laid_out
+
+
+@kernel
+def _layout_into(centres: np.ndarray, radii: np.ndarray, handles: np.ndarray, codes: np.ndarray,
+                 laid_out: tuple[np.ndarray, np.ndarray, np.ndarray]) -> None:
+    """:func:`layout_order`'s pass: the codes (into ``codes``, int64 (n,)), their counting sort's
+    starts, then every object scattered to its place in ``laid_out`` (handles, centres, radii).
+    O(n + 2**LAYOUT_BITS)."""
+    sorted_handles, sorted_centres, sorted_radii = laid_out
+    n, dim = centres.shape
+    used = _morton_codes(centres, LAYOUT_BITS, codes)
     starts = _code_starts(codes, used)
-    sorted_handles = np.empty(n, dtype=np.int64)
-    sorted_centres = np.empty((n, dim))
-    sorted_radii = np.empty(n)
     for i in range(n):
         j = starts[codes[i]]
         starts[codes[i]] = j + 1
@@ -550,7 +565,6 @@ def layout_order(centres: np.ndarray, radii: np.ndarray,
         for axis in range(dim):
             sorted_centres[j, axis] = centres[i, axis]
         sorted_radii[j] = radii[i]
-    return sorted_handles, sorted_centres, sorted_radii
 
 
 #: Most bits of :func:`query_order`'s Morton code: a counting sort over 2**21 codes (16 MB of
@@ -590,7 +604,8 @@ def _morton_order(centres: np.ndarray, bits: int) -> np.ndarray:
     the codes, equal codes in input order.  O(n + 2**bits).
     """
     n = centres.shape[0]
-    codes, used = _morton_codes(centres, bits)
+    codes = np.empty(n, dtype=np.int64)
+    used = _morton_codes(centres, bits, codes)
     starts = _code_starts(codes, used)
     order = np.empty(n, dtype=np.int64)
     for i in range(n):
@@ -612,9 +627,9 @@ def _code_starts(codes: np.ndarray, used: int) -> np.ndarray:
 
 
 @inline_kernel
-def _morton_codes(centres: np.ndarray, bits: int) -> tuple[np.ndarray, int]:
-    """Each point's Morton code over the points' bounding box: ``(codes, used)``, int64 (n,) codes of
-    ``used <= bits`` bits.
+def _morton_codes(centres: np.ndarray, bits: int, codes: np.ndarray) -> int:
+    """Each point's Morton code over the points' bounding box, into ``codes`` (int64 (n,)); returns
+    how many bits the codes use (``<= bits``).
 
     ``bits`` bits are handed out one at a time to the axis whose cells are
     widest (a flat batch splits only its wide axes), and each point's code is
@@ -652,7 +667,6 @@ def _morton_codes(centres: np.ndarray, bits: int) -> tuple[np.ndarray, int]:
         seen[axis] += 1
         for cell in range(1 << per_axis[axis]):
             part[axis, cell] |= ((cell >> (per_axis[axis] - seen[axis])) & 1) << (used - 1 - k)
-    codes = np.zeros(n, dtype=np.int64)
     for i in range(n):
         code = 0
         for axis in range(dim):
@@ -661,4 +675,4 @@ def _morton_codes(centres: np.ndarray, bits: int) -> tuple[np.ndarray, int]:
                 cell = min(top, int((0.5 * centres[i, axis] - low[axis]) / width[axis] * (top + 1)))
                 code |= part[axis, cell]
         codes[i] = code
-    return codes, used
+    return used
