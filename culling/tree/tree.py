@@ -387,13 +387,13 @@ class ViewDistanceTree(Structure):
         n = centres.shape[0]
         if not n:
             return np.empty(0, dtype=np.int64)
-        # Along a Morton curve: each node's new members then lie along it too (see culling.core.tiles).
-        layout, centres, radii = batch.layout_order(centres, radii)
         handles = self._peek_handles(n)  # room for them first; handed out only at the commit
+        # Along a Morton curve: each node's new members then lie along it too (see culling.core.tiles).
+        laid_out, centres, radii = batch.layout_order(centres, radii, handles)
         links = self._prepare_links(centres, radii)
         # Commit: nothing below allocates the tree's arrays.
         self._take_handles(n)
-        self._place(handles[layout], links, centres, radii)
+        self._place(laid_out, links, centres, radii)
         self._count += n
         self._shrink_root()
         return handles

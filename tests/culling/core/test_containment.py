@@ -53,21 +53,23 @@ def test_contains_exact_is_the_fraction_answer(shape, magnitude):
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.sampled_from(MAGNITUDES), st.sampled_from(["sphere", "cube"]), st.integers(1, 3), st.integers(0, 2 ** 31))
-def test_flag_pass_and_exact_decider_are_the_fraction_answer(magnitude, shape, dim, seed):
+@given(st.sampled_from(MAGNITUDES), st.sampled_from(["sphere", "cube"]), st.integers(1, 3), st.integers(0, 2 ** 31),
+       st.sampled_from([1.0, 0.5, math.nextafter(1.0, 2.0)]))
+def test_flag_pass_and_exact_decider_are_the_fraction_answer(magnitude, shape, dim, seed, scale):
     """A pool run's flag pass (its SIMD filter, a tile re-classified row by row where unsure) and the
-    decider for its unsure rows give exactly the Fraction answer."""
+    decider for its unsure rows give exactly the Fraction answer, at scale 1 (spheres: the squared
+    reach column) and others (the radius times the scale)."""
     rng = np.random.default_rng(seed)
     n = int(rng.integers(1, 2 * TILE))
     centres, radii, point = _near_surface(rng, n, dim, magnitude)
     columns = np.ascontiguousarray(np.vstack([centres.T, radii, squared_reach(radii)]))
     pool = Pool(np.arange(n, dtype=np.int64), columns, np.empty((0, 2 * dim + 1)))
     flags = np.full(n, 7, dtype=np.uint8)
-    q = Query(1.0, True, shape == "cube", False)
+    q = Query(scale, True, shape == "cube", False)
     sure, unsure = flag_rows(pool, (0, n), point, q, np.empty(TILE), flags)
     assert set(np.unique(flags).tolist()) <= {0, SURE, UNSURE}
     assert sure == int((flags == SURE).sum()) and unsure == int((flags == UNSURE).sum())
     got = flags == SURE
     doubtful = np.flatnonzero(flags == UNSURE)
-    got[doubtful] = decide(columns, doubtful, point, shape, 1.0)
-    assert got.tolist() == [exactly_inside(c, point, r, 1.0, shape) for c, r in zip(centres, radii)]
+    got[doubtful] = decide(columns, doubtful, point, shape, scale)
+    assert got.tolist() == [exactly_inside(c, point, r, scale, shape) for c, r in zip(centres, radii)]
