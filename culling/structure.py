@@ -10,7 +10,7 @@ handle, negative for a free one), :meth:`Structure._object_rows` (where an
 object's centre and radius sit), :meth:`Structure._grow_objects` (longer
 per-handle arrays), :meth:`Structure._rows` (the member rows the kernels
 read) and the three walks: :meth:`Structure._query` (one point),
-:meth:`Structure._answer_parts` (many points) and
+:meth:`Structure._tested` (many points) and
 :meth:`Structure._probe_chunk` (sphere probes).
 """
 
