@@ -247,7 +247,7 @@ class Tested(NamedTuple):
     answers start in the points' joined answer; ``counts``, each point's number of answers;
     ``unsure_at[-1]``, how many rows the float filter left unsure (practically never any)."""
 
-    kept: _Kept
+    kept: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]  # :class:`_Kept`'s fields
     by_node: np.ndarray
     at: np.ndarray
     unsure_at: np.ndarray
@@ -373,8 +373,9 @@ def _write_answers(by_node: np.ndarray, kept_fields: tuple[np.ndarray, np.ndarra
 
 
 @kernel
-def _place_answers(by_node: np.ndarray, kept_fields: _Kept, visit_point: np.ndarray, handles: np.ndarray,
-                   at: np.ndarray, shift: np.ndarray, out: np.ndarray) -> None:
+def _place_answers(by_node: np.ndarray, kept_fields: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+                   visit_point: np.ndarray, handles: np.ndarray, at: np.ndarray, shift: np.ndarray,
+                   out: np.ndarray) -> None:
     """:func:`place_many`'s writes: each visit's sure rows' handles at ``out[at[v] + shift[point]:]``.
     O(answers)."""
     kept = _Kept(*kept_fields)
