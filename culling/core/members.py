@@ -33,8 +33,8 @@ from culling.core.structs import Pool, PoolFields, Query, QueryFields
 from culling.core.tiles import TILE_SHIFT, flag_tiles, near_range
 from culling.runtime.jit import inline_kernel, kernel
 
-__all__ = ["PARALLEL_MIN_POINTS", "answer", "answer_many", "answer_runs", "candidates",
-           "gather", "keep_rows", "scan_rows", "write_rows"]
+__all__ = ["PARALLEL_MIN_POINTS", "Tested", "answer", "answer_many", "answer_runs", "candidates",
+           "gather", "keep_rows", "place_many", "scan_rows", "test_many", "write_many", "write_rows"]
 
 @kernel
 def candidates(visited: np.ndarray, count: np.ndarray) -> int:
@@ -46,23 +46,34 @@ def candidates(visited: np.ndarray, count: np.ndarray) -> int:
 
 
 @inline_kernel
-def write_rows(pool: Pool, run: tuple[int, int], q: Query, flags: np.ndarray, doubtful: int, out: np.ndarray,
-               k: int, unsure: np.ndarray, uk: int) -> tuple[int, int]:
+def write_rows(pool: Pool, run: tuple[int, int], q: Query, flags: np.ndarray, sure: int, doubtful: int,
+               out: np.ndarray, k: int, unsure: np.ndarray, uk: int) -> tuple[int, int]:
     """Write the rows of ``run`` that :func:`flag_rows` flagged ``SURE`` (``flags[i]`` for row
     ``run[0] + i``) to ``out[k:]``, as handles or, with ``q.want_rows``, as pool rows, and (when
     ``unsure`` has room) the ``UNSURE`` ones to ``unsure[uk:]``; returns the new ``(k, uk)``.
-    ``doubtful``: how many rows :func:`flag_rows` left ``UNSURE`` (practically never any: only
-    then are the flags read a second time to list them).
+    ``sure`` and ``doubtful``: how many rows :func:`flag_rows` flagged ``SURE`` and left ``UNSURE``
+    (practically never any: only then are the flags read a second time to list them).
 
     Every row is written and ``k`` advances only past the sure ones (no
     branch on the test); a write at ``out``'s end, after the last sure row,
-    is skipped.  O(rows).  Inlined into :func:`keep_rows`.
+    is skipped.  Where every row is sure (a point deep inside its members'
+    spheres), they are copied without reading the flags: that loop has no
+    chain from one row's ``k`` to the next, and runs several rows per
+    instruction.  O(rows).  Inlined into :func:`keep_rows`.
     """
     handles = pool.handles
     first, last = run
     end = out.shape[0]
     n = np.uint64(last - first)
     row = np.uint64(first)
+    if sure == last - first and k + sure <= end:  # every row: a plain copy
+        if q.want_rows:
+            for i in range(n):
+                out[k + i] = np.int64(row + i)
+        else:
+            for i in range(n):
+                out[k + i] = handles[row + i]
+        return k + sure, uk
     if q.want_rows:  # one loop per kind of answer: no choice per row
         for i in range(n):
             if k < end:
@@ -115,7 +126,8 @@ def scan_rows(pool: Pool, run: tuple[int, int], p: np.ndarray, q: Query,
             j += 1
         rows = near_range(first, last, i, j, pool.tile_box)
         s, u = flag_rows(pool, rows, p, q, distance, flags)
-        write_rows(pool, rows, q, flags, u, out, k + sure, unsure, uk + doubtful)
+        if s or u:  # a range with no answer (near by its tile's box only) is not read again
+            write_rows(pool, rows, q, flags, s, u, out, k + sure, unsure, uk + doubtful)
         sure += s
         doubtful += u
         i = j
@@ -188,7 +200,7 @@ def answer(visited: np.ndarray, start: np.ndarray, count: np.ndarray, pool: Pool
             rows = near_range(first, last, i, j, tile_box)
             s, u = flag_rows(pool, rows, p, q, distance, flags)
             if s or u:  # a range with no answer (near by its tile's box only) is not read again
-                write_rows(pool, rows, q, flags, u, found, sure, doubtful, unsure)
+                write_rows(pool, rows, q, flags, s, u, found, sure, doubtful, unsure)
             sure += s
             unsure += u
             i = j
@@ -228,6 +240,24 @@ class _Answers(NamedTuple):
     unsure_points: np.ndarray
 
 
+class Tested(NamedTuple):
+    """:func:`test_many`'s result, the answers not yet written: what :func:`write_many` (the answers
+    as arrays of their own) or :func:`place_many` (the answers written where the caller says) read.
+    ``kept`` and ``by_node`` as :func:`_answer_many` returns them; ``at[v]``, where visit ``v``'s
+    answers start in the points' joined answer; ``counts``, each point's number of answers;
+    ``unsure_at[-1]``, how many rows the float filter left unsure (practically never any)."""
+
+    kept: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]  # :class:`_Kept`'s fields
+    by_node: np.ndarray
+    at: np.ndarray
+    unsure_at: np.ndarray
+    counts: np.ndarray
+    visits: tuple[np.ndarray, np.ndarray, np.ndarray]
+    runs: tuple[np.ndarray, np.ndarray]
+    pool_fields: PoolFields
+    query_fields: QueryFields
+
+
 def answer_many(visit_node: np.ndarray, visit_point: np.ndarray, points: np.ndarray, start: np.ndarray,
                 count: np.ndarray, pool_fields: PoolFields,
                 query_fields: QueryFields) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -245,15 +275,47 @@ def answer_many(visit_node: np.ndarray, visit_point: np.ndarray, points: np.ndar
     unsure, and the point each was tested for, are settled by the caller.
     Serial: ``query_many`` cuts a batch into chunks of points and calls this
     once per chunk on the library's threads.  O(visits + nodes + candidates).
+    :func:`test_many` then :func:`write_many`.
     """
+    return write_many(test_many(visit_node, visit_point, points, start, count, pool_fields, query_fields))
+
+
+def test_many(visit_node: np.ndarray, visit_point: np.ndarray, points: np.ndarray, start: np.ndarray,
+              count: np.ndarray, pool_fields: PoolFields, query_fields: QueryFields) -> Tested:
+    """:func:`answer_many`'s test (its arguments), the answers not yet written: :func:`write_many`
+    or :func:`place_many` writes them.  O(visits + nodes + rows tested)."""
     visits, runs = (visit_node, visit_point, points), (start, count)
     # the big arrays are NumPy's, not the kernels' (see _answer_many)
     rows = np.empty(candidates(visit_node, count), dtype=np.int64)
     kept, by_node, at, unsure_at, counts = _answer_many(visits, runs, pool_fields, query_fields, rows)
+    return Tested(kept, by_node, at, unsure_at, counts, visits, runs, pool_fields, query_fields)
+
+
+def write_many(tested: Tested) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`answer_many`'s answer from its test: ``(handles, counts, unsure_rows, unsure_points)``,
+    new arrays.  O(answers)."""
+    at, unsure_at = tested.at, tested.unsure_at
     answers = (at, unsure_at, np.empty(at[-1], dtype=np.int64), np.empty(unsure_at[-1], dtype=np.int64),
                np.empty(unsure_at[-1], dtype=np.int64))
-    _write_answers(by_node, kept, visits, runs, pool_fields, query_fields, answers)
-    return answers[2], counts, answers[3], answers[4]
+    _write_answers(tested.by_node, tested.kept, tested.visits, tested.runs, tested.pool_fields, tested.query_fields,
+                   answers)
+    return answers[2], tested.counts, answers[3], answers[4]
+
+
+def place_many(tested: Tested, out: np.ndarray, shift: np.ndarray) -> None:
+    """Write the sure answers of a :func:`test_many` straight into the caller's array ``out``: point
+    ``i``'s answer (``tested.counts[i]`` handles, its nodes in visiting order) at ``out[first:]``,
+    ``first`` being its offset in the points' joined answer plus ``shift[i]`` (int64, one per point).
+
+    ``query_many`` hands its points over in an order of its own and gives each
+    answer back at its caller's row: with the offsets of every chunk's rows
+    known before any is written, each chunk writes its answers where they end
+    up, and the answer is never copied again (2,000 viewers x 1M entities,
+    3.7M answers: 26 against 37 CPU ms on one thread).  The unsure rows are not written:
+    the caller takes :func:`write_many`'s way when ``tested.unsure_at[-1]``.
+    O(answers).
+    """
+    _place_answers(tested.by_node, tested.kept, tested.visits[1], tested.pool_fields[0], tested.at, shift, out)
 
 
 @kernel
@@ -308,6 +370,20 @@ def _write_answers(by_node: np.ndarray, kept_fields: tuple[np.ndarray, np.ndarra
     _write_visits(by_node, kept, pool.handles, answers)
     if answers.unsure.shape[0]:
         _list_unsure(_Visits(*visits_fields), runs[0], runs[1], pool, Query(*query_fields), kept.doubts, answers)
+
+
+@kernel
+def _place_answers(by_node: np.ndarray, kept_fields: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+                   visit_point: np.ndarray, handles: np.ndarray, at: np.ndarray, shift: np.ndarray,
+                   out: np.ndarray) -> None:
+    """:func:`place_many`'s writes: each visit's sure rows' handles at ``out[at[v] + shift[point]:]``.
+    O(answers)."""
+    kept = _Kept(*kept_fields)
+    for v in by_node:
+        first = at[v] + shift[visit_point[v]]
+        rows = kept.kept_at[v]
+        for i in range(kept.found[v]):
+            out[first + i] = handles[kept.rows[rows + i]]
 
 
 #: :func:`_by_node` sorts the visits, rather than counting them per node, when the nodes outnumber

@@ -380,12 +380,12 @@ class DenseViewDistanceGrid(Structure):
     def _rows(self) -> tuple[np.ndarray, np.ndarray]:
         return self._cells.columns, self._cells.handles
 
-    def _answer_parts(self, points: np.ndarray, exact: bool, scale: float) -> Parts:
-        """Every point's non-empty cells (:func:`culling.grid.walk.visits`), then their members
-        (:func:`culling.core.members.answer_many`)."""
+    def _tested(self, points: np.ndarray, exact: bool, scale: float) -> members.Tested:
+        """Every point's non-empty cells (:func:`culling.grid.walk.visits`), then their members tested
+        (:func:`culling.core.members.test_many`)."""
         visit_run, visit_point, run_start, run_count, _ = gridwalk.visits(
             points, scale, self._world(), self._cell_arrays(scale), MAX_ENUMERATED_CELLS)
-        return members.answer_many(visit_run, visit_point, points, run_start, run_count, self._pool_arrays(),
+        return members.test_many(visit_run, visit_point, points, run_start, run_count, self._pool_arrays(),
                                    (scale, exact, self._cube, False))
 
     def _probe_chunk(self, points: np.ndarray, grows: np.ndarray, exact: bool,

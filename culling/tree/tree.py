@@ -482,12 +482,12 @@ class ViewDistanceTree(Structure):
         points on: neighbours walked one after the other share the nodes they visit."""
         return batch.query_order(points) if points.shape[0] >= QUERY_ORDER_MIN else None
 
-    def _answer_parts(self, points: np.ndarray, exact: bool, scale: float) -> Parts:
+    def _tested(self, points: np.ndarray, exact: bool, scale: float) -> members.Tested:
         """A chunk of points: every point's nodes (:func:`culling.tree.walk.visits`), then their members
-        (:func:`culling.core.members.answer_many`); two kernel calls."""
+        tested (:func:`culling.core.members.test_many`); two kernel calls."""
         nodes = self._nodes
         visit_node, visit_point = walk.visits(points, scale, self._world(), nodes.arrays())
-        return members.answer_many(visit_node, visit_point, points, nodes.start, nodes.count, self._pool.arrays(),
+        return members.test_many(visit_node, visit_point, points, nodes.start, nodes.count, self._pool.arrays(),
                                    (scale, exact, self._cube, False))
 
     def _probe_chunk(self, points: np.ndarray, grows: np.ndarray, exact: bool,

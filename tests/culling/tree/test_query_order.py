@@ -3,7 +3,8 @@
 From ``QUERY_ORDER_MIN`` points the tree walks a batch in the order of
 :func:`culling.tree.batch.query_order`, each walk sharing the levels whose
 windows equal the previous point's (:func:`culling.tree.walk.visits`), and
-writes the rows back in the caller's order (:func:`culling.core.chunks.in_caller_order`).
+writes each row at the caller's (:func:`culling.core.members.place_many`; a batch of several passes,
+or one with rows left unsure, copies them back: :func:`culling.core.chunks.in_caller_order`).
 These tests force that path on small batches and compare it with the caller's
 order (identical arrays, not only equal sets), with each point's own walk
 (:func:`culling.tree.walk.walk`), and with brute force in exact arithmetic.
@@ -21,8 +22,10 @@ from hypothesis import strategies as st
 
 import culling.tree.tree as tree_module
 from culling import ViewDistanceTree
+from culling.core import members
 from culling.core.chunks import in_caller_order
 from culling.core.structs import World, nodes_of
+from culling.runtime import threads
 from culling.tree import batch, walk
 
 SETTINGS = settings(max_examples=60, deadline=None)
@@ -140,3 +143,37 @@ def test_in_caller_order_puts_each_row_at_its_point(counts: list[int], seed: int
     want = [rows[j] for j in np.argsort(order)]
     assert got_counts.tolist() == [len(r) for r in want]
     assert got.tolist() == (np.concatenate(want).tolist() if want else [])
+
+
+@pytest.mark.parametrize("on_surfaces", [False, True])
+def test_ordered_batch_on_threads_writes_each_answer_at_its_row(on_surfaces: bool,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """One pass of ordered points, cut into chunks on three threads: every chunk tested first, then each
+    answer written straight at its caller's row (:func:`culling.core.members.place_many`); where the
+    float filter left rows unsure (points on spheres' surfaces, within rounding), the
+    answers are joined, settled and copied back instead.  Either way row for row the caller's order's
+    answer, and brute force's."""
+    rng = np.random.default_rng(11)
+    centres, radii = rng.uniform(0.0, SIZE, (400, 3)), rng.uniform(0.5, 12.0, 400)
+    tree, model = _tree(3, centres, radii)
+    points = rng.uniform(0.0, SIZE, (700, 3))
+    if on_surfaces:  # a tenth of the points on a sphere's surface, within rounding
+        on = rng.integers(0, 400, 70)
+        towards = rng.normal(size=(70, 3))
+        points[:70] = centres[on] + radii[on, None] * towards / np.linalg.norm(towards, axis=1)[:, None]
+    placed: list[int] = []
+    place_many = members.place_many
+    monkeypatch.setattr(members, "place_many", lambda *args: (placed.append(1), place_many(*args))[1])
+    before = threads.thread_count()
+    threads.set_thread_count(3)
+    try:
+        for exact in (False, True):
+            placed.clear()
+            ordered = _answers(tree, points, exact, 1.0, True, monkeypatch)
+            assert (not placed) if exact and on_surfaces else len(placed) > 1, (exact, len(placed))
+            plain = _answers(tree, points, exact, 1.0, False, monkeypatch)
+            assert np.array_equal(ordered[0], plain[0]) and np.array_equal(ordered[1], plain[1])
+        monkeypatch.setattr(tree_module, "QUERY_ORDER_MIN", 1)
+        check_query_many(tree, model, points[:200])
+    finally:
+        threads.set_thread_count(before)
