@@ -286,7 +286,7 @@ PARTNER_WAIT = 60.0
 #: a wheel ships) holds them, fresh for these sources, the group was compiled by an earlier run.
 _PROBED: dict[str, tuple[Any, ...]] = {
     "tree": (batch.place, tree_walk.query, tree_walk._visits_from, tree_walk._group_visits_from, members._answer_many,
-             members._write_answers, batch._layout_into,
+             members._write_answers, members._place_answers, batch._layout_into,
              batch._settle_part),
     "pairs": (join.join_chunk, bands._sphere_cells, bands._sphere_rows),
     "grid": (grid_walk.query, grid_walk._visits),
