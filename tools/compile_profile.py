@@ -93,6 +93,7 @@ def install() -> None:
     _wrap(InlineWorker, "run_untyped_passes", "inline: untyped front end")
     from numba.core import cpu
     _wrap(cpu.CPUContext, "create_cpython_wrapper", "cpython wrapper")
+    _wrap(cpu.CPUContext, "create_cfunc_wrapper", "cfunc wrapper")
 
 
 def main() -> None:

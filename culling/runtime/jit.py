@@ -568,6 +568,44 @@ if not getattr(numba.config, "DISABLE_JIT", False):
     _quick_flag_values()
 
 
+def _overloads_without_cfunc() -> None:
+    """Compile numba's ``@overload`` implementations (``np.empty``, ``max``, ...) without a C callback wrapper.
+
+    numba compiles the implementation of each overloaded function a kernel
+    calls as a function of its own, without a CPython wrapper (it is only
+    called from compiled code) but with a C callback (``cfunc``) wrapper,
+    which nothing can reach: lowered, optimised and compiled to machine code
+    for every implementation (91 in a full warm-up), then dropped from every
+    kernel it is linked into.  Here they are compiled without it, as
+    ``no_cfunc_wrapper=True`` in the overload's own jit options would; an
+    overload whose options say otherwise keeps them.  Reaches into numba's
+    overload templates; a numba without them is left as it is.
+    """
+    try:
+        from numba.core.typing.templates import _OverloadFunctionTemplate
+    except ImportError:
+        return
+    real: Any = getattr(_OverloadFunctionTemplate, "_get_jit_decorator", None)
+    if real is None or getattr(real, "culling_no_cfunc", False):
+        return
+
+    def get_jit_decorator(self: Any) -> Any:
+        jitter = real(self)
+
+        def without_cfunc(*args: Any, **options: Any) -> Any:
+            options.setdefault("no_cfunc_wrapper", True)
+            return jitter(*args, **options)
+
+        return without_cfunc
+
+    get_jit_decorator.culling_no_cfunc = True  # type: ignore[attr-defined]
+    _OverloadFunctionTemplate._get_jit_decorator = get_jit_decorator  # type: ignore[method-assign]
+
+
+if not getattr(numba.config, "DISABLE_JIT", False):
+    _overloads_without_cfunc()
+
+
 def cache_writable() -> bool:
     """Whether compiled kernels are kept on disk (False: compiled in memory in every process)."""
     return _cache_ok is not False

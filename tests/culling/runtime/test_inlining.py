@@ -166,3 +166,22 @@ def test_the_flags_read_quickly_hold_what_numbas_properties_hold():
     assert same == flags and hash(same) == hash(flags)
     same.release_gil = True
     assert same != flags
+
+
+def test_an_overload_implementation_is_compiled_without_a_cfunc_wrapper():
+    import numpy as np
+    from numba.core.typing.templates import _OverloadFunctionTemplate
+
+    assert getattr(_OverloadFunctionTemplate._get_jit_decorator, "culling_no_cfunc", False)
+
+    @numba.njit
+    def filled(n):  # np.empty and max: two of numba's @overload implementations
+        out = np.empty(n)
+        for i in range(n):
+            out[i] = max(i, 2)
+        return out
+
+    assert filled(4).tolist() == [2.0, 2.0, 2.0, 3.0]
+    impls = [d for t in _OverloadFunctionTemplate.__subclasses__() for d, _ in getattr(t, "_impl_cache", {}).values()
+             if d is not None]
+    assert impls and all(d.targetoptions.get("no_cfunc_wrapper") for d in impls)
