@@ -7,7 +7,8 @@ keep each site's variables apart (a helper inlined twice into one kernel, and in
 inlined helper), and a function that is not one of the library's helpers is read as numba reads it.
 numba's inliner then deep-copies the IR twice per site, block by block; the library's helpers are
 copied once, as one whole (one scope for all the copy's blocks).  numba's compiler flags are read
-without a property call per option (culling.runtime.jit._quick_flag_values), to the same values.
+without a property call per option (culling.runtime.jit._quick_flag_values), to the same values, and
+numba's @overload implementations are compiled without a cfunc wrapper (culling.runtime.jit._overloads_without_cfunc).
 """
 
 from __future__ import annotations
