@@ -413,10 +413,197 @@ def _front_end_once() -> None:
 
     run_untyped_passes.culling_once = True  # type: ignore[attr-defined]
     InlineWorker.run_untyped_passes = run_untyped_passes  # type: ignore[method-assign]
+    _copy_once(InlineWorker)
+
+
+def _copy_once(worker: Any) -> None:
+    """Make numba's inliner copy a library helper's IR once per call site, as one whole, not twice block by block.
+
+    numba's ``InlineWorker.inline_ir`` deep-copies the callee's IR twice at
+    every site (the second copy, "an unmutated copy to return", is dropped by
+    both of numba's callers), and copies each block with its own memo, so the
+    helper's scope (every variable of the helper, with its location) is
+    copied again for every block: a helper of a hundred blocks copied its
+    scope two hundred times at each of its sites.  Those copies were most of
+    the untyped inliner's time, about a fifth of a cold compile.  Here a
+    library helper's IR (:data:`_INLINED`, on the untyped path that
+    :func:`_front_end_once` feeds) is copied once, all its blocks with one
+    memo, so the copy's blocks share one scope as the helper's IR does; the
+    rest is numba's ``inline_ir`` step for step, and it returns the helper's
+    IR it was given as the unmutated one.  Any other inlining (a user's
+    function, numba's typed overload inlining) is numba's own.  Reaches into
+    numba's ``inline_closurecall``; a numba whose ``inline_ir`` is not the one
+    this copies (no ``copy_ir`` in it) is left as it is.
+    """
+    import copy as _copymod
+    import importlib
+
+    icc: Any = importlib.import_module("numba.core.inline_closurecall")
+
+    numba_inline_ir: Any = getattr(worker, "inline_ir", None)
+    needed = ("add_offset_to_labels", "simplify_CFG", "ir_utils", "_get_all_scopes", "_created_inlined_var_name",
+              "replace_vars", "_get_callee_args", "_replace_args_with", "next_label", "find_topo_order",
+              "_replace_returns", "_add_definitions", "ir")
+    if (numba_inline_ir is None or getattr(numba_inline_ir, "culling_once", False)
+            or "copy_ir" not in getattr(getattr(numba_inline_ir, "__code__", None), "co_varnames", ())
+            or not all(hasattr(icc, name) for name in needed)):
+        return
+
+    def inline_ir(self: Any, caller_ir: Any, block: Any, i: int, callee_ir: Any, callee_freevars: Any,
+                  arg_typs: Any = None) -> Any:
+        if (getattr(callee_ir.func_id, "func", None) not in _INLINED or arg_typs is not None
+                or getattr(self, "_permit_update_type_and_call_maps", True)):
+            return numba_inline_ir(self, caller_ir, block, i, callee_ir, callee_freevars, arg_typs)
+        template = callee_ir
+        memo: dict[int, Any] = {}
+        callee_ir = template.copy()
+        callee_ir.blocks = {label: _copymod.deepcopy(b, memo) for label, b in template.blocks.items()}
+        if self.validator is not None:
+            self.validator(callee_ir)
+        scope = block.scope
+        instr = block.body[i]
+        call_expr = instr.value
+        # 1. relabel the helper's blocks after the caller's
+        max_label = max(icc.ir_utils._the_max_label.next(), max(caller_ir.blocks.keys()))
+        callee_blocks = icc.simplify_CFG(icc.add_offset_to_labels(callee_ir.blocks, max_label + 1))
+        callee_ir.blocks = callee_blocks
+        min_label, max_label = min(callee_blocks.keys()), max(callee_blocks.keys())
+        icc.ir_utils._the_max_label.update(max_label)
+        # 2. rename the helper's variables into new variables of the caller
+        callee_scopes = icc._get_all_scopes(callee_blocks)
+        assert len(callee_scopes) == 1  # noqa: S101 - numba's own check, kept as it is
+        callee_scope = callee_scopes[0]
+        var_dict = {}
+        for var in tuple(callee_scope.localvars._con.values()):
+            if var.name not in callee_freevars:
+                inlined_name = icc._created_inlined_var_name(callee_ir.func_id.unique_name, var.name)
+                new_var = scope.redefine(inlined_name, loc=var.loc)
+                callee_scope.redefine(inlined_name, loc=var.loc)
+                var_dict[var.name] = new_var
+        icc.replace_vars(callee_blocks, var_dict)
+        # 3. the formal parameters become the call's arguments
+        args = icc._get_callee_args(call_expr, callee_ir.func_id.func, block.body[i].loc, caller_ir)
+        icc._replace_args_with(callee_blocks, args)
+        # 5. split the caller's block at the call
+        new_blocks = []
+        new_block = icc.ir.Block(scope, block.loc)
+        new_block.body = block.body[i + 1:]
+        new_label = icc.next_label()
+        caller_ir.blocks[new_label] = new_block
+        new_blocks.append((new_label, new_block))
+        block.body = block.body[:i]
+        block.body.append(icc.ir.Jump(min_label, instr.loc))
+        # 6. each return becomes an assignment to the call's target
+        topo_order = icc.find_topo_order(callee_blocks)
+        icc._replace_returns(callee_blocks, instr.target, new_label)
+        if instr.target.name in caller_ir._definitions and call_expr in caller_ir._definitions[instr.target.name]:
+            caller_ir._definitions[instr.target.name].remove(call_expr)
+        # 7. the helper's blocks join the caller's, with their definitions
+        for label in topo_order:
+            added = callee_blocks[label]
+            added.scope = scope
+            icc._add_definitions(caller_ir, added)
+            caller_ir.blocks[label] = added
+            new_blocks.append((label, added))
+        return template, callee_blocks, var_dict, new_blocks
+
+    inline_ir.culling_once = True  # type: ignore[attr-defined]
+    inline_ir.numba_inline_ir = numba_inline_ir  # type: ignore[attr-defined]
+    worker.inline_ir = inline_ir
 
 
 if not getattr(numba.config, "DISABLE_JIT", False):
     _front_end_once()
+
+
+def _quick_flag_values() -> None:
+    """Make numba's compiler flags (``TargetConfig.values``) read their values without a property call each.
+
+    numba keys its cache of every overload's implementation by the compiler
+    flags in force, so each call it types hashes the flags (and compares them
+    on a hit): ``values()`` builds a dict of some fifty options through their
+    properties, about 240,000 times in a full warm-up.  Here it reads the
+    same values (the option set, else its default) straight from the flags'
+    own dict: the same dict, built in a fraction of the time.  Only a class
+    whose options are all numba's generated properties is read so; any other
+    keeps numba's ``values``.  Reaches into numba's ``targetconfig``; a numba
+    without it is left as it is.
+    """
+    try:
+        from numba.core.targetconfig import TargetConfig
+    except ImportError:
+        return
+    real: Any = getattr(TargetConfig, "values", None)
+    if real is None or getattr(real, "culling_quick", False):
+        return
+    plain: dict[type, tuple[tuple[str, Any], ...] | None] = {}
+
+    def defaults(cls: type) -> tuple[tuple[str, Any], ...] | None:
+        found = plain.get(cls, False)
+        if found is not False:
+            return found  # type: ignore[return-value]
+        pairs: tuple[tuple[str, Any], ...] | None = None
+        try:
+            options = cls.options  # type: ignore[attr-defined]
+            getters = [getattr(getattr(cls, name, None), "fget", None) for name in options]
+            if all(getattr(g, "__qualname__", "").endswith("make_prop.<locals>.getter") for g in getters):
+                pairs = tuple((name, option.default) for name, option in options.items())
+        except Exception:  # noqa: BLE001 - an unexpected option class: numba's values()
+            pairs = None
+        plain[cls] = pairs
+        return pairs
+
+    def values(self: Any) -> dict[str, Any]:
+        pairs = defaults(type(self))
+        if pairs is None:
+            return dict(real(self))
+        own = self._values
+        return {name: own.get(name, default) for name, default in pairs}
+
+    values.culling_quick = True  # type: ignore[attr-defined]
+    TargetConfig.values = values  # type: ignore[method-assign]
+
+
+if not getattr(numba.config, "DISABLE_JIT", False):
+    _quick_flag_values()
+
+
+def _overloads_without_cfunc() -> None:
+    """Compile numba's ``@overload`` implementations (``np.empty``, ``max``, ...) without a C callback wrapper.
+
+    numba compiles the implementation of each overloaded function a kernel
+    calls as a function of its own, without a CPython wrapper (it is only
+    called from compiled code) but with a C callback (``cfunc``) wrapper,
+    which nothing can reach: lowered, optimised and compiled to machine code
+    for every implementation (91 in a full warm-up), then dropped from every
+    kernel it is linked into.  Here they are compiled without it, as
+    ``no_cfunc_wrapper=True`` in the overload's own jit options would; an
+    overload whose options say otherwise keeps them.  Reaches into numba's
+    overload templates; a numba without them is left as it is.
+    """
+    try:
+        from numba.core.typing.templates import _OverloadFunctionTemplate
+    except ImportError:
+        return
+    real: Any = getattr(_OverloadFunctionTemplate, "_get_jit_decorator", None)
+    if real is None or getattr(real, "culling_no_cfunc", False):
+        return
+
+    def get_jit_decorator(self: Any) -> Any:
+        jitter = real(self)
+
+        def without_cfunc(*args: Any, **options: Any) -> Any:
+            options.setdefault("no_cfunc_wrapper", True)
+            return jitter(*args, **options)
+
+        return without_cfunc
+
+    get_jit_decorator.culling_no_cfunc = True  # type: ignore[attr-defined]
+    _OverloadFunctionTemplate._get_jit_decorator = get_jit_decorator  # type: ignore[method-assign]
+
+
+if not getattr(numba.config, "DISABLE_JIT", False):
+    _overloads_without_cfunc()
 
 
 def cache_writable() -> bool:

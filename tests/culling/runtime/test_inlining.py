@@ -1,9 +1,14 @@
-"""The inlined helpers' front end is read once per process (culling.runtime.jit._front_end_once).
+"""The inlined helpers' front end is read once per process (culling.runtime.jit._front_end_once), and
+each site copies the helper's IR once (culling.runtime.jit._copy_once).
 
 numba reads an ``inline="always"`` helper's bytecode into IR again at every call site; the library
 keeps the first reading of each of its own helpers and hands every site a copy.  The copies must
 keep each site's variables apart (a helper inlined twice into one kernel, and inside another
 inlined helper), and a function that is not one of the library's helpers is read as numba reads it.
+numba's inliner then deep-copies the IR twice per site, block by block; the library's helpers are
+copied once, as one whole (one scope for all the copy's blocks).  numba's compiler flags are read
+without a property call per option (culling.runtime.jit._quick_flag_values), to the same values, and
+numba's @overload implementations are compiled without a cfunc wrapper (culling.runtime.jit._overloads_without_cfunc).
 """
 
 from __future__ import annotations
@@ -84,3 +89,100 @@ def test_a_function_that_is_not_the_librarys_is_read_at_every_site_as_numba_does
     assert kernel(1.5) == expected(1.5)
     assert reads.count("_twice_py") == 2, reads
     assert reads.count("_scaled_py") == 5, reads
+
+
+def _branchy_py(x, k):
+    # several blocks and a loop: the copy's blocks must keep sharing one scope
+    total = 0.0
+    for i in range(k):
+        if x > i:
+            total += x - i
+        else:
+            total -= 1.0
+    return total
+
+
+_branchy = numba.njit(inline="always")(_branchy_py)
+
+
+def _branchy_twice_py(x):
+    return _branchy(x, 3) * 10.0 + _branchy(x + 0.5, 2)
+
+
+def _branchy_expected(x: float, k: int) -> float:
+    total = 0.0
+    for i in range(k):
+        total += x - i if x > i else -1.0
+    return total
+
+
+def test_a_library_helper_of_many_blocks_is_copied_once_per_site(monkeypatch):
+    import copy
+
+    from numba.core import ir
+    from numba.core.inline_closurecall import InlineWorker
+
+    assert getattr(InlineWorker.inline_ir, "culling_once", False)
+    real_deepcopy = copy.deepcopy
+    block_copies: list[int] = []
+
+    def deepcopy(x, memo=None, _nil=[]):  # noqa: ANN001, ANN202, B006 - copy.deepcopy's signature
+        if isinstance(x, ir.Block):
+            block_copies.append(id(memo))
+        return real_deepcopy(x, memo, _nil)
+
+    sites: list[int] = []
+    ours = InlineWorker.inline_ir
+
+    def inline_ir(self, caller_ir, block, i, callee_ir, *args, **kwargs):  # noqa: ANN001, ANN202 - numba's
+        sites.append(len(callee_ir.blocks))
+        return ours(self, caller_ir, block, i, callee_ir, *args, **kwargs)
+
+    monkeypatch.setattr(copy, "deepcopy", deepcopy)
+    monkeypatch.setattr(InlineWorker, "inline_ir", inline_ir)
+    jit._INLINED.add(_branchy_py)
+    try:
+        kernel = numba.njit(_branchy_twice_py)
+        for x in (-1.0, 0.25, 1.5, 4.0):
+            assert kernel(x) == _branchy_expected(x, 3) * 10.0 + _branchy_expected(x + 0.5, 2)
+    finally:
+        jit._INLINED.discard(_branchy_py)
+    assert len(sites) == 2 and sites[0] > 3, sites   # two sites of a helper of several blocks
+    assert len(block_copies) == sum(sites), (block_copies, sites)   # each block copied once per site
+    assert len(set(block_copies)) == 2   # with one memo per site: one copy of the helper's scope
+
+
+def test_the_flags_read_quickly_hold_what_numbas_properties_hold():
+    from numba.core.compiler import Flags
+    from numba.core.targetconfig import TargetConfig
+
+    assert getattr(TargetConfig.values, "culling_quick", False)
+    flags = Flags()
+    flags.nrt = True
+    flags.error_model = "numpy"
+    assert flags.values() == {name: getattr(flags, name) for name in flags.options}
+    same = Flags()
+    same.nrt = True
+    same.error_model = "numpy"
+    assert same == flags and hash(same) == hash(flags)
+    same.release_gil = True
+    assert same != flags
+
+
+def test_an_overload_implementation_is_compiled_without_a_cfunc_wrapper():
+    import numpy as np
+    from numba.core.typing.templates import _OverloadFunctionTemplate
+
+    assert getattr(_OverloadFunctionTemplate._get_jit_decorator, "culling_no_cfunc", False)
+
+    @numba.njit
+    def filled(n):  # np.empty and max: two of numba's @overload implementations
+        out = np.empty(n)
+        for i in range(n):
+            out[i] = max(i, 2)
+        return out
+
+    assert filled(4).tolist() == [2.0, 2.0, 2.0, 3.0]
+    impls = [d for t in _OverloadFunctionTemplate.__subclasses__() for d, _ in getattr(t, "_impl_cache", {}).values()
+             if d is not None]
+    assert impls and all(d.targetoptions.get("no_cfunc_wrapper") for d in impls)
