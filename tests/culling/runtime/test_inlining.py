@@ -1,5 +1,5 @@
-"""The inlined helpers' front end is read once per process (culling.runtime.jit._front_end_once), and
-each site copies the helper's IR once (culling.runtime.jit._copy_once).
+"""The inlined helpers' front end is read once per process (culling.runtime.numba_patches._front_end_once), and
+each site copies the helper's IR once (culling.runtime.numba_patches._copy_once).
 
 numba reads an ``inline="always"`` helper's bytecode into IR again at every call site; the library
 keeps the first reading of each of its own helpers and hands every site a copy.  The copies must
@@ -7,8 +7,8 @@ keep each site's variables apart (a helper inlined twice into one kernel, and in
 inlined helper), and a function that is not one of the library's helpers is read as numba reads it.
 numba's inliner then deep-copies the IR twice per site, block by block; the library's helpers are
 copied once, as one whole (one scope for all the copy's blocks).  numba's compiler flags are read
-without a property call per option (culling.runtime.jit._quick_flag_values), to the same values, and
-numba's @overload implementations are compiled without a cfunc wrapper (culling.runtime.jit._overloads_without_cfunc).
+without a property call per option (culling.runtime.numba_patches._quick_flag_values), to the same values, and
+numba's @overload implementations are compiled without a cfunc wrapper (culling.runtime.numba_patches._overloads_without_cfunc).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import numba
 import pytest
 from numba.core import untyped_passes
 
-from culling.runtime import jit
+from culling.runtime import jit, numba_patches
 
 pytestmark = pytest.mark.skipif(jit.JIT_DISABLED, reason="NUMBA_DISABLE_JIT=1: nothing is compiled")
 
@@ -72,13 +72,13 @@ def test_the_patch_is_in_place():
 
 def test_a_library_helper_inlined_at_many_sites_is_read_once_and_each_site_keeps_its_variables(monkeypatch):
     reads = _reads(monkeypatch)
-    jit._INLINED.update((_scaled_py, _twice_py))
+    numba_patches.INLINED.update((_scaled_py, _twice_py))
     try:
         kernel = numba.njit(_kernel_py)  # a new dispatcher: compiled here
         for x in (0.5, -3.0, 7.25):
             assert kernel(x) == expected(x)
     finally:
-        jit._INLINED.difference_update((_scaled_py, _twice_py))
+        numba_patches.INLINED.difference_update((_scaled_py, _twice_py))
     assert reads.count("_twice_py") == 1, reads
     assert reads.count("_scaled_py") == 1, reads   # read once, though inlined at 5 sites
 
@@ -140,13 +140,13 @@ def test_a_library_helper_of_many_blocks_is_copied_once_per_site(monkeypatch):
 
     monkeypatch.setattr(copy, "deepcopy", deepcopy)
     monkeypatch.setattr(InlineWorker, "inline_ir", inline_ir)
-    jit._INLINED.add(_branchy_py)
+    numba_patches.INLINED.add(_branchy_py)
     try:
         kernel = numba.njit(_branchy_twice_py)
         for x in (-1.0, 0.25, 1.5, 4.0):
             assert kernel(x) == _branchy_expected(x, 3) * 10.0 + _branchy_expected(x + 0.5, 2)
     finally:
-        jit._INLINED.discard(_branchy_py)
+        numba_patches.INLINED.discard(_branchy_py)
     assert len(sites) == 2 and sites[0] > 3, sites   # two sites of a helper of several blocks
     assert len(block_copies) == sum(sites), (block_copies, sites)   # each block copied once per site
     assert len(set(block_copies)) == 2   # with one memo per site: one copy of the helper's scope
@@ -186,3 +186,25 @@ def test_an_overload_implementation_is_compiled_without_a_cfunc_wrapper():
     impls = [d for t in _OverloadFunctionTemplate.__subclasses__() for d, _ in getattr(t, "_impl_cache", {}).values()
              if d is not None]
     assert impls and all(d.targetoptions.get("no_cfunc_wrapper") for d in impls)
+
+
+def test_the_patches_can_be_turned_off():
+    """``CULLING_NUMBA_PATCHES=0``: numba is left exactly as it is, and the library still answers."""
+    import subprocess
+    import sys
+
+    script = ("import culling\n"
+              "from numba.core.inline_closurecall import InlineWorker\n"
+              "from numba.core.targetconfig import TargetConfig\n"
+              "patched = [getattr(InlineWorker.run_untyped_passes, 'culling_once', False),\n"
+              "           getattr(InlineWorker.inline_ir, 'culling_once', False),\n"
+              "           getattr(TargetConfig.values, 'culling_quick', False)]\n"
+              "print(patched)\n")
+    env = {**__import__("os").environ, numba_patches.PATCHES_ENV: "0"}
+    off = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300)
+    assert off.returncode == 0, off.stderr
+    assert off.stdout.strip() == "[False, False, False]"
+    env[numba_patches.PATCHES_ENV] = "1"
+    on = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300)
+    assert on.returncode == 0, on.stderr
+    assert on.stdout.strip() == "[True, True, True]"
