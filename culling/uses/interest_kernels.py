@@ -88,11 +88,17 @@ def _sort_run(values: np.ndarray, a: int, b: int) -> None:
         values[k + 1] = x
 
 
+@inline_kernel
+def _flag(h: int, bits: int) -> np.uint8:
+    """Handle ``h``'s ``bits`` (1: inner, 2: outer, 3: both) placed in its byte of :func:`advance_rows`' scratch."""
+    return np.uint8(bits << ((h & 3) << 1))
+
+
 @kernel
 def advance_rows(inner: np.ndarray, inner_start: np.ndarray, inner_count: np.ndarray, outer: np.ndarray,
                  outer_start: np.ndarray, outer_count: np.ndarray, sticky: bool, previous: np.ndarray,
                  previous_offsets: np.ndarray, previous_row: np.ndarray,
-                 gone: np.ndarray, stamps: np.ndarray, base: int, new: np.ndarray, new_counts: np.ndarray,
+                 gone: np.ndarray, flags: np.ndarray, new: np.ndarray, new_counts: np.ndarray,
                  entered: np.ndarray, entered_counts: np.ndarray, left: np.ndarray, left_counts: np.ndarray,
                  walk: np.ndarray, lo: int, hi: int) -> int:
     """Viewers ``walk[lo .. hi - 1]``: the new sorted set, the entered and the left handles of each.
@@ -110,8 +116,10 @@ def advance_rows(inner: np.ndarray, inner_start: np.ndarray, inner_count: np.nda
         The previous tick's sorted rows; ``previous_row[i]`` is viewer ``i``'s, -1 for a new viewer.
     gone : int64, sorted
         Handles removed since the previous tick.
-    stamps : int32, one entry per possible handle
-        Scratch of this chunk's thread, every entry below ``base + 1``; ``base + 3 * hi`` fits in int32.
+    flags : uint8, two bits per possible handle (``flags[h >> 2]``, bits ``2 * (h & 3)`` and up)
+        Scratch of this chunk's thread, all zeros; all zeros again on return -1 (each row's flags
+        are cleared as the row is done), meaningless after a refused row.  2 bits a handle rather
+        than a 4-byte stamp: 1M handles take 256 KB, which stays in the core's L2 cache.
     new, new_counts
         Row ``i``'s sorted new set is written to ``new[outer_start[i]:]`` (``inner_start``
         without ``sticky``), its length to ``new_counts[i]``.
@@ -122,34 +130,34 @@ def advance_rows(inner: np.ndarray, inner_start: np.ndarray, inner_count: np.nda
 
     walk : int64 (m,), a permutation
         The order the viewers are taken in: the tree's walk order, so that viewers one after the
-        other hold mostly the same handles (their stamps in cache) and read their rows in memory order.
+        other hold mostly the same handles (their flags in cache) and read their rows in memory order.
 
-    Returns -1, or (the outputs then meaningless) ``2 * i`` for a row ``i`` that holds a handle
-    twice, ``2 * i + 1`` for one whose inner handles are not all in its outer row (``sticky``).
-    Every handle must be below ``stamps.shape[0]`` (not checked here).  O(row lengths) per viewer, plus a binary search in ``gone`` per
-    previous handle when ``gone`` is not empty, plus the sort of the entered handles.
+    Returns -1, or (the outputs and ``flags`` then meaningless) ``2 * i`` for a row ``i`` that holds a
+    handle twice, ``2 * i + 1`` for one whose inner handles are not all in its outer row (``sticky``).
+    Every handle must be below ``4 * flags.shape[0]`` (not checked here).  O(row lengths) per viewer,
+    plus a binary search in ``gone`` per previous handle when ``gone`` is not empty, plus the sort of
+    the entered handles.
     """
     check_gone = gone.shape[0] > 0
     room = outer_start if sticky else inner_start
     for step in range(lo, hi):
         i = int(walk[step])
-        s_outer = base + 3 * i + 1
-        s_inner = s_outer + 1
-        s_kept = s_outer + 2
-        if sticky:
+        if sticky:  # flag 2: in the outer row
             for j in range(outer_start[i], outer_start[i] + outer_count[i]):
                 h = outer[j]
-                if stamps[h] == s_outer:
+                b = flags[h >> 2]
+                if b & _flag(h, 2):
                     return 2 * i
-                stamps[h] = s_outer
-        for j in range(inner_start[i], inner_start[i] + inner_count[i]):
+                flags[h >> 2] = b | _flag(h, 2)
+        for j in range(inner_start[i], inner_start[i] + inner_count[i]):  # flag 1: in the inner row
             h = inner[j]
-            if stamps[h] == s_inner:
+            b = flags[h >> 2]
+            if b & _flag(h, 1):
                 return 2 * i
-            if sticky and stamps[h] != s_outer:
+            if sticky and not b & _flag(h, 2):
                 return 2 * i + 1
-            stamps[h] = s_inner
-        # The previous row in order: stamped handles stay (sorted), the others left.
+            flags[h >> 2] = b | _flag(h, 1)
+        # The previous row in order: flagged handles stay (sorted, their flags cleared), the others left.
         k0 = room[i]
         k = k0
         g0 = 0
@@ -160,22 +168,28 @@ def advance_rows(inner: np.ndarray, inner_start: np.ndarray, inner_count: np.nda
             g = g0
             for j in range(previous_offsets[p], previous_offsets[p + 1]):
                 h = previous[j]
-                mark = stamps[h]
-                if (mark == s_inner or mark == s_outer) and not (check_gone and _in_sorted(gone, h)):
+                b = flags[h >> 2]
+                if b & _flag(h, 3) and not (check_gone and _in_sorted(gone, h)):
                     new[k] = h
                     k += 1
-                    stamps[h] = s_kept
+                    flags[h >> 2] = b & ~_flag(h, 3)
                 else:
                     left[g] = h
                     g += 1
-        # Entered: the inner handles that did not stay.
+        # Entered: the inner handles still flagged (their flags cleared).
         e0 = inner_start[i]
         e = e0
         for j in range(inner_start[i], inner_start[i] + inner_count[i]):
             h = inner[j]
-            if stamps[h] == s_inner:
+            b = flags[h >> 2]
+            if b & _flag(h, 1):
                 entered[e] = h
                 e += 1
+                flags[h >> 2] = b & ~_flag(h, 3)
+        if sticky:  # the outer handles neither kept nor entered
+            for j in range(outer_start[i], outer_start[i] + outer_count[i]):
+                h = outer[j]
+                flags[h >> 2] &= ~_flag(h, 3)
         _sort_run(entered, e0, e)
         # Merge the kept run new[k0:k] and the entered run backwards into new[k0:k + e - e0].
         w = k + (e - e0) - 1
