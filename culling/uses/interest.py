@@ -526,7 +526,11 @@ class InterestSets:
                                     kept, kept_counts, entered_buffer, entered_counts, left_buffer, left_counts,
                                     walk, lo, hi))
 
-        faults = [r for r in run_chunks(merge if ascending else chunk, m, min_items=PARALLEL_MIN_VIEWERS) if r >= 0]
+        try:
+            faults = [r for r in run_chunks(merge if ascending else chunk, m, min_items=PARALLEL_MIN_VIEWERS) if r >= 0]
+        except BaseException:   # a Ctrl-C, a MemoryError: whatever a chunk left, the next tick starts from zeros
+            self._scratch = {}
+            raise
         if faults:
             self._scratch = {}   # a refused row leaves its flags set: start again from zeros
             row, kind = divmod(faults[0], 2)
