@@ -61,11 +61,7 @@ from culling.uses.interest_kernels import (
 
 __all__ = ["InterestManager", "InterestSets", "InterestTick"]
 
-#: Stamps of :func:`advance_rows` stay below this (int32 scratch): past it the scratch starts again from zeros,
-#: after about ``2**31 / (3 * viewers)`` ticks (70,000 ticks of 10,000 viewers).
-STAMP_LIMIT = 2**31 - 1
-
-#: Handles :class:`InterestSets` accepts are below this: its scratch has one int32 entry per handle value.
+#: Handles :class:`InterestSets` accepts are below this: its scratch has two bits per handle value.
 MAX_HANDLE = 2**31
 
 #: Viewers per chunk below which a pass runs on the calling thread: a merge of a few rows costs less
@@ -323,14 +319,13 @@ class InterestSets:
     memory O(viewers + set sizes).  An :meth:`advance` costs O(m log m +
     answer sizes + previous sets) in one compiled pass on the library's
     threads (:func:`~culling.uses.interest_kernels.advance_rows`), with no
-    Python step per viewer or per entity; a scratch array of 4 bytes per
+    Python step per viewer or per entity; a scratch array of 2 bits per
     handle per thread is kept between ticks.
     """
 
     _rw: ReadWriteLock
     _hysteresis: float
     _bound: int
-    _base: int
 
     def __init__(self, hysteresis: float = 0.0) -> None:
         if isinstance(hysteresis, bool) or not isinstance(hysteresis, numbers.Real):
@@ -346,8 +341,7 @@ class InterestSets:
         self._row_of: NDArray[np.int64] = _EMPTY
         self._gone: NDArray[np.int64] = _EMPTY          # handles removed since the last tick, sorted
         self._bound = 0                                 # every handle held is below it
-        self._base = 0                                  # every stamp in a scratch array is at most it
-        self._scratch: dict[int, NDArray[np.int32]] = {}  # advance_rows' scratch, per thread
+        self._scratch: dict[int, NDArray[np.uint8]] = {}  # advance_rows' flags, per thread (zeros between rows)
 
     @property
     def hysteresis(self) -> float:
@@ -484,7 +478,7 @@ class InterestSets:
         (``outer`` is ``inner`` without hysteresis), their row ``j`` the viewer ``ids[order[j]]``'s
         (``order`` a permutation of ``range(m)``, or None: ``ids[j]``'s), every handle below ``bound``.
         ``ascending``: every row is sorted, each handle once (the grid's answer): then the rows are
-        merged with the previous ones (:func:`~culling.uses.interest_kernels.merge_rows`), not stamped.
+        merged with the previous ones (:func:`~culling.uses.interest_kernels.merge_rows`), not flagged.
 
         :class:`InterestManager` passes the tree's answer in the order the tree walked the viewers
         (``ViewDistanceTree._walked_many``), so the answer is never copied back into the caller's
@@ -511,10 +505,6 @@ class InterestSets:
         previous, previous_offsets, gone = self._sets, self._offsets, self._gone
         sticky = self._hysteresis > 0.0
         bound = max(self._bound, bound)
-        base = self._base
-        if base + 3 * m + 3 > STAMP_LIMIT:  # the stamps would wrap: start the scratch again from zeros
-            self._scratch = {}
-            base = 0
 
         kept = np.empty(outer.size if sticky or not ascending else 0, dtype=np.int64)
         kept_counts = np.empty(m, dtype=np.int64)
@@ -532,12 +522,17 @@ class InterestSets:
 
         def chunk(lo: int, hi: int) -> int:
             return int(advance_rows(inner, inner_start, inner_count, outer, outer_start, outer_count, sticky,
-                                    previous, previous_offsets, previous_row, gone, self._stamps(bound), base,
+                                    previous, previous_offsets, previous_row, gone, self._flags(bound),
                                     kept, kept_counts, entered_buffer, entered_counts, left_buffer, left_counts,
                                     walk, lo, hi))
 
-        faults = [r for r in run_chunks(merge if ascending else chunk, m, min_items=PARALLEL_MIN_VIEWERS) if r >= 0]
+        try:
+            faults = [r for r in run_chunks(merge if ascending else chunk, m, min_items=PARALLEL_MIN_VIEWERS) if r >= 0]
+        except BaseException:   # a Ctrl-C, a MemoryError: whatever a chunk left, the next tick starts from zeros
+            self._scratch = {}
+            raise
         if faults:
+            self._scratch = {}   # a refused row leaves its flags set: start again from zeros
             row, kind = divmod(faults[0], 2)
             raise ValueError(f"row {row} holds a handle more than once" if kind == 0 else
                              f"row {row} of handles holds a handle that its row of outer_handles does not")
@@ -564,19 +559,20 @@ class InterestSets:
         self._ids = caller_ids if order is None else _frozen(row_ids)
         self._offsets, self._sets = _frozen(offsets), _frozen(sets)
         self._sorted_ids, self._row_of, self._gone = sorted_ids, row_of, _EMPTY
-        self._bound, self._base = bound, base + 3 * m + 3
+        self._bound = bound
         return InterestTick(viewer_ids=caller_ids, entered_offsets=_frozen(entered_offsets), entered=_frozen(entered),
                             left_offsets=_frozen(left_offsets), left=_frozen(left))
 
-    def _stamps(self, bound: int) -> NDArray[np.int32]:
-        """The calling thread's scratch for :func:`advance_rows`, at least ``bound`` entries (kept between
-        ticks: the stamps only grow, so nothing is cleared until they would pass :data:`STAMP_LIMIT`)."""
+    def _flags(self, bound: int) -> NDArray[np.uint8]:
+        """The calling thread's scratch for :func:`advance_rows`: two bits for each handle below ``bound``, all
+        zeros (kept between ticks: every row clears its flags; a refused row drops every thread's scratch)."""
         key = threading.get_ident()
-        stamps = self._scratch.get(key)
-        if stamps is None or stamps.size < bound:
-            stamps = np.zeros(max(bound, 2 * (0 if stamps is None else stamps.size)), dtype=np.int32)
-            self._scratch[key] = stamps   # one entry per thread: a dict assignment is atomic
-        return stamps
+        flags = self._scratch.get(key)
+        size = (bound + 3) // 4
+        if flags is None or flags.size < size:
+            flags = np.zeros(max(size, 2 * (0 if flags is None else flags.size)), dtype=np.uint8)
+            self._scratch[key] = flags   # one entry per thread: a dict assignment is atomic
+        return flags
 
     @staticmethod
     def _rows(handles: ArrayLike, counts: ArrayLike, m: int,

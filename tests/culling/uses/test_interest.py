@@ -459,18 +459,27 @@ def test_many_viewers_on_the_library_threads_match_the_model(hysteresis, directi
         ids = ids[rng.random(ids.size) < 0.9]
 
 
-def test_scratch_starts_again_when_the_stamps_would_wrap(monkeypatch):
-    """The int32 stamps restart from zero every few ticks here: the answers do not notice."""
-    import culling.uses.interest as interest_module
+def test_a_refused_advance_leaves_no_flags_behind():
+    """A row refused mid-way (a handle twice) leaves flags set in the scratch: the scratch is dropped, so the
+    next ticks' answers do not notice."""
+    from culling.uses.interest import InterestSets
 
-    monkeypatch.setattr(interest_module, "STAMP_LIMIT", 200)
     rng = np.random.default_rng(4)
     im = InterestManager(SIZE, dim=2)
     model = Model()
     centres, radii = rng.integers(0, 32, (60, 2)) / 2.0, rng.integers(0, 10, 60) / 2.0
     model.insert(im.insert_many(centres, radii), centres, radii)
     ids = np.arange(30)
-    for _ in range(12):
+    for _ in range(4):
+        pos = rng.integers(0, 32, (30, 2)) / 2.0
+        check_tick(im.tick(ids, pos), model.tick(ids.tolist(), pos), ids.tolist())
+    sets = InterestSets()
+    sets.advance([0, 1], [5, 6, 7, 8, 9], [3, 2])
+    with pytest.raises(ValueError, match="more than once"):
+        sets.advance([0, 1], [5, 6, 7, 3, 3], [3, 2])
+    t = sets.advance([0, 1], [5, 6, 7, 3, 8], [3, 2])   # 3, flagged by the refused row, is in a row again
+    assert t.entered.tolist() == [3] and t.left.tolist() == [9] and sets.interest(1).tolist() == [3, 8]
+    for _ in range(4):
         pos = rng.integers(0, 32, (30, 2)) / 2.0
         check_tick(im.tick(ids, pos), model.tick(ids.tolist(), pos), ids.tolist())
 
@@ -538,8 +547,9 @@ def test_merge_of_sorted_rows_equals_the_stamped_diff(sticky, with_gone):
         if merged:
             assert merge_rows(*args, new, counts[0], entered, counts[1], left, counts[2], walk, 0, m) == -1
         else:
-            stamps = np.zeros(bound, dtype=np.int32)
-            assert advance_rows(*args, stamps, 0, new, counts[0], entered, counts[1], left, counts[2], walk, 0, m) == -1
+            flags = np.zeros((bound + 3) // 4, dtype=np.uint8)
+            assert advance_rows(*args, flags, new, counts[0], entered, counts[1], left, counts[2], walk, 0, m) == -1
+            assert not flags.any()   # every row cleared its flags
         outs.append((new, entered, left, counts))
     (new_a, entered_a, left_a, counts_a), (new_b, entered_b, left_b, counts_b) = outs
     assert np.array_equal(counts_a[1], counts_b[1]) and np.array_equal(counts_a[2], counts_b[2])
