@@ -52,9 +52,10 @@ import numba
 import numpy as np
 from numba.core import types as _types
 
-from culling.runtime import numba_patches
 from culling.runtime.fingerprint import kernel_fingerprint
 from culling.runtime.interrupts import runs_whole
+from culling.runtime.numba_patches import INLINED
+from culling.runtime.numba_patches import apply as patch_numba
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -369,7 +370,7 @@ def _one_signature(dispatcher: Any) -> Any:
 
 
 if not getattr(numba.config, "DISABLE_JIT", False):
-    numba_patches.apply()  # numba compiles the library's kernels faster (the module says how and how to opt out)
+    patch_numba()  # numba compiles the library's kernels faster (the module says how and how to opt out)
 
 
 def cache_writable() -> bool:
@@ -449,7 +450,7 @@ def inline_kernel(fn: F | None = None, *, from_python: bool = False) -> F | Call
         if JIT_DISABLED:
             return _interpreted(f)
         compiled = _compile(f, cached=from_python, inline="always")
-        numba_patches.INLINED.add(f)  # its IR is read once per process, copied once per site
+        INLINED.add(f)  # its IR is read once per process, copied once per site
         if from_python:
             KERNELS.append(compiled)  # compiled for Python's calls too: warm_up covers it
         return cast(F, compiled)
