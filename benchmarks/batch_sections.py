@@ -537,8 +537,9 @@ def run_jit(cfg: Config, structs: Structures, res: Results) -> None:
         "jit",
         "JIT start-up: cold and warm",
         "A fresh Python process runs a program's whole first frame: imports numba and `culling`, lets numba "
-        "set itself up (what its first compile or cache load of any function does: its registries, and "
-        "`scipy.linalg` when SciPy is installed; timed apart from the library's kernels), builds a tree of "
+        "set itself up as far as loading the library's cached kernels needs (its runtime; a compile first sets "
+        "up the rest, its typing and lowering registries, inside its own step; timed apart from the library's "
+        "kernels), builds a tree of "
         "20,000 objects, runs the first exact query, `query_many` of 2,000 points, `update_many` and "
         "`remove_many`, then builds a dense grid and queries it; each step first calls its own group of "
         "kernels, so cold it is that group's compile.  Cold: `NUMBA_CACHE_DIR` is a new empty folder, so every "

@@ -55,10 +55,15 @@ def step(name, fn):
 
 
 def numba_setup():
-    # numba's own set-up, which its first compile or cache load of any function does (its
-    # registries; scipy.linalg when SciPy is installed): timed apart from the library's kernels.
+    # numba's own set-up, which its first compile or cache load of any function does, timed apart
+    # from the library's kernels: what the library's cache loads need of it (numba's runtime), or,
+    # where the library has no such step, all of it (its registries, as a compile needs them).
     from numba.core.registry import cpu_target
-    cpu_target.target_context.refresh()
+    try:
+        from culling.runtime.loads import set_up_for_loads
+    except ImportError:  # a library without it: numba's whole set-up, as its own cache load runs it
+        set_up_for_loads = type(cpu_target.target_context).refresh
+    set_up_for_loads(cpu_target.target_context)
 
 
 step("numba_setup", numba_setup)

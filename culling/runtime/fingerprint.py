@@ -66,10 +66,22 @@ def _names(code: types.CodeType) -> Iterator[str]:
             yield from _names(const)
 
 
+#: Per file name as Python has it (``co_filename``, ``__file__``): its resolved path (a resolve is a few
+#: ``lstat`` calls, and a warm start's kernels name the same files hundreds of times).
+_RESOLVED: dict[str, Path] = {}
+
+
+def _resolved(name: str) -> Path:
+    path = _RESOLVED.get(name)
+    if path is None:
+        path = _RESOLVED[name] = Path(name).resolve()
+    return path
+
+
 def _module_file(module_name: str) -> Path | None:
     module = sys.modules.get(module_name)
     path = getattr(module, "__file__", None)
-    return Path(path).resolve() if path else None
+    return _resolved(path) if path else None
 
 
 def _python_function(value: Any) -> Callable[..., Any] | None:
@@ -120,7 +132,7 @@ def dependencies(py_func: Callable[..., Any], constants: list[str] | None = None
         code = getattr(function, "__code__", None)
         if code is None:
             continue
-        files.add(Path(code.co_filename).resolve())
+        files.add(_resolved(code.co_filename))
         scope = getattr(function, "__globals__", {})
         names = set(_names(code))
         for name in sorted(names):

@@ -54,6 +54,7 @@ from numba.core import types as _types
 
 from culling.runtime.fingerprint import kernel_fingerprint
 from culling.runtime.interrupts import runs_whole
+from culling.runtime.loads import loader, loads_first
 from culling.runtime.numba_patches import INLINED
 from culling.runtime.numba_patches import apply as patch_numba
 
@@ -114,7 +115,7 @@ def _fingerprinted(cache: Any, py_func: Callable[..., Any], label: str) -> Any:
             _warn_cache("read", folder, exc)
             return {}
 
-    load, save = cache.load_overload, cache.save_overload
+    load, save = loader(cache), cache.save_overload
 
     def load_overload(sig: Any, target_context: Any) -> Any:
         ensure_stamp()
@@ -215,7 +216,7 @@ def _shipped_cache(py_func: Callable[..., Any]) -> Any:
     cache._cache_path = str(SHIPPED_DIR / source.parent.relative_to(SHIPPED_DIR.parent))
     cache._cache_file = IndexDataCacheFile(cache._cache_path, base, None)  # type: ignore[no-untyped-call]
     cache._enabled = True
-    index_key, load = cache._index_key, cache.load_overload
+    index_key, load = cache._index_key, loader(cache)
 
     def load_overload(sig: Any, target_context: Any) -> Any:
         try:
@@ -326,8 +327,9 @@ def _compiles_whole(dispatcher: Any) -> Any:
 
 def _compile(fn: Callable[..., Any], cached: bool = True, **options: Any) -> Any:
     """``numba.njit`` with the cache when some cache directory can be written, in memory otherwise
-    (or when not ``cached``); compiled with Ctrl-C held (:func:`_compiles_whole`)."""
-    return _compiles_whole(_njit(fn, cached, **options))
+    (or when not ``cached``); compiled with Ctrl-C held (:func:`_compiles_whole`), and a kernel found in the cache
+    loaded without numba's compile set-up and timers (:mod:`culling.runtime.loads`)."""
+    return _compiles_whole(loads_first(_njit(fn, cached, **options)))
 
 
 def _njit(fn: Callable[..., Any], cached: bool, **options: Any) -> Any:
