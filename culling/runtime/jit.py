@@ -54,7 +54,7 @@ from numba.core import types as _types
 
 from culling.runtime.fingerprint import kernel_fingerprint
 from culling.runtime.interrupts import runs_whole
-from culling.runtime.loads import loader, loads_first
+from culling.runtime.loads import loader
 from culling.runtime.numba_patches import INLINED
 from culling.runtime.numba_patches import apply as patch_numba
 
@@ -327,9 +327,8 @@ def _compiles_whole(dispatcher: Any) -> Any:
 
 def _compile(fn: Callable[..., Any], cached: bool = True, **options: Any) -> Any:
     """``numba.njit`` with the cache when some cache directory can be written, in memory otherwise
-    (or when not ``cached``); compiled with Ctrl-C held (:func:`_compiles_whole`), and a kernel found in the cache
-    loaded without numba's compile set-up and timers (:mod:`culling.runtime.loads`)."""
-    return _compiles_whole(loads_first(_njit(fn, cached, **options)))
+    (or when not ``cached``); compiled with Ctrl-C held (:func:`_compiles_whole`)."""
+    return _compiles_whole(_njit(fn, cached, **options))
 
 
 def _njit(fn: Callable[..., Any], cached: bool, **options: Any) -> Any:

@@ -11,9 +11,6 @@ never uses (figures: CPU on the 2-core machine, a warm first frame of
   :func:`set_up_for_loads` initialises only numba's runtime (NRT), which
   loaded machine code calls; a compile still runs the whole set-up first
   (numba's ``CompilerBase`` calls ``refresh()`` itself);
-- its compile timers, installed before it looks in the cache: llvmlite
-  calls their listeners on every one of its calls, and a loaded kernel
-  keeps no timings (:func:`loads_first` looks in the cache first);
 - the parse of the LLVM bitcode stored beside the machine code (the kernel
   again, in IR, for a kernel compiled later in the process that links it),
   only to list the symbols the machine code defines: about 60 ms for the
@@ -23,9 +20,13 @@ never uses (figures: CPU on the 2-core machine, a warm first frame of
   kernel, if ever (:func:`rebuild`).
 
 Everything else is numba's own load: the same index, key, data file and
-bookkeeping.  Each step checks that numba has the names it reaches into
-and leaves a numba without them, or an object file that is not ELF (macOS,
-Windows), to numba's own load.
+bookkeeping (numba's compile timers too, which ``Dispatcher.compile``
+installs before it looks in the cache and llvmlite notifies on each of its
+calls: once the bitcode is not parsed a load makes few such calls, and
+looking in the cache before them saved nothing measurable).  Each step
+checks that numba has the names it reaches into and leaves a numba without
+them, or an object file that is not ELF (macOS, Windows), to numba's own
+load.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ import weakref
 from collections.abc import Callable
 from typing import Any, cast
 
-__all__ = ["defined_symbols", "loader", "loads_first", "rebuild", "set_up_for_loads"]
+__all__ = ["defined_symbols", "loader", "rebuild", "set_up_for_loads"]
 
 
 def set_up_for_loads(target_context: Any) -> None:
@@ -158,47 +159,3 @@ def loader(cache: Any) -> Callable[[Any, Any], Any]:
         return None  # the guard swallowed a spurious I/O error (numba's own rule)
 
     return load_overload
-
-
-def loads_first(dispatcher: Any) -> Any:
-    """Make ``dispatcher`` load a kernel found in its cache without numba's compile timers.
-
-    numba's ``Dispatcher.compile`` installs timers on its compiler and LLVM
-    locks before it looks in the cache, and llvmlite then calls their
-    listeners on each of its calls (two events each, a few hundred calls a
-    load); a loaded kernel keeps no timings (numba stores no metadata for it).
-    So the first call looks in the cache as numba does (the same lock, the same
-    bookkeeping: ``_cache_hits``, the user function, the overload) and only a
-    kernel that must be compiled goes on to numba's ``compile``, timers and all
-    (it looks in the cache again: one index read, against a compile).
-    """
-    try:
-        from numba.core import sigutils as _sigutils
-        from numba.core.compiler_lock import global_compiler_lock
-    except ImportError:
-        return dispatcher
-    if not all(hasattr(dispatcher, name) for name in ("_cache", "_cache_hits", "_can_compile", "_compiling_counter",
-                                                       "add_overload", "overloads", "targetctx")):
-        return dispatcher
-    sigutils: Any = _sigutils
-    numba_compile = dispatcher.compile
-
-    def compile(sig: Any) -> Any:
-        with global_compiler_lock:
-            if dispatcher._can_compile:
-                with dispatcher._compiling_counter:
-                    args, _ = sigutils.normalize_signature(sig)
-                    existing = dispatcher.overloads.get(tuple(args))
-                    if existing is not None:
-                        return existing.entry_point
-                    cres = dispatcher._cache.load_overload(sig, dispatcher.targetctx)
-                    if cres is not None:
-                        dispatcher._cache_hits[sig] += 1
-                        if not cres.objectmode:
-                            dispatcher.targetctx.insert_user_function(cres.entry_point, cres.fndesc, [cres.library])
-                        dispatcher.add_overload(cres)
-                        return cres.entry_point
-            return numba_compile(sig)
-
-    dispatcher.compile = compile
-    return dispatcher
