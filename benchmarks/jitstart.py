@@ -60,10 +60,12 @@ def numba_setup():
     # where the library has no such step, all of it (its registries, as a compile needs them).
     from numba.core.registry import cpu_target
     try:
+        from culling.runtime.jit import KERNELS
         from culling.runtime.loads import set_up_for_loads
     except ImportError:  # a library without it: numba's whole set-up, as its own cache load runs it
-        set_up_for_loads = type(cpu_target.target_context).refresh
-    set_up_for_loads(cpu_target.target_context)
+        cpu_target.target_context.refresh()
+    else:  # as the first kernel load does it (numba's runtime kept in that kernel's cache folder)
+        set_up_for_loads(cpu_target.target_context, getattr(getattr(KERNELS[0], "_cache", None), "_cache_path", None))
 
 
 step("numba_setup", numba_setup)

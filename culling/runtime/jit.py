@@ -216,7 +216,7 @@ def _shipped_cache(py_func: Callable[..., Any]) -> Any:
     cache._cache_path = str(SHIPPED_DIR / source.parent.relative_to(SHIPPED_DIR.parent))
     cache._cache_file = IndexDataCacheFile(cache._cache_path, base, None)  # type: ignore[no-untyped-call]
     cache._enabled = True
-    index_key, load = cache._index_key, loader(cache)
+    index_key, load = cache._index_key, loader(cache, keeps_runtime=False)  # the shipped folder: read only
 
     def load_overload(sig: Any, target_context: Any) -> Any:
         try:

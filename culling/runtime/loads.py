@@ -17,7 +17,11 @@ never uses (figures: CPU on the 2-core machine, a warm first frame of
   first frame's kernels.  Here the list is read from the machine code's
   own symbol table (an ELF object: :func:`defined_symbols`, 2 ms for the
   whole cache) and the bitcode is parsed when a compile first links the
-  kernel, if ever (:func:`rebuild`).
+  kernel, if ever (:func:`rebuild`);
+- numba compiles its runtime's LLVM module (NRT) in every process, about
+  15 ms: its machine code is kept beside the first kernel a process loads
+  (``numba-runtime-<key>.nbc``, keyed by numba's, llvmlite's and Python's
+  versions and the CPU) and loaded as a kernel is (:func:`set_up_for_loads`).
 
 Everything else is numba's own load: the same index, key, data file and
 bookkeeping (numba's compile timers too, which ``Dispatcher.compile``
@@ -39,12 +43,93 @@ from typing import Any, cast
 __all__ = ["defined_symbols", "loader", "rebuild", "set_up_for_loads"]
 
 
-def set_up_for_loads(target_context: Any) -> None:
-    """What loading a cached kernel needs of numba's set-up: its runtime (NRT) initialised (once per process)."""
+def set_up_for_loads(target_context: Any, folder: str | None = None) -> None:
+    """What loading a cached kernel needs of numba's set-up: its runtime (NRT) initialised (once per process).
+
+    numba compiles its runtime's LLVM module in every process (about 15 ms);
+    with a cache ``folder`` its machine code is kept there (one file per
+    numba, llvmlite, Python and CPU) and loaded as a kernel is
+    (:func:`_unserialize`).  Anything amiss (no folder, an unreadable or
+    unwritable file, a numba without these names) initialises it as numba does.
+    """
     import importlib
 
     runtime: Any = importlib.import_module("numba.core.runtime")
-    runtime.rtsys.initialize(target_context)
+    rtsys = runtime.rtsys
+    if getattr(rtsys, "_init", False):
+        return
+    if folder is None or not _runtime_from(folder, rtsys, target_context):
+        rtsys.initialize(target_context)
+
+
+def _runtime_from(folder: str, rtsys: Any, target_context: Any) -> bool:
+    """numba's ``rtsys.initialize(target_context)`` with its library's machine code loaded from ``folder`` (or
+    compiled and written there); False, having changed nothing, where it cannot."""
+    import hashlib
+    import importlib
+    import os
+    import pickle
+    import sys
+    import tempfile
+
+    import llvmlite
+    import llvmlite.binding as ll
+    import numba
+    from numba.core import config
+    from numba.core.compiler_lock import global_compiler_lock
+
+    try:
+        nrt: Any = importlib.import_module("numba.core.runtime._nrt_python")
+        dynmod: Any = importlib.import_module("numba.core.runtime.nrtdynmod")
+        codegen = target_context.codegen()
+        key = repr((numba.__version__, llvmlite.__version__, sys.version, codegen.magic_tuple()))
+    except Exception:  # noqa: BLE001 - a numba without these names: its own initialize
+        return False
+    if not (hasattr(rtsys, "_init") and hasattr(dynmod, "create_nrt_module") and hasattr(nrt, "c_helpers")):
+        return False
+    path = os.path.join(folder, f"numba-runtime-{hashlib.sha256(key.encode()).hexdigest()[:16]}.nbc")
+    with global_compiler_lock:
+        if rtsys._init:
+            return True
+        state = None
+        try:
+            with open(path, "rb") as f:
+                stored_key, state = pickle.load(f)
+            if stored_key != key:
+                state = None
+        except Exception:  # noqa: BLE001 - none yet, or unreadable: compile it
+            state = None
+        if getattr(config, "NRT_STATS", False):
+            nrt.memsys_enable_stats()
+        for name, address in nrt.c_helpers.items():
+            ll.add_symbol(name if name.startswith("_") else "NRT_" + name, address)
+        library = None
+        if state is not None:
+            try:
+                library = _unserialize(codegen, state)
+            except Exception:  # noqa: BLE001 - a damaged file: compile it (and write it again)
+                library = None
+        if library is None:
+            ir_module, library = dynmod.create_nrt_module(target_context)
+            library.enable_object_caching()
+            library.add_ir_module(ir_module)
+            library.finalize()
+            try:
+                data = pickle.dumps((key, library.serialize_using_object_code()), protocol=-1)
+                os.makedirs(folder, exist_ok=True)
+                fd, tmp = tempfile.mkstemp(dir=folder, prefix=".numba-runtime-")
+                try:
+                    with os.fdopen(fd, "wb") as f:
+                        f.write(data)
+                    os.replace(tmp, path)
+                except BaseException:
+                    os.unlink(tmp)
+                    raise
+            except Exception:  # noqa: BLE001 - a read-only or full folder: compiled in memory, as numba does
+                pass
+        rtsys._library = library
+        rtsys._init = True
+    return True
 
 
 _SHT_SYMTAB = 2
@@ -136,9 +221,10 @@ def rebuild(cache: Any, target_context: Any, payload: Any) -> Any:
     return result
 
 
-def loader(cache: Any) -> Callable[[Any, Any], Any]:
-    """numba's ``cache.load_overload`` with only the set-up a load needs (:func:`set_up_for_loads`) in place of
-    numba's whole set-up, and the library rebuilt by :func:`rebuild`; a numba without these names keeps its own."""
+def loader(cache: Any, keeps_runtime: bool = True) -> Callable[[Any, Any], Any]:
+    """numba's ``cache.load_overload`` with only the set-up a load needs (:func:`set_up_for_loads`, numba's runtime
+    kept in the cache's folder where ``keeps_runtime``) in place of numba's whole set-up, and the library rebuilt
+    by :func:`rebuild`; a numba without these names keeps its own."""
     if not all(hasattr(cache, name) for name in ("_guard_against_spurious_io_errors", "_enabled", "_index_key",
                                                   "_cache_file", "_impl")):
         return cast(Callable[[Any, Any], Any], cache.load_overload)
@@ -150,7 +236,7 @@ def loader(cache: Any) -> Callable[[Any, Any], Any]:
         return cast(Callable[[Any, Any], Any], cache.load_overload)
 
     def load_overload(sig: Any, target_context: Any) -> Any:
-        set_up_for_loads(target_context)
+        set_up_for_loads(target_context, getattr(cache, "_cache_path", None) if keeps_runtime else None)
         with cache._guard_against_spurious_io_errors():
             if not cache._enabled:
                 return None

@@ -45,9 +45,10 @@ def outer(n):
 PROGRAM = '''
 import json
 import two
+from numba.core.runtime import rtsys
 a = int(two.inner(5).sum())
 b = int(two.outer(5))
-print(json.dumps({"answers": [a, b],
+print(json.dumps({"answers": [a, b], "runtime_loaded": "_get_module_for_linking" in vars(rtsys.library),
                   "hits": [sum(k._cache_hits.values()) for k in (two.inner, two.outer)],
                   "misses": [sum(k._cache_misses.values()) for k in (two.inner, two.outer)],
                   "parsed": two.inner.overloads[next(iter(two.inner.overloads))].library._shared_module is not None}))
@@ -67,13 +68,23 @@ def _run(tmp_path: Path) -> dict[str, object]:
 def test_a_kernel_loads_and_a_caller_compiled_after_its_callee_loaded_links_it(tmp_path):
     (tmp_path / "two.py").write_text(MODULE)
     cold = _run(tmp_path)
-    assert cold["answers"] == [30, 31] and cold["misses"] == [1, 1]
-    warm = _run(tmp_path)
-    assert warm == {"answers": [30, 31], "hits": [1, 1], "misses": [0, 0], "parsed": False}  # bitcode left unparsed
+    assert cold["answers"] == [30, 31] and cold["misses"] == [1, 1] and not cold["runtime_loaded"]
+    assert len(list((tmp_path / "cache").rglob("numba-runtime-*.nbc"))) == 1  # numba's runtime, compiled once
+    warm = _run(tmp_path)  # every kernel and numba's runtime loaded, no bitcode parsed
+    assert warm == {"answers": [30, 31], "runtime_loaded": True, "hits": [1, 1], "misses": [0, 0], "parsed": False}
     for index in (tmp_path / "cache").rglob("*outer*.nbi"):  # the caller must compile, the callee loads
         index.unlink()
-    relinked = _run(tmp_path)
-    assert relinked == {"answers": [30, 31], "hits": [1, 0], "misses": [0, 1], "parsed": True}
+    relinked = _run(tmp_path)  # the compile links the loaded callee and runtime (their bitcode parsed then)
+    assert relinked == {"answers": [30, 31], "runtime_loaded": True, "hits": [1, 0], "misses": [0, 1], "parsed": True}
+
+
+def test_a_damaged_runtime_file_is_compiled_and_written_again(tmp_path):
+    (tmp_path / "two.py").write_text(MODULE)
+    _run(tmp_path)
+    (runtime,) = (tmp_path / "cache").rglob("numba-runtime-*.nbc")
+    runtime.write_bytes(runtime.read_bytes()[:100])
+    assert _run(tmp_path)["answers"] == [30, 31]
+    assert _run(tmp_path)["runtime_loaded"]
 
 
 def test_the_symbols_read_from_the_machine_code_are_those_numba_lists_from_the_bitcode():
