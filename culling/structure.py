@@ -383,8 +383,11 @@ class Structure(ABC):
                 return lo, self._tested(points[lo:hi], exact, scale)
 
         try:
-            return self._placed_from(run_chunks(test, points.shape[0], min_items=members.PARALLEL_MIN_POINTS // 2),
-                                     points, order, scale)
+            tested = run_chunks(test, points.shape[0], min_items=members.PARALLEL_MIN_POINTS // 2)
+            try:
+                return self._placed_from(tested, points, order, scale)
+            finally:  # a pool thread keeps its last job, and so this list, until its next: not the arenas
+                tested.clear()
         finally:
             lease.close()
 
