@@ -372,11 +372,28 @@ class Structure(ABC):
 
         2,000 viewers x 1M entities, radii x2 (3.7M answers), CPU time on one thread, processes
         alternated with the copy back, medians of 9 calls: 26.5, 25.6, 27.9 against 37.6, 36.8, 38.5 ms.
+        The chunks keep their rows in arenas reused between calls (:class:`culling.core.chunks.RowsLease`):
+        on two threads, processes alternated with a new array per chunk, medians of 21 calls, CPU
+        25.3, 24.7, 26.7, 26.5 against 31.4, 33.6, 34.0, 33.0 ms (page faults 0 against 2,000 a call).
         """
-        def test(lo: int, hi: int) -> tuple[int, members.Tested]:
-            return lo, self._tested(points[lo:hi], exact, scale)
+        lease = chunks.RowsLease()
 
-        tested = run_chunks(test, points.shape[0], min_items=members.PARALLEL_MIN_POINTS // 2)
+        def test(lo: int, hi: int) -> tuple[int, members.Tested]:
+            with lease.testing():
+                return lo, self._tested(points[lo:hi], exact, scale)
+
+        try:
+            tested = run_chunks(test, points.shape[0], min_items=members.PARALLEL_MIN_POINTS // 2)
+            try:
+                return self._placed_from(tested, points, order, scale)
+            finally:  # a pool thread keeps its last job, and so this list, until its next: not the arenas
+                tested.clear()
+        finally:
+            lease.close()
+
+    def _placed_from(self, tested: list[tuple[int, members.Tested]], points: np.ndarray, order: np.ndarray,
+                     scale: float) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`_placed_many`'s answer from its chunks' tests: the offsets, then the writes."""
         if any(part.unsure_at[-1] for _, part in tested):  # within rounding of a surface: exact arithmetic
             parts = []
             for lo, part in tested:

@@ -18,13 +18,15 @@ independent of the others, so a caller may also run them on threads.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 
 import numpy as np
 
 from culling.runtime.jit import kernel
 
-__all__ = ["QUERY_CHUNK", "chunk_bounds", "in_caller_order", "in_chunks", "join_answers", "merged", "parts_in_caller_order"]
+__all__ = ["QUERY_CHUNK", "SCRATCH_HELD_MOST", "RowsLease", "chunk_bounds", "in_caller_order", "in_chunks", "join_answers",
+           "merged", "parts_in_caller_order", "release_scratch", "rows_lease"]
 
 #: Points per pass of ``query_many``: 8,192 points' scratch is about 25 MB,
 #: and a pass stays long enough that its fixed costs (a few kernel calls, a
@@ -131,3 +133,129 @@ def _place_rows(out: np.ndarray, handles: np.ndarray, counts: np.ndarray, order:
         for h in range(counts[j]):
             out[first + h] = handles[at + h]
         at += counts[j]
+
+
+# ----------------------------------------------------------------------
+# Kept rows reused between calls
+
+
+#: The most int64 rows :class:`RowsLease` keeps between calls, all threads' arenas together
+#: (64 MiB): room for the kept rows of an answer of 8M handles.
+SCRATCH_HELD_MOST = 1 << 23
+
+_held_lock = threading.Lock()
+_held: list[np.ndarray] = []  # arenas between calls, each wanted again by the next call that needs room
+_kept_share = [1.0]  # the most rows a chunk kept per candidate in the last call (:meth:`RowsLease.room`)
+_current = threading.local()  # the lease of the call whose chunk this thread is testing, if any
+
+
+def release_scratch() -> None:
+    """Drop the arenas :class:`RowsLease` keeps between ``query_many`` calls (at most
+    :data:`SCRATCH_HELD_MOST` rows, 64 MiB); the next call allocates its own again."""
+    with _held_lock:
+        _held.clear()
+
+
+def rows_lease() -> RowsLease | None:
+    """The lease of the ``query_many`` call whose chunk the calling thread is testing, or None."""
+    return getattr(_current, "lease", None)
+
+
+class RowsLease:
+    """``query_many``'s room for its chunks' kept rows (:func:`culling.core.members.test_many`), one
+    arena per thread that tests chunks, reused from call to call.
+
+    The kept rows of every chunk live until the last chunk's answers are
+    placed, so each thread's chunks take their rows one after the other from
+    its arena.  A fresh NumPy array per chunk (room for every candidate: 33M
+    rows for 2,000 viewers x 1M entities, radii x2) costs the first write to
+    each page a fault on every call once two threads share the work: 2,000
+    faults and a quarter of the call's CPU time.  An arena is checked out of
+    a small list kept between calls (at most :data:`SCRATCH_HELD_MOST` rows
+    in all; :func:`release_scratch` drops it) and given back, grown to what
+    the call wanted, when the call ends: a call never shares an arena with
+    another running at the same time.
+
+    Use: ``with lease.testing(): ...`` around a chunk's test on any thread,
+    then :meth:`close` once the answers are written.
+    """
+
+    def __init__(self) -> None:
+        self._arenas: dict[int, _Arena] = {}  # by thread id
+        self._share = 0.0  # the most rows a chunk kept per candidate
+
+    def testing(self) -> _Testing:
+        """A context in which :func:`rows_lease` answers this lease on the calling thread."""
+        return _Testing(self)
+
+    def room(self, candidates: int, exact: bool) -> np.ndarray:
+        """Room for a chunk's kept rows, from the calling thread's arena: every candidate's where it has
+        that much left; for an exact test, what it has left where that is as many as the most rows the last call's
+        chunks kept per candidate (the rows near a point are a share of its nodes' members: a tenth
+        for the heavy interest row); else a new array of ``candidates`` rows.  The caller tests the
+        chunk again in a new array where :meth:`took` says its rows did not fit."""
+        state = self._arenas.get(threading.get_ident())
+        if state is None:
+            with _held_lock:
+                arena = _held.pop() if _held else np.empty(0, dtype=np.int64)
+            state = self._arenas[threading.get_ident()] = _Arena(arena)
+        left = state.arena.shape[0] - state.cursor
+        if left >= candidates or (exact and left >= _kept_share[0] * candidates):
+            room: np.ndarray = state.arena[state.cursor:state.cursor + min(left, candidates)]
+            return room
+        return np.empty(candidates, dtype=np.int64)
+
+    def took(self, rows: np.ndarray, kept: int, candidates: int) -> bool:
+        """Record that a chunk of ``candidates`` kept ``kept`` rows in ``rows`` (from :meth:`room`);
+        False when they did not fit (nothing then taken: the chunk is tested again in a new array)."""
+        state = self._arenas[threading.get_ident()]
+        # the next call's arena: room to spare for its last chunk
+        state.wanted = max(state.wanted, state.cursor + kept + kept // 4)
+        if candidates:
+            self._share = max(self._share, kept / candidates)
+        if rows.base is not state.arena or rows.shape[0] < kept:  # a new array, or too little room
+            return bool(rows.shape[0] >= kept)
+        state.cursor += kept
+        return True
+
+    def close(self) -> None:
+        """Give the arenas back, each grown to what this call wanted and a quarter more where that was
+        more than it had; beyond :data:`SCRATCH_HELD_MOST` rows in all, dropped."""
+        grown = []
+        for state in self._arenas.values():
+            arena, wanted = state.arena, state.wanted
+            if wanted > arena.shape[0]:
+                wanted += wanted // 4  # a quarter to spare: the threads' shares of the chunks vary from call to call
+                arena = np.empty(wanted if wanted <= SCRATCH_HELD_MOST else 0, dtype=np.int64)
+            grown.append(arena)
+        self._arenas.clear()
+        if self._share:
+            _kept_share[0] = self._share
+        with _held_lock:
+            for arena in grown:
+                if arena.shape[0] and sum(a.shape[0] for a in _held) + arena.shape[0] <= SCRATCH_HELD_MOST:
+                    _held.append(arena)
+
+
+class _Arena:
+    """A thread's arena in a :class:`RowsLease`: its rows from ``cursor`` on are free; ``wanted``, the
+    rows the call would have liked it to hold."""
+
+    def __init__(self, arena: np.ndarray) -> None:
+        self.arena = arena
+        self.cursor = 0
+        self.wanted = 0
+
+
+class _Testing:
+    """:meth:`RowsLease.testing`'s context."""
+
+    def __init__(self, lease: RowsLease) -> None:
+        self.lease = lease
+
+    def __enter__(self) -> None:
+        self.before = getattr(_current, "lease", None)
+        _current.lease = self.lease
+
+    def __exit__(self, *exc: object) -> None:
+        _current.lease = self.before

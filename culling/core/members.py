@@ -28,6 +28,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from culling.core.chunks import rows_lease
 from culling.core.containment import SURE, TILE, UNSURE, flag_rows
 from culling.core.structs import Pool, PoolFields, Query, QueryFields
 from culling.core.tiles import TILE_SHIFT, flag_tiles, near_range
@@ -283,11 +284,21 @@ def answer_many(visit_node: np.ndarray, visit_point: np.ndarray, points: np.ndar
 def test_many(visit_node: np.ndarray, visit_point: np.ndarray, points: np.ndarray, start: np.ndarray,
               count: np.ndarray, pool_fields: PoolFields, query_fields: QueryFields) -> Tested:
     """:func:`answer_many`'s test (its arguments), the answers not yet written: :func:`write_many`
-    or :func:`place_many` writes them.  O(visits + nodes + rows tested)."""
+    or :func:`place_many` writes them.  Inside ``query_many``'s chunks (a
+    :class:`culling.core.chunks.RowsLease` on this thread) the kept rows go in
+    room its arena lends, reused from call to call; a chunk that kept more
+    than that room is tested again in an array of its own.  O(visits + nodes + rows tested)."""
     visits, runs = (visit_node, visit_point, points), (start, count)
-    # the big arrays are NumPy's, not the kernels' (see _answer_many)
-    rows = np.empty(candidates(visit_node, count), dtype=np.int64)
+    # the big arrays are NumPy's, not the kernels' (see _answer_many); in query_many's chunks, the rows
+    # are room in an arena reused between calls (:class:`culling.core.chunks.RowsLease`)
+    total = candidates(visit_node, count)
+    lease = rows_lease()
+    rows = np.empty(total, dtype=np.int64) if lease is None else lease.room(total, bool(query_fields[1]))
     kept, by_node, at, unsure_at, counts = _answer_many(visits, runs, pool_fields, query_fields, rows)
+    if lease is not None and not lease.took(rows, int(at[-1]), total):  # too little room: again, in room for all
+        rows = np.empty(total, dtype=np.int64)
+        kept, by_node, at, unsure_at, counts = _answer_many(visits, runs, pool_fields, query_fields, rows)
+        lease.took(rows, int(at[-1]), total)
     return Tested(kept, by_node, at, unsure_at, counts, visits, runs, pool_fields, query_fields)
 
 

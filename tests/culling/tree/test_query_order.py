@@ -13,6 +13,7 @@ order (identical arrays, not only equal sets), with each point's own walk
 from __future__ import annotations
 
 import math
+import threading
 
 import numpy as np
 import pytest
@@ -22,7 +23,7 @@ from hypothesis import strategies as st
 
 import culling.tree.tree as tree_module
 from culling import ViewDistanceTree
-from culling.core import members
+from culling.core import chunks, members
 from culling.core.chunks import in_caller_order
 from culling.core.structs import World, nodes_of
 from culling.runtime import threads
@@ -177,3 +178,55 @@ def test_ordered_batch_on_threads_writes_each_answer_at_its_row(on_surfaces: boo
         check_query_many(tree, model, points[:200])
     finally:
         threads.set_thread_count(before)
+
+
+@pytest.mark.parametrize(("share", "held_most"), [(None, 1 << 20), (1e-9, 3000)])
+def test_ordered_batches_reuse_kept_rows_between_calls(share: float | None, held_most: int,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """The chunks' kept rows go in arenas kept between calls (:class:`culling.core.chunks.RowsLease`):
+    calls of growing and shrinking answers, one after the other, each row for row the caller's order's
+    answer.  ``share`` None: the arenas sized by the calls before; 1e-9: the arenas are tried with too little room, and each chunk that does not
+    fit is tested again in an array of its own.  The arenas held stay within
+    :data:`culling.core.chunks.SCRATCH_HELD_MOST` rows, and :func:`culling.core.chunks.release_scratch`
+    drops them."""
+    rng = np.random.default_rng(12)
+    centres, radii = rng.uniform(0.0, SIZE, (500, 3)), rng.uniform(0.5, 16.0, 500)
+    tree, _ = _tree(3, centres, radii)
+    monkeypatch.setattr(chunks, "SCRATCH_HELD_MOST", held_most)
+    monkeypatch.setattr(chunks, "_kept_share", [1.0])
+    chunks.release_scratch()
+    before = threads.thread_count()
+    threads.set_thread_count(3)
+    try:
+        for scale in (0.2, 1.0, 3.0, 0.5, 3.0, 1.0, 2.0):
+            if share is not None:
+                monkeypatch.setattr(chunks, "_kept_share", [share])
+            points = rng.uniform(0.0, SIZE, (int(rng.integers(300, 900)), 3))
+            ordered = _answers(tree, points, True, scale, True, monkeypatch)
+            plain = _answers(tree, points, True, scale, False, monkeypatch)
+            assert np.array_equal(ordered[0], plain[0]) and np.array_equal(ordered[1], plain[1]), scale
+            assert sum(arena.shape[0] for arena in chunks._held) <= chunks.SCRATCH_HELD_MOST
+        chunks.release_scratch()
+        assert not chunks._held
+    finally:
+        threads.set_thread_count(before)
+        chunks.release_scratch()
+
+
+def test_a_lease_hands_out_room_and_takes_back_what_fits() -> None:
+    """:class:`culling.core.chunks.RowsLease` on one thread: room from the arena while it lasts, a new
+    array beyond it, a chunk that kept more than its room refused; the arena given back grown."""
+    chunks.release_scratch()
+    lease = chunks.RowsLease()
+    first = lease.room(10, True)  # no arena yet: a new array with room for every candidate
+    assert first.shape == (10,) and first.base is None
+    assert lease.took(first, 4, 10)
+    lease.close()
+    assert [arena.shape[0] for arena in chunks._held] == [6]  # 4 rows and a quarter, and a quarter more
+    lease = chunks.RowsLease()
+    room = lease.room(5, False)  # the arena has every candidate's room
+    assert room.shape == (5,) and room.base is lease._arenas[threading.get_ident()].arena
+    assert lease.took(room, 5, 5)
+    assert lease.room(5, False).base is None  # one row left: a new array
+    lease.close()
+    chunks.release_scratch()
