@@ -420,13 +420,23 @@ def _cell_range(x: float, reach: float, low: float, inverse: float, cells: int) 
     return int(max(a, 0.0)), min(int(b), cells - 1) + 1
 
 
+#: Coordinates below this in magnitude (a viewer's, an entity's centre) give squared distances far below
+#: ``SAFE_HI`` (``3 * (2 * 2**500)**2 < 2**1020``): :func:`grid_pairs` then leaves out that test.
+GRID_PLAIN = 2.0 ** 500
+
+
 @inline_kernel
 def _sure_range(centre: tuple[float, float, float], bound: float, coords: np.ndarray, s: int, e: int,
-                pair_place: np.ndarray, k: int) -> tuple[int, bool]:
+                pair_place: np.ndarray, k: int, counts: np.ndarray, r: int, plain: bool) -> tuple[int, bool]:
     """The float filter of :func:`culling.core.containment.flag_rows` for the viewers at places ``s .. e - 1``
     against one sphere (its squared reach ``bound``): the places surely inside written at ``pair_place[k:]``
-    without a branch.  Returns ``(how many, doubt)``: ``doubt`` when some viewer is within rounding of
-    the surface or its distance left the safe range (then the caller tests them one by one)."""
+    and counted in ``counts[r, place]``, without a branch (counted in the same loop: a loop of its own
+    over each entity's few pairs cost 0.8 ms of 5.5 on 10k viewers x 100k entities, its exits
+    mispredicted).  Returns ``(how many, doubt)``: ``doubt`` when some viewer is within rounding of
+    the surface or its distance left the safe range (then the caller tests them one by one).
+    ``plain``: the caller knows that no squared distance can leave ``[SAFE_LO, SAFE_HI]`` where it
+    matters (the reach is not tiny, every coordinate below :data:`GRID_PLAIN`), so only the surface
+    is tested."""
     dim = coords.shape[0]
     c0, c1, c2 = centre
     found = 0
@@ -444,8 +454,12 @@ def _sure_range(centre: tuple[float, float, float], bound: float, coords: np.nda
             d = c2 - coords[2, j]
             d2 += d * d
         inside = d2 < lo
-        doubt |= ((d2 <= hi) & (not inside)) | ((d2 < SAFE_LO) & tiny) | (d2 > SAFE_HI)
+        if plain:
+            doubt |= (d2 <= hi) & (not inside)
+        else:
+            doubt |= ((d2 <= hi) & (not inside)) | ((d2 < SAFE_LO) & tiny) | (d2 > SAFE_HI)
         pair_place[np.uint64(k + found)] = j
+        counts[np.uint64(r), j] += inside
         found += inside
     return found, doubt
 
@@ -501,6 +515,10 @@ def grid_pairs(columns: np.ndarray, handles: np.ndarray, first: int, last: int, 
     room = pair_place.shape[0]
     n0, n1, n2 = shape[0], shape[1], shape[2]
     group_part, group_start, group_count, this_part, shift = groups
+    far = 0.0   # the largest viewer coordinate's magnitude (a bound): the grid's corners
+    for axis in range(dim):
+        far = max(far, abs(low[axis]), abs(low[axis] + shape[axis] / inverse[axis]))
+    far_ok = far < GRID_PLAIN
     for row in range(first, last):
         h = handles[row]
         if h < 0:
@@ -519,6 +537,8 @@ def grid_pairs(columns: np.ndarray, handles: np.ndarray, first: int, last: int, 
         k_row = k
         uk_row = uk
         full = False
+        r = h >> shift
+        plain = far_ok and bound >= TINY_REACH and abs(c0) + abs(c1) + abs(c2) < GRID_PLAIN
         for z in range(a2, b2):
             for y in range(a1, b1):
                 cell = (z * n1 + y) * n0
@@ -527,24 +547,28 @@ def grid_pairs(columns: np.ndarray, handles: np.ndarray, first: int, last: int, 
                 if k + (e - s) > room:
                     full = True
                     break
-                found, doubt = _sure_range((c0, c1, c2), bound, coords, s, e, pair_place, k)
+                found, doubt = _sure_range((c0, c1, c2), bound, coords, s, e, pair_place, k, counts, r, plain)
                 if not (doubt or cube):
                     k += found
                     continue
+                for i in range(k, k + found):  # the rare path: its own pairs counted instead
+                    counts[r, pair_place[i]] -= 1
+                k_cell = k
                 k, uk, full = _classify_range(columns, row, scale, cube, coords, s, e, pair_place, k, unsure_row,
                                               unsure_place, uk)
+                for i in range(k_cell, k):
+                    counts[r, pair_place[i]] += 1
                 if full:
                     break
             if full:
                 break
-        if full:
+        if full:  # the next call does this entity again from scratch: its counts undone
+            for i in range(k_row, k):
+                counts[r, pair_place[i]] -= 1
             return row, k_row, uk_row
         group_part[h] = this_part
         group_start[h] = k_row
         group_count[h] = k - k_row
-        by_range = counts[h >> shift]
-        for i in range(k_row, k):
-            by_range[pair_place[i]] += 1
     return last, k, uk
 
 

@@ -565,3 +565,54 @@ def test_merge_of_sorted_rows_equals_the_stamped_diff(sticky, with_gone):
             assert np.array_equal(new_a[w0:w0 + counts_a[0][i]], new_b[w0:w0 + counts_b[0][i]])
         else:   # the new set is the inner row itself; the stamped diff wrote it again, sorted
             assert np.array_equal(new_a[e0:e0 + counts_a[0][i]], inner[e0:inner_offsets[i + 1]])
+
+
+@pytest.mark.parametrize("scale", ["far", "tiny"])
+def test_grid_filter_keeps_its_range_tests_far_out_and_for_tiny_reaches(scale):
+    """The grid's float filter drops its tests against the safe range of squared distances only where no
+    distance can leave it (every coordinate below 2**500, the reach not tiny): coordinates near 2**501
+    and reaches near 2**-490 still take the range tests, and the sets equal the exact model."""
+    import culling.uses.interest as interest_module
+
+    rng = np.random.default_rng(8)
+    unit = 2.0 ** 460 if scale == "far" else 2.0 ** -500
+    corner = 2.0 ** 501 if scale == "far" else 0.0
+    im = InterestManager(2.0 ** 503 if scale == "far" else SIZE, dim=2)
+    model = Model()
+    centres = corner + rng.integers(0, 16, (30, 2)) * unit
+    radii = rng.integers(0, 6, 30) * unit
+    model.insert(im.insert_many(centres, radii), centres, radii)
+    ids = np.arange(300)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(interest_module, "GRID_MIN_VIEWERS", 1)
+        mp.setattr(interest_module, "GRID_ENTITIES_PER_VIEWER", math.inf)
+        for _ in range(2):
+            pos = corner + rng.integers(0, 16, (ids.size, 2)) * unit
+            pos[:30] = centres + np.array([0.6, 0.8]) * radii[:, None]   # on the surface: 3-4-5
+            check_tick(im.tick(ids, pos), model.tick(ids.tolist(), pos), ids.tolist())
+
+
+def test_events_packed_in_place_equal_those_packed_on_the_threads():
+    """A tick's entered and left rows are packed on the calling thread below PARALLEL_MIN_COPIED handles,
+    in chunks on the threads above: the same events either way (viewers given again in order too)."""
+    import culling.uses.interest as interest_module
+
+    rng = np.random.default_rng(9)
+    centres, radii = rng.integers(0, 400, (400, 2)) / 2.0, rng.integers(0, 40, 400) / 2.0
+    ticks = []
+    for least in (0, 1 << 40):
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(interest_module, "PARALLEL_MIN_COPIED", least)
+            mp.setattr(interest_module, "PARALLEL_MIN_VIEWERS", 8)
+            im = InterestManager(256.0, dim=2)
+            h = im.insert_many(centres, radii)
+            step = np.random.default_rng(10)
+            ids = np.arange(2000)
+            out = []
+            for _ in range(3):
+                t = im.tick(ids, step.integers(0, 400, (ids.size, 2)) / 2.0)
+                out.append((t.entered_offsets, t.entered, t.left_offsets, t.left))
+                im.update_many(h[::3], step.integers(0, 400, (h[::3].size, 2)) / 2.0)
+            ticks.append(out)
+    for a, b in zip(*ticks):
+        assert all(np.array_equal(x, y) for x, y in zip(a, b))
