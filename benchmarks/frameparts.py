@@ -67,6 +67,9 @@ PARTS = [
     ("culling.pairs.bands", "gather", "    copy (cpu)"),
     ("culling.pairs.bands", "band_cells", "  within bands (cpu)"),
     ("culling.pairs.bands", "cross_rows", "  across bands (cpu)"),
+    ("culling.pairs.bands", "noted_cells", "    runs noted within bands (cpu)"),
+    ("culling.pairs.bands", "noted_rows", "    runs noted across bands (cpu)"),
+    ("culling.pairs.bands", "written", "    pairs written (cpu)"),
     ("culling.pairs.join", "_settled", "  exact settling"),
 ]
 

@@ -59,7 +59,7 @@ from culling.core.containment import decide_pairs
 from culling.core.lattice import MAX_DEPTH, MAX_GROWTH
 from culling.core.overlap import appended, far_apart, pair_range, reach_up
 from culling.runtime.jit import inline_kernel, kernel
-from culling.runtime.threads import run_chunks, thread_count
+from culling.runtime.threads import CHUNKS_PER_THREAD, chunk_bounds, run_chunks, thread_count
 
 __all__ = ["BUCKET", "END", "FIRST_CHILD", "ITEMS_PER_THREAD", "NEXT_SIBLING", "OWN", "OWN_COUNT",
            "PARALLEL_MIN_OBJECTS", "JoinTree", "build", "dual_pairs", "frontier", "join_chunk",
@@ -407,12 +407,23 @@ def overlapping_pairs(runs: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray
         root, child, start, count = tree()
         return dual_pairs(root, child, start, count, handles, columns, objects, cube, shape)
     cells = lay.cell_start.shape[0] - 1
-    parts = run_chunks(lambda lo, hi: bands.band_cells(lay, lo, hi, origin, size, cube), cells, chunks=1 if serial else None)
     coarse = int(lay.band[-1, bands.FIRST_ROW])
-    if coarse:
-        parts += run_chunks(lambda lo, hi: bands.cross_rows(lay, lo, hi, origin, size, cube), coarse,
-                            chunks=1 if serial else None)
-    return _settled(parts, lay.columns, lay.handles, shape)
+    # Both passes' runs first (within bands and across them, in one batch of chunks: one wake of the
+    # library's threads), then their pairs into one output (bands.written)
+    within = chunk_bounds(cells, 1 if serial else thread_count() * CHUNKS_PER_THREAD)
+    across = chunk_bounds(coarse, 1 if serial else thread_count() * CHUNKS_PER_THREAD) if coarse else [0]
+    tasks = len(within) - 1
+
+    def task(t: int) -> bands.Noted:
+        if t < tasks:
+            return bands.noted_cells(lay, within[t], within[t + 1], origin, size, cube)
+        t -= tasks
+        return bands.noted_rows(lay, across[t], across[t + 1], origin, size, cube)
+
+    count = tasks + len(across) - 1
+    noted = [part for chunk in run_chunks(lambda lo, hi: [task(t) for t in range(lo, hi)], count,
+                                          chunks=1 if serial else count) for part in chunk]
+    return _settled([bands.written(lay, noted, cube, not serial)], lay.columns, lay.handles, shape)
 
 
 def _settled(parts: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]], columns: np.ndarray,

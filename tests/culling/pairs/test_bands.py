@@ -321,3 +321,29 @@ def test_a_kept_plan_whose_last_band_a_removal_emptied_still_joins(kind):
             if abs(centres[i, 0] - centres[j, 0]) <= radii[i] + radii[j]}
     assert {tuple(sorted(p)) for p in second} == {tuple(sorted(p)) for p in want}
     assert len(first) == len(second) + 4
+
+
+@pytest.mark.parametrize("shape", ["sphere", "cube"])
+@pytest.mark.parametrize("kind", ["heavy", "edges"])
+def test_pairs_written_on_threads_match_one_thread(monkeypatch, shape, kind):
+    """Both passes' runs in one batch of chunks, their pairs written in parts at the places their
+    noted rows would take and then moved up (bands.written on the library's threads): the same
+    pairs as written one part after the other, ties decided exactly."""
+    from culling.runtime.threads import set_thread_count, thread_count
+
+    rng = np.random.default_rng(11)
+    centres, radii, edge = world(kind, 2500, 3, rng)
+    tree = ViewDistanceTree(size=edge, dim=3, shape=shape)
+    handles = tree.insert_many(centres, radii)
+    expected = brute(centres, radii, handles, shape)
+    assert as_set(*tree.overlapping_pairs()) == expected  # below PARALLEL_MIN_OBJECTS: one part
+    before = thread_count()
+    monkeypatch.setattr(pairs, "PARALLEL_MIN_OBJECTS", 0)
+    monkeypatch.setattr(bands, "PARALLEL_WRITE_MIN", 0)
+    set_thread_count(3)
+    try:
+        assert as_set(*tree.overlapping_pairs()) == expected
+        set_thread_count(1)
+        assert as_set(*tree.overlapping_pairs()) == expected
+    finally:
+        set_thread_count(before)
