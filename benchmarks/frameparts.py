@@ -65,11 +65,10 @@ PARTS = [
     ("culling.pairs.bands", "plan_of", "    new bands (when made)"),
     ("culling.pairs.bands", "_bucketed", "    bucket and count"),
     ("culling.pairs.bands", "gather", "    copy (cpu)"),
-    ("culling.pairs.bands", "band_cells", "  within bands (cpu)"),
-    ("culling.pairs.bands", "cross_rows", "  across bands (cpu)"),
-    ("culling.pairs.bands", "noted_cells", "    runs noted within bands (cpu)"),
-    ("culling.pairs.bands", "noted_rows", "    runs noted across bands (cpu)"),
-    ("culling.pairs.bands", "written", "    pairs written (cpu)"),
+    ("culling.pairs.bands", "noted_cells", "  within bands: runs noted (cpu)"),
+    ("culling.pairs.bands", "noted_rows", "  across bands: runs noted (cpu)"),
+    ("culling.pairs.bands", "written", "  their pairs written"),
+    ("culling.pairs.bands", "_closed_up", "    the parts moved up"),
     ("culling.pairs.join", "_settled", "  exact settling"),
 ]
 

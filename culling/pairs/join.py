@@ -420,9 +420,9 @@ def overlapping_pairs(runs: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray
         t -= tasks
         return bands.noted_rows(lay, across[t], across[t + 1], origin, size, cube)
 
-    count = tasks + len(across) - 1
-    noted = [part for chunk in run_chunks(lambda lo, hi: [task(t) for t in range(lo, hi)], count,
-                                          chunks=1 if serial else count) for part in chunk]
+    n_tasks = tasks + len(across) - 1
+    noted = [part for chunk in run_chunks(lambda lo, hi: [task(t) for t in range(lo, hi)], n_tasks,
+                                          chunks=1 if serial else n_tasks) for part in chunk]
     return _settled([bands.written(lay, noted, cube, not serial)], lay.columns, lay.handles, shape)
 
 

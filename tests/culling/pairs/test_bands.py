@@ -337,6 +337,12 @@ def test_pairs_written_on_threads_match_one_thread(monkeypatch, shape, kind):
     handles = tree.insert_many(centres, radii)
     expected = brute(centres, radii, handles, shape)
     assert as_set(*tree.overlapping_pairs()) == expected  # below PARALLEL_MIN_OBJECTS: one part
+    lay, origin = layout_of(tree), tree.origin  # the passes one call each, their pairs written apart
+    coarse = int(lay.band[-1, bands.FIRST_ROW])
+    parts = [bands.band_cells(lay, 0, len(lay.cell_start) - 1, origin, tree.size, shape == "cube"),
+             bands.cross_rows(lay, 0, coarse, origin, tree.size, shape == "cube")]
+    first, second = pairs._settled(parts, lay.columns, lay.handles, shape)
+    assert as_set(first, second) == expected
     before = thread_count()
     monkeypatch.setattr(pairs, "PARALLEL_MIN_OBJECTS", 0)
     monkeypatch.setattr(bands, "PARALLEL_WRITE_MIN", 0)
