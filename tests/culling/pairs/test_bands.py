@@ -326,9 +326,10 @@ def test_a_kept_plan_whose_last_band_a_removal_emptied_still_joins(kind):
 @pytest.mark.parametrize("shape", ["sphere", "cube"])
 @pytest.mark.parametrize("kind", ["heavy", "edges"])
 def test_pairs_written_on_threads_match_one_thread(monkeypatch, shape, kind):
-    """Both passes' runs in one batch of chunks, their pairs written in parts at the places their
-    noted rows would take and then moved up (bands.written on the library's threads): the same
-    pairs as written one part after the other, ties decided exactly."""
+    """Both passes' chunks in one batch, each chunk's pairs written apart and joined, or every
+    chunk's runs noted and their pairs written in parts at the places their noted rows would take,
+    then moved up (bands.written on the library's threads): the same pairs as on one thread, ties
+    decided exactly."""
     from culling.runtime.threads import set_thread_count, thread_count
 
     rng = np.random.default_rng(11)
@@ -348,7 +349,9 @@ def test_pairs_written_on_threads_match_one_thread(monkeypatch, shape, kind):
     monkeypatch.setattr(bands, "PARALLEL_WRITE_MIN", 0)
     set_thread_count(3)
     try:
-        assert as_set(*tree.overlapping_pairs()) == expected
+        assert as_set(*tree.overlapping_pairs()) == expected  # each chunk's pairs apart, joined after
+        monkeypatch.setattr(pairs, "ONE_OUTPUT_MIN", 0)
+        assert as_set(*tree.overlapping_pairs()) == expected  # every chunk's runs, then one output
         set_thread_count(1)
         assert as_set(*tree.overlapping_pairs()) == expected
     finally:
