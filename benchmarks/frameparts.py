@@ -65,8 +65,10 @@ PARTS = [
     ("culling.pairs.bands", "plan_of", "    new bands (when made)"),
     ("culling.pairs.bands", "_bucketed", "    bucket and count"),
     ("culling.pairs.bands", "gather", "    copy (cpu)"),
-    ("culling.pairs.bands", "band_cells", "  within bands (cpu)"),
-    ("culling.pairs.bands", "cross_rows", "  across bands (cpu)"),
+    ("culling.pairs.bands", "noted_cells", "  within bands: runs noted (cpu)"),
+    ("culling.pairs.bands", "noted_rows", "  across bands: runs noted (cpu)"),
+    ("culling.pairs.bands", "written", "  their pairs written"),
+    ("culling.pairs.bands", "_closed_up", "    the parts moved up"),
     ("culling.pairs.join", "_settled", "  exact settling"),
 ]
 
@@ -156,13 +158,15 @@ def parts(n: int, frames: int, alone: bool = False, clock: Callable[[], float] =
     return frame, {label: float(np.median(per_part[label])) for label in order}
 
 
-def ab(n: int, frames: int, target: str, values: tuple[Any, Any]) -> dict[Any, float]:
+def ab(n: int, frames: int, target: str, values: tuple[Any, Any], workload: str = "swarm") -> dict[Any, float]:
     """Median tree frame (seconds) with the module constant ``target`` at each of ``values``, alternated
-    frame by frame, each frame after the peers'."""
-    return {value: wall for value, (wall, _) in ab_times(n, frames, target, values).items()}
+    frame by frame, each frame after the peers'; ``workload`` as :func:`frames_of` (other than the
+    swarm: without the peers)."""
+    return {value: wall for value, (wall, _) in ab_times(n, frames, target, values, workload).items()}
 
 
-def ab_times(n: int, frames: int, target: str, values: tuple[Any, Any]) -> dict[Any, tuple[float, float]]:
+def ab_times(n: int, frames: int, target: str, values: tuple[Any, Any],
+             workload: str = "swarm") -> dict[Any, tuple[float, float]]:
     """:func:`ab` with the CPU time too: ``{value: (median wall, median process CPU)}`` of the tree's frame
     (seconds; the CPU summed over every thread of the process)."""
     import culling
@@ -172,9 +176,11 @@ def ab_times(n: int, frames: int, target: str, values: tuple[Any, Any]) -> dict[
     if not hasattr(module, name):
         raise SystemExit(f"{module_name} has no {name}")
     before = getattr(module, name)
-    radii, steps = swarm_frames(n, frames + 2)
+    radii, steps = frames_of(workload, n, frames + 2)
     tree = TreePairs(lambda size, origin: culling.ViewDistanceTree(size=size, origin=origin, dim=3))
-    peers = [KDTreePairs(), HashGridPairs()]
+    # the swarm's peers between the frames, as the collision section runs them; the other workloads'
+    # radii would make their single-reach peers return about every pair: the tree's frames back to back
+    peers = [KDTreePairs(), HashGridPairs()] if workload == "swarm" else []
     for method in (tree, *peers):
         method.setup(radii, steps[0], _world(n))
         method.frame(steps[1])
@@ -220,7 +226,7 @@ def main(argv: list[str] | None = None) -> int:
         import ast
 
         target, a, b = args.ab
-        result = ab_times(args.n, args.frames, target, (ast.literal_eval(a), ast.literal_eval(b)))
+        result = ab_times(args.n, args.frames, target, (ast.literal_eval(a), ast.literal_eval(b)), args.workload)
         for value, (seconds, cpu) in result.items():
             print(f"{target} = {value!r}: {seconds * 1e3:.3f} ms a frame, {cpu * 1e3:.3f} ms CPU "
                   f"(medians of {args.frames // 2})")

@@ -186,7 +186,7 @@ def test_frameparts_counts_cpu_and_page_faults_on_each_workload():
         assert radii.shape == (1500,) and len(steps) == 3 and steps[0].shape == (1500, 3)
     frame, spent = frameparts.parts(1500, 3, alone=True, clock=time.thread_time, workload="heavy")
     assert set(frame) == {"tree: update_many + overlapping_pairs"}
-    assert {"update_many", "overlapping_pairs", "  across bands (cpu)"} <= set(spent)
+    assert {"update_many", "overlapping_pairs", "  across bands: runs noted (cpu)", "  their pairs written"} <= set(spent)
     frame, spent = frameparts.parts(1500, 3, alone=True, clock=frameparts._faults)
     assert all(count >= 0.0 for count in spent.values())
 

@@ -40,8 +40,11 @@ join needs:
    only, :func:`_chord_rounding`: a member's bucket is the exact floor of its
    place, so rounding never loses a bucket).
 5. Each run is first screened by :func:`culling.core.overlap.first_near` (no
-   writes; it stops at the first candidate near); the runs with a hit are tested again
-   from that candidate on and their pairs written (:func:`_written`).  Pairs within rounding of
+   writes; it stops at the first candidate near): :func:`noted_cells` and
+   :func:`noted_rows` note the runs with a hit, in chunks on the library's
+   threads (both passes' chunks in one batch).  Then the noted runs are
+   tested again from that candidate on and their pairs written, every chunk's
+   into one output (:func:`written`).  Pairs within rounding of
    touching are settled exactly by the caller
    (:func:`culling.core.containment.decide_pairs`).
 
@@ -70,7 +73,7 @@ from culling.runtime.prefetch import AHEAD, prefetch, prefetch_at
 from culling.runtime.threads import run_chunks, thread_count
 
 __all__ = ["CELLS_PER_MEMBER", "COARSEN_LIMIT", "DENSITY", "REPLAN_EVERY", "Gather", "Layout", "Plan", "PlanCache",
-           "band_cells", "build", "cross_rows", "forward_lines", "gather", "plan_of"]
+           "band_cells", "build", "cross_rows", "forward_lines", "gather", "noted_cells", "noted_rows", "plan_of", "written", "PARALLEL_WRITE_MIN"]
 
 #: A coarser level joins a band while the band has at most this many members per cell of its
 #: box on that level: a member is then tested against about ``13.5 * DENSITY`` others in 3-D.
@@ -560,32 +563,99 @@ def _screened(hits: np.ndarray, hk: int, i: int, lo: int, hi: int) -> int:
 Pairs = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
 
 
+Noted = tuple[np.ndarray, int, int]
+
+
 def band_cells(lay: Layout, first_cell: int, last_cell: int, origin: np.ndarray, size: float, cube: bool) -> Pairs:
     """The pairs within bands with their earlier member in cells ``first_cell .. last_cell - 1``:
     :func:`_band_cells`, by a kernel per shape.  With the shape a constant,
     :func:`culling.core.overlap.first_near` tests its lanes side by side; a kernel per shape
     compiles only the shape a program uses (one kernel holding both took 1.3 s more to compile)."""
+    return written(lay, [noted_cells(lay, first_cell, last_cell, origin, size, cube)], cube)
+
+
+def noted_cells(lay: Layout, first_cell: int, last_cell: int, origin: np.ndarray, size: float, cube: bool) -> Noted:
+    """:func:`band_cells`' screening only: the runs noted ``(hits, runs, their rows in all)``, for
+    :func:`written` to write (with other parts' runs into one output, when the caller has more)."""
     cells = _cube_cells if cube else _sphere_cells
     # Each member notes at most one run per forward line and one of its own: room for all of them at
     # once, so the loop never grows the array (growing it inside the loop kept numba's reference
     # counting on every cell: 0.63 against 0.60 ms for 10k creatures on one thread).  NumPy's, as
-    # the output's (:func:`_noted_pairs`).
+    # the output's (:func:`written`).
     rows = int(lay.cell_start[last_cell] - lay.cell_start[first_cell])
     hits = np.empty((3, (lay.forward.shape[0] + 1) * rows), dtype=np.int64)
     hk, noted = cells(lay, first_cell, last_cell, origin, size, hits)
-    return _noted_pairs(lay, hits, hk, noted, cube)
+    return hits, hk, noted
 
 
-def _noted_pairs(lay: Layout, hits: np.ndarray, hk: int, noted: int, cube: bool) -> Pairs:
-    """:func:`_written` into buffers NumPy allocates: a large one gets huge pages
-    (``madvise``), where one a kernel allocates faults in 4 KiB pages every call once glibc
-    maps it afresh (the heavy tail's million pairs: thousands of faults a frame)."""
-    first = np.empty(noted, dtype=np.int64)
-    second = np.empty(noted, dtype=np.int64)
-    k, unsure_a, unsure_b = _written(lay.columns, lay.handles, hits, hk, cube, first, second)
-    if 2 * k < noted:  # most candidates apart: give back the room
+def written(lay: Layout, parts: list[Noted], cube: bool, parallel: bool = False) -> Pairs:
+    """The pairs of the runs the screening ``parts`` noted (:func:`noted_cells`, :func:`noted_rows`),
+    into one output: :func:`_written` into buffers NumPy allocates, room for every row noted.
+
+    A large buffer gets huge pages (``madvise``), where one a kernel allocates faults in 4 KiB pages
+    every call once glibc maps it afresh (the heavy tail's million pairs: thousands of faults a
+    frame).  One output for every part saves joining the parts' outputs after into a fresh array
+    as large again: on the 100k heavy tail's frame, 2.6 to 2.9 ms on the calling thread, and 2,065
+    page faults a frame against 1,300 (the parts moved up instead: 1.5 ms).
+    The parts are written one after the other; with ``parallel`` and from
+    :data:`PARALLEL_WRITE_MIN` rows noted, each part at the place its noted rows would take, on
+    the library's threads, and then the parts' pairs are moved up to close the gaps.
+    """
+    room = sum(noted for _, _, noted in parts)
+    first = np.empty(room, dtype=np.int64)
+    second = np.empty(room, dtype=np.int64)
+    doubt: list[tuple[np.ndarray, np.ndarray]] = []
+    if parallel and room >= PARALLEL_WRITE_MIN and len(parts) > 1 and thread_count() > 1:
+        starts = np.cumsum([0] + [noted for _, _, noted in parts])
+        ends = np.empty(len(parts), dtype=np.int64)
+
+        def part(lo: int, hi: int) -> list[tuple[np.ndarray, np.ndarray]]:
+            unsure = []
+            for p in range(lo, hi):
+                hits, hk, _ = parts[p]
+                ends[p], unsure_a, unsure_b = _written(lay.columns, lay.handles, hits, hk, cube, first, second,
+                                                       int(starts[p]))
+                unsure.append((unsure_a, unsure_b))
+            return unsure
+
+        doubt = [d for chunk in run_chunks(part, len(parts), chunks=len(parts)) for d in chunk if d[0].size]
+        k = _closed_up(first, second, starts[:-1], ends)
+    else:
+        k = 0
+        for hits, hk, _ in parts:
+            k, unsure_a, unsure_b = _written(lay.columns, lay.handles, hits, hk, cube, first, second, k)
+            if unsure_a.size:
+                doubt.append((unsure_a, unsure_b))
+    if len(doubt) == 1:
+        unsure_a, unsure_b = doubt[0]
+    elif doubt:
+        unsure_a, unsure_b = np.concatenate([d[0] for d in doubt]), np.concatenate([d[1] for d in doubt])
+    else:
+        unsure_a = unsure_b = np.empty(0, dtype=np.int64)
+    if 2 * k < room:  # most candidates apart: give back the room
         return first[:k].copy(), second[:k].copy(), unsure_a, unsure_b
     return first[:k], second[:k], unsure_a, unsure_b
+
+
+#: :func:`written` writes its parts on the library's threads from this many rows noted: below, the
+#: pairs of one frame are few and a wake of the threads costs more than they save.
+PARALLEL_WRITE_MIN = 1 << 16
+
+
+@kernel
+def _closed_up(first: np.ndarray, second: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> int:
+    """Move the pairs of part ``p`` (rows ``starts[p] .. ends[p] - 1``, ascending, disjoint) up to
+    follow the earlier parts' without a gap; returns the pairs in all.  O(pairs)."""
+    k = 0
+    for p in range(starts.shape[0]):
+        if k == starts[p]:
+            k = ends[p]
+            continue
+        for i in range(starts[p], ends[p]):
+            first[k] = first[i]
+            second[k] = second[i]
+            k += 1
+    return k
 
 
 @kernel
@@ -620,7 +690,7 @@ def _band_cells(lay: Layout, first_cell: int, last_cell: int, origin: np.ndarray
 
     The runs go to ``hits`` (int64 ``(3, (F + 1) x rows)``, room for every
     run a member can note); returns ``(runs noted, their rows in all)``, for
-    :func:`_noted_pairs` to write (:func:`band_cells` returns its
+    :func:`written` to write (:func:`band_cells` returns its
     ``(first, second, unsure_a, unsure_b)``: the handles of the pairs surely
     meeting, ``first < second``, and the rows of ``lay.columns`` of the pairs
     the float filter is unsure of).  O(members x members in their
@@ -733,10 +803,10 @@ def _pairs_sure(columns: np.ndarray, handles: np.ndarray, i: int, j0: int, j1: i
 
 @kernel
 def _written(columns: np.ndarray, handles: np.ndarray, hits: np.ndarray, hk: int, cube: bool, first: np.ndarray,
-             second: np.ndarray) -> tuple[int, np.ndarray, np.ndarray]:
+             second: np.ndarray, k: int) -> tuple[int, np.ndarray, np.ndarray]:
     """The pairs of the noted runs ``hits[:, :hk]``: the handles of the pairs surely meeting (smaller
-    first) written to ``first[:k]``/``second[:k]`` (room for every row noted), and the rows of the
-    pairs within rounding of touching: returns ``(k, unsure_a, unsure_b)``.
+    first) written to ``first[k:end]``/``second[k:end]`` (room for every row noted from ``k`` on), and
+    the rows of the pairs within rounding of touching: returns ``(end, unsure_a, unsure_b)``.
 
     Each run by :func:`_pairs_sure` (branch-free, the pairs' handles straight into buffers sized
     for every row noted, so the loop never grows an array); the rare runs with a pair within
@@ -746,7 +816,6 @@ def _written(columns: np.ndarray, handles: np.ndarray, hits: np.ndarray, hk: int
     """
     noted = first.shape[0]
     doubtful = np.empty(hk, dtype=np.int64)  # the runs _pairs_sure was not sure of
-    k = 0
     doubts = 0
     for h in range(hk):
         sure, after = _pairs_sure(columns, handles, hits[0, h], hits[1, h], hits[2, h], cube, first, second, k)
@@ -774,9 +843,13 @@ def _written(columns: np.ndarray, handles: np.ndarray, hits: np.ndarray, hk: int
 def cross_rows(lay: Layout, first_row: int, last_row: int, origin: np.ndarray, size: float, cube: bool) -> Pairs:
     """The pairs of the members in rows ``first_row .. last_row - 1`` with the members of finer bands:
     :func:`_cross_rows`, by a kernel per shape as :func:`band_cells`."""
+    return written(lay, [noted_rows(lay, first_row, last_row, origin, size, cube)], cube)
+
+
+def noted_rows(lay: Layout, first_row: int, last_row: int, origin: np.ndarray, size: float, cube: bool) -> Noted:
+    """:func:`cross_rows`' screening only, as :func:`noted_cells`."""
     rows = _cube_rows if cube else _sphere_rows
-    hits, hk, noted = rows(lay, first_row, last_row, origin, size)
-    return _noted_pairs(lay, hits, hk, noted, cube)
+    return rows(lay, first_row, last_row, origin, size)
 
 
 @kernel
@@ -804,7 +877,7 @@ def _cross_rows(lay: Layout, first_row: int, last_row: int, origin: np.ndarray, 
     widened by the roundings' bound and one cell each way, the chord by the
     roundings' bound only (:func:`_chord_rounding`; a cell each way there
     added a fifth of the heavy tail's candidates).  Returns the runs noted
-    ``(hits, runs, their rows in all)`` for :func:`_noted_pairs`, as :func:`_band_cells`.
+    ``(hits, runs, their rows in all)`` for :func:`written`, as :func:`_band_cells`.
     """
     columns, cell_start, band, scales = lay.columns, lay.cell_start, lay.band, lay.scales
     dim = columns.shape[0] - 2

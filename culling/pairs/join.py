@@ -50,7 +50,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import NamedTuple
+from typing import NamedTuple, cast
 
 import numpy as np
 
@@ -59,9 +59,9 @@ from culling.core.containment import decide_pairs
 from culling.core.lattice import MAX_DEPTH, MAX_GROWTH
 from culling.core.overlap import appended, far_apart, pair_range, reach_up
 from culling.runtime.jit import inline_kernel, kernel
-from culling.runtime.threads import run_chunks, thread_count
+from culling.runtime.threads import CHUNKS_PER_THREAD, chunk_bounds, run_chunks, thread_count
 
-__all__ = ["BUCKET", "END", "FIRST_CHILD", "ITEMS_PER_THREAD", "NEXT_SIBLING", "OWN", "OWN_COUNT",
+__all__ = ["BUCKET", "END", "FIRST_CHILD", "ITEMS_PER_THREAD", "NEXT_SIBLING", "ONE_OUTPUT_MIN", "OWN", "OWN_COUNT",
            "PARALLEL_MIN_OBJECTS", "JoinTree", "build", "dual_pairs", "frontier", "join_chunk",
            "overlapping_pairs"]
 
@@ -80,6 +80,15 @@ ITEMS_PER_THREAD = 64
 #: creatures 0.58 ms on one thread against 0.70 ms on two, 5k even, 10k 3.3 against 2.9 ms
 #: (the join's share 0.3 ms of it; :data:`culling.tree.batch.PARALLEL_SETTLE_MIN` the rest).
 PARALLEL_MIN_OBJECTS = 8_000
+
+#: From this many objects on (on two or more threads), the chunks of the join note their runs and
+#: the pairs of all of them are written after into one output (:func:`culling.pairs.bands.written`):
+#: a large frame's pairs are not joined from the chunks' outputs into a fresh array as large again
+#: (the 100k heavy tail: 2.6 to 2.9 ms on the calling thread, 2,065 against 1,300 page faults a
+#: frame).  Below, each chunk writes its own pairs as it goes, on the library's threads, and the
+#: few are joined after: writing them after, on the calling thread, would cost a kernel call per
+#: chunk there (eight a frame for 10k creatures on two threads).
+ONE_OUTPUT_MIN = 32_768
 
 #: A subtree with at most this many members is one leaf of the join: its
 #: members (contiguous in the join's copy) are tested against each other and
@@ -407,12 +416,33 @@ def overlapping_pairs(runs: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray
         root, child, start, count = tree()
         return dual_pairs(root, child, start, count, handles, columns, objects, cube, shape)
     cells = lay.cell_start.shape[0] - 1
-    parts = run_chunks(lambda lo, hi: bands.band_cells(lay, lo, hi, origin, size, cube), cells, chunks=1 if serial else None)
     coarse = int(lay.band[-1, bands.FIRST_ROW])
-    if coarse:
-        parts += run_chunks(lambda lo, hi: bands.cross_rows(lay, lo, hi, origin, size, cube), coarse,
-                            chunks=1 if serial else None)
-    return _settled(parts, lay.columns, lay.handles, shape)
+    # Within bands and across them in one batch of chunks (one wake of the library's threads)
+    within = chunk_bounds(cells, 1 if serial else thread_count() * CHUNKS_PER_THREAD)
+    across = chunk_bounds(coarse, 1 if serial else thread_count() * CHUNKS_PER_THREAD) if coarse else [0]
+    tasks = len(within) - 1
+    n_tasks = tasks + len(across) - 1
+    apart = not serial and thread_count() > 1 and objects < ONE_OUTPUT_MIN
+
+    def task(t: int) -> bands.Noted | bands.Pairs:
+        """Chunk ``t``'s runs noted, or with ``apart`` its pairs written at once into an output of its own."""
+        if t < tasks:
+            lo, hi = within[t], within[t + 1]
+            if apart:
+                return bands.band_cells(lay, lo, hi, origin, size, cube)
+            return bands.noted_cells(lay, lo, hi, origin, size, cube)
+        lo, hi = across[t - tasks], across[t - tasks + 1]
+        if apart:
+            return bands.cross_rows(lay, lo, hi, origin, size, cube)
+        return bands.noted_rows(lay, lo, hi, origin, size, cube)
+
+    done = [part for chunk in run_chunks(lambda lo, hi: [task(t) for t in range(lo, hi)], n_tasks,
+                                         chunks=1 if serial else n_tasks) for part in chunk]
+    if apart:  # a small frame's pairs: written on the threads, joined after
+        return _settled(cast("list[bands.Pairs]", done), lay.columns, lay.handles, shape)
+    # the runs of every chunk first, then their pairs into one output (bands.written)
+    return _settled([bands.written(lay, cast("list[bands.Noted]", done), cube, not serial)], lay.columns,
+                    lay.handles, shape)
 
 
 def _settled(parts: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]], columns: np.ndarray,

@@ -321,3 +321,38 @@ def test_a_kept_plan_whose_last_band_a_removal_emptied_still_joins(kind):
             if abs(centres[i, 0] - centres[j, 0]) <= radii[i] + radii[j]}
     assert {tuple(sorted(p)) for p in second} == {tuple(sorted(p)) for p in want}
     assert len(first) == len(second) + 4
+
+
+@pytest.mark.parametrize("shape", ["sphere", "cube"])
+@pytest.mark.parametrize("kind", ["heavy", "edges"])
+def test_pairs_written_on_threads_match_one_thread(monkeypatch, shape, kind):
+    """Both passes' chunks in one batch, each chunk's pairs written apart and joined, or every
+    chunk's runs noted and their pairs written in parts at the places their noted rows would take,
+    then moved up (bands.written on the library's threads): the same pairs as on one thread, ties
+    decided exactly."""
+    from culling.runtime.threads import set_thread_count, thread_count
+
+    rng = np.random.default_rng(11)
+    centres, radii, edge = world(kind, 2500, 3, rng)
+    tree = ViewDistanceTree(size=edge, dim=3, shape=shape)
+    handles = tree.insert_many(centres, radii)
+    expected = brute(centres, radii, handles, shape)
+    assert as_set(*tree.overlapping_pairs()) == expected  # below PARALLEL_MIN_OBJECTS: one part
+    lay, origin = layout_of(tree), tree.origin  # the passes one call each, their pairs written apart
+    coarse = int(lay.band[-1, bands.FIRST_ROW])
+    parts = [bands.band_cells(lay, 0, len(lay.cell_start) - 1, origin, tree.size, shape == "cube"),
+             bands.cross_rows(lay, 0, coarse, origin, tree.size, shape == "cube")]
+    first, second = pairs._settled(parts, lay.columns, lay.handles, shape)
+    assert as_set(first, second) == expected
+    before = thread_count()
+    monkeypatch.setattr(pairs, "PARALLEL_MIN_OBJECTS", 0)
+    monkeypatch.setattr(bands, "PARALLEL_WRITE_MIN", 0)
+    set_thread_count(3)
+    try:
+        assert as_set(*tree.overlapping_pairs()) == expected  # each chunk's pairs apart, joined after
+        monkeypatch.setattr(pairs, "ONE_OUTPUT_MIN", 0)
+        assert as_set(*tree.overlapping_pairs()) == expected  # every chunk's runs, then one output
+        set_thread_count(1)
+        assert as_set(*tree.overlapping_pairs()) == expected
+    finally:
+        set_thread_count(before)
