@@ -12,6 +12,7 @@ rules) is docs/CONTRACT.md in the repository.
 from typing import TYPE_CHECKING
 
 from culling.answer import QueryDetails
+from culling.core.chunks import release_scratch
 from culling.grid.grid import DenseViewDistanceGrid
 from culling.interface import PointIndex
 from culling.reference import BruteForceIndex
@@ -49,6 +50,7 @@ __all__ = [
     "VisibilityTracker",
     "kernels_cached",
     "progress_bar",
+    "release_scratch",
     "set_thread_count",
     "thread_count",
     "warm_up",

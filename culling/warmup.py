@@ -134,6 +134,10 @@ def _probes(structure: Structure,
                        [_SIZE - 2.5, _SIZE - 2.0, _SIZE - 2.0]])
     far.insert_many(corner, np.full(4, 0.5))
     far.overlapping_pairs()
+    # Large frames on several threads close the gaps between their parts' pairs (from
+    # bands.PARALLEL_WRITE_MIN rows noted, far beyond the warm-up's crowd): compiled here directly.
+    two = np.zeros(2, dtype=np.int64)
+    bands._closed_up(two, two.copy(), np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.int64))
 
 
 def _mutations(structure: Structure, handles: np.ndarray) -> None:
@@ -288,7 +292,7 @@ _PROBED: dict[str, tuple[Any, ...]] = {
     "tree": (batch.place, tree_walk.query, tree_walk._visits_from, tree_walk._group_visits_from, members._answer_many,
              members._write_answers, members._place_answers, batch._layout_into,
              batch._settle_part),
-    "pairs": (join.join_chunk, bands._sphere_cells, bands._sphere_rows),
+    "pairs": (join.join_chunk, bands._sphere_cells, bands._sphere_rows, bands._closed_up),
     "grid": (grid_walk.query, grid_walk._visits),
     "interest": (interest_kernels.advance_rows, interest_kernels.compact_rows, interest_kernels.grid_viewers,
                  interest_kernels.grid_pairs, interest_kernels.scatter_groups,

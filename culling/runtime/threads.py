@@ -130,6 +130,7 @@ class _Pool:
         _inside.active = True  # a batch call inside a chunk runs its chunks inline
         while (job := self._jobs.get()) is not None:
             job.run()
+            del job  # not kept alive while waiting: its closures may hold a call's large arrays
 
     def submit(self, job: _Helper) -> None:
         self._jobs.put(job)
