@@ -54,7 +54,7 @@ from numba.core import types as _types
 
 from culling.runtime.fingerprint import kernel_fingerprint
 from culling.runtime.interrupts import runs_whole
-from culling.runtime.numba_patches import INLINED
+from culling.runtime.numba_patches import CALLEES_BY_SYMBOL, INLINED, callees_by_symbol, linked_by_symbol
 from culling.runtime.numba_patches import apply as patch_numba
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -101,7 +101,8 @@ def _fingerprinted(cache: Any, py_func: Callable[..., Any], label: str) -> Any:
     def ensure_stamp() -> None:
         nonlocal stamped
         if not stamped:
-            cache_file._source_stamp = (label, kernel_fingerprint(py_func))
+            mark = f"+{CALLEES_BY_SYMBOL}" if callees_by_symbol() else ""
+            cache_file._source_stamp = (label, kernel_fingerprint(py_func) + mark)
             stamped = True
 
     read_index = cache_file._load_index
@@ -417,7 +418,7 @@ def kernel(fn: F | None = None, *, refcounts: bool = True) -> F | Callable[[F], 
     def make(f: F) -> F:
         if JIT_DISABLED:
             return _interpreted(f)
-        compiled = _one_signature(_compile(f) if refcounts else _compile(f, _nrt=False))
+        compiled = linked_by_symbol(_one_signature(_compile(f) if refcounts else _compile(f, _nrt=False)))
         KERNELS.append(compiled)
         return cast(F, compiled)
 
