@@ -418,7 +418,8 @@ def kernel(fn: F | None = None, *, refcounts: bool = True) -> F | Callable[[F], 
     def make(f: F) -> F:
         if JIT_DISABLED:
             return _interpreted(f)
-        compiled = linked_by_symbol(_one_signature(_compile(f) if refcounts else _compile(f, _nrt=False)))
+        options = {} if refcounts else {"_nrt": False}
+        compiled = _one_signature(_compiles_whole(linked_by_symbol(_njit(f, True, **options))))
         KERNELS.append(compiled)
         return cast(F, compiled)
 
