@@ -55,7 +55,7 @@ from numba.core import types as _types
 from culling.runtime.fingerprint import kernel_fingerprint
 from culling.runtime.interrupts import runs_whole
 from culling.runtime.loads import loader
-from culling.runtime.numba_patches import INLINED
+from culling.runtime.numba_patches import CALLEES_BY_SYMBOL, INLINED, callees_by_symbol, linked_by_symbol
 from culling.runtime.numba_patches import apply as patch_numba
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -102,7 +102,8 @@ def _fingerprinted(cache: Any, py_func: Callable[..., Any], label: str) -> Any:
     def ensure_stamp() -> None:
         nonlocal stamped
         if not stamped:
-            cache_file._source_stamp = (label, kernel_fingerprint(py_func))
+            mark = f"+{CALLEES_BY_SYMBOL}" if callees_by_symbol() else ""
+            cache_file._source_stamp = (label, kernel_fingerprint(py_func) + mark)
             stamped = True
 
     read_index = cache_file._load_index
@@ -248,6 +249,8 @@ def _with_shipped(compiled: Any) -> Any:
     own: Any = getattr(compiled, "_cache", None)
     if own is None or not hasattr(own, "load_overload"):
         return compiled
+    if not Path(compiled.py_func.__code__.co_filename).resolve().is_relative_to(SHIPPED_DIR.parent):
+        return compiled  # a kernel made outside the package (a test's): nothing of it is shipped
     shipped = _shipped_cache(compiled.py_func)
     load_own = own.load_overload
 
@@ -418,7 +421,8 @@ def kernel(fn: F | None = None, *, refcounts: bool = True) -> F | Callable[[F], 
     def make(f: F) -> F:
         if JIT_DISABLED:
             return _interpreted(f)
-        compiled = _one_signature(_compile(f) if refcounts else _compile(f, _nrt=False))
+        options = {} if refcounts else {"_nrt": False}
+        compiled = _one_signature(_compiles_whole(linked_by_symbol(_njit(f, True, **options))))
         KERNELS.append(compiled)
         return cast(F, compiled)
 

@@ -40,6 +40,8 @@ import weakref
 from collections.abc import Callable
 from typing import Any, cast
 
+from culling.runtime.numba_patches import with_callees_loaded
+
 __all__ = ["defined_symbols", "loader", "rebuild", "set_up_for_loads"]
 
 
@@ -166,7 +168,16 @@ def defined_symbols(object_code: bytes) -> set[str] | None:
 
 def _unserialize(codegen: Any, state: Any) -> Any:
     """numba's ``codegen.unserialize_library(state)`` for machine code (``"object"``), with the bitcode beside it
-    parsed on first link instead of now (the defined symbols read from the object code)."""
+    parsed on first link instead of now (the defined symbols read from the object code); a kernel that calls
+    others by symbol (:func:`culling.runtime.numba_patches.with_callees_loaded`) has them loaded first."""
+    state, callees = with_callees_loaded(codegen, state)
+    library = _unserialize_object(codegen, state)
+    if callees is not None:
+        library.culling_callees = callees
+    return library
+
+
+def _unserialize_object(codegen: Any, state: Any) -> Any:
     name, kind, data = state
     engine: Any = getattr(codegen, "_engine", None)
     symbols = defined_symbols(data[0]) if kind == "object" else None

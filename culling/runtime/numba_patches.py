@@ -5,29 +5,38 @@ A cold compile of every kernel is most of a first run from a checkout
 inlined helper's bytecode into IR again at every call site, deep-copies that
 IR twice per site (block by block, the helper's whole scope with each
 block), builds a dict of some fifty compiler flags through properties about
-240,000 times to key its overload lookups, and compiles a C callback wrapper
-for every ``@overload`` implementation that nothing can call.  Each patch
-here does the same work once; the LLVM IR of every kernel is unchanged but
-for symbol names (tests/culling/runtime/test_inlining.py), so the machine
-code and its speed are too.  Together with the front end read once they
-took a cold compile of every kernel from about 67 to about 50 CPU s
-(docs/PERFORMANCE.md, "Measured design choices").
+240,000 times to key its overload lookups, compiles a C callback wrapper
+for every ``@overload`` implementation that nothing can call, searches a
+ufunc's loops again for every operator it types, and copies the whole LLVM
+module of every kernel a kernel calls into the caller to optimise and
+compile it again there.  Each patch here does the same work once; the LLVM
+IR of every kernel is unchanged but for symbol names
+(tests/culling/runtime/test_inlining.py), except that a called library
+kernel too large for LLVM to inline is declared in its caller, not copied
+(tests/culling/runtime/test_callees_by_symbol.py): the same machine code,
+reached by a call as before.  Together with the front end read once the
+first patches took a cold compile of every kernel from about 67 to about
+50 CPU s (docs/PERFORMANCE.md, "Measured design choices").
 
 They reach into numba's internals, so each checks that the numba it finds
 has what it replaces, and leaves a numba without it as it is.  The two
-inliner patches touch only the library's own helpers (:data:`INLINED`); the
-flag values and the overloads' wrappers are process-wide, as numba's own
-behaviour is: ``CULLING_NUMBA_PATCHES=0`` in the environment turns every
+inliner patches touch only the library's own helpers (:data:`INLINED`), and
+the linking by symbol only the library's kernels called from its kernels; the
+flag values, the overloads' wrappers and the ufunc loops are process-wide, as
+numba's own behaviour is: ``CULLING_NUMBA_PATCHES=0`` in the environment turns every
 patch off (the kernels then compile as numba compiles them, slower).
 """
 
 from __future__ import annotations
 
+import importlib
 import os
+import threading
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["INLINED", "PATCHES_ENV", "apply"]
+__all__ = ["CALLEES_BY_SYMBOL", "INLINED", "PATCHES_ENV", "apply", "callees_by_symbol", "linked_by_symbol",
+           "with_callees_loaded"]
 
 #: ``CULLING_NUMBA_PATCHES=0``: numba is left exactly as it is.
 PATCHES_ENV = "CULLING_NUMBA_PATCHES"
@@ -40,6 +49,8 @@ def apply() -> None:
     _front_end_once()
     _quick_flag_values()
     _overloads_without_cfunc()
+    _callees_by_symbol()
+    _ufunc_loops_once()
 
 
 #: The Python functions of the library's inlined helpers (``jit.inline_kernel`` adds each).
@@ -271,3 +282,244 @@ def _overloads_without_cfunc() -> None:
 
     get_jit_decorator.culling_no_cfunc = True  # type: ignore[attr-defined]
     _OverloadFunctionTemplate._get_jit_decorator = get_jit_decorator  # type: ignore[method-assign]
+
+
+
+
+#: The stamp's mark of a kernel compiled with its called kernels linked by symbol
+#: (:func:`callees_by_symbol`): a process without the patch compiles it again instead of loading it.
+CALLEES_BY_SYMBOL = "callees-by-symbol"
+
+#: The serialised library kind of such a kernel (numba's is ``"object"``): numba without the patch refuses it.
+_KIND = "culling-object"
+
+_STATE: dict[str, bool] = {"on": False}
+_LOCAL = threading.local()
+
+
+def callees_by_symbol() -> bool:
+    """Whether this process links the library's called kernels by symbol (:func:`_callees_by_symbol` applied)."""
+    return _STATE["on"]
+
+
+def linked_by_symbol(dispatcher: Any) -> Any:
+    """Make ``dispatcher`` (a library kernel) linked by symbol into the library kernels that call it, and link
+    the library kernels it calls by symbol into its own code (:func:`_callees_by_symbol`); as it is when the
+    patch is off.  Its compile sets a per-thread mark that the code library's ``finalize`` reads, and each of
+    its compiled (or loaded) signatures tags its code library with where a fresh process finds it again."""
+    if not _STATE["on"]:
+        return dispatcher
+    compile_, add = dispatcher.compile, dispatcher.add_overload
+    py_func = dispatcher.py_func
+
+    def compile(sig: Any) -> Any:
+        _LOCAL.depth = getattr(_LOCAL, "depth", 0) + 1
+        try:
+            return compile_(sig)
+        finally:
+            _LOCAL.depth -= 1
+
+    def add_overload(cres: Any) -> None:
+        add(cres)
+        if _findable(py_func.__module__, py_func.__qualname__) is dispatcher and not cres.objectmode:
+            cres.library.culling_callee = (py_func.__module__, py_func.__qualname__, tuple(cres.signature.args),
+                                           cres.fndesc.mangled_name)
+
+    dispatcher.compile = compile
+    dispatcher.add_overload = add_overload
+    return dispatcher
+
+
+def _findable(module: str, qualname: str) -> Any:
+    """The object ``module.qualname`` names, or None."""
+    if "<" in qualname:
+        return None
+    try:
+        found: Any = importlib.import_module(module)
+        for part in qualname.split("."):
+            found = getattr(found, part)
+    except (ImportError, AttributeError):
+        return None
+    return found
+
+
+#: A called kernel of at most this many LLVM instructions is linked in as numba links it, so that LLVM
+#: may inline it as before: of the called kernels, it inlined the five of 23 to 158 instructions
+#: (``bands._cells_of``, ``containment.reach_of``, ``cells.multiply_up``, ``cells.face_sign``,
+#: ``pool.release``) and kept every one of 196 or more a call.
+INLINABLE = 160
+
+
+def _inlinable(library: Any, symbol: str) -> bool:
+    """Whether the called kernel ``symbol`` of ``library`` is small enough for LLVM to inline (:data:`INLINABLE`)."""
+    small = getattr(library, "culling_inlinable", None)
+    if small is None:
+        count = 0
+        try:
+            for block in library._get_module_for_linking().get_function(symbol).blocks:
+                count += sum(1 for _ in block.instructions)
+                if count > INLINABLE:
+                    break
+        except (NameError, AttributeError):
+            count = INLINABLE + 1
+        small = library.culling_inlinable = count <= INLINABLE
+    return bool(small)
+
+
+def _load_callees(codegen: Any, callees: tuple[tuple[Any, ...], ...]) -> dict[tuple[Any, ...], Any]:
+    """Load (or compile) every kernel in ``callees`` into this process, and make each symbol a loaded caller
+    names resolve to it: the kernel's own code, or, where the kernel has another name in this process (it was
+    compiled here, not loaded), that name's address added as the caller's symbol."""
+    import llvmlite.binding as ll
+
+    engine = codegen._engine
+    loaded = {}
+    for record in callees:
+        module, qualname, args, symbol = record
+        dispatcher = _findable(module, qualname)
+        if dispatcher is None:
+            raise RuntimeError(f"culling: the kernel {module}.{qualname} that a cached kernel calls is gone")
+        dispatcher.compile(tuple(args))
+        cres = dispatcher.overloads[tuple(args)]
+        name = cres.fndesc.mangled_name
+        if name != symbol and not engine.is_symbol_defined(symbol):
+            ll.add_symbol(symbol, cres.library.get_pointer_to_function(name))
+        loaded[record] = cres.library
+    return loaded
+
+
+def with_callees_loaded(codegen: Any, state: Any) -> tuple[Any, dict[tuple[Any, ...], Any] | None]:
+    """A kernel's serialized code library as numba's own ``"object"`` state, the kernels it calls by symbol
+    loaded (or compiled) first, and those callees' libraries (None for numba's own kinds of state)."""
+    name, kind, data = state
+    if kind != _KIND:
+        return state, None
+    object_code, bitcode, records = data
+    return (name, "object", (object_code, bitcode)), _load_callees(codegen, records)
+
+
+def _callees_by_symbol() -> None:
+    """Link a library kernel's called kernels into its code by symbol, not by copying their LLVM IR into it.
+
+    numba links the whole LLVM module of every kernel a kernel calls (and
+    everything linked into that, in turn) into the caller's module, marked
+    ``linkonce_odr``, and then optimises and compiles all of it again as the
+    caller's: the kernels' modules held 12.6M characters of their callees' IR
+    against 6.8M of their own.  Here a library kernel's call of another library
+    kernel (both made by ``culling.runtime.jit.kernel``, :func:`linked_by_symbol`)
+    leaves the callee declared in the caller's module; the JIT resolves the
+    symbol to the callee's machine code, which is in the process already (a
+    callee is compiled or loaded before its caller is lowered).  A callee small
+    enough for LLVM to inline (:data:`INLINABLE`) is linked in as before, and
+    inlined as before; the others were calls before and stay calls.  A caller
+    kept on disk (numba's cache, the shipped kernels) records its callees (module,
+    name, signature and symbol) beside its object code, and loading it loads
+    (or compiles) them first; where a callee compiled in this process has
+    another symbol (numba's names carry a per-process number), the caller's
+    symbol is added with the callee's address.  Such an entry's stamp carries
+    :data:`CALLEES_BY_SYMBOL`, and its kind is not numba's, so a numba without
+    this patch compiles the kernel again rather than loading it.  A user's own
+    functions, and a library kernel called from them, are linked as numba links
+    them.  Reaches into numba's ``CPUCodeLibrary``; a numba without
+    ``finalize``, ``_linking_libraries``, ``serialize_using_object_code`` or
+    ``_unserialize`` is left as it is.
+    """
+    try:
+        from numba.core.codegen import CPUCodeLibrary
+    except ImportError:
+        return
+    finalize: Any = getattr(CPUCodeLibrary, "finalize", None)
+    serialize: Any = getattr(CPUCodeLibrary, "serialize_using_object_code", None)
+    unserialize: Any = getattr(CPUCodeLibrary, "_unserialize", None)
+    if (finalize is None or serialize is None or unserialize is None
+            or "_linking_libraries" not in getattr(getattr(CPUCodeLibrary.__init__, "__code__", None), "co_names", ())):
+        return
+    if getattr(finalize, "culling_by_symbol", False):
+        _STATE["on"] = True
+        return
+
+    def by_symbol(self: Any) -> None:
+        callees: dict[Any, Any] = {}  # record -> the callee's code library
+        ours = getattr(_LOCAL, "depth", 0) > 0  # a library kernel's own code (not a user's function)
+        linked = []
+        for library in self._linking_libraries:
+            record = getattr(library, "culling_callee", None)
+            if not ours or record is None or _inlinable(library, record[3]):
+                linked.append(library)
+                callees.update(getattr(library, "culling_callees", {}))  # what the linked code calls, this code calls
+            else:
+                self._reload_init.update(library._reload_init)
+                callees[record] = library
+        if ours:
+            self.culling_callees = callees
+        else:  # a user's function: every kernel its linked code calls by symbol is linked in too, as numba links
+            seen = set(linked)
+            pending = list(callees.values())
+            while pending:
+                library = pending.pop()
+                if library not in seen:
+                    seen.add(library)
+                    linked.append(library)
+                    pending.extend(getattr(library, "culling_callees", {}).values())
+        self._linking_libraries = linked
+        finalize(self)
+
+    def serialize_by_symbol(self: Any) -> Any:
+        state = serialize(self)
+        callees = getattr(self, "culling_callees", None)
+        if not callees:
+            return state
+        name, _kind, (object_code, bitcode) = state
+        return (name, _KIND, (object_code, bitcode, tuple(callees)))
+
+    real_unserialize = unserialize.__func__
+
+    def unserialize_by_symbol(cls: Any, codegen: Any, state: Any) -> Any:
+        state, callees = with_callees_loaded(codegen, state)
+        library = real_unserialize(cls, codegen, state)
+        if callees is not None:
+            library.culling_callees = callees
+        return library
+
+    by_symbol.culling_by_symbol = True  # type: ignore[attr-defined]
+    CPUCodeLibrary.finalize = by_symbol  # type: ignore[method-assign]
+    CPUCodeLibrary.serialize_using_object_code = serialize_by_symbol  # type: ignore[method-assign]
+    CPUCodeLibrary._unserialize = classmethod(unserialize_by_symbol)  # type: ignore[method-assign,assignment]
+    _STATE["on"] = True
+
+
+
+def _ufunc_loops_once() -> None:
+    """Make numba's typing look up a ufunc's loop for the same operand types once per process.
+
+    numba types every ufunc call and every arithmetic operator on arrays by
+    searching the ufunc's loops for one its operands cast to
+    (``ufunc_find_matching_loop``: 18,750 searches for 144 different ufuncs and
+    types in the tree's warm-up alone, 0.30 CPU s of it against 0.01 once
+    each); the answer depends on the ufunc and the types only, so here each
+    ufunc and tuple of types is searched once and the found loop (a tuple that
+    numba's typing only reads) handed out again.  Process-wide, as numba's own
+    typing caches are.  Reaches into numba's ``npydecl``; a numba without it
+    is left as it is.
+    """
+    try:
+        npydecl: Any = importlib.import_module("numba.core.typing.npydecl")
+    except ImportError:
+        return
+    real: Any = getattr(npydecl, "ufunc_find_matching_loop", None)
+    if real is None or getattr(real, "culling_once", False):
+        return
+    found: dict[tuple[Any, ...], Any] = {}
+
+    def ufunc_find_matching_loop(ufunc: Any, arg_types: Any) -> Any:
+        key = (ufunc, *arg_types)
+        try:
+            return found[key]
+        except KeyError:
+            loop = found[key] = real(ufunc, arg_types)
+            return loop
+        except TypeError:  # an unhashable type: numba's search
+            return real(ufunc, arg_types)
+
+    ufunc_find_matching_loop.culling_once = True  # type: ignore[attr-defined]
+    npydecl.ufunc_find_matching_loop = ufunc_find_matching_loop

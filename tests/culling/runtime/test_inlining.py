@@ -8,7 +8,9 @@ inlined helper), and a function that is not one of the library's helpers is read
 numba's inliner then deep-copies the IR twice per site, block by block; the library's helpers are
 copied once, as one whole (one scope for all the copy's blocks).  numba's compiler flags are read
 without a property call per option (culling.runtime.numba_patches._quick_flag_values), to the same values, and
-numba's @overload implementations are compiled without a cfunc wrapper (culling.runtime.numba_patches._overloads_without_cfunc).
+numba's @overload implementations are compiled without a cfunc wrapper (culling.runtime.numba_patches._overloads_without_cfunc);
+a ufunc's loop is looked up once per ufunc and types (culling.runtime.numba_patches._ufunc_loops_once), to numba's
+own answer.
 """
 
 from __future__ import annotations
@@ -196,15 +198,34 @@ def test_the_patches_can_be_turned_off():
     script = ("import culling\n"
               "from numba.core.inline_closurecall import InlineWorker\n"
               "from numba.core.targetconfig import TargetConfig\n"
+              "from numba.core.codegen import CPUCodeLibrary\n"
+              "from numba.core.typing import npydecl\n"
               "patched = [getattr(InlineWorker.run_untyped_passes, 'culling_once', False),\n"
               "           getattr(InlineWorker.inline_ir, 'culling_once', False),\n"
-              "           getattr(TargetConfig.values, 'culling_quick', False)]\n"
+              "           getattr(TargetConfig.values, 'culling_quick', False),\n"
+              "           getattr(CPUCodeLibrary.finalize, 'culling_by_symbol', False),\n"
+              "           getattr(npydecl.ufunc_find_matching_loop, 'culling_once', False)]\n"
               "print(patched)\n")
     env = {**__import__("os").environ, numba_patches.PATCHES_ENV: "0"}
     off = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300)
     assert off.returncode == 0, off.stderr
-    assert off.stdout.strip() == "[False, False, False]"
+    assert off.stdout.strip() == "[False, False, False, False, False]"
     env[numba_patches.PATCHES_ENV] = "1"
     on = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300)
     assert on.returncode == 0, on.stderr
-    assert on.stdout.strip() == "[True, True, True]"
+    assert on.stdout.strip() == "[True, True, True, True, True]"
+
+
+def test_a_ufuncs_loop_is_found_once_for_the_same_types_and_is_numbas():
+    import numpy as np
+    from numba.core import types
+    from numba.core.typing import npydecl
+    from numba.np import numpy_support
+
+    memo = npydecl.ufunc_find_matching_loop
+    assert getattr(memo, "culling_once", False)
+    for ufunc, args in ((np.add, [types.float64, types.int64]), (np.sqrt, [types.int32]),
+                        (np.floor, [types.float32]), (np.bitwise_and, [types.int64, types.uint8])):
+        first = memo(ufunc, args)
+        assert first == numpy_support.ufunc_find_matching_loop(ufunc, args)
+        assert memo(ufunc, list(args)) is first
