@@ -84,6 +84,9 @@ RUN_AS = {
     "python -m benchmarks --only interest-ticks": "python -m benchmarks --preset tiny --only interest-ticks",
     "python -m benchmarks --only collision": "python -m benchmarks --preset tiny --only collision",
     "python -m benchmarks.frameparts --n 100000 --frames 20": "python -m benchmarks.frameparts --n 500 --frames 3",
+    "python -m benchmarks.frameparts --n 10000 --frames 60": "python -m benchmarks.frameparts --n 500 --frames 3",
+    "python -m benchmarks.frameparts --n 100000 --alone --cpu --workload heavy":
+        "python -m benchmarks.frameparts --n 500 --frames 3 --alone --cpu --workload heavy",
 }
 
 #: Written on a page, not run here, and why.
