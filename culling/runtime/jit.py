@@ -87,9 +87,11 @@ def _warn_cache(kind: str, folder: str, exc: BaseException) -> None:
                   "or set NUMBA_CACHE_DIR to a writable one", RuntimeWarning, stacklevel=4)
 
 
-def _fingerprinted(cache: Any, py_func: Callable[..., Any], label: str) -> Any:
+def _fingerprinted(cache: Any, py_func: Callable[..., Any], label: str,
+                   load: Callable[[Any, Any], Any] | None = None) -> Any:
     """Stamp ``cache``'s entries with ``(label, kernel_fingerprint(py_func))`` instead of the kernel file's time,
-    and make a damaged or unwritable cache compile instead of raising.
+    and make a damaged or unwritable cache compile instead of raising; ``load``: how an entry loads (default
+    :func:`culling.runtime.loads.loader`'s).
 
     The fingerprint is computed on the cache's first use (when every module the
     kernel names is imported), not when the kernel is defined.  Reaches into
@@ -116,7 +118,7 @@ def _fingerprinted(cache: Any, py_func: Callable[..., Any], label: str) -> Any:
             _warn_cache("read", folder, exc)
             return {}
 
-    load, save = loader(cache), cache.save_overload
+    load, save = load or loader(cache), cache.save_overload
 
     def load_overload(sig: Any, target_context: Any) -> Any:
         ensure_stamp()
@@ -230,10 +232,9 @@ def _shipped_cache(py_func: Callable[..., Any]) -> Any:
 
     if not _shipped_native():
         cache._index_key = lambda sig, codegen: index_key(sig, _PortableCodegen(codegen))
-    cache.load_overload = load_overload
     cache.save_overload = lambda sig, data: None
     cache.flush = lambda: None
-    return _fingerprinted(cache, py_func, SHIPPED_LABEL)
+    return _fingerprinted(cache, py_func, SHIPPED_LABEL, load_overload)
 
 
 def _with_shipped(compiled: Any) -> Any:
