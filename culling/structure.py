@@ -384,10 +384,7 @@ class Structure(ABC):
 
         try:
             tested = run_chunks(test, points.shape[0], min_items=members.PARALLEL_MIN_POINTS // 2)
-            try:
-                return self._placed_from(tested, points, order, scale)
-            finally:  # a pool thread keeps its last job, and so this list, until its next: not the arenas
-                tested.clear()
+            return self._placed_from(tested, points, order, scale)
         finally:
             lease.close()
 

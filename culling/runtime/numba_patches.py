@@ -57,6 +57,28 @@ def apply() -> None:
 INLINED: set[Callable[..., Any]] = set()
 
 
+def _unpatched(module: str, owner: str | None, name: str, mark: str) -> tuple[Any, Any] | None:
+    """numba's ``module.owner`` (the module itself where ``owner`` is None) and its attribute ``name``, where this
+    numba has both and the patch marked ``mark`` is not in place yet; else None, and the patch is skipped."""
+    try:
+        holder: Any = importlib.import_module(module)
+    except ImportError:
+        return None
+    if owner is not None:
+        holder = getattr(holder, owner, None)
+    real = getattr(holder, name, None)
+    if real is None or getattr(real, mark, False):
+        return None
+    return holder, real
+
+
+def _patch(holder: Any, name: str, replacement: Any, mark: str) -> None:
+    """Put ``replacement`` in place of numba's ``holder.name``, marked ``mark`` so that a second :func:`apply`
+    leaves it as it is."""
+    setattr(replacement, mark, True)
+    setattr(holder, name, replacement)
+
+
 def _front_end_once() -> None:
     """Make numba read each :func:`inline_kernel` helper's bytecode into its IR once per process, not at
     every call site it is inlined into.
@@ -74,13 +96,10 @@ def _front_end_once() -> None:
     numba does it.  Reaches into numba's ``InlineWorker``; a numba without it
     is left as it is.
     """
-    try:
-        from numba.core.inline_closurecall import InlineWorker
-    except ImportError:
+    found = _unpatched("numba.core.inline_closurecall", "InlineWorker", "run_untyped_passes", "culling_once")
+    if found is None:
         return
-    read: Any = getattr(InlineWorker, "run_untyped_passes", None)
-    if read is None or getattr(read, "culling_once", False):
-        return
+    worker, read = found
     made: dict[tuple[Any, ...], Any] = {}
 
     def run_untyped_passes(self: Any, func: Any, enable_ssa: bool = False) -> Any:
@@ -97,9 +116,8 @@ def _front_end_once() -> None:
         copy._definitions = {name: list(values) for name, values in ir._definitions.items()}
         return copy
 
-    run_untyped_passes.culling_once = True  # type: ignore[attr-defined]
-    InlineWorker.run_untyped_passes = run_untyped_passes  # type: ignore[method-assign]
-    _copy_once(InlineWorker)
+    _patch(worker, "run_untyped_passes", run_untyped_passes, "culling_once")
+    _copy_once(worker)
 
 
 def _copy_once(worker: Any) -> None:
@@ -122,7 +140,6 @@ def _copy_once(worker: Any) -> None:
     this copies (no ``copy_ir`` in it) is left as it is.
     """
     import copy as _copymod
-    import importlib
 
     icc: Any = importlib.import_module("numba.core.inline_closurecall")
 
@@ -213,13 +230,10 @@ def _quick_flag_values() -> None:
     keeps numba's ``values``.  Reaches into numba's ``targetconfig``; a numba
     without it is left as it is.
     """
-    try:
-        from numba.core.targetconfig import TargetConfig
-    except ImportError:
+    found = _unpatched("numba.core.targetconfig", "TargetConfig", "values", "culling_quick")
+    if found is None:
         return
-    real: Any = getattr(TargetConfig, "values", None)
-    if real is None or getattr(real, "culling_quick", False):
-        return
+    config, real = found
     plain: dict[type, tuple[tuple[str, Any], ...] | None] = {}
 
     def defaults(cls: type) -> tuple[tuple[str, Any], ...] | None:
@@ -244,8 +258,7 @@ def _quick_flag_values() -> None:
         own = self._values
         return {name: own.get(name, default) for name, default in pairs}
 
-    values.culling_quick = True  # type: ignore[attr-defined]
-    TargetConfig.values = values  # type: ignore[method-assign]
+    _patch(config, "values", values, "culling_quick")
 
 
 
@@ -263,13 +276,11 @@ def _overloads_without_cfunc() -> None:
     overload whose options say otherwise keeps them.  Reaches into numba's
     overload templates; a numba without them is left as it is.
     """
-    try:
-        from numba.core.typing.templates import _OverloadFunctionTemplate
-    except ImportError:
+    found = _unpatched("numba.core.typing.templates", "_OverloadFunctionTemplate", "_get_jit_decorator",
+                       "culling_no_cfunc")
+    if found is None:
         return
-    real: Any = getattr(_OverloadFunctionTemplate, "_get_jit_decorator", None)
-    if real is None or getattr(real, "culling_no_cfunc", False):
-        return
+    template, real = found
 
     def get_jit_decorator(self: Any) -> Any:
         jitter = real(self)
@@ -280,8 +291,7 @@ def _overloads_without_cfunc() -> None:
 
         return without_cfunc
 
-    get_jit_decorator.culling_no_cfunc = True  # type: ignore[attr-defined]
-    _OverloadFunctionTemplate._get_jit_decorator = get_jit_decorator  # type: ignore[method-assign]
+    _patch(template, "_get_jit_decorator", get_jit_decorator, "culling_no_cfunc")
 
 
 
@@ -502,13 +512,10 @@ def _ufunc_loops_once() -> None:
     typing caches are.  Reaches into numba's ``npydecl``; a numba without it
     is left as it is.
     """
-    try:
-        npydecl: Any = importlib.import_module("numba.core.typing.npydecl")
-    except ImportError:
+    target = _unpatched("numba.core.typing.npydecl", None, "ufunc_find_matching_loop", "culling_once")
+    if target is None:
         return
-    real: Any = getattr(npydecl, "ufunc_find_matching_loop", None)
-    if real is None or getattr(real, "culling_once", False):
-        return
+    npydecl, real = target
     found: dict[tuple[Any, ...], Any] = {}
 
     def ufunc_find_matching_loop(ufunc: Any, arg_types: Any) -> Any:
@@ -521,5 +528,4 @@ def _ufunc_loops_once() -> None:
         except TypeError:  # an unhashable type: numba's search
             return real(ufunc, arg_types)
 
-    ufunc_find_matching_loop.culling_once = True  # type: ignore[attr-defined]
-    npydecl.ufunc_find_matching_loop = ufunc_find_matching_loop
+    _patch(npydecl, "ufunc_find_matching_loop", ufunc_find_matching_loop, "culling_once")
