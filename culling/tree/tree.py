@@ -418,8 +418,12 @@ class ViewDistanceTree(Structure):
         # not negative) in one compiled pass, and only on a fault the validators, to name it.
         handles = as_handles(handles, copy=False)  # only read
         centres = np.ascontiguousarray(as_points(centres, self.dim, "centres", values_checked=False))
-        radii = (self._pool.columns[self.dim, self._obj_pos[self._live_unique(handles)]] if radii is None
-                 else as_radii(radii, centres.shape[0], values_checked=False))  # a copy either way
+        if radii is None:  # the stored radii, read before the handles are checked (clipped: any handle reads)
+            stored = self._pool.columns[self.dim]
+            radii = (np.take(stored, np.take(self._obj_pos, handles, mode="clip"), mode="clip")
+                     if stored.size and self._obj_pos.size else np.zeros(handles.size))
+        else:
+            radii = as_radii(radii, centres.shape[0], values_checked=False)  # a copy either way
         if centres.shape[0] != handles.size:
             raise ValueError(f"centres must have shape ({handles.size}, {self.dim}) to match "
                              f"the handles, got {centres.shape}")
