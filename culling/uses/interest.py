@@ -83,10 +83,12 @@ GRID_MIN_VIEWERS = 256
 #: Handles per chunk of :func:`grid_answer` below which it runs on the calling thread.
 GRID_MIN_ROWS = 8192
 
-#: The pair buffers of a chunk of :func:`grid_answer`: room for the last answer's pairs per handle
+#: The pair buffers of a chunk of :func:`grid_answer`: room for the last answer's pairs per pool row
 #: (:data:`GRID_FIRST_HINT` at a manager's first) times this, plus :data:`GRID_SLACK`; they grow when
-#: that runs out.  The unsure pairs' buffers start with :data:`GRID_UNSURE_ROOM`.
-GRID_ROOM = 1.25
+#: that runs out (the pairs so far copied, the chunk asked again).  The chunks' densities differ: on 10k
+#: viewers x 100k entities the densest of 8 holds 1.6 times the mean pairs a row, so 1.25 ran out every
+#: tick.  The unsure pairs' buffers start with :data:`GRID_UNSURE_ROOM`.
+GRID_ROOM = 2.5
 GRID_SLACK = 1024
 GRID_FIRST_HINT = 8.0
 GRID_UNSURE_ROOM = 64
@@ -325,7 +327,8 @@ class InterestSets:
     answer sizes + previous sets) in one compiled pass on the library's
     threads (:func:`~culling.uses.interest_kernels.advance_rows`), with no
     Python step per viewer or per entity; a scratch array of 2 bits per
-    handle per thread is kept between ticks.
+    handle per thread, and the buffers the rows are written into before
+    packing (as large as the answers), are kept between ticks.
     """
 
     _rw: ReadWriteLock
@@ -347,6 +350,7 @@ class InterestSets:
         self._gone: NDArray[np.int64] = _EMPTY          # handles removed since the last tick, sorted
         self._bound = 0                                 # every handle held is below it
         self._scratch: dict[int, NDArray[np.uint8]] = {}  # advance_rows' flags, per thread (zeros between rows)
+        self._buffers: dict[str, NDArray[np.int64]] = {}  # the diff's outputs before packing, kept between ticks
 
     @property
     def hysteresis(self) -> float:
@@ -509,11 +513,14 @@ class InterestSets:
         sticky = self._hysteresis > 0.0
         bound = max(self._bound, bound)
 
-        kept = np.empty(outer.size if sticky or not ascending else 0, dtype=np.int64)
+        # Rows written at upper-bound places, then packed: buffers kept between ticks (the walk's unsticky
+        # new sets are kept as they are written: those are the tick's own).
+        kept = (self._buffer("kept", outer.size) if sticky
+                else np.empty(outer.size if not ascending else 0, dtype=np.int64))
         kept_counts = np.empty(m, dtype=np.int64)
-        entered_buffer = np.empty(inner.size, dtype=np.int64)
+        entered_buffer = self._buffer("entered", inner.size)
         entered_counts = np.empty(m, dtype=np.int64)
-        left_buffer = np.empty(previous.size, dtype=np.int64)
+        left_buffer = self._buffer("left", previous.size)
         left_counts = np.empty(m, dtype=np.int64)
 
         walk = np.arange(m, dtype=np.int64) if order is None else order
@@ -587,6 +594,14 @@ class InterestSets:
             self._scratch[key] = flags   # one entry per thread: a dict assignment is atomic
         return flags
 
+    def _buffer(self, name: str, size: int) -> NDArray[np.int64]:
+        """A scratch int64 array of ``size`` (its contents left over), kept between ticks under ``name``."""
+        held = self._buffers.get(name)
+        if held is None or held.size < size:
+            held = np.empty(max(size, int(1.25 * (0 if held is None else held.size))), dtype=np.int64)
+            self._buffers[name] = held
+        return held[:size]
+
     @staticmethod
     def _rows(handles: ArrayLike, counts: ArrayLike, m: int,
               name: str) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
@@ -625,10 +640,12 @@ class InterestSets:
         with self._rw.reading():
             state = state_without_lock(self)
         state["_scratch"] = {}   # per-thread scratch, made again on use
+        state["_buffers"] = {}
         return state
 
     def __setstate__(self, state: dict[str, object]) -> None:
         self.__dict__.update(state)
+        self.__dict__.setdefault("_buffers", {})
         for held in (self._ids, self._offsets, self._sets, self._sorted_ids, self._row_of, self._gone):
             held.flags.writeable = False  # frozen again (a copy comes back writable): numba types it apart
         self._rw = ReadWriteLock()
