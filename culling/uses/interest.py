@@ -203,14 +203,16 @@ def grid_answer(tree: ViewDistanceTree, points: NDArray[np.float64], scale: floa
     group_start = np.empty(bound, dtype=np.int64)
     group_count = np.zeros(bound, dtype=np.int64)
     ids = itertools.count()   # next() on it is atomic: each chunk's pairs get an id of their own
-    ranges = max(1, min(thread_count(), bound // GRID_MIN_ROWS))  # of handles, scattered at once: 2**shift each
-    shift = max(0, (-(-bound // ranges) - 1).bit_length())
-    ranges = -(-bound >> shift) if bound else 1
+    # Ranges of handles scattered at once, as many handles each (ranges of 2**k handles split 100k
+    # handles 65,536 / 34,464, and 140k 131,072 / 8,928): handle h's is (h * mult) >> 32, below ``ranges``.
+    ranges = max(1, min(thread_count(), bound // GRID_MIN_ROWS)) if bound <= MAX_HANDLE else 1
+    mult = (ranges << 32) // bound if ranges > 1 else 0
+    firsts = [min(-(-(r << 32) // mult), bound) if r else 0 for r in range(ranges)] + [bound]
 
     def chunk(lo: int, hi: int) -> tuple[NDArray[np.int32], int, NDArray[np.int64], NDArray[np.int64],
                                          NDArray[np.int64], int]:
         part = next(ids)
-        groups = (group_part, group_start, group_count, part, shift)
+        groups = (group_part, group_start, group_count, part, mult)
         room = int(hint * (hi - lo) * GRID_ROOM) + GRID_SLACK
         place = np.empty(room, dtype=PAIR_PLACE)
         counts = np.zeros((ranges, m), dtype=np.int64)
@@ -255,9 +257,9 @@ def grid_answer(tree: ViewDistanceTree, points: NDArray[np.float64], scale: floa
     cursors[0] = offsets[:-1]
     np.cumsum(by_range[:-1], axis=0, out=cursors[1:])
     cursors[1:] += offsets[:-1]
-    groups = (group_part, group_start, group_count, 0, shift)
-    run_chunks(lambda lo, hi: [scatter_groups(pairs, groups, base, cursors[r], out, r << shift,
-                                              min((r + 1) << shift, bound)) for r in range(lo, hi)], ranges, chunks=ranges)
+    groups = (group_part, group_start, group_count, 0, mult)
+    run_chunks(lambda lo, hi: [scatter_groups(pairs, groups, base, cursors[r], out, firsts[r], firsts[r + 1])
+                               for r in range(lo, hi)], ranges, chunks=ranges)
     if not ascending:  # the pairs exact arithmetic kept (a few), after the sure ones of their rows
         kept_handles = handles[unsure_rows[keep]]
         by_handle = np.argsort(kept_handles, kind="stable")

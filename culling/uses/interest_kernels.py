@@ -500,8 +500,9 @@ def grid_pairs(columns: np.ndarray, handles: np.ndarray, first: int, last: int, 
     filter, :func:`culling.core.containment.classify` within rounding of the surface).
 
     Each sure pair's viewer (its place in the grid's order) is written at ``pair_place[k]`` and
-    counted in ``counts[h >> shift, place]`` (``counts`` ``(ranges, m)``: by range of handles); an
-    entity's pairs are one run, ``groups = (part, start, count, this_part, shift)`` records it by handle
+    counted in ``counts[(h * mult) >> 32, place]`` (``counts`` ``(ranges, m)``: by range of handles, each
+    as many handles: ``mult`` is about ``2**32 * ranges / handles``); an
+    entity's pairs are one run, ``groups = (part, start, count, this_part, mult)`` records it by handle
     (``start[h]``, ``count[h]`` in this call's ``pair_place``, whose id ``this_part`` goes to
     ``part[h]``) for :func:`scatter_groups`.  Each unsure pair (practically
     never) is written at ``unsure_row[uk]``, ``unsure_place[uk]``, for exact arithmetic.  Returns
@@ -514,7 +515,7 @@ def grid_pairs(columns: np.ndarray, handles: np.ndarray, first: int, last: int, 
     dim = coords.shape[0]
     room = pair_place.shape[0]
     n0, n1, n2 = shape[0], shape[1], shape[2]
-    group_part, group_start, group_count, this_part, shift = groups
+    group_part, group_start, group_count, this_part, mult = groups
     far = 0.0   # the largest viewer coordinate's magnitude (a bound): the grid's corners
     for axis in range(dim):
         far = max(far, abs(low[axis]), abs(low[axis] + shape[axis] / inverse[axis]))
@@ -537,7 +538,7 @@ def grid_pairs(columns: np.ndarray, handles: np.ndarray, first: int, last: int, 
         k_row = k
         uk_row = uk
         full = False
-        r = h >> shift
+        r = (h * mult) >> 32   # h below 2**31, mult below 2**32: no overflow
         plain = far_ok and bound >= TINY_REACH and abs(c0) + abs(c1) + abs(c2) < GRID_PLAIN
         for z in range(a2, b2):
             for y in range(a1, b1):
