@@ -73,7 +73,7 @@ NEVER_SKIP_IN_CI = ("gl", "window", "ray")
 MARKER_FIXTURES = {"gl_ctx": "gl", "xvfb": "window"}
 #: Test kinds run one at a time: all tests of a kind form one ``xdist_group`` of that name (one worker).
 ONE_AT_A_TIME = ("window", "ray")
-#: The files whose tests each take seconds to a minute (whole programs in subprocesses, cold compiles),
+#: The files of the costliest tests (whole programs in subprocesses, cold compiles, the property suites),
 #: costliest first: they run before the rest, so that the quick tests pytest-xdist hands out one at a time
 #: fill the end of the run evenly and no worker is left running one of these alone (it did: the pure
 #: wheel's 40 s after the other worker had finished).  The groups (window, ray, the benchmarks' tiny run)
@@ -81,7 +81,7 @@ ONE_AT_A_TIME = ("window", "ray")
 #: By file name (each is unique under tests/), so the order holds for CI's copy of the tests as well.
 SLOW_FIRST = ("test_docs_commands.py", "test_processes.py", "test_kernel_cache.py", "test_packaging.py",
               "test_interrupts.py", "test_callees_by_symbol.py", "test_structure_stateful.py",
-              "test_structure_stress.py", "test_work_bounds.py")
+              "test_structure_stress.py", "test_work_bounds.py", "test_conftest_rules.py")
 
 
 #: The markers as pyproject.toml registers them, for a run without it (the wheel's tests in CI).
