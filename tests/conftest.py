@@ -73,6 +73,15 @@ NEVER_SKIP_IN_CI = ("gl", "window", "ray")
 MARKER_FIXTURES = {"gl_ctx": "gl", "xvfb": "window"}
 #: Test kinds run one at a time: all tests of a kind form one ``xdist_group`` of that name (one worker).
 ONE_AT_A_TIME = ("window", "ray")
+#: The files of the costliest tests (whole programs in subprocesses, cold compiles, the property suites),
+#: costliest first: they run before the rest, so that the quick tests pytest-xdist hands out one at a time
+#: fill the end of the run evenly and no worker is left running one of these alone (it did: the pure
+#: wheel's 40 s after the other worker had finished).  The groups (window, ray, the benchmarks' tiny run)
+#: go first anyway (pytest-xdist hands out the largest group first).
+#: By file name (each is unique under tests/), so the order holds for CI's copy of the tests as well.
+SLOW_FIRST = ("test_docs_commands.py", "test_processes.py", "test_kernel_cache.py", "test_packaging.py",
+              "test_interrupts.py", "test_callees_by_symbol.py", "test_structure_stateful.py",
+              "test_structure_stress.py", "test_work_bounds.py", "test_conftest_rules.py")
 
 
 #: The markers as pyproject.toml registers them, for a run without it (the wheel's tests in CI).
@@ -122,6 +131,8 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist's worker reads the xdist_group markers, and before -m
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    rank = {name: i for i, name in enumerate(SLOW_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(SLOW_FIRST)))   # stable: each file's order kept
     for item in items:
         for fixture, marker in MARKER_FIXTURES.items():
             if fixture in getattr(item, "fixturenames", ()) and item.get_closest_marker(marker) is None:
