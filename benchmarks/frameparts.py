@@ -21,6 +21,13 @@ module's code, cannot be alternated this way: alternate processes of the two
 commits instead.  Swapping two loaded copies of a module in one process was
 tried and misleads: the two copies of identical code read 2.5 ms apart on the
 100k frame, the structure's kept bands being made by one copy and used by both.)
+
+``--versus DIR`` does that: processes of this checkout (A) and of the
+checkout ``DIR`` (B) alternated, A B then B A, ``--rounds`` of each, each
+running this tool with the other options given; it prints every line's
+median for A and B and each process's figure.  Each process imports the
+library and the benchmarks from its own checkout (``PYTHONPATH``; numba's
+cache keeps the two checkouts' kernels apart, by their source paths).
 """
 
 from __future__ import annotations
@@ -30,8 +37,14 @@ import collections
 import functools
 import gc
 import importlib
+import os
+import re
+import statistics
+import subprocess
+import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -204,6 +217,66 @@ def ab_times(n: int, frames: int, target: str, values: tuple[Any, Any],
     return {values[k]: (float(np.median(times[k])), float(np.median(cpu[k]))) for k in range(2)}
 
 
+#: A line this tool prints: its label, its figure and the unit.
+_LINE = re.compile(r"^(?P<label>.+?)\s+(?P<value>-?[\d.]+) (?P<unit>ms|faults)\b")
+
+
+def figures(output: str) -> dict[str, float]:
+    """The figures of this tool's printed ``output``, by label (its indentation kept)."""
+    found = {}
+    for line in output.splitlines():
+        match = _LINE.match(line)
+        if match:
+            found[match.group("label").rstrip()] = float(match.group("value"))
+    return found
+
+
+def versus(other: str, rounds: int, argv: list[str],
+           run: Callable[[Path, list[str]], str] | None = None) -> dict[str, tuple[list[float], list[float]]]:
+    """Processes of this checkout (A) and of the checkout ``other`` (B) alternated, A B then B A,
+    ``rounds`` each, each running this tool with ``argv``: ``{label: (A's figures, B's figures)}`` in
+    the order the processes ran.  ``run(root, argv)`` runs one process and returns what it printed (by
+    default a Python subprocess with the checkout ``root`` first on its path, run from it)."""
+    here = Path(__file__).resolve().parent.parent
+    roots = (here, Path(other).resolve())
+    if not (roots[1] / "culling").is_dir():
+        raise SystemExit(f"{other} is not a checkout of this project (no culling/ in it)")
+
+    def process(root: Path, args: list[str]) -> str:
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep))
+        code = ("import sys, culling; root = sys.argv[1]; "
+                "assert culling.__file__.startswith(root), f'culling from {culling.__file__}, not {root}'; "
+                "from benchmarks.frameparts import main; raise SystemExit(main(sys.argv[2:]))")
+        done = subprocess.run([sys.executable, "-c", code, str(root), *args], cwd=root, env=env,
+                              capture_output=True, text=True, check=False)
+        if done.returncode:
+            raise SystemExit(f"the run in {root} failed:\n{done.stderr[-3000:]}")
+        return done.stdout
+
+    run = run or process
+    found: dict[str, tuple[list[float], list[float]]] = {}
+    for r in range(rounds):
+        for side in ((0, 1) if r % 2 == 0 else (1, 0)):
+            for label, value in figures(run(roots[side], argv)).items():
+                found.setdefault(label, ([], []))[side].append(value)
+    return found
+
+
+def _without(argv: list[str], options: dict[str, int]) -> list[str]:
+    """``argv`` less the ``options`` (name: values taken), in either ``--name value`` or ``--name=value`` form."""
+    kept, skip = [], 0
+    for token in argv:
+        if skip:
+            skip -= 1
+            continue
+        name = token.split("=", 1)[0]
+        if name in options:
+            skip = 0 if "=" in token else options[name]
+            continue
+        kept.append(token)
+    return kept
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m benchmarks.frameparts", description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=int, default=10_000, help="moving creatures (default 10,000)")
@@ -221,7 +294,20 @@ def main(argv: list[str] | None = None) -> int:
                     help="the swarm (default), its heavy tail, or mixed radii 10:1 / 100:1")
     ap.add_argument("--ab", nargs=3, metavar=("MODULE.NAME", "A", "B"),
                     help="alternate a module constant between two values (Python literals)")
+    ap.add_argument("--versus", metavar="DIR",
+                    help="alternate processes of this checkout (A) and of the checkout DIR (B), each running "
+                         "this tool with the other options")
+    ap.add_argument("--rounds", type=int, default=3, help="with --versus: processes of each checkout (default 3)")
+    argv = sys.argv[1:] if argv is None else argv
     args = ap.parse_args(argv)
+    if args.versus:
+        found = versus(args.versus, args.rounds, _without(argv, {"--versus": 1, "--rounds": 1}))
+        print(f"medians of {args.rounds} processes each, A: this checkout, B: {args.versus}")
+        for label, (a, b) in found.items():
+            if a and b:
+                print(f"{label:44s} A {statistics.median(a):9.3f}  B {statistics.median(b):9.3f}   "
+                      f"A: {' '.join(f'{x:.3f}' for x in a)}  B: {' '.join(f'{x:.3f}' for x in b)}")
+        return 0
     if args.ab:
         import ast
 

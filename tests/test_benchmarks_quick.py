@@ -191,6 +191,33 @@ def test_frameparts_counts_cpu_and_page_faults_on_each_workload():
     assert all(count >= 0.0 for count in spent.values())
 
 
+def test_frameparts_versus_alternates_the_two_checkouts_and_reads_every_line(tmp_path):
+    from pathlib import Path
+
+    from benchmarks import frameparts
+
+    other = tmp_path / "other"
+    (other / "culling").mkdir(parents=True)
+    here = Path(frameparts.__file__).resolve().parent.parent
+    ran = []
+
+    def run(root, argv):
+        ran.append(root)
+        a = root == here
+        return (f"tree: update_many + overlapping_pairs        {1.5 if a else 2.5:8.3f} ms a frame (median of 3)\n"
+                "the tree's frame, part by part (medians):\n"
+                f"    settle                                   {0.25 if a else 0.5:8.3f} ms\n")
+
+    found = frameparts.versus(str(other), 2, ["--n", "500"], run)
+    assert ran == [here, other, other, here]  # A B, then B A
+    assert found["tree: update_many + overlapping_pairs"] == ([1.5, 1.5], [2.5, 2.5])
+    assert found["    settle"] == ([0.25, 0.25], [0.5, 0.5])
+    assert frameparts._without(["--n", "9", "--versus", "x", "--rounds=4", "--cpu"],
+                               {"--versus": 1, "--rounds": 1}) == ["--n", "9", "--cpu"]
+    with pytest.raises(SystemExit):
+        frameparts.versus(str(tmp_path), 1, [], run)  # not a checkout
+
+
 def test_pool_layout_times_each_layout():
     from benchmarks import pool_layout
 

@@ -63,6 +63,8 @@ the caller then joins the tree with itself instead
 from __future__ import annotations
 
 import math
+import sys
+import threading
 from typing import NamedTuple
 
 import numpy as np
@@ -439,14 +441,47 @@ class PlanCache:
     crowd).  A plan that fits gives the same pairs as a new one: it only
     decides where members are bucketed.  Readers may share one: the plan is
     replaced whole, never changed in place.
+
+    It also keeps the buffers of the last outputs (:meth:`room`): the pairs
+    are written into one of them again once the caller has let go of the
+    arrays it was given from it.
     """
 
-    __slots__ = ("members", "plan", "uses")
+    __slots__ = ("_kept", "_lock", "members", "plan", "uses")
 
     def __init__(self) -> None:
         self.plan: Plan | None = None
         self.members = 0
         self.uses = 0
+        self._kept: list[tuple[np.ndarray, np.ndarray]] = []
+        self._lock = threading.Lock()
+
+    def room(self, pairs: int) -> tuple[np.ndarray, np.ndarray]:
+        """Two int64 arrays with room for ``pairs`` pairs, for :func:`written`: a kept buffer that
+        nothing outside this cache refers to any more (the caller has dropped every array the last
+        outputs handed out of it), else new ones, kept in turn (the :data:`KEPT_BUFFERS` last, while
+        they hold at most :data:`KEPT_BYTES` together).
+
+        A broad phase's pairs are fresh memory every frame otherwise: the heavy tail's million pairs,
+        16 MB, faulted in and zeroed by the system on every frame.  A caller that keeps its last
+        frame's answer while it asks for the next (``first, second = tree.overlapping_pairs()`` in a
+        loop) holds one buffer: the other is free, hence two kept.  Nothing is written into a buffer
+        an array that a caller holds refers to: every view of it holds a reference to it.
+        """
+        with self._lock:
+            if not KEPT_BYTES:  # keeping nothing (read at call time: the frame-parts tool alternates it)
+                self._kept.clear()
+            for k, kept in enumerate(self._kept):
+                if kept[0].shape[0] >= pairs and _unheld(kept[0]) and _unheld(kept[1]):
+                    del self._kept[k]
+                    self._kept.append(kept)  # the most recently used last
+                    return kept[0], kept[1]  # a new tuple: the arrays are held (counted) before the lock goes
+            size = pairs + pairs // 8  # some room for the next frames' growth
+            made = np.empty(size, dtype=np.int64), np.empty(size, dtype=np.int64)
+            if 16 * size <= KEPT_BYTES // KEPT_BUFFERS:
+                self._kept.append(made)
+                del self._kept[:-KEPT_BUFFERS]
+            return made[0], made[1]
 
     def fresh(self, members: int) -> Plan | None:
         """The plan to try for ``members`` members, or None when one must be made."""
@@ -458,6 +493,27 @@ class PlanCache:
 
     def keep(self, plan: Plan, members: int) -> None:
         self.plan, self.members, self.uses = plan, members, 0
+
+
+def _unheld(array: np.ndarray) -> bool:
+    """Whether only the cache's own tuple refers to ``array``: its reference count (CPython's) no more
+    than that of an array only a tuple holds, counted the same way (:data:`_ONLY_KEPT`)."""
+    return sys.getrefcount(array) <= _ONLY_KEPT
+
+
+def _count(array: np.ndarray) -> int:
+    return sys.getrefcount(array)  # as _unheld counts: one call deep
+
+
+#: The reference count :func:`_unheld` reads of an array that only a tuple holds.
+_probe = (np.empty(0, dtype=np.int64),)
+_ONLY_KEPT = _count(_probe[0])
+del _probe
+
+
+#: The most output buffers a :class:`PlanCache` keeps, and the most bytes they hold together.
+KEPT_BUFFERS = 2
+KEPT_BYTES = 64 << 20
 
 
 #: A :class:`PlanCache` makes its plan again after this many uses.
@@ -588,7 +644,8 @@ def noted_cells(lay: Layout, first_cell: int, last_cell: int, origin: np.ndarray
     return hits, hk, noted
 
 
-def written(lay: Layout, parts: list[Noted], cube: bool, parallel: bool = False) -> Pairs:
+def written(lay: Layout, parts: list[Noted], cube: bool, parallel: bool = False,
+            plans: PlanCache | None = None) -> Pairs:
     """The pairs of the runs the screening ``parts`` noted (:func:`noted_cells`, :func:`noted_rows`),
     into one output: :func:`_written` into buffers NumPy allocates, room for every row noted.
 
@@ -599,11 +656,14 @@ def written(lay: Layout, parts: list[Noted], cube: bool, parallel: bool = False)
     page faults a frame against 1,300 (the parts moved up instead: 1.5 ms).
     The parts are written one after the other; with ``parallel`` and from
     :data:`PARALLEL_WRITE_MIN` rows noted, each part at the place its noted rows would take, on
-    the library's threads, and then the parts' pairs are moved up to close the gaps.
+    the library's threads, and then the parts' pairs are moved up to close the gaps.  ``plans``:
+    the structure's :class:`PlanCache`, whose kept buffers are written again (:meth:`PlanCache.room`).
     """
     room = sum(noted for _, _, noted in parts)
-    first = np.empty(room, dtype=np.int64)
-    second = np.empty(room, dtype=np.int64)
+    if plans is not None:  # a kept buffer, when the caller has let go of it (PlanCache.room)
+        first, second = plans.room(room)
+    else:
+        first, second = np.empty(room, dtype=np.int64), np.empty(room, dtype=np.int64)
     doubt: list[tuple[np.ndarray, np.ndarray]] = []
     if parallel and room >= PARALLEL_WRITE_MIN and len(parts) > 1 and thread_count() > 1:
         starts = np.cumsum([0] + [noted for _, _, noted in parts])

@@ -441,7 +441,7 @@ def overlapping_pairs(runs: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray
     if apart:  # a small frame's pairs: written on the threads, joined after
         return _settled(cast("list[bands.Pairs]", done), lay.columns, lay.handles, shape)
     # the runs of every chunk first, then their pairs into one output (bands.written)
-    return _settled([bands.written(lay, cast("list[bands.Noted]", done), cube, not serial)], lay.columns,
+    return _settled([bands.written(lay, cast("list[bands.Noted]", done), cube, not serial, plans)], lay.columns,
                     lay.handles, shape)
 
 

@@ -241,6 +241,54 @@ def test_gather_in_parts_matches_one_part() -> None:
                                                                      many.columns[dim].tolist()))
 
 
+def test_a_kept_output_buffer_is_written_again_only_once_nothing_outside_holds_it():
+    cache = bands.PlanCache()
+    first, second = cache.room(1000)
+    kept = id(first)  # alive while the cache keeps it: its id names it
+    again, _ = cache.room(1000)
+    assert id(again) != kept  # the caller still holds the first buffer
+    other = id(again)
+    del first, second, again
+    reused, _ = cache.room(500)
+    assert id(reused) == kept  # let go of: written again
+    view = reused[:10]
+    del reused
+    assert id(cache.room(900)[0]) == other  # a view holds its buffer: the other one
+    third, _ = cache.room(900)  # neither is free (the view; the answer just taken was dropped: free again)
+    assert id(third) == other
+    fourth, _ = cache.room(900)
+    assert id(fourth) not in (kept, other) and len(cache._kept) == bands.KEPT_BUFFERS
+    assert not np.shares_memory(fourth, view) and not np.shares_memory(third, view)
+    huge = cache.room(bands.KEPT_BYTES // 16)  # too large to keep
+    assert all(pair[0] is not huge[0] for pair in cache._kept)
+
+
+@pytest.mark.parametrize("kind", ["tree", "grid"])
+def test_overlapping_pairs_reuse_their_buffers_only_after_the_caller_lets_go(kind):
+    """Frames whose answers the caller drops or keeps in turn: every answer is the brute force's, and an
+    answer still held is never written into by a later frame."""
+    rng = np.random.default_rng(17)
+    n = 1500
+    index = (ViewDistanceTree(size=256.0, dim=3) if kind == "tree"
+             else DenseViewDistanceGrid(size=256.0, dim=3, min_radius=0.25))
+    centres = rng.uniform(20.0, 236.0, (n, 3))
+    radii = np.where(rng.random(n) < 0.02, rng.uniform(10.0, 20.0, n), rng.uniform(0.5, 2.5, n))
+    handles = np.asarray(index.insert_many(centres, radii))
+    held = []  # (answer, its copy when returned)
+    for frame in range(6):
+        centres = centres + rng.uniform(-0.5, 0.5, centres.shape)
+        index.update_many(handles, centres)
+        first, second = index.overlapping_pairs()
+        assert set(zip(first.tolist(), second.tolist())) == brute(centres, radii, handles, "sphere")
+        assert len(first) == len(set(zip(first.tolist(), second.tolist())))
+        for (a, b), _ in held:
+            assert not np.shares_memory(a, first) and not np.shares_memory(b, second)
+        if frame % 2 == 0:
+            held.append(((first, second), (first.copy(), second.copy())))
+    for (a, b), (a0, b0) in held:  # untouched since they were returned
+        assert np.array_equal(a, a0) and np.array_equal(b, b0)
+
+
 @pytest.mark.parametrize("kind", ["tree", "grid"])
 def test_the_bands_are_kept_while_they_fit_and_made_again_when_not(kind):
     """A moving crowd's next call uses the last call's bands (the same plan object); a member outside
