@@ -19,14 +19,16 @@ independent of the others, so a caller may also run them on threads.
 from __future__ import annotations
 
 import threading
+import weakref
 from collections.abc import Callable
+from typing import Protocol
 
 import numpy as np
 
 from culling.runtime.jit import kernel
 
 __all__ = ["QUERY_CHUNK", "SCRATCH_HELD_MOST", "RowsLease", "chunk_bounds", "in_caller_order", "in_chunks", "join_answers",
-           "merged", "parts_in_caller_order", "release_scratch", "rows_lease"]
+           "merged", "parts_in_caller_order", "release_scratch", "rows_lease", "scratch_keeper"]
 
 #: Points per pass of ``query_many``: 8,192 points' scratch is about 25 MB,
 #: and a pass stays long enough that its fixed costs (a few kernel calls, a
@@ -149,11 +151,29 @@ _kept_share = [1.0]  # the most rows a chunk kept per candidate in the last call
 _current = threading.local()  # the lease of the call whose chunk this thread is testing, if any
 
 
+class ScratchKeeper(Protocol):
+    def release(self) -> None: ...
+
+
+_keepers: weakref.WeakSet[ScratchKeeper] = weakref.WeakSet()  # other scratch kept between calls
+
+
+def scratch_keeper(keeper: ScratchKeeper) -> None:
+    """Have :func:`release_scratch` call ``keeper.release()`` too, while ``keeper`` lives (a
+    structure's kept broad-phase outputs: :meth:`culling.pairs.bands.PlanCache.room`)."""
+    with _held_lock:
+        _keepers.add(keeper)
+
+
 def release_scratch() -> None:
     """Drop the arenas :class:`RowsLease` keeps between ``query_many`` calls (at most
-    :data:`SCRATCH_HELD_MOST` rows, 64 MiB); the next call allocates its own again."""
+    :data:`SCRATCH_HELD_MOST` rows, 64 MiB) and every structure's kept ``overlapping_pairs``
+    outputs (at most 64 MiB a structure); the next call allocates its own again."""
     with _held_lock:
         _held.clear()
+        keepers = list(_keepers)
+    for keeper in keepers:
+        keeper.release()
 
 
 def rows_lease() -> RowsLease | None:

@@ -69,6 +69,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from culling.core.chunks import scratch_keeper
 from culling.core.overlap import NEAR_LANES, first_near, meet_filter, member, partner_rows, reach_up
 from culling.runtime.jit import inline_kernel, kernel
 from culling.runtime.prefetch import AHEAD, prefetch, prefetch_at
@@ -447,7 +448,7 @@ class PlanCache:
     arrays it was given from it.
     """
 
-    __slots__ = ("_kept", "_lock", "members", "plan", "uses")
+    __slots__ = ("__weakref__", "_kept", "_lock", "members", "plan", "uses")
 
     def __init__(self) -> None:
         self.plan: Plan | None = None
@@ -455,6 +456,13 @@ class PlanCache:
         self.uses = 0
         self._kept: list[tuple[np.ndarray, np.ndarray]] = []
         self._lock = threading.Lock()
+        scratch_keeper(self)
+
+    def release(self) -> None:
+        """Drop the kept output buffers (:func:`culling.release_scratch`); arrays a caller holds stay
+        valid, they hold their buffer."""
+        with self._lock:
+            self._kept.clear()
 
     def room(self, pairs: int) -> tuple[np.ndarray, np.ndarray]:
         """Two int64 arrays with room for ``pairs`` pairs, for :func:`written`: a kept buffer that

@@ -20,7 +20,7 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from culling import DenseViewDistanceGrid, ViewDistanceTree
+from culling import DenseViewDistanceGrid, ViewDistanceTree, release_scratch
 from culling.core.lattice import ANCHOR
 from culling.pairs import bands
 from culling.pairs import join as pairs
@@ -261,6 +261,17 @@ def test_a_kept_output_buffer_is_written_again_only_once_nothing_outside_holds_i
     assert not np.shares_memory(fourth, view) and not np.shares_memory(third, view)
     huge = cache.room(bands.KEPT_BYTES // 16)  # too large to keep
     assert all(pair[0] is not huge[0] for pair in cache._kept)
+
+
+def test_release_scratch_drops_the_kept_output_buffers_and_leaves_held_answers_alone():
+    cache = bands.PlanCache()
+    held, _ = cache.room(1000)
+    free = cache.room(1000)[0].copy()  # the second buffer, let go of at once
+    assert len(cache._kept) == 2
+    held[:] = 7
+    release_scratch()
+    assert cache._kept == [] and (held == 7).all() and free.shape == (1000 + 1000 // 8,)
+    assert id(cache.room(10)[0]) != id(held)  # kept again from new buffers
 
 
 @pytest.mark.parametrize("kind", ["tree", "grid"])
