@@ -74,7 +74,8 @@ def owned(owners: np.ndarray, first: int, end: int, probe: int) -> np.ndarray:
     if end == first:
         return owners
     more = np.empty(end, dtype=np.int64)
-    more[:first] = owners[:first]
+    for k in range(first):  # a loop, not a slice copy: that pulls in numba's shape-mismatch message (issue 37)
+        more[k] = owners[k]
     more[first:end] = probe
     return more
 

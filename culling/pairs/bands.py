@@ -177,7 +177,8 @@ def forward_lines(lead: int) -> np.ndarray:
                 positive = digits[axis] > 0
                 decided = True
         if positive:
-            out[k] = digits
+            for axis in range(lead):
+                out[k, axis] = digits[axis]
             k += 1
     return out
 
@@ -263,15 +264,17 @@ def _banded(members: np.ndarray, low: np.ndarray, high: np.ndarray, low_level: i
                 band_level[p] = level
                 band_own[p] = level
                 band_members[p] = total
-                band_low[p] = joined_low
-                band_high[p] = joined_high
+                for axis in range(dim):
+                    band_low[p, axis] = joined_low[axis]
+                    band_high[p, axis] = joined_high[axis]
                 band_of_slot[s] = p
                 continue
         band_level[bands] = level
         band_own[bands] = level
         band_members[bands] = members[s]
-        band_low[bands] = low[s]
-        band_high[bands] = high[s]
+        for axis in range(dim):
+            band_low[bands, axis] = low[s, axis]
+            band_high[bands, axis] = high[s, axis]
         band_of_slot[s] = bands
         bands += 1
     ok = True
@@ -287,8 +290,9 @@ def _banded(members: np.ndarray, low: np.ndarray, high: np.ndarray, low_level: i
             joined_low[axis] = band_low[p, axis] - 1  # then fits while the crowd drifts (PlanCache)
             joined_high[axis] = band_high[p, axis] + 1
         if _cells_of(joined_low, joined_high, limit) <= limit:
-            band_low[p] = joined_low
-            band_high[p] = joined_high
+            for axis in range(dim):
+                band_low[p, axis] = joined_low[axis]
+                band_high[p, axis] = joined_high[axis]
     # Bands in rows coarsest first: band p of the finest-first numbering is band bands - 1 - p.
     band = np.empty((bands, LOW + 2 * dim), dtype=np.int64)
     scales = np.zeros((bands, 3))
@@ -1008,7 +1012,9 @@ def _cross_rows(lay: Layout, first_row: int, last_row: int, origin: np.ndarray, 
                     if z_lo <= z_hi and s < e:
                         if hk == hits.shape[1]:
                             bigger = np.empty((3, 2 * hk), dtype=np.int64)
-                            bigger[:, :hk] = hits
+                            for k in range(3):  # loops, not slices: a slice copy pulls in numba's shape-mismatch
+                                for j in range(hk):  # message, compiled once per process (issue 37)
+                                    bigger[k, j] = hits[k, j]
                             hits = bigger
                         hk = _screened(hits, hk, i, s, e)
                         noted += e - s

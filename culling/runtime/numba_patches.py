@@ -9,8 +9,10 @@ block), builds a dict of some fifty compiler flags through properties about
 for every ``@overload`` implementation that nothing can call, searches a
 ufunc's loops again for every operator it types, and copies the whole LLVM
 module of every kernel a kernel calls into the caller to optimise and
-compile it again there.  Each patch here does the same work once; the LLVM
-IR of every kernel is unchanged but for symbol names
+compile it again there, and runs LLVM's function passes over each kernel's
+CPython wrapper twice.  Each patch here does the same work once; the LLVM
+IR of every kernel is unchanged but for symbol names (and the form of the
+wrappers' code)
 (tests/culling/runtime/test_inlining.py), except that a called library
 kernel too large for LLVM to inline is declared in its caller, not copied
 (tests/culling/runtime/test_callees_by_symbol.py): the same machine code,
@@ -21,7 +23,8 @@ first patches took a cold compile of every kernel from about 67 to about
 They reach into numba's internals, so each checks that the numba it finds
 has what it replaces, and leaves a numba without it as it is.  The two
 inliner patches touch only the library's own helpers (:data:`INLINED`), and
-the linking by symbol only the library's kernels called from its kernels; the
+the linking by symbol only the library's kernels called from its kernels, the
+single round of function passes only the library's kernels' CPython wrappers; the
 flag values, the overloads' wrappers and the ufunc loops are process-wide, as
 numba's own behaviour is: ``CULLING_NUMBA_PATCHES=0`` in the environment turns every
 patch off (the kernels then compile as numba compiles them, slower).
@@ -51,6 +54,7 @@ def apply() -> None:
     _overloads_without_cfunc()
     _callees_by_symbol()
     _ufunc_loops_once()
+    _wrappers_optimised_once()
 
 
 #: The Python functions of the library's inlined helpers (``jit.inline_kernel`` adds each).
@@ -529,3 +533,48 @@ def _ufunc_loops_once() -> None:
             return real(ufunc, arg_types)
 
     _patch(npydecl, "ufunc_find_matching_loop", ufunc_find_matching_loop, "culling_once")
+
+
+
+
+#: The start of the LLVM name of a library kernel's CPython wrapper (numba mangles it as ``cpython.culling. ...``).
+_OWN_WRAPPER = "_ZN7cpython7culling"
+
+
+def _wrapper_module(ll_module: Any) -> bool:
+    """Whether ``ll_module`` defines a library kernel's CPython wrapper."""
+    return any(not function.is_declaration and function.name.startswith(_OWN_WRAPPER)
+               for function in ll_module.functions)
+
+
+def _wrappers_optimised_once() -> None:
+    """Let LLVM optimise a library kernel's CPython wrapper once, in the kernel's module passes, not first on its own too.
+
+    numba runs LLVM's whole O3 function pipeline over every function of each
+    module it lowers, links the modules into the kernel's final module, and
+    runs the O3 module pipeline over that, which runs the same function
+    simplification again over everything.  A kernel's CPython wrapper (the
+    unboxing of its arguments and the call, a module of its own per kernel)
+    skips the first round here, while a library kernel compiles: the 49
+    kernels of a tree's first frame then have the same final LLVM IR for their
+    bodies, but for metadata numbers (their wrappers' code differs in form,
+    not in what it does; the exact query, ``query_many`` and the moving frame
+    ran as fast).  Every other module keeps numba's two rounds: a kernel's body
+    (where leaving the first round out gave different code, and a moving
+    frame some 8 % slower), numba's ``@overload`` implementations, a user's
+    function.  Reaches into numba's ``CPUCodeLibrary._optimize_functions``; a
+    numba without it is left as it is.
+    """
+    found = _unpatched("numba.core.codegen", "CPUCodeLibrary", "_optimize_functions", "culling_once")
+    if found is None:
+        return
+    library_class, real = found
+
+    def optimize_functions(self: Any, ll_module: Any) -> None:
+        if getattr(_LOCAL, "depth", 0) > 0 and _wrapper_module(ll_module):
+            ll_module.data_layout = self._codegen._data_layout  # what numba's round sets first
+            return
+        real(self, ll_module)
+
+    optimize_functions.numba_optimize_functions = real  # type: ignore[attr-defined]
+    _patch(library_class, "_optimize_functions", optimize_functions, "culling_once")

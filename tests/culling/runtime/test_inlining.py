@@ -10,7 +10,8 @@ copied once, as one whole (one scope for all the copy's blocks).  numba's compil
 without a property call per option (culling.runtime.numba_patches._quick_flag_values), to the same values, and
 numba's @overload implementations are compiled without a cfunc wrapper (culling.runtime.numba_patches._overloads_without_cfunc);
 a ufunc's loop is looked up once per ufunc and types (culling.runtime.numba_patches._ufunc_loops_once), to numba's
-own answer.
+own answer.  A library kernel's CPython wrapper skips numba's first, function-by-function round of LLVM passes
+(culling.runtime.numba_patches._wrappers_optimised_once), to the same final code; anything else keeps it.
 """
 
 from __future__ import annotations
@@ -200,20 +201,22 @@ def test_the_patches_can_be_turned_off():
               "from numba.core.targetconfig import TargetConfig\n"
               "from numba.core.codegen import CPUCodeLibrary\n"
               "from numba.core.typing import npydecl\n"
+              "from numba.core.codegen import CPUCodeLibrary as L\n"
               "patched = [getattr(InlineWorker.run_untyped_passes, 'culling_once', False),\n"
               "           getattr(InlineWorker.inline_ir, 'culling_once', False),\n"
               "           getattr(TargetConfig.values, 'culling_quick', False),\n"
               "           getattr(CPUCodeLibrary.finalize, 'culling_by_symbol', False),\n"
-              "           getattr(npydecl.ufunc_find_matching_loop, 'culling_once', False)]\n"
+              "           getattr(npydecl.ufunc_find_matching_loop, 'culling_once', False),\n"
+              "           getattr(L._optimize_functions, 'culling_once', False)]\n"
               "print(patched)\n")
     env = {**__import__("os").environ, numba_patches.PATCHES_ENV: "0"}
     off = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300)
     assert off.returncode == 0, off.stderr
-    assert off.stdout.strip() == "[False, False, False, False, False]"
+    assert off.stdout.strip() == "[False, False, False, False, False, False]"
     env[numba_patches.PATCHES_ENV] = "1"
     on = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300)
     assert on.returncode == 0, on.stderr
-    assert on.stdout.strip() == "[True, True, True, True, True]"
+    assert on.stdout.strip() == "[True, True, True, True, True, True]"
 
 
 def test_a_ufuncs_loop_is_found_once_for_the_same_types_and_is_numbas():
@@ -229,3 +232,80 @@ def test_a_ufuncs_loop_is_found_once_for_the_same_types_and_is_numbas():
         first = memo(ufunc, args)
         assert first == numpy_support.ufunc_find_matching_loop(ufunc, args)
         assert memo(ufunc, list(args)) is first
+
+
+def test_a_kernels_wrapper_skips_the_function_passes_and_any_other_module_keeps_them(monkeypatch):
+    """While a library kernel compiles, a module defining its CPython wrapper is not run through numba's function
+    passes; any other module (the kernel's body, numba's overloads, a user's function) is, as it is outside a
+    kernel's compile."""
+    import llvmlite.binding as ll
+    from numba.core.codegen import CPUCodeLibrary
+    from numba.core.registry import cpu_target
+
+    assert getattr(CPUCodeLibrary._optimize_functions, "culling_once", False)
+    codegen = cpu_target.target_context.codegen()
+    runs: list[str] = []
+    real = type(codegen)._function_pass_manager
+
+    def counted(self, **kwargs):  # noqa: ANN001, ANN003, ANN202 - numba's signature
+        fpm, pb = real(self, **kwargs)
+
+        class Counted:
+            def run(self, function, builder):  # noqa: ANN001, ANN202
+                runs.append(function.name)
+                return fpm.run(function, builder)
+
+        return Counted(), pb
+
+    monkeypatch.setattr(type(codegen), "_function_pass_manager", counted)
+
+    def optimised(name: str, in_kernel: bool) -> list[str]:
+        module = ll.parse_assembly(f"define i64 @\"{name}\"(i64 %x) {{\n  %y = add i64 %x, 1\n  ret i64 %y\n}}\n")
+        library = codegen.create_library("probe")
+        runs.clear()
+        numba_patches._LOCAL.depth = 1 if in_kernel else 0
+        try:
+            library._optimize_functions(module)
+        finally:
+            numba_patches._LOCAL.depth = 0
+        assert module.data_layout == codegen._data_layout
+        return list(runs)
+
+    kernel, wrapper = "_ZN7culling4tree4walk5probeB2v1Exx", "_ZN7cpython7culling4tree4walk5probeB2v1Exx"
+    assert optimised(wrapper, True) == []
+    assert optimised(wrapper, False) == [wrapper]   # outside a kernel's compile
+    assert optimised(kernel, True) == [kernel]   # the kernel's body: numba's round
+    assert optimised("_ZN5numba2np8arrayobj5emptyExx", True) == ["_ZN5numba2np8arrayobj5emptyExx"]
+    assert optimised("_ZN7cpython8__main__4userExx", True) == ["_ZN7cpython8__main__4userExx"]
+
+
+def test_a_kernels_body_is_the_same_with_its_wrapper_optimised_once():
+    """The final LLVM IR of a library kernel's body, compiled in a fresh process, is the same (but for metadata
+    numbers) with its wrapper's first round of passes and without it."""
+    import subprocess
+    import sys
+    import tempfile
+
+    script = ("import re, numpy as np\n"
+              "import culling\n"
+              "from numba.core.codegen import CPUCodeLibrary\n"
+              "if __import__('os').environ.get('ROUND') == '1':\n"
+              "    CPUCodeLibrary._optimize_functions = CPUCodeLibrary._optimize_functions.numba_optimize_functions\n"
+              "t = culling.ViewDistanceTree(size=64.0, dim=2)\n"
+              "t.insert_many(np.array([[1.0, 2.0], [5.0, 5.0]]), np.array([1.0, 2.0]))\n"
+              "t.query(np.array([1.0, 2.0]), exact=True)\n"
+              "from culling.tree import walk\n"
+              "lib = next(iter(walk.query.overloads.values())).library\n"
+              "text = re.sub(r'B\\d+v\\d+B\\d+[A-Za-z0-9_]+', 'B', lib.get_llvm_str())\n"
+              "body = re.search(r'^define [^@]*@_ZN7culling4tree4walk5queryB.*?^}', text, re.S | re.M).group(0)\n"
+              "assert '_ZN7cpython7culling4tree4walk5query' in text\n"
+              "print(re.sub(r'!\\d+', '!N', body))\n")
+    outs = []
+    for first_round in ("0", "1"):
+        with tempfile.TemporaryDirectory() as cache:
+            env = {**__import__("os").environ, "NUMBA_CACHE_DIR": cache, "CULLING_SHIPPED_KERNELS": "0",
+                   "ROUND": first_round}
+            done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=600)
+        assert done.returncode == 0, done.stderr[-2000:]
+        outs.append(done.stdout)
+    assert outs[0].startswith("define") and outs[0] == outs[1]
