@@ -18,6 +18,9 @@ cubes' broad phase), and a cold warm-up
 runs the groups in worker processes, one per core, into the one cache
 (numba's cache files are per kernel, so workers compiling different kernels
 do not collide), then loads them: about half the wall time on two cores.
+The workers claim each step before running it, and one that is done with its
+own steps takes its partner's last ones, so neither sits idle while the other
+still compiles.
 
 >>> seen = []
 >>> seconds = warm_up(lambda done, total, name: seen.append((done, total)), workers=1)
@@ -31,6 +34,7 @@ import os
 import queue
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -247,9 +251,8 @@ KERNEL_GROUPS: dict[str, tuple[str, ...]] = {
 }
 
 #: CPU seconds of each group's cold compile on its own (numba's set-up and the group's structures
-#: included; ``python -m benchmarks --only jit``, "The kernels' compile", 2-core machine, numba 0.68;
-#: ``pairs`` without the cubes' kernels and ``cubes`` by ``benchmarks.jitstart.compile_cost``).
-KERNEL_GROUP_COST = {"tree": 33.0, "pairs": 40.0, "grid": 57.0, "interest": 37.0, "cubes": 25.0}
+#: included; ``benchmarks.jitstart.compile_cost`` per group, 2-core machine, numba 0.68.1, December 2026).
+KERNEL_GROUP_COST = {"tree": 32.0, "pairs": 25.0, "grid": 36.0, "interest": 41.0, "cubes": 24.5}
 
 #: Groups that compile many of the same kernels (the grid's pairs are the broad phase's kernels; the
 #: interest manager's ticks are the tree's batch queries and probes): a worker takes a family whole
@@ -381,13 +384,23 @@ def warm_up(progress: Progress | None = None, *, groups: Sequence[str] | None = 
 
 
 def _run_steps(names: Sequence[str], progress: Progress | None, reported: set[str],
-               beside: Sequence[str] = ()) -> None:
+               beside: Sequence[str] = (), claims: str | None = None) -> None:
     """Run the steps ``names`` in this process, reporting those not in ``reported`` yet; ``beside``: the
-    groups a partner worker compiles meanwhile (:data:`_SHARED`: their kernels are awaited, not compiled)."""
+    groups a partner worker compiles meanwhile (:data:`_SHARED`: their kernels are awaited, not compiled).
+
+    ``claims``: the folder where workers claim steps (:data:`CLAIMS_ENV`): a step another worker claimed
+    first is skipped, and once its own steps are done the worker takes the partners' unclaimed steps
+    from the end of their order, so the worker that finishes first helps the other."""
     steps = dict(STEPS)
     state: dict[str, object] = {}
     patience = PARTNER_WAIT  # for all the steps together: a partner that failed costs a minute at most
-    for name in names:  # loads what the workers compiled, compiles anything still missing
+    theirs: list[str] = []
+    if claims is not None:
+        mine = set(names)
+        theirs = [n for n in reversed(_ORDER) for g in beside if n in KERNEL_GROUPS[g] and n not in mine]
+    for name in [*names, *theirs]:  # loads what the workers compiled, compiles anything still missing
+        if claims is not None and not _claim(claims, name):
+            continue
         shared = [kernel for group, kernels in _SHARED.get(name, ()) if group in beside for kernel in kernels]
         since = time.monotonic()
         while shared and not all(_has_index(k) for k in shared) and time.monotonic() - since < patience:
@@ -400,12 +413,31 @@ def _run_steps(names: Sequence[str], progress: Progress | None, reported: set[st
                 progress(len(reported), len(names), name)
 
 
+#: The environment variable that hands :class:`CompileWorkers`' workers the folder where they claim steps.
+CLAIMS_ENV = "CULLING_WARM_UP_CLAIMS"
+
+
+def _claim(claims: str, name: str) -> bool:
+    """Whether this worker claimed step ``name`` (a file created exclusively), False where another did
+    first; where the folder is gone (the program that started the workers ended), the step is run."""
+    try:
+        os.close(os.open(os.path.join(claims, name.replace(":", "").replace(",", "").replace(" ", "_")),
+                         os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+    except FileExistsError:
+        return False
+    except OSError:
+        return True
+    return True
+
+
 def worker_warm_up(progress: Progress, groups: Sequence[str], beside: Sequence[str]) -> None:
     """A worker's warm-up (``python -m culling warm-up --report``): ``groups``' steps in this process, in
     :data:`_ORDER`, waiting for the kernels it shares with ``beside``, the groups another worker compiles
-    at the same time (:data:`_SHARED`)."""
+    at the same time (:data:`_SHARED`); with :data:`CLAIMS_ENV` set, the steps are claimed, and the
+    partners' last steps taken once this worker's own are done."""
     names = sorted((name for group in _groups(groups) for name in KERNEL_GROUPS[group]), key=_ORDER.index)
-    _run_steps(names, progress, set(), tuple(beside))
+    claims = os.environ.get(CLAIMS_ENV) or None
+    _run_steps(names, progress, set(), tuple(g for g in beside if g in KERNEL_GROUPS), claims)
 
 
 def _share(groups: Sequence[str], workers: int) -> list[list[str]]:
@@ -413,7 +445,7 @@ def _share(groups: Sequence[str], workers: int) -> list[list[str]]:
     are fewer workers than groups, largest first, each to the least loaded worker.
 
     >>> _share(["tree", "pairs", "grid", "interest"], 2)
-    [['pairs', 'grid'], ['tree', 'interest']]
+    [['tree', 'interest'], ['pairs', 'grid']]
     >>> _share(["tree", "grid"], 2)
     [['grid'], ['tree']]
     """
@@ -441,7 +473,8 @@ class CompileWorkers:
     """Worker processes compiling kernel groups into numba's disk cache, watched without blocking.
 
     Each worker runs ``python -m culling warm-up --groups ... --report`` (the
-    groups shared out by their cost, :data:`KERNEL_GROUP_COST`) and says each step it
+    groups shared out by their cost, :data:`KERNEL_GROUP_COST`; a worker done with its
+    own steps takes the others' unclaimed last ones, :data:`CLAIMS_ENV`) and says each step it
     finishes; :meth:`poll` returns those names.  For a loading screen that
     must keep drawing and answering its keys, and for a compile left to run
     in the background while a program starts (a kernel found in the cache
@@ -474,6 +507,9 @@ class CompileWorkers:
                    PYTHONPATH=os.pathsep.join([package_parent, *filter(None, [os.environ.get("PYTHONPATH")])]))
         self._processes: list[subprocess.Popen[str]] = []
         shares = _share(chosen, workers)
+        self._claims = tempfile.TemporaryDirectory(prefix="culling-warm-up-") if len(shares) > 1 else None
+        if self._claims is not None:  # the workers share out the steps as they go (_run_steps)
+            env[CLAIMS_ENV] = self._claims.name
         for share in shares:
             beside = [g for other in shares if other is not share for g in other]
             command = [sys.executable, "-m", "culling", "warm-up", "--groups", ",".join(share), "--report",
@@ -517,6 +553,8 @@ class CompileWorkers:
         for process in self._processes:
             process.wait()
         self._open = 0
+        if self._claims is not None:
+            self._claims.cleanup()
 
     def __enter__(self) -> CompileWorkers:
         return self

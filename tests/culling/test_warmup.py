@@ -1,4 +1,5 @@
-"""The warm-up's plan, without compiling: its step order, the workers' shares, a worker's wait for its partner.
+"""The warm-up's plan, without compiling: its step order, the workers' shares, a worker's wait for its partner,
+the steps the workers claim.
 
 (Compiling every kernel once is tested in ``tests/culling/runtime/test_processes.py``.)
 """
@@ -6,6 +7,7 @@
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 import pytest
 
@@ -46,3 +48,21 @@ def test_a_worker_awaits_only_its_partners_groups_and_gives_up_after_its_patienc
     start = time.perf_counter()
     warmup._run_steps(names, None, set(), beside=("grid",))  # nothing of the grid's is awaited
     assert ran == names and time.perf_counter() - start < 0.2
+
+
+def test_workers_claim_steps_and_one_done_early_takes_its_partners_last(monkeypatch: pytest.MonkeyPatch,
+                                                                       tmp_path: Path) -> None:
+    ran: list[str] = []
+    monkeypatch.setattr(warmup, "STEPS", tuple((name, lambda state, n=name: ran.append(n)) for name, _ in STEPS))
+    monkeypatch.setattr(warmup, "_has_index", lambda kernel: True)  # the partner's kernels are cached
+    family = [sorted((n for g in f for n in KERNEL_GROUPS[g]), key=warmup._ORDER.index) for f in warmup.KERNEL_FAMILIES]
+    grid, tree = family
+    assert warmup._claim(str(tmp_path), tree[0])  # the partner is on its first step
+    reported: list[str] = []
+    warmup._run_steps(grid, lambda done, total, name: reported.append(name), set(), beside=("tree", "interest"),
+                      claims=str(tmp_path))
+    assert ran == reported == grid + tree[:0:-1]  # its own steps, then the partner's from the last, each once
+    ran.clear()
+    warmup._run_steps(tree, None, set(), beside=("pairs", "grid", "cubes"), claims=str(tmp_path))
+    assert ran == []  # every step was claimed: none runs twice
+    assert warmup._claim(str(tmp_path / "gone"), tree[0])  # no claims folder: the step is run
