@@ -85,6 +85,7 @@ RUN_AS = {
     "python -m benchmarks --only collision": "python -m benchmarks --preset tiny --only collision",
     "python -m benchmarks.frameparts --n 100000 --frames 20": "python -m benchmarks.frameparts --n 500 --frames 3",
     "python -m benchmarks.frameparts --n 10000 --frames 60": "python -m benchmarks.frameparts --n 500 --frames 3",
+    "python -m benchmarks.frameparts --n 100000 --alone --cpu": "python -m benchmarks.frameparts --n 500 --frames 3 --alone --cpu",
     "python -m benchmarks.frameparts --n 100000 --alone --cpu --workload heavy":
         "python -m benchmarks.frameparts --n 500 --frames 3 --alone --cpu --workload heavy",
 }
