@@ -75,8 +75,9 @@ from culling.runtime.jit import inline_kernel, kernel
 from culling.runtime.prefetch import AHEAD, prefetch, prefetch_at
 from culling.runtime.threads import run_chunks, thread_count
 
-__all__ = ["CELLS_PER_MEMBER", "COARSEN_LIMIT", "DENSITY", "REPLAN_EVERY", "Gather", "Layout", "Plan", "PlanCache",
-           "band_cells", "build", "cross_rows", "forward_lines", "gather", "noted_cells", "noted_rows", "plan_of", "written", "PARALLEL_WRITE_MIN"]
+__all__ = ["CELLS_PER_MEMBER", "COARSEN_LIMIT", "DENSITY", "KEPT_BUFFERS", "KEPT_BYTES", "PARALLEL_WRITE_MIN", "REPLAN_EVERY",
+           "Gather", "Layout", "Noted", "Plan", "PlanCache", "band_cells", "build", "cross_rows", "forward_lines", "gather",
+           "noted_cells", "noted_rows", "plan_of", "written"]
 
 #: A coarser level joins a band while the band has at most this many members per cell of its
 #: box on that level: a member is then tested against about ``13.5 * DENSITY`` others in 3-D.
