@@ -95,6 +95,7 @@ def _query_answer() -> str:
 
 
 def _edit(path: Path) -> None:
+    assert path.is_file(), f"{path} is not a module of the package: the edit would test nothing"
     with open(path, "a") as source:
         source.write("\n# an edit\n")
 
@@ -108,7 +109,7 @@ def test_an_edit_recompiles_only_the_kernels_whose_code_it_can_change(tmp_path):
     after_tracker = _frame(env, tmp_path)
     assert after_tracker["compiled"] == [] and after_tracker["loaded"]
 
-    _edit(site / "culling" / "core" / "bands.py")  # the broad phase: the tree's query and batches load
+    _edit(site / "culling" / "pairs" / "bands.py")  # the broad phase: the tree's query and batches load
     after_bands = _frame(env, tmp_path)
     assert after_bands["compiled"] == [] and after_bands["loaded"] == after_tracker["loaded"]
 
