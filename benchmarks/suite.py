@@ -56,8 +56,8 @@ class Config:
     sparse_many: tuple[int, int] = (200_000, 1_000_000)
     # interest-ticks: (viewers, entities) cases; ticks timed for the manager, the peer and the tracker loop
     ticks_cases: tuple[tuple[int, int], ...] = ((10_000, 100_000), (2_000, 1_000_000))
-    ticks_count: int = 8
-    ticks_peer: int = 3
+    ticks_count: int = 30
+    ticks_peer: int = 5
     ticks_tracker: int = 2
 
 
@@ -75,7 +75,7 @@ PRESETS: dict[str, Config] = {
         (("dense", 100_000), ("sparse", 1_000)), 500, 100,
         (5_000, 100), (100_000,), 500, 3,
         (2_000, 5_000), 4, 5_000, 500, 1, False, 20_000, (500, 100_000),
-        ticks_cases=((2_000, 20_000), (500, 100_000)), ticks_count=5, ticks_peer=2, ticks_tracker=2,
+        ticks_cases=((2_000, 20_000), (500, 100_000)), ticks_count=10, ticks_peer=2, ticks_tracker=2,
         sparse_many=(50_000, 200_000),
     ),
     "tiny": Config(
