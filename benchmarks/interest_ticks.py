@@ -114,13 +114,14 @@ class Peer:
         self.n = wl.n
         self.keys = np.empty(0, dtype=np.int64)
 
-    def tick(self, s: Script, t: int) -> tuple[np.ndarray, np.ndarray]:
+    def tick(self, s: Script, t: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The tick's ``(entered, left, keys)``: its events, and its sets as sorted pair keys (for the checks)."""
         self.centres[s.moved[t]] = s.centres[t]
         keys = pair_keys(*self.kd.query_many(s.viewers[t]), self.n)
         entered = np.setdiff1d(keys, self.keys, assume_unique=True)
         left = np.setdiff1d(self.keys, keys, assume_unique=True)
         self.keys = keys
-        return entered, left
+        return entered, left, keys
 
 
 class Trackers:
@@ -175,18 +176,7 @@ def _ties_only(what: str, a: np.ndarray, b: np.ndarray, wl: Crowd, s: Script, t:
     return int(diff.size)
 
 
-class _KeysKept:
-    """The peer's tick, returning its sorted pair keys of that tick (the sets the checks compare)."""
-
-    def __init__(self, peer: Peer) -> None:
-        self.peer = peer
-
-    def tick(self, s: Script, t: int) -> np.ndarray:
-        self.peer.tick(s, t)
-        return self.peer.keys
-
-
-def _timed_ticks(method: Manager | _KeysKept | Trackers, s: Script, ticks: int) -> tuple[list[float], list]:
+def _timed_ticks(method: Manager | Peer | Trackers, s: Script, ticks: int) -> tuple[list[float], list]:
     """``method``'s ticks ``0 .. ticks`` back to back, as a server runs them: each tick's time and result.
 
     Nothing runs between two ticks (no other method, no check), so one method's ticks do not pay
@@ -209,9 +199,7 @@ def run_case(wl: Crowd, cfg: Config) -> dict:
     times: dict[str, list[float]] = {m: [] for m in METHODS}
     with no_gc():
         times[METHODS[0]], managed = _timed_ticks(Manager(wl), s, ticks)
-        peer = Peer(wl)
-        times[METHODS[1]], peer_keys = _timed_ticks(_KeysKept(peer), s, cfg.ticks_peer)
-        del peer
+        times[METHODS[1]], peered = _timed_ticks(Peer(wl), s, cfg.ticks_peer)
         tracked: list = []
         if cfg.ticks_tracker:
             times[METHODS[2]], tracked = _timed_ticks(Trackers(wl), s, cfg.ticks_tracker)
@@ -227,8 +215,8 @@ def run_case(wl: Crowd, cfg: Config) -> dict:
         entered, left = _keys(eo, ev, wl.n), _keys(lo, lv, wl.n)
         events.append(entered.size + left.size)
         held = np.union1d(np.setdiff1d(held, left, assume_unique=True), entered)
-        if t < len(peer_keys):
-            ties += _ties_only("InterestManager vs the cKDTree peer", held, peer_keys[t], wl, s, t, centres)
+        if t < len(peered):
+            ties += _ties_only("InterestManager vs the cKDTree peer", held, peered[t][2], wl, s, t, centres)
         if t < len(tracked):
             rows_in, rows_out = tracked[t]
             if not (np.array_equal(_list_keys(rows_in, wl.n), entered)

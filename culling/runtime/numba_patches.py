@@ -535,8 +535,6 @@ def _ufunc_loops_once() -> None:
     _patch(npydecl, "ufunc_find_matching_loop", ufunc_find_matching_loop, "culling_once")
 
 
-
-
 #: The start of the LLVM name of a library kernel's CPython wrapper (numba mangles it as ``cpython.culling. ...``).
 _OWN_WRAPPER = "_ZN7cpython7culling"
 
