@@ -418,25 +418,23 @@ class ViewDistanceTree(Structure):
         # not negative) in one compiled pass, and only on a fault the validators, to name it.
         handles = as_handles(handles, copy=False)  # only read
         centres = np.ascontiguousarray(as_points(centres, self.dim, "centres", values_checked=False))
-        if radii is None:  # the stored radii, read before the handles are checked (clipped: any handle reads)
-            stored = self._pool.columns[self.dim]
-            radii = (np.take(stored, np.take(self._obj_pos, handles, mode="clip"), mode="clip")
-                     if stored.size and self._obj_pos.size else np.zeros(handles.size))
-        else:
-            radii = as_radii(radii, centres.shape[0], values_checked=False)  # a copy either way
+        kept = radii is None  # each object's stored radius: settle copies it in from the row it reads
+        radii = (np.empty(centres.shape[0]) if kept
+                 else as_radii(radii, centres.shape[0], values_checked=False))  # a copy either way
         if centres.shape[0] != handles.size:
             raise ValueError(f"centres must have shape ({handles.size}, {self.dim}) to match "
                              f"the handles, got {centres.shape}")
-        if batch.check_handles(handles, self._next_handle, self._obj_node, centres, radii) >= 0:
+        if batch.check_handles(handles, self._next_handle, self._obj_node, centres, _NO_RADII if kept else radii) >= 0:
             self._live_unique(handles)
             as_points(centres, self.dim, "centres")
-            as_radii(radii, centres.shape[0])
+            if not kept:
+                as_radii(radii, centres.shape[0])
         if not handles.size:
             return
         objects = (self._obj_node, self._obj_pos)
         backup = np.empty((handles.size, self.dim + 1))
         movers = batch.settle(handles, centres, radii, self._world(), objects, self._nodes.arrays(),
-                              self._pool.arrays(), backup)
+                              self._pool.arrays(), backup, kept)
         if not movers.size:
             self._pool.refresh(handles.size)
             return

@@ -238,6 +238,56 @@ def test_update_many_settles_in_parts_on_the_threads(dim: int, monkeypatch: pyte
 
 @pytest.mark.parametrize("dim", [1, 2, 3])
 @pytest.mark.usefixtures("three_threads")
+def test_update_many_without_radii_keeps_each_stored_radius(dim: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``update_many`` with ``radii`` omitted: the settle copies each object's stored radius from its row
+    (in one part and in parts on the threads), for stayers and movers alike (movers across cells and
+    levels' faces, a radius of 0, of -0.0 stored as 0.0); the tree answers as brute force with the old
+    radii.  Bad input with radii omitted (a dead or repeated handle, a centre not finite) changes nothing."""
+    from culling.tree import batch
+
+    rng = np.random.default_rng(60 + dim)
+    n = 3000
+    centres = rng.uniform(0.0, SIZE, (n, dim))
+    radii = rng.uniform(0.05, 0.4, n)
+    radii[:40] = 0.0
+    radii[40:80] = 2.0 ** rng.integers(-6, 0, 40)   # radius-class edges
+    radii[80:90] = -0.0
+    for minimum in (1 << 62, 0):
+        monkeypatch.setattr(batch, "PARALLEL_SETTLE_MIN", minimum)
+        tree, model = build(dim, centres, radii)
+        handles = tree.handles()
+        stored = tree.radii_of(handles).copy()
+        order = rng.permutation(n)
+        for step in (0.01, 0.3, 3.0):   # mostly stayers, then ever more movers
+            moved = np.clip(tree.centres_of(handles[order]) + rng.uniform(-step, step, (n, dim)), 0.0, SIZE)
+            tree.update_many(handles[order], moved)
+            for h, c in zip(handles[order].tolist(), moved):
+                model.update(h, c, model.objects[h][1])
+            tree.check_invariants()
+            assert np.array_equal(tree.radii_of(handles), stored)
+            assert not np.signbit(tree.radii_of(handles)).any()
+            check(tree, model, rng.uniform(0.0, SIZE, (20, dim)))
+        dead = int(handles[5])
+        tree.remove_many([dead])
+        model.remove(dead)
+        kept = (tree.centres_of(handles[6:]).copy(), tree._pool.columns.copy(), tree._obj_pos.copy())
+        live = handles[6:]
+        some = tree.centres_of(live[:3]) + 0.01
+        nan = some.copy()
+        nan[1, 0] = np.nan
+        for call, error in ((lambda: tree.update_many([live[0], dead, live[1]], some), KeyError),
+                            (lambda: tree.update_many([live[0], live[1], live[0]], some), ValueError),
+                            (lambda: tree.update_many(live[:3], nan), ValueError)):
+            with pytest.raises(error):
+                call()
+            tree.check_invariants()
+            for before, after in zip(kept, (tree.centres_of(live), tree._pool.columns, tree._obj_pos)):
+                assert np.array_equal(before, after, equal_nan=True)
+        check(tree, model, rng.uniform(0.0, SIZE, (20, dim)))
+
+
+@pytest.mark.parametrize("dim", [1, 2, 3])
+@pytest.mark.usefixtures("three_threads")
 def test_update_many_searches_the_movers_homes_on_the_threads(dim: int, monkeypatch: pytest.MonkeyPatch) -> None:
     """From ``PARALLEL_SEARCH_MIN`` movers their homes are searched in chunks on the library's threads
     (``nodes._deepest``), then created from where the searches ended: the same tree as the serial search
