@@ -238,8 +238,9 @@ def _settle_part(batch: tuple[np.ndarray, np.ndarray, np.ndarray, bool], first_r
                  world_fields: WorldFields, objects_fields: ObjectsFields, nodes_fields: NodesFields,
                  pool_fields: PoolFields, backup: np.ndarray) -> np.ndarray:
     """:func:`settle` for the objects whose pool row is in ``first_row .. end_row - 1`` (``every``:
-    all objects, without looking); ``batch``: the call's handles, centres and radii, and whether the
-    radii are to be copied from the rows (``stored_radii``).  Returns the movers' indices, ascending."""
+    all objects, without looking); ``batch``: the call's handles, centres and radii, and whether each
+    object keeps its stored radius (``stored_radii``: read from its row, written to ``radii`` for the
+    movers alone).  Returns the movers' indices, ascending."""
     handles, centres, radii, stored_radii = batch
     origin, size, _, _ = world_fields  # the structs of culling.core.structs, in field order
     obj_node, obj_pos = objects_fields
