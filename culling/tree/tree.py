@@ -418,7 +418,7 @@ class ViewDistanceTree(Structure):
         # not negative) in one compiled pass, and only on a fault the validators, to name it.
         handles = as_handles(handles, copy=False)  # only read
         centres = np.ascontiguousarray(as_points(centres, self.dim, "centres", values_checked=False))
-        kept = radii is None  # each object's stored radius: settle copies it in from the row it reads
+        kept = radii is None  # each object's stored radius: settle reads it from the row it reads anyway
         radii = (np.empty(centres.shape[0]) if kept
                  else as_radii(radii, centres.shape[0], values_checked=False))  # a copy either way
         if centres.shape[0] != handles.size:

@@ -239,7 +239,7 @@ def test_update_many_settles_in_parts_on_the_threads(dim: int, monkeypatch: pyte
 @pytest.mark.parametrize("dim", [1, 2, 3])
 @pytest.mark.usefixtures("three_threads")
 def test_update_many_without_radii_keeps_each_stored_radius(dim: int, monkeypatch: pytest.MonkeyPatch) -> None:
-    """``update_many`` with ``radii`` omitted: the settle copies each object's stored radius from its row
+    """``update_many`` with ``radii`` omitted: the settle reads each object's stored radius from its row
     (in one part and in parts on the threads), for stayers and movers alike (movers across cells and
     levels' faces, a radius of 0, of -0.0 stored as 0.0); the tree answers as brute force with the old
     radii.  Bad input with radii omitted (a dead or repeated handle, a centre not finite) changes nothing."""
@@ -270,8 +270,8 @@ def test_update_many_without_radii_keeps_each_stored_radius(dim: int, monkeypatc
         dead = int(handles[5])
         tree.remove_many([dead])
         model.remove(dead)
-        kept = (tree.centres_of(handles[6:]).copy(), tree._pool.columns.copy(), tree._obj_pos.copy())
         live = handles[6:]
+        kept = (tree.centres_of(live).copy(), tree._pool.columns.copy(), tree._obj_pos.copy())
         some = tree.centres_of(live[:3]) + 0.01
         nan = some.copy()
         nan[1, 0] = np.nan
