@@ -1,143 +1,36 @@
 """The real demo window, driven the way a person drives it: real X input events.
 
-The module starts its own Xvfb (``tests/xvfb_server.py``: the server picks a free
-display number), starts ``run_demo.py`` as a user would, with ``--stats FILE``
-so the demo reports, per drawn frame, its camera, mouse capture and toggles,
-and drives it with ``xdotool`` (XTEST key and button events, pointer motion).
-Each test checks an effect: the camera moved, the picture changed (screen
-grabs with ImageMagick's ``import``), the capture state follows the model,
-each toggle of docs/DEMO.md's controls table did what it says and said so.
+``tests/demo_window.py`` starts its own Xvfb and ``run_demo.py`` as a user would, with
+``--stats FILE`` so the demo reports, per drawn frame, its camera, mouse capture
+and toggles, and drives it with ``xdotool``.  Each test checks an effect: the
+camera moved, the picture changed (screen grabs with ImageMagick's ``import``),
+the capture state follows the model, each toggle of docs/DEMO.md's controls
+table did what it says and said so.
 
 One demo process serves every test (they run in file order and build on
-each other's state), so the whole module takes well under a minute.  Without
-Xvfb, xdotool or ImageMagick the tests are skipped, except under CI
-(``CI=true``), where that is a failure: ``.ci/run`` installs them.
+each other's state), so the whole module takes well under a minute.
 """
 
 from __future__ import annotations
 
-import csv
-import io
 import math
-import os
-import shutil
-import subprocess
-import sys
 import time
-from pathlib import Path
 
 import numpy as np
 import pytest
+from demo_window import DemoWindow
 from PIL import Image
-from xvfb_server import start_xvfb
 
-ROOT = Path(__file__).resolve().parents[2]
-TOOLS = ("Xvfb", "xdotool", "import")
-MISSING = [tool for tool in TOOLS if shutil.which(tool) is None]
-IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
 SIZE = (480, 270)
 
 pytestmark = pytest.mark.window
 
 
-def _need_tools() -> None:
-    if MISSING:
-        message = f"window tests need {', '.join(MISSING)} (apt-get install xvfb xdotool imagemagick)"
-        if IN_CI:
-            pytest.fail(message)
-        pytest.skip(message)
-
-
-class Session:
-    """The Xvfb display, the running demo, and ways to poke and observe it."""
-
-    def __init__(self, display: str, proc: subprocess.Popen, stats: Path, out: Path) -> None:
-        self.display, self.proc, self.stats, self.out = display, proc, stats, out
-        self.env = dict(os.environ, DISPLAY=display)
-        self.window = ""
-
-    # -- observing ---------------------------------------------------------------
-    def rows(self) -> list[dict]:
-        text = self.stats.read_text() if self.stats.exists() else ""
-        lines = text.splitlines()
-        if lines and not text.endswith("\n"):
-            lines = lines[:-1]                         # a row being written
-        return list(csv.DictReader(io.StringIO("\n".join(lines))))
-
-    def last(self) -> dict:
-        rows = self.rows()
-        assert rows, "no --stats rows yet"
-        return rows[-1]
-
-    def wait(self, predicate, what: str, timeout: float = 15.0) -> dict:
-        """The first fresh row (drawn after this call) for which ``predicate`` holds."""
-        start = len(self.rows())
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            assert self.proc.poll() is None, f"the demo exited ({self.proc.returncode}) waiting for {what}"
-            rows = self.rows()
-            for row in rows[start:]:
-                if predicate(row):
-                    return row
-            time.sleep(0.05)
-        raise AssertionError(f"timed out waiting for {what}; last row {self.rows()[-1:]}")
-
-    def settle(self, frames: int = 3) -> dict:
-        """A row drawn ``frames`` frames from now (input already sent has been handled)."""
-        start = len(self.rows())
-        deadline = time.monotonic() + 15.0
-        while time.monotonic() < deadline:
-            assert self.proc.poll() is None, f"the demo exited ({self.proc.returncode})"
-            rows = self.rows()
-            if len(rows) >= start + frames:
-                return rows[-1]
-            time.sleep(0.03)
-        raise AssertionError(f"no {frames} new frames in 15 s")
-
-    def grab(self) -> np.ndarray:
-        png = subprocess.run(["import", "-window", self.window, "png:-"], env=self.env, capture_output=True,
-                             check=True, timeout=20).stdout
-        return np.asarray(Image.open(io.BytesIO(png)).convert("RGB")).astype(np.int16)
-
-    # -- driving -----------------------------------------------------------------
-    def xdo(self, *args: str) -> None:
-        subprocess.run(["xdotool", *args], env=self.env, check=True, timeout=20, capture_output=True)
-
-    def hold(self, keys: str, seconds: float) -> None:
-        self.xdo("keydown", keys)
-        time.sleep(seconds)
-        self.xdo("keyup", keys)
-
-    def press(self, key: str) -> dict:
-        self.xdo("key", key)
-        return self.settle()
-
-
 @pytest.fixture(scope="module")
 def session(tmp_path_factory):
-    _need_tools()
     tmp = tmp_path_factory.mktemp("window")
-    xvfb, display = start_xvfb("1024x768x24")
-    stats, out = tmp / "stats.csv", tmp / "shots"
-    env = dict(os.environ, DISPLAY=display)
-    proc = subprocess.Popen([sys.executable, str(ROOT / "run_demo.py"), "--objects", "6000", "--size",
-                             f"{SIZE[0]}x{SIZE[1]}", "--stats", str(stats), "--out", str(out)],
-                            env=env, cwd=tmp, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    s = Session(display, proc, stats, out)
-    try:
-        s.window = subprocess.run(["xdotool", "search", "--sync", "--onlyvisible", "--name", "culling demo"],
-                                  env=env, capture_output=True, text=True, timeout=60).stdout.split()[0]
-        s.xdo("windowmove", s.window, "0", "0")
-        s.xdo("windowfocus", "--sync", s.window)
-        s.xdo("mousemove", "--window", s.window, str(SIZE[0] // 2), str(SIZE[1] // 2))
-        s.wait(lambda row: int(row["frame"]) >= 2, "the first frames", timeout=60)
-        yield s
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-        proc.communicate(timeout=30)
-        xvfb.terminate()
-        xvfb.wait(timeout=10)
+    with DemoWindow.started(tmp, ["--objects", "6000", "--size", f"{SIZE[0]}x{SIZE[1]}"]) as demo:
+        yield demo
 
 
 def _position(row: dict) -> np.ndarray:
@@ -353,7 +246,4 @@ def test_resize_reaches_the_renderer(session):
 
 def test_escape_with_the_mouse_free_quits_with_status_zero(session):
     assert session.settle()["captured"] == "0"
-    session.xdo("key", "Escape")
-    assert session.proc.wait(timeout=30) == 0
-    _, err = session.proc.communicate(timeout=10)
-    assert "Traceback" not in err
+    session.quit()
