@@ -37,9 +37,12 @@ Stored = ViewDistanceTree | DenseViewDistanceGrid | CollisionCandidates
 
 
 def state(tree: Stored) -> dict[int, tuple[float, ...]]:
+    """Every object: handle -> (*centre, radius), as Python numbers (one ``tolist``, not a loop over NumPy
+    scalars: the storm's time goes to its calls, not to this check)."""
     handles = tree.handles()
     radii = tree.bounding_radius_of(handles) if isinstance(tree, CollisionCandidates) else tree.radii_of(handles)
-    return {int(h): (*c, r) for h, c, r in zip(handles, tree.centres_of(handles), radii, strict=True)}
+    rows = np.column_stack([tree.centres_of(handles), radii]).tolist()
+    return dict(zip(handles.tolist(), map(tuple, rows), strict=True))
 
 
 def agrees(tree: Stored) -> bool:
@@ -50,7 +53,13 @@ def agrees(tree: Stored) -> bool:
 
 
 def brute(objects: dict[int, tuple[float, ...]], p: np.ndarray) -> list[int]:
-    return sorted(h for h, (*c, r) in objects.items() if float(np.sum((np.asarray(c) - p) ** 2)) <= r * r)
+    """The handles whose sphere holds ``p``: the float test ``|c - p|^2 <= r^2``, all objects at once."""
+    if not objects:
+        return []
+    handles = np.fromiter(objects, dtype=np.int64, count=len(objects))
+    rows = np.array(list(objects.values()))
+    inside = np.sum((rows[:, :3] - p) ** 2, axis=1) <= rows[:, 3] * rows[:, 3]
+    return sorted(handles[inside].tolist())
 
 
 def main() -> int:
@@ -138,7 +147,8 @@ def main() -> int:
                 tree.update_many(moving, centres, radii)
             elif op == "remove_many" and live.size:
                 gone = rng.choice(live, min(n, live.size), replace=False)
-                after = {h: v for h, v in before.items() if h not in set(gone.tolist())}
+                removed = set(gone.tolist())
+                after = {h: v for h, v in before.items() if h not in removed}
                 tree.remove_many(gone)
             armed[0] = False
             counts["whole"] += 1
