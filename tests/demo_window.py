@@ -37,13 +37,19 @@ PATIENCE = 60.0
 Row = dict[str, str]
 
 
-def need_tools() -> None:
-    """Skip the test where a tool is missing; under CI, fail it."""
-    if MISSING:
-        message = f"window tests need {', '.join(MISSING)} (apt-get install xvfb xdotool imagemagick)"
+def need_tools(tools: Sequence[str] = TOOLS) -> None:
+    """Skip the test where one of ``tools`` is missing; under CI, fail it."""
+    missing = [tool for tool in MISSING if tool in tools]
+    if missing:
+        message = f"window tests need {', '.join(missing)} (apt-get install xvfb xdotool imagemagick)"
         if IN_CI:
             pytest.fail(message)
         pytest.skip(message)
+
+
+def xdotool(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    """``xdotool ARGS`` on ``env``'s display, its output as text (not checked: a search may find nothing)."""
+    return subprocess.run(["xdotool", *args], env=env, capture_output=True, text=True, timeout=PATIENCE)
 
 
 class DemoWindow:
@@ -85,8 +91,7 @@ class DemoWindow:
     def _find_window(self) -> None:
         deadline = time.monotonic() + 3 * PATIENCE  # a first start may load the kernels
         while time.monotonic() < deadline and self.proc.poll() is None:
-            found = subprocess.run(["xdotool", "search", "--onlyvisible", "--name", "culling demo"], env=self.env,
-                                   capture_output=True, text=True, timeout=PATIENCE).stdout.split()
+            found = xdotool(self.env, "search", "--onlyvisible", "--name", "culling demo").stdout.split()
             if found:
                 self.window = found[0]
                 return

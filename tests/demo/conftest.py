@@ -1,9 +1,11 @@
-"""Demo test set-up: a ``Demo`` on the session's EGL context, rendering and pixel counts."""
+"""Demo test set-up: a ``Demo`` on the session's EGL context, rendering and pixel counts; a virtual X display."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
+from demo_window import PATIENCE, need_tools
+from xvfb_server import start_xvfb
 
 from demo.demo import Demo, DemoSettings
 
@@ -51,3 +53,13 @@ def _pixels_of(image: np.ndarray, rgb, tol: int = 1) -> int:
 def pixels_of():
     """``pixels_of(image, rgb, tol=1)``: pixels whose colour is ``rgb`` (0..1) within ``tol`` per channel."""
     return _pixels_of
+
+
+@pytest.fixture
+def xvfb():
+    """A virtual X display of the test's own (``":N"``), for a test that starts its window itself."""
+    need_tools(("Xvfb", "xdotool"))
+    proc, display = start_xvfb("800x600x24")
+    yield display
+    proc.terminate()
+    proc.wait(timeout=PATIENCE)

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from demo_window import xdotool
 from PIL import Image
-from test_lod_window_xvfb import _xdo, xvfb  # noqa: F401, F811 - the fixture
 
 from demo.loading import FILLED, LOADING_CAPTION
 
@@ -81,7 +81,7 @@ def _loading_window(env, proc):
     """The loading window's id once it is visible (None if the demo ended first, or did not show it in
     a few minutes: a busy machine takes its time to start Python, numba and a GL context)."""
     for _ in range(3000):
-        found = _xdo(env, "search", "--onlyvisible", "--name", LOADING_CAPTION).stdout.split()
+        found = xdotool(env, "search", "--onlyvisible", "--name", LOADING_CAPTION).stdout.split()
         if found or proc.poll() is not None:
             return found[0] if found else None
         time.sleep(0.05)
@@ -124,7 +124,7 @@ def _send_wm_delete(display: str, window: int) -> None:
 
 
 @pytest.mark.parametrize("how", ["Escape", "q", "close button"])
-def test_the_loading_screen_quits_at_once_on_esc_q_and_its_close_button(xvfb, tmp_path, how):  # noqa: F811
+def test_the_loading_screen_quits_at_once_on_esc_q_and_its_close_button(xvfb, tmp_path, how):
     env = dict(os.environ, DISPLAY=xvfb, PYTHONPATH=str(ROOT), LOADING_RELEASE=str(tmp_path / "never"))
     proc = _start(env, tmp_path, 30)  # never released: only a cancel ends the compile
     try:
@@ -135,8 +135,8 @@ def test_the_loading_screen_quits_at_once_on_esc_q_and_its_close_button(xvfb, tm
         if how == "close button":
             _send_wm_delete(xvfb, int(window))
         else:
-            _xdo(env, "windowfocus", "--sync", window)
-            _xdo(env, "key", "--window", window, how)
+            xdotool(env, "windowfocus", "--sync", window)
+            xdotool(env, "key", "--window", window, how)
         out, err = proc.communicate(timeout=120)
     finally:
         if proc.poll() is None:
@@ -147,7 +147,7 @@ def test_the_loading_screen_quits_at_once_on_esc_q_and_its_close_button(xvfb, tm
 
 
 @pytest.mark.skipif(shutil.which("import") is None, reason="needs ImageMagick's import for the screenshot")
-def test_the_loading_screen_shows_in_the_window_before_the_scene(xvfb, tmp_path):  # noqa: F811
+def test_the_loading_screen_shows_in_the_window_before_the_scene(xvfb, tmp_path):
     release = tmp_path / "release"
     env = dict(os.environ, DISPLAY=xvfb, PYTHONPATH=str(ROOT), LOADING_RELEASE=str(release))
     proc = _start(env, tmp_path, 30, "--exit-after", "1")  # 30 steps; the last waits for ``release``
