@@ -41,6 +41,8 @@ from benchmarks.timing import clock, no_gc, wall_clock
 from benchmarks.workloads import Crowd, interest
 
 MED = np.median
+#: The most rounds the methods take turns in (see :func:`run_case`).
+ROUNDS = 5
 
 #: Share of the entities that move each tick, and how far (sigma of a Gaussian step per axis, world units).
 MOVING_SHARE = 0.10
@@ -176,33 +178,56 @@ def _ties_only(what: str, a: np.ndarray, b: np.ndarray, wl: Crowd, s: Script, t:
     return int(diff.size)
 
 
-def _timed_ticks(method: Manager | Peer | Trackers, s: Script, ticks: int) -> tuple[list[float], list]:
-    """``method``'s ticks ``0 .. ticks`` back to back, as a server runs them: each tick's time and result.
+class _Ticking:
+    """One method ticking through the script: its next tick, the ticks' times (tick 0's left out: every
+    viewer enters its whole set there) and results."""
 
-    Nothing runs between two ticks (no other method, no check), so one method's ticks do not pay
-    for the caches and pages another left behind; the results are checked afterwards."""
-    times, results = [], []
-    for t in range(ticks + 1):
-        t0 = clock()
-        result = method.tick(s, t)
-        dt = clock() - t0
-        if t:
-            times.append(dt)
-        results.append(result)
-    return times, results
+    def __init__(self, method: Manager | Peer | Trackers) -> None:
+        self.method, self.t = method, 0
+        self.times: list[float] = []
+        self.results: list = []
+
+    def run(self, s: Script, ticks: int) -> None:
+        """The method's next ``ticks`` ticks back to back, as a server runs them: nothing else between two."""
+        for _ in range(ticks):
+            t0 = clock()
+            result = self.method.tick(s, self.t)
+            dt = clock() - t0
+            if self.t:
+                self.times.append(dt)
+            self.results.append(result)
+            self.t += 1
+
+
+def _share(total: int, r: int, rounds: int) -> int:
+    """Round ``r``'s part of ``total`` ticks cut into ``rounds`` even rounds."""
+    return total * (r + 1) // rounds - total * r // rounds
 
 
 def run_case(wl: Crowd, cfg: Config) -> dict:
-    """Run every method over the same script, each its ticks back to back; then check the events."""
+    """Run every method over the same script, then check the events.
+
+    The methods take turns in rounds (at most :data:`ROUNDS`; the manager a share of its ticks, then the
+    peer one of its few, then the trackers'), each method's ticks back to back within a round: so a slow
+    moment of the shared machine falls on every method, not only on the one that happened to run then,
+    and the ratio of the medians does not swing with it.  A method's first tick in a round may find the
+    caches another method left: the median of many ticks does not see it."""
     ticks = cfg.ticks_count
     s = script(wl, ticks)
-    times: dict[str, list[float]] = {m: [] for m in METHODS}
+    counts = {METHODS[0]: ticks, METHODS[1]: cfg.ticks_peer, METHODS[2]: cfg.ticks_tracker}
+    kinds = {METHODS[0]: Manager, METHODS[1]: Peer, METHODS[2]: Trackers}
     with no_gc():
-        times[METHODS[0]], managed = _timed_ticks(Manager(wl), s, ticks)
-        times[METHODS[1]], peered = _timed_ticks(Peer(wl), s, cfg.ticks_peer)
-        tracked: list = []
-        if cfg.ticks_tracker:
-            times[METHODS[2]], tracked = _timed_ticks(Trackers(wl), s, cfg.ticks_tracker)
+        ticking = {name: _Ticking(kinds[name](wl)) for name in METHODS if counts[name]}
+        for tick in ticking.values():  # tick 0: every viewer enters its whole set (not timed)
+            tick.run(s, 1)
+        rounds = max(1, min(ROUNDS, counts[METHODS[0]], counts[METHODS[1]]))
+        for r in range(rounds):
+            for name, tick in ticking.items():
+                tick.run(s, _share(counts[name], r, rounds))
+    times = {name: ticking[name].times if name in ticking else [] for name in METHODS}
+    managed = ticking[METHODS[0]].results
+    peered = ticking[METHODS[1]].results
+    tracked = ticking[METHODS[2]].results if METHODS[2] in ticking else []
 
     # The checks: the manager's sets (added up from its events) equal the peer's, pair for pair but for
     # surface ties, and the trackers' events equal the manager's.
@@ -243,8 +268,10 @@ def run_interest_ticks(cfg: Config, structs: Structures, res: Results) -> None:
         "viewers, every entity's ball query on all cores (`workers=-1`), the pairs as sorted keys, "
         "`np.setdiff1d` both ways.  The trackers: the tree's `query_many` and a `MultiCameraTracker` update "
         f"per viewer in a Python loop.  Wall-clock time on {threads} cores, the median of the ticks after the "
-        "first (where every viewer enters its whole set), each method running its ticks back to back as a "
-        "server does (the checks come after); every tick the peer runs, the manager's sets "
+        "first (where every viewer enters its whole set); the methods take turns in up to "
+        f"{ROUNDS} rounds, each running its share of ticks back to back as a server does, so that a slow "
+        "moment of the shared machine falls on each of them (the checks come after); every tick the peer runs, "
+        "the manager's sets "
         "(added up from its events) equal the peer's pair for pair and the trackers' events equal the "
         "manager's.",
         ["case", "method", "tick (median)", "ticks timed", "peer / method", "pairs held", "events / tick"],
