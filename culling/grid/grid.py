@@ -326,12 +326,12 @@ class DenseViewDistanceGrid(Structure):
         handles = self._live_many(handles)
         check_unique(handles)
         centres = as_points(centres, self.dim, "centres")
+        if centres.shape[0] != handles.size:  # before the radii: they are checked against the centres
+            raise ValueError(f"centres must have shape ({handles.size}, {self.dim}) to match "
+                             f"the handles, got {centres.shape}")
         pool_rows, dim = self._cells.columns, self.dim
         pos = self._cells.positions(handles)
         radii = pool_rows[dim][pos] if radii is None else as_radii(radii, centres.shape[0])
-        if centres.shape[0] != handles.size:
-            raise ValueError(f"centres must have shape ({handles.size}, {self.dim}) to match "
-                             f"the handles, got {centres.shape}")
         # The squared reach only changes with the radius: recompute it for the resized only.
         resized = radii != pool_rows[dim][pos]
         levels, cells = self._homes(centres, radii)

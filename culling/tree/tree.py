@@ -418,12 +418,12 @@ class ViewDistanceTree(Structure):
         # not negative) in one compiled pass, and only on a fault the validators, to name it.
         handles = as_handles(handles, copy=False)  # only read
         centres = np.ascontiguousarray(as_points(centres, self.dim, "centres", values_checked=False))
+        if centres.shape[0] != handles.size:  # before the radii: they are checked against the centres
+            raise ValueError(f"centres must have shape ({handles.size}, {self.dim}) to match "
+                             f"the handles, got {centres.shape}")
         kept = radii is None  # each object's stored radius: settle reads it from the row it reads anyway
         radii = (np.empty(centres.shape[0]) if kept
                  else as_radii(radii, centres.shape[0], values_checked=False))  # a copy either way
-        if centres.shape[0] != handles.size:
-            raise ValueError(f"centres must have shape ({handles.size}, {self.dim}) to match "
-                             f"the handles, got {centres.shape}")
         if batch.check_handles(handles, self._next_handle, self._obj_node, centres, _NO_RADII if kept else radii) >= 0:
             self._live_unique(handles)
             as_points(centres, self.dim, "centres")

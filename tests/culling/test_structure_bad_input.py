@@ -236,6 +236,8 @@ def test_update_bad_values(kind, dim, bad, error, match):
     ("nan centre", ValueError, FINITE), ("negative radius", ValueError, NEGATIVE),
     ("inf radius", ValueError, FINITE), ("short centres", ValueError, SHAPE),
     ("short radii", ValueError, SHAPE), ("wide centres", ValueError, SHAPE),
+    # Centres short of the handles, radii matching them: the message names the centres, not the radii.
+    ("short centres, radii right", ValueError, r"centres must have shape \(5, \d\) to match the handles"),
 ])
 def test_update_many_rejects_the_whole_batch(kind, dim, case, error, match):
     w = World(kind, dim)
@@ -261,7 +263,7 @@ def test_update_many_rejects_the_whole_batch(kind, dim, case, error, match):
         radii[4] = -1.0
     elif case == "inf radius":
         radii[1] = INF
-    elif case == "short centres":
+    elif case in ("short centres", "short centres, radii right"):
         centres = centres[:4]
     elif case == "short radii":
         radii = radii[:3]
