@@ -107,6 +107,7 @@ NOT_RUN = {
     "pip install .": "installs the library into the running environment; .ci/run installs the built wheel",
     "pip install -e .": "the README's set-up does it (with its extras), compiling the kernels into the checkout",
     'pip install -e ".[server]"': "installs Ray; the test extra these tests run with includes the server extra",
+    'pip install -e ".[demo]"': "the README's first command does it; the test extra these tests run with includes it",
     "pip wheel --no-deps -w dist .": "builds the wheel, compiling every kernel (minutes); .ci/run builds it",
     "python -m culling ship-kernels":
         "compiles every kernel again into the package (minutes); the wheel's build runs it (.ci/run)",
