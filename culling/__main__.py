@@ -13,7 +13,16 @@ import time
 from collections.abc import Sequence
 
 from culling.runtime.jit import cache_writable, shipped_loaded
-from culling.warmup import COMPILING, KERNEL_GROUPS, REPORT_PREFIX, progress_bar, warm_up, worker_warm_up
+from culling.warmup import (
+    COMPILING,
+    KERNEL_GROUPS,
+    LOADING,
+    REPORT_PREFIX,
+    kernels_cached,
+    progress_bar,
+    warm_up,
+    worker_warm_up,
+)
 
 __all__ = ["main"]
 
@@ -56,8 +65,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         beside = [g.strip() for g in args.beside.split(",") if g.strip() in KERNEL_GROUPS]
         worker_warm_up(report, groups or list(KERNEL_GROUPS), beside)
         return 0
-    print(f"{COMPILING}, or loading them from the numba cache ...", file=sys.stderr, flush=True)
-    show = progress_bar(sys.stderr)
+    label = LOADING if kernels_cached(groups) else COMPILING   # cached or shipped: nothing to compile
+    print(f"{label} ..." if label == LOADING else f"{COMPILING}, or loading them from the numba cache ...",
+          file=sys.stderr, flush=True)
+    show = progress_bar(sys.stderr, label)
     seconds = warm_up(show, groups=groups, workers=args.workers)
     if shipped_loaded():
         where = f"{shipped_loaded()} loaded as the wheel shipped them compiled"

@@ -55,7 +55,7 @@ from culling.tree.tree import ViewDistanceTree
 from culling.uses import interest_kernels
 from culling.uses.interest import InterestManager
 
-__all__ = ["COMPILING", "KERNEL_GROUPS", "PARTNER_WAIT", "STEPS", "CompileWorkers", "Progress", "kernels_cached", "progress_bar", "warm_up",
+__all__ = ["COMPILING", "KERNEL_GROUPS", "LOADING", "PARTNER_WAIT", "STEPS", "CompileWorkers", "Progress", "kernels_cached", "progress_bar", "warm_up",
            "worker_warm_up"]
 
 #: ``progress(done, total, name)``: ``done`` of ``total`` steps finished, ``name`` the one just done.
@@ -582,13 +582,16 @@ def _read_reports(process: subprocess.Popen[str], finished: queue.Queue[str | No
 #: What a first run says while the kernels compile.
 COMPILING = "compiling kernels (first run only)"
 
+#: What ``python -m culling warm-up`` says where every kernel is cached or shipped already (:func:`kernels_cached`).
+LOADING = "loading the compiled kernels"
+
 #: Cells of :func:`progress_bar`'s bar.
 BAR_WIDTH = 30
 
 
-def progress_bar(stream: TextIO) -> Progress:
+def progress_bar(stream: TextIO, label: str = COMPILING) -> Progress:
     """A :func:`warm_up` progress callback that draws a bar with the time so far on ``stream`` (one line a
-    step, or one line redrawn on a terminal), as ``python -m culling warm-up`` shows it.
+    step, or one line redrawn on a terminal), after ``label``, as ``python -m culling warm-up`` shows it.
 
     >>> import io
     >>> out = io.StringIO()
@@ -602,7 +605,7 @@ def progress_bar(stream: TextIO) -> Progress:
 
     def show(done: int, total: int, name: str) -> None:
         filled = BAR_WIDTH * done // total
-        line = (f"{COMPILING}: [{'#' * filled}{'.' * (BAR_WIDTH - filled)}] {done}/{total} "
+        line = (f"{label}: [{'#' * filled}{'.' * (BAR_WIDTH - filled)}] {done}/{total} "
                 f"{time.perf_counter() - start:5.1f} s  {name}")
         stream.write("\r" + line.ljust(100) + ("\n" if done == total else "") if tty else line + "\n")
         stream.flush()
