@@ -51,7 +51,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "The full run rewrites docs/PERFORMANCE.md and docs/*.png; --quick and --only "
         "write files only when --out is given.",
     )
-    ap.add_argument("--quick", action="store_true", help="small sizes; about 25 s once the kernels are compiled")
+    ap.add_argument("--quick", action="store_true", help="small sizes; about 20 s once the kernels are compiled")
     ap.add_argument("--preset", choices=sorted(PRESETS), help="sizes by name (overrides --quick)")
     ap.add_argument("--out", type=Path, help="folder for PERFORMANCE.md and the plots")
     ap.add_argument("--only", action="append", choices=SECTION_NAMES, metavar="WORKLOAD",
