@@ -65,10 +65,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         beside = [g.strip() for g in args.beside.split(",") if g.strip() in KERNEL_GROUPS]
         worker_warm_up(report, groups or list(KERNEL_GROUPS), beside)
         return 0
-    label = LOADING if kernels_cached(groups) else COMPILING   # cached or shipped: nothing to compile
-    print(f"{label} ..." if label == LOADING else f"{COMPILING}, or loading them from the numba cache ...",
+    cached = kernels_cached(groups)  # cached or shipped: nothing to compile
+    print(f"{LOADING} ..." if cached else f"{COMPILING}, or loading them from the numba cache ...",
           file=sys.stderr, flush=True)
-    show = progress_bar(sys.stderr, label)
+    show = progress_bar(sys.stderr, LOADING if cached else COMPILING)
     seconds = warm_up(show, groups=groups, workers=args.workers)
     if shipped_loaded():
         where = f"{shipped_loaded()} loaded as the wheel shipped them compiled"

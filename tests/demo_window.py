@@ -77,7 +77,7 @@ class DemoWindow:
             demo._find_window()
             demo.xdo("windowmove", demo.window, "0", "0")
             demo.xdo("windowfocus", "--sync", demo.window)
-            width, height = demo.xdo_output("getwindowgeometry", "--shell", demo.window)
+            width, height = demo.size()
             demo.xdo("mousemove", "--window", demo.window, str(width // 2), str(height // 2))
             demo.wait(lambda row: int(row["frame"]) >= 2, "the first frames")
             yield demo
@@ -143,10 +143,9 @@ class DemoWindow:
     def xdo(self, *args: str) -> None:
         subprocess.run(["xdotool", *args], env=self.env, check=True, timeout=PATIENCE, capture_output=True)
 
-    def xdo_output(self, *args: str) -> tuple[int, int]:
-        """``getwindowgeometry --shell``'s WIDTH and HEIGHT."""
-        out = subprocess.run(["xdotool", *args], env=self.env, check=True, timeout=PATIENCE, capture_output=True,
-                             text=True).stdout
+    def size(self) -> tuple[int, int]:
+        """The window's width and height (``xdotool getwindowgeometry --shell``)."""
+        out = xdotool(self.env, "getwindowgeometry", "--shell", self.window).stdout
         values = dict(line.split("=", 1) for line in out.split() if "=" in line)
         return int(values["WIDTH"]), int(values["HEIGHT"])
 
