@@ -40,6 +40,7 @@ import itertools
 import numbers
 import threading
 from dataclasses import dataclass
+from typing import Any, TypeVar
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -97,6 +98,12 @@ GRID_UNSURE_ROOM = 64
 #: :func:`~culling.uses.interest_kernels.scatter_groups` reads at random, run by run.
 PAIR_PLACE = np.int32
 
+#: The handles of the sets kept between ticks, and of the rows and buffers that build them, as 4-byte
+#: integers (every handle is below :data:`MAX_HANDLE`): the scatter writes and the merge reads half the
+#: bytes (on 10k viewers x 100k entities, 500k handles held: 2 MB, not 4).  What callers get (events,
+#: :meth:`InterestSets.interest`) is int64, as everywhere in the library.
+SET_HANDLE = np.int32
+
 #: The constructor's default origin: zeros in every dimension (the tuple names dim 3's).
 _DEFAULT_ORIGIN = (0.0, 0.0, 0.0)
 
@@ -104,9 +111,17 @@ _EMPTY: NDArray[np.int64] = np.empty(0, dtype=np.int64)
 _EMPTY.flags.writeable = False
 _ZERO: NDArray[np.int64] = np.zeros(1, dtype=np.int64)
 _ZERO.flags.writeable = False
+_NO_SET: NDArray[np.int32] = np.empty(0, dtype=SET_HANDLE)
+_NO_SET.flags.writeable = False
 
 
-def _frozen(array: NDArray[np.int64]) -> NDArray[np.int64]:
+#: Handles as the sets hold them (:data:`SET_HANDLE`) or as a walk or a caller gives them (int64).
+Handles = NDArray[np.signedinteger[Any]]
+
+A = TypeVar("A", bound=np.ndarray)
+
+
+def _frozen(array: A) -> A:
     array.flags.writeable = False
     return array
 
@@ -169,7 +184,7 @@ def as_viewer_id(value: object) -> int:
 
 
 def grid_answer(tree: ViewDistanceTree, points: NDArray[np.float64], scale: float,
-                hint: float = GRID_FIRST_HINT) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.int64] | None,
+                hint: float = GRID_FIRST_HINT) -> tuple[Handles, NDArray[np.int64], NDArray[np.int64] | None,
                                                         float, bool]:
     """Every viewer's exact set, entity by entity: ``query_many(points, exact=True, scale=scale)``'s
     answer by the other direction.  The caller holds the tree's lock; a sphere tree with entities.
@@ -185,7 +200,7 @@ def grid_answer(tree: ViewDistanceTree, points: NDArray[np.float64], scale: floa
     each row comes out in ascending handles.
 
     Returns ``(handles, counts, order, pairs_per_handle, ascending)``: row ``j`` (``counts[j]``
-    handles) is viewer ``order[j]``'s, the grid's order; ``pairs_per_handle`` sizes the next call's
+    handles, :data:`SET_HANDLE`; int64 where the walk answered) is viewer ``order[j]``'s, the grid's order; ``pairs_per_handle`` sizes the next call's
     buffers (``hint``: this call's guess); ``ascending``: every row is sorted (not so only where
     exact arithmetic kept a pair, appended after the others, or where the walk answered).
     O(m + cells + handles + entities * rows of cells + candidates).
@@ -199,9 +214,7 @@ def grid_answer(tree: ViewDistanceTree, points: NDArray[np.float64], scale: floa
         return handles_, counts_, order_, hint, False
     grid = (coords, starts, shape, low, inverse)
     bound = int(tree._next_handle)
-    group_part = np.empty(bound, dtype=np.int64)      # each handle's run of pairs: written where count > 0
-    group_start = np.empty(bound, dtype=np.int64)
-    group_count = np.zeros(bound, dtype=np.int64)
+    runs = np.zeros((bound, 2), dtype=np.int64)   # each handle's run of pairs: (part and start, count)
     ids = itertools.count()   # next() on it is atomic: each chunk's pairs get an id of their own
     # Ranges of handles scattered at once, as many handles each (ranges of 2**k handles split 100k
     # handles 65,536 / 34,464, and 140k 131,072 / 8,928): handle h's is (h * mult) >> 32, below ``ranges``.
@@ -212,7 +225,7 @@ def grid_answer(tree: ViewDistanceTree, points: NDArray[np.float64], scale: floa
     def chunk(lo: int, hi: int) -> tuple[NDArray[np.int32], int, NDArray[np.int64], NDArray[np.int64],
                                          NDArray[np.int64], int]:
         part = next(ids)
-        groups = (group_part, group_start, group_count, part, mult)
+        groups = (runs, part, mult)
         room = int(hint * (hi - lo) * GRID_ROOM) + GRID_SLACK
         place = np.empty(room, dtype=PAIR_PLACE)
         counts = np.zeros((ranges, m), dtype=np.int64)
@@ -243,7 +256,7 @@ def grid_answer(tree: ViewDistanceTree, points: NDArray[np.float64], scale: floa
         counts += np.bincount(unsure_places[keep], minlength=m).astype(np.int64)
         ascending = not keep.any()
     offsets = _offsets(counts)
-    out = np.empty(int(offsets[-1]), dtype=np.int64)
+    out = np.empty(int(offsets[-1]), dtype=SET_HANDLE)
     # Every part's pairs in one array (the part ids index ``base``), then handle after handle to the rows.
     base = np.zeros(len(parts), dtype=np.int64)
     if len(parts) == 1:
@@ -257,14 +270,17 @@ def grid_answer(tree: ViewDistanceTree, points: NDArray[np.float64], scale: floa
     cursors[0] = offsets[:-1]
     np.cumsum(by_range[:-1], axis=0, out=cursors[1:])
     cursors[1:] += offsets[:-1]
-    groups = (group_part, group_start, group_count, 0, mult)
+    groups = (runs, 0, mult)
     run_chunks(lambda lo, hi: [scatter_groups(pairs, groups, base, cursors[r], out, firsts[r], firsts[r + 1])
                                for r in range(lo, hi)], ranges, chunks=ranges)
     if not ascending:  # the pairs exact arithmetic kept (a few), after the sure ones of their rows
         kept_handles = handles[unsure_rows[keep]]
         by_handle = np.argsort(kept_handles, kind="stable")
         count = np.bincount(kept_handles, minlength=bound).astype(np.int64)
-        kept = (np.zeros(bound, dtype=np.int64), _offsets(count)[:-1], count, 0, 0)
+        kept_runs = np.empty((bound, 2), dtype=np.int64)   # one part: each handle's start and count
+        kept_runs[:, 0] = _offsets(count)[:-1]
+        kept_runs[:, 1] = count
+        kept = (kept_runs, 0, 0)
         scatter_groups(unsure_places[keep][by_handle].astype(PAIR_PLACE), kept, np.zeros(1, dtype=np.int64), cursors[-1], out, 0, bound)
     return out, counts, order, out.size / max(top, 1), ascending
 
@@ -324,7 +340,8 @@ class InterestSets:
     Notes
     -----
     State is three arrays (the viewers of the last tick, their CSR offsets
-    and their sorted handles) plus the sorted handles removed since it;
+    and their sorted handles, 4 bytes each: :data:`SET_HANDLE`) plus the
+    sorted handles removed since it;
     memory O(viewers + set sizes).  An :meth:`advance` costs O(m log m +
     answer sizes + previous sets) in one compiled pass on the library's
     threads (:func:`~culling.uses.interest_kernels.advance_rows`), with no
@@ -346,13 +363,13 @@ class InterestSets:
         self._rw = ReadWriteLock()
         self._ids: NDArray[np.int64] = _EMPTY          # the viewers of the last tick, in their rows' order
         self._offsets: NDArray[np.int64] = _ZERO        # their rows
-        self._sets: NDArray[np.int64] = _EMPTY
+        self._sets: NDArray[np.int32] = _NO_SET         # their sets (SET_HANDLE)
         self._sorted_ids: NDArray[np.int64] = _EMPTY    # the same ids ascending, and each one's row
         self._row_of: NDArray[np.int64] = _EMPTY
         self._gone: NDArray[np.int64] = _EMPTY          # handles removed since the last tick, sorted
         self._bound = 0                                 # every handle held is below it
         self._scratch: dict[int, NDArray[np.uint8]] = {}  # advance_rows' flags, per thread (zeros between rows)
-        self._buffers: dict[str, NDArray[np.int64]] = {}  # the diff's outputs before packing, kept between ticks
+        self._buffers: dict[str, NDArray[np.int32]] = {}  # the diff's outputs before packing, kept between ticks
 
     @property
     def hysteresis(self) -> float:
@@ -403,10 +420,10 @@ class InterestSets:
         row = self._row(as_viewer_id(viewer_id))
         if row < 0:
             raise KeyError(f"viewer {viewer_id} was not in the last tick")
-        held = self._sets[self._offsets[row]:self._offsets[row + 1]]
+        held = self._sets[self._offsets[row]:self._offsets[row + 1]].astype(np.int64)
         if self._gone.size:
             return held[~np.isin(held, self._gone, assume_unique=True)]
-        return held.copy()
+        return held
 
     @writing
     def forget(self, handles: ArrayLike) -> None:
@@ -424,7 +441,7 @@ class InterestSets:
     @writing
     def reset(self) -> None:
         """Drop every viewer: the next tick's viewers are all new."""
-        self._ids, self._offsets, self._sets = _EMPTY, _ZERO, _EMPTY
+        self._ids, self._offsets, self._sets = _EMPTY, _ZERO, _NO_SET
         self._sorted_ids, self._row_of, self._gone = _EMPTY, _EMPTY, _EMPTY
 
     @writing
@@ -476,14 +493,12 @@ class InterestSets:
         return self._diff(ids, (new, new_counts, outer, outer_counts_), None, bound)
 
     @writing
-    def _advance(self, ids: NDArray[np.int64], rows: tuple[NDArray[np.int64], NDArray[np.int64],
-                                                           NDArray[np.int64], NDArray[np.int64]],
+    def _advance(self, ids: NDArray[np.int64], rows: tuple[Handles, NDArray[np.int64], Handles, NDArray[np.int64]],
                  order: NDArray[np.int64] | None, bound: int, ascending: bool = False) -> InterestTick:
         """:meth:`_diff` holding the lock (:class:`InterestManager`'s way in, with the tree's rows)."""
         return self._diff(ids, rows, order, bound, ascending)
 
-    def _diff(self, ids: NDArray[np.int64], rows: tuple[NDArray[np.int64], NDArray[np.int64],
-                                                        NDArray[np.int64], NDArray[np.int64]],
+    def _diff(self, ids: NDArray[np.int64], rows: tuple[Handles, NDArray[np.int64], Handles, NDArray[np.int64]],
               order: NDArray[np.int64] | None, bound: int, ascending: bool = False) -> InterestTick:
         """:meth:`advance` on rows already checked: ``rows = (inner, inner_counts, outer, outer_counts)``
         (``outer`` is ``inner`` without hysteresis), their row ``j`` the viewer ``ids[order[j]]``'s
@@ -499,6 +514,10 @@ class InterestSets:
         """
         m = ids.size
         inner, inner_counts, outer, outer_counts = rows
+        if not ascending:  # advance_rows reads int64 rows (the walk's, a caller's; the grid's are SET_HANDLE and
+            same = outer is inner   # come here only where exact arithmetic kept a pair): one signature
+            inner = inner.astype(np.int64, copy=False)
+            outer = inner if same else outer.astype(np.int64, copy=False)
         inner_offsets = _offsets(inner_counts)
         outer_offsets = inner_offsets if outer is inner else _offsets(outer_counts)
         row_ids = ids if order is None else ids[order]
@@ -518,7 +537,7 @@ class InterestSets:
         # Rows written at upper-bound places, then packed: buffers kept between ticks (the walk's unsticky
         # new sets are kept as they are written: those are the tick's own).
         kept = (self._buffer("kept", outer.size) if sticky
-                else np.empty(outer.size if not ascending else 0, dtype=np.int64))
+                else np.empty(outer.size if not ascending else 0, dtype=SET_HANDLE))
         kept_counts = np.empty(m, dtype=np.int64)
         entered_buffer = self._buffer("entered", inner.size)
         entered_counts = np.empty(m, dtype=np.int64)
@@ -548,6 +567,7 @@ class InterestSets:
             row, kind = divmod(faults[0], 2)
             raise ValueError(f"row {row} holds a handle more than once" if kind == 0 else
                              f"row {row} of handles holds a handle that its row of outer_handles does not")
+        sets: Handles
         if sticky:  # packed in the rows' order
             sets, offsets = self._packed(kept, outer_offsets[:-1], kept_counts if order is None else kept_counts[order])
         else:  # the new set is the inner answer, sorted: already packed, in the rows' order
@@ -572,8 +592,10 @@ class InterestSets:
         self._offsets, self._sets = _frozen(offsets), _frozen(sets)
         self._sorted_ids, self._row_of, self._gone = sorted_ids, row_of, _EMPTY
         self._bound = bound
-        return InterestTick(viewer_ids=caller_ids, entered_offsets=_frozen(entered_offsets), entered=_frozen(entered),
-                            left_offsets=_frozen(left_offsets), left=_frozen(left))
+        # The events' handles as callers get handles: int64 (the sets' are SET_HANDLE).
+        return InterestTick(viewer_ids=caller_ids, entered_offsets=_frozen(entered_offsets),
+                            entered=_frozen(entered.astype(np.int64)), left_offsets=_frozen(left_offsets),
+                            left=_frozen(left.astype(np.int64)))
 
     def _previous_rows(self, ids: NDArray[np.int64]) -> NDArray[np.int64]:
         """Each viewer's row at the last tick, -1 for a viewer new now: int64 ``(m,)``."""
@@ -596,11 +618,12 @@ class InterestSets:
             self._scratch[key] = flags   # one entry per thread: a dict assignment is atomic
         return flags
 
-    def _buffer(self, name: str, size: int) -> NDArray[np.int64]:
-        """A scratch int64 array of ``size`` (its contents left over), kept between ticks under ``name``."""
+    def _buffer(self, name: str, size: int) -> NDArray[np.int32]:
+        """A scratch array of ``size`` handles (:data:`SET_HANDLE`, its contents left over), kept between ticks
+        under ``name``."""
         held = self._buffers.get(name)
         if held is None or held.size < size:
-            held = np.empty(max(size, int(1.25 * (0 if held is None else held.size))), dtype=np.int64)
+            held = np.empty(max(size, int(1.25 * (0 if held is None else held.size))), dtype=SET_HANDLE)
             self._buffers[name] = held
         return held[:size]
 
@@ -626,11 +649,11 @@ class InterestSets:
         return flat, np.ascontiguousarray(sizes)
 
     @staticmethod
-    def _packed(buffer: NDArray[np.int64], starts: NDArray[np.int64],
-                counts: NDArray[np.int64]) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+    def _packed(buffer: NDArray[np.int32], starts: NDArray[np.int64],
+                counts: NDArray[np.int64]) -> tuple[NDArray[np.int32], NDArray[np.int64]]:
         """Rows written at ``buffer[starts[i]:][:counts[i]]``, packed into CSR ``(handles, offsets)``."""
         offsets = _offsets(counts)
-        out = np.empty(int(offsets[-1]), dtype=np.int64)
+        out = np.empty(int(offsets[-1]), dtype=buffer.dtype)
         starts = np.ascontiguousarray(starts, dtype=np.int64)
         if out.size < PARALLEL_MIN_COPIED:
             compact_rows(buffer, starts, counts, offsets, out, 0, counts.size)
@@ -648,6 +671,7 @@ class InterestSets:
     def __setstate__(self, state: dict[str, object]) -> None:
         self.__dict__.update(state)
         self.__dict__.setdefault("_buffers", {})
+        self._sets = self._sets.astype(SET_HANDLE, copy=False)   # int64 in a pickle made before SET_HANDLE
         for held in (self._ids, self._offsets, self._sets, self._sorted_ids, self._row_of, self._gone):
             held.flags.writeable = False  # frozen again (a copy comes back writable): numba types it apart
         self._rw = ReadWriteLock()
@@ -828,7 +852,7 @@ class InterestManager:
         return self._sets._advance(ids, (inner, inner_counts, outer, outer_counts), order, bound, ascending)
 
     def _answer(self, points: NDArray[np.float64], reach: NDArray[np.float64] | None,
-                scale: float) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.int64] | None, bool]:
+                scale: float) -> tuple[Handles, NDArray[np.int64], NDArray[np.int64] | None, bool]:
         """The exact sets at ``scale``: the tree's exact decider, one batch call.  ``(handles, counts,
         order, ascending)``: row ``j`` is viewer ``order[j]``'s (the tree's walk order, not copied back),
         or viewer ``j``'s where ``order`` is None; ``ascending``: every row is sorted (the grid's)."""

@@ -61,7 +61,7 @@ from culling.core.containment import classify
 from culling.core.floats import ABOVE, BELOW, SAFE_HI, SAFE_LO, TINY_REACH
 from culling.runtime.jit import inline_kernel, kernel
 
-__all__ = ["GRID_CELLS_PER_VIEWER", "GRID_MARGIN", "GRID_MIN_CELLS", "SMALL_SORT", "advance_rows", "compact_rows", "grid_pairs",
+__all__ = ["GRID_CELLS_PER_VIEWER", "GRID_MARGIN", "GRID_MIN_CELLS", "RUN_PART_SHIFT", "SMALL_SORT", "advance_rows", "compact_rows", "grid_pairs",
            "grid_viewers", "merge_rows", "scatter_groups"]
 
 #: Runs up to this length are sorted by insertion (no call, no recursion); longer ones by ``ndarray.sort``.
@@ -420,6 +420,14 @@ def _cell_range(x: float, reach: float, low: float, inverse: float, cells: int) 
     return int(max(a, 0.0)), min(int(b), cells - 1) + 1
 
 
+#: A run's record (:func:`grid_pairs`) packs the id of the call that found it above this bit and its
+#: start in that call's pairs below: calls are a few per thread, a call's pairs far below 2**40.  One
+#: record of two words per handle, written at random (the pool's order is not the handles'): three
+#: arrays by handle (call, start, count) cost three cache misses an entity where this costs one.
+RUN_PART_SHIFT = 40
+RUN_START_MASK = (1 << RUN_PART_SHIFT) - 1
+
+
 #: Coordinates below this in magnitude (a viewer's, an entity's centre) give squared distances far below
 #: ``SAFE_HI`` (``3 * (2 * 2**500)**2 < 2**1020``): :func:`grid_pairs` then leaves out that test.
 GRID_PLAIN = 2.0 ** 500
@@ -492,7 +500,7 @@ def _classify_range(columns: np.ndarray, row: int, scale: float, cube: bool, coo
 @kernel
 def grid_pairs(columns: np.ndarray, handles: np.ndarray, first: int, last: int, scale: float, cube: bool,
                grid: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray],
-               pair_place: np.ndarray, groups: tuple[np.ndarray, np.ndarray, np.ndarray, int, int], k: int,
+               pair_place: np.ndarray, groups: tuple[np.ndarray, int, int], k: int,
                counts: np.ndarray, unsure_row: np.ndarray, unsure_place: np.ndarray, uk: int) -> tuple[int, int, int]:
     """Every live entity of pool rows ``first .. last - 1`` asks the viewers' grid (:func:`grid_viewers`:
     ``grid = (coords, starts, shape, low, inverse)``) which viewers its sphere (radius times ``scale``)
@@ -502,9 +510,9 @@ def grid_pairs(columns: np.ndarray, handles: np.ndarray, first: int, last: int, 
     Each sure pair's viewer (its place in the grid's order) is written at ``pair_place[k]`` and
     counted in ``counts[(h * mult) >> 32, place]`` (``counts`` ``(ranges, m)``: by range of handles, each
     as many handles: ``mult`` is about ``2**32 * ranges / handles``); an
-    entity's pairs are one run, ``groups = (part, start, count, this_part, mult)`` records it by handle
-    (``start[h]``, ``count[h]`` in this call's ``pair_place``, whose id ``this_part`` goes to
-    ``part[h]``) for :func:`scatter_groups`.  Each unsure pair (practically
+    entity's pairs are one run, ``groups = (runs, this_part, mult)`` records it by handle for
+    :func:`scatter_groups`: ``runs[h] = (this_part << RUN_PART_SHIFT | start, count)``, the run at
+    ``start`` in the ``pair_place`` of this call, whose id is ``this_part``.  Each unsure pair (practically
     never) is written at ``unsure_row[uk]``, ``unsure_place[uk]``, for exact arithmetic.  Returns
     ``(row, k, uk)``: the rows before ``row`` are done; ``row < last`` when the pair buffers ran out
     (call again from ``row`` with larger ones).  Each entity reads, per row of cells its box spans,
@@ -515,7 +523,8 @@ def grid_pairs(columns: np.ndarray, handles: np.ndarray, first: int, last: int, 
     dim = coords.shape[0]
     room = pair_place.shape[0]
     n0, n1, n2 = shape[0], shape[1], shape[2]
-    group_part, group_start, group_count, this_part, mult = groups
+    runs, this_part, mult = groups
+    tag = this_part << RUN_PART_SHIFT
     far = 0.0   # the largest viewer coordinate's magnitude (a bound): the grid's corners
     for axis in range(dim):
         far = max(far, abs(low[axis]), abs(low[axis] + shape[axis] / inverse[axis]))
@@ -567,27 +576,26 @@ def grid_pairs(columns: np.ndarray, handles: np.ndarray, first: int, last: int, 
             for i in range(k_row, k):
                 counts[r, pair_place[i]] -= 1
             return row, k_row, uk_row
-        group_part[h] = this_part
-        group_start[h] = k_row
-        group_count[h] = k - k_row
+        runs[h, 0] = tag | k_row   # one record by handle: one cache line (RUN_PART_SHIFT)
+        runs[h, 1] = k - k_row
     return last, k, uk
 
 
 @kernel
-def scatter_groups(pair_place: np.ndarray, groups: tuple[np.ndarray, np.ndarray, np.ndarray, int, int],
+def scatter_groups(pair_place: np.ndarray, groups: tuple[np.ndarray, int, int],
                    base: np.ndarray, cursor: np.ndarray, out: np.ndarray, lo: int, hi: int) -> int:
     """The runs of pairs of handles ``lo .. hi - 1`` (:func:`grid_pairs`' ``groups``; part ``c``'s pairs
     at ``pair_place[base[c]:]``), handle after handle, to their viewers' rows: ``out[cursor[place]] = h``,
     the cursor advanced.  So every row comes out in ascending handles; ranges of handles with cursors
     of their own (each range's rows start where the lower ranges' end) run at once.  Handles whose
-    ``count`` is 0 (none, or not live) write nothing; ``start`` and ``part`` are read only where it is
-    not.  O(handles + pairs)."""
-    group_part, group_start, group_count, _, _ = groups
+    count is 0 (none, or not live) write nothing.  O(handles + pairs)."""
+    runs, _, _ = groups
     for h in range(lo, hi):
-        n = group_count[h]
+        n = runs[h, 1]
         if n == 0:
             continue
-        s = base[group_part[h]] + group_start[h]
+        packed = runs[h, 0]
+        s = base[packed >> RUN_PART_SHIFT] + (packed & RUN_START_MASK)
         for i in range(s, s + n):
             v = pair_place[i]
             out[cursor[v]] = h

@@ -510,6 +510,7 @@ def test_grid_over_viewers_at_one_place_or_spread_beyond_float_range(spread, dir
 def test_merge_of_sorted_rows_equals_the_stamped_diff(sticky, with_gone):
     """:func:`merge_rows` (the grid's sorted rows) writes what :func:`advance_rows` writes, where it writes it:
     random sorted rows, previous rows, removed handles (some back in the new rows), new viewers."""
+    import culling.uses.interest as interest_module
     from culling.uses.interest_kernels import advance_rows, merge_rows
 
     rng = np.random.default_rng(5)
@@ -537,13 +538,15 @@ def test_merge_of_sorted_rows_equals_the_stamped_diff(sticky, with_gone):
     previous_row[rng.random(m) < 0.1] = -1        # new viewers
     walk = rng.permutation(m).astype(np.int64)
     outs = []
+    held = interest_module.SET_HANDLE   # the sets' handles; the walk's rows (advance_rows) come as int64
     for merged in (False, True):
-        new = np.full(outer.size, -7, dtype=np.int64)
-        entered = np.full(inner.size, -7, dtype=np.int64)
-        left = np.full(previous.size, -7, dtype=np.int64)
+        new = np.full(outer.size, -7, dtype=held)
+        entered = np.full(inner.size, -7, dtype=held)
+        left = np.full(previous.size, -7, dtype=held)
         counts = [np.full(m, -7, dtype=np.int64) for _ in range(3)]
-        args = (inner, inner_offsets[:-1], inner_count, outer, outer_offsets[:-1], outer_count, sticky, previous,
-                previous_offsets, previous_row, gone)
+        rows = held if merged else np.int64
+        args = (inner.astype(rows), inner_offsets[:-1], inner_count, outer.astype(rows), outer_offsets[:-1],
+                outer_count, sticky, previous.astype(held), previous_offsets, previous_row, gone)
         if merged:
             assert merge_rows(*args, new, counts[0], entered, counts[1], left, counts[2], walk, 0, m) == -1
         else:
