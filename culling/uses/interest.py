@@ -545,17 +545,24 @@ class InterestSets:
         left_counts = np.empty(m, dtype=np.int64)
 
         walk = np.arange(m, dtype=np.int64) if order is None else order
+        # The events by walk step: step j's entered ones fit in its inner row (row j: the rows lie in the
+        # walk's order), its left ones in its previous row; each chunk writes its own one after another.
+        previous_sizes = np.zeros(m, dtype=np.int64)
+        held = previous_row >= 0
+        previous_sizes[held] = np.diff(previous_offsets)[previous_row[held]]
+        events = (inner_offsets, _offsets(previous_sizes[walk]), np.empty(m, dtype=np.int64),
+                  np.empty(m, dtype=np.int64))
 
         def merge(lo: int, hi: int) -> int:
             return int(merge_rows(inner, inner_start, inner_count, outer, outer_start, outer_count, sticky,
                                   previous, previous_offsets, previous_row, gone, kept, kept_counts,
-                                  entered_buffer, entered_counts, left_buffer, left_counts, walk, lo, hi))
+                                  entered_buffer, entered_counts, left_buffer, left_counts, events, walk, lo, hi))
 
         def chunk(lo: int, hi: int) -> int:
             return int(advance_rows(inner, inner_start, inner_count, outer, outer_start, outer_count, sticky,
                                     previous, previous_offsets, previous_row, gone, self._flags(bound),
                                     kept, kept_counts, entered_buffer, entered_counts, left_buffer, left_counts,
-                                    walk, lo, hi))
+                                    events, walk, lo, hi))
 
         try:
             faults = [r for r in run_chunks(merge if ascending else chunk, m, min_items=PARALLEL_MIN_VIEWERS) if r >= 0]
@@ -572,9 +579,8 @@ class InterestSets:
             sets, offsets = self._packed(kept, outer_offsets[:-1], kept_counts if order is None else kept_counts[order])
         else:  # the new set is the inner answer, sorted: already packed, in the rows' order
             sets, offsets = (inner if ascending else kept), inner_offsets
-        entered, entered_offsets = self._packed(entered_buffer, inner_start, entered_counts)
-        left_starts = np.where(previous_row >= 0, previous_offsets[np.maximum(previous_row, 0)], 0)
-        left, left_offsets = self._packed(left_buffer, left_starts, left_counts)
+        entered, entered_offsets = self._packed(entered_buffer, events[2], entered_counts)
+        left, left_offsets = self._packed(left_buffer, events[3], left_counts)
 
         # Commit (nothing below can fail but a MemoryError before the first assignment).
         if _ascending(ids):  # ids given in order (a server's usual): each id's row is the order's inverse

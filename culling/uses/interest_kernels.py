@@ -30,8 +30,12 @@ never stays: it left, and entered again if the new answer holds it.
 :func:`advance_rows` works on the viewers ``lo .. hi - 1`` and writes only
 where their rows go, so the library's threads run chunks of viewers at once
 (:func:`culling.runtime.threads.run_chunks`), each with a scratch array of its
-own.  Viewers never share a previous row: ids are unique within a tick.
-:func:`compact_rows` then packs the rows written at their upper-bound places.
+own.  Viewers never share a previous row: ids are unique within a tick.  A
+chunk writes its viewers' events one after another from the start of its own
+region of the event buffers (each region as large as the chunk's rows, an upper
+bound), so the events, few, lie close together and :func:`compact_rows` packs
+them from a few cache lines (rather than from one line per viewer and kind,
+spread over buffers as large as the sets).
 
 The other direction (:func:`grid_viewers`, :func:`grid_pairs`, :func:`scatter_groups`): where the
 entities are few per viewer, the sets come cheaper from the entities.  The viewers are sorted into a
@@ -104,7 +108,8 @@ def advance_rows(inner: np.ndarray, inner_start: np.ndarray, inner_count: np.nda
                  previous_offsets: np.ndarray, previous_row: np.ndarray,
                  gone: np.ndarray, flags: np.ndarray, new: np.ndarray, new_counts: np.ndarray,
                  entered: np.ndarray, entered_counts: np.ndarray, left: np.ndarray, left_counts: np.ndarray,
-                 walk: np.ndarray, lo: int, hi: int) -> int:
+                 events: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray], walk: np.ndarray, lo: int,
+                 hi: int) -> int:
     """Viewers ``walk[lo .. hi - 1]``: the new sorted set, the entered and the left handles of each.
 
     Parameters
@@ -127,10 +132,14 @@ def advance_rows(inner: np.ndarray, inner_start: np.ndarray, inner_count: np.nda
     new, new_counts
         Row ``i``'s sorted new set is written to ``new[outer_start[i]:]`` (``inner_start``
         without ``sticky``), its length to ``new_counts[i]``.
-    entered, entered_counts
-        Row ``i``'s sorted entered handles at ``entered[inner_start[i]:]``.
-    left, left_counts
-        Its sorted left handles at ``left[previous_offsets[previous_row[i]]:]``.
+    entered, entered_counts, left, left_counts
+        Row ``i``'s sorted entered handles at ``entered[entered_at[i]:]``, its sorted left ones at
+        ``left[left_at[i]:]``.
+    events : ``(entered_base, left_base, entered_at, left_at)``
+        The chunk starting at walk step ``lo`` writes its events one after another from
+        ``entered_base[lo]`` and ``left_base[lo]`` (int64 ``(m + 1,)`` by walk step: step ``j`` may
+        write ``base[j + 1] - base[j]`` of each, as many as its inner row and its previous row
+        hold); each row's first place goes to ``entered_at[i]`` and ``left_at[i]``.
 
     walk : int64 (m,), a permutation
         The order the viewers are taken in: the tree's walk order, so that viewers one after the
@@ -144,6 +153,9 @@ def advance_rows(inner: np.ndarray, inner_start: np.ndarray, inner_count: np.nda
     """
     check_gone = gone.shape[0] > 0
     room = outer_start if sticky else inner_start
+    entered_base, left_base, entered_at, left_at = events
+    e = entered_base[lo] if lo < hi else 0   # this chunk's events, one after another
+    g = left_base[lo] if lo < hi else 0
     for step in range(lo, hi):
         i = int(walk[step])
         if sticky:  # flag 2: in the outer row
@@ -164,12 +176,9 @@ def advance_rows(inner: np.ndarray, inner_start: np.ndarray, inner_count: np.nda
         # The previous row in order: flagged handles stay (sorted, their flags cleared), the others left.
         k0 = room[i]
         k = k0
-        g0 = 0
-        g = 0
+        g0 = g
         p = previous_row[i]
         if p >= 0:
-            g0 = previous_offsets[p]
-            g = g0
             for j in range(previous_offsets[p], previous_offsets[p + 1]):
                 h = previous[j]
                 b = flags[h >> 2]
@@ -181,8 +190,7 @@ def advance_rows(inner: np.ndarray, inner_start: np.ndarray, inner_count: np.nda
                     left[g] = h
                     g += 1
         # Entered: the inner handles still flagged (their flags cleared).
-        e0 = inner_start[i]
-        e = e0
+        e0 = e
         for j in range(inner_start[i], inner_start[i] + inner_count[i]):
             h = inner[j]
             b = flags[h >> 2]
@@ -208,7 +216,9 @@ def advance_rows(inner: np.ndarray, inner_start: np.ndarray, inner_count: np.nda
                 b -= 1
             w -= 1
         new_counts[i] = k - k0 + e - e0
+        entered_at[i] = e0
         entered_counts[i] = e - e0
+        left_at[i] = g0
         left_counts[i] = g - g0
     return -1
 
@@ -218,7 +228,8 @@ def merge_rows(inner: np.ndarray, inner_start: np.ndarray, inner_count: np.ndarr
                outer_start: np.ndarray, outer_count: np.ndarray, sticky: bool, previous: np.ndarray,
                previous_offsets: np.ndarray, previous_row: np.ndarray, gone: np.ndarray, new: np.ndarray,
                new_counts: np.ndarray, entered: np.ndarray, entered_counts: np.ndarray, left: np.ndarray,
-               left_counts: np.ndarray, walk: np.ndarray, lo: int, hi: int) -> int:
+               left_counts: np.ndarray, events: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+               walk: np.ndarray, lo: int, hi: int) -> int:
     """:func:`advance_rows` for viewers ``walk[lo .. hi - 1]`` whose rows come sorted ascending, each handle once
     (the grid's rows, :func:`grid_pairs`): the same outputs at the same places, by one merge of each
     new row with its previous row, with no scratch and no sort.
@@ -231,20 +242,21 @@ def merge_rows(inner: np.ndarray, inner_start: np.ndarray, inner_count: np.ndarr
     refused: the rows are the grid's).
     """
     check_gone = gone.shape[0] > 0
+    entered_base, left_base, entered_at, left_at = events
+    e = entered_base[lo] if lo < hi else 0   # this chunk's events, one after another
+    g = left_base[lo] if lo < hi else 0
     for step in range(lo, hi):
         i = int(walk[step])
         a = inner_start[i]
         a_end = a + inner_count[i]
-        e0 = a
-        e = a
+        e0 = e
         q = 0
         q_end = 0
         p = previous_row[i]
         if p >= 0:
             q = previous_offsets[p]
             q_end = previous_offsets[p + 1]
-        g0 = q
-        g = q
+        g0 = g
         if not sticky:
             while a < a_end and q < q_end:
                 x = inner[a]
@@ -300,7 +312,9 @@ def merge_rows(inner: np.ndarray, inner_start: np.ndarray, inner_count: np.ndarr
                     entered[e] = x
                     e += 1
             new_counts[i] = w - w0
+        entered_at[i] = e0
         entered_counts[i] = e - e0
+        left_at[i] = g0
         left_counts[i] = g - g0
     return -1
 

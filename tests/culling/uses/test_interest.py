@@ -547,21 +547,35 @@ def test_merge_of_sorted_rows_equals_the_stamped_diff(sticky, with_gone):
         rows = held if merged else np.int64
         args = (inner.astype(rows), inner_offsets[:-1], inner_count, outer.astype(rows), outer_offsets[:-1],
                 outer_count, sticky, previous.astype(held), previous_offsets, previous_row, gone)
+        previous_sizes = np.where(previous_row >= 0, np.diff(previous_offsets)[np.maximum(previous_row, 0)], 0)
+        base = (np.concatenate([[0], np.cumsum(inner_count[walk])]), np.concatenate([[0], np.cumsum(previous_sizes[walk])]))
+        at = [np.full(m, -7, dtype=np.int64) for _ in range(2)]
+        events = (*base, *at)
         if merged:
-            assert merge_rows(*args, new, counts[0], entered, counts[1], left, counts[2], walk, 0, m) == -1
+            assert merge_rows(*args, new, counts[0], entered, counts[1], left, counts[2], events, walk, 0, m) == -1
         else:
             flags = np.zeros((bound + 3) // 4, dtype=np.uint8)
-            assert advance_rows(*args, flags, new, counts[0], entered, counts[1], left, counts[2], walk, 0, m) == -1
+            assert advance_rows(*args, flags, new, counts[0], entered, counts[1], left, counts[2], events, walk,
+                                0, m) == -1
             assert not flags.any()   # every row cleared its flags
-        outs.append((new, entered, left, counts))
-    (new_a, entered_a, left_a, counts_a), (new_b, entered_b, left_b, counts_b) = outs
+        outs.append((new, entered, left, counts, at))
+    (new_a, entered_a, left_a, counts_a, at_a), (new_b, entered_b, left_b, counts_b, at_b) = outs
     assert np.array_equal(counts_a[1], counts_b[1]) and np.array_equal(counts_a[2], counts_b[2])
+    assert np.array_equal(at_a[0], at_b[0]) and np.array_equal(at_a[1], at_b[1])   # the same dense places
+    for step, i in enumerate(walk):   # each viewer's events follow the previous step's, within the room so far
+        e0, g0 = at_a[0][i], at_a[1][i]
+        assert e0 + counts_a[1][i] <= base[0][step + 1] and g0 + counts_a[2][i] <= base[1][step + 1]
+        if step:
+            j = walk[step - 1]
+            assert e0 == at_a[0][j] + counts_a[1][j] and g0 == at_a[1][j] + counts_a[2][j]
     for i in range(m):
-        e0, p = inner_offsets[i], previous_row[i]
+        e0, g0, p = at_a[0][i], at_a[1][i], previous_row[i]
         assert np.array_equal(entered_a[e0:e0 + counts_a[1][i]], entered_b[e0:e0 + counts_b[1][i]])
-        if p >= 0:
-            g0 = previous_offsets[p]
-            assert np.array_equal(left_a[g0:g0 + counts_a[2][i]], left_b[g0:g0 + counts_b[2][i]])
+        assert np.array_equal(left_a[g0:g0 + counts_a[2][i]], left_b[g0:g0 + counts_b[2][i]])
+        assert set(entered_a[e0:e0 + counts_a[1][i]].tolist()) <= set(inner[inner_offsets[i]:inner_offsets[i + 1]].tolist())
+        if p < 0:
+            assert counts_a[2][i] == 0
+        e0 = inner_offsets[i]
         if sticky:
             assert counts_a[0][i] == counts_b[0][i]
             w0 = outer_offsets[i]
