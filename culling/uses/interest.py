@@ -118,10 +118,10 @@ _NO_SET.flags.writeable = False
 #: Handles as the sets hold them (:data:`SET_HANDLE`) or as a walk or a caller gives them (int64).
 Handles = NDArray[np.signedinteger[Any]]
 
-A = TypeVar("A", bound=np.ndarray)
+Array = TypeVar("Array", bound=np.ndarray)
 
 
-def _frozen(array: A) -> A:
+def _frozen(array: Array) -> Array:
     array.flags.writeable = False
     return array
 
@@ -200,8 +200,8 @@ def grid_answer(tree: ViewDistanceTree, points: NDArray[np.float64], scale: floa
     each row comes out in ascending handles.
 
     Returns ``(handles, counts, order, pairs_per_handle, ascending)``: row ``j`` (``counts[j]``
-    handles, :data:`SET_HANDLE`; int64 where the walk answered) is viewer ``order[j]``'s, the grid's order; ``pairs_per_handle`` sizes the next call's
-    buffers (``hint``: this call's guess); ``ascending``: every row is sorted (not so only where
+    handles, :data:`SET_HANDLE`, int64 where the walk answered) is viewer ``order[j]``'s, the grid's
+    order; ``pairs_per_handle`` sizes the next call's buffers (``hint``: this call's guess); ``ascending``: every row is sorted (not so only where
     exact arithmetic kept a pair, appended after the others, or where the walk answered).
     O(m + cells + handles + entities * rows of cells + candidates).
     """
