@@ -47,9 +47,11 @@ def need_tools(tools: Sequence[str] = TOOLS) -> None:
         pytest.skip(message)
 
 
-def xdotool(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    """``xdotool ARGS`` on ``env``'s display, its output as text (not checked: a search may find nothing)."""
-    return subprocess.run(["xdotool", *args], env=env, capture_output=True, text=True, timeout=PATIENCE)
+def xdotool(env: dict[str, str], *args: str, check: bool = False) -> subprocess.CompletedProcess[str]:
+    """``xdotool ARGS`` on ``env``'s display, its output as text (``check``: a failure raises; a search
+    that finds nothing fails, so searches are not checked)."""
+    return subprocess.run(["xdotool", *args], env=env, capture_output=True, text=True, timeout=PATIENCE,
+                          check=check)
 
 
 class DemoWindow:
@@ -141,7 +143,8 @@ class DemoWindow:
 
     # -- driving -----------------------------------------------------------------
     def xdo(self, *args: str) -> None:
-        subprocess.run(["xdotool", *args], env=self.env, check=True, timeout=PATIENCE, capture_output=True)
+        """``xdotool ARGS`` on the demo's display; a failure raises."""
+        xdotool(self.env, *args, check=True)
 
     def size(self) -> tuple[int, int]:
         """The window's width and height (``xdotool getwindowgeometry --shell``)."""
