@@ -14,8 +14,9 @@ the code).  An edit recompiles only the kernels whose code it can change:
 editing a pure-Python module (the trackers) recompiles nothing, editing the
 broad phase leaves the tree's query and batch kernels loaded from the cache.
 
-``culling/runtime/jit.py`` is part of every kernel's fingerprint: it sets the
-options every kernel compiles with.
+``culling/runtime/compile_options.py`` is part of every kernel's fingerprint:
+it holds the options every kernel compiles with (``runtime/jit.py``, which
+applies them, is not: its edits recompile nothing).
 
 The walk reads a function's names from its bytecode (``co_names``, nested
 code objects included) and looks them up in its module's globals: it is
@@ -26,7 +27,7 @@ the kernel's first cache use).
 
 >>> from culling.core import cells
 >>> sorted(p.name for p in dependencies(cells.home.py_func))[:3]
-['cells.py', 'floats.py', 'jit.py']
+['cells.py', 'compile_options.py', 'floats.py']
 """
 
 from __future__ import annotations
@@ -46,7 +47,7 @@ __all__ = ["PACKAGE", "dependencies", "kernel_fingerprint"]
 PACKAGE = "culling"
 
 _ROOT = Path(__file__).resolve().parents[1]
-_JIT = _ROOT / "runtime" / "jit.py"
+_OPTIONS = _ROOT / "runtime" / "compile_options.py"
 
 #: Per source file: the hash of its bytes (a file is read once per process).
 _FILE_DIGESTS: dict[Path, str] = {}
@@ -118,10 +119,10 @@ def dependencies(py_func: Callable[..., Any], constants: list[str] | None = None
         Receives ``"module.name=repr"`` for every plain constant (numbers,
         strings, tuples of them) the walk met in a module of the package.
 
-    Always includes ``runtime/jit.py`` (the compile options).  Cost: O(names
+    Always includes ``runtime/compile_options.py`` (the compile options).  Cost: O(names
     the kernels use), once per kernel.
     """
-    files: set[Path] = {_JIT}
+    files: set[Path] = {_OPTIONS}
     seen: set[int] = set()
     pending: list[Callable[..., Any]] = [py_func]
     while pending:

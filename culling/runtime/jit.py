@@ -54,6 +54,7 @@ import numba
 import numpy as np
 from numba.core import types as _types
 
+from culling.runtime.compile_options import INLINED_OPTIONS, KERNEL_OPTIONS, NO_REFCOUNT_OPTIONS
 from culling.runtime.fingerprint import kernel_fingerprint
 from culling.runtime.interrupts import runs_whole
 from culling.runtime.loads import loader
@@ -64,8 +65,6 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 __all__ = ["JIT_DISABLED", "KERNELS", "NATIVE_MARK", "PORTABLE_CPU", "SHIPPED_DIR", "SHIPPED_ENV", "SHIPPED_LABEL", "cache_writable",
            "inline_kernel", "kernel", "shipped_loaded"]
-
-_OPTIONS: dict[str, Any] = {"nogil": True, "error_model": "numpy", "no_cfunc_wrapper": True}
 
 #: Every kernel :func:`kernel` made (and every :func:`inline_kernel` that Python
 #: calls too), in the order of definition (for :func:`culling.warm_up`'s tests:
@@ -394,7 +393,7 @@ def _njit(fn: Callable[..., Any], cached: bool, **options: Any) -> Any:
     global _cache_ok
     if cached and _cache_ok is not False:
         try:
-            compiled = _stamp_with_sources(numba.njit(cache=True, **_OPTIONS, **options)(fn))
+            compiled = _stamp_with_sources(numba.njit(cache=True, **KERNEL_OPTIONS, **options)(fn))
             _cache_ok = True
             return _with_shipped(compiled) if _shipped_enabled() else compiled
         except RuntimeError as exc:  # numba: "cannot cache function ...: no locator available"
@@ -407,7 +406,7 @@ def _njit(fn: Callable[..., Any], cached: bool, **options: Any) -> Any:
             warnings.warn("culling: no numba cache directory can be written (the package folder, the user's "
                           f"cache folder and NUMBA_CACHE_DIR are read-only or missing), so {what}; set "
                           "NUMBA_CACHE_DIR to a writable folder to keep them", RuntimeWarning, stacklevel=2)
-    compiled = numba.njit(cache=False, **_OPTIONS, **options)(fn)
+    compiled = numba.njit(cache=False, **KERNEL_OPTIONS, **options)(fn)
     return _shipped_only(compiled) if cached and _shipped_enabled() else compiled
 
 
@@ -477,7 +476,7 @@ def kernel(fn: F | None = None, *, refcounts: bool = True) -> F | Callable[[F], 
     def make(f: F) -> F:
         if JIT_DISABLED:
             return _interpreted(f)
-        options = {} if refcounts else {"_nrt": False}
+        options = {} if refcounts else NO_REFCOUNT_OPTIONS
         compiled = _one_signature(_compiles_whole(linked_by_symbol(_njit(f, True, **options))))
         KERNELS.append(compiled)
         return cast(F, compiled)
@@ -510,7 +509,7 @@ def inline_kernel(fn: F | None = None, *, from_python: bool = False) -> F | Call
     def make(f: F) -> F:
         if JIT_DISABLED:
             return _interpreted(f)
-        compiled = _compile(f, cached=from_python, inline="always")
+        compiled = _compile(f, cached=from_python, **INLINED_OPTIONS)
         INLINED.add(f)  # its IR is read once per process, copied once per site
         if from_python:
             KERNELS.append(compiled)  # compiled for Python's calls too: warm_up covers it

@@ -114,6 +114,10 @@ def test_an_edit_recompiles_only_the_kernels_whose_code_it_can_change(tmp_path):
     after_tracker = _frame(env, tmp_path)
     assert after_tracker["compiled"] == [] and after_tracker["loaded"]
 
+    _edit(site / "culling" / "runtime" / "jit.py")  # the cache's and the compile's handling, not its options
+    after_jit = _frame(env, tmp_path)
+    assert after_jit["compiled"] == [] and after_jit["loaded"] == after_tracker["loaded"]
+
     _edit(site / "culling" / "pairs" / "bands.py")  # the broad phase: the tree's query and batches load
     after_bands = _frame(env, tmp_path)
     assert after_bands["compiled"] == [] and after_bands["loaded"] == after_tracker["loaded"]
@@ -124,6 +128,16 @@ def test_an_edit_recompiles_only_the_kernels_whose_code_it_can_change(tmp_path):
     assert compiled and compiled <= set(after_members["members"])  # type: ignore[arg-type]
     assert "culling.tree.walk.query" in compiled and "culling.tree.batch.place" not in compiled
     assert first["answer"] == after_members["answer"]
+
+
+def test_every_kernel_depends_on_the_compile_options_and_none_on_the_jit_module():
+    """The options every kernel compiles with are in every fingerprint; the module that applies them is in none."""
+    from culling.runtime.fingerprint import dependencies
+    from culling.runtime.jit import KERNELS
+
+    for compiled in KERNELS:
+        names = {path.relative_to(PACKAGE).as_posix() for path in dependencies(compiled.py_func)}
+        assert "runtime/compile_options.py" in names and "runtime/jit.py" not in names, compiled.py_func
 
 
 def test_a_damaged_cache_entry_compiles_again_with_one_warning_naming_the_cache(tmp_path):

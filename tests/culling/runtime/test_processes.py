@@ -223,7 +223,7 @@ print(shipped_loaded())
 def test_an_edit_of_a_file_a_kernel_calls_into_compiles_it_again(tmp_path):
     """numba stamps a cached kernel with its own file only, but a kernel holds the code of what it
     calls from other files: its fingerprint (``culling.runtime.fingerprint``) covers them, so an edit of
-    one (here ``runtime/jit.py``, which every kernel's options come from) loads nothing stale."""
+    one (here ``runtime/compile_options.py``, which every kernel's options come from) loads nothing stale."""
     site = tmp_path / "site"
     shutil.copytree(PACKAGE, site / "culling", ignore=shutil.ignore_patterns("__pycache__"))
     env = _env(NUMBA_CACHE_DIR=str(tmp_path / "cache"))
@@ -231,7 +231,7 @@ def test_an_edit_of_a_file_a_kernel_calls_into_compiles_it_again(tmp_path):
     runs = []
     for edit in (False, False, True):
         if edit:
-            with open(site / "culling" / "runtime" / "jit.py", "a") as source:
+            with open(site / "culling" / "runtime" / "compile_options.py", "a") as source:
                 source.write("# an edit in another module\n")
         proc = _run(CACHE_PROBE, env, tmp_path)
         assert proc.returncode == 0, proc.stderr[-3000:]
