@@ -672,7 +672,10 @@ def _morton_codes(centres: np.ndarray, bits: int, codes: np.ndarray) -> int:
         per_axis[widest] += 1
         used += 1
     # part[axis, cell]: what the cell number on ``axis`` adds to the code
-    part = np.zeros((dim, 1 << per_axis.max()), dtype=np.int64)
+    most = 0  # the most bits an axis has; a loop, as ``per_axis.max()`` would make a load import numba's arraymath
+    for axis in range(dim):
+        most = max(most, per_axis[axis])
+    part = np.zeros((dim, 1 << most), dtype=np.int64)
     seen = np.zeros(dim, dtype=np.int64)
     for k in range(used):
         axis = split[k]

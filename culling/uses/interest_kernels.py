@@ -74,11 +74,17 @@ SMALL_SORT = 24
 
 @inline_kernel
 def _in_sorted(values: np.ndarray, h: int) -> bool:
-    """Whether ``h`` is in the sorted ``values`` (binary search)."""
-    if values.shape[0] == 0:
-        return False
-    k = np.searchsorted(values, h)
-    return bool(k < values.shape[0] and values[k] == h)
+    """Whether ``h`` is in the sorted ``values`` (binary search).  A loop rather than ``np.searchsorted``:
+    a kernel holding numba's ``arraymath`` makes every process that loads it import that module (and its
+    BLAS probe) first."""
+    lo, hi = 0, values.shape[0]
+    while lo < hi:  # the first place whose value is not below h
+        mid = (lo + hi) >> 1
+        if values[mid] < h:
+            lo = mid + 1
+        else:
+            hi = mid
+    return bool(lo < values.shape[0] and values[lo] == h)
 
 
 @inline_kernel
