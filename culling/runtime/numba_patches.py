@@ -7,7 +7,8 @@ IR twice per site (block by block, the helper's whole scope with each
 block), builds a dict of some fifty compiler flags through properties about
 240,000 times to key its overload lookups, compiles a C callback wrapper
 for every ``@overload`` implementation that nothing can call, searches a
-ufunc's loops again for every operator it types, and copies the whole LLVM
+ufunc's loops again for every operator it types, asks LLVM for the host
+CPU's name at every cache key, and copies the whole LLVM
 module of every kernel a kernel calls into the caller to optimise and
 compile it again there, and runs LLVM's function passes over each kernel's
 CPython wrapper twice.  Each patch here does the same work once; the LLVM
@@ -55,6 +56,7 @@ def apply() -> None:
     _callees_by_symbol()
     _ufunc_loops_once()
     _wrappers_optimised_once()
+    _host_cpu_name_once()
 
 
 #: The Python functions of the library's inlined helpers (``jit.inline_kernel`` adds each).
@@ -576,3 +578,31 @@ def _wrappers_optimised_once() -> None:
 
     optimize_functions.numba_optimize_functions = real  # type: ignore[attr-defined]
     _patch(library_class, "_optimize_functions", optimize_functions, "culling_once")
+
+
+def _host_cpu_name_once() -> None:
+    """Make numba ask LLVM for the host CPU's name once per process, not at every cache key.
+
+    numba's cache keys a kernel by its code generator's ``magic_tuple()``,
+    which asks LLVM for the host CPU's name each time (about 0.1 ms a call
+    here), and a kernel's load computes two keys (its own cache's, the
+    shipped kernels'): 65 calls, 6 ms, of a warm first frame's 32 kernel
+    loads.  The host does not change while the process runs; ``NUMBA_CPU_NAME``
+    (numba's ``config.CPU_NAME``) still decides where it is set.  Reaches
+    into numba's ``CPUCodegen``; a numba without it is left as it is.
+    """
+    target = _unpatched("numba.core.codegen", "CPUCodegen", "_get_host_cpu_name", "culling_once")
+    if target is None:
+        return
+    codegen_class, real = target
+    config: Any = importlib.import_module("numba.core.config")
+    host: list[str] = []
+
+    def _get_host_cpu_name(self: Any) -> Any:
+        if config.CPU_NAME is not None:
+            return real(self)
+        if not host:
+            host.append(real(self))
+        return host[0]
+
+    _patch(codegen_class, "_get_host_cpu_name", _get_host_cpu_name, "culling_once")

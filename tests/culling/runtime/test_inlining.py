@@ -201,22 +201,40 @@ def test_the_patches_can_be_turned_off():
               "from numba.core.targetconfig import TargetConfig\n"
               "from numba.core.codegen import CPUCodeLibrary\n"
               "from numba.core.typing import npydecl\n"
-              "from numba.core.codegen import CPUCodeLibrary as L\n"
+              "from numba.core.codegen import CPUCodeLibrary as L, CPUCodegen\n"
               "patched = [getattr(InlineWorker.run_untyped_passes, 'culling_once', False),\n"
               "           getattr(InlineWorker.inline_ir, 'culling_once', False),\n"
               "           getattr(TargetConfig.values, 'culling_quick', False),\n"
               "           getattr(CPUCodeLibrary.finalize, 'culling_by_symbol', False),\n"
               "           getattr(npydecl.ufunc_find_matching_loop, 'culling_once', False),\n"
-              "           getattr(L._optimize_functions, 'culling_once', False)]\n"
+              "           getattr(L._optimize_functions, 'culling_once', False),\n"
+              "           getattr(CPUCodegen._get_host_cpu_name, 'culling_once', False)]\n"
               "print(patched)\n")
     env = {**__import__("os").environ, numba_patches.PATCHES_ENV: "0"}
     off = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300)
     assert off.returncode == 0, off.stderr
-    assert off.stdout.strip() == "[False, False, False, False, False, False]"
+    assert off.stdout.strip() == "[False, False, False, False, False, False, False]"
     env[numba_patches.PATCHES_ENV] = "1"
     on = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300)
     assert on.returncode == 0, on.stderr
-    assert on.stdout.strip() == "[True, True, True, True, True, True]"
+    assert on.stdout.strip() == "[True, True, True, True, True, True, True]"
+
+
+def test_the_host_cpu_name_is_asked_once_and_is_llvms_or_numbas_setting(monkeypatch):
+    import llvmlite.binding as ll
+    from numba.core import config
+    from numba.core.codegen import CPUCodegen
+    from numba.core.registry import cpu_target
+
+    once = CPUCodegen._get_host_cpu_name
+    assert getattr(once, "culling_once", False)
+    codegen = cpu_target.target_context.codegen()
+    assert codegen._get_host_cpu_name() == ll.get_host_cpu_name()
+    asked = []
+    monkeypatch.setattr(ll, "get_host_cpu_name", lambda: asked.append(1) or "asked")
+    assert codegen._get_host_cpu_name() == codegen._get_host_cpu_name() != "asked" and not asked
+    monkeypatch.setattr(config, "CPU_NAME", "generic")  # NUMBA_CPU_NAME still decides
+    assert codegen._get_host_cpu_name() == "generic"
 
 
 def test_a_ufuncs_loop_is_found_once_for_the_same_types_and_is_numbas():
