@@ -176,7 +176,11 @@ def settle(handles: np.ndarray, centres: np.ndarray, radii: np.ndarray, world_fi
     :data:`PARALLEL_SETTLE_MIN` objects the pool's rows are cut into a range
     per thread, on whole tiles (:data:`culling.core.tiles.TILE_ROWS`): each
     thread settles the objects whose row is in its range, so the threads
-    write nothing in common.
+    write nothing in common.  The objects' rows are read first, once, a part
+    per thread (:func:`_rows_of`), and each thread picks its objects from
+    that array in one sequential pass: each thread used to read every
+    object's row itself, a random read per object and thread (100k movers
+    of 1M, the interest tick's: ``update_many`` 8.7 against 7.2 ms).
 
     Parameters
     ----------
@@ -192,17 +196,20 @@ def settle(handles: np.ndarray, centres: np.ndarray, radii: np.ndarray, world_fi
     Returns
     -------
     int64 (k,): indices into ``handles`` of the movers, ascending.  O(n); with
-    ``t`` threads each reads every object's row number, O(n) per thread.
+    ``t`` threads, ``n / t`` random reads and a sequential pass of ``n`` per thread.
     """
     batch = (handles, centres, radii, stored_radii)
     rows = pool_fields[1].shape[1]
     threads = thread_count()
     if handles.shape[0] < PARALLEL_SETTLE_MIN or threads == 1:
-        return _settle_part(batch, 0, rows, True, world_fields, objects_fields, nodes_fields, pool_fields, backup)
+        return _settle_part(batch, _NO_ROWS, 0, rows, world_fields, objects_fields, nodes_fields, pool_fields, backup)
     cut = [((rows * p // threads) >> TILE_SHIFT) << TILE_SHIFT for p in range(threads)] + [rows]
+    object_rows = np.empty(handles.shape[0], dtype=np.int64)
+    run_chunks(lambda lo, hi: _rows_of(handles, objects_fields[1], object_rows, lo, hi), handles.shape[0],
+               chunks=threads)
 
     def part(lo: int, hi: int) -> np.ndarray:
-        return _settle_part(batch, cut[lo], cut[hi], False, world_fields, objects_fields, nodes_fields,
+        return _settle_part(batch, object_rows, cut[lo], cut[hi], world_fields, objects_fields, nodes_fields,
                             pool_fields, backup)
 
     parts = run_chunks(part, threads, chunks=threads)
@@ -233,34 +240,50 @@ def ascending_union(first: np.ndarray, second: np.ndarray) -> np.ndarray:
 PARALLEL_SETTLE_MIN = 8_000
 
 
+#: :func:`_settle_part`'s ``object_rows`` when it settles every object, reading each one's row itself.
+_NO_ROWS = np.empty(0, dtype=np.int64)
+
+
 @kernel
-def _settle_part(batch: tuple[np.ndarray, np.ndarray, np.ndarray, bool], first_row: int, end_row: int, every: bool,
-                 world_fields: WorldFields, objects_fields: ObjectsFields, nodes_fields: NodesFields,
+def _rows_of(handles: np.ndarray, obj_pos: np.ndarray, object_rows: np.ndarray, lo: int, hi: int) -> None:
+    """``object_rows[i] = obj_pos[handles[i]]`` for ``i`` in ``lo .. hi - 1``: the objects' pool rows, each a
+    random read, fetched :data:`~culling.runtime.prefetch.AHEAD` objects early."""
+    for i in range(lo, hi):
+        if i + AHEAD < hi:
+            prefetch(obj_pos, handles[i + AHEAD])
+        object_rows[i] = obj_pos[handles[i]]
+
+
+@kernel
+def _settle_part(batch: tuple[np.ndarray, np.ndarray, np.ndarray, bool], object_rows: np.ndarray, first_row: int,
+                 end_row: int, world_fields: WorldFields, objects_fields: ObjectsFields, nodes_fields: NodesFields,
                  pool_fields: PoolFields, backup: np.ndarray) -> np.ndarray:
-    """:func:`settle` for the objects whose pool row is in ``first_row .. end_row - 1`` (``every``:
-    all objects, without looking); ``batch``: the call's handles, centres and radii, and whether each
-    object keeps its stored radius (``stored_radii``: read from its row, written to ``radii`` for the
-    movers alone).  Returns the movers' indices, ascending."""
+    """:func:`settle` for the objects whose pool row (``object_rows``, one per object) is in ``first_row ..
+    end_row - 1``; with ``object_rows`` empty, for every object, each one's row read here.  ``batch``:
+    the call's handles, centres and radii, and whether each object keeps its stored radius
+    (``stored_radii``: read from its row, written to ``radii`` for the movers alone).  Returns the
+    movers' indices, ascending."""
     handles, centres, radii, stored_radii = batch
     origin, size, _, _ = world_fields  # the structs of culling.core.structs, in field order
     obj_node, obj_pos = objects_fields
     nodes = nodes_of(nodes_fields)
     _, columns, tile_box = pool_fields
     n, dim = centres.shape
-    mine = _objects_in_rows(handles, obj_pos, first_row, end_row, every)
+    every = object_rows.shape[0] == 0
+    mine = _objects_in_rows(object_rows, first_row, end_row)
     count = n if every else mine.shape[0]
     movers = np.empty(count, dtype=np.int64)
     key = np.empty((1, dim + 1), dtype=np.int64)
     k = 0
     for j in range(count):
         if j + AHEAD < count:  # a later object's row (culling.runtime.prefetch)
-            ahead = obj_pos[handles[j + AHEAD if every else mine[j + AHEAD]]]
+            ahead = obj_pos[handles[j + AHEAD]] if every else object_rows[mine[j + AHEAD]]
             for column in range(dim + 1):  # the centre and the radius
                 prefetch_at(columns, column, ahead)
             if every and j + 2 * AHEAD < n:
                 prefetch(obj_pos, handles[j + 2 * AHEAD])
         i = j if every else mine[j]
-        row = obj_pos[handles[i]]
+        row = obj_pos[handles[i]] if every else object_rows[i]
         radius = columns[dim, row] if stored_radii else radii[i]
         same_radius = radius == columns[dim, row]
         stays = UNSURE
@@ -315,20 +338,16 @@ def _clear_of_faces(x: float, cell: float) -> bool:
 
 
 @inline_kernel
-def _objects_in_rows(handles: np.ndarray, obj_pos: np.ndarray, first_row: int, end_row: int,
-                     every: bool) -> np.ndarray:
-    """The indices of the objects whose pool row is in ``first_row .. end_row - 1``, ascending (``every``:
-    none are listed, the caller takes them all)."""
-    n = handles.shape[0]
-    mine = np.empty(0 if every else n, dtype=np.int64)
+def _objects_in_rows(object_rows: np.ndarray, first_row: int, end_row: int) -> np.ndarray:
+    """The indices of the objects whose pool row (``object_rows``) is in ``first_row .. end_row - 1``,
+    ascending: one sequential pass."""
+    n = object_rows.shape[0]
+    mine = np.empty(n, dtype=np.int64)
     m = 0
-    if not every:
-        for i in range(n):
-            if i + AHEAD < n:
-                prefetch(obj_pos, handles[i + AHEAD])
-            row = obj_pos[handles[i]]
-            mine[m] = i  # kept when in range: no branch on the random rows
-            m += (first_row <= row) & (row < end_row)
+    for i in range(n):
+        row = object_rows[i]
+        mine[m] = i  # kept when in range: no branch on the rows
+        m += (first_row <= row) & (row < end_row)
     return mine[:m]
 
 
