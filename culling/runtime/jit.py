@@ -277,8 +277,8 @@ def _shipped_only(compiled: Any) -> Any:
 def _blas_probe_without_scipy_import() -> None:
     """Import numba's ``arraymath`` with its BLAS probe answered without importing SciPy.
 
-    numba imports ``numba.np.arraymath`` when it first compiles or loads any
-    function, and that module sets ``_HAVE_BLAS`` by importing
+    numba imports ``numba.np.arraymath`` when it first compiles, or loads a
+    kernel holding that module's code, and the module sets ``_HAVE_BLAS`` by importing
     ``scipy.linalg.cython_blas``: all of ``scipy.linalg`` (with ``numpy.f2py``
     behind SciPy's array API layer), 0.12 s of a warm start's 0.45 s here,
     although no kernel of culling uses BLAS.  During that import the probe
