@@ -58,7 +58,8 @@ def test_query_detailed_agrees_with_query_trace_and_brute_force(kind, dim, shape
     rows = np.searchsorted(handles[want], seen.handles[order])
     np.testing.assert_array_equal(seen.centres[order], centres[want][rows])
     np.testing.assert_array_equal(seen.radii[order], radii[want][rows])
-    np.testing.assert_allclose(seen.distances[order], distances(centres[want][rows], point, shape), rtol=1e-15)
+    with np.errstate(under="ignore"):  # the tolerance of a subnormal distance (5.9e-303) underflows: the check's own
+        np.testing.assert_allclose(seen.distances[order], distances(centres[want][rows], point, shape), rtol=1e-15)
     assert seen.handles.dtype == np.int64 and seen.centres.shape == (seen.handles.size, dim)
 
 
@@ -123,3 +124,16 @@ def test_distances_keep_their_digits_at_tiny_and_huge_magnitudes(cls):
     d = distances(list(centres.T), [0.0, 0.0], "sphere")
     assert d[0] == pytest.approx(5e-170, rel=1e-15) and d[1] == pytest.approx(1.4142135623730951e308)
     assert d[2] == 5.0 and d[3] == np.inf
+
+
+@pytest.mark.parametrize("kind", sorted(KINDS))
+def test_query_detailed_gives_a_subnormal_distance_as_brute_force_does(kind):
+    """The case a random run found (its check's tolerance underflowed): a centre 5.9e-303 from the point."""
+    index = KINDS[kind](1, "sphere")
+    centres = np.array([[0.0], [0.0], [5.940603198892385e-303]])
+    handles = index.insert_many(centres, [0.0, 0.0, 0.25])
+    seen = index.query_detailed((0.0,))
+    order = np.argsort(seen.handles)
+    assert seen.handles[order].tolist() == handles.tolist()
+    assert seen.distances[order].tolist() == distances(centres, np.array([0.0]), "sphere").tolist()
+    assert seen.distances[order][2] == 5.940603198892385e-303
