@@ -172,6 +172,69 @@ def test_the_flags_read_quickly_hold_what_numbas_properties_hold():
     assert same != flags
 
 
+def test_the_flags_hash_and_compare_as_numbas_own_methods_do():
+    """The flags' ``__hash__`` (kept per class) and ``__eq__`` (set options compared first) answer what numba's do."""
+    from numba.core.compiler import Flags
+    from numba.core.targetconfig import TargetConfig
+
+    assert getattr(TargetConfig.__hash__, "culling_quick", False)
+
+    def numbas_hash(flags: Flags) -> int:
+        return hash(tuple(sorted({k: getattr(flags, k) for k in flags.options})))
+
+    def numbas_eq(a: Flags, b: Flags) -> bool:
+        return {k: getattr(a, k) for k in a.options} == {k: getattr(b, k) for k in b.options}
+
+    plain, nrt, numpy_errors, default_set = Flags(), Flags(), Flags(), Flags()
+    nrt.nrt = True
+    numpy_errors.nrt = True
+    numpy_errors.error_model = "numpy"
+    default_set.nrt = Flags.options["nrt"].default  # set to its default: equal to the unset one
+    every = [plain, nrt, numpy_errors, default_set]
+    for a in every:
+        assert hash(a) == numbas_hash(a)
+        for b in every:
+            assert (a == b) == numbas_eq(a, b) and (a != b) == (not numbas_eq(a, b))
+    assert default_set == plain and nrt != plain and (plain == object()) is False
+
+
+def test_the_variables_of_every_statement_are_numbas_list_in_numbas_order():
+    """``Inst._rec_list_vars`` told by exact type lists what numba's ``isinstance`` chain lists, in its order: every
+    statement and expression of the front-end IR of a few of the library's kernels, and values of other kinds."""
+    import operator
+
+    from numba.core import ir
+    from numba.core.compiler import run_frontend
+
+    from culling.pairs import bands
+    from culling.tree import batch, walk
+
+    quick = ir.Inst._rec_list_vars
+    assert getattr(quick, "culling_quick", False)
+    numbas = quick.numba_rec_list_vars
+    seen = 0
+    for kernel in (batch._settle_part, bands._sphere_cells, walk.walk, batch.check_handles):
+        func_ir = run_frontend(kernel.py_func)
+        for block in func_ir.blocks.values():
+            for stmt in block.body:
+                values = [stmt.__dict__] + [v._kws for v in stmt.__dict__.values() if isinstance(v, ir.Expr)]
+                for value in values:
+                    assert quick(stmt, value) == numbas(stmt, value)
+                    seen += 1
+    assert seen > 500
+    scope, loc = ir.Scope(None, ir.Loc("f", 1)), ir.Loc("f", 1)
+    a, b = ir.Var(scope, "a", loc), ir.Var(scope, "b", loc)
+
+    class Listed(list):  # a subclass: numba's isinstance tests, not the exact types
+        pass
+
+    expr = ir.Expr.binop(operator.add, a, b, loc)
+    odd = [a, (b, [a, {"x": b, "y": 3}]), Listed([b, a]), {"k": (a,)}, ir.Const(1, loc), loc, "s", 2.5, None, expr,
+           ir.Assign(expr, b, loc)]
+    stmt = ir.Assign(a, b, loc)
+    assert quick(stmt, odd) == numbas(stmt, odd) == [a, b, a, b, b, a, a, a, b, a, b, b]
+
+
 def test_an_overload_implementation_is_compiled_without_a_cfunc_wrapper():
     import numpy as np
     from numba.core.typing.templates import _OverloadFunctionTemplate
@@ -205,6 +268,8 @@ def test_the_patches_can_be_turned_off():
               "patched = [getattr(InlineWorker.run_untyped_passes, 'culling_once', False),\n"
               "           getattr(InlineWorker.inline_ir, 'culling_once', False),\n"
               "           getattr(TargetConfig.values, 'culling_quick', False),\n"
+              "           getattr(TargetConfig.__hash__, 'culling_quick', False),\n"
+              "           getattr(__import__('numba.core.ir').core.ir.Inst._rec_list_vars, 'culling_quick', False),\n"
               "           getattr(CPUCodeLibrary.finalize, 'culling_by_symbol', False),\n"
               "           getattr(npydecl.ufunc_find_matching_loop, 'culling_once', False),\n"
               "           getattr(L._optimize_functions, 'culling_once', False),\n"
@@ -213,11 +278,11 @@ def test_the_patches_can_be_turned_off():
     env = {**__import__("os").environ, numba_patches.PATCHES_ENV: "0"}
     off = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300)
     assert off.returncode == 0, off.stderr
-    assert off.stdout.strip() == "[False, False, False, False, False, False, False]"
+    assert off.stdout.strip() == "[False, False, False, False, False, False, False, False, False]"
     env[numba_patches.PATCHES_ENV] = "1"
     on = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300)
     assert on.returncode == 0, on.stderr
-    assert on.stdout.strip() == "[True, True, True, True, True, True, True]"
+    assert on.stdout.strip() == "[True, True, True, True, True, True, True, True, True]"
 
 
 def test_the_host_cpu_name_is_asked_once_and_is_llvms_or_numbas_setting(monkeypatch):
