@@ -59,7 +59,13 @@ from culling.runtime.compile_options import INLINED_OPTIONS, KERNEL_OPTIONS, NO_
 from culling.runtime.fingerprint import kernel_fingerprint
 from culling.runtime.interrupts import runs_whole
 from culling.runtime.loads import loader
-from culling.runtime.numba_patches import CALLEES_BY_SYMBOL, INLINED, callees_by_symbol, linked_by_symbol
+from culling.runtime.numba_patches import (
+    CALLEES_BY_SYMBOL,
+    INLINED,
+    KERNEL_FUNCTIONS,
+    callees_by_symbol,
+    linked_by_symbol,
+)
 from culling.runtime.numba_patches import apply as patch_numba
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -517,6 +523,7 @@ def kernel(fn: F | None = None, *, refcounts: bool = True) -> F | Callable[[F], 
         options = {} if refcounts else NO_REFCOUNT_OPTIONS
         compiled = _one_signature(_compiles_whole(linked_by_symbol(_njit(f, True, **options))))
         KERNELS.append(compiled)
+        KERNEL_FUNCTIONS.add(f)  # its IR's post-processing leaves the lifetimes to be computed when asked
         return cast(F, compiled)
 
     return make if fn is None else make(fn)

@@ -270,6 +270,8 @@ def test_the_patches_can_be_turned_off():
               "           getattr(TargetConfig.values, 'culling_quick', False),\n"
               "           getattr(TargetConfig.__hash__, 'culling_quick', False),\n"
               "           getattr(__import__('numba.core.ir').core.ir.Inst._rec_list_vars, 'culling_quick', False),\n"
+              "           getattr(__import__('numba.core.postproc').core.postproc.PostProcessor.run, 'culling_on_demand',\n"
+              "                   False),\n"
               "           getattr(CPUCodeLibrary.finalize, 'culling_by_symbol', False),\n"
               "           getattr(npydecl.ufunc_find_matching_loop, 'culling_once', False),\n"
               "           getattr(L._optimize_functions, 'culling_once', False),\n"
@@ -278,11 +280,11 @@ def test_the_patches_can_be_turned_off():
     env = {**__import__("os").environ, numba_patches.PATCHES_ENV: "0"}
     off = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300)
     assert off.returncode == 0, off.stderr
-    assert off.stdout.strip() == "[False, False, False, False, False, False, False, False, False]"
+    assert off.stdout.strip() == "[False, False, False, False, False, False, False, False, False, False]"
     env[numba_patches.PATCHES_ENV] = "1"
     on = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300)
     assert on.returncode == 0, on.stderr
-    assert on.stdout.strip() == "[True, True, True, True, True, True, True, True, True]"
+    assert on.stdout.strip() == "[True, True, True, True, True, True, True, True, True, True]"
 
 
 def test_the_host_cpu_name_is_asked_once_and_is_llvms_or_numbas_setting(monkeypatch):
@@ -400,3 +402,68 @@ def test_a_kernels_body_is_the_same_with_its_wrapper_optimised_once(monkeypatch)
     (skipped, its_wrapper), (numbas, numbas_wrapper) = body(once), body(once.numba_optimize_functions)
     assert skipped.startswith("define") and skipped == numbas
     assert its_wrapper != numbas_wrapper  # the wrapper's own round was left out in the first compile only
+
+
+def test_a_kernels_ir_is_the_same_with_its_lifetimes_computed_on_demand(monkeypatch):
+    """A library kernel's IR post-processed without the blocks' entry variables (the lifetimes computed only
+    where a pass asks) lowers to the same final LLVM IR, but for unique names and metadata numbers, as numba's
+    own post-processing gives: the settle's kernel (inlined helpers, loops, early exits), compiled afresh from
+    its Python function with the library's options, once each way."""
+    import re
+
+    import numpy as np
+    from numba.core import postproc
+
+    import culling
+    from culling.tree import batch
+
+    on_demand = postproc.PostProcessor.run
+    assert getattr(on_demand, "culling_on_demand", False)
+    tree = culling.ViewDistanceTree(size=64.0, dim=3)
+    handles = tree.insert_many(np.array([[1.0, 2.0, 3.0], [5.0, 5.0, 5.0]]), np.array([1.0, 2.0]))
+    tree.update_many(handles, np.array([[1.5, 2.0, 3.0], [30.0, 5.0, 5.0]]))  # typed: its signature
+    kernel = batch._settle_part
+    signature = kernel.signatures[0]
+    runs: list[str] = []
+
+    def counted(run):  # noqa: ANN001, ANN202 - numba's method
+        def post_process(self, *args, **kwargs):  # noqa: ANN001, ANN002, ANN003, ANN202
+            runs.append(getattr(self.func_ir.func_id, "func_qualname", ""))
+            return run(self, *args, **kwargs)
+        return post_process
+
+    def compiled(run) -> str:  # noqa: ANN001 - numba's method
+        monkeypatch.setattr(postproc.PostProcessor, "run", counted(run))
+        options = {k: v for k, v in kernel.targetoptions.items() if k != "nopython"}
+        fresh = numba.njit(**options)(kernel.py_func)
+        fresh.compile(signature)
+        text = fresh.overloads[signature].library.get_llvm_str()
+        text = re.sub(r"B\d+v\d+B\d+[A-Za-z0-9_]+", "B", text)
+        text = re.sub(r"\[\d+ x i8\]", "[N x i8]", text)  # the strings holding a unique name
+        text = re.sub(r"!\d+", "!N", text)
+        text = re.sub(r"\s*; preds = .*$", "", text, flags=re.M)  # aligned to the labels' lengths
+        text = re.sub(r"^([-A-Za-z$._0-9]+):", r"%\1:", text, flags=re.M)  # a block's label, as its uses name it
+        local: dict[str, str] = {}  # local values and labels named in order of appearance (numba's hold counters)
+        return re.sub(r"%[-A-Za-z$._0-9]+", lambda m: local.setdefault(m.group(0), f"%v{len(local)}"), text)
+
+    ours, numbas = compiled(on_demand), compiled(on_demand.numba_run)
+    assert "_settle_part" in ours and ours == numbas
+    assert runs.count("_settle_part") >= 10  # post-processed many times, each way
+
+
+def test_no_kernel_source_uses_what_reads_lifetimes_a_later_pass_changed():
+    """The lifetimes patch holds while the library's kernels use neither ``literal_unroll`` nor ``objmode``
+    (their passes read lifetimes computed before a later change) and none is a generator."""
+    import inspect
+    from pathlib import Path
+
+    import culling
+    from culling.runtime.numba_patches import INLINED, KERNEL_FUNCTIONS
+
+    sources = Path(culling.__file__).parent
+    for path in sources.rglob("*.py"):
+        text = path.read_text()
+        assert "literal_unroll" not in text or path.name == "numba_patches.py", path
+        assert "objmode" not in text or path.name == "numba_patches.py", path
+    assert len(KERNEL_FUNCTIONS) > 50 and len(INLINED) > 50
+    assert not any(inspect.isgeneratorfunction(f) for f in KERNEL_FUNCTIONS | INLINED)
