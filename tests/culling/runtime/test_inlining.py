@@ -272,6 +272,8 @@ def test_the_patches_can_be_turned_off():
               "           getattr(__import__('numba.core.ir').core.ir.Inst._rec_list_vars, 'culling_quick', False),\n"
               "           getattr(__import__('numba.core.postproc').core.postproc.PostProcessor.run, 'culling_on_demand',\n"
               "                   False),\n"
+              "           getattr(__import__('numba.core.types').core.types.functions.BaseFunction.get_call_type,\n"
+              "                   'culling_once', False),\n"
               "           getattr(CPUCodeLibrary.finalize, 'culling_by_symbol', False),\n"
               "           getattr(npydecl.ufunc_find_matching_loop, 'culling_once', False),\n"
               "           getattr(L._optimize_functions, 'culling_once', False),\n"
@@ -280,11 +282,11 @@ def test_the_patches_can_be_turned_off():
     env = {**__import__("os").environ, numba_patches.PATCHES_ENV: "0"}
     off = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300)
     assert off.returncode == 0, off.stderr
-    assert off.stdout.strip() == "[False, False, False, False, False, False, False, False, False, False]"
+    assert off.stdout.strip() == "[False, False, False, False, False, False, False, False, False, False, False]"
     env[numba_patches.PATCHES_ENV] = "1"
     on = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300)
     assert on.returncode == 0, on.stderr
-    assert on.stdout.strip() == "[True, True, True, True, True, True, True, True, True, True]"
+    assert on.stdout.strip() == "[True, True, True, True, True, True, True, True, True, True, True]"
 
 
 def test_the_host_cpu_name_is_asked_once_and_is_llvms_or_numbas_setting(monkeypatch):
@@ -467,3 +469,67 @@ def test_no_kernel_source_uses_what_reads_lifetimes_a_later_pass_changed():
         assert "objmode" not in text or path.name == "numba_patches.py", path
     assert len(KERNEL_FUNCTIONS) > 50 and len(INLINED) > 50
     assert not any(inspect.isgeneratorfunction(f) for f in KERNEL_FUNCTIONS | INLINED)
+
+
+def test_a_kernels_ir_is_the_same_with_its_call_types_kept(monkeypatch):
+    """Calls typed once per argument types and flags in a library kernel's compile: the settle's kernel (NRT on)
+    and ``keep_rows`` (NRT off: other flags, so other keys) compiled afresh with the kept types (filled by
+    compiling them once before) give the same final LLVM IR, but for unique names and metadata numbers, as
+    typed every time by numba; and a function that is not a kernel's types as numba types it."""
+    import re
+
+    import numpy as np
+    from numba.core.types import functions
+
+    import culling
+    from culling.core import members
+    from culling.tree import batch
+
+    kept = functions.BaseFunction.get_call_type
+    assert getattr(kept, "culling_once", False)
+    tree = culling.ViewDistanceTree(size=64.0, dim=3)
+    handles = tree.insert_many(np.array([[1.0, 2.0, 3.0], [5.0, 5.0, 5.0]]), np.array([1.0, 2.0]))
+    tree.update_many(handles, np.array([[1.5, 2.0, 3.0], [30.0, 5.0, 5.0]]))
+    tree.query_many(np.array([[1.0, 2.0, 3.0], [5.0, 5.0, 4.0]]), exact=True)  # its member passes: keep_rows
+    typings: list[int] = []
+
+    def counted(get_call_type):  # noqa: ANN001, ANN202 - numba's method
+        def typing(self, context, args, kws):  # noqa: ANN001, ANN202
+            typings.append(1)
+            return get_call_type(self, context, args, kws)
+        return typing
+
+    def compiled(kernel, get_call_type) -> str:  # noqa: ANN001
+        monkeypatch.setattr(functions.BaseFunction, "get_call_type", counted(get_call_type))
+        signature = kernel.signatures[0]
+        options = {k: v for k, v in kernel.targetoptions.items() if k != "nopython"}
+        fresh = numba.njit(**options)(kernel.py_func)
+        numba_patches._LOCAL.depth = 1  # as while a library kernel compiles
+        try:
+            fresh.compile(signature)
+        finally:
+            numba_patches._LOCAL.depth = 0
+        text = fresh.overloads[signature].library.get_llvm_str()
+        text = re.sub(r"B\d+v\d+B\d+[A-Za-z0-9_]+", "B", text)
+        text = re.sub(r"\[\d+ x i8\]", "[N x i8]", text)
+        text = re.sub(r"!\d+", "!N", text)
+        text = re.sub(r"\s*; preds = .*$", "", text, flags=re.M)
+        text = re.sub(r"^([-A-Za-z$._0-9]+):", r"%\1:", text, flags=re.M)
+        local: dict[str, str] = {}
+        return re.sub(r"%[-A-Za-z$._0-9]+", lambda m: local.setdefault(m.group(0), f"%v{len(local)}"), text)
+
+    for kernel in (batch._settle_part, members.keep_rows):
+        compiled(kernel, kept)  # the kept answers filled
+        ours, numbas = compiled(kernel, kept), compiled(kernel, kept.numba_get_call_type)
+        assert kernel.py_func.__name__ in ours and ours == numbas
+    assert len(typings) > 1000
+
+    monkeypatch.setattr(functions.BaseFunction, "get_call_type", counted(kept))
+    before = len(typings)
+
+    def users(x: float) -> float:  # a user's function: outside a kernel's compile, typed every time
+        return x * 2.0 + 1.0
+
+    answers = len(kept.kept)
+    assert numba.njit(users)(2.0) == 5.0 and numba.njit(users)(3.0) == 7.0
+    assert len(typings) - before >= 4 and len(kept.kept) == answers  # typed, none of it kept
