@@ -406,12 +406,26 @@ def test_a_kernels_body_is_the_same_with_its_wrapper_optimised_once(monkeypatch)
     assert its_wrapper != numbas_wrapper  # the wrapper's own round was left out in the first compile only
 
 
+def _final_ir(text: str) -> str:
+    """A kernel's final LLVM IR with what differs between two compiles of the same code made alike: numba's unique
+    names (and the lengths of the strings holding them), metadata numbers, and the names of local values and
+    labels (numba's hold counters), numbered in order of appearance."""
+    import re
+
+    text = re.sub(r"B\d+v\d+B\d+[A-Za-z0-9_]+", "B", text)
+    text = re.sub(r"\[\d+ x i8\]", "[N x i8]", text)
+    text = re.sub(r"!\d+", "!N", text)
+    text = re.sub(r"\s*; preds = .*$", "", text, flags=re.M)  # aligned to the labels' lengths
+    text = re.sub(r"^([-A-Za-z$._0-9]+):", r"%\1:", text, flags=re.M)  # a block's label, as its uses name it
+    local: dict[str, str] = {}
+    return re.sub(r"%[-A-Za-z$._0-9]+", lambda m: local.setdefault(m.group(0), f"%v{len(local)}"), text)
+
+
 def test_a_kernels_ir_is_the_same_with_its_lifetimes_computed_on_demand(monkeypatch):
     """A library kernel's IR post-processed without the blocks' entry variables (the lifetimes computed only
     where a pass asks) lowers to the same final LLVM IR, but for unique names and metadata numbers, as numba's
     own post-processing gives: the settle's kernel (inlined helpers, loops, early exits), compiled afresh from
     its Python function with the library's options, once each way."""
-    import re
 
     import numpy as np
     from numba.core import postproc
@@ -439,14 +453,7 @@ def test_a_kernels_ir_is_the_same_with_its_lifetimes_computed_on_demand(monkeypa
         options = {k: v for k, v in kernel.targetoptions.items() if k != "nopython"}
         fresh = numba.njit(**options)(kernel.py_func)
         fresh.compile(signature)
-        text = fresh.overloads[signature].library.get_llvm_str()
-        text = re.sub(r"B\d+v\d+B\d+[A-Za-z0-9_]+", "B", text)
-        text = re.sub(r"\[\d+ x i8\]", "[N x i8]", text)  # the strings holding a unique name
-        text = re.sub(r"!\d+", "!N", text)
-        text = re.sub(r"\s*; preds = .*$", "", text, flags=re.M)  # aligned to the labels' lengths
-        text = re.sub(r"^([-A-Za-z$._0-9]+):", r"%\1:", text, flags=re.M)  # a block's label, as its uses name it
-        local: dict[str, str] = {}  # local values and labels named in order of appearance (numba's hold counters)
-        return re.sub(r"%[-A-Za-z$._0-9]+", lambda m: local.setdefault(m.group(0), f"%v{len(local)}"), text)
+        return _final_ir(fresh.overloads[signature].library.get_llvm_str())
 
     ours, numbas = compiled(on_demand), compiled(on_demand.numba_run)
     assert "_settle_part" in ours and ours == numbas
@@ -476,7 +483,6 @@ def test_a_kernels_ir_is_the_same_with_its_call_types_kept(monkeypatch):
     and ``keep_rows`` (NRT off: other flags, so other keys) compiled afresh with the kept types (filled by
     compiling them once before) give the same final LLVM IR, but for unique names and metadata numbers, as
     typed every time by numba; and a function that is not a kernel's types as numba types it."""
-    import re
 
     import numpy as np
     from numba.core.types import functions
@@ -509,14 +515,7 @@ def test_a_kernels_ir_is_the_same_with_its_call_types_kept(monkeypatch):
             fresh.compile(signature)
         finally:
             numba_patches._LOCAL.depth = 0
-        text = fresh.overloads[signature].library.get_llvm_str()
-        text = re.sub(r"B\d+v\d+B\d+[A-Za-z0-9_]+", "B", text)
-        text = re.sub(r"\[\d+ x i8\]", "[N x i8]", text)
-        text = re.sub(r"!\d+", "!N", text)
-        text = re.sub(r"\s*; preds = .*$", "", text, flags=re.M)
-        text = re.sub(r"^([-A-Za-z$._0-9]+):", r"%\1:", text, flags=re.M)
-        local: dict[str, str] = {}
-        return re.sub(r"%[-A-Za-z$._0-9]+", lambda m: local.setdefault(m.group(0), f"%v{len(local)}"), text)
+        return _final_ir(fresh.overloads[signature].library.get_llvm_str())
 
     for kernel in (batch._settle_part, members.keep_rows):
         compiled(kernel, kept)  # the kept answers filled
