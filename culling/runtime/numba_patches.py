@@ -628,7 +628,8 @@ def _quick_list_vars() -> None:
     location, a string, a number, a list, a tuple, a dict) are told by their
     exact type, and anything else goes through numba's tests in numba's order:
     the same variables in the same order; that compile took 4.5 CPU s less
-    (about 49 -> 44.5).  Process-wide, as numba's own behaviour is.  Reaches into numba's ``ir``; a numba without it is left as it is.
+    (about 49 -> 44.5).  Process-wide, as numba's own behaviour is.  Reaches
+    into numba's ``ir``; a numba without it is left as it is.
     """
     found = _unpatched("numba.core.ir", "Inst", "_rec_list_vars", "culling_quick")
     if found is None:
@@ -714,13 +715,12 @@ def _lifetimes_on_demand() -> None:
         func = getattr(func_ir.func_id, "func", None)
         if func_ir.is_generator or (func not in KERNEL_FUNCTIONS and func not in INLINED):
             real(self, emit_dels, extend_lifetimes)
-            return None
+            return
         func_ir.blocks = transforms.canonicalize_cfg(func_ir.blocks)
         func_ir.variable_lifetime = postproc.VariableLifetime(func_ir.blocks)
         func_ir.generator_info = None
         if emit_dels:
             self._insert_var_dels(extend_lifetimes=extend_lifetimes)
-        return None
 
     run.numba_run = real  # type: ignore[attr-defined]
     _patch(processor, "run", run, "culling_on_demand")
