@@ -175,8 +175,12 @@ def test_holding_w_into_the_hills_keeps_the_camera_above_the_ground_and_esc_quit
         after = [s for s in app.summaries() if s["frame"] >= flown["frame"]]
         for line in app.summaries():
             eye = module.to_scene(line["eye"]) if hasattr(module, "to_scene") else line["eye"]
-            ground = float(scene.ground_height(eye[0], eye[2]))
-            assert eye[1] - ground >= 1.5 - 0.06 and line["clearance"] >= 1.4, (line, ground)
+            # The line prints the eye to 0.1 m: the true eye lies within 0.05 m of it on every axis, and on a
+            # hillside the ground changes across that square. The printed eye must allow a camera 1.5 m above
+            # the ground somewhere within its rounding (checking the printed point alone failed by 0.0004 m).
+            ground = min(float(scene.ground_height(eye[0] + dx, eye[2] + dz))
+                         for dx in (-0.05, 0.0, 0.05) for dz in (-0.05, 0.0, 0.05))
+            assert eye[1] + 0.05 - ground >= 1.5 - 0.01 and line["clearance"] >= 1.4, (line, ground)
         assert after and after[-1]["clearance"] < 10.0, f"the camera never reached the ground: {after}"
         app.hold(window, "Up", 0.6)                 # level again: the view from just above the ground
         app.wait_summaries(1)
