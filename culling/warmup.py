@@ -337,7 +337,7 @@ def _has_index(kernel: Any) -> bool:
     if JIT_DISABLED:
         return True
     shipped = getattr(kernel, "shipped_index", None)
-    if shipped is not None and shipped._load_index():
+    if shipped is not None and shipped()._load_index():
         return True
     return cache_writable() and bool(kernel._cache._cache_file._load_index())
 

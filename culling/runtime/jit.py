@@ -102,7 +102,8 @@ def _fingerprinted(cache: Any, py_func: Callable[..., Any], label: str,
     :func:`culling.runtime.loads.loader`'s).
 
     The fingerprint is computed on the cache's first use (when every module the
-    kernel names is imported), not when the kernel is defined.  Reaches into
+    kernel names is imported), not when the kernel is defined, once per kernel
+    and process (:func:`_fingerprint`).  Reaches into
     numba's cache object (``_cache_file._source_stamp``, ``_load_index``).
     """
     cache_file = cache._cache_file
@@ -113,7 +114,7 @@ def _fingerprinted(cache: Any, py_func: Callable[..., Any], label: str,
         nonlocal stamped
         if not stamped:
             mark = f"+{CALLEES_BY_SYMBOL}" if callees_by_symbol() else ""
-            cache_file._source_stamp = (label, kernel_fingerprint(py_func) + mark)
+            cache_file._source_stamp = (label, _fingerprint(py_func) + mark)
             stamped = True
 
     read_index = cache_file._load_index
@@ -148,6 +149,18 @@ def _fingerprinted(cache: Any, py_func: Callable[..., Any], label: str,
     cache.save_overload = save_overload
     cache.ensure_stamp = ensure_stamp
     return cache
+
+
+#: Per kernel function: its fingerprint, computed once per process (a kernel's own cache and the shipped
+#: one both stamp with it; the files it hashes are read once per process anyway).
+_FINGERPRINTS: dict[Callable[..., Any], str] = {}
+
+
+def _fingerprint(py_func: Callable[..., Any]) -> str:
+    found = _FINGERPRINTS.get(py_func)
+    if found is None:
+        found = _FINGERPRINTS[py_func] = kernel_fingerprint(py_func)
+    return found
 
 
 def _stamp_with_sources(compiled: Any) -> Any:
@@ -252,31 +265,39 @@ def _with_shipped(compiled: Any) -> Any:
     architecture; it is taken only when the shipped index's stamp holds the
     kernel's fingerprint of these sources, numba's version is the one that
     compiled it (numba checks) and the key (signature, bytecode, triple)
-    matches.  Anything else compiles as usual.  Reaches into numba's cache
-    object; a numba without it compiles as usual.
+    matches.  Anything else compiles as usual.  The shipped cache object is
+    made on the first miss of the kernel's own cache (a warm start that finds
+    its kernels in its own cache makes none: 8 ms of ``import culling`` for
+    all of them).  Reaches into numba's cache object; a numba without it
+    compiles as usual.
     """
     own: Any = getattr(compiled, "_cache", None)
     if own is None or not hasattr(own, "load_overload"):
         return compiled
     if not Path(compiled.py_func.__code__.co_filename).resolve().is_relative_to(SHIPPED_DIR.parent):
         return compiled  # a kernel made outside the package (a test's): nothing of it is shipped
-    shipped = _shipped_cache(compiled.py_func)
     load_own = own.load_overload
+    shipped: list[Any] = []  # made on the first miss of the kernel's own cache, if ever
+
+    def shipped_cache() -> Any:
+        if not shipped:
+            shipped.append(_shipped_cache(compiled.py_func))
+        return shipped[0]
 
     def load_overload(sig: Any, target_context: Any) -> Any:
         found = load_own(sig, target_context)
-        return shipped.load_overload(sig, target_context) if found is None else found
+        return shipped_cache().load_overload(sig, target_context) if found is None else found
 
     own.load_overload = load_overload
-    compiled.shipped_index = shipped._cache_file  # for culling.kernels_cached()
+    compiled.shipped_index = lambda: shipped_cache()._cache_file  # for culling.kernels_cached()
     return compiled
 
 
 def _shipped_only(compiled: Any) -> Any:
     """Give ``compiled`` (a kernel without a disk cache: no folder can be written) the shipped kernels'
     cache (:func:`_shipped_cache`), so a read-only install compiles only what the wheel does not ship."""
-    compiled._cache = _shipped_cache(compiled.py_func)
-    compiled.shipped_index = compiled._cache._cache_file  # for culling.kernels_cached()
+    compiled._cache = cache = _shipped_cache(compiled.py_func)
+    compiled.shipped_index = lambda: cache._cache_file  # for culling.kernels_cached()
     return compiled
 
 
