@@ -11,6 +11,15 @@ remove() at 1M), colocated (100k insert(), query, remove()).
 Python profilers see a compiled kernel as one call; ``phases`` times the
 exact query's compiled steps instead (the walk, the filter pass, the write
 pass, the Python wrapper), by running the same kernels stopped after each.
+
+Linux ``perf`` sees inside the kernels, but only as addresses: with
+``--perf`` each case runs once to load its kernels, :func:`write_perf_map`
+names every loaded kernel's machine code in ``/tmp/perf-<pid>.map`` (the file
+``perf report`` reads for code a JIT made), and the case runs again, without
+the Python profilers::
+
+    perf record -F 2000 -o perf.data -- python -m benchmarks.profiling --perf query_many --repeat 50
+    perf report -i perf.data --no-children --sort sym
 """
 
 from __future__ import annotations
@@ -18,6 +27,8 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import io
+import os
+import re
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -190,6 +201,54 @@ def query_phases(n: int = 1_000_000, repeats: int = 3) -> str:
     ])
 
 
+def _readable(symbol: str) -> str:
+    """A kernel's symbol as its Python name: numba mangles ``culling.core.members.keep_rows`` as
+    ``_ZN7culling4core7members9keep_rowsB3v12B...`` (Itanium-style name parts, then its ABI tags)."""
+    if not symbol.startswith("_ZN"):
+        return symbol
+    parts, at = [], 3
+    while digits := re.match(r"\d+", symbol[at:]):
+        at += len(digits.group())
+        parts.append(symbol[at:at + int(digits.group())])
+        at += int(digits.group())
+    return ".".join(parts) or symbol
+
+
+def write_perf_map(path: Path | None = None) -> Path:
+    """Name the machine code of every kernel this process has compiled or loaded, for ``perf report``.
+
+    Each line of a perf map is ``START SIZE NAME`` (hex); a kernel's size is
+    taken as the distance to the next symbol's address (numba's JIT engine knows
+    addresses, not sizes).  Kernels loaded after the call are not named.
+    Default path: ``/tmp/perf-<pid>.map``, where perf looks.
+    """
+    from numba.core.registry import cpu_target
+
+    engine = cpu_target.target_context.codegen()._engine
+    named: dict[int, str] = {}  # an address named once (the first name in order, if two alias it)
+    for name in sorted(engine._defined_symbols):
+        if address := engine.get_function_address(name):
+            named.setdefault(address, name)
+    starts = sorted(named.items())
+    path = path or Path(f"/tmp/perf-{os.getpid()}.map")
+    with path.open("w") as out:
+        for (address, name), (following, _) in zip(starts, starts[1:] + [(starts[-1][0] + 4096, "")]):
+            out.write(f"{address:x} {min(following - address, 1 << 20):x} {_readable(name)}\n")
+    return path
+
+
+def perf_case(name: str, n: int | None = None, repeat: int = 10) -> str:
+    """Run one case once (its kernels load), write the perf map, then run it ``repeat`` times more for
+    ``perf record`` (so that the case, not the workload's set-up, fills the profile)."""
+    make, default_n = CASES[name]
+    _, run = make(n or default_n, 1)
+    run()
+    path = write_perf_map()
+    for _ in range(repeat):
+        run()
+    return f"### {name} (n={n or default_n}, run {repeat} times): kernels named in {path} for perf report"
+
+
 def profile_case(name: str, n: int | None = None, lines: bool = True, scale: int = 1) -> str:
     """Run one case under pyinstrument, then line_profiler; return both reports."""
     from pyinstrument import Profiler
@@ -226,10 +285,17 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--n", type=int, help="objects (default per case)")
     ap.add_argument("--no-lines", action="store_true", help="skip line_profiler")
     ap.add_argument("--out", type=Path, help="folder for one report file per case")
+    ap.add_argument("--perf", action="store_true",
+                    help="no Python profilers: run each case for `perf record`, its kernels named in /tmp/perf-<pid>.map")
+    ap.add_argument("--repeat", type=int, default=10, help="with --perf: runs of each case after the map (default 10)")
     args = ap.parse_args(argv)
     unknown = set(args.cases) - set(CASES) - {"phases"}
     if unknown:
         ap.error(f"unknown case(s) {sorted(unknown)}; choose from {', '.join(CASES)}, phases")
+    if args.perf:
+        for name in [c for c in args.cases or CASES if c != "phases"]:
+            print(perf_case(name, args.n, args.repeat))
+        return 0
     needed = ["pyinstrument"] + ([] if args.no_lines else ["line_profiler"])
     missing = [name for name in needed if importlib.util.find_spec(name) is None]
     if missing and any(name != "phases" for name in args.cases or CASES):

@@ -226,6 +226,26 @@ def test_pool_layout_times_each_layout():
     assert all(seconds > 0.0 for seconds in times.values())
 
 
+def test_perf_map_names_the_loaded_kernels_by_their_python_names(tmp_path):
+    from benchmarks import profiling
+    from culling import ViewDistanceTree
+
+    tree = ViewDistanceTree(size=64.0)
+    tree.insert_many(np.full((3, 3), 8.0), np.ones(3))
+    assert tree.query([8.0, 8.0, 8.0], exact=True).size == 3  # loads the exact query's kernels
+    lines = profiling.write_perf_map(tmp_path / "perf.map").read_text().splitlines()
+    names = {}
+    for line in lines:
+        start, size, name = line.split(" ", 2)
+        assert int(start, 16) > 0 and 0 < int(size, 16) <= 1 << 20
+        names[name] = int(start, 16)
+    assert "culling.tree.walk.query" in names and "cpython.culling.tree.walk.query" in names
+    starts = sorted(names.values())
+    assert len(set(starts)) == len(starts)  # one name per address
+    assert profiling._readable("_ZN7culling4core7members9keep_rowsB3v12B4xyzE") == "culling.core.members.keep_rows"
+    assert profiling._readable("NRT_incref") == "NRT_incref"
+
+
 def test_interest_ticks_compare_the_three_ways_and_agree(tiny):
     res, _, _ = tiny
     rows = {t.key: t for t in res.tables}["interest-ticks"].rows

@@ -73,6 +73,8 @@ RUN_AS = {
     "python -m benchmarks.frameparts --alone": "python -m benchmarks.frameparts --alone --n 500 --frames 3",
     "python -m benchmarks.profiling [query|query_many|insert_many|update_many|single|colocated]":
         "python -m benchmarks.profiling query --n 2000",
+    "python -m benchmarks.profiling --perf query_many --repeat 50":
+        "python -m benchmarks.profiling --perf query --n 2000 --repeat 1",
     "python -m benchmarks.frameparts [--n N] [--ab MODULE.NAME A B]":
         "python -m benchmarks.frameparts --n 500 --frames 3",
     "python -m server.demo": "python -m server.demo --players 200 --entities 2000 --ticks 2 --quiet",
