@@ -195,11 +195,16 @@ def _run(args: argparse.Namespace) -> int:
     settings = DemoSettings(scene=args.scene, objects=args.objects, seed=args.seed, shape=args.shape,
                             brute_force=args.brute_force, overlay=not args.no_overlay, hud=not args.no_hud,
                             hud_mode=args.hud, lod=not args.no_lod, map=args.map)
-    headless = args.headless
-    if not headless and not display_available():
+    headless = args.headless or not display_available()
+    if headless and not args.no_images:  # refused before a word about where the images go
+        from engine.files import unwritable_folder
+
+        problem = unwritable_folder(args.out)
+        if problem is not None:
+            return _fail(problem + " (choose another --out, or --no-images)")
+    if headless and not args.headless:
         where = "no images written (--no-images)" if args.no_images else f"images go to {args.out}/"
         print(f"{PROG}: no display (DISPLAY is not set): running headless, {where}", file=sys.stderr)
-        headless = True
     if not headless:
         given = [f"--{name.replace('_', '-')}" for name in HEADLESS_ONLY if getattr(args, name) not in (None, False)]
         if given:
@@ -211,12 +216,6 @@ def _run(args: argparse.Namespace) -> int:
         return run_window(settings, args.size or (1280, 720), stats=args.stats, out=args.out,
                           exit_after=args.exit_after)
 
-    if not args.no_images:
-        from engine.files import unwritable_folder
-
-        problem = unwritable_folder(args.out)
-        if problem is not None:
-            return _fail(problem + " (choose another --out, or --no-images)")
     from demo.headless import HeadlessOptions, run_headless
 
     options = HeadlessOptions(settings=settings, size=args.size or (960, 540), frames=args.frames or DEFAULT_FRAMES,

@@ -270,7 +270,7 @@ class Demo:
     # -- camera ------------------------------------------------------------------
     def set_pose(self, position: ArrayLike, yaw: float, pitch: float) -> None:
         self.camera.position = np.asarray(position, dtype=np.float64).copy()
-        self.camera.yaw, self.camera.pitch = float(yaw), float(pitch)
+        self.camera.yaw, self.camera.pitch = float(yaw) % 360.0, float(pitch)
 
     def fly(self, forward: float, right: float, up: float) -> None:
         """Move the camera in its own frame; with collision on it slides off

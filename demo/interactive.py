@@ -340,9 +340,13 @@ class FlyThroughApp(App):
             self.say("L: the grown (loose) boxes the query tested" if demo.show_loose
                      else "L: the nodes' own boxes")
         elif symbol in (key.BRACKETLEFT, key.BRACKETRIGHT):
-            demo.step_level(-1 if symbol == key.BRACKETLEFT else +1)
             name = "[" if symbol == key.BRACKETLEFT else "]"
-            self.say(f"{name}: all levels" if demo.only_depth is None else f"{name}: level {demo.only_depth} only")
+            if not demo.show_overlay:  # the levels stepped are the overlay's: nothing would change on screen
+                self.say(f"{name}: steps the overlay's levels: O turns the overlay on first")
+            else:
+                demo.step_level(-1 if symbol == key.BRACKETLEFT else +1)
+                self.say(f"{name}: all levels" if demo.only_depth is None
+                         else f"{name}: level {demo.only_depth} only")
         elif symbol == key.T:
             demo.set_fade(not demo.fade)
             self.say("T: dithered fade on" if demo.fade else "T: fade off: objects pop, levels switch hard")

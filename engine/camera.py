@@ -61,7 +61,7 @@ class Camera:
     position : array_like, shape (3,)
         Eye point in world units (metres).
     yaw, pitch : float
-        Heading and elevation in degrees; yaw 0 looks down -z, yaw 90 down +x.
+        Heading and elevation in degrees; yaw 0 looks down -z, yaw 90 down +x (kept in ``[0, 360)``).
     fov_y : float
         Vertical field of view in degrees.
     aspect : float
@@ -92,6 +92,7 @@ class Camera:
             raise ValueError(f"fov_y must be in (0, 180) degrees, got {self.fov_y}")
         if not (self.aspect > 0.0 and math.isfinite(self.aspect)):
             raise ValueError(f"aspect must be finite and positive, got {self.aspect}")
+        self.yaw = float(self.yaw) % 360.0  # one range for every heading, as look() and look_at() keep it
         self.pitch = float(np.clip(self.pitch, -MAX_PITCH_DEG, MAX_PITCH_DEG))
 
     # -- orientation ---------------------------------------------------------

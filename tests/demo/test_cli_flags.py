@@ -175,6 +175,17 @@ def test_an_out_folder_that_cannot_be_written_is_refused_before_the_scene_is_bui
     assert f"--out {blocker / 'frames'} is not a folder" in line and "OSError" not in line
 
 
+def test_without_a_display_an_unusable_out_is_refused_in_one_line_before_any_word_of_where_images_go(tmp_path):
+    """No display and no --headless: the demo would run headless, but an --out it cannot write is refused
+    first, in one line, not after announcing that the images go there."""
+    blocker = tmp_path / "a_file"
+    blocker.write_text("not a folder")
+    proc = run_demo(["--frames", "1", "--out", str(blocker / "frames")], tmp_path)  # no DISPLAY in its env
+    assert proc.returncode == cli.EXIT_ERROR
+    (line,) = _err_lines(proc)
+    assert f"--out {blocker / 'frames'} is not a folder" in line and "running headless" not in line
+
+
 @pytest.mark.skipif(os.name != "posix" or os.geteuid() == 0, reason="root writes into read-only folders")
 def test_a_read_only_out_folder_is_not_writable(tmp_path):
     out = tmp_path / "ro"

@@ -170,6 +170,15 @@ def test_level_keys_step_through_single_levels(session):
     assert session.press("bracketleft")["level"] == ""                      # past the end: all levels
 
 
+def test_level_keys_with_the_overlay_off_say_to_turn_it_on(session):
+    assert session.press("o")["overlay"] == "0"
+    hint = session.press("bracketright")
+    assert hint["level"] == "" and hint["status"] == "]: steps the overlay's levels: O turns the overlay on first"
+    assert session.press("o")["overlay"] == "1"
+    assert session.press("bracketright")["level"] == "0"                    # on again: the keys step
+    assert session.press("bracketleft")["level"] == ""
+
+
 def test_every_press_of_plus_equal_keypad_plus_and_minus_scales(session):
     """Shift+= ("plus") counts every time, not only the first (X sends later presses
     with a key symbol pyglet does not map; the typed "+" still arrives)."""

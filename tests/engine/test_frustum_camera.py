@@ -42,6 +42,17 @@ def test_yaw_zero_looks_down_minus_z_and_right_is_plus_x():
     assert np.allclose(cam.right(), [1.0, 0.0, 0.0])
 
 
+def test_every_heading_is_kept_in_one_range_however_it_is_given():
+    """A heading given as -129 degrees reads 231 (as turning the camera there would), so a logged yaw never
+    jumps between two ranges for the same direction."""
+    cam = Camera(position=(0.0, 0.0, 0.0), yaw=-129.0)
+    assert cam.yaw == 231.0
+    turned = Camera(position=(0.0, 0.0, 0.0), yaw=0.0)
+    turned.look(-129.0, 0.0)
+    assert turned.yaw == cam.yaw and np.allclose(turned.forward(), cam.forward())
+    assert Camera(yaw=720.0 + 90.0).yaw == 90.0
+
+
 def test_camera_rejects_bad_values():
     with pytest.raises(ValueError, match="near < far"):
         Camera(near=10.0, far=1.0)
