@@ -25,9 +25,10 @@ never uses (figures: CPU on the 2-core machine, a warm first frame of
 
 Everything else is numba's own load: the same index, key, data file and
 bookkeeping (numba's compile timers too, which ``Dispatcher.compile``
-installs before it looks in the cache and llvmlite notifies on each of its
-calls: once the bitcode is not parsed a load makes few such calls, and
-looking in the cache before them saved nothing measurable).  Each step
+installs before it looks in the cache; looking in the cache before them
+saved nothing measurable, but the LLVM lock events they add up, one pair
+per call into LLVM, are not sent during a load:
+:class:`culling.runtime.numba_patches.loading_kernel`).  Each step
 checks that numba has the names it reaches into and leaves a numba without
 them, or an object file that is not ELF (macOS, Windows), to numba's own
 load.
@@ -40,7 +41,7 @@ import weakref
 from collections.abc import Callable
 from typing import Any, cast
 
-from culling.runtime.numba_patches import with_callees_loaded
+from culling.runtime.numba_patches import loading_kernel, with_callees_loaded
 
 __all__ = ["defined_symbols", "loader", "rebuild", "set_up_for_loads"]
 
@@ -248,7 +249,7 @@ def loader(cache: Any, keeps_runtime: bool = True) -> Callable[[Any, Any], Any]:
 
     def load_overload(sig: Any, target_context: Any) -> Any:
         set_up_for_loads(target_context, getattr(cache, "_cache_path", None) if keeps_runtime else None)
-        with cache._guard_against_spurious_io_errors():
+        with loading_kernel(), cache._guard_against_spurious_io_errors():
             if not cache._enabled:
                 return None
             data = cache._cache_file.load(cache._index_key(sig, target_context.codegen()))

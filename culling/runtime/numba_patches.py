@@ -13,7 +13,9 @@ operator or a NumPy function with the same argument types again at every
 call site, compiles a C callback wrapper
 for every ``@overload`` implementation that nothing can call, searches a
 ufunc's loops again for every operator it types, asks LLVM for the host
-CPU's name at every cache key, and copies the whole LLVM
+CPU's name at every cache key, broadcasts an event around every call into
+LLVM while it loads a cached kernel (for a timing it then throws away),
+and copies the whole LLVM
 module of every kernel a kernel calls into the caller to optimise and
 compile it again there, and runs LLVM's function passes over each kernel's
 CPython wrapper twice.  Each patch here does the same work once; the LLVM
@@ -46,7 +48,7 @@ from collections.abc import Callable
 from typing import Any
 
 __all__ = ["CALLEES_BY_SYMBOL", "INLINED", "KERNEL_FUNCTIONS", "PATCHES_ENV", "apply", "callees_by_symbol", "linked_by_symbol",
-           "with_callees_loaded"]
+           "loading_kernel", "with_callees_loaded"]
 
 #: ``CULLING_NUMBA_PATCHES=0``: numba is left exactly as it is.
 PATCHES_ENV = "CULLING_NUMBA_PATCHES"
@@ -66,6 +68,7 @@ def apply() -> None:
     _ufunc_loops_once()
     _wrappers_optimised_once()
     _host_cpu_name_once()
+    _llvm_lock_events_outside_loads()
 
 
 #: The Python functions of the library's inlined helpers (``jit.inline_kernel`` adds each).
@@ -814,3 +817,62 @@ def _host_cpu_name_once() -> None:
         return host[0]
 
     _patch(codegen_class, "_get_host_cpu_name", _get_host_cpu_name, "culling_once")
+
+
+#: Per thread: how many loads of a library kernel from a cache are under way (:func:`loading_kernel`).
+_LOADING = threading.local()
+
+
+class loading_kernel:  # noqa: N801 - used as a context manager, named for what the block does
+    """``with loading_kernel():`` around a load of a library kernel from a cache: while it runs, this
+    thread's calls into LLVM send no ``numba:llvm_lock`` events (:func:`_llvm_lock_events_outside_loads`)."""
+
+    def __enter__(self) -> None:
+        _LOADING.depth = getattr(_LOADING, "depth", 0) + 1
+
+    def __exit__(self, *exc: object) -> None:
+        _LOADING.depth -= 1
+
+
+def _llvm_lock_events_outside_loads() -> None:
+    """numba's ``numba:llvm_lock`` events sent for every call into LLVM but those of a library kernel's load.
+
+    numba has llvmlite call it back on every acquire and release of LLVM's lock
+    (every call into LLVM) to broadcast a ``numba:llvm_lock`` event, which the
+    timers ``Dispatcher.compile`` installs add up into a compile's metadata.  A
+    kernel loaded from a cache has no such metadata, so numba throws that sum
+    away; a warm first frame's 40 loads make about 1,600 calls into LLVM, and
+    their events were 7 ms of its 100 ms of first calls (alternated processes).
+    While a thread loads a library kernel (:class:`loading_kernel`) its calls
+    send none; every other call into LLVM, a compile's included, sends them as
+    before, to numba's timers and to any listener of the program's.  Reaches
+    into llvmlite's lock (its list of callbacks); a numba or llvmlite without
+    them is left as it is.
+    """
+    try:
+        ffi: Any = importlib.import_module("llvmlite.binding.ffi")
+        importlib.import_module("numba.core.base")  # registers numba's callbacks, once per process
+    except ImportError:
+        return
+    callbacks = getattr(getattr(getattr(ffi, "lib", None), "_lock", None), "_cblist", None)
+    if not isinstance(callbacks, list):
+        return
+    numbas = [(acquired, released) for acquired, released in callbacks
+              if getattr(acquired, "__module__", "") == "numba.core.base"
+              and getattr(acquired, "__qualname__", "").endswith("_initialize_llvm_lock_event.<locals>.enter_fn")]
+    if len(numbas) != 1:
+        return  # patched already (ours are in the list instead), or a numba that sends these events otherwise
+    acquired, released = numbas[0]
+
+    def enter_fn() -> None:
+        if not getattr(_LOADING, "depth", 0):
+            acquired()
+
+    def exit_fn() -> None:
+        if not getattr(_LOADING, "depth", 0):
+            released()
+
+    enter_fn.culling_outside_loads = True  # type: ignore[attr-defined]
+    ffi.unregister_lock_callback(acquired, released)
+    ffi.register_lock_callback(enter_fn, exit_fn)
+

@@ -277,16 +277,41 @@ def test_the_patches_can_be_turned_off():
               "           getattr(CPUCodeLibrary.finalize, 'culling_by_symbol', False),\n"
               "           getattr(npydecl.ufunc_find_matching_loop, 'culling_once', False),\n"
               "           getattr(L._optimize_functions, 'culling_once', False),\n"
-              "           getattr(CPUCodegen._get_host_cpu_name, 'culling_once', False)]\n"
+              "           getattr(CPUCodegen._get_host_cpu_name, 'culling_once', False),\n"
+              "           any(getattr(entered, 'culling_outside_loads', False) for entered, _ in\n"
+              "               __import__('llvmlite.binding.ffi').binding.ffi.lib._lock._cblist)]\n"
               "print(patched)\n")
     env = {**__import__("os").environ, numba_patches.PATCHES_ENV: "0"}
     off = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300)
     assert off.returncode == 0, off.stderr
-    assert off.stdout.strip() == "[False, False, False, False, False, False, False, False, False, False, False]"
+    assert off.stdout.strip() == "[False, False, False, False, False, False, False, False, False, False, False, False]"
     env[numba_patches.PATCHES_ENV] = "1"
     on = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300)
     assert on.returncode == 0, on.stderr
-    assert on.stdout.strip() == "[True, True, True, True, True, True, True, True, True, True, True]"
+    assert on.stdout.strip() == "[True, True, True, True, True, True, True, True, True, True, True, True]"
+
+
+def test_llvm_lock_events_are_sent_for_every_call_into_llvm_but_a_kernel_loads():
+    """numba's ``numba:llvm_lock`` events reach a listener for every call into LLVM, as numba sends them,
+    except the calls of a thread loading a library kernel (``loading_kernel``), and only that thread's."""
+    import threading
+
+    import llvmlite.binding as ll
+    from numba.core import event
+
+    with event.install_recorder("numba:llvm_lock") as outside:
+        ll.get_process_triple()
+    starts = [e.is_start for _, e in outside.buffer]
+    assert starts and starts == [True, False] * (len(starts) // 2)  # a start and an end per call, as numba sends
+    with event.install_recorder("numba:llvm_lock") as inside, numba_patches.loading_kernel():
+        ll.get_process_triple()
+        other = threading.Thread(target=ll.get_process_triple)  # another thread's calls, during the load
+        other.start()
+        other.join()
+    assert [e.is_start for _, e in inside.buffer] == starts  # the other thread's alone
+    with event.install_recorder("numba:llvm_lock") as after:
+        ll.get_process_triple()
+    assert [e.is_start for _, e in after.buffer] == starts
 
 
 def test_the_host_cpu_name_is_asked_once_and_is_llvms_or_numbas_setting(monkeypatch):

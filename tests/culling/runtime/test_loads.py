@@ -45,13 +45,19 @@ def outer(n):
 PROGRAM = '''
 import json
 import two
+import culling.runtime.loads as loads
+from culling.runtime import numba_patches
 from numba.core.runtime import rtsys
+depths = []  # each load's depth of loading_kernel (numba's LLVM lock events quiet from 1 on)
+rebuild = loads.rebuild
+loads.rebuild = lambda *args: depths.append(getattr(numba_patches._LOADING, "depth", 0)) or rebuild(*args)
 a = int(two.inner(5).sum())
 b = int(two.outer(5))
 print(json.dumps({"answers": [a, b], "runtime_loaded": "_get_module_for_linking" in vars(rtsys.library),
                   "hits": [sum(k._cache_hits.values()) for k in (two.inner, two.outer)],
                   "misses": [sum(k._cache_misses.values()) for k in (two.inner, two.outer)],
-                  "parsed": two.inner.overloads[next(iter(two.inner.overloads))].library._shared_module is not None}))
+                  "parsed": two.inner.overloads[next(iter(two.inner.overloads))].library._shared_module is not None,
+                  "quiet_loads": [d > 0 for d in depths]}))
 '''
 
 
@@ -69,12 +75,15 @@ def test_a_kernel_loads_and_a_caller_compiled_after_its_callee_loaded_links_it(t
     (tmp_path / "two.py").write_text(MODULE)
     cold = _run(tmp_path)
     assert cold["answers"] == [30, 31] and cold["misses"] == [1, 1] and not cold["runtime_loaded"]
+    assert cold.pop("quiet_loads") == []
     assert len(list((tmp_path / "cache").rglob("numba-runtime-*.nbc"))) == 1  # numba's runtime, compiled once
     warm = _run(tmp_path)  # every kernel and numba's runtime loaded, no bitcode parsed
+    assert warm.pop("quiet_loads") == [True, True]  # each load sent no LLVM lock events (numba_patches)
     assert warm == {"answers": [30, 31], "runtime_loaded": True, "hits": [1, 1], "misses": [0, 0], "parsed": False}
     for index in (tmp_path / "cache").rglob("*outer*.nbi"):  # the caller must compile, the callee loads
         index.unlink()
     relinked = _run(tmp_path)  # the compile links the loaded callee and runtime (their bitcode parsed then)
+    assert relinked.pop("quiet_loads") == [True]
     assert relinked == {"answers": [30, 31], "runtime_loaded": True, "hits": [1, 0], "misses": [0, 1], "parsed": True}
 
 
