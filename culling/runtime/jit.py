@@ -267,8 +267,8 @@ def _with_shipped(compiled: Any) -> Any:
     compiled it (numba checks) and the key (signature, bytecode, triple)
     matches.  Anything else compiles as usual.  The shipped cache object is
     made on the first miss of the kernel's own cache (a warm start that finds
-    its kernels in its own cache makes none: 8 ms of ``import culling`` for
-    all of them).  Reaches into numba's cache object; a numba without it
+    its kernels in its own cache makes none: 5 to 8 ms of ``import culling``
+    for all of them).  Reaches into numba's cache object; a numba without it
     compiles as usual.
     """
     own: Any = getattr(compiled, "_cache", None)

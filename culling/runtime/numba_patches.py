@@ -41,10 +41,11 @@ patch off (the kernels then compile as numba compiles them, slower).
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import os
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 __all__ = ["CALLEES_BY_SYMBOL", "INLINED", "KERNEL_FUNCTIONS", "PATCHES_ENV", "apply", "callees_by_symbol", "linked_by_symbol",
@@ -823,14 +824,14 @@ def _host_cpu_name_once() -> None:
 _LOADING = threading.local()
 
 
-class loading_kernel:  # noqa: N801 - used as a context manager, named for what the block does
+@contextlib.contextmanager
+def loading_kernel() -> Iterator[None]:
     """``with loading_kernel():`` around a load of a library kernel from a cache: while it runs, this
     thread's calls into LLVM send no ``numba:llvm_lock`` events (:func:`_llvm_lock_events_outside_loads`)."""
-
-    def __enter__(self) -> None:
-        _LOADING.depth = getattr(_LOADING, "depth", 0) + 1
-
-    def __exit__(self, *exc: object) -> None:
+    _LOADING.depth = getattr(_LOADING, "depth", 0) + 1
+    try:
+        yield
+    finally:
         _LOADING.depth -= 1
 
 
@@ -875,4 +876,3 @@ def _llvm_lock_events_outside_loads() -> None:
     enter_fn.culling_outside_loads = True  # type: ignore[attr-defined]
     ffi.unregister_lock_callback(acquired, released)
     ffi.register_lock_callback(enter_fn, exit_fn)
-
