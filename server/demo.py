@@ -5,7 +5,8 @@ each with its own relevance radius; players half in towns), starts
 ``--shards`` Ray actors (:class:`server.ShardedInterest`), and runs
 ``--ticks`` server ticks: each tick 10% of the entities and every player
 take a step, and every player's entered / left entities are computed.  A
-progress bar on stderr; per tick one line of figures (tick time, events,
+progress bar on stderr (redrawn in place on a terminal, a line a tick in a
+log); per tick one line of figures (tick time, events,
 the shards' share of the viewers and their seconds); at the end ticks per
 second.  ``--check`` also runs one ``culling.InterestManager`` beside it
 and asserts the answers are identical, tick for tick.
@@ -74,6 +75,7 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None, err: Text
     args = parse(argv)
     out = out or sys.stdout
     err = err or sys.stderr
+    live = bool(getattr(err, "isatty", lambda: False)())  # a terminal: the bar redrawn in place
 
     import ray  # after the arguments: --help answers at once
 
@@ -122,13 +124,20 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None, err: Text
                     if not np.array_equal(getattr(events, field), getattr(expected, field)):
                         raise AssertionError(f"tick {tick}: the shards' {field} differs from InterestManager's")
             if not args.quiet:
+                if live:  # the bar's line cleared first: the tick's line takes its place, the bar comes back below
+                    err.write("\r\x1b[K")
+                    err.flush()
                 shares = "/".join(f"{int(v)}" for v in service.last_tick["viewers"])
                 actor = "/".join(f"{1e3 * s:.1f}" for s in service.last_tick["seconds"])
                 print(f"tick {tick:4d}: {1e3 * dt:8.1f} ms, {events.entered.size:7,} entered, "
                       f"{events.left.size:7,} left; viewers per shard {shares}, shard ms {actor}"
-                      + (" (everyone enters)" if tick == 0 else ""), file=out)
-            print(f"\r{bar(tick, args.ticks)}", end="", file=err, flush=True)
-        print(file=err)
+                      + (" (everyone enters)" if tick == 0 else ""), file=out, flush=True)
+            # On a terminal the bar is redrawn in place; elsewhere (a log, a pipe shared with the figures)
+            # each state of it is a line of its own, never run into the next tick's line.
+            print(f"\r\x1b[K{bar(tick, args.ticks)}" if live else bar(tick, args.ticks), end="" if live else "\n",
+                  file=err, flush=True)
+        if live:
+            print(file=err)
         median = float(np.median(times))
         print(f"{args.shards} shards: median tick {1e3 * median:.1f} ms, {1.0 / median:.1f} ticks/s; "
               f"ghost fraction {service.ghost_fraction():.3f}; {service.restarts} actor restarts"

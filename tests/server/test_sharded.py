@@ -169,6 +169,23 @@ def test_a_radius_beyond_the_ghosts_and_bad_input_are_refused_and_change_nothing
         sh.close()
 
 
+def test_the_demo_redraws_its_bar_in_place_on_a_terminal_and_clears_it_for_each_tick_line(ray_cluster):
+    from server.demo import main
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    out, err = io.StringIO(), Terminal()
+    assert main(["--players", "40", "--entities", "400", "--ticks", "2", "--shards", "2", "--world", "512"],
+                out=out, err=err) == 0
+    bars = [f"[{'#' * (15 * t)}{'.' * (30 - 15 * t)}] {t}/2" for t in range(3)]
+    # each tick: the bar's line cleared (its line then holds the tick's figures on stdout), the bar drawn again
+    assert err.getvalue() == "".join(f"\r\x1b[K\r\x1b[K{b}" for b in bars) + "\n"
+    assert [line.split(":")[0] for line in out.getvalue().splitlines() if line.startswith("tick ")] == \
+        ["tick    0", "tick    1", "tick    2"]
+
+
 def test_the_demo_runs_tiny_and_matches_interest_manager(ray_cluster):
     from server.demo import main
 
@@ -177,4 +194,4 @@ def test_the_demo_runs_tiny_and_matches_interest_manager(ray_cluster):
                  "--check"], out=out, err=err) == 0
     text = out.getvalue()
     assert "tick    3:" in text and "every tick identical to InterestManager" in text
-    assert "3/3" in err.getvalue()
+    assert err.getvalue().splitlines() == [f"[{'#' * (10 * t)}{'.' * (30 - 10 * t)}] {t}/3" for t in range(4)]  # a log: a line each
