@@ -188,9 +188,21 @@ def _file_digest(path: Path) -> str:
     return digest
 
 
+#: Per kernel function: its fingerprint, computed once per process (a kernel's own cache and the shipped
+#: one both stamp with it; the files it hashes are read once per process anyway, :data:`_FILE_DIGESTS`).
+_FINGERPRINTS: dict[Callable[..., Any], str] = {}
+
+
 def kernel_fingerprint(py_func: Callable[..., Any]) -> str:
     """A hash of every source file (by its path inside the package, and its bytes) and constant that
-    ``py_func``'s compiled kernel depends on (:func:`dependencies`)."""
+    ``py_func``'s compiled kernel depends on (:func:`dependencies`); computed once per process."""
+    found = _FINGERPRINTS.get(py_func)
+    if found is None:
+        found = _FINGERPRINTS[py_func] = _fingerprint_of(py_func)
+    return found
+
+
+def _fingerprint_of(py_func: Callable[..., Any]) -> str:
     constants: list[str] = []
     files = dependencies(py_func, constants)
     digest = hashlib.sha256()

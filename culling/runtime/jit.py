@@ -102,8 +102,8 @@ def _fingerprinted(cache: Any, py_func: Callable[..., Any], label: str,
     :func:`culling.runtime.loads.loader`'s).
 
     The fingerprint is computed on the cache's first use (when every module the
-    kernel names is imported), not when the kernel is defined, once per kernel
-    and process (:func:`_fingerprint`).  Reaches into
+    kernel names is imported), not when the kernel is defined (once per kernel
+    and process: :func:`~culling.runtime.fingerprint.kernel_fingerprint` keeps it).  Reaches into
     numba's cache object (``_cache_file._source_stamp``, ``_load_index``).
     """
     cache_file = cache._cache_file
@@ -114,7 +114,7 @@ def _fingerprinted(cache: Any, py_func: Callable[..., Any], label: str,
         nonlocal stamped
         if not stamped:
             mark = f"+{CALLEES_BY_SYMBOL}" if callees_by_symbol() else ""
-            cache_file._source_stamp = (label, _fingerprint(py_func) + mark)
+            cache_file._source_stamp = (label, kernel_fingerprint(py_func) + mark)
             stamped = True
 
     read_index = cache_file._load_index
@@ -149,18 +149,6 @@ def _fingerprinted(cache: Any, py_func: Callable[..., Any], label: str,
     cache.save_overload = save_overload
     cache.ensure_stamp = ensure_stamp
     return cache
-
-
-#: Per kernel function: its fingerprint, computed once per process (a kernel's own cache and the shipped
-#: one both stamp with it; the files it hashes are read once per process anyway).
-_FINGERPRINTS: dict[Callable[..., Any], str] = {}
-
-
-def _fingerprint(py_func: Callable[..., Any]) -> str:
-    found = _FINGERPRINTS.get(py_func)
-    if found is None:
-        found = _FINGERPRINTS[py_func] = kernel_fingerprint(py_func)
-    return found
 
 
 def _stamp_with_sources(compiled: Any) -> Any:
