@@ -50,7 +50,8 @@ from culling.runtime.jit import inline_kernel, kernel
 
 __all__ = ["PLACE_BITS", "axis_window", "cell_of", "cell_scaled", "exact_axis_window", "face_sign",
            "grown_half", "half_reach", "half_reach_by", "home", "level_factor", "level_of", "multiply_up",
-           "placed_columns", "placed_u", "round_down_add", "round_down_sub", "round_up_add", "scaled_window", "visit_window", "window"]
+           "placed_columns", "placed_u", "round_down_add", "round_down_sub", "round_up_add", "scaled_window", "visit_window", "window",
+           "window_exactly"]
 
 #: Root-relative coordinates are clamped to one unit outside the largest
 #: world (the level ``-MAX_GROWTH`` cell), where no node can ever be.
@@ -269,6 +270,19 @@ def visit_window(x: float, o: float, half: float, s: float, size: float, level: 
                     and t_hi - f_hi > bound and f_hi + 1.0 - t_hi > bound):
                 base = ANCHOR << level
                 return f_lo + base, f_hi + base
+    return window_exactly(x, o, half, s, size, level, factor, grow)
+
+
+@kernel
+def window_exactly(x: float, o: float, half: float, s: float, size: float, level: int, factor: float,
+                   grow: float) -> tuple[int, int]:
+    """:func:`visit_window`'s exact path: :func:`axis_window`'s estimate, then :func:`exact_axis_window`.
+
+    A called kernel, not inlined: the walks take this path only where the
+    floats cannot decide, and inlined it was compiled again into each of the
+    four walks that visit windows (some 200 IR statements each); its arguments
+    are floats and integers, so a call costs nothing but the call.
+    """
     first, last = axis_window(x, o, half, size, level, factor)
     return exact_axis_window(x, o, s, size, level, first, last, grow)
 

@@ -30,6 +30,7 @@ import numpy as np
 
 from culling.core.chunks import rows_lease
 from culling.core.containment import SURE, TILE, UNSURE, flag_rows
+from culling.core.sorting import stable_order
 from culling.core.structs import Pool, PoolFields, Query, QueryFields
 from culling.core.tiles import TILE_SHIFT, flag_tiles, near_range
 from culling.runtime.jit import inline_kernel, kernel
@@ -416,7 +417,7 @@ def _by_node(visit_node: np.ndarray, count: np.ndarray, nodes: int) -> tuple[np.
     """
     n_visits = visit_node.shape[0]
     if n_visits * SORT_VISITS_BELOW < nodes:
-        return np.argsort(visit_node, kind="mergesort"), candidates(visit_node, count)
+        return stable_order(visit_node), candidates(visit_node, count)
     per_node = np.zeros(nodes + 1, dtype=np.int64)
     for v in range(n_visits):
         per_node[visit_node[v] + 1] += 1

@@ -279,16 +279,40 @@ def test_the_patches_can_be_turned_off():
               "           getattr(L._optimize_functions, 'culling_once', False),\n"
               "           getattr(CPUCodegen._get_host_cpu_name, 'culling_once', False),\n"
               "           any(getattr(entered, 'culling_outside_loads', False) for entered, _ in\n"
-              "               __import__('llvmlite.binding.ffi').binding.ffi.lib._lock._cblist)]\n"
+              "               __import__('llvmlite.binding.ffi').binding.ffi.lib._lock._cblist),\n"
+              "           getattr(__import__('numba.core.base').core.base.BaseContext.get_abi_sizeof, 'culling_once',\n"
+              "                   False)]\n"
               "print(patched)\n")
     env = {**__import__("os").environ, numba_patches.PATCHES_ENV: "0"}
     off = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300)
     assert off.returncode == 0, off.stderr
-    assert off.stdout.strip() == "[False, False, False, False, False, False, False, False, False, False, False, False]"
+    assert off.stdout.strip() == "[" + ", ".join(["False"] * 13) + "]"
     env[numba_patches.PATCHES_ENV] = "1"
     on = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300)
     assert on.returncode == 0, on.stderr
-    assert on.stdout.strip() == "[True, True, True, True, True, True, True, True, True, True, True, True]"
+    assert on.stdout.strip() == "[" + ", ".join(["True"] * 13) + "]"
+
+
+def test_type_sizes_are_kept_per_context_and_equal_llvms():
+    """A type's ABI size is LLVM's, asked once per context and type text; an identified struct is asked each time."""
+    from llvmlite import ir
+    from numba.core import base
+    from numba.core.registry import cpu_target
+
+    assert getattr(base.BaseContext.get_abi_sizeof, "culling_once", False)
+    context = cpu_target.target_context
+    kinds = [ir.IntType(8), ir.IntType(64), ir.DoubleType(), ir.IntType(8).as_pointer(),
+             ir.LiteralStructType([ir.IntType(8), ir.IntType(64), ir.DoubleType()]),
+             ir.ArrayType(ir.IntType(16), 7), ir.LiteralStructType([ir.ArrayType(ir.IntType(32), 3), ir.IntType(1)])]
+    for ty in kinds:
+        expected = ty.get_abi_size(context.target_data)
+        assert context.get_abi_sizeof(ty) == expected
+        assert context.get_abi_sizeof(ty) == expected  # the kept answer
+        assert context.__dict__["_culling_abi_sizes"][str(ty)] == expected
+    named = ir.global_context.get_identified_type("culling_test_sized")
+    named.set_body(ir.IntType(64), ir.IntType(32))
+    assert context.get_abi_sizeof(named) == named.get_abi_size(context.target_data) == 16
+    assert str(named) not in context.__dict__["_culling_abi_sizes"]
 
 
 def test_llvm_lock_events_are_sent_for_every_call_into_llvm_but_a_kernel_loads():
