@@ -14,7 +14,8 @@ call site, compiles a C callback wrapper
 for every ``@overload`` implementation that nothing can call, searches a
 ufunc's loops again for every operator it types, asks LLVM for the host
 CPU's name at every cache key, has LLVM parse a module to size a type each
-time it lowers an allocation of it, broadcasts an event around every call into
+time it lowers an allocation of it, writes a temporary file into a cache
+folder to see that it is writable for every kernel kept there, broadcasts an event around every call into
 LLVM while it loads a cached kernel (for a timing it then throws away),
 and copies the whole LLVM
 module of every kernel a kernel calls into the caller to optimise and
@@ -72,6 +73,7 @@ def apply() -> None:
     _host_cpu_name_once()
     _llvm_lock_events_outside_loads()
     _type_sizes_once()
+    _cache_folders_probed_once()
 
 
 #: The Python functions of the library's inlined helpers (``jit.inline_kernel`` adds each).
@@ -852,6 +854,36 @@ def _type_sizes_once() -> None:
         return size
 
     _patch(context_class, "get_abi_sizeof", get_abi_sizeof, "culling_once")
+
+
+def _cache_folders_probed_once() -> None:
+    """Make numba probe a cache folder for writing once per process, not once per cached function in it.
+
+    Each cached dispatcher's cache, made at ``import culling``, asks its
+    locator to ensure the cache folder: numba creates the folder and writes
+    and deletes a temporary file there to see that it can.  The library's 88
+    cached kernels live in five folders, so 88 probes took 4 ms of every
+    ``import culling``.  A folder that passed keeps passing for this process;
+    later calls still create it again if it has gone (``os.makedirs``), and a
+    folder that failed is probed again next time.  Process-wide, as numba's own
+    behaviour is.  Reaches into numba's ``_CacheLocator``; a numba without it is
+    left as it is.
+    """
+    target = _unpatched("numba.core.caching", "_CacheLocator", "ensure_cache_path", "culling_once")
+    if target is None:
+        return
+    locator_class, real = target
+    writable: set[str] = set()
+
+    def ensure_cache_path(self: Any) -> None:
+        path = self.get_cache_path()
+        if path in writable:
+            os.makedirs(path, exist_ok=True)
+            return
+        real(self)
+        writable.add(path)
+
+    _patch(locator_class, "ensure_cache_path", ensure_cache_path, "culling_once")
 
 
 #: Per thread: how many loads of a library kernel from a cache are under way (:func:`loading_kernel`).

@@ -281,16 +281,18 @@ def test_the_patches_can_be_turned_off():
               "           any(getattr(entered, 'culling_outside_loads', False) for entered, _ in\n"
               "               __import__('llvmlite.binding.ffi').binding.ffi.lib._lock._cblist),\n"
               "           getattr(__import__('numba.core.base').core.base.BaseContext.get_abi_sizeof, 'culling_once',\n"
-              "                   False)]\n"
+              "                   False),\n"
+              "           getattr(__import__('numba.core.caching').core.caching._CacheLocator.ensure_cache_path,\n"
+              "                   'culling_once', False)]\n"
               "print(patched)\n")
     env = {**__import__("os").environ, numba_patches.PATCHES_ENV: "0"}
     off = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300)
     assert off.returncode == 0, off.stderr
-    assert off.stdout.strip() == "[" + ", ".join(["False"] * 13) + "]"
+    assert off.stdout.strip() == "[" + ", ".join(["False"] * 14) + "]"
     env[numba_patches.PATCHES_ENV] = "1"
     on = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300)
     assert on.returncode == 0, on.stderr
-    assert on.stdout.strip() == "[" + ", ".join(["True"] * 13) + "]"
+    assert on.stdout.strip() == "[" + ", ".join(["True"] * 14) + "]"
 
 
 def test_type_sizes_are_kept_per_context_and_equal_llvms():
@@ -313,6 +315,55 @@ def test_type_sizes_are_kept_per_context_and_equal_llvms():
     named.set_body(ir.IntType(64), ir.IntType(32))
     assert context.get_abi_sizeof(named) == named.get_abi_size(context.target_data) == 16
     assert str(named) not in context.__dict__["_culling_abi_sizes"]
+
+
+def test_a_cache_folder_is_probed_for_writing_once_and_made_again_when_gone(tmp_path, monkeypatch):
+    """numba's writability probe (a temporary file) runs once per folder; a folder removed later is made again,
+    and a folder that failed its probe is probed again."""
+    import os
+    import tempfile
+
+    from numba.core import caching
+
+    assert getattr(caching._CacheLocator.ensure_cache_path, "culling_once", False)
+    probes: list[str] = []
+    real = tempfile.TemporaryFile
+
+    def counted(*args, **kwargs):
+        probes.append(kwargs.get("dir"))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(tempfile, "TemporaryFile", counted)
+
+    class Locator(caching._CacheLocator):
+        def __init__(self, path):
+            self._path = path
+
+        def get_cache_path(self):
+            return self._path
+
+        def get_source_stamp(self):
+            return 0
+
+        def get_disambiguator(self):
+            return ""
+
+        @classmethod
+        def from_function(cls, py_func, py_file):
+            return None
+
+    folder = str(tmp_path / "kernels")
+    for _ in range(5):
+        Locator(folder).ensure_cache_path()
+    assert probes == [folder]
+    os.rmdir(folder)
+    Locator(folder).ensure_cache_path()
+    assert os.path.isdir(folder) and probes == [folder]
+    blocked = tmp_path / "a file, not a folder"
+    blocked.write_text("")
+    for _ in range(2):
+        with pytest.raises(OSError):
+            Locator(str(blocked / "kernels")).ensure_cache_path()
 
 
 def test_llvm_lock_events_are_sent_for_every_call_into_llvm_but_a_kernel_loads():
