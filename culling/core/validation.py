@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import sys
 from collections.abc import Iterator
 
 import numpy as np
@@ -29,6 +30,7 @@ __all__ = [
     "as_real",
     "as_scale",
     "check_constructor",
+    "has_masked_entries",
     "is_live",
     "live_handle",
     "live_handles",
@@ -42,10 +44,21 @@ _INT64_MIN = int(np.iinfo(np.int64).min)
 _INT64_MAX = int(np.iinfo(np.int64).max)
 
 
+def has_masked_entries(values: object) -> bool:
+    """Whether ``values`` is a NumPy masked array with masked entries.
+
+    ``numpy.ma`` is read only where something has imported it: no masked array
+    exists before that, and importing it (as ``np.ma`` does on first use) costs
+    20-30 ms of the first call that would ask.
+    """
+    masked = sys.modules.get("numpy.ma")
+    return masked is not None and isinstance(values, masked.MaskedArray) and bool(masked.getmaskarray(values).any())
+
+
 def _reject_masks_and_bools(values: object, name: str, expected: str) -> None:
     """``TypeError`` for a masked array with masked entries (its mask would be dropped silently)
     and for bools in a list or tuple (``expected``: what ``name`` must be instead)."""
-    if isinstance(values, np.ma.MaskedArray) and np.ma.getmaskarray(values).any():
+    if has_masked_entries(values):
         raise TypeError(f"{name} must not be a masked array with masked entries")
     if isinstance(values, (list, tuple)) and _has_bool(values):
         raise TypeError(f"{name} must be {expected}, got a bool")

@@ -15,7 +15,9 @@ for every ``@overload`` implementation that nothing can call, searches a
 ufunc's loops again for every operator it types, asks LLVM for the host
 CPU's name at every cache key, has LLVM parse a module to size a type each
 time it lowers an allocation of it, writes a temporary file into a cache
-folder to see that it is writable for every kernel kept there, broadcasts an event around every call into
+folder to see that it is writable for every kernel kept there, imports
+``numpy.ma`` (20-30 ms) the first time it types an array to see that it is
+not a masked one, broadcasts an event around every call into
 LLVM while it loads a cached kernel (for a timing it then throws away),
 and copies the whole LLVM
 module of every kernel a kernel calls into the caller to optimise and
@@ -74,6 +76,7 @@ def apply() -> None:
     _llvm_lock_events_outside_loads()
     _type_sizes_once()
     _cache_folders_probed_once()
+    _arrays_typed_without_numpy_ma()
 
 
 #: The Python functions of the library's inlined helpers (``jit.inline_kernel`` adds each).
@@ -884,6 +887,45 @@ def _cache_folders_probed_once() -> None:
         writable.add(path)
 
     _patch(locator_class, "ensure_cache_path", ensure_cache_path, "culling_once")
+
+
+def _arrays_typed_without_numpy_ma() -> None:
+    """Make numba type an array without importing ``numpy.ma`` when nothing has imported it.
+
+    numba's ``typeof`` of an ndarray first refuses a masked array with
+    ``isinstance(val, np.ma.MaskedArray)``, and ``np.ma`` imports NumPy's
+    masked arrays on first use: 20-30 ms of a program's first kernel call
+    with a tuple of arrays (every call the C dispatcher cannot type itself),
+    about a tenth of a warm first frame.  No masked array can exist while
+    ``numpy.ma`` is not imported, so the check reads the class only where the
+    module is there, and is otherwise numba's ``_typeof_ndarray`` line for
+    line.  Process-wide, as numba's own behaviour is.  Reaches into numba's
+    ``typeof`` registry; a numba whose ``_typeof_ndarray`` is not there is left
+    as it is.
+    """
+    typeof_module = _unpatched("numba.core.typing.typeof", None, "_typeof_ndarray", "culling_once")
+    if typeof_module is None:
+        return
+    module, real = typeof_module
+    import sys
+
+    import numpy as np
+
+    def _typeof_ndarray(val: Any, c: Any) -> Any:
+        masked = getattr(sys.modules.get("numpy.ma"), "MaskedArray", None)
+        if masked is not None and isinstance(val, masked):
+            raise module.errors.NumbaTypeError("Unsupported array type: numpy.ma.MaskedArray.")
+        try:
+            dtype = module.numpy_support.from_dtype(val.dtype)
+        except module.errors.NumbaNotImplementedError:
+            raise module.errors.NumbaValueError(f"Unsupported array dtype: {val.dtype}") from None
+        layout = module.numpy_support.map_layout(val)
+        readonly = not val.flags.writeable
+        return module.types.Array(dtype, val.ndim, layout, readonly=readonly)
+
+    _typeof_ndarray.numba_typeof_ndarray = real  # type: ignore[attr-defined]
+    module.typeof_impl.register(np.ndarray)(_typeof_ndarray)
+    _patch(module, "_typeof_ndarray", _typeof_ndarray, "culling_once")
 
 
 #: Per thread: how many loads of a library kernel from a cache are under way (:func:`loading_kernel`).

@@ -52,7 +52,7 @@ from typing import Any, TypeVar
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from culling.core.validation import as_handles, as_radii, as_radius
+from culling.core.validation import as_handles, as_radii, as_radius, has_masked_entries
 from culling.runtime.interrupts import runs_whole
 
 __all__ = ["MultiCameraTracker", "VisibilityEvents", "VisibilityTracker"]
@@ -387,7 +387,7 @@ class VisibilityTracker:
 def _is_numeric(values: object) -> bool:
     if isinstance(values, (list, tuple)) and any(isinstance(v, (bool, np.bool_)) for v in values):
         return False
-    if isinstance(values, np.ma.MaskedArray) and np.ma.getmaskarray(values).any():
+    if has_masked_entries(values):
         return False
     try:
         array = np.asarray(values)

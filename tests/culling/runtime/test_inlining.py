@@ -283,16 +283,18 @@ def test_the_patches_can_be_turned_off():
               "           getattr(__import__('numba.core.base').core.base.BaseContext.get_abi_sizeof, 'culling_once',\n"
               "                   False),\n"
               "           getattr(__import__('numba.core.caching').core.caching._CacheLocator.ensure_cache_path,\n"
+              "                   'culling_once', False),\n"
+              "           getattr(__import__('numba.core.typing.typeof').core.typing.typeof._typeof_ndarray,\n"
               "                   'culling_once', False)]\n"
               "print(patched)\n")
     env = {**__import__("os").environ, numba_patches.PATCHES_ENV: "0"}
     off = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300)
     assert off.returncode == 0, off.stderr
-    assert off.stdout.strip() == "[" + ", ".join(["False"] * 14) + "]"
+    assert off.stdout.strip() == "[" + ", ".join(["False"] * 15) + "]"
     env[numba_patches.PATCHES_ENV] = "1"
     on = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300)
     assert on.returncode == 0, on.stderr
-    assert on.stdout.strip() == "[" + ", ".join(["True"] * 14) + "]"
+    assert on.stdout.strip() == "[" + ", ".join(["True"] * 15) + "]"
 
 
 def test_type_sizes_are_kept_per_context_and_equal_llvms():
@@ -364,6 +366,49 @@ def test_a_cache_folder_is_probed_for_writing_once_and_made_again_when_gone(tmp_
     for _ in range(2):
         with pytest.raises(OSError):
             Locator(str(blocked / "kernels")).ensure_cache_path()
+
+
+def test_arrays_are_typed_as_numba_types_them_and_masked_ones_still_refused():
+    """numba's ``typeof`` of an ndarray, with the masked-array check read only where ``numpy.ma`` is imported:
+    the same types for every layout, dtype and flag, and a masked array refused as numba refuses it."""
+    import numpy as np
+    from numba.core import errors
+    from numba.core.typing import typeof
+
+    patched = typeof.typeof_impl.dispatch(np.ndarray)
+    assert getattr(patched, "culling_once", False) and patched is typeof._typeof_ndarray
+    numbas = patched.numba_typeof_ndarray
+    base = np.arange(24, dtype=np.float64).reshape(4, 6)
+    frozen = base.copy()
+    frozen.setflags(write=False)
+    arrays = [base, base.T, base[:, ::2], base[0], np.zeros(0, dtype=np.int32), np.zeros((2, 0, 3), dtype=np.uint8),
+              frozen, np.broadcast_to(np.arange(3.0), (4, 3)), np.array(5.0), np.ones(3, dtype=np.complex64),
+              np.ones(3, dtype=np.bool_), np.ones(2, dtype=[("a", np.int64), ("b", np.float32)]), np.array(["text"]),
+              np.empty(2, dtype=object), np.zeros(2, dtype="datetime64[s]")]
+    for array in arrays:
+        assert patched(array, None) == numbas(array, None)
+        assert typeof.typeof(array) == numbas(array, None)
+    with pytest.raises(errors.NumbaValueError):
+        patched(np.zeros(2, dtype="V3"), None)
+    import numpy.ma
+
+    with pytest.raises(errors.NumbaTypeError, match="MaskedArray"):
+        typeof.typeof(numpy.ma.masked_array([1.0, 2.0], mask=[False, True]))
+
+
+def test_a_kernel_called_with_arrays_leaves_numpy_ma_unimported():
+    """A first frame (a build, a query) in a fresh process never imports NumPy's masked arrays."""
+    import subprocess
+    import sys
+
+    script = ("import sys, numpy as np, culling\n"
+              "tree = culling.ViewDistanceTree(100.0)\n"
+              "tree.insert_many(np.random.default_rng(0).uniform(0, 100, (50, 3)), np.ones(50))\n"
+              "tree.query_many(np.zeros((3, 3)), exact=True)\n"
+              "print('numpy.ma' in sys.modules)\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "False"
 
 
 def test_llvm_lock_events_are_sent_for_every_call_into_llvm_but_a_kernel_loads():
