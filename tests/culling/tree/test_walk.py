@@ -353,3 +353,27 @@ def test_grouped_query_many_is_the_walks() -> None:
         split = np.split(handles, np.cumsum(counts)[:-1])
         for i in range(0, 3000, 13):
             assert split[i].tolist() == tree.query(points[i], exact=exact).tolist()
+
+
+def test_query_many_where_points_find_little_is_the_walks() -> None:
+    """Few points among many nodes (``members._by_node`` then sorts the visits instead of counting them
+    per node, :data:`culling.core.members.SORT_VISITS_BELOW`): the answers equal a point-by-point ``query``'s,
+    in the same order, with points on objects' centres, repeated (many visits of one node) and in empty space.
+    A sort that loses or repeats a visit fails here (checked with such a mutant of ``stable_order``)."""
+    from culling.core.members import SORT_VISITS_BELOW
+
+    rng = np.random.default_rng(11)
+    tree = ViewDistanceTree(size=4096.0, dim=3)
+    centres = rng.uniform(0.0, 4096.0, (30_000, 3))
+    tree.insert_many(centres, rng.uniform(0.01, 0.1, 30_000))
+    points = np.concatenate([centres[:6], centres[:6] + 0.005, centres[2:3].repeat(5, axis=0),
+                             rng.uniform(0.0, 4096.0, (6, 3))])
+    most_visits = points.shape[0] * (MAX_GROWTH + MAX_DEPTH + 1) * 8  # at most 2**dim nodes a level
+    assert most_visits * SORT_VISITS_BELOW < tree.node_count
+    for exact in (False, True):
+        handles, counts = tree.query_many(points, exact=exact)
+        split = np.split(handles, np.cumsum(counts)[:-1])
+        for i, point in enumerate(points):
+            assert split[i].tolist() == tree.query(point, exact=exact).tolist()
+        assert all(i in split[i] for i in range(6))  # each centre finds its own object
+
