@@ -48,6 +48,7 @@ from __future__ import annotations
 import contextlib
 import importlib
 import os
+import sys
 import threading
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -907,8 +908,6 @@ def _arrays_typed_without_numpy_ma() -> None:
     if typeof_module is None:
         return
     module, real = typeof_module
-    import sys
-
     import numpy as np
 
     def _typeof_ndarray(val: Any, c: Any) -> Any:
