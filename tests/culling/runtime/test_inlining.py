@@ -285,16 +285,18 @@ def test_the_patches_can_be_turned_off():
               "           getattr(__import__('numba.core.caching').core.caching._CacheLocator.ensure_cache_path,\n"
               "                   'culling_once', False),\n"
               "           getattr(__import__('numba.core.typing.typeof').core.typing.typeof._typeof_ndarray,\n"
+              "                   'culling_once', False),\n"
+              "           getattr(__import__('numba.core.typed_passes').core.typed_passes.NopythonRewrites.run_pass,\n"
               "                   'culling_once', False)]\n"
               "print(patched)\n")
     env = {**__import__("os").environ, numba_patches.PATCHES_ENV: "0"}
     off = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300)
     assert off.returncode == 0, off.stderr
-    assert off.stdout.strip() == "[" + ", ".join(["False"] * 15) + "]"
+    assert off.stdout.strip() == "[" + ", ".join(["False"] * 16) + "]"
     env[numba_patches.PATCHES_ENV] = "1"
     on = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300)
     assert on.returncode == 0, on.stderr
-    assert on.stdout.strip() == "[" + ", ".join(["True"] * 15) + "]"
+    assert on.stdout.strip() == "[" + ", ".join(["True"] * 16) + "]"
 
 
 def test_type_sizes_are_kept_per_context_and_equal_llvms():
@@ -677,3 +679,75 @@ def test_a_kernels_ir_is_the_same_with_its_call_types_kept(monkeypatch):
     answers = len(kept.kept)
     assert numba.njit(users)(2.0) == 5.0 and numba.njit(users)(3.0) == 7.0
     assert len(typings) - before >= 4 and len(kept.kept) == answers  # typed, none of it kept
+
+
+def _array_expression_py(a, b):
+    return a + b * 2.0
+
+
+def _rewrites_counted(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The functions numba's rewrites after typing run on (its registry's ``apply``, which only its pass calls)."""
+    from numba.core.rewrites import registry
+
+    runs: list[str] = []
+    apply = registry.RewriteRegistry.apply
+
+    def counted(self, kind, state):  # noqa: ANN001, ANN202 - numba's method
+        if kind == "after-inference":
+            runs.append(state.func_id.func_qualname)
+        return apply(self, kind, state)
+
+    monkeypatch.setattr(registry.RewriteRegistry, "apply", counted)
+    return runs
+
+
+def test_a_kernel_with_nothing_to_rewrite_skips_the_rewrites_and_its_ir_is_the_same(monkeypatch):
+    """numba's rewrites after typing (array expressions, ``np.array`` of a constant list, string-literal item
+    access) match in no library kernel: the settle's kernel skips the pass (numba's rewrites never run for it)
+    and lowers to the same final LLVM IR, but for unique names and metadata numbers, as with numba's pass."""
+    import numpy as np
+    from numba.core import typed_passes
+
+    import culling
+    from culling.tree import batch
+
+    ours = typed_passes.NopythonRewrites.run_pass
+    assert getattr(ours, "culling_once", False)
+    tree = culling.ViewDistanceTree(size=64.0, dim=3)
+    handles = tree.insert_many(np.array([[1.0, 2.0, 3.0], [5.0, 5.0, 5.0]]), np.array([1.0, 2.0]))
+    tree.update_many(handles, np.array([[1.5, 2.0, 3.0], [30.0, 5.0, 5.0]]))  # typed: its signature
+    kernel = batch._settle_part
+    signature = kernel.signatures[0]
+    runs = _rewrites_counted(monkeypatch)
+
+    def compiled(run_pass) -> str:  # noqa: ANN001 - numba's method
+        monkeypatch.setattr(typed_passes.NopythonRewrites, "run_pass", run_pass)
+        options = {k: v for k, v in kernel.targetoptions.items() if k != "nopython"}
+        fresh = numba.njit(**options)(kernel.py_func)
+        fresh.compile(signature)
+        return _final_ir(fresh.overloads[signature].library.get_llvm_str())
+
+    skipped = compiled(ours)
+    assert "_settle_part" not in runs  # numba's rewrites never ran for the kernel
+    assert "_settle_part" in skipped and skipped == compiled(ours.numba_run_pass)
+    assert "_settle_part" in runs
+
+
+def test_a_kernel_with_an_array_expression_is_still_rewritten(monkeypatch):
+    """A library kernel with something to rewrite (``a + b * 2.0`` on arrays: one loop, not two temporaries)
+    goes through numba's rewrites, and a user's function always does."""
+    import numpy as np
+
+    runs = _rewrites_counted(monkeypatch)
+    a, b = np.arange(4.0), np.ones(4)
+    monkeypatch.setattr(numba_patches, "KERNEL_FUNCTIONS", {*numba_patches.KERNEL_FUNCTIONS, _array_expression_py})
+    kernel_like = numba.njit(_array_expression_py)
+    assert np.array_equal(kernel_like(a, b), a + 2.0)
+    assert runs[0] == "_array_expression_py"  # then the loop it made, numba's function
+    assert "__numba_array_expr" in kernel_like.inspect_llvm(kernel_like.signatures[0])  # the rewrite's one loop
+
+    def users(x: float) -> float:
+        return x * 2.0 + 1.0
+
+    assert numba.njit(users)(2.0) == 5.0
+    assert runs[-1].endswith("<locals>.users")
