@@ -184,3 +184,25 @@ caching.IndexDataCacheFile._save_data = no_space
     warnings = [line for line in proc.stderr.splitlines() if "RuntimeWarning" in line]
     assert len(warnings) == 1 and "cannot be written" in warnings[0] and "No space left" in warnings[0], proc.stderr
     assert not any((tmp_path / "cache").rglob("*.nbi"))
+
+
+#: :data:`PROBE`'s kernel, then the length of its type annotation and whether it is the note a cached entry keeps.
+ANNOTATED = PROBE + """
+from culling.runtime.jit import TYPES_NOT_KEPT
+annotation = str(members.candidates.overloads[members.candidates.signatures[0]].type_annotation)
+print(len(annotation), annotation == TYPES_NOT_KEPT)
+"""
+
+
+def test_a_cache_entry_keeps_no_type_annotation_and_a_loaded_kernel_says_how_to_see_one(tmp_path):
+    """numba would write the kernel's annotated source (every IR statement with its types) into the entry; the
+    kernel compiled in the process keeps it, the entry on disk does not, and the kernel loaded from it says so."""
+    site, env = _site(tmp_path)
+    compiled = _run(ANNOTATED, env, tmp_path).stdout.split("\n")
+    assert compiled[1] == "0 1"
+    length, noted = compiled[2].split()
+    assert noted == "False" and int(length) > 500  # the annotated source, in the process that compiled it
+    data = b"".join(path.read_bytes() for path in (tmp_path / "cache").rglob("*.nbc"))
+    assert data and b"candidates" in data and b"def candidates(" not in data  # no annotated source on disk
+    loaded = _run(ANNOTATED, env, tmp_path).stdout.split("\n")
+    assert loaded[1] == "1 0" and loaded[2].split()[1] == "True"
