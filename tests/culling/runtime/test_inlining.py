@@ -287,16 +287,17 @@ def test_the_patches_can_be_turned_off():
               "           getattr(__import__('numba.core.typing.typeof').core.typing.typeof._typeof_ndarray,\n"
               "                   'culling_once', False),\n"
               "           getattr(__import__('numba.core.typed_passes').core.typed_passes.NopythonRewrites.run_pass,\n"
-              "                   'culling_once', False)]\n"
+              "                   'culling_once', False),\n"
+              "           getattr(L._optimize_final_module, 'culling_once', False)]\n"
               "print(patched)\n")
     env = {**__import__("os").environ, numba_patches.PATCHES_ENV: "0"}
     off = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300)
     assert off.returncode == 0, off.stderr
-    assert off.stdout.strip() == "[" + ", ".join(["False"] * 16) + "]"
+    assert off.stdout.strip() == "[" + ", ".join(["False"] * 17) + "]"
     env[numba_patches.PATCHES_ENV] = "1"
     on = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300)
     assert on.returncode == 0, on.stderr
-    assert on.stdout.strip() == "[" + ", ".join(["True"] * 16) + "]"
+    assert on.stdout.strip() == "[" + ", ".join(["True"] * 17) + "]"
 
 
 def test_type_sizes_are_kept_per_context_and_equal_llvms():
@@ -552,6 +553,72 @@ def test_a_kernels_body_is_the_same_with_its_wrapper_optimised_once(monkeypatch)
     assert skipped.startswith("define") and skipped == numbas
     assert its_wrapper != numbas_wrapper  # the wrapper's own round was left out in the first compile only
 
+
+
+def test_a_kernels_body_is_the_same_with_one_round_of_module_passes(monkeypatch):
+    """The settle's kernel body (loops, inlined helpers, called kernels linked by symbol), compiled afresh inside
+    a kernel's compile, has the same final LLVM IR, but for names and metadata numbers, with the full module
+    passes alone as with numba's cheap round before them; a user's function keeps numba's two rounds."""
+    import re
+
+    import numpy as np
+    from numba.core.codegen import CPUCodeLibrary
+
+    import culling
+    from culling.tree import batch
+
+    one_round = CPUCodeLibrary._optimize_final_module
+    assert getattr(one_round, "culling_once", False)
+    tree = culling.ViewDistanceTree(size=64.0, dim=3)
+    handles = tree.insert_many(np.array([[1.0, 2.0, 3.0], [5.0, 5.0, 5.0]]), np.array([1.0, 2.0]))
+    tree.update_many(handles, np.array([[1.5, 2.0, 3.0], [30.0, 5.0, 5.0]]))  # typed: its signature
+    kernel = batch._settle_part
+    signature = kernel.signatures[0]
+    rounds: list[str] = []
+
+    def counted(optimize):  # noqa: ANN001, ANN202 - numba's method
+        def optimize_final_module(self):  # noqa: ANN001, ANN202
+            rounds.append(self.name)
+            return optimize(self)
+        return optimize_final_module
+
+    def body(optimize) -> str:  # noqa: ANN001 - numba's method
+        monkeypatch.setattr(CPUCodeLibrary, "_optimize_final_module", optimize)
+        options = {k: v for k, v in kernel.targetoptions.items() if k != "nopython"}
+        fresh = numba.njit(**options)(kernel.py_func)
+        numba_patches._LOCAL.depth = 1  # as while a library kernel compiles
+        try:
+            fresh.compile(signature)
+        finally:
+            numba_patches._LOCAL.depth = 0
+        text = _final_ir(fresh.overloads[signature].library.get_llvm_str())
+        found = re.search(r"^define [^@]*@_ZN7culling4tree5batch12_settle_partB.*?^}", text, re.S | re.M)
+        assert found is not None
+        return found.group(0)
+
+    assert body(one_round) == body(counted(one_round.numba_optimize_final_module))
+    assert rounds  # numba's method ran for the second compile
+
+    from numba.core.codegen import CPUCodegen
+
+    costs: list[str] = []
+    pass_manager = CPUCodegen._module_pass_manager
+
+    def recorded(self, **kwargs):  # noqa: ANN001, ANN003, ANN202 - numba's method
+        costs.append(kwargs.get("cost") or "full")
+        return pass_manager(self, **kwargs)
+
+    monkeypatch.setattr(CPUCodeLibrary, "_optimize_final_module", one_round)
+    monkeypatch.setattr(CPUCodegen, "_module_pass_manager", recorded)
+    body(one_round)
+    assert "full" in costs and "cheap" not in costs  # a library kernel: the full round alone
+    costs.clear()
+
+    def users(x: float) -> float:
+        return x * 2.0 + 1.0
+
+    assert numba.njit(users)(2.0) == 5.0
+    assert "cheap" in costs and "full" in costs  # a user's function: numba's two rounds
 
 def _final_ir(text: str) -> str:
     """A kernel's final LLVM IR with what differs between two compiles of the same code made alike: numba's unique
