@@ -23,10 +23,12 @@ not a masked one, broadcasts an event around every call into
 LLVM while it loads a cached kernel (for a timing it then throws away),
 and copies the whole LLVM
 module of every kernel a kernel calls into the caller to optimise and
-compile it again there, and runs LLVM's function passes over each kernel's
-CPython wrapper twice.  Each patch here does the same work once; the LLVM
+compile it again there, runs LLVM's function passes over each kernel's
+CPython wrapper twice, and a cheap round of module passes over each kernel
+before the full round that does the same and more.  Each patch here does the same work once; the LLVM
 IR of every kernel is unchanged but for symbol names (and the form of the
-wrappers' code)
+wrappers' code; without the cheap round, four walks have one to three
+instructions fewer)
 (tests/culling/runtime/test_inlining.py), except that a called library
 kernel too large for LLVM to inline is declared in its caller, not copied
 (tests/culling/runtime/test_callees_by_symbol.py): the same machine code,
