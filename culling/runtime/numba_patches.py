@@ -805,10 +805,11 @@ def _rewrites_where_one_can_match() -> None:
     changes nothing (the IR stays as typed), which is what the rewrites would
     have left; else it runs as numba runs it.  82 of the 83 kernels skip it
     (the pass took 0.08 CPU s instead of 0.80), and every kernel's final LLVM
-    IR is the same, but for unique names and metadata numbers, and in the
-    dense grid's ``_visits`` seven reference increments in a row in another
-    order (compared for all; a test compares the settle's, and a kernel with
-    an array expression is still rewritten).  Only a library kernel
+    IR is the same, but for unique names and metadata numbers (compared for
+    all; with numba's cheap round of module passes still run, the dense grid's
+    ``_visits`` had seven reference increments in a row in another order; a
+    test compares the settle's, and a kernel with an array expression is
+    still rewritten).  Only a library kernel
     (:data:`KERNEL_FUNCTIONS`), and only with numba's own four rewrites
     registered; anything else is rewritten as numba does it.  Reaches into
     numba's ``NopythonRewrites`` and its rewrite registry; a numba without
@@ -836,13 +837,13 @@ def _rewrites_where_one_can_match() -> None:
         if not set(registered) <= known:  # a rewrite someone else registered: numba's pass decides
             return True
         func_ir, typemap, calltypes = state.func_ir, state.typemap, state.calltypes
+        rewrites = [rewrite(state) for rewrite in matched_alone if rewrite in registered]
         for block in func_ir.blocks.values():
             if any(isinstance(stmt, ir.Assign) and isinstance(stmt.value, ir.Expr) and stmt.value.op == "build_list"
                    for stmt in block.body):
                 return True  # np.array of a constant list: RewriteArrayOfConsts reads the del statements
-            for rewrite in matched_alone:
-                if rewrite in registered and rewrite(state).match(func_ir, block, typemap, calltypes):
-                    return True
+            if any(rewrite.match(func_ir, block, typemap, calltypes) for rewrite in rewrites):
+                return True
         return False
 
     def run_pass(self: Any, state: Any) -> bool:

@@ -16,6 +16,8 @@ own answer.  A library kernel's CPython wrapper skips numba's first, function-by
 
 from __future__ import annotations
 
+from typing import Any
+
 import numba
 import pytest
 from numba.core import untyped_passes
@@ -23,6 +25,33 @@ from numba.core import untyped_passes
 from culling.runtime import jit, numba_patches
 
 pytestmark = pytest.mark.skipif(jit.JIT_DISABLED, reason="NUMBA_DISABLE_JIT=1: nothing is compiled")
+
+
+def _settle_typed() -> tuple[Any, Any]:
+    """The settle's kernel (inlined helpers, loops, early exits, called kernels) and its signature, typed by a
+    small tree's ``update_many``."""
+    import numpy as np
+
+    import culling
+    from culling.tree import batch
+
+    tree = culling.ViewDistanceTree(size=64.0, dim=3)
+    handles = tree.insert_many(np.array([[1.0, 2.0, 3.0], [5.0, 5.0, 5.0]]), np.array([1.0, 2.0]))
+    tree.update_many(handles, np.array([[1.5, 2.0, 3.0], [30.0, 5.0, 5.0]]))
+    return batch._settle_part, batch._settle_part.signatures[0]
+
+
+def _compiled_afresh(kernel: Any, signature: Any, in_kernel_compile: bool = False) -> Any:
+    """``kernel``'s Python function compiled again with the library's options for ``signature`` (as while a
+    library kernel compiles, where ``in_kernel_compile``): its compile result."""
+    options = {k: v for k, v in kernel.targetoptions.items() if k != "nopython"}
+    fresh = numba.njit(**options)(kernel.py_func)
+    numba_patches._LOCAL.depth = 1 if in_kernel_compile else 0
+    try:
+        fresh.compile(signature)
+    finally:
+        numba_patches._LOCAL.depth = 0
+    return fresh.overloads[signature]
 
 
 def _reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
@@ -536,14 +565,8 @@ def test_a_kernels_body_is_the_same_with_its_wrapper_optimised_once(monkeypatch)
 
     def body(optimize_functions) -> tuple[str, ...]:  # noqa: ANN001 - numba's method
         monkeypatch.setattr(CPUCodeLibrary, "_optimize_functions", optimize_functions)
-        options = {k: v for k, v in walk.query.targetoptions.items() if k != "nopython"}
-        fresh = numba.njit(**options)(walk.query.py_func)
-        numba_patches._LOCAL.depth = 1  # as while a library kernel compiles
-        try:
-            fresh.compile(signature)
-        finally:
-            numba_patches._LOCAL.depth = 0
-        text = re.sub(r"B\d+v\d+B\d+[A-Za-z0-9_]+", "B", fresh.overloads[signature].library.get_llvm_str())
+        compiled = _compiled_afresh(walk.query, signature, in_kernel_compile=True)
+        text = re.sub(r"B\d+v\d+B\d+[A-Za-z0-9_]+", "B", compiled.library.get_llvm_str())
         found = [re.search(rf"^define [^@]*@{name}B.*?^}}", text, re.S | re.M)
                  for name in ("_ZN7culling4tree4walk5query", "_ZN7cpython7culling4tree4walk5query")]
         assert all(found)
@@ -561,19 +584,11 @@ def test_a_kernels_body_is_the_same_with_one_round_of_module_passes(monkeypatch)
     passes alone as with numba's cheap round before them; a user's function keeps numba's two rounds."""
     import re
 
-    import numpy as np
     from numba.core.codegen import CPUCodeLibrary
-
-    import culling
-    from culling.tree import batch
 
     one_round = CPUCodeLibrary._optimize_final_module
     assert getattr(one_round, "culling_once", False)
-    tree = culling.ViewDistanceTree(size=64.0, dim=3)
-    handles = tree.insert_many(np.array([[1.0, 2.0, 3.0], [5.0, 5.0, 5.0]]), np.array([1.0, 2.0]))
-    tree.update_many(handles, np.array([[1.5, 2.0, 3.0], [30.0, 5.0, 5.0]]))  # typed: its signature
-    kernel = batch._settle_part
-    signature = kernel.signatures[0]
+    kernel, signature = _settle_typed()
     rounds: list[str] = []
 
     def counted(optimize):  # noqa: ANN001, ANN202 - numba's method
@@ -584,14 +599,7 @@ def test_a_kernels_body_is_the_same_with_one_round_of_module_passes(monkeypatch)
 
     def body(optimize) -> str:  # noqa: ANN001 - numba's method
         monkeypatch.setattr(CPUCodeLibrary, "_optimize_final_module", optimize)
-        options = {k: v for k, v in kernel.targetoptions.items() if k != "nopython"}
-        fresh = numba.njit(**options)(kernel.py_func)
-        numba_patches._LOCAL.depth = 1  # as while a library kernel compiles
-        try:
-            fresh.compile(signature)
-        finally:
-            numba_patches._LOCAL.depth = 0
-        text = _final_ir(fresh.overloads[signature].library.get_llvm_str())
+        text = _final_ir(_compiled_afresh(kernel, signature, in_kernel_compile=True).library.get_llvm_str())
         found = re.search(r"^define [^@]*@_ZN7culling4tree5batch12_settle_partB.*?^}", text, re.S | re.M)
         assert found is not None
         return found.group(0)
@@ -641,19 +649,11 @@ def test_a_kernels_ir_is_the_same_with_its_lifetimes_computed_on_demand(monkeypa
     own post-processing gives: the settle's kernel (inlined helpers, loops, early exits), compiled afresh from
     its Python function with the library's options, once each way."""
 
-    import numpy as np
     from numba.core import postproc
-
-    import culling
-    from culling.tree import batch
 
     on_demand = postproc.PostProcessor.run
     assert getattr(on_demand, "culling_on_demand", False)
-    tree = culling.ViewDistanceTree(size=64.0, dim=3)
-    handles = tree.insert_many(np.array([[1.0, 2.0, 3.0], [5.0, 5.0, 5.0]]), np.array([1.0, 2.0]))
-    tree.update_many(handles, np.array([[1.5, 2.0, 3.0], [30.0, 5.0, 5.0]]))  # typed: its signature
-    kernel = batch._settle_part
-    signature = kernel.signatures[0]
+    kernel, signature = _settle_typed()
     runs: list[str] = []
 
     def counted(run):  # noqa: ANN001, ANN202 - numba's method
@@ -664,10 +664,7 @@ def test_a_kernels_ir_is_the_same_with_its_lifetimes_computed_on_demand(monkeypa
 
     def compiled(run) -> str:  # noqa: ANN001 - numba's method
         monkeypatch.setattr(postproc.PostProcessor, "run", counted(run))
-        options = {k: v for k, v in kernel.targetoptions.items() if k != "nopython"}
-        fresh = numba.njit(**options)(kernel.py_func)
-        fresh.compile(signature)
-        return _final_ir(fresh.overloads[signature].library.get_llvm_str())
+        return _final_ir(_compiled_afresh(kernel, signature).library.get_llvm_str())
 
     ours, numbas = compiled(on_demand), compiled(on_demand.numba_run)
     assert "_settle_part" in ours and ours == numbas
@@ -707,9 +704,9 @@ def test_a_kernels_ir_is_the_same_with_its_call_types_kept(monkeypatch):
 
     kept = functions.BaseFunction.get_call_type
     assert getattr(kept, "culling_once", False)
+    _settle_typed()
     tree = culling.ViewDistanceTree(size=64.0, dim=3)
-    handles = tree.insert_many(np.array([[1.0, 2.0, 3.0], [5.0, 5.0, 5.0]]), np.array([1.0, 2.0]))
-    tree.update_many(handles, np.array([[1.5, 2.0, 3.0], [30.0, 5.0, 5.0]]))
+    tree.insert_many(np.array([[1.0, 2.0, 3.0], [5.0, 5.0, 5.0]]), np.array([1.0, 2.0]))
     tree.query_many(np.array([[1.0, 2.0, 3.0], [5.0, 5.0, 4.0]]), exact=True)  # its member passes: keep_rows
     typings: list[int] = []
 
@@ -721,15 +718,8 @@ def test_a_kernels_ir_is_the_same_with_its_call_types_kept(monkeypatch):
 
     def compiled(kernel, get_call_type) -> str:  # noqa: ANN001
         monkeypatch.setattr(functions.BaseFunction, "get_call_type", counted(get_call_type))
-        signature = kernel.signatures[0]
-        options = {k: v for k, v in kernel.targetoptions.items() if k != "nopython"}
-        fresh = numba.njit(**options)(kernel.py_func)
-        numba_patches._LOCAL.depth = 1  # as while a library kernel compiles
-        try:
-            fresh.compile(signature)
-        finally:
-            numba_patches._LOCAL.depth = 0
-        return _final_ir(fresh.overloads[signature].library.get_llvm_str())
+        result = _compiled_afresh(kernel, kernel.signatures[0], in_kernel_compile=True)
+        return _final_ir(result.library.get_llvm_str())
 
     for kernel in (batch._settle_part, members.keep_rows):
         compiled(kernel, kept)  # the kept answers filled
@@ -772,27 +762,16 @@ def test_a_kernel_with_nothing_to_rewrite_skips_the_rewrites_and_its_ir_is_the_s
     """numba's rewrites after typing (array expressions, ``np.array`` of a constant list, string-literal item
     access) match in no library kernel: the settle's kernel skips the pass (numba's rewrites never run for it)
     and lowers to the same final LLVM IR, but for unique names and metadata numbers, as with numba's pass."""
-    import numpy as np
     from numba.core import typed_passes
-
-    import culling
-    from culling.tree import batch
 
     ours = typed_passes.NopythonRewrites.run_pass
     assert getattr(ours, "culling_once", False)
-    tree = culling.ViewDistanceTree(size=64.0, dim=3)
-    handles = tree.insert_many(np.array([[1.0, 2.0, 3.0], [5.0, 5.0, 5.0]]), np.array([1.0, 2.0]))
-    tree.update_many(handles, np.array([[1.5, 2.0, 3.0], [30.0, 5.0, 5.0]]))  # typed: its signature
-    kernel = batch._settle_part
-    signature = kernel.signatures[0]
+    kernel, signature = _settle_typed()
     runs = _rewrites_counted(monkeypatch)
 
     def compiled(run_pass) -> str:  # noqa: ANN001 - numba's method
         monkeypatch.setattr(typed_passes.NopythonRewrites, "run_pass", run_pass)
-        options = {k: v for k, v in kernel.targetoptions.items() if k != "nopython"}
-        fresh = numba.njit(**options)(kernel.py_func)
-        fresh.compile(signature)
-        return _final_ir(fresh.overloads[signature].library.get_llvm_str())
+        return _final_ir(_compiled_afresh(kernel, signature).library.get_llvm_str())
 
     skipped = compiled(ours)
     assert "_settle_part" not in runs  # numba's rewrites never ran for the kernel
