@@ -16,11 +16,12 @@ own answer.  A library kernel's CPython wrapper skips numba's first, function-by
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 import numba
 import pytest
-from numba.core import untyped_passes
+from numba.core import bytecode, untyped_passes
 
 from culling.runtime import jit, numba_patches
 
@@ -41,17 +42,44 @@ def _settle_typed() -> tuple[Any, Any]:
     return batch._settle_part, batch._settle_part.signatures[0]
 
 
+#: The function ids the fresh compiles draw: past any a process compiling kernels for a cache reaches.
+_FRESH_IDS = itertools.count(1 << 40)
+
+
 def _compiled_afresh(kernel: Any, signature: Any, in_kernel_compile: bool = False) -> Any:
     """``kernel``'s Python function compiled again with the library's options for ``signature`` (as while a
-    library kernel compiles, where ``in_kernel_compile``): its compile result."""
+    library kernel compiles, where ``in_kernel_compile``): its compile result.
+
+    A kernel loaded from a cache keeps the id its compiling process gave it, and numba gives functions of one
+    name, signature and id one environment (the constants the CPython wrapper reads, such as the dtypes of the
+    arrays it returns): a fresh copy that drew the loaded kernel's id would add its constants after the
+    loaded one's and read them at other places.  Its ids therefore come from a range of their own."""
     options = {k: v for k, v in kernel.targetoptions.items() if k != "nopython"}
     fresh = numba.njit(**options)(kernel.py_func)
     numba_patches._LOCAL.depth = 1 if in_kernel_compile else 0
+    ids = bytecode.FunctionIdentity._unique_ids
+    bytecode.FunctionIdentity._unique_ids = _FRESH_IDS
     try:
         fresh.compile(signature)
     finally:
+        bytecode.FunctionIdentity._unique_ids = ids
         numba_patches._LOCAL.depth = 0
     return fresh.overloads[signature]
+
+
+def test_a_fresh_copy_never_shares_the_environment_of_the_kernel_it_copies(monkeypatch):
+    """Even where numba's next function id is the one the settle's kernel was compiled with (a kernel loaded from
+    a cache keeps its compiling process's id), the fresh copy gets an environment of its own: the comparisons
+    below would otherwise read its constants at other places, now and then, in a long test run."""
+    import re
+
+    kernel, signature = _settle_typed()
+    kept = kernel.overloads[signature]
+    kept_id = int(re.findall(r"B\d+v(\d+)B", kept.fndesc.env_name)[0])
+    monkeypatch.setattr(bytecode.FunctionIdentity, "_unique_ids", itertools.count(kept_id))
+    fresh = _compiled_afresh(kernel, signature)
+    assert fresh.environment is not kept.environment
+    assert len(fresh.environment.consts) == len(kept.environment.consts)
 
 
 def _reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
