@@ -55,9 +55,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     groups = None if args.groups is None else [g.strip() for g in args.groups.split(",") if g.strip()]
     if groups is not None and any(g not in KERNEL_GROUPS for g in groups):
-        parser.error(f"--groups: choose from {', '.join(KERNEL_GROUPS)}")
+        warm.error(f"--groups: choose from {', '.join(KERNEL_GROUPS)}, got {args.groups!r}")
     if args.workers is not None and args.workers < 1:
-        parser.error("--workers must be at least 1")
+        warm.error(f"--workers must be at least 1, got {args.workers}")
     if args.report:  # a worker of another warm-up: one line per finished step on stdout, nothing else
         def report(done: int, total: int, name: str) -> None:
             print(f"{REPORT_PREFIX}{name}", flush=True)

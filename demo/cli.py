@@ -239,8 +239,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point; returns the process exit status."""
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format=f"{PROG}: %(message)s")
-    from demo.demo import DemoError
-    from engine.shaders import ShaderError
+    try:
+        from demo.demo import DemoError
+        from engine.shaders import ShaderError
+    except ValueError as exc:  # a setting the library refuses on import (CULLING_THREADS): one line
+        return _fail(str(exc))
 
     try:
         return _run(args)

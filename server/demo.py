@@ -77,7 +77,11 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None, err: Text
     err = err or sys.stderr
     live = bool(getattr(err, "isatty", lambda: False)())  # a terminal: the bar redrawn in place
 
-    import ray  # after the arguments: --help answers at once
+    try:
+        import ray  # after the arguments: --help answers at once
+    except ImportError:  # the optional extra not installed: one line, not a traceback
+        print('python -m server.demo: error: the sharded server needs Ray: pip install -e ".[server]"', file=err)
+        return 1
 
     from culling import InterestManager
     from server.sharded import ShardedInterest

@@ -44,6 +44,7 @@ import functools
 import gc
 import importlib
 import os
+import pickle
 import sys
 import threading
 import warnings
@@ -214,7 +215,44 @@ def shipped_loaded() -> int:
 
 
 def _shipped_enabled() -> bool:
-    return SHIPPED_DIR.is_dir() and os.environ.get(SHIPPED_ENV, "1").strip() != "0"
+    """Whether the shipped kernels are used: they are there and ``CULLING_SHIPPED_KERNELS`` is 1 or unset
+    (0 ignores them).  Read as the kernels are defined, on import, where any other value is refused."""
+    setting = os.environ.get(SHIPPED_ENV, "").strip() or "1"
+    if setting not in ("0", "1"):
+        raise ValueError(f"{SHIPPED_ENV} must be 0 (ignore the shipped kernels) or 1, got {setting!r}")
+    return setting == "1" and SHIPPED_DIR.is_dir()
+
+
+def shipped_misfit(folder: Path | None = None) -> str | None:
+    """Why the kernels shipped in ``folder`` (:data:`SHIPPED_DIR`) cannot load in this process, or None (they
+    fit, or none are shipped): their numba version (the first thing each index file holds) or their Python
+    version (in each index file's name, ``...py311.nbi``) is not this process's."""
+    folder = SHIPPED_DIR if folder is None else folder
+    index = next(folder.glob("*/*.nbi"), None)
+    if index is None:
+        return None
+    try:
+        with open(index, "rb") as f:
+            built_numba = str(pickle.load(f))
+    except Exception:  # an unreadable index: numba finds out and compiles, as for any damaged entry
+        return None
+    built_python = index.name.rsplit(".", 2)[-2]
+    here_python = f"py{sys.version_info.major}{sys.version_info.minor}"
+    if built_numba == numba.__version__ and built_python == here_python:
+        return None
+    return (f"the kernels shipped in {folder} were compiled by numba {built_numba} for {built_python}; this is "
+            f"numba {numba.__version__} on {here_python}")
+
+
+def _warn_where_shipped_cannot_load() -> None:
+    """One warning on import where kernels are shipped but cannot load here (another numba or Python): the
+    program then compiles each kernel on first use (half a minute of CPU or more in all) and would
+    otherwise not say why."""
+    why = shipped_misfit() if _shipped_enabled() else None
+    if why is not None:
+        warnings.warn(f"culling: {why}, so each kernel compiles on its first use (run `python -m culling warm-up` "
+                      f"to compile them all ahead; {SHIPPED_ENV}=0 ignores the shipped ones and this warning)",
+                      RuntimeWarning, stacklevel=1)
 
 
 class _PortableCodegen:
@@ -513,6 +551,9 @@ def cache_writable() -> bool:
 
 #: ``NUMBA_DISABLE_JIT=1``: kernels run as plain Python (numba's debugging switch).
 JIT_DISABLED = bool(getattr(numba.config, "DISABLE_JIT", False))
+
+if not JIT_DISABLED:
+    _warn_where_shipped_cannot_load()
 
 
 def _interpreted(fn: F) -> F:

@@ -160,6 +160,11 @@ def _from_env() -> int:
     return os.cpu_count() or 1
 
 
+# A CULLING_THREADS the pool cannot use is refused on import, where a program starts, rather than at its
+# first batch call (in a game's first frame, a server's first tick).  The pool reads it again then.
+_from_env()
+
+
 def thread_count() -> int:
     """Threads a batch call runs on (the calling thread included): ``CULLING_THREADS``, else ``os.cpu_count()``."""
     global _size

@@ -28,20 +28,20 @@ if TYPE_CHECKING:
 __all__ = ["check_world", "delete_node", "grow_root", "root_level_for", "shrink_root"]
 
 
-def check_world(lattice: Lattice, keys: list[list[int]]) -> None:
+def check_world(lattice: Lattice, keys: list[list[int]], one: bool = False) -> None:
     """Reject home keys ``(level, cell...)`` outside the largest world (a centre there), or above its
-    root (a radius too large), with a ``ValueError``.
+    root (a radius too large), with a ``ValueError`` (worded for one object's call where ``one``).
 
     A key on a level below the largest world's is inside exactly when its
     ancestor there, ``cell >> (level + MAX_GROWTH)`` per axis, is 0 (the cell
     function clamps coordinates beyond the world to a cell just outside it).
     """
     if any(level < -MAX_GROWTH for level, *_ in keys):
-        raise ValueError(f"radii must be below {lattice.node_size(-MAX_GROWTH) / 2:g}, "
+        raise ValueError(f"{'the radius' if one else 'radii'} must be below {lattice.node_size(-MAX_GROWTH) / 2:g}, "
                          f"the largest this tree can grow to")
     if any(c >> (level + MAX_GROWTH) for level, *cell in keys for c in cell):
         low, high = lattice.world_bounds()
-        raise ValueError(f"centres must lie within the largest world this tree can grow to, "
+        raise ValueError(f"{'the centre' if one else 'centres'} must lie within the largest world this tree can grow to, "
                          f"[{low.tolist()}, {high.tolist()})")
 
 

@@ -634,7 +634,7 @@ class ViewDistanceTree(Structure):
                               self._nodes.arrays(), self._pool.arrays(), self._key))
         if found == OUTSIDE:
             keys = self._key.tolist()
-            self._check_world(keys)
+            self._check_world(keys, one=True)
             try:
                 self._grow_root_for(keys)
             except MemoryError:  # the root grew part of the way: back
@@ -703,9 +703,10 @@ class ViewDistanceTree(Structure):
             self._check_world(keys)
             self._grow_root_for(keys)
 
-    def _check_world(self, keys: list[list[int]]) -> None:
-        """Reject home keys outside the largest world (:func:`culling.tree.root.check_world`)."""
-        root_growth.check_world(self._lattice, keys)
+    def _check_world(self, keys: list[list[int]], one: bool = False) -> None:
+        """Reject home keys outside the largest world (:func:`culling.tree.root.check_world`; ``one``: for
+        one object's call)."""
+        root_growth.check_world(self._lattice, keys, one)
 
     def _grow_root_for(self, keys: list[list[int]]) -> None:
         """Grow the root until it holds the home keys ``keys`` (:func:`culling.tree.root.root_level_for`

@@ -53,7 +53,7 @@ def test_query_at_a_rounded_grown_edge_finds_the_sphere():
 
 def test_radius_whose_ratio_to_size_overflows_is_rejected():
     t = ViewDistanceTree(size=0.5, dim=1)
-    with pytest.raises(ValueError, match="radii must be below"):
+    with pytest.raises(ValueError, match="the radius must be below"):
         t.insert(0.0, 1.7e308)
     with pytest.raises(ValueError, match="radii must be below"):
         t.insert_many([0.0, 1.0], [1.0, 1.7e308])

@@ -562,7 +562,7 @@ def test_an_update_that_stays_in_its_node_rewrites_only_its_row(dim):
     model.update(h, at(dim, -5 * SIZE), 1.0)
     tree.check_invariants()
     assert tree.root_level < 0
-    with pytest.raises(ValueError, match="radii must be below"):
+    with pytest.raises(ValueError, match="the radius must be below"):
         tree.update(h, at(dim, 1.0), 1e300)
     tree.check_invariants()
     check_contents(tree, model)

@@ -84,6 +84,16 @@ def test_unusable_display_without_headless_is_one_line(tmp_path):
     assert "Traceback" not in proc.stderr
 
 
+def test_a_thread_count_the_library_refuses_is_one_line(tmp_path):
+    env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY")}
+    proc = subprocess.run([sys.executable, str(RUN_DEMO), "--headless", "--frames", "1"], cwd=tmp_path,
+                          env={**env, "CULLING_THREADS": "many"}, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == cli.EXIT_ERROR
+    err = _lines(proc.stderr)
+    assert len(err) == 1 and "CULLING_THREADS must be a positive integer, got 'many'" in err[0], proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
 def test_unusable_gl_context_is_one_line(monkeypatch, capsys, tmp_path):
     import moderngl
 

@@ -195,3 +195,15 @@ def test_the_demo_runs_tiny_and_matches_interest_manager(ray_cluster):
     text = out.getvalue()
     assert "tick    3:" in text and "every tick identical to InterestManager" in text
     assert err.getvalue().splitlines() == [f"[{'#' * (10 * t)}{'.' * (30 - 10 * t)}] {t}/3" for t in range(4)]  # a log: a line each
+
+
+def test_the_demo_without_ray_says_how_to_install_it_in_one_line(monkeypatch):
+    import sys
+
+    from server.demo import main
+
+    monkeypatch.setitem(sys.modules, "ray", None)  # as where the server extra is not installed: import fails
+    out, err = io.StringIO(), io.StringIO()
+    assert main(["--ticks", "1"], out=out, err=err) == 1
+    assert err.getvalue() == 'python -m server.demo: error: the sharded server needs Ray: pip install -e ".[server]"\n'
+    assert out.getvalue() == ""

@@ -264,6 +264,59 @@ def _copy_shipping_the_probe(tmp_path: Path, native: bool = False) -> tuple[Path
     return site, env
 
 
+@pytest.mark.parametrize("value, answer", [("maybe", "ValueError: CULLING_SHIPPED_KERNELS must be 0 (ignore the "
+                                                      "shipped kernels) or 1, got 'maybe'"),
+                                           ("", "imported"), (" 1 ", "imported"), ("0", "imported")])
+def test_culling_shipped_kernels_other_than_0_or_1_is_refused_on_import(value, answer, tmp_path):
+    """A misspelt switch (``CULLING_SHIPPED_KERNELS=no``, say) would otherwise leave the shipped kernels in use
+    without a word: ``import culling`` refuses it.  Unset or empty means 1."""
+    proc = _run("import culling; print('imported')", _env(CULLING_SHIPPED_KERNELS=value), tmp_path, timeout=120)
+    got = proc.stdout.strip() if proc.returncode == 0 else proc.stderr.strip().splitlines()[-1]
+    assert got == answer, proc.stderr
+
+
+def test_shipped_kernels_another_numba_or_python_compiled_are_named_in_one_warning_on_import(tmp_path):
+    """Kernels shipped by another numba (or for another Python) cannot load: ``import culling`` says so once,
+    with both versions, rather than leaving a first frame to compile for half a minute without a word."""
+    import pickle
+    import warnings
+
+    import numba
+
+    from culling.runtime import jit
+
+    here = f"py{sys.version_info.major}{sys.version_info.minor}"
+    folder = tmp_path / "core"
+    folder.mkdir()
+
+    def ship(numba_version: str, python: str = here) -> str | None:
+        """One index file as numba writes it (its version pickled first), alone in the folder: the misfit."""
+        for old in folder.iterdir():
+            old.unlink()
+        with open(folder / f"members.keep_rows-139.{python}.nbi", "wb") as f:
+            pickle.dump(numba_version, f, protocol=-1)
+            f.write(pickle.dumps((("shipped", "x"), {}), protocol=-1))
+        return jit.shipped_misfit(tmp_path)
+
+    assert jit.shipped_misfit(tmp_path) is None  # nothing shipped
+    assert ship(numba.__version__) is None
+    assert ship(numba.__version__, "py27") == (f"the kernels shipped in {tmp_path} were compiled by numba "
+                                               f"{numba.__version__} for py27; this is numba {numba.__version__} on {here}")
+    assert ship("0.1.0") == (f"the kernels shipped in {tmp_path} were compiled by numba 0.1.0 for {here}; this is "
+                             f"numba {numba.__version__} on {here}")
+    with pytest.MonkeyPatch.context() as mp, warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        mp.setattr(jit, "SHIPPED_DIR", tmp_path)
+        mp.setenv("CULLING_SHIPPED_KERNELS", "1")
+        jit._warn_where_shipped_cannot_load()
+        mp.setenv("CULLING_SHIPPED_KERNELS", "0")
+        jit._warn_where_shipped_cannot_load()  # ignored: not a word
+    assert [(w.category, str(w.message)) for w in caught] == [(RuntimeWarning, (
+        f"culling: {ship('0.1.0')}, so each kernel compiles on its first use (run `python -m culling warm-up` to "
+        "compile them all ahead; CULLING_SHIPPED_KERNELS=0 ignores the shipped ones and this warning)"))]
+    assert jit.shipped_misfit() is None  # this checkout's or wheel's own kernels fit
+
+
 def test_a_wheels_shipped_kernels_load_where_the_cache_is_empty(tmp_path):
     """What a wheel ships (``culling.shipped``: kernels compiled for the portable CPU, stamped with each
     kernel's fingerprint of its sources) loads in a process whose numba cache is empty, and nothing is
@@ -419,3 +472,18 @@ def test_warm_up_reports_progress_and_the_command_draws_a_bar():
         label = "loading the compiled kernels" if cached else "compiling kernels (first run only)"
         assert proc.stderr.startswith(label + " ...") or proc.stderr.startswith(label + ", or loading"), proc.stderr
         assert f"{label}: [{'#' * 30}] {len(calls)}/{len(calls)}" in proc.stderr and "kernels ready in" in proc.stderr
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--groups", "bogus"], "--groups: choose from tree, pairs, grid, interest, cubes, got 'bogus'"),
+    (["--workers", "0"], "--workers must be at least 1, got 0"),
+])
+def test_the_warm_up_command_refuses_bad_flags_with_its_own_usage(args, message, capsys):
+    import culling.__main__ as cli
+
+    with pytest.raises(SystemExit) as exit_:
+        cli.main(["warm-up", *args])
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err.splitlines()
+    assert err[0].startswith("usage: python -m culling warm-up ")
+    assert err[-1] == f"python -m culling warm-up: error: {message}"

@@ -94,6 +94,26 @@ def test_thread_count_is_configurable():
             culling.set_thread_count(bad)
 
 
+@pytest.mark.parametrize("value, answer", [("3", "3"), (" 2 ", "2"), ("", "default"),
+                                           ("many", "ValueError: CULLING_THREADS must be a positive integer, got 'many'"),
+                                           ("0", "ValueError: CULLING_THREADS must be a positive integer, got '0'")])
+def test_culling_threads_is_read_on_import_and_a_bad_value_refused_there(value, answer):
+    """A ``CULLING_THREADS`` the pool cannot use stops ``import culling`` (where a program starts), not its
+    first batch call (a game's first frame, a server's first tick)."""
+    import os
+    import subprocess
+    import sys
+
+    script = ("import os, culling\n"
+              "n = culling.thread_count()\n"
+              "print(n if os.environ.get('CULLING_THREADS', '').strip() else 'default')")
+    env = {k: v for k, v in os.environ.items() if k != "CULLING_THREADS"}
+    proc = subprocess.run([sys.executable, "-c", script], env={**env, "CULLING_THREADS": value},
+                          capture_output=True, text=True, timeout=300)
+    got = proc.stdout.strip() if proc.returncode == 0 else proc.stderr.strip().splitlines()[-1]
+    assert got == answer, proc.stderr
+
+
 @pytest.mark.parametrize("kind", sorted(STRUCTURES))
 def test_query_many_answers_alike_in_one_chunk_and_in_chunks_on_threads(kind):
     """One thread answers a batch in one chunk; three threads cut it into chunks of points (each
