@@ -15,10 +15,11 @@ ROOT = Path(__file__).resolve().parents[2]
 RUN_DEMO = ROOT / "run_demo.py"
 
 
-def run_demo(args, tmp_path, display=None, timeout=120):
+def run_demo(args, tmp_path, display=None, timeout=120, **extra_env):
     env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY")}
     if display is not None:
         env["DISPLAY"] = display
+    env.update(extra_env)
     return subprocess.run([sys.executable, str(RUN_DEMO), *args], cwd=tmp_path, env=env,
                           capture_output=True, text=True, timeout=timeout)
 
@@ -85,9 +86,7 @@ def test_unusable_display_without_headless_is_one_line(tmp_path):
 
 
 def test_a_thread_count_the_library_refuses_is_one_line(tmp_path):
-    env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY")}
-    proc = subprocess.run([sys.executable, str(RUN_DEMO), "--headless", "--frames", "1"], cwd=tmp_path,
-                          env={**env, "CULLING_THREADS": "many"}, capture_output=True, text=True, timeout=120)
+    proc = run_demo(["--headless", "--frames", "1"], tmp_path, CULLING_THREADS="many")
     assert proc.returncode == cli.EXIT_ERROR
     err = _lines(proc.stderr)
     assert len(err) == 1 and "CULLING_THREADS must be a positive integer, got 'many'" in err[0], proc.stderr

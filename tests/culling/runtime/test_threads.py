@@ -10,6 +10,9 @@ and the invariants are checked against brute force.
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import threading
 import time
 
@@ -100,10 +103,6 @@ def test_thread_count_is_configurable():
 def test_culling_threads_is_read_on_import_and_a_bad_value_refused_there(value, answer):
     """A ``CULLING_THREADS`` the pool cannot use stops ``import culling`` (where a program starts), not its
     first batch call (a game's first frame, a server's first tick)."""
-    import os
-    import subprocess
-    import sys
-
     script = ("import os, culling\n"
               "n = culling.thread_count()\n"
               "print(n if os.environ.get('CULLING_THREADS', '').strip() else 'default')")
