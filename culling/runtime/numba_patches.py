@@ -25,7 +25,9 @@ and copies the whole LLVM
 module of every kernel a kernel calls into the caller to optimise and
 compile it again there, runs LLVM's function passes over each kernel's
 CPython wrapper twice, and a cheap round of module passes over each kernel
-before the full round that does the same and more.  Each patch here does the same work once; the LLVM
+before the full round that does the same and more, and extracts every member of each value whose
+references it counts (an array's shape and strides, each array of a tuple) to find the few that
+hold one.  Each patch here does the same work once (or skips what is thrown away); the LLVM
 IR of every kernel is unchanged but for symbol names (and the form of the
 wrappers' code; without the cheap round, four walks have one to three
 instructions fewer)
@@ -84,6 +86,7 @@ def apply() -> None:
     _type_sizes_once()
     _cache_folders_probed_once()
     _arrays_typed_without_numpy_ma()
+    _references_counted_where_held()
 
 
 #: The Python functions of the library's inlined helpers (``jit.inline_kernel`` adds each).
@@ -1042,6 +1045,57 @@ def _arrays_typed_without_numpy_ma() -> None:
     _typeof_ndarray.numba_typeof_ndarray = real  # type: ignore[attr-defined]
     module.typeof_impl.register(np.ndarray)(_typeof_ndarray)
     _patch(module, "_typeof_ndarray", _typeof_ndarray, "culling_once")
+
+
+def _references_counted_where_held() -> None:
+    """Make numba's reference counting extract only the members of a value that can hold a reference.
+
+    To incref or decref a value, numba lists its meminfos (``NRTContext.get_meminfos``): it extracts
+    every member of the value into the IR, and every member of those, and keeps the meminfo pointers.
+    An array's parent, sizes, data pointer, shape and strides, and the same of every array in a tuple
+    of arrays (the library passes its structures as such tuples), are extracted at every incref and
+    decref and thrown away again: in a cold compile of every kernel, 72,475 members that hold no
+    reference against 13,571 that do, each lowered, written as IR text, parsed by LLVM and deleted
+    by its first pass.  Whether a member's type holds a meminfo anywhere within it is a property of
+    the type, kept per type, so those members are skipped: the meminfos found are the same, in the
+    same order, and every kernel's machine code is the same (all 1,145 functions of a cold warm-up
+    compared); about 1.7 of 31 CPU s (docs/PERFORMANCE.md, "Measured design choices").
+    Process-wide, as numba's own behaviour is.  Reaches into numba's ``NRTContext``; a numba without
+    it is left as it is.
+    """
+    target = _unpatched("numba.core.runtime.context", "NRTContext", "get_meminfos", "culling_held")
+    if target is None:
+        return
+    context_class, real = target
+    holds: dict[Any, bool] = {}
+
+    def held(models: Any, ty: Any) -> bool:
+        """Whether a value of type ``ty`` holds a meminfo, itself or in a member (at any depth)."""
+        known = holds.get(ty)
+        if known is None:
+            holds[ty] = True  # while its members are asked (numba compiles under one lock): a cycle holds one
+            try:
+                model = models[ty]
+                known = bool(model.has_nrt_meminfo() or any(held(models, inner) for inner, _ in model.traverse(None)))
+            except Exception:  # a model whose members cannot be listed without IR: counted as numba counts it
+                known = True
+            holds[ty] = known
+        return known
+
+    def get_meminfos(self: Any, builder: Any, ty: Any, val: Any) -> list[tuple[Any, Any]]:
+        models = self._context.data_model_manager
+        model = models[ty]
+        meminfos = []
+        if model.has_nrt_meminfo():
+            meminfos.append((ty, model.get_nrt_meminfo(builder, val)))
+        for inner, getter in model.traverse(builder):
+            if held(models, inner):
+                meminfos.extend(self.get_meminfos(builder, inner, getter(val)))
+        return meminfos
+
+    get_meminfos.numba_get_meminfos = real  # type: ignore[attr-defined]
+    get_meminfos.holds = holds  # type: ignore[attr-defined]
+    _patch(context_class, "get_meminfos", get_meminfos, "culling_held")
 
 
 #: Per thread: how many loads of a library kernel from a cache are under way (:func:`loading_kernel`).
