@@ -16,9 +16,10 @@ read) and the three walks: :meth:`Structure._query` (one point),
 
 from __future__ import annotations
 
+import contextlib
 import copy
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any, NamedTuple, Self, TypeVar, cast
 
 import numpy as np
@@ -140,6 +141,14 @@ class Structure(ABC):
     def _grow_objects(self, needed: int) -> None:
         """Per-handle arrays for at least ``needed`` handles, contents kept."""
 
+    @abstractmethod
+    def _object_arrays(self) -> tuple[np.ndarray, ...]:
+        """The per-handle arrays (what :meth:`_grow_objects` replaces), for :meth:`_put_object_arrays`."""
+
+    @abstractmethod
+    def _put_object_arrays(self, arrays: tuple[np.ndarray, ...]) -> None:
+        """Put back per-handle arrays :meth:`_object_arrays` gave (the longer ones grown since let go)."""
+
     @property
     def _next_handle(self) -> int:
         """Handles ``0 .. _next_handle - 1`` have been handed out at some time."""
@@ -208,6 +217,22 @@ class Structure(ABC):
     def _take_handles(self, n: int) -> None:
         """Hand out the handles :meth:`_peek_handles` showed (no allocation)."""
         self._ids.take(n)
+
+    @contextlib.contextmanager
+    def _new_handles(self, n: int) -> Iterator[np.ndarray]:
+        """:meth:`_peek_handles` for a batch: where the batch then fails before it hands the handles out
+        (a later allocation raising ``MemoryError``), the per-handle arrays grown for them are given back,
+        so a failed batch keeps none of the memory it took."""
+        arrays, handed_out = self._object_arrays(), (self._ids.issued, len(self._ids))
+        try:
+            yield self._peek_handles(n)  # the handles' list itself may be what runs out of memory
+        except BaseException:
+            if (self._ids.issued, len(self._ids)) == handed_out:  # none handed out: nothing refers to the room
+                for kept, now in zip(arrays, self._object_arrays(), strict=True):
+                    if now is not kept:  # what the batch wrote for the handles there (rows it moved), kept
+                        kept[...] = now[: kept.shape[0]]
+                self._put_object_arrays(arrays)
+            raise
 
     # ------------------------------------------------------------------
     # Queries: validation and the exact fallback here, the walks in the structures

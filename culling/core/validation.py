@@ -176,11 +176,13 @@ def as_radii(values: object, n: int | None = None, name: str = "radii", values_c
     """Radii as a float64 array of shape ``(n,)``: finite and not negative (``values_checked=False``:
     the caller checks that, as :func:`as_points`)."""
     array = values if type(values) is np.ndarray and values.dtype == np.float64 else _as_float_array(values, name)
+    given = f"a single number (np.full({n if n is not None else 'n'}, r) gives each that radius)" if array.ndim == 0 \
+        else f"shape {array.shape}"
     if array.ndim == 0:
         array = array.reshape(1)
     if array.ndim != 1 or (n is not None and array.shape[0] != n):
         expected = f"({n},)" if n is not None else "(n,)"
-        raise ValueError(f"{name} must have shape {expected}, got {array.shape}")
+        raise ValueError(f"{name} must have shape {expected}, got {given}")
     if not values_checked:
         return array + 0.0
     _check_finite(array, name)

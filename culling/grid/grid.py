@@ -305,11 +305,12 @@ class DenseViewDistanceGrid(Structure):
         centres = as_points(centres, self.dim, "centres")
         radii = as_radii(radii, centres.shape[0])
         levels, cells = self._homes(centres, radii)
-        handles = self._peek_handles(centres.shape[0])  # room for them first; handed out below
+        with self._new_handles(centres.shape[0]) as handles:  # room for them first; handed out below
+            if handles.size:
+                # link_many allocates (if at all) before it writes: a MemoryError changes nothing.
+                self._cells.link_many(handles, cells, np.vstack([centres.T, radii, squared_reach(radii)]))
+                self._take_handles(handles.size)
         if handles.size:
-            # link_many allocates (if at all) before it writes: a MemoryError changes nothing.
-            self._cells.link_many(handles, cells, np.vstack([centres.T, radii, squared_reach(radii)]))
-            self._take_handles(handles.size)
             self._level[handles] = levels
             self._level_count += np.bincount(levels, minlength=self._level_count.size)
             self._count += handles.size
@@ -643,6 +644,12 @@ class DenseViewDistanceGrid(Structure):
         if isinstance(handles, np.ndarray):
             return self._cells.columns, self._cells.positions(handles)
         return self._cells.columns, self._cells.position(handles)
+
+    def _object_arrays(self) -> tuple[np.ndarray, ...]:
+        return self._level, self._cells.cell, self._cells.slot
+
+    def _put_object_arrays(self, arrays: tuple[np.ndarray, ...]) -> None:
+        self._level, self._cells.cell, self._cells.slot = arrays
 
     def _grow_objects(self, needed: int) -> None:
         """Per-object arrays for ``needed`` handles: all allocated, then all replaced."""

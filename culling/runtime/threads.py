@@ -38,6 +38,7 @@ import numbers
 import os
 import queue
 import threading
+import warnings
 from collections.abc import Callable
 from typing import TypeVar, cast
 
@@ -112,18 +113,28 @@ class _Pool:
     helper thread, so that is most of a small batch's hand-off.
     """
 
-    def __init__(self, workers: int) -> None:
+    def __init__(self, workers: int, all_or_nothing: bool) -> None:
+        """Start ``workers`` threads.  Where the system refuses one (out of memory for its stack, or a
+        thread limit), ``all_or_nothing`` (a count the user chose) stops those started and raises
+        ``RuntimeError``; otherwise (the default count) the pool keeps the threads it got, and says so once:
+        a chunk no thread takes is run by the calling thread, so every batch call still answers."""
         self._jobs: queue.SimpleQueue[_Helper | None] = queue.SimpleQueue()
         self._workers = 0
         try:
             for i in range(workers):
                 threading.Thread(target=self._serve, name=f"culling_{i}", daemon=True).start()
                 self._workers += 1
-        except BaseException as exc:  # the OS refused a thread (or a Ctrl-C): stop those started, keep nothing
-            self.shutdown()
-            if isinstance(exc, RuntimeError):
+        except RuntimeError as exc:  # the OS refused a thread
+            if all_or_nothing:
+                self.shutdown()
                 raise RuntimeError(f"could not start the {workers} threads that set_thread_count or "
-                                   f"{ENV_VAR} asks for ({exc}); ask for fewer") from exc
+                                   f"{ENV_VAR} asks for ({exc}: out of memory or a thread limit); ask for "
+                                   f"fewer") from exc
+            warnings.warn(f"culling: the system started {self._workers} of the {workers} helper threads its "
+                          f"batch calls use ({exc}: out of memory or a thread limit); they run on "
+                          f"{self._workers + 1} threads", RuntimeWarning, stacklevel=2)
+        except BaseException:  # a Ctrl-C: stop those started, keep nothing
+            self.shutdown()
             raise
 
     def _serve(self) -> None:
@@ -135,6 +146,11 @@ class _Pool:
     def submit(self, job: _Helper) -> None:
         self._jobs.put(job)
 
+    @property
+    def workers(self) -> int:
+        """The threads it runs (fewer than asked where the system refused some)."""
+        return self._workers
+
     def shutdown(self) -> None:
         """Let the threads end once the jobs queued before this are done."""
         for _ in range(self._workers):
@@ -144,6 +160,7 @@ class _Pool:
 _lock = threading.Lock()
 _pool: _Pool | None = None
 _size: int | None = None
+_chosen = False  # whether the size is the user's (set_thread_count, CULLING_THREADS), not the core count
 _inside = threading.local()
 
 
@@ -167,10 +184,11 @@ _from_env()
 
 def thread_count() -> int:
     """Threads a batch call runs on (the calling thread included): ``CULLING_THREADS``, else ``os.cpu_count()``."""
-    global _size
+    global _size, _chosen
     if _size is None:
         with _lock:
             if _size is None:
+                _chosen = bool(os.environ.get(ENV_VAR, "").strip())
                 _size = _from_env()
     return _size
 
@@ -181,9 +199,10 @@ def set_thread_count(n: numbers.Integral | int | None) -> None:
     Takes effect at the next batch call; calls running now finish on the old pool.
     Raises ``ValueError`` unless ``n`` is a positive integer (any integer type, NumPy's too) or None.
     If the system cannot start that many threads, the next batch call raises ``RuntimeError`` and
-    stops those it started (nothing leaks): a smaller count (or None) works again at once.
+    stops those it started (nothing leaks): a smaller count (or None) works again at once.  (With the
+    default count, batch calls run on the threads the system did start, with one ``RuntimeWarning``.)
     """
-    global _size, _pool
+    global _size, _pool, _chosen
     if n is not None:
         if isinstance(n, bool) or not isinstance(n, numbers.Integral) or n < 1:
             raise ValueError(f"the thread count must be a positive integer or None, got {n!r}")
@@ -191,6 +210,7 @@ def set_thread_count(n: numbers.Integral | int | None) -> None:
     with _lock:
         old, _pool = _pool, None
         _size = n if n is not None else _from_env()
+        _chosen = n is not None or bool(os.environ.get(ENV_VAR, "").strip())
     if old is not None:
         old.shutdown()
 
@@ -201,7 +221,7 @@ def _executor(workers: int) -> _Pool:
     if pool is None:
         with _lock:
             if _pool is None:
-                _pool = _Pool(workers)
+                _pool = _Pool(workers, all_or_nothing=_chosen)
             pool = _pool
     return pool
 
@@ -271,7 +291,7 @@ def run_chunks(fn: Callable[[int, int], T], n_items: int, min_items: int = 1,
     pool = _executor(threads - 1)
     helpers: list[_Helper] = []
     try:
-        for _ in range(min(threads, chunks) - 1):
+        for _ in range(min(threads, chunks, pool.workers + 1) - 1):  # no more than it has threads to run them
             helper = _Helper(work)
             helpers.append(helper)  # first: a helper is waited for (or cancelled) once it may have been submitted
             pool.submit(helper)

@@ -212,6 +212,12 @@ class ViewDistanceTree(Structure):
         obj_pos = grown(self._obj_pos, needed, 0)
         self._obj_node, self._obj_pos = obj_node, obj_pos
 
+    def _object_arrays(self) -> tuple[np.ndarray, ...]:
+        return self._obj_node, self._obj_pos
+
+    def _put_object_arrays(self, arrays: tuple[np.ndarray, ...]) -> None:
+        self._obj_node, self._obj_pos = arrays
+
     def _compact(self) -> None:
         """Pack every node's members into a fresh pool (:meth:`BlockPool.compact_nodes`); O(objects + nodes)."""
         self._pool.compact_nodes(self._nodes, self._obj_node, self._obj_pos)
@@ -387,12 +393,12 @@ class ViewDistanceTree(Structure):
         n = centres.shape[0]
         if not n:
             return np.empty(0, dtype=np.int64)
-        handles = self._peek_handles(n)  # room for them first; handed out only at the commit
-        # Along a Morton curve: each node's new members then lie along it too (see culling.core.tiles).
-        laid_out, centres, radii = batch.layout_order(centres, radii, handles)
-        links = self._prepare_links(centres, radii)
-        # Commit: nothing below allocates the tree's arrays.
-        self._take_handles(n)
+        with self._new_handles(n) as handles:  # room for them first; handed out only at the commit
+            # Along a Morton curve: each node's new members then lie along it too (see culling.core.tiles).
+            laid_out, centres, radii = batch.layout_order(centres, radii, handles)
+            links = self._prepare_links(centres, radii)
+            # Commit: nothing below allocates the tree's arrays.
+            self._take_handles(n)
         self._place(laid_out, links, centres, radii)
         self._count += n
         self._shrink_root()

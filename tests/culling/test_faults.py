@@ -19,6 +19,7 @@ import signal
 import sys
 import threading
 import time
+import warnings
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -493,6 +494,41 @@ def _moves(kind: str) -> list[tuple[int, tuple[float, float], float]]:
     return out
 
 
+@pytest.mark.parametrize("where", ["listing the handles", "after the room"])
+@pytest.mark.parametrize("kind", STRUCTURES)
+def test_a_batch_that_runs_out_of_memory_gives_back_the_handle_room_it_took(kind, where, monkeypatch):
+    """insert_many grows the per-handle arrays for its new handles first; when an allocation after that fails
+    (here the step after the growth, made to raise as NumPy does), the batch changes nothing and keeps none of
+    that memory: the same arrays, the same bytes, and the next batch works."""
+    from culling.core.handles import HandleStack
+    from culling.grid import pool as grid_pool
+    from culling.tree import batch
+
+    s = _filled(kind, n=150, seed=4)
+    before, arrays, size = _snapshot(s, PROBES), s._object_arrays(), s.nbytes()
+    centres = np.random.default_rng(5).uniform(1.0, 98.0, (5000, 2))
+    radii = np.full(5000, 1.5)
+
+    def out_of_memory(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+        raise MemoryError("Unable to allocate 15.3 MiB for an array")
+
+    if where == "listing the handles":  # the new handles' array (2M handles: 15 MiB)
+        monkeypatch.setattr(HandleStack, "peek", out_of_memory)
+    elif kind == "tree":
+        monkeypatch.setattr(batch, "layout_order", out_of_memory)
+    else:
+        monkeypatch.setattr(grid_pool.CellPool, "link_many", out_of_memory)
+    with pytest.raises(MemoryError):
+        s.insert_many(centres, radii)
+    assert all(a is b for a, b in zip(s._object_arrays(), arrays, strict=True)) and s.nbytes() == size
+    assert _snapshot(s, PROBES) == before
+    s.check_invariants()
+    monkeypatch.undo()
+    handles = s.insert_many(centres, radii)
+    assert handles.size == 5000 and s._object_arrays()[0].shape[0] > arrays[0].shape[0]
+    s.check_invariants()
+
+
 @pytest.mark.parametrize("kind", STRUCTURES)
 def test_a_single_update_is_all_or_nothing_when_any_allocation_fails(kind, monkeypatch):
     """The moves one after another; for each allocation k of the run, a run where it fails: the update
@@ -608,6 +644,49 @@ def test_a_thread_count_the_system_cannot_start_leaks_nothing_and_a_smaller_one_
     finally:
         threads.set_thread_count(None)
     assert np.array_equal(s.query_many(points, exact=True)[1], expected[1])
+
+
+@pytest.mark.parametrize("granted", [0, 1])
+def test_a_default_thread_count_the_system_cannot_start_answers_on_the_threads_it_got(monkeypatch, granted):
+    """The default count (no CULLING_THREADS, no set_thread_count) is the library's choice, not the user's:
+    where the system refuses threads (out of memory for their stacks, a thread limit), batch calls answer on
+    the ones it started, the calling thread included, with one RuntimeWarning, and queue no work nobody runs."""
+    from culling.runtime import threads
+
+    started: list[threading.Thread] = []
+    real_start = threading.Thread.start
+
+    def start(thread: threading.Thread) -> None:
+        if thread.name.startswith("culling_") and len(started) >= granted:
+            raise RuntimeError("can't start new thread")
+        real_start(thread)
+        if thread.name.startswith("culling_"):
+            started.append(thread)
+
+    s = _filled("tree", n=2000)
+    points = np.random.default_rng(2).uniform(0.0, 99.0, (4000, 2))
+    expected = s.query_many(points, exact=True)
+    monkeypatch.delenv(threads.ENV_VAR, raising=False)
+    monkeypatch.setattr(os, "cpu_count", lambda: 4)
+    try:
+        threads.set_thread_count(None)
+        assert threads.thread_count() == 4
+        monkeypatch.setattr(threading.Thread, "start", start)
+        with pytest.warns(RuntimeWarning, match=f"started {granted} of the 3 helper threads"):
+            got = s.query_many(points, exact=True)
+        assert all(np.array_equal(a, b) for a, b in zip(got, expected))
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # said once: the pool is kept
+            got = s.query_many(points, exact=True)
+        assert all(np.array_equal(a, b) for a, b in zip(got, expected))
+        assert threads._pool is not None and threads._pool.workers == granted == len(started)
+        assert threads._pool._jobs.qsize() == 0  # no helper left queued for threads that do not exist
+    finally:
+        monkeypatch.setattr(threading.Thread, "start", real_start)
+        threads.set_thread_count(None)
+    for t in started:
+        t.join(HANG_S)
+    assert not any(t.is_alive() for t in started)
 
 
 @pytest.mark.parametrize("bad", [np.bool_(True), 2.0, "2", 0, -1])

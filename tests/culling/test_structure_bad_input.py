@@ -148,6 +148,7 @@ def test_insert_bad_radius(kind, dim, radius, error, match):
     ("negative radius", ValueError, NEGATIVE),
     ("wide centres", ValueError, SHAPE), ("3-d centres", ValueError, SHAPE),
     ("short radii", ValueError, SHAPE), ("long radii", ValueError, SHAPE), ("2-d radii", ValueError, SHAPE),
+    ("one radius for all", ValueError, r"radii must have shape \(5,\), got a single number \(np.full\(5, r\)"),
     ("ragged", ValueError, "rectangular|shape|sequence|inhomogeneous"),
     ("text centres", TypeError, NUMERIC), ("text radii", TypeError, NUMERIC),
 ])
@@ -174,6 +175,8 @@ def test_insert_many_rejects_the_whole_batch(kind, dim, case, error, match):
         radii = np.full(6, 1.0)
     elif case == "2-d radii":
         radii = radii.reshape(5, 1)
+    elif case == "one radius for all":
+        radii = 1.0
     elif case == "ragged":
         centres = [[2.0] * dim] * 4 + [[2.0] * (dim + 1)]
     elif case == "text centres":
