@@ -46,6 +46,7 @@ from engine.hud import HudInfo
 from engine.map import MapInset
 from engine.overlay import OverlayGeometry, OverlayRenderer, build_overlay, marker_lines, trace_levels, with_lines
 from engine.renderer import Renderer
+from engine.stepped import Stepped
 from engine.zoom import Zoom
 from scenes import DEFAULT_SCENE, build_scene
 
@@ -53,7 +54,7 @@ if TYPE_CHECKING:
     import moderngl
     from PIL import Image
 
-__all__ = ["CAMERA_RADIUS", "Demo", "DemoError", "DemoSettings", "SCALE_STEP"]
+__all__ = ["CAMERA_RADIUS", "Demo", "DemoError", "DemoSettings", "SCALE_STEP", "SCALE_STEPS"]
 
 log = logging.getLogger(__name__)
 
@@ -66,7 +67,9 @@ BUILD_CHUNK = 250_000
 
 #: The +/- keys multiply / divide the global view-distance scale by this.
 SCALE_STEP = 1.25
-SCALE_LIMITS = (1.0 / 32.0, 32.0)
+#: The scale stays within this many steps of 1 either way: 1.25 ** 16 = x35.53 (and x0.03), wider
+#: than the forest's 4 km needs; whole steps, so every press back returns exactly to x1.00.
+SCALE_STEPS = (-16, 16)
 #: The HUD's times are medians over this many recent frames: one slow frame
 #: (a compile, a scene switch, the OS) does not set the figure people read.
 WARM_FRAMES = 30
@@ -124,7 +127,7 @@ class Demo:
         self.lod = self.settings.lod
         self.only_depth: int | None = None
         self.fade = True
-        self.scale = 1.0
+        self.view_scale = Stepped(1.0, SCALE_STEP, SCALE_STEPS)
         self.collide = True
         self.frozen: Camera | None = None
         self.stats = FrameStats()
@@ -138,14 +141,22 @@ class Demo:
         self.load_scene(self.settings.scene, self.settings.objects, progress)
 
     # -- scene -----------------------------------------------------------------
+    def objects_for(self, name: str) -> int | None:
+        """The object count scene ``name`` is built with: the user's (``--objects``) for the scene
+        the demo started with, whenever it is loaded; None (the scene's default) for the others."""
+        return self.settings.objects if name == self.settings.scene else None
+
     def load_scene(self, name: str, objects: int | None = None, progress: BuildProgress | None = None) -> None:
         """Build scene ``name`` and everything derived from it; O(objects).
 
-        ``progress(done, total, step)`` is called after each step: the scene's
-        arrays, the view-distance tree (one step per :data:`BUILD_CHUNK`
-        objects), the renderer, the collision candidates and the warm-up of
-        the query paths.
+        ``objects`` None: :meth:`objects_for` (a number key switching back to
+        the first scene keeps the user's count).  ``progress(done, total,
+        step)`` is called after each step: the scene's arrays, the
+        view-distance tree (one step per :data:`BUILD_CHUNK` objects), the
+        renderer, the collision candidates and the warm-up of the query paths.
         """
+        if objects is None:
+            objects = self.objects_for(name)
         try:
             scene = build_scene(name, objects, self.settings.seed)
         except ValueError as exc:
@@ -273,12 +284,23 @@ class Demo:
         self.camera.yaw, self.camera.pitch = float(yaw) % 360.0, float(pitch)
 
     def fly(self, forward: float, right: float, up: float) -> None:
-        """Move the camera in its own frame; with collision on it slides off
-        solid objects (rocks, trees, towers) and stays above the ground."""
+        """Move the camera in its own frame; it stays above the ground, and with
+        collision on (the C key) it also slides off solid objects (rocks, trees,
+        towers, houses)."""
         self.camera.move_local(forward, right, up)
-        if self.collide:
-            self.camera.position = above_ground(self.collision.resolve(self.camera.position),
-                                                self.scene.ground_height)
+        self._hold_camera()
+
+    def set_collision(self, on: bool) -> None:
+        """Camera collision on or off (the C key).  Turned on inside an object, the camera leaves
+        it at once, not at its next move."""
+        self.collide = bool(on)
+        self._hold_camera()
+
+    def _hold_camera(self) -> None:
+        """The ground holds the camera whatever collision says (nobody means to fly under the
+        terrain); collision adds the solid objects."""
+        position = self.collision.resolve(self.camera.position) if self.collide else self.camera.position
+        self.camera.position = above_ground(position, self.scene.ground_height)
 
     # -- toggles -----------------------------------------------------------------
     def toggle_interest(self) -> str:
@@ -293,17 +315,36 @@ class Demo:
         return "I: interest view off"
 
     def follow_next(self, step: int = 1) -> str:
-        """Follow the next (``step`` 1) or previous (-1) player and look at it (the N key); returns the
-        status line.  Turns the interest view on when it is off."""
+        """Follow the next (``step`` 1) or previous (-1) player and look at it (the N key, Shift+N
+        backwards); returns the status line, which names the key as pressed.  Turns the interest view
+        on when it is off."""
         scene = self.scene
+        pressed = "N" if step > 0 else "Shift+N"
         if not scene.has_players:
-            return f"N: the {scene.name} scene has no players (the interest view is in swarm and aggro)"
+            return f"{pressed}: the {scene.name} scene has no players (the interest view is in swarm and aggro)"
         name = scene.follow_next(step)
         scene.set_interest_view(True)
         pose = scene.watch_pose()
         if pose is not None:
             self.set_pose(pose.position, pose.yaw, pose.pitch)
-        return f"N: following {name}" + ("" if pose is not None else " (the camera: its set is around you)")
+        return f"{pressed}: following {name}" + ("" if pose is not None else " (the camera: its set is around you)")
+
+    def toggle_overlay(self) -> str:
+        """The debug overlay on / off (the O key); returns the status line.  Brute force has no
+        tree: it visits no nodes, so the line says there is nothing to draw."""
+        self.show_overlay = not self.show_overlay
+        if not self.show_overlay:
+            return "O: overlay off"
+        if self.tree is None:
+            return "O: overlay on, but brute force visits no nodes: no boxes to draw (the overlay needs the tree)"
+        return "O: overlay on (the nodes the query visited)"
+
+    def toggle_loose(self) -> str:
+        """The overlay's grown (loose) boxes or the nodes' own (the L key); returns the status line."""
+        self.show_loose = not self.show_loose
+        if self.tree is None:
+            return "L: brute force visits no nodes, so it tests no boxes: nothing to show (L needs the tree)"
+        return "L: the grown (loose) boxes the query tested" if self.show_loose else "L: the nodes' own boxes"
 
     def toggle_freeze(self) -> None:
         """Freeze culling at the current camera, or thaw it."""
@@ -321,9 +362,18 @@ class Demo:
             nxt = self.only_depth + delta
             self.only_depth = nxt if depths[0] <= nxt <= depths[-1] else None
 
-    def scale_view(self, factor: float) -> None:
-        """Multiply the global view-distance scale (the + and - keys)."""
-        self.scale = float(np.clip(self.scale * factor, *SCALE_LIMITS))
+    @property
+    def scale(self) -> float:
+        """The global view-distance scale: :data:`SCALE_STEP` to a whole power within :data:`SCALE_STEPS`."""
+        return self.view_scale.value
+
+    def step_scale(self, steps: int) -> str:
+        """Widen (``steps`` > 0) or narrow every view distance by whole steps (the + and - keys);
+        the scale stops at the ends of :data:`SCALE_STEPS`.  Returns the status line, which says
+        when the scale is at its limit (a further press that way changes nothing)."""
+        self.view_scale.move(steps)
+        limit = " (the limit)" if self.view_scale.at_limit else ""
+        return f"{'+' if steps > 0 else '-'}: every view distance x{self.scale:.2f}{limit}"
 
     def set_fade(self, on: bool) -> None:
         self.fade = bool(on)

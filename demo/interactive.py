@@ -20,10 +20,12 @@ from pathlib import Path
 from time import perf_counter
 from typing import TYPE_CHECKING, Any
 
-from demo.demo import SCALE_STEP, Demo, DemoError, DemoSettings
+from demo.demo import Demo, DemoError, DemoSettings
 from demo.loading import LoadingCancelled, LoadingScreen, await_kernels, building, warm_up_window
 from demo.stats import StatsWriter
+from engine.files import unwritable_folder
 from engine.hud import HUD_MODES, hud_font_size, hud_legend, hud_lines, text_colour
+from engine.stepped import Stepped
 from engine.window import App, WindowError
 from engine.zoom import zoom_scale
 from scenes import SCENES
@@ -47,10 +49,10 @@ MOUSE_FREE = "mouse free: click or Tab captures, drag looks; Esc quits"
 DRAGGING = "drag: looking around, the mouse stays free"
 #: How long a key's answer stays on screen (seconds): long enough to read a short line.
 STATUS_SECONDS = 3.0
-#: Typed characters that scale every view distance.  ``+`` is read from the typed
-#: text: after the first Shift+= press, X servers (Xvfb included) deliver further
-#: presses with a key symbol pyglet does not map to ``key.PLUS``, only the text.
-SCALE_TEXT = {"+": SCALE_STEP, "=": SCALE_STEP, "-": 1.0 / SCALE_STEP}
+#: Typed characters that scale every view distance, and by how many steps.  ``+`` is read
+#: from the typed text: after the first Shift+= press, X servers (Xvfb included) deliver
+#: further presses with a key symbol pyglet does not map to ``key.PLUS``, only the text.
+SCALE_TEXT = {"+": 1, "=": 1, "-": -1}
 
 
 def next_free_path(folder: Path, stem: str, suffix: str = ".png") -> Path:
@@ -64,6 +66,14 @@ def next_free_path(folder: Path, stem: str, suffix: str = ".png") -> Path:
     while (folder / f"{stem}_{n:03d}{suffix}").exists():
         n += 1
     return folder / f"{stem}_{n:03d}{suffix}"
+
+
+def cannot_save(path: Path, folder: Path, error: OSError) -> str:
+    """Why ``path`` in the ``--out`` ``folder`` could not be written, in the words of the start-up
+    check (``--out out is not a folder``) when the folder is the reason: a bare OS error such as
+    "File exists" would not say that a file has taken the folder's place."""
+    problem = unwritable_folder(folder)
+    return f"cannot save {path}: {problem or error.strerror or error}"
 
 
 def save_image(image: Image.Image, path: Path) -> None:
@@ -87,9 +97,11 @@ class FlyThroughApp(App):
     #: Base flying speed (m/s); the scroll wheel scales it, Shift multiplies it.
     move_speed = 25.0
     fast_factor = 6.0
-    #: One scroll-wheel notch multiplies the speed by this; limits in m/s.
+    #: One scroll-wheel notch multiplies the speed by this, and the speed stays within this many
+    #: notches of the base: 25 / 1.25 ** 14 = 1.1 m/s (a walk among the grass) to 25 * 1.25 ** 20
+    #: = 2168 m/s (the forest's 4 km in two seconds).  Whole notches: the base is always reachable.
     wheel_step = 1.25
-    speed_limits = (1.0, 2000.0)
+    speed_steps = (-14, 20)
     mouse_sensitivity = 0.12      # degrees per pixel
     hud_font = "DejaVu Sans Mono"
 
@@ -103,7 +115,8 @@ class FlyThroughApp(App):
         self.out = out
         self.save_on_exit = save_on_exit
         self.hud_mode = settings.hud_mode if settings.hud else "off"
-        self.speed = self.move_speed
+        self.flying_speed = Stepped(self.move_speed, self.wheel_step, self.speed_steps)
+        self._wheel_rest = 0.0           # a fraction of a notch (a touchpad's), kept for the next scroll
         self.mouse_captured = False
         self.fps: float | None = None
         self._last_render: float | None = None
@@ -116,6 +129,11 @@ class FlyThroughApp(App):
         self.status = ""
         self.status_until = 0.0
         self._build_hud()
+
+    @property
+    def speed(self) -> float:
+        """The flying speed (m/s) without Shift: the wheel's notches on :attr:`move_speed`."""
+        return self.flying_speed.value
 
     # -- HUD with pyglet text --------------------------------------------------------
     def _build_hud(self) -> None:
@@ -281,8 +299,9 @@ class FlyThroughApp(App):
             print(f"saved {path}", file=sys.stderr)
             self.say(f"P: saved {path}")
         except OSError as exc:
-            print(f"cannot save {path}: {exc.strerror or exc}", file=sys.stderr)
-            self.say(f"P: cannot save {path}: {exc.strerror or exc}")
+            reason = cannot_save(path, self.out, exc)
+            print(reason, file=sys.stderr)
+            self.say(f"P: {reason}")
 
     def _final_shot(self) -> None:
         """Save the last frame on close: drawn afresh and read before any swap
@@ -324,7 +343,7 @@ class FlyThroughApp(App):
         elif symbol in scene_keys:
             screen = LoadingScreen(self.window, self.ctx, events=False)  # inside an event handler: draw only
             await_kernels(SCENES[scene_keys[symbol]].kernels, screen)
-            with building(scene_keys[symbol], None, screen=screen) as progress:
+            with building(scene_keys[symbol], demo.objects_for(scene_keys[symbol]), screen=screen) as progress:
                 demo.load_scene(scene_keys[symbol], progress=progress)
             self.say(f"{SCENES[scene_keys[symbol]].key}: {demo.scene.name}, {len(demo.scene):,} objects")
         elif symbol == key.F:
@@ -332,17 +351,15 @@ class FlyThroughApp(App):
             self.say("F: culling frozen: fly away to look at the query point and frustum"
                      if demo.frozen is not None else "F: culling follows the camera again")
         elif symbol == key.O:
-            demo.show_overlay = not demo.show_overlay
-            self.say(f"O: overlay {on_off[demo.show_overlay]}"
-                     + (" (the nodes the query visited)" if demo.show_overlay else ""))
+            self.say(demo.toggle_overlay())
         elif symbol == key.L:
-            demo.show_loose = not demo.show_loose
-            self.say("L: the grown (loose) boxes the query tested" if demo.show_loose
-                     else "L: the nodes' own boxes")
+            self.say(demo.toggle_loose())
         elif symbol in (key.BRACKETLEFT, key.BRACKETRIGHT):
             name = "[" if symbol == key.BRACKETLEFT else "]"
             if not demo.show_overlay:  # the levels stepped are the overlay's: nothing would change on screen
                 self.say(f"{name}: steps the overlay's levels: O turns the overlay on first")
+            elif demo.tree is None:
+                self.say(f"{name}: brute force visits no nodes: no levels to step")
             else:
                 demo.step_level(-1 if symbol == key.BRACKETLEFT else +1)
                 self.say(f"{name}: all levels" if demo.only_depth is None
@@ -359,10 +376,10 @@ class FlyThroughApp(App):
         elif symbol == key.Z:
             self.say(f"Z: zoom x{zoom_scale(demo.zoom.base_fov, demo.zoom.zoomed_fov):.1f} while held")
         elif symbol in (key.PLUS, key.EQUAL, key.NUM_ADD):
-            self._scale_view(SCALE_STEP, "+")
+            self.say(demo.step_scale(1))
             self._scaled_by_key = True
         elif symbol in (key.MINUS, key.NUM_SUBTRACT):
-            self._scale_view(1.0 / SCALE_STEP, "-")
+            self.say(demo.step_scale(-1))
             self._scaled_by_key = True
         elif symbol in (key.I, key.N):
             if demo.scene.has_players and not demo.scene.interest_on:     # its kernels, before the first tick
@@ -372,8 +389,9 @@ class FlyThroughApp(App):
             else:
                 self.say(demo.follow_next(-1 if modifiers & key.MOD_SHIFT else 1))
         elif symbol == key.C:
-            demo.collide = not demo.collide
-            self.say(f"C: camera collision {on_off[demo.collide]}")
+            demo.set_collision(not demo.collide)
+            self.say(f"C: camera collision {on_off[demo.collide]}"
+                     + ("" if demo.collide else " (the ground still holds the camera)"))
         elif symbol == key.P:
             self._want_shot = True
         elif symbol == key.H:
@@ -393,12 +411,8 @@ class FlyThroughApp(App):
         if self._scaled_by_key:               # on_key_press already counted this press
             self._scaled_by_key = False
         else:
-            self._scale_view(SCALE_TEXT[text], "-" if text == "-" else "+")
+            self.say(self.demo.step_scale(SCALE_TEXT[text]))
         return True
-
-    def _scale_view(self, factor: float, name: str) -> None:
-        self.demo.scale_view(factor)
-        self.say(f"{name}: every view distance x{self.demo.scale:.2f}")
 
     def _capture(self, on: bool) -> None:
         self.mouse_captured = on
@@ -442,9 +456,12 @@ class FlyThroughApp(App):
         return True
 
     def on_mouse_scroll(self, x: int, y: int, scroll_x: float, scroll_y: float) -> bool:
-        lo, hi = self.speed_limits
-        self.speed = min(max(self.speed * self.wheel_step ** scroll_y, lo), hi)
-        self.say(f"wheel: flying speed {self.speed:.0f} m/s (Shift: x{self.fast_factor:.0f})")
+        self._wheel_rest += scroll_y
+        notches = int(self._wheel_rest)          # whole notches (X sends whole ones; a touchpad fractions)
+        self._wheel_rest -= notches
+        self.flying_speed.move(notches)
+        limit = " (the limit)" if self.flying_speed.at_limit else ""
+        self.say(f"wheel: flying speed {self.speed:.0f} m/s{limit} (Shift: x{self.fast_factor:.0f})")
         return True
 
 

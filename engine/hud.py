@@ -137,7 +137,7 @@ def hud_lines(info: HudInfo, mode: str = "full") -> list[tuple[str, tuple[float,
             lines.append((info.mouse, GREY))
         lines.append(("H: timings, levels, keys", GREY))
         return status + lines
-    culling = "brute force" if info.brute_force else f"tree, {info.shape}s"
+    culling = f"{'brute force' if info.brute_force else 'tree'}, {info.shape}s"
     lines = [
         (f"{info.scene}  {info.objects:,} objects  {culling}{fps}", WHITE),
         (f"ms ({timing})  cull {s.cull_ms:.2f}  draw {s.draw_ms:.1f}"

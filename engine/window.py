@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 from collections.abc import Callable
 from time import perf_counter
 from typing import TYPE_CHECKING, Any
@@ -66,6 +67,38 @@ def _handled(method: Callable[..., bool | None]) -> Callable[..., bool | None]:
         return pyglet.event.EVENT_HANDLED if method(*args) else None
 
     return handler
+
+
+def _window_class() -> type[pyglet.window.Window]:
+    """pyglet's window class; on X11 one that also closes when the window is destroyed from outside.
+
+    pyglet answers the window manager's close message (WM_DELETE_WINDOW) with
+    ``on_close``, but has no handler for X's DestroyNotify: a window destroyed
+    by another client (``xdotool windowclose``, a crashed window manager) would
+    leave the event loop drawing into nothing.  A platform event handler on a
+    subclass is pyglet's own hook for X events (``XlibEventHandler``).
+    """
+    import pyglet.window
+
+    platform_window: type[pyglet.window.Window] = pyglet.window.Window
+    if "pyglet.window.xlib" not in sys.modules:     # imported by pyglet.window on X11 only
+        return platform_window
+    from pyglet.libs.x11 import xlib
+    from pyglet.window.xlib import XlibEventHandler, XlibWindow
+
+    if not issubclass(platform_window, XlibWindow):
+        return platform_window
+
+    class DestroyClosingWindow(XlibWindow):
+        @XlibEventHandler(xlib.DestroyNotify)
+        def _event_destroynotify(self, event: Any) -> None:
+            # X unmaps a window before destroying it (UnmapNotify came first), so pyglet's close()
+            # that follows waits for nothing; its requests on the gone window fail quietly
+            # (pyglet's X error handler ignores errors).
+            if event.xdestroywindow.window == self._window:
+                self.dispatch_event("on_close")
+
+    return DestroyClosingWindow
 
 
 class App:
@@ -168,7 +201,7 @@ class App:
                                   forward_compatible=True, double_buffer=True, depth_size=cls.depth_size)
         try:
             # Hidden until the app is built (run() shows it): a window on screen answers its keys.
-            return pyglet.window.Window(width=width, height=height, caption=cls.title, resizable=cls.resizable,
+            return _window_class()(width=width, height=height, caption=cls.title, resizable=cls.resizable,
                                         vsync=cls.vsync, config=config, visible=False)
         except Exception as exc:
             raise WindowError(f"cannot open an OpenGL {major}.{minor} window: {_reason(exc)}") from None

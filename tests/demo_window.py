@@ -33,6 +33,9 @@ MISSING = [tool for tool in TOOLS if shutil.which(tool) is None]
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
 #: The longest wait for the demo's next rows or its exit: a bound for a loaded machine, not a measured time.
 PATIENCE = 60.0
+#: :meth:`DemoWindow.exit_status` looks this many times, :data:`POLL_SECONDS` apart (PATIENCE in all).
+POLL_SECONDS = 0.05
+EXIT_POLLS = int(PATIENCE / POLL_SECONDS)
 
 Row = dict[str, str]
 
@@ -168,6 +171,15 @@ class DemoWindow:
         start = len(self.rows())
         self.xdo("key", key)
         return self.wait(predicate, what, since=start)
+
+    def exit_status(self) -> int | None:
+        """The demo's exit status once it has exited, looked for at most :data:`EXIT_POLLS` times;
+        None if it still runs after the last look."""
+        for _ in range(EXIT_POLLS):
+            if self.proc.poll() is not None:
+                return self.proc.returncode
+            time.sleep(POLL_SECONDS)
+        return self.proc.poll()
 
     def quit(self) -> str:
         """Escape (the mouse free: the demo quits); asserts exit status 0 and returns its stderr."""

@@ -15,7 +15,7 @@ from PIL import Image
 import demo.cli as cli
 from demo.demo import DemoSettings
 from demo.headless import HeadlessOptions, gif_palette, run_headless
-from demo.interactive import next_free_path, save_image
+from demo.interactive import cannot_save, next_free_path, save_image
 from engine.overlay import LEVEL_COLOURS
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -129,6 +129,27 @@ def test_save_image_writes_then_renames(tmp_path):
     save_image(Image.new("RGB", (4, 4), (1, 2, 3)), path)
     assert Image.open(path).getpixel((0, 0)) == (1, 2, 3)
     assert [p.name for p in path.parent.iterdir()] == ["x.png"]
+
+
+def test_a_screenshot_into_an_out_folder_a_file_replaced_says_it_is_not_a_folder(tmp_path):
+    """P after --out's folder was replaced by a file while the demo ran: the start-up check's words,
+    not the bare "File exists" of creating the folder."""
+    out = tmp_path / "shots"
+    save_image(Image.new("RGB", (4, 4)), next_free_path(out, "screenshot"))
+    for png in out.iterdir():
+        png.unlink()
+    out.rmdir()
+    out.write_text("a file where the folder was")
+    path = next_free_path(out, "screenshot")
+    with pytest.raises(OSError) as failure:
+        save_image(Image.new("RGB", (4, 4)), path)
+    assert cannot_save(path, out, failure.value) == f"cannot save {path}: --out {out} is not a folder"
+
+
+def test_a_screenshot_that_fails_for_another_reason_gives_the_system_error(tmp_path):
+    path = tmp_path / "screenshot_000.png"
+    said = cannot_save(path, tmp_path, OSError(28, "No space left on device"))
+    assert said == f"cannot save {path}: No space left on device"
 
 
 def _sigint_as_a_terminal_gives_it():

@@ -1,11 +1,16 @@
-"""Demo features built on the rest of `culling`: collision, visibility events, view scale."""
+"""Demo features built on the rest of `culling`: collision, visibility events, view scale, key answers."""
 
 import numpy as np
 import pytest
 
 from culling import CollisionCandidates, VisibilityTracker
-from demo.demo import CAMERA_RADIUS, SCALE_STEP
+from demo.demo import CAMERA_RADIUS, SCALE_STEP, SCALE_STEPS
 from engine.hud import hud_lines
+
+
+def _height_above_ground(demo) -> float:
+    x, y, z = demo.camera.position
+    return y - float(demo.scene.ground_height(x, z))
 
 
 def test_camera_cannot_fly_into_a_tree(make_demo):
@@ -42,6 +47,28 @@ def test_flying_down_into_the_hills_stops_the_eye_a_camera_radius_above_the_grou
     assert min(heights) >= CAMERA_RADIUS - 1e-9 and heights[-1] == pytest.approx(CAMERA_RADIUS)
 
 
+def test_with_collision_off_the_ground_still_holds_the_camera(make_demo):
+    """C turns off collision with objects, not with the terrain: flying down stops at the ground."""
+    demo = make_demo("forest", 20_000, overlay=False)
+    demo.set_collision(False)
+    heights = []
+    for _ in range(100):                              # 500 m down: far below any hill
+        demo.fly(0.0, 0.0, -5.0)
+        heights.append(_height_above_ground(demo))
+    assert min(heights) >= CAMERA_RADIUS - 1e-9 and heights[-1] == pytest.approx(CAMERA_RADIUS)
+
+
+def test_turning_collision_on_inside_a_tree_leaves_it_at_once(make_demo):
+    demo = make_demo("forest", 20_000, overlay=False)
+    scene = demo.scene
+    first = int(scene.kind_offsets[[k.name for k in scene.kinds].index("tree")])
+    centre, radius = scene.centres[first], scene.bounding_radius[first]
+    demo.set_collision(False)
+    demo.set_pose(centre + np.array([0.5, 0.0, 0.0]), 270.0, 0.0)       # inside the trunk's sphere
+    demo.set_collision(True)                                            # no move in between
+    assert np.linalg.norm(demo.camera.position - centre) >= radius + CAMERA_RADIUS - 1e-9
+
+
 def test_entered_and_left_follow_the_visible_set(make_demo):
     demo = make_demo("forest", 20_000, overlay=False)
     assert isinstance(demo.tracker, VisibilityTracker)
@@ -63,14 +90,68 @@ def test_view_scale_keys_widen_and_narrow_the_query(make_demo):
     pose = demo.scene.camera_pose(0.2)
     demo.set_pose(pose.position, pose.yaw, pose.pitch)
     base = demo.update(0.0).in_range
-    demo.scale_view(SCALE_STEP)
-    demo.scale_view(SCALE_STEP)
+    demo.step_scale(1)
+    demo.step_scale(1)
     wider = demo.update(0.0).in_range
     assert demo.scale == pytest.approx(SCALE_STEP ** 2)
     assert wider > base
     d = np.linalg.norm(demo.scene.centres - demo.camera.position, axis=1)
     assert wider == np.count_nonzero(d <= demo.scale * demo.scene.view_distance)
     for _ in range(4):
-        demo.scale_view(1.0 / SCALE_STEP)
+        demo.step_scale(-1)
     assert demo.update(0.0).in_range < base
     assert "scale x0.64" in " ".join(text for text, _ in hud_lines(demo.hud_info()))
+
+
+@pytest.mark.parametrize("way", [1, -1])
+def test_the_scale_comes_back_to_one_after_pressing_past_its_limit(make_demo, way):
+    """The scale is always a whole power of the step: after the limit, as many presses back as it
+    took to get there give exactly x1.00, and the status line says when a press cannot go further."""
+    demo = make_demo("forest", 2_000, overlay=False)
+    limit = SCALE_STEPS[1] if way > 0 else SCALE_STEPS[0]
+    said = [demo.step_scale(way) for _ in range(abs(limit) + 5)]             # 5 presses past the limit
+    assert demo.scale == SCALE_STEP ** limit
+    name = "+" if way > 0 else "-"
+    assert said[-1] == said[abs(limit) - 1] == f"{name}: every view distance x{SCALE_STEP ** limit:.2f} (the limit)"
+    assert "(the limit)" not in said[abs(limit) - 2]
+    back = [demo.step_scale(-way) for _ in range(abs(limit))]
+    assert demo.scale == 1.0 and back[-1] == f"{'-' if way > 0 else '+'}: every view distance x1.00"
+
+
+def test_brute_force_says_the_overlay_has_no_nodes_and_the_hud_names_the_shape(make_demo):
+    demo = make_demo("forest", 2_000, overlay=False, brute_force=True, shape="cube")
+    assert demo.tree is None
+    on = demo.toggle_overlay()
+    assert demo.show_overlay and "brute force visits no nodes" in on and "the nodes the query visited" not in on
+    loose = demo.toggle_loose()
+    assert "brute force visits no nodes" in loose and "the grown (loose) boxes the query tested" not in loose
+    demo.update(0.0)
+    assert hud_lines(demo.hud_info(), "full")[0][0].startswith("forest  2,000 objects  brute force, cubes")
+
+
+def test_the_overlay_keys_with_a_tree_say_what_they_draw(make_demo):
+    demo = make_demo("forest", 2_000, overlay=False)
+    assert demo.toggle_overlay() == "O: overlay on (the nodes the query visited)"
+    assert demo.toggle_loose() == "L: the grown (loose) boxes the query tested"
+    assert demo.toggle_overlay() == "O: overlay off"
+    demo.update(0.0)
+    assert hud_lines(demo.hud_info(), "full")[0][0].startswith("forest  2,000 objects  tree, spheres")
+
+
+def test_shift_n_is_named_as_pressed(make_demo):
+    demo = make_demo("forest", 500)
+    assert demo.follow_next(-1).startswith("Shift+N: the forest scene has no players")
+    demo.load_scene("aggro", 1_500)
+    first = demo.follow_next(1)
+    back = demo.follow_next(-1)
+    assert first.startswith("N: following ") and back == f"Shift+N: following {demo.scene.followed_name()}"
+
+
+def test_objects_stays_with_the_scene_the_demo_started_with(make_demo):
+    """--objects is the first scene's count: a number key switching back to it rebuilds it at that
+    count; the other scenes load at their defaults."""
+    demo = make_demo("forest", 3_000, overlay=False)
+    assert demo.objects_for("swarm") is None and demo.objects_for("forest") == 3_000
+    demo.load_scene("swarm", 1_500)
+    demo.load_scene("forest")                      # what the 1 key does
+    assert demo.scene.name == "forest" and len(demo.scene) == 3_000

@@ -49,9 +49,8 @@ def test_i_shows_the_interest_view_and_n_follows_the_players(window):
     assert np.count_nonzero(np.all(watching >= 235, axis=-1)) >= 8              # the white box and reach sphere
     assert _cyan(watching) > 0 and _cyan(plain) == 0                            # its set tinted
 
-    back = window.press_until("shift+n", lambda r: r["status"].startswith("N: following")
-                              and r["followed"] == nxt["followed"], "Shift+N: the previous player")
-    assert back["interest"] == "1"
+    back = window.press_until("shift+n", lambda r: r["followed"] == on["followed"], "Shift+N: the previous player")
+    assert back["interest"] == "1" and back["status"] == f"Shift+N: following {on['followed']}"   # the key as pressed
 
     off = window.press_until("i", lambda r: r["interest"] == "0", "I: interest view off")
     assert off["status"] == "I: interest view off"

@@ -21,7 +21,12 @@ import pytest
 from demo_window import DemoWindow
 from PIL import Image
 
+from demo.interactive import FlyThroughApp
+from engine.camera import CAMERA_RADIUS
+from scenes import build_scene
+
 SIZE = (480, 270)
+OBJECTS = 6000
 
 pytestmark = pytest.mark.window
 
@@ -29,7 +34,7 @@ pytestmark = pytest.mark.window
 @pytest.fixture(scope="module")
 def session(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("window")
-    with DemoWindow.started(tmp, ["--objects", "6000", "--size", f"{SIZE[0]}x{SIZE[1]}"]) as demo:
+    with DemoWindow.started(tmp, ["--objects", str(OBJECTS), "--size", f"{SIZE[0]}x{SIZE[1]}"]) as demo:
         yield demo
 
 
@@ -93,6 +98,25 @@ def test_scroll_wheel_changes_the_flying_speed(session):
     assert row["status"].startswith(f"wheel: flying speed {faster:.0f} m/s")
     session.xdo("click", "--repeat", "2", "5")
     assert float(session.settle()["speed"]) == pytest.approx(speed, rel=1e-3)
+
+
+def test_the_wheel_stops_at_its_limit_and_comes_back_to_the_base_speed(session):
+    """The speed is always the base times a whole power of the notch: past the top limit, as many
+    notches down as it took to get there give the base speed again, and the status line says the limit."""
+    app = FlyThroughApp
+    top_notches = app.speed_steps[1]
+    top = app.move_speed * app.wheel_step ** top_notches
+    assert float(session.settle()["speed"]) == app.move_speed
+    session.xdo("click", "--repeat", str(top_notches + 3), "--delay", "10", "4")       # 3 notches past it
+    session.wait(lambda r: float(r["speed"]) == pytest.approx(top, rel=1e-6), "the top speed")
+    row = session.settle()
+    assert float(row["speed"]) == pytest.approx(top, rel=1e-6)
+    assert row["status"] == f"wheel: flying speed {top:.0f} m/s (the limit) (Shift: x{app.fast_factor:.0f})"
+    session.xdo("click", "--repeat", str(top_notches), "--delay", "10", "5")
+    session.wait(lambda r: "(the limit)" not in r["status"], "the first notch down")
+    row = session.settle()
+    assert float(row["speed"]) == app.move_speed, row["speed"]
+    assert row["status"].startswith(f"wheel: flying speed {app.move_speed:.0f} m/s (Shift")
 
 
 def test_drag_looks_around_and_leaves_the_mouse_free(session):
@@ -239,11 +263,48 @@ def test_p_saves_screenshots_without_overwriting(session):
     assert image.shape == (SIZE[1], SIZE[0], 3) and image.std() > 10.0
 
 
+def test_p_into_an_out_folder_a_file_replaced_says_it_is_not_a_folder(session):
+    session.out.mkdir(exist_ok=True)
+    folder = session.out.rename(session.out.with_name("shots_moved"))
+    session.out.write_text("a file where the folder was")
+    try:
+        row = session.press_until("p", lambda r: r["status"].startswith("P: cannot save"), "P's answer")
+        assert row["status"].endswith(f"--out {session.out} is not a folder"), row["status"]
+    finally:
+        session.out.unlink()
+        folder.rename(session.out)
+
+
+def test_with_collision_off_the_ground_still_holds_the_camera(session):
+    """C turns off collision with objects, not with the ground: holding Shift+Q flies down to the
+    ground and stops there, as with collision on.  (Before the scene keys: they put the camera back.)"""
+    ground = build_scene("forest", OBJECTS, 1).ground_height
+
+    def above_ground(row: dict) -> float:
+        return float(row["y"]) - float(ground(float(row["x"]), float(row["z"])))
+
+    off = session.press("c")
+    assert off["collide"] == "0" and off["status"].startswith("C: camera collision off")
+    start = len(session.rows())
+    session.xdo("keydown", "shift+q")
+    try:
+        session.wait(lambda r: above_ground(r) < CAMERA_RADIUS + 0.01, "the camera to reach the ground",
+                     since=start)
+        session.settle()                                   # still held: it would go on down
+    finally:
+        session.xdo("keyup", "shift+q")
+    rows = session.rows()[start:]
+    assert min(above_ground(r) for r in rows) >= CAMERA_RADIUS - 1e-3
+    on = session.press("c")
+    assert on["collide"] == "1" and above_ground(on) >= CAMERA_RADIUS - 1e-3
+
+
 def test_number_keys_switch_scenes(session):
     for key, scene in (("3", "swarm"), ("2", "clusters"), ("1", "forest")):
         session.xdo("key", key)
         row = session.wait(lambda r, s=scene: r["scene"] == s, f"key {key} to load {scene}", timeout=30)
         assert row["status"].startswith(f"{key}: {scene}, ")
+    assert row["status"] == f"1: forest, {OBJECTS:,} objects"         # --objects: the first scene's count
 
 
 def test_resize_reaches_the_renderer(session):
