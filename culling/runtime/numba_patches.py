@@ -27,7 +27,7 @@ compile it again there, runs LLVM's function passes over each kernel's
 CPython wrapper twice, and a cheap round of module passes over each kernel
 before the full round that does the same and more, and extracts every member of each value whose
 references it counts (an array's shape and strides, each array of a tuple) to find the few that
-hold one.  Each patch here does the same work once (or skips what is thrown away); the LLVM
+hold one, and rewrites every block of a function once for each variable its SSA pass renames.  Each patch here does the same work once (or skips what is thrown away); the LLVM
 IR of every kernel is unchanged but for symbol names (and the form of the
 wrappers' code; without the cheap round, four walks have one to three
 instructions fewer)
@@ -51,6 +51,7 @@ patch off (the kernels then compile as numba compiles them, slower).
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import importlib
 import os
@@ -87,6 +88,7 @@ def apply() -> None:
     _cache_folders_probed_once()
     _arrays_typed_without_numpy_ma()
     _references_counted_where_held()
+    _ssa_per_variable_where_it_is()
 
 
 #: The Python functions of the library's inlined helpers (``jit.inline_kernel`` adds each).
@@ -1096,6 +1098,71 @@ def _references_counted_where_held() -> None:
     get_meminfos.numba_get_meminfos = real  # type: ignore[attr-defined]
     get_meminfos.holds = holds  # type: ignore[attr-defined]
     _patch(context_class, "get_meminfos", get_meminfos, "culling_held")
+
+
+def _ssa_per_variable_where_it_is() -> None:
+    """Make numba's SSA reconstruction rewrite, for each variable it renames, only the blocks that name it.
+
+    ``numba.core.ssa._run_ssa`` takes the variables assigned more than once one at a time, and for each
+    runs two rewrites over every statement of every block (fresh names for its assignments, then each use
+    tied to its reaching definition, with phi nodes where paths meet): 1.3M statement visits in a cold
+    compile of every kernel, nearly all of them in blocks where the variable does not appear and which
+    the rewrite copies unchanged.  Here each block's variables are listed once, and a variable's two
+    rewrites visit only the blocks that name it, in numba's order, with numba's own handlers: the same
+    fresh names, definitions and phi nodes (a phi goes into a new block object, as numba's rewrite makes
+    every block anew; the result's blocks are all new objects, as numba's).  Every kernel's final LLVM
+    IR is the same (tests/culling/runtime/test_inlining.py).  Process-wide, as numba's own behaviour is.
+    Reaches into ``numba.core.ssa``; a numba without what it uses is left as it is.
+    """
+    target = _unpatched("numba.core.ssa", None, "_run_ssa", "culling_once")
+    if target is None:
+        return
+    ssa, real = target
+    if not all(hasattr(ssa, name) for name in ("_iterated_domfronts", "_find_defs_violators", "_CacheListVars",
+                                               "_FreshVarHandler", "_FixSSAVars", "_run_block_rewrite",
+                                               "_compute_phi_locations", "compute_cfg_from_blocks")):
+        return
+    from numba.core import errors, ir
+
+    def rewritten(blocks: dict[Any, Any], labels: list[Any], states: dict[str, Any], handler: Any) -> dict[Any, Any]:
+        """``blocks`` with those at ``labels`` (in ``blocks``' order) rewritten by ``handler``, the others kept."""
+        states["scope"] = next(iter(blocks.values())).scope  # numba's: the first block's
+        done = ssa._run_block_rewrite({label: blocks[label] for label in labels}, states, handler)
+        return {label: done.get(label, block) for label, block in blocks.items()}
+
+    def _run_ssa(blocks: dict[Any, Any]) -> dict[Any, Any]:
+        if not blocks:
+            return {}
+        cfg = ssa.compute_cfg_from_blocks(blocks)
+        df_plus = ssa._iterated_domfronts(cfg)
+        violators = ssa._find_defs_violators(blocks, cfg)
+        cache_list_vars = ssa._CacheListVars()
+        originals = {label: block for label, block in blocks.items()}
+        named = {label: {var.name for stmt in block.body for var in stmt.list_vars()}
+                 for label, block in blocks.items()} if violators else {}
+        for varname in violators:
+            labels = [label for label in blocks if varname in named[label]]
+            states: dict[str, Any] = {"varname": varname, "defmap": (defmap := collections.defaultdict(list))}
+            blocks = rewritten(blocks, labels, states, ssa._FreshVarHandler())
+            states = {"varname": varname, "defmap": defmap, "phimap": (phimap := collections.defaultdict(list)),
+                      "cfg": cfg, "phi_locations": ssa._compute_phi_locations(df_plus, defmap)}
+            blocks = rewritten(blocks, labels, states, ssa._FixSSAVars(cache_list_vars))
+            for label, phis in phimap.items():  # numba prepends them to the block its rewrite made
+                block = blocks[label]
+                fresh = ir.Block(scope=block.scope, loc=block.loc)
+                fresh.body = phis + block.body
+                blocks[label] = fresh
+        for label, block in blocks.items():  # every block a new object, as numba's rewrites leave them
+            if block is originals.get(label):
+                fresh = ir.Block(scope=block.scope, loc=block.loc)
+                fresh.body = list(block.body)
+                blocks[label] = fresh
+        if ssa.compute_cfg_from_blocks(blocks) != cfg:
+            raise errors.CompilerError("CFG mutated in SSA pass")
+        return blocks
+
+    _run_ssa.numba_run_ssa = real  # type: ignore[attr-defined]
+    _patch(ssa, "_run_ssa", _run_ssa, "culling_once")
 
 
 #: Per thread: how many loads of a library kernel from a cache are under way (:func:`loading_kernel`).
