@@ -1140,21 +1140,24 @@ def _ssa_per_variable_where_it_is() -> None:
         originals = {label: block for label, block in blocks.items()}
         named = {label: {var.name for stmt in block.body for var in stmt.list_vars()}
                  for label, block in blocks.items()} if violators else {}
+        block_class: Any = ir.Block
         for varname in violators:
             labels = [label for label in blocks if varname in named[label]]
-            states: dict[str, Any] = {"varname": varname, "defmap": (defmap := collections.defaultdict(list))}
+            defmap: collections.defaultdict[Any, list[Any]] = collections.defaultdict(list)
+            phimap: collections.defaultdict[Any, list[Any]] = collections.defaultdict(list)
+            states: dict[str, Any] = {"varname": varname, "defmap": defmap}
             blocks = rewritten(blocks, labels, states, ssa._FreshVarHandler())
-            states = {"varname": varname, "defmap": defmap, "phimap": (phimap := collections.defaultdict(list)),
-                      "cfg": cfg, "phi_locations": ssa._compute_phi_locations(df_plus, defmap)}
+            states = {"varname": varname, "defmap": defmap, "phimap": phimap, "cfg": cfg,
+                      "phi_locations": ssa._compute_phi_locations(df_plus, defmap)}
             blocks = rewritten(blocks, labels, states, ssa._FixSSAVars(cache_list_vars))
             for label, phis in phimap.items():  # numba prepends them to the block its rewrite made
                 block = blocks[label]
-                fresh = ir.Block(scope=block.scope, loc=block.loc)
+                fresh = block_class(scope=block.scope, loc=block.loc)
                 fresh.body = phis + block.body
                 blocks[label] = fresh
         for label, block in blocks.items():  # every block a new object, as numba's rewrites leave them
-            if block is originals.get(label):
-                fresh = ir.Block(scope=block.scope, loc=block.loc)
+            if block is originals[label]:
+                fresh = block_class(scope=block.scope, loc=block.loc)
                 fresh.body = list(block.body)
                 blocks[label] = fresh
         if ssa.compute_cfg_from_blocks(blocks) != cfg:
