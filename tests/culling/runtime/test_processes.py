@@ -487,3 +487,26 @@ def test_the_warm_up_command_refuses_bad_flags_with_its_own_usage(args, message,
     err = capsys.readouterr().err.splitlines()
     assert err[0].startswith("usage: python -m culling warm-up ")
     assert err[-1] == f"python -m culling warm-up: error: {message}"
+
+
+def test_the_command_ends_without_pythons_teardown_but_runs_the_exit_functions_and_flushes():
+    """``python -m culling`` ends with ``exit_without_teardown``: the exit status kept, the exit functions run,
+    what was printed without a flush written, and the modules' teardown skipped (an object freed only by it
+    says nothing), since freeing every compiled kernel's numba and LLVM objects costs about 2 CPU s."""
+    script = ("import atexit, sys\n"
+              "from culling.__main__ import exit_without_teardown\n"
+              "class Noisy:\n"
+              "    def __del__(self):\n"
+              "        print('torn down', flush=True)\n"
+              "kept = Noisy()\n"
+              "atexit.register(lambda: print('exit function'))\n"
+              "print('unflushed', end='')\n"
+              "sys.stderr.write('to stderr')\n"
+              "exit_without_teardown(3)\n")
+    proc = _run(script, _env(), PACKAGE.parent)
+    assert proc.returncode == 3
+    assert proc.stdout == "unflushedexit function\n" and proc.stderr == "to stderr"
+    proc = _run(script.replace("exit_without_teardown(3)", "sys.exit(3)"), _env(), PACKAGE.parent)
+    assert proc.returncode == 3 and "torn down" in proc.stdout  # what the usual exit does, and this skips
+    text = (PACKAGE / "__main__.py").read_text()
+    assert 'if __name__ == "__main__":\n    exit_without_teardown(main())' in text
