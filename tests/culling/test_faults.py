@@ -680,7 +680,8 @@ def test_a_default_thread_count_the_system_cannot_start_answers_on_the_threads_i
             got = s.query_many(points, exact=True)
         assert all(np.array_equal(a, b) for a, b in zip(got, expected))
         assert threads._pool is not None and threads._pool.workers == granted == len(started)
-        assert threads._pool._jobs.qsize() == 0  # no helper left queued for threads that do not exist
+        if not granted:  # no helper queued for threads that do not exist (a thread that does drains its own)
+            assert threads._pool._jobs.qsize() == 0
     finally:
         monkeypatch.setattr(threading.Thread, "start", real_start)
         threads.set_thread_count(None)
