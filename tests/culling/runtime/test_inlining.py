@@ -185,11 +185,11 @@ def test_a_library_helper_of_many_blocks_is_copied_once_per_site(monkeypatch):
 
     assert getattr(InlineWorker.inline_ir, "culling_once", False)
     real_deepcopy = copy.deepcopy
-    block_copies: list[int] = []
+    block_copies: list[object] = []  # each block copy's memo, held: its id is then not reused by a later one
 
     def deepcopy(x, memo=None, _nil=[]):  # noqa: ANN001, ANN202, B006 - copy.deepcopy's signature
         if isinstance(x, ir.Block):
-            block_copies.append(id(memo))
+            block_copies.append(memo)
         return real_deepcopy(x, memo, _nil)
 
     sites: list[int] = []
@@ -210,7 +210,7 @@ def test_a_library_helper_of_many_blocks_is_copied_once_per_site(monkeypatch):
         numba_patches.INLINED.discard(_branchy_py)
     assert len(sites) == 2 and sites[0] > 3, sites   # two sites of a helper of several blocks
     assert len(block_copies) == sum(sites), (block_copies, sites)   # each block copied once per site
-    assert len(set(block_copies)) == 2   # with one memo per site: one copy of the helper's scope
+    assert len({id(memo) for memo in block_copies}) == 2   # with one memo per site: one copy of the helper's scope
 
 
 def test_the_flags_read_quickly_hold_what_numbas_properties_hold():
@@ -907,6 +907,29 @@ def test_a_kernels_ir_is_the_same_with_ssa_rewritten_where_each_variable_is(monk
     mine, numbas = compiled(ours), compiled(ours.numba_run_ssa)
     assert "_settle_part" in mine and mine == numbas
     assert visits[0] < visits[1] / 2
+
+
+def test_a_helpers_copy_shares_its_source_locations_and_the_ir_is_the_same(monkeypatch):
+    """The copy of a library helper at each call site hands numba's source locations over as they are
+    (values nothing changes); ``copy.deepcopy`` copies them again outside it; and the settle's kernel compiled
+    afresh gives the same final LLVM IR as with every location deep-copied."""
+    import contextlib
+    import copy
+
+    from numba.core import ir
+
+    loc = ir.Loc("f.py", 3, 4)
+    with numba_patches.locations_shared():
+        assert copy.deepcopy(loc) is loc and copy.deepcopy([loc])[0] is loc
+    assert copy.deepcopy(loc) is not loc and copy.deepcopy(loc) == loc
+    kernel, signature = _settle_typed()
+
+    def compiled(shared) -> str:  # noqa: ANN001
+        monkeypatch.setattr(numba_patches, "locations_shared", shared)
+        return _final_ir(_compiled_afresh(kernel, signature).library.get_llvm_str())
+
+    ours, copied = compiled(numba_patches.locations_shared), compiled(contextlib.nullcontext)
+    assert "_settle_part" in ours and ours == copied
 
 
 def _array_expression_py(a, b):
