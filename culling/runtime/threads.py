@@ -164,6 +164,11 @@ _chosen = False  # whether the size is the user's (set_thread_count, CULLING_THR
 _inside = threading.local()
 
 
+def _env_set() -> bool:
+    """Whether the user chose the count with ``CULLING_THREADS`` (not the core count's default)."""
+    return bool(os.environ.get(ENV_VAR, "").strip())
+
+
 def _from_env() -> int:
     text = os.environ.get(ENV_VAR, "").strip()
     if text:
@@ -188,7 +193,7 @@ def thread_count() -> int:
     if _size is None:
         with _lock:
             if _size is None:
-                _chosen = bool(os.environ.get(ENV_VAR, "").strip())
+                _chosen = _env_set()
                 _size = _from_env()
     return _size
 
@@ -210,7 +215,7 @@ def set_thread_count(n: numbers.Integral | int | None) -> None:
     with _lock:
         old, _pool = _pool, None
         _size = n if n is not None else _from_env()
-        _chosen = n is not None or bool(os.environ.get(ENV_VAR, "").strip())
+        _chosen = n is not None or _env_set()
     if old is not None:
         old.shutdown()
 

@@ -611,22 +611,35 @@ def test_collision_candidates_leave_no_ghost_when_their_arrays_cannot_grow(call,
         assert h in cc.touching((5.0, 5.0)).tolist() and cc.bounding_radius_of([h]).tolist() == [1.0]
 
 
-def test_a_thread_count_the_system_cannot_start_leaks_nothing_and_a_smaller_one_works(monkeypatch):
-    from culling.runtime import threads
-
+def _threads_refused_after(granted: int) -> tuple[list[threading.Thread], Callable[[threading.Thread], None]]:
+    """A ``threading.Thread.start`` under which the system starts only ``granted`` of the library's threads
+    (``can't start new thread`` after them), and the list of those it started."""
     started: list[threading.Thread] = []
     real_start = threading.Thread.start
 
     def start(thread: threading.Thread) -> None:
-        if thread.name.startswith("culling_") and len(started) >= 3:
+        if thread.name.startswith("culling_") and len(started) >= granted:
             raise RuntimeError("can't start new thread")
         real_start(thread)
         if thread.name.startswith("culling_"):
             started.append(thread)
 
+    return started, start
+
+
+def _queried_tree() -> tuple[Any, np.ndarray, list[np.ndarray]]:
+    """A tree of 2,000 objects, 4,000 points and their exact answers (a batch large enough for the threads)."""
     s = _filled("tree", n=2000)
     points = np.random.default_rng(2).uniform(0.0, 99.0, (4000, 2))
-    expected = s.query_many(points, exact=True)
+    return s, points, s.query_many(points, exact=True)
+
+
+def test_a_thread_count_the_system_cannot_start_leaks_nothing_and_a_smaller_one_works(monkeypatch):
+    from culling.runtime import threads
+
+    real_start = threading.Thread.start
+    started, start = _threads_refused_after(3)
+    s, points, expected = _queried_tree()
     try:
         threads.set_thread_count(20000)
         monkeypatch.setattr(threading.Thread, "start", start)
@@ -653,19 +666,8 @@ def test_a_default_thread_count_the_system_cannot_start_answers_on_the_threads_i
     the ones it started, the calling thread included, with one RuntimeWarning, and queue no work nobody runs."""
     from culling.runtime import threads
 
-    started: list[threading.Thread] = []
-    real_start = threading.Thread.start
-
-    def start(thread: threading.Thread) -> None:
-        if thread.name.startswith("culling_") and len(started) >= granted:
-            raise RuntimeError("can't start new thread")
-        real_start(thread)
-        if thread.name.startswith("culling_"):
-            started.append(thread)
-
-    s = _filled("tree", n=2000)
-    points = np.random.default_rng(2).uniform(0.0, 99.0, (4000, 2))
-    expected = s.query_many(points, exact=True)
+    started, start = _threads_refused_after(granted)
+    s, points, expected = _queried_tree()
     monkeypatch.delenv(threads.ENV_VAR, raising=False)
     monkeypatch.setattr(os, "cpu_count", lambda: 4)
     try:
@@ -683,7 +685,7 @@ def test_a_default_thread_count_the_system_cannot_start_answers_on_the_threads_i
         if not granted:  # no helper queued for threads that do not exist (a thread that does drains its own)
             assert threads._pool._jobs.qsize() == 0
     finally:
-        monkeypatch.setattr(threading.Thread, "start", real_start)
+        monkeypatch.undo()  # the real start and core count first: the default is then this machine's again
         threads.set_thread_count(None)
     for t in started:
         t.join(HANG_S)
