@@ -62,12 +62,14 @@ RUN_AS = {
         "run_demo.py --headless --scene aggro --objects 3000 --frames 2 --size 1280x720 --no-overlay",
     "run_demo.py --headless --scene swarm --frames 12 --size 1280x720":
         "run_demo.py --headless --scene swarm --frames 2 --size 1280x720",
-    # The whole quick run below runs every section at its quick sizes, answers checked against brute force;
-    # a page's --only form checks the flag at the tiny sizes (the jit section has none: skipped at tiny).
-    "python -m benchmarks": "python -m benchmarks --quick",
+    # The whole run at the tiny sizes: every section, answers checked against brute force (the --quick sizes
+    # run the same code on more objects, 17 s of the suite; tests/test_benchmarks_quick.py checks the tiny
+    # run's report section by section, in its own process); a page's --only form checks the flag (the jit
+    # section has no tiny sizes: skipped at tiny, and says so).
+    "python -m benchmarks": "python -m benchmarks --preset tiny",
     "python -m benchmarks --only dense": "python -m benchmarks --preset tiny --only dense",
     "python -m benchmarks --only jit": "python -m benchmarks --preset tiny --only jit",
-    ".venv/bin/python -m benchmarks": ".venv/bin/python -m benchmarks --quick",
+    ".venv/bin/python -m benchmarks": ".venv/bin/python -m benchmarks --preset tiny",
     "python -m benchmarks.pool_layout": "python -m benchmarks.pool_layout --objects 1000 --repeats 2",
     "python -m benchmarks.frameparts": "python -m benchmarks.frameparts --n 500 --frames 3",
     "python -m benchmarks.frameparts --alone": "python -m benchmarks.frameparts --alone --n 500 --frames 3",

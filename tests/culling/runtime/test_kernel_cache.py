@@ -50,6 +50,20 @@ tree.insert_many(c, rng.uniform(2.0, 30.0, 50))
 print(*sorted(tree.query(c[0], exact=True).tolist()))
 """
 
+#: Single inserts and removes (some 15 kernels, some calling others: half :data:`QUERY`'s compile): a tree
+#: that checks its own invariants, then prints its size and how many handles it handed out.
+INSERTS = """
+import numpy as np
+import culling
+tree = culling.ViewDistanceTree(size=128.0, dim=3)
+c = np.random.default_rng(7).uniform(0.0, 100.0, (60, 3))
+h = [tree.insert(x, 1.0 + i % 7) for i, x in enumerate(c)]
+for k in h[::3]:
+    tree.remove(k)
+tree.check_invariants()
+print(len(tree), len(set(h)))
+"""
+
 #: One small kernel; prints how many of its signatures came from the cache and how many were compiled.
 PROBE = """
 import warnings
@@ -178,9 +192,9 @@ def no_space(*args, **kwargs):
 caching.IndexDataCacheFile._save_index = no_space
 caching.IndexDataCacheFile._save_data = no_space
 """
-    proc = _run(full_disk + PROBE + QUERY, env, tmp_path)
+    proc = _run(full_disk + PROBE + INSERTS, env, tmp_path)
     lines = proc.stdout.strip().splitlines()
-    assert lines[1] == "0 1" and lines[2] == _query_answer()  # compiled, kept in memory, answering right
+    assert lines[1] == "0 1" and lines[2] == "40 60"  # compiled, kept in memory, answering right
     warnings = [line for line in proc.stderr.splitlines() if "RuntimeWarning" in line]
     assert len(warnings) == 1 and "cannot be written" in warnings[0] and "No space left" in warnings[0], proc.stderr
     assert not any((tmp_path / "cache").rglob("*.nbi"))
