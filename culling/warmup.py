@@ -43,7 +43,7 @@ from typing import Any, TextIO, cast
 
 import numpy as np
 
-from culling.core import members
+from culling.core import chunks, members
 from culling.grid import walk as grid_walk
 from culling.grid.grid import DenseViewDistanceGrid
 from culling.pairs import bands, join
@@ -115,6 +115,8 @@ def _query_many(structure: Structure) -> None:
         sparse = ViewDistanceTree(size=_SIZE, dim=3)
         sparse.insert_many(centres, np.full(centres.shape[0], 0.01))
         sparse.query_many(np.repeat(points, 3, axis=0) + 0.5, exact=True)
+        # more points than a chunk: the chunks' answers go back to the caller's order in one pass
+        structure.query_many(np.resize(points, (chunks.QUERY_CHUNK + 1, 3)), exact=True)
 
 
 def _trace(structure: Structure) -> None:
@@ -151,6 +153,7 @@ def _mutations(structure: Structure, handles: np.ndarray) -> None:
     structure.update(int(handles[0]), centres[0], 2.0)
     structure.remove_many(handles[1:8])
     structure.remove(int(handles[0]))
+    structure.remove_many(handles[8:-2])  # most of them: the tree packs its pool into fresh arrays
     structure.remove_many(structure.handles())  # emptied: back to fresh arrays
 
 

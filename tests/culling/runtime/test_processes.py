@@ -436,6 +436,9 @@ c = rng.uniform(0.0, 1000.0, (n, 3))
 hb = big.insert_many(c, np.full(n, 0.5))
 big.update_many(hb, 1000.0 - c, np.full(n, 0.5))
 big.check_invariants()
+big.query_many(rng.uniform(0.0, 1000.0, (20000, 3)), exact=True)  # more points than a chunk: placed back in order
+big.remove_many(hb[: n - 100])  # a level unloaded: the tree packs its pool into fresh arrays
+big.check_invariants()
 
 def frozen(a):  # what Ray hands an actor, np.broadcast_to, a read-only memmap
     a = np.array(a)
