@@ -151,6 +151,12 @@ def _mutations(structure: Structure, handles: np.ndarray) -> None:
     structure.update_many(handles, centres + 0.25, radii)  # in place
     structure.update_many(handles, centres[::-1].copy(), radii * 0.3)  # movers: unlink, link
     structure.update(int(handles[0]), centres[0], 2.0)
+    beyond = centres[:3].copy()
+    beyond[0, 0] = 1e300  # beyond the largest world the tree can grow to: refused, the others' rows put back
+    try:
+        structure.update_many(handles[:3], beyond, radii[:3])
+    except ValueError:
+        pass
     structure.remove_many(handles[1:8])
     structure.remove(int(handles[0]))
     structure.remove_many(handles[8:-2])  # most of them: the tree packs its pool into fresh arrays

@@ -438,6 +438,10 @@ big.update_many(hb, 1000.0 - c, np.full(n, 0.5))
 big.check_invariants()
 big.query_many(rng.uniform(0.0, 1000.0, (20000, 3)), exact=True)  # more points than a chunk: placed back in order
 big.remove_many(hb[: n - 100])  # a level unloaded: the tree packs its pool into fresh arrays
+try:
+    big.update_many(hb[-3:], np.array([[1e300, 1.0, 1.0], [2.0, 2.0, 2.0], [3.0, 3.0, 3.0]]))
+except ValueError:  # beyond the largest world: refused, the others' rows put back
+    pass
 big.check_invariants()
 
 def frozen(a):  # what Ray hands an actor, np.broadcast_to, a read-only memmap
