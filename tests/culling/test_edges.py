@@ -20,6 +20,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from library_arrays import read_only
 
 import culling
 from culling import CollisionCandidates, DenseViewDistanceGrid, MultiCameraTracker, ViewDistanceTree
@@ -425,7 +426,7 @@ def test_compiled_windows_are_the_exact_windows():
     rng = np.random.default_rng(11)
     for size, origin in [(7.3, 1e6), (1000.0, -500.0), (16.0, 0.0), (4096.0, -2048.0)]:
         lat = Lattice(size, np.array([origin, origin * 0.5]))
-        world = World(lat.origin, size, 0, 0)
+        world = World(read_only(lat.origin), size, 0, 0)
         for _ in range(300):
             p = (origin + size * rng.uniform(-3, 4, 2)).tolist()
             if rng.random() < 0.3:
@@ -435,7 +436,7 @@ def test_compiled_windows_are_the_exact_windows():
             half = cells.half_reach(size, level, scale)
             assert half == math.inf or Fraction(half) >= Fraction(scale) * Fraction(size) / Fraction(2) ** (level + 1)
             lo, hi = np.empty(2, dtype=np.int64), np.empty(2, dtype=np.int64)
-            cells.window(np.array(p), scale, lat.origin, size, level, lo, hi)
+            cells.window(np.array(p), scale, read_only(lat.origin), size, level, lo, hi, 0.0)
             if not _decidable(lat, level, scale):  # a tiny or huge scale: conservative, checked by the walk's tests
                 continue
             want = _exact_window(lat, p, level, scale)  # the cells whose grown box holds p, in rationals
@@ -482,7 +483,7 @@ def test_window_ends_are_exact_beside_the_reach(size, origin, level, face, offse
     side = 1 if face % 2 else -1
     x = _nudge(float(Fraction(origin) + (face + Fraction(offset, 9)) * edge + side * reach), ulps)
     lo, hi = np.empty(1, dtype=np.int64), np.empty(1, dtype=np.int64)
-    cells.window(np.array([x]), scale, np.array([origin]), size, level, lo, hi, grow)
+    cells.window(np.array([x]), scale, read_only([origin]), size, level, lo, hi, grow)
     got = (int(lo[0]), int(hi[0]))
     t = (Fraction(x) - Fraction(origin)) / edge
     base = ANCHOR << level

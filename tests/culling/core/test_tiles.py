@@ -146,7 +146,7 @@ def test_refresh_is_the_live_rows_box_and_wraps_round() -> None:
     handles[5], columns[:3, 5] = 0, [1.0, 2.0, 3.0]
     handles[9], columns[:3, 9] = 1, [-1.0, 4.0, 0.5]
     handles[TILE_ROWS + 1], columns[:3, TILE_ROWS + 1] = 2, [7.0, 7.0, 1.0]
-    box = np.zeros((5, 3)).T  # the summaries column-major, read a tile a row
+    box = np.zeros((5, 3), dtype=np.float32).T  # the summaries column-major, read a tile a row; float32, as the pool's
     top = 2 * TILE_ROWS  # the third tile is above top: never visited
     assert tiles.refresh(handles, columns, top, 1, 3, box.T) == 1  # 3 clipped to the 2 tiles in use: 1, then 0; next 1
     assert box[0].tolist() == [-1.0, 2.0, 1.0, 4.0, 3.0]

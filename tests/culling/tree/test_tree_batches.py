@@ -19,6 +19,7 @@ import pytest
 from brute_force import BruteForce, check_contents, check_query
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from library_arrays import read_only
 
 from culling import ViewDistanceTree
 from culling.core.containment import squared_reach
@@ -176,7 +177,7 @@ def test_batch_homes_are_the_exact_levels_and_cells():
     x = np.concatenate([edges, np.nextafter(edges, np.inf), np.nextafter(edges, -np.inf),
                         rng.uniform(-6e6, 1.2e7, 300), [0.0, -0.0, 5e-324, -5e-324, 1e300, -1e300]])
     radii = size * 2.0 ** -rng.integers(-20, 30, x.size) * rng.choice([1.0, 0.75, 0.5 + 2 ** -52], x.size)
-    group_of, keys, _ = group(np.ascontiguousarray(x[:, None]), radii, np.zeros(1), size)
+    group_of, keys, _ = group(np.ascontiguousarray(x[:, None]), radii, read_only(np.zeros(1)), size)
     keys = keys[group_of]
     for (level, c), xi, r in zip(keys.tolist(), x.tolist(), radii.tolist()):
         relative = Fraction(r / size)

@@ -22,6 +22,7 @@ import pytest
 from hypothesis import note, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
+from library_arrays import read_only
 
 from culling import InterestManager, InterestSets, InterestTick
 
@@ -546,7 +547,8 @@ def test_merge_of_sorted_rows_equals_the_stamped_diff(sticky, with_gone):
         counts = [np.full(m, -7, dtype=np.int64) for _ in range(3)]
         rows = held if merged else np.int64
         args = (inner.astype(rows), inner_offsets[:-1], inner_count, outer.astype(rows), outer_offsets[:-1],
-                outer_count, sticky, previous.astype(held), previous_offsets, previous_row, gone)
+                outer_count, sticky, read_only(previous, held), read_only(previous_offsets), previous_row,
+                read_only(gone))
         previous_sizes = np.where(previous_row >= 0, np.diff(previous_offsets)[np.maximum(previous_row, 0)], 0)
         base = (np.concatenate([[0], np.cumsum(inner_count[walk])]), np.concatenate([[0], np.cumsum(previous_sizes[walk])]))
         at = [np.full(m, -7, dtype=np.int64) for _ in range(2)]
