@@ -468,17 +468,18 @@ def _without_collector(compile_: Callable[..., Any]) -> Callable[..., Any]:
     return run
 
 
-def _collector_after_fork_in_child() -> None:
+def _after_fork_in_child() -> None:
     """The child has only the forking thread, which compiles nothing now: the collector as it was before
-    a pause a parent's thread held, and a new lock."""
-    global _collector_pauses, _COLLECTOR_LOCK
+    a pause a parent's thread held, and new locks (this module's: the collector's, the inline helpers')."""
+    global _collector_pauses, _COLLECTOR_LOCK, _HELPERS_LOCK
     if _collector_pauses and _collector_was_on:
         gc.enable()
     _collector_pauses = 0
     _COLLECTOR_LOCK = threading.Lock()
+    _HELPERS_LOCK = threading.Lock()
 
 
-os.register_at_fork(after_in_child=_collector_after_fork_in_child)
+os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def _compiles_whole(dispatcher: Any) -> Any:
@@ -679,6 +680,7 @@ class InlineHelper:
         return f"InlineHelper({self.py_func.__module__}.{self.py_func.__qualname__})"
 
 
+#: Held while an :class:`InlineHelper` makes its dispatcher (a new one in a forked child: :func:`_after_fork_in_child`).
 _HELPERS_LOCK = threading.Lock()
 
 
@@ -686,12 +688,3 @@ _HELPERS_LOCK = threading.Lock()
 def _dispatcher_names() -> frozenset[str]:
     """The names a numba dispatcher answers (its class's and its own), found once on a dispatcher of nothing."""
     return frozenset(dir(numba.njit(lambda: None)))
-
-
-def _helpers_lock_after_fork_in_child() -> None:
-    """A new lock in the child (a parent's thread may have held it while another forked)."""
-    global _HELPERS_LOCK
-    _HELPERS_LOCK = threading.Lock()
-
-
-os.register_at_fork(after_in_child=_helpers_lock_after_fork_in_child)
