@@ -1,6 +1,7 @@
 """The test suite's own rules (tests/conftest.py), run in a scratch pytest session.
 
-In CI a skipped ``gl`` or ``window`` test is a failure; the markers follow the
+In CI a skipped ``gl`` or ``window`` test is a failure, unless it skips for an optional extra the
+README's set-up does not install; the markers follow the
 fixtures; ``CULLING_REQUIRE_INSTALLED`` refuses a culling imported from a
 checkout.  Each rule is shown to bite, not only to pass.
 """
@@ -36,6 +37,10 @@ def test_declared_window():
 
 def test_plain_skip():
     pytest.skip("not a gl or window test")
+
+@pytest.mark.gl
+def test_needs_an_extra():
+    pytest.skip("optional extra not installed: needs panda3d")
 '''
 
 
@@ -51,7 +56,7 @@ def scratch(pytester, monkeypatch):
 def test_gl_and_window_skips_fail_in_ci(scratch, monkeypatch, ci):
     monkeypatch.setenv("CI", ci)
     result = scratch.runpytest("-p", "no:cacheprovider")
-    result.assert_outcomes(errors=2, failed=1, skipped=1)
+    result.assert_outcomes(errors=2, failed=1, skipped=2)   # the plain skip and the missing extra
     result.stdout.fnmatch_lines(["*a gl test skipped in CI, where it must run*no EGL here*",
                                  "*a window test skipped in CI, where it must run*Xvfb is not installed*"])
 
@@ -62,12 +67,12 @@ def test_they_skip_outside_ci(scratch, monkeypatch, ci):
         monkeypatch.delenv("CI", raising=False)
     else:
         monkeypatch.setenv("CI", ci)
-    scratch.runpytest("-p", "no:cacheprovider").assert_outcomes(skipped=4)
+    scratch.runpytest("-p", "no:cacheprovider").assert_outcomes(skipped=5)
 
 
 def test_markers_follow_the_fixtures(scratch, monkeypatch):
     monkeypatch.delenv("CI", raising=False)
-    scratch.runpytest("-p", "no:cacheprovider", "-m", "gl").assert_outcomes(skipped=1)
+    scratch.runpytest("-p", "no:cacheprovider", "-m", "gl").assert_outcomes(skipped=2)
     scratch.runpytest("-p", "no:cacheprovider", "-m", "window").assert_outcomes(skipped=2)
     scratch.runpytest("-p", "no:cacheprovider", "-m", "not gl and not window").assert_outcomes(skipped=1)
 

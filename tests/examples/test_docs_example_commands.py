@@ -1,7 +1,8 @@
 """The docs' commands that run the examples (tests/test_docs_commands.py reads and lists them all).
 
-They need the ``examples`` extra, as the other tests here do: without it they skip, except in CI,
-where that fails (``.ci/run`` installs the extra before it runs ``tests/examples``).
+They need the ``examples`` extra, as the other tests here do: without it they skip, unless
+``CULLING_REQUIRE_EXAMPLES`` is set, where that fails (``.ci/run`` installs the extra and sets it
+before it runs ``tests/examples``).
 """
 
 from __future__ import annotations

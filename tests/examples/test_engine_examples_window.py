@@ -5,8 +5,8 @@ second (the frame, what it drew, the camera and its height above the ground).  H
 arrow pitches the camera towards the ground, and holding W for three seconds then flies it into the
 hills: it stays above the ground, as the demo's camera does, and the picture changes.  Esc quits with
 status 0, and so does the window's close button (the ``WM_DELETE_WINDOW`` message a window manager
-sends for it).  Without Xvfb, xdotool or ImageMagick, or without the ``examples`` extra, the tests
-skip, except in CI, where that fails.
+sends for it).  Without Xvfb, xdotool or ImageMagick the tests skip, except in CI, where that fails;
+without the ``examples`` extra they skip unless ``CULLING_REQUIRE_EXAMPLES`` is set (``.ci/run``).
 """
 
 from __future__ import annotations
