@@ -12,8 +12,10 @@ import atexit
 import contextlib
 import os
 import sys
+import tempfile
 import time
 from collections.abc import Sequence
+from pathlib import Path
 from typing import NoReturn
 
 from culling.runtime.jit import cache_writable, shipped_loaded
@@ -34,7 +36,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point; returns the exit status."""
     parser = argparse.ArgumentParser(prog="python -m culling", description="Tools for the culling library.")
     sub = parser.add_subparsers(dest="command", required=True)
-    warm = sub.add_parser("warm-up", help="compile every kernel now (into the numba cache), with a progress bar")
+    warm = sub.add_parser("warm-up", help="compile every kernel now (into the numba cache), or load those a wheel "
+                                          "ships, with a progress bar")
     warm.add_argument("--groups", default=None, metavar="G[,G...]",
                       help=f"only these kernel groups ({', '.join(KERNEL_GROUPS)}; default all)")
     warm.add_argument("--workers", type=int, default=None,
@@ -43,7 +46,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     warm.add_argument("--beside", default="", help=argparse.SUPPRESS)  # a worker's: the groups its partners compile
     ship = sub.add_parser("ship-kernels", help="compile every kernel for the architecture's baseline CPU into "
                                                "FOLDER, for a wheel to ship (culling.shipped)")
-    ship.add_argument("folder", nargs="?", default=None, help="default: the package's _compiled folder")
+    ship.add_argument("folder", nargs="?", default=None,
+                      help="default: the package's _compiled folder (for an installed package: in site-packages)")
     ship.add_argument("--native", action="store_true",
                       help="for this machine's own CPU (a checkout's kernels: pip install -e .), not the portable one")
     args = parser.parse_args(argv)
@@ -51,6 +55,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         from culling.shipped import SHIPPED_DIR, ship_kernels
 
         folder = args.folder or SHIPPED_DIR
+        problem = _unwritable(Path(folder))
+        if problem:
+            ship.error(f"cannot write the kernels into {folder}: {problem}")
         cpu = "this machine's CPU" if args.native else "the portable CPU"
         print(f"compiling kernels for {cpu} into {folder} ...", file=sys.stderr, flush=True)
         start = time.perf_counter()
@@ -58,8 +65,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"{count} kernels shipped in {time.perf_counter() - start:.1f} s", file=sys.stderr)
         return 0
     groups = None if args.groups is None else [g.strip() for g in args.groups.split(",") if g.strip()]
-    if groups is not None and any(g not in KERNEL_GROUPS for g in groups):
-        warm.error(f"--groups: choose from {', '.join(KERNEL_GROUPS)}, got {args.groups!r}")
+    if groups is not None and (not groups or any(g not in KERNEL_GROUPS for g in groups)):
+        warm.error(f"--groups: choose one or more of {', '.join(KERNEL_GROUPS)}, got {args.groups!r}")
     if args.workers is not None and args.workers < 1:
         warm.error(f"--workers must be at least 1, got {args.workers}")
     if args.report:  # a worker of another warm-up: one line per finished step on stdout, nothing else
@@ -80,6 +87,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         where = "kept in the numba cache" if cache_writable() else "compiled in memory only (no writable cache)"
     print(f"kernels ready in {seconds:.1f} s, {where}", file=sys.stderr)
     return 0
+
+
+def _unwritable(folder: Path) -> str | None:
+    """Why ``ship-kernels`` could not write into ``folder`` (made if missing), or None: tried before a
+    minute of compiling, so a bad folder is one line, not a traceback at the end."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=folder):
+            pass
+    except OSError as error:
+        return error.strerror or str(error)
+    return None
 
 
 def exit_without_teardown(status: int) -> NoReturn:

@@ -362,7 +362,8 @@ def warm_up(progress: Progress | None = None, *, groups: Sequence[str] | None = 
         ``name`` the kernel group just compiled (``"tree: query_many"``).
         Called from the thread that called ``warm_up``.
     groups : sequence of str, optional
-        Which of :data:`KERNEL_GROUPS` (``"tree"``, ``"pairs"``, ``"grid"``); default all.
+        Which of :data:`KERNEL_GROUPS` (``"tree"``, ``"pairs"``, ``"grid"``, ``"interest"``, ``"cubes"``);
+        default all.  An empty sequence warms nothing.
     workers : int, optional
         Worker processes for a cold compile (default: one per core, at most
         one per group).  They compile into numba's disk cache, then this
@@ -378,10 +379,10 @@ def warm_up(progress: Progress | None = None, *, groups: Sequence[str] | None = 
     chosen = _groups(groups)
     names = sorted((name for group in chosen for name in KERNEL_GROUPS[group]), key=_ORDER.index)
     reported: set[str] = set()
-    if workers is None:
-        workers = min(os.cpu_count() or 1, len(chosen))
-    if not isinstance(workers, int) or isinstance(workers, bool) or workers < 1:
+    if not (workers is None or isinstance(workers, int) and not isinstance(workers, bool) and workers >= 1):
         raise ValueError(f"workers must be a positive integer, got {workers!r}")
+    if workers is None:
+        workers = max(1, min(os.cpu_count() or 1, len(chosen)))  # no groups: nothing to compile, no worker
     cold = [group for group in chosen if not kernels_cached((group,))]
     if workers > 1 and len(cold) > 1 and cache_writable() and not JIT_DISABLED:
         for name in _compile_in_workers(cold, min(workers, len(cold))):

@@ -406,9 +406,9 @@ def as_flag(value: object, name: str = "exact") -> bool:
     raise TypeError(f"{name} must be True or False, not {type(value).__name__} {value!r}")
 
 
-def as_probe_radii(values: object, m: int) -> np.ndarray:
+def as_probe_radii(values: object, m: int, name: str = "radii") -> np.ndarray:
     """Probe radii for ``m`` probes: one number for all, or shape ``(m,)``; finite, not negative; float64."""
-    array = _as_float_array(values, "radii")
+    array = _as_float_array(values, name)
     if array.ndim == 0:
-        return as_radii(array, 1)[np.zeros(m, dtype=np.int64)]
-    return as_radii(array, m)
+        return as_radii(array, 1, name)[np.zeros(m, dtype=np.int64)]
+    return as_radii(array, m, name)

@@ -146,7 +146,7 @@ class DenseViewDistanceGrid(Structure):
     >>> grid.insert((2000.0, 0.0), 1.0)  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    ValueError: centres must lie in the grid's world [[0.0, 0.0], [1024.0, 1024.0]) ...
+    ValueError: centre must lie in the grid's world [[0.0, 0.0], [1024.0, 1024.0]) ...
     """
 
     def __init__(self, size: float, origin: ArrayLike | None = None, dim: int = 3, shape: str = "sphere",
@@ -608,14 +608,14 @@ class DenseViewDistanceGrid(Structure):
         """Level and global cell of one validated sphere; ``ValueError`` outside the world."""
         if radius >= self.size / 2 or not all(o <= c and placed_u(c, o, self.size) < 1.0 for c, o in
                                                 zip(point, self._origin_list)):
-            self._homes(np.array([point]), np.array([radius]))  # raises the ValueError
+            self._homes(np.array([point]), np.array([radius]), single=True)  # raises the ValueError
         return self._geo.home(point, radius)
 
-    def _homes(self, centres: np.ndarray, radii: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def _homes(self, centres: np.ndarray, radii: np.ndarray, single: bool = False) -> tuple[np.ndarray, np.ndarray]:
         """Levels and global cells (int64 (n,) each) of many validated spheres.
 
         ``ValueError`` for a centre outside ``[origin, origin + size)`` or a
-        radius of ``size / 2`` or more.
+        radius of ``size / 2`` or more (``single``: worded for one object's call).
         """
         outside = np.zeros(centres.shape[0], dtype=bool)
         for axis, lo in enumerate(self._origin_list):
@@ -624,13 +624,15 @@ class DenseViewDistanceGrid(Structure):
         outside |= (u >= 1.0).any(axis=0)  # at or beyond origin + size in exact arithmetic
         if outside.any():
             i = int(np.flatnonzero(outside)[0])
-            raise ValueError(f"centres must lie in the grid's world [{self._origin_list}, {self._hi_list}) "
-                             f"(a dense grid does not grow); centre {i} is {centres[i].tolist()}")
+            which = f"got {centres[i].tolist()}" if single else f"centre {i} is {centres[i].tolist()}"
+            raise ValueError(f"{'centre' if single else 'centres'} must lie in the grid's world "
+                             f"[{self._origin_list}, {self._hi_list}) (a dense grid does not grow); {which}")
         too_big = radii >= self.size / 2
         if too_big.any():
             i = int(np.flatnonzero(too_big)[0])
-            raise ValueError(f"radii must be below size/2 = {self.size / 2:g} in a dense grid "
-                             f"(it does not grow); radius {i} is {radii[i]:g}")
+            which = f"got {radii[i]:g}" if single else f"radius {i} is {radii[i]:g}"
+            raise ValueError(f"{'radius' if single else 'radii'} must be below size/2 = {self.size / 2:g} in a "
+                             f"dense grid (it does not grow); {which}")
         return self._geo.homes(centres, radii)
 
     # Per-object storage, for the base class's accessors and handles

@@ -37,6 +37,7 @@ from culling.core.validation import (
     as_handles,
     as_point,
     as_points,
+    as_probe_radii,
     as_radii,
     as_radius,
     check_constructor,
@@ -141,11 +142,14 @@ class CollisionCandidates:
         self._bounding[handles] = bounding
         self._alive[handles] = True
 
-    def _check_known(self, handles: NDArray[np.int64]) -> None:
+    def _check_known(self, handles: NDArray[np.int64], single: bool = False) -> None:
+        """``KeyError`` naming the first handle not stored (and its row in a batch, as the tree does)."""
         known = (handles >= 0) & (handles < self._alive.size)
         known[known] = self._alive[handles[known]]
         if not known.all():
-            raise KeyError(f"handle {int(handles[~known][0])} is not in the structure")
+            row = int(np.flatnonzero(~known)[0])
+            where = "" if single else f" (handles[{row}])"
+            raise KeyError(f"handle {int(handles[row])} is not in the structure{where}")
 
     # -- mutation ------------------------------------------------------------
 
@@ -200,7 +204,7 @@ class CollisionCandidates:
             ``handle`` is not stored.
         """
         h = as_handle(handle)
-        self._check_known(as_handles([h]))
+        self._check_known(as_handles([h]), single=True)
         bounding = (self._bounding[h] if bounding_radius is None
                     else as_radius(bounding_radius, "bounding_radius"))
         self._reach(np.array([bounding]), self._probe)
@@ -235,7 +239,7 @@ class CollisionCandidates:
     def remove(self, handle: int) -> None:
         """Remove one object; ``KeyError`` if it is not stored.  O(1) plus node cleanup."""
         h = as_handle(handle)
-        self._check_known(as_handles([h]))
+        self._check_known(as_handles([h]), single=True)
         self._tree.remove(h)
         self._alive[h] = False
 
@@ -278,7 +282,9 @@ class CollisionCandidates:
 
     def centres_of(self, handles: ArrayLike) -> NDArray[np.float64]:
         """Centres of ``handles``, shape (k, dim), float64.  O(k)."""
-        centres: NDArray[np.float64] = self._tree.centres_of(handles)
+        hs = as_handles(handles)
+        self._check_known(hs)
+        centres: NDArray[np.float64] = self._tree.centres_of(hs)
         return centres
 
     def candidates(self, probe_centre: ArrayLike, probe_radius: float | None = None) -> NDArray[np.int64]:
@@ -332,7 +338,7 @@ class CollisionCandidates:
         (each probe's handles in no particular order).  O(m x levels + candidates), on all cores.
         """
         points = as_points(probe_centres, self._dim, "probe_centres")
-        radii = self._probe if probe_radii is None else probe_radii
+        radii = self._probe if probe_radii is None else as_probe_radii(probe_radii, points.shape[0], "probe_radii")
         handles, counts = self._tree.overlapping_many(points, radii, exact=True)
         return handles, counts
 

@@ -500,18 +500,43 @@ def test_warm_up_reports_progress_and_the_command_draws_a_bar():
 
 
 @pytest.mark.parametrize("args, message", [
-    (["--groups", "bogus"], "--groups: choose from tree, pairs, grid, interest, cubes, got 'bogus'"),
-    (["--workers", "0"], "--workers must be at least 1, got 0"),
+    (["warm-up", "--groups", "bogus"], "--groups: choose one or more of tree, pairs, grid, interest, cubes, got 'bogus'"),
+    (["warm-up", "--groups", ""], "--groups: choose one or more of tree, pairs, grid, interest, cubes, got ''"),
+    (["warm-up", "--groups=,"], "--groups: choose one or more of tree, pairs, grid, interest, cubes, got ','"),
+    (["warm-up", "--workers", "0"], "--workers must be at least 1, got 0"),
+    (["ship-kernels", "/proc/no such folder"],
+     "cannot write the kernels into /proc/no such folder: No such file or directory"),
 ])
-def test_the_warm_up_command_refuses_bad_flags_with_its_own_usage(args, message, capsys):
+def test_the_commands_refuse_bad_flags_with_their_own_usage(args, message, capsys):
     import culling.__main__ as cli
 
     with pytest.raises(SystemExit) as exit_:
-        cli.main(["warm-up", *args])
+        cli.main(args)
     assert exit_.value.code == 2
     err = capsys.readouterr().err.splitlines()
-    assert err[0].startswith("usage: python -m culling warm-up ")
-    assert err[-1] == f"python -m culling warm-up: error: {message}"
+    assert err[0].startswith(f"usage: python -m culling {args[0]} ")
+    assert err[-1] == f"python -m culling {args[0]}: error: {message}"
+
+
+def test_ship_kernels_into_a_file_is_refused_before_compiling(tmp_path, capsys):
+    import culling.__main__ as cli
+
+    (tmp_path / "a file").write_text("")
+    with pytest.raises(SystemExit) as exit_:
+        cli.main(["ship-kernels", str(tmp_path / "a file" / "kernels")])
+    assert exit_.value.code == 2
+    assert "cannot write the kernels into" in capsys.readouterr().err
+
+
+def test_warm_up_of_no_groups_warms_nothing_and_bad_workers_are_refused():
+    from culling import warm_up
+
+    calls = []
+    assert isinstance(warm_up(lambda *step: calls.append(step), groups=[]), float)
+    assert calls == []
+    for workers in (0, -1, 1.5, True):
+        with pytest.raises(ValueError, match="workers must be a positive integer"):
+            warm_up(None, groups=[], workers=workers)
 
 
 def test_the_command_ends_without_pythons_teardown_but_runs_the_exit_functions_and_flushes():
