@@ -22,6 +22,7 @@ from demo.demo import Demo, DemoError, DemoSettings
 from demo.interactive import save_image
 from demo.loading import building, warm_up_headless
 from demo.stats import StatsWriter
+from engine.files import write_atomically
 from engine.hud import GREY, WHITE, YELLOW, draw_hud, hud_font_size, hud_legend, hud_lines, text_colour
 from engine.map_label import draw_map_label
 from engine.overlay import LEVEL_COLOURS, POINT_COLOUR
@@ -154,14 +155,8 @@ def write_gif(frames: list[Image.Image], path: Path, frame_ms: int) -> None:
 
     palette = gif_palette(frames)
     indexed = [f.quantize(palette=palette, dither=Image.Dither.NONE) for f in frames]
-    tmp = path.with_name(f".{path.name}.tmp")
-    try:
-        indexed[0].save(tmp, format="GIF", save_all=True, append_images=indexed[1:], duration=frame_ms, loop=0,
-                        optimize=False)
-        tmp.replace(path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+    write_atomically(path, lambda tmp: indexed[0].save(tmp, format="GIF", save_all=True, append_images=indexed[1:],
+                                                       duration=frame_ms, loop=0, optimize=False))
 
 
 def run_headless(options: HeadlessOptions, ctx: moderngl.Context | None = None) -> HeadlessResult:

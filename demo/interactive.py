@@ -14,7 +14,6 @@ the mouse is in and how to leave it.
 from __future__ import annotations
 
 import logging
-import os
 import sys
 from pathlib import Path
 from time import perf_counter
@@ -23,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from demo.demo import Demo, DemoError, DemoSettings
 from demo.loading import LoadingCancelled, LoadingScreen, await_kernels, building, warm_up_window
 from demo.stats import StatsWriter
-from engine.files import unwritable_folder
+from engine.files import unwritable_folder, write_atomically
 from engine.hud import HUD_MODES, hud_font_size, hud_legend, hud_lines, text_colour
 from engine.stepped import Stepped
 from engine.window import App, WindowError
@@ -77,16 +76,9 @@ def cannot_save(path: Path, folder: Path, error: OSError) -> str:
 
 
 def save_image(image: Image.Image, path: Path) -> None:
-    """Write a Pillow image to ``path`` atomically: a temporary file in the same
-    folder, then a rename, so an interrupted write never leaves a truncated PNG."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        image.save(tmp, format=(path.suffix.lstrip(".") or "png").upper())
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+    """Write a Pillow image to ``path`` atomically (:func:`engine.files.write_atomically`): an
+    interrupted write never leaves a truncated PNG."""
+    write_atomically(path, lambda tmp: image.save(tmp, format=(path.suffix.lstrip(".") or "png").upper()))
 
 
 class FlyThroughApp(App):

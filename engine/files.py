@@ -1,17 +1,20 @@
-"""Where the engine's programs write their images: checked before any work.
+"""Where and how the engine's programs write their images.
 
 A program that writes frames or screenshots into a folder (``run_demo.py``'s
 ``--out``, the examples' ``--out``) checks it before it builds a scene, so a
 read-only or mistyped folder costs one line on stderr, not a long wait and a
-traceback.
+traceback; and it writes each file under a temporary name and renames it, so
+a Ctrl-C or a full disk never leaves a truncated image under the real name.
 """
 
 from __future__ import annotations
 
+import os
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
-__all__ = ["unwritable_folder"]
+__all__ = ["unwritable_folder", "write_atomically"]
 
 
 def unwritable_folder(folder: Path) -> str | None:
@@ -34,3 +37,20 @@ def unwritable_folder(folder: Path) -> str | None:
         where = "" if target == folder else f" ({target})"
         return f"--out {folder} is not writable{where}: {exc.strerror or exc}"
     return None
+
+
+def write_atomically(path: Path, write: Callable[[Path], object]) -> None:
+    """Have ``write(tmp)`` write the file at a temporary path beside ``path``, then rename it to ``path``.
+
+    The temporary name keeps ``path``'s suffix (image writers pick the format from it) and starts with a
+    dot; whatever interrupts the write (Ctrl-C, an error) removes it, and ``path`` is either the old file
+    or the whole new one, never a part.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.stem}.{os.getpid()}.tmp{path.suffix}")
+    try:
+        write(tmp)
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise

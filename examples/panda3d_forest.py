@@ -168,9 +168,9 @@ def summary(frame: int, drawn: int, total: int, query_ms: list[float], fps: floa
 def main(argv=None) -> int:
     args = parse_args(argv)
     headless = args.headless or not os.environ.get("DISPLAY")
-    if headless:
-        from engine.files import unwritable_folder
+    from engine.files import unwritable_folder, write_atomically
 
+    if headless:
         problem = unwritable_folder(args.out)
         if problem is not None:
             print(f"{Path(__file__).name}: {problem} (choose another --out)", file=sys.stderr)
@@ -301,7 +301,9 @@ def main(argv=None) -> int:
         frame_ms.append(1000.0 * (time.perf_counter() - t0))
         image.remove_alpha()
         path = args.out / f"frame_{i:04d}.png"
-        if not image.write(Filename.from_os_specific(str(path))):
+        try:
+            write_atomically(path, lambda tmp: image.write(Filename.from_os_specific(str(tmp))) or _refused(tmp))
+        except OSError:
             print(f"{Path(__file__).name}: could not write {path}", file=sys.stderr)
             return 1
     steady = frame_ms[1:] or frame_ms
@@ -310,5 +312,14 @@ def main(argv=None) -> int:
     return 0
 
 
+def _refused(path: Path) -> None:
+    """PNMImage.write answers False where it could not write: an OSError, as Python's writers raise."""
+    raise OSError(f"Panda3D could not write {path}")
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except KeyboardInterrupt:                        # Ctrl-C: one line, as the demo says it
+        print(f"{Path(__file__).name}: error: interrupted", file=sys.stderr)
+        sys.exit(130)

@@ -303,12 +303,15 @@ def main(argv=None) -> int:
         return 0
     from PIL import Image
 
+    from engine.files import write_atomically
+
     args.out.mkdir(parents=True, exist_ok=True)
     for i in range(frames):
         t0 = time.perf_counter()
         image = np.asarray(canvas.draw())            # renders and reads the frame back
         frame_ms.append(1000.0 * (time.perf_counter() - t0))
-        Image.fromarray(image[:, :, :3]).save(args.out / f"frame_{i:04d}.png")
+        frame = Image.fromarray(image[:, :, :3])
+        write_atomically(args.out / f"frame_{i:04d}.png", frame.save)   # whole or not at all (Ctrl-C)
     steady = frame_ms[1:] or frame_ms
     print(f"{frames} frames in {args.out}: median frame {np.median(steady):.1f} ms "
           f"(query {np.median(query_ms[1:] or query_ms):.2f} ms), first frame {frame_ms[0]:.0f} ms", flush=True)
@@ -316,4 +319,8 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except KeyboardInterrupt:                        # Ctrl-C: one line, as the demo says it
+        print(f"{Path(__file__).name}: error: interrupted", file=sys.stderr)
+        sys.exit(130)

@@ -17,33 +17,50 @@ and asserts the answers are identical, tick for tick.
 from __future__ import annotations
 
 import argparse
+import logging
+import math
+import signal
 import sys
+import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TextIO
 
 import numpy as np
 
+from server.regions import MAX_SHARDS
+
+PROG = "python -m server.demo"
 #: Share of the entities that move each tick, and the step (sigma per ground axis, world units).
 MOVING_SHARE = 0.10
 STEP = 1.5
 
 
 def parse(argv: Sequence[str] | None) -> argparse.Namespace:
-    ap = argparse.ArgumentParser(prog="python -m server.demo", description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n\n")[0])
     ap.add_argument("--players", type=int, default=10_000, help="viewers (default 10,000)")
     ap.add_argument("--entities", type=int, default=100_000, help="moving entities (default 100,000)")
-    ap.add_argument("--shards", type=int, default=2, help="Ray actors, one per region (default 2)")
+    ap.add_argument("--shards", type=int, default=2,
+                    help=f"Ray actors, one per region, 1 to {MAX_SHARDS} (default 2)")
     ap.add_argument("--ticks", type=int, default=20, help="server ticks to run (default 20)")
     ap.add_argument("--world", type=float, default=4096.0, help="edge of the square world (default 4096)")
-    ap.add_argument("--hysteresis", type=float, default=0.0, help="leave margin m (default 0)")
+    ap.add_argument("--hysteresis", type=float, default=0.0,
+                    help="leave margin m: an entity leaves beyond r * (1 + m) (default 0)")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--check", action="store_true", help="compare every tick with one InterestManager")
     ap.add_argument("--quiet", action="store_true", help="no per-tick lines, only the bar and the summary")
     args = ap.parse_args(argv)
-    for name in ("players", "entities", "shards", "ticks"):
-        if getattr(args, name) < (1 if name in ("shards", "ticks") else 0):
-            ap.error(f"--{name} must be positive")
+    for name in ("players", "entities"):
+        if getattr(args, name) < 0:
+            ap.error(f"--{name} must be 0 or more, got {getattr(args, name)}")
+    if args.ticks < 1:
+        ap.error(f"--ticks must be at least 1, got {args.ticks}")
+    if not 1 <= args.shards <= MAX_SHARDS:
+        ap.error(f"--shards must be from 1 to {MAX_SHARDS}, got {args.shards}")
+    if not (math.isfinite(args.world) and args.world > 0.0):
+        ap.error(f"--world must be a finite number > 0, got {args.world:g}")
+    if not (math.isfinite(args.hysteresis) and args.hysteresis >= 0.0):
+        ap.error(f"--hysteresis must be a finite number >= 0, got {args.hysteresis:g}")
     return args
 
 
@@ -75,32 +92,61 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None, err: Text
     args = parse(argv)
     out = out or sys.stdout
     err = err or sys.stderr
-    live = bool(getattr(err, "isatty", lambda: False)())  # a terminal: the bar redrawn in place
-
     try:
         import ray  # after the arguments: --help answers at once
     except ImportError:  # the optional extra not installed: one line, not a traceback
-        print('python -m server.demo: error: the sharded server needs Ray: pip install -e ".[server]"', file=err)
+        print(f'{PROG}: error: the sharded server needs Ray: pip install -e ".[server]"', file=err)
         return 1
+    started_ray = not ray.is_initialized()
+    try:
+        # Ray's own INFO lines (the local instance it started) left out; a Ctrl-C while Ray starts its
+        # processes waits until they run, so that the shutdown below stops them all
+        if started_ray and _ctrl_c_held(lambda: ray.init(include_dashboard=False, log_to_driver=False,
+                                                         logging_level=logging.WARNING)):
+            raise KeyboardInterrupt
+        run(args, out, err)
+    except KeyboardInterrupt:  # Ctrl-C: one line, and Ray's processes stopped below
+        print(f"{PROG}: error: interrupted", file=err)
+        return 130
+    finally:
+        if started_ray:
+            _ctrl_c_held(ray.shutdown)  # a second Ctrl-C must not leave Ray's processes running
+    return 0
 
+
+def _ctrl_c_held(call: Callable[[], object]) -> bool:
+    """Run ``call()`` with SIGINT held until it returns (in the main thread; elsewhere Python delivers
+    none); whether one came meanwhile."""
+    came: list[int] = []
+    main = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGINT, lambda number, frame: came.append(number)) if main else None
+    try:
+        call()
+    finally:
+        if main:
+            signal.signal(signal.SIGINT, previous)
+    return bool(came)
+
+
+def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> None:
+    """The demo's ticks on a running Ray: the world, the service, ``--ticks`` ticks and the summary."""
     from culling import InterestManager
     from server.sharded import ShardedInterest
 
-    started_ray = not ray.is_initialized()
-    if started_ray:
-        ray.init(include_dashboard=False, log_to_driver=False)
+    live = bool(getattr(err, "isatty", lambda: False)())  # a terminal: the bar redrawn in place
+    centres, radii, players = world(args.entities, args.players, args.world, args.seed)
+    rng = np.random.default_rng(args.seed + 1)
+    top = np.nextafter(args.world, 0.0)
+    t0 = time.perf_counter()
+    service = ShardedInterest(args.world, shards=args.shards, hysteresis=args.hysteresis)
     try:
-        centres, radii, players = world(args.entities, args.players, args.world, args.seed)
-        rng = np.random.default_rng(args.seed + 1)
-        top = np.nextafter(args.world, 0.0)
-        t0 = time.perf_counter()
-        service = ShardedInterest(args.world, shards=args.shards, hysteresis=args.hysteresis)
         handles = service.insert_many(centres, radii)
         check = InterestManager(args.world, hysteresis=args.hysteresis) if args.check else None
         if check is not None:
             check.insert_many(centres, radii)
         ids = np.arange(args.players, dtype=np.int64)
-        print(f"{args.entities:,} entities, {args.players:,} players, {args.shards} shards "
+        shards = f"{args.shards} shard" + ("s" if args.shards != 1 else "")
+        print(f"{args.entities:,} entities, {args.players:,} players, {shards} "
               f"({service.regions.cells_per_axis}x{service.regions.cells_per_axis} cells); "
               f"ghost fraction {service.ghost_fraction():.3f}; set up in {time.perf_counter() - t0:.2f} s", file=out)
         times = []
@@ -143,14 +189,11 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None, err: Text
         if live:
             print(file=err)
         median = float(np.median(times))
-        print(f"{args.shards} shards: median tick {1e3 * median:.1f} ms, {1.0 / median:.1f} ticks/s; "
+        print(f"{shards}: median tick {1e3 * median:.1f} ms, {1.0 / median:.1f} ticks/s; "
               f"ghost fraction {service.ghost_fraction():.3f}; {service.restarts} actor restarts"
               + ("; every tick identical to InterestManager" if check is not None else ""), file=out)
-        service.close()
     finally:
-        if started_ray:
-            ray.shutdown()
-    return 0
+        service.close()
 
 
 if __name__ == "__main__":

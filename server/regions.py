@@ -37,6 +37,8 @@ __all__ = ["CELLS_PER_REGION", "MAX_LEVEL", "Regions", "outward_box"]
 
 #: At least this many cells per region: Morton runs balanced to an eighth of a region.
 CELLS_PER_REGION = 8
+#: The most regions (and so Ray actors) a service splits its world into.
+MAX_SHARDS = 64
 #: The finest grid: ``2**MAX_LEVEL`` cells per axis (a box's cells are enumerated; see :meth:`Regions.touched`).
 MAX_LEVEL = 10
 #: Relative widening of a reach before its box is rounded: covers the few roundings of ``r * scale + margin``.
@@ -76,12 +78,12 @@ class Regions:
     origin : array_like, shape (dim,)
     dim : int
     shards : int
-        How many regions, 1 to 64.
+        How many regions, 1 to :data:`MAX_SHARDS`.
     """
 
     def __init__(self, size: float, origin: ArrayLike, dim: int, shards: int) -> None:
-        if isinstance(shards, bool) or not isinstance(shards, (int, np.integer)) or not 1 <= shards <= 64:
-            raise ValueError(f"shards must be an integer from 1 to 64, got {shards!r}")
+        if isinstance(shards, bool) or not isinstance(shards, (int, np.integer)) or not 1 <= shards <= MAX_SHARDS:
+            raise ValueError(f"shards must be an integer from 1 to {MAX_SHARDS}, got {shards!r}")
         self.size = float(size)
         self.origin = np.asarray(origin, dtype=np.float64).reshape(dim)
         self.dim = dim

@@ -15,6 +15,7 @@ bytes / bandwidth.
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -24,7 +25,7 @@ import numpy as np
 
 from culling import InterestSets, ViewDistanceTree
 from server.demo import MOVING_SHARE, world
-from server.regions import Regions
+from server.regions import MAX_SHARDS, Regions
 
 #: Bytes a second between the coordinator and an actor on another machine (10 Gb/s Ethernet, about 80% used).
 BANDWIDTH = 1.0e9
@@ -103,11 +104,18 @@ def measure(n: int, m: int, size: float, shard_counts: Sequence[int], repeats: i
 
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m server.scale", description=__doc__.split("\n\n")[0])
-    ap.add_argument("--players", type=int, default=10_000)
-    ap.add_argument("--entities", type=int, default=100_000)
-    ap.add_argument("--world", type=float, default=4096.0)
-    ap.add_argument("--shards", type=int, nargs="+", default=[1, 2, 8, 16, 32, 64])
+    ap.add_argument("--players", type=int, default=10_000, help="viewers (default 10,000)")
+    ap.add_argument("--entities", type=int, default=100_000, help="entities (default 100,000)")
+    ap.add_argument("--world", type=float, default=4096.0, help="edge of the square world (default 4096)")
+    ap.add_argument("--shards", type=int, nargs="+", default=[1, 2, 8, 16, 32, 64], metavar="K",
+                    help=f"the region counts to model, each 1 to {MAX_SHARDS} (default 1 2 8 16 32 64)")
     args = ap.parse_args(argv)
+    if args.players < 1 or args.entities < 1:
+        ap.error(f"--players and --entities must be at least 1, got {args.players} and {args.entities}")
+    if not (math.isfinite(args.world) and args.world > 0.0):
+        ap.error(f"--world must be a finite number > 0, got {args.world:g}")
+    if any(not 1 <= k <= MAX_SHARDS for k in args.shards):
+        ap.error(f"--shards: each must be from 1 to {MAX_SHARDS}, got {' '.join(map(str, args.shards))}")
     rows = measure(args.entities, args.players, args.world, args.shards)
     print("| K | ghost fraction | most viewers in a region | most entities in a region | slowest actor | "
           "coordinator (diff) | bytes / tick | modelled tick |")

@@ -2,14 +2,13 @@
 
 import csv
 import os
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
 import pytest
+from interrupts import interrupt_once, sigint_as_a_terminal_gives_it
 from PIL import Image
 
 import demo.cli as cli
@@ -152,31 +151,20 @@ def test_a_screenshot_that_fails_for_another_reason_gives_the_system_error(tmp_p
     assert said == f"cannot save {path}: No space left on device"
 
 
-def _sigint_as_a_terminal_gives_it():
-    """In the child: SIGINT's default action, whatever this process inherited (a shell's background job
-    ignores SIGINT, and Python then keeps ignoring it instead of raising KeyboardInterrupt)."""
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-
-
 def test_ctrl_c_keeps_stats_rows_and_leaves_no_truncated_png(tmp_path, gl_ctx):
     out, stats = tmp_path / "o", tmp_path / "s.csv"
     env = {k: v for k, v in os.environ.items() if k != "DISPLAY"}
     proc = subprocess.Popen([sys.executable, str(ROOT / "run_demo.py"), "--headless", "--frames", "400", "--size",
                              "320x180", "--objects", "2000", "--out", str(out), "--stats", str(stats)],
                             cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            preexec_fn=_sigint_as_a_terminal_gives_it)
-    deadline = time.monotonic() + 90
-    while time.monotonic() < deadline and (not stats.exists() or stats.read_text().count("\n") < 6):
-        time.sleep(0.05)
-    assert proc.poll() is None, proc.communicate()[1]  # still drawing when Ctrl-C comes
-    proc.send_signal(signal.SIGINT)
-    _, err = proc.communicate(timeout=60)
+                            preexec_fn=sigint_as_a_terminal_gives_it)
+    err = interrupt_once(proc, lambda: stats.exists() and stats.read_text().count("\n") >= 6)
     assert proc.returncode == 130 and "interrupted" in err and "Traceback" not in err, err
     lines = stats.read_text().splitlines()
     assert stats.read_text().endswith("\n") and len(lines) >= 6
     assert [int(line.split(",")[0]) for line in lines[1:]] == list(range(len(lines) - 1))
-    pngs = sorted(out.glob("*.png"))
-    assert pngs and not list(out.glob(".*tmp"))
+    pngs = sorted(p for p in out.glob("*.png") if not p.name.startswith("."))
+    assert pngs and not [p.name for p in out.iterdir() if p.name.startswith(".")]   # no temporary left
     for png in pngs:
         with Image.open(png) as image:
             image.load()                               # a truncated file would raise

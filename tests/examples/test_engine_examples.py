@@ -24,6 +24,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from interrupts import interrupt_once, sigint_as_a_terminal_gives_it
 
 ROOT = Path(__file__).resolve().parents[2]
 IN_CI = os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
@@ -147,6 +148,28 @@ def test_pygfx_prefers_an_adapter_that_offers_pygfx_s_features_then_a_gpu_then_v
             ({"adapter_type": "DiscreteGPU", "backend_type": "OpenGL"}, {"float32-filterable"}),
             ({"adapter_type": "DiscreteGPU", "backend_type": "Vulkan"}, {"float32-filterable"})]
     assert min(gpus, key=lambda a: rank(*a))[0] == {"adapter_type": "DiscreteGPU", "backend_type": "Vulkan"}
+
+
+@pytest.mark.parametrize("name", sorted(NEEDS))
+def test_ctrl_c_is_one_line_and_exit_130_and_leaves_only_whole_frames(name, tmp_path):
+    """Interrupted mid-run (SIGINT, as a terminal's Ctrl-C): no traceback, and every frame on disk is
+    whole (each is written under a temporary name and renamed: engine.files.write_atomically)."""
+    _need(name)
+    from PIL import Image
+
+    out = tmp_path / "out"
+    env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY")}
+    proc = subprocess.Popen([sys.executable, str(ROOT / "examples" / f"{name}.py"), "--headless", "--frames",
+                             "100000", "--objects", "5000", "--out", str(out)], cwd=ROOT, env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=sigint_as_a_terminal_gives_it)
+    err = interrupt_once(proc, lambda: len(list(out.glob("frame_*.png"))) >= 3)
+    assert proc.returncode == 130, err
+    assert err.splitlines()[-1] == f"{name}.py: error: interrupted" and "Traceback" not in err, err
+    assert not [p.name for p in out.iterdir() if p.name.startswith(".")]   # no temporary left
+    for png in out.glob("frame_*.png"):
+        with Image.open(png) as image:
+            image.load()                               # a truncated file would raise
 
 
 @pytest.mark.parametrize("name", sorted(NEEDS))

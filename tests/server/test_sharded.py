@@ -207,3 +207,42 @@ def test_the_demo_without_ray_says_how_to_install_it_in_one_line(monkeypatch):
     assert main(["--ticks", "1"], out=out, err=err) == 1
     assert err.getvalue() == 'python -m server.demo: error: the sharded server needs Ray: pip install -e ".[server]"\n'
     assert out.getvalue() == ""
+
+
+def test_the_demo_interrupted_says_one_line_and_exits_130():
+    """Ctrl-C mid-run (SIGINT, as a terminal sends it): one line, no traceback, Ray shut down (a Ctrl-C while
+    Ray starts is held until its processes run, so that the shutdown stops them all)."""
+    import subprocess
+    import sys
+
+    from interrupts import interrupt_once, sigint_as_a_terminal_gives_it
+
+    pytest.importorskip("ray")
+    proc = subprocess.Popen([sys.executable, "-m", "server.demo", "--players", "100", "--entities", "1000",
+                             "--ticks", "100000", "--shards", "1", "--world", "512"], cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=sigint_as_a_terminal_gives_it)
+    def ticking() -> bool:  # a line of stdout a call (the set-up line, then one a tick)
+        return proc.stdout.readline().startswith("tick    2:")
+
+    err = interrupt_once(proc, ticking)
+    assert proc.returncode == 130, err
+    assert err.splitlines()[-1] == "python -m server.demo: error: interrupted" and "Traceback" not in err, err
+
+
+@pytest.mark.parametrize("flags, message", [
+    (["--world", "0"], "--world must be a finite number > 0, got 0"),
+    (["--world", "nan"], "--world must be a finite number > 0, got nan"),
+    (["--hysteresis", "-1"], "--hysteresis must be a finite number >= 0, got -1"),
+    (["--shards", "65"], "--shards must be from 1 to 64, got 65"),
+    (["--shards", "0"], "--shards must be from 1 to 64, got 0"),
+    (["--players", "-5"], "--players must be 0 or more, got -5"),
+    (["--ticks", "0"], "--ticks must be at least 1, got 0"),
+])
+def test_the_demo_refuses_bad_values_in_one_line_before_ray_starts(flags, message, capsys):
+    from server.demo import main
+
+    with pytest.raises(SystemExit) as exit_:
+        main(flags)
+    assert exit_.value.code == 2
+    assert capsys.readouterr().err.splitlines()[-1] == f"python -m server.demo: error: {message}"
