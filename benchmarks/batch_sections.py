@@ -16,11 +16,8 @@ import numpy as np
 from benchmarks.batchpeers import BruteForceBatch, KDTreeInverted, RTreeBatch, TreeBatch, check_batch
 from benchmarks.broadphase import (
     MIXED_LARGEST,
-    HashGridPairs,
-    KDTreePairs,
     KDTreeProbesInverted,
     KDTreeProbesSparse,
-    SplitKDTreePairs,
     TreePairs,
     TreeProbes,
     brute_pairs,
@@ -30,6 +27,7 @@ from benchmarks.broadphase import (
     heavy_frames,
     mixed_frames,
     pair_keys,
+    peers_of,
     probe_keys,
 )
 from benchmarks.jitstart import GROUPS, NUMBA_FIXED, checkout_shipped_cold, cold_and_warm, compile_cost, shipped_cold
@@ -334,7 +332,7 @@ def run_collision(cfg: Config, structs: Structures, res: Results) -> None:
     with wall_clock():
         for n in cfg.collision_sizes:
             radii, frames = swarm_frames(n, _n_frames(cfg, n) + 2)
-            methods = [TreePairs(tree_of), KDTreePairs(), HashGridPairs()]
+            methods = [TreePairs(tree_of), *peers_of("swarm")]
             times, keys = _frames(methods, radii, frames, _world(n))
             how = _check_frames(cfg, keys, frames[-1], radii, f"at N={n}")
             med = {name: float(MED(v[1:])) for name, v in times.items()}   # the first frame warms up
@@ -395,7 +393,7 @@ def _heavy_tail(cfg: Config, tree_of: object, res: Results) -> None:
     )
     with wall_clock():
         radii, frames = heavy_frames(n, cfg.collision_frames + 2)
-        methods = [TreePairs(tree_of), SplitKDTreePairs()]
+        methods = [TreePairs(tree_of), *peers_of("heavy")]
         size = float(2 ** np.ceil(np.log2(SWARM_SPACING * n ** (1 / 3) + 2 * radii.max() + 1.0)))
         times, keys = _frames(methods, radii, frames, size)
         how = _check_frames(cfg, keys, frames[-1], radii, f"heavy tail at N={n}")
@@ -441,7 +439,7 @@ def _mixed(cfg: Config, tree_of: object, res: Results) -> None:
     with wall_clock():
         for ratio in MIXED_RATIOS:
             radii, frames = mixed_frames(n, cfg.collision_frames + 2, ratio)
-            methods = [TreePairs(tree_of), KDTreePairs(), HashGridPairs()]
+            methods = [TreePairs(tree_of), *peers_of(f"mixed{ratio:g}")]
             size = float(2 ** np.ceil(np.log2(SWARM_SPACING * n ** (1 / 3) + 2 * radii.max() + 1.0)))
             times, keys = _frames(methods, radii, frames, size)
             how = _check_frames(cfg, keys, frames[-1], radii, f"mixed radii {ratio:g}:1 at N={n}")

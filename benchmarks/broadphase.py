@@ -213,6 +213,16 @@ class SplitKDTreePairs:
 SMALL_LIMIT = 10.0
 
 
+def peers_of(workload: str) -> list[Any]:
+    """The peers the collision sections interleave with the tree's frames: the class-split cKDTree for
+    the ``heavy`` tail (a single reach, twice the largest radius, would return about every pair and,
+    in NumPy's hash grid, tens of GB of candidates), else cKDTree and the hash grid (``swarm``,
+    ``mixed10``, ``mixed100``)."""
+    if workload == "heavy":
+        return [SplitKDTreePairs()]
+    return [KDTreePairs(), HashGridPairs()]
+
+
 def heavy_frames(n: int, frames: int, share: float = 0.01, large: tuple[float, float] = (20.0, 50.0),
                  seed: int = 11) -> tuple[np.ndarray, list[np.ndarray]]:
     """:func:`benchmarks.workloads.swarm_frames` with a heavy tail: ``share`` of the creatures

@@ -55,7 +55,7 @@ except ImportError:  # not on Windows
     resource = None  # type: ignore[assignment]
 
 from benchmarks.batch_sections import _world
-from benchmarks.broadphase import HashGridPairs, KDTreePairs, TreePairs
+from benchmarks.broadphase import TreePairs, peers_of
 from benchmarks.workloads import swarm_frames
 
 #: ``(module, attribute, label)``: the parts timed; a method is ``"Class.method"``.
@@ -140,7 +140,7 @@ def parts(n: int, frames: int, alone: bool = False, clock: Callable[[], float] =
     radii, steps = frames_of(workload, n, frames + 2)
     methods: list[Any] = [TreePairs(lambda size, origin: culling.ViewDistanceTree(size=size, origin=origin, dim=3))]
     if not alone:
-        methods += [KDTreePairs(), HashGridPairs()]
+        methods += peers_of(workload)
     for method in methods:
         method.setup(radii, steps[0], _world(n))
         method.frame(steps[1])
@@ -173,8 +173,7 @@ def parts(n: int, frames: int, alone: bool = False, clock: Callable[[], float] =
 
 def ab(n: int, frames: int, target: str, values: tuple[Any, Any], workload: str = "swarm") -> dict[Any, float]:
     """Median tree frame (seconds) with the module constant ``target`` at each of ``values``, alternated
-    frame by frame, each frame after the peers'; ``workload`` as :func:`frames_of` (other than the
-    swarm: without the peers)."""
+    frame by frame, each frame after its workload's peers' (``workload`` as :func:`frames_of`)."""
     return {value: wall for value, (wall, _) in ab_times(n, frames, target, values, workload).items()}
 
 
@@ -191,9 +190,7 @@ def ab_times(n: int, frames: int, target: str, values: tuple[Any, Any],
     before = getattr(module, name)
     radii, steps = frames_of(workload, n, frames + 2)
     tree = TreePairs(lambda size, origin: culling.ViewDistanceTree(size=size, origin=origin, dim=3))
-    # the swarm's peers between the frames, as the collision section runs them; the other workloads'
-    # radii would make their single-reach peers return about every pair: the tree's frames back to back
-    peers = [KDTreePairs(), HashGridPairs()] if workload == "swarm" else []
+    peers = peers_of(workload)  # between the frames, as the collision sections run them
     for method in (tree, *peers):
         method.setup(radii, steps[0], _world(n))
         method.frame(steps[1])

@@ -189,6 +189,11 @@ def test_frameparts_counts_cpu_and_page_faults_on_each_workload():
     assert {"update_many", "overlapping_pairs", "  across bands: runs noted (cpu)", "  their pairs written"} <= set(spent)
     frame, spent = frameparts.parts(1500, 3, alone=True, clock=frameparts._faults)
     assert all(count >= 0.0 for count in spent.values())
+    # between the peers the collision sections run: the heavy tail's single-reach peers would return
+    # about every pair (at 100k, tens of GB in NumPy's hash grid), so it has the class-split one
+    frame, _ = frameparts.parts(1500, 2, workload="heavy")
+    assert set(frame) == {"tree: update_many + overlapping_pairs", "scipy cKDTree split by radius class"}
+    assert set(frameparts.ab(1500, 2, "culling.tree.batch.PARALLEL_SETTLE_MIN", (1, 10**9), "mixed10")) == {1, 10**9}
 
 
 def test_frameparts_versus_alternates_the_two_checkouts_and_reads_every_line(tmp_path):
