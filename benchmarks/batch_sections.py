@@ -300,9 +300,10 @@ def _check_frames(cfg: Config, keys: dict, final: np.ndarray, radii: np.ndarray,
     return f"{fmt_count(len(sample))} sampled creatures; methods agree on all pairs"
 
 
-def _world(n: int) -> float:
-    """The tree's root edge for a swarm of ``n``: a power of two holding the cube."""
-    return float(2 ** np.ceil(np.log2(SWARM_SPACING * n ** (1 / 3) + 1.0)))
+def _world(n: int, reach: float = 0.0) -> float:
+    """The tree's root edge for a swarm of ``n`` whose spheres reach ``reach`` beyond the cube (the
+    heavy tail's and mixed radii's twice their largest radius): a power of two holding it."""
+    return float(2 ** np.ceil(np.log2(SWARM_SPACING * n ** (1 / 3) + reach + 1.0)))
 
 
 def run_collision(cfg: Config, structs: Structures, res: Results) -> None:
@@ -394,7 +395,7 @@ def _heavy_tail(cfg: Config, tree_of: object, res: Results) -> None:
     with wall_clock():
         radii, frames = heavy_frames(n, cfg.collision_frames + 2)
         methods = [TreePairs(tree_of), *peers_of("heavy")]
-        size = float(2 ** np.ceil(np.log2(SWARM_SPACING * n ** (1 / 3) + 2 * radii.max() + 1.0)))
+        size = _world(n, 2.0 * float(radii.max()))
         times, keys = _frames(methods, radii, frames, size)
         how = _check_frames(cfg, keys, frames[-1], radii, f"heavy tail at N={n}")
     med = {name: float(MED(v[1:])) for name, v in times.items()}
@@ -440,7 +441,7 @@ def _mixed(cfg: Config, tree_of: object, res: Results) -> None:
         for ratio in MIXED_RATIOS:
             radii, frames = mixed_frames(n, cfg.collision_frames + 2, ratio)
             methods = [TreePairs(tree_of), *peers_of(f"mixed{ratio:g}")]
-            size = float(2 ** np.ceil(np.log2(SWARM_SPACING * n ** (1 / 3) + 2 * radii.max() + 1.0)))
+            size = _world(n, 2.0 * float(radii.max()))
             times, keys = _frames(methods, radii, frames, size)
             how = _check_frames(cfg, keys, frames[-1], radii, f"mixed radii {ratio:g}:1 at N={n}")
             med = {name: float(MED(v[1:])) for name, v in times.items()}

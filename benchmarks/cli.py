@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -43,6 +44,19 @@ def run(
     return res
 
 
+def unusable_folder(folder: Path) -> str | None:
+    """Why the report cannot be written into ``folder`` (made if missing), or None when it can."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except FileExistsError:
+        return "is a file, not a folder"
+    except OSError as exc:
+        return f"cannot be made ({exc.strerror})"
+    if not os.access(folder, os.W_OK | os.X_OK):
+        return "is not writable"
+    return None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point; returns the exit status (1 when a target fails under --strict)."""
     ap = argparse.ArgumentParser(
@@ -54,7 +68,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--quick", action="store_true", help="small sizes; about 20 s once the kernels are compiled")
     ap.add_argument("--preset", choices=sorted(PRESETS), help="sizes by name (overrides --quick)")
     ap.add_argument("--out", type=Path, help="folder for PERFORMANCE.md and the plots")
-    ap.add_argument("--only", action="append", choices=SECTION_NAMES, metavar="WORKLOAD",
+    ap.add_argument("--only", action="append", choices=SECTION_NAMES, metavar="SECTION",
                     help=f"run only this benchmark (repeatable): {', '.join(SECTION_NAMES)}")
     ap.add_argument("--clock", choices=("cpu", "wall"), default="cpu",
                     help="time by the thread's CPU time (default; robust on a shared machine) or wall time")
@@ -62,10 +76,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = ap.parse_args(argv)
     preset = args.preset or ("quick" if args.quick else "full")
     out = args.out
-    if out is None and preset == "full" and not args.only:
+    partial = preset != "full" or bool(args.only)
+    if out is None and not partial:
         if not in_checkout():
             ap.error(f"{CHECKOUT} is not a source checkout: give --out DIR for the report and plots")
         out = DOCS
+    elif out is not None and partial and out.resolve() == DOCS.resolve():
+        ap.error(f"--out {args.out}: a {'run of --only ' + ', '.join(args.only) if args.only else preset + ' run'} "
+                 f"would replace the full report there (docs/PERFORMANCE.md and its plots): write it to another folder")
+    if out is not None and (problem := unusable_folder(out)):
+        ap.error(f"--out {out}: {problem}")  # before the run, not after its minutes
     res = run(preset, out, args.only, clock=args.clock)
     if args.strict and any(not t.passed for t in res.targets):
         return 1

@@ -130,20 +130,29 @@ def frames_of(workload: str, n: int, frames: int) -> tuple[np.ndarray, list[np.n
     return swarm_frames(n, frames)
 
 
+def _set_up(workload: str, n: int, frames: int, alone: bool) -> tuple[list[Any], list[np.ndarray]]:
+    """The tree's method and (unless ``alone``) the workload's peers, each set up on the first frame and
+    run on the second as the collision sections do (the tree's root sized as there); returns them and the
+    ``frames`` frames to time."""
+    import culling
+
+    radii, steps = frames_of(workload, n, frames + 2)
+    size = _world(n, 0.0 if workload == "swarm" else 2.0 * float(radii.max()))
+    methods: list[Any] = [TreePairs(lambda size, origin: culling.ViewDistanceTree(size=size, origin=origin, dim=3))]
+    if not alone:
+        methods += peers_of(workload)
+    for method in methods:
+        method.setup(radii, steps[0], size)
+        method.frame(steps[1])
+    return methods, steps[2:]
+
+
 def parts(n: int, frames: int, alone: bool = False, clock: Callable[[], float] = time.perf_counter,
           workload: str = "swarm") -> tuple[dict[str, float], dict[str, float]]:
     """Median frame per method and median time per part of the tree's frame (seconds, or what ``clock``
     counts), ``frames`` frames of ``n`` moving creatures, the methods interleaved as the collision
     section runs them."""
-    import culling
-
-    radii, steps = frames_of(workload, n, frames + 2)
-    methods: list[Any] = [TreePairs(lambda size, origin: culling.ViewDistanceTree(size=size, origin=origin, dim=3))]
-    if not alone:
-        methods += peers_of(workload)
-    for method in methods:
-        method.setup(radii, steps[0], _world(n))
-        method.frame(steps[1])
+    methods, steps = _set_up(workload, n, frames, alone)
     spent: dict[str, float] = collections.defaultdict(float)
     per_part: dict[str, list[float]] = collections.defaultdict(list)
     times: dict[str, list[float]] = {m.name: [] for m in methods}
@@ -151,7 +160,7 @@ def parts(n: int, frames: int, alone: bool = False, clock: Callable[[], float] =
     was = gc.isenabled()
     gc.disable()
     try:
-        for f, centres in enumerate(steps[2:]):
+        for f, centres in enumerate(steps):
             for k in range(len(methods)):
                 method = methods[(k + f) % len(methods)]
                 spent.clear()
@@ -171,35 +180,46 @@ def parts(n: int, frames: int, alone: bool = False, clock: Callable[[], float] =
     return frame, {label: float(np.median(per_part[label])) for label in order}
 
 
-def ab(n: int, frames: int, target: str, values: tuple[Any, Any], workload: str = "swarm") -> dict[Any, float]:
+def ab(n: int, frames: int, target: str, values: tuple[Any, Any], workload: str = "swarm",
+       alone: bool = False) -> dict[Any, float]:
     """Median tree frame (seconds) with the module constant ``target`` at each of ``values``, alternated
-    frame by frame, each frame after its workload's peers' (``workload`` as :func:`frames_of`)."""
-    return {value: wall for value, (wall, _) in ab_times(n, frames, target, values, workload).items()}
+    frame by frame, each frame after its workload's peers' (``workload`` as :func:`frames_of`; ``alone``:
+    the tree's frames back to back)."""
+    return {value: wall for value, (wall, _) in ab_times(n, frames, target, values, workload, alone).items()}
+
+
+def constant(target: str) -> tuple[Any, str]:
+    """The module and name of ``target`` (``module.NAME``), a constant of a literal type (a number, a
+    string, a bool or None) that a module defines; ``ValueError`` saying what is wrong otherwise."""
+    module_name, _, name = target.rpartition(".")
+    if not module_name:
+        raise ValueError(f"{target!r} is not MODULE.NAME (say culling.tree.batch.PARALLEL_SETTLE_MIN)")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise ValueError(f"cannot import {module_name} ({exc})") from exc
+    if not hasattr(module, name):
+        raise ValueError(f"{module_name} has no {name}")
+    value = getattr(module, name)
+    if value is not None and not isinstance(value, (bool, int, float, str)):
+        raise ValueError(f"{target} is a {type(value).__name__}, not a constant: --ab alternates numbers, "
+                         f"strings, bools or None")
+    return module, name
 
 
 def ab_times(n: int, frames: int, target: str, values: tuple[Any, Any],
-             workload: str = "swarm") -> dict[Any, tuple[float, float]]:
+             workload: str = "swarm", alone: bool = False) -> dict[Any, tuple[float, float]]:
     """:func:`ab` with the CPU time too: ``{value: (median wall, median process CPU)}`` of the tree's frame
     (seconds; the CPU summed over every thread of the process)."""
-    import culling
-
-    module_name, name = target.rsplit(".", 1)
-    module = importlib.import_module(module_name)
-    if not hasattr(module, name):
-        raise SystemExit(f"{module_name} has no {name}")
+    module, name = constant(target)
     before = getattr(module, name)
-    radii, steps = frames_of(workload, n, frames + 2)
-    tree = TreePairs(lambda size, origin: culling.ViewDistanceTree(size=size, origin=origin, dim=3))
-    peers = peers_of(workload)  # between the frames, as the collision sections run them
-    for method in (tree, *peers):
-        method.setup(radii, steps[0], _world(n))
-        method.frame(steps[1])
+    (tree, *peers), steps = _set_up(workload, n, frames, alone)
     times: list[list[float]] = [[], []]
     cpu: list[list[float]] = [[], []]
     was = gc.isenabled()
     gc.disable()
     try:
-        for f, centres in enumerate(steps[2:]):
+        for f, centres in enumerate(steps):
             for peer in peers:
                 peer.frame(centres)
             setattr(module, name, values[f % 2])
@@ -274,61 +294,93 @@ def _without(argv: list[str], options: dict[str, int]) -> list[str]:
     return kept
 
 
+#: What the tool's figures count, by its clock option: the heading of the parts and the unit.
+_CLOCKS = {
+    "wall": (time.perf_counter, "ms", 1e3, "wall clock; a part marked cpu: its CPU summed over the library's threads"),
+    "cpu": (time.thread_time, "ms", 1e3, "the calling thread's CPU"),
+    "process": (time.process_time, "ms", 1e3, "the process's CPU, every thread's"),
+    "faults": (_faults, "faults", 1.0, "the process's minor page faults"),
+}
+
+
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m benchmarks.frameparts", description=__doc__.splitlines()[0])
-    ap.add_argument("--n", type=int, default=10_000, help="moving creatures (default 10,000)")
-    ap.add_argument("--frames", type=int, default=200, help="frames timed (default 200)")
+    ap = argparse.ArgumentParser(prog="python -m benchmarks.frameparts", description=__doc__.splitlines()[0].replace("``", ""))
+    ap.add_argument("--n", type=int, default=10_000, help="moving creatures (default 10,000; at least 2)")
+    ap.add_argument("--frames", type=int, default=200, help="frames timed (default 200; with --ab at least 2)")
     ap.add_argument("--alone", action="store_true", help="the tree's frames back to back, without the peers")
-    ap.add_argument("--cpu", action="store_true",
-                    help="time the calling thread's CPU (with CULLING_THREADS=1 the whole frame's work) rather "
-                         "than the wall clock")
-    ap.add_argument("--process", action="store_true",
-                    help="time the process's CPU, every thread's: the frame's figure is its work on all threads; a part "
-                         "run in chunks on several threads counts the other threads' work during each chunk too")
-    ap.add_argument("--faults", action="store_true",
-                    help="count the process's minor page faults per part rather than time")
+    clocks = ap.add_mutually_exclusive_group()
+    clocks.add_argument("--cpu", action="store_true",
+                        help="time the calling thread's CPU (with CULLING_THREADS=1 the whole frame's work) rather "
+                             "than the wall clock")
+    clocks.add_argument("--process", action="store_true",
+                        help="time the process's CPU, every thread's: the frame's figure is its work on all threads; "
+                             "a part run in chunks on several threads counts the other threads' work during each "
+                             "chunk too")
+    clocks.add_argument("--faults", action="store_true",
+                        help="count the process's minor page faults per part rather than time")
     ap.add_argument("--workload", choices=("swarm", "heavy", "mixed10", "mixed100"), default="swarm",
                     help="the swarm (default), its heavy tail, or mixed radii 10:1 / 100:1")
     ap.add_argument("--ab", nargs=3, metavar=("MODULE.NAME", "A", "B"),
-                    help="alternate a module constant between two values (Python literals)")
+                    help="alternate a module constant between two values (Python literals); prints the wall "
+                         "time and the process's CPU a frame (not with --cpu, --process or --faults)")
     ap.add_argument("--versus", metavar="DIR",
                     help="alternate processes of this checkout (A) and of the checkout DIR (B), each running "
                          "this tool with the other options")
     ap.add_argument("--rounds", type=int, default=3, help="with --versus: processes of each checkout (default 3)")
     argv = sys.argv[1:] if argv is None else argv
     args = ap.parse_args(argv)
-    if args.versus:
-        found = versus(args.versus, args.rounds, _without(argv, {"--versus": 1, "--rounds": 1}))
-        print(f"medians of {args.rounds} processes each, A: this checkout, B: {args.versus}")
-        for label, (a, b) in found.items():
-            if a and b:
-                print(f"{label:44s} A {statistics.median(a):9.3f}  B {statistics.median(b):9.3f}   "
-                      f"A: {' '.join(f'{x:.3f}' for x in a)}  B: {' '.join(f'{x:.3f}' for x in b)}")
-        return 0
+    if args.n < 2:
+        ap.error(f"--n must be at least 2 creatures, got {args.n}")
+    if args.frames < (2 if args.ab else 1):
+        ap.error(f"--frames must be at least {2 if args.ab else 1}{' with --ab (a frame for each value)' if args.ab else ''}, "
+                 f"got {args.frames}")
+    if args.rounds < 1:
+        ap.error(f"--rounds must be at least 1, got {args.rounds}")
+    clock_name = "faults" if args.faults else "process" if args.process else "cpu" if args.cpu else "wall"
+    clock, unit, scale, counted = _CLOCKS[clock_name]
+    values: tuple[Any, Any] = (None, None)
     if args.ab:
         import ast
 
-        target, a, b = args.ab
-        result = ab_times(args.n, args.frames, target, (ast.literal_eval(a), ast.literal_eval(b)), args.workload)
-        for value, (seconds, cpu) in result.items():
-            print(f"{target} = {value!r}: {seconds * 1e3:.3f} ms a frame, {cpu * 1e3:.3f} ms CPU "
-                  f"(medians of {args.frames // 2})")
+        if clock_name != "wall":
+            ap.error(f"--ab prints the wall time and the process's CPU a frame: drop --{clock_name}")
+        try:
+            constant(args.ab[0])
+        except ValueError as exc:
+            ap.error(f"--ab {args.ab[0]}: {exc}")
+        try:
+            values = (ast.literal_eval(args.ab[1]), ast.literal_eval(args.ab[2]))
+        except (ValueError, SyntaxError):
+            ap.error(f"--ab: the values must be Python literals (8000, 2.5, True, 'text'), got {args.ab[1]!r} "
+                     f"and {args.ab[2]!r}")
+        if values[0] == values[1]:
+            ap.error(f"--ab: the two values are the same ({values[0]!r})")
+    if args.versus:
+        found = versus(args.versus, args.rounds, _without(argv, {"--versus": 1, "--rounds": 1}))
+        print(f"medians of {args.rounds} process{'es' if args.rounds > 1 else ''} each, A: this checkout, "
+              f"B: {args.versus} ({unit})")
+        for label, (a, b) in found.items():
+            if a and b:
+                print(f"{label:44s} A {statistics.median(a):9.3f}  B {statistics.median(b):9.3f} {unit}   "
+                      f"A: {' '.join(f'{x:.3f}' for x in a)}  B: {' '.join(f'{x:.3f}' for x in b)}")
+        if not found:
+            raise SystemExit("--versus: the processes printed no figures")
         return 0
-    clock, unit, scale = time.perf_counter, "ms", 1e3
-    if args.faults:
-        clock, unit, scale = _faults, "faults", 1.0
-    elif args.process:
-        clock = time.process_time
-    elif args.cpu:
-        clock = time.thread_time
+    if args.ab:
+        target = args.ab[0]
+        result = ab_times(args.n, args.frames, target, values, args.workload, args.alone)
+        width = max(44, len(target) + 32)
+        for k, (value, (seconds, cpu)) in enumerate(result.items()):
+            timed = (args.frames + 1 - k) // 2  # the first value's frames are the even ones
+            print(f"{f'{target} = {value!r}':{width}s} {seconds * 1e3:9.3f} ms a frame (median of {timed})")
+            print(f"{f'{target} = {value!r}, process CPU':{width}s} {cpu * 1e3:9.3f} ms a frame (median of {timed})")
+        return 0
     frame, spent = parts(args.n, args.frames, args.alone, clock, args.workload)
     for name, seconds in frame.items():
-        print(f"{name:42s} {seconds * scale:8.3f} {unit} a frame (median of {args.frames})")
-    print(f"the tree's frame, part by part (medians; cpu: summed over the library's threads"
-          f"{'; the calling thread only' if clock is time.thread_time else ''}"
-          f"{'; the process' if clock is time.process_time else ''}):")
+        print(f"{name:44s} {seconds * scale:9.3f} {unit} a frame (median of {args.frames})")
+    print(f"the tree's frame, part by part (medians; {counted}):")
     for label, seconds in spent.items():
-        print(f"  {label:40s} {seconds * scale:8.3f} {unit}")
+        print(f"  {label:42s} {seconds * scale:9.3f} {unit}")
     return 0
 
 

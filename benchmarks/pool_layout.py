@@ -87,7 +87,7 @@ def compare(objects: int = 10_000, repeats: int = 40, dim: int = 3, seed: int = 
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m benchmarks.pool_layout", description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(prog="python -m benchmarks.pool_layout", description=__doc__.splitlines()[0].replace("``", ""))
     ap.add_argument("--objects", type=int, default=10_000, help="objects settled per pass (default 10,000)")
     ap.add_argument("--repeats", type=int, default=40, help="passes per layout (default 40)")
     args = ap.parse_args(argv)

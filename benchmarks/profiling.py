@@ -9,8 +9,8 @@ files.  Cases: query (exact query, forest 1M), query_many, insert_many
 remove() at 1M), colocated (100k insert(), query, remove()).
 
 Python profilers see a compiled kernel as one call; ``phases`` times the
-exact query's compiled steps instead (the walk, the filter pass, the write
-pass, the Python wrapper), by running the same kernels stopped after each.
+exact query's steps instead (the walk, the member test, the Python wrapper),
+by running the same kernels stopped after each.
 
 Linux ``perf`` sees inside the kernels, but only as addresses: with
 ``--perf`` each case runs once to load its kernels, :func:`write_perf_map`
@@ -79,7 +79,7 @@ def case_insert_many(n: int, scale: int) -> tuple[list[str], Callable[[], object
         for _ in range(scale):
             _tree(wl)
 
-    return ["insert_many", "_fit_many", "_link_many", "BlockPool.make_room"], run
+    return ["insert_many", "_fit_many", "_prepare_links", "_place", "BlockPool.make_room"], run
 
 
 def case_update_many(n: int, scale: int) -> tuple[list[str], Callable[[], object]]:
@@ -99,7 +99,7 @@ def case_single(n: int, scale: int) -> tuple[list[str], Callable[[], object]]:
     wl = forest(n, 8)
     tree, handles = _tree(wl)
     rng = np.random.default_rng(1)
-    pick = rng.choice(n, 20_000 * scale, replace=False)
+    pick = rng.choice(n, min(n, 20_000 * scale), replace=False)
     centres, radii = wl.centres[pick] + 1e-7, wl.radii[pick]
     live = [handles[pick]]
 
@@ -111,7 +111,7 @@ def case_single(n: int, scale: int) -> tuple[list[str], Callable[[], object]]:
             tree.remove(h)
         live[0] = tree.insert_many(centres, radii)  # for the next run
 
-    return ["update", "remove", "_point", "_home", "_live", "_unlink", "_cleanup", "_shrink_root"], run
+    return ["update", "remove", "_home", "_live", "_unlink", "_append", "_prune", "_after_removal", "_shrink_root"], run
 
 
 def case_colocated(n: int, scale: int) -> tuple[list[str], Callable[[], object]]:
@@ -126,7 +126,7 @@ def case_colocated(n: int, scale: int) -> tuple[list[str], Callable[[], object]]
         for h in hs:
             tree.remove(h)
 
-    return ["insert", "remove", "_append", "BlockPool.move_block", "_unlink", "_cleanup", "_shrink_root", "_home"], run
+    return ["insert", "remove", "_append", "_room_at", "_unlink", "_prune", "_after_removal", "_shrink_root", "_home"], run
 
 
 CASES = {
@@ -249,11 +249,31 @@ def perf_case(name: str, n: int | None = None, repeat: int = 10) -> str:
     return f"### {name} (n={n or default_n}, run {repeat} times): kernels named in {path} for perf report"
 
 
+def profiled_functions(names: list[str]) -> list[Callable[..., object]]:
+    """The functions line_profiler times for a case: ``name`` a method of the tree (or of a class it
+    inherits), ``BlockPool.name`` or ``NodeTable.name``, unwrapped (the public methods' lock
+    wrappers would take every line's time).  A name nothing has raises ``AttributeError``: a
+    renamed method is not skipped in silence."""
+    import inspect
+
+    from culling import ViewDistanceTree
+    from culling.tree.nodes import NodeTable
+    from culling.tree.pool import BlockPool
+
+    classes: dict[str, type] = {"BlockPool": BlockPool, "NodeTable": NodeTable}
+    found = []
+    for name in names:
+        owner, _, attr = name.rpartition(".")
+        cls = classes[owner] if owner else ViewDistanceTree
+        if not hasattr(cls, attr):
+            raise AttributeError(f"benchmarks.profiling: {cls.__name__} has no {attr} (renamed? fix the case's list)")
+        found.append(inspect.unwrap(getattr(cls, attr)))
+    return found
+
+
 def profile_case(name: str, n: int | None = None, lines: bool = True, scale: int = 1) -> str:
     """Run one case under pyinstrument, then line_profiler; return both reports."""
     from pyinstrument import Profiler
-
-    from culling import ViewDistanceTree
 
     make, default_n = CASES[name]
     funcs, run = make(n or default_n, scale)
@@ -266,12 +286,7 @@ def profile_case(name: str, n: int | None = None, lines: bool = True, scale: int
     if lines:
         from line_profiler import LineProfiler
 
-        from culling.tree.nodes import NodeTable
-        from culling.tree.pool import BlockPool
-
-        classes = {"BlockPool": BlockPool, "NodeTable": NodeTable}
-        owners = [(classes[f.split(".")[0]], f.split(".")[1]) if "." in f else (ViewDistanceTree, f) for f in funcs]
-        lp = LineProfiler(*(getattr(cls, f) for cls, f in owners if hasattr(cls, f)))
+        lp = LineProfiler(*profiled_functions(funcs))
         lp.runcall(run)
         buf = io.StringIO()
         lp.print_stats(stream=buf, output_unit=1e-6, stripzeros=True)
@@ -279,10 +294,14 @@ def profile_case(name: str, n: int | None = None, lines: bool = True, scale: int
     return "\n".join(parts)
 
 
+#: The fewest objects a case profiles (``--n``): a few of them would profile the calls' overheads.
+MIN_OBJECTS = 1_000
+
+
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m benchmarks.profiling", description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(prog="python -m benchmarks.profiling", description=__doc__.splitlines()[0].replace("``", ""))
     ap.add_argument("cases", nargs="*", help=f"cases to profile, of {', '.join(CASES)}, phases (all by default)")
-    ap.add_argument("--n", type=int, help="objects (default per case)")
+    ap.add_argument("--n", type=int, help=f"objects (default per case; at least {MIN_OBJECTS:,})")
     ap.add_argument("--no-lines", action="store_true", help="skip line_profiler")
     ap.add_argument("--out", type=Path, help="folder for one report file per case")
     ap.add_argument("--perf", action="store_true",
@@ -292,6 +311,15 @@ def main(argv: list[str] | None = None) -> int:
     unknown = set(args.cases) - set(CASES) - {"phases"}
     if unknown:
         ap.error(f"unknown case(s) {sorted(unknown)}; choose from {', '.join(CASES)}, phases")
+    if args.n is not None and args.n < MIN_OBJECTS:
+        ap.error(f"--n must be at least {MIN_OBJECTS:,} objects, got {args.n}")
+    if args.repeat < 1:
+        ap.error(f"--repeat must be at least 1, got {args.repeat}")
+    if args.perf and "phases" in args.cases:
+        ap.error("--perf runs the cases for perf record; phases times the exact query's steps itself: "
+                 "run it without --perf")
+    if args.perf and args.out:
+        ap.error("--perf writes no report (perf record writes perf.data): drop --out")
     if args.perf:
         for name in [c for c in args.cases or CASES if c != "phases"]:
             print(perf_case(name, args.n, args.repeat))

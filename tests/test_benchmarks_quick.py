@@ -258,3 +258,65 @@ def test_interest_ticks_compare_the_three_ways_and_agree(tiny):
                                         "tree + MultiCameraTracker loop"}
     assert len({row[5] for row in rows}) == 1          # every method holds the same pairs
     assert any(t.name.startswith("interest tick with events") for t in res.targets)
+
+
+@pytest.mark.parametrize("argv, says", [
+    (["--n", "0"], "--n must be at least 2"),
+    (["--frames", "0"], "--frames must be at least 1"),
+    (["--frames", "1", "--ab", "culling.tree.batch.PARALLEL_SETTLE_MIN", "1", "2"], "at least 2 with --ab"),
+    (["--ab", "no.such.module.X", "1", "2"], "cannot import no.such.module"),
+    (["--ab", "PARALLEL_SETTLE_MIN", "1", "2"], "is not MODULE.NAME"),
+    (["--ab", "culling.tree.batch.settle", "1", "2"], "is a function, not a constant"),
+    (["--ab", "culling.tree.batch.PARALLEL_SETTLE_MIN", "abc", "2"], "must be Python literals"),
+    (["--ab", "culling.tree.batch.PARALLEL_SETTLE_MIN", "5", "5"], "the two values are the same"),
+    (["--ab", "culling.tree.batch.PARALLEL_SETTLE_MIN", "1", "2", "--faults"], "drop --faults"),
+    (["--cpu", "--faults"], "not allowed with"),
+    (["--versus", ".", "--rounds", "0"], "--rounds must be at least 1"),
+])
+def test_frameparts_answers_a_bad_option_in_one_usage_line_before_any_frame(argv, says, capsys):
+    from benchmarks import frameparts
+
+    with pytest.raises(SystemExit) as stopped:
+        frameparts.main(argv)
+    assert stopped.value.code == 2
+    assert says in capsys.readouterr().err
+
+
+def test_frameparts_ab_prints_each_value_with_its_own_frame_count(capsys):
+    from benchmarks import frameparts
+
+    assert frameparts.main(["--n", "500", "--frames", "3", "--alone", "--ab",
+                            "culling.tree.batch.PARALLEL_SETTLE_MIN", "1", "2"]) == 0
+    found = frameparts.figures(capsys.readouterr().out)
+    assert set(found) == {f"culling.tree.batch.PARALLEL_SETTLE_MIN = {v}{cpu}" for v in (1, 2)
+                          for cpu in ("", ", process CPU")}  # --versus reads both figures
+
+
+def test_profiling_times_the_methods_themselves_and_refuses_bad_options(capsys):
+    from benchmarks import profiling
+
+    for name, (make, _) in profiling.CASES.items():
+        funcs, _ = make(2_000, 1)
+        found = profiling.profiled_functions(funcs)  # every name exists: AttributeError otherwise
+        assert all(not hasattr(f, "__wrapped__") for f in found), name  # not the lock's wrapper
+    with pytest.raises(AttributeError, match="has no _gone"):
+        profiling.profiled_functions(["_gone"])
+    for argv, says in ((["query", "--n", "0"], "--n must be at least"), (["--perf", "--repeat", "-3"], "--repeat"),
+                       (["--perf", "phases"], "run it without --perf"), (["--perf", "--out", "x"], "drop --out")):
+        with pytest.raises(SystemExit):
+            profiling.main(argv)
+        assert says in capsys.readouterr().err
+
+
+def test_the_benchmark_command_checks_its_out_folder_before_running(tmp_path, capsys):
+    from benchmarks import cli
+
+    a_file = tmp_path / "file"
+    a_file.write_text("")
+    for argv, says in ((["--preset", "tiny", "--only", "moving", "--out", str(cli.DOCS)], "would replace the full report"),
+                       (["--quick", "--out", str(cli.DOCS)], "a quick run would replace"),
+                       (["--preset", "tiny", "--out", str(a_file)], "is a file, not a folder")):
+        with pytest.raises(SystemExit):
+            cli.main(argv)
+        assert says in capsys.readouterr().err
+    assert cli.unusable_folder(tmp_path / "made" / "here") is None and (tmp_path / "made" / "here").is_dir()

@@ -73,7 +73,7 @@ RUN_AS = {
     "python -m benchmarks.pool_layout": "python -m benchmarks.pool_layout --objects 1000 --repeats 2",
     "python -m benchmarks.frameparts": "python -m benchmarks.frameparts --n 500 --frames 3",
     "python -m benchmarks.frameparts --alone": "python -m benchmarks.frameparts --alone --n 500 --frames 3",
-    "python -m benchmarks.profiling [query|query_many|insert_many|update_many|single|colocated]":
+    "python -m benchmarks.profiling [query|query_many|insert_many|update_many|single|colocated|phases]":
         "python -m benchmarks.profiling query --n 2000",
     "python -m benchmarks.profiling --perf query_many --repeat 50":
         "python -m benchmarks.profiling --perf query --n 2000 --repeat 1",
