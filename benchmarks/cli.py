@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -11,6 +10,7 @@ from pathlib import Path
 from benchmarks.plots import write_plots
 from benchmarks.report import Results, to_text, write_markdown
 from benchmarks.suite import PRESETS, SECTION_NAMES, Structures, run_suite
+from engine.files import unwritable_folder
 
 CHECKOUT = Path(__file__).resolve().parent.parent
 DOCS = CHECKOUT / "docs"
@@ -44,19 +44,6 @@ def run(
     return res
 
 
-def unusable_folder(folder: Path) -> str | None:
-    """Why the report cannot be written into ``folder`` (made if missing), or None when it can."""
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-    except FileExistsError:
-        return "is a file, not a folder"
-    except OSError as exc:
-        return f"cannot be made ({exc.strerror})"
-    if not os.access(folder, os.W_OK | os.X_OK):
-        return "is not writable"
-    return None
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point; returns the exit status (1 when a target fails under --strict)."""
     ap = argparse.ArgumentParser(
@@ -84,8 +71,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     elif out is not None and partial and out.resolve() == DOCS.resolve():
         ap.error(f"--out {args.out}: a {'run of --only ' + ', '.join(args.only) if args.only else preset + ' run'} "
                  f"would replace the full report there (docs/PERFORMANCE.md and its plots): write it to another folder")
-    if out is not None and (problem := unusable_folder(out)):
-        ap.error(f"--out {out}: {problem}")  # before the run, not after its minutes
+    if out is not None and (problem := unwritable_folder(out)):
+        ap.error(problem)  # before the run, not after its minutes
     res = run(preset, out, args.only, clock=args.clock)
     if args.strict and any(not t.passed for t in res.targets):
         return 1

@@ -22,6 +22,9 @@ EXIT_USAGE = 2
 PROG = "run_demo.py"
 DEFAULT_FRAMES = 60
 
+#: Where headless frames and P-key screenshots go unless --out says otherwise.
+DEFAULT_OUT = Path("out")
+
 #: Peak memory per object (bytes) of a scene with its tree, pipeline and
 #: staging arrays, and the fixed cost of the process: measured as the peak RSS
 #: of a 2M-object scene minus a 10k one (forest 340 B, clusters 330 B, swarm
@@ -114,8 +117,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="window or image size (default 1280x720 window, 960x540 headless)")
     p.add_argument("--frames", type=_positive, default=None,
                    help=f"headless: frames to render (default {DEFAULT_FRAMES})")
-    p.add_argument("--out", type=_folder, default=Path("out"),
-                   help="folder for headless PNG frames and P-key screenshots (default %(default)s)")
+    p.add_argument("--out", type=_folder, default=None,
+                   help=f"folder for headless PNG frames and P-key screenshots (default {DEFAULT_OUT})")
     p.add_argument("--headless", action="store_true", help="render offscreen with EGL instead of opening a window")
     p.add_argument("--no-overlay", action="store_true", help="start without the debug overlay (boxes and level table)")
     p.add_argument("--no-hud", action="store_true", help="no HUD text (same as --hud off)")
@@ -196,14 +199,17 @@ def _run(args: argparse.Namespace) -> int:
                             brute_force=args.brute_force, overlay=not args.no_overlay, hud=not args.no_hud,
                             hud_mode=args.hud, lod=not args.no_lod, map=args.map)
     headless = args.headless or not display_available()
-    if headless and not args.no_images:  # refused before a word about where the images go
+    out = DEFAULT_OUT if args.out is None else args.out
+    # Refused before a word about where the images go, and before the scene is built: headless, where
+    # the frames go; in a window, a folder the user named (P's screenshots; the default is made when used)
+    if (headless and not args.no_images) or (not headless and args.out is not None):
         from engine.files import unwritable_folder
 
-        problem = unwritable_folder(args.out)
+        problem = unwritable_folder(out)
         if problem is not None:
-            return _fail(problem + " (choose another --out, or --no-images)")
+            return _fail(problem + (" (choose another --out, or --no-images)" if headless else " (choose another --out)"))
     if headless and not args.headless:
-        where = "no images written (--no-images)" if args.no_images else f"images go to {args.out}/"
+        where = "no images written (--no-images)" if args.no_images else f"images go to {out}/"
         print(f"{PROG}: no display (DISPLAY is not set): running headless, {where}", file=sys.stderr)
     if not headless:
         given = [f"--{name.replace('_', '-')}" for name in HEADLESS_ONLY if getattr(args, name) not in (None, False)]
@@ -212,19 +218,27 @@ def _run(args: argparse.Namespace) -> int:
             return _fail(f"{', '.join(given)} {verb} to a headless run: "
                          "add --headless, or drop them (the window runs until you close it)", EXIT_USAGE)
         from demo.interactive import run_window
+        from demo.stats import StatsWriter
 
-        return run_window(settings, args.size or (1280, 720), stats=args.stats, out=args.out,
-                          exit_after=args.exit_after)
+        try:  # opened before the window and the scene, as a headless run does
+            stats = None if args.stats is None else StatsWriter(args.stats)
+        except ValueError as exc:
+            return _fail(str(exc))
+        try:
+            return run_window(settings, args.size or (1280, 720), stats=stats, out=out, exit_after=args.exit_after)
+        finally:
+            if stats is not None:
+                stats.close()
 
     from demo.headless import HeadlessOptions, run_headless
 
     options = HeadlessOptions(settings=settings, size=args.size or (960, 540), frames=args.frames or DEFAULT_FRAMES,
-                              out=None if args.no_images else args.out, gif=args.gif, stats=args.stats,
+                              out=None if args.no_images else out, gif=args.gif, stats=args.stats,
                               freeze_at=args.freeze_at)
     result = run_headless(options)
     med = result.medians()
     if result.images:
-        where = f"images in {args.out}/" + (f" and the animation in {result.gif}" if result.gif else "")
+        where = f"images in {out}/" + (f" and the animation in {result.gif}" if result.gif else "")
     else:
         where = "no images written"
     print(f"{PROG}: ran headless on {result.renderer}: {_plural(len(result.frames), 'frame')} of {args.scene}, "

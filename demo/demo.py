@@ -341,9 +341,9 @@ class Demo:
 
     def toggle_loose(self) -> str:
         """The overlay's grown (loose) boxes or the nodes' own (the L key); returns the status line."""
-        self.show_loose = not self.show_loose
-        if self.tree is None:
+        if self.tree is None:  # nothing changes
             return "L: brute force visits no nodes, so it tests no boxes: nothing to show (L needs the tree)"
+        self.show_loose = not self.show_loose
         return "L: the grown (loose) boxes the query tested" if self.show_loose else "L: the nodes' own boxes"
 
     def toggle_freeze(self) -> None:
@@ -478,7 +478,7 @@ class Demo:
         stats.draw_ms = self.renderer.draw(vp, self.camera.position, framebuffer)
         self.overlay_renderer.draw(vp, framebuffer)          # nothing when there are no lines
         if self.show_map and self.map_inset.geometry is not None:
-            self.map_inset.draw(framebuffer, framebuffer.size)
+            self.map_inset.draw(framebuffer, self.size)  # a window's screen keeps the size it was made with
         return stats
 
     def state(self) -> dict[str, Any]:

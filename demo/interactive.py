@@ -97,13 +97,15 @@ class FlyThroughApp(App):
     mouse_sensitivity = 0.12      # degrees per pixel
     hud_font = "DejaVu Sans Mono"
 
-    def __init__(self, window: pyglet.window.Window, ctx: moderngl.Context, settings: DemoSettings, stats: str | Path | None = None,
+    def __init__(self, window: pyglet.window.Window, ctx: moderngl.Context, settings: DemoSettings,
+                 stats: str | Path | StatsWriter | None = None,
                  out: Path = Path("out"), save_on_exit: bool = False) -> None:
         super().__init__(window, ctx)
         warm_up_window(window, ctx, SCENES[settings.scene].kernels)  # a loading screen while they compile
         with building(settings.scene, settings.objects, screen=LoadingScreen(window, ctx)) as progress:
             self.demo = Demo(ctx, window.get_framebuffer_size(), settings, progress)
-        self.stats_writer = StatsWriter(stats) if stats is not None else None
+        # a writer the caller opened (run_demo.py: before the window, so a bad path costs no wait), or a path
+        self.stats_writer = stats if isinstance(stats, StatsWriter) or stats is None else StatsWriter(stats)
         self.out = out
         self.save_on_exit = save_on_exit
         self.hud_mode = settings.hud_mode if settings.hud else "off"
@@ -358,7 +360,8 @@ class FlyThroughApp(App):
                          else f"{name}: level {demo.only_depth} only")
         elif symbol == key.T:
             demo.set_fade(not demo.fade)
-            self.say("T: dithered fade on" if demo.fade else "T: fade off: objects pop, levels switch hard")
+            self.say("T: dithered fade on" if demo.fade
+                     else f"T: fade off: objects pop{', levels switch hard' if demo.lod else ''}")
         elif symbol == key.M:
             demo.show_map = not demo.show_map
             self.say(f"M: map {on_off[demo.show_map]}")
@@ -453,11 +456,12 @@ class FlyThroughApp(App):
         self._wheel_rest -= notches
         self.flying_speed.move(notches)
         limit = " (the limit)" if self.flying_speed.at_limit else ""
-        self.say(f"wheel: flying speed {self.speed:.0f} m/s{limit} (Shift: x{self.fast_factor:.0f})")
+        speed = f"{self.speed:.1f}" if self.speed < 10.0 else f"{self.speed:.0f}"  # 1.1 m/s at the bottom, not 1
+        self.say(f"wheel: flying speed {speed} m/s{limit} (Shift: x{self.fast_factor:.0f})")
         return True
 
 
-def run_window(settings: DemoSettings, size: tuple[int, int], stats: str | Path | None = None,
+def run_window(settings: DemoSettings, size: tuple[int, int], stats: str | Path | StatsWriter | None = None,
                out: Path = Path("out"), exit_after: float | None = None) -> int:
     """Open the demo window; returns an exit status (0 after a normal close)."""
     try:

@@ -1,8 +1,8 @@
 """Where and how the engine's programs write their images.
 
-A program that writes frames or screenshots into a folder (``run_demo.py``'s
-``--out``, the examples' ``--out``) checks it before it builds a scene, so a
-read-only or mistyped folder costs one line on stderr, not a long wait and a
+A program that writes frames, screenshots or reports into a folder
+(``run_demo.py``'s ``--out``, the examples' and the benchmarks') checks it
+before it builds a scene or runs, so a read-only or mistyped folder costs one line on stderr, not a long wait and a
 traceback; and it writes each file under a temporary name and renames it, so
 a Ctrl-C or a full disk never leaves a truncated image under the real name.
 """

@@ -135,7 +135,8 @@ def hud_lines(info: HudInfo, mode: str = "full") -> list[tuple[str, tuple[float,
             lines.append(("  ".join(state), YELLOW))
         if info.mouse:
             lines.append((info.mouse, GREY))
-        lines.append(("H: timings, levels, keys", GREY))
+        if info.help:  # a window's: no key reaches a headless frame
+            lines.append(("H: timings, levels, keys", GREY))
         return status + lines
     culling = f"{'brute force' if info.brute_force else 'tree'}, {info.shape}s"
     lines = [

@@ -5,7 +5,8 @@ import pytest
 
 from culling import CollisionCandidates, VisibilityTracker
 from demo.demo import CAMERA_RADIUS, SCALE_STEP, SCALE_STEPS
-from engine.hud import hud_lines
+from engine.hud import HudInfo, hud_lines
+from engine.map_geometry import inset_rect
 
 
 def _height_above_ground(demo) -> float:
@@ -125,6 +126,7 @@ def test_brute_force_says_the_overlay_has_no_nodes_and_the_hud_names_the_shape(m
     assert demo.show_overlay and "brute force visits no nodes" in on and "the nodes the query visited" not in on
     loose = demo.toggle_loose()
     assert "brute force visits no nodes" in loose and "the grown (loose) boxes the query tested" not in loose
+    assert not demo.show_loose and not demo.state()["loose"]  # nothing to show: nothing changed (--stats says so)
     demo.update(0.0)
     assert hud_lines(demo.hud_info(), "full")[0][0].startswith("forest  2,000 objects  brute force, cubes")
 
@@ -155,3 +157,33 @@ def test_objects_stays_with_the_scene_the_demo_started_with(make_demo):
     demo.load_scene("swarm", 1_500)
     demo.load_scene("forest")                      # what the 1 key does
     assert demo.scene.name == "forest" and len(demo.scene) == 3_000
+
+
+def test_the_map_follows_a_resize_though_the_window_screen_keeps_its_first_size(make_demo, gl_ctx):
+    # moderngl's ctx.screen keeps the size the window had when the context was made: the inset took its
+    # corner from it, and after a window shrank the map stayed where the old right edge was, off-screen
+    demo = make_demo("forest", 2_000, size=(320, 200), map=True)
+    screen = gl_ctx.simple_framebuffer((320, 200))
+    try:
+        demo.resize((200, 150))
+        images = []
+        for shown in (False, True):
+            demo.show_map = shown
+            demo.update(0.0)
+            demo.render(screen)
+            images.append(np.frombuffer(screen.read(components=3), dtype=np.uint8).reshape(200, 320, 3))
+    finally:
+        screen.release()
+    changed = np.any(images[0] != images[1], axis=-1)  # rows bottom first, as GL reads them
+    x, y, w, h = inset_rect((200, 150))
+    inside = np.zeros_like(changed)
+    inside[y:y + h, x:x + w] = True
+    assert changed[inside].mean() > 0.5 and not changed[~inside].any()
+
+
+def test_a_headless_hud_offers_no_key_hint():
+    from engine.frame_stats import FrameStats
+
+    texts = [[text for text, _ in hud_lines(HudInfo("forest", 10, FrameStats(), help=shown), "compact")]
+             for shown in (True, False)]
+    assert "H: timings, levels, keys" in texts[0] and "H: timings, levels, keys" not in texts[1]

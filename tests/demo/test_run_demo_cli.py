@@ -85,6 +85,22 @@ def test_unusable_display_without_headless_is_one_line(tmp_path):
     assert "Traceback" not in proc.stderr
 
 
+@pytest.mark.parametrize("flag", ["--out", "--stats"])
+def test_a_window_refuses_an_unwritable_out_or_stats_file_before_the_display_and_the_scene(flag, tmp_path):
+    # A display that is not there: the file is refused first, so nothing waits for a scene to be built
+    # only to say that P, or the first frame's row, cannot be written
+    blocker = tmp_path / "a_file"
+    blocker.write_text("")
+    proc = run_demo([flag, str(blocker / "inside" / ("x.csv" if flag == "--stats" else "")), "--objects", "1000"],
+                    tmp_path, display=":987654")
+    err = _lines(proc.stderr)
+    assert len(err) == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert "display" not in err[0] and "unexpected" not in err[0], err[0]
+    assert (f"--out {blocker / 'inside'} is not a folder" if flag == "--out"
+            else f"cannot write the --stats file {blocker / 'inside' / 'x.csv'}") in err[0], err[0]
+    assert proc.returncode == cli.EXIT_ERROR
+
+
 def test_a_thread_count_the_library_refuses_is_one_line(tmp_path):
     proc = run_demo(["--headless", "--frames", "1"], tmp_path, CULLING_THREADS="many")
     assert proc.returncode == cli.EXIT_ERROR
