@@ -61,7 +61,7 @@ from culling.core.overlap import appended, far_apart, pair_range, reach_up
 from culling.runtime.jit import inline_kernel, kernel
 from culling.runtime.threads import CHUNKS_PER_THREAD, chunk_bounds, run_chunks, thread_count
 
-__all__ = ["BUCKET", "END", "FIRST_CHILD", "ITEMS_PER_THREAD", "NEXT_SIBLING", "ONE_OUTPUT_MIN", "OWN", "OWN_COUNT",
+__all__ = ["BANDS_MIN_SIZE", "BUCKET", "END", "FIRST_CHILD", "ITEMS_PER_THREAD", "NEXT_SIBLING", "ONE_OUTPUT_MIN", "OWN", "OWN_COUNT",
            "PARALLEL_MIN_OBJECTS", "JoinTree", "build", "dual_pairs", "frontier", "join_chunk",
            "overlapping_pairs"]
 
@@ -97,6 +97,12 @@ ONE_OUTPUT_MIN = 32_768
 #: more than testing a few more rows.
 BUCKET = 32
 
+
+#: The bands place a member in its bucket cells by ``(c - origin) * 2**B / size``, which overflows in a
+#: world narrower than about ``2**(B - 1023)`` (``B`` up to ``MAX_DEPTH + MAX_GROWTH``): such a world is
+#: joined by the dual walk, whose boxes and reaches are conservative in floats at any magnitude
+#: (subnormal edges lost the pairs of a large sphere with its neighbours).
+BANDS_MIN_SIZE = 2.0 ** -900
 
 #: Columns of :attr:`JoinTree.link`: a node's own members' first row and count, its subtree's end row,
 #: its first child and its next sibling (-1: none).
@@ -411,8 +417,8 @@ def overlapping_pairs(runs: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray
         return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64)
     origin, size, anchor = place
     serial = objects < PARALLEL_MIN_OBJECTS
-    lay = bands.build(runs, handles, columns, anchor, not serial, objects, plans)
-    if not lay.ok:
+    lay = bands.build(runs, handles, columns, anchor, not serial, objects, plans) if size >= BANDS_MIN_SIZE else None
+    if lay is None or not lay.ok:
         root, child, start, count = tree()
         return dual_pairs(root, child, start, count, handles, columns, objects, cube, shape)
     cells = lay.cell_start.shape[0] - 1

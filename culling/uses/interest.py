@@ -333,7 +333,8 @@ class InterestSets:
     ----------
     hysteresis : float, optional
         Margin ``m >= 0``: a viewer keeps an entity it holds until it is
-        beyond ``r * (1 + m)``; :meth:`advance` then needs each viewer's
+        beyond ``r * s``, ``s`` the float ``1.0 + m`` (exactly, for that ``s``:
+        not the real ``1 + m``); :meth:`advance` then needs each viewer's
         answer at ``scale = 1 + m`` too (:attr:`query_scale`), as
         :class:`culling.VisibilityTracker` does.
 

@@ -495,3 +495,40 @@ def test_window_ends_are_exact_beside_the_reach(size, origin, level, face, offse
     assert got[0] <= exact[0] and exact[1] <= got[1]
     if (abs(x) + abs(origin)) / float(edge) < 2.0 ** 40:
         assert got == exact
+
+
+def _pairs_by_fractions(centres, radii, shape: str) -> list[tuple[int, int]]:
+    """Every meeting pair (indices), decided in rationals: ``|c_i - c_j| <= r_i + r_j`` (max-norm for cubes)."""
+    found = []
+    for i in range(len(radii)):
+        for j in range(i + 1, len(radii)):
+            gaps = [abs(Fraction(a) - Fraction(b)) for a, b in zip(centres[i], centres[j])]
+            reach = Fraction(radii[i]) + Fraction(radii[j])
+            if (max(gaps) <= reach) if shape == "cube" else (sum(g * g for g in gaps) <= reach * reach):
+                found.append((i, j))
+    return found
+
+
+@pytest.mark.parametrize("grid", [False, True])
+@pytest.mark.parametrize("exponent", [-1054, -1030, -1022, -1000, -950, -899])
+def test_overlapping_pairs_in_worlds_of_tiny_edges(grid, exponent):
+    # The bands place members by 2**B / size, which overflowed below an edge of about 2**-975: a large
+    # sphere's pairs were lost (five spheres on one centre: 6 of 10 pairs).  Such worlds take the dual walk.
+    size = 2.0 ** exponent
+    rng = np.random.default_rng(-exponent)
+    for dim, shape in [(1, "sphere"), (2, "cube"), (3, "sphere"), (3, "cube")]:
+        n = 24
+        centres = np.floor(rng.random((n, dim)) * 64) / 64 * size
+        centres[:5] = centres[0]  # five on one centre, one of them large
+        radii = size * np.array([2.0 ** -int(rng.integers(2, 9)) * float(rng.choice([1.0, 1.5, 0.0])) for _ in range(n)])
+        radii[0] = 29 / 64 * size
+        if grid:
+            s = DenseViewDistanceGrid(size, dim=dim, shape=shape, min_radius=size / 512)
+        else:
+            s = ViewDistanceTree(size, origin=(0.0,) * dim, dim=dim, shape=shape)
+        handles = s.insert_many(centres, radii)
+        first, second = s.overlapping_pairs()
+        got = sorted(zip(first.tolist(), second.tolist()))
+        expected = sorted((int(min(handles[i], handles[j])), int(max(handles[i], handles[j])))
+                          for i, j in _pairs_by_fractions(centres.tolist(), radii.tolist(), shape))
+        assert got == expected, (dim, shape)
