@@ -18,6 +18,7 @@ independent of the others, so a caller may also run them on threads.
 
 from __future__ import annotations
 
+import os
 import threading
 import weakref
 from collections.abc import Callable
@@ -154,8 +155,25 @@ _current = threading.local()  # the lease of the call whose chunk this thread is
 class ScratchKeeper(Protocol):
     def release(self) -> None: ...
 
+    def forked(self) -> None:
+        """In a fork's child: a new lock (one another thread held at the fork stays held for ever), nothing kept."""
+
 
 _keepers: weakref.WeakSet[ScratchKeeper] = weakref.WeakSet()  # other scratch kept between calls
+
+
+def _after_fork_in_child() -> None:
+    """A lock another thread held at the fork would stay held for ever in the child (``query_many`` and
+    ``release_scratch`` hung there): new locks, and nothing kept (an arena or a buffer that thread was
+    handing over may be half placed)."""
+    global _held_lock
+    _held_lock = threading.Lock()
+    _held.clear()
+    for keeper in list(_keepers):
+        keeper.forked()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def scratch_keeper(keeper: ScratchKeeper) -> None:

@@ -469,6 +469,11 @@ class PlanCache:
         with self._lock:
             self._kept.clear()
 
+    def forked(self) -> None:
+        """In a fork's child (:mod:`culling.core.chunks`): a new lock, nothing kept."""
+        self._lock = threading.Lock()
+        self._kept = []
+
     def room(self, pairs: int) -> tuple[np.ndarray, np.ndarray]:
         """Two int64 arrays with room for ``pairs`` pairs, for :func:`written`: a kept buffer that
         nothing outside this cache refers to any more (the caller has dropped every array the last

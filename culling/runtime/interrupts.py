@@ -24,6 +24,7 @@ numba reports a Ctrl-C that lands while it boxes a kernel's result as a
 from __future__ import annotations
 
 import functools
+import os as _os
 import signal
 import sys
 import threading
@@ -45,6 +46,10 @@ _SIGINT = int(signal.SIGINT)
 #: SIGINTs that arrived while a mutation held them (the frames they interrupted); ``list.append`` is atomic.
 _held: list[FrameType | None] = []
 
+#: The program's handler while :func:`_hold` stands in for it (None: nothing held): a fork's child, whose
+#: holding thread is gone, gets it back (:func:`_after_fork_in_child`).
+_program_handler: list[Any] = [None]
+
 
 def _hold(signum: int, frame: FrameType | None) -> None:
     """The SIGINT handler while a mutation runs: put the signal aside."""
@@ -65,6 +70,7 @@ def hold_interrupts() -> Any:
     handler = _signals.getsignal(_SIGINT)
     if handler is _hold or not callable(handler):  # held already, SIG_IGN/SIG_DFL, or None: not set from Python
         return None  # (None at interpreter exit or in an embedding: signal() could not put it back)
+    _program_handler[0] = handler
     _signals.signal(_SIGINT, _hold)
     return handler
 
@@ -75,10 +81,25 @@ def release_interrupts(handler: Any) -> None:
     if handler is None:
         return
     _signals.signal(_SIGINT, handler)
+    _program_handler[0] = None
     if _held:
         frame = _held[-1]
         _held.clear()
         handler(_SIGINT, frame)
+
+
+def _after_fork_in_child() -> None:
+    """The child of a fork made while a mutation on another thread held SIGINT: that thread is gone and
+    would never give the program's handler back (the child could not be interrupted)."""
+    handler = _program_handler[0]
+    _held.clear()
+    if handler is not None and threading.current_thread() is threading.main_thread():
+        _program_handler[0] = None
+        if _signals.getsignal(_SIGINT) is _hold:
+            _signals.signal(_SIGINT, handler)
+
+
+_os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def runs_whole(method: Callable[P, T]) -> Callable[P, T]:

@@ -381,6 +381,61 @@ def test_a_fork_while_another_thread_is_inside_a_mutation_hands_the_child_a_whol
     s.check_invariants()
 
 
+def _forked_from_a_thread(work: Callable[[], str]) -> str:
+    """:func:`_in_child` from a thread of its own, the child given a minute (a hang fails, not waits)."""
+    out: list[str] = []
+
+    def guarded() -> str:
+        signal.alarm(60)  # the default action ends the child: the parent reads what it wrote, nothing
+        return work()
+
+    t = threading.Thread(target=lambda: out.append(_in_child(guarded)))
+    t.start()
+    t.join(HANG_S)
+    return out[0] if out else "the fork did not return"
+
+
+@needs_fork
+def test_a_child_forked_while_another_thread_holds_the_scratch_locks_can_use_them():
+    # A thread inside release_scratch (or handing a kept buffer over) holds a lock the child inherits
+    # held: query_many and release_scratch in the child hung there for ever.
+    import culling.core.chunks as chunks
+
+    tree = _filled("tree")
+    tree.overlapping_pairs()  # its plan cache, and its lock, made
+    holding = [chunks._held_lock, tree._band_plans._lock]
+    for lock in holding:
+        lock.acquire()
+    try:
+        def work() -> str:
+            tree.query_many([(10.0, 10.0), (50.0, 50.0)], exact=True)
+            tree.overlapping_pairs()
+            chunks.release_scratch()
+            return "ok"
+
+        out = _in_child(lambda: (signal.alarm(60), work())[1])
+    finally:
+        for lock in holding:
+            lock.release()
+    assert out == "ok"
+
+
+@needs_fork
+def test_a_child_forked_while_the_main_thread_holds_ctrl_c_gets_the_programs_handler_back():
+    # A tracker's update (a mutation) on the main thread puts SIGINT aside; a fork from another thread
+    # meanwhile left the child with the stand-in handler: it could never be interrupted.
+    from culling.runtime.interrupts import hold_interrupts, release_interrupts
+
+    program = signal.getsignal(signal.SIGINT)
+    held = hold_interrupts()
+    try:
+        out = _forked_from_a_thread(lambda: "ok" if signal.getsignal(signal.SIGINT) is program else "deaf")
+    finally:
+        release_interrupts(held)
+    assert held is program and out == "ok"
+    assert signal.getsignal(signal.SIGINT) is program
+
+
 # ----------------------------------------------------------------------------- 5. finalizers that come back in
 
 
