@@ -36,6 +36,7 @@ half alone (the previous sets as CSR arrays, and the diff): a sharded server
 
 from __future__ import annotations
 
+import copy
 import itertools
 import numbers
 import threading
@@ -893,8 +894,13 @@ class InterestManager:
         return self._sets.interest(viewer_id)
 
     def __getstate__(self) -> dict[str, object]:
+        """The manager's state with its tree and sets copied under its lock: pickle and deepcopy copy
+        them after this returns, when a tick or a removal on another thread could land between the two
+        (a copy held the removed entities in its tree and already listed them as gone)."""
         with self._rw.reading():
-            return state_without_lock(self)
+            state = state_without_lock(self)
+            state["_tree"], state["_sets"] = copy.copy(self._tree), copy.copy(self._sets)
+        return state
 
     def __setstate__(self, state: dict[str, object]) -> None:
         self.__dict__.update(state)

@@ -436,6 +436,17 @@ def test_pickled_manager_continues_identically():
     assert rows(a.left_offsets, a.left) == rows(b.left_offsets, b.left)
 
 
+def test_a_managers_state_holds_its_tree_and_sets_as_they_were_under_its_lock():
+    # pickle and deepcopy copy the state after __getstate__ returns, outside the manager's lock: a
+    # removal on another thread landing between the tree's copy and the sets' made a copy of no moment
+    im, _ = _world()
+    state = im.__getstate__()
+    assert state["_tree"] is not im._tree and state["_sets"] is not im._sets
+    before = sorted(im._tree.handles().tolist())
+    im.remove_many(im._tree.handles()[:3])
+    assert sorted(state["_tree"].handles().tolist()) == before  # the copy is the moment of the call
+
+
 @pytest.mark.parametrize("hysteresis", [0.0, 0.2])
 def test_many_viewers_on_the_library_threads_match_the_model(hysteresis, direction):
     """Enough viewers that the passes run in chunks on several threads, and that the tree walks them along
