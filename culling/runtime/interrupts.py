@@ -10,8 +10,10 @@ arrives during a mutation aside and hand it to the program's own handler
 once the mutation has finished; :mod:`culling.runtime.locks` wraps every
 mutation in them, :func:`runs_whole` the wrappers' own changes and the
 kernels' compiles (:mod:`culling.runtime.jit`: llvmlite is not safe to
-interrupt).  On a thread other than the main one there is nothing to
-hold: Python runs signal handlers on the main thread only.
+interrupt), and a fork's wait for another thread's mutation, whose
+interrupt is raised where ``os.fork`` returns (:func:`release_interrupts_after_fork`).
+On a thread other than the main one there is nothing to hold: Python runs
+signal handlers on the main thread only.
 
 numba reports a Ctrl-C that lands while it boxes a kernel's result as a
 ``SystemError`` (:func:`masked_interrupt`); the public methods give the
@@ -23,7 +25,9 @@ numba reports a Ctrl-C that lands while it boxes a kernel's result as a
 
 from __future__ import annotations
 
+import _thread
 import functools
+import operator
 import os as _os
 import signal
 import sys
@@ -36,7 +40,8 @@ from typing import Any, ParamSpec, TypeVar
 #: 2.3 us (a mutation swaps the handler twice).
 _signals: Any = sys.modules.get("_signal", signal)
 
-__all__ = ["hold_interrupts", "masked_interrupt", "release_interrupts", "runs_whole", "unmask_interrupt"]
+__all__ = ["hold_interrupts", "masked_interrupt", "release_interrupts", "release_interrupts_after_fork", "runs_whole",
+           "unmask_interrupt"]
 
 T = TypeVar("T")
 P = ParamSpec("P")
@@ -86,6 +91,28 @@ def release_interrupts(handler: Any) -> None:
         frame = _held[-1]
         _held.clear()
         handler(_SIGINT, frame)
+
+
+def release_interrupts_after_fork(handler: Any) -> None:
+    """:func:`release_interrupts` for a fork's ``before`` hook: give SIGINT back to ``handler``, and have
+    one that arrived meanwhile raised where ``os.fork`` returns in the parent.
+
+    Raised in the hook, CPython would print it, drop it and fork anyway; and a Python frame that sets
+    the interrupt (``_thread.interrupt_main``) gets it itself, as would any Python hook that runs after
+    it (another library's, whose own work it would then cut short).  So this registers two
+    ``after_in_parent`` hooks, after every hook registered so far (they run in that order), that are C
+    all the way: ``list.sort`` calls its key on each item, and ``list.clear`` empties the list.  They set
+    the interrupt once; at later forks they do nothing (two small hooks per fork interrupted so).
+    """
+    if handler is None:
+        return
+    _signals.signal(_SIGINT, handler)
+    _program_handler[0] = None
+    if _held:
+        _held.clear()
+        pending: list[Callable[[], None]] = [_thread.interrupt_main]
+        _os.register_at_fork(after_in_parent=functools.partial(pending.sort, key=operator.call))  # type: ignore[arg-type]
+        _os.register_at_fork(after_in_parent=pending.clear)
 
 
 def _after_fork_in_child() -> None:

@@ -4,9 +4,12 @@ Any number of threads may query one structure at once (queries only read
 it, and their kernels release the GIL); a mutation waits until the queries
 running have finished, runs alone, and queries that arrive meanwhile wait
 for it (a waiting writer closes the door to new readers, so a stream of
-queries never starves a mutation).  So a query sees the structure before a
-mutation or after it, never half-way: no wrong answer, no ``-1`` handle, no
-corruption, however the user's threads interleave.
+queries never starves a mutation).  The queries a mutation's end finds
+waiting go in before the next mutation, that thread's own next call
+included, so a thread that mutates back to back never starves a query (nor
+a fork) either: the phases take turns.  So a query sees the structure
+before a mutation or after it, never half-way: no wrong answer, no ``-1``
+handle, no corruption, however the user's threads interleave.
 
 The cost is about 0.2 us per call (a dict store and pop while no writer is
 about, next to an exact query's ten or more).  Ctrl-C cannot leave a reader
@@ -23,10 +26,10 @@ back into a structure it is inside (a finalizer or a weak reference's
 callback run by the garbage collector in the middle of a call) gets a
 ``RuntimeError`` where it would wait for itself for ever, except that a
 query inside a query always goes in.  A ``fork`` waits until no mutation
-runs (:func:`_before_fork`), so the child never gets a half-changed
-structure, and the child's locks are new and free (the threads that may
-have held them do not exist there); a pickled or copied structure gets a
-lock of its own.
+runs (:func:`_before_fork`; one mutation at most, as a query does), so
+the child never gets a half-changed structure, and the child's locks are
+new and free (the threads that may have held them do not exist there); a
+pickled or copied structure gets a lock of its own.
 
 >>> lock = ReadWriteLock()
 >>> with lock.reading(), lock.reading():
@@ -45,7 +48,12 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, Concatenate, ParamSpec, Protocol, TypeVar
 
-from culling.runtime.interrupts import hold_interrupts, release_interrupts, unmask_interrupt
+from culling.runtime.interrupts import (
+    hold_interrupts,
+    release_interrupts,
+    release_interrupts_after_fork,
+    unmask_interrupt,
+)
 
 __all__ = ["Guarded", "ReadWriteLock", "reading", "writing"]
 
@@ -60,7 +68,8 @@ _LOST_WAKE_S = 0.05
 
 
 class ReadWriteLock:
-    """Many readers or one writer; a waiting writer goes before readers that arrive after it.
+    """Many readers or one writer; a waiting writer goes before readers that arrive after it, and the
+    readers waiting when a writer finishes go before the next writer (phase-fair: neither side starves).
 
     A reader that finds the door open costs a dict store, a pop and two
     attribute reads (about 0.2 us a call, against 0.7 us for two mutex
@@ -81,11 +90,12 @@ class ReadWriteLock:
     finalizer is recognised instead of waiting for itself.
     """
 
-    __slots__ = ("__weakref__", "_changed", "_closed", "_mutex", "_queued", "_waiting", "_writer", "_writing",
-                 "running", "writes")
+    __slots__ = ("__weakref__", "_admitted", "_changed", "_closed", "_mutex", "_queued", "_waiting", "_writer",
+                 "_writing", "running", "writes")
 
     running: dict[object, int]
     _queued: int
+    _admitted: int
     _waiting: int
     _writing: bool
     _writer: int | None
@@ -120,12 +130,25 @@ class ReadWriteLock:
             return
         with self._mutex:
             self._changed.notify_all()  # a writer may wait for this reader, which has stepped out
-            self._queued += 1
-            try:
-                self._changed.wait_for(self._open)
-            finally:
-                self._queued -= 1
-            running[token] = me
+            self._wait_turn(self._open, token, me)
+
+    def _wait_turn(self, ready: Callable[[], bool], token: object = None, me: int = 0) -> None:
+        """Queue (holding the mutex) until ``ready()`` or until the writer running now has finished, and
+        register ``token`` as a reader (if given).  The waiters a writer's release finds queued go in
+        before the next writer (:meth:`release_write` counts them in ``_admitted``), even that thread's
+        next mutation: a thread that mutates back to back starves no query and no fork."""
+        turn = self.writes
+        self._queued += 1
+        try:
+            self._changed.wait_for(lambda: ready() or self.writes != turn)
+            if token is not None:
+                self.running[token] = me
+        finally:  # inline, no call before the counts are right (a Ctrl-C comes at a call or an entry)
+            self._queued -= 1
+            if self.writes != turn:  # let through by a release: the next writer no longer waits for it
+                self._admitted -= 1
+                if not self._admitted and self._waiting:
+                    self._changed.notify_all()
 
     def acquire_read(self) -> object:
         """Register a new reader and return its token, for :meth:`release_read`.
@@ -149,12 +172,14 @@ class ReadWriteLock:
             self._changed.notify_all()
 
     def acquire_write(self) -> None:
+        if _FORKING:  # a fork waits for the mutations running: this one starts after it
+            _wait_for_forks()
         me = _get_ident()
         with self._mutex:
             if self._writer == me or me in self.running.values():
                 raise RuntimeError(_COMING_BACK)
             self._closed = True  # first: a reader arriving from now on queues
-            if self._writing or self.running:  # else nobody runs: in at once, the common case
+            if self._writing or self.running or self._admitted:  # else nobody runs: in at once, the common case
                 self._waiting += 1
                 try:
                     while not self._changed.wait_for(self._free, _LOST_WAKE_S):
@@ -174,6 +199,7 @@ class ReadWriteLock:
             self._writer = None
             self._closed = self._waiting > 0
             self.writes += 1
+            self._admitted = self._queued  # they go in before the next writer, even this thread's next call
             if self._waiting or self._queued:  # nobody to wake, most of the time: no notify (about 0.5 us)
                 self._changed.notify_all()
 
@@ -182,8 +208,8 @@ class ReadWriteLock:
         return not self._closed
 
     def _free(self) -> bool:
-        """A writer may go in: nobody runs."""
-        return not (self._writing or self.running)
+        """A writer may go in: nobody runs, and every waiter the last writer let through has gone in."""
+        return not (self._writing or self.running or self._admitted)
 
     @property
     def readers(self) -> int:
@@ -214,6 +240,7 @@ class ReadWriteLock:
         self._changed = threading.Condition(self._mutex)
         self.running = {}       # reader's token -> its thread's id
         self._queued = 0        # readers (and a fork) waiting for a writer to finish
+        self._admitted = 0      # of those, the ones the last writer let through that have not gone in yet
         self._waiting = 0       # writers waiting
         self._writing = False   # a writer running
         self._writer = None     # its thread's id
@@ -239,10 +266,17 @@ def _before_fork() -> None:
     start) until the fork is done: the child gets every structure whole.
 
     It never waits holding a mutex while another thread might need it to finish: on finding a mutation,
-    it lets go of every other mutex and waits for that one (its condition releases its own).  A
-    mutation of the forking thread itself (a fork from a finalizer) is not waited for.
+    it lets go of every other mutex and waits for that one (its condition releases its own).  Meanwhile
+    no new mutation starts (:func:`_wait_for_forks`), so the wait ends even while threads mutate back
+    to back.  A mutation of the forking thread itself (a fork from a finalizer) is not waited for.
+    Ctrl-C is held meanwhile and raised where ``os.fork`` returns in the parent
+    (:func:`~culling.runtime.interrupts.release_interrupts_after_fork`): CPython prints and drops an
+    exception raised in a fork hook, and forks anyway, mid-mutation.
     """
     me = _get_ident()
+    held = hold_interrupts()
+    with _FORK_DONE[0]:
+        _FORKING.add(me)
     try:
         while True:
             busy = None
@@ -255,15 +289,28 @@ def _before_fork() -> None:
             if busy is None:
                 return
             _release_held(keep=busy)
-            busy._queued += 1  # so that release_write notifies
             try:
-                busy._changed.wait_for(functools.partial(_no_mutation_elsewhere, busy, me))
+                busy._wait_turn(functools.partial(_no_mutation_elsewhere, busy, me))
             finally:
-                busy._queued -= 1
                 busy._mutex.release()
     except BaseException:
         _release_held()
         raise
+    finally:
+        release_interrupts_after_fork(held)
+
+
+def _wait_for_forks() -> None:
+    """A mutation about to start while a fork waits for the ones running waits for the fork, unless
+    its thread is inside a mutation already (``InterestManager`` moves its tree inside its own): each
+    lock's turn would otherwise come while another's mutation ran, for as long as threads mutated
+    back to back (hundreds of calls in a probe)."""
+    me = _get_ident()
+    if any(lock._writer == me for lock in list(_LOCKS)):
+        return
+    done = _FORK_DONE[0]
+    with done:
+        done.wait_for(lambda: not _FORKING)
 
 
 def _release_held(keep: ReadWriteLock | None = None) -> None:
@@ -273,15 +320,31 @@ def _release_held(keep: ReadWriteLock | None = None) -> None:
     _HELD_FOR_FORK.clear()
 
 
+def _after_fork_in_parent() -> None:
+    _release_held()
+    done = _FORK_DONE[0]
+    with done:
+        _FORKING.discard(_get_ident())
+        done.notify_all()
+
+
 def _after_fork_in_child() -> None:
     """Free every lock: only the forking thread lives on, and it held none (fork is not called from inside a
     structure's method)."""
     _HELD_FOR_FORK.clear()
+    _FORKING.clear()
+    _FORK_DONE[0] = threading.Condition()
     for lock in list(_LOCKS):
         lock._reset()
 
 
-os.register_at_fork(before=_before_fork, after_in_parent=_release_held, after_in_child=_after_fork_in_child)
+#: The threads inside a fork's hooks: no mutation starts while there is one (:func:`_wait_for_forks`).
+_FORKING: set[int] = set()
+
+#: Notified when a fork is done (a new one in a fork's child).
+_FORK_DONE = [threading.Condition()]
+
+os.register_at_fork(before=_before_fork, after_in_parent=_after_fork_in_parent, after_in_child=_after_fork_in_child)
 
 
 class Guarded(Protocol):

@@ -381,6 +381,151 @@ def test_a_fork_while_another_thread_is_inside_a_mutation_hands_the_child_a_whol
     s.check_invariants()
 
 
+class BackToBack:
+    """A thread that moves every object of ``s`` back and forth, one ``update_many`` after another (a
+    simulation thread), until stopped or ``limit`` calls (so a starved caller fails, not hangs)."""
+
+    def __init__(self, s: Any, limit: int = 400) -> None:
+        self.s, self.limit, self.calls, self.stop = s, limit, 0, False
+        self.thread = threading.Thread(target=self._run)
+
+    def _run(self) -> None:
+        s = self.s
+        handles = s.handles() if hasattr(s, "handles") else s._tree.handles()
+        there = s.centres_of(handles)
+        back = there[::-1].copy()
+        while not self.stop and self.calls < self.limit:
+            s.update_many(handles, back if self.calls % 2 == 0 else there)
+            self.calls += 1
+
+    def __enter__(self) -> BackToBack:
+        self.thread.start()
+        _wait_until(lambda: self.calls >= 2)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop = True
+        self.thread.join(HANG_S)
+
+
+class ForkGate(set):  # type: ignore[type-arg]
+    """``locks._FORKING``, recording the locks' write counts when a fork closes the gate to new mutations."""
+
+    def __init__(self, *watched: ReadWriteLock) -> None:
+        super().__init__()
+        self.watched, self.closed_at = watched, []
+
+    def add(self, thread: int) -> None:
+        super().add(thread)
+        self.closed_at.append(tuple(lock.writes for lock in self.watched))
+
+
+def _mutations_a_fork_waited_for(gate: ForkGate) -> list[int]:
+    """Fork; how many mutations of each watched lock finished between the gate's closing and the fork
+    (the child's counts are the ones at the fork): what the fork waited for, whatever the scheduler did."""
+    out = _in_child(lambda: " ".join(str(lock.writes) for lock in gate.watched))
+    return [int(at_fork) - closed for at_fork, closed in zip(out.split(), gate.closed_at[-1])]
+
+
+@pytest.mark.parametrize("kind", STRUCTURES)
+@pytest.mark.parametrize("what", ["query", "fork"])
+def test_a_thread_that_mutates_back_to_back_starves_neither_a_query_nor_a_fork(kind, what, monkeypatch):
+    """Both waited for as long as the mutations went on (30 s in a probe, until the writer stopped): the
+    writer closed the door again before they could go in.  Now they wait for the one running at most."""
+    if what == "fork" and not hasattr(os, "fork"):
+        pytest.skip("needs os.fork")
+    s = _filled(kind, n=2000)
+    lock = s._rw
+    with BackToBack(s):
+        if what == "query":
+            queued_at: list[int] = []
+            wait_turn = ReadWriteLock._wait_turn
+
+            def recorded(self: ReadWriteLock, *args: Any) -> None:  # runs holding the mutex: no write ends
+                queued_at.append(self.writes)
+                wait_turn(self, *args)
+                queued_at.append(self.writes)  # registered: what it waited for is done
+
+            monkeypatch.setattr(ReadWriteLock, "_wait_turn", recorded)
+            for _ in range(5):
+                queued_at.clear()
+                s.query((50.0, 50.0), exact=True)
+                meanwhile = queued_at[1] - queued_at[0] if queued_at else 0  # or it went straight in
+                assert meanwhile <= 1, f"the query waited for {meanwhile} mutations"
+        else:
+            gate = ForkGate(lock)
+            monkeypatch.setattr(locks, "_FORKING", gate)
+            for _ in range(5):
+                meanwhile, = _mutations_a_fork_waited_for(gate)
+                assert meanwhile <= 1, f"the fork waited for {meanwhile} mutations"
+
+
+@needs_fork
+def test_a_fork_while_two_threads_mutate_two_structures_back_to_back_waits_for_one_mutation_each(monkeypatch):
+    """Each lock's turn came while the other structure's mutation ran (hundreds of calls in a probe):
+    now no mutation starts while a fork waits, except inside one already running (an
+    ``InterestManager`` moves its tree holding its own lock, which must not deadlock)."""
+    from culling import InterestManager
+
+    tree = _filled("tree", n=2000)
+    manager = InterestManager(100.0, dim=2)
+    rng = np.random.default_rng(3)
+    manager.insert_many(rng.uniform(0.0, 99.0, (2000, 2)), rng.uniform(0.0, 3.0, 2000))
+    gate = ForkGate(tree._rw, manager._rw, manager._tree._rw)
+    monkeypatch.setattr(locks, "_FORKING", gate)
+    with BackToBack(tree), BackToBack(manager):
+        for _ in range(5):
+            meanwhile = _mutations_a_fork_waited_for(gate)
+            assert max(meanwhile) <= 1, f"the fork waited for {meanwhile} mutations"
+
+
+@needs_fork
+def test_a_ctrl_c_while_a_fork_waits_for_a_mutation_comes_after_the_fork_and_the_child_is_whole(sigint_raises):
+    """CPython prints and drops an exception from a fork hook, and forks anyway: a Ctrl-C while the
+    fork waited for another thread's mutation forked the structure half-changed (and the program never
+    got the interrupt).  The wait holds it; it is raised where ``os.fork`` returns, in the parent, not
+    in another library's fork hook (cut short, and the interrupt dropped, in the full suite's run)."""
+    from culling.runtime import interrupts
+
+    lock = ReadWriteLock()
+    state = {"structure": "whole"}
+    forked = threading.Event()
+
+    def mutation() -> None:
+        with lock.writing():
+            state["structure"] = "half-changed"
+            _wait_until(lambda: lock._queued > 0 or forked.is_set())  # the fork waits for this mutation
+            signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
+            _wait_until(lambda: bool(interrupts._held) or forked.is_set())  # the handler ran: it held it
+            state["structure"] = "whole"
+
+    other_library: list[str] = []  # a Python hook registered after culling's (as filelock's is): it runs whole
+    os.register_at_fork(after_in_parent=lambda: other_library.append("ran"))
+    t = threading.Thread(target=mutation)
+    t.start()
+    _wait_until(lambda: lock._writing)
+    read, write = os.pipe()
+    interrupted = False
+    try:
+        pid = os.fork()
+    except KeyboardInterrupt:
+        interrupted = True
+    else:
+        if pid == 0:  # pragma: no cover - the child
+            handler = "program's" if signal.getsignal(signal.SIGINT) is _raise_interrupt else "held"
+            os.write(write, f"{os.getpid()} {state['structure']} {handler}".encode())
+            os._exit(0)
+    forked.set()
+    os.close(write)
+    child, seen, child_handler = os.read(read, 100).decode().split()
+    os.close(read)
+    os.waitpid(int(child), 0)
+    t.join(HANG_S)
+    assert (seen, child_handler) == ("whole", "program's")
+    assert interrupted and other_library == ["ran"]
+    assert signal.getsignal(signal.SIGINT) is _raise_interrupt and not interrupts._held
+
+
 def _forked_from_a_thread(work: Callable[[], str]) -> str:
     """:func:`_in_child` from a thread of its own, the child given a minute (a hang fails, not waits)."""
     out: list[str] = []

@@ -383,6 +383,33 @@ def test_lock_lets_readers_share_and_a_writer_wait_for_them():
     assert (lock.readers, lock._waiting, lock._writing, lock._closed) == (0, 0, False, False)
 
 
+def test_lock_lets_a_queued_reader_in_before_the_writers_next_mutation():
+    """A thread that mutates back to back closed the door again before the reader its release woke
+    could go in, so a query on another thread waited for as long as the mutations went on (30 s and
+    6,587 ``update_many`` calls in a probe, until the writer stopped): the reader queued at a release
+    goes in before the next writer, this same thread's next call included."""
+    from culling.runtime.locks import ReadWriteLock
+
+    lock = ReadWriteLock()
+    events: list[str] = []
+    lock.acquire_write()
+
+    def reader() -> None:
+        with lock.reading():
+            events.append("read")
+
+    r = threading.Thread(target=reader)
+    r.start()
+    _until(lambda: lock._queued == 1)
+    lock.release_write()
+    lock.acquire_write()  # at once, as a loop of update_many calls does
+    events.append("write")
+    lock.release_write()
+    r.join()
+    assert events == ["read", "write"]
+    assert (lock.readers, lock._queued, lock._admitted, lock._writing, lock._closed) == (0, 0, 0, False, False)
+
+
 def test_lock_lets_one_writer_in_at_a_time():
     """Writers exclude each other and readers: a shared counter bumped non-atomically stays exact."""
     from culling.runtime.locks import ReadWriteLock
