@@ -7,6 +7,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from benchmarks.extras import require
 from benchmarks.plots import write_plots
 from benchmarks.report import Results, to_text, write_markdown
 from benchmarks.suite import PRESETS, SECTION_NAMES, Structures, run_suite
@@ -73,6 +74,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                  f"would replace the full report there (docs/PERFORMANCE.md and its plots): write it to another folder")
     if out is not None and (problem := unwritable_folder(out)):
         ap.error(problem)  # before the run, not after its minutes
+    require(ap, ["scipy", "rtree"] + (["matplotlib"] if out is not None else []), "bench")  # the peers, the plots
     res = run(preset, out, args.only, clock=args.clock)
     if args.strict and any(not t.passed for t in res.targets):
         return 1

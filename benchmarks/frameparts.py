@@ -56,6 +56,7 @@ except ImportError:  # not on Windows
 
 from benchmarks.batch_sections import _world
 from benchmarks.broadphase import TreePairs, peers_of
+from benchmarks.extras import require
 from benchmarks.workloads import swarm_frames
 
 #: ``(module, attribute, label)``: the parts timed; a method is ``"Class.method"``.
@@ -336,6 +337,8 @@ def main(argv: list[str] | None = None) -> int:
                  f"got {args.frames}")
     if args.rounds < 1:
         ap.error(f"--rounds must be at least 1, got {args.rounds}")
+    if not args.alone:
+        require(ap, ["scipy"], "bench")  # the peers
     clock_name = "faults" if args.faults else "process" if args.process else "cpu" if args.cpu else "wall"
     clock, unit, scale, counted = _CLOCKS[clock_name]
     values: tuple[Any, Any] = (None, None)

@@ -25,7 +25,6 @@ the Python profilers::
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import io
 import os
 import re
@@ -35,6 +34,7 @@ from pathlib import Path
 
 import numpy as np
 
+from benchmarks.extras import require
 from benchmarks.workloads import Workload, colocated, forest, moving, moving_steps
 
 Case = Callable[[Workload, object], Callable[[], object]]
@@ -324,10 +324,8 @@ def main(argv: list[str] | None = None) -> int:
         for name in [c for c in args.cases or CASES if c != "phases"]:
             print(perf_case(name, args.n, args.repeat))
         return 0
-    needed = ["pyinstrument"] + ([] if args.no_lines else ["line_profiler"])
-    missing = [name for name in needed if importlib.util.find_spec(name) is None]
-    if missing and any(name != "phases" for name in args.cases or CASES):
-        ap.exit(1, f"{ap.prog}: needs {' and '.join(missing)}: pip install -e \".[profile]\" (the profile extra)\n")
+    if any(name != "phases" for name in args.cases or CASES):
+        require(ap, ["pyinstrument"] + ([] if args.no_lines else ["line_profiler"]), "profile")
     for name in args.cases or [*CASES, "phases"]:
         text = query_phases(args.n or 1_000_000) if name == "phases" else profile_case(name, args.n, not args.no_lines)
         print(text)

@@ -33,9 +33,9 @@ def unwritable_folder(folder: Path) -> str | None:
     try:
         with tempfile.TemporaryFile(dir=target):
             pass
-    except OSError as exc:
-        where = "" if target == folder else f" ({target})"
-        return f"--out {folder} is not writable{where}: {exc.strerror or exc}"
+    except OSError as exc:  # "(/proc): No such file or directory" read as if /proc were missing
+        where = "there" if target == folder else f"in {target}"
+        return f"--out {folder} is not writable: a file cannot be created {where} ({exc.strerror or exc})"
     return None
 
 

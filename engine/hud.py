@@ -169,10 +169,10 @@ def hud_lines(info: HudInfo, mode: str = "full") -> list[tuple[str, tuple[float,
         lines.append(("CULLING FROZEN (F)", YELLOW))
     lines.extend((note, WHITE) for note in info.notes)
     if info.overlay and info.levels:
-        title = "loose boxes" if info.loose else "nodes"
+        title = "loose boxes" if info.loose else "node boxes"
         if info.only_depth is not None:
             title += f", level {info.only_depth} only"
-        lines.append((f"depth  node m  nodes  objects  ({title})", GREY))
+        lines.append((f"depth  node m  nodes  objects  (drawn: {title})", GREY))
         for lv in info.levels:
             lines.append((f"{lv.depth:5d} {_size(lv.node_size):>7s} {lv.nodes:6d} {lv.objects:8,d}",
                           text_colour(level_colour(lv.depth))))

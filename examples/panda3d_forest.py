@@ -20,6 +20,7 @@ with a progress bar.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import os
 import sys
 import time
@@ -141,6 +142,10 @@ class _OneLineParser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message}\n")
 
 
+#: The engine's own packages (the project's examples extra), looked for before anything is built.
+ENGINE_MODULES = ("panda3d",)
+
+
 def parse_args(argv=None) -> argparse.Namespace:
     p = _OneLineParser(prog=Path(__file__).name, description="A forest in Panda3D, culled by view distance.")
     p.add_argument("--headless", action="store_true", help="render offscreen (the default with no display)")
@@ -167,6 +172,11 @@ def summary(frame: int, drawn: int, total: int, query_ms: list[float], fps: floa
 
 def main(argv=None) -> int:
     args = parse_args(argv)
+    missing = [module for module in ENGINE_MODULES if importlib.util.find_spec(module) is None]
+    if missing:  # one line, not the ModuleNotFoundError of the first import below
+        print(f"{Path(__file__).name}: error: needs {', '.join(missing)}: pip install -e \".[examples]\" "
+              "(the examples extra)", file=sys.stderr)
+        return 1
     headless = args.headless or not os.environ.get("DISPLAY")
     from engine.files import unwritable_folder, write_atomically
 

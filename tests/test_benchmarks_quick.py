@@ -319,3 +319,23 @@ def test_the_benchmark_command_checks_its_out_folder_before_running(tmp_path, ca
         with pytest.raises(SystemExit):
             cli.main(argv)
         assert says in capsys.readouterr().err
+
+
+def test_each_benchmark_tool_names_the_extra_it_needs_in_one_line(monkeypatch, capsys):
+    """Installed with the demo extra only, ``python -m benchmarks --only jit`` stopped with a
+    ``ModuleNotFoundError: scipy`` traceback (a newcomer's run of the README's command)."""
+    import importlib.util
+
+    from benchmarks import cli, frameparts, profiling
+
+    find_spec = importlib.util.find_spec
+    absent = {"scipy", "rtree", "matplotlib", "pyinstrument", "line_profiler"}
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name in absent else find_spec(name, *a))
+    for main, argv, says in ((cli.main, ["--only", "jit"], 'needs scipy and rtree: pip install -e ".[bench]"'),
+                             (frameparts.main, ["--n", "100"], 'needs scipy: pip install -e ".[bench]"'),
+                             (profiling.main, ["query"], 'needs pyinstrument and line_profiler: pip install -e ".[profile]"')):
+        with pytest.raises(SystemExit) as stopped:
+            main(argv)
+        assert stopped.value.code == 1
+        err = capsys.readouterr().err
+        assert says in err and "Traceback" not in err and err.count("\n") == 1, err

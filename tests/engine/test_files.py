@@ -44,3 +44,10 @@ def test_an_unwritable_folder_is_named_before_any_work(tmp_path):
     (tmp_path / "file").write_text("")
     assert unwritable_folder(tmp_path / "file") == f"--out {tmp_path / 'file'} is not a folder"
     assert "is a file" in unwritable_folder(tmp_path / "file" / "sub")
+
+
+@pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="needs Linux's /proc")
+def test_a_folder_no_file_can_be_created_in_is_named_as_such():
+    # It read "--out /proc/nope is not writable (/proc): No such file or directory", as if /proc were missing.
+    assert unwritable_folder(Path("/proc/nope")) == ("--out /proc/nope is not writable: a file cannot be created in "
+                                                     "/proc (No such file or directory)")

@@ -36,11 +36,20 @@ SUMMARY = re.compile(r"^frame (?P<frame>\d+): drawn (?P<drawn>\d+) of (?P<total>
                      r"query (?P<query>[0-9.]+) ms \(median of (?P<frames>\d+)\), (?P<fps>[0-9.]+) fps, "
                      r"camera at \((?P<x>-?[0-9.]+), (?P<y>-?[0-9.]+), (?P<z>-?[0-9.]+)\), "
                      r"(?P<clearance>-?[0-9.]+) m above the ground$")
-#: What each example needs beyond the test extra.
-NEEDS = {"panda3d_forest": ("panda3d",), "pygfx_forest": ("pygfx", "rendercanvas", "PIL")}
 
 pytestmark = [pytest.mark.gl,   # renders offscreen (EGL; Vulkan for pygfx): never skipped in CI
               pytest.mark.xdist_group("engine_examples")]   # one worker: each example's headless run is made once
+
+
+def _load(name: str):
+    spec = importlib.util.spec_from_file_location(f"example_{name}", ROOT / "examples" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+#: What each example needs beyond the test extra: its own list, which it checks first.
+NEEDS = {name: _load(name).ENGINE_MODULES for name in ("panda3d_forest", "pygfx_forest")}
 
 
 def _need(name: str) -> None:
@@ -50,13 +59,6 @@ def _need(name: str) -> None:
         if REQUIRED:
             pytest.fail(f"{message} (CULLING_REQUIRE_EXAMPLES is set)")
         pytest.skip(f"optional extra not installed: {message}")  # tests/conftest.py's EXTRA_NOT_INSTALLED
-
-
-def _load(name: str):
-    spec = importlib.util.spec_from_file_location(f"example_{name}", ROOT / "examples" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def _run(name: str, *flags: str) -> subprocess.CompletedProcess:
@@ -119,6 +121,20 @@ def test_a_bad_flag_is_one_line_on_stderr_and_exit_2(name):
     proc = _run(name, "--bogus")
     assert proc.returncode == 2
     assert proc.stdout == "" and proc.stderr == f"{name}.py: error: unrecognized arguments: --bogus\n"
+
+
+@pytest.mark.parametrize("name", sorted(NEEDS))
+def test_without_the_engine_it_names_the_extra_in_one_line_and_exits_1(name, monkeypatch, capsys):
+    """Run without the examples extra, each stopped with a ModuleNotFoundError traceback at its engine's
+    first import (a newcomer's run after the README's demo install)."""
+    example = _load(name)
+    find_spec = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda module, *a: None if module in example.ENGINE_MODULES else find_spec(module, *a))
+    assert example.main(["--headless", "--frames", "1"]) == 1
+    err = capsys.readouterr().err
+    assert err == (f"{name}.py: error: needs {', '.join(example.ENGINE_MODULES)}: "
+                   'pip install -e ".[examples]" (the examples extra)\n')
 
 
 @pytest.mark.parametrize("name", sorted(NEEDS))
