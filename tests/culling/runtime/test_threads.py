@@ -485,3 +485,33 @@ def test_lock_lets_readers_in_when_a_waiting_writer_gives_up():
     finish.set()
     holder.join()
     assert (lock.readers, lock._waiting, lock._writing, lock._closed) == (0, 0, False, False)
+
+
+def test_the_set_of_locks_reads_whole_while_other_threads_make_structures():
+    """The fork's hook reads every lock; a thread making a structure meanwhile made the read raise
+    "Set changed size during iteration" (47 of 2,000 reads in a probe, switching threads every
+    microsecond), and the fork went on without waiting for the mutations running."""
+    from culling.runtime import locks
+    from culling.runtime.locks import ReadWriteLock
+
+    held = [ReadWriteLock() for _ in range(1000)]  # a long read
+    stop = threading.Event()
+
+    def make() -> None:
+        made = []
+        while not stop.is_set():
+            made.append(ReadWriteLock())
+            if len(made) > 200:
+                made.clear()
+
+    maker = threading.Thread(target=make)
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    maker.start()
+    try:
+        for _ in range(500):
+            assert len(locks._all_locks()) >= len(held)
+    finally:
+        stop.set()
+        sys.setswitchinterval(interval)
+        maker.join()
