@@ -40,8 +40,8 @@ from typing import Any, ParamSpec, TypeVar
 #: 2.3 us (a mutation swaps the handler twice).
 _signals: Any = sys.modules.get("_signal", signal)
 
-__all__ = ["hold_interrupts", "masked_interrupt", "release_interrupts", "release_interrupts_after_fork", "runs_whole",
-           "unmask_interrupt"]
+__all__ = ["arm_after_fork", "hold_interrupts", "masked_interrupt", "release_interrupts", "release_interrupts_after_fork",
+           "runs_whole", "unmask_interrupt"]
 
 T = TypeVar("T")
 P = ParamSpec("P")
@@ -93,16 +93,32 @@ def release_interrupts(handler: Any) -> None:
         handler(_SIGINT, frame)
 
 
-def release_interrupts_after_fork(handler: Any) -> None:
-    """:func:`release_interrupts` for a fork's ``before`` hook: give SIGINT back to ``handler``, and have
-    one that arrived meanwhile raised where ``os.fork`` returns in the parent.
+def arm_after_fork() -> bool:
+    """In a fork's ``before`` hook, holding SIGINT (:func:`hold_interrupts`): if one has arrived, have it
+    raised where ``os.fork`` returns in the parent, and return True.
 
-    Raised in the hook, CPython would print it, drop it and fork anyway; and a Python frame that sets
-    the interrupt (``_thread.interrupt_main``) gets it itself, as would any Python hook that runs after
-    it (another library's, whose own work it would then cut short).  So this registers two
-    ``after_in_parent`` hooks, after every hook registered so far (they run in that order), that are C
-    all the way: ``list.sort`` calls its key on each item, and ``list.clear`` empties the list.  They set
-    the interrupt once; at later forks they do nothing (two small hooks per fork interrupted so).
+    Raised in a hook, CPython would print it, drop it and fork anyway; and a Python frame that sets the
+    interrupt (``_thread.interrupt_main``) gets it itself, as would any Python hook that runs after it
+    (another library's, whose own work it would cut short).  So this registers two ``after_in_parent``
+    hooks, after every hook registered so far (they run in that order), that are C all the way:
+    ``list.sort`` calls its key on each item, and ``list.clear`` empties the list.  They set the
+    interrupt once; at later forks they do nothing (two small hooks per fork interrupted so).
+    """
+    if not _held:
+        return False
+    _held.clear()
+    pending: list[Callable[[], None]] = [_thread.interrupt_main]
+    _os.register_at_fork(after_in_parent=functools.partial(pending.sort, key=operator.call))  # type: ignore[arg-type]
+    _os.register_at_fork(after_in_parent=pending.clear)
+    return True
+
+
+def release_interrupts_after_fork(handler: Any, armed: bool) -> None:
+    """:func:`release_interrupts` for a fork's ``after_in_parent`` hook: give SIGINT back to ``handler``.
+
+    One that arrived after :func:`arm_after_fork` ran (``armed`` False: none before it) is sent again
+    from a thread of its own, so not inside this hook: the main thread gets it as soon as it next lets
+    another thread run, just after ``os.fork`` returns (a real signal: a wait it is in ends).
     """
     if handler is None:
         return
@@ -110,9 +126,8 @@ def release_interrupts_after_fork(handler: Any) -> None:
     _program_handler[0] = None
     if _held:
         _held.clear()
-        pending: list[Callable[[], None]] = [_thread.interrupt_main]
-        _os.register_at_fork(after_in_parent=functools.partial(pending.sort, key=operator.call))  # type: ignore[arg-type]
-        _os.register_at_fork(after_in_parent=pending.clear)
+        if not armed:
+            _thread.start_new_thread(signal.pthread_kill, (threading.main_thread().ident, _SIGINT))
 
 
 def _after_fork_in_child() -> None:

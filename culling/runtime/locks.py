@@ -49,6 +49,7 @@ from contextlib import contextmanager
 from typing import Any, Concatenate, ParamSpec, Protocol, TypeVar
 
 from culling.runtime.interrupts import (
+    arm_after_fork,
     hold_interrupts,
     release_interrupts,
     release_interrupts_after_fork,
@@ -129,9 +130,13 @@ class ReadWriteLock:
         if me in running.values():  # a query inside a query of this thread (a finalizer): it goes in,
             running[token] = me     # as the writer waits for the outer one anyway
             return
-        with self._mutex:
-            self._changed.notify_all()  # a writer may wait for this reader, which has stepped out
-            self._wait_turn(self._open, token, me)
+        held = hold_interrupts()  # threading.Condition.wait lets go of the mutex before its try: a Ctrl-C
+        try:                      # there left it released and our with-block released it again
+            with self._mutex:
+                self._changed.notify_all()  # a writer may wait for this reader, which has stepped out
+                self._wait_turn(self._open, token, me)
+        finally:
+            release_interrupts(held)  # raised here (one mutation later at most), registered or not
 
     def _wait_turn(self, ready: Callable[[], bool], token: object = None, me: int = 0) -> None:
         """Queue (holding the mutex) until ``ready()`` or until the writer running now has finished, and
@@ -280,14 +285,21 @@ def _before_fork() -> None:
     it lets go of every other mutex and waits for that one (its condition releases its own).  Meanwhile
     no new mutation starts (:func:`_wait_for_forks`), so the wait ends even while threads mutate back
     to back.  A mutation of the forking thread itself (a fork from a finalizer) is not waited for.
-    Ctrl-C is held meanwhile and raised where ``os.fork`` returns in the parent
-    (:func:`~culling.runtime.interrupts.release_interrupts_after_fork`): CPython prints and drops an
-    exception raised in a fork hook, and forks anyway, mid-mutation.
+    Ctrl-C is held from here to the end of :func:`_after_fork_in_parent`, so the hooks between run
+    whole too, and raised where ``os.fork`` returns in the parent, or just after
+    (:mod:`culling.runtime.interrupts`' ``arm_after_fork``, ``release_interrupts_after_fork``): CPython
+    prints and drops an exception raised in a fork hook, and forks anyway, mid-mutation.  One that lands
+    at this hook's first step, before it holds, does that: the child then refuses the structures another
+    thread was changing (:class:`_TornInChild`).
     """
     me = _get_ident()
-    held = hold_interrupts()
-    with _FORK_DONE[0]:
-        _FORKING.add(me)
+    fork = _Fork(hold_interrupts())  # given back by _after_fork_in_parent: the other hooks run whole too
+    try:
+        with _FORK_DONE[0]:
+            _FORKING[me] = fork
+    except BaseException:
+        release_interrupts_after_fork(fork.handler, armed=False)
+        raise
     try:
         while True:
             busy = None
@@ -308,7 +320,7 @@ def _before_fork() -> None:
         _release_held()
         raise
     finally:
-        release_interrupts_after_fork(held)
+        fork.armed = fork.handler is not None and arm_after_fork()
 
 
 def _wait_for_forks() -> None:
@@ -332,11 +344,16 @@ def _release_held(keep: ReadWriteLock | None = None) -> None:
 
 
 def _after_fork_in_parent() -> None:
-    _release_held()
-    done = _FORK_DONE[0]
-    with done:
-        _FORKING.discard(_get_ident())
-        done.notify_all()
+    fork = None
+    try:
+        _release_held()
+        done = _FORK_DONE[0]
+        with done:
+            fork = _FORKING.pop(_get_ident(), None)
+            done.notify_all()
+    finally:
+        if fork is not None:
+            release_interrupts_after_fork(fork.handler, fork.armed)
 
 
 def _after_fork_in_child() -> None:
@@ -346,12 +363,43 @@ def _after_fork_in_child() -> None:
     _FORKING.clear()
     _FORK_DONE[0] = threading.Condition()
     _LOCKS_GUARD[0] = threading.RLock()
+    me = _get_ident()
     for lock in _all_locks():
+        torn = lock._writing and lock._writer != me  # the fork's wait did not run (a Ctrl-C at its hook's entry)
         lock._reset()
+        if torn:
+            lock.running = _TornInChild()
+
+
+class _Fork:
+    """A fork under way: the Ctrl-C handler its hooks hold, and whether a Ctrl-C is set to be raised
+    where ``os.fork`` returns (:func:`~culling.runtime.interrupts.arm_after_fork`)."""
+
+    __slots__ = ("armed", "handler")
+
+    def __init__(self, handler: Any) -> None:
+        self.handler, self.armed = handler, False
 
 
 #: The threads inside a fork's hooks: no mutation starts while there is one (:func:`_wait_for_forks`).
-_FORKING: set[int] = set()
+_FORKING: dict[int, _Fork] = {}
+
+
+class _TornInChild(dict):  # type: ignore[type-arg]
+    """A fork's child's ``running`` for a structure another thread was changing at the fork: the fork did
+    not wait (a Ctrl-C at the very start of its hook, which CPython prints, drops, and forks anyway), so
+    the structure may be half-changed.  Every call of it raises instead of answering from it."""
+
+    def __setitem__(self, key: object, value: object) -> None:
+        raise RuntimeError(_TORN)
+
+    def values(self) -> Any:
+        raise RuntimeError(_TORN)
+
+
+_TORN = ("this structure was being changed by another thread when the process forked, and the fork could "
+         "not wait for the change to finish (interrupted): in this child it may be half-changed, so it is "
+         "not used; fork again, or rebuild it here")
 
 #: Notified when a fork is done (a new one in a fork's child).
 _FORK_DONE = [threading.Condition()]

@@ -16,6 +16,7 @@ import gc
 import os
 import pickle
 import signal
+import subprocess
 import sys
 import threading
 import time
@@ -408,15 +409,15 @@ class BackToBack:
         self.thread.join(HANG_S)
 
 
-class ForkGate(set):  # type: ignore[type-arg]
+class ForkGate(dict):  # type: ignore[type-arg]
     """``locks._FORKING``, recording the locks' write counts when a fork closes the gate to new mutations."""
 
     def __init__(self, *watched: ReadWriteLock) -> None:
         super().__init__()
         self.watched, self.closed_at = watched, []
 
-    def add(self, thread: int) -> None:
-        super().add(thread)
+    def __setitem__(self, thread: int, fork: Any) -> None:
+        super().__setitem__(thread, fork)
         self.closed_at.append(tuple(lock.writes for lock in self.watched))
 
 
@@ -524,6 +525,119 @@ def test_a_ctrl_c_while_a_fork_waits_for_a_mutation_comes_after_the_fork_and_the
     assert (seen, child_handler) == ("whole", "program's")
     assert interrupted and other_library == ["ran"]
     assert signal.getsignal(signal.SIGINT) is _raise_interrupt and not interrupts._held
+
+
+#: Runs in a process of its own: the C-only fork hooks it registers (one-shot, standing in for a Ctrl-C that
+#: lands at a given moment of a fork) stay registered for the process's life.
+FORK_HOOK_SCRIPT = r"""
+import functools, operator, os, signal, sys, threading, _thread
+import numpy as np
+where = sys.argv[1]
+ctrl_c = [_thread.interrupt_main]  # set once, from C: no Python frame runs in these hooks
+if where == "after":  # registered before culling's hooks: as a Ctrl-C during the fork itself
+    os.register_at_fork(after_in_parent=functools.partial(ctrl_c.sort, key=operator.call))
+    os.register_at_fork(after_in_parent=ctrl_c.clear)
+from culling import ViewDistanceTree
+from culling.runtime import locks
+if where == "before":  # registered after culling's: runs before its hook, which gets it at its first step
+    os.register_at_fork(before=ctrl_c.clear)
+    os.register_at_fork(before=functools.partial(ctrl_c.sort, key=operator.call))
+tree, other = ViewDistanceTree(100.0, dim=2), ViewDistanceTree(100.0, dim=2)
+handles = tree.insert_many(np.full((50, 2), 10.0), np.ones(50))
+other.insert_many(np.full((5, 2), 20.0), np.ones(5))
+mutating, done = threading.Event(), threading.Event()
+def mutation():  # another thread inside a mutation while the main thread forks
+    with tree._rw.writing():
+        mutating.set()
+        done.wait(60)
+writer = threading.Thread(target=mutation)
+if where == "before":
+    writer.start()
+    mutating.wait(60)
+read, write = os.pipe()
+interrupted = False
+try:
+    pid = os.fork()
+    if pid == 0:
+        try:
+            tree.query((10.0, 10.0))
+            said = "answered"
+        except RuntimeError as exc:
+            said = "refused" if "being changed by another thread when the process forked" in str(exc) else repr(exc)
+        os.write(write, f"{said} {len(other.query((20.0, 20.0)))}".encode())
+        os._exit(0)
+    if where == "after":  # (before: CPython dropped it, as it drops any exception from a fork hook)
+        threading.Event().wait(60)  # a broken build waits for this long; a working one is interrupted at once
+except KeyboardInterrupt:
+    interrupted = True
+done.set()
+if writer.is_alive():
+    writer.join(60)
+os.close(write)
+child = os.read(read, 100).decode()
+lock = tree._rw
+print(child, "|", "parent interrupted" if interrupted else "parent not interrupted", "|",
+      dict(forking=len(locks._FORKING), mutex_held=lock._mutex.locked(), writing=lock._writing,
+           handler_ours=signal.getsignal(signal.SIGINT) is signal.default_int_handler))
+tree.update_many(handles, np.full((50, 2), 30.0))  # mutations and forks go on (a broken build hangs here)
+pid = os.fork()
+if pid == 0:
+    os._exit(0)
+os.waitpid(pid, 0)
+print("later mutation and fork went through")
+"""
+
+
+@needs_fork
+@pytest.mark.parametrize("where", ["before", "after"])
+def test_a_ctrl_c_in_a_fork_s_hooks_never_leaves_the_locks_held_nor_a_torn_structure_in_use(where):
+    """``after``: a Ctrl-C during the fork landed in culling's after-fork hook, which CPython printed and
+    dropped, leaving the mutexes held and the fork's gate closed: every later mutation and fork hung.
+    ``before``: one that landed at the before-fork hook's first step (before it holds Ctrl-C) forked at
+    once, mid-mutation, and the child answered from the half-changed tree.  Now the hooks hold Ctrl-C
+    from their start to their end, and a child the fork could not wait for refuses that structure."""
+    proc = subprocess.run([sys.executable, "-c", FORK_HOOK_SCRIPT, where], capture_output=True, text=True,
+                          timeout=HANG_S)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    state = "{'forking': 0, 'mutex_held': False, 'writing': False, 'handler_ours': True}"
+    child = "refused 5" if where == "before" else "answered 5"
+    interrupted = "parent not interrupted" if where == "before" else "parent interrupted"  # before: CPython drops it
+    assert proc.stdout.splitlines() == [f"{child} | {interrupted} | {state}", "later mutation and fork went through"]
+
+
+def test_a_ctrl_c_as_a_queued_reader_s_wait_lets_go_of_the_mutex_is_a_keyboard_interrupt(sigint_raises):
+    """``threading.Condition.wait`` lets go of the mutex before its ``try``: a Ctrl-C there left it released,
+    and the reader's ``with`` released it again (``RuntimeError: release unlocked lock``, or another
+    thread's hold released).  The queued reader holds Ctrl-C while it waits."""
+    import _thread
+
+    s = _filled("tree")
+    lock = s._rw
+    release = threading.Event()
+
+    def writer() -> None:
+        with lock.writing():
+            _wait_until(lambda: lock._queued > 0 or release.is_set())
+
+    def ctrl_c_in_the_gap(frame: Any, event: str, arg: object) -> None:  # as a Ctrl-C during that release
+        if event == "c_return" and frame.f_code.co_name == "_release_save" and frame.f_locals["self"]._lock is lock._mutex:
+            sys.setprofile(None)
+            _thread.interrupt_main()
+
+    w = threading.Thread(target=writer)
+    w.start()
+    _wait_until(lambda: lock._writing)
+    sys.setprofile(ctrl_c_in_the_gap)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            s.query((50.0, 50.0), exact=True)
+    finally:
+        sys.setprofile(None)
+        release.set()
+        w.join(HANG_S)
+    assert (lock.readers, lock._queued, lock._admitted, lock._writing, lock._closed, lock._mutex.locked()) == \
+        (0, 0, 0, False, False, False)
+    s.insert((5.0, 5.0), 1.0)
 
 
 def _forked_from_a_thread(work: Callable[[], str]) -> str:
