@@ -127,7 +127,9 @@ def release_interrupts_after_fork(handler: Any, armed: bool) -> None:
     if _held:
         _held.clear()
         if not armed:
-            _thread.start_new_thread(signal.pthread_kill, (threading.main_thread().ident, _SIGINT))
+            main = threading.main_thread().ident  # this thread's (the hook runs on the main one): never None
+            if main is not None:
+                _thread.start_new_thread(signal.pthread_kill, (main, _SIGINT))
 
 
 def _after_fork_in_child() -> None:
