@@ -78,6 +78,7 @@ PARTS = [
     ("culling.pairs.bands", "build", "  bucket grid"),
     ("culling.pairs.bands", "plan_of", "    new bands (when made)"),
     ("culling.pairs.bands", "_bucketed", "    bucket and count"),
+    ("culling.pairs.bands", "sources", "    copy: each row's source (cpu)"),
     ("culling.pairs.bands", "gather", "    copy (cpu)"),
     ("culling.pairs.bands", "noted_cells", "  within bands: runs noted (cpu)"),
     ("culling.pairs.bands", "noted_rows", "  across bands: runs noted (cpu)"),

@@ -23,8 +23,9 @@ join needs:
 2. **Buckets** (:func:`build`): each band's buckets are a dense box of
    cells, row-major with the last axis fastest; the members are copied in
    that order by a counting sort (O(members + cells)): one pass over the
-   runs buckets and counts them (:func:`_bucketed`), the copy
-   (:func:`gather`) runs in parts on the library's threads.  Every run of
+   runs buckets and counts them (:func:`_bucketed`), a second names each
+   row's pool row (:func:`sources`), and the copy (:func:`gather`) writes
+   the rows in order, both in parts on the library's threads.  Every run of
    cells along the last axis is one run of rows.
 3. **Within a band** (:func:`band_cells`): each member against the members
    after it in its cell and the next cell along the last axis, and against
@@ -76,8 +77,8 @@ from culling.runtime.prefetch import AHEAD, prefetch, prefetch_at
 from culling.runtime.threads import run_chunks, thread_count
 
 __all__ = ["CELLS_PER_MEMBER", "COARSEN_LIMIT", "DENSITY", "KEPT_BUFFERS", "KEPT_BYTES", "PARALLEL_WRITE_MIN", "REPLAN_EVERY",
-           "Gather", "Layout", "Noted", "Plan", "PlanCache", "band_cells", "build", "cross_rows", "forward_lines", "gather",
-           "noted_cells", "noted_rows", "plan_of", "written"]
+           "SOURCES_PARALLEL_MIN", "Gather", "Layout", "Noted", "Plan", "PlanCache", "band_cells", "build", "cross_rows",
+           "forward_lines", "gather", "noted_cells", "noted_rows", "plan_of", "sources", "written"]
 
 #: A coarser level joins a band while the band has at most this many members per cell of its
 #: box on that level: a member is then tested against about ``13.5 * DENSITY`` others in 3-D.
@@ -118,16 +119,14 @@ _CELL_SLACK = 2.0 ** -30
 
 
 class Gather(NamedTuple):
-    """How :func:`gather` fills a :class:`Layout`, over the runs that hold members (``run`` int64
-    (k,), ascending: a structure's empty nodes are skipped once, here, not by a branch per copy):
-    run ``run[g]``'s members go to the rows from ``cell_start[cell[g]] + offset[g]`` on (``offset``:
-    the rows of the earlier runs of its cell); part ``p`` copies entries ``part_first[p] ..
-    part_first[p + 1] - 1`` (int64 (parts + 1,)), about as many rows each."""
+    """Where :func:`sources` finds a :class:`Layout`'s rows, over the runs that hold members (``run``
+    int64 (k,), ascending: a structure's empty nodes are skipped once, here, not by a branch per
+    row): run ``run[g]``'s members go to the rows from ``cell_start[cell[g]] + offset[g]`` on
+    (``offset``: the rows of the earlier runs of its cell)."""
 
     run: np.ndarray
     cell: np.ndarray
     offset: np.ndarray
-    part_first: np.ndarray
 
 
 class Layout(NamedTuple):
@@ -321,8 +320,8 @@ def _banded(members: np.ndarray, low: np.ndarray, high: np.ndarray, low_level: i
 
 
 @kernel
-def _bucketed(runs: tuple[np.ndarray, np.ndarray, np.ndarray], plan: Plan, cell_start: np.ndarray, total: int,
-              parts: int) -> tuple[bool, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray], np.ndarray]:
+def _bucketed(runs: tuple[np.ndarray, np.ndarray, np.ndarray], plan: Plan,
+              cell_start: np.ndarray) -> tuple[bool, tuple[np.ndarray, np.ndarray, np.ndarray], np.ndarray]:
     """Each run's bucket (its cell's ancestor on its band's level, numbered over every band's buckets;
     the runs without members left out) and its bucket's members counted into ``cell_start`` (zeros,
     cells + 1 long; its starts after), in one pass over the runs ``(count, level, cells)``; then
@@ -331,10 +330,8 @@ def _bucketed(runs: tuple[np.ndarray, np.ndarray, np.ndarray], plan: Plan, cell_
     numba boxes a named tuple by calling its class, which a Ctrl-C landing
     while numba looks the class up leaves NULL, and the process crashes.
 
-    That pass gives each run its rows' offset in its bucket and cuts the
-    runs into ``parts`` parts of about ``total / parts`` rows: the :class:`Gather` of
-    :func:`gather`, which then reads its runs' starts, counts and rows in
-    order, its parts sharing no counter.  Returns ``(False, ...)`` as soon as
+    That pass gives each run its rows' offset in its bucket: the :class:`Gather`
+    of :func:`sources`.  Returns ``(False, ...)`` as soon as
     a run's level has no band in ``plan`` or its bucket lies outside its
     band's box: a plan made for an earlier state of the structure no longer
     fits, and the caller makes a new one.  O(runs + cells).
@@ -347,22 +344,16 @@ def _bucketed(runs: tuple[np.ndarray, np.ndarray, np.ndarray], plan: Plan, cell_
     run = np.empty(n_runs, dtype=np.int64)
     run_cell = np.empty(n_runs, dtype=np.int64)
     offset = np.empty(n_runs, dtype=np.int64)
-    part_first = np.zeros(parts + 1, dtype=np.int64)
     rows = band.copy()  # the plan is shared: this call's rows go in a copy
     held = 0  # the runs with members, listed first without a branch (40% of a crowd's nodes are empty)
     for r in range(n_runs):
         run[held] = r
         held += run_count[r] > 0
-    p = 1
-    copied = 0
     for g in range(held):
         r = run[g]
-        while p < parts and copied * parts >= p * total:
-            part_first[p] = g
-            p += 1
         s = run_level[r] - plan.low_level
         if s < 0 or s >= slots or band_of_slot[s] < 0:
-            return False, (run, run_cell, offset, part_first), rows
+            return False, (run[:0], run_cell[:0], offset[:0]), rows
         q = band_of_slot[s]
         shift = run_level[r] - band[q, LEVEL]
         at = 0
@@ -370,49 +361,68 @@ def _bucketed(runs: tuple[np.ndarray, np.ndarray, np.ndarray], plan: Plan, cell_
             k = (run_cells[axis, r] >> shift) - band[q, LOW + axis]
             extent = band[q, LOW + dim + axis]
             if k < 0 or k >= extent:
-                return False, (run, run_cell, offset, part_first), rows
+                return False, (run[:0], run_cell[:0], offset[:0]), rows
             at = at * extent + k
         c = at + band[q, FIRST_CELL]
         run_cell[g] = c
         offset[g] = cell_start[c + 1]
         cell_start[c + 1] += run_count[r]
-        copied += run_count[r]
-    for q in range(p, parts + 1):
-        part_first[q] = held
     for c in range(cell_start.shape[0] - 1):
         cell_start[c + 1] += cell_start[c]
     bands = rows.shape[0]
     for q in range(bands):
         rows[q, FIRST_ROW] = cell_start[rows[q, FIRST_CELL]]
         rows[q, END_ROW] = cell_start[rows[q + 1, FIRST_CELL]] if q + 1 < bands else cell_start[-1]
-    return True, (run, run_cell, offset, part_first), rows
+    return True, (run[:held], run_cell[:held], offset[:held]), rows
 
 
 @kernel
-def gather(lay: Layout, plan: Gather, run_start: np.ndarray, run_count: np.ndarray, handles: np.ndarray,
-           columns: np.ndarray, first_part: int, last_part: int) -> None:
-    """Copy the runs of parts ``first_part .. last_part - 1`` of ``plan`` from the pool
-    (``handles``/``columns``) into ``lay``, each to its rows; parts go to disjoint rows, so they
-    may run at the same time.  The centres and radii only.  O(runs + rows copied).
-    """
-    dim = columns.shape[0] - 2
-    out_columns, out_handles, cell_start = lay.columns, lay.handles, lay.cell_start
-    end = plan.part_first[last_part]
-    for g in range(plan.part_first[first_part], end):
-        if g + AHEAD < end:  # a later run's rows, both ends (culling.runtime.prefetch)
-            ahead, target = run_start[plan.run[g + AHEAD]], cell_start[plan.cell[g + AHEAD]] + plan.offset[g + AHEAD]
-            prefetch(handles, ahead)
-            prefetch(out_handles, target)
-            for axis in range(dim + 1):
-                prefetch_at(columns, axis, ahead)
-                prefetch_at(out_columns, axis, target)
+def sources(lay: Layout, plan: Gather, run_start: np.ndarray, run_count: np.ndarray, source: np.ndarray,
+            first: int, end: int) -> None:
+    """``source[row]``: the pool row that layout row ``row`` copies, for the runs ``plan.run[first ..
+    end - 1]`` (disjoint rows: ranges may run at the same time).  One int64 written a row, at the
+    run's place in the layout; :func:`gather` then copies the rows in the layout's order.
+    O(runs + rows)."""
+    cell_start = lay.cell_start
+    for g in range(first, end):
         r = plan.run[g]
         to = cell_start[plan.cell[g]] + plan.offset[g]
         start = run_start[r]
         for u in range(run_count[r]):
+            source[to + u] = start + u
+
+
+@kernel
+def gather(lay: Layout, source: np.ndarray, handles: np.ndarray, columns: np.ndarray, first_row: int,
+           end_row: int) -> None:
+    """Copy the centres, radii and handles of layout rows ``first_row .. end_row - 1`` from the pool
+    rows ``source`` names (:func:`sources`); ranges of rows may run at the same time.
+
+    The layout's rows are written in order and each pool row is fetched
+    :data:`~culling.runtime.prefetch.AHEAD` rows early: a crowd's nodes hold
+    one member or two, so a copy run by run wrote each run's rows at a
+    random place as well as reading them from one (the 100k swarm's copy:
+    4.8-5.3 ms of CPU, 3.3-3.6 ms in the layout's order, the ``source``
+    pass included).  O(rows).
+    """
+    dim = columns.shape[0] - 2
+    out_columns, out_handles = lay.columns, lay.handles
+    for row in range(first_row, end_row):
+        if row + AHEAD < end_row:  # a later row's pool row (culling.runtime.prefetch)
+            ahead = source[row + AHEAD]
+            prefetch(handles, ahead)
             for axis in range(dim + 1):
-                out_columns[axis, to + u] = columns[axis, start + u]
-            out_handles[to + u] = handles[start + u]
+                prefetch_at(columns, axis, ahead)
+        at = source[row]
+        for axis in range(dim + 1):
+            out_columns[axis, row] = columns[axis, at]
+        out_handles[row] = handles[at]
+
+
+#: :func:`sources` runs on the library's threads from this many runs on; below, one pass on the
+#: calling thread costs less than waking them (10k swarm: the copy's two passes 0.44 ms on two
+#: threads against 0.41 ms for the one copy run by run).
+SOURCES_PARALLEL_MIN = 32_768
 
 
 class Plan(NamedTuple):
@@ -558,12 +568,11 @@ def plan_of(runs: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray], anchor:
     return Plan(band, scales, band_of_slot, low_level, n_cells, forward_lines(cells.shape[0] - 1))
 
 
-def _buckets(plan: Plan, runs: tuple[np.ndarray, np.ndarray, np.ndarray], objects: int,
-             parts: int) -> tuple[np.ndarray, Gather, np.ndarray] | None:
+def _buckets(plan: Plan, runs: tuple[np.ndarray, np.ndarray, np.ndarray]) -> tuple[np.ndarray, Gather, np.ndarray] | None:
     """:func:`_bucketed` into new cell starts: ``(cell_start, gather plan, band)``, or None when a run
     does not fit ``plan``."""
     cell_start = np.zeros(plan.cells + 1, dtype=np.int64)
-    fits, order, band = _bucketed(runs, plan, cell_start, objects, parts)
+    fits, order, band = _bucketed(runs, plan, cell_start)
     return (cell_start, Gather(*order), band) if fits else None
 
 
@@ -571,21 +580,22 @@ def build(runs: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray], handles: 
           anchor: float, parallel: bool, objects: int, plans: PlanCache | None = None) -> Layout:
     """The :class:`Layout` of the runs ``(start, count, level, cells)``: run ``k``'s members, pool rows
     ``start[k] .. start[k] + count[k] - 1`` of ``handles``/``columns`` (runs with ``count <= 0``
-    are skipped; about ``objects`` members in all: the copy's parts are cut by it), of level ``level[k]`` in cell ``cells[:, k]``.
+    are skipped; about ``objects`` members in all), of level ``level[k]`` in cell ``cells[:, k]``.
 
     The cell of root-relative ``u`` on level ``L`` is ``floor(u * 2**L + anchor * 2**L)``
     (``anchor``: the tree's ``ANCHOR``, 0 for the dense grid).  The bands
     (:func:`plan_of`, or the last call's from ``plans`` while they fit), each
-    run's bucket and the buckets counted (:func:`_bucketed`), the members
-    copied (:func:`gather`, a part per library thread when ``parallel``: the
-    parts hold as many rows each, and more parts only cost their dispatch),
-    then each band's largest radius.  O(runs + members + cells).
+    run's bucket and the buckets counted (:func:`_bucketed`), each row's pool
+    row (:func:`sources`), the members copied in the layout's order
+    (:func:`gather`; both a part per library thread when ``parallel``, the
+    first from :data:`SOURCES_PARALLEL_MIN` runs: more parts only cost their
+    dispatch), then each band's largest radius.  O(runs + members + cells).
     """
     start, count, level, cells = runs
     dim = cells.shape[0]
     parts = thread_count() if parallel else 1
     plan = plans.fresh(objects) if plans is not None else None
-    buckets = _buckets(plan, (count, level, cells), objects, parts) if plan is not None else None
+    buckets = _buckets(plan, (count, level, cells)) if plan is not None else None
     if buckets is None:
         plan = plan_of(runs, anchor, parallel)
         if plan is None:
@@ -593,7 +603,7 @@ def build(runs: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray], handles: 
                           np.zeros((0, LOW + 2 * dim), dtype=np.int64), np.zeros((0, 3)), forward_lines(dim - 1), False)
         if plans is not None:
             plans.keep(plan, objects)
-        buckets = _buckets(plan, (count, level, cells), objects, parts)
+        buckets = _buckets(plan, (count, level, cells))
     if plan is None or buckets is None:
         raise RuntimeError("the bands made from these runs do not fit them")
     cell_start, order, band = buckets
@@ -602,7 +612,11 @@ def build(runs: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray], handles: 
     # the last member are first_near's lanes' room (culling.core.overlap.NEAR_LANES)
     lay = Layout(np.empty((dim + 2, total + NEAR_LANES - 1)), np.empty(total, dtype=np.int64), cell_start, band,
                  plan.scales.copy(), plan.forward, True)
-    run_chunks(lambda lo, hi: gather(lay, order, start, count, handles, columns, lo, hi), parts, chunks=parts)
+    source = np.empty(total, dtype=np.int64)
+    held = order.run.shape[0]
+    run_chunks(lambda lo, hi: sources(lay, order, start, count, source, lo, hi), held,
+               chunks=parts if held >= SOURCES_PARALLEL_MIN else 1)
+    run_chunks(lambda lo, hi: gather(lay, source, handles, columns, lo, hi), total, chunks=parts)
     if total:  # each band's largest radius, from its gathered rows (0 for a band a kept plan has left empty)
         filled = lay.band[:, END_ROW] > lay.band[:, FIRST_ROW]
         lay.scales[:, RADIUS] = 0.0
