@@ -198,7 +198,7 @@ def as_radius(value: object, name: str = "radius") -> float:
         if value >= 0 and value != math.inf:
             return float(value) + 0.0
     array = _as_float_array(value, name)
-    if array.shape not in ((), (1,)):
+    if array.shape != ():
         raise ValueError(f"{name} must be a single number, got shape {array.shape}")
     radius = float(array.reshape(()))
     if not np.isfinite(radius):
@@ -209,11 +209,14 @@ def as_radius(value: object, name: str = "radius") -> float:
 
 
 def as_real(value: object, name: str) -> float:
-    """One real number as a float: bools, complex, ``Decimal``, strings and arrays are a ``TypeError``.
+    """One real number as a float (a 0-d array of an integer or float dtype too): bools, complex,
+    ``Decimal``, strings and other arrays are a ``TypeError``.
 
     A number beyond float64 (``10**400``) is a ``ValueError``; NaN and inf
     pass through for the caller to judge.
     """
+    if type(value) is np.ndarray and value.ndim == 0 and value.dtype.kind in "iuf":
+        value = value[()]  # a 0-d array of a real dtype: its number (as a radius or a centre's axis is read)
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
         raise TypeError(f"{name} must be a real number, got {type(value).__name__}")
     try:

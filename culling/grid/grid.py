@@ -624,13 +624,13 @@ class DenseViewDistanceGrid(Structure):
         outside |= (u >= 1.0).any(axis=0)  # at or beyond origin + size in exact arithmetic
         if outside.any():
             i = int(np.flatnonzero(outside)[0])
-            which = f"got {centres[i].tolist()}" if single else f"centre {i} is {centres[i].tolist()}"
+            which = f"got {centres[i].tolist()}" if single else f"centres[{i}] is {centres[i].tolist()}"
             raise ValueError(f"{'centre' if single else 'centres'} must lie in the grid's world "
                              f"[{self._origin_list}, {self._hi_list}) (a dense grid does not grow); {which}")
         too_big = radii >= self.size / 2
         if too_big.any():
             i = int(np.flatnonzero(too_big)[0])
-            which = f"got {radii[i]:g}" if single else f"radius {i} is {radii[i]:g}"
+            which = f"got {radii[i]:g}" if single else f"radii[{i}] is {radii[i]:g}"
             raise ValueError(f"{'radius' if single else 'radii'} must be below size/2 = {self.size / 2:g} in a "
                              f"dense grid (it does not grow); {which}")
         return self._geo.homes(centres, radii)

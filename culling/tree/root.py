@@ -28,21 +28,49 @@ if TYPE_CHECKING:
 __all__ = ["check_world", "delete_node", "grow_root", "root_level_for", "shrink_root"]
 
 
-def check_world(lattice: Lattice, keys: list[list[int]], one: bool = False) -> None:
+def check_world(lattice: Lattice, keys: list[list[int]], one: bool = False,
+                batch: tuple[np.ndarray, np.ndarray, np.ndarray | None] | None = None) -> None:
     """Reject home keys ``(level, cell...)`` outside the largest world (a centre there), or above its
-    root (a radius too large), with a ``ValueError`` (worded for one object's call where ``one``).
+    root (a radius too large), with a ``ValueError`` (worded for one object's call where ``one``;
+    ``batch``: a batch's ``(centres, radii, rows)``, whose bad row the message names by its number
+    in the caller's batch, ``rows[i]``, or ``i`` where ``rows`` is None).
 
     A key on a level below the largest world's is inside exactly when its
     ancestor there, ``cell >> (level + MAX_GROWTH)`` per axis, is 0 (the cell
     function clamps coordinates beyond the world to a cell just outside it).
     """
     if any(level < -MAX_GROWTH for level, *_ in keys):
-        raise ValueError(f"{'the radius' if one else 'radii'} must be below {lattice.node_size(-MAX_GROWTH) / 2:g}, "
-                         f"the largest this tree can grow to")
+        limit = lattice.node_size(-MAX_GROWTH) / 2
+        which = ""
+        if batch is not None:
+            radii = batch[1]
+            with np.errstate(over="ignore"):
+                row = _named_row(radii >= limit, radii - limit)
+            which = f"; radii[{_caller_row(batch[2], row)}] is {radii[row]:g}"
+        raise ValueError(f"{'the radius' if one else 'radii'} must be below {limit:g}, "
+                         f"the largest this tree can grow to{which}")
     if any(c >> (level + MAX_GROWTH) for level, *cell in keys for c in cell):
         low, high = lattice.world_bounds()
+        which = ""
+        if batch is not None:
+            centres = batch[0]
+            outside = np.any((centres < low) | (centres >= high), axis=1)
+            with np.errstate(over="ignore"):  # centres near the largest float: inf is still the farthest
+                row = _named_row(outside, np.maximum(low - centres, centres - high).max(axis=1))
+            which = f"; centres[{_caller_row(batch[2], row)}] is {centres[row].tolist()}"
         raise ValueError(f"{'the centre' if one else 'centres'} must lie within the largest world this tree can grow to, "
-                         f"[{low.tolist()}, {high.tolist()})")
+                         f"[{low.tolist()}, {high.tolist()}){which}")
+
+
+def _caller_row(rows: np.ndarray | None, row: int) -> int:
+    """Row ``row`` of the objects checked, numbered in the caller's batch."""
+    return row if rows is None else int(rows[row])
+
+
+def _named_row(bad: np.ndarray, beyond: np.ndarray) -> int:
+    """The row an error names: the first ``bad`` one, or, where the floats put none beyond the bound
+    (the keys decide within rounding of it), the one farthest ``beyond`` it."""
+    return int(np.flatnonzero(bad)[0]) if bad.any() else int(np.argmax(beyond))
 
 
 def root_level_for(nodes: NodeTable, root: int, lattice: Lattice, keys: list[list[int]]) -> int:

@@ -396,7 +396,7 @@ class ViewDistanceTree(Structure):
         with self._new_handles(n) as handles:  # room for them first; handed out only at the commit
             # Along a Morton curve: each node's new members then lie along it too (see culling.core.tiles).
             laid_out, centres, radii = batch.layout_order(centres, radii, handles)
-            links = self._prepare_links(centres, radii)
+            links = self._prepare_links(centres, radii, rows=lambda: _positions(laid_out, handles))
             # Commit: nothing below allocates the tree's arrays.
             self._take_handles(n)
         self._place(laid_out, links, centres, radii)
@@ -447,7 +447,7 @@ class ViewDistanceTree(Structure):
         try:  # the movers' homes (a grown root too) and room in their blocks
             # np.take, not fancy indexing: a third of the time for rows of a 2-D array
             moving, moved, sized = np.take(handles, movers), np.take(centres, movers, axis=0), np.take(radii, movers)
-            links = self._prepare_links(moved, sized, np.take(self._obj_node, moving))
+            links = self._prepare_links(moved, sized, np.take(self._obj_node, moving), lambda: movers)
         except BaseException:  # a MemoryError, a mover outside the world: the stayers go back
             self._pool.cover_rows(batch.restore(handles, movers, backup, self._obj_pos, self._pool.columns))
             raise
@@ -649,8 +649,8 @@ class ViewDistanceTree(Structure):
             return INSIDE
         return found
 
-    def _prepare_links(self, centres: np.ndarray, radii: np.ndarray,
-                       near: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    def _prepare_links(self, centres: np.ndarray, radii: np.ndarray, near: np.ndarray | None = None,
+                       rows: Callable[[], np.ndarray] | None = None) -> tuple[np.ndarray, np.ndarray]:
         """Everything :meth:`_place` needs that allocates: the root grown to hold the objects, their
         home nodes created, room in the homes' blocks.  Returns ``(group_of, homes)``.
 
@@ -659,11 +659,12 @@ class ViewDistanceTree(Structure):
         tree is as it was.  Grouping (:func:`culling.tree.batch.group`), the home nodes
         (:meth:`NodeTable.at_many`), their blocks (:meth:`BlockPool.make_room`).
         ``centres`` C-contiguous, non-empty.  ``near`` (int64 (n,), optional): a live node near each
-        object's home (a mover's old node), where the search for the home starts.
+        object's home (a mover's old node), where the search for the home starts.  ``rows`` (optional):
+        each object's row in the caller's batch (int64 (n,), made only for an error to name).
         """
         made: list[np.ndarray] = []
         try:
-            self._fit_many(centres, radii)
+            self._fit_many(centres, radii, rows)
             group_of, keys, sizes = batch.group(centres, radii, self.origin, self.size)
             begin = None
             if near is not None:
@@ -683,7 +684,7 @@ class ViewDistanceTree(Structure):
         batch.place(handles, group_of, homes, centres, radii, (self._obj_node, self._obj_pos),
                     self._nodes.arrays(), self._pool.arrays())
 
-    def _fit_many(self, centres: np.ndarray, radii: np.ndarray) -> None:
+    def _fit_many(self, centres: np.ndarray, radii: np.ndarray, rows: Callable[[], np.ndarray] | None = None) -> None:
         """Validate many spheres against the world and grow the root to hold them all.
 
         Root-relative coordinates and levels are monotone in the centres and
@@ -694,7 +695,8 @@ class ViewDistanceTree(Structure):
         1,200 movers, where the corners' keys found in Python's loop took
         0.027 ms); otherwise their keys (:func:`_home_one`) say whether the
         world holds them and how far to grow the root.
-        ``centres`` float64 (n, dim), C-contiguous; ``radii`` float64 (n,).
+        ``centres`` float64 (n, dim), C-contiguous; ``radii`` float64 (n,); ``rows``: makes their rows in
+        the caller's batch (default: the same), which an error names.
         """
         if not radii.size or batch.fits_root(centres, radii, self._world(), self._nodes.arrays()):
             return  # the common case, in one kernel call; else the corners' keys, to check and to grow for
@@ -706,13 +708,15 @@ class ViewDistanceTree(Structure):
                                  self._nodes.arrays(), self._pool.arrays(), self._key) == OUTSIDE
             keys += self._key.tolist()
         if outside:
-            self._check_world(keys)
+            self._check_world(keys, batch=(centres, radii, rows() if rows is not None else None))
             self._grow_root_for(keys)
 
-    def _check_world(self, keys: list[list[int]], one: bool = False) -> None:
+    def _check_world(self, keys: list[list[int]], one: bool = False,
+                     batch: tuple[np.ndarray, np.ndarray, np.ndarray | None] | None = None) -> None:
         """Reject home keys outside the largest world (:func:`culling.tree.root.check_world`; ``one``: for
-        one object's call)."""
-        root_growth.check_world(self._lattice, keys, one)
+        one object's call; ``batch``: a batch's centres, radii and rows in the caller's batch, its bad
+        row named)."""
+        root_growth.check_world(self._lattice, keys, one, batch)
 
     def _grow_root_for(self, keys: list[list[int]]) -> None:
         """Grow the root until it holds the home keys ``keys`` (:func:`culling.tree.root.root_level_for`
@@ -773,6 +777,13 @@ class ViewDistanceTree(Structure):
         for :meth:`_prune`); no cleanup."""
         return batch.unlink(np.array([handle]), (self._obj_node, self._obj_pos), self._nodes.arrays(),
                             self._pool.arrays())
+
+
+def _positions(laid_out: np.ndarray, handles: np.ndarray) -> np.ndarray:
+    """Where each of ``laid_out`` (a permutation of the distinct ``handles``) stands in ``handles``: the
+    caller's rows of a batch :func:`culling.tree.batch.layout_order` reordered.  O(n log n)."""
+    order = np.argsort(handles)
+    return order[np.searchsorted(handles, laid_out, sorter=order)]
 
 
 @kernel

@@ -134,6 +134,9 @@ def test_insert_bad_centre(kind, dim, bad, error, match):
     (NAN, ValueError, FINITE), (INF, ValueError, FINITE), (-1.0, ValueError, NEGATIVE),
     (-1e-300, ValueError, NEGATIVE), (-INF, ValueError, FINITE + "|" + NEGATIVE),
     ([1.0, 2.0], ValueError, SHAPE), ("one", TypeError, NUMERIC), (None, (TypeError, ValueError), NONE),
+    # One radius in a list or an array is still an array: the contract's scalar, not its shape (1,).
+    ([1.0], ValueError, r"single number, got shape \(1,\)"), (np.ones(1), ValueError, SHAPE),
+    (np.ones((1, 1)), ValueError, SHAPE),
 ])
 def test_insert_bad_radius(kind, dim, radius, error, match):
     w = World(kind, dim)
@@ -205,7 +208,7 @@ def test_update_non_integer_handle(kind, dim, handle):
     ("nan centre", ValueError, FINITE), ("inf centre", ValueError, FINITE),
     ("wide centre", ValueError, SHAPE), ("text centre", TypeError, NUMERIC),
     ("nan radius", ValueError, FINITE), ("negative radius", ValueError, NEGATIVE),
-    ("text radius", TypeError, NUMERIC), ("two radii", ValueError, SHAPE),
+    ("text radius", TypeError, NUMERIC), ("two radii", ValueError, SHAPE), ("one radius in a list", ValueError, SHAPE),
 ])
 def test_update_bad_values(kind, dim, bad, error, match):
     w = World(kind, dim)
@@ -225,6 +228,8 @@ def test_update_bad_values(kind, dim, bad, error, match):
         radius = -2.0
     elif bad == "text radius":
         radius = "r"
+    elif bad == "one radius in a list":
+        radius = [1.0]
     else:
         radius = [1.0, 1.0]
     reject(w, error, match, lambda s: s.update(h, centre, radius))
@@ -379,6 +384,19 @@ def test_bad_scale(kind, dim, scale, error):
     reject(w, error, SCALE, lambda s: s.trace(p, scale=scale))
 
 
+@pytest.mark.parametrize("scale,error", [(np.array([2.0]), TypeError), (np.array(True), TypeError),
+                                         (np.array(2 + 0j), TypeError), (np.array(0.0), ValueError)])
+def test_scale_as_an_array(kind, dim, scale, error):
+    """A 0-d array of an integer or float dtype is its number, as ``np.float32(2)`` is; any other
+    array is a ``TypeError``."""
+    w = World(kind, dim)
+    p = w.point(3.0)
+    for number in (np.array(2.0), np.array(2), np.array(2.0, dtype=np.float32)):
+        assert sorted_handles(w.s.query(p, exact=True, scale=number)) == sorted_handles(w.s.query(p, exact=True,
+                                                                                                     scale=2.0))
+    reject(w, error, SCALE, lambda s: s.query(p, scale=scale))
+
+
 # -- reading ------------------------------------------------------------------------------
 
 def test_membership_is_false_for_anything_but_a_live_handle(kind, dim):
@@ -427,6 +445,29 @@ def test_dense_grid_rejects_what_lies_outside_its_world(dim, case):
     reject(w, ValueError, "world|outside|size|radius|range", lambda s: s.update(w.live[0], centre, radius))
     reject(w, ValueError, "world|outside|size|radius|range",
            lambda s: s.update_many(w.live[:2], np.stack([w.point(2.0), centre]), [1.0, radius]))
+
+
+@pytest.mark.parametrize("case", ["insert_many centre", "insert_many radius", "update_many centre",
+                                  "update_many radius"])
+def test_a_batch_beyond_the_world_names_its_row(case, dim):
+    """CONTRACT.md: a batch's error names the bad row, also beyond the largest world the tree can grow
+    to (and outside a dense grid's world), numbered in the caller's batch (``update_many`` checks its
+    movers alone)."""
+    from brute_force import DENSE, TREE
+    for kind in (TREE, DENSE):
+        w = World(kind, dim)
+        centres, radii = np.stack([w.point(2.0 + k) for k in range(5)]), np.full(5, 1.0)
+        far = 1e300 if kind is TREE else 1e6
+        if case.endswith("centre"):
+            centres[3, -1] = far
+            match = r"centres\[3\] is \["
+        else:
+            radii[3] = far
+            match = r"radii\[3\] is 1e\+(300|06)"
+        if case.startswith("insert_many"):
+            reject(w, ValueError, match, lambda s: s.insert_many(centres, radii))
+        else:
+            reject(w, ValueError, match, lambda s: s.update_many(w.live[:5], centres, radii))
 
 
 def test_tree_world_limit_is_a_value_error_or_works():
