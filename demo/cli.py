@@ -258,6 +258,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from engine.shaders import ShaderError
     except ValueError as exc:  # a setting the library refuses on import (CULLING_THREADS): one line
         return _fail(str(exc))
+    except ImportError as exc:  # the demo's extra not installed (pyglet, moderngl, pyrr): one line
+        return _fail(f"{exc}; the demo needs its extra: pip install -e \".[demo]\"")
+    except KeyboardInterrupt:  # Ctrl-C while the modules load
+        return _fail("interrupted", 130)
 
     try:
         return _run(args)

@@ -19,21 +19,24 @@ from __future__ import annotations
 import argparse
 import logging
 import math
-import signal
 import sys
-import threading
 import time
-from collections.abc import Callable, Sequence
-from typing import TextIO
+from collections.abc import Sequence
+from typing import Any, TextIO
 
 import numpy as np
 
+from server.interrupts import ctrl_c_held
 from server.regions import MAX_SHARDS
 
 PROG = "python -m server.demo"
 #: Share of the entities that move each tick, and the step (sigma per ground axis, world units).
 MOVING_SHARE = 0.10
 STEP = 1.5
+#: The smallest ``--world``: the entities' radii (10 to 150), heights (0 to 2) and steps are in world
+#: units, so a world far smaller than a radius is no town map (and below 2**-23 of the largest
+#: radius, beyond what a tree can grow to hold).
+MIN_WORLD = 1.0
 
 
 def parse(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -57,8 +60,9 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
         ap.error(f"--ticks must be at least 1, got {args.ticks}")
     if not 1 <= args.shards <= MAX_SHARDS:
         ap.error(f"--shards must be from 1 to {MAX_SHARDS}, got {args.shards}")
-    if not (math.isfinite(args.world) and args.world > 0.0):
-        ap.error(f"--world must be a finite number > 0, got {args.world:g}")
+    if not (math.isfinite(args.world) and args.world >= MIN_WORLD):
+        ap.error(f"--world must be a finite number >= {MIN_WORLD:g} (the entities' radii are 10 to 150 "
+                 f"world units), got {args.world:g}")
     if not (math.isfinite(args.hysteresis) and args.hysteresis >= 0.0):
         ap.error(f"--hysteresis must be a finite number >= 0, got {args.hysteresis:g}")
     return args
@@ -92,40 +96,30 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None, err: Text
     args = parse(argv)
     out = out or sys.stdout
     err = err or sys.stderr
+    ray: Any = None
+    started_ray = False
     try:
-        import ray  # after the arguments: --help answers at once
-    except ImportError:  # the optional extra not installed: one line, not a traceback
-        print(f'{PROG}: error: the sharded server needs Ray: pip install -e ".[server]"', file=err)
-        return 1
-    started_ray = not ray.is_initialized()
-    try:
+        try:
+            import ray  # after the arguments: --help answers at once; within the try: Ctrl-C in its second
+        except ImportError:  # the optional extra not installed: one line, not a traceback
+            print(f'{PROG}: error: the sharded server needs Ray: pip install -e ".[server]"', file=err)
+            return 1
+        started_ray = not ray.is_initialized()
         # Ray's own INFO lines (the local instance it started) left out; a Ctrl-C while Ray starts its
         # processes waits until they run, so that the shutdown below stops them all
-        if started_ray and _ctrl_c_held(lambda: ray.init(include_dashboard=False, log_to_driver=False,
-                                                         logging_level=logging.WARNING)):
+        if started_ray and ctrl_c_held(lambda: ray.init(include_dashboard=False, log_to_driver=False,
+                                                        logging_level=logging.WARNING))[1]:
             raise KeyboardInterrupt
         run(args, out, err)
     except KeyboardInterrupt:  # Ctrl-C: one line, and Ray's processes stopped below
+        if getattr(err, "isatty", lambda: False)():  # the bar's line ended first: the message on its own
+            print(file=err)
         print(f"{PROG}: error: interrupted", file=err)
         return 130
     finally:
         if started_ray:
-            _ctrl_c_held(ray.shutdown)  # a second Ctrl-C must not leave Ray's processes running
+            ctrl_c_held(ray.shutdown)  # a second Ctrl-C must not leave Ray's processes running
     return 0
-
-
-def _ctrl_c_held(call: Callable[[], object]) -> bool:
-    """Run ``call()`` with SIGINT held until it returns (in the main thread; elsewhere Python delivers
-    none); whether one came meanwhile."""
-    came: list[int] = []
-    main = threading.current_thread() is threading.main_thread()
-    previous = signal.signal(signal.SIGINT, lambda number, frame: came.append(number)) if main else None
-    try:
-        call()
-    finally:
-        if main:
-            signal.signal(signal.SIGINT, previous)
-    return bool(came)
 
 
 def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> None:

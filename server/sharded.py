@@ -18,8 +18,12 @@ entities from elsewhere whose sphere reaches in (:class:`server.regions.Regions`
   shard order, then put back in the caller's order).  The answer is the
   one ``InterestManager`` gives: the same exact decider on the same floats,
   and every entity that can contain a viewer is in that viewer's shard.
-- An actor that died (``ray.kill``, a crash) is replaced by a new one,
-  loaded from the coordinator's tree, and its part of the tick asked again.
+- An actor that died (``ray.kill``, a crash), or whose sent changes failed,
+  is replaced by a new one, loaded from the coordinator's tree, and its part
+  of the tick asked again.
+- A Ctrl-C waits for a mutation to finish (:mod:`server.interrupts`): the
+  coordinator's tree, its map of the shards' entities and what it sent them
+  never disagree.  :meth:`ShardedInterest.close` is final.
 
 The shards hold no viewer state, so a viewer crossing a border costs
 nothing, and the rows travel back to the coordinator (8 bytes a held pair
@@ -35,9 +39,10 @@ from typing import Any
 import numpy as np
 import ray
 from numpy.typing import ArrayLike, NDArray
-from ray.exceptions import RayActorError
+from ray.exceptions import RayActorError, RayError
 
 from culling import InterestSets, InterestTick, ViewDistanceTree
+from server.interrupts import runs_whole
 from server.regions import Regions
 from server.shard import Shard
 
@@ -55,8 +60,12 @@ def _ids(values: ArrayLike) -> NDArray[np.int64]:
         return np.empty(0, dtype=np.int64)
     if array.ndim != 1:
         raise ValueError(f"viewer_ids must have shape (m,), got {array.shape}")
+    if array.dtype == object and all(isinstance(v, numbers.Integral) and not isinstance(v, bool) for v in array):
+        raise ValueError("viewer_ids must fit in int64")  # Python ints beyond it make an object array
     if array.dtype == np.bool_ or not np.issubdtype(array.dtype, np.integer):
         raise TypeError(f"viewer_ids must be integers, got dtype {array.dtype}")
+    if array.dtype == np.uint64 and int(array.max()) > np.iinfo(np.int64).max:
+        raise ValueError("viewer_ids must fit in int64")
     ids = array.astype(np.int64)
     ordered = np.sort(ids)
     repeated = ordered[1:][ordered[1:] == ordered[:-1]]
@@ -76,8 +85,10 @@ def _floats(values: ArrayLike, shape: tuple[int, ...], name: str) -> NDArray[np.
         array = array.reshape(shape)
     if array.shape != shape:
         raise ValueError(f"{name} must have shape {shape}, got {array.shape}")
-    if not np.isfinite(array).all():
-        raise ValueError(f"{name} must be finite (no NaN or inf)")
+    finite = np.isfinite(array).reshape(shape[0], -1).all(axis=1)
+    if not finite.all():
+        raise ValueError(f"{name}[{int(np.flatnonzero(~finite)[0])}] is not finite: {name} must be finite "
+                         "(no NaN or inf)")
     return np.ascontiguousarray(array)
 
 
@@ -132,6 +143,7 @@ class ShardedInterest:
         self.restarts: int = 0
         #: Per-shard figures of the last tick: viewers, held entities, seconds in the actor.
         self.last_tick: dict[str, list[float]] = {}
+        self._closed: bool = False
 
     # -- properties ----------------------------------------------------------
 
@@ -162,6 +174,17 @@ class ShardedInterest:
     @property
     def viewers(self) -> NDArray[np.int64]:
         return self._sets.viewers
+
+    @property
+    def tree(self) -> ViewDistanceTree:
+        """The coordinator's entity tree (read it; mutate the entities through the service, or the shards
+        and the sets go stale), as ``InterestManager.tree``."""
+        return self._tree
+
+    @property
+    def closed(self) -> bool:
+        """Whether :meth:`close` stopped the actors: ticks and mutations are then a ``RuntimeError``."""
+        return self._closed
 
     @property
     def actors(self) -> list[Any]:
@@ -199,8 +222,14 @@ class ShardedInterest:
     def _send(self, k: int, call: Callable[..., Any], *args: Any) -> None:
         self._pending[k].append(call(*args))
 
+    def _open(self) -> None:
+        if self._closed:
+            raise RuntimeError("this ShardedInterest is closed: its actors are stopped (make a new one)")
+
+    @runs_whole
     def insert_many(self, centres: ArrayLike, radii: ArrayLike) -> NDArray[np.int64]:
         """As ``InterestManager.insert_many``: the same handles."""
+        self._open()
         handles = np.asarray(self._tree.insert_many(centres, radii), dtype=np.int64)
         if not handles.size:
             return handles
@@ -219,8 +248,10 @@ class ShardedInterest:
                 self._send(k, actor.apply.remote, (handles[sel], c[sel], r[sel]), (empty_h, empty_c), empty_h)
         return handles
 
+    @runs_whole
     def update_many(self, handles: ArrayLike, centres: ArrayLike) -> None:
         """As ``InterestManager.update_many``; entities crossing a border migrate, their ghosts follow."""
+        self._open()
         self._tree.update_many(handles, centres)   # validates: a failure changes nothing
         h = np.asarray(handles, dtype=np.int64).reshape(-1)
         if not h.size:
@@ -234,8 +265,10 @@ class ShardedInterest:
             if came.any() or stay.any() or went.any():
                 self._send(k, actor.apply.remote, (h[came], c[came], r[came]), (h[stay], c[stay]), h[went])
 
+    @runs_whole
     def remove_many(self, handles: ArrayLike) -> None:
         """As ``InterestManager.remove_many``: removed entities leave at the next tick."""
+        self._open()
         self._tree.remove_many(handles)            # validates
         h = np.asarray(handles, dtype=np.int64).reshape(-1)
         if not h.size:
@@ -269,15 +302,17 @@ class ShardedInterest:
         self.restarts += 1
 
     def _settle(self, k: int) -> None:
-        """Wait for shard ``k``'s sent changes; a dead actor is rebuilt (it then holds them all)."""
+        """Wait for shard ``k``'s sent changes; an actor that died, or failed to apply them, is rebuilt from
+        the coordinator's tree (it then holds them all)."""
         try:
             ray.get(self._pending[k])
             self._pending[k] = []
-        except RayActorError:
+        except RayError:  # RayActorError, or a RayTaskError its apply raised: the coordinator's state stands
             self._rebuild(k)
 
     def held_by(self, k: int) -> NDArray[np.int64]:
         """The global handles shard ``k`` holds now (a round trip; for tests and operators)."""
+        self._open()
         self._settle(k)
         return ray.get(self._actors[k].held.remote())  # type: ignore[no-any-return]
 
@@ -287,8 +322,10 @@ class ShardedInterest:
         """As ``InterestManager.tick``: the same rows, in the order of ``viewer_ids``.
 
         Raises ``ValueError`` also for a per-viewer radius above ``probe_margin`` (the ghosts
-        would not cover it).  A failed tick changes nothing.
+        would not cover it).  A failed tick changes nothing (a Ctrl-C is a failure until
+        :meth:`InterestSets.advance`, which runs whole).
         """
+        self._open()
         ids = _ids(viewer_ids)
         m = ids.size
         points = _floats(positions, (m, self.dim), "positions")
@@ -351,7 +388,9 @@ class ShardedInterest:
                             left_offsets=left_offsets, left=left)
 
     def close(self) -> None:
-        """Stop the actors (the coordinator's state stays readable)."""
+        """Stop the actors, for good: later ticks and mutations are a ``RuntimeError`` (the coordinator's
+        state stays readable)."""
+        self._closed = True
         for actor in self._actors:
             try:
                 ray.kill(actor)

@@ -105,6 +105,7 @@ NOT_RUN = {
         ".ci/run's examples step runs it before tests/examples (with CULLING_SHIP_KERNELS=0: it keeps the "
         "kernels the README's install shipped)",
     '.venv/bin/pip install -e ".[bench]"': "installs; the test extra these tests run with holds the same packages",
+    'pip install -e ".[bench]"': "installs; the test extra these tests run with holds the same packages",
     '.venv/bin/pip install -e ".[profile]"': "installs; the test extra these tests run with includes it",
     "pip install .": "installs the library into the running environment; .ci/run installs the built wheel",
     "pip install -e .": "the README's set-up does it (with its extras), compiling the kernels into the checkout",

@@ -33,6 +33,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -148,4 +149,8 @@ def prepare_metadata_for_build_editable(metadata_directory, config_settings=None
 def build_editable(wheel_directory, config_settings=None, metadata_directory=None):  # noqa: ANN001, ANN201
     if _shipping():
         _ship(ROOT, "this checkout (culling/_compiled, for this machine's CPU)", native=True)
-    return _setuptools.build_editable(wheel_directory, config_settings, metadata_directory)
+    with warnings.catch_warnings():
+        # setuptools' boxed note that a folder named as the package may shadow it on import: here that
+        # folder is the package (the checkout's culling/), and the box was the README command's only output
+        warnings.filterwarnings("ignore", message="Editable installation")
+        return _setuptools.build_editable(wheel_directory, config_settings, metadata_directory)

@@ -60,6 +60,18 @@ def test_missing_display_is_named(tmp_path):
     assert "':987654'" in proc.stderr and "None" not in proc.stderr
 
 
+def test_without_the_demo_extra_one_line_names_it(tmp_path):
+    """As where only another extra is installed (the server's): the camera's pyrr cannot be imported.
+    Before, the import's traceback."""
+    script = ("import sys; sys.modules['pyrr'] = None; sys.argv[0] = 'run_demo.py'\n"
+              "from demo.cli import main\nsys.exit(main(['--headless', '--frames', '1']))")
+    proc = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 1, proc.stderr
+    (line,) = _err_lines(proc)
+    assert line.startswith("run_demo.py: error: ") and "pyrr" in line, proc.stderr
+    assert line.endswith('; the demo needs its extra: pip install -e ".[demo]"'), proc.stderr
+
+
 def test_objects_that_cannot_fit_are_refused_before_allocating(tmp_path):
     proc = run_demo(["--headless", "--objects", "10_000_000_000"], tmp_path)  # run_demo's timeout bounds a hang
     assert proc.returncode == cli.EXIT_ERROR  # the message below says it was the check before allocating, not a time

@@ -169,6 +169,126 @@ def test_a_radius_beyond_the_ghosts_and_bad_input_are_refused_and_change_nothing
         sh.close()
 
 
+def test_a_ctrl_c_inside_a_mutation_waits_for_it_and_the_shards_agree(ray_cluster, monkeypatch):
+    """A SIGINT that lands between the coordinator's tree and the sends (simulated where a real one was
+    seen: while the regions are worked out) is raised when ``update_many`` has finished: the next tick
+    is InterestManager's, with the same update.  Before, the tree had moved and the shards had not,
+    and a viewer on top of a moved entity was told it left."""
+    import signal
+
+    rng = np.random.default_rng(4)
+    im, sh = twins(2)
+    try:
+        c, r = rng.uniform(0.0, SIZE, (300, 3)), rng.uniform(5.0, 40.0, 300)
+        h = im.insert_many(c, r)
+        sh.insert_many(c, r)
+        ids, pos = np.arange(40), rng.uniform(0.0, SIZE, (40, 3))
+        same(sh.tick(ids, pos), im.tick(ids, pos))
+        touched = sh.regions.touched
+
+        def interrupted(*args):
+            signal.raise_signal(signal.SIGINT)  # Python's handler: KeyboardInterrupt at the next bytecode
+            return touched(*args)
+
+        monkeypatch.setattr(sh.regions, "touched", interrupted)
+        moved, new = h[:100], rng.uniform(0.0, SIZE, (100, 3))
+        new[0] = pos[0]                              # an entity moved onto viewer 0
+        with pytest.raises(KeyboardInterrupt):
+            sh.update_many(moved, new)
+        monkeypatch.setattr(sh.regions, "touched", touched)
+        im.update_many(moved, new)
+        same(sh.tick(ids, pos), im.tick(ids, pos), "after the interrupted update")
+        check_holdings(sh)
+    finally:
+        sh.close()
+
+
+def test_a_shard_whose_changes_failed_is_rebuilt_from_the_coordinator(ray_cluster):
+    """A change a shard could not apply (here a removal of an entity it never held: its ``KeyError``
+    comes back as a ``RayTaskError``) has the shard rebuilt at the next tick, not raised at every tick."""
+    rng = np.random.default_rng(5)
+    im, sh = twins(2)
+    try:
+        c, r = rng.uniform(0.0, SIZE, (200, 3)), rng.uniform(5.0, 30.0, 200)
+        im.insert_many(c, r)
+        sh.insert_many(c, r)
+        empty_c = np.empty((0, 3))
+        sh._send(0, sh.actors[0].apply.remote, (np.empty(0, dtype=np.int64), empty_c, np.empty(0)),
+                 (np.empty(0, dtype=np.int64), empty_c), np.array([10**9]))
+        ids, pos = np.arange(30), rng.uniform(0.0, SIZE, (30, 3))
+        for _ in range(2):
+            same(sh.tick(ids, pos), im.tick(ids, pos), "after the failed change")
+        assert sh.restarts == 1
+        check_holdings(sh)
+    finally:
+        sh.close()
+
+
+def test_a_closed_service_refuses_ticks_and_mutations_and_stays_readable(ray_cluster):
+    im, sh = twins(1)
+    c = np.array([[10.0, 10.0, 0.0]])
+    h = sh.insert_many(c, [30.0])
+    sh.tick([1], [[12.0, 10.0, 0.0]])
+    sh.close()
+    assert sh.closed
+    for call in (lambda: sh.tick([1], [[12.0, 10.0, 0.0]]), lambda: sh.insert_many(c, [1.0]),
+                 lambda: sh.update_many(h, c), lambda: sh.remove_many(h), lambda: sh.held_by(0)):
+        with pytest.raises(RuntimeError, match="closed"):
+            call()
+    assert sh.restarts == 0 and len(sh) == 1 and sh.interest(1).tolist() == h.tolist()
+    assert sh.tree is sh._tree and np.array_equal(sh.tree.centres_of(h), c)
+
+
+def test_viewer_ids_beyond_int64_are_the_same_error_as_interest_managers(ray_cluster):
+    im, sh = twins(1)
+    try:
+        for service in (sh, im):
+            for ids in ([2**70], np.array([2**63], dtype=np.uint64)):
+                with pytest.raises(ValueError, match="fit in int64"):
+                    service.tick(ids, [[1.0, 1.0, 1.0]])
+            with pytest.raises(ValueError, match=r"positions\[1\]|finite"):
+                service.tick([1, 2], [[1.0, 1.0, 1.0], [np.inf, 1.0, 1.0]])
+    finally:
+        sh.close()
+
+
+def test_the_demo_interrupted_while_ray_loads_says_one_line(monkeypatch):
+    """A Ctrl-C while ``import ray`` runs (the demo's first second; simulated by an import that raises
+    it): one line and status 130, not the import's traceback."""
+    import sys
+
+    from server.demo import main
+
+    class Interrupting:
+        def find_spec(self, name, path=None, target=None):
+            if name == "ray":
+                raise KeyboardInterrupt
+            return None
+
+    monkeypatch.delitem(sys.modules, "ray", raising=False)
+    monkeypatch.setattr(sys, "meta_path", [Interrupting(), *sys.meta_path])
+    out, err = io.StringIO(), io.StringIO()
+    assert main(["--ticks", "1"], out=out, err=err) == 130
+    assert err.getvalue() == "python -m server.demo: error: interrupted\n"
+
+
+def test_the_demo_interrupted_on_a_terminal_ends_the_bar_line_first(ray_cluster, monkeypatch):
+    import server.demo as demo
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    def interrupted(args, out, err):
+        err.write(f"\r\x1b[K{demo.bar(4, 400)}")       # the bar, redrawn in place, when Ctrl-C came
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(demo, "run", interrupted)
+    out, err = io.StringIO(), Terminal()
+    assert demo.main(["--ticks", "400"], out=out, err=err) == 130
+    assert err.getvalue().endswith(f"{demo.bar(4, 400)}\npython -m server.demo: error: interrupted\n")
+
+
 def test_the_demo_redraws_its_bar_in_place_on_a_terminal_and_clears_it_for_each_tick_line(ray_cluster):
     from server.demo import main
 
@@ -231,8 +351,11 @@ def test_the_demo_interrupted_says_one_line_and_exits_130():
 
 
 @pytest.mark.parametrize("flags, message", [
-    (["--world", "0"], "--world must be a finite number > 0, got 0"),
-    (["--world", "nan"], "--world must be a finite number > 0, got nan"),
+    (["--world", "0"], "--world must be a finite number >= 1 (the entities' radii are 10 to 150 world units), got 0"),
+    (["--world", "nan"], "--world must be a finite number >= 1 (the entities' radii are 10 to 150 world units), "
+                         "got nan"),
+    (["--world", "1e-300"], "--world must be a finite number >= 1 (the entities' radii are 10 to 150 world units), "
+                            "got 1e-300"),
     (["--hysteresis", "-1"], "--hysteresis must be a finite number >= 0, got -1"),
     (["--shards", "65"], "--shards must be from 1 to 64, got 65"),
     (["--shards", "0"], "--shards must be from 1 to 64, got 0"),
