@@ -344,7 +344,8 @@ class Demo:
         if self.tree is None:  # nothing changes
             return "L: brute force visits no nodes, so it tests no boxes: nothing to show (L needs the tree)"
         self.show_loose = not self.show_loose
-        return "L: the grown (loose) boxes the query tested" if self.show_loose else "L: the nodes' own boxes"
+        shown = "L: the grown (loose) boxes the query tested" if self.show_loose else "L: the nodes' own boxes"
+        return shown if self.show_overlay else f"{shown}, once the overlay is on (O)"
 
     def toggle_freeze(self) -> None:
         """Freeze culling at the current camera, or thaw it."""
@@ -405,9 +406,11 @@ class Demo:
         self.time += dt
 
         # Simulation: moving objects are pushed into the tree in one batch.
+        started = perf_counter()
         moved = scene.update(self.time, dt, self.camera.position)
         if moved is not None and moved.shape[0] and self.tree is not None:
             self.tree.update_many(self.handles[moved], scene.centres[moved], scene.view_distance[moved])
+        scene_ms = (perf_counter() - started) * 1e3
 
         # Zoom narrows the field of view; the view distances grow with it (query_scale).
         # At rest the zoom follows the camera's own field of view (a caller may set it).
@@ -428,6 +431,7 @@ class Demo:
         # Culling: the walk (the overlay's trace when asked) -> the exact query -> frustum filter.
         stats = self.pipeline.cull(cull_position, cull_vp, scale=self.query_scale,
                                    trace=(self.show_overlay or self.show_map) and self.tree is not None)
+        stats.scene_ms = scene_ms
         self.trace = self.pipeline.trace
         self._cull_position = cull_position
 
@@ -504,7 +508,7 @@ class Demo:
 
         warm = replace(self.stats, query_ms=median("query_ms"), distance_ms=median("distance_ms"),
                        frustum_ms=median("frustum_ms"), upload_ms=median("upload_ms"), draw_ms=median("draw_ms"),
-                       trace_ms=median("trace_ms"))
+                       trace_ms=median("trace_ms"), scene_ms=median("scene_ms"))
         earlier = [f.cull_ms for f in frames[:-1]]
         cold = bool(earlier) and self.stats.cull_ms > max(COLD_FACTOR * float(np.median(earlier)), COLD_MS)
         return warm, cold

@@ -430,6 +430,8 @@ class FlyThroughApp(App):
 
         if button == mouse.RIGHT:
             self._right_held = False
+            if self.current_status().startswith("right mouse: zoom"):  # its answer said "while held"
+                self.say("right mouse: zoom off")
             return True
         # A click (no drag in between) captures; a drag leaves the mouse as it was.
         if self._pressed_at is not None and not self._dragged and not self.mouse_captured:

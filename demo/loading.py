@@ -191,7 +191,7 @@ class LoadingScreen:
         self.window, self.ctx, self.events = window, ctx, events
         self.cancelled = False
         self.label = pyglet.text.Label("", font_name="DejaVu Sans Mono", font_size=FONT_SIZE, anchor_x="center",
-                                       anchor_y="bottom", color=(235, 235, 235, 255))
+                                       anchor_y="bottom", align="center", color=(235, 235, 235, 255))
         self._handlers = {"on_key_press": self._on_key_press, "on_close": self._on_close}
         self._pushed = False
 
@@ -224,10 +224,11 @@ class LoadingScreen:
         self.ctx.screen.use()
         _, _, _, bar_h = draw_bar(self.ctx, self.window.get_framebuffer_size(), fraction)
         self.label.text = text
-        self.label.font_size = FONT_SIZE
-        fits = 0.95 * self.window.width / max(self.label.content_width, 1)
-        if fits < 1.0:  # a narrow window: a smaller font rather than a message cut at both ends
-            self.label.font_size = max(6.0, FONT_SIZE * fits)
+        self.label.multiline, self.label.width = False, None
+        room = int(0.95 * self.window.width)
+        if self.label.content_width > room:  # a narrow window: the message wrapped, not cut at both ends
+            # (a smaller font shrinks in whole pixels a glyph, not in proportion: 9.5 points are as wide as 10)
+            self.label.width, self.label.multiline = room, True
         self.label.x, self.label.y = self.window.width // 2, self.window.height // 2 + 2 * bar_h
         self.label.draw()
         self.window.flip()

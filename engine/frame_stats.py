@@ -33,6 +33,7 @@ class FrameStats:
     upload_ms: float = 0.0
     draw_ms: float = 0.0
     trace_ms: float = 0.0
+    scene_ms: float = 0.0
     triangles: int = 0
     kind_counts: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     #: Instances drawn at each level of detail (a cross-fading one counts at both).
@@ -45,9 +46,11 @@ class FrameStats:
 
     #: ``query_ms`` is the index's one call (walk, exact test, distances, and the
     #: trace with the overlay); ``distance_ms`` the begin-distance test; ``trace_ms`` the debug overlay's own cost (its
-    #: boxes built and uploaded).
+    #: boxes built and uploaded); ``scene_ms`` the scene's own work before culling (its simulation and its
+    #: batches: the swarm's sensing, separation pairs and interest tick) and the tree's ``update_many``
+    #: of what moved: with ``cull_ms`` and ``draw_ms``, where a moving scene's frame goes.
     CSV_FIELDS = ("query_ms", "distance_ms", "frustum_ms", "upload_ms", "cull_ms", "draw_ms", "trace_ms",
-                  "candidates", "in_range", "in_frustum", "drawn", "triangles")
+                  "candidates", "in_range", "in_frustum", "drawn", "triangles", "scene_ms")
 
     def csv_row(self) -> list[float | int]:
         return [getattr(self, name) for name in self.CSV_FIELDS]

@@ -9,6 +9,7 @@ the read-back image with Pillow, so screenshots show the same HUD.
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -39,6 +40,9 @@ GREY = (0.78, 0.80, 0.84)
 YELLOW = (1.0, 0.9, 0.4)
 #: The status line (the last key's answer): bright cyan, apart from every level colour.
 STATUS = (0.45, 1.0, 1.0)
+#: The status line's width in characters: a longer answer (a path in a failed save) is wrapped onto more
+#: lines, as the HUD's own lines stay within it, rather than the whole HUD's font shrunk to fit it.
+STATUS_CHARS = 60
 #: Opacity of the panel behind the text: dark enough that every level colour
 #: reads over sky, ground, roofs and walls alike.
 PANEL_ALPHA = 200
@@ -81,6 +85,12 @@ def _ms(value: float) -> str:
     return f"{value:6.2f}"
 
 
+def _moving(stats: FrameStats) -> bool:
+    """Whether the scene's own work shows in the timings: a still scene's (well under 0.05 ms) would be
+    a column of zeros."""
+    return stats.scene_ms >= 0.05
+
+
 def text_colour(rgb: Iterable[float]) -> tuple[float, float, float]:
     """A level colour lightened towards white so it reads on the dark panel
     (the saturated blues and violets of deep levels are hard to read as they are)."""
@@ -95,8 +105,8 @@ def hud_lines(info: HudInfo, mode: str = "full") -> list[tuple[str, tuple[float,
     scene notes, per-level table, mouse line, controls), ``"compact"`` (the
     times and the funnel, the scene notes, the state, the mouse line and a
     key hint: four lines in the forest; :func:`hud_legend` adds the colours), ``"off"`` (nothing).  Every mode starts with the status
-    line (the last key's answer) while it lives.  Lines stay within about 60
-    characters, so the full HUD covers at most about a quarter of a 16:9 view.
+    line (the last key's answer) while it lives, wrapped at :data:`STATUS_CHARS`.  Lines stay within
+    about 60 characters, so the full HUD covers at most about a quarter of a 16:9 view.
 
     >>> from engine.frame_stats import FrameStats
     >>> lines = hud_lines(HudInfo("forest", 1000, FrameStats(candidates=9, in_range=5, in_frustum=2, drawn=2)))
@@ -107,7 +117,7 @@ def hud_lines(info: HudInfo, mode: str = "full") -> list[tuple[str, tuple[float,
     """
     if mode not in HUD_MODES:
         raise ValueError(f"HUD mode must be one of {', '.join(HUD_MODES)}, got {mode!r}")
-    status = [(info.status, STATUS)] if info.status else []
+    status = [(line, STATUS) for line in textwrap.wrap(info.status, STATUS_CHARS, subsequent_indent="  ")]
     if mode == "off":
         return status
     s = info.stats
@@ -125,7 +135,8 @@ def hud_lines(info: HudInfo, mode: str = "full") -> list[tuple[str, tuple[float,
     cold = [("slow frame: a compile, a first use or a busy machine", YELLOW)] if info.cold else []
     if mode == "compact":
         lines = [
-            (f"{info.scene} {info.objects:,}  cull {s.cull_ms:.2f} ms  draw {s.draw_ms:.1f} ms"
+            (f"{info.scene} {info.objects:,}" + (f"  scene {s.scene_ms:.1f} ms" if _moving(s) else "")
+             + f"  cull {s.cull_ms:.2f} ms  draw {s.draw_ms:.1f} ms"
              + ("" if info.fps is None else f"  {info.fps:.0f} fps"), WHITE),
             (f"{s.candidates:,} walked > {s.in_range:,} range > {s.in_frustum:,} frustum", WHITE),
         ]
@@ -141,7 +152,8 @@ def hud_lines(info: HudInfo, mode: str = "full") -> list[tuple[str, tuple[float,
     culling = f"{'brute force' if info.brute_force else 'tree'}, {info.shape}s"
     lines = [
         (f"{info.scene}  {info.objects:,} objects  {culling}{fps}", WHITE),
-        (f"ms ({timing})  cull {s.cull_ms:.2f}  draw {s.draw_ms:.1f}"
+        (f"ms ({timing})" + (f"  scene {s.scene_ms:.1f}" if _moving(s) else "")
+         + f"  cull {s.cull_ms:.2f}  draw {s.draw_ms:.1f}"
          + (f"  overlay {s.trace_ms:.2f}" if info.overlay else ""), WHITE),
         (f"  query {s.query_ms:.2f}  range {s.distance_ms:.2f}  frustum {s.frustum_ms:.2f}  "
          f"upload {s.upload_ms:.2f}", WHITE),

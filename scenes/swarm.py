@@ -92,7 +92,7 @@ CHASE_COLOUR = (0.95, 0.15, 0.10)
 LEGEND = (("hunters (walk)", (0.22, 0.30, 0.85)), ("birds (flocks)", (0.96, 0.86, 0.45)),
           ("chasing you or a hunter", CHASE_COLOUR))
 #: The legend while the interest view is on: the highlight shows the followed player's set instead of the chase.
-INTEREST_LEGEND = (("followed player", FOLLOWED_COLOUR[:3]), ("in its interest set", INTEREST_COLOUR),
+INTEREST_LEGEND = (("followed player's box", FOLLOWED_COLOUR[:3]), ("in its interest set", INTEREST_COLOUR),
                    ("entered", ENTERED_COLOUR[:3]), ("left", LEFT_COLOUR[:3]),
                    ("hunters", (0.22, 0.30, 0.85)), ("birds", (0.96, 0.86, 0.45)))
 #: Where :meth:`SwarmScene.watch_pose` puts the camera: this many times the followed player's reach away
@@ -279,13 +279,12 @@ class SwarmScene(Scene):
                                      self.reach(f))
 
     def _show_interest(self) -> None:
-        """The highlight from the view: the followed player's set (and fresh entries) and the player."""
+        """The highlight from the view: the followed player's set (and fresh entries).  The player keeps its
+        own colour (its white box marks it): cyan means in the set, and nothing else."""
         if self.interest is None:
             return
         self.highlight[self.first:] = self.interest.highlight()
         self.highlight[self.hunters] = 0.0
-        if self.followed:
-            self.highlight[self.hunters.start + self.followed - 1] = 1.0
 
     def _interest_lines(self) -> list[str]:
         view = self.interest

@@ -136,6 +136,8 @@ def test_the_overlay_keys_with_a_tree_say_what_they_draw(make_demo):
     assert demo.toggle_overlay() == "O: overlay on (the nodes the query visited)"
     assert demo.toggle_loose() == "L: the grown (loose) boxes the query tested"
     assert demo.toggle_overlay() == "O: overlay off"
+    # with the overlay off, L still switches, and says nothing shows until O (it toggled silently before)
+    assert demo.toggle_loose() == "L: the nodes' own boxes, once the overlay is on (O)"
     demo.update(0.0)
     assert hud_lines(demo.hud_info(), "full")[0][0].startswith("forest  2,000 objects  tree, spheres")
 

@@ -166,6 +166,16 @@ def test_the_loading_screen_shows_in_the_window_before_the_scene(xvfb, tmp_path)
             if filled > 100 or proc.poll() is not None:
                 break
         assert filled > 100, "the progress bar is not on screen"
+        # The message ("compiling kernels (first run only): 3/30, 1 s, step 3") is wider than the 320-pixel
+        # window at its font: wrapped within it, not cut at both edges (a smaller font shrinks in whole
+        # pixels a glyph, and the line shrunk in proportion still overflowed)
+        subprocess.run(["import", "-window", window, str(shot)], env=env, check=True, timeout=60)
+        pixels = np.asarray(Image.open(shot).convert("RGB")).astype(int)
+        text = (pixels.min(axis=2) >= 180) & (np.abs(pixels - bar).max(axis=2) > 3)   # light grey, not the bar
+        columns, rows = np.flatnonzero(text.any(axis=0)), np.flatnonzero(text.any(axis=1))
+        assert columns.size, "no message on the loading screen"
+        assert columns[0] > 1 and columns[-1] < text.shape[1] - 2, "the message is cut at the window's edges"
+        assert rows[-1] - rows[0] > 20, "a message wider than the window is on one line"
         release.touch()  # the compile may finish now
         out, err = proc.communicate(timeout=600)
     finally:

@@ -66,6 +66,20 @@ def test_status_line_shows_in_every_mode():
     assert hud_lines(info, "off") == []
 
 
+def test_a_long_status_is_wrapped_not_shrunk():
+    """A failed save names the folder (a path of any length): the status is wrapped at the HUD's width
+    rather than setting the width of every line (the window's HUD font shrank to 4 pixels a character)."""
+    from engine.hud import STATUS, STATUS_CHARS
+
+    folder = "/tmp/" + "a-very-long-folder-name/" * 5
+    info = _busy_info()
+    info.status = f"P: cannot save {folder}screenshot_000.png: --out {folder} is not a folder"
+    for mode in ("compact", "full", "off"):
+        status = [text for text, rgb in hud_lines(info, mode) if rgb == STATUS]
+        assert len(status) > 2 and max(map(len, status)) <= STATUS_CHARS
+        assert "".join(line.strip() for line in status).replace(" ", "") == info.status.replace(" ", "")
+
+
 def test_times_say_they_are_medians_and_cold_frames_are_marked():
     text = [t for t, _ in hud_lines(_busy_info(warm_frames=30, cold=True), "full")]
     assert text[2].startswith("ms (median of 30)")
