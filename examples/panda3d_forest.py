@@ -142,8 +142,9 @@ class _OneLineParser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message}\n")
 
 
-#: The engine's own packages (the project's examples extra), looked for before anything is built.
-ENGINE_MODULES = ("panda3d",)
+#: What this example imports beyond NumPy (the project's examples extra: the engine, and pyrr and numba
+#: for the repository's engine/ and culling), looked for before anything is built.
+ENGINE_MODULES = ("panda3d", "pyrr", "numba")
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -157,16 +158,20 @@ def parse_args(argv=None) -> argparse.Namespace:
     args = p.parse_args(argv)
     if args.objects < 1 or (args.frames is not None and args.frames < 1):
         p.error("--objects and --frames must be at least 1")
+    if not str(args.out).strip() or str(args.out) == ".":   # Path("") is "." : frames into the current folder
+        p.error("--out must name a folder")
     return args
 
 
-def summary(frame: int, drawn: int, total: int, query_ms: list[float], fps: float, eye: np.ndarray,
+def summary(frame: int, drawn: int, total: int, query_ms: list[float] | None, fps: float | None, eye: np.ndarray,
             ground: float) -> str:
-    """The once-a-second line: the frame, what it drew, the median query time since the last line,
-    the frame rate and the camera (Panda3D's frame) with its height above the ground."""
+    """The once-a-second line: the frame, what it drew, the median query time since the last line
+    (None: ``--all`` asks no query), the frame rate over the frames finished since then (None: none
+    yet) and the camera (Panda3D's frame) with its height above the ground."""
     x, y, z = (float(v) for v in eye)
-    return (f"frame {frame}: drawn {drawn} of {total} objects, query {np.median(query_ms):.2f} ms "
-            f"(median of {len(query_ms)}), {fps:.1f} fps, camera at ({x:.1f}, {y:.1f}, {z:.1f}), "
+    query = "no query (--all)" if query_ms is None else f"query {np.median(query_ms):.2f} ms (median of {len(query_ms)})"
+    rate = "first frame" if fps is None else f"{fps:.1f} fps"
+    return (f"frame {frame}: drawn {drawn} of {total} objects, {query}, {rate}, camera at ({x:.1f}, {y:.1f}, {z:.1f}), "
             f"{float(z) - ground:.1f} m above the ground")
 
 
@@ -178,7 +183,14 @@ def main(argv=None) -> int:
               "(the examples extra)", file=sys.stderr)
         return 1
     headless = args.headless or not os.environ.get("DISPLAY")
+    from engine.display import display_problem
     from engine.files import unwritable_folder, write_atomically
+
+    problem = None if headless else display_problem()
+    if problem is not None:  # Panda3D would raise a bare "Could not open window." after the world is built
+        print(f"{Path(__file__).name}: error: cannot open a window: {problem} (--headless renders offscreen)",
+              file=sys.stderr)
+        return 1
 
     if headless:
         problem = unwritable_folder(args.out)
@@ -212,7 +224,12 @@ def main(argv=None) -> int:
     records = np.hstack([centres, scene.bounding_radius[:, None], np.cos(-scene.yaw)[:, None],  # heading turns the
                          np.sin(-scene.yaw)[:, None]]).astype(np.float32)                       # other way in z-up
     offsets = scene.kind_offsets
-    base = ShowBase()
+    try:
+        base = ShowBase()
+    except Exception as exc:  # noqa: BLE001 - Panda3D raises a bare Exception: no GL, no EGL, no window
+        print(f"{Path(__file__).name}: error: Panda3D: {exc} ({'no EGL driver for offscreen frames?' if headless else '--headless renders offscreen'})",
+              file=sys.stderr)
+        return 1
     base.disableMouse()
     base.accept("escape", base.userExit)             # the close button does the same (ShowBase's window event)
     base.setBackgroundColor(*scene.sky, 1.0)
@@ -265,8 +282,9 @@ def main(argv=None) -> int:
             base.camera.set_pos(base.render, *to_panda(above_ground(eye, scene.ground_height)))
 
     def cull_and_draw(task):                         # a task: runs every frame before Panda3D culls and draws
+        started = time.perf_counter()
         if state["frame"] == 0:
-            state["said"] = time.perf_counter()      # the frame rate counts from the first frame
+            state["said"] = started                  # the frame rate counts from the first frame's start
         fly(ClockObject.get_global_clock().get_dt())
         if state["flown"]:
             eye = np.array(base.camera.get_pos(base.render), dtype=np.float64)
@@ -277,7 +295,7 @@ def main(argv=None) -> int:
         t_query = time.perf_counter()
         visible = np.arange(len(scene)) if args.all else np.sort(object_of[tree.query(eye, exact=True)])
         state["query_ms"].append(1000.0 * (time.perf_counter() - t_query))
-        query_ms.append(state["query_ms"][-1])
+        query_ms.append(state["query_ms"][-1])       # (with --all, the time of np.arange: not reported)
         cuts = np.searchsorted(visible, offsets)
         for k, node in enumerate(nodes):
             rows = records[visible[cuts[k]:cuts[k + 1]]]
@@ -287,12 +305,16 @@ def main(argv=None) -> int:
             if len(rows):
                 lo, hi = rows[:, :3] - 2 * rows[:, 3:4], rows[:, :3] + 2 * rows[:, 3:4]
                 node.node().set_bounds(BoundingBox(Point3(*lo.min(axis=0)), Point3(*hi.max(axis=0))))
-        now, frame = time.perf_counter(), state["frame"]
+        frame = state["frame"]
         last = frames is not None and frame + 1 >= frames
-        if now - state["said"] >= SUMMARY_SECONDS or last:
-            fps = (frame + 1 - state["said_frame"]) / max(now - state["said"], 1e-9)
-            print(summary(frame, visible.size, len(scene), state["query_ms"], fps, eye, ground_under(eye)), flush=True)
-            state.update(said=now, said_frame=frame + 1, query_ms=[])
+        if started - state["said"] >= SUMMARY_SECONDS or last:
+            # the frames finished since the last line, from its frame's start to this one's (this frame is
+            # still to be drawn: counting it would time its culling alone)
+            done = frame - state["said_frame"]
+            fps = done / max(started - state["said"], 1e-9) if done else None
+            print(summary(frame, visible.size, len(scene), None if args.all else state["query_ms"], fps, eye,
+                          ground_under(eye)), flush=True)
+            state.update(said=started, said_frame=frame, query_ms=[])
         state["frame"] = frame + 1
         if not headless and last:
             base.userExit()
@@ -317,8 +339,9 @@ def main(argv=None) -> int:
             print(f"{Path(__file__).name}: could not write {path}", file=sys.stderr)
             return 1
     steady = frame_ms[1:] or frame_ms
-    print(f"{frames} frames in {args.out}: median frame {np.median(steady):.1f} ms "
-          f"(query {np.median(query_ms[1:] or query_ms):.2f} ms), first frame {frame_ms[0]:.0f} ms", flush=True)
+    query = "no query" if args.all else f"query {np.median(query_ms[1:] or query_ms):.2f} ms"
+    print(f"{frames} frames in {args.out}: median frame {np.median(steady):.1f} ms ({query}), "
+          f"first frame {frame_ms[0]:.0f} ms", flush=True)
     return 0
 
 
@@ -333,3 +356,6 @@ if __name__ == "__main__":
     except KeyboardInterrupt:                        # Ctrl-C: one line, as the demo says it
         print(f"{Path(__file__).name}: error: interrupted", file=sys.stderr)
         sys.exit(130)
+    except MemoryError:                              # --objects beyond this machine: one line
+        print(f"{Path(__file__).name}: error: out of memory: try fewer --objects", file=sys.stderr)
+        sys.exit(1)

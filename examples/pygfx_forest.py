@@ -163,8 +163,11 @@ class _OneLineParser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message}\n")
 
 
-#: The engine's own packages (the project's examples extra), looked for before anything is built.
-ENGINE_MODULES = ("pygfx", "rendercanvas", "PIL")
+#: What this example imports beyond NumPy (the project's examples extra: the engine, and pyrr and numba
+#: for the repository's engine/ and culling), looked for before anything is built; a window also needs
+#: :data:`WINDOW_MODULES` (rendercanvas's GLFW backend).
+ENGINE_MODULES = ("pygfx", "rendercanvas", "PIL", "pyrr", "numba")
+WINDOW_MODULES = ("glfw",)
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -178,27 +181,40 @@ def parse_args(argv=None) -> argparse.Namespace:
     args = p.parse_args(argv)
     if args.objects < 1 or (args.frames is not None and args.frames < 1):
         p.error("--objects and --frames must be at least 1")
+    if not str(args.out).strip() or str(args.out) == ".":   # Path("") is "." : frames into the current folder
+        p.error("--out must name a folder")
     return args
 
 
-def summary(frame: int, drawn: int, total: int, query_ms: list[float], fps: float, eye: np.ndarray,
+def summary(frame: int, drawn: int, total: int, query_ms: list[float] | None, fps: float | None, eye: np.ndarray,
             ground: float) -> str:
-    """The once-a-second line: the frame, what it drew, the median query time since the last line,
-    the frame rate and the camera (y up) with its height above the ground."""
+    """The once-a-second line: the frame, what it drew, the median query time since the last line
+    (None: ``--all`` asks no query), the frame rate over the frames finished since then (None: none
+    yet) and the camera (y up) with its height above the ground."""
     x, y, z = (float(v) for v in eye)
-    return (f"frame {frame}: drawn {drawn} of {total} objects, query {np.median(query_ms):.2f} ms "
-            f"(median of {len(query_ms)}), {fps:.1f} fps, camera at ({x:.1f}, {y:.1f}, {z:.1f}), "
+    query = "no query (--all)" if query_ms is None else f"query {np.median(query_ms):.2f} ms (median of {len(query_ms)})"
+    rate = "first frame" if fps is None else f"{fps:.1f} fps"
+    return (f"frame {frame}: drawn {drawn} of {total} objects, {query}, {rate}, camera at ({x:.1f}, {y:.1f}, {z:.1f}), "
             f"{y - ground:.1f} m above the ground")
 
 
 def main(argv=None) -> int:
     args = parse_args(argv)
-    missing = [module for module in ENGINE_MODULES if importlib.util.find_spec(module) is None]
+    headless = args.headless or not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
+    wanted = ENGINE_MODULES + (() if headless else WINDOW_MODULES)
+    missing = [module for module in wanted if importlib.util.find_spec(module) is None]
     if missing:  # one line, not the ModuleNotFoundError of the first import below
         print(f"{Path(__file__).name}: error: needs {', '.join(missing)}: pip install -e \".[examples]\" "
               "(the examples extra)", file=sys.stderr)
         return 1
-    headless = args.headless or not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
+    if not headless:
+        from engine.display import display_problem
+
+        problem = display_problem()
+        if problem is not None:  # GLFW would abort the process on an assertion
+            print(f"{Path(__file__).name}: error: cannot open a window: {problem} (--headless renders offscreen)",
+                  file=sys.stderr)
+            return 1
     if headless:
         from engine.files import unwritable_folder
 
@@ -238,7 +254,7 @@ def main(argv=None) -> int:
     fov = 2.0 * np.degrees(np.arctan(np.tan(np.radians(30.0)) * (1.0 + aspect) / 2.0))   # 60 degrees vertically
     camera = gfx.PerspectiveCamera(fov, aspect, depth_range=(0.3, 6000.0))
     start = time.perf_counter()
-    state = {"flown": False, "frame": 0, "start": start, "last": start, "said": start, "said_frame": 0}
+    state = {"flown": False, "frame": 0, "start": start, "last": start, "said": start, "said_frame": 0, "queried": 0}
     frames = args.frames or (60 if headless else None)
     held: set[str] = set()                           # keys down now: we poll them, as a game loop does
     if not headless:
@@ -270,7 +286,7 @@ def main(argv=None) -> int:
     def draw_frame() -> None:                        # pygfx's draw callback: cull, upload, render
         i, t0 = state["frame"], time.perf_counter()
         if i == 0:
-            state["said"] = t0                       # the frame rate counts from the first frame
+            state["said"] = t0                       # the frame rate counts from the first frame's start
         fly(t0 - state["last"])
         state["last"] = t0
         if state["flown"]:
@@ -292,13 +308,16 @@ def main(argv=None) -> int:
             mesh.instance_buffer.update_range(0, mine.size)
             mesh.instance_buffer.draw_range = (0, mine.size)
         renderer.render(world, camera)
-        now = time.perf_counter()
         last = frames is not None and i + 1 >= frames
-        if now - state["said"] >= SUMMARY_SECONDS or last:
-            fps = (i + 1 - state["said_frame"]) / max(now - state["said"], 1e-9)
+        if t0 - state["said"] >= SUMMARY_SECONDS or last:
+            # the frames finished since the last line, from its frame's start to this one's (this frame is
+            # still to be presented: counting it would time its culling and recording alone)
+            done = i - state["said_frame"]
+            fps = done / max(t0 - state["said"], 1e-9) if done else None
             ground = float(scene.ground_height(eye[0], eye[2]))
-            print(summary(i, visible.size, len(scene), query_ms[state["said_frame"]:], fps, eye, ground), flush=True)
-            state.update(said=now, said_frame=i + 1)
+            print(summary(i, visible.size, len(scene), None if args.all else query_ms[state["queried"]:], fps,
+                          eye, ground), flush=True)
+            state.update(said=t0, said_frame=i, queried=i + 1)
         state["frame"] = i + 1
         if not headless:
             if last:
@@ -321,10 +340,16 @@ def main(argv=None) -> int:
         image = np.asarray(canvas.draw())            # renders and reads the frame back
         frame_ms.append(1000.0 * (time.perf_counter() - t0))
         frame = Image.fromarray(image[:, :, :3])
-        write_atomically(args.out / f"frame_{i:04d}.png", frame.save)   # whole or not at all (Ctrl-C)
+        path = args.out / f"frame_{i:04d}.png"
+        try:
+            write_atomically(path, frame.save)       # whole or not at all (Ctrl-C)
+        except OSError:
+            print(f"{Path(__file__).name}: could not write {path}", file=sys.stderr)
+            return 1
     steady = frame_ms[1:] or frame_ms
-    print(f"{frames} frames in {args.out}: median frame {np.median(steady):.1f} ms "
-          f"(query {np.median(query_ms[1:] or query_ms):.2f} ms), first frame {frame_ms[0]:.0f} ms", flush=True)
+    query = "no query" if args.all else f"query {np.median(query_ms[1:] or query_ms):.2f} ms"
+    print(f"{frames} frames in {args.out}: median frame {np.median(steady):.1f} ms ({query}), "
+          f"first frame {frame_ms[0]:.0f} ms", flush=True)
     return 0
 
 
@@ -334,3 +359,6 @@ if __name__ == "__main__":
     except KeyboardInterrupt:                        # Ctrl-C: one line, as the demo says it
         print(f"{Path(__file__).name}: error: interrupted", file=sys.stderr)
         sys.exit(130)
+    except MemoryError:                              # --objects beyond this machine: one line
+        print(f"{Path(__file__).name}: error: out of memory: try fewer --objects", file=sys.stderr)
+        sys.exit(1)

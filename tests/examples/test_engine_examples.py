@@ -138,7 +138,8 @@ def test_without_the_engine_it_names_the_extra_in_one_line_and_exits_1(name, mon
 
 
 @pytest.mark.parametrize("name", sorted(NEEDS))
-@pytest.mark.parametrize("flags", [("--frames", "x"), ("--frames", "0"), ("--objects", "-5"), ("--out",)])
+@pytest.mark.parametrize("flags", [("--frames", "x"), ("--frames", "0"), ("--objects", "-5"), ("--out",),
+                                   ("--out", "")])   # "" was read as ".": 60 frames into the current folder
 def test_bad_values_are_refused_by_the_parser(name, flags, capsys):
     _need(name)
     with pytest.raises(SystemExit) as stop:
@@ -198,6 +199,44 @@ def test_an_out_folder_it_cannot_write_into_is_one_line_and_exit_1_before_any_wo
         assert proc.returncode == 1 and proc.stdout == "", proc.stdout + proc.stderr
         assert proc.stderr.startswith(f"{name}.py: --out {out} is not ") and proc.stderr.count("\n") == 1, proc.stderr
         assert not out.exists()
+
+
+@pytest.mark.parametrize("name", sorted(NEEDS))
+def test_a_display_that_cannot_be_reached_is_one_line_and_exit_1(name):
+    """DISPLAY set but nothing there (an X server that stopped): GLFW aborted the process on an
+    assertion (pygfx, exit 134) and Panda3D raised "Could not open window." after building the world."""
+    _need(name)
+    env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY")}
+    proc = subprocess.run([sys.executable, str(ROOT / "examples" / f"{name}.py"), "--objects", "1000", "--frames", "2"],
+                          cwd=ROOT, env=dict(env, DISPLAY=":987654"), capture_output=True, text=True, timeout=240)
+    assert proc.returncode == 1 and proc.stdout == "", proc.stdout + proc.stderr
+    assert proc.stderr == (f"{name}.py: error: cannot open a window: the display ':987654' cannot be reached "
+                           "(--headless renders offscreen)\n"), proc.stderr
+
+
+@pytest.mark.parametrize("name", sorted(NEEDS))
+def test_a_frame_that_cannot_be_written_and_too_many_objects_are_one_line_and_exit_1(name, tmp_path):
+    """A frame's file taken by a folder (pygfx raised IsADirectoryError's traceback), and --objects beyond
+    memory (NumPy's _ArrayMemoryError traceback)."""
+    _need(name)
+    (tmp_path / "frame_0000.png").mkdir()
+    proc = _run(name, "--headless", "--frames", "2", "--objects", "1000", "--out", str(tmp_path))
+    assert proc.returncode == 1, proc.stderr
+    assert proc.stderr.splitlines()[-1] == f"{name}.py: could not write {tmp_path / 'frame_0000.png'}", proc.stderr
+    proc = _run(name, "--headless", "--frames", "1", "--objects", str(10**12), "--out", str(tmp_path / "big"))
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert proc.stderr.splitlines()[-1] == f"{name}.py: error: out of memory: try fewer --objects", proc.stderr
+
+
+@pytest.mark.parametrize("name", sorted(NEEDS))
+def test_one_frame_says_first_frame_not_a_rate_and_all_says_no_query(name, tmp_path):
+    """One frame: its summary came before the frame was drawn, and a rate over it timed its culling alone
+    (Panda3D said 1278 fps for a 64 ms frame).  ``--all`` asks no query: no query time (it timed np.arange)."""
+    _need(name)
+    lines = _run(name, "--headless", "--frames", "1", "--objects", "2000", "--out", str(tmp_path)).stdout.splitlines()
+    assert any(line.startswith("frame 0: ") and ", first frame, camera at " in line for line in lines), lines
+    lines = _run(name, "--headless", "--frames", "2", "--all", "--objects", "2000", "--out", str(tmp_path)).stdout
+    assert "no query (--all), " in lines and "(no query), first frame " in lines, lines
 
 
 @pytest.mark.parametrize("name", sorted(NEEDS))
