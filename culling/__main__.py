@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import NoReturn
 
-from culling.runtime.jit import cache_writable, shipped_loaded
+from culling.runtime.jit import NATIVE_MARK, SHIPPED_DIR, cache_writable, shipped_loaded
 from culling.warmup import (
     COMPILING,
     KERNEL_GROUPS,
@@ -52,7 +52,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                       help="for this machine's own CPU (a checkout's kernels: pip install -e .), not the portable one")
     args = parser.parse_args(argv)
     if args.command == "ship-kernels":
-        from culling.shipped import SHIPPED_DIR, ship_kernels
+        from culling.shipped import ship_kernels
 
         folder = args.folder or SHIPPED_DIR
         problem = _unwritable(Path(folder))
@@ -82,7 +82,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     show = progress_bar(sys.stderr, LOADING if cached else COMPILING)
     seconds = warm_up(show, groups=groups, workers=args.workers)
     if shipped_loaded():
-        where = f"{shipped_loaded()} loaded as the wheel shipped them compiled"
+        how = ("`pip install -e .` compiled them for this machine" if (SHIPPED_DIR / NATIVE_MARK).exists()
+               else "the wheel shipped them compiled")
+        where = f"{shipped_loaded()} loaded as {how}"
     else:
         where = "kept in the numba cache" if cache_writable() else "compiled in memory only (no writable cache)"
     print(f"kernels ready in {seconds:.1f} s, {where}", file=sys.stderr)

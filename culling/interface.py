@@ -27,6 +27,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from culling.answer import QueryDetails
+from culling.core.validation import Real
 from culling.trace import QueryTrace
 
 __all__ = ["PointIndex"]
@@ -49,27 +50,27 @@ class PointIndex(Protocol):
         """Number of objects."""
         ...
 
-    def query(self, point: ArrayLike, exact: bool = False, scale: float = 1.0) -> np.ndarray:
+    def query(self, point: ArrayLike, exact: bool = False, scale: Real = 1.0) -> np.ndarray:
         """Handles, int64 (k,)."""
         ...
 
     def query_many(self, points: ArrayLike, exact: bool = False,
-                   scale: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
+                   scale: Real = 1.0) -> tuple[np.ndarray, np.ndarray]:
         """``(handles, counts)``: point ``i``'s answer is ``handles[counts[:i].sum():][:counts[i]]``."""
         ...
 
     def query_spheres(self, point: ArrayLike, exact: bool = False,
-                      scale: float = 1.0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+                      scale: Real = 1.0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``(handles (k,), centres (k, dim), radii (k,))`` of :meth:`query`'s answer."""
         ...
 
-    def overlapping(self, centre: ArrayLike, radius: float, exact: bool = False, scale: float = 1.0) -> np.ndarray:
+    def overlapping(self, centre: ArrayLike, radius: Real, exact: bool = False, scale: Real = 1.0) -> np.ndarray:
         """Handles, int64 (k,), of the spheres that may meet the probe sphere; ``exact``: exactly
         those with ``|c - centre| <= radius_i * scale + radius``."""
         ...
 
     def overlapping_many(self, centres: ArrayLike, radii: ArrayLike, exact: bool = False,
-                         scale: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
+                         scale: Real = 1.0) -> tuple[np.ndarray, np.ndarray]:
         """``(handles, counts)`` of many probes, ``radii`` (m,) or one number, as :meth:`query_many`."""
         ...
 
@@ -77,12 +78,12 @@ class PointIndex(Protocol):
         """``(first, second)``, int64: every pair of stored spheres that meet, once, ``first < second``."""
         ...
 
-    def query_detailed(self, point: ArrayLike, scale: float = 1.0, trace: bool = False) -> QueryDetails:
+    def query_detailed(self, point: ArrayLike, scale: Real = 1.0, trace: bool = False) -> QueryDetails:
         """The exact answer with centres, radii, distances, the candidate count and (``trace=True``)
         the walk's trace, from one walk (:class:`culling.QueryDetails`)."""
         ...
 
-    def trace(self, point: ArrayLike, scale: float = 1.0) -> QueryTrace:
+    def trace(self, point: ArrayLike, scale: Real = 1.0) -> QueryTrace:
         """The candidates of ``query(point, scale=scale)`` and the levels the walk visited, root first
         (:class:`culling.QueryTrace`; no levels for an index without nodes)."""
         ...

@@ -37,6 +37,7 @@ from numpy.typing import ArrayLike
 from culling.answer import QueryDetails
 from culling.core.containment import contains_exact, decide_grown, distances
 from culling.core.validation import (
+    Real,
     as_flag,
     as_handles,
     as_point,
@@ -131,13 +132,13 @@ class BruteForceIndex:
         axes = [self._centres[:, axis] for axis in range(self.dim)]
         return np.flatnonzero(contains_exact(axes, p.tolist(), self._radii, self.shape, scale))
 
-    def query(self, point: ArrayLike, exact: bool = False, scale: float = 1.0) -> np.ndarray:
+    def query(self, point: ArrayLike, exact: bool = False, scale: Real = 1.0) -> np.ndarray:
         """Every handle (the candidates of a scan), or with ``exact`` those whose shape holds ``point``:
         ``|p - c| <= radius * scale``.  Handles int64 (k,), the caller's own; O(n)."""
         return self.query_spheres(point, exact, scale)[0]
 
     def query_many(self, points: ArrayLike, exact: bool = False,
-                   scale: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
+                   scale: Real = 1.0) -> tuple[np.ndarray, np.ndarray]:
         """:meth:`query` of each point (m, dim): ``(handles, counts)`` as the tree's; O(m n)."""
         exact, scale = as_flag(exact), as_scale(scale)
         rows = as_points(points, self.dim, "points")
@@ -146,7 +147,7 @@ class BruteForceIndex:
         return (np.concatenate(answers) if answers else _EMPTY.copy()), counts
 
     def query_spheres(self, point: ArrayLike, exact: bool = False,
-                      scale: float = 1.0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+                      scale: Real = 1.0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``(handles (k,), centres (k, dim), radii (k,))`` of :meth:`query`'s answer, copies; O(n)."""
         exact, scale = as_flag(exact), as_scale(scale)
         p = as_point(point, self.dim)
@@ -155,7 +156,7 @@ class BruteForceIndex:
         rows = self._inside(p, scale)
         return self._handles[rows], self._centres[rows], self._radii[rows]
 
-    def query_detailed(self, point: ArrayLike, scale: float = 1.0, trace: bool = False) -> QueryDetails:
+    def query_detailed(self, point: ArrayLike, scale: Real = 1.0, trace: bool = False) -> QueryDetails:
         """The exact answer with centres, radii and distances (:class:`culling.QueryDetails`); every object
         is a candidate, and the trace (``trace=True``) has no levels.  O(n)."""
         trace = as_flag(trace, "trace")
@@ -165,7 +166,7 @@ class BruteForceIndex:
         return QueryDetails(handles, centres, radii, distances(centres.T, p, self.shape), len(self),
                             found)
 
-    def trace(self, point: ArrayLike, scale: float = 1.0) -> QueryTrace:
+    def trace(self, point: ArrayLike, scale: Real = 1.0) -> QueryTrace:
         """Every handle as a candidate, no levels (a scan visits no nodes)."""
         as_scale(scale)
         return QueryTrace(point=as_point(point, self.dim), candidates=self._handles.copy(), levels=[])
@@ -203,7 +204,7 @@ class BruteForceIndex:
                                           np.full(unsure.shape[0], rho), self.shape, scale)
         return inside
 
-    def overlapping(self, centre: ArrayLike, radius: float, exact: bool = False, scale: float = 1.0) -> np.ndarray:
+    def overlapping(self, centre: ArrayLike, radius: Real, exact: bool = False, scale: Real = 1.0) -> np.ndarray:
         """Every handle, or with ``exact`` those whose shape (radius times ``scale``) meets the probe
         ``(centre, radius)``: ``|c - centre| <= radius_i * scale + radius``.  Int64 (k,); O(n)."""
         exact, scale = as_flag(exact), as_scale(scale)
@@ -215,7 +216,7 @@ class BruteForceIndex:
         return found
 
     def overlapping_many(self, centres: ArrayLike, radii: ArrayLike, exact: bool = False,
-                         scale: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
+                         scale: Real = 1.0) -> tuple[np.ndarray, np.ndarray]:
         """:meth:`overlapping` per probe (``radii`` (m,) or one number): ``(handles, counts)``; O(m n)."""
         exact, scale = as_flag(exact), as_scale(scale)
         points = as_points(centres, self.dim)

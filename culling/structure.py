@@ -32,6 +32,7 @@ from culling.core.handles import HandleStack
 from culling.core.structs import PoolFields
 from culling.core.validation import (
     Handle,
+    Real,
     as_coords,
     as_flag,
     as_points,
@@ -176,7 +177,11 @@ class Structure(ABC):
     @reading
     def radius(self, handle: Handle) -> float:
         """The radius (view distance) of one object."""
-        columns, row = self._object_rows(self._live(handle))
+        return self._stored_radius(self._live(handle))
+
+    def _stored_radius(self, handle: int) -> float:
+        """The radius of the live ``handle``, under the caller's lock (``update`` without a radius)."""
+        columns, row = self._object_rows(handle)
         return float(columns[self.dim, row])
 
     @reading
@@ -274,7 +279,7 @@ class Structure(ABC):
                      scale: float) -> Callable[[int, int], Parts]:
         """The kernel call answering probes ``lo .. hi - 1`` (their owners counted from 0)."""
 
-    def query(self, point: ArrayLike, exact: bool = False, scale: float = 1.0) -> np.ndarray:
+    def query(self, point: ArrayLike, exact: bool = False, scale: Real = 1.0) -> np.ndarray:
         """Handles of the spheres that may contain ``point``; int64 (k,), each once.
 
         Parameters
@@ -308,7 +313,7 @@ class Structure(ABC):
 
     @reading
     def query_many(self, points: ArrayLike, exact: bool = False,
-                   scale: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
+                   scale: Real = 1.0) -> tuple[np.ndarray, np.ndarray]:
         """Answer many points at once, on the library's threads (:mod:`culling.runtime.threads`).
 
         Parameters
@@ -360,7 +365,7 @@ class Structure(ABC):
         return handles, counts, order
 
     def _walk_order(self, points: ArrayLike, exact: bool,
-                    scale: float) -> tuple[np.ndarray, bool, float, np.ndarray | None]:
+                    scale: Real) -> tuple[np.ndarray, bool, float, np.ndarray | None]:
         """:meth:`query_many`'s arguments validated, the points in the order they are walked:
         ``(points, exact, scale, order)``, row ``j`` being the caller's point ``order[j]`` (``order``
         None: the caller's order, and always for an empty structure or batch)."""
@@ -475,7 +480,7 @@ class Structure(ABC):
         return [chunks.merged(handles, counts, row_handles[unsure[keep]], owners[keep])]
 
     @reading
-    def overlapping(self, centre: ArrayLike, radius: float, exact: bool = False, scale: float = 1.0) -> np.ndarray:
+    def overlapping(self, centre: ArrayLike, radius: Real, exact: bool = False, scale: Real = 1.0) -> np.ndarray:
         """Handles of the stored spheres that may meet the probe sphere ``(centre, radius)``; int64 (k,).
 
         Parameters
@@ -500,7 +505,7 @@ class Structure(ABC):
 
     @reading
     def overlapping_many(self, centres: ArrayLike, radii: ArrayLike, exact: bool = False,
-                         scale: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
+                         scale: Real = 1.0) -> tuple[np.ndarray, np.ndarray]:
         """:meth:`overlapping` for many probes, each with its own radius, on the library's threads.
 
         Parameters
@@ -539,7 +544,7 @@ class Structure(ABC):
         and how to trace it (:class:`Walked`)."""
 
     @reading
-    def query_detailed(self, point: ArrayLike, scale: float = 1.0, trace: bool = False) -> QueryDetails:
+    def query_detailed(self, point: ArrayLike, scale: Real = 1.0, trace: bool = False) -> QueryDetails:
         """The exact query with what a frame needs next, from one walk.
 
         The handles of ``query(point, exact=True, scale=scale)`` with their

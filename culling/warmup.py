@@ -43,13 +43,19 @@ from typing import Any, TextIO, cast
 
 import numpy as np
 
-from culling.core import chunks, members
+from culling.core import cells, chunks, containment, members
+from culling.grid import geometry as grid_geometry
+from culling.grid import probe as grid_probe
 from culling.grid import walk as grid_walk
 from culling.grid.grid import DenseViewDistanceGrid
 from culling.pairs import bands, join
+from culling.reference import BruteForceIndex
 from culling.runtime.jit import JIT_DISABLED, cache_writable
+from culling.runtime.threads import usable_cores
 from culling.tree import batch, nodes
+from culling.tree import pool as tree_pool
 from culling.tree import probe as tree_probe
+from culling.tree import tree as tree_module
 from culling.tree import walk as tree_walk
 from culling.tree.tree import ViewDistanceTree
 from culling.uses import interest_kernels
@@ -95,13 +101,15 @@ def _new_grid() -> DenseViewDistanceGrid:
 
 
 def _queries(structure: Structure) -> None:
-    centres, _ = _objects()
+    centres, radii = _objects()
     points = _points(centres)
     for exact in (False, True):
         structure.query(points[0], exact=exact)
         structure.query_spheres(points[-1], exact=exact)
     structure.query(points[-1], exact=True)
     structure.query(points[1], exact=True, scale=40.0)  # many visits: the walk's buffer grows
+    if isinstance(structure, ViewDistanceTree):  # the reference index a program checks the tree against
+        BruteForceIndex(centres, radii).query(points[-1], exact=True)
 
 
 def _query_many(structure: Structure) -> None:
@@ -299,17 +307,25 @@ _SHARED: dict[str, tuple[tuple[str, tuple[Any, ...]], ...]] = {
 PARTNER_WAIT = 60.0
 
 #: Kernels that each group compiles, probed by :func:`kernels_cached`: when numba's cache (or the kernels
-#: a wheel ships) holds them, fresh for these sources, the group was compiled by an earlier run.
+#: a wheel ships) holds them, fresh for these sources, the group was compiled by an earlier run.  Between
+#: them their fingerprints cover every source file any of the group's kernels depends on, so an edit of
+#: any of those files makes one of them stale too (tests/culling/test_warmup.py checks it): probing
+#: the query kernels alone, an edit of ``tree/tree.py`` left ``kernels_cached(["tree"])`` True while the
+#: first ``insert`` and ``remove`` compiled for a second.
 _PROBED: dict[str, tuple[Any, ...]] = {
     "tree": (batch.place, tree_walk.query, tree_walk._visits_from, tree_walk._group_visits_from, members._answer_many,
              members._write_answers, members._place_answers, batch._layout_into,
-             batch._settle_part),
-    "pairs": (join.join_chunk, bands._sphere_cells, bands._sphere_rows, bands._closed_up),
-    "grid": (grid_walk.query, grid_walk._visits),
+             batch._settle_part, tree_module._remove_one, chunks._place_rows, containment._classify_all),
+    "pairs": (join.join_chunk, bands._sphere_cells, bands._sphere_rows, bands._closed_up, batch.place,
+              tree_probe.probe_chunk, nodes._descend, tree_pool._make_room),
+    "grid": (grid_walk.query, grid_walk._visits, grid_probe.probe_visits, bands.gather, members._answer_many,
+             grid_geometry._homes, join._expand),
     "interest": (interest_kernels.advance_rows, interest_kernels.compact_rows, interest_kernels.grid_viewers,
                  interest_kernels.grid_pairs, interest_kernels.scatter_groups,
-                 interest_kernels.merge_rows),
-    "cubes": (bands._cube_cells, bands._cube_rows),
+                 interest_kernels.merge_rows, batch._settle_part, tree_probe.probe_chunk, members._answer_many,
+                 nodes._deepest, tree_pool._make_room),
+    "cubes": (bands._cube_cells, bands._cube_rows, batch.place, cells._face_sign_exact, nodes._descend,
+              tree_pool._make_room),
 }
 
 
@@ -382,7 +398,7 @@ def warm_up(progress: Progress | None = None, *, groups: Sequence[str] | None = 
     if not (workers is None or isinstance(workers, int) and not isinstance(workers, bool) and workers >= 1):
         raise ValueError(f"workers must be a positive integer, got {workers!r}")
     if workers is None:
-        workers = max(1, min(os.cpu_count() or 1, len(chosen)))  # no groups: nothing to compile, no worker
+        workers = max(1, min(usable_cores(), len(chosen)))  # no groups: nothing to compile, no worker
     cold = [group for group in chosen if not kernels_cached((group,))]
     if workers > 1 and len(cold) > 1 and cache_writable() and not JIT_DISABLED:
         for name in _compile_in_workers(cold, min(workers, len(cold))):
@@ -503,7 +519,7 @@ class CompileWorkers:
         compiles ahead while it runs keeps its frames."""
         chosen = _groups(groups)
         if workers is None:
-            workers = min(os.cpu_count() or 1, len(chosen))
+            workers = min(usable_cores(), len(chosen))
         if not isinstance(workers, int) or isinstance(workers, bool) or workers < 1:
             raise ValueError(f"workers must be a positive integer, got {workers!r}")
         self.groups = chosen
@@ -516,6 +532,7 @@ class CompileWorkers:
         env = dict(os.environ,
                    PYTHONPATH=os.pathsep.join([package_parent, *filter(None, [os.environ.get("PYTHONPATH")])]))
         self._processes: list[subprocess.Popen[str]] = []
+        self._readers: list[threading.Thread] = []
         shares = _share(chosen, workers)
         self._claims = tempfile.TemporaryDirectory(prefix="culling-warm-up-") if len(shares) > 1 else None
         if self._claims is not None:  # the workers share out the steps as they go (_run_steps)
@@ -528,8 +545,10 @@ class CompileWorkers:
             process = subprocess.Popen(command, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                        stderr=subprocess.DEVNULL, text=True, preexec_fn=lower)
             self._processes.append(process)
-            threading.Thread(target=_read_reports, args=(process, self._reports), daemon=True,
-                             name="culling-warm-up-reports").start()
+            reader = threading.Thread(target=_read_reports, args=(process, self._reports), daemon=True,
+                                      name="culling-warm-up-reports")
+            reader.start()
+            self._readers.append(reader)
         self._open = len(self._processes)
 
     @property
@@ -562,6 +581,8 @@ class CompileWorkers:
                 process.kill()
         for process in self._processes:
             process.wait()
+        for reader in self._readers:  # each closes its worker's pipe at the end of its output
+            reader.join(timeout=10.0)
         self._open = 0
         if self._claims is not None:
             self._claims.cleanup()
@@ -582,9 +603,13 @@ def _compile_in_workers(groups: Sequence[str], workers: int) -> Any:
 
 
 def _read_reports(process: subprocess.Popen[str], finished: queue.Queue[str | None]) -> None:
-    for line in process.stdout or ():
-        if line.startswith(REPORT_PREFIX):
-            finished.put(line[len(REPORT_PREFIX):].rstrip("\n"))
+    """Pass on a worker's reports until its output ends, then close the pipe (left to the collector, it
+    was a ``ResourceWarning`` per worker) and say that the worker ended (None)."""
+    if process.stdout is not None:
+        with process.stdout:
+            for line in process.stdout:
+                if line.startswith(REPORT_PREFIX):
+                    finished.put(line[len(REPORT_PREFIX):].rstrip("\n"))
     process.wait()
     finished.put(None)
 

@@ -109,6 +109,9 @@ NOT_RUN = {
     '.venv/bin/pip install -e ".[profile]"': "installs; the test extra these tests run with includes it",
     "pip install .": "installs the library into the running environment; .ci/run installs the built wheel",
     "pip install -e .": "the README's set-up does it (with its extras), compiling the kernels into the checkout",
+    "pip install -e . --config-settings editable_mode=compat":
+        "reinstalls the checkout (compiling the kernels again); checked by hand: mypy --strict then reads "
+        "culling's hints from a script outside the checkout, where with the import hook it finds no culling",
     'pip install -e ".[server]"': "installs Ray; the test extra these tests run with includes the server extra",
     'pip install -e ".[demo]"': "the README's first command does it; the test extra these tests run with includes it",
     "pip wheel --no-deps -w dist .": "builds the wheel, compiling every kernel (minutes); .ci/run builds it",

@@ -58,3 +58,18 @@ def test_the_tests_mirror_the_floors():
     tests = ROOT / "tests" / "culling"
     for sub in _subpackages():
         assert (tests / sub).is_dir() and any((tests / sub).glob("test_*.py")), f"tests/culling/{sub}/"
+
+
+CONTRACT = (ROOT / "docs" / "CONTRACT.md").read_text()
+
+
+def test_the_contract_names_every_public_name_and_links_every_section():
+    import culling
+
+    package = _section(CONTRACT, "Package")
+    named = set(re.findall(r"^\| `([A-Za-z_]+)", package, re.M)) | set(re.findall(r", `([A-Za-z_]+)", package))
+    assert set(culling.__all__) - named == set(), "public names missing from docs/CONTRACT.md's Package table"
+    contents = CONTRACT[CONTRACT.index("Contents:"):CONTRACT.index("## Package")]
+    for title in re.findall(r"^## (.+)$", CONTRACT, re.M):
+        anchor = re.sub(r"[^a-z0-9 -]", "", title.lower()).replace(" ", "-")
+        assert f"(#{anchor})" in contents, f"section {title!r} missing from docs/CONTRACT.md's contents"

@@ -184,9 +184,9 @@ def scratch_keeper(keeper: ScratchKeeper) -> None:
 
 
 def release_scratch() -> None:
-    """Drop the arenas :class:`RowsLease` keeps between ``query_many`` calls (at most
-    :data:`SCRATCH_HELD_MOST` rows, 64 MiB) and every structure's kept ``overlapping_pairs``
-    outputs (at most 64 MiB a structure); the next call allocates its own again."""
+    """Drop the scratch ``query_many`` keeps between calls (at most 64 MiB, :data:`SCRATCH_HELD_MOST`
+    rows: :class:`RowsLease`'s arenas) and every structure's kept ``overlapping_pairs`` outputs (at
+    most 64 MiB a structure); the next call allocates its own again.  Arrays a caller holds stay valid."""
     with _held_lock:
         _held.clear()
         keepers = list(_keepers)

@@ -47,6 +47,7 @@ from culling.core.handles import HandleStack
 from culling.core.structs import CellsFields, PoolFields, WorldFields
 from culling.core.validation import (
     Handle,
+    Real,
     as_coords,
     as_flag,
     as_points,
@@ -236,7 +237,7 @@ class DenseViewDistanceGrid(Structure):
     # Mutation: single objects, O(1) (amortised when arrays or a block grow)
 
     @writing
-    def insert(self, centre: ArrayLike, radius: float) -> int:
+    def insert(self, centre: ArrayLike, radius: Real) -> int:
         """Add one sphere; returns its handle.  O(1) amortised.
 
         Parameters
@@ -256,13 +257,13 @@ class DenseViewDistanceGrid(Structure):
         return handle
 
     @writing
-    def update(self, handle: Handle, centre: ArrayLike, radius: float) -> None:
-        """Move or resize one object.  O(1): when it stays in its cell only its
+    def update(self, handle: Handle, centre: ArrayLike, radius: Real | None = None) -> None:
+        """Move or resize one object (``radius`` None: it keeps its radius).  O(1): when it stays in its cell only its
         centre and radius are written; otherwise one unlink and one link, after the room for the link
         is made (all or nothing: a ``MemoryError`` leaves the object where it was)."""
         handle = self._live(handle)
         point = as_coords(centre, self.dim, "centre")
-        radius = as_radius(radius)
+        radius = self._stored_radius(handle) if radius is None else as_radius(radius)
         level, cell = self._home(point, radius)
         row = self._row(point, radius)
         if cell == self._cells.cell[handle]:
@@ -408,7 +409,7 @@ class DenseViewDistanceGrid(Structure):
 
     @reading
     def query_spheres(self, point: ArrayLike, exact: bool = False,
-                      scale: float = 1.0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+                      scale: Real = 1.0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Like :meth:`query`, with each answer's centre and radius (as the tree's).
 
         Returns
@@ -451,7 +452,7 @@ class DenseViewDistanceGrid(Structure):
                                       self._cube, self.shape, tree, self._band_plans)
 
     @reading
-    def trace(self, point: ArrayLike, scale: float = 1.0) -> QueryTrace:
+    def trace(self, point: ArrayLike, scale: Real = 1.0) -> QueryTrace:
         """What ``query(point, scale=scale)`` visits, level by level.
 
         The listed nodes are the cells the query reads (non-empty cells

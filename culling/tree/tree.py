@@ -60,6 +60,7 @@ from culling.core.structs import (
 from culling.core.tiles import cover_row
 from culling.core.validation import (
     Handle,
+    Real,
     as_coords,
     as_flag,
     as_handles,
@@ -298,7 +299,7 @@ class ViewDistanceTree(Structure):
     # Mutation: single objects
 
     @writing
-    def insert(self, centre: ArrayLike, radius: float) -> int:
+    def insert(self, centre: ArrayLike, radius: Real) -> int:
         """Add one sphere; returns its handle.  O(1) amortised (plus root growth).
 
         Parameters
@@ -320,8 +321,8 @@ class ViewDistanceTree(Structure):
         return handle
 
     @writing
-    def update(self, handle: Handle, centre: ArrayLike, radius: float) -> None:
-        """Move or resize one object in place.
+    def update(self, handle: Handle, centre: ArrayLike, radius: Real | None = None) -> None:
+        """Move or resize one object in place (``radius`` None: it keeps its radius, as ``update_many``).
 
         O(1) when it stays in its node: one kernel call finds its home and,
         when that is its node, rewrites its row (:func:`_home_one`).  Otherwise
@@ -330,7 +331,7 @@ class ViewDistanceTree(Structure):
         node and its ancestors if they emptied.
         """
         handle = self._live(handle)
-        sphere = self._sphere(centre, radius)
+        sphere = self._sphere(centre, self._stored_radius(handle) if radius is None else radius)
         if self._home(sphere, handle) == STAYS:
             return
         target = self._room_at()  # first: a MemoryError there changes nothing
@@ -537,7 +538,7 @@ class ViewDistanceTree(Structure):
 
     @reading
     def query_spheres(self, point: ArrayLike, exact: bool = False,
-                      scale: float = 1.0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+                      scale: Real = 1.0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Like :meth:`query`, with each answer's centre and radius.
 
         Engines need both for the next filters; reading them here, from the
@@ -556,7 +557,7 @@ class ViewDistanceTree(Structure):
         return pool.handles[rows], pool.columns[: self.dim, rows].T.copy(), pool.columns[self.dim, rows]
 
     @reading
-    def trace(self, point: ArrayLike, scale: float = 1.0) -> QueryTrace:
+    def trace(self, point: ArrayLike, scale: Real = 1.0) -> QueryTrace:
         """What ``query(point, scale=scale)`` visits, level by level (for overlays and tests).
 
         The levels and the candidates come from one walk (:func:`culling.tree.walk.walk`).
@@ -622,7 +623,7 @@ class ViewDistanceTree(Structure):
     # ------------------------------------------------------------------
     # Internals: placement
 
-    def _sphere(self, centre: ArrayLike, radius: float) -> np.ndarray:
+    def _sphere(self, centre: ArrayLike, radius: Real) -> np.ndarray:
         """One validated sphere as a pool row, float64 (1, dim + 2): the centre's axes, the radius, and
         room for the squared reach (:func:`_home_one` writes it)."""
         return np.array([[*as_coords(centre, self.dim, "centre"), as_radius(radius), 0.0]])

@@ -33,6 +33,8 @@ from numpy.typing import ArrayLike, NDArray
 
 from culling.core.containment import distances
 from culling.core.validation import (
+    Handle,
+    Real,
     as_handle,
     as_handles,
     as_point,
@@ -78,7 +80,7 @@ class CollisionCandidates:
     ``KeyError``) and changes nothing.
     """
 
-    def __init__(self, probe_radius: float, size: float, origin: ArrayLike | None = None,
+    def __init__(self, probe_radius: Real, size: Real, origin: ArrayLike | None = None,
                  dim: int = 3) -> None:
         self._probe: float = as_radius(probe_radius, "probe_radius")
         size, origin, dim, _ = check_constructor(size, origin, dim, "sphere")
@@ -154,7 +156,7 @@ class CollisionCandidates:
     # -- mutation ------------------------------------------------------------
 
     @runs_whole
-    def insert(self, centre: ArrayLike, bounding_radius: float) -> int:
+    def insert(self, centre: ArrayLike, bounding_radius: Real) -> int:
         """Add one object; returns its handle.  O(1) amortised (a hash lookup).
 
         Parameters
@@ -188,7 +190,7 @@ class CollisionCandidates:
         return handles
 
     @runs_whole
-    def update(self, handle: int, centre: ArrayLike, bounding_radius: float | None = None) -> None:
+    def update(self, handle: Handle, centre: ArrayLike, bounding_radius: Real | None = None) -> None:
         """Move (and optionally resize) one object.  O(1) for a small move.
 
         Parameters
@@ -236,7 +238,7 @@ class CollisionCandidates:
         self._bounding[hs] = bounding
 
     @runs_whole
-    def remove(self, handle: int) -> None:
+    def remove(self, handle: Handle) -> None:
         """Remove one object; ``KeyError`` if it is not stored.  O(1) plus node cleanup."""
         h = as_handle(handle)
         self._check_known(as_handles([h]), single=True)
@@ -253,7 +255,7 @@ class CollisionCandidates:
         self._alive[hs] = False
 
     @runs_whole
-    def set_probe_radius(self, probe_radius: float) -> None:
+    def set_probe_radius(self, probe_radius: Real) -> None:
         """Change the default probe radius; nothing is re-stored.
 
         O(n) only to check that every ``bounding + probe`` stays finite;
@@ -263,7 +265,7 @@ class CollisionCandidates:
         self._reach(self._bounding[self.handles()], probe)
         self._probe = probe
 
-    def _probe_of(self, probe_radius: float | None) -> float:
+    def _probe_of(self, probe_radius: Real | None) -> float:
         return self._probe if probe_radius is None else as_radius(probe_radius, "probe_radius")
 
     # -- queries -------------------------------------------------------------
@@ -287,7 +289,7 @@ class CollisionCandidates:
         centres: NDArray[np.float64] = self._tree.centres_of(hs)
         return centres
 
-    def candidates(self, probe_centre: ArrayLike, probe_radius: float | None = None) -> NDArray[np.int64]:
+    def candidates(self, probe_centre: ArrayLike, probe_radius: Real | None = None) -> NDArray[np.int64]:
         """A superset of the objects touching the probe, int64, each once.
 
         ``probe_radius``: this query's probe radius (the default one when
@@ -305,7 +307,7 @@ class CollisionCandidates:
         reach = self._bounding[hs] + self._probe
         return hs, centres, reach, distances(list(centres.T), point.tolist(), "sphere")
 
-    def touching(self, probe_centre: ArrayLike, probe_radius: float | None = None) -> NDArray[np.int64]:
+    def touching(self, probe_centre: ArrayLike, probe_radius: Real | None = None) -> NDArray[np.int64]:
         """Objects whose bounding sphere touches the probe sphere.
 
         Sphere-sphere test ``|c - p| <= b + q`` (touching surfaces count),

@@ -48,7 +48,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from culling.core.chunks import in_caller_order
 from culling.core.containment import decide
-from culling.core.validation import as_handles, as_integer, as_points, as_probe_radii, as_radius
+from culling.core.validation import Handle, as_handles, as_integer, as_points, as_probe_radii, as_radius
 from culling.runtime.locks import ReadWriteLock, reading, state_without_lock, writing
 from culling.runtime.threads import run_chunks, thread_count
 from culling.tree.tree import ViewDistanceTree
@@ -105,8 +105,6 @@ PAIR_PLACE = np.int32
 #: :meth:`InterestSets.interest`) is int64, as everywhere in the library.
 SET_HANDLE = np.int32
 
-#: The constructor's default origin: zeros in every dimension (the tuple names dim 3's).
-_DEFAULT_ORIGIN = (0.0, 0.0, 0.0)
 
 _EMPTY: NDArray[np.int64] = np.empty(0, dtype=np.int64)
 _EMPTY.flags.writeable = False
@@ -409,7 +407,7 @@ class InterestSets:
         return int(self._row_of[k]) if k < ids.size and ids[k] == viewer_id else -1
 
     @reading
-    def interest(self, viewer_id: int) -> NDArray[np.int64]:
+    def interest(self, viewer_id: Handle) -> NDArray[np.int64]:
         """The viewer's set as of its last tick, less the entities removed since: sorted int64 (a copy).
 
         Raises
@@ -724,10 +722,8 @@ class InterestManager:
 
     _rw: ReadWriteLock
 
-    def __init__(self, size: float, origin: ArrayLike | None = _DEFAULT_ORIGIN, dim: int = 3,
+    def __init__(self, size: float, origin: ArrayLike | None = None, dim: int = 3,
                  hysteresis: float = 0.0) -> None:
-        if origin is _DEFAULT_ORIGIN:
-            origin = None  # zeros in any dimension
         self._tree = ViewDistanceTree(size, origin, dim)
         self._sets = InterestSets(hysteresis)
         self._rw = ReadWriteLock()
@@ -737,6 +733,7 @@ class InterestManager:
 
     @property
     def size(self) -> float:
+        """Edge of the entity tree's root as constructed (level 0; the root grows beyond it on demand)."""
         return self._tree.size
 
     @property
@@ -746,10 +743,12 @@ class InterestManager:
 
     @property
     def dim(self) -> int:
+        """Dimensions of the world: 1, 2 or 3."""
         return self._tree.dim
 
     @property
     def hysteresis(self) -> float:
+        """The margin ``m``: an entity in a viewer's set leaves it beyond ``r * (1 + m)``."""
         return self._sets.hysteresis
 
     @property
@@ -886,7 +885,7 @@ class InterestManager:
         return in_caller_order(handles, counts, order)
 
     @reading
-    def interest(self, viewer_id: int) -> NDArray[np.int64]:
+    def interest(self, viewer_id: Handle) -> NDArray[np.int64]:
         """The viewer's current set (as of its last tick, less entities removed since): sorted int64.
 
         ``KeyError`` for an id that was not in the last tick, ``TypeError`` for a non-integer.

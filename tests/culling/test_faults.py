@@ -983,7 +983,7 @@ def test_a_default_thread_count_the_system_cannot_start_answers_on_the_threads_i
     started, start = _threads_refused_after(granted)
     s, points, expected = _queried_tree()
     monkeypatch.delenv(threads.ENV_VAR, raising=False)
-    monkeypatch.setattr(os, "cpu_count", lambda: 4)
+    monkeypatch.setattr(threads, "usable_cores", lambda: 4)
     try:
         threads.set_thread_count(None)
         assert threads.thread_count() == 4

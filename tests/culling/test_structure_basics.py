@@ -568,3 +568,31 @@ def test_an_update_that_stays_in_its_node_rewrites_only_its_row(dim):
     check_contents(tree, model)
     for p in rng.uniform(-6 * SIZE, SIZE, (20, dim)):
         check_query(tree, model, p)
+
+
+@kinds
+@dims
+def test_an_update_without_a_radius_keeps_the_stored_one(kind, dim):
+    """``update(h, centre)`` moves the object and keeps its radius, as ``update_many`` without radii does:
+    in its node or cell and out of it; a dead handle is a KeyError that changes nothing."""
+    s = kind.make(SIZE, dim=dim)
+    model = BruteForce(dim, "sphere")
+    rng = np.random.default_rng(dim)
+    centres = rng.uniform(1.0, SIZE - 1.0, (40, dim))
+    radii = rng.uniform(0.1, 3.0, 40)
+    for h, c, r in zip(s.insert_many(centres, radii).tolist(), centres, radii):
+        model.insert(h, c, r)
+    for h, step in ((3, 1e-9), (5, 7.0), (11, -6.0)):  # stays, moves, moves back past the origin
+        target = np.clip(centres[h] + step, 0.0, SIZE - 1e-6)
+        s.update(h, target)
+        model.update(h, target, float(radii[h]))
+        assert s.radius(h) == float(radii[h])
+        s.check_invariants()
+    s.remove(7)
+    model.remove(7)
+    with pytest.raises(KeyError):
+        s.update(7, centres[0])
+    s.check_invariants()
+    check_contents(s, model)
+    for p in rng.uniform(0.0, SIZE, (30, dim)):
+        check_query(s, model, p)

@@ -66,3 +66,36 @@ def test_workers_claim_steps_and_one_done_early_takes_its_partners_last(monkeypa
     warmup._run_steps(tree, None, set(), beside=("pairs", "grid", "cubes"), claims=str(tmp_path))
     assert ran == []  # every step was claimed: none runs twice
     assert warmup._claim(str(tmp_path / "gone"), tree[0])  # no claims folder: the step is run
+
+
+
+#: Loads one group's kernels (from numba's cache or the shipped ones: the suite's environment has them) and
+#: prints the kernels it loaded, one ``module:qualname`` a line.
+_GROUP_KERNELS = """
+import sys, culling
+from culling.runtime.jit import KERNELS
+culling.warm_up(groups=[sys.argv[1]], workers=1)
+print(*(f"{k.py_func.__module__}:{k.py_func.__qualname__}" for k in KERNELS if k.signatures), sep="\\n")
+"""
+
+
+def test_the_probed_kernels_notice_an_edit_of_any_file_a_group_uses() -> None:
+    """``kernels_cached(groups)`` reads a few kernels' cache entries: between them their fingerprints must
+    cover every source file of every kernel the group's steps load, or an edit of a file they miss
+    leaves it True while the next run compiles (``tree/tree.py``'s ``insert`` and ``remove`` did).
+    (That the steps reach every kernel a call uses: ``tests/culling/runtime/test_processes.py``.)"""
+    import subprocess
+    import sys
+
+    from culling.runtime.fingerprint import dependencies
+    from culling.runtime.jit import KERNELS
+
+    by_name = {f"{k.py_func.__module__}:{k.py_func.__qualname__}": k for k in KERNELS}
+    for group in KERNEL_GROUPS:
+        loaded = subprocess.run([sys.executable, "-c", _GROUP_KERNELS, group], capture_output=True, text=True,
+                                timeout=600, check=True).stdout.split()
+        assert loaded
+        probed = set().union(*(dependencies(k.py_func) for k in warmup._PROBED[group]))
+        for name in loaded:
+            missed = dependencies(by_name[name].py_func) - probed
+            assert not missed, f"group {group!r}: {name} depends on {sorted(map(str, missed))}, which no probe covers"

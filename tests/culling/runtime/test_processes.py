@@ -424,6 +424,9 @@ for dim in (1, 2, 3):
             s.overlapping_pairs()
             s.update_many(h, c + 0.5, r); s.update(h[0], c[5], 3.0); s.remove(h[1]); s.remove_many(h[2:50])
             s.check_invariants()
+        ref = culling.BruteForceIndex(c, r, shape=shape)  # the reference a program checks them against
+        ref.query(c[1], exact=True); ref.query_many(c[:10], exact=True, scale=2.0); ref.query_spheres(c[3], exact=True)
+        ref.overlapping(c[6], 3.0, exact=True); ref.overlapping_many(c[:10], r[:10], exact=True); ref.overlapping_pairs()
         far = np.zeros((4, dim)); far[1, 0] = 1.0; far[2:] = 1000.0; far[3, 0] = 999.0
         for s in (culling.ViewDistanceTree(1024.0, dim=dim, shape=shape),
                   culling.DenseViewDistanceGrid(1024.0, dim=dim, shape=shape, min_radius=1.0)):

@@ -97,6 +97,28 @@ def test_thread_count_is_configurable():
             culling.set_thread_count(bad)
 
 
+def test_the_default_count_is_the_cores_this_process_may_run_on(monkeypatch):
+    """Pinned to one core (``taskset -c 0``, a container's cpuset), a batch call runs on one thread, not on
+    as many as the machine has cores, all taking turns on that one."""
+    if not hasattr(os, "sched_getaffinity"):
+        pytest.skip("no CPU affinity on this system")
+    monkeypatch.delenv(pool.ENV_VAR, raising=False)
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0})
+    monkeypatch.setattr(os, "cpu_count", lambda: 64)
+    try:
+        culling.set_thread_count(None)
+        assert culling.thread_count() == pool.usable_cores() == 1
+        monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {2, 5, 7})
+        culling.set_thread_count(None)
+        assert culling.thread_count() == 3
+        monkeypatch.delattr(os, "sched_getaffinity")  # macOS, Windows: the core count
+        culling.set_thread_count(None)
+        assert culling.thread_count() == 64
+    finally:
+        monkeypatch.undo()
+        culling.set_thread_count(None)
+
+
 @pytest.mark.parametrize("value, answer", [("3", "3"), (" 2 ", "2"), ("", "default"),
                                            ("many", "ValueError: CULLING_THREADS must be a positive integer, got 'many'"),
                                            ("0", "ValueError: CULLING_THREADS must be a positive integer, got '0'")])
