@@ -9,6 +9,12 @@ settle's memory traffic alone, as its kernel does it: per object, the stored
 radius read, the old centre and radius copied to a backup, the new centre
 written, the row ``AHEAD`` objects on fetched early; the memory evicted
 before each pass, as the peers' frames evict it in the collision benchmark.
+
+A fourth way keeps the columns and walks the pool's rows in order instead of
+the objects (``columns, rows in order``): each row's object found through an
+index by handle, its new centre and radius read at random from the caller's
+arrays, the backup written by row; a batch of most objects would then write
+the pool's lines in sequence.
 """
 
 from __future__ import annotations
@@ -60,6 +66,36 @@ def _settle_rows(rows: np.ndarray, centres: np.ndarray, radii: np.ndarray, pool:
     return same
 
 
+@numba.njit(nogil=True, cache=True)
+def _settle_sweep(owner: np.ndarray, index: np.ndarray, handles: np.ndarray, centres: np.ndarray,
+                  radii: np.ndarray, columns: np.ndarray, backup: np.ndarray) -> int:
+    """The same traffic with the pool's rows walked in order: ``owner`` int64 (rows,) each row's handle
+    (-1: free), ``index`` int64 (handles,) all -1, filled here with each handle's object and emptied
+    again; the object's centre and radius prefetched ``AHEAD`` rows on, its index ``2 * AHEAD``."""
+    n, dim = centres.shape
+    for i in range(n):
+        index[handles[i]] = i
+    same = 0
+    pool_rows = owner.shape[0]
+    for row in range(pool_rows):
+        if row + 2 * AHEAD < pool_rows and owner[row + 2 * AHEAD] >= 0:
+            prefetch(index, owner[row + 2 * AHEAD])
+        if row + AHEAD < pool_rows and owner[row + AHEAD] >= 0 and index[owner[row + AHEAD]] >= 0:
+            prefetch_at(centres, index[owner[row + AHEAD]], 0)
+            prefetch(radii, index[owner[row + AHEAD]])
+        if owner[row] < 0 or index[owner[row]] < 0:
+            continue
+        i = index[owner[row]]
+        same += radii[i] == columns[dim, row]
+        for column in range(dim + 1):
+            backup[column, row] = columns[column, row]
+        for axis in range(dim):
+            columns[axis, row] = centres[i, axis]
+    for i in range(n):
+        index[handles[i]] = -1
+    return same
+
+
 def compare(objects: int = 10_000, repeats: int = 40, dim: int = 3, seed: int = 0) -> dict[str, float]:
     """Median seconds of one settle-like pass per layout, alternated, each after evicting the caches.
 
@@ -74,14 +110,22 @@ def compare(objects: int = 10_000, repeats: int = 40, dim: int = 3, seed: int = 
     layouts = {"columns": np.zeros((dim + 2, pool_rows)), "rows of 64 B": np.zeros((pool_rows, 8)),
                f"rows of {8 * (dim + 2)} B": np.zeros((pool_rows, dim + 2))}
     backup = np.empty((objects, dim + 1))
+    owner = np.full(pool_rows, -1, dtype=np.int64)  # the handle of each row (the objects' handles: 0 .. n - 1)
+    owner[rows] = np.arange(objects)
+    index, by_row = np.full(objects, -1, dtype=np.int64), np.empty((dim + 1, pool_rows))
+    swept = np.zeros((dim + 2, pool_rows))
     evict = np.zeros(8_000_000)  # 64 MB, twice the last-level cache here
-    times: dict[str, list[float]] = {name: [] for name in layouts}
+    times: dict[str, list[float]] = {name: [] for name in [*layouts, "columns, rows in order"]}
     for _ in range(repeats):
-        for name, pool in layouts.items():
-            settle = _settle_columns if name == "columns" else _settle_rows
+        for name in times:
             evict += 1.0
             start = time.perf_counter()
-            settle(rows, centres, radii, pool, backup)
+            if name == "columns, rows in order":
+                _settle_sweep(owner, index, np.arange(objects), centres, radii, swept, by_row)
+            elif name == "columns":
+                _settle_columns(rows, centres, radii, layouts[name], backup)
+            else:
+                _settle_rows(rows, centres, radii, layouts[name], backup)
             times[name].append(time.perf_counter() - start)
     return {name: float(np.median(spent[1:] or spent)) for name, spent in times.items()}
 
@@ -92,7 +136,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeats", type=int, default=40, help="passes per layout (default 40)")
     args = ap.parse_args(argv)
     for name, seconds in compare(args.objects, args.repeats).items():
-        print(f"{name:14s} {seconds * 1e6:8.1f} us a pass (median of {args.repeats}, caches evicted before each)")
+        print(f"{name:22s} {seconds * 1e6:8.1f} us a pass (median of {args.repeats}, caches evicted before each)")
     return 0
 
 

@@ -227,8 +227,22 @@ def test_pool_layout_times_each_layout():
     from benchmarks import pool_layout
 
     times = pool_layout.compare(objects=2_000, repeats=3)
-    assert set(times) == {"columns", "rows of 64 B", "rows of 40 B"}
+    assert set(times) == {"columns", "rows of 64 B", "rows of 40 B", "columns, rows in order"}
     assert all(seconds > 0.0 for seconds in times.values())
+    # the sweep of the rows in order writes what the objects' order writes
+    rng = np.random.default_rng(3)
+    rows = rng.permutation(300)[:200].astype(np.int64)
+    centres, radii = rng.random((200, 3)), rng.random(200)
+    by_objects = rng.random((5, 300))
+    by_rows = by_objects.copy()
+    owner = np.full(300, -1, dtype=np.int64)
+    owner[rows] = np.arange(200)
+    backup, backup_by_row = np.empty((200, 4)), np.empty((4, 300))
+    index = np.full(200, -1, dtype=np.int64)
+    assert (pool_layout._settle_columns(rows, centres, radii, by_objects, backup)
+            == pool_layout._settle_sweep(owner, index, np.arange(200), centres, radii, by_rows, backup_by_row))
+    assert np.array_equal(by_objects, by_rows) and np.array_equal(backup, backup_by_row[:, rows].T)
+    assert (index == -1).all()
 
 
 def test_perf_map_names_the_loaded_kernels_by_their_python_names(tmp_path):

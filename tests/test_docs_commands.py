@@ -71,6 +71,7 @@ RUN_AS = {
     "python -m benchmarks --only jit": "python -m benchmarks --preset tiny --only jit",
     ".venv/bin/python -m benchmarks": ".venv/bin/python -m benchmarks --preset tiny",
     "python -m benchmarks.pool_layout": "python -m benchmarks.pool_layout --objects 1000 --repeats 2",
+    "python -m benchmarks.pool_layout --objects 100000": "python -m benchmarks.pool_layout --objects 1000 --repeats 2",
     "python -m benchmarks.frameparts": "python -m benchmarks.frameparts --n 500 --frames 3",
     "python -m benchmarks.frameparts --alone": "python -m benchmarks.frameparts --alone --n 500 --frames 3",
     "python -m benchmarks.profiling [query|query_many|insert_many|update_many|single|colocated|phases]":
