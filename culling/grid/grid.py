@@ -33,6 +33,7 @@ from __future__ import annotations
 import math
 import numbers
 from collections.abc import Callable
+from fractions import Fraction
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -587,7 +588,8 @@ class DenseViewDistanceGrid(Structure):
         centres, radii = rows[: self.dim].T, rows[self.dim]
         assert (rows[self.dim + 1] == squared_reach(radii)).all(), "stale squared reach"
         assert np.isfinite(centres).all() and np.isfinite(radii).all() and (radii >= 0).all()
-        assert (centres >= self.origin).all() and (geo.placed(centres) < 1.0).all(), "a centre outside the world"
+        high = np.flatnonzero((geo.placed(centres) >= 1.0).any(axis=0))
+        assert (centres >= self.origin).all() and not self._beyond_top(centres, high).any(), "a centre outside the world"
         expected_levels, expected_cells = geo.homes(centres, radii)
         assert (levels == expected_levels).all(), "object on the wrong level"
         cells = self._cells.cell[live].astype(np.int64)
@@ -609,8 +611,17 @@ class DenseViewDistanceGrid(Structure):
         """Level and global cell of one validated sphere; ``ValueError`` outside the world."""
         if radius >= self.size / 2 or not all(o <= c and placed_u(c, o, self.size) < 1.0 for c, o in
                                                 zip(point, self._origin_list)):
-            self._homes(np.array([point]), np.array([radius]), single=True)  # raises the ValueError
+            self._homes(np.array([point]), np.array([radius]), single=True)  # raises the ValueError, if outside
         return self._geo.home(point, radius)
+
+    def _beyond_top(self, centres: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        """Of ``rows`` (centres whose placed coordinate reads 1.0 or more on some axis), those at or beyond
+        ``origin + size`` on some axis in exact arithmetic.  The placed coordinate is exact but in a
+        world beyond about ``2**995`` or below ``2**-960`` (the face tests' range), where within
+        rounding of the top face it reads 1.0 for a centre still inside; rare rows, so in fractions."""
+        top = [Fraction(o) + Fraction(self.size) for o in self._origin_list]
+        return np.array([any(Fraction(float(centres[i, axis])) >= top[axis] for axis in range(self.dim))
+                         for i in rows.tolist()], dtype=bool)
 
     def _homes(self, centres: np.ndarray, radii: np.ndarray, single: bool = False) -> tuple[np.ndarray, np.ndarray]:
         """Levels and global cells (int64 (n,) each) of many validated spheres.
@@ -622,7 +633,8 @@ class DenseViewDistanceGrid(Structure):
         for axis, lo in enumerate(self._origin_list):
             outside |= centres[:, axis] < lo
         u = self._geo.placed(centres)
-        outside |= (u >= 1.0).any(axis=0)  # at or beyond origin + size in exact arithmetic
+        high = np.flatnonzero((u >= 1.0).any(axis=0) & ~outside)  # at or beyond origin + size, but where
+        outside[high] = self._beyond_top(centres, high)             # the world is huge or tiny: exactly
         if outside.any():
             i = int(np.flatnonzero(outside)[0])
             which = f"got {centres[i].tolist()}" if single else f"centres[{i}] is {centres[i].tolist()}"

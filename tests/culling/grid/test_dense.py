@@ -167,6 +167,32 @@ def test_fixed_world_rejects_centres_outside_and_large_radii(dim):
     grid.check_invariants()
 
 
+@pytest.mark.parametrize("size, origin, centre", [
+    (1e300, -5e299, 4.9999999999999995e299), (1e300, 0.1, 1e300), (2.0 ** 995, 0.1, 2.0 ** 995),
+    (1e-300, -1e-300, -5e-324), (1e-300, -7e-301, 3e-301)])
+def test_a_centre_within_rounding_of_the_top_face_of_a_huge_or_tiny_world_is_inside(size, origin, centre):
+    """Beyond the face tests' range (a world past ``2**995`` or below ``2**-960``) the placed coordinate of
+    a centre just inside the top face reads 1.0: the world's bound is then decided in exact arithmetic, so
+    such a centre is stored (in the top cell) and the first float at the top is still refused."""
+    inside = Fraction(origin) <= Fraction(centre) < Fraction(origin) + Fraction(size)
+    assert inside
+    for dim in (1, 2):
+        grid = DenseViewDistanceGrid(size, origin=np.full(dim, origin), dim=dim)
+        point = np.full(dim, centre)
+        h = grid.insert(point, 0.0)
+        assert grid.query(point, exact=True).tolist() == [h]
+        grid.update(h, point, 0.0)
+        more = grid.insert_many(np.array([point, point]), [0.0, 0.0])
+        grid.update_many(more, np.array([point, point]))
+        grid.check_invariants()
+        top = float(Fraction(origin) + Fraction(size))  # the nearest float to the top face
+        if Fraction(top) >= Fraction(origin) + Fraction(size):
+            with pytest.raises(ValueError, match="must lie in the grid's world"):
+                grid.insert(np.full(dim, top), 0.0)
+        grid.check_invariants()
+        assert len(grid) == 3
+
+
 # -- placement -------------------------------------------------------------------
 
 def test_level_follows_the_radius_rule_at_its_boundaries():
