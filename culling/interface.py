@@ -27,10 +27,14 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from culling.answer import QueryDetails
-from culling.core.validation import Real
 from culling.trace import QueryTrace
 
-__all__ = ["PointIndex"]
+__all__ = ["PointIndex", "Real"]
+
+#: One number as callers pass it (a radius, a scale): a Python or NumPy real, or a 0-d array of one
+#: (any other array is a ValueError, anything else a TypeError).  The type hint of every public
+#: parameter that takes one, so a user's ``mypy --strict`` accepts what the library does.
+Real = float | np.floating | np.integer | np.ndarray
 
 
 @runtime_checkable

@@ -37,7 +37,6 @@ from numpy.typing import ArrayLike
 from culling.answer import QueryDetails
 from culling.core.containment import contains_exact, decide_grown, distances
 from culling.core.validation import (
-    Real,
     as_flag,
     as_handles,
     as_point,
@@ -48,6 +47,7 @@ from culling.core.validation import (
     as_scale,
     check_unique,
 )
+from culling.interface import Real
 from culling.trace import QueryTrace
 
 __all__ = ["BruteForceIndex"]

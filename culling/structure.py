@@ -32,7 +32,6 @@ from culling.core.handles import HandleStack
 from culling.core.structs import PoolFields
 from culling.core.validation import (
     Handle,
-    Real,
     as_coords,
     as_flag,
     as_points,
@@ -44,6 +43,7 @@ from culling.core.validation import (
     live_handle,
     live_handles,
 )
+from culling.interface import Real
 from culling.pairs.bands import PlanCache
 from culling.runtime.interrupts import unmask_interrupt
 from culling.runtime.locks import ReadWriteLock, reading, state_without_lock

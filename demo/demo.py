@@ -26,6 +26,7 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from time import perf_counter
+from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -43,6 +44,7 @@ from engine.camera import CAMERA_RADIUS, Camera, above_ground
 from engine.culling_pipeline import CullingPipeline
 from engine.frame_stats import FrameStats
 from engine.hud import HudInfo
+from engine.inspection import Inspection, inspect, pick, screen_ray
 from engine.map import MapInset
 from engine.overlay import OverlayGeometry, OverlayRenderer, build_overlay, marker_lines, trace_levels, with_lines
 from engine.renderer import Renderer
@@ -64,6 +66,10 @@ BuildProgress = Callable[[int, int, str], None]
 #: A scene's objects go into the view-distance tree this many at a time, so that a large build
 #: reports progress between the batches (one ``insert_many`` each).
 BUILD_CHUNK = 250_000
+
+#: The colour of the picked object's marks (the X key): its own bounding sphere, its reach and its node's
+#: box, in white, apart from every level colour of the overlay.
+INSPECTED = (1.0, 1.0, 1.0, 1.0)
 
 #: The +/- keys multiply / divide the global view-distance scale by this.
 SCALE_STEP = 1.25
@@ -137,6 +143,8 @@ class Demo:
         self._cull_view_projection: np.ndarray = np.eye(4)
         self._drawn = False
         self.boxes = 0                  # overlay boxes in the last drawn frame
+        #: The object the X key picked (a row of the scene's arrays), explained every frame; None: none.
+        self.inspected: int | None = None
         self.recent: deque[FrameStats] = deque(maxlen=WARM_FRAMES)     # drawn frames, newest last
         self.load_scene(self.settings.scene, self.settings.objects, progress)
 
@@ -206,6 +214,7 @@ class Demo:
         self.frozen = None
         self.time = 0.0
         self.only_depth = None
+        self.inspected = None
         solid = np.flatnonzero([k.solid for k in scene.kinds])
         mask = np.isin(scene.kind, solid)
         self.collision = CollisionCandidates(CAMERA_RADIUS, scene.world_size, scene.world_origin, dim=3)
@@ -347,6 +356,53 @@ class Demo:
         shown = "L: the grown (loose) boxes the query tested" if self.show_loose else "L: the nodes' own boxes"
         return shown if self.show_overlay else f"{shown}, once the overlay is on (O)"
 
+    def inspect_at(self, ndc: tuple[float, float], where: str = "the cursor") -> str:
+        """Pick the object under the point ``ndc`` of the screen (x, y in [-1, 1], y up) for the X key:
+        the first one drawn there, else the first bounding sphere there of one not drawn; its
+        explanation then stays on the HUD, frame after frame, with its reach sphere and its node's box
+        drawn, until X picks another or finds nothing (which clears it).  Returns the status line."""
+        origin, direction = screen_ray(self.view_projection, ndc)
+        scene = self.scene
+        picked = pick(origin, direction, scene.centres, scene.bounding_radius, preferred=self.pipeline.visible)
+        self.inspected = picked
+        if picked is None:
+            return f"X: no object under {where}"
+        explained = self.inspection()
+        return f"X: {explained.kind} #{picked} under {where}" if explained is not None else ""
+
+    def inspection(self) -> Inspection | None:
+        """The picked object's place in the last culled frame (:mod:`engine.inspection`), or None."""
+        obj = self.inspected
+        if obj is None:
+            return None
+        scene = self.scene
+        kind = int(np.searchsorted(scene.kind_offsets, obj, side="right")) - 1
+        visible = self.pipeline.visible
+        at = int(np.searchsorted(visible, obj))
+        tree = self.tree
+        return inspect(obj, scene.kinds[kind].name, self._cull_position, scene.centres[obj],
+                       float(scene.view_distance[obj]), float(scene.begin_distance[obj]), self.query_scale,
+                       drawn=at < visible.shape[0] and int(visible[at]) == obj, shape=self.settings.shape,
+                       frozen=self.frozen is not None,
+                       tree=None if tree is None else (tree.size, tree.origin))
+
+    def _inspection_marks(self) -> tuple[np.ndarray, np.ndarray]:
+        """Lines of the picked object's marks (:data:`INSPECTED`): its bounding sphere (which object it
+        is), its reach (view distance times the scale: it is drawn while the query point is inside) and
+        its tree node's box (:func:`engine.inspection.home_node`)."""
+        explained = self.inspection()
+        if explained is None:
+            return np.zeros((0, 3), np.float32), np.zeros((0, 4), np.float32)
+        centre = self.scene.centres[explained.obj]
+        boxes = [] if explained.node is None else [explained.node]
+        marks = SimpleNamespace(
+            box_centres=np.array([low + edge / 2 for _, edge, low in boxes]).reshape(-1, 3),
+            box_half=np.array([edge / 2 for _, edge, _ in boxes]), box_colours=np.tile(INSPECTED, (len(boxes), 1)),
+            sphere_centres=np.tile(centre, (2, 1)),
+            sphere_radii=np.array([self.scene.bounding_radius[explained.obj], explained.reach]),
+            sphere_colours=np.tile(INSPECTED, (2, 1)))
+        return marker_lines(marks)
+
     def toggle_freeze(self) -> None:
         """Freeze culling at the current camera, or thaw it."""
         self.frozen = None if self.frozen is not None else self.camera.copy()
@@ -467,8 +523,10 @@ class Demo:
                     frozen_view_projection=self._cull_view_projection if self.frozen is not None else None,
                     frozen_point=self.frozen.position if self.frozen is not None else None)
                 self.boxes = geometry.box_count
-            # The scene's own marks (the interest view's) ride on the overlay's lines, overlay on or off.
-            self.overlay_renderer.upload(with_lines(geometry, *marker_lines(self.scene.markers())))
+            # The scene's own marks (the interest view's) and the picked object's ride on the overlay's
+            # lines, overlay on or off.
+            geometry = with_lines(geometry, *marker_lines(self.scene.markers()))
+            self.overlay_renderer.upload(with_lines(geometry, *self._inspection_marks()))
             if self.show_map:
                 frozen = self.frozen is not None
                 self.map_inset.update(self.trace, self.frozen if frozen else self.camera, self._cull_position,
@@ -495,7 +553,8 @@ class Demo:
                     fade=self.fade, collide=self.collide,
                     width=int(self.size[0]), height=int(self.size[1]),
                     lod=self.lod, map=self.show_map, zoom=float(self.zoom.scale),
-                    interest=self.scene.interest_on, followed=self.scene.followed_name())
+                    interest=self.scene.interest_on, followed=self.scene.followed_name(),
+                    inspected="" if self.inspected is None else self.inspected)
 
     def warm_stats(self) -> tuple[FrameStats, bool]:
         """The last frame's counts with the median times of :data:`WARM_FRAMES` recent frames,
@@ -535,6 +594,7 @@ class Demo:
             shape=self.settings.shape, brute_force=self.settings.brute_force, help=help, speed=speed,
             mouse=mouse,
             notes=self.scene.status_lines(), scene_legend=self.scene.legend(),
+            inspection=[] if (explained := self.inspection()) is None else explained.lines(),
         )
 
     def read_image(self, framebuffer: moderngl.Framebuffer) -> Image.Image:

@@ -117,6 +117,7 @@ class FlyThroughApp(App):
         self._hud_age = HUD_REFRESH
         self._want_shot = False
         self._pressed_at: tuple[int, int] | None = None
+        self._cursor: tuple[int, int] | None = None     # the free mouse's last place (window points)
         self._dragged = False
         self._scaled_by_key = False     # this press's on_text must not scale a second time
         #: The last key's or action's answer, shown on screen until ``status_until``.
@@ -387,6 +388,8 @@ class FlyThroughApp(App):
             demo.set_collision(not demo.collide)
             self.say(f"C: camera collision {on_off[demo.collide]}"
                      + ("" if demo.collide else " (the ground still holds the camera)"))
+        elif symbol == key.X:
+            self.say(self._explain())
         elif symbol == key.P:
             self._want_shot = True
         elif symbol == key.H:
@@ -408,6 +411,16 @@ class FlyThroughApp(App):
         else:
             self.say(self.demo.step_scale(SCALE_TEXT[text]))
         return True
+
+    def _explain(self) -> str:
+        """The X key: pick the object under the free mouse's cursor, or at the screen's centre while the
+        mouse is captured (it looks where the camera looks), and have the HUD explain it
+        (:meth:`Demo.inspect_at`)."""
+        width, height = self.window.get_size()
+        if self.mouse_captured or self._cursor is None:
+            return self.demo.inspect_at((0.0, 0.0), "the centre of the view")
+        x, y = self._cursor
+        return self.demo.inspect_at((2.0 * x / max(width, 1) - 1.0, 2.0 * y / max(height, 1) - 1.0))
 
     def _capture(self, on: bool) -> None:
         self.mouse_captured = on
@@ -440,11 +453,13 @@ class FlyThroughApp(App):
         return True
 
     def on_mouse_motion(self, x: int, y: int, dx: int, dy: int) -> bool:
+        self._cursor = (x, y)
         if self.mouse_captured:
             self.demo.camera.look(dx * self.mouse_sensitivity, dy * self.mouse_sensitivity)
         return True
 
     def on_mouse_drag(self, x: int, y: int, dx: int, dy: int, buttons: int, modifiers: int) -> bool:
+        self._cursor = (x, y)
         if dx or dy:
             if not self._dragged and self._pressed_at is not None:   # once a drag, not per motion
                 self.say(DRAGGING)

@@ -3,7 +3,8 @@
 The row holds the frame's stage timings and funnel counts (``FrameStats``)
 and where the demo stood: scene, camera position and angles, mouse capture,
 freeze, view scale, overlay, HUD mode, flying speed, framebuffer size and
-the interest view (on or off, the followed player).  A
+the interest view (on or off, the followed player) and the object the X key
+picked (its row in the scene's arrays; empty: none).  A
 row is complete only after drawing (``draw_ms`` is real), is flushed at once
 (a crash or Ctrl-C keeps every row written so far), and frame numbers never
 repeat.  Tools (and the window tests) read the demo's state from it.
@@ -24,7 +25,7 @@ __all__ = ["STATE_FIELDS", "StatsWriter"]
 #: The columns after ``frame`` and the ``FrameStats`` fields.
 STATE_FIELDS = ("time_s", "scene", "x", "y", "z", "yaw", "pitch", "captured", "frozen", "scale", "overlay",
                 "boxes", "loose", "level", "fade", "collide", "hud", "speed", "width", "height", "lod", "map",
-                "zoom", "status", "interest", "followed")
+                "zoom", "status", "interest", "followed", "inspected")
 
 
 def _cell(value: Any) -> str:

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 __all__ = ["CONTROLS_HELP", "HUD_MODES", "HudInfo", "draw_hud", "hud_font", "hud_font_size", "hud_legend", "hud_lines",
            "text_colour"]
 
-CONTROLS_HELP = ("WASD QE fly  Shift fast  wheel speed  1-4 scene",
+CONTROLS_HELP = ("WASD QE fly  Shift fast  wheel speed  1-4 scene  X explain",
                  "click/Tab mouse  drag look  Z/right mouse zoom  I interest",
                  "F freeze  O overlay  L loose  [ ] level  T fade  N player",
                  "G detail  M map  + - scale  C collide  P shot  H HUD")
@@ -38,6 +38,8 @@ HUD_MODES = ("compact", "full", "off")
 WHITE = (1.0, 1.0, 1.0)
 GREY = (0.78, 0.80, 0.84)
 YELLOW = (1.0, 0.9, 0.4)
+#: The picked object's lines (the X key): apart from the white of the HUD's own and every level colour.
+INSPECTED = (1.0, 0.85, 0.2)
 #: The status line (the last key's answer): bright cyan, apart from every level colour.
 STATUS = (0.45, 1.0, 1.0)
 #: The status line's width in characters: a longer answer (a path in a failed save) is wrapped onto more
@@ -79,6 +81,7 @@ class HudInfo:
     warm_frames: int = 0                # the times are medians over this many recent frames (0: this frame's)
     cold: bool = False                  # this frame took far longer than the median: compiling, first use
     scene_legend: list[tuple[str, tuple[float, float, float]]] = field(default_factory=list)   # what looks mean
+    inspection: list[str] = field(default_factory=list)   # the picked object's explanation (the X key)
 
 
 def _ms(value: float) -> str:
@@ -141,6 +144,7 @@ def hud_lines(info: HudInfo, mode: str = "full") -> list[tuple[str, tuple[float,
             (f"{s.candidates:,} walked > {s.in_range:,} range > {s.in_frustum:,} frustum", WHITE),
         ]
         lines.extend((note, WHITE) for note in info.notes)
+        lines.extend((line, INSPECTED) for line in info.inspection)
         lines.extend(cold)
         if state:
             lines.append(("  ".join(state), YELLOW))
@@ -180,6 +184,7 @@ def hud_lines(info: HudInfo, mode: str = "full") -> list[tuple[str, tuple[float,
     if info.frozen:
         lines.append(("CULLING FROZEN (F)", YELLOW))
     lines.extend((note, WHITE) for note in info.notes)
+    lines.extend((line, INSPECTED) for line in info.inspection)
     if info.overlay and info.levels:
         title = "loose boxes" if info.loose else "node boxes"
         if info.only_depth is not None:

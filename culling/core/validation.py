@@ -34,15 +34,10 @@ __all__ = [
     "is_live",
     "live_handle",
     "live_handles",
-    "Real",
 ]
 
 #: A handle as callers pass it: a Python or NumPy integer (anything else is a TypeError).
 Handle = int | np.integer
-
-#: One number as callers pass it (a radius, a scale): a Python or NumPy real, or a 0-d array of one
-#: (any other array is a ValueError, anything else a TypeError).
-Real = float | np.floating | np.integer | np.ndarray
 
 SHAPES = ("sphere", "cube")
 _INT64_MIN = int(np.iinfo(np.int64).min)

@@ -48,7 +48,6 @@ from culling.core.handles import HandleStack
 from culling.core.structs import CellsFields, PoolFields, WorldFields
 from culling.core.validation import (
     Handle,
-    Real,
     as_coords,
     as_flag,
     as_points,
@@ -59,6 +58,7 @@ from culling.core.validation import (
 )
 from culling.grid.geometry import GridGeometry
 from culling.grid.pool import CellPool
+from culling.interface import Real
 from culling.pairs import cell_tree, join
 from culling.runtime.locks import reading, writing
 from culling.structure import Parts, Structure, Walked

@@ -60,7 +60,6 @@ from culling.core.structs import (
 from culling.core.tiles import cover_row
 from culling.core.validation import (
     Handle,
-    Real,
     as_coords,
     as_flag,
     as_handles,
@@ -70,6 +69,7 @@ from culling.core.validation import (
     as_scale,
     check_unique,
 )
+from culling.interface import Real
 from culling.pairs import join
 from culling.runtime.interrupts import hold_interrupts, release_interrupts, unmask_interrupt
 from culling.runtime.jit import kernel

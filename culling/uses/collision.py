@@ -34,7 +34,6 @@ from numpy.typing import ArrayLike, NDArray
 from culling.core.containment import distances
 from culling.core.validation import (
     Handle,
-    Real,
     as_handle,
     as_handles,
     as_point,
@@ -45,6 +44,7 @@ from culling.core.validation import (
     check_constructor,
     check_unique,
 )
+from culling.interface import Real
 from culling.runtime.interrupts import runs_whole
 from culling.tree.tree import ViewDistanceTree
 

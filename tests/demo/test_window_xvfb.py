@@ -22,7 +22,8 @@ from demo_window import DemoWindow
 from PIL import Image
 
 from demo.interactive import FlyThroughApp
-from engine.camera import CAMERA_RADIUS
+from engine.camera import CAMERA_RADIUS, Camera
+from engine.inspection import pick, screen_ray
 from scenes import build_scene
 
 SIZE = (480, 270)
@@ -297,6 +298,47 @@ def test_with_collision_off_the_ground_still_holds_the_camera(session):
     assert min(above_ground(r) for r in rows) >= CAMERA_RADIUS - 1e-3
     on = session.press("c")
     assert on["collide"] == "1" and above_ground(on) >= CAMERA_RADIUS - 1e-3
+
+
+def test_x_explains_the_object_under_the_cursor_and_on_nothing_clears_it(session):
+    """Real pointer motion and a real X press: the object picked is one whose bounding sphere the line of
+    sight through the cursor meets (the camera and the scene as the demo reports and builds them), the
+    status names it, its explanation and white marks appear on screen; X over the sky clears it."""
+    scene = build_scene("forest", OBJECTS, 1)
+    row = session.settle()
+    assert row["captured"] == "0" and row["scene"] == "forest"
+    width, height = int(row["width"]), int(row["height"])
+    camera = Camera(_position(row), float(row["yaw"]), float(row["pitch"]), aspect=width / height)
+    vp = camera.view_projection()
+    scale = float(row["scale"]) * float(row["zoom"])
+    distance = np.linalg.norm(scene.centres - camera.position, axis=1)
+    clip = np.c_[scene.centres, np.ones(len(scene))] @ vp.T
+    ndc = clip[:, :2] / np.maximum(clip[:, 3:], 1e-9)
+    drawn = ((clip[:, 3] > 1.0) & (np.abs(ndc).max(axis=1) < 0.6) & (distance <= scene.view_distance * scale)
+             & (distance >= scene.begin_distance * scale))
+    assert drawn.any(), "nothing drawn in the middle of the view to point at"
+    target = np.flatnonzero(drawn)[np.argmin(distance[drawn])]
+    x, y = int((ndc[target, 0] + 1.0) / 2.0 * width), int((1.0 - ndc[target, 1]) / 2.0 * height)
+    session.xdo("mousemove", "--window", session.window, str(x), str(y))
+    before = session.grab()
+    row = session.press_until("x", lambda r: r["status"].startswith("X: "), "X's answer")
+    picked = int(row["inspected"])
+    kind = int(np.searchsorted(scene.kind_offsets, picked, side="right")) - 1
+    assert row["status"] == f"X: {scene.kinds[kind].name} #{picked} under the cursor"
+    origin, direction = screen_ray(vp, ((x + 0.5) / width * 2.0 - 1.0, 1.0 - (y + 0.5) / height * 2.0))
+    assert pick(origin, direction, scene.centres[[picked]], scene.bounding_radius[[picked]]) == 0
+    after = session.grab()
+    white = np.all(after >= 240, axis=-1) & ~np.all(before >= 240, axis=-1)
+    assert white[max(y - 30, 0):y + 30, max(x - 30, 0):x + 30].sum() >= 5, "no white mark at the picked object"
+    for sx, sy in ((px, py) for py in (2, height // 4) for px in range(2, width, 24)):   # a pixel on nothing
+        if pick(*screen_ray(vp, ((sx + 0.5) / width * 2 - 1, 1 - (sy + 0.5) / height * 2)), scene.centres,
+                scene.bounding_radius) is None:
+            break
+    else:
+        pytest.fail("every pixel tried has an object's bounding sphere under it")
+    session.xdo("mousemove", "--window", session.window, str(sx), str(sy))
+    row = session.press_until("x", lambda r: r["status"].startswith("X: no object"), "X over nothing")
+    assert row["inspected"] == "" and row["status"] == "X: no object under the cursor"
 
 
 def test_number_keys_switch_scenes(session):

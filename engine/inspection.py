@@ -1,0 +1,174 @@
+"""Why one object is drawn or not: the object under a point of the screen, and its place in the culling.
+
+For someone chasing an object that pops in late.  :func:`pick` finds the
+object whose bounding sphere a ray from the camera through a point of the
+screen meets first (one drawn this frame before any other: a ray through a
+drawn tree also passes the grass far behind it).  :func:`inspect` then says,
+for the current frame, everything that decides whether it is drawn:
+
+- its distance to the query point (the frozen one while culling is frozen),
+  in the index's metric, against its view distance times the scale: the one
+  rule the tree answers exactly (``|p - c| <= scale * view distance``);
+- the near end of its visibility range (``begin_distance``, a settlement's
+  members inside its stand-in's reach), the frustum, the fade over the last
+  part of its reach;
+- the tree node it is stored in: its level follows from its view distance
+  alone (CONTRACT.md, Geometry: a node of edge ``W`` holds radii in ``[W/4,
+  W/2)``), and a query visits that node from within ``scale * W / 2`` of its
+  box, so the overlay's level of that edge is where to look for it.
+
+Everything here reads the scene's arrays and the frame's visible set; O(n)
+NumPy for a pick (once a key press), O(1) for an inspection (once a frame).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from culling import MAX_DEPTH, MAX_GROWTH
+from engine.records import FADE_FRACTION
+
+__all__ = ["Inspection", "home_node", "inspect", "pick", "screen_ray"]
+
+
+def screen_ray(view_projection: ArrayLike, ndc: tuple[float, float]) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """The ray through the point ``ndc`` of the screen (x and y in [-1, 1], y up, as OpenGL's normalised
+    device coordinates): ``(origin, direction)``, the origin on the near plane, the direction a unit
+    vector, for the column-vector world-to-clip matrix ``view_projection``."""
+    inverse = np.linalg.inv(np.asarray(view_projection, dtype=np.float64))
+    ends = []
+    for depth in (-1.0, 1.0):
+        point = inverse @ np.array([ndc[0], ndc[1], depth, 1.0])
+        ends.append(point[:3] / point[3])
+    direction = ends[1] - ends[0]
+    return ends[0], direction / np.linalg.norm(direction)
+
+
+def pick(origin: ArrayLike, direction: ArrayLike, centres: ArrayLike, radii: ArrayLike,
+         preferred: ArrayLike | None = None) -> int | None:
+    """The object whose sphere (``centres`` (n, 3), ``radii`` (n,)) the ray ``origin + t * direction``
+    (``t >= 0``, ``direction`` a unit vector) meets at the smallest ``t``, among ``preferred`` (object
+    indices, the frame's drawn ones) when the ray meets any of those, else among all; None when it
+    meets none.  A sphere the origin is inside counts from ``t = 0``.  O(n), vectorised.
+
+    >>> pick([0, 0, 0], [1, 0, 0], [[5, 0, 0], [9, 0.5, 0], [3, 4, 0]], [1.0, 1.0, 1.0])
+    0
+    >>> pick([0, 0, 0], [1, 0, 0], [[5, 0, 0], [9, 0.5, 0]], [1.0, 1.0], preferred=[1])
+    1
+    """
+    c = np.asarray(centres, dtype=np.float64).reshape(-1, 3)
+    r = np.asarray(radii, dtype=np.float64).reshape(-1)
+    o, d = np.asarray(origin, dtype=np.float64).reshape(3), np.asarray(direction, dtype=np.float64).reshape(3)
+    along = (c - o) @ d                              # the closest approach's parameter
+    miss = np.einsum("ij,ij->i", c - o, c - o) - along * along     # squared distance of the ray's line to each centre
+    enter = along - np.sqrt(np.maximum(r * r - miss, 0.0))
+    hit = (miss <= r * r) & (along + r >= 0.0)
+    first = np.maximum(enter, 0.0)
+    if preferred is not None:
+        rows = np.asarray(preferred, dtype=np.int64)
+        rows = rows[hit[rows]]
+        if rows.size:
+            return int(rows[np.argmin(first[rows])])
+    rows = np.flatnonzero(hit)
+    return int(rows[np.argmin(first[rows])]) if rows.size else None
+
+
+def home_node(centre: ArrayLike, radius: float, size: float, origin: ArrayLike) -> tuple[int, float, NDArray[np.float64]]:
+    """The tree node an object is stored in, by CONTRACT.md's geometry: ``(level, edge, low corner)``.
+
+    A node of edge ``W`` holds the radii in ``[W/4, W/2)`` whose centre is in its box; ``level`` is
+    0 for the constructor's ``size``, negative for roots grown above it, at most ``MAX_DEPTH`` (a
+    smaller radius stays there).  Floats, for a display: an object within rounding of a cell face
+    may be shown in the neighbouring cell.
+
+    >>> home_node([10.0, 3.0], 5.0, 64.0, [0.0, 0.0])[:2]
+    (2, 16.0)
+    >>> home_node([10.0, 3.0], 5.0, 64.0, [0.0, 0.0])[2].tolist()
+    [0.0, 0.0]
+    """
+    if radius > 0.0:
+        level = math.floor(math.log2(size / (2.0 * radius)))       # W = size / 2**level in (2r, 4r]
+        while size * 2.0 ** -level <= 2.0 * radius:                 # the logarithm's rounding, either way
+            level -= 1
+        while size * 2.0 ** -(level + 1) > 2.0 * radius:
+            level += 1
+        level = max(-MAX_GROWTH, min(level, MAX_DEPTH))
+    else:
+        level = MAX_DEPTH
+    edge = size * 2.0 ** -level
+    o = np.asarray(origin, dtype=np.float64)
+    low = o + np.floor((np.asarray(centre, dtype=np.float64) - o) / edge) * edge
+    return level, edge, low
+
+
+@dataclass(frozen=True)
+class Inspection:
+    """One object's place in the current frame's culling (see the module docstring)."""
+
+    obj: int                    #: its row in the scene's arrays
+    kind: str                   #: its kind's name
+    distance: float             #: from the query point, in the index's metric
+    view_distance: float        #: as stored in the index
+    scale: float                #: the frame's view-distance scale (the +/- keys' times the zoom's)
+    begin: float                #: its begin distance, scaled (0: none)
+    drawn: bool                 #: in the frame's visible set (in range and in the frustum)
+    frozen: bool                #: culling frozen: the distance is from the frozen query point
+    node: tuple[int, float, NDArray[np.float64]] | None = None   #: :func:`home_node`; None without a tree
+
+    @property
+    def reach(self) -> float:
+        """The distance it is drawn within: its view distance times the scale."""
+        return self.view_distance * self.scale
+
+    @property
+    def in_range(self) -> bool:
+        return self.begin <= self.distance <= self.reach
+
+    def verdict(self) -> str:
+        """Why it is drawn, or not, this frame: one short line."""
+        if self.distance > self.reach:
+            return f"beyond its reach by {self.distance - self.reach:,.1f} m: not drawn"
+        if self.distance < self.begin:
+            return f"nearer than its begin distance {self.begin:,.1f} m: not drawn"
+        if not self.drawn:
+            return "in range, outside the view (frustum): not drawn"
+        if self.distance > (1.0 - FADE_FRACTION) * self.reach:
+            return f"drawn, fading out (the last {FADE_FRACTION:.0%} of its reach)"
+        return "drawn"
+
+    def lines(self) -> list[str]:
+        """The HUD's lines, each within 60 characters."""
+        where = "the frozen point" if self.frozen else "you"
+        lines = [f"X: {self.kind} #{self.obj}, {self.distance:,.1f} m from {where}",
+                 f"  view distance {self.view_distance:,.1f} m x{self.scale:.2f} = {self.reach:,.1f} m",
+                 f"  {self.verdict()}"]
+        if self.node is not None:
+            level, edge, _ = self.node
+            lines.append(f"  in a {_metres(edge)} m node (level {level}), visited within {_metres(edge / 2 * self.scale)} m")
+        else:
+            lines.append("  brute force: every object is tested, no node")
+        return lines
+
+
+def _metres(value: float) -> str:
+    return f"{value:,.0f}" if value >= 10.0 else f"{value:.3g}"
+
+
+def inspect(obj: int, kind: str, query_point: ArrayLike, centre: ArrayLike, view_distance: float, begin: float,
+            scale: float, drawn: bool, shape: str = "sphere", frozen: bool = False,
+            tree: tuple[float, ArrayLike] | None = None) -> Inspection:
+    """:class:`Inspection` of object ``obj`` this frame.
+
+    ``query_point`` the culling's (the frozen one while frozen); ``begin`` its unscaled begin
+    distance; ``drawn`` whether the frame drew it; ``shape`` the index's metric (``"cube"``: the
+    largest per-axis distance); ``tree`` the tree's constructor ``(size, origin)`` (None: brute force).
+    """
+    offset = np.asarray(centre, dtype=np.float64) - np.asarray(query_point, dtype=np.float64)
+    distance = float(np.abs(offset).max()) if shape == "cube" else float(np.linalg.norm(offset))
+    node = None if tree is None else home_node(centre, view_distance, tree[0], tree[1])
+    return Inspection(obj=obj, kind=kind, distance=distance, view_distance=float(view_distance), scale=float(scale),
+                      begin=float(begin) * float(scale), drawn=drawn, frozen=frozen, node=node)

@@ -1,0 +1,116 @@
+"""The X key's parts (engine/inspection.py): the ray through a screen point, the pick against brute force,
+the node an object is stored in against the tree's own nodes, and what the explanation says."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from culling import MAX_DEPTH, ViewDistanceTree
+from engine.camera import Camera
+from engine.inspection import home_node, inspect, pick, screen_ray
+
+
+def test_the_ray_through_a_projected_point_passes_through_it():
+    camera = Camera(np.array([10.0, 5.0, -3.0]), yaw=37.0, pitch=-12.0, aspect=16 / 9)
+    vp = camera.view_projection()
+    rng = np.random.default_rng(1)
+    for _ in range(20):
+        target = camera.position + rng.uniform(-50.0, 50.0, 3)
+        clip = vp @ np.append(target, 1.0)
+        if clip[3] <= 0.1 or np.abs(clip[:2] / clip[3]).max() > 1.0:
+            continue
+        origin, direction = screen_ray(vp, tuple(clip[:2] / clip[3]))
+        assert np.linalg.norm(direction) == pytest.approx(1.0)
+        miss = target - origin - ((target - origin) @ direction) * direction
+        assert np.linalg.norm(miss) < 1e-6 * np.linalg.norm(target - origin)
+        assert (target - origin) @ direction > 0.0                        # ahead, not behind
+
+
+def _brute_pick(origin, direction, centres, radii, preferred):
+    """The first sphere the ray meets, by testing points along it... exactly: per sphere, the entry parameter."""
+    best = {}
+    for i, (c, r) in enumerate(zip(centres, radii)):
+        along = (c - origin) @ direction
+        miss2 = (c - origin) @ (c - origin) - along ** 2
+        if miss2 <= r * r and along + r >= 0.0:
+            best[i] = max(along - np.sqrt(max(r * r - miss2, 0.0)), 0.0)
+    if not best:
+        return None
+    chosen = [i for i in best if preferred is not None and i in set(preferred)] or list(best)
+    return min(chosen, key=lambda i: (best[i], i))
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.booleans())
+def test_pick_is_the_first_sphere_the_ray_meets_preferring_the_drawn(seed, prefer):
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 40))
+    centres = rng.uniform(-20.0, 20.0, (n, 3))
+    radii = rng.uniform(0.0, 6.0, n)
+    origin = rng.uniform(-5.0, 5.0, 3)
+    direction = rng.normal(size=3)
+    direction /= np.linalg.norm(direction)
+    preferred = np.sort(rng.choice(n, int(rng.integers(0, n + 1)), replace=False)) if prefer else None
+    got = pick(origin, direction, centres, radii, preferred)
+    expected = _brute_pick(origin, direction, centres, radii, preferred)
+    if expected is None or got is None:
+        assert got == expected
+    else:  # ties in the entry parameter may pick either
+        assert got == expected or np.isclose(_entry(origin, direction, centres[got], radii[got]),
+                                             _entry(origin, direction, centres[expected], radii[expected]))
+
+
+def _entry(origin, direction, c, r):
+    along = (c - origin) @ direction
+    return max(along - np.sqrt(max(r * r - ((c - origin) @ (c - origin) - along ** 2), 0.0)), 0.0)
+
+
+def test_pick_of_nothing_and_from_inside_a_sphere():
+    assert pick([0, 0, 0], [0, 0, 1], np.zeros((0, 3)), np.zeros(0)) is None
+    assert pick([0, 0, 0], [0, 0, 1], [[0, 0, -5]], [1.0]) is None                # behind the origin
+    assert pick([0, 0, 0], [0, 0, 1], [[0, 0, -0.5], [0, 0, 3]], [1.0, 1.0]) == 0   # around the origin: t = 0
+
+
+@pytest.mark.parametrize("dim", [1, 2, 3])
+def test_home_node_is_the_node_the_tree_stores_the_object_in(dim):
+    """Inserted alone (so the tree has no other node but its ancestors), an object's node per
+    ``home_node`` is the deepest node the tree has, with the same box."""
+    rng = np.random.default_rng(dim)
+    size, origin = 64.0, rng.uniform(-100.0, 100.0, dim)
+    radii = np.concatenate([size * 2.0 ** -rng.uniform(1.5, 20.0, 40), [size / 4, size / 8, np.nextafter(size / 8, 0.0),
+                                                                       0.0, size * 2.0 ** -(MAX_DEPTH + 3)]])
+    for radius in radii:
+        centre = origin + rng.uniform(0.0, size, dim)
+        tree = ViewDistanceTree(size, origin=origin, dim=dim)
+        tree.insert(centre, radius)
+        level, edge, low = home_node(centre, radius, size, origin)
+        depths, bounds = tree.node_boxes()
+        deepest = int(np.argmax(depths))
+        assert int(depths[deepest]) == level, (radius, level)            # the root is level 0: nothing grew
+        assert np.allclose(bounds[deepest, 0], low) and np.allclose(bounds[deepest, 1], low + edge)
+        assert radius < edge / 2 and (radius >= edge / 4 or level == MAX_DEPTH)
+
+
+def test_the_explanation_follows_the_rules_of_the_culling():
+    base = dict(obj=7, kind="rock", query_point=[0.0, 0.0, 0.0], view_distance=100.0, begin=0.0, scale=1.0,
+                tree=(1024.0, [0.0, 0.0, 0.0]))
+    assert inspect(centre=[50.0, 0.0, 0.0], drawn=True, **base).verdict() == "drawn"
+    fading = inspect(centre=[90.0, 0.0, 0.0], drawn=True, **base)
+    assert fading.verdict().startswith("drawn, fading out")
+    beyond = inspect(centre=[130.0, 0.0, 0.0], drawn=False, **base)
+    assert beyond.verdict() == "beyond its reach by 30.0 m: not drawn" and not beyond.in_range
+    assert inspect(centre=[130.0, 0.0, 0.0], drawn=False, **dict(base, scale=1.5)).in_range   # the scale widens it
+    assert inspect(centre=[80.0, 0.0, 0.0], drawn=False, **base).verdict().startswith("in range, outside the view")
+    near = inspect(centre=[20.0, 0.0, 0.0], drawn=False, **dict(base, begin=30.0))
+    assert near.verdict() == "nearer than its begin distance 30.0 m: not drawn"
+    cube = inspect(centre=[70.0, 70.0, 0.0], drawn=True, shape="cube", **base)                # largest axis: 70
+    assert cube.distance == 70.0 and cube.in_range
+    lines = inspect(centre=[50.0, 0.0, 0.0], drawn=True, frozen=True, **base).lines()
+    assert lines[0] == "X: rock #7, 50.0 m from the frozen point"
+    assert lines[1] == "  view distance 100.0 m x1.00 = 100.0 m"
+    assert lines[3] == "  in a 256 m node (level 2), visited within 128 m"   # radius 100: W in (200, 400]
+    assert all(len(line) <= 60 for line in lines)
+    assert inspect(centre=[5.0, 0.0, 0.0], drawn=True, **dict(base, tree=None)).lines()[3].startswith("  brute force")
