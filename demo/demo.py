@@ -22,6 +22,7 @@ The interactive window (:mod:`demo.interactive`) and the headless runner
 from __future__ import annotations
 
 import logging
+import math
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -46,7 +47,15 @@ from engine.frame_stats import FrameStats
 from engine.hud import HudInfo
 from engine.inspection import Inspection, inspect, pick, screen_ray
 from engine.map import MapInset
-from engine.overlay import OverlayGeometry, OverlayRenderer, build_overlay, marker_lines, trace_levels, with_lines
+from engine.overlay import (
+    OverlayGeometry,
+    OverlayRenderer,
+    build_overlay,
+    dashed,
+    marker_lines,
+    trace_levels,
+    with_lines,
+)
 from engine.renderer import Renderer
 from engine.stepped import Stepped
 from engine.zoom import Zoom
@@ -67,9 +76,11 @@ BuildProgress = Callable[[int, int, str], None]
 #: reports progress between the batches (one ``insert_many`` each).
 BUILD_CHUNK = 250_000
 
-#: The colour of the picked object's marks (the X key): its own bounding sphere, its reach and its node's
-#: box, in white, apart from every level colour of the overlay.
+#: The colour of the picked object's marks (the X key): white, apart from every level colour of the
+#: overlay, and dashed, apart from the solid white of the frozen frustum and the followed player's box.
 INSPECTED = (1.0, 1.0, 1.0, 1.0)
+#: How many pixels off an object the X key may point and still pick it (a far or moving one is a pixel wide).
+PICK_PIXELS = 4.0
 
 #: The +/- keys multiply / divide the global view-distance scale by this.
 SCALE_STEP = 1.25
@@ -363,7 +374,9 @@ class Demo:
         drawn, until X picks another or finds nothing (which clears it).  Returns the status line."""
         origin, direction = screen_ray(self.view_projection, ndc)
         scene = self.scene
-        picked = pick(origin, direction, scene.centres, scene.bounding_radius, preferred=self.pipeline.visible)
+        per_pixel = 2.0 * math.tan(math.radians(self.camera.fov_y) / 2.0) / max(self.size[1], 1)
+        picked = pick(origin, direction, scene.centres, scene.bounding_radius, preferred=self.pipeline.visible,
+                      slack=PICK_PIXELS * per_pixel)
         self.inspected = picked
         if picked is None:
             return f"X: no object under {where}"
@@ -383,25 +396,38 @@ class Demo:
         return inspect(obj, scene.kinds[kind].name, self._cull_position, scene.centres[obj],
                        float(scene.view_distance[obj]), float(scene.begin_distance[obj]), self.query_scale,
                        drawn=at < visible.shape[0] and int(visible[at]) == obj, shape=self.settings.shape,
-                       frozen=self.frozen is not None,
-                       tree=None if tree is None else (tree.size, tree.origin))
+                       frozen=self.frozen is not None, fade=self.fade,
+                       tree=None if tree is None else (tree.size, tree.origin, tree.root_level))
 
     def _inspection_marks(self) -> tuple[np.ndarray, np.ndarray]:
-        """Lines of the picked object's marks (:data:`INSPECTED`): its bounding sphere (which object it
-        is), its reach (view distance times the scale: it is drawn while the query point is inside) and
-        its tree node's box (:func:`engine.inspection.home_node`)."""
+        """Lines of the picked object's marks (:data:`INSPECTED`, dashed): a pin standing on it (which
+        object it is, without hiding it: a far one is a few pixels wide), its reach (view distance times
+        the scale: it is drawn while the query point is inside; a cube with ``--shape cube``), its begin
+        distance's when it has one, and its tree node's box (:func:`engine.inspection.home_node`)."""
         explained = self.inspection()
         if explained is None:
             return np.zeros((0, 3), np.float32), np.zeros((0, 4), np.float32)
         centre = self.scene.centres[explained.obj]
-        boxes = [] if explained.node is None else [explained.node]
+        radius = float(self.scene.bounding_radius[explained.obj])
+        reaches = [explained.reach] + ([explained.begin] if explained.begin else [])
+        height = 2.0 * radius + 0.05 * float(np.linalg.norm(centre - self.camera.position))
+        top = centre + [0.0, radius + height, 0.0]
+        boxes = [(top, height / 8.0)] + [(low + edge / 2.0, edge / 2.0) for _, edge, low in
+                                         ([] if explained.node is None else [explained.node])]
+        spheres = [] if explained.cube else reaches
+        boxes += [(centre, reach) for reach in reaches] if explained.cube else []
         marks = SimpleNamespace(
-            box_centres=np.array([low + edge / 2 for _, edge, low in boxes]).reshape(-1, 3),
-            box_half=np.array([edge / 2 for _, edge, _ in boxes]), box_colours=np.tile(INSPECTED, (len(boxes), 1)),
-            sphere_centres=np.tile(centre, (2, 1)),
-            sphere_radii=np.array([self.scene.bounding_radius[explained.obj], explained.reach]),
-            sphere_colours=np.tile(INSPECTED, (2, 1)))
-        return marker_lines(marks)
+            box_centres=np.array([c for c, _ in boxes]).reshape(-1, 3), box_half=np.array([h for _, h in boxes]),
+            box_colours=np.tile(INSPECTED, (len(boxes), 1)),
+            sphere_centres=np.tile(centre, (len(spheres), 1)), sphere_radii=np.array(spheres),
+            sphere_colours=np.tile(INSPECTED, (len(spheres), 1)))
+        vertices, colours = marker_lines(marks)
+        boxes_end = 24 * len(boxes)
+        pin = np.array([centre + [0.0, radius, 0.0], top - [0.0, height / 8.0, 0.0]], np.float32)
+        parts = [dashed(vertices[:boxes_end], colours[:boxes_end], dashes=8),
+                 dashed(vertices[boxes_end:], colours[boxes_end:], dashes=1), (pin, np.tile(INSPECTED, (2, 1)))]
+        return (np.concatenate([v for v, _ in parts]).astype(np.float32),
+                np.concatenate([c for _, c in parts]).astype(np.float32))
 
     def toggle_freeze(self) -> None:
         """Freeze culling at the current camera, or thaw it."""

@@ -31,6 +31,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from culling import MAX_DEPTH, MAX_GROWTH
 from engine.records import FADE_FRACTION
+from engine.visibility_range import BEGIN_FADE_FRACTION
 
 __all__ = ["Inspection", "home_node", "inspect", "pick", "screen_ray"]
 
@@ -49,11 +50,14 @@ def screen_ray(view_projection: ArrayLike, ndc: tuple[float, float]) -> tuple[ND
 
 
 def pick(origin: ArrayLike, direction: ArrayLike, centres: ArrayLike, radii: ArrayLike,
-         preferred: ArrayLike | None = None) -> int | None:
+         preferred: ArrayLike | None = None, slack: float = 0.0) -> int | None:
     """The object whose sphere (``centres`` (n, 3), ``radii`` (n,)) the ray ``origin + t * direction``
     (``t >= 0``, ``direction`` a unit vector) meets at the smallest ``t``, among ``preferred`` (object
     indices, the frame's drawn ones) when the ray meets any of those, else among all; None when it
-    meets none.  A sphere the origin is inside counts from ``t = 0``.  O(n), vectorised.
+    meets none.  A sphere the origin is inside counts from ``t = 0``.  ``slack``: each sphere grown by
+    ``slack`` times its distance along the ray (a cone of that half-angle's tangent rather than a
+    line: a few pixels' tolerance, so a far or moving object a pixel wide can be pointed at).  O(n),
+    vectorised.
 
     >>> pick([0, 0, 0], [1, 0, 0], [[5, 0, 0], [9, 0.5, 0], [3, 4, 0]], [1.0, 1.0, 1.0])
     0
@@ -65,6 +69,7 @@ def pick(origin: ArrayLike, direction: ArrayLike, centres: ArrayLike, radii: Arr
     o, d = np.asarray(origin, dtype=np.float64).reshape(3), np.asarray(direction, dtype=np.float64).reshape(3)
     along = (c - o) @ d                              # the closest approach's parameter
     miss = np.einsum("ij,ij->i", c - o, c - o) - along * along     # squared distance of the ray's line to each centre
+    r = r + slack * np.maximum(along, 0.0)
     enter = along - np.sqrt(np.maximum(r * r - miss, 0.0))
     hit = (miss <= r * r) & (along + r >= 0.0)
     first = np.maximum(enter, 0.0)
@@ -117,7 +122,11 @@ class Inspection:
     begin: float                #: its begin distance, scaled (0: none)
     drawn: bool                 #: in the frame's visible set (in range and in the frustum)
     frozen: bool                #: culling frozen: the distance is from the frozen query point
-    node: tuple[int, float, NDArray[np.float64]] | None = None   #: :func:`home_node`; None without a tree
+    #: Its tree node: ``(depth below the current root, as the overlay counts levels; edge; low corner)``;
+    #: None without a tree.
+    node: tuple[int, float, NDArray[np.float64]] | None = None
+    fade: bool = True           #: the dithered fades are on (T): the ends of the range fade rather than pop
+    cube: bool = False          #: the index's metric is the largest per-axis distance (``--shape cube``)
 
     @property
     def reach(self) -> float:
@@ -136,19 +145,25 @@ class Inspection:
             return f"nearer than its begin distance {self.begin:,.1f} m: not drawn"
         if not self.drawn:
             return "in range, outside the view (frustum): not drawn"
-        if self.distance > (1.0 - FADE_FRACTION) * self.reach:
+        if self.fade and self.distance > (1.0 - FADE_FRACTION) * self.reach:
             return f"drawn, fading out (the last {FADE_FRACTION:.0%} of its reach)"
+        if self.fade and self.begin and self.distance < (1.0 + BEGIN_FADE_FRACTION) * self.begin:
+            return f"drawn, fading in ({BEGIN_FADE_FRACTION:.0%} past its begin distance)"
         return "drawn"
 
     def lines(self) -> list[str]:
         """The HUD's lines, each within 60 characters."""
         where = "the frozen point" if self.frozen else "you"
         lines = [f"X: {self.kind} #{self.obj}, {self.distance:,.1f} m from {where}",
-                 f"  view distance {self.view_distance:,.1f} m x{self.scale:.2f} = {self.reach:,.1f} m",
-                 f"  {self.verdict()}"]
+                 f"  view distance {self.view_distance:,.1f} m x{self.scale:.2f} = {self.reach:,.1f} m"]
+        if self.cube:
+            lines.append("  cubes: a distance is the largest per-axis one")
+        if self.begin:
+            lines.append(f"  begin distance x{self.scale:.2f} = {self.begin:,.1f} m: drawn from there out")
+        lines.append(f"  {self.verdict()}")
         if self.node is not None:
-            level, edge, _ = self.node
-            lines.append(f"  in a {_metres(edge)} m node (level {level}), visited within {_metres(edge / 2 * self.scale)} m")
+            depth, edge, _ = self.node
+            lines.append(f"  in a {_metres(edge)} m node (level {depth}), visited within {_metres(edge / 2 * self.scale)} m")
         else:
             lines.append("  brute force: every object is tested, no node")
         return lines
@@ -159,16 +174,21 @@ def _metres(value: float) -> str:
 
 
 def inspect(obj: int, kind: str, query_point: ArrayLike, centre: ArrayLike, view_distance: float, begin: float,
-            scale: float, drawn: bool, shape: str = "sphere", frozen: bool = False,
-            tree: tuple[float, ArrayLike] | None = None) -> Inspection:
+            scale: float, drawn: bool, shape: str = "sphere", frozen: bool = False, fade: bool = True,
+            tree: tuple[float, ArrayLike, int] | None = None) -> Inspection:
     """:class:`Inspection` of object ``obj`` this frame.
 
     ``query_point`` the culling's (the frozen one while frozen); ``begin`` its unscaled begin
     distance; ``drawn`` whether the frame drew it; ``shape`` the index's metric (``"cube"``: the
-    largest per-axis distance); ``tree`` the tree's constructor ``(size, origin)`` (None: brute force).
+    largest per-axis distance); ``fade`` whether the fades are on; ``tree`` the tree's constructor
+    ``(size, origin)`` and its current root's level (``root_level``; None: brute force).
     """
     offset = np.asarray(centre, dtype=np.float64) - np.asarray(query_point, dtype=np.float64)
     distance = float(np.abs(offset).max()) if shape == "cube" else float(np.linalg.norm(offset))
-    node = None if tree is None else home_node(centre, view_distance, tree[0], tree[1])
+    node = None
+    if tree is not None:
+        level, edge, low = home_node(centre, view_distance, tree[0], tree[1])
+        node = (level - tree[2], edge, low)
     return Inspection(obj=obj, kind=kind, distance=distance, view_distance=float(view_distance), scale=float(scale),
-                      begin=float(begin) * float(scale), drawn=drawn, frozen=frozen, node=node)
+                      begin=float(begin) * float(scale), drawn=drawn, frozen=frozen, node=node, fade=fade,
+                      cube=shape == "cube")

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from engine.scene_protocol import MarkersData
 
 __all__ = ["LEVEL_COLOURS", "SPHERE_SEGMENTS", "LevelBoxes", "OverlayGeometry", "OverlayRenderer", "box_edges",
-           "build_overlay", "level_colour", "loose_bounds", "marker_lines", "trace_levels", "with_lines"]
+           "build_overlay", "dashed", "level_colour", "loose_bounds", "marker_lines", "trace_levels", "with_lines"]
 
 #: One colour per tree depth (cycled): root red, then orange, yellow, ...
 #: White is kept for the frozen frustum, magenta-pink for the frozen query point.
@@ -195,6 +195,26 @@ def marker_lines(markers: MarkersData, segments: int = SPHERE_SEGMENTS) -> tuple
                                ends.shape[0], axis=0)
     return (np.concatenate([boxes, circles.astype(np.float32)]),
             np.concatenate([box_colours, sphere_colours]))
+
+
+def dashed(vertices: NDArray[np.float32], colours: NDArray[np.float32],
+           dashes: int = 1) -> tuple[NDArray[np.float32], NDArray[np.float32]]:
+    """Line-list segments as dashed lines: each segment cut into ``2 * dashes`` equal parts, every other
+    one kept (``dashes`` dashes a segment, the first at its start).  Marks drawn dashed read apart from
+    the solid lines of the same colour (the frozen frustum, the followed player's box).
+
+    >>> v, c = dashed(np.array([[0, 0, 0], [4, 0, 0]], np.float32), np.ones((2, 4), np.float32), dashes=2)
+    >>> v[:, 0].tolist(), c.shape
+    ([0.0, 1.0, 2.0, 3.0], (4, 4))
+    """
+    if not vertices.shape[0]:
+        return vertices, colours
+    start, end = vertices[0::2].astype(np.float64), vertices[1::2].astype(np.float64)
+    cuts = np.arange(2 * dashes + 1) / (2 * dashes)                       # 0 .. 1 in 2 * dashes steps
+    points = start[:, None, :] + (end - start)[:, None, :] * cuts[None, :, None]   # (segments, cuts, 3)
+    ends = np.stack([points[:, 0:-1:2], points[:, 1::2]], axis=2)                  # (segments, dashes, 2, 3)
+    colour = np.repeat(colours[0::2], 2 * dashes, axis=0)
+    return ends.reshape(-1, 3).astype(np.float32), colour.astype(np.float32)
 
 
 def with_lines(geometry: OverlayGeometry, vertices: NDArray[np.float32],

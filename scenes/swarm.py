@@ -84,7 +84,7 @@ WAYPOINT_REACHED = 5.0      # a hunter picks a new waypoint this close to the ol
 SWARM_KINDS = (
     ObjectKind("rock", "rock", (0.48, 0.46, 0.47), solid=True),
     ObjectKind("hunter", "hunter", (0.22, 0.30, 0.85)),
-    ObjectKind("creature", "creature", (0.96, 0.86, 0.45)),
+    ObjectKind("bird", "creature", (0.96, 0.86, 0.45)),
 )
 #: The highlight colour of the chasing birds (the scene's ``highlight_colour`` while the interest view is off).
 CHASE_COLOUR = (0.95, 0.15, 0.10)
@@ -413,9 +413,9 @@ def make_swarm(objects: int = 30_000, seed: int = 1) -> SwarmScene:
     Cost: O(objects), vectorised, plus building the aggro tree.
     """
     rng = np.random.default_rng(seed)
-    counts = allocate_counts(objects, {"creature": 1.0 - HUNTER_SHARE - ROCK_SHARE, "rock": ROCK_SHARE,
+    counts = allocate_counts(objects, {"bird": 1.0 - HUNTER_SHARE - ROCK_SHARE, "rock": ROCK_SHARE,
                                        "hunter": HUNTER_SHARE})
-    arena = arena_radius(counts["creature"])
+    arena = arena_radius(counts["bird"])
     world = float(2 ** math.ceil(math.log2(2.0 * arena + 800.0)))
     terrain = Terrain.generate(world, seed, 25.0, resolution=129,
                                low_colour=(0.36, 0.40, 0.26), high_colour=(0.50, 0.47, 0.38))
@@ -460,7 +460,7 @@ def make_swarm(objects: int = 30_000, seed: int = 1) -> SwarmScene:
         kind=arrays["kind"], centres=arrays["centres"], view_distance=arrays["view_distance"],
         bounding_radius=arrays["bounding_radius"], yaw=arrays["yaw"], tint=arrays["tint"],
     )
-    n_creatures = counts["creature"]
+    n_creatures = counts["bird"]
     heading = flock_heading[flock] + rng.normal(0.0, 0.3, size=n_creatures)
     velocity = np.stack([np.sin(heading), np.zeros(n_creatures), -np.cos(heading)], axis=1) * CRUISE_SPEED
     scene.setup(seed, arena, velocity, rng.uniform(*SENSE_RADIUS, size=counts["hunter"]), flock)

@@ -103,3 +103,20 @@ def test_x_on_nothing_clears_it_and_a_new_scene_forgets_it(make_demo):
     demo.inspect_at(_ndc(demo, demo.scene.centres[_a_drawn_object(demo)]))
     demo.load_scene("forest", 5000)
     assert demo.inspected is None and demo.state()["inspected"] == ""
+
+
+def test_the_level_named_is_the_overlays_level_of_that_node_edge(make_demo):
+    """The forest's root has grown above the constructor's (its world is larger): the node's level is
+    counted from the current root, as the overlay's table and the [ ] keys count it."""
+    demo = make_demo("forest", 20_000, size=SIZE, overlay=True)
+    pose = demo.scene.camera_pose(0.1)
+    demo.set_pose(pose.position, pose.yaw, pose.pitch)
+    demo.update(1.0 / 30.0)
+    assert demo.tree.root_level < 0
+    demo.inspect_at(_ndc(demo, demo.scene.centres[_a_drawn_object(demo)]))
+    demo.update(1.0 / 30.0)
+    depth, edge, low = demo.inspection().node
+    by_edge = {level.node_size: level.depth for level in demo.trace.levels}
+    assert by_edge[edge] == depth
+    visited = next(level for level in demo.trace.levels if level.depth == depth)
+    assert any(np.allclose(box[0], low) for box in visited.bounds)            # the query visited that very node

@@ -87,7 +87,7 @@ SMALL_CAPACITY = 64
 def test_instance_buffers_grow(make_demo, render, pixels_of, monkeypatch):
     monkeypatch.setattr(renderer_module, "INITIAL_INSTANCE_CAPACITY", SMALL_CAPACITY)
     demo, stats, grown = _wide_swarm_frame(make_demo, render)
-    k = [kind.name for kind in demo.scene.kinds].index("creature")
+    k = [kind.name for kind in demo.scene.kinds].index("bird")
     creatures = demo.renderer.batches[k]
     assert stats.kind_counts[k] > SMALL_CAPACITY      # the view is wide enough to need growth
     assert creatures.count == stats.kind_counts[k]

@@ -52,7 +52,7 @@ CASES = {
     "forest": ("forest", 20_000, 0.35, None, {"bush", "rock", "tree", "tower"}),
     "forest_frozen": ("forest", 20_000, 0.8, 0.5, {"tree", "tower"}),
     "clusters": ("clusters", 30_000, 0.97, None, {"house", "roof", "town tree"}),
-    "swarm": ("swarm", 1_500, 0.25, None, {"rock", "creature"}),
+    "swarm": ("swarm", 1_500, 0.25, None, {"rock", "bird"}),
 }
 
 
@@ -190,6 +190,6 @@ def test_a_renderer_mismatch_warns_and_still_checks(make_demo, render, pixels_of
     other = {"GL_RENDERER": "softpipe", "GL_VERSION": "4.5 (Core Profile) Mesa 99.0", "mesa": "99.0"}
     with pytest.warns(ScreenshotComparisonSkipped, match="softpipe"):
         test_screenshot("swarm", make_demo, render, pixels_of, gl_ctx, other, False, tmp_path)
-    monkeypatch.setitem(CASES, "swarm", (*CASES["swarm"][:4], {"rock", "creature", "tower"}))
+    monkeypatch.setitem(CASES, "swarm", (*CASES["swarm"][:4], {"rock", "bird", "tower"}))
     with pytest.raises(AssertionError, match="expected at least"):
         test_screenshot("swarm", make_demo, render, pixels_of, gl_ctx, other, False, tmp_path)

@@ -96,21 +96,34 @@ def test_home_node_is_the_node_the_tree_stores_the_object_in(dim):
 
 def test_the_explanation_follows_the_rules_of_the_culling():
     base = dict(obj=7, kind="rock", query_point=[0.0, 0.0, 0.0], view_distance=100.0, begin=0.0, scale=1.0,
-                tree=(1024.0, [0.0, 0.0, 0.0]))
+                tree=(1024.0, [0.0, 0.0, 0.0], 0))
     assert inspect(centre=[50.0, 0.0, 0.0], drawn=True, **base).verdict() == "drawn"
     fading = inspect(centre=[90.0, 0.0, 0.0], drawn=True, **base)
     assert fading.verdict().startswith("drawn, fading out")
+    assert inspect(centre=[90.0, 0.0, 0.0], drawn=True, fade=False, **base).verdict() == "drawn"   # T: it pops
     beyond = inspect(centre=[130.0, 0.0, 0.0], drawn=False, **base)
     assert beyond.verdict() == "beyond its reach by 30.0 m: not drawn" and not beyond.in_range
     assert inspect(centre=[130.0, 0.0, 0.0], drawn=False, **dict(base, scale=1.5)).in_range   # the scale widens it
     assert inspect(centre=[80.0, 0.0, 0.0], drawn=False, **base).verdict().startswith("in range, outside the view")
     near = inspect(centre=[20.0, 0.0, 0.0], drawn=False, **dict(base, begin=30.0))
     assert near.verdict() == "nearer than its begin distance 30.0 m: not drawn"
+    fading_in = inspect(centre=[32.0, 0.0, 0.0], drawn=True, **dict(base, begin=30.0))
+    assert fading_in.verdict().startswith("drawn, fading in")
+    assert "  begin distance x1.00 = 30.0 m: drawn from there out" in fading_in.lines()
+    assert inspect(centre=[32.0, 0.0, 0.0], drawn=True, fade=False, **dict(base, begin=30.0)).verdict() == "drawn"
     cube = inspect(centre=[70.0, 70.0, 0.0], drawn=True, shape="cube", **base)                # largest axis: 70
-    assert cube.distance == 70.0 and cube.in_range
+    assert cube.distance == 70.0 and cube.in_range and "  cubes: a distance is the largest per-axis one" in cube.lines()
     lines = inspect(centre=[50.0, 0.0, 0.0], drawn=True, frozen=True, **base).lines()
-    assert lines[0] == "X: rock #7, 50.0 m from the frozen point"
-    assert lines[1] == "  view distance 100.0 m x1.00 = 100.0 m"
-    assert lines[3] == "  in a 256 m node (level 2), visited within 128 m"   # radius 100: W in (200, 400]
-    assert all(len(line) <= 60 for line in lines)
-    assert inspect(centre=[5.0, 0.0, 0.0], drawn=True, **dict(base, tree=None)).lines()[3].startswith("  brute force")
+    assert lines == ["X: rock #7, 50.0 m from the frozen point", "  view distance 100.0 m x1.00 = 100.0 m", "  drawn",
+                     "  in a 256 m node (level 2), visited within 128 m"]        # radius 100: W in (200, 400]
+    grown = inspect(centre=[50.0, 0.0, 0.0], drawn=True, **dict(base, tree=(1024.0, [0.0, 0.0, 0.0], -2)))
+    assert grown.lines()[-1] == "  in a 256 m node (level 4), visited within 128 m"  # depth below a grown root
+    assert all(len(line) <= 60 for line in lines + cube.lines() + fading_in.lines())
+    assert inspect(centre=[5.0, 0.0, 0.0], drawn=True, **dict(base, tree=None)).lines()[-1].startswith("  brute force")
+
+
+def test_the_slack_picks_what_the_line_of_sight_passes_within_a_few_pixels_of():
+    centres, radii = [[100.0, 1.0, 0.0]], [0.5]
+    assert pick([0, 0, 0], [1, 0, 0], centres, radii) is None
+    assert pick([0, 0, 0], [1, 0, 0], centres, radii, slack=0.004) is None      # grown to 0.9 at 100 m
+    assert pick([0, 0, 0], [1, 0, 0], centres, radii, slack=0.006) == 0        # grown to 1.1
