@@ -36,7 +36,7 @@ BYTES_PER_OBJECT = {"swarm": 640, "aggro": 800}
 DEFAULT_BYTES_PER_OBJECT = 380
 BASE_BYTES = 200 << 20
 #: Flags that only mean something for a headless run.
-HEADLESS_ONLY = ("frames", "gif", "freeze_at", "no_images")
+HEADLESS_ONLY = ("frames", "gif", "freeze_at", "no_images", "inspect")
 
 
 class _OneLineParser(argparse.ArgumentParser):
@@ -92,6 +92,21 @@ def _fraction(text: str) -> float:
     return value
 
 
+def parse_point(text: str) -> tuple[int, int]:
+    """``"640,360"`` -> ``(640, 360)``: a pixel of the frame, from its top left corner.
+
+    >>> parse_point("640,360")
+    (640, 360)
+    """
+    try:
+        x, y = (int(part) for part in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a pixel as X,Y (e.g. 640,360), got {text!r}") from None
+    if x < 0 or y < 0:
+        raise argparse.ArgumentTypeError(f"X and Y must be >= 0, got {text!r}")
+    return x, y
+
+
 def _folder(text: str) -> Path:
     if not text.strip():
         raise argparse.ArgumentTypeError("must name a folder, got an empty string")
@@ -141,6 +156,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--exit-after", type=float, default=None, help=argparse.SUPPRESS)  # window smoke tests
     p.add_argument("--freeze-at", type=_fraction, default=None, metavar="U",
                    help="headless: freeze culling at path fraction U and back the camera away to view it")
+    p.add_argument("--inspect", type=parse_point, default=None, metavar="X,Y",
+                   help="headless: press X at pixel X,Y of the first frame (from its top left): the object there "
+                        "is explained on every frame's HUD and in --stats' inspected column")
     return p
 
 
@@ -232,9 +250,13 @@ def _run(args: argparse.Namespace) -> int:
 
     from demo.headless import HeadlessOptions, run_headless
 
-    options = HeadlessOptions(settings=settings, size=args.size or (960, 540), frames=args.frames or DEFAULT_FRAMES,
+    size = args.size or (960, 540)
+    if args.inspect is not None and not (args.inspect[0] < size[0] and args.inspect[1] < size[1]):
+        return _fail(f"--inspect {args.inspect[0]},{args.inspect[1]} is outside the {size[0]}x{size[1]} frame",
+                     EXIT_USAGE)
+    options = HeadlessOptions(settings=settings, size=size, frames=args.frames or DEFAULT_FRAMES,
                               out=None if args.no_images else out, gif=args.gif, stats=args.stats,
-                              freeze_at=args.freeze_at)
+                              freeze_at=args.freeze_at, inspect=args.inspect)
     result = run_headless(options)
     med = result.medians()
     if result.images:

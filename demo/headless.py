@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import math
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -76,6 +77,7 @@ class HeadlessOptions:
     gif: bool = False
     stats: str | Path | None = None       # "-" for stdout, a path, or None for no CSV
     freeze_at: float | None = None
+    inspect: tuple[int, int] | None = None   # a pixel (from the top left) where X is pressed on the first frame
 
 
 @dataclass
@@ -201,6 +203,11 @@ def run_headless(options: HeadlessOptions, ctx: moderngl.Context | None = None) 
                 demo.toggle_freeze()
             demo.set_pose(pos, yaw, pitch)
             demo.update(FRAME_DT)
+            if i == 0 and options.inspect is not None:  # X, as in the window: the object at that pixel
+                x, y = options.inspect
+                said = demo.inspect_at(((x + 0.5) / w * 2.0 - 1.0, 1.0 - (y + 0.5) / h * 2.0),
+                                       f"pixel {x},{y}")
+                print(f"run_demo.py: {said}", file=sys.stderr)
             stats = demo.render(fbo)
             frames.append(stats)
             if writer is not None:

@@ -36,6 +36,9 @@ def _err_lines(proc):
     (["--seed", "-1"], "argument --seed: must be >= 0"),
     (["--out", ""], "argument --out: must name a folder"),
     (["--hud", "huge"], "argument --hud: invalid choice"),
+    (["--inspect", "3"], "argument --inspect: expected a pixel as X,Y"),
+    (["--inspect=-1,4"], "argument --inspect: X and Y must be >= 0"),
+    (["--headless", "--inspect", "960,10"], "--inspect 960,10 is outside the 960x540 frame"),
 ])
 def test_odd_flags_name_the_flag_and_exit_2(args, fragment, tmp_path):
     proc = run_demo(args, tmp_path)
@@ -47,6 +50,7 @@ def test_odd_flags_name_the_flag_and_exit_2(args, fragment, tmp_path):
     (["--frames", "5"], "--frames only applies"),
     (["--gif"], "--gif only applies"),
     (["--freeze-at", "0.5", "--no-images"], "--freeze-at, --no-images only apply"),
+    (["--inspect", "10,10"], "--inspect only applies"),
 ])
 def test_headless_only_flags_are_rejected_for_a_window(args, named, tmp_path):
     proc = run_demo(["--objects", "100", *args], tmp_path, display=":987654")
@@ -126,6 +130,20 @@ def test_stats_rows_go_to_a_file_one_per_frame(tmp_path, gl_ctx):
     rows = list(csv.DictReader(stats.open()))
     assert [r["frame"] for r in rows] == ["0", "1", "2"] and len(result.frames) == 3
     assert all(float(r["draw_ms"]) > 0 and r["scene"] == "forest" and r["captured"] == "0" for r in rows)
+
+
+def test_inspect_presses_x_at_a_pixel_of_the_first_frame_and_every_row_names_the_object(tmp_path):
+    """``--inspect X,Y`` headless: one line says what X found there, and every --stats row's ``inspected``
+    is that object (the window's X, at a pixel given on the command line)."""
+    stats = tmp_path / "s.csv"
+    proc = run_demo(["--headless", "--objects", "20000", "--frames", "3", "--no-images", "--size", "320x180",
+                     "--inspect", "106,108", "--stats", str(stats)], tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    said = [line for line in _err_lines(proc) if line.startswith("run_demo.py: X: ")]
+    assert len(said) == 1 and said[0].endswith("under pixel 106,108"), proc.stderr
+    rows = list(csv.DictReader(stats.open()))
+    picked = said[0].split("#")[1].split()[0]
+    assert [r["inspected"] for r in rows] == [picked] * 3
 
 
 def test_screenshot_names_never_overwrite(tmp_path):
