@@ -25,8 +25,10 @@ True
 
 from __future__ import annotations
 
+import copy
 import math
 import numbers
+from fractions import Fraction
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -360,8 +362,11 @@ class CollisionCandidates:
         Each pass queries the tree at the current position and, deepest
         overlap first, moves the probe along the direction from the object's
         centre to the probe until their distance is ``b + probe_radius``
-        (a probe exactly at a centre moves along the last axis, +z in 3-D).
-        Passes repeat until nothing overlaps or ``iterations`` are done.
+        (a probe exactly at a centre moves along the last axis, +z in 3-D),
+        or a few ulps beyond where the rounding of ``b + q`` and of the
+        move would leave it inside: an overlap is decided exactly, as
+        :meth:`touching` decides contact.  Passes repeat until nothing
+        overlaps or ``iterations`` are done.
 
         Parameters
         ----------
@@ -387,24 +392,18 @@ class CollisionCandidates:
             raise TypeError(f"iterations must be an integer, got {type(iterations).__name__}")
         if not 0 <= iterations <= MAX_RESOLVE_ITERATIONS:
             raise ValueError(f"iterations must be in [0, {MAX_RESOLVE_ITERATIONS}], got {iterations}")
+        q = self._probe
         for _ in range(int(iterations)):
-            _, centres, reach, dist = self._contacts(point)
-            overlap = dist < reach
-            if not overlap.any():
-                break
-            depth_order = np.argsort(dist[overlap] - reach[overlap], kind="stable")
+            hs, centres, reach, dist = self._contacts(point)
             p = point.tolist()
-            for centre, r in zip(centres[overlap][depth_order].tolist(),
-                                 reach[overlap][depth_order].tolist()):
-                offset = [a - b for a, b in zip(p, centre)]
-                d = math.hypot(*offset)
-                if d >= r:
-                    continue          # an earlier push already cleared it
-                if d > 0.0:
-                    p = [c + o / d * r for c, o in zip(centre, offset)]
-                else:
-                    p = list(centre)
-                    p[-1] += r
+            bounds = self._bounding[hs].tolist()
+            overlap = [i for i, (centre, b) in enumerate(zip(centres.tolist(), bounds)) if _overlaps(centre, p, b, q)]
+            if not overlap:
+                break
+            for i in sorted(overlap, key=lambda i: (dist[i] - reach[i], i)):       # deepest overlap first
+                centre, b = centres[i].tolist(), bounds[i]
+                if _overlaps(centre, p, b, q):  # an earlier push may have cleared it
+                    p = _pushed_out(centre, p, b, q)
             moved = np.array(p, dtype=np.float64)
             if np.array_equal(moved, point):
                 break  # a fixed point: further passes would change nothing
@@ -422,5 +421,41 @@ class CollisionCandidates:
             stored = np.asarray(self._tree.radii_of(hs))
             assert np.array_equal(stored, self._bounding[hs]), "a stored radius is not the bounding radius"
 
+    def __copy__(self) -> CollisionCandidates:
+        """An independent copy, as the tree's: a shallow one shared the tree and the per-handle radii, and a
+        change to either copy left the other's tree and radii disagreeing."""
+        return copy.deepcopy(self)
+
     def __repr__(self) -> str:
         return f"CollisionCandidates(probe_radius={self._probe}, objects={len(self)}, dim={self._dim})"
+
+
+def _overlaps(centre: list[float], point: list[float], bounding: float, probe: float) -> bool:
+    """Whether the probe at ``point`` overlaps the object: ``|c - p| < b + q`` in exact arithmetic
+    (touching surfaces do not overlap).  Floats decide where they can; within rounding, fractions."""
+    d = math.hypot(*(a - c for a, c in zip(point, centre)))
+    reach = bounding + probe
+    if d > reach * (1.0 + 2.0 ** -48) + 2.0 ** -1060:
+        return False
+    if d < reach * (1.0 - 2.0 ** -48) - 2.0 ** -1060:
+        return True
+    gap = sum((Fraction(a) - Fraction(c)) ** 2 for a, c in zip(point, centre))
+    return gap < (Fraction(bounding) + Fraction(probe)) ** 2
+
+
+def _pushed_out(centre: list[float], point: list[float], bounding: float, probe: float) -> list[float]:
+    """``point`` moved along the direction from ``centre`` (the last axis when they coincide) to the
+    distance ``b + q``, then on by a few ulps while the rounding of ``b + q`` and of the move leaves it
+    overlapping in exact arithmetic (``2**53 + 1`` is not a float: a probe of 1 at ``2**53`` from an
+    object of ``2**53`` stayed where it was)."""
+    offset = [a - c for a, c in zip(point, centre)]
+    d = math.hypot(*offset)
+    direction = [o / d for o in offset] if d > 0.0 else [0.0] * (len(offset) - 1) + [1.0]
+    step = bounding + probe
+    grain = max(math.ulp(x) for x in [*centre, *point, step])  # the coarsest rounding of a coordinate
+    for ulps in (0, 1, 2, 4, 8, 16, 32, 64):
+        reach = step * (1.0 + ulps * 2.0 ** -52) + ulps * grain
+        moved = [c + u * reach for c, u in zip(centre, direction)]
+        if not _overlaps(centre, moved, bounding, probe):
+            return moved
+    return moved

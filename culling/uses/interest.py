@@ -60,6 +60,7 @@ from culling.uses.interest_kernels import (
     merge_rows,
     scatter_groups,
 )
+from culling.uses.tracker import read_only_again
 
 __all__ = ["InterestManager", "InterestSets", "InterestTick"]
 
@@ -323,6 +324,9 @@ class InterestTick:
     def events(self) -> int:
         """How many enter and leave events the tick holds."""
         return int(self.entered.size + self.left.size)
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        read_only_again(self, state)
 
 
 class InterestSets:

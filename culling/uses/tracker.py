@@ -44,9 +44,11 @@ view distances, and decides itself:
 
 from __future__ import annotations
 
+import copy
 import numbers
 from collections.abc import Hashable, Iterator
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any, TypeVar
 
 import numpy as np
@@ -55,7 +57,7 @@ from numpy.typing import ArrayLike, NDArray
 from culling.core.validation import as_handles, as_radii, as_radius, has_masked_entries
 from culling.runtime.interrupts import runs_whole
 
-__all__ = ["MultiCameraTracker", "VisibilityEvents", "VisibilityTracker"]
+__all__ = ["MultiCameraTracker", "VisibilityEvents", "VisibilityTracker", "read_only_again", "within_scaled"]
 
 _A = TypeVar("_A", bound="NDArray[Any]")
 
@@ -66,6 +68,34 @@ _EMPTY.flags.writeable = False
 def _frozen(array: _A) -> _A:
     array.flags.writeable = False
     return array
+
+
+def read_only_again(owner: object, state: dict[str, Any]) -> None:
+    """``__setstate__`` of an object whose arrays are handed out read-only: a pickled or deep-copied
+    array comes back writable, and a caller writing into it would break the sorted state (or the
+    snapshot) it belongs to."""
+    for name, value in state.items():
+        if isinstance(value, np.ndarray):
+            value.flags.writeable = False
+        object.__setattr__(owner, name, value)
+
+
+def within_scaled(distances: NDArray[np.float64], view: NDArray[np.float64], scale: float) -> NDArray[np.bool_]:
+    """``distances <= view * scale`` for the product unrounded: decided in floats but within rounding of
+    the product, where fractions decide (a distance one ulp beyond the exact ``v * s`` stayed inside
+    against the rounded one).  ``scale`` is the float ``1.0 + m``, as ``InterestSets`` has it.
+
+    >>> within_scaled(np.array([110.00000000000001]), np.array([100.0]), 1.0 + 0.1).tolist()
+    [False]
+    """
+    with np.errstate(over="ignore"):            # a huge margin: the product is inf, and inside is right
+        product = view * scale
+    inside = distances <= product
+    with np.errstate(invalid="ignore"):
+        near = np.abs(distances - product) <= np.abs(product) * 2.0 ** -51 + 2.0 ** -1070
+    for i in np.flatnonzero(near).tolist():
+        inside[i] = Fraction(float(distances[i])) <= Fraction(float(view[i])) * Fraction(scale)
+    return inside
 
 
 @dataclass(frozen=True, eq=False)
@@ -94,6 +124,9 @@ class VisibilityEvents:
     band_changed: NDArray[np.int64]
     visible: NDArray[np.int64]
     bands: NDArray[np.int64]
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        read_only_again(self, state)
 
     @property
     def changed(self) -> bool:
@@ -335,7 +368,7 @@ class VisibilityTracker:
             pos = np.searchsorted(self._visible, candidates)
             was = pos < self._visible.size
             was[was] = self._visible[pos[was]] == candidates[was]
-            inside |= was & (distances <= view * (1.0 + self._hysteresis))
+            inside |= was & within_scaled(distances, view, 1.0 + self._hysteresis)
         return inside
 
     @runs_whole
@@ -377,6 +410,9 @@ class VisibilityTracker:
         """Forget everything: the next update reports all its handles as entered."""
         self._visible = _EMPTY
         self._bands = _EMPTY
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        read_only_again(self, state)
 
     def __repr__(self) -> str:
         edges = None if self._edges is None else tuple(self._edges.tolist())
@@ -426,11 +462,19 @@ class MultiCameraTracker:
         self._hysteresis = checked.hysteresis
         self._trackers: dict[Hashable, VisibilityTracker] = {}
 
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        read_only_again(self, state)
+
     def __getitem__(self, camera: Hashable) -> VisibilityTracker:
         tracker = self._trackers.get(camera)
         if tracker is None:
             tracker = self._trackers[camera] = VisibilityTracker(self._band_edges, self._hysteresis)
         return tracker
+
+    def __copy__(self) -> MultiCameraTracker:
+        """An independent copy: a shallow one shared the cameras' trackers, so an update of a camera
+        through either copy changed the other's events."""
+        return copy.deepcopy(self)
 
     def __contains__(self, camera: object) -> bool:
         return camera in self._trackers

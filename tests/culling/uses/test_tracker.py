@@ -306,3 +306,42 @@ def test_large_update_is_vectorised():
     expected_entered = np.setdiff1d(shifted, handles)
     assert np.array_equal(ev.entered, expected_entered)
     assert np.array_equal(ev.left, np.setdiff1d(handles, shifted))
+
+
+def test_copies_hand_out_read_only_arrays_as_the_original_does():
+    """A pickled or deep-copied tracker (and its events, and an interest tick) keeps its arrays read-only:
+    a caller writing into a copy's ``visible`` broke its sorted state (``99 in copy`` was False)."""
+    import copy
+    import pickle
+
+    from culling import InterestManager
+
+    tracker = VisibilityTracker(band_edges=(5.0,))
+    events = tracker.update([3, 1], distances=[1.0, 7.0])
+    cams = MultiCameraTracker(band_edges=(5.0,))
+    cams.update("a", [2], distances=[1.0])
+    manager = InterestManager(64.0, dim=2)
+    manager.insert_many([[1.0, 1.0]], [5.0])
+    tick = manager.tick([7], [[1.0, 2.0]])
+    for make in (lambda x: pickle.loads(pickle.dumps(x)), copy.deepcopy):
+        twin = make(tracker)
+        assert not any(a.flags.writeable for a in (twin.visible, twin.bands, twin.band_edges))
+        with pytest.raises(ValueError, match="read-only"):
+            twin.visible[0] = 99
+        assert twin.update([3], distances=[6.0]).left.tolist() == [1] and tracker.visible.tolist() == [1, 3]
+        assert not any(getattr(make(events), name).flags.writeable for name in ("visible", "bands"))
+        cams_twin = make(cams)
+        assert not cams_twin["a"].visible.flags.writeable and not cams_twin["b"].band_edges.flags.writeable
+        assert not any(getattr(make(tick), name).flags.writeable
+                       for name in ("viewer_ids", "entered_offsets", "entered", "left_offsets", "left"))
+
+
+def test_a_shallow_copy_of_the_cameras_is_independent():
+    import copy
+
+    cams = MultiCameraTracker()
+    cams.update("a", [1, 2])
+    twin = copy.copy(cams)
+    assert twin.update("a", [2]).left.tolist() == [1] and "b" not in cams
+    twin.update("b", [3])
+    assert cams["a"].visible.tolist() == [1, 2] and "b" not in cams

@@ -6,6 +6,9 @@ object circling at the edge of its view distance produces one event, not one
 per frame.
 """
 
+import math
+from fractions import Fraction
+
 import numpy as np
 import pytest
 from hypothesis import given
@@ -16,7 +19,8 @@ from culling.uses.tracker import MultiCameraTracker, VisibilityTracker
 
 
 class Model:
-    """The rule, object by object."""
+    """The rule, object by object, in exact arithmetic: leave beyond ``v * s``, ``s`` the float ``1.0 + m``,
+    the product unrounded."""
 
     def __init__(self, margin: float) -> None:
         self.margin = margin
@@ -25,7 +29,7 @@ class Model:
     def update(self, handles, distances, views):
         now = set()
         for h, d, v in zip(handles, distances, views):
-            if d <= v or (h in self.visible and d <= v * (1.0 + self.margin)):
+            if d <= v or (h in self.visible and Fraction(d) <= Fraction(v) * Fraction(1.0 + self.margin)):
                 now.add(h)
         entered, left = sorted(now - self.visible), sorted(self.visible - now)
         self.visible = now
@@ -46,6 +50,7 @@ def frames(draw):
             # Exactly at each edge, just beyond each, well inside, far, and anywhere.
             outer = v * (1.0 + margin)
             edge = draw(st.sampled_from([v, outer, v * (1.0 + 1e-15) + 1e-300, outer * (1.0 + 1e-15) + 1e-300,
+                                         math.nextafter(outer, math.inf), math.nextafter(outer, 0.0),
                                          0.5 * v, 3.0 * v + 1.0]))
             ds.append(float(draw(st.one_of(st.just(edge), st.floats(0.0, 300.0)))))
         steps.append((chosen, ds))
@@ -148,3 +153,25 @@ def test_bad_updates_change_nothing():
         tracker.update([1, 1], distances=[1.0, 2.0], view_distances=[5.0, 5.0])
     assert tracker.visible.tolist() == before
     assert repr(tracker).startswith("VisibilityTracker(band_edges=None, hysteresis=0.1")
+
+
+def test_the_leave_edge_is_the_unrounded_product_as_the_interest_managers():
+    """``v * (1 + m)`` rounds: a distance one ulp beyond the exact product stayed visible against the
+    rounded one, where ``InterestManager`` (the same rule) let it leave."""
+    from culling import InterestManager
+
+    tracker = VisibilityTracker(hysteresis=0.1)
+    tracker.update([1], distances=[100.0], view_distances=[100.0])
+    beyond = 110.00000000000001                    # > 100 * 1.100000000000000088..., the float below rounds to it
+    assert Fraction(beyond) > Fraction(100.0) * Fraction(1.1) and 100.0 * 1.1 == beyond
+    assert tracker.update([1], distances=[beyond], view_distances=[100.0]).left.tolist() == [1]
+    manager = InterestManager(size=1024.0, dim=1, hysteresis=0.1)
+    manager.insert_many([0.0], [100.0])
+    manager.tick([1], [[100.0]])
+    assert manager.tick([1], [[beyond]]).left.tolist() == [0]
+    huge = VisibilityTracker(hysteresis=1e308)    # the product overflows: inside, and no warning
+    huge.update([1], distances=[1.0], view_distances=[2.0])
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert huge.update([1], distances=[1e300], view_distances=[2.0]).left.tolist() == []
