@@ -40,7 +40,7 @@ MIN_WORLD = 1.0
 
 
 def parse(argv: Sequence[str] | None) -> argparse.Namespace:
-    ap = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n\n")[0].replace("``", "`"))
     ap.add_argument("--players", type=int, default=10_000, help="viewers (default 10,000)")
     ap.add_argument("--entities", type=int, default=100_000, help="moving entities (default 100,000)")
     ap.add_argument("--shards", type=int, default=2,

@@ -26,10 +26,13 @@ P = ParamSpec("P")
 
 
 def ctrl_c_held(call: Callable[[], T]) -> tuple[T, bool]:
-    """``call()`` with SIGINT put aside until it returns: ``(its result, whether a SIGINT came)``.
+    """``call()`` with SIGINT put aside until it returns: ``(its result, whether a SIGINT came that the
+    program would have acted on)``.
 
     Nothing is held off the main thread, or where the handler was not installed from Python
-    (``signal.getsignal`` gives None: it could not be put back).
+    (``signal.getsignal`` gives None: it could not be put back).  A SIGINT the program ignores
+    (``SIG_IGN``: a job started with ``&`` from a script, ``nohup``) is not reported, as
+    :func:`runs_whole` does not deliver it.
     """
     came: list[int] = []
     previous = _hold(came)
@@ -38,7 +41,7 @@ def ctrl_c_held(call: Callable[[], T]) -> tuple[T, bool]:
     finally:
         if previous is not None:
             signal.signal(signal.SIGINT, previous)
-    return result, bool(came)
+    return result, bool(came) and previous != signal.SIG_IGN
 
 
 def runs_whole(method: Callable[P, T]) -> Callable[P, T]:

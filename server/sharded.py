@@ -23,7 +23,8 @@ entities from elsewhere whose sphere reaches in (:class:`server.regions.Regions`
   of the tick asked again.
 - A Ctrl-C waits for a mutation to finish (:mod:`server.interrupts`): the
   coordinator's tree, its map of the shards' entities and what it sent them
-  never disagree.  :meth:`ShardedInterest.close` is final.
+  never disagree.  :meth:`ShardedInterest.close` is final.  Threads take
+  turns: the mutations, ticks and ``close`` hold one lock.
 
 The shards hold no viewer state, so a viewer crossing a border costs
 nothing, and the rows travel back to the coordinator (8 bytes a held pair
@@ -32,9 +33,11 @@ a tick): docs/SERVER.md weighs that against diffing in the shards.
 
 from __future__ import annotations
 
+import functools
 import numbers
+import threading
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import ray
@@ -45,6 +48,8 @@ from culling import InterestSets, InterestTick, ViewDistanceTree
 from server.interrupts import runs_whole
 from server.regions import Regions
 from server.shard import Shard
+
+T = TypeVar("T")
 
 __all__ = ["ShardedInterest"]
 
@@ -85,11 +90,22 @@ def _floats(values: ArrayLike, shape: tuple[int, ...], name: str) -> NDArray[np.
         array = array.reshape(shape)
     if array.shape != shape:
         raise ValueError(f"{name} must have shape {shape}, got {array.shape}")
-    finite = np.isfinite(array).reshape(shape[0], -1).all(axis=1)
+    finite = np.isfinite(array).reshape(shape[0], -1).all(axis=1) if array.size else np.ones(shape[0], dtype=bool)
     if not finite.all():
         raise ValueError(f"{name}[{int(np.flatnonzero(~finite)[0])}] is not finite: {name} must be finite "
                          "(no NaN or inf)")
     return np.ascontiguousarray(array)
+
+
+def _one_at_a_time(method: Callable[..., T]) -> Callable[..., T]:
+    """``method`` under the service's lock: its coordinator state (the map of which shard holds what,
+    the changes sent and not yet applied) is one thread's at a time.  Two threads, one mutating and one
+    ticking, read a shard's list of sent changes while the other appended to it: every tick failed."""
+    @functools.wraps(method)
+    def run(self: ShardedInterest, *args: Any, **kwargs: Any) -> T:
+        with self._lock:
+            return method(self, *args, **kwargs)
+    return run
 
 
 def _reordered(offsets: NDArray[np.int64], values: NDArray[np.int64],
@@ -144,6 +160,7 @@ class ShardedInterest:
         #: Per-shard figures of the last tick: viewers, held entities, seconds in the actor.
         self.last_tick: dict[str, list[float]] = {}
         self._closed: bool = False
+        self._lock: threading.RLock = threading.RLock()
 
     # -- properties ----------------------------------------------------------
 
@@ -225,8 +242,12 @@ class ShardedInterest:
     def _open(self) -> None:
         if self._closed:
             raise RuntimeError("this ShardedInterest is closed: its actors are stopped (make a new one)")
+        if not ray.is_initialized():  # a call would start a new Ray, where these actors do not exist
+            raise RuntimeError("Ray was shut down under this ShardedInterest (ray.shutdown): its actors are "
+                               "gone; close() it, and make a new one once Ray runs again")
 
     @runs_whole
+    @_one_at_a_time
     def insert_many(self, centres: ArrayLike, radii: ArrayLike) -> NDArray[np.int64]:
         """As ``InterestManager.insert_many``: the same handles."""
         self._open()
@@ -249,6 +270,7 @@ class ShardedInterest:
         return handles
 
     @runs_whole
+    @_one_at_a_time
     def update_many(self, handles: ArrayLike, centres: ArrayLike) -> None:
         """As ``InterestManager.update_many``; entities crossing a border migrate, their ghosts follow."""
         self._open()
@@ -266,6 +288,7 @@ class ShardedInterest:
                 self._send(k, actor.apply.remote, (h[came], c[came], r[came]), (h[stay], c[stay]), h[went])
 
     @runs_whole
+    @_one_at_a_time
     def remove_many(self, handles: ArrayLike) -> None:
         """As ``InterestManager.remove_many``: removed entities leave at the next tick."""
         self._open()
@@ -310,6 +333,7 @@ class ShardedInterest:
         except RayError:  # RayActorError, or a RayTaskError its apply raised: the coordinator's state stands
             self._rebuild(k)
 
+    @_one_at_a_time
     def held_by(self, k: int) -> NDArray[np.int64]:
         """The global handles shard ``k`` holds now (a round trip; for tests and operators)."""
         self._open()
@@ -318,6 +342,7 @@ class ShardedInterest:
 
     # -- ticks ---------------------------------------------------------------
 
+    @_one_at_a_time
     def tick(self, viewer_ids: ArrayLike, positions: ArrayLike, radii: ArrayLike | None = None) -> InterestTick:
         """As ``InterestManager.tick``: the same rows, in the order of ``viewer_ids``.
 
@@ -387,6 +412,7 @@ class ShardedInterest:
         return InterestTick(viewer_ids=out_ids, entered_offsets=entered_offsets, entered=entered,
                             left_offsets=left_offsets, left=left)
 
+    @_one_at_a_time
     def close(self) -> None:
         """Stop the actors, for good: later ticks and mutations are a ``RuntimeError`` (the coordinator's
         state stays readable)."""
@@ -399,4 +425,4 @@ class ShardedInterest:
 
     def __repr__(self) -> str:
         return (f"ShardedInterest(size={self.size}, dim={self.dim}, shards={self.shards}, "
-                f"entities={len(self._tree)}, viewers={len(self._sets)})")
+                f"entities={len(self._tree)}, viewers={len(self._sets)}{', closed' if self._closed else ''})")

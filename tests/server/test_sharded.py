@@ -252,6 +252,99 @@ def test_viewer_ids_beyond_int64_are_the_same_error_as_interest_managers(ray_clu
         sh.close()
 
 
+def test_a_tick_of_no_viewers_drops_the_last_ticks_as_interest_managers_does(ray_cluster):
+    im, sh = twins(2, hysteresis=0.1, margin=2.0)
+    try:
+        for service in (im, sh):
+            service.insert_many([[10.0, 10.0, 0.0]], [30.0])
+            first = service.tick([1, 2], [[12.0, 10.0, 0.0], [200.0, 200.0, 0.0]])
+            assert first.entered.tolist() == [0]
+        for positions, radii in ((np.empty((0, 3)), None), ([], None), (np.zeros((0, 3)), np.empty(0))):
+            empty = [service.tick(np.empty(0, dtype=np.int64), positions, radii) for service in (im, sh)]
+            same(*empty, "no viewers")
+            assert empty[0].viewer_ids.size == 0 and im.viewers.size == sh.viewers.size == 0   # viewers dropped
+        same(im.tick([1], [[12.0, 10.0, 0.0]]), sh.tick([1], [[12.0, 10.0, 0.0]]), "back")  # a new viewer again
+    finally:
+        sh.close()
+
+
+def test_two_threads_share_a_service_one_call_at_a_time(ray_cluster):
+    """One thread moves entities while another ticks: each call runs whole under the service's lock (the
+    list of a shard's sent changes was read by one while the other appended to it: every tick failed)."""
+    import threading
+
+    im, sh = twins(2)
+    rng = np.random.default_rng(4)
+    try:
+        h = sh.insert_many(rng.uniform(0.0, SIZE, (300, 3)), rng.uniform(1.0, 20.0, 300))
+        errors: list[BaseException] = []
+        moved = threading.Event()
+
+        def mover() -> None:
+            try:
+                for _ in range(40):
+                    sh.update_many(h[:150], rng.uniform(0.0, SIZE, (150, 3)))
+                moved.set()
+            except BaseException as exc:  # noqa: BLE001 - reported below
+                errors.append(exc)
+                moved.set()
+
+        thread = threading.Thread(target=mover)
+        thread.start()
+        ticks = 0
+        while not moved.is_set() or ticks < 5:
+            sh.tick([1, 2], [[20.0, 20.0, 20.0], [200.0, 100.0, 50.0]])
+            ticks += 1
+        thread.join()
+        assert not errors, errors
+        im.insert_many(sh.centres_of(h), sh.radii_of(h))
+        im.tick([1, 2], [[20.0, 20.0, 20.0], [200.0, 100.0, 50.0]])
+        points = [[30.0, 30.0, 30.0], [150.0, 100.0, 50.0]]
+        same(im.tick([1, 2], points), sh.tick([1, 2], points), "after the threads")
+        check_holdings(sh)
+    finally:
+        sh.close()
+    assert "closed" in repr(sh)
+
+
+def test_after_ray_shutdown_a_call_says_so_and_starts_no_new_ray():
+    """``ray.shutdown()`` without ``close()``: a tick started a new local Ray, where the actors do not
+    exist, and failed with Ray's own errors.  Now one ``RuntimeError``; run apart, so that this
+    module's cluster stays up."""
+    import subprocess
+    import sys
+
+    program = (
+        "import numpy as np, ray, pytest\n"
+        "from server import ShardedInterest\n"
+        "ray.init(num_cpus=1, include_dashboard=False, log_to_driver=False)\n"
+        "sh = ShardedInterest(64.0, shards=1)\n"
+        "sh.insert_many([[1.0, 1.0, 1.0]], [5.0])\n"
+        "ray.shutdown()\n"
+        "with pytest.raises(RuntimeError, match='Ray was shut down'):\n"
+        "    sh.tick([1], [[1.0, 1.0, 1.0]])\n"
+        "print('no new ray' if not ray.is_initialized() else 'ray started again')\n")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p))
+    proc = subprocess.run([sys.executable, "-c", program], env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0 and proc.stdout.strip() == "no new ray", proc.stderr[-2000:]
+
+
+def test_ctrl_c_ignored_by_the_program_is_not_reported_held():
+    """``python -m server.demo ... &`` from a script, or under ``nohup``: SIGINT is ignored, and the demo
+    went on only if the signal came after Ray had loaded."""
+    import signal
+
+    from server.interrupts import ctrl_c_held
+
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        assert ctrl_c_held(lambda: signal.raise_signal(signal.SIGINT)) == (None, False)
+        assert signal.getsignal(signal.SIGINT) == signal.SIG_IGN
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    assert ctrl_c_held(lambda: signal.raise_signal(signal.SIGINT)) == (None, True)
+
+
 def test_the_demo_interrupted_while_ray_loads_says_one_line(monkeypatch):
     """A Ctrl-C while ``import ray`` runs (the demo's first second; simulated by an import that raises
     it): one line and status 130, not the import's traceback."""
