@@ -144,8 +144,9 @@ class ShardedInterest:
             origin = None  # the default zeros, for any dim
         self._tree = ViewDistanceTree(size, origin, dim)          # validates size, origin, dim
         self._sets = InterestSets(hysteresis)                      # validates hysteresis
-        if isinstance(probe_margin, bool) or not isinstance(probe_margin, numbers.Real) \
-                or not np.isfinite(probe_margin) or probe_margin < 0:
+        if isinstance(probe_margin, bool) or not isinstance(probe_margin, numbers.Real):
+            raise TypeError(f"probe_margin must be a real number, got {type(probe_margin).__name__}")
+        if not np.isfinite(probe_margin) or probe_margin < 0:
             raise ValueError(f"probe_margin must be a finite number >= 0, got {probe_margin!r}")
         self._margin: float = float(probe_margin)
         self.regions: Regions = Regions(self._tree.size, self._tree.origin, dim, shards)

@@ -307,6 +307,17 @@ def test_two_threads_share_a_service_one_call_at_a_time(ray_cluster):
     assert "closed" in repr(sh)
 
 
+def test_a_probe_margin_of_the_wrong_type_is_a_type_error_and_a_bad_value_a_value_error(ray_cluster):
+    from server import ShardedInterest
+
+    for bad in ("1", None, True):
+        with pytest.raises(TypeError, match="probe_margin must be a real number"):
+            ShardedInterest(SIZE, shards=1, probe_margin=bad)
+    for bad in (-1.0, float("nan"), float("inf")):
+        with pytest.raises(ValueError, match="probe_margin must be a finite number >= 0"):
+            ShardedInterest(SIZE, shards=1, probe_margin=bad)
+
+
 def test_after_ray_shutdown_a_call_says_so_and_starts_no_new_ray():
     """``ray.shutdown()`` without ``close()``: a tick started a new local Ray, where the actors do not
     exist, and failed with Ray's own errors.  Now one ``RuntimeError``; run apart, so that this
