@@ -48,16 +48,16 @@ import copy
 import numbers
 from collections.abc import Hashable, Iterator
 from dataclasses import dataclass
-from fractions import Fraction
 from typing import Any, TypeVar
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from culling.core.containment import contains_exact
 from culling.core.validation import as_handles, as_radii, as_radius, has_masked_entries
 from culling.runtime.interrupts import runs_whole
 
-__all__ = ["MultiCameraTracker", "VisibilityEvents", "VisibilityTracker", "read_only_again", "within_scaled"]
+__all__ = ["MultiCameraTracker", "VisibilityEvents", "VisibilityTracker", "read_only_again"]
 
 _A = TypeVar("_A", bound="NDArray[Any]")
 
@@ -78,24 +78,6 @@ def read_only_again(owner: object, state: dict[str, Any]) -> None:
         if isinstance(value, np.ndarray):
             value.flags.writeable = False
         object.__setattr__(owner, name, value)
-
-
-def within_scaled(distances: NDArray[np.float64], view: NDArray[np.float64], scale: float) -> NDArray[np.bool_]:
-    """``distances <= view * scale`` for the product unrounded: decided in floats but within rounding of
-    the product, where fractions decide (a distance one ulp beyond the exact ``v * s`` stayed inside
-    against the rounded one).  ``scale`` is the float ``1.0 + m``, as ``InterestSets`` has it.
-
-    >>> within_scaled(np.array([110.00000000000001]), np.array([100.0]), 1.0 + 0.1).tolist()
-    [False]
-    """
-    with np.errstate(over="ignore"):            # a huge margin: the product is inf, and inside is right
-        product = view * scale
-    inside = distances <= product
-    with np.errstate(invalid="ignore"):
-        near = np.abs(distances - product) <= np.abs(product) * 2.0 ** -51 + 2.0 ** -1070
-    for i in np.flatnonzero(near).tolist():
-        inside[i] = Fraction(float(distances[i])) <= Fraction(float(view[i])) * Fraction(scale)
-    return inside
 
 
 @dataclass(frozen=True, eq=False)
@@ -368,7 +350,9 @@ class VisibilityTracker:
             pos = np.searchsorted(self._visible, candidates)
             was = pos < self._visible.size
             was[was] = self._visible[pos[was]] == candidates[was]
-            inside |= was & within_scaled(distances, view, 1.0 + self._hysteresis)
+            # |d - 0| <= v * s with the product unrounded (the library's exact containment test, as
+            # InterestSets decides it): against the rounded product, a distance one ulp past it stayed
+            inside |= was & contains_exact([distances], [0.0], view, "cube", 1.0 + self._hysteresis)
         return inside
 
     @runs_whole

@@ -50,6 +50,21 @@ def twins(shards, hysteresis=0.0, margin=0.0):
     return InterestManager(SIZE, hysteresis=hysteresis), sh
 
 
+def populated(im, sh, rng, n, radii):
+    """The same ``n`` random entities (radii uniform in ``radii``) into both services: their handles."""
+    c, r = rng.uniform(0.0, SIZE, (n, 3)), rng.uniform(*radii, n)
+    h = im.insert_many(c, r)
+    sh.insert_many(c, r)
+    return h
+
+
+def first_tick(im, sh, rng, viewers):
+    """``viewers`` random viewers' first tick on both services, checked the same: ``(ids, positions)``."""
+    ids, pos = np.arange(viewers), rng.uniform(0.0, SIZE, (viewers, 3))
+    same(sh.tick(ids, pos), im.tick(ids, pos))
+    return ids, pos
+
+
 def kill(ray, actor):
     """``ray.kill`` and wait until the actor is gone: the kill is asynchronous, and a call that reaches the
     actor before it lands is answered (rightly) by the old actor, which would leave the restart unseen.
@@ -121,11 +136,8 @@ def test_a_killed_actor_is_rebuilt_and_the_next_tick_is_identical(ray_cluster):
     rng = np.random.default_rng(9)
     im, sh = twins(2)
     try:
-        c, r = rng.uniform(0.0, SIZE, (400, 3)), rng.uniform(0.0, 40.0, 400)
-        h = im.insert_many(c, r)
-        sh.insert_many(c, r)
-        ids, pos = np.arange(60), rng.uniform(0.0, SIZE, (60, 3))
-        same(sh.tick(ids, pos), im.tick(ids, pos))
+        h = populated(im, sh, rng, 400, (0.0, 40.0))
+        ids, pos = first_tick(im, sh, rng, 60)
         moved = h[:120]
         new = rng.uniform(0.0, SIZE, (120, 3))
         im.update_many(moved, new)
@@ -179,11 +191,8 @@ def test_a_ctrl_c_inside_a_mutation_waits_for_it_and_the_shards_agree(ray_cluste
     rng = np.random.default_rng(4)
     im, sh = twins(2)
     try:
-        c, r = rng.uniform(0.0, SIZE, (300, 3)), rng.uniform(5.0, 40.0, 300)
-        h = im.insert_many(c, r)
-        sh.insert_many(c, r)
-        ids, pos = np.arange(40), rng.uniform(0.0, SIZE, (40, 3))
-        same(sh.tick(ids, pos), im.tick(ids, pos))
+        h = populated(im, sh, rng, 300, (5.0, 40.0))
+        ids, pos = first_tick(im, sh, rng, 40)
         touched = sh.regions.touched
 
         def interrupted(*args):
@@ -209,9 +218,7 @@ def test_a_shard_whose_changes_failed_is_rebuilt_from_the_coordinator(ray_cluste
     rng = np.random.default_rng(5)
     im, sh = twins(2)
     try:
-        c, r = rng.uniform(0.0, SIZE, (200, 3)), rng.uniform(5.0, 30.0, 200)
-        im.insert_many(c, r)
-        sh.insert_many(c, r)
+        populated(im, sh, rng, 200, (5.0, 30.0))
         empty_c = np.empty((0, 3))
         sh._send(0, sh.actors[0].apply.remote, (np.empty(0, dtype=np.int64), empty_c, np.empty(0)),
                  (np.empty(0, dtype=np.int64), empty_c), np.array([10**9]))
