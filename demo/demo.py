@@ -619,7 +619,8 @@ class Demo:
             left=None if ev is None else int(ev.left.shape[0]),
             shape=self.settings.shape, brute_force=self.settings.brute_force, help=help, speed=speed,
             mouse=mouse,
-            notes=self.scene.status_lines(), scene_legend=self.scene.legend(),
+            notes=self.scene.status_lines(), brief_notes=self.scene.status_lines(brief=True),
+            scene_legend=self.scene.legend(),
             inspection=[] if (explained := self.inspection()) is None else explained.lines(),
         )
 

@@ -77,6 +77,7 @@ class HudInfo:
     speed: float | None = None
     mouse: str | None = None            # the mouse-capture state line (windows only)
     notes: list[str] = field(default_factory=list)   # the scene's own lines (e.g. its batch timings)
+    brief_notes: list[str] = field(default_factory=list)  # the compact HUD's form of them (a line or two)
     status: str = ""                    # the last key's answer, shown in every mode while it lives
     warm_frames: int = 0                # the times are medians over this many recent frames (0: this frame's)
     cold: bool = False                  # this frame took far longer than the median: compiling, first use
@@ -106,7 +107,7 @@ def hud_lines(info: HudInfo, mode: str = "full") -> list[tuple[str, tuple[float,
 
     ``mode`` is one of :data:`HUD_MODES`: ``"full"`` (timings, funnel, state,
     scene notes, per-level table, mouse line, controls), ``"compact"`` (the
-    times and the funnel, the scene notes, the state, the mouse line and a
+    times and the funnel, the scene's brief notes, the state, the mouse line and a
     key hint: four lines in the forest; :func:`hud_legend` adds the colours), ``"off"`` (nothing).  Every mode starts with the status
     line (the last key's answer) while it lives, wrapped at :data:`STATUS_CHARS`.  Lines stay within
     about 60 characters, so the full HUD covers at most about a quarter of a 16:9 view.
@@ -143,7 +144,7 @@ def hud_lines(info: HudInfo, mode: str = "full") -> list[tuple[str, tuple[float,
              + ("" if info.fps is None else f"  {info.fps:.0f} fps"), WHITE),
             (f"{s.candidates:,} walked > {s.in_range:,} range > {s.in_frustum:,} frustum", WHITE),
         ]
-        lines.extend((note, WHITE) for note in info.notes)
+        lines.extend((note, WHITE) for note in info.brief_notes)
         lines.extend((line, INSPECTED) for line in info.inspection)
         lines.extend(cold)
         if state:

@@ -81,6 +81,19 @@ class BatchStats:
     _times: dict[str, deque[float]] = field(default_factory=lambda: {m: deque(maxlen=RECENT) for m in AGGRO_METHODS},
                                             repr=False)
 
+    def brief(self) -> str:
+        """The compact HUD's figure: ``'1.20 ms (25.0x brute force)'``; the tree's time alone until the
+        peer is timed, empty until either is.
+
+        >>> BatchStats("overlapping_pairs", "NumPy grid", tree_ms=2.0, peer_ms=30.0).brief()
+        '2.00 ms (15.0x NumPy grid)'
+        """
+        if self.tree_ms is None:
+            return ""
+        if self.peer_ms is None or not self.tree_ms:
+            return f"{self.tree_ms:.2f} ms"
+        return f"{self.tree_ms:.2f} ms ({self.peer_ms / self.tree_ms:.1f}x {self.peer})"
+
     def line(self) -> str:
         """``'  overlapping_many 1.20 ms, brute force 30.00 ms (25.0x)'``; empty until timed.
 

@@ -340,8 +340,9 @@ class Scene:
         """What the scene's looks mean, for the HUD: ``(label, rgb)`` pairs; none by default."""
         return []
 
-    def status_lines(self) -> list[str]:
-        """Lines the HUD shows for this scene (its own batches and timings); none by default."""
+    def status_lines(self, brief: bool = False) -> list[str]:
+        """Lines the HUD shows for this scene (its own batches and timings); none by default.  ``brief``:
+        the compact HUD's, a line or two that leave the view free."""
         return []
 
     # -- the interest view (scenes with players: swarm, aggro) ------------------------------

@@ -169,13 +169,18 @@ class SwarmScene(Scene):
         beside it now and then): the demo's ``--brute-force`` covers it too."""
         self.aggro.method = "brute force" if on else "tree"
 
-    def status_lines(self) -> list[str]:
+    def status_lines(self, brief: bool = False) -> list[str]:
         """The two batches: who senses how many birds, how many pairs keep apart, each
-        call's median time against its peer's, and how often the peers run."""
+        call's median time against its peer's, and how often the peers run.  ``brief``: one line
+        per batch (and one for the interest view), for the compact HUD."""
         hunters = self.hunters.stop - self.hunters.start
         birds = len(self) - self.first
         low, high = (self.sense_radius.min(), self.sense_radius.max()) if hunters else (0.0, 0.0)
         sensing, separation = self.aggro.sensing, self.aggro.separation
+        if brief:
+            return self._interest_lines(brief) + [
+                f"sensing: {sensing.answers:,} birds sensed  {sensing.brief()}".rstrip(),
+                f"separation: {separation.answers:,} pairs  {separation.brief()}".rstrip()]
         other = "tree runs" if self.aggro.method == "brute force" else "peers run"
         return self._interest_lines() + [f"sensing: you + {hunters:,} hunters ({low:.0f}-{high:.0f} m) x {birds:,} birds",
                 f"  {sensing.answers:,} sensed, {self.aggro_count:,} chasing",
@@ -286,11 +291,14 @@ class SwarmScene(Scene):
         self.highlight[self.first:] = self.interest.highlight()
         self.highlight[self.hunters] = 0.0
 
-    def _interest_lines(self) -> list[str]:
+    def _interest_lines(self, brief: bool = False) -> list[str]:
         view = self.interest
         if not self._interest_on or view is None:
             return []
         tick = "" if view.tick_ms is None else f" {view.tick_ms:.2f} ms"
+        if brief:
+            return [f"interest: {self.followed_name()}, {view.members.shape[0]:,} in its set, "
+                    f"+{view.entered.shape[0]} -{view.left.shape[0]}; tick{tick or ' -'}"]
         entered = " ".join(str(h) for h in view.recent_entered.tolist()) or "-"
         left = " ".join(str(h) for h in view.recent_left.tolist()) or "-"
         return [f"interest: {self.followed_name()} (reach {self.reach(self.followed):.0f} m), "

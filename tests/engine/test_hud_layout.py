@@ -84,3 +84,19 @@ def test_times_say_they_are_medians_and_cold_frames_are_marked():
     text = [t for t, _ in hud_lines(_busy_info(warm_frames=30, cold=True), "full")]
     assert text[2].startswith("ms (median of 30)")
     assert any(t.startswith("slow frame") for t in text)
+
+
+def test_compact_hud_shows_the_scenes_brief_lines_and_leaves_most_of_a_small_view_free():
+    brief = ["interest: hunter 126, 335 in its set, +5 -1; tick 18.53 ms",
+             "sensing: 11,201 birds sensed  7.62 ms (24.9x brute force)",
+             "separation: 11,433 pairs  6.46 ms (3.5x NumPy grid)"]
+    info = _busy_info(brief_notes=brief)
+    texts = [text for text, _ in hud_lines(info, "compact")]
+    assert all(line in texts for line in brief) and not any(note in texts for note in info.notes)
+    assert [text for text, _ in hud_lines(info, "full")].count(info.notes[0]) == 1    # the full HUD spells them out
+    image = Image.new("RGB", (640, 360), (255, 255, 255))
+    lines = hud_lines(info, "compact")
+    draw_hud(image, lines, hud_font_size(360, 640, max(len(text) for text, _ in lines)),
+             legend=hud_legend(info, "compact"))
+    dark = np.asarray(image).max(axis=-1) < 120
+    assert dark.any(axis=1).sum() / 360 < 0.4                                  # the HUD's rows: under 40 % of the height

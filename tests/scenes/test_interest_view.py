@@ -161,6 +161,9 @@ def test_the_aggro_scene_shows_the_busiest_hunters_set_as_the_sensing_tree_and_b
         lines = scene.status_lines()
         assert lines[0].startswith(f"interest: hunter {f - 1} (reach {reach:.0f} m), {members.size:,} in its set")
         assert f"+{view.entered.size} -{view.left.size}" in lines[2]
+        brief = scene.status_lines(brief=True)[0]
+        assert brief.startswith(f"interest: hunter {f - 1}, {members.size:,} in its set, "
+                                f"+{view.entered.size} -{view.left.size}; tick ")
     assert shown_some
     assert scene.legend()[1] == ("in its interest set", INTEREST_COLOUR)
 
