@@ -42,7 +42,7 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks.peers import TIE_TOLERANCE, AgreementError
+from benchmarks.peers import TIE_TOLERANCE, AgreementError, rebuilt_kdtree
 from culling import BruteForceIndex
 
 
@@ -103,7 +103,8 @@ class TreePairs:
 
 
 class KDTreePairs:
-    """scipy cKDTree rebuilt every frame; ``query_pairs`` with twice the largest radius."""
+    """scipy cKDTree rebuilt every frame (:func:`~benchmarks.peers.rebuilt_kdtree`); ``query_pairs`` with
+    twice the largest radius."""
 
     name = "scipy cKDTree query_pairs"
 
@@ -112,9 +113,7 @@ class KDTreePairs:
         self.reach = 2.0 * float(radii.max())
 
     def frame(self, centres: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        from scipy.spatial import cKDTree
-
-        pairs = cKDTree(centres).query_pairs(self.reach, output_type="ndarray")
+        pairs = rebuilt_kdtree(centres).query_pairs(self.reach, output_type="ndarray")
         return exact_pairs(pairs[:, 0].astype(np.int64), pairs[:, 1].astype(np.int64), centres, self.radii)
 
 
@@ -165,7 +164,8 @@ class HashGridPairs:
 class SplitKDTreePairs:
     """cKDTree split by radius class, carefully: each class with the reach it needs, no tree built twice.
 
-    Small: radius at most :data:`SMALL_LIMIT`.  Per frame, a tree of the
+    Small: radius at most ``limit`` (:data:`SMALL_LIMIT` for the heavy tail, half the largest radius
+    for mixed radii).  Per frame (:func:`~benchmarks.peers.rebuilt_kdtree`), a tree of the
     small and a tree of the large are built; small-small pairs come from
     ``query_pairs`` at twice the largest small radius; large-small pairs from
     ``sparse_distance_matrix`` of the large tree against the small tree at the
@@ -180,10 +180,13 @@ class SplitKDTreePairs:
 
     name = "scipy cKDTree split by radius class"
 
+    def __init__(self, limit: float | None = None) -> None:
+        self.limit = SMALL_LIMIT if limit is None else limit
+
     def setup(self, radii: np.ndarray, centres: np.ndarray, size: float) -> None:
         self.radii = radii
-        self.small = np.flatnonzero(radii <= SMALL_LIMIT)
-        self.large = np.flatnonzero(radii > SMALL_LIMIT)
+        self.small = np.flatnonzero(radii <= self.limit)
+        self.large = np.flatnonzero(radii > self.limit)
         small_max = float(radii[self.small].max()) if self.small.size else 0.0
         large_max = float(radii[self.large].max()) if self.large.size else 0.0
         self.small_reach = 2.0 * small_max
@@ -191,15 +194,13 @@ class SplitKDTreePairs:
         self.large_reach = 2.0 * large_max
 
     def frame(self, centres: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        from scipy.spatial import cKDTree
-
         small, large = self.small, self.large
-        small_tree = cKDTree(centres[small])
+        small_tree = rebuilt_kdtree(centres[small])
         pairs = small_tree.query_pairs(self.small_reach, output_type="ndarray")
         i = [small[pairs[:, 0]]]
         j = [small[pairs[:, 1]]]
         if large.size:
-            large_tree = cKDTree(centres[large])
+            large_tree = rebuilt_kdtree(centres[large])
             near = large_tree.sparse_distance_matrix(small_tree, self.cross_reach, output_type="ndarray")
             i.append(large[near["i"].astype(np.int64)])
             j.append(small[near["j"].astype(np.int64)])
@@ -217,9 +218,12 @@ def peers_of(workload: str) -> list[Any]:
     """The peers the collision sections interleave with the tree's frames: the class-split cKDTree for
     the ``heavy`` tail (a single reach, twice the largest radius, would return about every pair and,
     in NumPy's hash grid, tens of GB of candidates), else cKDTree and the hash grid (``swarm``,
-    ``mixed10``, ``mixed100``)."""
+    ``mixed10``, ``mixed100``); for mixed radii also the class-split cKDTree, split at half the largest
+    radius (at 100k, 0.7 to 0.75 of the single reach's time: split at 0.5, 1.0 and 1.6 it did no better)."""
     if workload == "heavy":
         return [SplitKDTreePairs()]
+    if workload.startswith("mixed"):
+        return [KDTreePairs(), HashGridPairs(), SplitKDTreePairs(MIXED_LARGEST / 2.0)]
     return [KDTreePairs(), HashGridPairs()]
 
 

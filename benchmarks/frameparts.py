@@ -59,10 +59,10 @@ from benchmarks.broadphase import TreePairs, peers_of
 from benchmarks.extras import require
 from benchmarks.workloads import swarm_frames
 
-#: ``(module, attribute, label)``: the parts timed; a method is ``"Class.method"``.
+#: ``(module, attribute, label)``: the parts timed, each call's parts indented below it; a method is
+#: ``"Class.method"``.
 PARTS = [
     ("culling.tree.tree", "ViewDistanceTree.update_many", "update_many"),
-    ("culling.tree.tree", "ViewDistanceTree.overlapping_pairs", "overlapping_pairs"),
     ("culling.tree.batch", "check_handles", "  validation (compiled)"),
     ("culling.tree.batch", "settle", "  settle"),
     ("culling.tree.batch", "group", "  group movers"),
@@ -75,6 +75,7 @@ PARTS = [
     ("culling.tree.nodes", "NodeTable.prune", "  prune"),
     ("culling.tree.tree", "ViewDistanceTree._fit_many", "  fit the root"),
     ("culling.tree.pool", "BlockPool.refresh", "  refresh tiles"),
+    ("culling.tree.tree", "ViewDistanceTree.overlapping_pairs", "overlapping_pairs"),
     ("culling.pairs.bands", "build", "  bucket grid"),
     ("culling.pairs.bands", "plan_of", "    new bands (when made)"),
     ("culling.pairs.bands", "_bucketed", "    bucket and count"),

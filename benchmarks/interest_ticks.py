@@ -119,7 +119,7 @@ class Peer:
     def tick(self, s: Script, t: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The tick's ``(entered, left, keys)``: its events, and its sets as sorted pair keys (for the checks)."""
         self.centres[s.moved[t]] = s.centres[t]
-        keys = pair_keys(*self.kd.query_many(s.viewers[t]), self.n)
+        keys = self.kd.pair_keys(s.viewers[t])
         entered = np.setdiff1d(keys, self.keys, assume_unique=True)
         left = np.setdiff1d(self.keys, keys, assume_unique=True)
         self.keys = keys

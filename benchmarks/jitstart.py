@@ -1,5 +1,10 @@
 """What the compiled kernels cost at start-up: a cold and a warm first query.
 
+``python -m benchmarks.jitstart [--shipped | --compile [--workers W] [--groups G]]``
+prints the first frame's steps cold (an empty cache, every kernel compiled)
+and warm, or, with ``--shipped``, cold with the kernels this checkout ships;
+``--compile`` times the compile of every kernel (:func:`compile_cost`).
+
 Each measurement is a fresh Python process (the checkout on its path) that
 runs a program's whole first frame: imports numba, then ``culling``, sets numba
 up (what its first compile or cache load of any function does, timed apart), builds a tree of
@@ -180,3 +185,45 @@ def compile_cost(groups: str | None = None, workers: int = 1, timeout: float = 9
             raise RuntimeError(f"warm-up failed:\n{proc.stderr[-2000:]}")
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     return {"wall": wall, "cpu": cpu}
+
+
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+
+    ap = argparse.ArgumentParser(prog="python -m benchmarks.jitstart",
+                                 description="The first frame's start-up, step by step, in fresh processes; or the "
+                                             "compile of every kernel.")
+    how = ap.add_mutually_exclusive_group()
+    how.add_argument("--shipped", action="store_true",
+                     help="cold with the kernels this checkout ships (pip install -e . shipped them), not compiled")
+    how.add_argument("--compile", action="store_true",
+                     help="the compile of every kernel (python -m culling warm-up) on an empty cache: wall and CPU s")
+    ap.add_argument("--warm", type=int, default=3, help="warm starts after the cold one (default 3)")
+    ap.add_argument("--workers", type=int, default=1, help="with --compile: warm-up workers (default 1)")
+    ap.add_argument("--groups", help="with --compile: the kernel groups, comma-separated (default all)")
+    args = ap.parse_args(argv)
+    if args.warm < 0 or args.workers < 1:
+        ap.error("--warm must be at least 0 and --workers at least 1")
+    if (args.groups is not None or args.workers != 1) and not args.compile:
+        ap.error("--workers and --groups go with --compile")
+    if args.compile:
+        cost = compile_cost(args.groups, args.workers)
+        print(f"compile of {args.groups or 'every kernel group'}, {args.workers} worker(s), empty cache: "
+              f"{cost['wall']:.1f} s wall, {cost['cpu']:.1f} s CPU")
+        return 0
+    if args.shipped:
+        runs = {"cold, shipped kernels": checkout_shipped_cold()}
+        if runs["cold, shipped kernels"] is None:
+            ap.error("this checkout ships no kernels: run `python -m culling ship-kernels --native` (or pip install -e .)")
+    else:
+        cold, warm = cold_and_warm(args.warm)
+        runs = {"cold (compiles)": cold, **{f"warm {k + 1}": w for k, w in enumerate(warm)}}
+    print(f"{'seconds (wall)':24s}" + "".join(f"{step:>13s}" for step in (*GROUPS, "total")))
+    for name, run in runs.items():
+        if run is not None:
+            print(f"{name:24s}" + "".join(f"{run[step]:13.3f}" for step in (*GROUPS, "total")))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

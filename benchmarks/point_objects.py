@@ -50,10 +50,13 @@ def run(n: int) -> list[tuple[str, float, float]]:
     return rows
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--n", type=int, default=100_000)
-    for case, ms, reference in run(ap.parse_args().n):
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(prog="python -m benchmarks.point_objects", description=__doc__)
+    ap.add_argument("--n", type=int, default=100_000, help="objects (default 100,000; at least 8)")
+    args = ap.parse_args(argv)
+    if args.n < 8:
+        ap.error(f"--n must be at least 8 (a grid of 2 a side), got {args.n}")
+    for case, ms, reference in run(args.n):
         print(f"{case:66s} {ms:10.3f} ms  vs {reference:8.3f} ms  x{ms / reference:7.2f}")
 
 

@@ -211,6 +211,21 @@ SECTIONS: dict[str, tuple[str, str]] = {
 """Section name -> (module, function): each function adds tables, targets and series to the run."""
 SECTION_NAMES = tuple(SECTIONS)
 
+#: What each section's tables are, for ``--help``: a table of PERFORMANCE.md is found under the
+#: section that writes it.
+SECTION_TABLES: dict[str, str] = {
+    "forest": "the exact point query against the peers at 10k, 100k, 1M; build, memory, single operations",
+    "clusters": "dense clusters far away (remote clusters)",
+    "colocated": "every object at one point",
+    "moving": "update_many against rebuilding or moving the peers",
+    "scaling": "the query at constant density, 10k to 1M",
+    "dense": "the dense grid against the tree",
+    "interest": "query_many: viewers x entities, radii x2, where points find little",
+    "interest-ticks": "InterestManager's ticks with events",
+    "collision": "the broad phase: the swarm, its heavy tail, mixed radii 10:1 and 100:1, sphere probes",
+    "jit": "start-up: cold and warm first frames, the compile of every kernel",
+}
+
 
 def run_suite(
     cfg: Config,

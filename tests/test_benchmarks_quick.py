@@ -72,8 +72,8 @@ def test_many_query_sections_compare_every_method(tiny):
     for n in {row[0] for row in collision}:
         assert len({row[5] for row in collision if row[0] == n}) == 1
     assert int(collision[-1][5].replace(",", "")) > 0   # the workload has contacts to find
-    mixed = tables["collision-mixed"].rows          # radii 10:1 and 100:1 against the peers sized by the largest
-    assert {row[1] for row in mixed} == {row[1] for row in collision}
+    mixed = tables["collision-mixed"].rows          # radii 10:1 and 100:1: the peers sized by the largest, and split
+    assert {row[1] for row in mixed} == {row[1] for row in collision} | {"scipy cKDTree split by radius class"}
     assert len({row[0] for row in mixed}) == 2
     for case in {row[0] for row in mixed}:
         assert len({row[5] for row in mixed if row[0] == case}) == 1
@@ -320,6 +320,38 @@ def test_profiling_times_the_methods_themselves_and_refuses_bad_options(capsys):
         with pytest.raises(SystemExit):
             profiling.main(argv)
         assert says in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("tool, argv, says", [
+    ("pool_layout", ["--objects", "-5"], "--objects must be at least 1"),
+    ("pool_layout", ["--repeats", "1"], "--repeats must be at least 2"),
+    ("point_objects", ["--n", "-5"], "--n must be at least 8"),
+    ("profiling", ["phases", "--out", "/proc/no/such"], "is not writable"),
+    ("jitstart", ["--workers", "2"], "go with --compile"),
+    ("jitstart", ["--shipped", "--compile"], "not allowed with"),
+])
+def test_the_smaller_benchmark_tools_answer_a_bad_option_in_one_usage_line(tool, argv, says, capsys):
+    import importlib
+
+    with pytest.raises(SystemExit) as stopped:
+        importlib.import_module(f"benchmarks.{tool}").main(argv)
+    assert stopped.value.code == 2 and says in capsys.readouterr().err
+
+
+def test_the_benchmark_command_lists_each_sections_tables_and_runs_a_section_named_twice_once(monkeypatch, capsys):
+    from benchmarks import cli
+    from benchmarks.report import Results
+    from benchmarks.suite import SECTION_TABLES
+
+    assert tuple(SECTION_TABLES) == SECTION_NAMES
+    with pytest.raises(SystemExit):
+        cli.main(["--help"])
+    shown = "".join(capsys.readouterr().out.split())  # argparse wraps lines, at hyphens too
+    assert all("".join(f"{name}: {SECTION_TABLES[name]}".split()) in shown for name in SECTION_NAMES)
+    ran = []
+    monkeypatch.setattr(cli, "run", lambda preset, out, only, **kw: ran.append(only) or Results(preset))
+    assert cli.main(["--preset", "tiny", "--only", "moving", "--only", "moving"]) == 0
+    assert ran == [["moving"]]
 
 
 def test_the_benchmark_command_checks_its_out_folder_before_running(tmp_path, capsys):
