@@ -397,13 +397,13 @@ class Demo:
                        float(scene.view_distance[obj]), float(scene.begin_distance[obj]), self.query_scale,
                        drawn=at < visible.shape[0] and int(visible[at]) == obj, shape=self.settings.shape,
                        frozen=self.frozen is not None, fade=self.fade,
-                       tree=None if tree is None else (tree.size, tree.origin, tree.root_level))
+                       node=None if tree is None else tree.node_of(self.handles[obj]))
 
     def _inspection_marks(self) -> tuple[np.ndarray, np.ndarray]:
         """Lines of the picked object's marks (:data:`INSPECTED`, dashed): a pin standing on it (which
         object it is, without hiding it: a far one is a few pixels wide), its reach (view distance times
         the scale: it is drawn while the query point is inside; a cube with ``--shape cube``), its begin
-        distance's when it has one, and its tree node's box (:func:`engine.inspection.home_node`)."""
+        distance's when it has one, and its tree node's box (``ViewDistanceTree.node_of``)."""
         explained = self.inspection()
         if explained is None:
             return np.zeros((0, 3), np.float32), np.zeros((0, 4), np.float32)

@@ -12,10 +12,11 @@ for the current frame, everything that decides whether it is drawn:
 - the near end of its visibility range (``begin_distance``, a settlement's
   members inside its stand-in's reach), the frustum, the fade over the last
   part of its reach;
-- the tree node it is stored in: its level follows from its view distance
-  alone (CONTRACT.md, Geometry: a node of edge ``W`` holds radii in ``[W/4,
-  W/2)``), and a query visits that node from within ``scale * W / 2`` of its
-  box, so the overlay's level of that edge is where to look for it.
+- the tree node it is stored in (``ViewDistanceTree.node_of``, the tree's own
+  record): its level follows from its view distance alone (CONTRACT.md,
+  Geometry: a node of edge ``W`` holds radii in ``[W/4, W/2)``), and a query
+  visits that node from within ``scale * W / 2`` of its box, so the overlay's
+  level of that edge is where to look for it.
 
 Everything here reads the scene's arrays and the frame's visible set; O(n)
 NumPy for a pick (once a key press), O(1) for an inspection (once a frame).
@@ -23,17 +24,15 @@ NumPy for a pick (once a key press), O(1) for an inspection (once a frame).
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from culling import MAX_DEPTH, MAX_GROWTH
 from engine.records import FADE_FRACTION
 from engine.visibility_range import BEGIN_FADE_FRACTION
 
-__all__ = ["Inspection", "home_node", "inspect", "pick", "screen_ray"]
+__all__ = ["Inspection", "inspect", "pick", "screen_ray"]
 
 
 def screen_ray(view_projection: ArrayLike, ndc: tuple[float, float]) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
@@ -80,34 +79,6 @@ def pick(origin: ArrayLike, direction: ArrayLike, centres: ArrayLike, radii: Arr
             return int(rows[np.argmin(first[rows])])
     rows = np.flatnonzero(hit)
     return int(rows[np.argmin(first[rows])]) if rows.size else None
-
-
-def home_node(centre: ArrayLike, radius: float, size: float, origin: ArrayLike) -> tuple[int, float, NDArray[np.float64]]:
-    """The tree node an object is stored in, by CONTRACT.md's geometry: ``(level, edge, low corner)``.
-
-    A node of edge ``W`` holds the radii in ``[W/4, W/2)`` whose centre is in its box; ``level`` is
-    0 for the constructor's ``size``, negative for roots grown above it, at most ``MAX_DEPTH`` (a
-    smaller radius stays there).  Floats, for a display: an object within rounding of a cell face
-    may be shown in the neighbouring cell.
-
-    >>> home_node([10.0, 3.0], 5.0, 64.0, [0.0, 0.0])[:2]
-    (2, 16.0)
-    >>> home_node([10.0, 3.0], 5.0, 64.0, [0.0, 0.0])[2].tolist()
-    [0.0, 0.0]
-    """
-    if radius > 0.0:
-        level = math.floor(math.log2(size / (2.0 * radius)))       # W = size / 2**level in (2r, 4r]
-        while size * 2.0 ** -level <= 2.0 * radius:                 # the logarithm's rounding, either way
-            level -= 1
-        while size * 2.0 ** -(level + 1) > 2.0 * radius:
-            level += 1
-        level = max(-MAX_GROWTH, min(level, MAX_DEPTH))
-    else:
-        level = MAX_DEPTH
-    edge = size * 2.0 ** -level
-    o = np.asarray(origin, dtype=np.float64)
-    low = o + np.floor((np.asarray(centre, dtype=np.float64) - o) / edge) * edge
-    return level, edge, low
 
 
 @dataclass(frozen=True)
@@ -175,20 +146,20 @@ def _metres(value: float) -> str:
 
 def inspect(obj: int, kind: str, query_point: ArrayLike, centre: ArrayLike, view_distance: float, begin: float,
             scale: float, drawn: bool, shape: str = "sphere", frozen: bool = False, fade: bool = True,
-            tree: tuple[float, ArrayLike, int] | None = None) -> Inspection:
+            node: tuple[int, ArrayLike] | None = None) -> Inspection:
     """:class:`Inspection` of object ``obj`` this frame.
 
     ``query_point`` the culling's (the frozen one while frozen); ``begin`` its unscaled begin
     distance; ``drawn`` whether the frame drew it; ``shape`` the index's metric (``"cube"``: the
-    largest per-axis distance); ``fade`` whether the fades are on; ``tree`` the tree's constructor
-    ``(size, origin)`` and its current root's level (``root_level``; None: brute force).
+    largest per-axis distance); ``fade`` whether the fades are on; ``node`` the tree node it is stored
+    in, as ``ViewDistanceTree.node_of`` gives it: ``(depth, [lo, hi])`` (None: brute force).
     """
     offset = np.asarray(centre, dtype=np.float64) - np.asarray(query_point, dtype=np.float64)
     distance = float(np.abs(offset).max()) if shape == "cube" else float(np.linalg.norm(offset))
-    node = None
-    if tree is not None:
-        level, edge, low = home_node(centre, view_distance, tree[0], tree[1])
-        node = (level - tree[2], edge, low)
+    box = None
+    if node is not None:
+        low, high = np.asarray(node[1], dtype=np.float64)
+        box = (int(node[0]), float(high[0] - low[0]), low)
     return Inspection(obj=obj, kind=kind, distance=distance, view_distance=float(view_distance), scale=float(scale),
-                      begin=float(begin) * float(scale), drawn=drawn, frozen=frozen, node=node, fade=fade,
+                      begin=float(begin) * float(scale), drawn=drawn, frozen=frozen, node=box, fade=fade,
                       cube=shape == "cube")

@@ -251,6 +251,20 @@ class ViewDistanceTree(Structure):
         return self._lattice.cell_bounds(self.root_level, self._nodes.cells[:, self._root])
 
     @reading
+    def node_of(self, handle: Handle) -> tuple[int, np.ndarray]:
+        """The node an object is stored in: ``(depth, bounds)``, ``depth`` 0 for the current root (as
+        :attr:`LevelTrace.depth` and :meth:`node_boxes`), ``bounds`` float64 (2, dim): ``[lo, hi]``.
+
+        The node is the tree's own record, not recomputed from the centre and radius: a level above
+        the constructor's ``size`` sits where the root grew (CONTRACT.md, Geometry), not on a grid
+        from ``origin``.  For debug views (why did this object show late?).  O(1).
+        """
+        node = int(self._obj_node[self._live(handle)])
+        level = int(self._nodes.level[node])
+        lo, hi = self._lattice.cell_bounds(level, self._nodes.cells[:, node])
+        return level - self.root_level, np.stack([np.asarray(lo, dtype=np.float64), np.asarray(hi, dtype=np.float64)])
+
+    @reading
     def node_boxes(self, lo: ArrayLike | None = None,
                    hi: ArrayLike | None = None) -> tuple[np.ndarray, np.ndarray]:
         """The live nodes (all, or those whose box overlaps ``[lo, hi]``): for maps and debug views.

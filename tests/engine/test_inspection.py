@@ -1,5 +1,5 @@
 """The X key's parts (engine/inspection.py): the ray through a screen point, the pick against brute force,
-the node an object is stored in against the tree's own nodes, and what the explanation says."""
+the node explained against the tree's own nodes, and what the explanation says."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from culling import MAX_DEPTH, ViewDistanceTree
+from culling import ViewDistanceTree
 from engine.camera import Camera
-from engine.inspection import home_node, inspect, pick, screen_ray
+from engine.inspection import inspect, pick, screen_ray
 
 
 def test_the_ray_through_a_projected_point_passes_through_it():
@@ -74,29 +74,25 @@ def test_pick_of_nothing_and_from_inside_a_sphere():
     assert pick([0, 0, 0], [0, 0, 1], [[0, 0, -0.5], [0, 0, 3]], [1.0, 1.0]) == 0   # around the origin: t = 0
 
 
-@pytest.mark.parametrize("dim", [1, 2, 3])
-def test_home_node_is_the_node_the_tree_stores_the_object_in(dim):
-    """Inserted alone (so the tree has no other node but its ancestors), an object's node per
-    ``home_node`` is the deepest node the tree has, with the same box."""
-    rng = np.random.default_rng(dim)
-    size, origin = 64.0, rng.uniform(-100.0, 100.0, dim)
-    radii = np.concatenate([size * 2.0 ** -rng.uniform(1.5, 20.0, 40), [size / 4, size / 8, np.nextafter(size / 8, 0.0),
-                                                                       0.0, size * 2.0 ** -(MAX_DEPTH + 3)]])
-    for radius in radii:
-        centre = origin + rng.uniform(0.0, size, dim)
-        tree = ViewDistanceTree(size, origin=origin, dim=dim)
-        tree.insert(centre, radius)
-        level, edge, low = home_node(centre, radius, size, origin)
-        depths, bounds = tree.node_boxes()
-        deepest = int(np.argmax(depths))
-        assert int(depths[deepest]) == level, (radius, level)            # the root is level 0: nothing grew
-        assert np.allclose(bounds[deepest, 0], low) and np.allclose(bounds[deepest, 1], low + edge)
-        assert radius < edge / 2 and (radius >= edge / 4 or level == MAX_DEPTH)
+def test_the_node_explained_is_the_trees_own_on_a_grown_level_too():
+    """The forest's towers sit on a level above the constructor's (the root grew): their node was drawn
+    on a grid from ``origin``, a box that is no node of the tree.  The node now comes from the tree."""
+    tree = ViewDistanceTree(4096.0, origin=(-2048.0, -2048.0, -2048.0), dim=3)
+    centres = np.array([[100.0, 0.0, 300.0], [-1500.0, 20.0, 900.0], [3.0, 1.0, 2.0]])
+    radii = np.array([5000.0, 2500.0, 30.0])                                # levels -2, -1 and 6
+    handles = tree.insert_many(centres, radii)
+    depths, boxes = tree.node_boxes()
+    for h, c, r in zip(handles.tolist(), centres, radii):
+        explained = inspect(obj=h, kind="tower", query_point=c, centre=c, view_distance=r, begin=0.0, scale=1.0,
+                            drawn=True, node=tree.node_of(h))
+        depth, edge, low = explained.node
+        assert any(d == depth and np.array_equal(b, [low, low + edge]) for d, b in zip(depths, boxes))
+        assert np.all(low <= c) and np.all(c < low + edge) and edge / 4 <= r < edge / 2
 
 
 def test_the_explanation_follows_the_rules_of_the_culling():
     base = dict(obj=7, kind="rock", query_point=[0.0, 0.0, 0.0], view_distance=100.0, begin=0.0, scale=1.0,
-                tree=(1024.0, [0.0, 0.0, 0.0], 0))
+                node=(2, [[0.0, 0.0, 0.0], [256.0, 256.0, 256.0]]))
     assert inspect(centre=[50.0, 0.0, 0.0], drawn=True, **base).verdict() == "drawn"
     fading = inspect(centre=[90.0, 0.0, 0.0], drawn=True, **base)
     assert fading.verdict().startswith("drawn, fading out")
@@ -116,10 +112,10 @@ def test_the_explanation_follows_the_rules_of_the_culling():
     lines = inspect(centre=[50.0, 0.0, 0.0], drawn=True, frozen=True, **base).lines()
     assert lines == ["X: rock #7, 50.0 m from the frozen point", "  view distance 100.0 m x1.00 = 100.0 m", "  drawn",
                      "  in a 256 m node (level 2), visited within 128 m"]        # radius 100: W in (200, 400]
-    grown = inspect(centre=[50.0, 0.0, 0.0], drawn=True, **dict(base, tree=(1024.0, [0.0, 0.0, 0.0], -2)))
+    grown = inspect(centre=[50.0, 0.0, 0.0], drawn=True, **dict(base, node=(4, [[0.0] * 3, [256.0] * 3])))
     assert grown.lines()[-1] == "  in a 256 m node (level 4), visited within 128 m"  # depth below a grown root
     assert all(len(line) <= 60 for line in lines + cube.lines() + fading_in.lines())
-    assert inspect(centre=[5.0, 0.0, 0.0], drawn=True, **dict(base, tree=None)).lines()[-1].startswith("  brute force")
+    assert inspect(centre=[5.0, 0.0, 0.0], drawn=True, **dict(base, node=None)).lines()[-1].startswith("  brute force")
 
 
 def test_the_slack_picks_what_the_line_of_sight_passes_within_a_few_pixels_of():
