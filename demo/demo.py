@@ -369,7 +369,8 @@ class Demo:
 
     def inspect_at(self, ndc: tuple[float, float], where: str = "the cursor") -> str:
         """Pick the object under the point ``ndc`` of the screen (x, y in [-1, 1], y up) for the X key:
-        the first one drawn there, else the first bounding sphere there of one not drawn; its
+        the first one drawn there, else the first bounding sphere there of one not drawn (the status
+        line says so: nothing of it is on screen there); its
         explanation then stays on the HUD, frame after frame, with its reach sphere and its node's box
         drawn, until X picks another or finds nothing (which clears it).  Returns the status line."""
         origin, direction = screen_ray(self.view_projection, ndc)
@@ -381,7 +382,11 @@ class Demo:
         if picked is None:
             return f"X: no object under {where}"
         explained = self.inspection()
-        return f"X: {explained.kind} #{picked} under {where}" if explained is not None else ""
+        if explained is None:
+            return ""
+        if explained.drawn:
+            return f"X: {explained.kind} #{picked} under {where}"
+        return f"X: {explained.kind} #{picked}, not drawn, on the line of sight through {where}"
 
     def inspection(self) -> Inspection | None:
         """The picked object's place in the last culled frame (:mod:`engine.inspection`), or None."""

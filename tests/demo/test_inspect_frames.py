@@ -81,6 +81,11 @@ def test_the_verdict_follows_the_camera_out_of_the_reach_and_back(make_demo):
     out = demo.inspection()
     assert not out.drawn and out.verdict().startswith("beyond its reach by") and out.distance > out.reach
     assert explained.obj not in set(demo.pipeline.visible.tolist())            # the culling agrees
+    only = demo.pipeline.visible
+    demo.pipeline.visible = np.zeros(0, dtype=only.dtype)                     # nothing drawn on that line
+    said = demo.inspect_at(_ndc(demo, centre))                                # X there again: its sphere, undrawn
+    demo.pipeline.visible = only
+    assert said == f"X: {explained.kind} #{explained.obj}, not drawn, on the line of sight through the cursor"
     demo.toggle_freeze()                                                      # frozen out there...
     demo.set_pose(start, demo.camera.yaw, demo.camera.pitch)
     demo.update(1.0 / 30.0)
