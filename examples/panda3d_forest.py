@@ -15,6 +15,13 @@ without a GPU) into ``DIR/frame_NNNN.png``.  Once a second it prints a summary: 
 objects it drew, the median query time, the frame rate and where the camera is.  ``--all`` draws
 every object, to time the engine alone.  A first run compiles the library's kernels and says so,
 with a progress bar.
+
+Copying it: besides ``culling`` (the library, or its wheel) it imports this repository's ``scenes/``
+(the forest: ``make_forest`` and ``mesh_base``) and four helpers of ``engine/`` (``display_problem``,
+``unwritable_folder`` and ``write_atomically``, ``above_ground``); run it from the checkout, put the
+checkout on ``PYTHONPATH``, or put your own world and helpers in their place.  Moving objects are one
+``tree.update_many(handles, centres, view_distances)`` a frame before the query (the demo's swarm;
+INTEGRATION.md, section 3); the per-instance data follows from the same arrays.
 """
 
 from __future__ import annotations
@@ -26,9 +33,14 @@ import sys
 import time
 from pathlib import Path
 
-import numpy as np
+try:
+    import numpy as np
+except ModuleNotFoundError:                          # one line, as for the other modules it needs (main)
+    raise SystemExit(f"{Path(__file__).name}: error: needs numpy: pip install -e \".[examples]\" (the examples extra)") from None
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the checkout: engine/, scenes/ and culling/
+#: This repository's packages it imports (the forest, a few helpers; see the docstring), looked for first.
+REPOSITORY_PACKAGES = ("engine", "scenes", "culling")
 # Panda3D, numba and the library load after the arguments are read (main): --help answers at once.
 
 FPS = 30.0            # headless frames are this far apart on the camera path
@@ -92,7 +104,7 @@ def build_world(objects: int, seed: int = 1):
     o, size = scene.world_origin, scene.world_size
     tree = ViewDistanceTree(size=size, origin=(o[0], -(o[2] + size), o[1]))
     handles = tree.insert_many(centres, scene.view_distance)
-    object_of = np.zeros(int(handles.max(initial=-1)) + 1, dtype=np.int64)
+    object_of = np.full(int(handles.max(initial=-1)) + 1, -1, dtype=np.int64)   # -1: no object (INTEGRATION.md)
     object_of[handles] = np.arange(len(scene))      # a handle is not an index: map it back
     return scene, centres, tree, object_of
 
@@ -177,6 +189,11 @@ def summary(frame: int, drawn: int, total: int, query_ms: list[float] | None, fp
 
 def main(argv=None) -> int:
     args = parse_args(argv)
+    outside = [name for name in REPOSITORY_PACKAGES if importlib.util.find_spec(name) is None]
+    if outside:
+        print(f"{Path(__file__).name}: error: needs this repository's {', '.join(outside)}: run it from the checkout "
+              "or put the checkout on PYTHONPATH (see its docstring)", file=sys.stderr)
+        return 1
     missing = [module for module in ENGINE_MODULES if importlib.util.find_spec(module) is None]
     if missing:  # one line, not the ModuleNotFoundError of the first import below
         print(f"{Path(__file__).name}: error: needs {', '.join(missing)}: pip install -e \".[examples]\" "
@@ -195,7 +212,7 @@ def main(argv=None) -> int:
     if headless:
         problem = unwritable_folder(args.out)
         if problem is not None:
-            print(f"{Path(__file__).name}: {problem} (choose another --out)", file=sys.stderr)
+            print(f"{Path(__file__).name}: error: {problem} (choose another --out)", file=sys.stderr)
             return 1
     from panda3d.core import (
         BoundingBox,
@@ -295,7 +312,8 @@ def main(argv=None) -> int:
         t_query = time.perf_counter()
         visible = np.arange(len(scene)) if args.all else np.sort(object_of[tree.query(eye, exact=True)])
         state["query_ms"].append(1000.0 * (time.perf_counter() - t_query))
-        query_ms.append(state["query_ms"][-1])       # (with --all, the time of np.arange: not reported)
+        if headless:                                 # (with --all, the time of np.arange: not reported)
+            query_ms.append(state["query_ms"][-1])   # a window runs for hours: it keeps only the summary's
         cuts = np.searchsorted(visible, offsets)
         for k, node in enumerate(nodes):
             rows = records[visible[cuts[k]:cuts[k + 1]]]

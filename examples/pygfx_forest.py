@@ -15,6 +15,13 @@ everything pygfx asks for, Vulkan first; the run says which.  Once a second it p
 the frame, how many objects it drew, the median query time, the frame rate and where the camera is.
 ``--all`` draws every object instead, to time the engine without the tree.  A first run compiles
 the library's kernels and says so, with a progress bar.
+
+Copying it: besides ``culling`` (the library, or its wheel) it imports this repository's ``scenes/``
+(the forest: ``make_forest`` and ``mesh_base``) and four helpers of ``engine/`` (``display_problem``,
+``unwritable_folder`` and ``write_atomically``, ``above_ground``); run it from the checkout, put the
+checkout on ``PYTHONPATH``, or put your own world and helpers in their place.  Moving objects are one
+``tree.update_many(handles, centres, view_distances)`` a frame before the query (the demo's swarm;
+INTEGRATION.md, section 3); the per-instance data follows from the same arrays.
 """
 
 from __future__ import annotations
@@ -26,9 +33,14 @@ import sys
 import time
 from pathlib import Path
 
-import numpy as np
+try:
+    import numpy as np
+except ModuleNotFoundError:                          # one line, as for the other modules it needs (main)
+    raise SystemExit(f"{Path(__file__).name}: error: needs numpy: pip install -e \".[examples]\" (the examples extra)") from None
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the checkout: engine/, scenes/ and culling/
+#: This repository's packages it imports (the forest, a few helpers; see the docstring), looked for first.
+REPOSITORY_PACKAGES = ("engine", "scenes", "culling")
 # pygfx, wgpu, numba and the library load after the arguments are read (main): --help answers at once.
 
 FPS = 30.0            # headless frames are this far apart on the camera path
@@ -101,7 +113,7 @@ def build_world(objects: int, seed: int = 1):
     scene = make_forest(objects, seed)
     tree = ViewDistanceTree(size=scene.world_size, origin=scene.world_origin)
     handles = tree.insert_many(scene.centres, scene.view_distance)
-    object_of = np.zeros(int(handles.max(initial=-1)) + 1, dtype=np.int64)
+    object_of = np.full(int(handles.max(initial=-1)) + 1, -1, dtype=np.int64)   # -1: no object (INTEGRATION.md)
     object_of[handles] = np.arange(len(scene))      # a handle is not an index: map it back
     return scene, tree, object_of
 
@@ -138,6 +150,53 @@ def kind_geometry(mesh: str):
         v[:] = np.stack([v[:, 0], v[:, 2], -v[:, 1]], axis=1)
     geometry.positions.data[:, 1] += mesh_base(mesh) - geometry.positions.data[:, 1].min()
     return geometry
+
+
+#: pygfx gives every instance of every InstancedMesh an id of its own, at most this many in a process
+#: (``pygfx.objects._base.IdProvider``), and claims them one by one in Python when a mesh is built.
+PYGFX_MAX_IDS = 1_000_000
+#: A kind's first room, in instances: grown (doubled, or to what a frame needs) when a frame shows more.
+FIRST_ROOM = 256
+
+
+class KindInstances:
+    """One kind's ``gfx.InstancedMesh``, with room for the instances a frame draws, not for every object.
+
+    Room for every object of the kind would spend pygfx's instance ids on objects the tree culls (the
+    1M forest could not be built: pygfx stops at :data:`PYGFX_MAX_IDS`) and seconds at start-up (pygfx
+    claims each id in Python).  A frame that shows more of the kind than there is room for gets a new
+    mesh with twice the room (or what it needs) in place of the old, whose ids pygfx frees.
+    """
+
+    ids_held = 0          # every kind's room together: pygfx's ids in use for instances
+
+    def __init__(self, world, geometry, material) -> None:
+        self.world, self.geometry, self.material = world, geometry, material
+        self.mesh = None
+        self._make_room(FIRST_ROOM)
+
+    def _make_room(self, room: int) -> None:
+        import pygfx as gfx
+
+        held = 0 if self.mesh is None else self.mesh.instance_buffer.nitems
+        if KindInstances.ids_held - held + room > PYGFX_MAX_IDS - 1_000:   # a margin for the scene's own objects
+            raise SystemExit(f"{Path(__file__).name}: error: pygfx holds at most {PYGFX_MAX_IDS:,} instances in a "
+                             f"process; this frame needs more (fewer --objects, or no --all)")
+        if self.mesh is not None:
+            self.world.remove(self.mesh)             # its ids go back to pygfx once it is collected
+        self.mesh = gfx.InstancedMesh(self.geometry, self.material, room)
+        self.world.add(self.mesh)
+        KindInstances.ids_held += room - held
+
+    def show(self, matrices: np.ndarray) -> None:
+        """Draw these instances this frame: ``(k, 4, 4)`` float32, as :func:`instance_matrices` stores them."""
+        k, buffer = matrices.shape[0], self.mesh.instance_buffer
+        if k > buffer.nitems:
+            self._make_room(max(k, 2 * buffer.nitems))
+            buffer = self.mesh.instance_buffer
+        buffer.data["matrix"][:k] = matrices
+        buffer.update_range(0, k)
+        buffer.draw_range = (0, k)
 
 
 def ground_mesh(terrain, stride: int = 2):
@@ -200,6 +259,11 @@ def summary(frame: int, drawn: int, total: int, query_ms: list[float] | None, fp
 
 def main(argv=None) -> int:
     args = parse_args(argv)
+    outside = [name for name in REPOSITORY_PACKAGES if importlib.util.find_spec(name) is None]
+    if outside:
+        print(f"{Path(__file__).name}: error: needs this repository's {', '.join(outside)}: run it from the checkout "
+              "or put the checkout on PYTHONPATH (see its docstring)", file=sys.stderr)
+        return 1
     headless = args.headless or not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
     wanted = ENGINE_MODULES + (() if headless else WINDOW_MODULES)
     missing = [module for module in wanted if importlib.util.find_spec(module) is None]
@@ -220,7 +284,7 @@ def main(argv=None) -> int:
 
         problem = unwritable_folder(args.out)
         if problem is not None:
-            print(f"{Path(__file__).name}: {problem} (choose another --out)", file=sys.stderr)
+            print(f"{Path(__file__).name}: error: {problem} (choose another --out)", file=sys.stderr)
             return 1
     import pygfx as gfx
     import pylinalg as la
@@ -244,12 +308,8 @@ def main(argv=None) -> int:
     sun = gfx.DirectionalLight(intensity=2.5)
     sun.local.position = (0.4, 1.0, 0.3)
     world.add(sun)
-    meshes = []                                      # one InstancedMesh per kind, room for all of it
-    for k, kind in enumerate(scene.kinds):
-        mesh = gfx.InstancedMesh(kind_geometry(kind.mesh), gfx.MeshPhongMaterial(color=kind.colour, flat_shading=True),
-                                 max(int(offsets[k + 1] - offsets[k]), 1))
-        meshes.append(mesh)
-        world.add(mesh)
+    kinds = [KindInstances(world, kind_geometry(kind.mesh), gfx.MeshPhongMaterial(color=kind.colour, flat_shading=True))
+             for kind in scene.kinds]              # one InstancedMesh per kind, room for what a frame draws
     aspect = SIZE[0] / SIZE[1]                       # pygfx's fov spans the mean of width and height
     fov = 2.0 * np.degrees(np.arctan(np.tan(np.radians(30.0)) * (1.0 + aspect) / 2.0))   # 60 degrees vertically
     camera = gfx.PerspectiveCamera(fov, aspect, depth_range=(0.3, 6000.0))
@@ -302,11 +362,8 @@ def main(argv=None) -> int:
             visible = np.sort(object_of[tree.query(eye, exact=True)])   # sorted: objects are sorted by kind
         query_ms.append(1000.0 * (time.perf_counter() - t_query))
         cuts = np.searchsorted(visible, offsets)
-        for k, mesh in enumerate(meshes):
-            mine = visible[cuts[k]:cuts[k + 1]]
-            mesh.instance_buffer.data["matrix"][: mine.size] = matrices[mine]
-            mesh.instance_buffer.update_range(0, mine.size)
-            mesh.instance_buffer.draw_range = (0, mine.size)
+        for k, instances in enumerate(kinds):
+            instances.show(matrices[visible[cuts[k]:cuts[k + 1]]])
         renderer.render(world, camera)
         last = frames is not None and i + 1 >= frames
         if t0 - state["said"] >= SUMMARY_SECONDS or last:
@@ -317,7 +374,10 @@ def main(argv=None) -> int:
             ground = float(scene.ground_height(eye[0], eye[2]))
             print(summary(i, visible.size, len(scene), None if args.all else query_ms[state["queried"]:], fps,
                           eye, ground), flush=True)
-            state.update(said=t0, said_frame=i, queried=i + 1)
+            state.update(said=t0, said_frame=i, queried=len(query_ms))
+            if not headless:                         # a window runs for hours: keep only what the next line needs
+                query_ms.clear()
+                state["queried"] = 0
         state["frame"] = i + 1
         if not headless:
             if last:

@@ -138,6 +138,46 @@ def test_without_the_engine_it_names_the_extra_in_one_line_and_exits_1(name, mon
 
 
 @pytest.mark.parametrize("name", sorted(NEEDS))
+def test_a_copy_outside_the_checkout_names_what_it_needs_of_the_repository_in_one_line(name, tmp_path):
+    """A copied example stopped with ``ModuleNotFoundError: No module named 'engine'`` (an integrator taking it
+    as a template)."""
+    copy = tmp_path / f"{name}.py"
+    copy.write_text((ROOT / "examples" / f"{name}.py").read_text())
+    env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY", "PYTHONPATH")}
+    proc = subprocess.run([sys.executable, str(copy), "--headless", "--frames", "1"], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 1 and proc.stdout == ""
+    assert proc.stderr == (f"{name}.py: error: needs this repository's engine, scenes: run it from the checkout or "
+                           "put the checkout on PYTHONPATH (see its docstring)\n")
+
+
+def test_pygfx_gives_each_kind_room_for_what_a_frame_draws_and_grows_it():
+    """Room for every object spent pygfx's process-wide instance ids (at most 1,000,000) on culled objects:
+    the 1M forest stopped with ``RuntimeError: Max number of objects reached`` before its first frame."""
+    _need("pygfx_forest")
+    import pygfx as gfx
+
+    example = _load("pygfx_forest")
+    world = gfx.Scene()
+    kind = example.KindInstances(world, gfx.box_geometry(), gfx.MeshBasicMaterial())
+    first = kind.mesh
+    assert first.instance_buffer.nitems == example.FIRST_ROOM and first in world.children
+    matrices = np.tile(np.eye(4, dtype=np.float32), (300, 1, 1))
+    matrices[:, 3, 0] = np.arange(300)
+    kind.show(matrices)                                         # more than the room: a mesh twice as large
+    grown = kind.mesh
+    assert grown is not first and first not in world.children and grown in world.children
+    assert grown.instance_buffer.nitems == 2 * example.FIRST_ROOM and grown.instance_buffer.draw_range == (0, 300)
+    assert np.array_equal(grown.instance_buffer.data["matrix"][:300], matrices)
+    kind.show(matrices[:10])                                    # fewer: the same mesh, a shorter prefix
+    assert kind.mesh is grown and grown.instance_buffer.draw_range == (0, 10)
+    before = example.KindInstances.ids_held
+    with pytest.raises(SystemExit, match="pygfx holds at most 1,000,000 instances"):
+        kind.show(np.zeros((example.PYGFX_MAX_IDS, 4, 4), dtype=np.float32))
+    assert example.KindInstances.ids_held == before and kind.mesh is grown      # nothing changed
+
+
+@pytest.mark.parametrize("name", sorted(NEEDS))
 @pytest.mark.parametrize("flags", [("--frames", "x"), ("--frames", "0"), ("--objects", "-5"), ("--out",),
                                    ("--out", "")])   # "" was read as ".": 60 frames into the current folder
 def test_bad_values_are_refused_by_the_parser(name, flags, capsys):
@@ -197,7 +237,7 @@ def test_an_out_folder_it_cannot_write_into_is_one_line_and_exit_1_before_any_wo
     for out in (Path("/proc/frames"), blocker / "frames"):   # /proc: not even root may create a file there
         proc = _run(name, "--headless", "--frames", "2", "--objects", "1000", "--out", str(out))
         assert proc.returncode == 1 and proc.stdout == "", proc.stdout + proc.stderr
-        assert proc.stderr.startswith(f"{name}.py: --out {out} is not ") and proc.stderr.count("\n") == 1, proc.stderr
+        assert proc.stderr.startswith(f"{name}.py: error: --out {out} is not ") and proc.stderr.count("\n") == 1, proc.stderr
         assert not out.exists()
 
 
