@@ -15,6 +15,7 @@ keeps the root's id.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -29,11 +30,12 @@ __all__ = ["check_world", "delete_node", "grow_root", "root_level_for", "shrink_
 
 
 def check_world(lattice: Lattice, keys: list[list[int]], one: bool = False,
-                batch: tuple[np.ndarray, np.ndarray, np.ndarray | None] | None = None) -> None:
+                batch: tuple[np.ndarray, np.ndarray, Callable[[], np.ndarray] | None] | None = None) -> None:
     """Reject home keys ``(level, cell...)`` outside the largest world (a centre there), or above its
     root (a radius too large), with a ``ValueError`` (worded for one object's call where ``one``;
     ``batch``: a batch's ``(centres, radii, rows)``, whose bad row the message names by its number
-    in the caller's batch, ``rows[i]``, or ``i`` where ``rows`` is None).
+    in the caller's batch, ``rows()[i]``, or ``i`` where ``rows`` is None: made only for the message,
+    as a batch that fits costs nothing for it).
 
     A key on a level below the largest world's is inside exactly when its
     ancestor there, ``cell >> (level + MAX_GROWTH)`` per axis, is 0 (the cell
@@ -62,9 +64,9 @@ def check_world(lattice: Lattice, keys: list[list[int]], one: bool = False,
                          f"[{low.tolist()}, {high.tolist()}){which}")
 
 
-def _caller_row(rows: np.ndarray | None, row: int) -> int:
-    """Row ``row`` of the objects checked, numbered in the caller's batch."""
-    return row if rows is None else int(rows[row])
+def _caller_row(rows: Callable[[], np.ndarray] | None, row: int) -> int:
+    """Row ``row`` of the objects checked, numbered in the caller's batch (``rows`` makes them all)."""
+    return row if rows is None else int(rows()[row])
 
 
 def _named_row(bad: np.ndarray, beyond: np.ndarray) -> int:

@@ -723,11 +723,11 @@ class ViewDistanceTree(Structure):
                                  self._nodes.arrays(), self._pool.arrays(), self._key) == OUTSIDE
             keys += self._key.tolist()
         if outside:
-            self._check_world(keys, batch=(centres, radii, rows() if rows is not None else None))
+            self._check_world(keys, batch=(centres, radii, rows))  # rows made only for an error's message
             self._grow_root_for(keys)
 
     def _check_world(self, keys: list[list[int]], one: bool = False,
-                     batch: tuple[np.ndarray, np.ndarray, np.ndarray | None] | None = None) -> None:
+                     batch: tuple[np.ndarray, np.ndarray, Callable[[], np.ndarray] | None] | None = None) -> None:
         """Reject home keys outside the largest world (:func:`culling.tree.root.check_world`; ``one``: for
         one object's call; ``batch``: a batch's centres, radii and rows in the caller's batch, its bad
         row named)."""

@@ -487,3 +487,21 @@ def test_tree_world_limit_is_a_value_error_or_works():
         w.s.remove(h)
         w.model.remove(h)
         w.assert_unchanged()
+
+
+def test_a_batch_that_grows_the_root_numbers_its_rows_only_for_an_error(monkeypatch):
+    """The rows an error names (O(n log n)) were made for every batch that grew the root: the 1M forest's
+    ``insert_many`` (its towers grow it) took 0.45 s instead of 0.13."""
+    import culling.tree.tree as tree_module
+    from culling import ViewDistanceTree
+
+    def made():
+        raise AssertionError("the caller's rows were made for a batch that fits the largest world")
+
+    monkeypatch.setattr(tree_module, "_positions", lambda *args: made())
+    tree = ViewDistanceTree(size=16.0, dim=3)
+    rng = np.random.default_rng(3)
+    handles = tree.insert_many(rng.uniform(-500.0, 500.0, (200, 3)), rng.uniform(0.1, 300.0, 200))  # grows
+    assert tree.root_level < 0
+    tree.update_many(handles, rng.uniform(-5000.0, 5000.0, (200, 3)), np.full(200, 2000.0))        # grows more
+    tree.check_invariants()
