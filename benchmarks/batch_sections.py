@@ -300,6 +300,18 @@ def _check_frames(cfg: Config, keys: dict, final: np.ndarray, radii: np.ndarray,
     return f"{fmt_count(len(sample))} sampled creatures; methods agree on all pairs"
 
 
+#: Where the 100k swarm's frame goes, measured by hand (the frame-parts tool): the collision table's last line.
+FRAME_PARTS_100K = (
+    'Where the 100k frame goes (`python -m benchmarks.frameparts --n 100000 --frames 20`, commit 446892d, '
+    'a quiet machine): 11.9 ms a frame, of which `update_many` 6.08 ms (settling the stayers 1.74, the '
+    "movers' homes 1.38, grouping them 0.59) and `overlapping_pairs` 5.79 ms (the bucket grid 2.68 ms; "
+    'its copy 2.18 ms and the runs noted within and across bands 5.0 ms of CPU summed over two threads; '
+    'their pairs written 0.47 ms).  On one thread the frame is about 16 ms of CPU ("The broad phase\'s '
+    'outputs allocated by NumPy" below), so the issue\'s 4 ms (40 ns a creature) needs the work itself '
+    'halved, not only spread over the cores.'
+)
+
+
 def _world(n: int, reach: float = 0.0) -> float:
     """The tree's root edge for a swarm of ``n`` whose spheres reach ``reach`` beyond the cube (the
     heavy tail's and mixed radii's twice their largest radius): a power of two holding it."""
@@ -352,6 +364,8 @@ def run_collision(cfg: Config, structs: Structures, res: Results) -> None:
             series["n"].append(n)
             for name, v in med.items():
                 series["methods"].setdefault(name, []).append(v)
+    if 100_000 in cfg.collision_sizes:
+        t.sentences.append(FRAME_PARTS_100K)
     res.tables.append(t)
     res.series["collision"] = series
     tree_name = TreePairs.name
