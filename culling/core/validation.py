@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 import numbers
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
 import numpy as np
 
@@ -81,8 +81,9 @@ def _as_float_array(values: object, name: str) -> np.ndarray:
 
     Bools (even one among floats), complex numbers, ``Decimal``, strings and
     ``None`` are ``TypeError``; masked arrays with a masked entry too (the
-    mask would otherwise be dropped silently); integers too large for
-    float64 (``10**400``) are a ``ValueError``, never an ``OverflowError``.
+    mask would otherwise be dropped silently); an integer beyond int64
+    (``2**63``, ``10**400``, ``np.uint64(2**64 - 1)``) is a ``ValueError``, never an
+    ``OverflowError`` (:func:`_reject_huge_integers`).
     """
     _reject_masks_and_bools(values, name, "numeric")
     try:
@@ -96,13 +97,31 @@ def _as_float_array(values: object, name: str) -> np.ndarray:
                  or not isinstance(v, (numbers.Real, np.number)) or isinstance(v, np.complexfloating)]
         if wrong:
             raise TypeError(f"{name} must be numeric, got {type(wrong[0]).__name__}")
+        _reject_huge_integers(array.flat, name)
         try:
             array = array.astype(np.float64)
         except OverflowError:
             raise ValueError(f"{name} holds a number too large for float64") from None
     if array.size and array.dtype.kind not in "iuf":
         raise TypeError(f"{name} must be numeric (int or float), got dtype {array.dtype}")
+    if array.dtype == np.uint64 and array.size and int(array.max()) > _INT64_MAX:
+        _reject_huge_integers([int(array.max())], name)
+    if array.dtype.kind == "f" and not isinstance(values, np.ndarray) and array.size \
+            and float(np.abs(array).max()) >= 2.0 ** 63:  # a list of ints and floats: NumPy made floats of them all
+        _reject_huge_integers(np.array(values, dtype=object).flat, name)
     return _writable(array.astype(np.float64, copy=False))
+
+
+def _reject_huge_integers(values: Iterable[object], name: str) -> None:
+    """The contract's rule for numbers given as integers: one beyond int64, as a coordinate, radius,
+    scale or size, is a ``ValueError`` (a float of the same size is accepted: it is a float)."""
+    for value in values:
+        if isinstance(value, (numbers.Integral, np.integer)) and not isinstance(value, (bool, np.bool_)) \
+                and not _INT64_MIN <= int(value) <= _INT64_MAX:
+            digits = str(int(value))
+            shown = digits if len(digits) <= 24 else f"{digits[:8]}... ({len(digits.lstrip('-'))} digits)"
+            raise ValueError(f"{name} holds an integer beyond int64 ({shown}): give it as a float if you mean "
+                             f"that size")
 
 
 def _writable(array: np.ndarray) -> np.ndarray:
@@ -212,13 +231,15 @@ def as_real(value: object, name: str) -> float:
     """One real number as a float (a 0-d array of an integer or float dtype too): bools, complex,
     ``Decimal``, strings and other arrays are a ``TypeError``.
 
-    A number beyond float64 (``10**400``) is a ``ValueError``; NaN and inf
-    pass through for the caller to judge.
+    An integer beyond int64 (``2**63``, ``10**400``) is a ``ValueError``; NaN and
+    inf pass through for the caller to judge.
     """
     if type(value) is np.ndarray and value.ndim == 0 and value.dtype.kind in "iuf":
         value = value[()]  # a 0-d array of a real dtype: its number (as a radius or a centre's axis is read)
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
         raise TypeError(f"{name} must be a real number, got {type(value).__name__}")
+    if isinstance(value, (int, np.integer)):
+        _reject_huge_integers([value], name)
     try:
         return float(value)
     except OverflowError:
@@ -229,7 +250,7 @@ def as_scale(value: object) -> float:
     """The view-distance multiplier: a finite real number above zero.
 
     A bool, complex, ``Decimal`` or string is a ``TypeError`` (never read
-    as 1); zero, negatives, NaN, inf and integers beyond float64 are a
+    as 1); zero, negatives, NaN, inf and integers beyond int64 are a
     ``ValueError``.  Plain floats take a fast path (queries call this every time).
     """
     if type(value) is float and 0.0 < value < math.inf:

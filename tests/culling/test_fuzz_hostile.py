@@ -160,9 +160,21 @@ def test_documented_exception_classes(kind):
     for handle in (1.5, True, np.True_, "0", None):
         with pytest.raises(TypeError):
             s.remove(handle)
-    for coordinate in (10**400, math.nan, math.inf, 1e308 * 10):
+    for coordinate in (10**400, math.nan, math.inf, 1e308 * 10, 2**63, -(2**63) - 1, 2**70, np.uint64(2**63)):
         with pytest.raises(ValueError):
             s.insert([coordinate, 0.0], 1.0)
+    beyond_int64 = (2**63, 2**70, np.uint64(2**64 - 1))   # an integer too large for int64: a ValueError, as
+    for huge in beyond_int64:                              # a coordinate, a radius, a scale or a size (CONTRACT)
+        before = (len(s), s.handles().tolist())
+        for call in (lambda: s.insert([1.0, 1.0], huge), lambda: s.insert_many([[1.0, 1.0]], [huge]),
+                     lambda: s.insert_many(np.array([[1, huge]], dtype=object), [1.0]),
+                     lambda: s.insert_many([[1, huge], [2.5, 1.0]], [1.0, 1.0])):
+            with pytest.raises(ValueError, match="beyond int64"):
+                call()
+        assert (len(s), s.handles().tolist()) == before
+    if kind != "collision":
+        for fits in (2**63 - 1, -(2**63), np.int64(2**62)):  # the largest int64 is a number like any other
+            assert s.query([fits, 0.0], exact=True).dtype == np.int64
     for bad in ("a", None, 1 + 0j, Decimal(1), True):
         with pytest.raises(TypeError):
             s.insert([bad, 0.0], 1.0)
@@ -170,10 +182,13 @@ def test_documented_exception_classes(kind):
         for scale in (True, np.True_, 1 + 0j, Decimal(1), "1", None):
             with pytest.raises(TypeError):
                 s.query([0.0, 0.0], scale=scale)
-        for scale in (0.0, -1.0, math.nan, math.inf, 10**400, -0.0):
+        for scale in (0.0, -1.0, math.nan, math.inf, 10**400, -0.0, *beyond_int64):
             with pytest.raises(ValueError):
                 s.query([0.0, 0.0], scale=scale)
-    for size in (10**400, math.inf, 0.0, -1.0, True, "8", None, 1 + 0j):
+            with pytest.raises(ValueError):
+                s.query_many([[0.0, 0.0]], scale=scale)
+        s.query([0.0, 0.0], scale=2**63 - 1)
+    for size in (10**400, math.inf, 0.0, -1.0, True, "8", None, 1 + 0j, *beyond_int64):
         with pytest.raises(ValueError):
             if kind == "collision":
                 CollisionCandidates(probe_radius=0.5, size=size, dim=2)
