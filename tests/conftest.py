@@ -37,6 +37,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import sysconfig
 import tempfile
 from pathlib import Path
@@ -101,6 +102,10 @@ XDIST_GROUP = "xdist_group(name): the tests of one group run on one pytest-xdist
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    # A suite started with SIGINT ignored (``pytest &`` in a script, ``nohup``: Python then keeps SIG_IGN) would
+    # fail the Ctrl-C tests, which send SIGINT to themselves: the default handler, as a terminal's run has it.
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     known = {line.split(":")[0].split("(")[0].strip() for line in config.getini("markers")}
     for name, text in MARKERS.items():
         if name not in known:

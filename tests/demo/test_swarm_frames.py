@@ -88,5 +88,6 @@ def test_hud_shows_both_batches_against_their_peers(make_demo):
     assert "overlapping_pairs" in batch[4] and "NumPy grid" in batch[4] and "x)" in batch[4]
     assert "peers run every 10th frame" in batch[5]
     compact = [text for text, _ in hud_lines(demo.hud_info(), "compact")]
-    assert all(line in compact for line in batch)                   # the compact HUD keeps the batch lines
+    assert [t for t in compact if t.startswith(("sensing", "separation"))] == demo.scene.status_lines(brief=True)
+    assert not any(line in compact for line in batch)               # the compact HUD has them in brief
     assert all(not t.startswith(("sensing", "separation")) for t, _ in hud_lines(make_demo("forest", 500).hud_info()))
