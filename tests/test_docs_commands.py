@@ -40,6 +40,7 @@ AS_WRITTEN = {"python -m culling warm-up"}
 
 #: Written on a page -> what runs instead: the same command with the page's own flags made small.
 RUN_AS = {
+    "python -m benchmarks.dense_vs_tree": "python -m benchmarks.dense_vs_tree --dim 2 --objects 2000 --rounds 1",
     ".venv/bin/python examples/panda3d_forest.py":
         ".venv/bin/python examples/panda3d_forest.py --frames 2 --objects 20000",
     ".venv/bin/python examples/pygfx_forest.py --headless --frames 30 --objects 50000":
@@ -69,7 +70,6 @@ RUN_AS = {
     # run's report section by section, in its own process); a page's --only form checks the flag (the jit
     # section has no tiny sizes: skipped at tiny, and says so).
     "python -m benchmarks": "python -m benchmarks --preset tiny",
-    "python -m benchmarks --only dense": "python -m benchmarks --preset tiny --only dense",
     "python -m benchmarks --only jit": "python -m benchmarks --preset tiny --only jit",
     ".venv/bin/python -m benchmarks": ".venv/bin/python -m benchmarks --preset tiny",
     "python -m benchmarks.pool_layout": "python -m benchmarks.pool_layout --objects 1000 --repeats 2",

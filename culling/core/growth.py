@@ -6,10 +6,15 @@ import mmap
 
 import numpy as np
 
-__all__ = ["ARRAY_GROWTH", "CACHE_LINE", "allocate", "grown", "untouched_zeros"]
+__all__ = ["ARRAY_GROWTH", "CACHE_LINE", "HANDLE_SHRINK_RATIO", "allocate", "grown", "untouched_zeros"]
 
 #: Object and node arrays grow by this factor when full (amortised O(1) inserts).
 ARRAY_GROWTH = 1.5
+
+#: A structure's per-handle arrays are cut back after removals when longer than this many entries per
+#: stored object (plus 64), as far as the highest live handle allows; a failed try waits until half the
+#: objects are gone again (the tree's and the dense grid's).
+HANDLE_SHRINK_RATIO = 4
 
 
 #: Every array :func:`allocate` makes starts on a cache line of this many bytes.

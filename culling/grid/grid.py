@@ -30,6 +30,7 @@ elsewhere a window may take one more cell at an end of an axis, never one less.
 
 from __future__ import annotations
 
+import logging
 import math
 import numbers
 from collections.abc import Callable
@@ -43,7 +44,7 @@ import culling.grid.walk as gridwalk
 from culling.core import growth, members
 from culling.core.cells import placed_u
 from culling.core.containment import squared_reach, squared_reach_of
-from culling.core.growth import ARRAY_GROWTH
+from culling.core.growth import ARRAY_GROWTH, HANDLE_SHRINK_RATIO
 from culling.core.handles import HandleStack
 from culling.core.structs import CellsFields, PoolFields, WorldFields
 from culling.core.validation import (
@@ -65,6 +66,8 @@ from culling.structure import Parts, Structure, Walked
 from culling.trace import LevelTrace, QueryTrace
 
 __all__ = ["DEFAULT_FINEST_CELLS", "DenseViewDistanceGrid", "MAX_ENUMERATED_CELLS", "MAX_FINEST_CELLS"]
+
+logger = logging.getLogger(__name__)
 
 #: The grid's cells are small (a cell holds the objects of one radius class
 #: in a box of twice their radius), so its runs have no tile summaries
@@ -183,6 +186,7 @@ class DenseViewDistanceGrid(Structure):
         self._level = np.full(0, -1, dtype=np.int8)
         self._ids = HandleStack()
         self._cells.clear()
+        self._handle_check = 1 << 62  # objects below which the next trim of the per-handle arrays is tried
 
     def _finest_level(self, min_radius: float | None) -> tuple[int, float]:
         """The finest level and the min_radius it stands for, validated."""
@@ -287,8 +291,7 @@ class DenseViewDistanceGrid(Structure):
         self._level[handle] = -1
         self._ids.release(handle)
         self._count -= 1
-        if not self._count:
-            self._reset_objects()
+        self._after_removal()
 
     # ------------------------------------------------------------------
     # Mutation: batches, validated whole before anything changes
@@ -374,8 +377,7 @@ class DenseViewDistanceGrid(Structure):
         self._level[handles] = -1
         self._ids.release(handles)
         self._count -= handles.size
-        if not self._count:
-            self._reset_objects()
+        self._after_removal()
 
     # ------------------------------------------------------------------
     # Queries
@@ -665,6 +667,38 @@ class DenseViewDistanceGrid(Structure):
 
     def _put_object_arrays(self, arrays: tuple[np.ndarray, ...]) -> None:
         self._level, self._cells.cell, self._cells.slot = arrays
+
+    def _after_removal(self) -> None:
+        """Give memory back: reset an emptied grid; cut the per-handle arrays to the highest live handle
+        when they hold far more than the objects left need (as the tree's, amortised O(1) per removal).
+        The pool gives its own back as it unlinks (:meth:`CellPool.unlink_many`)."""
+        if not self._count:
+            self._reset_objects()
+        elif self._level.shape[0] > HANDLE_SHRINK_RATIO * self._count + 64 and self._count < self._handle_check:
+            try:
+                self._trim_handles()
+            except MemoryError:  # giving memory back is optional: the removal itself is done
+                logger.warning("no memory to trim the grid's per-handle arrays after a removal; it keeps them")
+
+    def _trim_handles(self) -> None:
+        """Cut the per-handle arrays to the highest live handle (free handles above it are forgotten).
+
+        Handles are the caller's names, so the live ones never move; when a high handle is alive this
+        gives nothing back, and the next try waits until half the objects are gone again.
+        """
+        live = np.flatnonzero(self._level >= 0)
+        end = int(live[-1]) + 1
+        length = max(16, int(end * ARRAY_GROWTH))
+        if length >= self._level.shape[0]:
+            self._handle_check = self._count // 2
+            return
+        level = growth.allocate((length,), np.int8, -1)
+        cell = growth.allocate((length,), np.int32, -1)
+        slot = growth.allocate((length,), np.int32, 0)
+        level[:end], cell[:end], slot[:end] = self._level[:end], self._cells.cell[:end], self._cells.slot[:end]
+        self._ids.trim(end)
+        self._level, self._cells.cell, self._cells.slot = level, cell, slot
+        self._handle_check = 1 << 62
 
     def _grow_objects(self, needed: int) -> None:
         """Per-object arrays for ``needed`` handles: all allocated, then all replaced."""

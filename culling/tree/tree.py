@@ -44,7 +44,7 @@ import culling.tree.walk as walk
 from culling.core import growth, members
 from culling.core.cells import home
 from culling.core.containment import reach_of
-from culling.core.growth import ARRAY_GROWTH, grown
+from culling.core.growth import ARRAY_GROWTH, HANDLE_SHRINK_RATIO, grown
 from culling.core.handles import HandleStack
 from culling.core.lattice import ANCHOR, MAX_DEPTH, MAX_GROWTH, Lattice
 from culling.core.structs import (
@@ -84,11 +84,6 @@ from culling.tree.pool import BlockPool, release
 __all__ = ["HANDLE_SHRINK_RATIO", "INSIDE", "MAX_DEPTH", "MAX_GROWTH", "OUTSIDE", "STAYS", "ViewDistanceTree"]
 
 logger = logging.getLogger(__name__)
-
-#: The per-handle arrays are cut back after removals when longer than this
-#: many entries per stored object (plus 64), as far as the highest live
-#: handle allows; a failed try waits until half the objects are gone again.
-HANDLE_SHRINK_RATIO = 4
 
 #: What :func:`_home_one` found: the sphere's home is the object's node (its row now holds the sphere),
 #: another node below the root, or a node outside the root (the root must grow, or the sphere is

@@ -282,8 +282,13 @@ def _tree_scenarios():
 
     def update(s):
         hs = s.handles()
-        far = 300.0 if isinstance(s, ViewDistanceTree) else 99.0
-        s.update_many(hs, rng.uniform(0.0, far, (hs.size, 2)), rng.uniform(0.0, 1.0, hs.size) ** 4)
+        radii = rng.uniform(0.0, 1.0, hs.size) ** 4
+        if isinstance(s, ViewDistanceTree):
+            centres = rng.uniform(0.0, 300.0, (hs.size, 2))
+        else:  # the grid's blocks have room for a quarter more: crowd 60 occupied cells, several each (as their
+            pick = rng.integers(0, 60, hs.size)  # objects: same level, same cell), so their blocks move to the end
+            centres, radii = s.centres_of(hs[:60])[pick], s.radii_of(hs[:60])[pick]
+        s.update_many(hs, centres, radii)
 
     def remove(s):
         s.remove_many(s.handles()[5:])

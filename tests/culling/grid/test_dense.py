@@ -772,6 +772,32 @@ def test_pool_repacks_and_gives_memory_back():
     assert len(grid) == 110 and grid.node_count == int((grid._cells.count > 0).sum())
 
 
+def test_a_moving_crowd_does_not_repack_the_pool_frame_after_frame(monkeypatch):
+    """Cut to their members by a repack, every block was full: each cell a mover entered moved its block
+    to the pool's end, and a crowd that all moves a little repacked the whole pool (O(objects)) every
+    frame or two.  A repack now leaves each block a quarter spare (at least one entry)."""
+    from culling.grid import pool as cellpool
+
+    repacks = []
+    repack = cellpool.CellPool._repack
+    monkeypatch.setattr(cellpool.CellPool, "_repack", lambda self, *a, **k: repacks.append(1) or repack(self, *a, **k))
+    rng = np.random.default_rng(5)
+    n, size = 20_000, 1024.0
+    grid = DenseViewDistanceGrid(size, dim=2, min_radius=4.0)
+    centres = rng.uniform(0, size, (n, 2))
+    handles = grid.insert_many(centres, rng.uniform(4.0, 16.0, n))
+    grid._cells._repack()                                     # as after a repack: every block has its room
+    cells = grid._cells
+    live = np.flatnonzero(cells.count > 0)
+    assert np.array_equal(cells.capacity[live], cells.count[live] + np.maximum(1, cells.count[live] // 4))
+    repacks.clear()
+    for _ in range(20):                                       # every object moves a little, every frame
+        centres = np.clip(centres + rng.normal(0.0, 0.5, centres.shape), 0.0, np.nextafter(size, 0.0))
+        grid.update_many(handles, centres)
+    grid.check_invariants()
+    assert len(repacks) <= 2, len(repacks)                   # with blocks cut to their members: 20 and more
+
+
 def test_nbytes_counts_cells_and_objects():
     grid = DenseViewDistanceGrid(256.0, dim=3, min_radius=4.0)
     empty = grid.nbytes()
@@ -822,3 +848,28 @@ def test_cell_pool_random_batches_with_frequent_repacks(monkeypatch):
         for h, row in zip(members.tolist(), rows.T):
             assert where[h][1] == tuple(row)
         assert counts.tolist() == [sum(c == cell for c, _ in where.values()) for cell in range(40)]
+
+
+@pytest.mark.parametrize("kind", ["tree", "grid"])
+def test_removals_give_the_per_handle_arrays_back_up_to_the_highest_live_handle(kind):
+    """CONTRACT.md, Mutation: the per-handle arrays keep room up to the highest live handle.  The grid kept
+    its arrays sized for every handle it had ever issued (100k inserted, 10 left: 1.7 MB of them)."""
+    from culling import ViewDistanceTree
+
+    rng = np.random.default_rng(4)
+    make = (lambda: ViewDistanceTree(1024.0, dim=2)) if kind == "tree" else \
+        (lambda: DenseViewDistanceGrid(1024.0, dim=2, min_radius=1.0))
+    low_kept, high_kept = make(), make()
+    centres, radii = rng.uniform(0, 1024, (100_000, 2)), rng.uniform(1, 8, 100_000)
+    for structure, keep in ((low_kept, slice(0, 10)), (high_kept, slice(-10, None))):
+        handles = structure.insert_many(centres, radii)
+        alive = np.zeros(handles.size, dtype=bool)
+        alive[keep] = True
+        structure.remove_many(handles[~alive])
+        structure.check_invariants()
+        assert structure.handles().tolist() == handles[alive].tolist()
+    state = lambda s: s._object_state().shape[0]  # noqa: E731 - one handle's entry in each per-handle array
+    assert state(low_kept) <= 64 and state(high_kept) >= 100_000      # only as far as the highest live handle
+    new = low_kept.insert_many(centres[:5], radii[:5])                 # handles are handed out again from 10 on
+    assert sorted(new.tolist()) == list(range(10, 15)) and len(low_kept) == 15
+    low_kept.check_invariants()
