@@ -52,12 +52,16 @@ def main(argv: Sequence[str] | None = None) -> int:
                       help="for this machine's own CPU (a checkout's kernels: pip install -e .), not the portable one")
     args = parser.parse_args(argv)
     if args.command == "ship-kernels":
-        from culling.shipped import ship_kernels
+        from culling.shipped import native_kernels_current, ship_kernels
 
         folder = args.folder or SHIPPED_DIR
         problem = _unwritable(Path(folder))
         if problem:
             ship.error(f"cannot write the kernels into {folder}: {problem}")
+        if args.native and (current := native_kernels_current(folder)):
+            print(f"{current} kernels in {folder} are current for these sources and this CPU: nothing to compile",
+                  file=sys.stderr)
+            return 0
         cpu = "this machine's CPU" if args.native else "the portable CPU"
         print(f"compiling kernels for {cpu} into {folder} ...", file=sys.stderr, flush=True)
         start = time.perf_counter()

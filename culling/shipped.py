@@ -19,7 +19,11 @@ benchmarks measured no difference beyond noise.  To compile them for the
 machine at hand instead, set ``CULLING_SHIPPED_KERNELS=0`` (and run
 ``python -m culling warm-up`` once with it).
 
-``python -m culling ship-kernels DIR`` runs it by hand.
+``python -m culling ship-kernels DIR`` runs it by hand.  For this machine's
+CPU (``--native``, what ``pip install -e .`` runs) it first asks whether the
+package's ``_compiled`` folder already holds every kernel for these sources
+and this CPU (:func:`native_kernels_current`): a reinstall of an unchanged
+checkout then compiles nothing.
 """
 
 from __future__ import annotations
@@ -35,7 +39,7 @@ from pathlib import Path
 
 from culling.runtime.jit import NATIVE_MARK, PORTABLE_CPU, SHIPPED_DIR, SHIPPED_ENV, SHIPPED_LABEL
 
-__all__ = ["SHIPPED_DIR", "ship_kernels"]
+__all__ = ["SHIPPED_DIR", "native_kernels_current", "native_stamp", "ship_kernels"]
 
 _PACKAGE = SHIPPED_DIR.parent
 
@@ -50,6 +54,32 @@ def _cache_folders() -> dict[str, Path]:
         hashed = hashlib.sha1(os.path.abspath(source).encode()).hexdigest()
         folders[f"{source.name}_{hashed}"] = source.relative_to(_PACKAGE)
     return folders
+
+
+def native_stamp() -> str:
+    """This machine's CPU as LLVM names it, with its features: what a native compile is for (written into
+    :data:`~culling.runtime.jit.NATIVE_MARK`, and compared before those kernels are reused)."""
+    import llvmlite.binding as llvm
+
+    return f"{llvm.get_host_cpu_name()} {llvm.get_host_cpu_features().flatten()}"
+
+
+def native_kernels_current(out: Path | str = SHIPPED_DIR) -> int:
+    """How many kernel index files ``out`` holds when they are this package's own ``_compiled`` folder,
+    compiled for this CPU (:func:`native_stamp`) and current for these sources: every kernel group's
+    probed kernels (which between them read every source file the group's kernels depend on) load from
+    it with an empty numba cache, in a child process.  0 when any of that fails."""
+    out = Path(out)
+    mark = out / NATIVE_MARK
+    if out.resolve() != SHIPPED_DIR.resolve() or not mark.is_file() or native_stamp() not in mark.read_text():
+        return 0
+    with tempfile.TemporaryDirectory(prefix="culling-check-") as cache:
+        env = dict(os.environ, NUMBA_CACHE_DIR=cache, **{SHIPPED_ENV: "1"})
+        env["PYTHONPATH"] = os.pathsep.join([str(_PACKAGE.parent), *filter(None, [env.get("PYTHONPATH")])])
+        check = "import sys, culling; sys.exit(0 if culling.kernels_cached() else 1)"
+        found = subprocess.run([sys.executable, "-c", check], env=env, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL).returncode == 0
+    return sum(1 for _ in out.glob("*/*.nbi")) if found else 0
 
 
 def ship_kernels(out: Path | str = SHIPPED_DIR, quiet: bool = False, program: str | None = None,
@@ -85,7 +115,7 @@ def ship_kernels(out: Path | str = SHIPPED_DIR, quiet: bool = False, program: st
                 elif path.suffix == ".nbc":
                     shutil.copyfile(path, target / path.name)
         if native:
-            (out / NATIVE_MARK).write_text("compiled for this machine's CPU (pip install -e .)\n")
+            (out / NATIVE_MARK).write_text(f"compiled for this machine's CPU (pip install -e .): {native_stamp()}\n")
     return written
 
 

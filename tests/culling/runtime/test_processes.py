@@ -563,3 +563,22 @@ def test_the_command_ends_without_pythons_teardown_but_runs_the_exit_functions_a
     assert proc.returncode == 3 and "torn down" in proc.stdout  # what the usual exit does, and this skips
     text = (PACKAGE / "__main__.py").read_text()
     assert 'if __name__ == "__main__":\n    exit_without_teardown(main())' in text
+
+
+def test_a_native_ship_into_kernels_current_for_these_sources_compiles_nothing(tmp_path, monkeypatch, capsys):
+    """``pip install -e .`` of an unchanged checkout compiled every kernel again (about 40 s on 2 cores): the
+    ship now asks first whether the package's own ``_compiled`` holds them all, for this CPU."""
+    import culling.__main__ as cli
+    import culling.shipped as shipped
+    from culling.runtime.jit import NATIVE_MARK, SHIPPED_DIR
+
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / NATIVE_MARK).write_text(f"compiled for this machine's CPU: {shipped.native_stamp()}\n")
+    assert shipped.native_kernels_current(elsewhere) == 0          # not this package's own folder
+    if (SHIPPED_DIR / NATIVE_MARK).is_file() and shipped.native_stamp() not in (SHIPPED_DIR / NATIVE_MARK).read_text():
+        assert shipped.native_kernels_current() == 0                # compiled for another CPU (or before the stamp)
+    monkeypatch.setattr(shipped, "native_kernels_current", lambda folder: 88)
+    monkeypatch.setattr(shipped, "ship_kernels", lambda *a, **k: pytest.fail("compiled although current"))
+    assert cli.main(["ship-kernels", "--native", str(tmp_path / "out")]) == 0
+    assert "88 kernels in" in capsys.readouterr().err
