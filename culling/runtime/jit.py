@@ -55,6 +55,7 @@ from typing import Any, TypeVar, cast, overload
 import numba
 import numpy as np
 from numba.core import types as _types
+from numba.core.compiler_lock import global_compiler_lock
 
 from culling.runtime.compile_options import INLINED_OPTIONS, KERNEL_OPTIONS, NO_REFCOUNT_OPTIONS
 from culling.runtime.fingerprint import kernel_fingerprint, resolved_path
@@ -468,10 +469,37 @@ def _without_collector(compile_: Callable[..., Any]) -> Callable[..., Any]:
     return run
 
 
+#: numba's global compiler lock (it compiles and loads kernels holding it; untyped in numba).
+_COMPILER_LOCK: Any = global_compiler_lock
+
+#: Whether this process's fork holds numba's compiler lock (:func:`_hold_compiler_for_fork`); one entry
+#: while it does (two threads forking at once take the lock in turn).
+_COMPILER_HELD_FOR_FORK: list[bool] = []
+
+
+def _hold_compiler_for_fork() -> None:
+    """Before a fork: wait for a compile or a cache load under way on another thread, and hold numba's
+    global compiler lock through the fork.  A child forked while another thread held it inherited it
+    locked, with no thread to release it: its first kernel to compile or load waited forever (a fork
+    pool started in a program's first frames, while a kernel loaded; seconds of exposure on a cold
+    cache).  Registered before :mod:`culling.runtime.locks` registers its own, so it runs after that
+    hook has waited for running mutations (one of which may be compiling) and held SIGINT."""
+    _COMPILER_LOCK.acquire()
+    _COMPILER_HELD_FOR_FORK.append(True)
+
+
+def _release_compiler_after_fork() -> None:
+    if _COMPILER_HELD_FOR_FORK:
+        _COMPILER_HELD_FOR_FORK.pop()
+        _COMPILER_LOCK.release()
+
+
 def _after_fork_in_child() -> None:
-    """The child has only the forking thread, which compiles nothing now: the collector as it was before
-    a pause a parent's thread held, and new locks (this module's: the collector's, the inline helpers')."""
+    """The child has only the forking thread, which compiles nothing now: numba's compiler lock given
+    back, the collector as it was before a pause a parent's thread held, and new locks (this module's:
+    the collector's, the inline helpers')."""
     global _collector_pauses, _COLLECTOR_LOCK, _HELPERS_LOCK
+    _release_compiler_after_fork()
     if _collector_pauses and _collector_was_on:
         gc.enable()
     _collector_pauses = 0
@@ -479,7 +507,8 @@ def _after_fork_in_child() -> None:
     _HELPERS_LOCK = threading.Lock()
 
 
-os.register_at_fork(after_in_child=_after_fork_in_child)
+os.register_at_fork(before=_hold_compiler_for_fork, after_in_parent=_release_compiler_after_fork,
+                    after_in_child=_after_fork_in_child)
 
 
 def _compiles_whole(dispatcher: Any) -> Any:

@@ -680,6 +680,35 @@ def test_a_child_forked_while_another_thread_holds_the_scratch_locks_can_use_the
 
 
 @needs_fork
+def test_a_child_forked_while_another_thread_compiles_can_compile():
+    # A fork while another thread compiled or loaded a kernel (numba's global compiler lock held) left the
+    # child with that lock held and no thread to release it: its first compile or load hung for ever (a fork
+    # pool started in a program's first frames, while a kernel loaded).  The fork now waits for the compile.
+    import numba
+    from numba.core.compiler_lock import global_compiler_lock
+
+    held, done = threading.Event(), threading.Event()
+
+    def compiling() -> None:  # as numba holds the lock for a compile or a cache load
+        with global_compiler_lock:
+            held.set()
+            done.wait(60)
+
+    worker = threading.Thread(target=compiling)
+    worker.start()
+    held.wait()
+    ends = threading.Timer(0.2, done.set)  # the compile ends a moment later; the fork waits for it meanwhile
+    ends.start()
+    try:
+        out = _in_child(lambda: (signal.alarm(60), str(numba.njit(lambda x: x + 1)(1)))[1])
+    finally:
+        done.set()
+        ends.cancel()
+        worker.join()
+    assert out == "2"
+
+
+@needs_fork
 def test_a_child_forked_while_the_main_thread_holds_ctrl_c_gets_the_programs_handler_back():
     # A tracker's update (a mutation) on the main thread puts SIGINT aside; a fork from another thread
     # meanwhile left the child with the stand-in handler: it could never be interrupted.
