@@ -251,17 +251,21 @@ class NodeTable:
         self.free[self.free_count] = node  # never full: it has a slot per row
         self.free_count += 1
 
-    def prune(self, nodes: np.ndarray, root: int) -> tuple[np.ndarray, np.ndarray]:
+    def prune(self, nodes: np.ndarray, root: int, only_these: bool = False) -> tuple[np.ndarray, np.ndarray]:
         """Delete each of ``nodes`` (int64) that is empty and childless, then its ancestors while
         they become so, up to (not including) ``root``: one compiled pass (:func:`prune_nodes`).
 
         Returns the released pool blocks ``(starts, capacities)``, int64, for the
         pool to take back (:meth:`culling.tree.pool.BlockPool.release_many`).
         Dead or non-empty nodes in ``nodes`` are skipped.  O(len(nodes) + deleted).
-        Allocates no table array.
+        Allocates no table array.  ``only_these``: no node outside ``nodes`` can go (the nodes a failed
+        batch made, every one of their ancestors that may go among them), so room for ``len(nodes)``
+        released blocks is enough: the undo of a batch that ran out of memory allocates that little,
+        not two arrays the size of the table (under the same limit, they failed and left empty leaves).
         """
-        starts = np.empty(self.live, dtype=np.int64)
-        capacities = np.empty(self.live, dtype=np.int64)
+        room = min(self.live, nodes.shape[0]) if only_these else self.live
+        starts = np.empty(room, dtype=np.int64)
+        capacities = np.empty(room, dtype=np.int64)
         self.free_count, released = prune_nodes(nodes, root, (self.free, self.free_count), (starts, capacities),
                                            self.arrays())
         return starts[:released], capacities[:released]

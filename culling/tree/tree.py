@@ -683,7 +683,7 @@ class ViewDistanceTree(Structure):
             homes = self._nodes.at_many(keys, self._root, made, begin)
             self._pool.make_room(self._nodes, homes, sizes, self._obj_pos)
         except MemoryError:
-            self._prune(made[0] if made else np.empty(0, dtype=np.int64))  # new nodes: empty leaves, chains of them
+            self._prune(made[0] if made else np.empty(0, dtype=np.int64), only_these=True)  # empty leaves, chains
             raise
         return group_of, homes
 
@@ -742,12 +742,13 @@ class ViewDistanceTree(Structure):
     # ------------------------------------------------------------------
     # Internals: nodes
 
-    def _prune(self, nodes: np.ndarray) -> None:
+    def _prune(self, nodes: np.ndarray, only_these: bool = False) -> None:
         """Delete the empty, childless ``nodes`` (int64) and their ancestors that become so, in one
-        compiled pass (:meth:`NodeTable.prune`); their blocks go back to the pool, then the root
-        shrinks if it can.  Allocates none of the tree's arrays."""
+        compiled pass (:meth:`NodeTable.prune`; ``only_these``: every node that may go is in ``nodes``);
+        their blocks go back to the pool, then the root shrinks if it can.  Allocates none of the tree's
+        arrays."""
         if nodes.size:
-            starts, capacities = self._nodes.prune(nodes, self._root)
+            starts, capacities = self._nodes.prune(nodes, self._root, only_these)
             if starts.size:
                 self._pool.release_many(starts, capacities)
         self._shrink_root()
