@@ -125,13 +125,18 @@ class _Pool:
         a chunk no thread takes is run by the calling thread, so every batch call still answers."""
         self._jobs: queue.SimpleQueue[_Helper | None] = queue.SimpleQueue()
         self._workers = 0
+        started: list[threading.Thread] = []
         try:
             for i in range(workers):
-                threading.Thread(target=self._serve, name=f"culling_{i}", daemon=True).start()
+                thread = threading.Thread(target=self._serve, name=f"culling_{i}", daemon=True)
+                thread.start()
+                started.append(thread)
                 self._workers += 1
         except RuntimeError as exc:  # the OS refused a thread
             if all_or_nothing:
                 self.shutdown()
+                for thread in started:  # gone before the error: a smaller count then finds the room they took
+                    thread.join()
                 raise RuntimeError(f"could not start the {workers} threads that set_thread_count or "
                                    f"{ENV_VAR} asks for ({exc}: out of memory or a thread limit); ask for "
                                    f"fewer") from exc
