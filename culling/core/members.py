@@ -521,11 +521,15 @@ def _list_unsure(visits: _Visits, start: np.ndarray, count: np.ndarray, pool: Po
 #: ``query_many`` and the probes cut a batch into chunks of points for the
 #: library's threads, of half this many points or more (fewer points run in
 #: one chunk on the calling thread): a point's walk and test take 1 to 10
-#: us, and a chunk handed to another thread costs 10 to 100 us on a busy
-#: 2-core machine (submitting it and waking a pool thread).  Measured on
-#: the forest (10k and 100k objects, 64 to 2,000 points), 64 did as well
-#: as 32 or 128 or better.
-PARALLEL_MIN_POINTS = 64
+#: us, a chunk handed to another thread costs 10 to 100 us on a quiet 2-core
+#: machine, and on a busy one the wait for a helper the scheduler has put
+#: aside is a time slice, milliseconds.  Measured with 1 and 2 threads in
+#: turn (the interest workload, 5k and 100k entities, 64 to 1,000 viewers):
+#: on a quiet machine two threads were 1.7 to 2.4 times slower up to 256
+#: points and 0.8 times at 512 to 1,000 on the 100k world; with the other
+#: core busy, 3 to 7 times slower up to 256 (0.25 -> 3.7 ms for 128 points).
+#: It was 64, measured on an idle machine.
+PARALLEL_MIN_POINTS = 512
 
 
 def answer_runs(visited: np.ndarray, start: np.ndarray, count: np.ndarray, pool_fields: PoolFields, p: np.ndarray,
