@@ -345,8 +345,8 @@ def main(argv=None) -> int:
 
     def draw_frame() -> None:                        # pygfx's draw callback: cull, upload, render
         i, t0 = state["frame"], time.perf_counter()
-        if i == 0:
-            state["said"] = t0                       # the frame rate counts from the first frame's start
+        if i == 0:  # the frame rate, the path's clock and the first step count from the first frame's start:
+            state.update(said=t0, start=t0, last=t0)  # not from before pygfx compiled its shaders (a second)
         fly(t0 - state["last"])
         state["last"] = t0
         if state["flown"]:
