@@ -28,6 +28,7 @@ from numpy.typing import ArrayLike
 from culling.answer import QueryDetails
 from culling.core import chunks, members, overlap
 from culling.core.containment import decide, distances
+from culling.core.growth import ARRAY_GROWTH, HANDLE_SHRINK_RATIO
 from culling.core.handles import HandleStack
 from culling.core.structs import PoolFields
 from culling.core.validation import (
@@ -154,6 +155,33 @@ class Structure(ABC):
     def _next_handle(self) -> int:
         """Handles ``0 .. _next_handle - 1`` have been handed out at some time."""
         return self._ids.issued
+
+    def _trim_due(self) -> bool:
+        """Whether removals left the per-handle arrays far longer than the objects left need
+        (:data:`~culling.core.growth.HANDLE_SHRINK_RATIO`), and a try is not waiting (see
+        :meth:`_trim_handles`): amortised O(1) per removal."""
+        return (self._object_state().shape[0] > HANDLE_SHRINK_RATIO * self._count + 64
+                and self._count < self._handle_check)
+
+    def _trim_handles(self) -> None:
+        """Cut the per-handle arrays (:meth:`_object_arrays`) to the highest live handle (free handles above
+        it are forgotten).
+
+        Handles are the caller's names, so the live ones never move: this gives memory back when the
+        high handles are gone.  When it cannot (a high handle is alive), the next try waits until half
+        the objects are gone again.  Every array is copied before any is replaced: a ``MemoryError``
+        changes nothing.  (Entries past the highest live handle are free ones, marked free already.)
+        """
+        state = self._object_state()
+        end = int(np.flatnonzero(state >= 0)[-1]) + 1
+        length = max(16, int(end * ARRAY_GROWTH))
+        if length >= state.shape[0]:
+            self._handle_check = self._count // 2
+            return
+        arrays = tuple(array[:length].copy() for array in self._object_arrays())
+        self._ids.trim(end)
+        self._put_object_arrays(arrays)
+        self._handle_check = 1 << 62
 
     @reading
     def __contains__(self, handle: object) -> bool:

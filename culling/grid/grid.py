@@ -44,7 +44,7 @@ import culling.grid.walk as gridwalk
 from culling.core import growth, members
 from culling.core.cells import placed_u
 from culling.core.containment import squared_reach, squared_reach_of
-from culling.core.growth import ARRAY_GROWTH, HANDLE_SHRINK_RATIO
+from culling.core.growth import ARRAY_GROWTH
 from culling.core.handles import HandleStack
 from culling.core.structs import CellsFields, PoolFields, WorldFields
 from culling.core.validation import (
@@ -674,31 +674,11 @@ class DenseViewDistanceGrid(Structure):
         The pool gives its own back as it unlinks (:meth:`CellPool.unlink_many`)."""
         if not self._count:
             self._reset_objects()
-        elif self._level.shape[0] > HANDLE_SHRINK_RATIO * self._count + 64 and self._count < self._handle_check:
+        elif self._trim_due():
             try:
                 self._trim_handles()
             except MemoryError:  # giving memory back is optional: the removal itself is done
                 logger.warning("no memory to trim the grid's per-handle arrays after a removal; it keeps them")
-
-    def _trim_handles(self) -> None:
-        """Cut the per-handle arrays to the highest live handle (free handles above it are forgotten).
-
-        Handles are the caller's names, so the live ones never move; when a high handle is alive this
-        gives nothing back, and the next try waits until half the objects are gone again.
-        """
-        live = np.flatnonzero(self._level >= 0)
-        end = int(live[-1]) + 1
-        length = max(16, int(end * ARRAY_GROWTH))
-        if length >= self._level.shape[0]:
-            self._handle_check = self._count // 2
-            return
-        level = growth.allocate((length,), np.int8, -1)
-        cell = growth.allocate((length,), np.int32, -1)
-        slot = growth.allocate((length,), np.int32, 0)
-        level[:end], cell[:end], slot[:end] = self._level[:end], self._cells.cell[:end], self._cells.slot[:end]
-        self._ids.trim(end)
-        self._level, self._cells.cell, self._cells.slot = level, cell, slot
-        self._handle_check = 1 << 62
 
     def _grow_objects(self, needed: int) -> None:
         """Per-object arrays for ``needed`` handles: all allocated, then all replaced."""

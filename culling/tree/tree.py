@@ -44,7 +44,7 @@ import culling.tree.walk as walk
 from culling.core import growth, members
 from culling.core.cells import home
 from culling.core.containment import reach_of
-from culling.core.growth import ARRAY_GROWTH, HANDLE_SHRINK_RATIO, grown
+from culling.core.growth import HANDLE_SHRINK_RATIO, grown
 from culling.core.handles import HandleStack
 from culling.core.lattice import ANCHOR, MAX_DEPTH, MAX_GROWTH, Lattice
 from culling.core.structs import (
@@ -160,7 +160,7 @@ class ViewDistanceTree(Structure):
                 self._compact()
             if self._nodes.wasteful():
                 self._compact_nodes()
-            if self._obj_node.shape[0] > HANDLE_SHRINK_RATIO * self._count + 64 and self._count < self._handle_check:
+            if self._trim_due():
                 self._trim_handles()
         except MemoryError:  # giving memory back is optional: the removal itself is done
             logger.warning("no memory to compact the tree after a removal; it keeps its arrays")
@@ -171,27 +171,6 @@ class ViewDistanceTree(Structure):
         live = np.flatnonzero(self._obj_node[: self._next_handle] >= 0)
         self._obj_node[live] = renumber[self._obj_node[live]]
         self._root = int(renumber[self._root])
-
-    def _trim_handles(self) -> None:
-        """Cut the per-handle arrays to the highest live handle (free handles above it are forgotten).
-
-        Handles are the caller's names, so the live ones never move: this gives
-        memory back when the high handles are gone.  When it cannot (a high handle
-        is alive), the next try waits until half the objects are gone again.
-        """
-        live = np.flatnonzero(self._obj_node[: self._next_handle] >= 0)
-        end = int(live[-1]) + 1
-        length = max(16, int(end * ARRAY_GROWTH))
-        if length >= self._obj_node.shape[0]:
-            self._handle_check = self._count // 2
-            return
-        obj_node = growth.allocate((length,), np.int64, -1)
-        obj_pos = growth.allocate((length,), np.int64, 0)
-        obj_node[:end] = self._obj_node[:end]
-        obj_pos[:end] = self._obj_pos[:end]
-        self._ids.trim(end)
-        self._obj_node, self._obj_pos = obj_node, obj_pos
-        self._handle_check = 1 << 62
 
     # Per-object storage, for the base class's accessors and handles
 
