@@ -46,13 +46,18 @@ from typing import TYPE_CHECKING, TypeVar, cast
 if TYPE_CHECKING:
     import numpy as np
 
-__all__ = ["CHUNKS_PER_THREAD", "ENV_VAR", "chunk_bounds", "run_chunks", "set_thread_count", "thread_count",
+__all__ = ["CHUNKS_PER_THREAD", "ENV_VAR", "MAX_THREADS", "chunk_bounds", "run_chunks", "set_thread_count", "thread_count",
            "usable_cores"]
 
 T = TypeVar("T")
 
 #: Environment variable that sets the pool's size (a positive integer).
 ENV_VAR = "CULLING_THREADS"
+
+#: The most threads a batch call may ask for.  A count beyond what any machine runs is refused where
+#: it is given, at once; without the bound ``set_thread_count(2**70)`` was taken, and the next batch
+#: call spent seconds starting threads until the system refused one.
+MAX_THREADS = 4096
 
 #: Chunks per thread a batch is cut into: a few per thread let a thread that
 #: finishes early take another chunk (the work per point varies tenfold
@@ -186,9 +191,9 @@ def _from_env() -> int:
             n = int(text)
         except ValueError:
             n = 0
-        if n >= 1:
+        if 1 <= n <= MAX_THREADS:
             return n
-        raise ValueError(f"{ENV_VAR} must be a positive integer, got {text!r}")
+        raise ValueError(f"{ENV_VAR} must be a positive integer of at most {MAX_THREADS:,}, got {text!r}")
     return usable_cores()
 
 
@@ -224,15 +229,17 @@ def set_thread_count(n: int | np.integer | None) -> None:
     """Run batch calls on ``n`` threads (the caller's included); ``None`` goes back to the default.
 
     Takes effect at the next batch call; calls running now finish on the old pool.
-    Raises ``ValueError`` unless ``n`` is a positive integer (any integer type, NumPy's too) or None.
+    Raises ``ValueError`` unless ``n`` is a positive integer of at most :data:`MAX_THREADS` (any
+    integer type, NumPy's too) or None.
     If the system cannot start that many threads, the next batch call raises ``RuntimeError`` and
     stops those it started (nothing leaks): a smaller count (or None) works again at once.  (With the
     default count, batch calls run on the threads the system did start, with one ``RuntimeWarning``.)
     """
     global _size, _pool, _chosen
     if n is not None:
-        if isinstance(n, bool) or not isinstance(n, numbers.Integral) or n < 1:
-            raise ValueError(f"the thread count must be a positive integer or None, got {n!r}")
+        if isinstance(n, bool) or not isinstance(n, numbers.Integral) or not 1 <= n <= MAX_THREADS:
+            raise ValueError(f"the thread count must be a positive integer of at most {MAX_THREADS:,} or None, "
+                             f"got {n!r}")
         n = int(n)
     with _lock:
         old, _pool = _pool, None

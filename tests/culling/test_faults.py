@@ -984,7 +984,7 @@ def test_a_thread_count_the_system_cannot_start_leaks_nothing_and_a_smaller_one_
     started, start = _threads_refused_after(3)
     s, points, expected = _queried_tree()
     try:
-        threads.set_thread_count(20000)
+        threads.set_thread_count(threads.MAX_THREADS)
         monkeypatch.setattr(threading.Thread, "start", start)
         for _ in range(2):
             with pytest.raises(RuntimeError, match=r"could not start the \d+ threads"):

@@ -105,7 +105,7 @@ def test_a_thread_count_the_library_refuses_is_one_line(tmp_path):
     proc = run_demo(["--headless", "--frames", "1"], tmp_path, CULLING_THREADS="many")
     assert proc.returncode == cli.EXIT_ERROR
     err = _lines(proc.stderr)
-    assert len(err) == 1 and "CULLING_THREADS must be a positive integer, got 'many'" in err[0], proc.stderr
+    assert len(err) == 1 and "CULLING_THREADS must be a positive integer of at most 4,096, got 'many'" in err[0], proc.stderr
     assert "Traceback" not in proc.stderr
 
 

@@ -92,9 +92,13 @@ def test_thread_count_is_configurable():
     finally:
         culling.set_thread_count(None)
     assert pool.thread_count() == default
-    for bad in (0, -1, 1.5, True, "2"):
-        with pytest.raises(ValueError, match="positive integer"):
+    for bad in (0, -1, 1.5, True, "2", pool.MAX_THREADS + 1, 2**70, np.uint64(2**64 - 1)):
+        with pytest.raises(ValueError, match="positive integer of at most 4,096"):
             culling.set_thread_count(bad)
+        assert pool.thread_count() == default  # refused where it is given: the count is as it was
+    culling.set_thread_count(np.int16(pool.MAX_THREADS))  # the bound itself is taken
+    assert pool.thread_count() == pool.MAX_THREADS
+    culling.set_thread_count(None)
 
 
 def test_the_default_count_is_the_cores_this_process_may_run_on(monkeypatch):
@@ -120,8 +124,9 @@ def test_the_default_count_is_the_cores_this_process_may_run_on(monkeypatch):
 
 
 @pytest.mark.parametrize("value, answer", [("3", "3"), (" 2 ", "2"), ("", "default"),
-                                           ("many", "ValueError: CULLING_THREADS must be a positive integer, got 'many'"),
-                                           ("0", "ValueError: CULLING_THREADS must be a positive integer, got '0'")])
+                                           ("many", "ValueError: CULLING_THREADS must be a positive integer of at most 4,096, got 'many'"),
+                                           ("0", "ValueError: CULLING_THREADS must be a positive integer of at most 4,096, got '0'"),
+                                           ("4097", "ValueError: CULLING_THREADS must be a positive integer of at most 4,096, got '4097'")])
 def test_culling_threads_is_read_on_import_and_a_bad_value_refused_there(value, answer):
     """A ``CULLING_THREADS`` the pool cannot use stops ``import culling`` (where a program starts), not its
     first batch call (a game's first frame, a server's first tick)."""
