@@ -17,13 +17,14 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
+from culling.core.records import ValueRecord
 from culling.trace import QueryTrace
 
 __all__ = ["QueryDetails"]
 
 
-@dataclass(frozen=True)
-class QueryDetails:
+@dataclass(frozen=True, eq=False)
+class QueryDetails(ValueRecord):
     """The exact answer of one point query, and what the walk saw on the way.
 
     Attributes

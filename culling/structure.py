@@ -88,7 +88,7 @@ class Structure(ABC):
     #: How errors name the structure ("handle 7 is not in the tree").
     _owner = "structure"
 
-    def __init__(self, size: float, origin: ArrayLike | None, dim: int, shape: str) -> None:
+    def __init__(self, size: Real, origin: ArrayLike | None, dim: int, shape: str) -> None:
         self._size, self._origin, self._dim, self._shape = check_constructor(size, origin, dim, shape)
         self._rw = ReadWriteLock()
         self._structs_cache: tuple[int, Any] = (-1, None)

@@ -13,11 +13,13 @@ from dataclasses import dataclass, field
 import numpy as np
 from numpy.typing import NDArray
 
+from culling.core.records import ValueRecord
+
 __all__ = ["LevelTrace", "QueryTrace"]
 
 
-@dataclass(frozen=True)
-class LevelTrace:
+@dataclass(frozen=True, eq=False)
+class LevelTrace(ValueRecord):
     """The nodes one query visited on one level.
 
     Attributes
@@ -51,8 +53,8 @@ class LevelTrace:
         return int(self.bounds.shape[0])
 
 
-@dataclass(frozen=True)
-class QueryTrace:
+@dataclass(frozen=True, eq=False)
+class QueryTrace(ValueRecord):
     """The candidates of one query and the levels it visited, root first.
 
     Attributes

@@ -349,10 +349,12 @@ def kernels_cached(groups: Sequence[str] | None = None) -> bool:
     program that wants to say "compiling kernels (first run only)" only on a
     first run.  True where the installed wheel ships them compiled
     (:mod:`culling.shipped`); False when kernels are compiled in memory (no
-    writable cache, nothing shipped) or the cache cannot be read.
+    writable cache, nothing shipped) or the cache cannot be read.  A group that
+    is not one of :data:`KERNEL_GROUPS` is a ``ValueError``, as in :func:`warm_up`.
     """
+    chosen = _groups(groups)  # a misspelt group is refused, not read as "not cached"
     try:
-        return all(_has_index(kernel) for group in _groups(groups) for kernel in _PROBED[group])
+        return all(_has_index(kernel) for group in chosen for kernel in _PROBED[group])
     except Exception:  # noqa: BLE001 - numba's cache internals differ between versions: assume not cached
         return False
 

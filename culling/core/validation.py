@@ -109,6 +109,9 @@ def _as_float_array(values: object, name: str) -> np.ndarray:
     if array.dtype.kind == "f" and not isinstance(values, np.ndarray) and array.size \
             and float(np.abs(array).max()) >= 2.0 ** 63:  # a list of ints and floats: NumPy made floats of them all
         _reject_huge_integers(np.array(values, dtype=object).flat, name)
+    if array.dtype.kind == "f" and array.dtype.itemsize > 8:  # long double: beyond float64 becomes inf, which
+        with np.errstate(over="ignore"):  # the caller refuses in its own words, not in NumPy's warning
+            return array.astype(np.float64)
     return _writable(array.astype(np.float64, copy=False))
 
 
@@ -312,8 +315,8 @@ def as_handles(values: object, name: str = "handles", beyond: str = "raise", cop
         fits = [_INT64_MIN <= int(v) <= _INT64_MAX for v in items]
         if not all(fits):
             if beyond == "raise":
-                raise KeyError(f"{name} contains a handle that is not in the structure "
-                               f"({int(items[fits.index(False)])} is beyond int64)")
+                row = fits.index(False)
+                raise KeyError(f"handle {int(items[row])} is not in the structure ({name}[{row}]: beyond int64)")
             items = [v for v, ok in zip(items, fits) if ok]
         return np.array([int(v) for v in items], dtype=np.int64)
     if array.dtype == np.bool_ or not np.issubdtype(array.dtype, np.integer):
@@ -322,8 +325,8 @@ def as_handles(values: object, name: str = "handles", beyond: str = "raise", cop
         huge = array > np.uint64(_INT64_MAX)
         if huge.any():
             if beyond == "raise":
-                raise KeyError(f"{name} contains a handle that is not in the structure "
-                               f"({int(array[huge][0])} is beyond int64)")
+                row = int(np.flatnonzero(huge)[0])
+                raise KeyError(f"handle {int(array[row])} is not in the structure ({name}[{row}]: beyond int64)")
             array = array[~huge]
     return np.array(array, dtype=np.int64)
 
@@ -373,6 +376,10 @@ def check_constructor(size: object, origin: object, dim: object, shape: object) 
     if not isinstance(shape, str) or shape not in SHAPES:
         raise ValueError(f"shape must be 'sphere' or 'cube', got {shape!r}")
     origin = origin + 0.0  # a private copy, -0.0 as 0.0
+    with np.errstate(over="ignore"):
+        far = origin + size
+    if not np.isfinite(far).all():  # the root's high corner: bounds, traces and node boxes would end at inf
+        raise ValueError(f"origin + size must be finite, got {far.tolist()}")
     origin.flags.writeable = False  # handed out as .origin: must not be a way to corrupt the lattice
     return size, origin, dim, shape
 

@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import logging
 import math
-import numbers
 from collections.abc import Callable
 from fractions import Fraction
 
@@ -54,6 +53,7 @@ from culling.core.validation import (
     as_points,
     as_radii,
     as_radius,
+    as_real,
     as_scale,
     check_unique,
 )
@@ -132,8 +132,8 @@ class DenseViewDistanceGrid(Structure):
     -----
     Memory: 12 bytes per cell summed over all levels (``sum_L 2**(L*dim)``,
     about ``8/7`` of the finest level in 3D), plus per object
-    ``8 + 8*(dim+2)`` bytes per pool entry (1.5 to 3 entries with the blocks'
-    and the pool's slack) and 13 bytes of per-handle arrays.  :meth:`nbytes`
+    ``8 + 8*(dim+2)`` bytes per pool entry (about 1.9 to 3 entries with the
+    blocks' and the pool's slack) and 17 bytes of per-handle arrays.  :meth:`nbytes`
     reports the total; docs/DENSE.md has the formula and the trade-off.
 
     Examples
@@ -154,13 +154,11 @@ class DenseViewDistanceGrid(Structure):
     ValueError: centre must lie in the grid's world [[0.0, 0.0], [1024.0, 1024.0]) ...
     """
 
-    def __init__(self, size: float, origin: ArrayLike | None = None, dim: int = 3, shape: str = "sphere",
-                 min_radius: float | None = None) -> None:
+    def __init__(self, size: Real, origin: ArrayLike | None = None, dim: int = 3, shape: str = "sphere",
+                 min_radius: Real | None = None) -> None:
         super().__init__(size, origin, dim, shape)
-        self.finest_level, self.min_radius = self._finest_level(min_radius)
+        self._finest, self._min_radius = self._finest_level(min_radius)
         self._geo = geo = GridGeometry(self.size, self.origin, self.finest_level)
-        if not np.isfinite(geo.hi).all():
-            raise ValueError(f"origin + size must be finite, got {geo.hi.tolist()}")
         self._finest_edge = float(geo.cell_size[-1])
         self._origin_list = self.origin.tolist()
         self._hi_list = geo.hi.tolist()
@@ -188,15 +186,16 @@ class DenseViewDistanceGrid(Structure):
         self._cells.clear()
         self._handle_check = 1 << 62  # objects below which the next trim of the per-handle arrays is tried
 
-    def _finest_level(self, min_radius: float | None) -> tuple[int, float]:
+    def _finest_level(self, min_radius: Real | None) -> tuple[int, float]:
         """The finest level and the min_radius it stands for, validated."""
         max_level = (MAX_FINEST_CELLS.bit_length() - 1) // self.dim
         if min_radius is None:
             level = (DEFAULT_FINEST_CELLS.bit_length() - 1) // self.dim
             return level, math.ldexp(self.size, -(level + 2))
-        if isinstance(min_radius, (bool, np.bool_)) or not isinstance(min_radius, (numbers.Real, np.floating)):
-            raise ValueError(f"min_radius must be a finite number > 0, got {min_radius!r}")
-        value = float(min_radius)
+        try:
+            value = as_real(min_radius, "min_radius")  # a 0-d array too, as every other number
+        except TypeError:
+            raise ValueError(f"min_radius must be a finite number > 0, got {min_radius!r}") from None
         if not math.isfinite(value) or value <= 0:
             raise ValueError(f"min_radius must be a finite number > 0, got {min_radius!r}")
         if value >= self.size / 2:
@@ -217,6 +216,16 @@ class DenseViewDistanceGrid(Structure):
     def __repr__(self) -> str:
         return (f"DenseViewDistanceGrid(size={self.size}, origin={self._origin_list}, dim={self.dim}, "
                 f"shape={self.shape!r}, min_radius={self.min_radius:g}, objects={self._count})")
+
+    @property
+    def finest_level(self) -> int:
+        """The finest level, fixed at construction by ``min_radius`` (the root is level 0)."""
+        return self._finest
+
+    @property
+    def min_radius(self) -> float:
+        """The ``min_radius`` the grid was made with (or its default): the finest level's radii start there."""
+        return self._min_radius
 
     @property
     def node_count(self) -> int:

@@ -118,7 +118,7 @@ class ViewDistanceTree(Structure):
         distance (axis-aligned cube whose half edge is the radius).
     """
 
-    def __init__(self, size: float, origin: ArrayLike | None = None, dim: int = 3, shape: str = "sphere") -> None:
+    def __init__(self, size: Real, origin: ArrayLike | None = None, dim: int = 3, shape: str = "sphere") -> None:
         super().__init__(size, origin, dim, shape)
         self._lattice = Lattice(self.size, self.origin)
         self._origin_list = self.origin.tolist()
@@ -261,6 +261,10 @@ class ViewDistanceTree(Structure):
             raise ValueError("give both lo and hi, or neither")
         window = None if lo is None else (np.asarray(as_coords(lo, self.dim, "lo")),
                                           np.asarray(as_coords(hi, self.dim, "hi")))
+        if window is not None and np.any(window[0] > window[1]):
+            axis = int(np.argmax(window[0] > window[1]))
+            raise ValueError(f"lo exceeds hi on axis {axis} ({float(window[0][axis])!r} > {float(window[1][axis])!r}): "
+                             f"the box [lo, hi] is empty")
         nodes = self._nodes
         ids = np.flatnonzero(nodes.count[:nodes.issued] >= 0)
         levels = nodes.level[ids]

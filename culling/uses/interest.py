@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import copy
 import itertools
-import numbers
+import operator
 import threading
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -48,7 +48,9 @@ from numpy.typing import ArrayLike, NDArray
 
 from culling.core.chunks import in_caller_order
 from culling.core.containment import decide
-from culling.core.validation import Handle, as_handles, as_integer, as_points, as_probe_radii, as_radius
+from culling.core.records import ValueRecord
+from culling.core.validation import Handle, as_handles, as_integer, as_points, as_probe_radii, as_radius, as_real
+from culling.interface import Real
 from culling.runtime.locks import ReadWriteLock, reading, state_without_lock, writing
 from culling.runtime.threads import run_chunks, thread_count
 from culling.tree.tree import ViewDistanceTree
@@ -285,8 +287,22 @@ def grid_answer(tree: ViewDistanceTree, points: NDArray[np.float64], scale: floa
     return out, counts, order, out.size / max(top, 1), ascending
 
 
+def _row_span(offsets: NDArray[np.int64], row: int) -> tuple[int, int]:
+    """Row ``row`` of a CSR array with ``offsets``, as ``(start, end)``: ``row`` indexes the rows as a list
+    does.  Slicing the offsets with a negative row instead gave row -1 nothing and row -2 the last."""
+    rows = offsets.shape[0] - 1
+    try:
+        at = operator.index(row)
+    except TypeError:
+        raise TypeError(f"row must be an integer, got {type(row).__name__}") from None
+    if not -rows <= at < rows:
+        raise IndexError(f"row {at} is out of range for {rows} viewers")
+    at %= rows
+    return int(offsets[at]), int(offsets[at + 1])
+
+
 @dataclass(frozen=True, eq=False)
-class InterestTick:
+class InterestTick(ValueRecord):
     """What changed in every viewer's interest set at one tick.
 
     Attributes
@@ -313,12 +329,15 @@ class InterestTick:
     left: NDArray[np.int64]
 
     def entered_of(self, row: int) -> NDArray[np.int64]:
-        """Row ``row``'s entered handles (a read-only view)."""
-        return self.entered[self.entered_offsets[row]:self.entered_offsets[row + 1]]
+        """Row ``row``'s entered handles (a read-only view); ``row`` counts as a list's index does
+        (``-1`` is the last viewer), one out of range is an ``IndexError``."""
+        start, end = _row_span(self.entered_offsets, row)
+        return self.entered[start:end]
 
     def left_of(self, row: int) -> NDArray[np.int64]:
-        """Row ``row``'s left handles (a read-only view)."""
-        return self.left[self.left_offsets[row]:self.left_offsets[row + 1]]
+        """Row ``row``'s left handles (a read-only view), ``row`` as in :meth:`entered_of`."""
+        start, end = _row_span(self.left_offsets, row)
+        return self.left[start:end]
 
     @property
     def events(self) -> int:
@@ -358,10 +377,8 @@ class InterestSets:
     _hysteresis: float
     _bound: int
 
-    def __init__(self, hysteresis: float = 0.0) -> None:
-        if isinstance(hysteresis, bool) or not isinstance(hysteresis, numbers.Real):
-            raise TypeError(f"hysteresis must be a real number, got {type(hysteresis).__name__}")
-        self._hysteresis = as_radius(hysteresis, "hysteresis")
+    def __init__(self, hysteresis: Real = 0.0) -> None:
+        self._hysteresis = as_radius(as_real(hysteresis, "hysteresis"), "hysteresis")
         if not np.isfinite(1.0 + self._hysteresis):
             raise ValueError("hysteresis must be finite")
         self._rw = ReadWriteLock()
@@ -726,8 +743,8 @@ class InterestManager:
 
     _rw: ReadWriteLock
 
-    def __init__(self, size: float, origin: ArrayLike | None = None, dim: int = 3,
-                 hysteresis: float = 0.0) -> None:
+    def __init__(self, size: Real, origin: ArrayLike | None = None, dim: int = 3,
+                 hysteresis: Real = 0.0) -> None:
         self._tree = ViewDistanceTree(size, origin, dim)
         self._sets = InterestSets(hysteresis)
         self._rw = ReadWriteLock()

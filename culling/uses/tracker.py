@@ -45,7 +45,6 @@ view distances, and decides itself:
 from __future__ import annotations
 
 import copy
-import numbers
 from collections.abc import Hashable, Iterator
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -54,7 +53,9 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from culling.core.containment import contains_exact
-from culling.core.validation import as_handles, as_radii, as_radius, has_masked_entries
+from culling.core.records import ValueRecord
+from culling.core.validation import as_handles, as_radii, as_radius, as_real, has_masked_entries
+from culling.interface import Real
 from culling.runtime.interrupts import runs_whole
 
 __all__ = ["MultiCameraTracker", "VisibilityEvents", "VisibilityTracker", "read_only_again"]
@@ -81,7 +82,7 @@ def read_only_again(owner: object, state: dict[str, Any]) -> None:
 
 
 @dataclass(frozen=True, eq=False)
-class VisibilityEvents:
+class VisibilityEvents(ValueRecord):
     """What changed between two consecutive updates of one tracker.
 
     Attributes
@@ -171,10 +172,8 @@ class VisibilityTracker:
     update never changes them.
     """
 
-    def __init__(self, band_edges: ArrayLike | None = None, hysteresis: float = 0.0) -> None:
-        if isinstance(hysteresis, bool) or not isinstance(hysteresis, numbers.Real):
-            raise TypeError(f"hysteresis must be a real number, got {type(hysteresis).__name__}")
-        self._hysteresis: float = as_radius(hysteresis, "hysteresis")
+    def __init__(self, band_edges: ArrayLike | None = None, hysteresis: Real = 0.0) -> None:
+        self._hysteresis: float = as_radius(as_real(hysteresis, "hysteresis"), "hysteresis")
         self._edges: NDArray[np.float64] | None
         self._visible: NDArray[np.int64]
         self._bands: NDArray[np.int64]
@@ -440,7 +439,7 @@ class MultiCameraTracker:
     ([1], [])
     """
 
-    def __init__(self, band_edges: ArrayLike | None = None, hysteresis: float = 0.0) -> None:
+    def __init__(self, band_edges: ArrayLike | None = None, hysteresis: Real = 0.0) -> None:
         checked = VisibilityTracker(band_edges, hysteresis)   # validates both
         self._band_edges = checked.band_edges                 # read-only
         self._hysteresis = checked.hysteresis
@@ -448,6 +447,16 @@ class MultiCameraTracker:
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         read_only_again(self, state)
+
+    @property
+    def band_edges(self) -> NDArray[np.float64] | None:
+        """Every camera's distance thresholds, shape (k,), float64, read-only; None without bands."""
+        return self._band_edges
+
+    @property
+    def hysteresis(self) -> float:
+        """Every camera's margin ``m`` (:attr:`VisibilityTracker.hysteresis`)."""
+        return self._hysteresis
 
     def __getitem__(self, camera: Hashable) -> VisibilityTracker:
         tracker = self._trackers.get(camera)

@@ -36,6 +36,13 @@ def run() -> None:
     candidates.candidates((0.0, 0.0), np.float32(1.0))
     candidates.touching((0.0, 0.0), np.array(1.0))
     candidates.remove(np.int64(first))
+    for made in (ViewDistanceTree(np.float32(64.0), dim=2), ViewDistanceTree(np.array(64.0), dim=2),
+                 DenseViewDistanceGrid(np.float32(64.0), dim=2, min_radius=np.float32(1.0)),
+                 DenseViewDistanceGrid(np.array(64.0), dim=2, min_radius=np.array(1.0))):
+        assert made.size == 64.0
+    assert InterestManager(size=np.float32(64.0), dim=2, hysteresis=np.array(0.25)).hysteresis == 0.25
+    assert culling.VisibilityTracker(hysteresis=np.float32(0.5)).hysteresis == 0.5
+    assert culling.MultiCameraTracker(hysteresis=np.array(0.5)).hysteresis == 0.5
     manager = InterestManager(size=64.0, dim=2)
     manager.insert_many([(1.0, 1.0)], [5.0])
     manager.tick(np.array([7, 9]), [(1.0, 1.0), (2.0, 2.0)])
