@@ -40,10 +40,25 @@ HEADLESS_ONLY = ("frames", "gif", "freeze_at", "no_images", "inspect")
 
 
 class _OneLineParser(argparse.ArgumentParser):
-    """argparse, but a usage error is a single line (no usage dump)."""
+    """argparse, but a usage error is a single line (no usage dump), and a value that looks like a
+    negative number is the option's value: ``--size -800x450`` is refused for its range, where argparse
+    took ``-800x450`` for an option and said "expected one argument"."""
 
     def error(self, message: str) -> NoReturn:  # noqa: D401 - argparse API
         self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see --help)\n")
+
+    def parse_args(self, args: Sequence[str] | None = None,  # type: ignore[override]
+                   namespace: argparse.Namespace | None = None) -> argparse.Namespace:
+        given = list(sys.argv[1:] if args is None else args)
+        valued = {name for action in self._actions if action.nargs is None and action.option_strings
+                  and not isinstance(action.const, bool) and action.type is not None for name in action.option_strings}
+        joined: list[str] = []
+        for token in given:
+            if joined and joined[-1] in valued and len(token) > 1 and token[0] == "-" and token[1].isdigit():
+                joined[-1] = f"{joined[-1]}={token}"
+            else:
+                joined.append(token)
+        return super().parse_args(joined, namespace)
 
 
 def parse_size(text: str) -> tuple[int, int]:
@@ -137,9 +152,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--headless", action="store_true", help="render offscreen with EGL instead of opening a window")
     p.add_argument("--no-overlay", action="store_true", help="start without the debug overlay (boxes and level table)")
     p.add_argument("--no-hud", action="store_true", help="no HUD text (same as --hud off)")
-    p.add_argument("--hud", choices=HUD_MODES, default="compact",
+    p.add_argument("--hud", choices=HUD_MODES, default=None,
                    help="HUD at start: compact (times, funnel, mouse and a key hint, four lines in the forest, and a colour legend), full (stage table, levels, controls) or off; "
-                        "H cycles it in the window (default %(default)s)")
+                        "H cycles it in the window (default compact)")
     p.add_argument("--no-images", action="store_true", help="headless: do not write PNGs (for timing runs)")
     p.add_argument("--gif", action="store_true", help="headless: also write an animated GIF (out/demo.gif)")
     p.add_argument("--stats", nargs="?", const="-", default=None, metavar="FILE",
@@ -208,6 +223,8 @@ def _run(args: argparse.Namespace) -> int:
 
     if args.gif and args.no_images:
         return _fail("--gif needs images: drop --no-images", EXIT_USAGE)
+    if args.no_hud and args.hud not in (None, "off"):
+        return _fail(f"--no-hud and --hud {args.hud} contradict each other: give one", EXIT_USAGE)
     objects = SCENES[args.scene].default_objects if args.objects is None else args.objects
     need, have = memory_estimate(args.scene, objects), available_memory()
     if have is not None and need > have:
@@ -215,7 +232,7 @@ def _run(args: argparse.Namespace) -> int:
                      f"scene, only {have / 1e9:.1f} GB is available: try fewer")
     settings = DemoSettings(scene=args.scene, objects=args.objects, seed=args.seed, shape=args.shape,
                             brute_force=args.brute_force, overlay=not args.no_overlay, hud=not args.no_hud,
-                            hud_mode=args.hud, lod=not args.no_lod, map=args.map)
+                            hud_mode=args.hud or "compact", lod=not args.no_lod, map=args.map)
     headless = args.headless or not display_available()
     out = DEFAULT_OUT if args.out is None else args.out
     # Refused before a word about where the images go, and before the scene is built: headless, where

@@ -240,6 +240,7 @@ class Demo:
         self.map_inset.geometry = None
         self.view_projection = self._cull_view_projection = self.camera.view_projection()
         self._drawn = False
+        self._culled = False  # no frame culled since the scene loaded (inspect_at culls one first)
         self.recent = deque(maxlen=WARM_FRAMES)
         self._warm_up()
         report("query paths")
@@ -373,6 +374,8 @@ class Demo:
         line says so: nothing of it is on screen there); its
         explanation then stays on the HUD, frame after frame, with its reach sphere and its node's box
         drawn, until X picks another or finds nothing (which clears it).  Returns the status line."""
+        if not self._culled:  # X pressed with a scene's key, before its first frame: nothing culled yet to prefer
+            self.update(0.0)
         origin, direction = screen_ray(self.view_projection, ndc)
         scene = self.scene
         per_pixel = 2.0 * math.tan(math.radians(self.camera.fov_y) / 2.0) / max(self.size[1], 1)
@@ -526,6 +529,7 @@ class Demo:
         self.events = self.tracker.update(self.handles[self.pipeline.visible])
         self.stats = stats
         self._drawn = False
+        self._culled = True
         return stats
 
     def render(self, framebuffer: moderngl.Framebuffer) -> FrameStats:
@@ -630,11 +634,12 @@ class Demo:
         )
 
     def read_image(self, framebuffer: moderngl.Framebuffer) -> Image.Image:
-        """The framebuffer as a Pillow RGB image (top row first)."""
+        """The framebuffer's viewport as a Pillow RGB image (top row first): a window's screen keeps the
+        size it had at creation, its viewport follows the window's resizes (engine.window)."""
         from PIL import Image
 
-        w, h = framebuffer.size
-        data = framebuffer.read(components=3, alignment=1)
+        x, y, w, h = framebuffer.viewport
+        data = framebuffer.read(viewport=(x, y, w, h), components=3, alignment=1)
         return Image.frombytes("RGB", (w, h), data).transpose(Image.Transpose.FLIP_TOP_BOTTOM)
 
     def release(self) -> None:

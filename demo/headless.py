@@ -194,6 +194,7 @@ def run_headless(options: HeadlessOptions, ctx: moderngl.Context | None = None) 
     images: list[Path] = []
     gif_frames: list[Image.Image] = []
     gif_path = None
+    said = ""  # the status line of the frame: X's answer, on the first frame
     try:
         for i in range(options.frames):
             u = i / (options.frames - 1) if options.frames > 1 else 0.0
@@ -211,7 +212,7 @@ def run_headless(options: HeadlessOptions, ctx: moderngl.Context | None = None) 
             stats = demo.render(fbo)
             frames.append(stats)
             if writer is not None:
-                writer.write(i, stats, dict(demo.state(), captured=False, hud=hud_mode))
+                writer.write(i, stats, dict(demo.state(), captured=False, hud=hud_mode, status=said if i == 0 else ""))
             if out is not None or options.gif:
                 image = demo.read_image(fbo)
                 if hud_mode != "off":

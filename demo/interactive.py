@@ -23,7 +23,7 @@ from demo.demo import Demo, DemoError, DemoSettings
 from demo.loading import LoadingCancelled, LoadingScreen, await_kernels, building, warm_up_window
 from demo.stats import StatsWriter
 from engine.files import unwritable_folder, write_atomically
-from engine.hud import HUD_MODES, hud_font_size, hud_legend, hud_lines, text_colour
+from engine.hud import HUD_MODES, fit_lines, hud_font_size, hud_legend, hud_lines, text_colour
 from engine.stepped import Stepped
 from engine.window import App, WindowError
 from engine.zoom import zoom_scale
@@ -172,6 +172,7 @@ class FlyThroughApp(App):
                                                      x=6, y=0, anchor_y="top", batch=self.hud_batch,
                                                      group=self._hud_front))
         line_h = int(size * 1.3)
+        lines = fit_lines(lines, (height - 8) // line_h - len(legend_rows))  # what the window's height holds
         text_width = 0
         for i, label in enumerate(self.hud_labels):
             text, rgb = lines[i] if i < len(lines) else ("", (1.0, 1.0, 1.0))
@@ -262,7 +263,7 @@ class FlyThroughApp(App):
         if self.demo.show_map and geometry is not None:
             from engine.map_geometry import label_position
 
-            fb_w, fb_h = self.ctx.screen.size
+            fb_w, fb_h = self.demo.size  # the inset's frame as drawn (ctx.screen keeps the size at creation)
             w, h = self.window.get_size()
             px, py = label_position(geometry, (fb_w, fb_h))
             self.map_label.text = geometry.label
@@ -426,6 +427,13 @@ class FlyThroughApp(App):
         self.mouse_captured = on
         self.window.set_exclusive_mouse(on)
         self.say(MOUSE_CAPTURED if on else MOUSE_FREE)
+
+    def on_key_release(self, symbol: int, modifiers: int) -> bool:
+        from pyglet.window import key
+
+        if symbol == key.Z and self.current_status().startswith("Z: zoom"):  # its answer said "while held"
+            self.say("Z: zoom off")
+        return False
 
     def on_mouse_press(self, x: int, y: int, button: int, modifiers: int) -> bool:
         from pyglet.window import mouse

@@ -12,7 +12,7 @@ from __future__ import annotations
 import textwrap
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from engine.overlay import level_colour
 
@@ -24,8 +24,8 @@ if TYPE_CHECKING:
 
     Font = ImageFont.FreeTypeFont | ImageFont.ImageFont
 
-__all__ = ["CONTROLS_HELP", "HUD_MODES", "HudInfo", "draw_hud", "hud_font", "hud_font_size", "hud_legend", "hud_lines",
-           "text_colour"]
+__all__ = ["CONTROLS_HELP", "HUD_MODES", "HudInfo", "draw_hud", "fit_lines", "hud_font", "hud_font_size", "hud_legend",
+           "hud_lines", "text_colour"]
 
 CONTROLS_HELP = ("WASD QE fly  Shift fast  wheel speed  1-4 scene  X explain",
                  "click/Tab mouse  drag look  Z/right mouse zoom  I interest",
@@ -190,13 +190,13 @@ def hud_lines(info: HudInfo, mode: str = "full") -> list[tuple[str, tuple[float,
         title = "loose boxes" if info.loose else "node boxes"
         if info.only_depth is not None:
             title += f", level {info.only_depth} only"
-        lines.append((f"depth  node m  nodes  objects  (drawn: {title})", GREY))
+        lines.append((f"{LEVELS_TITLE}  (drawn: {title})", GREY))
         for lv in info.levels:
             lines.append((f"{lv.depth:5d} {_size(lv.node_size):>7s} {lv.nodes:6d} {lv.objects:8,d}",
                           text_colour(level_colour(lv.depth))))
         total_nodes = sum(lv.nodes for lv in info.levels)
         total_objects = sum(lv.objects for lv in info.levels)
-        lines.append((f"  all {'':7s} {total_nodes:6d} {total_objects:8,d}", GREY))
+        lines.append((f"{TOTALS}{'':7s} {total_nodes:6d} {total_objects:8,d}", GREY))
     if info.mouse:
         lines.append((info.mouse, GREY))
     if info.help:
@@ -244,6 +244,45 @@ def _lod_line(info: HudInfo) -> str:
     else:
         per_level = "-"
     return f"lod {per_level}  {s.triangles:,} tris  {s.draw_calls} draws"
+
+
+#: What stands for the key list in a window too short for the full HUD (:func:`fit_lines`).
+KEYS_HIDDEN = "keys: a taller window lists them (docs/DEMO.md)"
+#: The first line of the per-level table; its rows run to the line of totals, which starts with ``TOTALS``.
+LEVELS_TITLE, TOTALS = "depth  node m  nodes  objects", "  all "
+
+
+def fit_lines(lines: Sequence[tuple[str, Any]], rows: int) -> list[tuple[str, Any]]:
+    """``lines`` (:func:`hud_lines`) cut to ``rows``, what the picture's height holds: the full HUD in a
+    small window showed its first lines and lost the rest below the frame.  What goes first: the key
+    list (one line says where it is), then the per-level table's rows (its title and totals kept),
+    then the last lines (one line counts them).  The status line, first, stays.
+
+    >>> lines = [(text, WHITE) for text in ("status", "times", *CONTROLS_HELP)]
+    >>> [text for text, _ in fit_lines(lines, 3)]
+    ['status', 'times', 'keys: a taller window lists them (docs/DEMO.md)']
+    >>> [text for text, _ in fit_lines(lines, 2)]
+    ['status', '... 2 more lines: a taller window shows them']
+    """
+    rows = max(rows, 1)
+    lines = list(lines)
+    if len(lines) <= rows:
+        return lines
+    keys = [k for k, (text, _) in enumerate(lines) if text in CONTROLS_HELP]
+    if keys:
+        lines = [line for k, line in enumerate(lines) if k not in keys[1:]]
+        lines[keys[0]] = (KEYS_HIDDEN, GREY)
+    title = next((k for k, (text, _) in enumerate(lines) if text.startswith(LEVELS_TITLE)), None)
+    if len(lines) > rows and title is not None:
+        end = next((k for k in range(title + 1, len(lines)) if lines[k][0].startswith(TOTALS)), title + 1)
+        cut = min(end - title - 1, len(lines) - rows)  # level rows to drop, the deepest first
+        lines = lines[:end - cut] + lines[end:]
+    if len(lines) > rows == 1:  # room for the first line only
+        return lines[:1]
+    if len(lines) > rows:
+        more = len(lines) - rows + 1
+        lines = lines[:rows - 1] + [(f"... {more} more lines: a taller window shows them", GREY)]
+    return lines
 
 
 def hud_font_size(height: int, width: int | None = None, chars: int = 0) -> int:
@@ -301,6 +340,7 @@ def draw_hud(image: Image.Image, lines: Sequence[tuple[str, Iterable[float]]], f
         return image
     font = hud_font(font_size)
     line_height = int(font_size * 1.3)
+    lines = fit_lines(lines, (image.size[1] - 10) // line_height - len(legend)) if lines else []
     measure = ImageDraw.Draw(image)
     swatch = max(6, font_size * 2 // 3)
     gap = font_size // 2

@@ -35,8 +35,9 @@ NEIGHBOURHOOD = 1200.0          # edge of the sparse square around the origin (m
 CLUSTER_COUNT = 4
 CLUSTER_RADIUS = 150.0          # a settlement's radius (m): its stand-in's bounding radius
 CLUSTER_DISTANCE = (2600.0, 3200.0)
-#: Objects in the neighbourhood, whatever the total: the settlements get the rest,
-#: so the neighbourhood's query is the same at 100 thousand or 10 million objects.
+#: Objects in the neighbourhood, whatever the total from twice as many on: the settlements
+#: get the rest, so the neighbourhood's query is the same at 100 thousand or 10 million
+#: objects.  Below, the neighbourhood gets half (``--objects 5000`` had no settlement at all).
 NEIGHBOURHOOD_OBJECTS = 10_000
 #: Houses, roofs, the tower and the settlement's trees are seen from 600 m: from
 #: the begin distance below every one of them is in sight (450 + 150 m).
@@ -142,7 +143,8 @@ def _level_sites(terrain: Terrain, centres: np.ndarray, radius: float) -> None:
 
 
 def make_clusters(objects: int = 400_000, seed: int = 1) -> ClustersScene:
-    """Build the clusters scene: 10,000 objects nearby, the rest in far settlements.
+    """Build the clusters scene: 10,000 objects nearby (half the objects below 20,000), the rest in
+    far settlements (204 objects each at least: fewer than 408 objects make none).
 
     Cost: O(objects), vectorised.
     """
@@ -157,10 +159,13 @@ def make_clusters(objects: int = 400_000, seed: int = 1) -> ClustersScene:
     _level_sites(terrain, cluster_centres, CLUSTER_RADIUS)
 
     houses, house_yaw, trees = town_plan()
-    near = min(objects, NEIGHBOURHOOD_OBJECTS)
+    per_site = len(STAND_IN_KINDS) + 2 * len(houses) + len(trees) + 1  # the fixed objects: 204
+    near = min(objects - objects // 2, NEIGHBOURHOOD_OBJECTS)
+    sites = min(CLUSTER_COUNT, (objects - near) // per_site)
+    if not sites:  # too few objects for one settlement: all of them in the neighbourhood
+        near = objects
     counts = allocate_counts(near, {"bush": 0.5, "rock": 0.3, "tree": 0.2})
     left = objects - near
-    sites = min(CLUSTER_COUNT, left // (len(STAND_IN_KINDS) + 2 * len(houses) + len(trees) + 1))
     fixed = {"house": sites * len(houses), "roof": sites * len(houses), "tower": sites,
              "town tree": sites * len(trees)} | {name: sites for name in STAND_IN_KINDS}
     counts |= fixed

@@ -145,6 +145,17 @@ def test_inspect_presses_x_at_a_pixel_of_the_first_frame_and_every_row_names_the
     rows = list(csv.DictReader(stats.open()))
     picked = said[0].split("#")[1].split()[0].rstrip(",")
     assert [r["inspected"] for r in rows] == [picked] * 3
+    assert [r["status"] for r in rows] == [said[0].removeprefix("run_demo.py: "), "", ""]  # as the window's
+
+
+def test_inspect_on_a_pixel_with_nothing_says_so_on_stderr_and_in_the_status_column(tmp_path):
+    stats = tmp_path / "s.csv"
+    proc = run_demo(["--headless", "--objects", "20000", "--frames", "2", "--no-images", "--size", "320x180",
+                     "--inspect", "160,0", "--stats", str(stats)], tmp_path)  # the top row: sky
+    assert proc.returncode == 0, proc.stderr
+    assert "run_demo.py: X: no object under pixel 160,0" in _err_lines(proc), proc.stderr
+    rows = list(csv.DictReader(stats.open()))
+    assert [(r["status"], r["inspected"]) for r in rows] == [("X: no object under pixel 160,0", ""), ("", "")]
 
 
 def test_screenshot_names_never_overwrite(tmp_path):

@@ -110,6 +110,21 @@ def test_x_on_nothing_clears_it_and_a_new_scene_forgets_it(make_demo):
     assert demo.inspected is None and demo.state()["inspected"] == ""
 
 
+def test_x_pressed_before_a_new_scenes_first_frame_picks_what_that_frame_draws(make_demo):
+    """``xdotool key 1 x``: the scene's key and X in one burst of events, before the new scene had a frame.
+    The pick preferred the drawn objects of a frame not culled yet (none), so an object drawn right under
+    the cursor was said to be "not drawn, on the line of sight"; the HUD said "drawn" a frame later."""
+    demo = _forest(make_demo)
+    target = _a_drawn_object(demo)
+    at = _ndc(demo, demo.scene.centres[target])
+    pose = demo.camera.position.copy(), demo.camera.yaw, demo.camera.pitch
+    demo.load_scene("forest", 20_000)                       # the same world again (its seed): the key 1
+    demo.set_pose(*pose)
+    said = demo.inspect_at(at)                               # X before any update
+    assert said.endswith("under the cursor") and demo.inspection().drawn, said
+    assert demo.inspected == target
+
+
 def test_the_level_named_is_the_overlays_level_of_that_node_edge(make_demo):
     """The forest's root has grown above the constructor's (its world is larger): the node's level is
     counted from the current root, as the overlay's table and the [ ] keys count it."""

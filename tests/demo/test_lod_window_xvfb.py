@@ -25,8 +25,10 @@ def test_m_z_and_g_keys(tmp_path):
         demo.press_until("m", lambda r: r["map"] == "1", "M: the map on")
         demo.press_until("p", lambda r: "screenshot_001.png" in r["status"], "P: the second screenshot")
         demo.xdo("keydown", "z")
-        demo.wait(lambda r: _zoom(r) > 4.0, "Z held: the zoom")
+        held = demo.wait(lambda r: _zoom(r) > 4.0, "Z held: the zoom")
+        assert held["status"].startswith("Z: zoom x") and held["status"].endswith(" while held")
         demo.xdo("keyup", "z")
+        demo.wait(lambda r: r["status"] == "Z: zoom off", "Z let go: said so")  # not "while held" for 3 s
         demo.wait(lambda r: _zoom(r) < 1.2, "Z let go: the zoom eases back")
         demo.press_until("g", lambda r: r["lod"] == "0", "G: levels of detail off")
         demo.xdo("mousedown", "3")

@@ -356,6 +356,29 @@ def test_resize_reaches_the_renderer(session):
     assert session.grab().shape[:2] == (360, 640)
 
 
+def test_after_a_resize_the_maps_label_sits_in_its_inset_and_p_saves_the_new_size(session):
+    """The map's scale label was placed for the size the window was created at (moderngl's screen keeps
+    it): a wide window drew it in the 3-D view, left of the inset.  P read that old size too."""
+    from engine.map_geometry import inset_rect
+
+    width, height = 1000, 300
+    session.xdo("windowsize", session.window, str(width), str(height))
+    session.wait(lambda r: (r["width"], r["height"]) == (str(width), str(height)), "the resize")
+    session.press_until("m", lambda r: r["map"] == "1", "the map on")
+    session.settle()
+    with_map = session.grab()
+    session.press_until("m", lambda r: r["map"] == "0", "the map off")
+    session.settle()
+    without = session.grab()
+    x, _, side, _ = inset_rect((width, height))
+    band = np.abs(with_map - without).max(axis=-1)[height - side - 20:, :x - 4]  # the map's rows, left of it
+    assert band.max() <= 24, "the map changed pixels outside its inset (its label misplaced)"
+    assert np.abs(with_map - without).max(axis=-1)[height - side:, x:].max() > 24  # the map itself is there
+    row = session.press_until("p", lambda r: r["status"].startswith("P: saved "), "P's answer")
+    shot = Image.open(row["status"].removeprefix("P: saved "))
+    assert shot.size == (width, height)
+
+
 def test_escape_with_the_mouse_free_quits_with_status_zero(session):
     assert session.settle()["captured"] == "0"
     session.quit()

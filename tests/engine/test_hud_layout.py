@@ -4,7 +4,7 @@ import numpy as np
 from PIL import Image
 
 from engine.frame_stats import FrameStats
-from engine.hud import HudInfo, draw_hud, hud_font_size, hud_legend, hud_lines
+from engine.hud import CONTROLS_HELP, KEYS_HIDDEN, HudInfo, draw_hud, fit_lines, hud_font_size, hud_legend, hud_lines
 from engine.overlay import LevelBoxes, level_colour
 
 
@@ -100,3 +100,32 @@ def test_compact_hud_shows_the_scenes_brief_lines_and_leaves_most_of_a_small_vie
              legend=hud_legend(info, "compact"))
     dark = np.asarray(image).max(axis=-1) < 120
     assert dark.any(axis=1).sum() / 360 < 0.4                                  # the HUD's rows: under 40 % of the height
+
+
+def test_a_full_hud_taller_than_the_window_drops_the_keys_then_levels_and_never_runs_off_the_frame():
+    """At 400x225 the full HUD showed its first key line and lost the rest below the frame."""
+    info = _busy_info()
+    lines = hud_lines(info, "full")
+    texts = [text for text, _ in lines]
+    legend = hud_legend(info, "full")
+    for rows in range(1, len(lines) + 2):
+        fitted = [text for text, _ in fit_lines(lines, rows)]
+        assert len(fitted) <= rows and fitted[0] == texts[0]  # within the rows; the status line stays
+        assert len(fitted) >= min(rows, len(lines) - len(CONTROLS_HELP) + 1)  # nothing dropped that fits
+        if rows < len(lines):
+            assert not set(CONTROLS_HELP) & set(fitted)
+        if KEYS_HIDDEN in fitted or any(t.startswith("...") for t in fitted):
+            kept = [t for t in fitted if t in texts]
+            assert kept == [t for t in texts if t in kept]  # what stays keeps its order
+    fitted = [text for text, _ in fit_lines(lines, len(lines) - 1)]
+    assert KEYS_HIDDEN in fitted and texts[-len(CONTROLS_HELP) - 1] in fitted  # the keys go first, in one line
+    table = texts.index(next(t for t in texts if t.startswith("depth  node m")))
+    fitted = [text for text, _ in fit_lines(lines, len(lines) - len(CONTROLS_HELP) - 3)]
+    assert texts[table] in fitted and any(t.startswith("  all ") for t in fitted)  # the title and totals stay
+    assert fitted.count(KEYS_HIDDEN) == 1 and not any(t.startswith("...") for t in fitted)
+    for size in ((400, 225), (320, 180), (640, 360)):
+        w, h = size
+        image = Image.new("RGB", size, (255, 255, 255))
+        draw_hud(image, lines, hud_font_size(h, w, max(len(t) for t in texts)), legend=legend)
+        dark = np.asarray(image).max(axis=-1) < 120
+        assert not dark[-3:].any(), size  # the panel ends above the frame's bottom: every row it has is whole

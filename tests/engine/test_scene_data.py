@@ -126,3 +126,16 @@ def test_settlement_stand_ins_are_built_from_the_scene_plan():
     houses, _, _ = clusters.town_plan()
     walls = meshes.get_mesh("town_walls").vertices
     assert walls.shape[0] == 3 * len(houses) * meshes.get_mesh("house_walls").triangle_count
+
+
+@pytest.mark.parametrize("objects, settlements, nearby", [(1, 0, 1), (407, 0, 407), (408, 1, 204),
+                                                          (5000, 4, 2500), (20_000, 4, 10_000),
+                                                          (30_000, 4, 10_000)])
+def test_the_clusters_scene_has_its_settlements_from_a_few_thousand_objects(objects, settlements, nearby):
+    """``--scene clusters --objects 5000`` gave all 5,000 to the neighbourhood (its fixed 10,000) and left
+    none for a settlement: the camera flew 3 km to an empty hill.  Below twice that the neighbourhood gets
+    half; a settlement needs 204 objects (its houses, roofs, trees, tower and three stand-ins)."""
+    scene = build_scene("clusters", objects, seed=1)
+    count = dict(zip((kind.name for kind in scene.kinds), np.diff(scene.kind_offsets).tolist()))
+    assert len(scene.centres) == objects
+    assert count["tower"] == settlements and count["bush"] + count["rock"] + count["tree"] == nearby
