@@ -37,6 +37,21 @@ STEP = 1.5
 #: units, so a world far smaller than a radius is no town map (and below 2**-23 of the largest
 #: radius, beyond what a tree can grow to hold).
 MIN_WORLD = 1.0
+#: The most players or entities the demos take: a hundred million entities are some 40 GB in the
+#: coordinator and the shards together; beyond, NumPy refused the arrays with a traceback.
+MAX_COUNT = 100_000_000
+
+
+def check_world(ap: argparse.ArgumentParser, args: argparse.Namespace, least: int) -> None:
+    """``--players``, ``--entities`` (``least`` .. :data:`MAX_COUNT`) and ``--world`` (finite, at least
+    :data:`MIN_WORLD`): one argparse line each, for both entry points (``server.demo``, ``server.scale``)."""
+    for name in ("players", "entities"):
+        value = getattr(args, name)
+        if not least <= value <= MAX_COUNT:
+            ap.error(f"--{name} must be from {least} to {MAX_COUNT:,}, got {value}")
+    if not (math.isfinite(args.world) and args.world >= MIN_WORLD):
+        ap.error(f"--world must be a finite number >= {MIN_WORLD:g} (the entities' radii are 10 to 150 "
+                 f"world units), got {args.world:g}")
 
 
 def parse(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -49,20 +64,17 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
     ap.add_argument("--world", type=float, default=4096.0, help="edge of the square world (default 4096)")
     ap.add_argument("--hysteresis", type=float, default=0.0,
                     help="leave margin m: an entity leaves beyond r * (1 + m) (default 0)")
-    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--seed", type=int, default=1, help="the world's random seed, 0 or more (default 1)")
     ap.add_argument("--check", action="store_true", help="compare every tick with one InterestManager")
     ap.add_argument("--quiet", action="store_true", help="no per-tick lines, only the bar and the summary")
     args = ap.parse_args(argv)
-    for name in ("players", "entities"):
-        if getattr(args, name) < 0:
-            ap.error(f"--{name} must be 0 or more, got {getattr(args, name)}")
+    check_world(ap, args, 0)
+    if args.seed < 0:
+        ap.error(f"--seed must be 0 or more, got {args.seed}")
     if args.ticks < 1:
         ap.error(f"--ticks must be at least 1, got {args.ticks}")
     if not 1 <= args.shards <= MAX_SHARDS:
         ap.error(f"--shards must be from 1 to {MAX_SHARDS}, got {args.shards}")
-    if not (math.isfinite(args.world) and args.world >= MIN_WORLD):
-        ap.error(f"--world must be a finite number >= {MIN_WORLD:g} (the entities' radii are 10 to 150 "
-                 f"world units), got {args.world:g}")
     if not (math.isfinite(args.hysteresis) and args.hysteresis >= 0.0):
         ap.error(f"--hysteresis must be a finite number >= 0, got {args.hysteresis:g}")
     return args
@@ -104,6 +116,10 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None, err: Text
         except ImportError:  # the optional extra not installed: one line, not a traceback
             print(f'{PROG}: error: the sharded server needs Ray: pip install -e ".[server]"', file=err)
             return 1
+        # The library's import (numba's C extensions) held too: a Ctrl-C inside an extension's import became
+        # its ImportError ("numba._devicearray failed to import"), a traceback instead of this one line
+        if ctrl_c_held(_load_library)[1]:
+            raise KeyboardInterrupt
         started_ray = not ray.is_initialized()
         # Ray's own INFO lines (the local instance it started) left out; a Ctrl-C while Ray starts its
         # processes waits until they run, so that the shutdown below stops them all
@@ -120,6 +136,12 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None, err: Text
         if started_ray:
             ctrl_c_held(ray.shutdown)  # a second Ctrl-C must not leave Ray's processes running
     return 0
+
+
+def _load_library() -> None:
+    """Import what :func:`run` uses (``culling``, numba, the service), for :func:`main` to hold Ctrl-C over."""
+    import culling  # noqa: F401
+    import server.sharded  # noqa: F401
 
 
 def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> None:

@@ -15,7 +15,6 @@ bytes / bandwidth.
 from __future__ import annotations
 
 import argparse
-import math
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -24,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from culling import InterestSets, ViewDistanceTree
-from server.demo import MOVING_SHARE, world
+from server.demo import MOVING_SHARE, check_world, world
 from server.regions import MAX_SHARDS, Regions
 
 #: Bytes a second between the coordinator and an actor on another machine (10 Gb/s Ethernet, about 80% used).
@@ -110,10 +109,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--shards", type=int, nargs="+", default=[1, 2, 8, 16, 32, 64], metavar="K",
                     help=f"the region counts to model, each 1 to {MAX_SHARDS} (default 1 2 8 16 32 64)")
     args = ap.parse_args(argv)
-    if args.players < 1 or args.entities < 1:
-        ap.error(f"--players and --entities must be at least 1, got {args.players} and {args.entities}")
-    if not (math.isfinite(args.world) and args.world > 0.0):
-        ap.error(f"--world must be a finite number > 0, got {args.world:g}")
+    check_world(ap, args, 1)
     if any(not 1 <= k <= MAX_SHARDS for k in args.shards):
         ap.error(f"--shards: each must be from 1 to {MAX_SHARDS}, got {' '.join(map(str, args.shards))}")
     rows = measure(args.entities, args.players, args.world, args.shards)

@@ -45,6 +45,8 @@ from numpy.typing import ArrayLike, NDArray
 from ray.exceptions import RayActorError, RayError
 
 from culling import InterestSets, InterestTick, ViewDistanceTree
+from culling.core.validation import as_points, as_probe_radii
+from culling.uses.interest import as_viewer_ids
 from server.interrupts import runs_whole
 from server.regions import Regions
 from server.shard import Shard
@@ -56,45 +58,10 @@ __all__ = ["ShardedInterest"]
 _RemoteShard = ray.remote(Shard)
 
 
-def _ids(values: ArrayLike) -> NDArray[np.int64]:
-    """Viewer ids: integers, 1-D, unique (``TypeError`` / ``ValueError`` as ``InterestManager.tick``)."""
-    array = np.asarray(values)
-    if array.ndim == 0:
-        array = array.reshape(1)
-    if array.size == 0:
-        return np.empty(0, dtype=np.int64)
-    if array.ndim != 1:
-        raise ValueError(f"viewer_ids must have shape (m,), got {array.shape}")
-    if array.dtype == object and all(isinstance(v, numbers.Integral) and not isinstance(v, bool) for v in array):
-        raise ValueError("viewer_ids must fit in int64")  # Python ints beyond it make an object array
-    if array.dtype == np.bool_ or not np.issubdtype(array.dtype, np.integer):
-        raise TypeError(f"viewer_ids must be integers, got dtype {array.dtype}")
-    if array.dtype == np.uint64 and int(array.max()) > np.iinfo(np.int64).max:
-        raise ValueError("viewer_ids must fit in int64")
-    ids = array.astype(np.int64)
-    ordered = np.sort(ids)
-    repeated = ordered[1:][ordered[1:] == ordered[:-1]]
-    if repeated.size:
-        raise ValueError(f"viewer_ids must be unique within a tick, id {int(repeated[0])} appears more than once")
-    return ids
-
-
-def _floats(values: ArrayLike, shape: tuple[int, ...], name: str) -> NDArray[np.float64]:
-    array = np.asarray(values)
-    if array.dtype == np.bool_ or (array.size and array.dtype.kind not in "iuf"):
-        raise TypeError(f"{name} must be numeric, got dtype {array.dtype}")
-    array = array.astype(np.float64)
-    if len(shape) == 2 and shape[1] == 1 and array.ndim == 1:
-        array = array.reshape(-1, 1)
-    if array.size == 0 and shape[0] == 0:
-        array = array.reshape(shape)
-    if array.shape != shape:
-        raise ValueError(f"{name} must have shape {shape}, got {array.shape}")
-    finite = np.isfinite(array).reshape(shape[0], -1).all(axis=1) if array.size else np.ones(shape[0], dtype=bool)
-    if not finite.all():
-        raise ValueError(f"{name}[{int(np.flatnonzero(~finite)[0])}] is not finite: {name} must be finite "
-                         "(no NaN or inf)")
-    return np.ascontiguousarray(array)
+def _ray_session() -> tuple[str, str]:
+    """The Ray session this process is connected to: its node and job (a new ``ray.init`` changes one)."""
+    context = ray.get_runtime_context()
+    return context.get_node_id(), context.get_job_id()
 
 
 def _one_at_a_time(method: Callable[..., T]) -> Callable[..., T]:
@@ -152,8 +119,10 @@ class ShardedInterest:
         self.regions: Regions = Regions(self._tree.size, self._tree.origin, dim, shards)
         if not ray.is_initialized():
             ray.init()
+        self._session: tuple[str, str] = _ray_session()
         self._config: tuple[float, tuple[float, ...], int] = (self._tree.size, tuple(self._tree.origin.tolist()), dim)
         self._actors: list[Any] = [self._start() for _ in range(shards)]
+        self._started()
         self._where: NDArray[np.bool_] = np.zeros((0, shards), dtype=np.bool_)  # which shards hold each handle
         self._pending: list[list[Any]] = [[] for _ in range(shards)]
         #: Actors replaced after a fault, since construction.
@@ -240,12 +209,17 @@ class ShardedInterest:
     def _send(self, k: int, call: Callable[..., Any], *args: Any) -> None:
         self._pending[k].append(call(*args))
 
+    def _ours(self) -> bool:
+        """Whether Ray runs, and is the session the actors were started in: a call on another (after
+        ``ray.shutdown``, perhaps a new ``ray.init``) would start a Ray of its own, or fail to find them."""
+        return ray.is_initialized() and _ray_session() == self._session
+
     def _open(self) -> None:
         if self._closed:
             raise RuntimeError("this ShardedInterest is closed: its actors are stopped (make a new one)")
-        if not ray.is_initialized():  # a call would start a new Ray, where these actors do not exist
-            raise RuntimeError("Ray was shut down under this ShardedInterest (ray.shutdown): its actors are "
-                               "gone; close() it, and make a new one once Ray runs again")
+        if not self._ours():  # before anything changes: a mutation half sent is none of the shards'
+            raise RuntimeError("Ray was shut down under this ShardedInterest (ray.shutdown, perhaps then "
+                               "ray.init again): its actors are gone; close() it, and make a new one")
 
     @runs_whole
     @_one_at_a_time
@@ -311,6 +285,21 @@ class ShardedInterest:
     def _start(self) -> Any:
         return _RemoteShard.remote(*self._config)
 
+    def _started(self) -> None:
+        """Wait until every actor runs (one round trip each, at once).  An actor that cannot start (Ray's
+        workers cannot import ``server``: the checkout put on ``sys.path`` by the script, not on
+        ``PYTHONPATH``) failed only at the first tick, as Ray's long ``ActorDiedError``."""
+        try:
+            ray.get([actor.held.remote() for actor in self._actors])
+        except RayActorError as error:
+            for actor in self._actors:
+                ray.kill(actor)
+            missing = "ModuleNotFoundError" in str(error) or "No module named" in str(error)
+            raise RuntimeError(
+                "the shard actors did not start" + (": Ray's workers cannot import this package; start the "
+                "program with the checkout on PYTHONPATH (PYTHONPATH=. python my_server.py: docs/SERVER.md)"
+                if missing else f" ({error})")) from None
+
     def _rebuild(self, k: int) -> None:
         """Replace shard ``k``'s actor by a new one loaded from the coordinator's tree."""
         try:
@@ -352,15 +341,14 @@ class ShardedInterest:
         :meth:`InterestSets.advance`, which runs whole).
         """
         self._open()
-        ids = _ids(viewer_ids)
+        ids = as_viewer_ids(viewer_ids)  # InterestManager.tick's own checks: the same errors, the same words
         m = ids.size
-        points = _floats(positions, (m, self.dim), "positions")
+        points = np.ascontiguousarray(as_points(positions, self.dim, "positions"))
+        if points.shape[0] != m:
+            raise ValueError(f"positions must have shape ({m}, {self.dim}) to match viewer_ids, got {points.shape}")
         reach = None
         if radii is not None:
-            reach = _floats(np.broadcast_to(np.asarray(radii), (m,)) if np.ndim(radii) == 0 else radii, (m,),
-                            "radii")
-            if m and reach.min() < 0:
-                raise ValueError("radii must not be negative")
+            reach = as_probe_radii(radii, m)
             if m and reach.max() > self._margin:
                 raise ValueError(f"a viewer radius of {float(reach.max())} is beyond the probe_margin "
                                  f"{self._margin} the ghosts were placed for: construct ShardedInterest "
@@ -418,6 +406,8 @@ class ShardedInterest:
         """Stop the actors, for good: later ticks and mutations are a ``RuntimeError`` (the coordinator's
         state stays readable)."""
         self._closed = True
+        if not self._ours():  # the actors went with their Ray; ray.kill would start a new one
+            return
         for actor in self._actors:
             try:
                 ray.kill(actor)

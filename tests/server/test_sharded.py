@@ -255,6 +255,15 @@ def test_viewer_ids_beyond_int64_are_the_same_error_as_interest_managers(ray_clu
                     service.tick(ids, [[1.0, 1.0, 1.0]])
             with pytest.raises(ValueError, match=r"positions\[1\]|finite"):
                 service.tick([1, 2], [[1.0, 1.0, 1.0], [np.inf, 1.0, 1.0]])
+        for call in (lambda s: s.tick([1], [[2**70, 0.0, 0.0]]), lambda s: s.tick([1, 2], [[0.0] * 3, [np.nan] * 3]),
+                     lambda s: s.tick([1, 2], [[0.0] * 3] * 2, radii=[0.0, -1.0]),
+                     lambda s: s.tick([1], [[0.0] * 3] * 2), lambda s: s.tick([1], [["a", 0.0, 0.0]])):
+            errors = []
+            for service in (sh, im):  # the same error in the same words: InterestManager.tick's own checks
+                with pytest.raises((ValueError, TypeError)) as caught:
+                    call(service)
+                errors.append((type(caught.value), str(caught.value)))
+            assert errors[0] == errors[1]
     finally:
         sh.close()
 
@@ -341,10 +350,47 @@ def test_after_ray_shutdown_a_call_says_so_and_starts_no_new_ray():
         "ray.shutdown()\n"
         "with pytest.raises(RuntimeError, match='Ray was shut down'):\n"
         "    sh.tick([1], [[1.0, 1.0, 1.0]])\n"
-        "print('no new ray' if not ray.is_initialized() else 'ray started again')\n")
+        "sh.close()  # as the error says: and close() starts no Ray either (ray.kill did)\n"
+        "print('no new ray' if not ray.is_initialized() else 'ray started again')\n"
+        "ray.init(num_cpus=1, include_dashboard=False, log_to_driver=False)  # a new session, the old service\n"
+        "again = ShardedInterest(64.0, shards=1)\n"
+        "again.insert_many([[1.0, 1.0, 1.0]], [5.0])\n"
+        "old = ShardedInterest(64.0, shards=1)\n"
+        "old.insert_many([[1.0, 1.0, 1.0]], [5.0])\n"
+        "ray.shutdown()\n"
+        "ray.init(num_cpus=1, include_dashboard=False, log_to_driver=False)\n"
+        "for call in (lambda: old.update_many([0], [[2.0, 1.0, 1.0]]), lambda: old.tick([1], [[1.0, 1.0, 1.0]])):\n"
+        "    with pytest.raises(RuntimeError, match='Ray was shut down'):\n"
+        "        call()  # not Ray's bare Exception from a cluster that is not the actors'\n"
+        "assert old.centres_of([0]).tolist() == [[1.0, 1.0, 1.0]]  # refused before the coordinator's tree moved it\n"
+        "old.close()\n"
+        "ray.shutdown()\n")
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p))
     proc = subprocess.run([sys.executable, "-c", program], env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0 and proc.stdout.strip() == "no new ray", proc.stderr[-2000:]
+
+
+def test_a_script_that_puts_the_checkout_on_sys_path_is_told_at_construction(tmp_path):
+    """Ray's workers read PYTHONPATH, not the driver's sys.path: the actors could not import ``server``, the
+    constructor returned, and the first tick failed with Ray's ActorDiedError.  Now the constructor says so."""
+    import subprocess
+    import sys
+
+    script = tmp_path / "my_server.py"
+    script.write_text(
+        "import sys\n"
+        f"sys.path.insert(0, {str(ROOT)!r})\n"
+        "import pytest, ray\n"
+        "from server import ShardedInterest\n"
+        "ray.init(num_cpus=1, include_dashboard=False, log_to_driver=False)\n"
+        "with pytest.raises(RuntimeError, match='cannot import this package.*PYTHONPATH'):\n"
+        "    ShardedInterest(64.0, dim=2, shards=1)\n"
+        "ray.shutdown()\n"
+        "print('told')\n")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    proc = subprocess.run([sys.executable, str(script)], env=env, cwd=tmp_path, capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 0 and proc.stdout.strip() == "told", proc.stderr[-2000:]
 
 
 def test_ctrl_c_ignored_by_the_program_is_not_reported_held():
@@ -380,6 +426,29 @@ def test_the_demo_interrupted_while_ray_loads_says_one_line(monkeypatch):
     monkeypatch.setattr(sys, "meta_path", [Interrupting(), *sys.meta_path])
     out, err = io.StringIO(), io.StringIO()
     assert main(["--ticks", "1"], out=out, err=err) == 130
+    assert err.getvalue() == "python -m server.demo: error: interrupted\n"
+
+
+def test_the_demo_interrupted_while_the_library_loads_says_one_line(monkeypatch):
+    """A Ctrl-C inside numba's C extensions' import came out as their ImportError ("numba._devicearray failed
+    to import"): a traceback, status 1.  The library's import is held now: a SIGINT during it is one line and
+    status 130, and the ticks never start."""
+    import signal
+
+    import server.demo as demo
+
+    imported = []
+
+    def load() -> None:
+        signal.raise_signal(signal.SIGINT)  # held: the import goes on to its end
+        imported.append(True)
+
+    monkeypatch.setattr(demo, "_load_library", load)
+    started = []
+    monkeypatch.setattr(demo, "run", lambda *a: started.append(a))
+    out, err = io.StringIO(), io.StringIO()
+    assert demo.main(["--ticks", "1"], out=out, err=err) == 130
+    assert imported and not started
     assert err.getvalue() == "python -m server.demo: error: interrupted\n"
 
 
@@ -470,7 +539,9 @@ def test_the_demo_interrupted_says_one_line_and_exits_130():
     (["--hysteresis", "-1"], "--hysteresis must be a finite number >= 0, got -1"),
     (["--shards", "65"], "--shards must be from 1 to 64, got 65"),
     (["--shards", "0"], "--shards must be from 1 to 64, got 0"),
-    (["--players", "-5"], "--players must be 0 or more, got -5"),
+    (["--players", "-5"], "--players must be from 0 to 100,000,000, got -5"),
+    (["--entities", str(10**22)], f"--entities must be from 0 to 100,000,000, got {10**22}"),
+    (["--seed", "-1"], "--seed must be 0 or more, got -1"),
     (["--ticks", "0"], "--ticks must be at least 1, got 0"),
 ])
 def test_the_demo_refuses_bad_values_in_one_line_before_ray_starts(flags, message, capsys):
@@ -480,3 +551,19 @@ def test_the_demo_refuses_bad_values_in_one_line_before_ray_starts(flags, messag
         main(flags)
     assert exit_.value.code == 2
     assert capsys.readouterr().err.splitlines()[-1] == f"python -m server.demo: error: {message}"
+
+
+@pytest.mark.parametrize("flags, message", [
+    (["--players", str(10**22), "--shards", "1"], f"--players must be from 1 to 100,000,000, got {10**22}"),
+    (["--world", "1e-300", "--players", "50", "--entities", "500"],
+     "--world must be a finite number >= 1 (the entities' radii are 10 to 150 world units), got 1e-300"),
+    (["--entities", "0"], "--entities must be from 1 to 100,000,000, got 0"),
+])
+def test_the_scale_model_refuses_what_the_demo_refuses_in_one_line(flags, message, capsys):
+    """``server.scale`` took ``--world 1e-300`` (a traceback from the tree) and any count (NumPy's)."""
+    from server.scale import main
+
+    with pytest.raises(SystemExit) as exit_:
+        main(flags)
+    assert exit_.value.code == 2
+    assert capsys.readouterr().err.splitlines()[-1] == f"python -m server.scale: error: {message}"
