@@ -20,7 +20,7 @@ from culling.runtime.threads import set_thread_count, thread_count
 from culling.trace import LevelTrace, QueryTrace
 from culling.tree.tree import MAX_DEPTH, MAX_GROWTH, ViewDistanceTree
 from culling.uses.collision import CollisionCandidates
-from culling.uses.interest import InterestManager, InterestSets, InterestTick
+from culling.uses.interest import InterestManager, InterestSets, InterestTick, tick_arguments
 from culling.uses.tracker import MultiCameraTracker, VisibilityEvents, VisibilityTracker
 from culling.warmup import COMPILING, KERNEL_GROUPS, CompileWorkers, kernels_cached, progress_bar, warm_up
 
@@ -53,5 +53,6 @@ __all__ = [
     "release_scratch",
     "set_thread_count",
     "thread_count",
+    "tick_arguments",
     "warm_up",
 ]

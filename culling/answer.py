@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from culling.core.records import ValueRecord
+from culling.records import ValueRecord
 from culling.trace import QueryTrace
 
 __all__ = ["QueryDetails"]

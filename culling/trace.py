@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from numpy.typing import NDArray
 
-from culling.core.records import ValueRecord
+from culling.records import ValueRecord
 
 __all__ = ["LevelTrace", "QueryTrace"]
 

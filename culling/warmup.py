@@ -15,7 +15,7 @@ probes and the broad phase, the dense grid, the interest manager's ticks, the
 broad phase of cubes), so a program compiles only what it calls (the demo's
 forest never compiles the grid, a program of spheres never compiles the
 cubes' broad phase), and a cold warm-up
-runs the groups in worker processes, one per core, into the one cache
+runs the groups in worker processes, one per core and at most one per group, into the one cache
 (numba's cache files are per kernel, so workers compiling different kernels
 do not collide), then loads them: about half the wall time on two cores.
 The workers claim each step before running it, and one that is done with its

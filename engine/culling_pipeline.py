@@ -37,7 +37,9 @@ objects (and pushes the moves into the index) needs to tell nobody else.
 Object indices (rows of the scene's arrays) and index handles are kept apart:
 ``handles[i]`` is object ``i``'s handle, and a handle-to-object table maps
 query results back (the identity, skipped, when the index handed out
-``0..n-1``).
+``0..n-1``).  A game that spawns or destroys objects changes the scene's
+arrays and the index, then hands the pipeline the new table
+(:meth:`CullingPipeline.set_handles`).
 """
 
 from __future__ import annotations
@@ -88,16 +90,7 @@ class CullingPipeline:
         self.scene = scene
         self.index = index
         self.shape = shape
-        self.handles = np.asarray(handles, dtype=np.int64)
-        n = len(scene)
-        if self.handles.shape != (n,):
-            raise ValueError(f"need one handle per object ({n}), got shape {self.handles.shape}")
-        if np.array_equal(self.handles, np.arange(n)):
-            self._object_of: NDArray[np.int64] | None = None    # None: handles are object indices
-        else:
-            self._object_of = np.full(int(self.handles.max(initial=-1)) + 1, -1, dtype=np.int64)
-            self._object_of[self.handles] = np.arange(n)
-        self.kind_offsets = scene.kind_offsets
+        self.set_handles(handles)
         self._staging = np.zeros((_MIN_CAPACITY, INSTANCE_FLOATS), dtype=np.float32)
         #: Object indices drawn this frame, shape (m,), int64, sorted (so grouped by kind).
         self.visible = np.zeros(0, dtype=np.int64)
@@ -110,7 +103,39 @@ class CullingPipeline:
         self._distance = np.zeros(0)
         self._limit = np.zeros(0)
         self._begin_limit = np.zeros(0)
-        self.lod = LodSelector([kind.mesh for kind in scene.kinds])
+        self._lod: LodSelector | None = None
+
+    @property
+    def lod(self) -> LodSelector:
+        """The kinds' levels of detail, made on first use (:meth:`instance_groups`): only that needs each
+        kind's ``mesh`` to be one of :mod:`engine.meshes`; :meth:`cull` and :meth:`instances` draw nothing."""
+        if self._lod is None:
+            self._lod = LodSelector([kind.mesh for kind in self.scene.kinds])
+        return self._lod
+
+    def set_handles(self, handles: ArrayLike) -> None:
+        """``handles[i]``: object ``i``'s handle in the index, one per row of the scene's arrays.
+
+        Call it again after objects were spawned or destroyed, once the scene's arrays and the index
+        agree (new rows, rows gone, handles the index handed out again): the pipeline maps the index's
+        answers back to rows through this table, so a stale one reads rows that no longer exist, or
+        draws a spawned object with the looks of the destroyed one whose handle it got.  O(n).
+        """
+        table = np.asarray(handles, dtype=np.int64)
+        n = len(self.scene)
+        if table.shape != (n,):
+            raise ValueError(f"need one handle per object ({n}), got shape {table.shape}")
+        if np.array_equal(table, np.arange(n)):
+            object_of: NDArray[np.int64] | None = None    # None: handles are object indices
+        else:
+            if n and table.min() < 0:
+                raise ValueError(f"handles must not be negative, got {int(table.min())}")
+            object_of = np.full(int(table.max(initial=-1)) + 1, -1, dtype=np.int64)
+            object_of[table] = np.arange(n)
+            if np.count_nonzero(object_of >= 0) != n:
+                raise ValueError("handles must be unique: two objects share one")
+        self.handles, self._object_of = table, object_of
+        self.kind_offsets = self.scene.kind_offsets
 
     def objects_of(self, handles: np.ndarray) -> np.ndarray:
         """Object indices of index handles, shape (m,), int64."""
@@ -142,12 +167,14 @@ class CullingPipeline:
         -------
         FrameStats
             Counts and the query, distance and frustum times; ``upload_ms`` and
-            ``draw_ms`` are filled in when the frame is drawn.
+            ``draw_ms`` are the drawing code's to fill (:meth:`run` fills ``upload_ms``;
+            ``engine.renderer.Renderer.draw`` returns the draw's milliseconds).
 
         Sets :attr:`visible`: object indices, shape (m,), int64, sorted (so
         grouped by kind), and their camera distances (:meth:`distances`).
         Touches no GPU object.  Cost: one call into the index (its walk and
-        exact test, O(levels + the tiles near the camera); the trace adds
+        exact test, O(levels + candidates), the candidates' 64-row tiles far from the camera
+        skipped whole); the trace adds
         O(visited nodes)), then O(in range) NumPy.
         """
         p = np.asarray(camera_position, dtype=np.float64).reshape(3)

@@ -44,9 +44,7 @@ import ray
 from numpy.typing import ArrayLike, NDArray
 from ray.exceptions import RayActorError, RayError
 
-from culling import InterestSets, InterestTick, ViewDistanceTree
-from culling.core.validation import as_points, as_probe_radii
-from culling.uses.interest import as_viewer_ids
+from culling import InterestSets, InterestTick, ViewDistanceTree, tick_arguments
 from server.interrupts import runs_whole
 from server.regions import Regions
 from server.shard import Shard
@@ -341,16 +339,10 @@ class ShardedInterest:
         :meth:`InterestSets.advance`, which runs whole).
         """
         self._open()
-        ids = as_viewer_ids(viewer_ids)  # InterestManager.tick's own checks: the same errors, the same words
+        ids, points, reach = tick_arguments(viewer_ids, positions, radii, self.dim)  # as InterestManager.tick
         m = ids.size
-        points = np.ascontiguousarray(as_points(positions, self.dim, "positions"))
-        if points.shape[0] != m:
-            raise ValueError(f"positions must have shape ({m}, {self.dim}) to match viewer_ids, got {points.shape}")
-        reach = None
-        if radii is not None:
-            reach = as_probe_radii(radii, m)
-            if m and reach.max() > self._margin:
-                raise ValueError(f"a viewer radius of {float(reach.max())} is beyond the probe_margin "
+        if reach is not None and m and reach.max() > self._margin:
+            raise ValueError(f"a viewer radius of {float(reach.max())} is beyond the probe_margin "
                                  f"{self._margin} the ghosts were placed for: construct ShardedInterest "
                                  "with a larger probe_margin")
         region = self.regions.region_of(points)

@@ -48,9 +48,9 @@ from numpy.typing import ArrayLike, NDArray
 
 from culling.core.chunks import in_caller_order
 from culling.core.containment import decide
-from culling.core.records import ValueRecord
 from culling.core.validation import Handle, as_handles, as_integer, as_points, as_probe_radii, as_radius, as_real
 from culling.interface import Real
+from culling.records import ValueRecord
 from culling.runtime.locks import ReadWriteLock, reading, state_without_lock, writing
 from culling.runtime.threads import run_chunks, thread_count
 from culling.tree.tree import ViewDistanceTree
@@ -64,7 +64,7 @@ from culling.uses.interest_kernels import (
 )
 from culling.uses.tracker import read_only_again
 
-__all__ = ["InterestManager", "InterestSets", "InterestTick"]
+__all__ = ["InterestManager", "InterestSets", "InterestTick", "tick_arguments"]
 
 #: Handles :class:`InterestSets` accepts are below this: its scratch has two bits per handle value.
 MAX_HANDLE = 2**31
@@ -178,6 +178,24 @@ def as_viewer_ids(values: ArrayLike) -> NDArray[np.int64]:
         if repeated.size:
             raise ValueError(f"viewer_ids must be unique within a tick, id {int(repeated[0])} appears more than once")
     return ids
+
+
+def tick_arguments(viewer_ids: ArrayLike, positions: ArrayLike, radii: ArrayLike | None = None,
+                   dim: int = 3) -> tuple[NDArray[np.int64], NDArray[np.float64], NDArray[np.float64] | None]:
+    """A tick's arguments checked as :meth:`InterestManager.tick` checks them: ``(ids int64 (m,), positions
+    float64 (m, dim) C-contiguous, radii float64 (m,) or None)``, the same errors in the same words.
+
+    For a service that answers ticks elsewhere (``server.ShardedInterest`` routes them to Ray actors): it
+    refuses what ``InterestManager.tick`` refuses before anything is sent.  ``TypeError`` for ids that are
+    not integers, ``ValueError`` for a repeated id, an id beyond int64, positions of the wrong shape or not
+    finite, radii negative or not finite.
+    """
+    ids = as_viewer_ids(viewer_ids)
+    points = np.ascontiguousarray(as_points(positions, dim, "positions"))
+    if points.shape[0] != ids.size:
+        raise ValueError(f"positions must have shape ({ids.size}, {dim}) to match viewer_ids, got {points.shape}")
+    reach = None if radii is None else as_probe_radii(radii, ids.size)
+    return ids, points, reach
 
 
 def as_viewer_id(value: object) -> int:
@@ -859,12 +877,7 @@ class InterestManager:
         :data:`GRID_ENTITIES_PER_VIEWER` live entities per viewer, the same answer comes from
         the entities instead (:func:`grid_answer`: each entity's sphere asks a grid over the viewers).
         """
-        ids = as_viewer_ids(viewer_ids)
-        points = np.ascontiguousarray(as_points(positions, self.dim, "positions"))
-        if points.shape[0] != ids.size:
-            raise ValueError(f"positions must have shape ({ids.size}, {self.dim}) to match viewer_ids, "
-                             f"got {points.shape}")
-        reach = None if radii is None else as_probe_radii(radii, ids.size)
+        ids, points, reach = tick_arguments(viewer_ids, positions, radii, self.dim)
         inner, inner_counts, order, ascending = self._answer(points, reach, 1.0)
         outer, outer_counts = inner, inner_counts
         if self._sets.hysteresis > 0.0:

@@ -53,9 +53,9 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from culling.core.containment import contains_exact
-from culling.core.records import ValueRecord
 from culling.core.validation import as_handles, as_radii, as_radius, as_real, has_masked_entries
 from culling.interface import Real
+from culling.records import ValueRecord
 from culling.runtime.interrupts import runs_whole
 
 __all__ = ["MultiCameraTracker", "VisibilityEvents", "VisibilityTracker", "read_only_again"]

@@ -20,7 +20,7 @@ import culling
 PACKAGE = Path(culling.__file__).resolve().parent
 
 #: The answers' records, importable from every floor.
-RECORDS = {"answer", "trace", "interface"}
+RECORDS = {"answer", "trace", "interface", "records"}
 
 #: What each floor (a subpackage, or the base class's module) may import besides itself and the records.
 ALLOWED = {

@@ -137,3 +137,77 @@ def test_pipeline_reads_moved_objects_from_the_scene():
     assert got[0].shape[0] > 0
     assert np.allclose(got[0][:, :3], scene.centres[pipe.visible].astype(np.float32))
     assert np.array_equal(got[0][:, 7], scene.highlight[pipe.visible])
+
+
+class _OwnScene:
+    """An engine's own scene, as INTEGRATION.md section 1 lists what the pipeline reads: arrays sorted by
+    kind, ``len()``, and kinds whose meshes are the engine's own (none of ``engine.meshes``)."""
+
+    def __init__(self, centres, kind_counts, tints):
+        self.centres = np.asarray(centres, dtype=np.float64)
+        n = len(self.centres)
+        self.view_distance = np.full(n, 50.0)
+        self.bounding_radius = np.ones(n)
+        self.begin_distance = np.zeros(n)
+        self.yaw = np.zeros(n, dtype=np.float32)
+        self.tint = np.asarray(tints, dtype=np.float32)
+        self.highlight = np.zeros(n, dtype=np.float32)
+        self.kind_offsets = np.concatenate([[0], np.cumsum(kind_counts)]).astype(np.int64)
+        self.kinds = [type("Kind", (), {"name": k, "mesh": f"my_{k}", "colour": (1.0, 1.0, 1.0)})()
+                      for k in ("crate", "barrel")]
+
+    def __len__(self):
+        return len(self.centres)
+
+
+def test_an_engines_own_meshes_cull_and_build_records_without_the_demos_mesh_library():
+    """The pipeline made its levels of detail at construction, from engine.meshes: an engine with meshes of
+    its own could not cull at all (KeyError: unknown mesh 'my_crate').  Only instance_groups needs them now."""
+    scene = _OwnScene([[0.0, 0.0, 10.0], [1.0, 0.0, 12.0], [2.0, 0.0, 14.0]], [2, 1], [0.1, 0.2, 0.3])
+    tree = ViewDistanceTree(size=256.0, origin=(-128.0, -128.0, -128.0), dim=3)
+    pipe = CullingPipeline(scene, tree, tree.insert_many(scene.centres, scene.view_distance))
+    cam = Camera(np.zeros(3), yaw=0.0, pitch=0.0, aspect=1.0)
+    forward = cam.forward()
+    scene.centres[:] = 10.0 * forward + np.array([[0.0, 0.0, 0.0], [0.5, 0.0, 0.0], [0.0, 0.5, 0.0]])
+    tree.update_many(pipe.handles, scene.centres, scene.view_distance)
+    stats = pipe.cull(cam.position, cam.view_projection())
+    records, kind_starts = pipe.instances()
+    assert stats.in_frustum == 3 and kind_starts.tolist() == [0, 2, 3]
+    assert np.allclose(records[:, 5], scene.tint)
+    with pytest.raises(KeyError, match="unknown mesh 'my_crate'"):
+        pipe.instance_groups()  # levels of detail are engine.meshes' chains
+
+
+def test_spawned_and_destroyed_objects_reach_the_pipeline_through_set_handles():
+    """A spawn culled with the table made at construction read a row beyond the scene's (IndexError), and an
+    object spawned on a destroyed one's handle was drawn with the destroyed one's looks."""
+    cam = Camera(np.zeros(3), yaw=0.0, pitch=0.0, aspect=1.0)
+    ahead = 10.0 * cam.forward()
+    centres = ahead + np.array([[0.0, 0.0, 0.0], [0.5, 0.0, 0.0], [0.0, 0.5, 0.0]])
+    scene = _OwnScene(centres, [2, 1], [0.1, 0.2, 0.3])
+    tree = ViewDistanceTree(size=256.0, origin=(-128.0, -128.0, -128.0), dim=3)
+    handles = tree.insert_many(scene.centres, scene.view_distance)
+    pipe = CullingPipeline(scene, tree, handles)
+    assert pipe.cull(cam.position, cam.view_projection()).in_frustum == 3
+
+    # Destroy the first crate: its row leaves the scene's arrays, its handle the tree.
+    tree.remove(int(handles[0]))
+    keep = np.arange(1, 3)
+    scene.__init__(scene.centres[keep], [1, 1], scene.tint[keep])
+    handles = handles[keep]
+    pipe.set_handles(handles)
+    assert pipe.cull(cam.position, cam.view_projection()).in_frustum == 2
+    assert pipe.visible.tolist() == [0, 1] and np.allclose(pipe.instances()[0][:, 5], [0.2, 0.3])
+
+    # Spawn a barrel: a row at the end of its kind, the tree hands out the destroyed crate's handle again.
+    spawned = tree.insert(ahead + np.array([-0.5, 0.0, 0.0]), 50.0)
+    assert spawned == 0
+    scene.__init__(np.vstack([scene.centres, ahead + [-0.5, 0.0, 0.0]]), [1, 2], np.append(scene.tint, 0.9))
+    pipe.set_handles(np.append(handles, spawned))
+    assert pipe.cull(cam.position, cam.view_projection()).in_frustum == 3
+    records, kind_starts = pipe.instances()
+    assert kind_starts.tolist() == [0, 1, 3] and np.allclose(records[:, 5], [0.2, 0.3, 0.9])  # its own looks
+    for bad, match in (([0, 1], "one handle per object"), ([0, 0, 1], "unique"), ([-1, 1, 2], "negative")):
+        with pytest.raises(ValueError, match=match):
+            pipe.set_handles(bad)
+    assert pipe.cull(cam.position, cam.view_projection()).in_frustum == 3  # a refused table changed nothing
