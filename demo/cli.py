@@ -10,7 +10,9 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import signal
 import sys
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import NoReturn
@@ -184,6 +186,24 @@ def display_available() -> bool:
     return True
 
 
+def _noting_interrupts() -> list[int] | None:
+    """A list a SIGINT is noted in, then raised as Python's default handler does (``KeyboardInterrupt``):
+    where it lands inside a C extension's import, the import fails with an ``ImportError`` instead, and
+    the note tells the two apart.  None (nothing noted) off the main thread or under a program's own
+    handler."""
+    if threading.current_thread() is not threading.main_thread() \
+            or signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
+        return None
+    noted: list[int] = []
+
+    def note(number: int, frame: object) -> None:
+        noted.append(number)
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGINT, note)
+    return noted
+
+
 def _fail(message: str, code: int = EXIT_ERROR) -> int:
     print(f"{PROG}: error: {message}", file=sys.stderr)
     return code
@@ -292,15 +312,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point; returns the process exit status."""
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format=f"{PROG}: %(message)s")
+    interrupts = _noting_interrupts()
     try:
         from demo.demo import DemoError
         from engine.shaders import ShaderError
     except ValueError as exc:  # a setting the library refuses on import (CULLING_THREADS): one line
         return _fail(str(exc))
     except ImportError as exc:  # the demo's extra not installed (pyglet, moderngl, pyrr): one line
+        if interrupts:  # a Ctrl-C inside a C extension's import (numba's) came out as its ImportError
+            return _fail("interrupted", 130)
         return _fail(f"{exc}; the demo needs its extra: pip install -e \".[demo]\"")
     except KeyboardInterrupt:  # Ctrl-C while the modules load
         return _fail("interrupted", 130)
+    finally:
+        if interrupts is not None:  # Python's own handler again
+            signal.signal(signal.SIGINT, signal.default_int_handler)
 
     try:
         return _run(args)

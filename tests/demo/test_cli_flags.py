@@ -76,6 +76,29 @@ def test_without_the_demo_extra_one_line_names_it(tmp_path):
     assert line.endswith('; the demo needs its extra: pip install -e ".[demo]"'), proc.stderr
 
 
+def test_a_ctrl_c_inside_an_extensions_import_says_interrupted_not_install_the_extra(tmp_path):
+    """A SIGINT landing inside a C extension's import (numba's) comes out as that import's ImportError: the
+    demo said "the demo needs its extra", exit 1.  Simulated as the extension behaves: the interrupt raised
+    inside the import, the import failing with its own ImportError."""
+    script = ("import signal, sys\n"
+              "class Interrupting:\n"
+              "    def find_spec(self, name, path=None, target=None):\n"
+              "        if name == 'demo.demo':\n"
+              "            try:\n"
+              "                signal.raise_signal(signal.SIGINT)\n"
+              "            except KeyboardInterrupt:\n"
+              "                raise ImportError('numba._devicearray failed to import') from None\n"
+              "        return None\n"
+              "sys.meta_path.insert(0, Interrupting()); sys.argv[0] = 'run_demo.py'\n"
+              "from demo.cli import main\n"
+              "code = main(['--headless', '--frames', '1'])\n"
+              "assert signal.getsignal(signal.SIGINT) is signal.default_int_handler\n"
+              "sys.exit(code)")
+    proc = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 130, proc.stderr
+    assert _err_lines(proc) == ["run_demo.py: error: interrupted"], proc.stderr
+
+
 def test_objects_that_cannot_fit_are_refused_before_allocating(tmp_path):
     proc = run_demo(["--headless", "--objects", "10_000_000_000"], tmp_path)  # run_demo's timeout bounds a hang
     assert proc.returncode == cli.EXIT_ERROR  # the message below says it was the check before allocating, not a time
