@@ -89,8 +89,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         how = ("`pip install -e .` compiled them for this machine" if (SHIPPED_DIR / NATIVE_MARK).exists()
                else "the wheel shipped them compiled")
         where = f"{shipped_loaded()} loaded as {how}"
-    else:
-        where = "kept in the numba cache" if cache_writable() else "compiled in memory only (no writable cache)"
+    elif cache_writable():
+        where = "kept in the numba cache"
+    else:  # a build step that cached nothing has not done its job: the image's first run compiles again
+        print(f"kernels ready in {seconds:.1f} s, but compiled in memory only: no numba cache folder can be "
+              f"written (set NUMBA_CACHE_DIR to one), so the next process compiles them again", file=sys.stderr)
+        return 1
     print(f"kernels ready in {seconds:.1f} s, {where}", file=sys.stderr)
     return 0
 

@@ -78,3 +78,32 @@ def test_the_shipping_wheel_is_tagged_for_this_python_abi_and_platform():
         assert Distribution({"name": "x"}).has_ext_modules()
     assert not plain.has_ext_modules()
     assert shipping_backend.KERNEL_REQUIRES == ["numpy>=1.24", "numba>=0.59"]
+
+
+def test_the_metadata_asks_for_what_the_package_runs_on():
+    """``requires-python >= 3.10`` installed a package that failed on import there (``typing.Self``), and
+    ``numba >= 0.59`` one whose patches failed every compile below 0.63: the bounds are what it runs on."""
+    import tomllib
+
+    from culling.runtime.numba_patches import OLDEST_NUMBA, numba_version
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    assert project["requires-python"] == ">=3.11" and sys.version_info >= (3, 11)
+    numba_bound = next(d for d in project["dependencies"] if d.split(">=")[0].strip() == "numba")
+    assert numba_bound.replace(" ", "") == "numba>={}.{}".format(*OLDEST_NUMBA)
+    assert numba_version() >= OLDEST_NUMBA
+
+
+def test_an_older_numba_is_left_as_it_is(monkeypatch):
+    """Below OLDEST_NUMBA the patches stand aside (numba compiles as it does), as CULLING_NUMBA_PATCHES=0."""
+    from culling.runtime import numba_patches
+
+    called = []
+    monkeypatch.setattr(numba_patches, "numba_version", lambda: (0, 62))
+    monkeypatch.setattr(numba_patches, "_front_end_once", lambda: called.append(True))
+    numba_patches.apply()
+    assert not called
+    monkeypatch.setattr(numba_patches, "numba_version", lambda: numba_patches.OLDEST_NUMBA)
+    monkeypatch.delenv(numba_patches.PATCHES_ENV, raising=False)
+    numba_patches.apply()  # the other patches are in place already: each is applied once per process
+    assert called

@@ -7,7 +7,10 @@ one per core, each finished step said on stderr), and builds the wheel from
 that copy with setuptools, so the checkout is left exactly as it was (no
 ``build/``, no ``*.egg-info``; ``build_sdist`` works in such a copy too).  The wheel holds machine code for one
 Python, ABI and platform, and is tagged so (``cp311-cp311-linux_x86_64``,
-say): pip takes it only where its kernels fit.  Elsewhere pip builds the
+say): pip takes it only on that Python, ABI and platform.  Its kernels also need the numba that
+built them; the wheel still asks only for ``numba >= 0.63`` (a pin would fight other packages over
+numba), so under another numba they compile on first use, with one ``RuntimeWarning`` naming both
+versions (:mod:`culling.runtime.jit`).  Elsewhere pip builds the
 wheel from the source distribution (which holds this file), compiling the
 kernels for that machine, or ``CULLING_SHIP_KERNELS=0`` builds a pure
 ``py3-none-any`` wheel that compiles them on first use.

@@ -61,16 +61,30 @@ import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
-__all__ = ["CALLEES_BY_SYMBOL", "INLINED", "KERNEL_FUNCTIONS", "PATCHES_ENV", "apply", "callees_by_symbol", "linked_by_symbol",
-           "loading_kernel", "locations_shared", "with_callees_loaded"]
+__all__ = ["CALLEES_BY_SYMBOL", "INLINED", "KERNEL_FUNCTIONS", "OLDEST_NUMBA", "PATCHES_ENV", "apply", "callees_by_symbol",
+           "linked_by_symbol", "loading_kernel", "locations_shared", "numba_version", "with_callees_loaded"]
 
 #: ``CULLING_NUMBA_PATCHES=0``: numba is left exactly as it is.
 PATCHES_ENV = "CULLING_NUMBA_PATCHES"
 
+#: The oldest numba the patches were written and tested against (pyproject.toml requires it too).  Below
+#: it numba is left as it is: numba 0.59 to 0.62 have the names the per-patch checks look for, with other
+#: shapes behind them (``_reload_init``, the module pass manager's return), and every compile failed.
+OLDEST_NUMBA = (0, 63)
+
+
+def numba_version() -> tuple[int, int]:
+    """The installed numba's (major, minor)."""
+    import numba
+
+    major, minor = numba.__version__.split(".")[:2]
+    return int(major), int("".join(ch for ch in minor if ch.isdigit()) or 0)
+
 
 def apply() -> None:
-    """Patch numba (once per process; a second call does nothing), unless :data:`PATCHES_ENV` is ``0``."""
-    if os.environ.get(PATCHES_ENV, "1").strip() == "0":
+    """Patch numba (once per process; a second call does nothing), unless :data:`PATCHES_ENV` is ``0`` or
+    numba is older than :data:`OLDEST_NUMBA`."""
+    if os.environ.get(PATCHES_ENV, "1").strip() == "0" or numba_version() < OLDEST_NUMBA:
         return
     _front_end_once()
     _quick_flag_values()

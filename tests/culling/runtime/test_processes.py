@@ -531,6 +531,21 @@ def test_ship_kernels_into_a_file_is_refused_before_compiling(tmp_path, capsys):
     assert "cannot write the kernels into" in capsys.readouterr().err
 
 
+def test_a_warm_up_that_could_cache_nothing_fails_the_build_step(monkeypatch, capsys):
+    """``python -m culling warm-up`` when building an image: with no numba cache folder it can write, it
+    compiled in memory only and exited 0, so the step passed and the image's first run compiled again."""
+    import culling.__main__ as cli
+
+    monkeypatch.setattr(cli, "warm_up", lambda *a, **k: 0.5)
+    monkeypatch.setattr(cli, "shipped_loaded", lambda: 0)
+    monkeypatch.setattr(cli, "cache_writable", lambda: False)
+    assert cli.main(["warm-up", "--groups", "tree"]) == 1
+    assert "compiled in memory only: no numba cache folder can be written" in capsys.readouterr().err
+    monkeypatch.setattr(cli, "cache_writable", lambda: True)
+    assert cli.main(["warm-up", "--groups", "tree"]) == 0
+    assert capsys.readouterr().err.splitlines()[-1] == "kernels ready in 0.5 s, kept in the numba cache"
+
+
 def test_warm_up_of_no_groups_warms_nothing_and_bad_workers_are_refused():
     from culling import warm_up
 
