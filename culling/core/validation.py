@@ -49,10 +49,13 @@ def has_masked_entries(values: object) -> bool:
 
     ``numpy.ma`` is read only where something has imported it: no masked array
     exists before that, and importing it (as ``np.ma`` does on first use) costs
-    20-30 ms of the first call that would ask.
+    20-30 ms of the first call that would ask.  Nor before its class exists: while
+    another thread imports ``numpy.ma`` (``np.unique`` does, on first use) the
+    module is in ``sys.modules`` half made, and reading ``MaskedArray`` off it
+    raised ``AttributeError`` in any query of any thread.
     """
-    masked = sys.modules.get("numpy.ma")
-    return masked is not None and isinstance(values, masked.MaskedArray) and bool(masked.getmaskarray(values).any())
+    masked_array = getattr(sys.modules.get("numpy.ma"), "MaskedArray", None)
+    return masked_array is not None and isinstance(values, masked_array) and bool(np.any(values.mask))
 
 
 def _reject_masks_and_bools(values: object, name: str, expected: str) -> None:

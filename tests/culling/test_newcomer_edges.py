@@ -158,3 +158,26 @@ def test_root_members_are_candidates_everywhere_and_the_rest_keep_the_6r_bound()
         assert tree.query(point).tolist() == [root_member]
         assert tree.query(point, exact=True).size == 0
     assert below not in tree.query((1.0 + 6 * 15.0, 1.0)).tolist()
+
+
+def test_a_query_while_another_thread_imports_numpy_ma_answers(monkeypatch):
+    """The input check read ``numpy.ma.MaskedArray`` off ``sys.modules`` while another thread's first import
+    of ``numpy.ma`` (``np.unique`` makes one; ``InterestManager.remove_many`` calls it) had only begun:
+    ``AttributeError: partially initialized module 'numpy.ma'`` from a plain query, 29 runs in 30.  The
+    half-made module stands in for that moment here."""
+    import sys
+    import types
+
+    tree = _tree()
+    manager = culling.InterestManager(size=64.0, dim=2)
+    manager.insert_many([[1.0, 1.0]], [5.0])
+    monkeypatch.setitem(sys.modules, "numpy.ma", types.ModuleType("numpy.ma"))  # no MaskedArray yet
+    assert tree.query((2.0, 2.0), exact=True).tolist() == [0, 2]
+    assert tree.query_many([(2.0, 2.0)], exact=True)[0].tolist() == [0, 2]
+    assert manager.tick([1], [[1.0, 1.0]]).entered.tolist() == [0]
+    assert VisibilityTracker().update([3, 1]).visible.tolist() == [1, 3]
+    monkeypatch.undo()
+    masked = np.ma.masked_array([[1.0, 1.0]], mask=[[False, True]])
+    with pytest.raises(TypeError, match="masked"):
+        tree.insert_many(masked, [1.0])  # a real masked array is still refused
+    assert len(tree) == 3
