@@ -515,8 +515,10 @@ def exact_axis_window(x: float, o: float, s: float, size: float, level: int, fir
         base = float(ANCHOR)  # face of cell k: (k * 2**-level - base) * size
         step = float(1 << -level)
     half = 0.5 * unit * step  # W / 2
-    if not (EXACT_TINY <= half <= EXACT_HUGE) or 2.0 * half != unit * step:  # W or W/2 not exact: keep the estimate
-        return first, last
+    if not (EXACT_TINY <= half <= EXACT_HUGE) or 2.0 * half != unit * step:  # W or W/2 beyond the exact range:
+        # the estimate cannot be checked, and it can be a cell off (a tiny ``x - o`` divided by a huge ``size``
+        # underflows to 0: a point just below a face lands in the cell above it), so a cell is kept each way
+        return first - 1, last + 1
     # The estimate's error, in cells: a few roundings of the largest magnitude in it.  Where that
     # reaches a cell (an ulp of the coordinates spans cells) two moves cannot correct it: widen instead.
     error = (abs(x) + abs(o) + s * half + grow) * 2.0 ** -49 / (2.0 * half)

@@ -483,32 +483,39 @@ class DenseViewDistanceGrid(Structure):
         scale = as_scale(scale)
         if not self._count:
             return QueryTrace(point=p, candidates=np.empty(0, dtype=np.int64), levels=[])
-        visited, ends = self._traced_cells(p, scale)
-        return self._trace_of(p, scale, visited, ends)
+        visited, ends, counts = self._traced_cells(p, scale)
+        return self._trace_of(p, scale, visited, ends, counts)
 
-    def _traced_cells(self, p: np.ndarray, scale: float) -> tuple[np.ndarray, np.ndarray]:
+    def _traced_cells(self, p: np.ndarray, scale: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The cells a query at ``p`` reads (:func:`culling.grid.walk.trace_visit`) with their ancestors
         (:meth:`GridGeometry.with_ancestors <culling.grid.geometry.GridGeometry.with_ancestors>`), level by
-        level; ``ends``: where each level's cells end."""
-        visited, ends, _ = gridwalk.trace_visit(p, scale, self._world(), self._cell_arrays(scale),
-                                                MAX_ENUMERATED_CELLS)
-        return self._geo.with_ancestors(visited, ends)
+        level; ``ends``: where each level's cells end; ``counts``: each listed cell's members that the query
+        reads, int64, 0 for an ancestor it does not read.  The grid decides each level's window on its own
+        (no ancestor prunes it): where a tiny scale keeps a cell it cannot decide on a fine level, that
+        cell's ancestor may lie outside its level's window, and counting the ancestor's members made the
+        trace's candidates more than the query's."""
+        read, read_ends, _ = gridwalk.trace_visit(p, scale, self._world(), self._cell_arrays(scale),
+                                                  MAX_ENUMERATED_CELLS)
+        visited, ends = self._geo.with_ancestors(read, read_ends)
+        counts = self._cells.count[visited].astype(np.int64)
+        counts[~np.isin(visited, read)] = 0
+        return visited, ends, counts
 
     def _walked(self, p: np.ndarray, scale: float) -> Walked:
         """The cells one query reads and their ancestors (:meth:`_traced_cells`) as :class:`Walked`
-        (0 members for an empty ancestor)."""
-        visited, ends = self._traced_cells(p, scale)
+        (0 members for an ancestor it does not read)."""
+        visited, ends, counts = self._traced_cells(p, scale)
         cells = self._cells
-        return Walked(cells.start[visited].astype(np.int64), cells.count[visited].astype(np.int64),
-                      self._pool_arrays(), cells.columns, cells.handles,
-                      lambda: self._trace_of(p, scale, visited, ends))
+        return Walked(cells.start[visited].astype(np.int64), counts, self._pool_arrays(), cells.columns,
+                      cells.handles, lambda: self._trace_of(p, scale, visited, ends, counts))
 
-    def _trace_of(self, p: np.ndarray, scale: float, visited: np.ndarray, ends: np.ndarray) -> QueryTrace:
-        """The :class:`QueryTrace` of one walk's visited cells (``ends``: where each level's cells end)."""
+    def _trace_of(self, p: np.ndarray, scale: float, visited: np.ndarray, ends: np.ndarray,
+                  counts: np.ndarray) -> QueryTrace:
+        """The :class:`QueryTrace` of one walk's visited cells (``ends``: where each level's cells end;
+        ``counts``: the members each one's query reads)."""
         pool, geo = self._cells, self._geo
-        counts = pool.count[visited].astype(np.int64)
         candidates = members.gather(np.arange(visited.size), pool.start[visited].astype(np.int64), counts,
-                                        pool.handles)
+                                    pool.handles)
         levels = []
         first = 0
         for level, last in enumerate(ends.tolist()):

@@ -16,6 +16,7 @@ import math
 from fractions import Fraction
 
 import numpy as np
+import pytest
 from brute_force import BruteForce, sorted_handles
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -173,3 +174,72 @@ def test_centre_rounding_onto_a_face_is_placed_by_its_exact_value():
     q = q if Fraction(q) >= Fraction(c) - Fraction(r) else math.nextafter(q, math.inf)
     assert h in tree.query(q, exact=True).tolist()
     _check_levels(tree.trace(q), np.array([q]), np.array([origin]), 1, size)
+
+
+def _at_reach_truth(p, c, limit, cube):
+    """``|p - c| <= limit`` in exact arithmetic (largest axis for cubes)."""
+    d = [abs(Fraction(a) - Fraction(b)) for a, b in zip(p, c)]
+    return max(d) <= limit if cube else sum(x * x for x in d) <= limit * limit
+
+
+@pytest.mark.parametrize("dim", [1, 2, 3])
+@pytest.mark.parametrize("shape", ["sphere", "cube"])
+def test_a_huge_worlds_levels_keep_the_cell_a_tiny_offset_underflows_out_of(dim, shape):
+    """On levels whose half edge is beyond the exact range (a world of 2**1000), the window's estimate was
+    kept unchecked: ``x - o`` of -5e-324 divided by the root's edge underflowed to 0, the point's cell
+    became the one above the origin's face, and with a subnormal scale the walk never reached the node
+    [-2**976, 0) its object lives in: an exact query at the object's own centre answered nothing."""
+    from culling import ViewDistanceTree
+
+    tiny = float.fromhex("-0x0.0000000000001p-1022")  # -5e-324
+    centre = [tiny] + [1.0] * (dim - 1)
+    tree = ViewDistanceTree(float.fromhex("0x1p+1000"), dim=dim, shape=shape)
+    handle = tree.insert(centre, 0.0)
+    for scale in (5e-324, 1e-322, 1.0):
+        assert tree.query(centre, exact=True, scale=scale).tolist() == [handle]
+        assert tree.query_many([centre], exact=True, scale=scale)[0].tolist() == [handle]
+        assert tree.overlapping(centre, 0.0, exact=True, scale=scale).tolist() == [handle]
+        assert tree.query_detailed(centre, scale=scale).handles.tolist() == [handle]
+
+
+@pytest.mark.parametrize("shape", ["sphere", "cube"])
+def test_a_probe_touching_at_the_smallest_normal_scale_in_a_huge_world_is_found(shape):
+    from culling import ViewDistanceTree
+
+    h = float.fromhex
+    centre = [h("-0x0.0000000000001p-1022"), h("0x1.56e1fc2f8f359p-997")]
+    radius = h("0x1.fffffffffffffp+1004")
+    point = [h("0x1.fffffffffffffp-18"), h("0x1.56e1fc2f8f359p-997")]
+    rho, scale = h("0x0.0000000000001p-1022"), h("0x1p-1022")
+    assert _at_reach_truth(point, centre, Fraction(radius) * Fraction(scale) + Fraction(rho), shape == "cube")
+    tree = ViewDistanceTree(h("0x1p+1015"), dim=2, shape=shape)
+    handle = tree.insert(centre, radius)
+    assert tree.overlapping(point, rho, exact=True, scale=scale).tolist() == [handle]
+    assert tree.overlapping_many([point], [rho], exact=True, scale=scale)[0].tolist() == [handle]
+    grown = ViewDistanceTree(1e300, dim=1)  # the 1-D variant, on a root grown twice
+    first = grown.insert(h("-0x0.0000000000002p-1022"), h("0x1.7e43c8800759bp+995"))
+    grown.insert(2e300, 1.0)
+    assert grown.root_level == -2
+    p, r, s = h("0x1.7e43c8800759bp-65"), h("0x0.0000000000002p-1022"), h("0x1p-1060")
+    assert grown.overlapping(p, r, exact=True, scale=s).tolist() == [first]
+
+
+@pytest.mark.parametrize("dim", [1, 2, 3])
+def test_the_grids_trace_counts_the_cells_its_query_reads_not_their_ancestors(dim):
+    """At scale 1e-300 a fine level keeps a cell it cannot decide, whose coarse ancestor lies outside that
+    level's window: the trace listed the ancestor (the overlay draws the listing as a tree) and counted its
+    members, so trace and query_detailed had a candidate the query did not (CONTRACT: the same)."""
+    from culling import DenseViewDistanceGrid
+
+    h = float.fromhex
+    rest = [1.0] * (dim - 1)
+    grid = DenseViewDistanceGrid(h("0x1p+40"), origin=[-0.1] * dim, dim=dim, min_radius=h("0x1p+35"))
+    grid.insert([h("0x1p+40") * 0.3] + rest, h("0x1p+40") * 0.17)
+    grid.insert([h("0x1p+39") - 0.1 - h("0x1p+30")] + rest, h("0x1p+31"))
+    point = [h("0x1.ffffffffff99ap+38")] + rest
+    for scale in (1e-300, 1.0):
+        candidates = sorted(grid.query(point, scale=scale).tolist())
+        trace = grid.trace(point, scale=scale)
+        assert sorted(trace.candidates.tolist()) == candidates
+        assert sum(level.objects for level in trace.levels) == len(candidates)
+        assert grid.query_detailed(point, scale=scale).candidates == len(candidates)
