@@ -373,14 +373,21 @@ class CollisionCandidates:
         probe_centre : array_like, shape (dim,), float
         iterations : int, 0 to ``MAX_RESOLVE_ITERATIONS``
             Upper bound on the passes.  Between objects that box the probe
-            in, the result may still overlap; check :meth:`touching` if that
-            matters.
+            in, or two that overlap each other and push the probe back and
+            forth (the passes then stop at once), the result may still
+            overlap; check :meth:`touching` if that matters.
 
         Returns
         -------
         ndarray, shape (dim,), float64
             The corrected position (a new array; the input is not changed).
             Touching surfaces (distance exactly ``b + q``) are not overlaps.
+
+        Raises
+        ------
+        ValueError
+            Bad input, or a push that would move the probe beyond the largest
+            float (an object's ``b + q`` near ``1.8e308``).
 
         Notes
         -----
@@ -393,6 +400,7 @@ class CollisionCandidates:
         if not 0 <= iterations <= MAX_RESOLVE_ITERATIONS:
             raise ValueError(f"iterations must be in [0, {MAX_RESOLVE_ITERATIONS}], got {iterations}")
         q = self._probe
+        before = None  # the position two passes ago: a pass that comes back to it starts a cycle
         for _ in range(int(iterations)):
             hs, centres, reach, dist = self._contacts(point)
             p = point.tolist()
@@ -403,11 +411,15 @@ class CollisionCandidates:
             for i in sorted(overlap, key=lambda i: (dist[i] - reach[i], i)):       # deepest overlap first
                 centre, b = centres[i].tolist(), bounds[i]
                 if _overlaps(centre, p, b, q):  # an earlier push may have cleared it
-                    p = _pushed_out(centre, p, b, q)
+                    try:
+                        p = _pushed_out(centre, p, b, q)
+                    except OverflowError:
+                        raise ValueError(f"resolve cannot push the probe out of object {int(hs[i])}: it would lie "
+                                         f"beyond the largest float (b + q = {b + q!r})") from None
             moved = np.array(p, dtype=np.float64)
-            if np.array_equal(moved, point):
-                break  # a fixed point: further passes would change nothing
-            point = moved
+            if np.array_equal(moved, point) or (before is not None and np.array_equal(moved, before)):
+                break  # a fixed point, or two objects pushing the probe back and forth: passes change nothing
+            before, point = point, moved
         return point
 
     # -- testing -------------------------------------------------------------
@@ -449,13 +461,23 @@ def _pushed_out(centre: list[float], point: list[float], bounding: float, probe:
     overlapping in exact arithmetic (``2**53 + 1`` is not a float: a probe of 1 at ``2**53`` from an
     object of ``2**53`` stayed where it was)."""
     offset = [a - c for a, c in zip(point, centre)]
-    d = math.hypot(*offset)
-    direction = [o / d for o in offset] if d > 0.0 else [0.0] * (len(offset) - 1) + [1.0]
+    largest = max(abs(o) for o in offset)
+    if largest > 0.0:  # the offset scaled by a power of two (exact) to near 1 first: hypot of subnormal
+        shift = math.frexp(largest)[1]  # offsets rounds badly (a push 1.41 long where 1 was asked)
+        scaled = [math.ldexp(o, -shift) for o in offset]
+        length = math.hypot(*scaled)
+        direction = [o / length for o in scaled]
+    else:
+        direction = [0.0] * (len(offset) - 1) + [1.0]
     step = bounding + probe
     grain = max(math.ulp(x) for x in [*centre, *point, step])  # the coarsest rounding of a coordinate
+    moved = point
     for ulps in (0, 1, 2, 4, 8, 16, 32, 64):
         reach = step * (1.0 + ulps * 2.0 ** -52) + ulps * grain
-        moved = [c + u * reach for c, u in zip(centre, direction)]
+        farther = [c + u * reach for c, u in zip(centre, direction)]
+        if not all(map(math.isfinite, farther)):  # no float lies that far out: the caller says so
+            raise OverflowError("the probe pushed out of an object would lie beyond the largest float")
+        moved = farther
         if not _overlaps(centre, moved, bounding, probe):
             return moved
     return moved

@@ -1,6 +1,7 @@
 """CollisionCandidates against a brute-force sphere-sphere scan, bad input, resolve."""
 
 import math
+import sys
 
 import numpy as np
 import pytest
@@ -385,3 +386,53 @@ def test_a_shallow_copy_is_independent_as_the_trees_is():
     cc.check_invariants()
     twin.check_invariants()
     assert len(cc) == 16 and len(twin) == 16 and 0 in cc and 0 not in twin
+
+
+def test_resolve_pushes_a_probe_a_subnormal_distance_from_a_centre_to_the_surface():
+    """``math.hypot`` of subnormal offsets rounds badly: the push went 1.41 long where 1 was asked, or stopped
+    inside.  The offset is scaled by a power of two first."""
+    from fractions import Fraction
+
+    import culling
+
+    tiny = float.fromhex("0x0.0000000000001p-1022")
+    for dim, offsets, bounding, probe in ((2, (tiny, tiny), 1.0, 0.0), (2, (tiny, 2 * tiny), 1.0, 0.0),
+                                          (2, (float.fromhex("0x0.00000000e8bd2p-1022"),
+                                               -float.fromhex("0x0.0000000049bd4p-1022")), 1e6, 1.0),
+                                          (3, (tiny, -tiny, tiny), float.fromhex("0x1.7e43c8800759cp+996"), tiny)):
+        cc = culling.CollisionCandidates(probe, 1e300, dim=dim)
+        cc.insert((0.0,) * dim, bounding)
+        moved = cc.resolve(offsets, 1)
+        reach = Fraction(bounding) + Fraction(probe)
+        gap = sum(Fraction(x) ** 2 for x in moved.tolist())
+        assert reach ** 2 <= gap <= (reach * (1 + Fraction(1, 2**40))) ** 2, (offsets, moved)  # at the surface
+        assert cc.touching(moved).size == 0 or gap == reach ** 2
+
+
+def test_resolve_refuses_a_push_beyond_the_largest_float():
+    """A push out to ``b + q`` near 1.8e308 returned inf (or raised OverflowError, or a ValueError about the
+    caller's finite centre): now one ValueError that says why, and nothing returned that is not finite."""
+    import culling
+
+    for probe, size, dim, centre, point in ((1.7e308, 1e300, 1, 1e307, 1e307),
+                                            (sys.float_info.max, 1.0, 2, (0.0, 0.0), (1.0, 1.0))):
+        cc = culling.CollisionCandidates(probe, size, dim=dim)
+        cc.insert(centre, 0.0)
+        for iterations in (1, 4):
+            with pytest.raises(ValueError, match="beyond the largest float"):
+                cc.resolve(point, iterations)
+        assert len(cc) == 1
+
+
+def test_resolve_stops_when_two_overlapping_objects_push_the_probe_back_and_forth():
+    """Objects at -4 and -2 (bounding 0.5, probe 1) push the probe between -2.5 and -3.5 for ever: 10,000
+    passes took 3 s.  The passes stop at the cycle; the result still overlaps, as the docstring says."""
+    import culling
+
+    cc = culling.CollisionCandidates(1.0, 64.0, dim=1)
+    cc.insert_many(np.array([[-4.0], [-2.0]]), np.array([0.5, 0.5]))
+    calls = []
+    real = cc._contacts
+    cc._contacts = lambda point: (calls.append(1), real(point))[1]  # count the passes
+    moved = cc.resolve(-4.0, 10_000)
+    assert moved.tolist() in ([-2.5], [-3.5]) and len(calls) <= 4
