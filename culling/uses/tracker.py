@@ -45,6 +45,7 @@ view distances, and decides itself:
 from __future__ import annotations
 
 import copy
+import numbers
 from collections.abc import Hashable, Iterator
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -227,14 +228,13 @@ class VisibilityTracker:
         return int(self._visible.size)
 
     def __contains__(self, handle: object) -> bool:
-        try:
-            handles = as_handles(handle)
-        except (TypeError, ValueError, KeyError):
+        """Whether the integer ``handle`` is visible now; anything else (``[1]``, 1.5, "a") is not, as
+        for a structure's ``in`` (a one-element list read as its element was True)."""
+        if isinstance(handle, (bool, np.bool_)) or not isinstance(handle, (numbers.Integral, np.integer)):
             return False
-        if handles.size != 1:
-            return False
-        pos = int(np.searchsorted(self._visible, handles[0]))
-        return pos < self._visible.size and self._visible[pos] == handles[0]
+        value = int(handle)
+        pos = int(np.searchsorted(self._visible, value)) if -2**63 <= value < 2**63 else self._visible.size
+        return pos < self._visible.size and int(self._visible[pos]) == value
 
     def bands_of(self, handles: ArrayLike) -> NDArray[np.int64]:
         """Current band of each of ``handles``; ``KeyError`` for one not visible.

@@ -345,3 +345,15 @@ def test_a_shallow_copy_of_the_cameras_is_independent():
     assert twin.update("a", [2]).left.tolist() == [1] and "b" not in cams
     twin.update("b", [3])
     assert cams["a"].visible.tolist() == [1, 2] and "b" not in cams
+
+
+def test_in_takes_one_integer_handle_as_a_structures_in_does():
+    """``[1] in tracker`` was True (a one-element list read as its element); ``in`` now answers for integers
+    only, as ``handle in tree`` does: anything else is simply not visible."""
+    from culling import VisibilityTracker
+
+    tracker = VisibilityTracker()
+    tracker.update([1, 5])
+    assert 1 in tracker and np.int64(5) in tracker and np.uint8(5) in tracker
+    for other in ([1], (5,), np.array([1]), 1.0, True, "1", None, 2**70, -1, 2):
+        assert other not in tracker
