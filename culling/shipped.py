@@ -23,7 +23,9 @@ machine at hand instead, set ``CULLING_SHIPPED_KERNELS=0`` (and run
 CPU (``--native``, what ``pip install -e .`` runs) it first asks whether the
 package's ``_compiled`` folder already holds every kernel for these sources
 and this CPU (:func:`native_kernels_current`): a reinstall of an unchanged
-checkout then compiles nothing.
+checkout then compiles nothing.  Where some are stale (a kernel's source was
+edited), the compile starts from the folder's kernels (:func:`_seed`), so only
+the kernels whose fingerprint changed compile again.
 """
 
 from __future__ import annotations
@@ -98,6 +100,8 @@ def ship_kernels(out: Path | str = SHIPPED_DIR, quiet: bool = False, program: st
         env = {k: v for k, v in os.environ.items() if not (native and k in ("NUMBA_CPU_NAME", "NUMBA_CPU_FEATURES"))}
         env.update(cpu, NUMBA_CACHE_DIR=cache, **{SHIPPED_ENV: "0"})
         env["PYTHONPATH"] = os.pathsep.join([str(_PACKAGE.parent), *filter(None, [env.get("PYTHONPATH")])])
+        if native:
+            _seed(Path(cache), out)
         command = ["-m", "culling", "warm-up"] if program is None else ["-c", program]
         subprocess.run([sys.executable, *command], env=env, check=True,
                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL if quiet else None)
@@ -119,14 +123,36 @@ def ship_kernels(out: Path | str = SHIPPED_DIR, quiet: bool = False, program: st
     return written
 
 
-def _restamp(index: Path, to: Path) -> None:
-    """Copy a numba index file with its stamp ``("source", fingerprint)`` relabelled ``("shipped",
-    fingerprint)`` (numba's format: its version pickled, then ``(stamp, overloads)`` pickled)."""
+def _seed(cache: Path, out: Path) -> None:
+    """Fill the empty numba cache ``cache`` with the kernels ``out`` holds when they were compiled for this
+    CPU (its :data:`~culling.runtime.jit.NATIVE_MARK` names :func:`native_stamp`), relabelled as a local
+    cache's: the warm-up then loads every kernel whose fingerprint still matches and compiles only the
+    others (numba replaces a stale index whole).  A folder for another CPU, or none, seeds nothing."""
+    mark = out / NATIVE_MARK
+    if not mark.is_file() or native_stamp() not in mark.read_text():
+        return
+    for folder, relative in _cache_folders().items():
+        source = out / relative
+        if not source.is_dir():
+            continue
+        target = cache / folder
+        target.mkdir(parents=True, exist_ok=True)
+        for path in source.iterdir():
+            if path.suffix == ".nbi":
+                _restamp(path, target / path.name, SHIPPED_LABEL, "source")
+            elif path.suffix == ".nbc":
+                shutil.copyfile(path, target / path.name)
+
+
+def _restamp(index: Path, to: Path, was: str = "source", label: str = SHIPPED_LABEL) -> None:
+    """Copy a numba index file with its stamp ``(was, fingerprint)`` relabelled ``(label, fingerprint)``
+    (numba's format: its version pickled, then ``(stamp, overloads)`` pickled): a local cache's
+    ``"source"`` stamp becomes the shipped one's, and back."""
     with open(index, "rb") as f:
         version = pickle.load(f)
         stamp, overloads = pickle.loads(f.read())
-    if not (isinstance(stamp, tuple) and len(stamp) == 2 and stamp[0] == "source"):
-        raise RuntimeError(f"{index} was not stamped by culling.runtime.jit (its stamp: {stamp!r})")
+    if not (isinstance(stamp, tuple) and len(stamp) == 2 and stamp[0] == was):
+        raise RuntimeError(f"{index} was not stamped {was!r} by culling.runtime.jit (its stamp: {stamp!r})")
     with open(to, "wb") as f:
         pickle.dump(version, f, protocol=-1)
-        f.write(pickle.dumps(((SHIPPED_LABEL, stamp[1]), overloads), protocol=-1))
+        f.write(pickle.dumps(((label, stamp[1]), overloads), protocol=-1))

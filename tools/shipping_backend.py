@@ -21,7 +21,8 @@ this machine's own CPU (a checkout runs where it was built: the portable
 CPU's code ran the moving frame about 15% slower here), so a checkout
 starts like an installed wheel: the first run of the demo or the tests loads
 the kernels instead of compiling them, and an edit recompiles only the
-kernels whose sources it changed (:mod:`culling.runtime.fingerprint`).
+kernels whose sources it changed (:mod:`culling.runtime.fingerprint`), at run time
+and when ``pip install -e .`` runs again (it starts from the kernels already there).
 
 Building needs NumPy and numba, which the build environment gets
 (``get_requires_for_build_wheel`` and ``..._editable``).
