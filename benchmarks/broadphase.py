@@ -301,9 +301,7 @@ class KDTreeProbesInverted:
         self.centres, self.radii = centres, radii
 
     def probe(self, probes: np.ndarray, rho: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        from scipy.spatial import cKDTree
-
-        lists = cKDTree(probes).query_ball_point(self.centres, self.radii + float(rho.max()), workers=-1,
+        lists = rebuilt_kdtree(probes).query_ball_point(self.centres, self.radii + float(rho.max()), workers=-1,
                                                  return_sorted=False)
         counts = np.fromiter((len(x) for x in lists), dtype=np.int64, count=len(lists))
         p = np.fromiter((q for x in lists for q in x), dtype=np.int64, count=int(counts.sum()))
@@ -323,9 +321,7 @@ class KDTreeProbesSparse:
         self.tree = cKDTree(centres)
 
     def probe(self, probes: np.ndarray, rho: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        from scipy.spatial import cKDTree
-
-        near = cKDTree(probes).sparse_distance_matrix(self.tree, float(rho.max() + self.radii.max()),
+        near = rebuilt_kdtree(probes).sparse_distance_matrix(self.tree, float(rho.max() + self.radii.max()),
                                                       output_type="ndarray")
         return exact_probe_pairs(near["i"].astype(np.int64), near["j"].astype(np.int64), probes, rho,
                                  self.centres, self.radii)

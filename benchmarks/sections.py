@@ -90,8 +90,12 @@ def run_forest(cfg: Config, structs: Structures, res: Results) -> None:
         "Forest: tree structure, single operations and memory",
         "Levels and nodes a query visits (from `trace`), a single `update()` that stays in its "
         "node, a single `remove()`, and memory per object measured with tracemalloc (nodes "
-        "included), next to rtree's delete and delete + insert of one box.",
-        ["N", "levels", "nodes", "update()", "remove()", "rtree delete", "rtree move", "memory / object"],
+        "included), next to rtree's delete and delete + insert of one box.  Memory three ways: built by one "
+        f"`insert_many`; after {MOVED_FRAMES} frames of `update_many` moving every object (the moving "
+        f"section's steps); built by `insert_many` batches of {STREAM_BATCH:,} (a world streamed in), "
+        "each the structure's `nbytes()`.",
+        ["N", "levels", "nodes", "update()", "remove()", "rtree delete", "rtree move", "memory / object",
+         "after moves", "streamed in"],
     )
     s = res.series.setdefault("forest", {"n": [], "methods": {}, "tree_points": [], "gather_points": []})
     last: dict = {}
@@ -117,6 +121,7 @@ def run_forest(cfg: Config, structs: Structures, res: Results) -> None:
             batch = time_call(lambda: tree.structure.query_many(wl.path, exact=True), cfg.repeats) / len(wl.path)
         levels, nodes = visited_nodes(tree, wl)
         mem = _memory(tree, wl)
+        moved, streamed = _memory_in_use(tree, wl)
         rt = peers[2]
         cands = fmt_count(MED(n_cand))
         rt_move = _rtree_sample(rt, wl, cfg.rtree_ops, wl.centres + 1e-3)
@@ -133,7 +138,8 @@ def run_forest(cfg: Config, structs: Structures, res: Results) -> None:
         q.rows.append([_n(n), "gather floor", "", fmt_time(MED(gather)), fmt_ratio(MED(gather) / t_tree),
                        fmt_count(MED(out)), ""])
         ops.rows.append([_n(n), f"{MED(levels):.0f}", f"{MED(nodes):.0f}", fmt_time(t_upd), fmt_time(t_rem),
-                         fmt_time(rt_del), fmt_time(rt_move), f"{mem / n:.0f} B"])
+                         fmt_time(rt_del), fmt_time(rt_move), f"{mem / n:.0f} B", f"{moved / n:.0f} B",
+                         f"{streamed / n:.0f} B"])
         q.sentences.append(
             f"N={_n(n)}: the tree answers an exact query in {fmt_time(t_tree)} for a median of "
             f"{fmt_count(MED(out))} visible objects: {_vs(MED(times['numpy brute force']), t_tree, 'brute force')}, "
@@ -147,7 +153,7 @@ def run_forest(cfg: Config, structs: Structures, res: Results) -> None:
         s["tree_points"].append((n, out.tolist(), times[tree.name].tolist()))
         s["gather_points"].append((n, out.tolist(), gather.tolist()))
         last = dict(n=n, times=times, t_tree=t_tree, gather=MED(gather), build=t_build, rt_build=peer_build["rtree"],
-                    upd=t_upd, rem=t_rem, mem=mem / n, rt_del=rt_del)
+                    upd=t_upd, rem=t_rem, mem=mem / n, moved=moved / n, streamed=streamed / n, rt_del=rt_del)
         s.setdefault("single", []).append((n, t_upd, t_rem))
     single = s["single"]
     (n0, u0, r0), (n1, u1, r1) = single[0], single[-1]
@@ -156,7 +162,9 @@ def run_forest(cfg: Config, structs: Structures, res: Results) -> None:
         f"(x{u1 / u0:.2f}), a single remove() {fmt_time(r0)} and {fmt_time(r1)} (x{r1 / r0:.2f}); "
         f"rtree needs {fmt_time(last['rt_del'])} per delete at N={_n(n1)}."
     )
-    ops.sentences.append(f"At N={_n(last['n'])} the tree holds {last['mem']:.0f} bytes per object, nodes included.")
+    ops.sentences.append(f"At N={_n(last['n'])} the tree holds {last['mem']:.0f} bytes per object, nodes included, as "
+                         f"built; {last['moved']:.0f} after moves (its pool grown by half when a moved object "
+                         f"first needs a larger block) and {last['streamed']:.0f} when streamed in.")
     ceiling = MED(last["times"]["numpy brute force"]) / last["gather"]
     brute = MED(last["times"]["numpy brute force"])
     q.sentences.append(
@@ -166,6 +174,27 @@ def run_forest(cfg: Config, structs: Structures, res: Results) -> None:
     )
     res.tables += [q, ops]
     _forest_targets(cfg, res, last)
+
+
+#: Frames of moves, and the batch of a streamed build, behind the forest's "after moves" and
+#: "streamed in" memory.
+MOVED_FRAMES = 3
+STREAM_BATCH = 10_000
+
+
+def _memory_in_use(method: CullingMethod, wl: Workload) -> tuple[int, int]:
+    """Bytes a structure of ``method`` holds (``nbytes()``) after :data:`MOVED_FRAMES` frames of moves,
+    and when built by batches of :data:`STREAM_BATCH`: what a game holds, not only a fresh build."""
+    moving = method.factory()
+    handles = moving.insert_many(wl.centres, wl.radii)
+    for centres in moving_steps(wl, MOVED_FRAMES):
+        moving.update_many(handles, centres)
+    moved = moving.nbytes()
+    del moving
+    streamed = method.factory()
+    for start in range(0, wl.n, STREAM_BATCH):
+        streamed.insert_many(wl.centres[start:start + STREAM_BATCH], wl.radii[start:start + STREAM_BATCH])
+    return moved, streamed.nbytes()
 
 
 def _memory(method: CullingMethod, wl: Workload) -> int:
@@ -212,8 +241,10 @@ def _forest_targets(cfg: Config, res: Results, last: dict) -> None:
             f"{fmt_time(vals[-1])} at {n}, {fmt_time(vals[0])} at {_n(single[0][0])}",
             f"{fmt_time(vals[-1])}; x{growth:.2f} over {_n(single[0][0])}->{n}",
             "<= 10 us (aim 5 us), flat in N (<= 2x)", vals[-1] <= 10e-6 and growth <= 2.0, vals[-1] <= 5e-6))
-    res.targets.append(Target(f"memory per object{size}", "tracemalloc, nodes included", f"{last['mem']:.0f} B",
-                              "<= 100 B", last["mem"] <= 100))
+    worst = max(last["mem"], last["moved"], last["streamed"])
+    res.targets.append(Target(f"memory per object{size}", "nodes included: built / after moves / streamed in",
+                              f"{last['mem']:.0f} / {last['moved']:.0f} / {last['streamed']:.0f} B",
+                              "<= 100 B (issue 41: stays)", worst <= 100))
 
 
 # ------------------------------------------------------------------- clusters
@@ -530,7 +561,7 @@ def _dense_verdict(series: list) -> str:
         even = [label for k, label in labels if label not in grid + tree]
         parts.append(f"on the {world} world ({_n(n)}) the grid is ahead on {', '.join(grid) or 'nothing'} "
                      f"and the tree on {', '.join(tree) or 'nothing'}"
-                     + (f", even (within {TIE - 1:.0%}) on {', '.join(even)}" if even else ""))
+                     + (f"; the two are even (within {TIE - 1:.0%}) on {', '.join(even)}" if even else ""))
     return ("When each wins: " + "; ".join(parts) + ".  The grid pays for every cell of its fixed world up front, "
             "so it can only pay off in a bounded world densely filled with small objects; the tree's memory "
             "follows the objects, so it suits sparse or unbounded worlds.")
