@@ -165,8 +165,9 @@ class DenseViewDistanceGrid(Structure):
         self._cube = shape == "cube"
         span = max(abs(x) for x in self._origin_list + self._hi_list)
         if geo.cell_size[-1] < 4 * math.ulp(span):
-            raise ValueError(f"finest cells of {geo.cell_size[-1]:g} are too small for float64 "
-                             f"coordinates near {span:g}; raise min_radius or move the origin")
+            raise ValueError(f"finest cells of {geo.cell_size[-1]:g} are too small for float64 coordinates near "
+                             f"{span:g} (4 ulps of them, {4 * math.ulp(span):g}, at least); "
+                             f"{self._coarsest_fit(4 * math.ulp(span))}")
         # Cell members, each with its sphere as a pool row, as in the tree's pool (the query
         # kernels of culling.core.members read both): the centre's axes, the radius and the squared
         # reach (culling.core.containment.squared_reach) that makes the sphere test root-free.
@@ -185,6 +186,17 @@ class DenseViewDistanceGrid(Structure):
         self._ids = HandleStack()
         self._cells.clear()
         self._handle_check = 1 << 62  # objects below which the next trim of the per-handle arrays is tried
+
+    def _coarsest_fit(self, edge: float) -> str:
+        """What to do where finest cells must be at least ``edge`` wide: the smallest ``min_radius`` whose
+        finest level has cells that wide (exact: ``size / 2**k``), or move the origin when even the
+        whole world's one cell is narrower."""
+        if self.size < edge:
+            return "move the origin nearer 0 or use the tree"
+        level = 0
+        while math.ldexp(self.size, -(level + 1)) >= edge:
+            level += 1
+        return f"use min_radius >= {math.ldexp(self.size, -(level + 2))!r} (size/2**{level + 2}), move the origin or use the tree"
 
     def _finest_level(self, min_radius: Real | None) -> tuple[int, float]:
         """The finest level and the min_radius it stands for, validated."""
@@ -205,9 +217,9 @@ class DenseViewDistanceGrid(Structure):
             level += 1
             if level > max_level:
                 raise ValueError(
-                    f"min_radius={value:g} needs more than MAX_FINEST_CELLS = "
+                    f"min_radius={value!r} needs more than MAX_FINEST_CELLS = "
                     f"2**{MAX_FINEST_CELLS.bit_length() - 1} cells on the finest level; use min_radius >= "
-                    f"{math.ldexp(self.size, -(max_level + 2)):g} (size/2**{max_level + 2}) or the tree")
+                    f"{math.ldexp(self.size, -(max_level + 2))!r} (size/2**{max_level + 2}) or the tree")
         return level, value
 
     # ------------------------------------------------------------------
@@ -215,7 +227,7 @@ class DenseViewDistanceGrid(Structure):
 
     def __repr__(self) -> str:
         return (f"DenseViewDistanceGrid(size={self.size}, origin={self._origin_list}, dim={self.dim}, "
-                f"shape={self.shape!r}, min_radius={self.min_radius:g}, objects={self._count})")
+                f"shape={self.shape!r}, min_radius={self.min_radius!r}, objects={self._count})")
 
     @property
     def finest_level(self) -> int:

@@ -11,6 +11,7 @@ through the public contract as well.
 from __future__ import annotations
 
 import math
+import re
 from fractions import Fraction
 
 import numpy as np
@@ -115,9 +116,31 @@ def test_min_radius_memory_bound(dim, finest):
         DenseViewDistanceGrid(size, dim=dim, min_radius=np.nextafter(size / 2 ** (finest + 2), 0))
 
 
-def test_cells_too_fine_for_float64_at_the_origin():
-    with pytest.raises(ValueError, match="too small for float64"):
-        DenseViewDistanceGrid(1.0, origin=(1e12,), dim=1, min_radius=2.0 ** -15)
+def test_cells_too_fine_for_float64_at_the_origin_name_a_min_radius_that_fits():
+    """The refusal names the smallest min_radius that fits, in full (a value rounded by ``:g`` was itself
+    refused), and that value is accepted; the default min_radius can be refused too (an origin of 1e15)."""
+    for origin, min_radius in (((1e12,), 2.0 ** -15), ((1e15, 0.0), None), ((1e15, 0.0, 0.0), None)):
+        with pytest.raises(ValueError, match="too small for float64") as refused:
+            DenseViewDistanceGrid(3.0, origin=origin, dim=len(origin), min_radius=min_radius)
+        named = float(re.search(r"use min_radius >= (\S+) ", str(refused.value)).group(1))
+        grid = DenseViewDistanceGrid(3.0, origin=origin, dim=len(origin), min_radius=named)
+        assert grid.min_radius == named
+    with pytest.raises(ValueError, match="move the origin nearer 0 or use the tree"):
+        DenseViewDistanceGrid(1e-6, origin=(1e15,), dim=1)
+
+
+@pytest.mark.parametrize("dim", [1, 2, 3])
+def test_the_memory_bounds_message_names_a_min_radius_that_is_accepted(dim):
+    """``:g`` rounded 2**-10 down to 0.000976562, below the bound, so the value it named was refused."""
+    with pytest.raises(ValueError, match="MAX_FINEST_CELLS") as refused:
+        DenseViewDistanceGrid(1.0, dim=dim, min_radius=1e-12)
+    named = float(re.search(r"use min_radius >= (\S+) ", str(refused.value)).group(1))
+    assert DenseViewDistanceGrid(1.0, dim=dim, min_radius=named).min_radius == named
+
+
+def test_repr_gives_min_radius_in_full():
+    grid = DenseViewDistanceGrid(1 / 3, origin=(0.1,), dim=1, min_radius=1 / 3000)
+    assert f"min_radius={1 / 3000!r}," in repr(grid)
 
 
 @pytest.mark.parametrize("kwargs", [
