@@ -26,6 +26,8 @@ def unwritable_folder(folder: Path) -> str | None:
     """
     target = folder
     while not target.exists() and target.absolute().parent != target.absolute():
+        if target.is_symlink():  # a link to nowhere: mkdir would fail on it after the scene is built
+            return f"--out {folder} is a broken link ({target} -> {os.readlink(target)})"
         target = target.absolute().parent
     if not target.is_dir():
         return f"--out {folder} is not a folder ({target} is a file)" if target != folder \

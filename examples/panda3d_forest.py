@@ -38,7 +38,9 @@ try:
 except ModuleNotFoundError:                          # one line, as for the other modules it needs (main)
     raise SystemExit(f"{Path(__file__).name}: error: needs numpy: pip install -e \".[examples]\" (the examples extra)") from None
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the checkout: engine/, scenes/ and culling/
+CHECKOUT = Path(__file__).resolve().parents[1]
+if (CHECKOUT / "engine" / "files.py").is_file():  # the checkout: engine/, scenes/ and culling/ (a copy elsewhere,
+    sys.path.insert(0, str(CHECKOUT))              # beside a project's own engine/, finds them on PYTHONPATH)
 #: This repository's packages it imports (the forest, a few helpers; see the docstring), looked for first.
 REPOSITORY_PACKAGES = ("engine", "scenes", "culling")
 # Panda3D, numba and the library load after the arguments are read (main): --help answers at once.
@@ -46,6 +48,7 @@ REPOSITORY_PACKAGES = ("engine", "scenes", "culling")
 FPS = 30.0            # headless frames are this far apart on the camera path
 PATH_SECONDS = 60.0   # one lap of the scene's camera path
 SIZE = (640, 360)
+MAX_OBJECTS = 100_000_000  # beyond it NumPy's own refusals (arrays too large), not a forest
 SUMMARY_SECONDS = 1.0  # a summary line this often, not a line per frame
 COMPILING = "compiling kernels (first run only)"   # what a first run says, as the demo and python -m culling do
 #: Simple lathed shapes, (radius, height) from the bottom up, in units of the bounding radius.
@@ -170,6 +173,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     args = p.parse_args(argv)
     if args.objects < 1 or (args.frames is not None and args.frames < 1):
         p.error("--objects and --frames must be at least 1")
+    if args.objects > MAX_OBJECTS:
+        p.error(f"--objects must be at most {MAX_OBJECTS:,}, got {args.objects:,}")
     if not str(args.out).strip() or str(args.out) == ".":   # Path("") is "." : frames into the current folder
         p.error("--out must name a folder")
     return args
@@ -217,7 +222,6 @@ def main(argv=None) -> int:
     from panda3d.core import (
         BoundingBox,
         ClockObject,
-        Filename,
         GeoMipTerrain,
         KeyboardButton,
         PNMImage,
@@ -352,9 +356,9 @@ def main(argv=None) -> int:
         image.remove_alpha()
         path = args.out / f"frame_{i:04d}.png"
         try:
-            write_atomically(path, lambda tmp: image.write(Filename.from_os_specific(str(tmp))) or _refused(tmp))
-        except OSError:
-            print(f"{Path(__file__).name}: could not write {path}", file=sys.stderr)
+            write_atomically(path, lambda tmp: tmp.write_bytes(png_bytes(image, StringStream)))
+        except OSError as exc:
+            print(f"{Path(__file__).name}: error: could not write {path}: {exc.strerror or exc}", file=sys.stderr)
             return 1
     steady = frame_ms[1:] or frame_ms
     query = "no query" if args.all else f"query {np.median(query_ms[1:] or query_ms):.2f} ms"
@@ -363,9 +367,13 @@ def main(argv=None) -> int:
     return 0
 
 
-def _refused(path: Path) -> None:
-    """PNMImage.write answers False where it could not write: an OSError, as Python's writers raise."""
-    raise OSError(f"Panda3D could not write {path}")
+def png_bytes(image, string_stream) -> bytes:
+    """``image`` (a PNMImage) encoded as PNG in memory (``string_stream``: panda3d.core.StringStream), for
+    Python to write: PNMImage.write to a file answers True even where the disk is full (an empty file)."""
+    stream = string_stream()
+    if not image.write(stream, "frame.png"):
+        raise OSError("Panda3D could not encode the frame as PNG")
+    return bytes(stream.getData())
 
 
 if __name__ == "__main__":

@@ -38,7 +38,9 @@ try:
 except ModuleNotFoundError:                          # one line, as for the other modules it needs (main)
     raise SystemExit(f"{Path(__file__).name}: error: needs numpy: pip install -e \".[examples]\" (the examples extra)") from None
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the checkout: engine/, scenes/ and culling/
+CHECKOUT = Path(__file__).resolve().parents[1]
+if (CHECKOUT / "engine" / "files.py").is_file():  # the checkout: engine/, scenes/ and culling/ (a copy elsewhere,
+    sys.path.insert(0, str(CHECKOUT))              # beside a project's own engine/, finds them on PYTHONPATH)
 #: This repository's packages it imports (the forest, a few helpers; see the docstring), looked for first.
 REPOSITORY_PACKAGES = ("engine", "scenes", "culling")
 # pygfx, wgpu, numba and the library load after the arguments are read (main): --help answers at once.
@@ -46,6 +48,7 @@ REPOSITORY_PACKAGES = ("engine", "scenes", "culling")
 FPS = 30.0            # headless frames are this far apart on the camera path
 PATH_SECONDS = 60.0   # one lap of the scene's camera path
 SIZE = (640, 360)
+MAX_OBJECTS = 100_000_000  # beyond it NumPy's own refusals (arrays too large), not a forest
 SUMMARY_SECONDS = 1.0  # a summary line this often, not a line per frame
 COMPILING = "compiling kernels (first run only)"   # what a first run says, as the demo and python -m culling do
 #: What pygfx asks of every device by default, but which not every adapter offers (lavapipe's OpenGL
@@ -130,7 +133,9 @@ def instance_matrices(scene) -> np.ndarray:
     """Every object's model matrix, (n, 4, 4) float32, stored transposed as pygfx's buffer wants."""
     c, s, r = np.cos(scene.yaw), np.sin(scene.yaw), scene.bounding_radius
     m = np.zeros((len(scene), 4, 4), dtype=np.float32)
-    m[:, 0, 0], m[:, 2, 0], m[:, 1, 1], m[:, 0, 2], m[:, 2, 2] = r * c, r * s, r, -r * s, r * c
+    # Row k is the matrix's column k: the mesh's +x turns to (cos, 0, sin), its -z to (sin, 0, -cos), as the
+    # engine's object shader (assets/shaders/object.vert.glsl) and the Panda3D example turn them.
+    m[:, 0, 0], m[:, 0, 2], m[:, 1, 1], m[:, 2, 0], m[:, 2, 2] = r * c, r * s, r, -r * s, r * c
     m[:, 3, :3], m[:, 3, 3] = scene.centres, 1.0   # the translation is the last *row* here
     return m
 
@@ -240,6 +245,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     args = p.parse_args(argv)
     if args.objects < 1 or (args.frames is not None and args.frames < 1):
         p.error("--objects and --frames must be at least 1")
+    if args.objects > MAX_OBJECTS:
+        p.error(f"--objects must be at most {MAX_OBJECTS:,}, got {args.objects:,}")
     if not str(args.out).strip() or str(args.out) == ".":   # Path("") is "." : frames into the current folder
         p.error("--out must name a folder")
     return args
@@ -299,7 +306,11 @@ def main(argv=None) -> int:
     print(f"building {args.objects} objects and their tree ...", flush=True)
     scene, tree, object_of = build_world(args.objects)
     matrices, offsets = instance_matrices(scene), scene.kind_offsets
-    print(f"pygfx on {choose_adapter()}", flush=True)
+    try:
+        print(f"pygfx on {choose_adapter()}", flush=True)
+    except RuntimeError as exc:                      # no adapter at all: one line, as every other failure
+        print(f"{Path(__file__).name}: error: {exc}", file=sys.stderr)
+        return 1
 
     canvas = RenderCanvas(size=SIZE, title="pygfx forest: view-distance culling", **({"pixel_ratio": 1} if headless else {}))
     renderer = gfx.WgpuRenderer(canvas, pixel_scale=1, ppaa="none")    # pygfx supersamples 2x by default: 4x the pixels
@@ -362,8 +373,15 @@ def main(argv=None) -> int:
             visible = np.sort(object_of[tree.query(eye, exact=True)])   # sorted: objects are sorted by kind
         query_ms.append(1000.0 * (time.perf_counter() - t_query))
         cuts = np.searchsorted(visible, offsets)
-        for k, instances in enumerate(kinds):
-            instances.show(matrices[visible[cuts[k]:cuts[k + 1]]])
+        try:
+            for k, instances in enumerate(kinds):
+                instances.show(matrices[visible[cuts[k]:cuts[k + 1]]])
+        except SystemExit as exc:                    # pygfx's instance limit (KindInstances)
+            if headless:
+                raise
+            state["error"] = str(exc.code)           # a window's callback: close it, and say it once after
+            canvas.close()
+            return
         renderer.render(world, camera)
         last = frames is not None and i + 1 >= frames
         if t0 - state["said"] >= SUMMARY_SECONDS or last:
@@ -389,6 +407,9 @@ def main(argv=None) -> int:
     print("first frame: pygfx compiles its shaders (seconds on a CPU renderer) ...", flush=True)
     if not headless:
         loop.run()                                   # until Esc, the close button or --frames
+        if "error" in state:
+            print(state["error"], file=sys.stderr)
+            return 1
         return 0
     from PIL import Image
 
@@ -403,8 +424,8 @@ def main(argv=None) -> int:
         path = args.out / f"frame_{i:04d}.png"
         try:
             write_atomically(path, frame.save)       # whole or not at all (Ctrl-C)
-        except OSError:
-            print(f"{Path(__file__).name}: could not write {path}", file=sys.stderr)
+        except OSError as exc:
+            print(f"{Path(__file__).name}: error: could not write {path}: {exc.strerror or exc}", file=sys.stderr)
             return 1
     steady = frame_ms[1:] or frame_ms
     query = "no query" if args.all else f"query {np.median(query_ms[1:] or query_ms):.2f} ms"

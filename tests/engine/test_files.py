@@ -51,3 +51,14 @@ def test_a_folder_no_file_can_be_created_in_is_named_as_such():
     # It read "--out /proc/nope is not writable (/proc): No such file or directory", as if /proc were missing.
     assert unwritable_folder(Path("/proc/nope")) == ("--out /proc/nope is not writable: a file cannot be created in "
                                                      "/proc (No such file or directory)")
+
+
+def test_a_broken_link_is_named_before_any_work(tmp_path):
+    """A link to nowhere read as "does not exist yet" (its parent was probed), and mkdir raised
+    FileExistsError on it after the scene was built."""
+    (tmp_path / "frames").symlink_to(tmp_path / "nowhere")
+    assert unwritable_folder(tmp_path / "frames") == (f"--out {tmp_path / 'frames'} is a broken link "
+                                                     f"({tmp_path / 'frames'} -> {tmp_path / 'nowhere'})")
+    assert unwritable_folder(tmp_path / "frames" / "sub").startswith(f"--out {tmp_path / 'frames' / 'sub'} is a broken link")
+    (tmp_path / "nowhere").mkdir()
+    assert unwritable_folder(tmp_path / "frames") is None       # the link leads somewhere now

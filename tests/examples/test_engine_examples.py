@@ -262,10 +262,125 @@ def test_a_frame_that_cannot_be_written_and_too_many_objects_are_one_line_and_ex
     (tmp_path / "frame_0000.png").mkdir()
     proc = _run(name, "--headless", "--frames", "2", "--objects", "1000", "--out", str(tmp_path))
     assert proc.returncode == 1, proc.stderr
-    assert proc.stderr.splitlines()[-1] == f"{name}.py: could not write {tmp_path / 'frame_0000.png'}", proc.stderr
-    proc = _run(name, "--headless", "--frames", "1", "--objects", str(10**12), "--out", str(tmp_path / "big"))
+    assert proc.stderr.splitlines()[-1] == (f"{name}.py: error: could not write {tmp_path / 'frame_0000.png'}: "
+                                            "Is a directory"), proc.stderr
+    env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY")}
+    proc = subprocess.run([sys.executable, str(ROOT / "examples" / f"{name}.py"), "--headless", "--frames", "1",
+                           "--objects", str(10**8), "--out", str(tmp_path / "big")], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=240, preexec_fn=_address_space(3 << 30))
     assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
     assert proc.stderr.splitlines()[-1] == f"{name}.py: error: out of memory: try fewer --objects", proc.stderr
+
+
+def _address_space(limit: int):
+    """A child's preexec_fn: at most ``limit`` bytes of address space (what a smaller machine has)."""
+    import resource
+
+    return lambda: resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
+
+@pytest.mark.parametrize("name", sorted(NEEDS))
+def test_more_objects_than_an_array_holds_is_refused_by_the_parser(name, capsys):
+    """2**63 objects ended in NumPy's "Maximum allowed dimension exceeded" traceback."""
+    _need(name)
+    module = _load(name)
+    with pytest.raises(SystemExit) as stop:
+        module.parse_args(["--objects", str(2**63)])
+    assert stop.value.code == 2
+    assert capsys.readouterr().err.splitlines()[-1] == (f"{name}.py: error: --objects must be at most "
+                                                        f"{module.MAX_OBJECTS:,}, got {2**63:,}")
+
+
+@pytest.mark.parametrize("name", sorted(NEEDS))
+def test_an_out_that_is_a_broken_link_is_one_line_and_exit_1_before_any_work(name, tmp_path):
+    """A link to nowhere passed the check (it "did not exist") and mkdir raised FileExistsError's traceback
+    after the world was built."""
+    _need(name)
+    (tmp_path / "frames").symlink_to(tmp_path / "nowhere")
+    proc = _run(name, "--headless", "--frames", "1", "--objects", "1000", "--out", str(tmp_path / "frames"))
+    assert proc.returncode == 1 and proc.stdout == "", proc.stdout + proc.stderr
+    assert proc.stderr == (f"{name}.py: error: --out {tmp_path / 'frames'} is a broken link ({tmp_path / 'frames'} -> "
+                           f"{tmp_path / 'nowhere'}) (choose another --out)\n"), proc.stderr
+
+
+@pytest.mark.parametrize("name", sorted(NEEDS))
+def test_a_copy_in_a_project_with_its_own_engine_package_finds_the_checkout_on_pythonpath(name, tmp_path):
+    """A copy in ``project/tools/`` put ``project/`` first on the path, so the project's own ``engine`` hid the
+    checkout's (``No module named 'engine.display'``), though the docstring says to put the checkout on
+    PYTHONPATH.  An unwritable --out stops it just after the checkout's ``engine.files`` answered."""
+    _need(name)
+    (tmp_path / "engine").mkdir()
+    (tmp_path / "engine" / "__init__.py").write_text("")
+    (tmp_path / "tools").mkdir()
+    copy = tmp_path / "tools" / f"{name}.py"
+    copy.write_text((ROOT / "examples" / f"{name}.py").read_text())
+    env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY")}
+    proc = subprocess.run([sys.executable, str(copy), "--headless", "--frames", "1", "--out", "/proc/frames"],
+                          cwd=tmp_path, env=dict(env, PYTHONPATH=str(ROOT)), capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 1 and proc.stderr.startswith(f"{name}.py: error: --out /proc/frames is not writable"), \
+        proc.stderr
+
+
+def test_panda3d_frames_are_encoded_in_memory_and_written_by_python():
+    """PNMImage.write to a file answered True on a full disk and left an empty frame (exit status 0):
+    the PNG is made in memory and Python writes it, which raises where the disk is full."""
+    _need("panda3d_forest")
+    import io
+
+    from panda3d.core import PNMImage, StringStream
+    from PIL import Image
+
+    image = PNMImage(8, 4, 3)
+    image.fill(0.2, 0.5, 0.8)
+    data = _load("panda3d_forest").png_bytes(image, StringStream)
+    with Image.open(io.BytesIO(data)) as png:
+        assert png.size == (8, 4) and png.convert("RGB").getpixel((3, 2)) == (51, 128, 204)
+    if Path("/dev/full").exists():
+        with pytest.raises(OSError):
+            Path("/dev/full").write_bytes(data)
+
+
+def test_pygfx_turns_each_object_as_the_engine_and_panda3d_do():
+    """pygfx's matrices turned every object the other way (its +x to (cos, 0, -sin)): the engine's shader
+    (assets/shaders/object.vert.glsl) turns the mesh's +x to (cos, 0, sin) and its -z to (sin, 0, -cos)."""
+    _need("pygfx_forest")
+    from types import SimpleNamespace
+
+    yaw, r = np.array([0.5, 2.0]), np.array([2.0, 1.0])
+    scene = SimpleNamespace(yaw=yaw, bounding_radius=r, centres=np.array([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]))
+    m = _load("pygfx_forest").instance_matrices(_Sized(scene, 2))
+    for k in range(2):
+        model = m[k].T.astype(np.float64)          # pygfx stores it transposed: the translation is the last row
+        c, s = np.cos(yaw[k]), np.sin(yaw[k])
+        assert np.allclose(model[:3, :3] @ [1.0, 0.0, 0.0], r[k] * np.array([c, 0.0, s]), atol=1e-6)
+        assert np.allclose(model[:3, :3] @ [0.0, 0.0, -1.0], r[k] * np.array([s, 0.0, -c]), atol=1e-6)
+        assert np.allclose(model[:3, 3], scene.centres[k])
+
+
+class _Sized:
+    """A stand-in scene with the attributes ``instance_matrices`` reads and a length."""
+
+    def __init__(self, inner, n: int) -> None:
+        self._inner, self._n = inner, n
+
+    def __getattr__(self, name: str):
+        return getattr(self._inner, name)
+
+    def __len__(self) -> int:
+        return self._n
+
+
+def test_pygfx_without_any_adapter_is_one_line_and_exit_1(tmp_path):
+    """No Vulkan driver and no EGL: ``RuntimeError: wgpu finds no GPU adapter`` came as a traceback."""
+    _need("pygfx_forest")
+    env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY")}
+    env.update(VK_ICD_FILENAMES=str(tmp_path / "none.json"), __EGL_VENDOR_LIBRARY_FILENAMES=str(tmp_path / "none.json"))
+    proc = subprocess.run([sys.executable, str(ROOT / "examples" / "pygfx_forest.py"), "--headless", "--frames", "1",
+                           "--objects", "1000", "--out", str(tmp_path / "out")], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=240)
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert proc.stderr.splitlines()[-1] == ("pygfx_forest.py: error: wgpu finds no GPU adapter (install Mesa's "
+                                            "Vulkan driver: mesa-vulkan-drivers)"), proc.stderr
 
 
 @pytest.mark.parametrize("name", sorted(NEEDS))
