@@ -697,7 +697,7 @@ def _compile_table(res: Results) -> None:
         "machine runs.",
         ["what", "CPU", "wall"],
     )
-    from culling.warmup import KERNEL_GROUPS
+    from culling import KERNEL_GROUPS
 
     rows = [(f"group {g} alone", compile_cost(g, 1)) for g in KERNEL_GROUPS]
     serial = compile_cost(None, 1)

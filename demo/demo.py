@@ -117,6 +117,16 @@ class DemoSettings:
     map: bool = False       # the map inset (--map; M in the window)
 
 
+
+def scale_text(scale: float) -> str:
+    """The view-distance scale as the status line says it: two decimals, two significant digits below 0.1
+    (two decimals gave x0.04 for two presses in a row, 0.044 and 0.035).
+
+    >>> scale_text(1.0), scale_text(1.25 ** 16), scale_text(0.8 ** 14), scale_text(0.8 ** 15)
+    ('1.00', '35.53', '0.044', '0.035')
+    """
+    return f"{scale:.2f}" if scale >= 0.1 else f"{scale:.2g}"
+
 class Demo:
     """One scene, culled with a view-distance tree and drawn with moderngl.
 
@@ -464,7 +474,7 @@ class Demo:
         when the scale is at its limit (a further press that way changes nothing)."""
         self.view_scale.move(steps)
         limit = " (the limit)" if self.view_scale.at_limit else ""
-        return f"{'+' if steps > 0 else '-'}: every view distance x{self.scale:.2f}{limit}"
+        return f"{'+' if steps > 0 else '-'}: every view distance x{scale_text(self.scale)}{limit}"
 
     def set_fade(self, on: bool) -> None:
         self.fade = bool(on)

@@ -431,7 +431,8 @@ class FlyThroughApp(App):
     def on_key_release(self, symbol: int, modifiers: int) -> bool:
         from pyglet.window import key
 
-        if symbol == key.Z and self.current_status().startswith("Z: zoom"):  # its answer said "while held"
+        status = self.current_status()  # its answer said "while held"; another answer since (a scene switch) ended
+        if symbol == key.Z and (status.startswith("Z: zoom") or not status):
             self.say("Z: zoom off")
         return False
 
@@ -451,7 +452,8 @@ class FlyThroughApp(App):
 
         if button == mouse.RIGHT:
             self._right_held = False
-            if self.current_status().startswith("right mouse: zoom"):  # its answer said "while held"
+            status = self.current_status()
+            if status.startswith("right mouse: zoom") or not status:  # as Z's release says it
                 self.say("right mouse: zoom off")
             return True
         # A click (no drag in between) captures; a drag leaves the mouse as it was.

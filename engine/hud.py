@@ -10,7 +10,7 @@ the read-back image with Pillow, so screenshots show the same HUD.
 from __future__ import annotations
 
 import textwrap
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     Font = ImageFont.FreeTypeFont | ImageFont.ImageFont
 
 __all__ = ["CONTROLS_HELP", "HUD_MODES", "HudInfo", "draw_hud", "fit_lines", "hud_font", "hud_font_size", "hud_legend",
-           "hud_lines", "text_colour"]
+           "hud_lines", "text_colour", "wrap_legend"]
 
 CONTROLS_HELP = ("WASD QE fly  Shift fast  wheel speed  1-4 scene  X explain",
                  "click/Tab mouse  drag look  Z/right mouse zoom  I interest",
@@ -325,6 +325,30 @@ def hud_font(size: int = 14) -> Font:
     return _FONT_CACHE[size]
 
 
+def wrap_legend(legend: Sequence[Sequence[tuple[str, Iterable[float]]]], width: int,
+                entry: Callable[[str], int]) -> list[list[tuple[str, Iterable[float]]]]:
+    """The legend's rows, each cut into rows no wider than ``width`` pixels (``entry(text)``: a swatch's
+    width with its label), so a narrow window shows every swatch; an entry wider than ``width`` alone
+    keeps a row of its own.
+
+    >>> [[t for t, _ in row] for row in wrap_legend([[("aa", 0), ("bb", 0), ("cc", 0)]], 25, lambda t: 10)]
+    [['aa', 'bb'], ['cc']]
+    """
+    rows: list[list[tuple[str, Iterable[float]]]] = []
+    for row in legend:
+        current: list[tuple[str, Iterable[float]]] = []
+        used = 0
+        for text, rgb in row:
+            if current and used + entry(text) > width:
+                rows.append(current)
+                current, used = [], 0
+            current.append((text, rgb))
+            used += entry(text)
+        if current:
+            rows.append(current)
+    return rows
+
+
 def draw_hud(image: Image.Image, lines: Sequence[tuple[str, Iterable[float]]], font_size: int = 14,
              legend: Sequence[Sequence[tuple[str, Iterable[float]]]] = ()) -> Image.Image:
     """Paint ``lines`` (from :func:`hud_lines`) in the top-left of a Pillow RGB image.
@@ -340,12 +364,16 @@ def draw_hud(image: Image.Image, lines: Sequence[tuple[str, Iterable[float]]], f
         return image
     font = hud_font(font_size)
     line_height = int(font_size * 1.3)
-    lines = fit_lines(lines, (image.size[1] - 10) // line_height - len(legend)) if lines else []
     measure = ImageDraw.Draw(image)
     swatch = max(6, font_size * 2 // 3)
     gap = font_size // 2
-    legend_width = [sum(swatch + 3 + int(measure.textlength(text, font=font)) + gap for text, _ in row)
-                    for row in legend]
+
+    def entry(text: str) -> int:  # one swatch and its label, with the gap after it
+        return swatch + 3 + int(measure.textlength(text, font=font)) + gap
+
+    legend = wrap_legend(legend, image.size[0] - 16, entry)
+    lines = fit_lines(lines, (image.size[1] - 10) // line_height - len(legend)) if lines else []
+    legend_width = [sum(entry(text) for text, _ in row) for row in legend]
     width = max([int(measure.textlength(text, font=font)) for text, _ in lines] + legend_width) + 16
     height = line_height * (len(lines) + len(legend)) + 10
     panel = Image.new("RGBA", image.size, (0, 0, 0, 0))

@@ -106,6 +106,11 @@ def arena_radius(creatures: int) -> float:
     return max(60.0, math.sqrt(max(creatures, 1) / (math.pi * DENSITY)))
 
 
+
+def _counted(n: int, word: str) -> str:
+    """``n`` and ``word``, plural unless one: "1 pair", "2 flocks"."""
+    return f"{n:,} {word}" + ("" if n == 1 else "s")
+
 class SwarmScene(Scene):
     """Moving creatures and hunters; ``update`` advances them and the aggro batch."""
 
@@ -182,12 +187,13 @@ class SwarmScene(Scene):
                 f"sensing: {sensing.answers:,} birds sensed  {sensing.brief()}".rstrip(),
                 f"separation: {separation.answers:,} pairs  {separation.brief()}".rstrip()]
         other = "tree runs" if self.aggro.method == "brute force" else "peers run"
-        return self._interest_lines() + [f"sensing: you + {hunters:,} hunters ({low:.0f}-{high:.0f} m) x {birds:,} birds",
+        reach = f" ({low:.0f}-{high:.0f} m)" if hunters else ""
+        return self._interest_lines() + [f"sensing: you + {_counted(hunters, 'hunter')}{reach} x {_counted(birds, 'bird')}",
                 f"  {sensing.answers:,} sensed, {self.aggro_count:,} chasing",
                 sensing.line(),
-                f"separation: {separation.answers:,} pairs, {self.flocks:,} flocks",
+                f"separation: {_counted(separation.answers, 'pair')}, {_counted(self.flocks, 'flock')}",
                 separation.line(),
-                f"  ({other} every {COMPARE_EVERY}th frame; ms: median of {RECENT})"]
+                f"  ({other} every {COMPARE_EVERY}th frame; ms: median, last {RECENT})"]
 
     def legend(self) -> list[tuple[str, tuple[float, float, float]]]:
         return list(INTEREST_LEGEND if self._interest_on else LEGEND)

@@ -129,3 +129,19 @@ def test_a_full_hud_taller_than_the_window_drops_the_keys_then_levels_and_never_
         draw_hud(image, lines, hud_font_size(h, w, max(len(t) for t in texts)), legend=legend)
         dark = np.asarray(image).max(axis=-1) < 120
         assert not dark[-3:].any(), size  # the panel ends above the frame's bottom: every row it has is whole
+
+
+def test_a_narrow_window_wraps_the_legend_and_shows_every_swatch():
+    """At 320 px the swarm's legend ran off the right edge ("hunters ▇ bir"): its rows wrap to the width."""
+    from scenes.swarm import INTEREST_LEGEND
+
+    legend = [list(INTEREST_LEGEND)]
+    image = Image.new("RGB", (320, 780), (255, 255, 255))
+    draw_hud(image, [("status", (1.0, 1.0, 1.0))], 12, legend=legend)
+    pixels = np.asarray(image).astype(int)
+    for _, colour in INTEREST_LEGEND:
+        rgb = np.array([round(255 * c) for c in colour])
+        hits = np.argwhere(np.abs(pixels - rgb).max(axis=-1) <= 1)
+        assert len(hits) >= 36, colour                          # each swatch drawn whole, inside the window
+    dark = np.asarray(image).max(axis=-1) < 120
+    assert dark.any(axis=1).sum() > 3 * 16                      # the legend took more than one row
