@@ -9,7 +9,9 @@ asked two batches a frame:
 - **sensing**: the player and every hunter, each with its own sensing radius
   (hunters :data:`SENSE_RADIUS`, the player :data:`PLAYER_SENSE`), in one
   ``overlapping_many``: a bird whose body meets a sensing sphere turns red
-  and chases the nearest hunter (or you) that senses it;
+  and chases the nearest hunter (or you) that senses it, for at most
+  :data:`LEASH` seconds on end, then flies with its flock for :data:`CALM`
+  seconds, ignoring every hunter (an aggro leash, as games have);
 - **separation**: one ``overlapping_pairs``: two birds whose personal spaces
   meet push apart.
 
@@ -72,6 +74,8 @@ HUNTER_SPEED = 6.0
 WANDER_ACCEL = 6.0          # m/s^2, random walk of the velocity
 CHASE_ACCEL = 30.0
 CHASE_STOP = 12.0           # chasers stop pushing closer than this (m)
+LEASH = 4.0                 # a bird chases this long on end at most (s) ...
+CALM = 8.0                  # ... then flies with its flock, ignoring every hunter, this long (s)
 FLOCK_SIZE = 60             # birds per flock, about
 COHESION = 0.6              # m/s^2 per m/s: steering towards the flock's centre, per metre away (capped)
 ALIGNMENT = 1.5             # 1/s: matching the flock's mean velocity
@@ -136,6 +140,9 @@ class SwarmScene(Scene):
         #: The scripted camera circles the followed player (the aggro scene) instead of the arena.
         self.orbit_followed = False
         self._chasing = np.zeros(0, dtype=np.int64)
+        birds = len(self) - self.first
+        self._chased_for = np.zeros(birds)   # seconds each bird has chased without a break
+        self._calm_for = np.zeros(birds)     # seconds each bird still ignores the hunters (the leash)
 
     # -- queries the tests and the HUD use ------------------------------------------
     @property
@@ -351,6 +358,20 @@ class SwarmScene(Scene):
         pos[:, 1] = self.ground_height(pos[:, 0], pos[:, 2]) + lift
         self.yaw[self.hunters] = np.arctan2(to[:, 0], -to[:, 1]).astype(np.float32)
 
+    def _leashed(self, target: np.ndarray, dt: float) -> np.ndarray:
+        """``target`` (each bird's nearest sensing probe, -1 for none) with the leash applied, as games
+        do with aggro: a bird chases for at most :data:`LEASH` seconds on end, then goes back to its
+        flock and ignores every probe for :data:`CALM` seconds.  Without it a chaser stays near the
+        hunter that senses it, and within a minute nearly every bird chased.  O(birds), NumPy."""
+        self._calm_for = np.maximum(self._calm_for - dt, 0.0)
+        target = np.where(self._calm_for > 0.0, -1, target)
+        self._chased_for = np.where(target >= 0, self._chased_for + dt, 0.0)
+        tired = self._chased_for > LEASH
+        self._calm_for[tired] = CALM
+        self._chased_for[tired] = 0.0
+        target[tired] = -1
+        return target
+
     def update(self, t: float, dt: float, camera_position: np.ndarray) -> np.ndarray:
         """Move hunters, then creatures: flock (cohesion, alignment, separation),
         wander, stay in the arena and the air band, chase the nearest hunter (or
@@ -365,7 +386,7 @@ class SwarmScene(Scene):
         pos = self.centres[first:]
         vel = self.velocity
         points, radii = self.probes(camera_position)                 # the camera is probe 0
-        target = self.aggro.nearest(points, radii)
+        target = self._leashed(self.aggro.nearest(points, radii), dt)
         chasing = np.flatnonzero(target >= 0)
         self.aggro_count = int(chasing.shape[0])
         accel = self._rng.normal(0.0, WANDER_ACCEL, size=vel.shape)
