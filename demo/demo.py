@@ -57,7 +57,7 @@ from engine.overlay import (
     with_lines,
 )
 from engine.renderer import Renderer
-from engine.stepped import Stepped
+from engine.stepped import Stepped, scale_text
 from engine.zoom import Zoom
 from scenes import DEFAULT_SCENE, build_scene
 
@@ -117,15 +117,6 @@ class DemoSettings:
     map: bool = False       # the map inset (--map; M in the window)
 
 
-
-def scale_text(scale: float) -> str:
-    """The view-distance scale as the status line says it: two decimals, two significant digits below 0.1
-    (two decimals gave x0.04 for two presses in a row, 0.044 and 0.035).
-
-    >>> scale_text(1.0), scale_text(1.25 ** 16), scale_text(0.8 ** 14), scale_text(0.8 ** 15)
-    ('1.00', '35.53', '0.044', '0.035')
-    """
-    return f"{scale:.2f}" if scale >= 0.1 else f"{scale:.2g}"
 
 class Demo:
     """One scene, culled with a view-distance tree and drawn with moderngl.
@@ -415,7 +406,8 @@ class Demo:
                        float(scene.view_distance[obj]), float(scene.begin_distance[obj]), self.query_scale,
                        drawn=at < visible.shape[0] and int(visible[at]) == obj, shape=self.settings.shape,
                        frozen=self.frozen is not None, fade=self.fade,
-                       node=None if tree is None else tree.node_of(self.handles[obj]))
+                       node=None if tree is None else tree.node_of(self.handles[obj]),
+                       within=bool((self.pipeline.in_range == obj).any()))
 
     def _inspection_marks(self) -> tuple[np.ndarray, np.ndarray]:
         """Lines of the picked object's marks (:data:`INSPECTED`, dashed): a pin standing on it (which

@@ -94,6 +94,7 @@ class CullingPipeline:
         self._staging = np.zeros((_MIN_CAPACITY, INSTANCE_FLOATS), dtype=np.float32)
         #: Object indices drawn this frame, shape (m,), int64, sorted (so grouped by kind).
         self.visible = np.zeros(0, dtype=np.int64)
+        self.in_range = np.zeros(0, dtype=np.int64)
         #: The last cull's ``QueryTrace`` when it was asked for one, else None.
         self.trace: QueryTrace | None = None
         # The survivors' centres (m, 3), camera distances (m,), (scaled) view
@@ -199,6 +200,7 @@ class CullingPipeline:
         obj, centres, dist, begin = obj[keep], seen.centres[keep], seen.distances[keep], begin[keep]
         limit = seen.radii[keep] * scale
         stats.in_range = int(obj.shape[0])
+        self.in_range = obj          # the objects in range this frame, unsorted (the X key's exact verdict)
         t2 = perf_counter()
 
         # 3. Frustum filter on the bounding spheres (not the view-distance spheres),

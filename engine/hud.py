@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from engine.overlay import level_colour
+from engine.stepped import scale_text
 
 if TYPE_CHECKING:
     from PIL import Image, ImageFont
@@ -130,7 +131,7 @@ def hud_lines(info: HudInfo, mode: str = "full") -> list[tuple[str, tuple[float,
     if info.frozen:
         state.append("CULLING FROZEN (F)")
     if info.scale is not None and info.scale != 1.0:
-        state.append(f"view scale x{info.scale:.2f}")
+        state.append(f"view scale x{scale_text(info.scale)}")
     if info.zoom is not None:
         state.append(f"zoom x{info.zoom:.1f}")
     if not info.lod:
@@ -169,7 +170,7 @@ def hud_lines(info: HudInfo, mode: str = "full") -> list[tuple[str, tuple[float,
     lines.extend(cold)
     extras = []
     if info.scale is not None:
-        extras.append(f"scale x{info.scale:.2f}")
+        extras.append(f"scale x{scale_text(info.scale)}")
     if info.zoom is not None:
         extras.append(f"zoom x{info.zoom:.2f}")
     if info.speed is not None:

@@ -30,6 +30,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from engine.records import FADE_FRACTION
+from engine.stepped import scale_text
 from engine.visibility_range import BEGIN_FADE_FRACTION
 
 __all__ = ["Inspection", "inspect", "pick", "screen_ray"]
@@ -98,6 +99,9 @@ class Inspection:
     node: tuple[int, float, NDArray[np.float64]] | None = None
     fade: bool = True           #: the dithered fades are on (T): the ends of the range fade rather than pop
     cube: bool = False          #: the index's metric is the largest per-axis distance (``--shape cube``)
+    #: In range as the frame decided it (the index's exact test, then the begin distance); None: decided here
+    #: from the float distance, which at the very edge of the reach can disagree with the exact test.
+    within: bool | None = None
 
     @property
     def reach(self) -> float:
@@ -106,14 +110,18 @@ class Inspection:
 
     @property
     def in_range(self) -> bool:
-        return self.begin <= self.distance <= self.reach
+        """Within its reach and beyond its begin distance: the frame's exact answer where it was given."""
+        return self.within if self.within is not None else self.begin <= self.distance <= self.reach
 
     def verdict(self) -> str:
         """Why it is drawn, or not, this frame: one short line."""
-        if self.distance > self.reach:
-            return f"beyond its reach by {self.distance - self.reach:,.1f} m: not drawn"
-        if self.distance < self.begin:
-            return f"nearer than its begin distance {self.begin:,.1f} m: not drawn"
+        if not self.in_range:
+            if self.distance < self.begin:
+                return f"nearer than its begin distance {self.begin:,.1f} m: not drawn"
+            beyond = self.distance - self.reach
+            if beyond < 0.05:  # at the edge: the exact test decided what the rounded distance cannot show
+                return "just beyond its reach (decided exactly): not drawn"
+            return f"beyond its reach by {beyond:,.1f} m: not drawn"
         if not self.drawn:
             return "in range, outside the view (frustum): not drawn"
         if self.fade and self.distance > (1.0 - FADE_FRACTION) * self.reach:
@@ -126,15 +134,19 @@ class Inspection:
         """The HUD's lines, each within 60 characters."""
         where = "the frozen point" if self.frozen else "you"
         lines = [f"X: {self.kind} #{self.obj}, {self.distance:,.1f} m from {where}",
-                 f"  view distance {self.view_distance:,.1f} m x{self.scale:.2f} = {self.reach:,.1f} m"]
+                 f"  view distance {self.view_distance:,.1f} m x{scale_text(self.scale)} = {self.reach:,.1f} m"]
         if self.cube:
             lines.append("  cubes: a distance is the largest per-axis one")
         if self.begin:
-            lines.append(f"  begin distance x{self.scale:.2f} = {self.begin:,.1f} m: drawn from there out")
+            lines.append(f"  begin distance x{scale_text(self.scale)} = {self.begin:,.1f} m: drawn from there out")
         lines.append(f"  {self.verdict()}")
         if self.node is not None:
             depth, edge, _ = self.node
-            lines.append(f"  in a {_metres(edge)} m node (level {depth}), visited within {_metres(edge / 2 * self.scale)} m")
+            if depth == 0:
+                lines.append(f"  in the root ({_metres(edge)} m): every query visits it")
+            else:
+                lines.append(f"  in a {_metres(edge)} m node (level {depth}), visited within "
+                             f"{_metres(edge / 2 * self.scale)} m")
         else:
             lines.append("  brute force: every object is tested, no node")
         return lines
@@ -146,13 +158,14 @@ def _metres(value: float) -> str:
 
 def inspect(obj: int, kind: str, query_point: ArrayLike, centre: ArrayLike, view_distance: float, begin: float,
             scale: float, drawn: bool, shape: str = "sphere", frozen: bool = False, fade: bool = True,
-            node: tuple[int, ArrayLike] | None = None) -> Inspection:
+            node: tuple[int, ArrayLike] | None = None, within: bool | None = None) -> Inspection:
     """:class:`Inspection` of object ``obj`` this frame.
 
     ``query_point`` the culling's (the frozen one while frozen); ``begin`` its unscaled begin
     distance; ``drawn`` whether the frame drew it; ``shape`` the index's metric (``"cube"``: the
     largest per-axis distance); ``fade`` whether the fades are on; ``node`` the tree node it is stored
-    in, as ``ViewDistanceTree.node_of`` gives it: ``(depth, [lo, hi])`` (None: brute force).
+    in, as ``ViewDistanceTree.node_of`` gives it: ``(depth, [lo, hi])`` (None: brute force); ``within``
+    whether the frame found it in range (:attr:`Inspection.within`).
     """
     offset = np.asarray(centre, dtype=np.float64) - np.asarray(query_point, dtype=np.float64)
     distance = float(np.abs(offset).max()) if shape == "cube" else float(np.linalg.norm(offset))
@@ -162,4 +175,4 @@ def inspect(obj: int, kind: str, query_point: ArrayLike, centre: ArrayLike, view
         box = (int(node[0]), float(high[0] - low[0]), low)
     return Inspection(obj=obj, kind=kind, distance=distance, view_distance=float(view_distance), scale=float(scale),
                       begin=float(begin) * float(scale), drawn=drawn, frozen=frozen, node=box, fade=fade,
-                      cube=shape == "cube")
+                      cube=shape == "cube", within=within)

@@ -9,8 +9,11 @@ A top-down plan (north, world -z, up) in a square in the frame's corner:
 * the visible objects as dots, the camera with its frustum wedge, the query
   point (the frozen one while culling is frozen) and a scale bar.
 
-"Why did this object pop in late?" is then a look: its dot sits in a node
-the query did not visit until the camera was inside that node's grown box.
+What the map answers is where the query looked: the visited nodes around the
+camera, level by level, and which of their objects were drawn.  (It does not
+say why one object popped in late: an object comes into range only inside its
+node's grown box, so its node is always visited by then; its reach, and the
+scale, decide it.  The X key's explanation says that, object by object.)
 
 Everything here is NumPy, testable without GL: :func:`build_map` builds the
 geometry in world coordinates ``(x, 0, z)``, :func:`map_matrix` is the

@@ -134,7 +134,8 @@ def build_overlay(trace: QueryTrace | None, loose: bool = False, only_depth: int
     """
     levels = [lv for lv in trace_levels(trace, loose) if only_depth is None or lv.depth == only_depth]
     verts, cols = [], []
-    for lv in levels:
+    for lv in reversed(levels):  # deepest first: a coarser level's few boxes stay visible over the edges they share
+        # with their children (drawn root first, every edge a child shared took the child's colour)
         v = box_edges(lv.bounds)
         c = np.empty((v.shape[0], 4), dtype=np.float32)
         c[:, :3] = level_colour(lv.depth)

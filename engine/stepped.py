@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["Stepped"]
+__all__ = ["Stepped", "scale_text"]
 
 
 @dataclass
@@ -69,3 +69,13 @@ class Stepped:
         lowest, highest = self.steps
         self.count = min(max(self.count + int(by), lowest), highest)
         return self.count
+
+
+def scale_text(scale: float) -> str:
+    """The view-distance scale as the HUD and the status line say it: two decimals, two significant digits below 0.1
+    (two decimals gave x0.04 for two presses in a row, 0.044 and 0.035).
+
+    >>> scale_text(1.0), scale_text(1.25 ** 16), scale_text(0.8 ** 14), scale_text(0.8 ** 15)
+    ('1.00', '35.53', '0.044', '0.035')
+    """
+    return f"{scale:.2f}" if scale >= 0.1 else f"{scale:.2g}"

@@ -123,3 +123,34 @@ def test_the_slack_picks_what_the_line_of_sight_passes_within_a_few_pixels_of():
     assert pick([0, 0, 0], [1, 0, 0], centres, radii) is None
     assert pick([0, 0, 0], [1, 0, 0], centres, radii, slack=0.004) is None      # grown to 0.9 at 100 m
     assert pick([0, 0, 0], [1, 0, 0], centres, radii, slack=0.006) == 0        # grown to 1.1
+
+
+def test_at_the_edge_of_its_reach_the_verdict_is_the_trees_exact_answer():
+    """The explanation decided "in range" from the rounded distance: an object the tree drew was "beyond its
+    reach by 0.0 m: not drawn", and one the exact test left out was blamed on the frustum.  A newcomer's
+    cases, both decided by the tree (and by Fraction) against the float test."""
+    from fractions import Fraction
+
+    cases = [((466.6623953878383, -41.92043951388081, 337.4714217984049),
+              (-444.1280349681288, -114.41274276994238, 60.496443642399186), 954.7300563949458, 1.0),
+             ((0.0, 0.0, 0.0), (float(0.512 * 700), 0.0, 0.0), 700.0, 1.25 ** -3)]
+    for p, c, r, scale in cases:
+        exact = sum((Fraction(a) - Fraction(b)) ** 2 for a, b in zip(c, p)) <= (Fraction(r) * Fraction(scale)) ** 2
+        tree = ViewDistanceTree(4096.0, origin=(-2048.0, -2048.0, -2048.0), dim=3)
+        h = int(tree.insert(c, r))
+        assert (h in tree.query(p, exact=True, scale=scale).tolist()) == exact
+        floats = float(np.linalg.norm(np.subtract(c, p))) <= r * scale
+        assert floats != exact                                   # the float test gets these two wrong
+        explained = inspect(obj=h, kind="tree", query_point=p, centre=c, view_distance=r, begin=0.0, scale=scale,
+                            drawn=exact, within=exact)
+        assert explained.in_range == exact
+        verdict = explained.verdict()
+        assert verdict.startswith("drawn") if exact else verdict == "just beyond its reach (decided exactly): not drawn"
+
+
+def test_the_scale_reads_as_the_status_line_says_it_and_the_root_is_always_visited():
+    base = dict(obj=7, kind="rock", query_point=[0.0, 0.0, 0.0], centre=[5.0, 0.0, 0.0], view_distance=300.0,
+                begin=0.0, drawn=True)
+    assert inspect(scale=0.8 ** 15, **base).lines()[1] == f"  view distance 300.0 m x0.035 = {300 * 0.8 ** 15:,.1f} m"
+    root = inspect(scale=1.0, node=(0, [[0.0] * 3, [16384.0] * 3]), **base)
+    assert root.lines()[-1] == "  in the root (16,384 m): every query visits it" and all(len(x) <= 60 for x in root.lines())
