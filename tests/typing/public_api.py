@@ -23,6 +23,8 @@ def run() -> None:
     tree.query_many([(1.0, 1.0)], exact=True, scale=np.int32(2))
     tree.trace((1.0, 1.0), scale=np.float32(2.0))
     tree.query_detailed((1.0, 1.0), scale=np.float64(1.0))
+    seen: bool = tree.visible_from(np.int64(b), np.array([1.0, 1.0]), scale=np.float32(1.0))
+    assert seen
     tree.remove(np.int64(a))
     grid = DenseViewDistanceGrid(64.0, dim=2)
     grid.update(np.int32(grid.insert((1.0, 1.0), np.float32(1.0))), (3.0, 3.0), np.array(2.0))
