@@ -109,19 +109,23 @@ def _fraction(text: str) -> float:
     return value
 
 
-def parse_point(text: str) -> tuple[int, int]:
-    """``"640,360"`` -> ``(640, 360)``: a pixel of the frame, from its top left corner.
+def parse_point(text: str) -> tuple[int, int, int]:
+    """``"640,360"`` -> ``(640, 360, 0)``: a pixel of the frame, from its top left corner, and the frame
+    it is picked on (``"640,360@12"``: frame 12; the first by default).
 
-    >>> parse_point("640,360")
-    (640, 360)
+    >>> parse_point("640,360"), parse_point("640,360@12")
+    ((640, 360, 0), (640, 360, 12))
     """
+    pixel, _, frame = text.partition("@")
     try:
-        x, y = (int(part) for part in text.split(","))
+        x, y = (int(part) for part in pixel.split(","))
+        at = int(frame) if frame else 0
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a pixel as X,Y (e.g. 640,360), got {text!r}") from None
-    if x < 0 or y < 0:
-        raise argparse.ArgumentTypeError(f"X and Y must be >= 0, got {text!r}")
-    return x, y
+        raise argparse.ArgumentTypeError(f"expected a pixel as X,Y or X,Y@FRAME (e.g. 640,360 or 640,360@12), "
+                                         f"got {text!r}") from None
+    if x < 0 or y < 0 or at < 0:
+        raise argparse.ArgumentTypeError(f"X, Y and FRAME must be >= 0, got {text!r}")
+    return x, y, at
 
 
 def _folder(text: str) -> Path:
@@ -173,9 +177,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--exit-after", type=float, default=None, help=argparse.SUPPRESS)  # window smoke tests
     p.add_argument("--freeze-at", type=_fraction, default=None, metavar="U",
                    help="headless: freeze culling at path fraction U and back the camera away to view it")
-    p.add_argument("--inspect", type=parse_point, default=None, metavar="X,Y",
-                   help="headless: press X at pixel X,Y of the first frame (from its top left): the object there "
-                        "is explained on every frame's HUD and in --stats' inspected column")
+    p.add_argument("--inspect", type=parse_point, default=None, metavar="X,Y[@F]",
+                   help="headless: press X at pixel X,Y (from the top left) of frame F (default 0, the first): "
+                        "the object there is explained on the HUD from that frame on and in --stats' inspected "
+                        "column")
     return p
 
 
@@ -291,7 +296,11 @@ def _run(args: argparse.Namespace) -> int:
     if args.inspect is not None and not (args.inspect[0] < size[0] and args.inspect[1] < size[1]):
         return _fail(f"--inspect {args.inspect[0]},{args.inspect[1]} is outside the {size[0]}x{size[1]} frame",
                      EXIT_USAGE)
-    options = HeadlessOptions(settings=settings, size=size, frames=args.frames or DEFAULT_FRAMES,
+    frames = args.frames or DEFAULT_FRAMES
+    if args.inspect is not None and args.inspect[2] >= frames:
+        return _fail(f"--inspect ...@{args.inspect[2]} is past the last frame ({frames} frames: 0 to {frames - 1})",
+                     EXIT_USAGE)
+    options = HeadlessOptions(settings=settings, size=size, frames=frames,
                               out=None if args.no_images else out, gif=args.gif, stats=args.stats,
                               freeze_at=args.freeze_at, inspect=args.inspect)
     result = run_headless(options)

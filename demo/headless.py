@@ -77,7 +77,7 @@ class HeadlessOptions:
     gif: bool = False
     stats: str | Path | None = None       # "-" for stdout, a path, or None for no CSV
     freeze_at: float | None = None
-    inspect: tuple[int, int] | None = None   # a pixel (from the top left) where X is pressed on the first frame
+    inspect: tuple[int, int, int] | None = None   # a pixel (from the top left) and the frame X is pressed on
 
 
 @dataclass
@@ -194,7 +194,7 @@ def run_headless(options: HeadlessOptions, ctx: moderngl.Context | None = None) 
     images: list[Path] = []
     gif_frames: list[Image.Image] = []
     gif_path = None
-    said = ""  # the status line of the frame: X's answer, on the first frame
+    said = ""  # the status line of the frame: X's answer, on the frame it is pressed on
     try:
         for i in range(options.frames):
             u = i / (options.frames - 1) if options.frames > 1 else 0.0
@@ -204,15 +204,16 @@ def run_headless(options: HeadlessOptions, ctx: moderngl.Context | None = None) 
                 demo.toggle_freeze()
             demo.set_pose(pos, yaw, pitch)
             demo.update(FRAME_DT)
-            if i == 0 and options.inspect is not None:  # X, as in the window: the object at that pixel
-                x, y = options.inspect
+            pressed = options.inspect is not None and i == options.inspect[2]
+            if pressed:  # X, as in the window: the object at that pixel
+                x, y, _ = options.inspect
                 said = demo.inspect_at(((x + 0.5) / w * 2.0 - 1.0, 1.0 - (y + 0.5) / h * 2.0),
                                        f"pixel {x},{y}")
                 print(f"run_demo.py: {said}", file=sys.stderr)
             stats = demo.render(fbo)
             frames.append(stats)
             if writer is not None:
-                writer.write(i, stats, dict(demo.state(), captured=False, hud=hud_mode, status=said if i == 0 else ""))
+                writer.write(i, stats, dict(demo.state(), captured=False, hud=hud_mode, status=said if pressed else ""))
             if out is not None or options.gif:
                 image = demo.read_image(fbo)
                 if hud_mode != "off":

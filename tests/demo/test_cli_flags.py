@@ -37,7 +37,10 @@ def _err_lines(proc):
     (["--out", ""], "argument --out: must name a folder"),
     (["--hud", "huge"], "argument --hud: invalid choice"),
     (["--inspect", "3"], "argument --inspect: expected a pixel as X,Y"),
-    (["--inspect=-1,4"], "argument --inspect: X and Y must be >= 0"),
+    (["--inspect=-1,4"], "argument --inspect: X, Y and FRAME must be >= 0"),
+    (["--inspect", "4,4@x"], "argument --inspect: expected a pixel as X,Y or X,Y@FRAME"),
+    (["--inspect", "4,4@-1"], "argument --inspect: X, Y and FRAME must be >= 0"),
+    (["--headless", "--frames", "5", "--inspect", "10,10@5"], "--inspect ...@5 is past the last frame (5 frames: 0 to 4)"),
     (["--headless", "--inspect", "960,10"], "--inspect 960,10 is outside the 960x540 frame"),
 ])
 def test_odd_flags_name_the_flag_and_exit_2(args, fragment, tmp_path):
@@ -169,6 +172,20 @@ def test_inspect_presses_x_at_a_pixel_of_the_first_frame_and_every_row_names_the
     picked = said[0].split("#")[1].split()[0].rstrip(",")
     assert [r["inspected"] for r in rows] == [picked] * 3
     assert [r["status"] for r in rows] == [said[0].removeprefix("run_demo.py: "), "", ""]  # as the window's
+
+
+def test_inspect_at_a_later_frame_presses_x_there(tmp_path):
+    """``--inspect X,Y@F``: an object that pops in at frame F can be picked at F (it was the first frame only)."""
+    stats = tmp_path / "s.csv"
+    proc = run_demo(["--headless", "--objects", "20000", "--frames", "3", "--no-images", "--size", "320x180",
+                     "--inspect", "160,0@2", "--stats", str(stats)], tmp_path)  # the top row: sky
+    assert proc.returncode == 0, proc.stderr
+    rows = list(csv.DictReader(stats.open()))
+    assert [r["status"] for r in rows] == ["", "", "X: no object under pixel 160,0"]
+    proc = run_demo(["--headless", "--objects", "20000", "--frames", "3", "--no-images", "--size", "320x180",
+                     "--inspect", "140,110@1", "--stats", str(stats)], tmp_path)   # a pebble at frame 1
+    rows = list(csv.DictReader(stats.open()))
+    assert rows[0]["inspected"] == "" and rows[1]["inspected"] == rows[2]["inspected"] != "" and rows[1]["status"]
 
 
 def test_inspect_on_a_pixel_with_nothing_says_so_on_stderr_and_in_the_status_column(tmp_path):
