@@ -204,9 +204,10 @@ def run_headless(options: HeadlessOptions, ctx: moderngl.Context | None = None) 
                 demo.toggle_freeze()
             demo.set_pose(pos, yaw, pitch)
             demo.update(FRAME_DT)
-            pressed = options.inspect is not None and i == options.inspect[2]
-            if pressed:  # X, as in the window: the object at that pixel
-                x, y, _ = options.inspect
+            inspect = options.inspect
+            pressed = inspect is not None and i == inspect[2]
+            if inspect is not None and pressed:  # X, as in the window: the object at that pixel
+                x, y, _ = inspect
                 said = demo.inspect_at(((x + 0.5) / w * 2.0 - 1.0, 1.0 - (y + 0.5) / h * 2.0),
                                        f"pixel {x},{y}")
                 print(f"run_demo.py: {said}", file=sys.stderr)
