@@ -59,6 +59,23 @@ __all__ = ["Structure"]
 T = TypeVar("T")
 
 
+
+#: Handles read at once while looking for the highest live one from the top (:func:`_live_end`).
+LIVE_SCAN = 4096
+
+
+def _live_end(state: np.ndarray, issued: int) -> int:
+    """One past the highest live handle below ``issued`` (``state >= 0`` marks the live ones), 0 for none,
+    read from the top down a block of :data:`LIVE_SCAN` at a time: O(free handles above it + LIVE_SCAN)."""
+    hi = issued
+    while hi > 0:
+        lo = max(0, hi - LIVE_SCAN)
+        live = np.flatnonzero(state[lo:hi] >= 0)
+        if live.size:
+            return lo + int(live[-1]) + 1
+        hi = lo
+    return 0
+
 class Walked(NamedTuple):
     """One point's walk as :meth:`Structure.query_detailed` reads it: the handshake between the base
     class and a tree or grid (:meth:`Structure._walked`), one call instead of a hook per field."""
@@ -160,28 +177,40 @@ class Structure(ABC):
         """Whether removals left the per-handle arrays far longer than the objects left need
         (:data:`~culling.core.growth.HANDLE_SHRINK_RATIO`), and a try is not waiting (see
         :meth:`_trim_handles`): amortised O(1) per removal."""
-        return (self._object_state().shape[0] > HANDLE_SHRINK_RATIO * self._count + 64
-                and self._count < self._handle_check)
+        state = self._object_state()
+        if not state.shape[0] > HANDLE_SHRINK_RATIO * self._count + 64:
+            return False
+        if self._count < self._handle_check:
+            return True
+        blocker, count_then = self._handle_blocker
+        return (0 <= blocker < state.shape[0] and state[blocker] < 0
+                and count_then - self._count >= self._ids.issued - blocker)
 
     def _trim_handles(self) -> None:
         """Cut the per-handle arrays (:meth:`_object_arrays`) to the highest live handle (free handles above
         it are forgotten).
 
         Handles are the caller's names, so the live ones never move: this gives memory back when the
-        high handles are gone.  When it cannot (a high handle is alive), the next try waits until half
-        the objects are gone again.  Every array is copied before any is replaced: a ``MemoryError``
-        changes nothing.  (Entries past the highest live handle are free ones, marked free already.)
+        high handles are gone.  When it cannot (a high handle is alive: the blocker), the next try waits
+        until half the objects are gone again, or until the blocker is gone and as many objects as
+        there are handles above it: a level unloaded but for one late-spawned object gives its memory
+        back when that object goes.  The highest live handle is found from the top down, so a try
+        reads only the free handles above it, which the removals since the last try pay for.  Every
+        array is copied before any is replaced: a ``MemoryError`` changes nothing.  (Entries past the
+        highest live handle are free ones, marked free already.)
         """
         state = self._object_state()
-        end = int(np.flatnonzero(state >= 0)[-1]) + 1
+        end = _live_end(state, self._ids.issued)
         length = max(16, int(end * ARRAY_GROWTH))
         if length >= state.shape[0]:
             self._handle_check = self._count // 2
+            self._handle_blocker = (end - 1, self._count)
             return
         arrays = tuple(array[:length].copy() for array in self._object_arrays())
         self._ids.trim(end)
         self._put_object_arrays(arrays)
         self._handle_check = 1 << 62
+        self._handle_blocker = (-1, 0)
 
     @reading
     def __contains__(self, handle: object) -> bool:
@@ -658,6 +687,7 @@ class Structure(ABC):
 
     def __setstate__(self, state: dict[str, object]) -> None:
         self.__dict__.update(state)
+        self.__dict__.setdefault("_handle_blocker", (-1, 0))  # a pickle from before the blocker was kept
         self._origin.flags.writeable = False  # read-only again (a copy comes back writable): numba types it apart
         self._rw = ReadWriteLock()
         self._structs_cache = (-1, None)

@@ -13,7 +13,8 @@ ARRAY_GROWTH = 1.5
 
 #: A structure's per-handle arrays are cut back after removals when longer than this many entries per
 #: stored object (plus 64), as far as the highest live handle allows; a failed try waits until half the
-#: objects are gone again (the tree's and the dense grid's).
+#: objects are gone again, or until the handle that stopped it is gone (the tree's and the dense grid's:
+#: ``culling.structure``'s ``_trim_handles``).
 HANDLE_SHRINK_RATIO = 4
 
 

@@ -186,6 +186,7 @@ class DenseViewDistanceGrid(Structure):
         self._ids = HandleStack()
         self._cells.clear()
         self._handle_check = 1 << 62  # objects below which the next trim of the per-handle arrays is tried
+        self._handle_blocker = (-1, 0)  # the live handle that stopped the last try, and the objects then
 
     def _coarsest_fit(self, edge: float) -> str:
         """What to do where finest cells must be at least ``edge`` wide: the smallest ``min_radius`` whose

@@ -142,6 +142,7 @@ class ViewDistanceTree(Structure):
         self._obj_pos = growth.allocate((16,), np.int64, 0)
         self._ids = HandleStack()
         self._handle_check = 1 << 62  # objects below which the next trim of the per-handle arrays is tried
+        self._handle_blocker = (-1, 0)  # the live handle that stopped the last try, and the objects then
         self._nodes = NodeTable(self.dim)
         self._root = self._nodes.new(0, (ANCHOR,) * self.dim, -1)
 
