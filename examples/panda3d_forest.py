@@ -231,7 +231,7 @@ def main(argv=None) -> int:
         loadPrcFileData,
     )
 
-    from engine.camera import above_ground
+    from engine.camera import MAX_PITCH_DEG, above_ground
 
     loadPrcFileData("", f"win-size {SIZE[0]} {SIZE[1]}\nwindow-title Panda3D forest: view-distance culling\n"
                         "audio-library-name null\nsync-video false\nnotify-level-egldisplay error\nnotify-level-device fatal\n"
@@ -296,8 +296,9 @@ def main(argv=None) -> int:
             if name in keys:
                 base.camera.set_pos(base.camera, *(40.0 * dt * np.array(keys[name])))
             else:
+                pitch = base.camera.get_p() + 60.0 * dt * turns[name][1]   # never over the top (the demo's limit)
                 base.camera.set_hpr(base.camera.get_h() + 60.0 * dt * turns[name][0],
-                                    base.camera.get_p() + 60.0 * dt * turns[name][1], 0.0)
+                                    float(np.clip(pitch, -MAX_PITCH_DEG, MAX_PITCH_DEG)), 0.0)
         if pressed:                                  # the demo's rule: the eye stays above the ground
             eye = to_scene(np.array(base.camera.get_pos(base.render), dtype=np.float64))
             base.camera.set_pos(base.render, *to_panda(above_ground(eye, scene.ground_height)))

@@ -296,7 +296,7 @@ def main(argv=None) -> int:
     import pygfx as gfx
     import pylinalg as la
 
-    from engine.camera import above_ground
+    from engine.camera import MAX_PITCH_DEG, above_ground
 
     if headless:
         from rendercanvas.offscreen import RenderCanvas, loop
@@ -350,7 +350,10 @@ def main(argv=None) -> int:
                 axis, sign = TURNS[key]
                 turn = la.quat_from_axis_angle(axis, sign * np.radians(60.0) * dt)
                 rotation = camera.local.rotation     # heading turns about the world's up, pitch about the camera's x
-                camera.local.rotation = la.quat_mul(turn, rotation) if axis[1] else la.quat_mul(rotation, turn)
+                turned = la.quat_mul(turn, rotation) if axis[1] else la.quat_mul(rotation, turn)
+                ahead = la.vec_transform_quat((0.0, 0.0, -1.0), turned)   # pygfx's camera looks down its -z
+                if axis[1] or abs(np.degrees(np.arcsin(np.clip(ahead[1], -1.0, 1.0)))) <= MAX_PITCH_DEG:
+                    camera.local.rotation = turned   # never over the top (the demo's limit)
         if moved:                                    # the demo's rule: the eye stays above the ground
             camera.local.position = above_ground(camera.local.position, scene.ground_height)
 

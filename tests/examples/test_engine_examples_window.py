@@ -182,6 +182,10 @@ def test_holding_w_into_the_hills_keeps_the_camera_above_the_ground_and_esc_quit
                          for dx in (-0.05, 0.0, 0.05) for dz in (-0.05, 0.0, 0.05))
             assert eye[1] + 0.05 - ground >= 1.5 - 0.01 and line["clearance"] >= 1.4, (line, ground)
         assert after and after[-1]["clearance"] < 10.0, f"the camera never reached the ground: {after}"
+        app.hold(window, "Down", 3.5)               # 210 degrees more: over the top, were the pitch not clamped
+        app.hold(window, "w", 1.5)                  # clamped, it looks straight down: w keeps it on the ground
+        over = app.wait_summaries(2)                # (over the top it looked up and back: w climbed 50 m)
+        assert over["clearance"] < 10.0, f"the pitch went over the top: {over}"
         app.hold(window, "Up", 0.6)                 # level again: the view from just above the ground
         app.wait_summaries(1)
         app.grab("level")
