@@ -93,11 +93,11 @@ def run_forest(cfg: Config, structs: Structures, res: Results) -> None:
         "forest_ops",
         "Forest: tree structure, single operations and memory",
         "Levels and nodes a query visits (from `trace`), a single `update()` that stays in its "
-        "node, a single `remove()`, and memory per object measured with tracemalloc (nodes "
-        "included), next to rtree's delete and delete + insert of one box.  Memory three ways: built by one "
-        f"`insert_many`; after {MOVED_FRAMES} frames of `update_many` moving every object (the moving "
-        f"section's steps); built by `insert_many` batches of {STREAM_BATCH:,} (a world streamed in), "
-        "each the structure's `nbytes()`.",
+        "node, a single `remove()`, and memory per object (nodes included), next to rtree's delete and "
+        "delete + insert of one box.  Memory three ways: built by one `insert_many` (tracemalloc's count, or "
+        f"`nbytes()` where larger); after {MOVED_FRAMES} frames of `update_many` moving every object (the "
+        f"moving section's steps) and built by `insert_many` batches of {STREAM_BATCH:,} (a world streamed "
+        "in), both `nbytes()` (the arrays the structure holds, which tracemalloc counts too).",
         ["N", "levels", "nodes", "update()", "remove()", "rtree delete", "rtree move", "memory / object",
          "after moves", "streamed in"],
     )

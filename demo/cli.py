@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import re
 import signal
 import sys
 import threading
@@ -116,10 +117,12 @@ def parse_point(text: str) -> tuple[int, int, int]:
     >>> parse_point("640,360"), parse_point("640,360@12")
     ((640, 360, 0), (640, 360, 12))
     """
-    pixel, _, frame = text.partition("@")
+    pixel, at_sign, frame = text.partition("@")
     try:
-        x, y = (int(part) for part in pixel.split(","))
-        at = int(frame) if frame else 0
+        parts = [*pixel.split(","), *([frame] if at_sign else [])]
+        if len(parts) != (3 if at_sign else 2) or not all(re.fullmatch(r"-?[0-9]+", part.strip()) for part in parts):
+            raise ValueError(text)          # "1,1@" (no frame), "1_0" (int() would take it)
+        x, y, at = (int(part) for part in parts) if at_sign else (*(int(part) for part in parts), 0)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected a pixel as X,Y or X,Y@FRAME (e.g. 640,360 or 640,360@12), "
                                          f"got {text!r}") from None

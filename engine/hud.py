@@ -332,8 +332,8 @@ def wrap_legend(legend: Sequence[Sequence[tuple[str, Iterable[float]]]], width: 
     width with its label), so a narrow window shows every swatch; an entry wider than ``width`` alone
     keeps a row of its own.
 
-    >>> [[t for t, _ in row] for row in wrap_legend([[("aa", 0), ("bb", 0), ("cc", 0)]], 25, lambda t: 10)]
-    [['aa', 'bb'], ['cc']]
+    >>> [[t for t, _ in row] for row in wrap_legend([[("aa", 0), ("bb", 0), ("cc", 0)], []], 25, lambda t: 10)]
+    [['aa', 'bb'], ['cc'], []]
     """
     rows: list[list[tuple[str, Iterable[float]]]] = []
     for row in legend:
@@ -345,7 +345,7 @@ def wrap_legend(legend: Sequence[Sequence[tuple[str, Iterable[float]]]], width: 
                 current, used = [], 0
             current.append((text, rgb))
             used += entry(text)
-        if current:
+        if current or not row:  # an empty row stays (a spacer)
             rows.append(current)
     return rows
 

@@ -108,7 +108,7 @@ class OverlayGeometry:
 
     vertices: np.ndarray        # (m, 3) float32
     colours: np.ndarray         # (m, 4) float32
-    levels: list[LevelBoxes]    # the levels drawn, in order
+    levels: list[LevelBoxes]    # the levels drawn, root first (their lines: deepest first)
 
     @property
     def box_count(self) -> int:

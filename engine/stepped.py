@@ -77,5 +77,7 @@ def scale_text(scale: float) -> str:
 
     >>> scale_text(1.0), scale_text(1.25 ** 16), scale_text(0.8 ** 14), scale_text(0.8 ** 15)
     ('1.00', '35.53', '0.044', '0.035')
+    >>> scale_text(0.0996), scale_text(0.0994)   # a zoom eases through them: never a bare "0.1"
+    ('0.10', '0.099')
     """
-    return f"{scale:.2f}" if scale >= 0.1 else f"{scale:.2g}"
+    return f"{scale:.2f}" if scale >= 0.0995 else f"{scale:.2g}"

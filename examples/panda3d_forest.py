@@ -372,9 +372,10 @@ def png_bytes(image, string_stream) -> bytes:
     """``image`` (a PNMImage) encoded as PNG in memory (``string_stream``: panda3d.core.StringStream), for
     Python to write: PNMImage.write to a file answers True even where the disk is full (an empty file)."""
     stream = string_stream()
-    if not image.write(stream, "frame.png"):
+    data = bytes(stream.getData()) if image.write(stream, "frame.png") else b""
+    if not data:  # libpng's own errors leave write() True and the stream empty
         raise OSError("Panda3D could not encode the frame as PNG")
-    return bytes(stream.getData())
+    return data
 
 
 if __name__ == "__main__":

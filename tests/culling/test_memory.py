@@ -174,3 +174,19 @@ def test_a_trim_reads_only_the_free_handles_the_removals_since_paid_for(monkeypa
         tree.remove(h)
     assert len(read) < 200 and sum(read) <= 2 * 4_900 + 20_000, (len(read), sum(read))
     tree.check_invariants()
+
+
+def test_removing_the_top_handle_one_at_a_time_does_not_copy_the_arrays_each_time():
+    """Live handles sitting just under two thirds of the arrays, removed highest first: every removal
+    trimmed a few entries off and copied the per-handle arrays (5,000 copies for 5,000 removals, 464 us
+    each).  A trim now cuts a quarter or more, or is not made."""
+    tree = ViewDistanceTree(1024.0, dim=3)
+    handles = tree.insert_many(np.random.default_rng(2).uniform(0.0, 1000.0, (30_000, 3)), np.ones(30_000))
+    keep = handles[13_999:19_999]
+    tree.remove_many(np.setdiff1d(handles, keep))
+    lengths = [tree._object_state().shape[0]]
+    for h in keep[::-1][:500].tolist():
+        tree.remove(h)
+        lengths.append(tree._object_state().shape[0])
+    assert sum(1 for a, b in zip(lengths, lengths[1:]) if a != b) <= 3, lengths[::50]
+    tree.check_invariants()

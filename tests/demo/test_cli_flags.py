@@ -39,6 +39,8 @@ def _err_lines(proc):
     (["--inspect", "3"], "argument --inspect: expected a pixel as X,Y"),
     (["--inspect=-1,4"], "argument --inspect: X, Y and FRAME must be >= 0"),
     (["--inspect", "4,4@x"], "argument --inspect: expected a pixel as X,Y or X,Y@FRAME"),
+    (["--inspect", "4,4@"], "argument --inspect: expected a pixel as X,Y or X,Y@FRAME"),      # was frame 0
+    (["--inspect", "4,4@1_0"], "argument --inspect: expected a pixel as X,Y or X,Y@FRAME"),   # int() took it
     (["--inspect", "4,4@-1"], "argument --inspect: X, Y and FRAME must be >= 0"),
     (["--headless", "--frames", "5", "--inspect", "10,10@5"], "--inspect ...@5 is past the last frame (5 frames: 0 to 4)"),
     (["--headless", "--inspect", "960,10"], "--inspect 960,10 is outside the 960x540 frame"),

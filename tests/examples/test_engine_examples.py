@@ -338,6 +338,8 @@ def test_panda3d_frames_are_encoded_in_memory_and_written_by_python():
     if Path("/dev/full").exists():
         with pytest.raises(OSError):
             Path("/dev/full").write_bytes(data)
+    with pytest.raises(OSError, match="could not encode"):   # libpng's error left write() True, the stream empty
+        _load("panda3d_forest").png_bytes(PNMImage(0, 0), StringStream)
 
 
 def test_pygfx_turns_each_object_as_the_engine_and_panda3d_do():
