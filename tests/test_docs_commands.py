@@ -89,7 +89,7 @@ RUN_AS = {
     "python -m server.demo --shards 2 --ticks 10": "python -m server.demo --players 200 --entities 2000 --ticks 2 --quiet",
     "python -m server.scale": "python -m server.scale --players 200 --entities 2000 --shards 8",
     "python -m benchmarks --only interest-ticks": "python -m benchmarks --preset tiny --only interest-ticks",
-    "python -m benchmarks.frameparts --n 100000 --frames 20": "python -m benchmarks.frameparts --n 500 --frames 3",
+    "python -m benchmarks.frameparts --n 100000 --frames 10": "python -m benchmarks.frameparts --n 500 --frames 3",
     "python -m benchmarks.frameparts --n 100000 --alone --cpu": "python -m benchmarks.frameparts --n 500 --frames 3 --alone --cpu",
     "python -m benchmarks.frameparts --n 100000 --alone --cpu --workload heavy":
         "python -m benchmarks.frameparts --n 500 --frames 3 --alone --cpu --workload heavy",

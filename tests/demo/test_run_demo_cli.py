@@ -61,7 +61,7 @@ def test_headless_writes_non_blank_frames(tmp_path, gl_ctx):
     (["--shape", "torus"], "invalid choice"),
     (["--gif", "--no-images", "--headless"], "--gif needs images"),
     (["--size", "-800x450"], "size sides must be 16..8192 pixels, got '-800x450'"),  # not "expected one argument"
-    (["--inspect", "-1,10", "--headless"], "X and Y must be >= 0, got '-1,10'"),
+    (["--inspect", "-1,10", "--headless"], "X, Y and FRAME must be >= 0, got '-1,10'"),
     (["--freeze-at", "-0.5"], "must be in [0, 1], got -0.5"),
     (["--no-hud", "--hud", "full"], "--no-hud and --hud full contradict each other"),
 ])
