@@ -39,6 +39,7 @@ from culling.core.containment import contains_exact, decide_grown, distances
 from culling.core.validation import (
     as_flag,
     as_handles,
+    as_integer,
     as_point,
     as_points,
     as_probe_radii,
@@ -165,6 +166,20 @@ class BruteForceIndex:
         found = QueryTrace(point=p, candidates=self._handles.copy(), levels=[]) if trace else None
         return QueryDetails(handles, centres, radii, distances(centres.T, p, self.shape), len(self),
                             found)
+
+    def visible_from(self, handle: object, point: ArrayLike, scale: Real = 1.0) -> bool:
+        """Whether ``query(point, exact=True, scale=scale)`` holds ``handle``, by the same exact test, as the
+        tree's and the grid's ``visible_from``: ``KeyError`` for a handle this index does not hold,
+        ``TypeError`` for a non-integer.  O(n): finding the handle's row is a scan, as everything here."""
+        h = as_integer(handle, "handle")
+        rows = np.flatnonzero(self._handles == h)
+        if not rows.size:
+            raise KeyError(f"handle {h} is not in this index")
+        p = as_point(point, self.dim)
+        scale = as_scale(scale)
+        row = int(rows[0])
+        axes = [self._centres[row:row + 1, axis] for axis in range(self.dim)]
+        return bool(contains_exact(axes, p.tolist(), self._radii[row:row + 1], self.shape, scale)[0])
 
     def trace(self, point: ArrayLike, scale: Real = 1.0) -> QueryTrace:
         """Every handle as a candidate, no levels (a scan visits no nodes)."""

@@ -55,6 +55,29 @@ def test_every_object_answers_as_the_exact_query_does(seed, kind, shape, dim, sc
         assert {int(h) for h in handles if structure.visible_from(int(h), point, scale)} == seen
 
 
+@settings(max_examples=30, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.sampled_from(["sphere", "cube"]), st.integers(1, 3), st.sampled_from([1.0, 0.3, 2.0]))
+def test_the_reference_index_answers_as_its_exact_query_and_the_tree(seed, shape, dim, scale):
+    """``BruteForceIndex`` (the demo's --brute-force) has it too: its caller's handles, found by a scan."""
+    from culling import BruteForceIndex, ViewDistanceTree
+
+    rng = np.random.default_rng(seed)
+    centres, radii = rng.uniform(0.0, 64.0, (30, dim)), rng.uniform(0.0, 20.0, 30)
+    handles = rng.permutation(1000)[:30]
+    index = BruteForceIndex(centres, radii, shape=shape, handles=handles)
+    tree = ViewDistanceTree(64.0, dim=dim, shape=shape)
+    in_tree = tree.insert_many(centres, radii)
+    for point in rng.uniform(-8.0, 72.0, (5, dim)):
+        seen = set(index.query(point, exact=True, scale=scale).tolist())
+        answers = [index.visible_from(int(h), point, scale) for h in handles]
+        assert {int(h) for h, yes in zip(handles, answers) if yes} == seen
+        assert answers == [tree.visible_from(int(h), point, scale) for h in in_tree]
+    with pytest.raises(KeyError):
+        index.visible_from(1000, centres[0])
+    with pytest.raises(TypeError):
+        index.visible_from(1.5, centres[0])
+
+
 @pytest.mark.parametrize("kind", KINDS, ids=str)
 def test_bad_input_is_a_clear_error(kind):
     structure = kind.make(size=16.0, dim=2)
