@@ -352,8 +352,11 @@ def main(argv=None) -> int:
                 rotation = camera.local.rotation     # heading turns about the world's up, pitch about the camera's x
                 turned = la.quat_mul(turn, rotation) if axis[1] else la.quat_mul(rotation, turn)
                 ahead = la.vec_transform_quat((0.0, 0.0, -1.0), turned)   # pygfx's camera looks down its -z
-                if axis[1] or abs(np.degrees(np.arcsin(np.clip(ahead[1], -1.0, 1.0)))) <= MAX_PITCH_DEG:
-                    camera.local.rotation = turned   # never over the top (the demo's limit)
+                up = la.vec_transform_quat((0.0, 1.0, 0.0), turned)
+                # Never over the top (the demo's limit): a long frame's step can pass the vertical, where the
+                # pitch read from ``ahead`` alone looks small again; the camera's up then points down.
+                if axis[1] or (up[1] > 0.0 and abs(np.degrees(np.arcsin(np.clip(ahead[1], -1.0, 1.0)))) <= MAX_PITCH_DEG):
+                    camera.local.rotation = turned
         if moved:                                    # the demo's rule: the eye stays above the ground
             camera.local.position = above_ground(camera.local.position, scene.ground_height)
 
