@@ -382,8 +382,9 @@ if __name__ == "__main__":
     try:
         sys.exit(main())
     except KeyboardInterrupt:                        # Ctrl-C: one line, as the demo says it
-        print(f"{Path(__file__).name}: error: interrupted", file=sys.stderr)
-        sys.exit(130)
+        print(f"{Path(__file__).name}: error: interrupted", file=sys.stderr, flush=True)
+        sys.stdout.flush()
+        os._exit(130)    # no teardown: a GPU object the interrupt left half made prints its own traceback there
     except MemoryError:                              # --objects beyond this machine: one line
         print(f"{Path(__file__).name}: error: out of memory: try fewer --objects", file=sys.stderr)
         sys.exit(1)
