@@ -167,8 +167,9 @@ def run_forest(cfg: Config, structs: Structures, res: Results) -> None:
         f"rtree needs {fmt_time(last['rt_del'])} per delete at N={_n(n1)}."
     )
     ops.sentences.append(f"At N={_n(last['n'])} the tree holds {last['mem']:.0f} bytes per object, nodes included, as "
-                         f"built; {last['moved']:.0f} after moves (its pool grown by half when a moved object "
-                         f"first needs a larger block) and {last['streamed']:.0f} when streamed in.")
+                         f"built; {last['moved']:.0f} after moves (its pool grown by a quarter when a moved object "
+                         f"first needs a larger block) and {last['streamed']:.0f} when streamed in (a full pool "
+                         f"compacted where released blocks hold a quarter of the rows in use).")
     ceiling = MED(last["times"]["numpy brute force"]) / last["gather"]
     brute = MED(last["times"]["numpy brute force"])
     q.sentences.append(

@@ -7,8 +7,10 @@ The node table keeps each node's block (``start``, ``capacity``, ``count``)
 and the tree each object's node and row; the pool moves them (a block that
 outgrows itself, many removals, a compaction) and updates both.
 
-Blocks come in power-of-two capacities; a node that outgrows its block moves
-to one twice as large, and released blocks are reused by their size class:
+Blocks come in size classes four to an octave (1, 2, 3, 4, 5, 6, 7, 8, 10,
+12, ...: :func:`class_capacity`); a node that outgrows its block moves to one
+of the smallest class that holds its members, and released blocks are
+reused by their size class:
 each class keeps a stack of its free blocks, linked through the blocks
 themselves (a free block's first row names the next block of its class in its
 handle slot, as :func:`free_link`; its other rows hold -1, like every row not
@@ -21,23 +23,27 @@ member) wait on an array stack first, :attr:`BlockPool.spare`, of at most
 a quarter of the rows (:func:`spare_room`).
 Released blocks of other sizes cannot serve a request, so after many removals
 the owner compacts the pool (:meth:`BlockPool.compact`): every live block,
-cut to the power of two its members need, is copied into fresh arrays and the
+cut to the size class its members need, is copied into fresh arrays and the
 garbage is given back.  The owner triggers that when the pool holds more than
 ``SHRINK_RATIO`` times the rows its members need, which keeps the copy
-amortised O(1) per removal.  The compaction packs the blocks along a Morton curve
+amortised O(1) per removal; and :meth:`BlockPool.make_room` compacts a full
+pool instead of growing it when released blocks hold ``GARBAGE_SHARE`` of the
+rows in use (a world streamed in, whose nodes only grow).  The compaction packs the blocks along a Morton curve
 through their places (:meth:`BlockPool.spatial_order`), so a tile of rows that spans
 several nodes' blocks spans neighbours (:mod:`culling.core.tiles`).
 """
 
 from __future__ import annotations
 
+import inspect
+import itertools
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 import culling.tree.batch as batch
 from culling.core import growth, tiles
-from culling.core.rows import RowPool
+from culling.core.rows import RowPool, concat_ranges
 from culling.core.structs import NodesFields, PoolFields, nodes_of
 from culling.core.tiles import cover_row
 from culling.runtime.jit import inline_kernel, kernel
@@ -46,31 +52,69 @@ from culling.runtime.prefetch import AHEAD, prefetch
 if TYPE_CHECKING:
     from culling.tree.nodes import NodeTable
 
-__all__ = ["BlockPool", "CLASSES", "MIN_BLOCK", "POOL_GROWTH", "REFRESH_SHARE", "SHRINK_RATIO", "SPARE_LIMIT",
-           "SPATIAL_ORDER_BITS", "free_link", "push_free", "release", "spare_room"]
+__all__ = ["BlockPool", "CAPACITIES", "CLASSES", "CLASSES_PER_OCTAVE", "GARBAGE_SHARE", "MIN_BLOCK", "POOL_GROWTH", "REFRESH_SHARE", "SHRINK_RATIO", "SPARE_LIMIT",
+           "SPATIAL_ORDER_BITS", "block_capacities", "class_capacity", "class_of", "free_link", "push_free", "release",
+           "spare_room"]
 
 #: Smallest block: one row.  In a sparse world most nodes hold one or two members (a swarm of
 #: creatures about their own size apart: 1.1 a node), and a block of 4 left three rows in four
 #: empty: each member on a cache line of its own, a pool 2.4 times longer after moves, every
 #: pass over it (the pairs' copy, the settle of ``update_many``) slower.  A node that grows
-#: moves to a block twice as large, amortised O(1) per member; nodes of three members or more
-#: (a forest's) get the same blocks as before.
+#: moves to a block of the next size class that holds it, at least 8/7 as large: amortised O(1)
+#: (at most 8) moves per member.
 MIN_BLOCK = 1
 
-#: The size class of ``MIN_BLOCK`` (``log2``).
-MIN_CLASS = MIN_BLOCK.bit_length() - 1
+#: Size classes of block capacity in each octave: blocks of 1, 2, .. ``CLASSES_PER_OCTAVE`` rows,
+#: then ``CLASSES_PER_OCTAVE`` capacities evenly spaced in each octave above (with 4: 5, 6, 7, 8,
+#: 10, 12, 14, 16, 20, ...).  Powers of two (1 a class) left a block a third empty on average: the
+#: 1M forest's 5,462 nodes (183 members each on average) held 1.63 rows an object in their blocks;
+#: in classes of 2 an octave 1.25, of 4 an octave 1.12 (see docs/PERFORMANCE.md).
+CLASSES_PER_OCTAVE = 4
 
-#: The pool's arrays grow by this factor when full.  1.5 rather than 2 keeps
-#: the slack at 1M objects within the memory target (see docs/PERFORMANCE.md).
-POOL_GROWTH = 1.5
+
+@inline_kernel
+def class_capacity(size_class: int) -> int:
+    """The rows of a block of ``size_class`` (0, 1, ...): ``size_class + 1`` up to ``CLASSES_PER_OCTAVE``, then
+    ``CLASSES_PER_OCTAVE`` steps an octave, each octave's twice the last's.
+
+    >>> [inspect.unwrap(class_capacity)(c) for c in range(12)]
+    [1, 2, 3, 4, 5, 6, 7, 8, 10, 12, 14, 16]
+    """
+    if size_class < CLASSES_PER_OCTAVE:
+        return size_class + 1
+    octave = size_class // CLASSES_PER_OCTAVE - 1
+    return (CLASSES_PER_OCTAVE + 1 + size_class % CLASSES_PER_OCTAVE) << octave
+
+
+@inline_kernel
+def class_of(rows: int) -> int:
+    """The smallest size class whose blocks hold ``rows`` rows (``rows >= 1``), by walking up the classes (a
+    node of a thousand members is 37 steps up with 4 an octave; only a node that outgrows its block asks).
+    """
+    size_class = 0
+    while class_capacity(size_class) < rows:
+        size_class += 1
+    return size_class
+
+#: The pool's arrays grow by this factor when full, and a compaction leaves this much room.  The 1M
+#: forest after three frames of moves (its first moves grow the pool of a fresh build): 98 B an object
+#: at 1.5, 84.5 B at 1.25 (against 71 B built); a world streamed in copies its rows a little more
+#: often (see docs/PERFORMANCE.md, "Blocks in finer size classes").
+POOL_GROWTH = 1.25
 
 
 #: A pool longer than this many rows per stored object (plus one initial
-#: pool) is compacted after removals.  A compacted pool holds fewer than 3 rows
-#: per object (blocks of the power of two their members need, under twice their
-#: count, times the 1.5 of ``POOL_GROWTH``), so at least three objects in four
+#: pool) is compacted after removals.  A compacted pool holds fewer than 2 rows
+#: per object (blocks of the size class their members need, under 1.25 times their
+#: count, times the 1.25 of ``POOL_GROWTH``), so at least five objects in six
 #: must go before the next compaction: amortised O(1) per removal.
 SHRINK_RATIO = 12
+
+#: :meth:`BlockPool.make_room` compacts a full pool instead of growing it when released blocks hold this
+#: share of the rows in use or more.  A world streamed in by batches grows every node again and again,
+#: and each outgrown block waits for a node growing into its size class: the 1M forest streamed in by
+#: 10k objects held 2.6 rows an object in released blocks (4 size classes an octave), against 1.1 in use.
+GARBAGE_SHARE = 0.25
 
 #: Rows of a fresh pool.
 INITIAL_ROWS = 64
@@ -95,14 +139,20 @@ SPATIAL_ORDER_BITS = 16
 REFRESH_SHARE = 0.25
 
 
+#: Every class's capacity, ascending, up to the first of ``2**62`` rows or more: int64 (CLASSES,).  Made by
+#: the helper's Python function (a call of the helper itself would compile it, at ``import culling``).
+CAPACITIES = np.array(list(itertools.takewhile(lambda rows: rows < 1 << 62, map(inspect.unwrap(class_capacity),
+                                                                              itertools.count()))) + [1 << 62],
+                      dtype=np.int64)
+
+#: Size classes of blocks: a block of ``class_capacity(c)`` rows is on free list ``c``.
+CLASSES = CAPACITIES.shape[0]
+
+
 def block_capacities(counts: np.ndarray) -> np.ndarray:
-    """The power-of-two capacity (at least ``MIN_BLOCK``) that fits each count, int64 (k,); vectorised."""
-    capacities: np.ndarray = np.maximum(MIN_BLOCK, np.left_shift(1, _bit_length(np.maximum(np.asarray(counts, dtype=np.int64) - 1, 0))))
+    """The capacity of the smallest size class (at least ``MIN_BLOCK``) that fits each count, int64 (k,); vectorised."""
+    capacities: np.ndarray = CAPACITIES[np.searchsorted(CAPACITIES, np.maximum(np.asarray(counts, dtype=np.int64), MIN_BLOCK))]
     return capacities
-
-
-#: Size classes of blocks: a block of ``2**c`` rows is on free list ``c``.
-CLASSES = 64
 
 #: The most entries of :attr:`BlockPool.spare`, the stack of released one-row blocks (8 bytes each).
 SPARE_LIMIT = 1 << 16
@@ -126,7 +176,7 @@ def free_link(link: int) -> int:
 
 
 class BlockPool(RowPool):
-    """:class:`~culling.core.rows.RowPool` rows (handles -1 where unused) in power-of-two blocks.
+    """:class:`~culling.core.rows.RowPool` rows (handles -1 where unused) in blocks of size classes.
 
     Attributes
     ----------
@@ -178,16 +228,17 @@ class BlockPool(RowPool):
         """Whether the pool is far longer than ``objects`` stored objects need (compaction pays)."""
         return self.rows > SHRINK_RATIO * objects + INITIAL_ROWS
 
-    def compact(self, starts: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def compact(self, starts: np.ndarray, counts: np.ndarray, wanted: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
         """Copy the live blocks' members into fresh, packed arrays; returns their new starts and capacities.
 
         ``starts`` and ``counts`` (int64 (k,)) describe the live blocks; each
-        gets a block of ``block_capacities(count)`` rows, in the order given,
-        and the pool is sized ``POOL_GROWTH`` times their total.  Free blocks
-        are forgotten.  O(rows in use), vectorised.
+        gets a block of ``block_capacities(wanted)`` rows (``wanted``: the
+        members it will hold, default ``counts``), in the order given, and the
+        pool is sized ``POOL_GROWTH`` times their total.  Free blocks are
+        forgotten.  O(rows in use), vectorised.
         """
         counts = np.asarray(counts, dtype=np.int64)
-        capacities = block_capacities(counts)
+        capacities = block_capacities(counts if wanted is None else wanted)
         new_starts = np.cumsum(capacities) - capacities
         total = int(capacities.sum())
         length = max(INITIAL_ROWS, int(total * POOL_GROWTH))
@@ -254,7 +305,7 @@ class BlockPool(RowPool):
         for size_class in np.flatnonzero(self.heads >= 0).tolist():
             start = int(self.heads[size_class])
             while start >= 0:
-                blocks.append((start, 1 << size_class))
+                blocks.append((start, int(CAPACITIES[size_class])))
                 start = -2 - int(self.handles[start])  # free_link, in Python
         return blocks
 
@@ -273,12 +324,15 @@ class BlockPool(RowPool):
         """Give each of the nodes ``ids`` (distinct) room for ``more`` more members (one kernel,
         :func:`_make_room`).
 
-        The nodes whose blocks are too small get blocks of the power of two
+        The nodes whose blocks are too small get blocks of the size class
         their members will need (released blocks of that size first, else
         cut at ``top``); their members move there and the old blocks are
         released.  When the pool is full the kernel stops and says how many
-        rows the rest need at most: the pool grows once for them and the
-        kernel goes on.  A ``MemoryError`` there leaves every node with a
+        rows the rest need at most: the pool is compacted, every block of the
+        batch sized for its new members too, where released blocks hold
+        ``GARBAGE_SHARE`` of the rows in use (:meth:`garbage_heavy`: a world
+        streamed in, whose nodes only grow), else it grows once for them, and
+        the kernel goes on.  A ``MemoryError`` there leaves every node with a
         block that holds its members (some moved already): nothing a caller
         sees has changed.  O(nodes + members moved).
         """
@@ -289,31 +343,40 @@ class BlockPool(RowPool):
                                                                           self.spare_count))
             if done == ids.shape[0]:
                 return
-            self.reserve(need)
+            if self.garbage_heavy(nodes):
+                self.compact_nodes(nodes, obj_row, (ids, more))
+            else:
+                self.reserve(need)
 
-    def compact_nodes(self, nodes: NodeTable, obj_node: np.ndarray, obj_row: np.ndarray) -> None:
+    def garbage_heavy(self, nodes: NodeTable) -> bool:
+        """Whether the released blocks hold ``GARBAGE_SHARE`` of the rows the nodes' blocks hold, or more.
+        O(nodes): asked only when the pool is full."""
+        in_use = int(nodes.capacity[: nodes.issued].sum())
+        released = self.top - in_use
+        return released > 0 and released >= GARBAGE_SHARE * in_use
+
+    def compact_nodes(self, nodes: NodeTable, obj_row: np.ndarray,
+                      room: tuple[np.ndarray, np.ndarray] | None = None) -> None:
         """Pack every node's members into a fresh pool (:meth:`compact`), moving their blocks and
-        their objects' rows; the blocks in the order of :meth:`spatial_order`.  O(objects + nodes)."""
-        blocks = np.flatnonzero(nodes.capacity[: nodes.issued] > 0)
-        empty = blocks[nodes.count[blocks] == 0]
+        their objects' rows; the blocks in the order of :meth:`spatial_order`.  ``room = (ids, more)``:
+        the blocks of nodes ``ids`` are sized for ``more`` more members each (:meth:`make_room`'s batch).
+        O(objects + nodes)."""
+        wanted = nodes.count[: nodes.issued].copy()
+        if room is not None:
+            wanted[room[0]] += room[1]
+        blocks = np.flatnonzero((nodes.capacity[: nodes.issued] > 0) | (wanted > 0))
+        empty = blocks[wanted[blocks] == 0]
         nodes.capacity[empty] = 0
         nodes.start[empty] = 0
-        blocks = blocks[nodes.count[blocks] > 0]
-        blocks = blocks[self.spatial_order(nodes.start[blocks])]
-        old_starts = nodes.start[blocks]
-        new_starts, capacities = self.compact(old_starts, nodes.count[blocks])
-        shift = np.zeros(nodes.issued, dtype=np.int64)
-        shift[blocks] = new_starts - old_starts
-        live = np.flatnonzero(obj_node >= 0)
-        obj_row[live] += shift[obj_node[live]]
+        blocks = blocks[wanted[blocks] > 0]
+        held = nodes.count[blocks] > 0  # the others are new nodes of room's batch, with no rows yet: after
+        blocks = np.concatenate([blocks[held][self.spatial_order(nodes.start[blocks[held]])], blocks[~held]])
+        counts = nodes.count[blocks]
+        new_starts, capacities = self.compact(nodes.start[blocks], counts, wanted[blocks])
+        rows = concat_ranges(new_starts, counts)
+        obj_row[self.handles[rows]] = rows
         nodes.start[blocks] = new_starts
         nodes.capacity[blocks] = capacities
-
-
-def _bit_length(values: np.ndarray) -> np.ndarray:
-    """``int.bit_length`` of each non-negative int64, vectorised (exact below 2**53)."""
-    _, exponent = np.frexp(values.astype(np.float64))
-    return exponent.astype(np.int64)
 
 
 @inline_kernel
@@ -322,9 +385,7 @@ def push_free(start: int, capacity: int, handles: np.ndarray, heads: np.ndarray)
     class's free list (linked through the blocks' first rows)."""
     for row in range(start, start + capacity):
         handles[row] = -1
-    size_class = 0
-    while (1 << size_class) < capacity:
-        size_class += 1
+    size_class = class_of(capacity)
     handles[start] = free_link(heads[size_class])
     heads[size_class] = start
 
@@ -377,10 +438,8 @@ def _make_room(ids: np.ndarray, more: np.ndarray, done: int, obj_row: np.ndarray
         needed = count + more[i]
         if needed <= node_capacity[node]:
             continue
-        capacity, size_class = MIN_BLOCK, MIN_CLASS
-        while capacity < needed:
-            capacity <<= 1
-            size_class += 1
+        size_class = class_of(max(needed, MIN_BLOCK))
+        capacity = class_capacity(size_class)
         start = heads[size_class]
         if capacity == 1 and spare_count > 0:
             spare_count -= 1
@@ -398,10 +457,7 @@ def _make_room(ids: np.ndarray, more: np.ndarray, done: int, obj_row: np.ndarray
             for j in range(i, ids.shape[0]):
                 wanted = node_count[ids[j]] + more[j]
                 if wanted > node_capacity[ids[j]]:
-                    grown = MIN_BLOCK
-                    while grown < wanted:
-                        grown <<= 1
-                    need += grown
+                    need += class_capacity(class_of(max(wanted, MIN_BLOCK)))
             return i, top, spare_count, need
         old, old_capacity = node_start[node], node_capacity[node]
         for k in range(count):

@@ -150,8 +150,8 @@ class ViewDistanceTree(Structure):
         """Give memory back: reset an empty tree, compact a pool mostly garbage.
 
         Amortised O(1) per removal: after a compaction the pool holds fewer than
-        3 rows per object, and the next one needs more than ``SHRINK_RATIO``
-        (12), so at least three objects in four were removed in between.
+        2 rows per object, and the next one needs more than ``SHRINK_RATIO``
+        (12), so at least five objects in six were removed in between.
         """
         if not self._count:
             self._reset_storage()
@@ -196,7 +196,7 @@ class ViewDistanceTree(Structure):
 
     def _compact(self) -> None:
         """Pack every node's members into a fresh pool (:meth:`BlockPool.compact_nodes`); O(objects + nodes)."""
-        self._pool.compact_nodes(self._nodes, self._obj_node, self._obj_pos)
+        self._pool.compact_nodes(self._nodes, self._obj_pos)
 
     # ------------------------------------------------------------------
     # Size and membership

@@ -190,3 +190,104 @@ def test_removing_the_top_handle_one_at_a_time_does_not_copy_the_arrays_each_tim
         lengths.append(tree._object_state().shape[0])
     assert sum(1 for a, b in zip(lengths, lengths[1:]) if a != b) <= 3, lengths[::50]
     tree.check_invariants()
+
+
+def _streamed(batches: int, size: int, seed: int = 9):
+    """A 3-D world of ``batches * size`` objects in few nodes (radii a tenth of the world), as batches of ``size`` spread over all of it:
+    every node grows again and again."""
+    rng = np.random.default_rng(seed)
+    n = batches * size
+    return rng.uniform(0.0, 1000.0, (n, 3)), rng.uniform(60.0, 250.0, n)
+
+
+def test_a_world_streamed_in_is_compacted_instead_of_growing_the_pool(monkeypatch):
+    """Each outgrown block waits for a node growing into its size class; when the pool is full and such
+    blocks hold a quarter of the rows in use, ``make_room`` compacts instead of growing (the new members'
+    room included), so the pool stays near the rows its nodes need, and the tree answers exactly."""
+    from culling import BruteForceIndex
+    from culling.tree.pool import POOL_GROWTH, BlockPool
+
+    compactions = []
+    compact = BlockPool.compact
+    monkeypatch.setattr(BlockPool, "compact", lambda self, *args: compactions.append(1) or compact(self, *args))
+    centres, radii = _streamed(40, 1000)
+    tree = ViewDistanceTree(size=1000.0, dim=3)
+    for start in range(0, radii.size, 1000):
+        tree.insert_many(centres[start:start + 1000], radii[start:start + 1000])
+    brute = BruteForceIndex(centres, radii)  # handles 0 .. n - 1, as the tree issued them
+    assert compactions, "no batch compacted the pool"
+    in_use = int(tree._nodes.capacity[: tree._nodes.issued].sum())
+    assert in_use <= 1.25 * radii.size, "blocks hold more than their size classes leave room for"
+    assert tree._pool.rows <= POOL_GROWTH * 1.25 * in_use + 64, (tree._pool.rows, in_use)
+    tree.check_invariants()
+    for point in np.random.default_rng(10).uniform(0.0, 1000.0, (32, 3)):
+        assert sorted(tree.query(point, exact=True).tolist()) == sorted(brute.query(point, exact=True).tolist())
+
+
+def test_a_compaction_that_runs_out_of_memory_inside_a_batch_changes_nothing(monkeypatch):
+    """The batch that compacts the pool of a world streamed in, with each of its allocations failing in
+    turn: the batch raises ``MemoryError``, the tree is as it was, and the same batch then works."""
+    import pickle
+
+    from culling.core import growth
+    from culling.tree.pool import BlockPool
+    from tests.culling.brute_force import FailAt
+
+    centres, radii = _streamed(12, 500, seed=11)
+    tree = ViewDistanceTree(size=1000.0, dim=3)
+    compactions, failed_inside = [], []
+    compact = BlockPool.compact
+
+    def counted(self, *args):  # noqa: ANN001, ANN002, ANN202
+        compactions.append(1)
+        try:
+            return compact(self, *args)
+        except MemoryError:
+            failed_inside.append(1)
+            raise
+
+    monkeypatch.setattr(BlockPool, "compact", counted)
+    for start in range(0, radii.size, 500):
+        before = pickle.dumps(tree)
+        tree.insert_many(centres[start:start + 500], radii[start:start + 500])
+        if compactions:
+            break
+    assert compactions, "no batch compacted the pool"
+    batch = (centres[start:start + 500], radii[start:start + 500])
+    counter = FailAt(0, growth.allocate)
+    monkeypatch.setattr(growth, "allocate", counter)
+    pickle.loads(before).insert_many(*batch)
+    probes = np.random.default_rng(12).uniform(0.0, 1000.0, (8, 3))
+    raised = 0
+    for k in range(1, counter.calls + 1):  # a run may allocate less: a buffer an earlier one made is kept
+        tree = pickle.loads(before)
+        expected = [sorted(tree.query(p, exact=True).tolist()) for p in probes]
+        nbytes = tree.nbytes()
+        counter.k, counter.calls = k, 0
+        try:
+            tree.insert_many(*batch)
+        except MemoryError:
+            raised += 1
+            counter.k = 0
+            tree.check_invariants()
+            assert [sorted(tree.query(p, exact=True).tolist()) for p in probes] == expected, f"allocation {k}"
+            assert tree.nbytes() >= nbytes
+            tree.insert_many(*batch)
+        counter.k = 0
+        tree.check_invariants()
+        assert len(tree) == start + 500
+    assert raised and failed_inside, "no allocation of the compaction failed"
+
+
+def test_size_classes_are_the_smallest_that_hold_a_count():
+    """The compiled ``class_of`` and the vectorised ``block_capacities`` agree: the smallest class capacity
+    that holds each count, four classes an octave, up to the last class."""
+    from culling.tree.pool import CAPACITIES, CLASSES_PER_OCTAVE, block_capacities, class_capacity, class_of
+
+    counts = np.concatenate([np.arange(1, 5000), CAPACITIES[CAPACITIES < 1 << 40] + 1, CAPACITIES[-3:]])
+    expected = np.array([CAPACITIES[CAPACITIES >= c][0] for c in counts.tolist()])
+    assert np.array_equal(block_capacities(counts), expected)
+    assert [class_capacity(class_of(c)) for c in counts.tolist()] == expected.tolist()
+    assert CAPACITIES[:12].tolist() == [1, 2, 3, 4, 5, 6, 7, 8, 10, 12, 14, 16] and CLASSES_PER_OCTAVE == 4
+    assert (CAPACITIES[1:] / CAPACITIES[:-1] <= 2.0).all() and (np.diff(CAPACITIES) > 0).all()
+    assert block_capacities(np.array([0])).tolist() == [1]
