@@ -30,6 +30,7 @@ the kernels whose fingerprint changed compile again.
 
 from __future__ import annotations
 
+import glob
 import hashlib
 import os
 import pickle
@@ -105,6 +106,8 @@ def ship_kernels(out: Path | str = SHIPPED_DIR, quiet: bool = False, program: st
         command = ["-m", "culling", "warm-up"] if program is None else ["-c", program]
         subprocess.run([sys.executable, *command], env=env, check=True,
                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL if quiet else None)
+        if native:
+            _drop_superseded(Path(cache))
         if out.exists():
             shutil.rmtree(out)
         written = 0
@@ -142,6 +145,26 @@ def _seed(cache: Path, out: Path) -> None:
                 _restamp(path, target / path.name, SHIPPED_LABEL, "source")
             elif path.suffix == ".nbc":
                 shutil.copyfile(path, target / path.name)
+            else:
+                continue
+            os.utime(target / path.name, ns=(0, 0))  # older than anything the warm-up writes: _drop_superseded
+
+
+def _drop_superseded(cache: Path) -> None:
+    """Delete the seeded files of kernels that moved: numba names a kernel's files by its module, name and
+    first line, so an edit above a kernel leaves the seeded ones under the old line, never read again, and
+    each edit's ship carried them on.  Where the warm-up wrote an index file for a kernel (it compiled it:
+    :func:`_seed` dated the seeded files 1970), the seeded ones of the same module and name go, their data
+    files with them."""
+    for folder in cache.iterdir():
+        kernels: dict[str, list[Path]] = {}
+        for index in folder.glob("*.nbi"):
+            kernels.setdefault(index.name.rsplit("-", 1)[0], []).append(index)
+        for indexes in kernels.values():
+            newest = max(path.stat().st_mtime_ns for path in indexes)
+            for old in (path for path in indexes if path.stat().st_mtime_ns < newest):
+                for path in [old, *folder.glob(glob.escape(old.name[: -len(".nbi")]) + ".*.nbc")]:
+                    path.unlink()
 
 
 def _restamp(index: Path, to: Path, was: str = "source", label: str = SHIPPED_LABEL) -> None:

@@ -596,7 +596,8 @@ with open(os.environ["HITS"], "a") as f:
 def test_a_native_ship_after_an_edit_compiles_only_the_kernels_the_edit_touched(tmp_path):
     """``pip install -e .`` after an edit of one kernel's source compiled all 88 again (20 to 50 s on 2 cores):
     the ship now starts from the kernels already compiled for this CPU, so only those whose fingerprint
-    changed compile, and what it writes loads, every kernel current."""
+    changed compile, and what it writes loads, every kernel current; the files of a kernel an edit moved to
+    another line go."""
     site = tmp_path / "site"
     shutil.copytree(PACKAGE, site / "culling", ignore=shutil.ignore_patterns("__pycache__", "_compiled"))
     hits = tmp_path / "hits"
@@ -612,6 +613,15 @@ def test_a_native_ship_after_an_edit_compiles_only_the_kernels_the_edit_touched(
     assert proc.returncode == 0, proc.stderr[-3000:]
     # both compiled; both loaded from the last ship; one loaded, the edited one compiled; both load as shipped
     assert hits.read_text().split("\n")[:-1] == ["0 2", "2 0", "1 1", "2 0"]
+    # an edit above a kernel moves it to another line, where numba names its files: the old ones are not shipped on
+    floats = site / "culling" / "core" / "floats.py"
+    floats.write_text("# a line above every kernel of the module\n" + floats.read_text())
+    proc = _run(ship, env, tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    shipped = site / "culling" / "_compiled"
+    assert len(list(shipped.rglob("floats.exact_sign-*.nbi"))) == 1
+    assert len(list(shipped.rglob("floats.exact_sign-*.nbc"))) == 1
+    assert len(list(shipped.rglob("members.candidates-*.nbi"))) == 1
 
 
 def test_a_native_ship_into_kernels_current_for_these_sources_compiles_nothing(tmp_path, monkeypatch, capsys):
