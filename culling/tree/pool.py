@@ -52,7 +52,7 @@ from culling.runtime.prefetch import AHEAD, prefetch
 if TYPE_CHECKING:
     from culling.tree.nodes import NodeTable
 
-__all__ = ["BlockPool", "CAPACITIES", "CLASSES", "CLASSES_PER_OCTAVE", "GARBAGE_SHARE", "MIN_BLOCK", "POOL_GROWTH", "REFRESH_SHARE", "SHRINK_RATIO", "SPARE_LIMIT",
+__all__ = ["BlockPool", "CAPACITIES", "CLASSES", "CLASSES_PER_OCTAVE", "GARBAGE_SHARE", "GROWING_ROOM_SHIFT", "MIN_BLOCK", "POOL_GROWTH", "REFRESH_SHARE", "SHRINK_RATIO", "SPARE_LIMIT",
            "SPATIAL_ORDER_BITS", "block_capacities", "class_capacity", "class_of", "free_link", "push_free", "release",
            "spare_room"]
 
@@ -115,6 +115,15 @@ SHRINK_RATIO = 12
 #: and each outgrown block waits for a node growing into its size class: the 1M forest streamed in by
 #: 10k objects held 2.6 rows an object in released blocks (4 size classes an octave), against 1.1 in use.
 GARBAGE_SHARE = 0.25
+
+#: A compaction inside a batch (:meth:`BlockPool.make_room`) gives the blocks of the batch's nodes,
+#: growing ones, room for ``2**-GROWING_ROOM_SHIFT`` more members than they will hold, so the next
+#: batches fill them instead of moving them again (each move leaves a released block, and released
+#: blocks bring the next compaction).  The 1M forest streamed in by 10k / 1k objects, CPU seconds and
+#: bytes an object: none 0.74 s, 96.7 B / 0.90 s, 101 B; an eighth 0.54 s, 94.8 B / 0.71 s, 99.6 B; a
+#: quarter 0.44 s, 89.3 B / 0.70 s, 91.8 B; a half 0.37 s, 96.8 B / 0.64 s, 102 B (powers of two,
+#: before: 0.31 s, 162 B / 0.42 s, 195 B).
+GROWING_ROOM_SHIFT = 2
 
 #: Rows of a fresh pool.
 INITIAL_ROWS = 64
@@ -359,11 +368,13 @@ class BlockPool(RowPool):
                       room: tuple[np.ndarray, np.ndarray] | None = None) -> None:
         """Pack every node's members into a fresh pool (:meth:`compact`), moving their blocks and
         their objects' rows; the blocks in the order of :meth:`spatial_order`.  ``room = (ids, more)``:
-        the blocks of nodes ``ids`` are sized for ``more`` more members each (:meth:`make_room`'s batch).
-        O(objects + nodes)."""
+        the blocks of nodes ``ids`` are sized for ``more`` more members each (:meth:`make_room`'s batch),
+        and a quarter more again (:data:`GROWING_ROOM_SHIFT`).  O(objects + nodes)."""
         wanted = nodes.count[: nodes.issued].copy()
         if room is not None:
-            wanted[room[0]] += room[1]
+            ids, more = room
+            wanted[ids] += more
+            wanted[ids] += wanted[ids] >> GROWING_ROOM_SHIFT  # growing nodes: room to grow on
         blocks = np.flatnonzero((nodes.capacity[: nodes.issued] > 0) | (wanted > 0))
         empty = blocks[wanted[blocks] == 0]
         nodes.capacity[empty] = 0
