@@ -188,8 +188,9 @@ def _sparse_many(cfg: Config, structs: Structures, res: Results) -> None:
         "query_many where points find little",
         f"{_n(n)} spheres (radius {SPARSE_RADII[0]:g}-{SPARSE_RADII[1]:g}, uniform) and {_n(m)} points, all "
         "uniform in a 4096-cube: a point lies in 0.0034 spheres on average, so a batch costs its walks, not "
-        "its answers.  `tree.query_many(points, exact=True)` (the points walked along a Morton curve, each "
-        "walk sharing the upper levels of the one before, the answers written back in the caller's order) "
+        "its answers.  `tree.query_many(points, exact=True)` (with so few spheres a point, answered from the "
+        "spheres' side: each sphere asks a uniform grid over the points, `culling.tree.inverted`; the answers "
+        "written back in the caller's order) "
         "against a cKDTree built over the points in the call that each sphere queries with its own radius "
         "on all cores (`query_ball_point(centres, radii, workers=-1)`, the pairs then grouped by point), and "
         "rtree `intersection_v` over the spheres' boxes plus the exact filter.  Median of "

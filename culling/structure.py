@@ -395,6 +395,12 @@ class Structure(ABC):
         calling thread), each visited node's members read once for all the
         chunk's points that visit it, and the scratch memory beyond the
         answer is bounded however many points there are.
+        An exact batch of a sphere tree with many points among few spheres a
+        point (from 256 points, at most 64 spheres a point) is answered from
+        the spheres' side instead, with the same answer:
+        O(m + objects x the points their boxes reach), each sphere asking a
+        uniform grid over the points (:mod:`culling.tree.inverted`; 1M points
+        among 200k small spheres: 117 ms where the walks took 200).
 
         Examples
         --------
@@ -409,7 +415,11 @@ class Structure(ABC):
         >>> [part.tolist() for part in np.split(handles, np.cumsum(counts)[:-1])]
         [[0], [], [1]]
         """
-        points, exact, scale, order = self._walk_order(points, exact, scale)
+        points, exact, scale = self._many_arguments(points, exact, scale)
+        from_objects = self._answer_from_objects(points, exact, scale)
+        if from_objects is not None:
+            return from_objects
+        points, order = self._in_walk_order(points)
         if order is not None and points.shape[0] <= chunks.QUERY_CHUNK:
             return self._placed_many(points, order, exact, scale)
         parts = self._walked_parts(points, exact, scale, order)
@@ -431,16 +441,29 @@ class Structure(ABC):
         """:meth:`query_many`'s arguments validated, the points in the order they are walked:
         ``(points, exact, scale, order)``, row ``j`` being the caller's point ``order[j]`` (``order``
         None: the caller's order, and always for an empty structure or batch)."""
-        points = np.ascontiguousarray(as_points(points, self.dim, "points"))
-        scale = as_scale(scale)
-        exact = as_flag(exact)
+        points, exact, scale = self._many_arguments(points, exact, scale)
+        ordered, order = self._in_walk_order(points)
+        return ordered, exact, scale, order
+
+    def _many_arguments(self, points: ArrayLike, exact: bool, scale: Real) -> tuple[np.ndarray, bool, float]:
+        """:meth:`query_many`'s arguments validated: ``(points, exact, scale)``, the points C-contiguous float64."""
+        return np.ascontiguousarray(as_points(points, self.dim, "points")), as_flag(exact), as_scale(scale)
+
+    def _in_walk_order(self, points: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+        """The points in the order they are walked: ``(points, order)``, row ``j`` being the caller's point
+        ``order[j]`` (``order`` None: the caller's order, and always for an empty structure or batch)."""
         if not self._count or not points.shape[0]:
-            return points, exact, scale, None
+            return points, None
         order = self._query_order(points)
         if order is not None:
             # the rows gathered: a third of ``points[order]``'s time (1M x 3)
             points = np.take(points, order, axis=0)
-        return points, exact, scale, order
+        return points, order
+
+    def _answer_from_objects(self, points: np.ndarray, exact: bool, scale: float) -> tuple[np.ndarray, np.ndarray] | None:
+        """:meth:`query_many`'s answer found from the objects' side, where a structure does that and it is
+        cheaper than the points' walks; None where the points walk (here: always)."""
+        return None
 
     def _walked_parts(self, points: np.ndarray, exact: bool, scale: float,
                       order: np.ndarray | None) -> list[tuple[np.ndarray, np.ndarray]]:

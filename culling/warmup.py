@@ -52,7 +52,7 @@ from culling.pairs import bands, join
 from culling.reference import BruteForceIndex
 from culling.runtime.jit import JIT_DISABLED, cache_writable
 from culling.runtime.threads import usable_cores
-from culling.tree import batch, nodes
+from culling.tree import batch, inverted, nodes
 from culling.tree import pool as tree_pool
 from culling.tree import probe as tree_probe
 from culling.tree import tree as tree_module
@@ -123,8 +123,11 @@ def _query_many(structure: Structure) -> None:
         sparse = ViewDistanceTree(size=_SIZE, dim=3)
         sparse.insert_many(centres, np.full(centres.shape[0], 0.01))
         sparse.query_many(np.repeat(points, 3, axis=0) + 0.5, exact=True)
-        # more points than a chunk: the chunks' answers go back to the caller's order in one pass
-        structure.query_many(np.resize(points, (chunks.QUERY_CHUNK + 1, 3)), exact=True)
+        # more points than a chunk: the chunks' answers go back to the caller's order in one pass (candidates:
+        # an exact answer of so many points among so few objects comes from the objects)
+        structure.query_many(np.resize(points, (chunks.QUERY_CHUNK + 1, 3)), exact=False)
+        # many points, few objects each: the objects ask a grid over the points (culling.tree.inverted)
+        structure.query_many(np.repeat(points, 4, axis=0), exact=True)
 
 
 def _trace(structure: Structure) -> None:
@@ -315,13 +318,14 @@ PARTNER_WAIT = 60.0
 _PROBED: dict[str, tuple[Any, ...]] = {
     "tree": (batch.place, tree_walk.query, tree_walk._visits_from, tree_walk._group_visits_from, members._answer_many,
              members._write_answers, members._place_answers, batch._layout_into,
-             batch._settle_part, tree_module._remove_one, chunks._place_rows, containment._classify_all),
+             batch._settle_part, tree_module._remove_one, chunks._place_rows, containment._classify_all,
+             inverted.grid_pairs, inverted.scatter_groups),
     "pairs": (join.join_chunk, bands._sphere_cells, bands._sphere_rows, bands._closed_up, batch.place,
               tree_probe.probe_chunk, nodes._descend, tree_pool._make_room),
     "grid": (grid_walk.query, grid_walk._visits, grid_probe.probe_visits, bands.gather, members._answer_many,
              grid_geometry._homes, join._expand),
-    "interest": (interest_kernels.advance_rows, interest_kernels.compact_rows, interest_kernels.grid_viewers,
-                 interest_kernels.grid_pairs, interest_kernels.scatter_groups,
+    "interest": (interest_kernels.advance_rows, interest_kernels.compact_rows, inverted.grid_viewers,
+                 inverted.grid_pairs, inverted.scatter_groups,
                  interest_kernels.merge_rows, batch._settle_part, tree_probe.probe_chunk, members._answer_many,
                  nodes._deepest, tree_pool._make_room),
     "cubes": (bands._cube_cells, bands._cube_rows, batch.place, cells._face_sign_exact, nodes._descend,

@@ -38,10 +38,11 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 import culling.tree.batch as batch
+import culling.tree.inverted as inverted
 import culling.tree.probe as probe
 import culling.tree.root as root_growth
 import culling.tree.walk as walk
-from culling.core import growth, members
+from culling.core import chunks, growth, members
 from culling.core.cells import home
 from culling.core.containment import reach_of
 from culling.core.growth import HANDLE_SHRINK_RATIO, grown
@@ -483,6 +484,17 @@ class ViewDistanceTree(Structure):
         """Along a Morton curve (:func:`culling.tree.batch.query_order`) from :data:`QUERY_ORDER_MIN`
         points on: neighbours walked one after the other share the nodes they visit."""
         return batch.query_order(points) if points.shape[0] >= QUERY_ORDER_MIN else None
+
+    def _answer_from_objects(self, points: np.ndarray, exact: bool, scale: float) -> tuple[np.ndarray, np.ndarray] | None:
+        """An exact ``query_many`` of many points among few spheres per point, answered from the spheres'
+        side (:func:`culling.tree.inverted.grid_answer`, where :func:`~culling.tree.inverted.answers_from_objects`
+        says it is cheaper): the walk's answer, in the caller's order."""
+        if (not exact or self._next_handle > inverted.MAX_HANDLE
+                or not inverted.answers_from_objects(self._count, points.shape[0], self.shape)):
+            return None
+        handles, counts, order, _, _ = inverted.grid_answer(self, points, scale)
+        handles = handles.astype(np.int64, copy=False)
+        return (handles, counts) if order is None else chunks.in_caller_order(handles, counts, order)
 
     def _tested(self, points: np.ndarray, exact: bool, scale: float) -> members.Tested:
         """A chunk of points: every point's nodes (:func:`culling.tree.walk.visits`), then their members

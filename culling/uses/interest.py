@@ -14,7 +14,7 @@ the sets (two answers with hysteresis), then one pass of
 :mod:`culling.uses.interest_kernels` that merges each viewer's new set
 with its previous sorted row.  The sets are found whichever way is cheaper:
 each viewer walks the entity tree (``query_many``), or, where the entities
-are few per viewer (:data:`GRID_ENTITIES_PER_VIEWER`), each entity's sphere
+are few per viewer (:data:`~culling.tree.inverted.GRID_ENTITIES_PER_VIEWER`), each entity's sphere
 asks a uniform grid over the viewers (:func:`grid_answer`); both decide
 with the tree's exact test, so the answers are the same.  :class:`InterestSets` is the second
 half alone (the previous sets as CSR arrays, and the diff): a sharded server
@@ -37,7 +37,6 @@ half alone (the previous sets as CSR arrays, and the diff): a sharded server
 from __future__ import annotations
 
 import copy
-import itertools
 import operator
 import threading
 from dataclasses import dataclass
@@ -47,27 +46,18 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from culling.core.chunks import in_caller_order
-from culling.core.containment import decide
 from culling.core.validation import Handle, as_handles, as_integer, as_points, as_probe_radii, as_radius, as_real
 from culling.interface import Real
 from culling.records import ValueRecord
 from culling.runtime.locks import ReadWriteLock, reading, state_without_lock, writing
-from culling.runtime.threads import run_chunks, thread_count
+from culling.runtime.threads import run_chunks
+from culling.tree import inverted
+from culling.tree.inverted import MAX_HANDLE, SET_HANDLE, answers_from_objects, grid_answer, row_offsets
 from culling.tree.tree import ViewDistanceTree
-from culling.uses.interest_kernels import (
-    advance_rows,
-    compact_rows,
-    grid_pairs,
-    grid_viewers,
-    merge_rows,
-    scatter_groups,
-)
+from culling.uses.interest_kernels import advance_rows, compact_rows, merge_rows
 from culling.uses.tracker import read_only_again
 
 __all__ = ["InterestManager", "InterestSets", "InterestTick", "tick_arguments"]
-
-#: Handles :class:`InterestSets` accepts are below this: its scratch has two bits per handle value.
-MAX_HANDLE = 2**31
 
 #: Viewers per chunk below which a pass runs on the calling thread: a merge of a few rows costs less
 #: than waking a pool thread (about 20 us).
@@ -77,37 +67,6 @@ PARALLEL_MIN_VIEWERS = 512
 #: calling thread, whatever the viewers: a tick's events (about 22k on 10k viewers x 100k entities) copy in
 #: tens of microseconds, less than handing chunks to the pool.
 PARALLEL_MIN_COPIED = 1 << 16
-
-#: A tick asks the entities (each entity's sphere asks a grid over the viewers, :func:`grid_answer`)
-#: rather than the viewers (each viewer walks the entity tree, ``query_many``) when there are at most
-#: this many live entities per viewer and at least :data:`GRID_MIN_VIEWERS` viewers: the grid's cost
-#: grows with the entities, the walk's with the viewers.  (Measured: see docs/PERFORMANCE.md.)
-GRID_ENTITIES_PER_VIEWER = 64.0
-GRID_MIN_VIEWERS = 256
-
-#: Handles per chunk of :func:`grid_answer` below which it runs on the calling thread.
-GRID_MIN_ROWS = 8192
-
-#: The pair buffers of a chunk of :func:`grid_answer`: room for the last answer's pairs per pool row
-#: (:data:`GRID_FIRST_HINT` at a manager's first) times this, plus :data:`GRID_SLACK`; they grow when
-#: that runs out (the pairs so far copied, the chunk asked again).  The chunks' densities differ: on 10k
-#: viewers x 100k entities the densest of 8 holds 1.6 times the mean pairs a row, so 1.25 ran out every
-#: tick.  The unsure pairs' buffers start with :data:`GRID_UNSURE_ROOM`.
-GRID_ROOM = 2.5
-GRID_SLACK = 1024
-GRID_FIRST_HINT = 8.0
-GRID_UNSURE_ROOM = 64
-
-#: The pairs' viewer places (below the viewers' count) as 4-byte integers: half the bytes that
-#: :func:`~culling.uses.interest_kernels.scatter_groups` reads at random, run by run.
-PAIR_PLACE = np.int32
-
-#: The handles of the sets kept between ticks, and of the rows and buffers that build them, as 4-byte
-#: integers (every handle is below :data:`MAX_HANDLE`): the scatter writes and the merge reads half the
-#: bytes (on 10k viewers x 100k entities, 500k handles held: 2 MB, not 4).  What callers get (events,
-#: :meth:`InterestSets.interest`) is int64, as everywhere in the library.
-SET_HANDLE = np.int32
-
 
 _EMPTY: NDArray[np.int64] = np.empty(0, dtype=np.int64)
 _EMPTY.flags.writeable = False
@@ -126,13 +85,6 @@ Array = TypeVar("Array", bound=np.ndarray)
 def _frozen(array: Array) -> Array:
     array.flags.writeable = False
     return array
-
-
-def _offsets(counts: NDArray[np.int64]) -> NDArray[np.int64]:
-    """CSR offsets ``(m + 1,)`` of rows of ``counts``."""
-    offsets = np.zeros(counts.size + 1, dtype=np.int64)
-    np.cumsum(counts, out=offsets[1:])
-    return offsets
 
 
 def _by_viewer(offsets: NDArray[np.int64], counts: NDArray[np.int64],
@@ -201,108 +153,6 @@ def tick_arguments(viewer_ids: ArrayLike, positions: ArrayLike, radii: ArrayLike
 def as_viewer_id(value: object) -> int:
     """One viewer id as an int: ``TypeError`` for a non-integer."""
     return as_integer(value, "viewer id")
-
-
-def grid_answer(tree: ViewDistanceTree, points: NDArray[np.float64], scale: float,
-                hint: float = GRID_FIRST_HINT) -> tuple[Handles, NDArray[np.int64], NDArray[np.int64] | None,
-                                                        float, bool]:
-    """Every viewer's exact set, entity by entity: ``query_many(points, exact=True, scale=scale)``'s
-    answer by the other direction.  The caller holds the tree's lock; a sphere tree with entities.
-
-    The viewers go into a uniform grid (:func:`~culling.uses.interest_kernels.grid_viewers`); each
-    live entity, in handle order, asks the grid for the viewers in its box and tests them with
-    the float filter of the tree's own member test, the rows within rounding of a surface with
-    :func:`culling.core.containment.classify`, the few left unsure by exact arithmetic
-    (:func:`culling.core.containment.decide`): the answers are the walk's.  Chunks of pool rows run
-    on the library's threads, each recording every entity's pairs as one run under its handle; the
-    runs then go to their viewers' rows handle after handle
-    (:func:`~culling.uses.interest_kernels.scatter_groups`, ranges of handles on the threads), so
-    each row comes out in ascending handles.
-
-    Returns ``(handles, counts, order, pairs_per_handle, ascending)``: row ``j`` (``counts[j]``
-    handles, :data:`SET_HANDLE`, int64 where the walk answered) is viewer ``order[j]``'s, the grid's
-    order; ``pairs_per_handle`` sizes the next call's buffers (``hint``: this call's guess); ``ascending``: every row is sorted (not so only where
-    exact arithmetic kept a pair, appended after the others, or where the walk answered).
-    O(m + cells + handles + entities * rows of cells + candidates).
-    """
-    m = points.shape[0]
-    columns, handles = tree._rows()
-    top = int(tree._pool.top)
-    order, coords, starts, shape, low, inverse = grid_viewers(points, 0.0)
-    if not shape[0]:  # viewers spread beyond float64's range: the walk answers
-        handles_, counts_, order_ = tree._walked_many(points, True, scale)
-        return handles_, counts_, order_, hint, False
-    grid = (coords, starts, shape, low, inverse)
-    bound = int(tree._next_handle)
-    runs = np.zeros((bound, 2), dtype=np.int64)   # each handle's run of pairs: (part and start, count)
-    ids = itertools.count()   # next() on it is atomic: each chunk's pairs get an id of their own
-    # Ranges of handles scattered at once, as many handles each (ranges of 2**k handles split 100k
-    # handles 65,536 / 34,464, and 140k 131,072 / 8,928): handle h's is (h * mult) >> 32, below ``ranges``.
-    ranges = max(1, min(thread_count(), bound // GRID_MIN_ROWS)) if bound <= MAX_HANDLE else 1
-    mult = (ranges << 32) // bound if ranges > 1 else 0
-    firsts = [min(-(-(r << 32) // mult), bound) if r else 0 for r in range(ranges)] + [bound]
-
-    def chunk(lo: int, hi: int) -> tuple[NDArray[np.int32], int, NDArray[np.int64], NDArray[np.int64],
-                                         NDArray[np.int64], int]:
-        part = next(ids)
-        groups = (runs, part, mult)
-        room = int(hint * (hi - lo) * GRID_ROOM) + GRID_SLACK
-        place = np.empty(room, dtype=PAIR_PLACE)
-        counts = np.zeros((ranges, m), dtype=np.int64)
-        unsure_row = np.empty(GRID_UNSURE_ROOM, dtype=np.int64)
-        unsure_place = np.empty(GRID_UNSURE_ROOM, dtype=np.int64)
-        row, k, uk = lo, 0, 0
-        while True:
-            row, k, uk = grid_pairs(columns, handles, row, hi, scale, False, grid, place, groups, k, counts,
-                                    unsure_row, unsure_place, uk)
-            if row == hi:
-                return place, k, counts, unsure_row[:uk], unsure_place[:uk], part
-            # The pairs or the unsure rows (practically never) ran out at pool row ``row``: both grow.
-            unsure_row = np.concatenate([unsure_row, np.empty(unsure_row.size + 1, dtype=np.int64)])
-            unsure_place = np.concatenate([unsure_place, np.empty(unsure_place.size + 1, dtype=np.int64)])
-            grown = 2 * place.size + GRID_SLACK
-            place = np.concatenate([place[:k], np.empty(grown - k, dtype=PAIR_PLACE)])
-
-    parts = run_chunks(chunk, top, min_items=GRID_MIN_ROWS)
-    by_range = parts[0][2]
-    for part in parts[1:]:
-        by_range += part[2]
-    counts = by_range.sum(axis=0)
-    unsure_rows = np.concatenate([part[3] for part in parts])
-    ascending = True
-    if unsure_rows.size:  # within rounding of a surface: exact arithmetic decides
-        unsure_places = np.concatenate([part[4] for part in parts])
-        keep = decide(columns, unsure_rows, coords.T[unsure_places], tree.shape, scale)
-        counts += np.bincount(unsure_places[keep], minlength=m).astype(np.int64)
-        ascending = not keep.any()
-    offsets = _offsets(counts)
-    out = np.empty(int(offsets[-1]), dtype=SET_HANDLE)
-    # Every part's pairs in one array (the part ids index ``base``), then handle after handle to the rows.
-    base = np.zeros(len(parts), dtype=np.int64)
-    if len(parts) == 1:
-        pairs = parts[0][0]
-    else:
-        sizes = np.array([part[1] for part in parts], dtype=np.int64)
-        ends = np.cumsum(sizes)
-        base[[part[5] for part in parts]] = ends - sizes
-        pairs = np.concatenate([part[0][:part[1]] for part in parts])
-    cursors = np.empty((ranges, m), dtype=np.int64)   # range r's rows start after the lower ranges' pairs
-    cursors[0] = offsets[:-1]
-    np.cumsum(by_range[:-1], axis=0, out=cursors[1:])
-    cursors[1:] += offsets[:-1]
-    groups = (runs, 0, mult)
-    run_chunks(lambda lo, hi: [scatter_groups(pairs, groups, base, cursors[r], out, firsts[r], firsts[r + 1])
-                               for r in range(lo, hi)], ranges, chunks=ranges)
-    if not ascending:  # the pairs exact arithmetic kept (a few), after the sure ones of their rows
-        kept_handles = handles[unsure_rows[keep]]
-        by_handle = np.argsort(kept_handles, kind="stable")
-        count = np.bincount(kept_handles, minlength=bound).astype(np.int64)
-        kept_runs = np.empty((bound, 2), dtype=np.int64)   # one part: each handle's start and count
-        kept_runs[:, 0] = _offsets(count)[:-1]
-        kept_runs[:, 1] = count
-        kept = (kept_runs, 0, 0)
-        scatter_groups(unsure_places[keep][by_handle].astype(PAIR_PLACE), kept, np.zeros(1, dtype=np.int64), cursors[-1], out, 0, bound)
-    return out, counts, order, out.size / max(top, 1), ascending
 
 
 def _row_span(offsets: NDArray[np.int64], row: int) -> tuple[int, int]:
@@ -557,8 +407,8 @@ class InterestSets:
             same = outer is inner   # come here only where exact arithmetic kept a pair): one signature
             inner = inner.astype(np.int64, copy=False)
             outer = inner if same else outer.astype(np.int64, copy=False)
-        inner_offsets = _offsets(inner_counts)
-        outer_offsets = inner_offsets if outer is inner else _offsets(outer_counts)
+        inner_offsets = row_offsets(inner_counts)
+        outer_offsets = inner_offsets if outer is inner else row_offsets(outer_counts)
         row_ids = ids if order is None else ids[order]
         inner_start, inner_count = _by_viewer(inner_offsets, inner_counts, order)
         outer_start, outer_count = ((inner_start, inner_count) if outer is inner
@@ -589,7 +439,7 @@ class InterestSets:
         previous_sizes = np.zeros(m, dtype=np.int64)
         held = previous_row >= 0
         previous_sizes[held] = np.diff(previous_offsets)[previous_row[held]]
-        events = (inner_offsets, _offsets(previous_sizes[walk]), np.empty(m, dtype=np.int64),
+        events = (inner_offsets, row_offsets(previous_sizes[walk]), np.empty(m, dtype=np.int64),
                   np.empty(m, dtype=np.int64))
 
         def merge(lo: int, hi: int) -> int:
@@ -683,7 +533,7 @@ class InterestSets:
             raise ValueError(f"{count_name} must have shape ({m},), got ({sizes.size},)")
         if sizes.size and sizes.min() < 0:
             raise ValueError(f"{count_name} must not be negative")
-        offsets = _offsets(sizes)
+        offsets = row_offsets(sizes)
         if int(offsets[-1]) != flat.size:
             raise ValueError(f"{name} holds {flat.size} handles but the counts add up to {int(offsets[-1])}")
         if flat.size and flat.min() < 0:
@@ -697,7 +547,7 @@ class InterestSets:
     def _packed(buffer: NDArray[np.int32], starts: NDArray[np.int64],
                 counts: NDArray[np.int64]) -> tuple[NDArray[np.int32], NDArray[np.int64]]:
         """Rows written at ``buffer[starts[i]:][:counts[i]]``, packed into CSR ``(handles, offsets)``."""
-        offsets = _offsets(counts)
+        offsets = row_offsets(counts)
         out = np.empty(int(offsets[-1]), dtype=buffer.dtype)
         starts = np.ascontiguousarray(starts, dtype=np.int64)
         if out.size < PARALLEL_MIN_COPIED:
@@ -766,7 +616,7 @@ class InterestManager:
         self._tree = ViewDistanceTree(size, origin, dim)
         self._sets = InterestSets(hysteresis)
         self._rw = ReadWriteLock()
-        self._grid_hint = GRID_FIRST_HINT   # pairs per pool row at the last grid answer (sizes the next one's buffers)
+        self._grid_hint = inverted.GRID_FIRST_HINT   # pairs per pool row at the last grid answer (sizes the next one's buffers)
 
     # -- properties ----------------------------------------------------------
 
@@ -873,9 +723,10 @@ class InterestManager:
         -----
         One ``query_many`` (``overlapping_many`` with radii) over all viewers, two with
         hysteresis, then :meth:`InterestSets.advance`: compiled, on the library's threads.
-        Without radii, from :data:`GRID_MIN_VIEWERS` viewers and up to
-        :data:`GRID_ENTITIES_PER_VIEWER` live entities per viewer, the same answer comes from
-        the entities instead (:func:`grid_answer`: each entity's sphere asks a grid over the viewers).
+        Without radii, from :data:`~culling.tree.inverted.GRID_MIN_VIEWERS` viewers and up to
+        :data:`~culling.tree.inverted.GRID_ENTITIES_PER_VIEWER` live entities per viewer, the same answer
+        comes from the entities instead (:func:`~culling.tree.inverted.grid_answer`: each entity's sphere
+        asks a grid over the viewers).
         """
         ids, points, reach = tick_arguments(viewer_ids, positions, radii, self.dim)
         inner, inner_counts, order, ascending = self._answer(points, reach, 1.0)
@@ -899,10 +750,7 @@ class InterestManager:
         or viewer ``j``'s where ``order`` is None; ``ascending``: every row is sorted (the grid's)."""
         if reach is None:
             with self._tree._rw.reading():
-                live = self._tree._count
-                m = points.shape[0]
-                if (live and m >= GRID_MIN_VIEWERS and live <= GRID_ENTITIES_PER_VIEWER * m
-                        and self._tree.shape == "sphere"):
+                if answers_from_objects(self._tree._count, points.shape[0], self._tree.shape):
                     handles, counts, order, self._grid_hint, ascending = grid_answer(self._tree, points, scale,
                                                                                       self._grid_hint)
                     return handles, counts, order, ascending
@@ -937,7 +785,7 @@ class InterestManager:
 
     def __setstate__(self, state: dict[str, object]) -> None:
         self.__dict__.update(state)
-        self.__dict__.setdefault("_grid_hint", GRID_FIRST_HINT)
+        self.__dict__.setdefault("_grid_hint", inverted.GRID_FIRST_HINT)
         self._rw = ReadWriteLock()
 
     def __repr__(self) -> str:

@@ -970,8 +970,12 @@ def _threads_refused_after(granted: int) -> tuple[list[threading.Thread], Callab
     return started, start
 
 
-def _queried_tree() -> tuple[Any, np.ndarray, list[np.ndarray]]:
-    """A tree of 2,000 objects, 4,000 points and their exact answers (a batch large enough for the threads)."""
+def _queried_tree(monkeypatch: pytest.MonkeyPatch) -> tuple[Any, np.ndarray, list[np.ndarray]]:
+    """A tree of 2,000 objects, 4,000 points and their exact answers (a batch large enough for the threads),
+    the points walked (so few objects a point would be answered from the objects, on one thread here)."""
+    from culling.tree import inverted
+
+    monkeypatch.setattr(inverted, "GRID_ENTITIES_PER_VIEWER", -1.0)
     s = _filled("tree", n=2000)
     points = np.random.default_rng(2).uniform(0.0, 99.0, (4000, 2))
     return s, points, s.query_many(points, exact=True)
@@ -982,7 +986,7 @@ def test_a_thread_count_the_system_cannot_start_leaks_nothing_and_a_smaller_one_
 
     real_start = threading.Thread.start
     started, start = _threads_refused_after(3)
-    s, points, expected = _queried_tree()
+    s, points, expected = _queried_tree(monkeypatch)
     try:
         threads.set_thread_count(threads.MAX_THREADS)
         monkeypatch.setattr(threading.Thread, "start", start)
@@ -1010,7 +1014,7 @@ def test_a_default_thread_count_the_system_cannot_start_answers_on_the_threads_i
     from culling.runtime import threads
 
     started, start = _threads_refused_after(granted)
-    s, points, expected = _queried_tree()
+    s, points, expected = _queried_tree(monkeypatch)
     monkeypatch.delenv(threads.ENV_VAR, raising=False)
     monkeypatch.setattr(threads, "usable_cores", lambda: 4)
     try:

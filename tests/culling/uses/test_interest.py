@@ -129,17 +129,17 @@ def surface_world(dim: int, rng: np.random.Generator):
 def direction(request, monkeypatch):
     """Both ways a tick finds the sets: each viewer walks the entity tree, or each entity asks a grid over
     the viewers (forced here at any size, in chunks of a few pool rows, from buffers that must grow)."""
-    import culling.uses.interest as interest_module
+    import culling.tree.inverted as inverted
 
     if request.param == "grid":
-        monkeypatch.setattr(interest_module, "GRID_MIN_VIEWERS", 1)
-        monkeypatch.setattr(interest_module, "GRID_ENTITIES_PER_VIEWER", math.inf)
-        monkeypatch.setattr(interest_module, "GRID_MIN_ROWS", 4)
-        monkeypatch.setattr(interest_module, "GRID_FIRST_HINT", 0.0)
-        monkeypatch.setattr(interest_module, "GRID_SLACK", 1)
-        monkeypatch.setattr(interest_module, "GRID_UNSURE_ROOM", 1)
+        monkeypatch.setattr(inverted, "GRID_MIN_VIEWERS", 1)
+        monkeypatch.setattr(inverted, "GRID_ENTITIES_PER_VIEWER", math.inf)
+        monkeypatch.setattr(inverted, "GRID_MIN_ROWS", 4)
+        monkeypatch.setattr(inverted, "GRID_FIRST_HINT", 0.0)
+        monkeypatch.setattr(inverted, "GRID_SLACK", 1)
+        monkeypatch.setattr(inverted, "GRID_UNSURE_ROOM", 1)
     else:
-        monkeypatch.setattr(interest_module, "GRID_ENTITIES_PER_VIEWER", -1.0)
+        monkeypatch.setattr(inverted, "GRID_ENTITIES_PER_VIEWER", -1.0)
     return request.param
 
 
@@ -310,12 +310,12 @@ class GridInterestMachine(InterestMachine):
 
     def __init__(self):
         super().__init__()
-        import culling.uses.interest as interest_module
+        import culling.tree.inverted as inverted
 
-        self._module = interest_module
-        self._saved = {name: getattr(interest_module, name) for name in GRID_FORCED}
+        self._module = inverted
+        self._saved = {name: getattr(inverted, name) for name in GRID_FORCED}
         for name, value in GRID_FORCED.items():
-            setattr(interest_module, name, value)
+            setattr(inverted, name, value)
 
     def teardown(self):
         for name, value in self._saved.items():
@@ -602,7 +602,7 @@ def test_grid_filter_keeps_its_range_tests_far_out_and_for_tiny_reaches(scale):
     """The grid's float filter drops its tests against the safe range of squared distances only where no
     distance can leave it (every coordinate below 2**500, the reach not tiny): coordinates near 2**501
     and reaches near 2**-490 still take the range tests, and the sets equal the exact model."""
-    import culling.uses.interest as interest_module
+    import culling.tree.inverted as inverted
 
     rng = np.random.default_rng(8)
     unit = 2.0 ** 460 if scale == "far" else 2.0 ** -500
@@ -614,8 +614,8 @@ def test_grid_filter_keeps_its_range_tests_far_out_and_for_tiny_reaches(scale):
     model.insert(im.insert_many(centres, radii), centres, radii)
     ids = np.arange(300)
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(interest_module, "GRID_MIN_VIEWERS", 1)
-        mp.setattr(interest_module, "GRID_ENTITIES_PER_VIEWER", math.inf)
+        mp.setattr(inverted, "GRID_MIN_VIEWERS", 1)
+        mp.setattr(inverted, "GRID_ENTITIES_PER_VIEWER", math.inf)
         for _ in range(2):
             pos = corner + rng.integers(0, 16, (ids.size, 2)) * unit
             pos[:30] = centres + np.array([0.6, 0.8]) * radii[:, None]   # on the surface: 3-4-5

@@ -1,0 +1,123 @@
+"""``query_many(points, exact=True)`` answered from the spheres' side (:mod:`culling.tree.inverted`): where
+the points are many and the spheres few per point, each sphere asks a grid over the points.  The answer is
+the walk's, row for row in the caller's order, and the exact rational model's, with points on surfaces and
+cell faces, in 1-3 dimensions, at every scale; cubes, candidates and handles beyond the grid's 4-byte rows
+walk."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from brute_force import BruteForce, check_query_many
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from culling import ViewDistanceTree
+from culling.tree import inverted
+
+SIZE = 64.0
+
+#: Coordinates on cell faces of several levels, one ulp either side, and anywhere.
+FACES = [0.0, 1.0, 2.0, 4.0, 8.0, 16.0, 24.0, 32.0, 48.0, 63.0, 64.0]
+COORDS = st.one_of(st.sampled_from(FACES),
+                   st.sampled_from(FACES).map(lambda x: math.nextafter(x, math.inf)),
+                   st.sampled_from(FACES).map(lambda x: math.nextafter(x, -math.inf)),
+                   st.floats(-8.0, 72.0, allow_nan=False))
+
+#: The grid forced at any size, in chunks of a few pool rows, from buffers that must grow.
+FORCED = {"GRID_MIN_VIEWERS": 1, "GRID_ENTITIES_PER_VIEWER": math.inf, "GRID_MIN_ROWS": 4, "GRID_SLACK": 1,
+          "GRID_UNSURE_ROOM": 1}
+
+
+def _world(dim: int, n: int, seed: int, shape: str = "sphere") -> tuple[ViewDistanceTree, BruteForce,
+                                                                        np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    centres = rng.uniform(0.0, SIZE, (n, dim))
+    radii = rng.choice([0.0, 0.3, 1.0, 2.0, 4.0, 9.0, 20.0], n)
+    tree = ViewDistanceTree(SIZE, dim=dim, shape=shape)
+    model = BruteForce(dim=dim, shape=shape)
+    for h, c, r in zip(tree.insert_many(centres, radii).tolist(), centres, radii.tolist()):
+        model.insert(h, c, r)
+    return tree, model, centres, radii
+
+
+def _on_surfaces(centres: np.ndarray, radii: np.ndarray, rng: np.random.Generator, k: int) -> np.ndarray:
+    """``k`` points on spheres' surfaces, within rounding (3-4-5 along the first two axes where there are two)."""
+    which = rng.integers(0, len(radii), k)
+    points = centres[which].copy()
+    if centres.shape[1] >= 2:
+        points[:, :2] += np.array([0.6, 0.8]) * radii[which, None]
+    else:
+        points[:, 0] += radii[which]
+    return points
+
+
+def _walked(tree: ViewDistanceTree, points: np.ndarray, scale: float,
+            monkeypatch: pytest.MonkeyPatch) -> tuple[np.ndarray, np.ndarray]:
+    with monkeypatch.context() as patch:
+        patch.setattr(inverted, "GRID_ENTITIES_PER_VIEWER", -1.0)
+        return tree.query_many(points, exact=True, scale=scale)
+
+
+def _rows(handles: np.ndarray, counts: np.ndarray) -> list[list[int]]:
+    return [sorted(part.tolist()) for part in np.split(handles, np.cumsum(counts)[:-1])]
+
+
+@settings(max_examples=60, deadline=None)
+@given(dim=st.integers(1, 3), n=st.integers(1, 40), seed=st.integers(0, 2**32 - 1),
+       coords=st.lists(COORDS, min_size=1, max_size=90), surfaces=st.integers(0, 20),
+       scale=st.sampled_from([1.0, 0.5, 2.0, 40.0, 1e-9]))
+def test_from_the_spheres_side_the_answer_is_the_walks_and_the_exact_models(dim, n, seed, coords, surfaces, scale):
+    tree, model, centres, radii = _world(dim, n, seed)
+    rng = np.random.default_rng(seed)
+    points = np.array(coords[: len(coords) // dim * dim] or coords[:1] * dim, dtype=np.float64).reshape(-1, dim)
+    points = np.concatenate([points, _on_surfaces(centres, radii, rng, surfaces)])
+    with pytest.MonkeyPatch.context() as patch:
+        walked = _walked(tree, points, scale, patch)
+        for name, value in FORCED.items():
+            patch.setattr(inverted, name, value)
+        calls = []
+        answer = inverted.grid_answer
+        patch.setattr(inverted, "grid_answer", lambda *args: calls.append(1) or answer(*args))
+        handles, counts = tree.query_many(points, exact=True, scale=scale)
+        assert calls, "the spheres' side did not answer"
+        assert handles.dtype == np.int64 and counts.dtype == np.int64 and counts.shape == (len(points),)
+        assert _rows(handles, counts) == _rows(*walked)
+        for row, p in zip(_rows(handles, counts), points):
+            assert set(row) == model.query(p, scale)
+        check_query_many(tree, model, points[:12], scale)
+
+
+def test_a_sparse_batch_goes_to_the_spheres_and_a_dense_one_walks(monkeypatch):
+    """The defaults: many points among few spheres a point are answered from the spheres' side, the same points over a tree of many more spheres a point walk, and so do candidates, cubes,
+    and a tree whose handles reach beyond the grid's 4-byte rows."""
+    calls = []
+    answer = inverted.grid_answer
+    monkeypatch.setattr(inverted, "grid_answer", lambda *args: calls.append(1) or answer(*args))
+    rng = np.random.default_rng(3)
+    tree, model, centres, radii = _world(3, 300, 4)
+    points = np.concatenate([rng.uniform(0.0, SIZE, (inverted.GRID_MIN_VIEWERS, 3)),
+                             _on_surfaces(centres, radii, rng, 40)])
+    handles, counts = tree.query_many(points, exact=True)
+    assert calls == [1]
+    assert all(set(row) == model.query(p, 1.0) for row, p in zip(_rows(handles, counts), points))
+    tree.query_many(points, exact=False)
+    tree.query_many(points[: inverted.GRID_MIN_VIEWERS - 1], exact=True)
+    assert calls == [1], "candidates and a batch below GRID_MIN_VIEWERS points walk"
+    cubes, cube_model, _, _ = _world(3, 300, 4, shape="cube")
+    cube_handles, cube_counts = cubes.query_many(points, exact=True)
+    assert calls == [1], "cubes walk"
+    assert all(set(row) == cube_model.query(p, 1.0) for row, p in zip(_rows(cube_handles, cube_counts), points))
+    monkeypatch.setattr(inverted, "MAX_HANDLE", 10)
+    tree.query_many(points, exact=True)
+    assert calls == [1], "handles beyond MAX_HANDLE walk"
+    monkeypatch.undo()
+    dense = ViewDistanceTree(SIZE, dim=3)
+    few = points[: inverted.GRID_MIN_VIEWERS]
+    many = int(inverted.GRID_ENTITIES_PER_VIEWER) * len(few) + 1
+    dense.insert_many(rng.uniform(0.0, SIZE, (many, 3)), np.full(many, 1.0))
+    monkeypatch.setattr(inverted, "grid_answer", lambda *args: calls.append(1) or answer(*args))
+    dense.query_many(few, exact=True)
+    assert calls == [1], "more than GRID_ENTITIES_PER_VIEWER spheres a point walk"
