@@ -400,7 +400,7 @@ class Structure(ABC):
         the spheres' side instead, with the same answer:
         O(m + objects x the points their boxes reach), each sphere asking a
         uniform grid over the points (:mod:`culling.tree.inverted`; 1M points
-        among 200k small spheres: 117 ms where the walks took 200).
+        among 200k small spheres: 77-100 ms where the walks took 200).
 
         Examples
         --------
