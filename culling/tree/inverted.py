@@ -37,7 +37,7 @@ from culling.runtime.threads import run_chunks, thread_count
 if TYPE_CHECKING:
     from culling.tree.tree import ViewDistanceTree
 
-__all__ = ["GRID_CELLS_PER_VIEWER", "GRID_ENTITIES_PER_VIEWER", "GRID_FIRST_HINT", "GRID_MARGIN", "GRID_MAX_CELLS", "GRID_MIN_CELLS",
+__all__ = ["GRID_CELLS_PER_VIEWER", "GRID_ENTITIES_PER_VIEWER", "GRID_FIRST_HINT", "GRID_MARGIN", "GRID_MAX_CELLS", "GRID_MIN_CELLS", "GRID_MIN_EDGE",
            "GRID_MIN_VIEWERS", "MAX_HANDLE", "PAIR_PLACE", "RUN_PART_SHIFT", "SET_HANDLE", "answers_from_objects",
            "grid_answer", "grid_pairs", "grid_viewers", "row_offsets", "scatter_groups"]
 
@@ -96,6 +96,9 @@ GRID_MAX_CELLS = 1 << 20
 #: cells in all): an entity then reads fewer, longer ranges of viewers.
 GRID_ASPECT = 4.0
 
+#: A grid cell's edge is never below this (a normal float: its inverse is finite, about 2**1000).
+GRID_MIN_EDGE = 2.0 ** -1000
+
 #: The reach an entity asks the grid for is its radius times the scale, widened by this relative margin
 #: (far above the two roundings of the product), so that its cell range holds every viewer it may contain.
 GRID_MARGIN = 1.0 + 2.0 ** -30
@@ -113,7 +116,7 @@ def grid_viewers(points: np.ndarray, cell: float) -> tuple[np.ndarray, np.ndarra
     at places ``starts[c] .. starts[c + 1] - 1``, cells per axis (3 entries, 1 past ``dim``), and
     each axis's low corner and ``1 / edge``; ``shape`` all 0 (and no grid) where the viewers spread
     beyond float64's range.  A coordinate ``x`` lies in cell
-    ``min(int((x - low) * inverse), shape - 1)`` (monotone in ``x``: :func:`grid_pairs` finds its
+    ``int(min((x - low) * inverse, shape - 1))`` (monotone in ``x``: :func:`grid_pairs` finds its
     ranges with the same rounding).  O(m + cells).
     """
     m, dim = points.shape
@@ -136,9 +139,9 @@ def grid_viewers(points: np.ndarray, cell: float) -> tuple[np.ndarray, np.ndarra
         shape[:] = 0
         return (np.empty(0, dtype=np.int64), np.empty((dim, 0)), np.zeros(1, dtype=np.int64), shape, low,
                 inverse)
-    edge = max(cell, widest / budget)
-    if edge == 0.0:  # every viewer at one place
-        edge = 1.0
+    # At least GRID_MIN_EDGE: viewers within 1e-310 of each other made the edge subnormal and its
+    # inverse infinite, every cell index then undefined.
+    edge = max(cell, widest / budget, GRID_MIN_EDGE)
     while True:
         cells = 1.0
         for axis in range(dim):
@@ -157,7 +160,7 @@ def grid_viewers(points: np.ndarray, cell: float) -> tuple[np.ndarray, np.ndarra
     for i in range(m):
         k = 0
         for axis in range(dim - 1, -1, -1):
-            c = min(int((points[i, axis] - low[axis]) * inverse[axis]), shape[axis] - 1)
+            c = int(min((points[i, axis] - low[axis]) * inverse[axis], shape[axis] - 1.0))
             k = k * shape[axis] + c
         key[i] = k
         starts[k + 1] += 1
@@ -182,9 +185,9 @@ def _cell_range(x: float, reach: float, low: float, inverse: float, cells: int) 
     every step after it is monotone."""
     a = (x - reach - low) * inverse
     b = (x + reach - low) * inverse
-    if b < 0.0 or a >= cells:  # also a NaN reach: never
+    if not (b >= 0.0 and a < cells):  # also a NaN reach: never
         return 0, 0
-    return int(max(a, 0.0)), min(int(b), cells - 1) + 1
+    return int(max(a, 0.0)), int(min(b, cells - 1.0)) + 1  # clamped before the conversion: b may pass 2**63
 
 
 #: A run's record (:func:`grid_pairs`) packs the id of the call that found it above this bit and its

@@ -121,3 +121,27 @@ def test_a_sparse_batch_goes_to_the_spheres_and_a_dense_one_walks(monkeypatch):
     monkeypatch.setattr(inverted, "grid_answer", lambda *args: calls.append(1) or answer(*args))
     dense.query_many(few, exact=True)
     assert calls == [1], "more than GRID_ENTITIES_PER_VIEWER spheres a point walk"
+
+
+@pytest.mark.parametrize(("base", "spread"), [(1.0, 2.0 ** -52), (1e-300, 1e-312), (1e-310, 5e-324), (1.0, 0.0)])
+def test_points_within_float_noise_of_each_other_under_a_large_sphere(base, spread):
+    """256 points within rounding of one place (the grid's cells then a few ulps wide, or subnormal) under a
+    sphere a thousand units wide: the cell range of its reach passed 2**63 and was converted to an integer
+    unclamped (the call then read the grid out of its bounds and grew its buffers until killed), and a
+    subnormal edge made every cell index undefined.  Every point is answered, by ``query_many`` and by an
+    interest tick."""
+    from culling import InterestManager
+
+    rng = np.random.default_rng(0)
+    points = base + rng.integers(0, 8, size=(inverted.GRID_MIN_VIEWERS, 3)) * spread
+    tree, model = ViewDistanceTree(size=4096.0), BruteForce(dim=3, shape="sphere")
+    for h, c, r in zip(tree.insert_many([[0.0, 0.0, 0.0], [2000.0, 2000.0, 2000.0]], [1000.0, 1.0]).tolist(),
+                       [(0.0, 0.0, 0.0), (2000.0, 2000.0, 2000.0)], [1000.0, 1.0]):
+        model.insert(h, c, r)
+    for scale in (1.0, 1e-300, 1e300):
+        handles, counts = tree.query_many(points, exact=True, scale=scale)
+        assert _rows(handles, counts) == [sorted(model.query(p, scale)) for p in points]
+    manager = InterestManager(4096.0)
+    manager.insert_many([[0.0, 0.0, 0.0]], [1000.0])
+    tick = manager.tick(np.arange(len(points)), points)
+    assert np.diff(tick.entered_offsets).tolist() == [1] * len(points)
