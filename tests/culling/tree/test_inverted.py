@@ -145,3 +145,14 @@ def test_points_within_float_noise_of_each_other_under_a_large_sphere(base, spre
     manager.insert_many([[0.0, 0.0, 0.0]], [1000.0])
     tick = manager.tick(np.arange(len(points)), points)
     assert np.diff(tick.entered_offsets).tolist() == [1] * len(points)
+
+
+@pytest.mark.parametrize(("size", "radius", "spread", "scale"),
+                         [(2.0 ** 70, 2.0 ** 65, 0.0, 1.0),       # identical points, a reach of 2**65 cells
+                          (16.0, 1.0, 1.0, 1e19), (16.0, 1.0, 1.0, 1.7e308)])  # a reach scaled past 2**63, to inf
+def test_a_reach_of_more_cells_than_an_integer_holds(size, radius, spread, scale):
+    points = 0.5 + np.random.default_rng(1).random((inverted.GRID_MIN_VIEWERS, 3)) * spread
+    tree = ViewDistanceTree(size=size)
+    tree.insert_many([[0.5, 0.5, 0.5]], [radius])
+    handles, counts = tree.query_many(points, exact=True, scale=scale)
+    assert counts.tolist() == [1] * len(points) and handles.tolist() == [0] * len(points)
