@@ -24,13 +24,24 @@ numbers: that, not this model, is where the decider meets an independent truth.
 
 from __future__ import annotations
 
+import math
 from fractions import Fraction
 
 import numpy as np
+from hypothesis import strategies as st
 
 from culling import BruteForceIndex
 
 __all__ = ["BruteForce", "distances", "exactly_inside", "sorted_handles"]
+
+
+#: Coordinates on cell faces of several levels of a 64-wide world, one ulp either side, and anywhere: the
+#: batch queries' property tests (``tree/test_query_order.py``, ``tree/test_inverted.py``).
+FACES = [0.0, 1.0, 2.0, 4.0, 8.0, 16.0, 24.0, 32.0, 48.0, 63.0, 64.0]
+FACE_COORDS = st.one_of(st.sampled_from(FACES),
+                        st.sampled_from(FACES).map(lambda x: math.nextafter(x, math.inf)),
+                        st.sampled_from(FACES).map(lambda x: math.nextafter(x, -math.inf)),
+                        st.floats(-8.0, 72.0, allow_nan=False))
 
 
 def distances(centres: np.ndarray, point: np.ndarray, shape: str) -> np.ndarray:

@@ -10,6 +10,7 @@ import math
 
 import numpy as np
 import pytest
+from brute_force import FACE_COORDS as COORDS
 from brute_force import BruteForce, check_query_many
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -18,13 +19,6 @@ from culling import ViewDistanceTree
 from culling.tree import inverted
 
 SIZE = 64.0
-
-#: Coordinates on cell faces of several levels, one ulp either side, and anywhere.
-FACES = [0.0, 1.0, 2.0, 4.0, 8.0, 16.0, 24.0, 32.0, 48.0, 63.0, 64.0]
-COORDS = st.one_of(st.sampled_from(FACES),
-                   st.sampled_from(FACES).map(lambda x: math.nextafter(x, math.inf)),
-                   st.sampled_from(FACES).map(lambda x: math.nextafter(x, -math.inf)),
-                   st.floats(-8.0, 72.0, allow_nan=False))
 
 #: The grid forced at any size, in chunks of a few pool rows, from buffers that must grow.
 FORCED = {"GRID_MIN_VIEWERS": 1, "GRID_ENTITIES_PER_VIEWER": math.inf, "GRID_MIN_ROWS": 4, "GRID_SLACK": 1,

@@ -12,11 +12,11 @@ order (identical arrays, not only equal sets), with each point's own walk
 
 from __future__ import annotations
 
-import math
 import threading
 
 import numpy as np
 import pytest
+from brute_force import FACE_COORDS as COORDS
 from brute_force import BruteForce, check_query_many
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -32,12 +32,6 @@ from culling.tree import batch, inverted, walk
 SETTINGS = settings(max_examples=60, deadline=None)
 SIZE = 64.0
 
-#: Coordinates on cell faces of several levels, one ulp either side, and anywhere.
-FACES = [0.0, 1.0, 2.0, 4.0, 8.0, 16.0, 24.0, 32.0, 48.0, 63.0, 64.0]
-COORDS = st.one_of(st.sampled_from(FACES),
-                   st.sampled_from(FACES).map(lambda x: math.nextafter(x, math.inf)),
-                   st.sampled_from(FACES).map(lambda x: math.nextafter(x, -math.inf)),
-                   st.floats(-8.0, 72.0, allow_nan=False))
 SCALES = st.sampled_from([1.0, 0.5, 2.0, 40.0, 1e-9])
 
 
