@@ -311,11 +311,12 @@ def first_near(columns: np.ndarray, i: int, j0: int, j1: int, cube: bool) -> int
 
     The rows go :data:`NEAR_LANES` at a time, each lane tested and the first hit picked without a
     branch: a bucket grid's runs hold two to four rows, so a run is one pass with no loop exit to
-    mispredict per row, and LLVM puts the lanes side by side in vector registers.  That needs
-    ``cube`` to be a constant where this is inlined (its callers are a kernel per shape, as
-    :func:`culling.pairs.bands.band_cells` picks): the 10k swarm's ``band_cells`` took 0.45 ms against
-    0.55 ms a row at a time, and the lanes with ``cube`` unknown 0.57 ms.  Reads the rows up to
-    ``j1 + NEAR_LANES - 2``; those past ``j1`` never count.
+    mispredict per row.  (The lanes run one after the other: numba leaves LLVM's SLP vectorizer
+    off.)  That needs ``cube`` to be a constant where this is inlined (its callers are a kernel per
+    shape, as :func:`culling.pairs.bands.band_cells` picks): the 10k swarm's ``band_cells`` took 0.45
+    ms against 0.55 ms a row at a time, and the lanes with ``cube`` unknown 0.57 ms.  The lanes'
+    indices are unsigned, so no lane fixes up a negative index (0.64 against 0.67 ms on that swarm).
+    Reads the rows up to ``j1 + NEAR_LANES - 2``; those past ``j1`` never count.
     """
     x, y, z, radius = member(columns, i)
     dim = columns.shape[0] - 2
@@ -323,7 +324,7 @@ def first_near(columns: np.ndarray, i: int, j0: int, j1: int, cube: bool) -> int
     while j < j1:
         first = NEAR_LANES
         for lane in range(NEAR_LANES):
-            inside, near, unsafe = meet_filter(columns, j + lane, x, y, z, radius, cube, dim)
+            inside, near, unsafe = meet_filter(columns, np.uint64(j + lane), x, y, z, radius, cube, dim)
             hit = (near | unsafe) & (j + lane < j1)
             first = min(first, lane if hit else NEAR_LANES)
         if first < NEAR_LANES:
