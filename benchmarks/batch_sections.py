@@ -32,7 +32,7 @@ from benchmarks.broadphase import (
 )
 from benchmarks.jitstart import GROUPS, NUMBA_FIXED, checkout_shipped_cold, cold_and_warm, compile_cost, shipped_cold
 from benchmarks.peers import TIE_TOLERANCE, AgreementError
-from benchmarks.report import Results, Table, Target, fmt_count, fmt_ratio, fmt_time
+from benchmarks.report import Results, Table, Target, fmt_count, fmt_ratio, fmt_speed, fmt_time
 from benchmarks.suite import Config, Structures
 from benchmarks.timing import clock, no_gc, time_call, wall_clock
 from benchmarks.workloads import (
@@ -52,11 +52,6 @@ PEERS = ("numpy brute force", "scipy cKDTree inverted", "rtree intersection_v")
 #: Seconds: a peer whose checked call in the "points find little" case took longer is timed by that call
 #: alone (rtree there takes tens of times the tree's time; its repeats were most of the section).
 SLOW_CALL = 1.0
-
-
-def _speed(ratio: float) -> str:
-    """'12x faster' or '1.5x slower' for a ratio of the other method's time to the tree's."""
-    return f"{fmt_ratio(ratio)} faster" if ratio >= 1 else f"{fmt_ratio(1 / ratio)} slower"
 
 
 def _n(n: int) -> str:
@@ -146,7 +141,7 @@ def run_interest(cfg: Config, structs: Structures, res: Results) -> None:
             ratio = r["tick"][best] / tree_t
             t.sentences.append(
                 f"{label}: the tree answers the tick in {fmt_time(tree_t)} ({fmt_count(r['pairs'])} pairs, "
-                f"{fmt_time(tree_t / max(r['pairs'], 1))} per pair), {_speed(ratio)} than the best peer "
+                f"{fmt_time(tree_t / max(r['pairs'], 1))} per pair), {fmt_speed(ratio)} than the best peer "
                 f"({best}, {fmt_time(r['tick'][best])})."
                 + (f"  {r['ties']} surface ties (not disagreements)." if r["ties"] else "")
             )
@@ -242,7 +237,7 @@ def _sparse_many(cfg: Config, structs: Structures, res: Results) -> None:
     ratio = med[peer] / med[tree.name]
     per_point = med[tree.name] / m
     t.sentences.append(f"{label}: {fmt_count(answers)} answers; the tree takes {fmt_time(med[tree.name])} "
-                       f"({fmt_time(per_point)} per point), {_speed(ratio)} than the inverted cKDTree "
+                       f"({fmt_time(per_point)} per point), {fmt_speed(ratio)} than the inverted cKDTree "
                        f"({fmt_time(med[peer])}).")
     res.tables.append(t)
     at_target = m >= 1_000_000 and n >= 200_000
@@ -385,7 +380,7 @@ def run_collision(cfg: Config, structs: Structures, res: Results) -> None:
             best = min((k for k in med if k != tree_name), key=lambda k: med[k])
             t.sentences.append(
                 f"N={_n(n)}: {fmt_count(len(keys[tree_name]))} touching pairs; the tree takes "
-                f"{fmt_time(med[tree_name])} per frame, {_speed(med[best] / med[tree_name])} than the best "
+                f"{fmt_time(med[tree_name])} per frame, {fmt_speed(med[best] / med[tree_name])} than the best "
                 f"other method ({best}, {fmt_time(med[best])})."
             )
             series["n"].append(n)
@@ -447,7 +442,7 @@ def _heavy_tail(cfg: Config, tree_of: object, res: Results) -> None:
     peer = methods[1].name
     ratio = med[peer] / med[tree_name]
     t.sentences.append(f"N={_n(n)} with a heavy tail: {fmt_count(len(keys[tree_name]))} touching pairs; the tree "
-                       f"takes {fmt_time(med[tree_name])} per frame, {_speed(ratio)} than the class-split cKDTree "
+                       f"takes {fmt_time(med[tree_name])} per frame, {fmt_speed(ratio)} than the class-split cKDTree "
                        f"({fmt_time(med[peer])}).")
     res.tables.append(t)
     size = "" if n >= 100_000 else " (preset size; the target is at 100k)"
@@ -500,7 +495,7 @@ def _mixed(cfg: Config, tree_of: object, res: Results) -> None:
             ratio_best = med[best] / med[tree_name]
             t.sentences.append(
                 f"N={_n(n)}, radii {ratio:g}:1: {fmt_count(len(keys[tree_name]))} touching pairs; the tree takes "
-                f"{fmt_time(med[tree_name])} per frame, {_speed(ratio_best)} than the best peer "
+                f"{fmt_time(med[tree_name])} per frame, {fmt_speed(ratio_best)} than the best peer "
                 f"({best}, {fmt_time(med[best])}).")
     res.tables.append(t)
 
@@ -555,7 +550,7 @@ def _probes(cfg: Config, tree_of: object, res: Results) -> None:
     best = min((k for k in med if k != tree_name), key=lambda k: med[k])
     ratio = med[best] / med[tree_name]
     t.sentences.append(f"{fmt_count(m)} probes over {_n(n)} entities: {fmt_count(len(keys[tree_name]))} hits; the tree "
-                       f"takes {fmt_time(med[tree_name])}, {_speed(ratio)} than the better SciPy peer ({best}, "
+                       f"takes {fmt_time(med[tree_name])}, {fmt_speed(ratio)} than the better SciPy peer ({best}, "
                        f"{fmt_time(med[best])}).")
     res.tables.append(t)
     size = "" if (m, n) >= (2000, 1_000_000) else " (preset size; the target is 2,000 x 1M)"

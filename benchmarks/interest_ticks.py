@@ -35,7 +35,7 @@ import numpy as np
 
 from benchmarks.batchpeers import KDTreeInverted, pair_keys
 from benchmarks.peers import TIE_TOLERANCE, AgreementError
-from benchmarks.report import Results, Table, Target, fmt_count, fmt_ratio, fmt_time
+from benchmarks.report import Results, Table, Target, fmt_count, fmt_ratio, fmt_speed, fmt_time
 from benchmarks.suite import Config, Structures
 from benchmarks.timing import clock, no_gc, wall_clock
 from benchmarks.workloads import Crowd, interest
@@ -292,8 +292,8 @@ def run_interest_ticks(cfg: Config, structs: Structures, res: Results) -> None:
             mine = r["tick"][METHODS[0]]
             t.sentences.append(
                 f"{label}: a tick with its moves and events takes {fmt_time(mine)} with `InterestManager`, "
-                f"{fmt_ratio(peer_t / mine)} faster than the SciPy + NumPy peer ({fmt_time(peer_t)})"
-                + (f" and {fmt_ratio(r['tick'][METHODS[2]] / mine)} faster than the trackers in a loop "
+                f"{fmt_speed(peer_t / mine)} than the SciPy + NumPy peer ({fmt_time(peer_t)})"
+                + (f" and {fmt_speed(r['tick'][METHODS[2]] / mine)} than the trackers in a loop "
                    f"({fmt_time(r['tick'][METHODS[2]])})" if r["ticks"][METHODS[2]] else "")
                 + f"; {fmt_count(r['pairs'])} pairs held, {fmt_count(r['events'])} events a tick."
                 + (f"  {r['ties']} surface ties (not disagreements)." if r["ties"] else ""))

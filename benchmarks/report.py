@@ -73,6 +73,11 @@ def fmt_ratio(r: float) -> str:
     return f"{r:.3g}x" if r < 100 else f"{r:.0f}x"
 
 
+def fmt_speed(ratio: float) -> str:
+    """'12x faster' or '1.5x slower' for a ratio of another method's time to this one's."""
+    return f"{fmt_ratio(ratio)} faster" if ratio >= 1 else f"{fmt_ratio(1 / ratio)} slower"
+
+
 def fmt_count(n: float) -> str:
     return f"{n:,.0f}"
 

@@ -14,7 +14,7 @@ from benchmarks.peers import (
     rebuilt_kdtree,
     rtree_boxes,
 )
-from benchmarks.report import Results, Table, Target, fmt_count, fmt_ratio, fmt_time
+from benchmarks.report import Results, Table, Target, fmt_count, fmt_ratio, fmt_speed, fmt_time
 from benchmarks.suite import (
     Config,
     Structures,
@@ -49,8 +49,7 @@ def _n(n: int) -> str:
 
 def _vs(other: float, tree: float, what: str) -> str:
     """'12x faster than X' or '1.5x slower than X' for the tree against ``what``."""
-    r = other / tree
-    return f"{fmt_ratio(r)} faster than {what}" if r >= 1 else f"{fmt_ratio(1 / r)} slower than {what}"
+    return f"{fmt_speed(other / tree)} than {what}"
 
 
 def _rtree_sample(rt: RTreePeer, wl: Workload, k: int, new: np.ndarray | None, seed: int = 12) -> float:
@@ -235,7 +234,7 @@ def _forest_targets(cfg: Config, res: Results, last: dict) -> None:
                               fmt_ratio(g), "<= 10x (aim 5x)", g <= 10, g <= 5))
     b = last["build"]
     res.targets.append(Target(f"insert_many build{size}", f"tree {fmt_time(b)}, rtree bulk load {fmt_time(last['rt_build'])}",
-                              f"{fmt_time(b)}, {fmt_ratio(last['rt_build'] / b)} faster than rtree",
+                              f"{fmt_time(b)}, {fmt_speed(last['rt_build'] / b)} than rtree",
                               "<= 150 ms and faster than rtree", b <= 0.150 and b < last["rt_build"]))
     single = res.series["forest"]["single"]
     for k, label in ((1, "update() in node"), (2, "remove()")):

@@ -3,8 +3,9 @@
 Builds a world (entities on a ground plane, 90% spread and 10% in towns,
 each with its own relevance radius; players half in towns), starts
 ``--shards`` Ray actors (:class:`server.ShardedInterest`), and runs
-``--ticks`` server ticks: each tick 10% of the entities and every player
-take a step, and every player's entered / left entities are computed.  A
+``--ticks`` server ticks after a first one where every player enters its
+whole set (tick 0, not timed): each tick 10% of the entities and every
+player take a step, and every player's entered / left entities are computed.  A
 progress bar on stderr (redrawn in place on a terminal, a line a tick in a
 log); per tick one line of figures (tick time, events,
 the shards' share of the viewers and their seconds); at the end ticks per
@@ -60,7 +61,7 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
     ap.add_argument("--entities", type=int, default=100_000, help="moving entities (default 100,000)")
     ap.add_argument("--shards", type=int, default=2,
                     help=f"Ray actors, one per region, 1 to {MAX_SHARDS} (default 2)")
-    ap.add_argument("--ticks", type=int, default=20, help="server ticks to run (default 20)")
+    ap.add_argument("--ticks", type=int, default=20, help="server ticks to run after tick 0, where every player enters (default 20)")
     ap.add_argument("--world", type=float, default=4096.0, help="edge of the square world (default 4096)")
     ap.add_argument("--hysteresis", type=float, default=0.0,
                     help="leave margin m: an entity leaves beyond r * (1 + m) (default 0)")
