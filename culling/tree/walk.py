@@ -504,6 +504,13 @@ GROUP_NODES_PER_POINT = 16
 GROUP_PROBE = 8
 GROUP_FOUND_MOST = 2.0
 
+#: A group's windows are widened by the floats' error bound of its points, ``2**-49`` of a coordinate's
+#: magnitude and the origin's, root-relative; the groups take points whose bound stays within a cell of
+#: the finest level (this many root widths), so the widened windows are finite and narrow.  Beyond it (a
+#: world near the ends of float64's range, or a small world far from zero) each point walks on its own,
+#: whose exact windows take any bound.
+GROUP_MAX_SLOP = 2.0 ** -MAX_DEPTH
+
 #: The largest scale the groups take: their box's window floats stay far from the clamps and their limits.
 GROUP_MAX_SCALE = 1024.0
 
@@ -531,8 +538,9 @@ def _group_buffers(dim: int, room: int = 0) -> tuple[int, np.ndarray, np.ndarray
 def _group_extent(points: np.ndarray, scale: float, world_fields: WorldFields) -> float:
     """The largest span per axis, root-relative, of :func:`visits`' groups (:func:`_group_visits_from`), or
     -1.0 where it walks ``points`` one by one: too few points, the root grown above level 0, a level
-    whose float window path is not valid, or a point farther than a root's width from the root (the
-    groups stay clear of every clamp)."""
+    whose float window path is not valid, a point farther than a root's width from the root (the
+    groups stay clear of every clamp), or a point whose floats' error bound passes
+    :data:`GROUP_MAX_SLOP` (:func:`_spread`)."""
     origin, size, _, root_level = world_fields
     if points.shape[0] < GROUP_MIN_POINTS or root_level < 0 or not 2.0 ** -1021 <= scale <= GROUP_MAX_SCALE:
         return -1.0
@@ -546,7 +554,8 @@ def _group_extent(points: np.ndarray, scale: float, world_fields: WorldFields) -
 def _spread(points: np.ndarray, origin: np.ndarray, size: float, share: float) -> float:
     """The side, root-relative, of a cube holding about ``share`` of ``points`` were they spread evenly over
     their bounding box's axes of nonzero extent (0.0 for one point repeated), or -1.0 when a point lies
-    farther than a root's width from the root.  O(m), one pass."""
+    farther than a root's width from the root, or its floats' error bound passes :data:`GROUP_MAX_SLOP`
+    (``|x| + |origin|`` may even overflow).  O(m), one pass."""
     m, dim = points.shape
     product, axes = 1.0, 0
     for axis in range(dim):
@@ -555,6 +564,8 @@ def _spread(points: np.ndarray, origin: np.ndarray, size: float, share: float) -
             low = min(low, points[i, axis])
             high = max(high, points[i, axis])
         if not (-1.0 <= (low - origin[axis]) / size and (high - origin[axis]) / size <= 2.0):
+            return -1.0
+        if not (max(abs(low), abs(high)) + abs(origin[axis])) * 2.0 ** -49 / size <= GROUP_MAX_SLOP:
             return -1.0
         span = (high - low) / size
         if span > 0.0:

@@ -19,12 +19,13 @@ from collections.abc import Iterator
 from fractions import Fraction
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from lattice_reference import cell as exact_cell
 from lattice_reference import decidable, largest_float_at_most, visit_window
 
-from culling import ViewDistanceTree
+from culling import InterestManager, ViewDistanceTree
 from culling.core import cells
 from culling.core.lattice import MAX_DEPTH, MAX_GROWTH
 from culling.tree import batch
@@ -353,6 +354,50 @@ def test_grouped_query_many_is_the_walks() -> None:
         split = np.split(handles, np.cumsum(counts)[:-1])
         for i in range(0, 3000, 13):
             assert split[i].tolist() == tree.query(points[i], exact=exact).tolist()
+
+
+@pytest.mark.parametrize(("origin", "size"), [
+    (8.9e307 - 2.0**979, 2.0**980), (1.7e308 - 2.0**979, 2.0**980), (-1e308 - 2.0**979, 2.0**980),  # |x| + |o| overflows
+    (1e12, 1.0), (-1e300, 2.0**-20), (2.0**60, 2.0**-10),  # small worlds far from zero: a large error bound
+])
+def test_grouped_query_many_at_the_ends_of_the_float_range(origin: float, size: float) -> None:
+    """Worlds where ``|x| + |origin|`` overflows, or whose floats' error bound passes a cell of the finest
+    level: the points walk one by one (the groups' windows would be infinite or useless), and every
+    row of ``query_many`` and of an interest tick is the point's own ``query``.  Before, a group's
+    window of infinite margin found no node: 32 points at a sphere's centre near 1.7e308 found it 8 times."""
+    rng = np.random.default_rng(11)
+    tree = ViewDistanceTree(size=size, origin=(origin,) * 3, dim=3)
+    centres = origin + rng.uniform(0.1, 0.9, (200, 3)) * size
+    tree.insert_many(centres, rng.uniform(0.0, 0.2, 200) * size)
+    points = origin + rng.uniform(0.0, 1.0, (64, 3)) * size
+    points[::2] = centres[:32]
+    points[1::4] = centres[0]  # the same point again and again: a group of no extent
+    assert treewalk._group_extent(points, 1.0, tree._world()) == -1.0
+    for exact in (False, True):
+        handles, counts = tree.query_many(points, exact=exact)
+        rows = np.split(handles, np.cumsum(counts)[:-1])
+        for i, p in enumerate(points):
+            assert rows[i].tolist() == tree.query(p, exact=exact).tolist()
+    manager, reference = InterestManager(size=size, origin=(origin,) * 3), ViewDistanceTree(size, (origin,) * 3, 3)
+    for structure in (manager, reference):
+        structure.insert_many(centres, np.full(200, 0.05 * size))
+    tick = manager.tick(np.arange(64), points)
+    for i, p in enumerate(points):
+        assert sorted(tick.entered_of(i).tolist()) == sorted(reference.query(p, exact=True).tolist())
+
+
+@pytest.mark.parametrize("at", [-1e308, 1.7e308, -math.nextafter(math.inf, 0.0) / 2])
+def test_grouped_points_at_a_sphere_near_the_largest_float(at: float) -> None:
+    """One sphere near the end of float64's range and 40 points at its centre (the groups' probe finds
+    one node a point, so the points after it would walk in groups): every point, at distance 0, finds
+    the sphere; before, the points after the probe's 8 found nothing."""
+    size = 2.0**980
+    tree = ViewDistanceTree(size=size, origin=(at - size / 2,) * 3, dim=3)
+    tree.insert((at,) * 3, 1e293)
+    points = np.full((40, 3), at)
+    for exact in (False, True):
+        handles, counts = tree.query_many(points, exact=exact)
+        assert counts.tolist() == [1] * 40 and handles.tolist() == [0] * 40
 
 
 def test_query_many_where_points_find_little_is_the_walks() -> None:
