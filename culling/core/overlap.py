@@ -122,7 +122,7 @@ def member(columns: np.ndarray, i: int) -> tuple[float, float, float, float]:
 
 
 @inline_kernel
-def meet_filter(columns: np.ndarray, j: int, x: float, y: float, z: float, radius: float, cube: bool,
+def meet_filter(columns: np.ndarray, j: int | np.uint64, x: float, y: float, z: float, radius: float, cube: bool,
                 dim: int) -> tuple[bool, bool, bool]:
     """The pairs' float filter, the one step every pair test runs per candidate: does row ``j``'s
     sphere meet the sphere at ``(x, y, z)`` (:func:`member`) with ``radius``?
@@ -133,7 +133,7 @@ def meet_filter(columns: np.ndarray, j: int, x: float, y: float, z: float, radiu
     to underflow, a square that may have overflowed): only ``inside and not (near and not inside)
     and not unsafe`` is sure.  Spheres: the squared distance against the squared sum of the radii
     (the axes summed in order, as :func:`probe_row`); cubes: the largest per-axis distance.
-    ``dim``: the rows' dimension, ``columns.shape[0] - 2``.
+    ``dim``: the rows' dimension, ``columns.shape[0] - 2``; ``j`` signed or unsigned (:func:`first_near`'s lanes).
     """
     limit = radius + columns[dim, j]
     a = x - columns[0, j]
