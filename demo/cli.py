@@ -157,7 +157,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--frames", type=_positive, default=None,
                    help=f"headless: frames to render (default {DEFAULT_FRAMES})")
     p.add_argument("--out", type=_folder, default=None,
-                   help=f"folder for headless PNG frames and P-key screenshots (default {DEFAULT_OUT})")
+                   help=f"folder for headless PNG frames (an earlier run's extra frames removed) and P-key screenshots "
+                        f"(default {DEFAULT_OUT})")
     p.add_argument("--headless", action="store_true", help="render offscreen with EGL instead of opening a window")
     p.add_argument("--no-overlay", action="store_true", help="start without the debug overlay (boxes and level table)")
     p.add_argument("--no-hud", action="store_true", help="no HUD text (same as --hud off)")
@@ -310,6 +311,8 @@ def _run(args: argparse.Namespace) -> int:
     med = result.medians()
     if result.images:
         where = f"images in {out}/" + (f" and the animation in {result.gif}" if result.gif else "")
+        if result.removed:
+            where += f" ({_plural(len(result.removed), 'file')} of an earlier run removed)"
     else:
         where = "no images written"
     print(f"{PROG}: ran headless on {result.renderer}: {_plural(len(result.frames), 'frame')} of {args.scene}, "

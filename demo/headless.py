@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import logging
 import math
+import re
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -36,7 +37,7 @@ if TYPE_CHECKING:
     from engine.frame_stats import FrameStats
     from scenes import Scene
 
-__all__ = ["HeadlessOptions", "HeadlessResult", "create_offscreen_context", "gif_palette", "headless_pose", "run_headless",
+__all__ = ["HeadlessOptions", "HeadlessResult", "create_offscreen_context", "gif_palette", "headless_pose", "run_headless", "stale_outputs",
            "write_gif"]
 
 log = logging.getLogger(__name__)
@@ -88,6 +89,7 @@ class HeadlessResult:
     images: list[Path]             # written PNG paths
     gif: Path | None
     renderer: str
+    removed: list[Path] = field(default_factory=list)  # an earlier run's outputs this run did not replace
 
     def medians(self) -> dict[str, float]:
         keys = ("query_ms", "distance_ms", "frustum_ms", "upload_ms", "cull_ms", "draw_ms", "triangles")
@@ -161,12 +163,29 @@ def write_gif(frames: list[Image.Image], path: Path, frame_ms: int) -> None:
                                                        duration=frame_ms, loop=0, optimize=False))
 
 
+#: The name of a frame :func:`run_headless` writes (``frame_0000.png``, ...).
+FRAME_NAME = re.compile(r"frame_(\d{4,})\.png")
+
+
+def stale_outputs(out: Path, frames: int, gif: bool) -> list[Path]:
+    """What an earlier run left in ``out`` that a run of ``frames`` frames (with or without the
+    animation) does not write again: the frames past its last, and ``demo.gif`` where it makes none.
+    Left there, a shorter run's folder read as a longer run's last frames."""
+    found = [path for path in out.iterdir()
+             if (match := FRAME_NAME.fullmatch(path.name)) and int(match.group(1)) >= frames and path.is_file()]
+    if not gif and (out / "demo.gif").is_file():
+        found.append(out / "demo.gif")
+    return sorted(found)
+
+
 def run_headless(options: HeadlessOptions, ctx: moderngl.Context | None = None) -> HeadlessResult:
     """Render ``options.frames`` frames along the scene's camera path.
 
     Writes ``frame_0000.png``... (and ``demo.gif``) into ``options.out`` unless
     it is None; each PNG is written to a temporary name and renamed, so an
-    interrupted run (Ctrl-C) never leaves a truncated image.  With
+    interrupted run (Ctrl-C) never leaves a truncated image.  Once every frame
+    is written, an earlier run's frames past the last (and its ``demo.gif``,
+    where this run makes none) are removed (:func:`stale_outputs`).  With
     ``options.stats`` each frame's CSV row is written and flushed as soon as
     the frame is drawn, so an interrupted run keeps the rows so far.
     """
@@ -234,6 +253,9 @@ def run_headless(options: HeadlessOptions, ctx: moderngl.Context | None = None) 
         if options.gif and gif_frames and out is not None:
             gif_path = out / "demo.gif"
             write_gif(gif_frames, gif_path, int(1000 * FRAME_DT * 2))
+        removed = stale_outputs(out, options.frames, options.gif) if out is not None else []
+        for path in removed:
+            path.unlink(missing_ok=True)
         renderer = ctx.info.get("GL_RENDERER", "unknown")
     finally:
         if writer is not None:
@@ -242,4 +264,4 @@ def run_headless(options: HeadlessOptions, ctx: moderngl.Context | None = None) 
         fbo.release()
         if own_ctx:
             ctx.release()
-    return HeadlessResult(frames, images, gif_path, renderer)
+    return HeadlessResult(frames, images, gif_path, renderer, removed)

@@ -51,6 +51,22 @@ def test_headless_writes_non_blank_frames(tmp_path, gl_ctx):
     assert len(err) == 1 and "ran headless" in err[0] and str(out) in err[0]
 
 
+def test_a_shorter_run_leaves_no_frames_of_a_longer_one(tmp_path, gl_ctx):
+    """The folder holds the last run's output: a 3-frame run after a 5-frame run with the animation
+    removes frames 3 and 4 and the old demo.gif, and says so; a file of another name stays."""
+    out = tmp_path / "frames"
+    common = ["--headless", "--out", str(out), "--size", "64x36", "--objects", "1000"]
+    assert run_demo([*common, "--frames", "5", "--gif"], tmp_path).returncode == 0
+    (out / "notes.txt").write_text("mine")
+    (out / "frame_12.png").write_text("not a frame of ours: four digits at least")
+    proc = run_demo([*common, "--frames", "3"], tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert sorted(p.name for p in out.iterdir()) == ["frame_0000.png", "frame_0001.png", "frame_0002.png",
+                                                      "frame_12.png", "notes.txt"]
+    err = _lines(proc.stderr)
+    assert len(err) == 1 and "(3 files of an earlier run removed)" in err[0]
+
+
 @pytest.mark.parametrize("args, fragment", [
     (["--bogus"], "unrecognized arguments"),
     (["--size", "12"], "size must look like"),
