@@ -264,7 +264,7 @@ def visit_window(x: float, o: float, half: float, s: float, size: float, level: 
         t_hi = (d + reach) / unit
         if (EXACT_TINY <= 0.5 * unit <= EXACT_HUGE and abs(t_lo) < _T_LIMIT and abs(t_hi) < _T_LIMIT
                 and _U_LOW < (t_lo - 1.0) / factor and (t_hi + 1.0) / factor < _U_HIGH):
-            bound = (abs(x) + abs(o) + reach) * 2.0 ** -49 / unit + 2.0 ** -50
+            bound = (abs(x) * 2.0 ** -49 + abs(o) * 2.0 ** -49 + reach * 2.0 ** -49) / unit + 2.0 ** -50  # scaled first: no overflow
             f_lo, f_hi = math.floor(t_lo), math.floor(t_hi)
             if (t_lo - f_lo > bound and f_lo + 1.0 - t_lo > bound
                     and t_hi - f_hi > bound and f_hi + 1.0 - t_hi > bound):
@@ -404,7 +404,9 @@ def face_sign(x: float, o: float, n: float, unit: float, s: float, half: float, 
     r = ((x - o) - product) + reach
     if grow != 0.0:
         r += grow if half >= 0.0 else -grow
-    bound = (abs(x) + abs(o) + abs(product) + abs(reach) + grow) * 2.0 ** -50 + 1e-300  # + subnormal rounding
+    # Each term scaled before the sum (exact: the same bound, but |x| + |o| past the largest float stays finite)
+    bound = (abs(x) * 2.0 ** -50 + abs(o) * 2.0 ** -50 + abs(product) * 2.0 ** -50 + abs(reach) * 2.0 ** -50
+             + grow * 2.0 ** -50) + 1e-300  # + subnormal rounding
     if r > bound:
         return 1
     if r < -bound:
@@ -521,7 +523,7 @@ def exact_axis_window(x: float, o: float, s: float, size: float, level: int, fir
         return first - 1, last + 1
     # The estimate's error, in cells: a few roundings of the largest magnitude in it.  Where that
     # reaches a cell (an ulp of the coordinates spans cells) two moves cannot correct it: widen instead.
-    error = (abs(x) + abs(o) + s * half + grow) * 2.0 ** -49 / (2.0 * half)
+    error = (abs(x) * 2.0 ** -49 + abs(o) * 2.0 ** -49 + s * half * 2.0 ** -49 + grow * 2.0 ** -49) / (2.0 * half)
     if error >= 0.5:
         factor = level_factor(level)
         low = cell_scaled(_U_LOW, level, factor)

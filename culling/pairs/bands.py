@@ -867,7 +867,7 @@ def _band_cells(lay: Layout, first_cell: int, last_cell: int, origin: np.ndarray
             for axis in range(dim):
                 x, o = columns[axis, i], origin[axis]
                 place = (x - o) * scale - corner[axis]  # in [0, 1) but for rounding
-                slack = (abs(x) + abs(o)) * _ROUNDING * scale + _CELL_SLACK
+                slack = (abs(x) * _ROUNDING + abs(o) * _ROUNDING) * scale + _CELL_SLACK  # scaled first: finite
                 low_near |= (place <= reach + slack) << axis
                 high_near |= (1.0 - place <= reach + slack) << axis
             lo_z = down if low_near >> lead & 1 else 0
@@ -1007,7 +1007,7 @@ def _cross_rows(lay: Layout, first_row: int, last_row: int, origin: np.ndarray, 
                 extent = band[q, LOW + dim + axis]
                 x, o = columns[axis, i], origin[axis]
                 place[axis] = (x - o) * scale - (float(band[q, LOW + axis]) - scales[q, OFFSET])
-                slack[axis] = (abs(x) + abs(o)) * _ROUNDING * scale + _CELL_SLACK
+                slack[axis] = (abs(x) * _ROUNDING + abs(o) * _ROUNDING) * scale + _CELL_SLACK
                 t_lo = min(max(place[axis] - reach - slack[axis], -2.0), float(extent) + 1.0)
                 t_hi = max(min(place[axis] + reach + slack[axis], float(extent) + 1.0), -2.0)
                 window_lo[axis] = max(int(math.floor(t_lo)) - 1, 0)

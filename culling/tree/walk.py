@@ -378,7 +378,7 @@ def _visits_from(points: np.ndarray, done: int, end: int, k: int, scale: float, 
     for i in range(done, end):
         for axis in range(dim):
             u[axis] = (points[i, axis] - origin[axis]) / size
-            slop[axis] = (abs(points[i, axis]) + abs(origin[axis])) * 2.0 ** -49 / size
+            slop[axis] = (abs(points[i, axis]) * 2.0 ** -49 + abs(origin[axis]) * 2.0 ** -49) / size
         shared = True  # every level so far is the last walk's
         boxed = True  # and the point lies in their box: shared without computing a window
         depth = 1
@@ -505,10 +505,11 @@ GROUP_PROBE = 8
 GROUP_FOUND_MOST = 2.0
 
 #: A group's windows are widened by the floats' error bound of its points, ``2**-49`` of a coordinate's
-#: magnitude and the origin's, root-relative; the groups take points whose bound stays within a cell of
-#: the finest level (this many root widths), so the widened windows are finite and narrow.  Beyond it (a
-#: world near the ends of float64's range, or a small world far from zero) each point walks on its own,
-#: whose exact windows take any bound.
+#: magnitude and the origin's, root-relative (each scaled before the sum: near the ends of float64's
+#: range the sum of the two overflowed, and a group's windows of infinite margin found no node); the
+#: groups take points whose bound stays within a cell of the finest level (this many root widths), so the
+#: widened windows stay narrow.  Beyond it (a small world far from zero: a world 2**-20 wide at -1e300
+#: gave windows past int64) each point walks on its own, whose exact windows take any bound.
 GROUP_MAX_SLOP = 2.0 ** -MAX_DEPTH
 
 #: The largest scale the groups take: their box's window floats stay far from the clamps and their limits.
@@ -554,8 +555,8 @@ def _group_extent(points: np.ndarray, scale: float, world_fields: WorldFields) -
 def _spread(points: np.ndarray, origin: np.ndarray, size: float, share: float) -> float:
     """The side, root-relative, of a cube holding about ``share`` of ``points`` were they spread evenly over
     their bounding box's axes of nonzero extent (0.0 for one point repeated), or -1.0 when a point lies
-    farther than a root's width from the root, or its floats' error bound passes :data:`GROUP_MAX_SLOP`
-    (``|x| + |origin|`` may even overflow).  O(m), one pass."""
+    farther than a root's width from the root, or its floats' error bound passes :data:`GROUP_MAX_SLOP`.
+    O(m), one pass."""
     m, dim = points.shape
     product, axes = 1.0, 0
     for axis in range(dim):
@@ -565,7 +566,7 @@ def _spread(points: np.ndarray, origin: np.ndarray, size: float, share: float) -
             high = max(high, points[i, axis])
         if not (-1.0 <= (low - origin[axis]) / size and (high - origin[axis]) / size <= 2.0):
             return -1.0
-        if not (max(abs(low), abs(high)) + abs(origin[axis])) * 2.0 ** -49 / size <= GROUP_MAX_SLOP:
+        if not (max(abs(low), abs(high)) * 2.0 ** -49 + abs(origin[axis]) * 2.0 ** -49) / size <= GROUP_MAX_SLOP:
             return -1.0
         span = (high - low) / size
         if span > 0.0:
@@ -661,7 +662,7 @@ def _group_visits_from(points: np.ndarray, done: int, k: int, scale: float, exte
                 x = points[i + g, axis]
                 v = (x - origin[axis]) / size
                 u[g, axis] = v
-                slop[g, axis] = (abs(x) + abs(origin[axis])) * 2.0 ** -49 / size
+                slop[g, axis] = (abs(x) * 2.0 ** -49 + abs(origin[axis]) * 2.0 ** -49) / size
                 if g and (max(u_hi[axis], v) - min(u_lo[axis], v) > extent):
                     fits = False
             if not fits:

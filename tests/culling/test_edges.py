@@ -532,3 +532,23 @@ def test_overlapping_pairs_in_worlds_of_tiny_edges(grid, exponent):
         expected = sorted((int(min(handles[i], handles[j])), int(max(handles[i], handles[j])))
                           for i, j in _pairs_by_fractions(centres.tolist(), radii.tolist(), shape))
         assert got == expected, (dim, shape)
+
+
+@pytest.mark.parametrize("origin", [-8e307, -1e308, 1.7e308 - 2.0**1000])
+def test_error_bounds_past_the_largest_float_still_decide(origin: float) -> None:
+    """Where ``|x| + |origin|`` passes the largest float, the float tests' error bounds (each term scaled
+    before the sum) stay finite: a face millions of cells away is decided, a point query's candidates
+    are its neighbourhood's.  Before, at -1e308 the face test could not tell, every window spanned the
+    largest world: the tree answered 1,001 candidates of 2,000 (the exact answer stayed right), and the
+    dense grid's query read 16.7M cells to answer a candidate a sixth of the world away."""
+    from culling.core.cells import face_sign
+
+    size = 2.0**1000
+    x, edge = origin + size / 3, size * 2.0**-24
+    assert face_sign(x, origin, 5.0, edge, 1.0, edge / 2, 0.0) == 1  # the face lies 3.6e300 below x
+    tree = ViewDistanceTree(size, origin=[origin], dim=1)
+    tree.insert_many((origin + size * np.arange(1, 2001) / 2002.0)[:, None], np.full(2000, size * 2.0**-20))
+    assert len(tree.query([x])) <= 4 and tree.query([x], exact=True).tolist() == []
+    grid = DenseViewDistanceGrid(size, origin=[origin], dim=1, min_radius=size * 2.0**-26)
+    grid.insert([origin + size / 2], 0.0)
+    assert grid.query([x]).tolist() == []  # the one object lies size / 6 away, radius 0
