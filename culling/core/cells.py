@@ -50,8 +50,8 @@ from culling.runtime.jit import inline_kernel, kernel
 
 __all__ = ["PLACE_BITS", "axis_window", "cell_of", "cell_scaled", "exact_axis_window", "face_sign",
            "grown_half", "half_reach", "half_reach_by", "home", "level_factor", "level_of", "multiply_up",
-           "placed_columns", "placed_u", "round_down_add", "round_down_sub", "round_up_add", "scaled_window", "visit_window", "window",
-           "window_exactly"]
+           "placed_columns", "placed_u", "point_slop", "round_down_add", "round_down_sub", "round_up_add", "scaled_window", "visit_window",
+           "window", "window_exactly", "window_slack"]
 
 #: Root-relative coordinates are clamped to one unit outside the largest
 #: world (the level ``-MAX_GROWTH`` cell), where no node can ever be.
@@ -288,6 +288,21 @@ def window_exactly(x: float, o: float, half: float, s: float, size: float, level
 
 
 @inline_kernel
+def point_slop(x: float, o: float, size: float) -> float:
+    """:func:`scaled_window`'s ``slop`` of a coordinate ``x`` (origin ``o``, root width ``size``):
+    ``(|x| + |o|) * 2**-49 / size``, each term scaled before the sum, so that it stays finite past the
+    largest float.  The batch walks compute it once per point and axis."""
+    return (abs(x) * 2.0 ** -49 + abs(o) * 2.0 ** -49) / size
+
+
+@inline_kernel
+def window_slack(half_scale: float) -> float:
+    """:func:`scaled_window`'s ``slack`` for a view-distance scale ``2 * half_scale``: the rounding of
+    ``t`` itself and the subnormal steps, ``half_scale * 2**-49 + 2**-50``."""
+    return half_scale * 2.0 ** -49 + 2.0 ** -50
+
+
+@inline_kernel
 def scaled_window(u: float, slop: float, half_scale: float, slack: float, factor: float, inverse: float,
                   base: int) -> tuple[int, int]:
     """:func:`visit_window`'s float path (``grow == 0``) from the root-relative ``u = (x - o) / size``, for a
@@ -298,8 +313,8 @@ def scaled_window(u: float, slop: float, half_scale: float, slack: float, factor
     same exact quantities as :func:`visit_window`'s ``(x - o -+ s*W/2) / W``, with no division per
     level.  ``t`` is off by at most ``2**-52 (|x| + |o|) / W`` (the difference and the quotient)
     plus a rounding of ``t`` itself, under half of :func:`visit_window`'s bound, which is used here
-    unchanged: ``slop * factor + slack`` with ``slop = (|x| + |o|) * 2**-49 / size`` and ``slack =
-    half_scale * 2**-49 + 2**-50``.  So where it answers, it answers the exact window, as
+    unchanged: ``slop * factor + slack`` with ``slop`` from :func:`point_slop` and ``slack`` from
+    :func:`window_slack`.  So where it answers, it answers the exact window, as
     :func:`visit_window` does; the caller checks that ``0.5 * W`` is a normal float in the exact
     range and that ``s / 2`` is exact (per level and call), and falls back to :func:`visit_window`
     on ``(1, 0)``.

@@ -23,7 +23,7 @@ import threading
 
 import numpy as np
 
-from culling.core.cells import grown_half, half_reach_by, scaled_window, visit_window
+from culling.core.cells import grown_half, half_reach_by, point_slop, scaled_window, visit_window, window_slack
 from culling.core.floats import EXACT_HUGE, EXACT_TINY
 from culling.core.lattice import ANCHOR, MAX_DEPTH, MAX_GROWTH
 from culling.core.members import answer
@@ -360,7 +360,7 @@ def _visits_from(points: np.ndarray, done: int, end: int, k: int, scale: float, 
     fast_of = np.zeros(_LEVELS + 1, dtype=np.bool_)
     half_scale = 0.5 * scale
     exact_half = scale == 0.0 or 2.0 ** -1021 <= scale <= 2.0 ** 1000  # so that scale / 2 is exact
-    slack = half_scale * 2.0 ** -49 + 2.0 ** -50
+    slack = window_slack(half_scale)
     down = math.ldexp(1.0, -root_level - 2)  # as in walk(): exact powers of two, halved and doubled per level
     up = math.ldexp(1.0, root_level + 2)
     for depth in range(1, MAX_DEPTH - root_level + 1):
@@ -378,7 +378,7 @@ def _visits_from(points: np.ndarray, done: int, end: int, k: int, scale: float, 
     for i in range(done, end):
         for axis in range(dim):
             u[axis] = (points[i, axis] - origin[axis]) / size
-            slop[axis] = (abs(points[i, axis]) * 2.0 ** -49 + abs(origin[axis]) * 2.0 ** -49) / size
+            slop[axis] = point_slop(points[i, axis], origin[axis], size)
         shared = True  # every level so far is the last walk's
         boxed = True  # and the point lies in their box: shared without computing a window
         depth = 1
@@ -504,9 +504,9 @@ GROUP_NODES_PER_POINT = 16
 GROUP_PROBE = 8
 GROUP_FOUND_MOST = 2.0
 
-#: A group's windows are widened by the floats' error bound of its points, ``2**-49`` of a coordinate's
-#: magnitude and the origin's, root-relative (each scaled before the sum: near the ends of float64's
-#: range the sum of the two overflowed, and a group's windows of infinite margin found no node); the
+#: A group's windows are widened by the floats' error bound of its points (:func:`culling.core.cells.point_slop`:
+#: each term scaled before the sum, since near the ends of float64's range the sum of the two
+#: overflowed, and a group's windows of infinite margin found no node); the
 #: groups take points whose bound stays within a cell of the finest level (this many root widths), so the
 #: widened windows stay narrow.  Beyond it (a small world far from zero: a world 2**-20 wide at -1e300
 #: gave windows past int64) each point walks on its own, whose exact windows take any bound.
@@ -566,7 +566,7 @@ def _spread(points: np.ndarray, origin: np.ndarray, size: float, share: float) -
             high = max(high, points[i, axis])
         if not (-1.0 <= (low - origin[axis]) / size and (high - origin[axis]) / size <= 2.0):
             return -1.0
-        if not (max(abs(low), abs(high)) * 2.0 ** -49 + abs(origin[axis]) * 2.0 ** -49) / size <= GROUP_MAX_SLOP:
+        if not point_slop(max(abs(low), abs(high)), origin[axis], size) <= GROUP_MAX_SLOP:
             return -1.0
         span = (high - low) / size
         if span > 0.0:
@@ -625,7 +625,7 @@ def _group_visits_from(points: np.ndarray, done: int, k: int, scale: float, exte
     inverse_of = np.ones(_LEVELS + 1)
     base_of = np.zeros(_LEVELS + 1, dtype=np.int64)
     half_scale = 0.5 * scale
-    slack = half_scale * 2.0 ** -49 + 2.0 ** -50
+    slack = window_slack(half_scale)
     down = math.ldexp(1.0, -root_level - 2)
     up = math.ldexp(1.0, root_level + 2)
     for depth in range(1, MAX_DEPTH - root_level + 1):
@@ -662,7 +662,7 @@ def _group_visits_from(points: np.ndarray, done: int, k: int, scale: float, exte
                 x = points[i + g, axis]
                 v = (x - origin[axis]) / size
                 u[g, axis] = v
-                slop[g, axis] = (abs(x) * 2.0 ** -49 + abs(origin[axis]) * 2.0 ** -49) / size
+                slop[g, axis] = point_slop(x, origin[axis], size)
                 if g and (max(u_hi[axis], v) - min(u_lo[axis], v) > extent):
                     fits = False
             if not fits:

@@ -418,7 +418,7 @@ def _is_numeric(values: object) -> bool:
 
 
 class MultiCameraTracker:
-    """One :class:`VisibilityTracker` per camera id, created on first use.
+    """One :class:`VisibilityTracker` per camera id, created by the camera's first :meth:`update`.
 
     Parameters
     ----------
@@ -459,9 +459,14 @@ class MultiCameraTracker:
         return self._hysteresis
 
     def __getitem__(self, camera: Hashable) -> VisibilityTracker:
+        """The tracker of a camera that has had an update; ``KeyError`` for any other id.
+
+        Reading registers nothing (``in``, ``len`` and iteration see only the cameras :meth:`update`
+        made): a lookup that created a camera left an empty tracker behind for a mistyped id.
+        """
         tracker = self._trackers.get(camera)
         if tracker is None:
-            tracker = self._trackers[camera] = VisibilityTracker(self._band_edges, self._hysteresis)
+            raise KeyError(f"no camera {camera!r}: a camera is registered by its first update()")
         return tracker
 
     def __copy__(self) -> MultiCameraTracker:

@@ -295,6 +295,17 @@ def test_multi_camera_tracker_keeps_cameras_apart(rng):
     assert len(cams) == 0
 
 
+def test_reading_a_camera_registers_nothing():
+    cams = MultiCameraTracker()
+    cams.update("a", [1])
+    with pytest.raises(KeyError, match="first update"):
+        cams["typo"]
+    assert "typo" not in cams and list(cams) == ["a"] and len(cams) == 1
+    cams.remove_camera("a")
+    with pytest.raises(KeyError):
+        cams["a"]
+
+
 def test_large_update_is_vectorised():
     # 200k handles per frame: a per-object Python loop would take seconds.
     rng = np.random.default_rng(0)
@@ -331,6 +342,7 @@ def test_copies_hand_out_read_only_arrays_as_the_original_does():
         assert twin.update([3], distances=[6.0]).left.tolist() == [1] and tracker.visible.tolist() == [1, 3]
         assert not any(getattr(make(events), name).flags.writeable for name in ("visible", "bands"))
         cams_twin = make(cams)
+        cams_twin.update("b", [], distances=[])  # a camera the copy makes
         assert not cams_twin["a"].visible.flags.writeable and not cams_twin["b"].band_edges.flags.writeable
         assert not any(getattr(make(tick), name).flags.writeable
                        for name in ("viewer_ids", "entered_offsets", "entered", "left_offsets", "left"))
