@@ -25,12 +25,19 @@ import time
 from collections.abc import Sequence
 from typing import Any, TextIO
 
-import numpy as np
-
-from server.interrupts import ctrl_c_held
-from server.regions import MAX_SHARDS
-
 PROG = "python -m server.demo"
+
+try:
+    import numpy as np
+
+    from server.interrupts import ctrl_c_held
+    from server.regions import MAX_SHARDS
+except KeyboardInterrupt:  # a Ctrl-C while NumPy loads (a tenth of a second): as main() says it later
+    if __name__ != "__main__":
+        raise
+    print(f"{PROG}: error: interrupted", file=sys.stderr)
+    sys.exit(130)
+
 #: Share of the entities that move each tick, and the step (sigma per ground axis, world units).
 MOVING_SHARE = 0.10
 STEP = 1.5
@@ -111,6 +118,7 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None, err: Text
     err = err or sys.stderr
     ray: Any = None
     started_ray = False
+    interrupted = False
     try:
         try:
             import ray  # after the arguments: --help answers at once; within the try: Ctrl-C in its second
@@ -129,13 +137,17 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None, err: Text
             raise KeyboardInterrupt
         run(args, out, err)
     except KeyboardInterrupt:  # Ctrl-C: one line, and Ray's processes stopped below
+        interrupted = True
         if getattr(err, "isatty", lambda: False)():  # the bar's line ended first: the message on its own
             print(file=err)
+    finally:
+        # A Ctrl-C while Ray's processes stop waits until they have (a second one must not leave them
+        # running), and is still the program's answer: one that came after the summary exited 0 in silence.
+        if started_ray and ctrl_c_held(ray.shutdown)[1]:
+            interrupted = True
+    if interrupted:
         print(f"{PROG}: error: interrupted", file=err)
         return 130
-    finally:
-        if started_ray:
-            ctrl_c_held(ray.shutdown)  # a second Ctrl-C must not leave Ray's processes running
     return 0
 
 
@@ -150,7 +162,9 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> None:
     from culling import InterestManager
     from server.sharded import ShardedInterest
 
-    live = bool(getattr(err, "isatty", lambda: False)())  # a terminal: the bar redrawn in place
+    # Both on a terminal: the bar redrawn in place below the figures.  The figures piped (``| tee log``)
+    # while the bar is on the terminal: each line of the bar ends, or the pipe's lines ran into it.
+    live = all(getattr(stream, "isatty", lambda: False)() for stream in (err, out))
     centres, radii, players = world(args.entities, args.players, args.world, args.seed)
     rng = np.random.default_rng(args.seed + 1)
     top = np.nextafter(args.world, 0.0)

@@ -82,7 +82,9 @@ class Regions:
     """
 
     def __init__(self, size: float, origin: ArrayLike, dim: int, shards: int) -> None:
-        if isinstance(shards, bool) or not isinstance(shards, (int, np.integer)) or not 1 <= shards <= MAX_SHARDS:
+        if isinstance(shards, bool) or not isinstance(shards, (int, np.integer)):
+            raise TypeError(f"shards must be an integer from 1 to {MAX_SHARDS}, got {type(shards).__name__}")
+        if not 1 <= shards <= MAX_SHARDS:
             raise ValueError(f"shards must be an integer from 1 to {MAX_SHARDS}, got {shards!r}")
         self.size = float(size)
         self.origin = np.asarray(origin, dtype=np.float64).reshape(dim)

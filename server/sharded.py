@@ -34,6 +34,7 @@ a tick): docs/SERVER.md weighs that against diffing in the shards.
 from __future__ import annotations
 
 import functools
+import math
 import numbers
 import threading
 from collections.abc import Callable
@@ -111,9 +112,13 @@ class ShardedInterest:
         self._sets = InterestSets(hysteresis)                      # validates hysteresis
         if isinstance(probe_margin, bool) or not isinstance(probe_margin, numbers.Real):
             raise TypeError(f"probe_margin must be a real number, got {type(probe_margin).__name__}")
-        if not np.isfinite(probe_margin) or probe_margin < 0:
+        try:  # any real number Python has (a Fraction, an int past float64's range), as hysteresis takes them
+            margin = float(probe_margin)
+        except OverflowError:
+            margin = math.inf
+        if not math.isfinite(margin) or margin < 0:
             raise ValueError(f"probe_margin must be a finite number >= 0, got {probe_margin!r}")
-        self._margin: float = float(probe_margin)
+        self._margin: float = margin
         self.regions: Regions = Regions(self._tree.size, self._tree.origin, dim, shards)
         if not ray.is_initialized():
             ray.init()
@@ -323,7 +328,11 @@ class ShardedInterest:
 
     @_one_at_a_time
     def held_by(self, k: int) -> NDArray[np.int64]:
-        """The global handles shard ``k`` holds now (a round trip; for tests and operators)."""
+        """The global handles shard ``k`` (``0 .. shards - 1``) holds now (a round trip; for tests and operators)."""
+        if isinstance(k, bool) or not isinstance(k, (int, np.integer)):
+            raise TypeError(f"the shard must be an integer, got {type(k).__name__}")
+        if not 0 <= k < len(self._actors):
+            raise ValueError(f"the shard must be from 0 to {len(self._actors) - 1}, got {k}")
         self._open()
         self._settle(k)
         return ray.get(self._actors[k].held.remote())  # type: ignore[no-any-return]

@@ -34,7 +34,7 @@ import math
 import numpy as np
 
 from culling.core.cells import home, level_of
-from culling.core.containment import reach_of, squared_reach
+from culling.core.containment import reach_of
 from culling.core.lattice import MAX_DEPTH
 from culling.core.structs import Nodes, NodesFields, ObjectsFields, PoolFields, World, WorldFields, nodes_of
 from culling.core.tiles import TILE_SHIFT, cover, cover_row
@@ -148,7 +148,7 @@ SETTLE_SLACK = 2.0 ** -50
 
 def settle(handles: np.ndarray, centres: np.ndarray, radii: np.ndarray, world_fields: WorldFields,
            objects_fields: ObjectsFields, nodes_fields: NodesFields, pool_fields: PoolFields,
-           backup: np.ndarray, stored_radii: bool = False) -> np.ndarray:
+           backup: tuple[np.ndarray, np.ndarray], stored_radii: bool = False) -> np.ndarray:
     """Store every object whose home node is unchanged in place; return the others (the movers).
 
     Per object, the new home is compared with the old, without reading the
@@ -162,9 +162,11 @@ def settle(handles: np.ndarray, centres: np.ndarray, radii: np.ndarray, world_fi
     :func:`culling.core.cells.home`, against the node's key.  The fast test
     reads only the object's own row, which a stayer writes anyway.  An object that stays gets its centre,
     radius and squared reach (when the radius changed) in its row, and its
-    tile covers it; its old centre and radius are kept in ``backup[i]`` first
-    (float64 (n, dim + 1)), so ``update_many`` can put them back
-    (:func:`restore`) when the movers' preparation fails.  Nothing of a
+    tile covers it; its old centre and radius are kept in ``kept[i]`` first
+    and ``written[i]`` set (``backup = (kept, written)``: float64 (n, dim + 1), and bool (n,) all
+    False), so ``update_many`` can put them back (:func:`restore`) when anything after the first
+    write fails: the movers' preparation, or this call itself (a part's allocation on another
+    thread, the movers' copy).  Nothing of a
     mover is written, and the squared reach (the row's last column) is read
     and written only when the radius changes: four of the row's five cache
     lines in 3-D.
@@ -257,13 +259,14 @@ def _rows_of(handles: np.ndarray, obj_pos: np.ndarray, object_rows: np.ndarray, 
 @kernel
 def _settle_part(batch: tuple[np.ndarray, np.ndarray, np.ndarray, bool], object_rows: np.ndarray, first_row: int,
                  end_row: int, world_fields: WorldFields, objects_fields: ObjectsFields, nodes_fields: NodesFields,
-                 pool_fields: PoolFields, backup: np.ndarray) -> np.ndarray:
+                 pool_fields: PoolFields, backup: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
     """:func:`settle` for the objects whose pool row (``object_rows``, one per object) is in ``first_row ..
     end_row - 1``; with ``object_rows`` empty, for every object, each one's row read here.  ``batch``:
     the call's handles, centres and radii, and whether each object keeps its stored radius
     (``stored_radii``: read from its row, written to ``radii`` for the movers alone).  Returns the
     movers' indices, ascending."""
     handles, centres, radii, stored_radii = batch
+    kept, written = backup
     origin, size, _, _ = world_fields  # the structs of culling.core.structs, in field order
     obj_node, obj_pos = objects_fields
     nodes = nodes_of(nodes_fields)
@@ -315,7 +318,8 @@ def _settle_part(batch: tuple[np.ndarray, np.ndarray, np.ndarray, bool], object_
             k += 1
             continue
         for column in range(dim + 1):
-            backup[i, column] = columns[column, row]
+            kept[i, column] = columns[column, row]
+        written[i] = True
         for axis in range(dim):
             columns[axis, row] = centres[i, axis]
         if not same_radius:  # the squared reach only changes with the radius
@@ -402,18 +406,23 @@ def fits_root(centres: np.ndarray, radii: np.ndarray, world_fields: WorldFields,
     return True
 
 
-def restore(handles: np.ndarray, movers: np.ndarray, backup: np.ndarray, obj_pos: np.ndarray,
-            columns: np.ndarray) -> np.ndarray:
-    """Undo :func:`settle`'s writes: every object but the ``movers`` gets its centre and radius back from
-    ``backup``, and their squared reach, at the row it holds now.  Returns those rows (their tiles
-    must cover them again).  NumPy; for failures."""
-    stored = np.ones(handles.shape[0], dtype=np.bool_)
-    stored[movers] = False
-    rows: np.ndarray = obj_pos[handles[stored]]
-    dim = backup.shape[1] - 1
-    columns[: dim + 1, rows] = backup[stored].T
-    columns[dim + 1, rows] = squared_reach(backup[stored, dim])
-    return rows
+@kernel
+def restore(handles: np.ndarray, backup: tuple[np.ndarray, np.ndarray], obj_pos: np.ndarray,
+            pool_fields: PoolFields) -> None:
+    """Undo :func:`settle`'s writes: every object it wrote (``written[i]`` of ``backup = (kept, written)``)
+    gets its centre and radius back from ``kept[i]``, and their squared reach, at the row it holds now
+    (the movers' preparation may have moved its block), and its tile covers it again.  Allocates
+    nothing: it runs where memory ran out.  O(n)."""
+    kept, written = backup
+    _, columns, tile_box = pool_fields
+    dim = kept.shape[1] - 1
+    for i in range(handles.shape[0]):
+        if written[i]:
+            row = obj_pos[handles[i]]
+            for column in range(dim + 1):
+                columns[column, row] = kept[i, column]
+            columns[dim + 1, row] = reach_of(kept[i, dim])
+            cover_row(columns, row, tile_box)
 
 
 @kernel
@@ -449,9 +458,11 @@ def check_handles(handles: np.ndarray, issued: int, obj_node: np.ndarray, centre
 
 @kernel
 def unlink(handles: np.ndarray, objects_fields: ObjectsFields, nodes_fields: NodesFields,
-           pool_fields: PoolFields) -> np.ndarray:
+           pool_fields: PoolFields, emptied: np.ndarray) -> np.ndarray:
     """Take objects out of their nodes: each object's row gets its node's last member, whose tile then
-    covers it, and its node (``obj_node``) becomes -1.  Returns the nodes emptied, int64, each once.
+    covers it, and its node (``obj_node``) becomes -1.  Returns the nodes emptied, int64, each once:
+    the front of ``emptied`` (int64, room for one per object), which the caller allocates before
+    its first write, as everything after it: this allocates nothing.
 
     ``handles`` int64, live and unique.  The rows of later objects are fetched
     ahead, a step of their chain at a time (:mod:`culling.runtime.prefetch`).
@@ -465,7 +476,6 @@ def unlink(handles: np.ndarray, objects_fields: ObjectsFields, nodes_fields: Nod
     pool_handles, columns, tile_box = pool_fields
     width = columns.shape[0]
     n = handles.shape[0]
-    emptied = np.empty(n, dtype=np.int64)
     k = 0
     for g in range(n):
         if g + 2 * AHEAD < n:  # a later object's node and row entries
@@ -506,9 +516,11 @@ def unlink(handles: np.ndarray, objects_fields: ObjectsFields, nodes_fields: Nod
 
 
 @kernel
-def place(handles: np.ndarray, group_of: np.ndarray, homes: np.ndarray, centres: np.ndarray, radii: np.ndarray,
-          objects_fields: ObjectsFields, nodes_fields: NodesFields, pool_fields: PoolFields) -> None:
-    """Append objects to their home nodes, whose blocks already have room.
+def place(handles: np.ndarray, links: tuple[np.ndarray, np.ndarray, np.ndarray], centres: np.ndarray,
+          radii: np.ndarray, objects_fields: ObjectsFields, nodes_fields: NodesFields, pool_fields: PoolFields) -> None:
+    """Append objects to their home nodes, whose blocks already have room.  ``links = (group_of, homes,
+    next_row)``: ``next_row`` int64 (homes,), scratch allocated with the homes, before the batch's first
+    write: this allocates nothing.
 
     Object ``i`` (handle ``handles[i]``) goes to node ``homes[group_of[i]]``
     (:func:`group`).  Writes each object's pool row (handle, centre, radius,
@@ -523,7 +535,7 @@ def place(handles: np.ndarray, group_of: np.ndarray, homes: np.ndarray, centres:
     node_start, node_count = nodes.start, nodes.members
     pool_handles, columns, tile_box = pool_fields
     n, dim = centres.shape
-    next_row = np.empty(homes.shape[0], dtype=np.int64)
+    group_of, homes, next_row = links
     for g in range(homes.shape[0]):
         next_row[g] = node_start[homes[g]] + node_count[homes[g]]
     for i in range(n):

@@ -28,12 +28,17 @@ import numpy as np
 
 from culling.core import growth
 from culling.core.growth import ARRAY_GROWTH, grown
+from culling.core.lattice import MAX_DEPTH, MAX_GROWTH
 from culling.core.structs import NODE_COLUMNS, Nodes, NodesFields, nodes_of
 from culling.runtime.jit import inline_kernel, kernel
 from culling.runtime.prefetch import AHEAD, prefetch
 from culling.runtime.threads import run_chunks
 
-__all__ = ["DEAD_ROW", "NodeTable", "SHRINK_RATIO", "prune_nodes"]
+__all__ = ["DEAD_ROW", "NodeTable", "PRUNE_CHAIN", "SHRINK_RATIO", "prune_nodes"]
+
+#: The most nodes a prune deletes per node it is given: the node and its ancestors, one per level
+#: there can be (:meth:`NodeTable.prune_room`).
+PRUNE_CHAIN = MAX_DEPTH + MAX_GROWTH + 1
 
 
 class NodeTable:
@@ -251,24 +256,30 @@ class NodeTable:
         self.free[self.free_count] = node  # never full: it has a slot per row
         self.free_count += 1
 
-    def prune(self, nodes: np.ndarray, root: int, only_these: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    def prune_room(self, given: int, only_these: bool = False) -> tuple[np.ndarray, np.ndarray]:
+        """Room for the blocks a :meth:`prune` of ``given`` nodes releases: ``(starts, capacities)``, int64.
+
+        A node given takes at most its ancestors with it (:data:`PRUNE_CHAIN` nodes in all), and no
+        more nodes than are live; ``only_these``: none but the nodes given can go.  A batch makes this
+        room before its first write, so that nothing after the write can run out of memory (a prune
+        after the moves that failed there left the objects moved, the batch raising, and empty
+        leaves behind)."""
+        room = min(self.live, given if only_these else given * PRUNE_CHAIN)
+        return np.empty(room, dtype=np.int64), np.empty(room, dtype=np.int64)
+
+    def prune(self, nodes: np.ndarray, root: int,
+              released: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
         """Delete each of ``nodes`` (int64) that is empty and childless, then its ancestors while
         they become so, up to (not including) ``root``: one compiled pass (:func:`prune_nodes`).
 
         Returns the released pool blocks ``(starts, capacities)``, int64, for the
-        pool to take back (:meth:`culling.tree.pool.BlockPool.release_many`).
-        Dead or non-empty nodes in ``nodes`` are skipped.  O(len(nodes) + deleted).
-        Allocates no table array.  ``only_these``: no node outside ``nodes`` can go (the nodes a failed
-        batch made, every one of their ancestors that may go among them), so room for ``len(nodes)``
-        released blocks is enough: the undo of a batch that ran out of memory allocates that little,
-        not two arrays the size of the table (under the same limit, they failed and left empty leaves).
+        pool to take back (:meth:`culling.tree.pool.BlockPool.release_many`): the front of
+        ``released``, the room :meth:`prune_room` made for ``len(nodes)`` nodes or more.
+        Dead or non-empty nodes in ``nodes`` are skipped.  O(len(nodes) + deleted); allocates nothing.
         """
-        room = min(self.live, nodes.shape[0]) if only_these else self.live
-        starts = np.empty(room, dtype=np.int64)
-        capacities = np.empty(room, dtype=np.int64)
-        self.free_count, released = prune_nodes(nodes, root, (self.free, self.free_count), (starts, capacities),
-                                           self.arrays())
-        return starts[:released], capacities[:released]
+        starts, capacities = released
+        self.free_count, count = prune_nodes(nodes, root, (self.free, self.free_count), released, self.arrays())
+        return starts[:count], capacities[:count]
 
     def wasteful(self) -> bool:
         """Whether the table holds far more rows than live nodes (compaction pays).

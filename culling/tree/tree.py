@@ -329,9 +329,14 @@ class ViewDistanceTree(Structure):
         if self._home(sphere, handle) == STAYS:
             return
         target = self._room_at()  # first: a MemoryError there changes nothing
-        emptied = self._unlink(handle)
+        try:
+            released = self._nodes.prune_room(1)
+            emptied = self._unlink(handle)  # allocates before it writes
+        except MemoryError:
+            self._drop_empty_nodes()  # a home _room_at made, a grown root
+            raise
         self._append(target, handle, sphere)
-        self._prune(emptied)
+        self._prune(emptied, released)
 
     def remove(self, handle: Handle) -> None:
         """Remove one object: an O(1) unlink, then its node and the ancestors that emptied deleted, in
@@ -433,23 +438,23 @@ class ViewDistanceTree(Structure):
         if not handles.size:
             return
         objects = (self._obj_node, self._obj_pos)
-        backup = np.empty((handles.size, self.dim + 1))
-        movers = batch.settle(handles, centres, radii, self._world(), objects, self._nodes.arrays(),
-                              self._pool.arrays(), backup, kept)
-        if not movers.size:
-            self._pool.refresh(handles.size)
-            return
-        try:  # the movers' homes (a grown root too) and room in their blocks
-            # np.take, not fancy indexing: a third of the time for rows of a 2-D array
-            moving, moved, sized = np.take(handles, movers), np.take(centres, movers, axis=0), np.take(radii, movers)
-            links = self._prepare_links(moved, sized, np.take(self._obj_node, moving), lambda: movers)
+        backup = (np.empty((handles.size, self.dim + 1)), np.zeros(handles.size, dtype=np.bool_))
+        _restore_loaded(backup, self._pool.arrays())
+        try:  # the stayers written; the movers' homes (a grown root too), room in their blocks and the prune's
+            movers = batch.settle(handles, centres, radii, self._world(), objects, self._nodes.arrays(),
+                                  self._pool.arrays(), backup, kept)
+            if movers.size:
+                # np.take, not fancy indexing: a third of the time for rows of a 2-D array
+                moving, moved, sized = np.take(handles, movers), np.take(centres, movers, axis=0), np.take(radii, movers)
+                released, emptied = self._nodes.prune_room(movers.size), np.empty(movers.size, dtype=np.int64)
+                links = self._prepare_links(moved, sized, np.take(self._obj_node, moving), lambda: movers)
         except BaseException:  # a MemoryError, a mover outside the world: the stayers go back
-            self._pool.cover_rows(batch.restore(handles, movers, backup, self._obj_pos, self._pool.columns))
+            batch.restore(handles, backup, self._obj_pos, self._pool.arrays())
             raise
-        # Commit: nothing below allocates the tree's arrays.
-        emptied = batch.unlink(moving, objects, self._nodes.arrays(), self._pool.arrays())
-        self._place(moving, links, moved, sized)
-        self._prune(emptied)
+        if movers.size:  # commit: nothing below allocates
+            emptied = batch.unlink(moving, objects, self._nodes.arrays(), self._pool.arrays(), emptied)
+            self._place(moving, links, moved, sized)
+            self._prune(emptied, released)
         self._pool.refresh(handles.size)  # the summaries the moves grew shrink back, a few tiles a batch
 
     @writing
@@ -459,11 +464,13 @@ class ViewDistanceTree(Structure):
         handles = self._live_unique(handles)
         if not handles.size:
             return
-        self._ids.make_room(handles.size)  # first: a MemoryError there changes nothing
-        emptied = batch.unlink(handles, (self._obj_node, self._obj_pos), self._nodes.arrays(), self._pool.arrays())
+        self._ids.make_room(handles.size)  # first: a MemoryError there, or in the prune's room, changes nothing
+        released, emptied = self._nodes.prune_room(handles.size), np.empty(handles.size, dtype=np.int64)
+        emptied = batch.unlink(handles, (self._obj_node, self._obj_pos), self._nodes.arrays(), self._pool.arrays(),
+                               emptied)
         self._ids.release(handles)
         self._count -= handles.size
-        self._prune(emptied)
+        self._prune(emptied, released)
         self._after_removal()
 
     # ------------------------------------------------------------------
@@ -656,9 +663,10 @@ class ViewDistanceTree(Structure):
         return found
 
     def _prepare_links(self, centres: np.ndarray, radii: np.ndarray, near: np.ndarray | None = None,
-                       rows: Callable[[], np.ndarray] | None = None) -> tuple[np.ndarray, np.ndarray]:
+                       rows: Callable[[], np.ndarray] | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Everything :meth:`_place` needs that allocates: the root grown to hold the objects, their
-        home nodes created, room in the homes' blocks.  Returns ``(group_of, homes)``.
+        home nodes created, room in the homes' blocks, the place's scratch.  Returns ``(group_of, homes,
+        next_row)`` (:func:`culling.tree.batch.place`'s ``links``).
 
         Validation errors come first; a ``MemoryError`` undoes what was done
         (new empty nodes deleted, the root shrunk back) and propagates: the
@@ -678,16 +686,16 @@ class ViewDistanceTree(Structure):
                 begin[group_of] = near  # any object's node of each group
             homes = self._nodes.at_many(keys, self._root, made, begin)
             self._pool.make_room(self._nodes, homes, sizes, self._obj_pos)
+            next_row = np.empty(homes.shape[0], dtype=np.int64)
         except MemoryError:
             self._prune(made[0] if made else np.empty(0, dtype=np.int64), only_these=True)  # empty leaves, chains
             raise
-        return group_of, homes
+        return group_of, homes, next_row
 
-    def _place(self, handles: np.ndarray, links: tuple[np.ndarray, np.ndarray], centres: np.ndarray,
+    def _place(self, handles: np.ndarray, links: tuple[np.ndarray, np.ndarray, np.ndarray], centres: np.ndarray,
                radii: np.ndarray) -> None:
         """Write the objects into the rows :meth:`_prepare_links` made room for (:func:`culling.tree.batch.place`)."""
-        group_of, homes = links
-        batch.place(handles, group_of, homes, centres, radii, (self._obj_node, self._obj_pos),
+        batch.place(handles, links, centres, radii, (self._obj_node, self._obj_pos),
                     self._nodes.arrays(), self._pool.arrays())
 
     def _fit_many(self, centres: np.ndarray, radii: np.ndarray, rows: Callable[[], np.ndarray] | None = None) -> None:
@@ -738,13 +746,17 @@ class ViewDistanceTree(Structure):
     # ------------------------------------------------------------------
     # Internals: nodes
 
-    def _prune(self, nodes: np.ndarray, only_these: bool = False) -> None:
+    def _prune(self, nodes: np.ndarray, released: tuple[np.ndarray, np.ndarray] | None = None,
+               only_these: bool = False) -> None:
         """Delete the empty, childless ``nodes`` (int64) and their ancestors that become so, in one
-        compiled pass (:meth:`NodeTable.prune`; ``only_these``: every node that may go is in ``nodes``);
-        their blocks go back to the pool, then the root shrinks if it can.  Allocates none of the tree's
-        arrays."""
+        compiled pass (:meth:`NodeTable.prune`); their blocks go back to the pool, then the root shrinks
+        if it can.  ``released``: the room for the blocks, made before a batch's first write
+        (:meth:`NodeTable.prune_room`, for ``len(nodes)`` nodes or more), so that this allocates
+        nothing; else it is made here (``only_these``: every node that may go is in ``nodes``)."""
         if nodes.size:
-            starts, capacities = self._nodes.prune(nodes, self._root, only_these)
+            if released is None:
+                released = self._nodes.prune_room(nodes.size, only_these)
+            starts, capacities = self._nodes.prune(nodes, self._root, released)
             if starts.size:
                 self._pool.release_many(starts, capacities)
         self._shrink_root()
@@ -758,10 +770,15 @@ class ViewDistanceTree(Structure):
             if self._nodes.count[node] == self._nodes.capacity[node]:
                 self._pool.make_room(self._nodes, np.array([node]), np.ones(1, dtype=np.int64), self._obj_pos)
         except MemoryError:
-            issued = self._nodes.issued
-            self._prune(np.flatnonzero((self._nodes.count[:issued] == 0) & (self._nodes.children[:issued] == 0)))
+            self._drop_empty_nodes()
             raise
         return node
+
+    def _drop_empty_nodes(self) -> None:
+        """Delete every empty, childless node and shrink the root: the undo of a single insert or update
+        that ran out of memory after its home was made."""
+        issued = self._nodes.issued
+        self._prune(np.flatnonzero((self._nodes.count[:issued] == 0) & (self._nodes.children[:issued] == 0)))
 
     # ------------------------------------------------------------------
     # Internals: membership
@@ -783,7 +800,22 @@ class ViewDistanceTree(Structure):
         :func:`culling.tree.batch.unlink`).  Returns the node when it emptied (int64, 1 or 0 long,
         for :meth:`_prune`); no cleanup."""
         return batch.unlink(np.array([handle]), (self._obj_node, self._obj_pos), self._nodes.arrays(),
-                            self._pool.arrays())
+                            self._pool.arrays(), np.empty(1, dtype=np.int64))
+
+
+#: Whether :func:`culling.tree.batch.restore` is loaded in this process (:func:`_restore_loaded`).
+_RESTORE = {"loaded": False}
+_NO_HANDLES = np.empty(0, dtype=np.int64)
+
+
+def _restore_loaded(backup: tuple[np.ndarray, np.ndarray], pool_fields: PoolFields) -> None:
+    """Load :func:`culling.tree.batch.restore` (from the cache, or compile it) at a process's first
+    ``update_many``, before anything is written: the undo runs where memory ran out, where a first
+    load could fail too.  The call on no objects writes nothing."""
+    if not _RESTORE["loaded"]:
+        kept, written = backup
+        batch.restore(_NO_HANDLES, (kept[:0], written[:0]), _NO_HANDLES, pool_fields)
+        _RESTORE["loaded"] = True
 
 
 def _positions(laid_out: np.ndarray, handles: np.ndarray) -> np.ndarray:
@@ -813,7 +845,7 @@ def _remove_one(handle: int, root: int, objects_fields: ObjectsFields, nodes_fie
     depth = nodes.level[objects_fields[0][handle]] - nodes.level[root]  # the chain's most nodes with blocks
     starts = np.empty(depth, dtype=np.int64)  # first: a MemoryError here changes nothing
     capacities = np.empty(depth, dtype=np.int64)
-    emptied = unlink(np.full(1, handle), objects_fields, nodes_fields, pool_fields)
+    emptied = unlink(np.full(1, handle), objects_fields, nodes_fields, pool_fields, np.empty(1, dtype=np.int64))
     if emptied.shape[0]:
         free_count, released = prune_nodes(emptied, root, stack, (starts, capacities), nodes_fields)
         spare_count = release(starts[:released], capacities[:released], pool_fields[0], free_blocks)

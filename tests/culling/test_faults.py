@@ -913,6 +913,76 @@ def test_a_single_update_is_all_or_nothing_when_any_allocation_fails(kind, monke
             h for h in s.handles().tolist() if np.hypot(*(s.centres_of([h])[0] - 50.0)) <= s.radii_of([h])[0])
 
 
+def _out_of_memory(*args: Any, **kwargs: Any) -> Any:
+    raise MemoryError("Unable to allocate 781. KiB for an array")
+
+
+def _then_out_of_memory(real: Callable[..., Any], after: int) -> Callable[..., Any]:
+    """``real``, whose calls from the ``after``-th on run and then raise ``MemoryError``: an allocation
+    that fails after the call's writes (settle's movers copied out, a part on the other thread)."""
+    calls = [0]
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        calls[0] += 1
+        result = real(*args, **kwargs)
+        if calls[0] >= after:
+            raise MemoryError("Allocation failed (probably too large).")
+        return result
+
+    return call
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("where", ["settle's movers", "the prune's room", "the homes", "the homes' room"])
+def test_an_update_many_that_runs_out_of_memory_after_its_first_write_changes_nothing(where, threads, monkeypatch):
+    """update_many writes the objects that stay in their nodes first, then prepares the movers' homes; an
+    allocation that fails anywhere after the first write (found by an address-space limit swept 0.25 MB at a
+    time: settle's copy of its movers, the prune's buffers after the moves, the undo's own temporaries) must
+    put every written object back.  10k objects: settle runs in a part per thread."""
+    from culling.tree import batch, nodes, pool
+
+    rng = np.random.default_rng(3)
+    s = ViewDistanceTree(100.0, dim=2)
+    handles = s.insert_many(rng.uniform(0.0, 99.0, (10_000, 2)), rng.uniform(0.0, 3.0, 10_000))
+    centres = np.clip(s.centres_of(handles) + rng.normal(0.0, 1.0, (10_000, 2)), 0.0, 99.0)
+    radii = rng.uniform(0.0, 3.0, 10_000)
+    radii[::2] = s.radii_of(handles[::2])  # half keep their radii: most of those stay in their nodes
+    before = _snapshot(s, PROBES)
+    monkeypatch.setattr(batch, "thread_count", lambda: threads)
+    if where == "settle's movers":  # the last part fails after writing; with two, the first one wrote too
+        monkeypatch.setattr(batch, "_settle_part", _then_out_of_memory(batch._settle_part, after=threads))
+    elif where == "the prune's room":
+        monkeypatch.setattr(nodes.NodeTable, "prune_room", _out_of_memory)
+    elif where == "the homes":
+        monkeypatch.setattr(batch, "group", _out_of_memory)
+    else:
+        monkeypatch.setattr(pool.BlockPool, "make_room", _out_of_memory)
+    with pytest.raises(MemoryError):
+        s.update_many(handles, centres, radii)
+    monkeypatch.undo()
+    s.check_invariants()
+    assert _snapshot(s, PROBES) == before
+    s.update_many(handles, centres, radii)  # and it works on
+    s.check_invariants()
+    assert s.centres_of(handles).tolist() == centres.tolist()
+
+
+def test_a_remove_many_that_cannot_make_the_prune_s_room_changes_nothing(monkeypatch):
+    """The prune's buffers come before the first unlink: their allocation failing removes nothing."""
+    from culling.tree import nodes
+
+    s = _filled("tree", n=400, seed=6)
+    before = _snapshot(s, PROBES)
+    monkeypatch.setattr(nodes.NodeTable, "prune_room", _out_of_memory)
+    with pytest.raises(MemoryError):
+        s.remove_many(s.handles()[::3])
+    monkeypatch.undo()
+    s.check_invariants()
+    assert _snapshot(s, PROBES) == before
+    s.remove_many(s.handles()[::3])
+    s.check_invariants()
+
+
 # ----------------------------------------------------------------------------- 8. the smaller ones
 
 

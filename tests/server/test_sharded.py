@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import io
 import os
+from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
@@ -329,9 +330,22 @@ def test_a_probe_margin_of_the_wrong_type_is_a_type_error_and_a_bad_value_a_valu
     for bad in ("1", None, True):
         with pytest.raises(TypeError, match="probe_margin must be a real number"):
             ShardedInterest(SIZE, shards=1, probe_margin=bad)
-    for bad in (-1.0, float("nan"), float("inf")):
+    for bad in (-1.0, float("nan"), float("inf"), 10**400, Fraction(-1, 3)):
         with pytest.raises(ValueError, match="probe_margin must be a finite number >= 0"):
             ShardedInterest(SIZE, shards=1, probe_margin=bad)
+    for bad in (None, 2.0, "2", True):
+        with pytest.raises(TypeError, match="shards must be an integer"):
+            ShardedInterest(SIZE, shards=bad)
+    sh = ShardedInterest(SIZE, shards=2, probe_margin=Fraction(5, 2))  # any real number, as hysteresis takes
+    try:
+        assert sh.probe_margin == 2.5
+        for bad in (-1, 2, 5):
+            with pytest.raises(ValueError, match="the shard must be from 0 to 1"):
+                sh.held_by(bad)
+        with pytest.raises(TypeError, match="the shard must be an integer"):
+            sh.held_by(1.0)
+    finally:
+        sh.close()
 
 
 def test_after_ray_shutdown_a_call_says_so_and_starts_no_new_ray():
@@ -476,7 +490,7 @@ def test_the_demo_redraws_its_bar_in_place_on_a_terminal_and_clears_it_for_each_
         def isatty(self) -> bool:
             return True
 
-    out, err = io.StringIO(), Terminal()
+    out, err = Terminal(), Terminal()
     assert main(["--players", "40", "--entities", "400", "--ticks", "2", "--shards", "2", "--world", "512"],
                 out=out, err=err) == 0
     bars = [f"[{'#' * (15 * t)}{'.' * (30 - 15 * t)}] {t}/2" for t in range(3)]
@@ -484,6 +498,41 @@ def test_the_demo_redraws_its_bar_in_place_on_a_terminal_and_clears_it_for_each_
     assert err.getvalue() == "".join(f"\r\x1b[K\r\x1b[K{b}" for b in bars) + "\n"
     assert [line.split(":")[0] for line in out.getvalue().splitlines() if line.startswith("tick ")] == \
         ["tick    0", "tick    1", "tick    2"]
+
+
+def test_the_demo_with_its_figures_piped_ends_every_line_of_its_bar_on_the_terminal(ray_cluster):
+    """``| tee log``: stdout a pipe, stderr the terminal; a bar redrawn in place there had each tick's line,
+    coming through the pipe, run into it."""
+    from server.demo import main
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    out, err = io.StringIO(), Terminal()
+    assert main(["--players", "40", "--entities", "400", "--ticks", "2", "--shards", "2", "--world", "512"],
+                out=out, err=err) == 0
+    assert err.getvalue().splitlines() == [f"[{'#' * (15 * t)}{'.' * (30 - 15 * t)}] {t}/2" for t in range(3)]
+    assert "\x1b" not in err.getvalue()
+
+
+def test_the_demo_interrupted_while_ray_shuts_down_at_the_end_says_so(monkeypatch):
+    """A Ctrl-C after the summary, while Ray's processes stop: the shutdown finishes, then one line and 130
+    (it exited 0 in silence)."""
+    import signal
+    import sys
+    import types
+
+    import server.demo as demo
+
+    stopped = []
+    fake = types.SimpleNamespace(is_initialized=lambda: False, init=lambda **kw: None,
+                                 shutdown=lambda: (signal.raise_signal(signal.SIGINT), stopped.append(True)))
+    monkeypatch.setitem(sys.modules, "ray", fake)
+    monkeypatch.setattr(demo, "run", lambda *a: None)
+    out, err = io.StringIO(), io.StringIO()
+    assert demo.main(["--ticks", "1"], out=out, err=err) == 130
+    assert stopped and err.getvalue() == "python -m server.demo: error: interrupted\n"
 
 
 def test_the_demo_runs_tiny_and_matches_interest_manager(ray_cluster):
