@@ -28,17 +28,12 @@ import numpy as np
 
 from culling.core import growth
 from culling.core.growth import ARRAY_GROWTH, grown
-from culling.core.lattice import MAX_DEPTH, MAX_GROWTH
 from culling.core.structs import NODE_COLUMNS, Nodes, NodesFields, nodes_of
 from culling.runtime.jit import inline_kernel, kernel
 from culling.runtime.prefetch import AHEAD, prefetch
 from culling.runtime.threads import run_chunks
 
-__all__ = ["DEAD_ROW", "NodeTable", "PRUNE_CHAIN", "SHRINK_RATIO", "prune_nodes"]
-
-#: The most nodes a prune deletes per node it is given: the node and its ancestors, one per level
-#: there can be (:meth:`NodeTable.prune_room`).
-PRUNE_CHAIN = MAX_DEPTH + MAX_GROWTH + 1
+__all__ = ["DEAD_ROW", "NodeTable", "SHRINK_RATIO", "prune_nodes"]
 
 
 class NodeTable:
@@ -256,30 +251,19 @@ class NodeTable:
         self.free[self.free_count] = node  # never full: it has a slot per row
         self.free_count += 1
 
-    def prune_room(self, given: int, only_these: bool = False) -> tuple[np.ndarray, np.ndarray]:
-        """Room for the blocks a :meth:`prune` of ``given`` nodes releases: ``(starts, capacities)``, int64.
-
-        A node given takes at most its ancestors with it (:data:`PRUNE_CHAIN` nodes in all), and no
-        more nodes than are live; ``only_these``: none but the nodes given can go.  A batch makes this
-        room before its first write, so that nothing after the write can run out of memory (a prune
-        after the moves that failed there left the objects moved, the batch raising, and empty
-        leaves behind)."""
-        room = min(self.live, given if only_these else given * PRUNE_CHAIN)
-        return np.empty(room, dtype=np.int64), np.empty(room, dtype=np.int64)
-
-    def prune(self, nodes: np.ndarray, root: int,
-              released: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    def prune(self, nodes: np.ndarray, root: int) -> np.ndarray:
         """Delete each of ``nodes`` (int64) that is empty and childless, then its ancestors while
         they become so, up to (not including) ``root``: one compiled pass (:func:`prune_nodes`).
 
-        Returns the released pool blocks ``(starts, capacities)``, int64, for the
-        pool to take back (:meth:`culling.tree.pool.BlockPool.release_many`): the front of
-        ``released``, the room :meth:`prune_room` made for ``len(nodes)`` nodes or more.
-        Dead or non-empty nodes in ``nodes`` are skipped.  O(len(nodes) + deleted); allocates nothing.
+        Returns the deleted nodes (the top of the free stack: a view, valid until the next node is
+        made), whose blocks, still in their rows, the pool then takes back
+        (:meth:`culling.tree.pool.BlockPool.release_dead`).  Dead or non-empty nodes in ``nodes``
+        are skipped.  O(len(nodes) + deleted); allocates nothing, so a batch may prune after its
+        first write.
         """
-        starts, capacities = released
-        self.free_count, count = prune_nodes(nodes, root, (self.free, self.free_count), released, self.arrays())
-        return starts[:count], capacities[:count]
+        before = self.free_count
+        self.free_count = prune_nodes(nodes, root, (self.free, self.free_count), self.arrays())
+        return self.free[before:self.free_count]
 
     def wasteful(self) -> bool:
         """Whether the table holds far more rows than live nodes (compaction pays).
@@ -521,24 +505,21 @@ def _deepest(keys: np.ndarray, near: np.ndarray, root: int, first: int, last: in
 
 
 @kernel
-def prune_nodes(nodes: np.ndarray, root: int, stack: tuple[np.ndarray, int], released: tuple[np.ndarray, np.ndarray],
-           nodes_fields: NodesFields) -> tuple[int, int]:
+def prune_nodes(nodes: np.ndarray, root: int, stack: tuple[np.ndarray, int], nodes_fields: NodesFields) -> int:
     """:meth:`NodeTable.prune`: delete each of ``nodes`` if it is empty and childless, then its ancestors
-    while they become so, up to (not including) ``root``.  Returns ``(free_count, blocks released)``.
+    while they become so, up to (not including) ``root``.  Returns the new ``free_count``.
 
-    A deleted node leaves its parent's links, its row goes on the free stack
-    (``stack = (free, free_count)``; ``free`` has a slot per row) and its
-    block, if any, into ``released = (starts, capacities)`` (room for one
-    per level below the root and node).  Later nodes' rows, and their
+    A deleted node leaves its parent's links and its row goes on the free stack
+    (``stack = (free, free_count)``; ``free`` has a slot per row), its ``start`` and
+    ``capacity`` kept: its block is the pool's to take back from there
+    (:func:`culling.tree.pool.release_dead`), so the prune needs no buffer of released blocks,
+    nor an allocation after a batch's first write.  Later nodes' rows, and their
     parents', are fetched ahead (:mod:`culling.runtime.prefetch`).  One plain
     loop, as :func:`culling.tree.batch.unlink`.  O(len(nodes) + deleted).
     """
     table = nodes_of(nodes_fields)
-    start, capacity, count, parent, children, child = \
-        table.start, table.capacity, table.members, table.parent, table.children, table.child
+    count, parent, children, child = table.members, table.parent, table.children, table.child
     free, free_count = stack
-    starts, capacities = released
-    k = 0
     n = nodes.shape[0]
     for first in range(n):
         if first + AHEAD < n:  # a later node's row, and its parent's links (culling.runtime.prefetch)
@@ -550,23 +531,18 @@ def prune_nodes(nodes: np.ndarray, root: int, stack: tuple[np.ndarray, int], rel
         node = nodes[first]
         while node != root and count[node] == 0 and children[node] == 0:
             up = parent[node]
-            if capacity[node] > 0:
-                starts[k] = start[node]
-                capacities[k] = capacity[node]
-                k += 1
             if up >= 0:
                 for quadrant in range(child.shape[1]):  # the parent's links: one cache line
                     if child[up, quadrant] == node:
                         child[up, quadrant] = -1
                 children[up] -= 1
-            count[node] = -1  # a dead row (DEAD_ROW): its children and links are gone already
-            capacity[node] = 0
+            count[node] = -1  # a dead row (DEAD_ROW) once its block is taken back: links gone already
             free[free_count] = node
             free_count += 1
             if up < 0:
                 break
             node = up
-    return free_count, k
+    return free_count
 
 
 @inline_kernel

@@ -54,7 +54,7 @@ if TYPE_CHECKING:
 
 __all__ = ["BlockPool", "CAPACITIES", "CLASSES", "CLASSES_PER_OCTAVE", "GARBAGE_SHARE", "GROWING_ROOM_SHIFT", "MIN_BLOCK", "POOL_GROWTH", "REFRESH_SHARE", "SHRINK_RATIO", "SPARE_LIMIT",
            "SPATIAL_ORDER_BITS", "block_capacities", "class_capacity", "class_of", "free_link", "push_free", "release",
-           "spare_room"]
+           "release_dead", "spare_room"]
 
 #: Smallest block: one row.  In a sparse world most nodes hold one or two members (a swarm of
 #: creatures about their own size apart: 1.1 a node), and a block of 4 left three rows in four
@@ -303,6 +303,12 @@ class BlockPool(RowPool):
                                                                                SPATIAL_ORDER_BITS)))
         return order
 
+    def release_dead(self, dead: np.ndarray, nodes: NodeTable) -> None:
+        """Take back the blocks of the nodes :meth:`NodeTable.prune` just deleted (``dead``, int64), still
+        in their rows, and zero their capacities (compiled: :func:`release_dead`); O(rows released)."""
+        self.spare_count = release_dead(dead, nodes.start, nodes.capacity, self.handles,
+                                        (self.heads, self.spare, self.spare_count))
+
     def release_many(self, starts: np.ndarray, capacities: np.ndarray) -> None:
         """Take many blocks back, in the order given: one-row blocks onto the spare stack while it has
         room, the others onto their class's list (compiled: :func:`release`); O(rows released)."""
@@ -401,22 +407,45 @@ def push_free(start: int, capacity: int, handles: np.ndarray, heads: np.ndarray)
     heads[size_class] = start
 
 
+@inline_kernel
+def _release_one(start: int, capacity: int, handles: np.ndarray, free: tuple[np.ndarray, np.ndarray, int]) -> int:
+    """Release one block: clear its handles and push it on the spare stack (one row, while it has
+    room) or its class's free list (``free = (heads, spare, spare_count)``).  Returns the new
+    ``spare_count``."""
+    heads, spare, spare_count = free
+    if capacity == 1 and spare_count < spare.shape[0]:
+        handles[start] = -1
+        spare[spare_count] = start
+        return spare_count + 1
+    push_free(start, capacity, handles, heads)
+    return spare_count
+
+
 @kernel
 def release(starts: np.ndarray, capacities: np.ndarray, handles: np.ndarray,
-             free: tuple[np.ndarray, np.ndarray, int]) -> int:
-    """:meth:`BlockPool.release_many`: clear each block's handles and push it on the spare stack (one
-    row, while it has room) or its class's free list (``free = (heads, spare, spare_count)``).
-    Returns the new ``spare_count``."""
+            free: tuple[np.ndarray, np.ndarray, int]) -> int:
+    """:meth:`BlockPool.release_many`: each block released (:func:`_release_one`; ``free = (heads, spare,
+    spare_count)``).  Returns the new ``spare_count``."""
     heads, spare, spare_count = free
     for b in range(starts.shape[0]):
         if b + AHEAD < starts.shape[0]:
             prefetch(handles, starts[b + AHEAD])
-        if capacities[b] == 1 and spare_count < spare.shape[0]:
-            handles[starts[b]] = -1
-            spare[spare_count] = starts[b]
-            spare_count += 1
-        else:
-            push_free(starts[b], capacities[b], handles, heads)
+        spare_count = _release_one(starts[b], capacities[b], handles, (heads, spare, spare_count))
+    return spare_count
+
+
+@kernel
+def release_dead(dead: np.ndarray, node_start: np.ndarray, node_capacity: np.ndarray, handles: np.ndarray,
+                 free: tuple[np.ndarray, np.ndarray, int]) -> int:
+    """:meth:`BlockPool.release_dead`: the block of each ``dead`` node that has one released
+    (:func:`_release_one`), its capacity then 0 (:data:`culling.tree.nodes.DEAD_ROW`).  Returns the new
+    ``spare_count``."""
+    heads, spare, spare_count = free
+    for i in range(dead.shape[0]):
+        node = dead[i]
+        if node_capacity[node] > 0:
+            spare_count = _release_one(node_start[node], node_capacity[node], handles, (heads, spare, spare_count))
+            node_capacity[node] = 0
     return spare_count
 
 

@@ -80,7 +80,7 @@ from culling.trace import LevelTrace, QueryTrace
 from culling.tree.batch import unlink
 from culling.tree.checker import check_tree
 from culling.tree.nodes import NodeTable, prune_nodes
-from culling.tree.pool import BlockPool, release
+from culling.tree.pool import BlockPool, release_dead
 
 __all__ = ["HANDLE_SHRINK_RATIO", "INSIDE", "MAX_DEPTH", "MAX_GROWTH", "OUTSIDE", "STAYS", "ViewDistanceTree"]
 
@@ -330,13 +330,12 @@ class ViewDistanceTree(Structure):
             return
         target = self._room_at()  # first: a MemoryError there changes nothing
         try:
-            released = self._nodes.prune_room(1)
             emptied = self._unlink(handle)  # allocates before it writes
         except MemoryError:
             self._drop_empty_nodes()  # a home _room_at made, a grown root
             raise
         self._append(target, handle, sphere)
-        self._prune(emptied, released)
+        self._prune(emptied)
 
     def remove(self, handle: Handle) -> None:
         """Remove one object: an O(1) unlink, then its node and the ancestors that emptied deleted, in
@@ -446,7 +445,7 @@ class ViewDistanceTree(Structure):
             if movers.size:
                 # np.take, not fancy indexing: a third of the time for rows of a 2-D array
                 moving, moved, sized = np.take(handles, movers), np.take(centres, movers, axis=0), np.take(radii, movers)
-                released, emptied = self._nodes.prune_room(movers.size), np.empty(movers.size, dtype=np.int64)
+                emptied = np.empty(movers.size, dtype=np.int64)  # unlink's answer
                 links = self._prepare_links(moved, sized, np.take(self._obj_node, moving), lambda: movers)
         except BaseException:  # a MemoryError, a mover outside the world: the stayers go back
             batch.restore(handles, backup, self._obj_pos, self._pool.arrays())
@@ -454,7 +453,7 @@ class ViewDistanceTree(Structure):
         if movers.size:  # commit: nothing below allocates
             emptied = batch.unlink(moving, objects, self._nodes.arrays(), self._pool.arrays(), emptied)
             self._place(moving, links, moved, sized)
-            self._prune(emptied, released)
+            self._prune(emptied)
         self._pool.refresh(handles.size)  # the summaries the moves grew shrink back, a few tiles a batch
 
     @writing
@@ -464,13 +463,13 @@ class ViewDistanceTree(Structure):
         handles = self._live_unique(handles)
         if not handles.size:
             return
-        self._ids.make_room(handles.size)  # first: a MemoryError there, or in the prune's room, changes nothing
-        released, emptied = self._nodes.prune_room(handles.size), np.empty(handles.size, dtype=np.int64)
+        self._ids.make_room(handles.size)  # first: a MemoryError there, or in unlink's answer, changes nothing
+        emptied = np.empty(handles.size, dtype=np.int64)
         emptied = batch.unlink(handles, (self._obj_node, self._obj_pos), self._nodes.arrays(), self._pool.arrays(),
                                emptied)
         self._ids.release(handles)
         self._count -= handles.size
-        self._prune(emptied, released)
+        self._prune(emptied)
         self._after_removal()
 
     # ------------------------------------------------------------------
@@ -688,7 +687,7 @@ class ViewDistanceTree(Structure):
             self._pool.make_room(self._nodes, homes, sizes, self._obj_pos)
             next_row = np.empty(homes.shape[0], dtype=np.int64)
         except MemoryError:
-            self._prune(made[0] if made else np.empty(0, dtype=np.int64), only_these=True)  # empty leaves, chains
+            self._prune(made[0] if made else np.empty(0, dtype=np.int64))  # empty leaves, chains
             raise
         return group_of, homes, next_row
 
@@ -746,19 +745,12 @@ class ViewDistanceTree(Structure):
     # ------------------------------------------------------------------
     # Internals: nodes
 
-    def _prune(self, nodes: np.ndarray, released: tuple[np.ndarray, np.ndarray] | None = None,
-               only_these: bool = False) -> None:
+    def _prune(self, nodes: np.ndarray) -> None:
         """Delete the empty, childless ``nodes`` (int64) and their ancestors that become so, in one
         compiled pass (:meth:`NodeTable.prune`); their blocks go back to the pool, then the root shrinks
-        if it can.  ``released``: the room for the blocks, made before a batch's first write
-        (:meth:`NodeTable.prune_room`, for ``len(nodes)`` nodes or more), so that this allocates
-        nothing; else it is made here (``only_these``: every node that may go is in ``nodes``)."""
+        if it can.  Allocates nothing: a batch prunes after its first write, an undo where memory ran out."""
         if nodes.size:
-            if released is None:
-                released = self._nodes.prune_room(nodes.size, only_these)
-            starts, capacities = self._nodes.prune(nodes, self._root, released)
-            if starts.size:
-                self._pool.release_many(starts, capacities)
+            self._pool.release_dead(self._nodes.prune(nodes, self._root), self._nodes)
         self._shrink_root()
 
     def _room_at(self) -> int:
@@ -832,7 +824,7 @@ def _remove_one(handle: int, root: int, objects_fields: ObjectsFields, nodes_fie
     """:meth:`ViewDistanceTree.remove` of a live ``handle`` in one call: the unlink
     (:func:`culling.tree.batch.unlink`), then its node and the ancestors that emptied deleted
     (:func:`culling.tree.nodes.prune_nodes`) and their blocks released as a batch's are
-    (:func:`culling.tree.pool.release`; ``pool`` is the pool's arrays and ``(heads, spare,
+    (:func:`culling.tree.pool.release_dead`; ``pool`` is the pool's arrays and ``(heads, spare,
     spare_count)``).  Returns the node table's new free count (``stack = (free, free_count)``)
     and the pool's new ``spare_count``.  O(levels).
 
@@ -842,13 +834,11 @@ def _remove_one(handle: int, root: int, objects_fields: ObjectsFields, nodes_fie
     nodes = nodes_of(nodes_fields)
     pool_fields, free_blocks = pool
     free_count, spare_count = stack[1], free_blocks[2]
-    depth = nodes.level[objects_fields[0][handle]] - nodes.level[root]  # the chain's most nodes with blocks
-    starts = np.empty(depth, dtype=np.int64)  # first: a MemoryError here changes nothing
-    capacities = np.empty(depth, dtype=np.int64)
     emptied = unlink(np.full(1, handle), objects_fields, nodes_fields, pool_fields, np.empty(1, dtype=np.int64))
     if emptied.shape[0]:
-        free_count, released = prune_nodes(emptied, root, stack, (starts, capacities), nodes_fields)
-        spare_count = release(starts[:released], capacities[:released], pool_fields[0], free_blocks)
+        before = free_count
+        free_count = prune_nodes(emptied, root, stack, nodes_fields)
+        spare_count = release_dead(stack[0][before:free_count], nodes.start, nodes.capacity, pool_fields[0], free_blocks)
     return free_count, spare_count
 
 

@@ -933,13 +933,13 @@ def _then_out_of_memory(real: Callable[..., Any], after: int) -> Callable[..., A
 
 
 @pytest.mark.parametrize("threads", [1, 2])
-@pytest.mark.parametrize("where", ["settle's movers", "the prune's room", "the homes", "the homes' room"])
+@pytest.mark.parametrize("where", ["settle's movers", "the homes", "the homes' room"])
 def test_an_update_many_that_runs_out_of_memory_after_its_first_write_changes_nothing(where, threads, monkeypatch):
     """update_many writes the objects that stay in their nodes first, then prepares the movers' homes; an
     allocation that fails anywhere after the first write (found by an address-space limit swept 0.25 MB at a
     time: settle's copy of its movers, the prune's buffers after the moves, the undo's own temporaries) must
-    put every written object back.  10k objects: settle runs in a part per thread."""
-    from culling.tree import batch, nodes, pool
+    put every written object back (the prune and the undo allocate nothing since).  10k objects: settle runs in a part per thread."""
+    from culling.tree import batch, pool
 
     rng = np.random.default_rng(3)
     s = ViewDistanceTree(100.0, dim=2)
@@ -951,8 +951,6 @@ def test_an_update_many_that_runs_out_of_memory_after_its_first_write_changes_no
     monkeypatch.setattr(batch, "thread_count", lambda: threads)
     if where == "settle's movers":  # the last part fails after writing; with two, the first one wrote too
         monkeypatch.setattr(batch, "_settle_part", _then_out_of_memory(batch._settle_part, after=threads))
-    elif where == "the prune's room":
-        monkeypatch.setattr(nodes.NodeTable, "prune_room", _out_of_memory)
     elif where == "the homes":
         monkeypatch.setattr(batch, "group", _out_of_memory)
     else:
@@ -967,20 +965,33 @@ def test_an_update_many_that_runs_out_of_memory_after_its_first_write_changes_no
     assert s.centres_of(handles).tolist() == centres.tolist()
 
 
-def test_a_remove_many_that_cannot_make_the_prune_s_room_changes_nothing(monkeypatch):
-    """The prune's buffers come before the first unlink: their allocation failing removes nothing."""
-    from culling.tree import nodes
+class _NumpyWithoutAllocations:
+    """``numpy`` as a module sees it, except that making an array raises ``MemoryError``."""
+
+    def __getattr__(self, name: str) -> Any:
+        if name in ("empty", "zeros", "full", "ones", "array", "concatenate", "flatnonzero"):
+            return _out_of_memory
+        return getattr(np, name)
+
+
+def test_the_prune_and_the_blocks_it_releases_allocate_nothing(monkeypatch):
+    """Every batch prunes after its first write, and the undo of a batch that ran out of memory prunes the
+    nodes it made: with no array to be had in the node table's and the pool's modules, a removal that
+    deletes nodes still works whole (its prune wrote the released blocks into buffers the size of the
+    table, whose allocation failing left objects moved and empty leaves behind)."""
+    from culling.tree import nodes, pool
 
     s = _filled("tree", n=400, seed=6)
-    before = _snapshot(s, PROBES)
-    monkeypatch.setattr(nodes.NodeTable, "prune_room", _out_of_memory)
-    with pytest.raises(MemoryError):
-        s.remove_many(s.handles()[::3])
+    gone = s.handles()[::3]
+    kept = np.setdiff1d(s.handles(), gone)
+    nodes_before = s.node_count
+    monkeypatch.setattr(nodes, "np", _NumpyWithoutAllocations())
+    monkeypatch.setattr(pool, "np", _NumpyWithoutAllocations())
+    s.remove_many(gone)
+    s.remove(int(kept[0]))
     monkeypatch.undo()
     s.check_invariants()
-    assert _snapshot(s, PROBES) == before
-    s.remove_many(s.handles()[::3])
-    s.check_invariants()
+    assert s.node_count < nodes_before and np.array_equal(np.sort(s.handles()), kept[1:])
 
 
 # ----------------------------------------------------------------------------- 8. the smaller ones
