@@ -1,4 +1,4 @@
-"""Ctrl-C: a mutation or a compile runs whole, a query gives back the ``KeyboardInterrupt``.
+"""Ctrl-C: a mutation, a query or a compile runs whole, and the ``KeyboardInterrupt`` comes at its end.
 
 Python raises ``KeyboardInterrupt`` on the main thread between any two steps
 of its bytecode.  A mutation is several kernel calls with Python between
@@ -8,7 +8,8 @@ the interrupt (a notebook, a REPL, a game's console) would then query.
 :func:`hold_interrupts` and :func:`release_interrupts` put a SIGINT that
 arrives during a mutation aside and hand it to the program's own handler
 once the mutation has finished; :mod:`culling.runtime.locks` wraps every
-mutation in them, :func:`runs_whole` the wrappers' own changes and the
+mutation and every query in them (a query's kernels box their arrays through a Python
+function, where an interrupt could crash the process), :func:`runs_whole` the wrappers' own changes and the
 kernels' compiles (:mod:`culling.runtime.jit`: llvmlite is not safe to
 interrupt), and a fork's wait for another thread's mutation, whose
 interrupt is raised where ``os.fork`` returns (:func:`release_interrupts_after_fork`).

@@ -424,22 +424,31 @@ def reading(method: Callable[Concatenate[G, P], R]) -> Callable[Concatenate[G, P
     it registered (see the module's docstring; a Ctrl-C between that removal
     and the waking of a waiting writer costs the writer ``_LOST_WAKE_S``).
 
-    Both wrappers are every public method's way in and out, so they also give
-    back a Ctrl-C that numba reported as ``SystemError``
-    (:func:`culling.runtime.interrupts.unmask_interrupt`): it costs nothing until raised.
+    A query runs whole, as a mutation does: a Ctrl-C meanwhile is raised when it has finished
+    (:func:`culling.runtime.interrupts.hold_interrupts`, 0.5 us a call).  numba boxes a kernel's
+    arrays through a Python function, and a Ctrl-C that landed there while an interest query boxed
+    the six arrays of :func:`culling.tree.inverted.grid_viewers` killed the process (SIGSEGV, 2 of
+    10 Ctrl-Cs sent to a loop of 1M-point ``query_many`` calls); most others came back as a
+    ``SystemError``.  Both wrappers are every public method's way in and out, so they also give
+    back a Ctrl-C that numba reported as ``SystemError`` where nothing held it (off the main thread
+    it is not delivered there anyway; :func:`culling.runtime.interrupts.unmask_interrupt`).
     """
     def read(self: G, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        held = hold_interrupts()
         lock = self._rw
         token = object()
         try:
-            lock.enter_read(token)
-            return method(self, *args, **kwargs)
-        except SystemError as exc:
-            unmask_interrupt(exc)
-            raise
+            try:
+                lock.enter_read(token)
+                return method(self, *args, **kwargs)
+            except SystemError as exc:
+                unmask_interrupt(exc)
+                raise
+            finally:
+                if lock.running.pop(token, None) is not None and lock._closed:
+                    lock.wake()
         finally:
-            if lock.running.pop(token, None) is not None and lock._closed:
-                lock.wake()
+            release_interrupts(held)
     functools.update_wrapper(read, method)
     return read
 

@@ -162,6 +162,40 @@ def test_a_ctrl_c_at_any_point_of_a_call_leaves_the_lock_free(kind, name, sigint
     _interrupted_everywhere(kind, QUERIES[name])
 
 
+def test_a_ctrl_c_inside_a_query_comes_when_the_query_has_finished(sigint_raises, monkeypatch):
+    """A query runs whole, as a mutation does: numba boxes a kernel's arrays through a Python function, and a
+    Ctrl-C landing there while ``query_many`` boxed the viewers' grid killed the process (SIGSEGV, 2 of 10
+    Ctrl-Cs sent to a loop of 1M-point queries).  Here the SIGINT comes just before that kernel: it is raised
+    once the query is done, every step of it run."""
+    from culling.tree import inverted
+
+    rng = np.random.default_rng(3)
+    s = ViewDistanceTree(512.0)
+    s.insert_many(rng.uniform(0.0, 500.0, (2000, 3)), rng.uniform(0.0, 20.0, 2000))
+    points = rng.uniform(0.0, 500.0, (600, 3))  # few objects a point: answered from the objects' side
+    expected = s.query_many(points, exact=True)
+    steps: list[str] = []
+    grid_viewers, scatter_groups = inverted.grid_viewers, inverted.scatter_groups
+
+    def interrupted_grid(*args: Any) -> Any:
+        signal.raise_signal(signal.SIGINT)
+        steps.append("grid")
+        return grid_viewers(*args)
+
+    def scatter(*args: Any) -> Any:
+        steps.append("scatter")
+        return scatter_groups(*args)
+
+    monkeypatch.setattr(inverted, "grid_viewers", interrupted_grid)
+    monkeypatch.setattr(inverted, "scatter_groups", scatter)
+    with pytest.raises(KeyboardInterrupt):
+        s.query_many(points, exact=True)
+    assert steps[0] == "grid" and "scatter" in steps
+    monkeypatch.undo()
+    got = s.query_many(points, exact=True)
+    assert all(np.array_equal(a, b) for a, b in zip(got, expected, strict=True))
+
+
 @pytest.mark.parametrize("kind", STRUCTURES)
 def test_a_ctrl_c_at_any_point_of_a_reader_queued_behind_a_writer_leaves_the_lock_free(kind, sigint_raises):
     """The reader's slow way in: a writer holds the lock when it arrives, and lets go once it queues."""
