@@ -182,12 +182,14 @@ def grid_viewers(points: np.ndarray, cell: float) -> tuple[np.ndarray, np.ndarra
 def _cell_range(x: float, reach: float, low: float, inverse: float, cells: int) -> tuple[int, int]:
     """The cells ``a .. b - 1`` of one axis that hold every coordinate within ``reach`` of ``x``
     (``a == b``: none).  Conservative: ``fl(x - reach) <= y`` for every float ``y >= x - reach``, and
-    every step after it is monotone."""
+    every step after it is monotone.  A viewer's ``(y - low) * inverse`` can round up to ``cells``
+    itself (its cell is clamped to the last): so can ``a`` of an entity there, which is then no
+    reason to skip it (a radius-0 entity at the highest viewer of a 1-D grid found nothing)."""
     a = (x - reach - low) * inverse
     b = (x + reach - low) * inverse
-    if not (b >= 0.0 and a < cells):  # also a NaN reach: never
+    if not (b >= 0.0 and a <= cells):  # also a NaN reach: never
         return 0, 0
-    return int(max(a, 0.0)), int(min(b, cells - 1.0)) + 1  # clamped before the conversion: b may pass 2**63
+    return int(min(max(a, 0.0), cells - 1.0)), int(min(b, cells - 1.0)) + 1  # clamped before the conversion: b may pass 2**63
 
 
 #: A run's record (:func:`grid_pairs`) packs the id of the call that found it above this bit and its

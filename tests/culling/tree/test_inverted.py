@@ -150,3 +150,21 @@ def test_a_reach_of_more_cells_than_an_integer_holds(size, radius, spread, scale
     tree.insert_many([[0.5, 0.5, 0.5]], [radius])
     handles, counts = tree.query_many(points, exact=True, scale=scale)
     assert counts.tolist() == [1] * len(points) and handles.tolist() == [0] * len(points)
+
+
+@pytest.mark.parametrize("dim", [1, 2, 3])
+@pytest.mark.parametrize("n", [599, 600, 601])
+def test_an_entity_at_the_highest_viewer_whose_cell_index_rounds_to_the_grids_width(dim, n):
+    """``(y - low) * inverse`` of the highest viewer can round up to the number of cells (its cell clamped
+    to the last): a radius-0 sphere there computed that index too and took its range as empty (600 points
+    on [0, 511] in 1-D: 511.0 * 1.8786... == 960.0, the width)."""
+    tree = ViewDistanceTree(size=512.0, dim=dim)
+    for radius in (0.0, 2.0 ** -40, 0.25):
+        tree.insert([511.0] * dim, radius)
+    points = np.zeros((n, dim))
+    points[:, 0] = np.linspace(0.0, 511.0, n)
+    points[:, 1:] = 511.0
+    handles, counts = tree.query_many(points, exact=True)
+    rows = np.split(handles, np.cumsum(counts)[:-1])
+    assert [sorted(row.tolist()) for row in rows] == [sorted(tree.query(p, exact=True).tolist()) for p in points]
+    assert sorted(rows[-1].tolist()) == [0, 1, 2]
