@@ -5,21 +5,17 @@ one contiguous block of rows of a shared pool: a row holds the member's
 handle and, column by column, its payload (the centre's axes, the radius, the
 squared reach), so a query reads its candidates from a few contiguous runs
 and a batch mutation addresses any member with one NumPy index.  The two
-differ only in how they hand out blocks (:class:`culling.tree.pool.BlockPool`:
-power-of-two blocks reused by size class; :class:`culling.grid.pool.CellPool`:
-blocks cut at the pool's end, the pool repacked when full); the row moves are
-here, once:
-
-- :meth:`RowPool.move_rows`: a block (or many) moves to new rows;
-- :meth:`RowPool.fill_holes`: removing many members keeps every block
-  packed, the survivors of each block's tail filling the holes in front;
-- :meth:`RowPool.repacked`: every live block copied into fresh, packed arrays.
+differ in how they hand out blocks (:class:`culling.tree.pool.BlockPool`:
+blocks of size classes, reused by class, moved by compiled kernels;
+:class:`culling.grid.pool.CellPool`: blocks cut at the pool's end, the pool
+repacked when full, batches planned in NumPy); what they share is here:
+:meth:`RowPool.repacked` copies every live block into fresh, packed arrays.
 
 >>> pool = RowPool(width=1, rows=8)
 >>> pool.handles[:3] = [7, 8, 9]; pool.columns[0, :3] = [0.5, 1.5, 2.5]
->>> pool.move_rows(np.array([0, 1, 2]), np.array([4, 5, 6]))
->>> pool.handles[4:7].tolist(), pool.columns[0, 4:7].tolist()
-([7, 8, 9], [0.5, 1.5, 2.5])
+>>> pool.repacked(np.array([0]), np.array([3]), np.array([2]), 6)
+>>> pool.handles.tolist(), pool.columns[0].tolist()
+([0, 0, 7, 8, 9, 0], [0.0, 0.0, 0.5, 1.5, 2.5, 0.0])
 """
 
 from __future__ import annotations
@@ -73,29 +69,6 @@ class RowPool:
 
     def nbytes(self) -> int:
         return int(self.handles.nbytes + self.columns.nbytes)
-
-    def move_rows(self, source: np.ndarray, target: np.ndarray) -> None:
-        """Copy rows ``source`` to rows ``target`` (int64, the same length; the ranges may not overlap)."""
-        self.handles[target] = self.handles[source]
-        for column in self.columns:  # 1-D scatters: faster than one 2-D one
-            column[target] = column[source]
-        self.moved(target)
-
-    def moved(self, rows: np.ndarray) -> None:
-        """Called with the rows just written by a move; the tree's pool covers their tiles."""
-
-    def fill_holes(self, holes: np.ndarray, tail: np.ndarray, alive: np.ndarray) -> np.ndarray:
-        """Remove members and keep every block packed: ``tail`` holds the rows each touched block
-        keeps no more (its last ``k``, ``k`` the members removed from it), ``holes`` the removed
-        members' rows in front of those, both grouped by block in the same order; ``alive``
-        says, per handle, whether it stays.  The survivors in the tails move into the holes.
-
-        Returns the handles moved, int64, in the order of ``holes`` (the rows they now hold).  O(removed).
-        """
-        survivors = tail[alive[self.handles[tail]]]
-        fillers: np.ndarray = self.handles[survivors]
-        self.move_rows(survivors, holes)
-        return fillers
 
     def repacked(self, starts: np.ndarray, counts: np.ndarray, new_starts: np.ndarray, length: int) -> None:
         """Copy the live blocks (rows ``starts[i] ..`` of ``counts[i]`` members) to ``new_starts`` in

@@ -12,7 +12,7 @@ radius can hold no answer.  The query then tests the remaining tiles only
 members a node-by-node test reads.
 
 The summaries are conservative: every write of a row's centre or radius
-grows its tile's box and radius (:func:`cover`, :func:`cover_rows`).  Growing
+grows its tile's box and radius (:func:`cover`).  Growing
 alone, a summary would keep every place its rows ever held (members moving,
 leaving, blocks released and reused by nodes elsewhere), and the member test
 would slowly test more rows; so the tree re-summarises a few tiles from their
@@ -55,7 +55,7 @@ import numpy as np
 import culling.core.growth as growth
 from culling.runtime.jit import inline_kernel, kernel
 
-__all__ = ["TILE_ROWS", "TILE_SHIFT", "cover", "cover_row", "cover_rows", "down32", "empty_summaries", "flag_tiles",
+__all__ = ["TILE_ROWS", "TILE_SHIFT", "cover", "cover_row", "down32", "empty_summaries", "flag_tiles",
            "near_range", "refresh", "summarise", "tiles_for", "up32"]
 
 #: log2 of the rows per tile.  Smaller tiles test fewer rows (on the benchmark's forest at 1M,
@@ -142,13 +142,6 @@ def cover(columns: np.ndarray, first: int, last: int, box: np.ndarray) -> None:
     """Grow the summaries of the tiles holding pool rows ``first .. last - 1`` to include them.  O(rows)."""
     for row in range(first, last):
         cover_row(columns, row, box)
-
-
-@kernel
-def cover_rows(columns: np.ndarray, rows: np.ndarray, box: np.ndarray) -> None:
-    """:func:`cover` for scattered pool ``rows`` (int64).  O(len(rows))."""
-    for row in rows:
-        cover(columns, row, row + 1, box)
 
 
 @kernel

@@ -332,14 +332,15 @@ class DenseViewDistanceGrid(Structure):
         centres = as_points(centres, self.dim, "centres")
         radii = as_radii(radii, centres.shape[0])
         levels, cells = self._homes(centres, radii)
+        level_count = self._level_count + np.bincount(levels, minlength=self._level_count.size)
         with self._new_handles(centres.shape[0]) as handles:  # room for them first; handed out below
             if handles.size:
-                # link_many allocates (if at all) before it writes: a MemoryError changes nothing.
+                # link_many allocates before it writes: a MemoryError changes nothing.
                 self._cells.link_many(handles, cells, np.vstack([centres.T, radii, squared_reach(radii)]))
                 self._take_handles(handles.size)
         if handles.size:
             self._level[handles] = levels
-            self._level_count += np.bincount(levels, minlength=self._level_count.size)
+            self._level_count[:] = level_count
             self._count += handles.size
         return handles
 
@@ -371,20 +372,19 @@ class DenseViewDistanceGrid(Structure):
         rows[dim + 1] = pool_rows[dim + 1][pos]
         rows[dim + 1, resized] = squared_reach(radii[resized])
         move = cells != self._cells.cell[handles]
-        self._cells.reserve_links(cells[move])  # allocates first: the unlink and link below do not
-        if not move.all():
-            stay = np.flatnonzero(~move)
-            at = self._cells.positions(handles[stay])  # after reserve_links, which may have repacked the pool
-            for column, values in zip(self._cells.columns, rows):  # 1-D scatters, one per column
-                column[at] = values[stay]
-        if move.any():
-            movers = handles[move]
-            size = self._level_count.size
-            self._level_count -= np.bincount(self._level[movers], minlength=size)
-            self._cells.unlink_many(movers, shrink=False)
-            self._cells.link_many(movers, cells[move], rows[:, move])
-            self._level[movers] = levels[move]
-            self._level_count += np.bincount(levels[move], minlength=size)
+        go = np.flatnonzero(move)
+        movers = handles[go]
+        # Planned whole (CellPool.relink), then written by scatters that allocate nothing: all or nothing.
+        # Every row is rewritten in place, the movers' too (their old rows are then filled or given up):
+        # no copy of the stayers' rows.
+        relink = self._cells.relink(movers, movers, cells[go], rows.take(go, axis=1), (handles, pos, rows))
+        size = self._level_count.size
+        level_count = self._level_count - np.bincount(self._level[movers], minlength=size) \
+            + np.bincount(levels[go], minlength=size)
+        levels = levels[go]
+        relink.write()
+        self._level[movers] = levels
+        self._level_count[:] = level_count
 
     @writing
     def remove_many(self, handles: ArrayLike) -> None:
@@ -394,8 +394,9 @@ class DenseViewDistanceGrid(Structure):
         if not handles.size:
             return
         self._ids.make_room(handles.size)  # first: a MemoryError there changes nothing
-        self._cells.unlink_many(handles)
-        self._level_count -= np.bincount(self._level[handles], minlength=self._level_count.size)
+        level_count = self._level_count - np.bincount(self._level[handles], minlength=self._level_count.size)
+        self._cells.unlink_many(handles)  # allocates before it writes
+        self._level_count[:] = level_count
         self._level[handles] = -1
         self._ids.release(handles)
         self._count -= handles.size
@@ -650,6 +651,8 @@ class DenseViewDistanceGrid(Structure):
         ``origin + size`` on some axis in exact arithmetic.  The placed coordinate is exact but in a
         world beyond about ``2**995`` or below ``2**-960`` (the face tests' range), where within
         rounding of the top face it reads 1.0 for a centre still inside; rare rows, so in fractions."""
+        if not rows.size:
+            return np.zeros(0, dtype=bool)
         top = [Fraction(o) + Fraction(self.size) for o in self._origin_list]
         return np.array([any(Fraction(float(centres[i, axis])) >= top[axis] for axis in range(self.dim))
                          for i in rows.tolist()], dtype=bool)

@@ -261,10 +261,6 @@ class BlockPool(RowPool):
         self.top = total
         return new_starts, capacities
 
-    def moved(self, rows: np.ndarray) -> None:
-        """Rows just written by a move: their tiles cover them."""
-        self.cover_rows(rows)
-
     def refresh(self, written: int) -> None:
         """After a batch that wrote ``written`` rows in place or moved them: re-summarise the next
         ``written * REFRESH_SHARE`` rows' tiles from their live rows, round robin over the pool
@@ -280,10 +276,6 @@ class BlockPool(RowPool):
     def cover(self, first: int, last: int) -> None:
         """Grow the tile summaries to include rows ``first .. last - 1``, just written."""
         tiles.cover(self.columns, first, last, self.tile_box)
-
-    def cover_rows(self, rows: np.ndarray) -> None:
-        """Grow the tile summaries to include the scattered ``rows`` (int64), just written."""
-        tiles.cover_rows(self.columns, rows, self.tile_box)
 
     def spatial_order(self, starts: np.ndarray) -> np.ndarray:
         """An order of the blocks starting at ``starts`` along a Morton curve through their first
