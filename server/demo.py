@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import logging
 import math
+import os
 import sys
 import time
 from collections.abc import Sequence
@@ -112,6 +113,15 @@ def bar(done: int, total: int, width: int = 30) -> str:
     return f"[{'#' * filled}{'.' * (width - filled)}] {done}/{total}"
 
 
+def _token_auth_by_name() -> None:
+    """Token authentication for the local cluster ``ray.init`` starts, as Ray (2.50 on) does by default,
+    asked for by name: the same cluster without the warning Ray prints when ``RAY_AUTH_MODE`` is unset
+    (``RAY_AUTH_MODE=disabled`` still opts out).  Only before Ray's first import, which reads the mode,
+    and where no cluster's address is given."""
+    if "ray" not in sys.modules and "RAY_ADDRESS" not in os.environ:
+        os.environ.setdefault("RAY_AUTH_MODE", "token")
+
+
 def main(argv: Sequence[str] | None = None, out: TextIO | None = None, err: TextIO | None = None) -> int:
     args = parse(argv)
     out = out or sys.stdout
@@ -120,6 +130,7 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None, err: Text
     started_ray = False
     interrupted = False
     try:
+        _token_auth_by_name()
         try:
             import ray  # after the arguments: --help answers at once; within the try: Ctrl-C in its second
         except ImportError:  # the optional extra not installed: one line, not a traceback
