@@ -323,9 +323,13 @@ class InterestSets:
         ----------
         handles : array_like of int, shape (k,)
         """
+        self._gone = self._gone_with(handles)
+
+    def _gone_with(self, handles: ArrayLike) -> NDArray[np.int64]:
+        """The handles removed since the last tick, ``handles`` added: what :meth:`forget` keeps (made here,
+        changing nothing, so that a caller can allocate it before it changes anything else)."""
         removed = as_handles(handles, beyond="drop")
-        if removed.size:
-            self._gone = _frozen(np.union1d(self._gone, removed).astype(np.int64))
+        return _frozen(np.union1d(self._gone, removed).astype(np.int64)) if removed.size else self._gone
 
     @writing
     def reset(self) -> None:
@@ -471,6 +475,11 @@ class InterestSets:
         entered, entered_offsets = self._packed(entered_buffer, events[2], entered_counts)
         left, left_offsets = self._packed(left_buffer, events[3], left_counts)
 
+        # The events' handles as callers get handles: int64 (the sets' are SET_HANDLE); made before the commit.
+        caller_ids = _frozen(ids)
+        tick = InterestTick(viewer_ids=caller_ids, entered_offsets=_frozen(entered_offsets),
+                            entered=_frozen(entered.astype(np.int64)), left_offsets=_frozen(left_offsets),
+                            left=_frozen(left.astype(np.int64)))
         # Commit (nothing below can fail but a MemoryError before the first assignment).
         if _ascending(ids):  # ids given in order (a server's usual): each id's row is the order's inverse
             sorted_ids = _frozen(ids.copy())
@@ -482,15 +491,12 @@ class InterestSets:
             by_id = np.argsort(row_ids, kind="stable")
             sorted_ids = _frozen(row_ids[by_id])
             row_of = _frozen(by_id.astype(np.int64))
-        caller_ids = _frozen(ids)
-        self._ids = caller_ids if order is None else _frozen(row_ids)
-        self._offsets, self._sets = _frozen(offsets), _frozen(sets)
+        ids_kept = caller_ids if order is None else _frozen(row_ids)
+        offsets, sets = _frozen(offsets), _frozen(sets)
+        self._ids, self._offsets, self._sets = ids_kept, offsets, sets
         self._sorted_ids, self._row_of, self._gone = sorted_ids, row_of, _EMPTY
         self._bound = bound
-        # The events' handles as callers get handles: int64 (the sets' are SET_HANDLE).
-        return InterestTick(viewer_ids=caller_ids, entered_offsets=_frozen(entered_offsets),
-                            entered=_frozen(entered.astype(np.int64)), left_offsets=_frozen(left_offsets),
-                            left=_frozen(left.astype(np.int64)))
+        return tick
 
     def _previous_rows(self, ids: NDArray[np.int64]) -> NDArray[np.int64]:
         """Each viewer's row at the last tick, -1 for a viewer new now: int64 ``(m,)``."""
@@ -678,8 +684,9 @@ class InterestManager:
     def remove_many(self, handles: ArrayLike) -> None:
         """Remove entities: they appear in ``left`` at the next tick for every viewer that held them."""
         live = as_handles(handles)
+        gone = self._sets._gone_with(live)  # first: a MemoryError there (a union over every pending removal) changes nothing
         self._tree.remove_many(live)   # validates: unknown or repeated handles change nothing
-        self._sets.forget(live)
+        self._sets._gone = gone
 
     @reading
     def centres_of(self, handles: ArrayLike) -> NDArray[np.float64]:

@@ -375,18 +375,21 @@ class VisibilityTracker:
         -----
         Cost O(k log n + n).
         """
-        handles = as_handles(handles, beyond="drop")  # beyond int64: never visible, ignored
+        self._visible, self._bands = self._forgotten(as_handles(handles, beyond="drop"))
+
+    def _forgotten(self, handles: NDArray[np.int64]) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+        """The visible handles and their bands without ``handles`` (the same arrays if none is visible):
+        both made before either is kept, so a ``MemoryError`` changes nothing."""
         if handles.size == 0 or self._visible.size == 0:
-            return
+            return self._visible, self._bands
         pos = np.searchsorted(self._visible, handles)
         hit = pos < self._visible.size
         hit[hit] = self._visible[pos[hit]] == handles[hit]
         if not hit.any():
-            return
+            return self._visible, self._bands
         keep = np.ones(self._visible.size, dtype=bool)
         keep[pos[hit]] = False
-        self._visible = _frozen(self._visible[keep])
-        self._bands = _frozen(self._bands[keep])
+        return _frozen(self._visible[keep]), _frozen(self._bands[keep])
 
     @runs_whole
     def reset(self) -> None:
@@ -509,8 +512,9 @@ class MultiCameraTracker:
     def forget(self, handles: ArrayLike) -> None:
         """Drop removed objects from every camera, silently.  O(cameras × forget)."""
         handles = as_handles(handles, beyond="drop")
-        for tracker in self._trackers.values():
-            tracker.forget(handles)
+        kept = {camera: tracker._forgotten(handles) for camera, tracker in self._trackers.items()}  # first: all or none
+        for camera, (visible, bands) in kept.items():
+            self._trackers[camera]._visible, self._trackers[camera]._bands = visible, bands
 
     @runs_whole
     def remove_camera(self, camera: Hashable) -> None:

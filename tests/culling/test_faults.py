@@ -1194,6 +1194,88 @@ def test_a_batch_under_any_address_space_limit_is_all_or_nothing(kind, batch):
     assert changed == 0, f"{changed} of {raised} limits left changes"
 
 
+def _fail_from(real: Callable[..., Any], k: int) -> Callable[..., Any]:
+    """``real``, whose ``k``-th call and those after it raise ``MemoryError`` instead."""
+    calls = [0]
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        calls[0] += 1
+        if calls[0] >= k:
+            raise MemoryError("Unable to allocate 7.63 MiB for an array")
+        return real(*args, **kwargs)
+
+    return call
+
+
+def _interest_world() -> Any:
+    from culling import InterestManager
+
+    rng = np.random.default_rng(8)
+    im = InterestManager(size=100.0, dim=2)
+    im.insert_many(rng.uniform(0.0, 99.0, (400, 2)), rng.uniform(1.0, 6.0, 400))
+    im.tick(np.arange(30) * 2, rng.uniform(0.0, 99.0, (30, 2)))
+    return im
+
+
+def test_an_interest_manager_removal_that_runs_out_of_memory_changes_nothing(monkeypatch):
+    """remove_many took the entities out of the tree, then added them to the removals pending for the next
+    tick (a union over every pending removal, megabytes where many wait): a ``MemoryError`` there left them
+    gone from the world but still in the viewers' sets, never to be reported left."""
+    from culling.uses import interest
+
+    im = _interest_world()
+    im.remove_many([3, 5])
+    before = (len(im), {v: im.interest(v).tolist() for v in im.viewers.tolist()})
+    monkeypatch.setattr(interest.np, "union1d", _fail_from(np.union1d, 1))
+    with pytest.raises(MemoryError):
+        im.remove_many([7, 11])
+    monkeypatch.undo()
+    assert (len(im), {v: im.interest(v).tolist() for v in im.viewers.tolist()}) == before
+    im.remove_many([7, 11])  # and it works on
+    assert not any(7 in im.interest(v) for v in im.viewers.tolist())
+
+
+def test_an_interest_tick_that_runs_out_of_memory_making_its_events_changes_nothing(monkeypatch):
+    """The tick committed every viewer's new set, then made the events it returns (their handles as int64):
+    a ``MemoryError`` there lost the tick's events for good (the repeated tick reported none)."""
+    from culling.uses import interest
+
+    im = _interest_world()
+    ids, moved = np.arange(30) * 2, np.random.default_rng(9).uniform(0.0, 99.0, (30, 2))
+    expected = pickle.loads(pickle.dumps(im)).tick(ids, moved)
+    before = {v: im.interest(v).tolist() for v in ids.tolist()}
+    monkeypatch.setattr(interest, "InterestTick", _fail_from(interest.InterestTick, 1))
+    with pytest.raises(MemoryError):
+        im.tick(ids, moved)
+    monkeypatch.undo()
+    assert {v: im.interest(v).tolist() for v in ids.tolist()} == before
+    tick = im.tick(ids, moved)
+    assert tick.events == expected.events > 0 and tick.entered.tolist() == expected.entered.tolist()
+
+
+@pytest.mark.parametrize("k", [1, 2, 3, 4])
+def test_a_tracker_forget_that_runs_out_of_memory_changes_nothing(k, monkeypatch):
+    """VisibilityTracker.forget kept the visible handles without the forgotten ones, then made their bands:
+    a ``MemoryError`` there left the two misaligned (``bands_of`` answered a neighbour's band); the
+    multi-camera tracker forgot camera after camera, and one failing left the earlier ones forgotten."""
+    from culling import MultiCameraTracker
+    from culling.uses import tracker as tracker_module
+
+    multi = MultiCameraTracker(band_edges=(10.0, 20.0))
+    multi.update("a", np.arange(10), np.arange(10) * 3.0)
+    multi.update("b", np.arange(0, 40, 2), np.arange(20) * 1.5)
+    state = lambda: {c: (multi[c].visible.tolist(), multi[c].bands.tolist(),  # noqa: E731
+                         multi[c].bands_of(multi[c].visible).tolist()) for c in ("a", "b")}
+    before = state()
+    monkeypatch.setattr(tracker_module, "_frozen", _fail_from(tracker_module._frozen, k))
+    with pytest.raises(MemoryError):
+        multi.forget([2, 4, 6])
+    monkeypatch.undo()
+    assert state() == before
+    multi.forget([2, 4, 6])
+    assert 4 not in multi["a"] and 4 not in multi["b"] and 8 in multi["b"]
+
+
 # ----------------------------------------------------------------------------- 8. the smaller ones
 
 
