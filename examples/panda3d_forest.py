@@ -16,10 +16,13 @@ objects it drew, the median query time, the frame rate and where the camera is. 
 every object, to time the engine alone.  A first run compiles the library's kernels and says so,
 with a progress bar.
 
-Copying it: besides ``culling`` (the library, or its wheel) it imports this repository's ``scenes/``
-(the forest: ``make_forest`` and ``mesh_base``) and four helpers of ``engine/`` (``display_problem``,
-``unwritable_folder`` and ``write_atomically``, ``above_ground``); run it from the checkout, put the
-checkout on ``PYTHONPATH``, or put your own world and helpers in their place.  Moving objects are one
+Copying it: besides ``culling`` it imports this repository's ``scenes/`` (the forest: ``make_forest``
+and ``mesh_base``) and four helpers of ``engine/`` (``display_problem``, ``unwritable_folder`` and
+``write_atomically``, ``above_ground``); run it from the checkout, put the checkout on ``PYTHONPATH``,
+or put your own world and helpers in their place.  From the checkout (or with it on the path) it
+imports the checkout's ``culling/``, not an installed wheel: install the checkout with
+``pip install -e ".[examples]"``, which compiles its kernels once, or its first run compiles them
+(38 s on a 2-core machine).  Moving objects are one
 ``tree.update_many(handles, centres, view_distances)`` a frame before the query (the demo's swarm;
 INTEGRATION.md, section 3); the per-instance data follows from the same arrays.
 """

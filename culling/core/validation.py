@@ -271,7 +271,10 @@ def as_integer(value: object, what: str) -> int:
     """One integer (a handle, a viewer id) as a Python int; ``TypeError`` naming ``what`` for a bool or
     anything that is not an integer."""
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (numbers.Integral, np.integer)):
-        raise TypeError(f"{what} must be an integer, got {type(value).__name__}")
+        many = what == "handle" and isinstance(value, (np.ndarray, list, tuple)) and np.ndim(value) > 0
+        hint = "; many handles go to the batch calls (remove_many, update_many, centres_of, radii_of, ...)" \
+            if many else ""
+        raise TypeError(f"{what} must be an integer, got {type(value).__name__}{hint}")
     return int(value)
 
 

@@ -204,6 +204,14 @@ def test_update_non_integer_handle(kind, dim, handle):
     reject(w, TypeError, INTEGER, lambda s: s.update(handle, w.point(), 1.0))
 
 
+@pytest.mark.parametrize("handles", [np.array([0]), [0, 1], (0,)])
+def test_many_handles_given_to_a_one_handle_call_are_pointed_to_the_batch_calls(kind, dim, handles):
+    w = World(kind, dim)
+    for call in (lambda s: s.remove(handles), lambda s: s.centre(handles), lambda s: s.radius(handles)):
+        reject(w, TypeError, "handle must be an integer, got .*; many handles go to the batch calls "
+               r"\(remove_many, update_many, centres_of, radii_of", call)
+
+
 @pytest.mark.parametrize("bad,error,match", [
     ("nan centre", ValueError, FINITE), ("inf centre", ValueError, FINITE),
     ("wide centre", ValueError, SHAPE), ("text centre", TypeError, NUMERIC),
