@@ -164,7 +164,7 @@ def as_points(values: object, dim: int, name: str = "centres", values_checked: b
     if array.ndim == 1 and array.size == 0:
         array = array.reshape(0, dim)
     if array.ndim != 2 or array.shape[1] != dim:
-        raise ValueError(f"{name} must have shape (n, {dim}), got {array.shape}")
+        raise ValueError(f"{name} must have shape (n, {dim}), got {array.shape}" + _dim_hint(array, 2, dim))
     if values_checked:
         _check_finite(array, name)
     return array
@@ -176,9 +176,19 @@ def as_point(value: object, dim: int, name: str = "point") -> np.ndarray:
     if dim == 1 and array.shape in ((), (1,)):
         array = array.reshape(1)
     if array.shape != (dim,):
-        raise ValueError(f"{name} must have shape ({dim},), got {array.shape}" + _one_point_hint(array, name))
+        raise ValueError(f"{name} must have shape ({dim},), got {array.shape}" + _one_point_hint(array, name)
+                         + _dim_hint(array, 1, dim))
     _check_finite(array, name)
     return array
+
+
+def _dim_hint(array: np.ndarray, ndim: int, dim: int) -> str:
+    """The end of the message for points of another dimension (a 2-D point for the default 3-D tree):
+    where ``dim`` comes from."""
+    if array.ndim != ndim or not 1 <= array.shape[-1] <= 3:
+        return ""
+    given = f"a {array.shape[-1]}-D point" if ndim == 1 else f"{array.shape[-1]}-D points"
+    return f" ({given} for a {dim}-D structure: dim is set when it is made, 3 by default)"
 
 
 #: What to call for many of what a single call takes one of, by the argument's name.

@@ -513,3 +513,18 @@ def test_a_batch_that_grows_the_root_numbers_its_rows_only_for_an_error(monkeypa
     assert tree.root_level < 0
     tree.update_many(handles, rng.uniform(-5000.0, 5000.0, (200, 3)), np.full(200, 2000.0))        # grows more
     tree.check_invariants()
+
+
+def test_points_of_another_dimension_say_where_the_dimension_comes_from():
+    """A 2-D point for a tree made without ``dim`` (3-D by default): the message says so."""
+    from culling import ViewDistanceTree
+
+    tree = ViewDistanceTree(100.0)
+    hint = r"\(a 2-D point for a 3-D structure: dim is set when it is made, 3 by default\)"
+    with pytest.raises(ValueError, match=r"centre must have shape \(3,\), got \(2,\) " + hint):
+        tree.insert((1.0, 2.0), 1.0)
+    with pytest.raises(ValueError, match=r"centres must have shape \(n, 3\), got \(4, 2\) \(2-D points for a 3-D"):
+        tree.insert_many(np.zeros((4, 2)), np.ones(4))
+    with pytest.raises(ValueError, match=r"got \(5,\)$"):  # five coordinates: no dimension read into it
+        tree.query(np.zeros(5))
+    assert len(tree) == 0
