@@ -168,7 +168,7 @@ class Relink:
         pool.handles[self.moved] = self.members
         pool.handles[self.joining_at] = self.joining
         for column, rewritten, moved, joining in zip(pool.columns, self.rewritten_rows, self.payload,
-                                                     self.joining_rows):
+                                                     self.joining_rows, strict=True):
             column[self.rewritten] = rewritten
             column[self.moved] = moved
             column[self.joining_at] = joining
