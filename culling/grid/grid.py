@@ -296,7 +296,7 @@ class DenseViewDistanceGrid(Structure):
         if cell == self._cells.cell[handle]:
             self._cells.columns[:, self._cells.position(handle)] = row
             return
-        self._cells.reserve_links(np.array([cell], dtype=np.int64))  # first: a MemoryError changes nothing
+        self._cells.reserve_link(cell)  # first: a MemoryError changes nothing
         self._level_count[self._level[handle]] -= 1
         self._cells.unlink(handle, shrink=False)  # a repack here would give back the room just reserved
         self._cells.link(handle, cell, row)  # allocates nothing: the room is there

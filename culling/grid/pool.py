@@ -396,14 +396,16 @@ class CellPool(RowPool):
             grown=grown, starts=starts.astype(np.int32), capacities=capacities.astype(np.int32), top=top,
             nonempty=self.nonempty + int(np.count_nonzero(before == 0)) - int(np.count_nonzero(kept == 0)))
 
-    def reserve_links(self, cells: np.ndarray) -> bool:
-        """Room for members joining ``cells`` (int64 (n,), one per member), so that the blocks they grow fit at
-        the pool's end whatever leaves first (returns whether the pool was repacked for it: members' rows
-        moved).  A ``MemoryError`` here changes nothing.
-        """
-        touched, added = np.unique(cells, return_counts=True)
-        counts = self.count[touched].astype(np.int64)
-        return self._reserve(touched, counts, counts + added)
+    def reserve_link(self, cell: int) -> None:
+        """Room for one member joining ``cell`` (a single update's, before it unlinks), so that
+        :meth:`link` allocates nothing: the block it would grow fits at the pool's end, or the pool is
+        repacked now (a ``MemoryError`` here changes nothing).  O(1) in Python: the vectorised form
+        (``np.unique`` of one cell) took half of a single ``update``."""
+        count = int(self.count[cell])
+        if count < int(self.capacity[cell]) or self.top + (2 * count or 1) <= self.handles.shape[0]:
+            return
+        self._reserve(np.array([cell], dtype=np.int64), np.array([count], dtype=np.int64),
+                      np.array([count + 1], dtype=np.int64))
 
     def _reserve(self, cells: np.ndarray, counts: np.ndarray, needs: np.ndarray) -> bool:
         """Room for the distinct ``cells``, holding ``counts`` members, to hold ``needs``.  If the blocks
