@@ -491,9 +491,8 @@ class InterestSets:
             by_id = np.argsort(row_ids, kind="stable")
             sorted_ids = _frozen(row_ids[by_id])
             row_of = _frozen(by_id.astype(np.int64))
-        ids_kept = caller_ids if order is None else _frozen(row_ids)
-        offsets, sets = _frozen(offsets), _frozen(sets)
-        self._ids, self._offsets, self._sets = ids_kept, offsets, sets
+        self._ids = caller_ids if order is None else _frozen(row_ids)
+        self._offsets, self._sets = _frozen(offsets), _frozen(sets)
         self._sorted_ids, self._row_of, self._gone = sorted_ids, row_of, _EMPTY
         self._bound = bound
         return tick

@@ -512,9 +512,9 @@ class MultiCameraTracker:
     def forget(self, handles: ArrayLike) -> None:
         """Drop removed objects from every camera, silently.  O(cameras × forget)."""
         handles = as_handles(handles, beyond="drop")
-        kept = {camera: tracker._forgotten(handles) for camera, tracker in self._trackers.items()}  # first: all or none
-        for camera, (visible, bands) in kept.items():
-            self._trackers[camera]._visible, self._trackers[camera]._bands = visible, bands
+        kept = [(tracker, tracker._forgotten(handles)) for tracker in self._trackers.values()]  # first: all or none
+        for tracker, (visible, bands) in kept:
+            tracker._visible, tracker._bands = visible, bands
 
     @runs_whole
     def remove_camera(self, camera: Hashable) -> None:
