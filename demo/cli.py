@@ -80,24 +80,23 @@ def parse_size(text: str) -> tuple[int, int]:
     return w, h
 
 
-def _count(text: str) -> int:
+def _whole(text: str, least: int) -> int:
+    """A whole number of at least ``least``, written as a person would (``20_000``, ``20,000``)."""
     try:
         value = int(text.replace("_", "").replace(",", ""))
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be >= 0, got {value}")
+    if value < least:
+        raise argparse.ArgumentTypeError(f"must be >= {least}, got {value}")
     return value
+
+
+def _count(text: str) -> int:
+    return _whole(text, 0)
 
 
 def _positive(text: str) -> int:
-    try:
-        value = int(text.replace("_", "").replace(",", ""))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
-    return value
+    return _whole(text, 1)
 
 
 def _fraction(text: str) -> float:

@@ -71,19 +71,6 @@ def _wait_until(condition: Callable[[], bool]) -> None:
 # ----------------------------------------------------------------------------- 1. Ctrl-C at every point
 
 
-def _raise_interrupt(signum: int, frame: object) -> None:
-    raise KeyboardInterrupt
-
-
-@pytest.fixture
-def sigint_raises() -> Iterator[None]:
-    old = signal.signal(signal.SIGINT, _raise_interrupt)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, old)
-
-
 LOCK_FILE = locks.__file__
 
 
@@ -547,7 +534,7 @@ def test_a_ctrl_c_while_a_fork_waits_for_a_mutation_comes_after_the_fork_and_the
         interrupted = True
     else:
         if pid == 0:  # pragma: no cover - the child
-            handler = "program's" if signal.getsignal(signal.SIGINT) is _raise_interrupt else "held"
+            handler = "program's" if signal.getsignal(signal.SIGINT) is sigint_raises else "held"
             os.write(write, f"{os.getpid()} {state['structure']} {handler}".encode())
             os._exit(0)
     forked.set()
@@ -558,7 +545,7 @@ def test_a_ctrl_c_while_a_fork_waits_for_a_mutation_comes_after_the_fork_and_the
     t.join(HANG_S)
     assert (seen, child_handler) == ("whole", "program's")
     assert interrupted and other_library == ["ran"]
-    assert signal.getsignal(signal.SIGINT) is _raise_interrupt and not interrupts._held
+    assert signal.getsignal(signal.SIGINT) is sigint_raises and not interrupts._held
 
 
 #: Runs in a process of its own: the C-only fork hooks it registers (one-shot, standing in for a Ctrl-C that

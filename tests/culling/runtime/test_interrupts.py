@@ -38,20 +38,6 @@ from culling.runtime.jit import _compiles_whole
 STRESS = Path(__file__).with_name("interrupt_stress.py")
 
 
-def _raise_interrupt(signum: int, frame: object) -> None:
-    raise KeyboardInterrupt
-
-
-@pytest.fixture
-def sigint_raises() -> Iterator[None]:
-    """SIGINT raises KeyboardInterrupt (as Python's default handler does) for this test only."""
-    old = signal.signal(signal.SIGINT, _raise_interrupt)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, old)
-
-
 def _interrupt_main_thread() -> None:
     signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
 
@@ -116,7 +102,7 @@ def test_a_held_sigint_raises_keyboard_interrupt_at_release(sigint_raises):
     signal.raise_signal(signal.SIGINT)
     with pytest.raises(KeyboardInterrupt):
         release_interrupts(held)
-    assert signal.getsignal(signal.SIGINT) is _raise_interrupt
+    assert signal.getsignal(signal.SIGINT) is sigint_raises
 
 
 def test_nothing_is_held_off_the_main_thread_inside_a_hold_or_without_a_python_handler(sigint_raises):
@@ -277,7 +263,7 @@ def test_a_compile_error_reaches_the_caller_and_the_handler_comes_back(sigint_ra
     dispatcher = _compiles_whole(_FakeDispatcher(fail))
     with pytest.raises(TypeError, match="cannot type this"):
         dispatcher.compile(("int64",))
-    assert signal.getsignal(signal.SIGINT) is _raise_interrupt
+    assert signal.getsignal(signal.SIGINT) is sigint_raises
 
 
 def test_every_kernel_compiles_whole():
