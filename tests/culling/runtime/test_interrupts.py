@@ -19,7 +19,6 @@ import sys
 import threading
 import time
 import typing
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
