@@ -38,8 +38,9 @@ class QueryDetails(ValueRecord):
         Their stored radii (view distances), unscaled.
     distances : ndarray, shape (k,), float64
         The point's distance to each centre (Euclidean for spheres, the
-        largest per-axis distance for cubes), rounded to float64: for fades
-        and levels of detail.  Membership was decided exactly before; a
+        largest per-axis distance for cubes), computed in float64 and so
+        within a few units in the last place of the true distance: for
+        fades and levels of detail.  Membership was decided exactly before; a
         distance may exceed ``radius * scale`` by a rounding error.
     candidates : int
         How many objects the visited nodes held, before the exact test: the

@@ -37,6 +37,7 @@ from numpy.typing import ArrayLike
 from culling.answer import QueryDetails
 from culling.core.containment import contains_exact, decide_grown, distances
 from culling.core.validation import (
+    as_dim,
     as_flag,
     as_handles,
     as_integer,
@@ -97,8 +98,7 @@ class BruteForceIndex:
             if array.ndim != 2:
                 raise ValueError(f"centres must have shape (n, dim), got {array.shape}; pass dim= for a flat array")
             dim = int(array.shape[1])
-        if dim not in (1, 2, 3):
-            raise ValueError(f"dim must be 1, 2 or 3, got {dim}")
+        dim = as_dim(dim)
         self._centres = as_points(centres, dim)   # float64 (n, dim) arrays are kept as they are
         n = self._centres.shape[0]
         as_radii(radii, n)                          # the checks (as_radii copies)

@@ -19,6 +19,7 @@ import numpy as np
 __all__ = [
     "Handle",
     "as_coords",
+    "as_dim",
     "as_flag",
     "as_handle",
     "as_integer",
@@ -371,11 +372,16 @@ def check_unique(handles: np.ndarray, name: str = "handles") -> None:
                          f"({name}[{rows[0]}] and {name}[{rows[1]}])")
 
 
-def check_constructor(size: object, origin: object, dim: object, shape: object) -> tuple[float, np.ndarray, int, str]:
-    """Validate ``(size, origin, dim, shape)``; returns them normalised."""
+def as_dim(dim: object) -> int:
+    """A structure's dimension as an int: ``ValueError`` for anything but 1, 2 or 3 (a bool or 2.0 too)."""
     if isinstance(dim, bool) or not isinstance(dim, (numbers.Integral, np.integer)) or dim not in (1, 2, 3):
         raise ValueError(f"dim must be 1, 2 or 3, got {dim!r}")
-    dim = int(dim)
+    return int(dim)
+
+
+def check_constructor(size: object, origin: object, dim: object, shape: object) -> tuple[float, np.ndarray, int, str]:
+    """Validate ``(size, origin, dim, shape)``; returns them normalised."""
+    dim = as_dim(dim)
     try:
         size = as_real(size, "size")
     except TypeError:

@@ -46,7 +46,16 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from culling.core.chunks import in_caller_order
-from culling.core.validation import Handle, as_handles, as_integer, as_points, as_probe_radii, as_radius, as_real
+from culling.core.validation import (
+    Handle,
+    as_dim,
+    as_handles,
+    as_integer,
+    as_points,
+    as_probe_radii,
+    as_radius,
+    as_real,
+)
 from culling.interface import Real
 from culling.records import ValueRecord
 from culling.runtime.locks import ReadWriteLock, reading, state_without_lock, writing
@@ -138,10 +147,11 @@ def tick_arguments(viewer_ids: ArrayLike, positions: ArrayLike, radii: ArrayLike
     float64 (m, dim) C-contiguous, radii float64 (m,) or None)``, the same errors in the same words.
 
     For a service that answers ticks elsewhere (``server.ShardedInterest`` routes them to Ray actors): it
-    refuses what ``InterestManager.tick`` refuses before anything is sent.  ``TypeError`` for ids that are
-    not integers, ``ValueError`` for a repeated id, an id beyond int64, positions of the wrong shape or not
+    refuses what ``InterestManager.tick`` refuses before anything is sent.  ``ValueError`` for a ``dim`` other
+    than 1, 2 or 3, ``TypeError`` for ids that are not integers, ``ValueError`` for a repeated id, an id beyond int64, positions of the wrong shape or not
     finite, radii negative or not finite.
     """
+    dim = as_dim(dim)
     ids = as_viewer_ids(viewer_ids)
     points = np.ascontiguousarray(as_points(positions, dim, "positions"))
     if points.shape[0] != ids.size:

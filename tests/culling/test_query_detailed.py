@@ -3,6 +3,9 @@ all from one walk, agreeing with ``query``, ``query(exact=True)``, ``trace`` and
 
 from __future__ import annotations
 
+import math
+from fractions import Fraction
+
 import numpy as np
 import pytest
 from brute_force import BruteForce, distances
@@ -137,3 +140,34 @@ def test_query_detailed_gives_a_subnormal_distance_as_brute_force_does(kind):
     assert seen.handles[order].tolist() == handles.tolist()
     assert seen.distances[order].tolist() == distances(centres, np.array([0.0]), "sphere").tolist()
     assert seen.distances[order][2] == 5.940603198892385e-303
+
+
+def _within_ulps(got: float, squared: Fraction, ulps: int) -> bool:
+    """Whether ``got`` is within ``ulps`` units in its last place of ``sqrt(squared)`` (decided exactly)."""
+    step = Fraction(math.ulp(got)) * ulps
+    low, high = max(Fraction(got) - step, Fraction(0)), Fraction(got) + step
+    return low * low <= squared <= high * high
+
+
+@settings(max_examples=80, deadline=None)
+@given(kind=st.sampled_from(sorted(KINDS)), dim=st.integers(1, 3), shape=st.sampled_from(["sphere", "cube"]),
+       exponent=st.sampled_from([-1000, -500, -60, 0, 60, 500, 900]), data=st.data())
+def test_distances_are_within_a_few_ulps_of_the_true_distance(kind, dim, shape, exponent, data):
+    """The contract's words: distances computed in float64, within a few units in the last place of the
+    true distance (decided with Fraction), at any magnitude."""
+    unit = math.ldexp(1.0, exponent)
+    if kind == "grid":
+        index = DenseViewDistanceGrid(size=64.0 * unit, dim=dim, shape=shape, min_radius=0.25 * unit)
+    else:
+        index = ViewDistanceTree(size=64.0 * unit, dim=dim, shape=shape)
+    offset = st.floats(0.0, 40.0, allow_nan=False, allow_infinity=False).map(lambda v: v * unit)
+    centres = np.array(data.draw(st.lists(st.lists(offset, min_size=dim, max_size=dim), min_size=1, max_size=12)))
+    index.insert_many(centres, np.full(len(centres), 15.0 * unit))
+    point = np.array(data.draw(st.lists(offset, min_size=dim, max_size=dim)))
+    seen = index.query_detailed(point)
+    for centre, got in zip(seen.centres, seen.distances.tolist()):
+        gaps = [abs(Fraction(c) - Fraction(p)) for c, p in zip(centre.tolist(), point.tolist())]
+        if shape == "cube":
+            assert got == float(max(gaps))  # one subtraction, correctly rounded
+        else:
+            assert _within_ulps(got, sum(g * g for g in gaps), 4), (got, centre, point)

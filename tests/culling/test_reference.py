@@ -186,6 +186,8 @@ def test_returned_arrays_belong_to_the_caller():
     (lambda: BruteForceIndex(np.zeros((2, 3)), np.ones(2), shape="torus"), ValueError, "shape"),
     (lambda: BruteForceIndex(np.zeros(3), np.ones(3)), ValueError, "dim"),
     (lambda: BruteForceIndex(np.zeros((2, 4)), np.ones(2)), ValueError, "dim must be 1, 2 or 3"),
+    (lambda: BruteForceIndex(np.zeros((2, 2)), np.ones(2), dim=2.0), ValueError, "dim must be 1, 2 or 3"),
+    (lambda: BruteForceIndex(np.zeros((2, 1)), np.ones(2), dim=True), ValueError, "dim must be 1, 2 or 3"),
     (lambda: BruteForceIndex(np.zeros((2, 3)), np.ones(3)), ValueError, "radii"),
     (lambda: BruteForceIndex([[0.0, np.nan]], [1.0]), ValueError, "finite"),
     (lambda: BruteForceIndex([[0.0, 0.0]], [-1.0]), ValueError, "negative"),

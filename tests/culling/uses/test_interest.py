@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 from library_arrays import read_only
 
-from culling import InterestManager, InterestSets, InterestTick
+from culling import InterestManager, InterestSets, InterestTick, tick_arguments
 
 SIZE = 16.0
 
@@ -369,6 +369,25 @@ def test_bad_input_raises_and_changes_nothing(call, error, match):
     a, b = im.tick(ids, points), twin.tick(ids, points)
     assert rows(a.entered_offsets, a.entered) == rows(b.entered_offsets, b.entered)
     assert rows(a.left_offsets, a.left) == rows(b.left_offsets, b.left)
+
+
+@pytest.mark.parametrize("dim", [0, 4, -1, True, 2.0, 2.5, "3"])
+def test_tick_arguments_refuses_a_dim_no_manager_can_have(dim):
+    """A service that checks ticks before sending them refuses what InterestManager(dim=...) refuses."""
+    with pytest.raises(ValueError, match="dim must be 1, 2 or 3"):
+        tick_arguments([1], [[0.0, 0.0]], dim=dim)
+    with pytest.raises(ValueError, match="dim must be 1, 2 or 3"):
+        InterestManager(SIZE, dim=dim)
+
+
+def test_tick_arguments_checks_as_tick_does():
+    ids, points, radii = tick_arguments(np.array([7, 3], dtype=np.uint8), [[1, 2], [3, 4]], [1, 2], dim=2)
+    assert ids.dtype == np.int64 and ids.tolist() == [7, 3]
+    assert points.dtype == np.float64 and points.flags.c_contiguous and points.shape == (2, 2)
+    assert radii is not None and radii.tolist() == [1.0, 2.0]
+    assert tick_arguments([1], [[0.0, 0.0, 0.0]])[2] is None
+    with pytest.raises(ValueError, match=r"shape \(2, 2\)"):
+        tick_arguments([1, 2], [[0.0, 0.0]], dim=2)
 
 
 def test_bad_constructor_and_bad_rows():
