@@ -267,19 +267,26 @@ def summary(frame: int, drawn: int, total: int, query_ms: list[float] | None, fp
             f"{y - ground:.1f} m above the ground")
 
 
+def missing_message(wanted: tuple[str, ...]) -> str | None:
+    """One line naming all this program cannot import, this repository's packages and the extra's (a copy
+    outside the checkout, without the extra, learns both at once), or None."""
+    outside = [name for name in REPOSITORY_PACKAGES if importlib.util.find_spec(name) is None]
+    missing = [module for module in wanted if importlib.util.find_spec(module) is None]
+    needs = []
+    if outside:
+        needs.append(f"this repository's {', '.join(outside)}: run it from the checkout or put the checkout on "
+                     "PYTHONPATH (see its docstring)")
+    if missing:
+        needs.append(f"{', '.join(missing)}: pip install -e \".[examples]\" (the examples extra)")
+    return f"{Path(__file__).name}: error: needs " + "; and ".join(needs) if needs else None
+
+
 def main(argv=None) -> int:
     args = parse_args(argv)
-    outside = [name for name in REPOSITORY_PACKAGES if importlib.util.find_spec(name) is None]
-    if outside:
-        print(f"{Path(__file__).name}: error: needs this repository's {', '.join(outside)}: run it from the checkout "
-              "or put the checkout on PYTHONPATH (see its docstring)", file=sys.stderr)
-        return 1
     headless = args.headless or not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
-    wanted = ENGINE_MODULES + (() if headless else WINDOW_MODULES)
-    missing = [module for module in wanted if importlib.util.find_spec(module) is None]
+    missing = missing_message(ENGINE_MODULES + (() if headless else WINDOW_MODULES))
     if missing:  # one line, not the ModuleNotFoundError of the first import below
-        print(f"{Path(__file__).name}: error: needs {', '.join(missing)}: pip install -e \".[examples]\" "
-              "(the examples extra)", file=sys.stderr)
+        print(missing, file=sys.stderr)
         return 1
     if not headless:
         from engine.display import display_problem

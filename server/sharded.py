@@ -36,6 +36,9 @@ from __future__ import annotations
 import functools
 import math
 import numbers
+import os
+import site
+import sys
 import threading
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -61,6 +64,20 @@ def _ray_session() -> tuple[str, str]:
     """The Ray session this process is connected to: its node and job (a new ``ray.init`` changes one)."""
     context = ray.get_runtime_context()
     return context.get_node_id(), context.get_job_id()
+
+
+def _actor_options() -> dict[str, Any]:
+    """The shard actors' Ray options: this package's folder on their ``PYTHONPATH`` where Ray's workers
+    would not find it.  They import ``server`` from the folders of the driver's ``PYTHONPATH``, its
+    script's folder, its working folder and the site folders; a script that put the checkout on its own
+    ``sys.path`` left them without it (the actors failed to start).  Naming the folder costs their start
+    some 3 s (Ray starts workers of their own for it), so only then."""
+    root = os.path.realpath(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    given = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    script = os.path.dirname(os.path.abspath(sys.argv[0])) if sys.argv and sys.argv[0] else os.getcwd()
+    if root in {os.path.realpath(p) for p in [*given, script, os.getcwd(), *site.getsitepackages()]}:
+        return {}
+    return {"runtime_env": {"env_vars": {"PYTHONPATH": os.pathsep.join([root, *given])}}}
 
 
 def _one_at_a_time(method: Callable[..., T]) -> Callable[..., T]:
@@ -124,6 +141,7 @@ class ShardedInterest:
             ray.init()
         self._session: tuple[str, str] = _ray_session()
         self._config: tuple[float, tuple[float, ...], int] = (self._tree.size, tuple(self._tree.origin.tolist()), dim)
+        self._actor_options: dict[str, Any] = _actor_options()
         self._actors: list[Any] = [self._start() for _ in range(shards)]
         self._started()
         self._where: NDArray[np.bool_] = np.zeros((0, shards), dtype=np.bool_)  # which shards hold each handle
@@ -286,12 +304,12 @@ class ShardedInterest:
     # -- faults --------------------------------------------------------------
 
     def _start(self) -> Any:
-        return _RemoteShard.remote(*self._config)
+        return _RemoteShard.options(**self._actor_options).remote(*self._config)
 
     def _started(self) -> None:
         """Wait until every actor runs (one round trip each, at once).  An actor that cannot start (Ray's
-        workers cannot import ``server``: the checkout put on ``sys.path`` by the script, not on
-        ``PYTHONPATH``) failed only at the first tick, as Ray's long ``ActorDiedError``."""
+        workers cannot import ``server``: a cluster elsewhere without the checkout, say) failed only at the
+        first tick, as Ray's long ``ActorDiedError``."""
         try:
             ray.get([actor.held.remote() for actor in self._actors])
         except RayActorError as error:
@@ -299,8 +317,8 @@ class ShardedInterest:
                 ray.kill(actor)
             missing = "ModuleNotFoundError" in str(error) or "No module named" in str(error)
             raise RuntimeError(
-                "the shard actors did not start" + (": Ray's workers cannot import this package; start the "
-                "program with the checkout on PYTHONPATH (PYTHONPATH=. python my_server.py: docs/SERVER.md)"
+                "the shard actors did not start" + (": Ray's workers cannot import this package; give them the "
+                "checkout on PYTHONPATH (PYTHONPATH=. python my_server.py, or a runtime_env: docs/SERVER.md)"
                 if missing else f" ({error})")) from None
 
     def _rebuild(self, k: int) -> None:

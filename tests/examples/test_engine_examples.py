@@ -147,8 +147,26 @@ def test_a_copy_outside_the_checkout_names_what_it_needs_of_the_repository_in_on
     proc = subprocess.run([sys.executable, str(copy), "--headless", "--frames", "1"], cwd=tmp_path, env=env,
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 1 and proc.stdout == ""
-    assert proc.stderr == (f"{name}.py: error: needs this repository's engine, scenes: run it from the checkout or "
-                           "put the checkout on PYTHONPATH (see its docstring)\n")
+    repository = (f"{name}.py: error: needs this repository's engine, scenes: run it from the checkout or "
+                  "put the checkout on PYTHONPATH (see its docstring)")
+    extra = [m for m in _load(name).ENGINE_MODULES if importlib.util.find_spec(m) is None]
+    assert proc.stderr == repository + (f"; and {', '.join(extra)}: pip install -e \".[examples]\" "
+                                        "(the examples extra)" if extra else "") + "\n"
+
+
+@pytest.mark.parametrize("name", sorted(NEEDS))
+def test_a_copy_without_the_repository_or_the_extra_names_both_in_one_line(name, monkeypatch, capsys):
+    """A copy outside the checkout, in an environment without the extra, learnt of the extra only after the
+    repository was found (a newcomer's second run)."""
+    example = _load(name)
+    find_spec = importlib.util.find_spec
+    absent = {"engine", "scenes", *example.ENGINE_MODULES}
+    monkeypatch.setattr(importlib.util, "find_spec", lambda module, *a: None if module in absent else find_spec(module, *a))
+    assert example.main(["--headless", "--frames", "1"]) == 1
+    assert capsys.readouterr().err == (
+        f"{name}.py: error: needs this repository's engine, scenes: run it from the checkout or put the checkout on "
+        f"PYTHONPATH (see its docstring); and {', '.join(example.ENGINE_MODULES)}: pip install -e \".[examples]\" "
+        "(the examples extra)\n")
 
 
 def test_pygfx_gives_each_kind_room_for_what_a_frame_draws_and_grows_it():

@@ -384,9 +384,11 @@ def test_after_ray_shutdown_a_call_says_so_and_starts_no_new_ray():
     assert proc.returncode == 0 and proc.stdout.strip() == "no new ray", proc.stderr[-2000:]
 
 
-def test_a_script_that_puts_the_checkout_on_sys_path_is_told_at_construction(tmp_path):
-    """Ray's workers read PYTHONPATH, not the driver's sys.path: the actors could not import ``server``, the
-    constructor returned, and the first tick failed with Ray's ActorDiedError.  Now the constructor says so."""
+def test_a_script_that_puts_the_checkout_on_sys_path_gets_working_shards(tmp_path):
+    """Ray's workers read PYTHONPATH, not the driver's sys.path: the actors could not import ``server``, and
+    the first tick failed with Ray's ActorDiedError (later: the constructor said so, after some twenty lines
+    of the workers' tracebacks).  Now the actors are given the checkout's folder, and the ticks are
+    InterestManager's; where the workers still cannot import it, the constructor says so."""
     import subprocess
     import sys
 
@@ -394,17 +396,29 @@ def test_a_script_that_puts_the_checkout_on_sys_path_is_told_at_construction(tmp
     script.write_text(
         "import sys\n"
         f"sys.path.insert(0, {str(ROOT)!r})\n"
-        "import pytest, ray\n"
-        "from server import ShardedInterest\n"
+        "import numpy as np, pytest, ray\n"
+        "import culling\n"
+        "from server import ShardedInterest, sharded\n"
         "ray.init(num_cpus=1, include_dashboard=False, log_to_driver=False)\n"
+        "given = sharded._actor_options\n"
+        "sharded._actor_options = lambda: {}  # as before: the workers without the checkout\n"
         "with pytest.raises(RuntimeError, match='cannot import this package.*PYTHONPATH'):\n"
         "    ShardedInterest(64.0, dim=2, shards=1)\n"
+        "sharded._actor_options = given\n"
+        "service, alone = ShardedInterest(64.0, dim=2, shards=2), culling.InterestManager(64.0, dim=2)\n"
+        "rng = np.random.default_rng(3)\n"
+        "centres, radii = rng.uniform(0, 64, (300, 2)), rng.uniform(0, 9, 300)\n"
+        "assert service.insert_many(centres, radii).tolist() == alone.insert_many(centres, radii).tolist()\n"
+        "viewers = rng.uniform(0, 64, (20, 2))\n"
+        "a, b = service.tick(np.arange(20), viewers), alone.tick(np.arange(20), viewers)\n"
+        "assert a.entered.tolist() == b.entered.tolist() and a.entered_offsets.tolist() == b.entered_offsets.tolist()\n"
+        "service.close()\n"
         "ray.shutdown()\n"
-        "print('told')\n")
+        "print('told, then served')\n")
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     proc = subprocess.run([sys.executable, str(script)], env=env, cwd=tmp_path, capture_output=True, text=True,
                           timeout=300)
-    assert proc.returncode == 0 and proc.stdout.strip() == "told", proc.stderr[-2000:]
+    assert proc.returncode == 0 and proc.stdout.strip() == "told, then served", proc.stderr[-2000:]
 
 
 def test_ctrl_c_ignored_by_the_program_is_not_reported_held():
