@@ -86,11 +86,13 @@ def release_interrupts(handler: Any) -> None:
     signal that arrived meanwhile: Python's default handler raises ``KeyboardInterrupt`` here."""
     if handler is None:
         return
-    _signals.signal(_SIGINT, handler)
-    _program_handler[0] = None
-    if _held:
-        frame = _held[-1]
+    try:
+        _signals.signal(_SIGINT, handler)
+    finally:  # a second SIGINT just after the swap raises out of it: that interrupt is the held one's too
+        _program_handler[0] = None
+        frame = _held[-1] if _held else None
         _held.clear()
+    if frame is not None:
         handler(_SIGINT, frame)
 
 
@@ -123,14 +125,17 @@ def release_interrupts_after_fork(handler: Any, armed: bool) -> None:
     """
     if handler is None:
         return
-    _signals.signal(_SIGINT, handler)
-    _program_handler[0] = None
-    if _held:
+    swapped = False
+    try:
+        _signals.signal(_SIGINT, handler)
+        swapped = True
+    finally:  # a SIGINT just after the swap raises out of it, and CPython drops what a hook raises: send it again
+        _program_handler[0] = None
+        again = (bool(_held) and not armed) or not swapped
         _held.clear()
-        if not armed:
-            main = threading.main_thread().ident  # this thread's (the hook runs on the main one): never None
-            if main is not None:
-                _thread.start_new_thread(signal.pthread_kill, (main, _SIGINT))
+        main = threading.main_thread().ident  # this thread's (the hook runs on the main one): never None
+        if again and main is not None:
+            _thread.start_new_thread(signal.pthread_kill, (main, _SIGINT))
 
 
 def _after_fork_in_child() -> None:

@@ -19,11 +19,14 @@ import sys
 import threading
 import time
 import typing
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from culling import CollisionCandidates, MultiCameraTracker, VisibilityTracker
+from culling.runtime import interrupts
 from culling.runtime import threads as pool
 from culling.runtime.interrupts import (
     hold_interrupts,
@@ -101,6 +104,62 @@ def test_a_held_sigint_raises_keyboard_interrupt_at_release(sigint_raises):
     signal.raise_signal(signal.SIGINT)
     with pytest.raises(KeyboardInterrupt):
         release_interrupts(held)
+    assert signal.getsignal(signal.SIGINT) is sigint_raises
+
+
+def _second_sigint_as_the_handler_comes_back(release: Callable[..., None]) -> Callable[..., None]:
+    """A profile hook: a real SIGINT to this thread as ``release``'s swap of the handler returns (where
+    CPython runs a pending signal's handler), once."""
+    sent = []
+
+    def hook(frame: Any, event: str, arg: Any) -> None:
+        if (not sent and event == "c_return" and arg is interrupts._signals.signal
+                and frame.f_code is release.__code__):
+            sent.append(True)
+            signal.pthread_kill(threading.get_ident(), signal.SIGINT)
+    return hook
+
+
+def test_a_second_sigint_as_the_handler_comes_back_leaves_none_behind(sigint_raises):
+    """Ctrl-C twice, the second just as a mutation gave the handler back: the program's handler raised out of
+    the swap, the first stayed held, and a later mutation raised a KeyboardInterrupt no one had sent (a
+    helper's probe)."""
+    held = hold_interrupts()
+    signal.raise_signal(signal.SIGINT)                  # the first, held
+    assert len(interrupts._held) == 1
+    sys.setprofile(_second_sigint_as_the_handler_comes_back(release_interrupts))
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            release_interrupts(held)
+    finally:
+        sys.setprofile(None)
+    assert not interrupts._held and interrupts._program_handler[0] is None
+    assert signal.getsignal(signal.SIGINT) is sigint_raises
+    release_interrupts(hold_interrupts())               # a later mutation: no interrupt
+
+
+def test_a_sigint_as_a_fork_gives_the_handler_back_is_sent_again(sigint_raises):
+    """The fork's hook: CPython prints and drops what a hook raises, so a SIGINT that the program's handler
+    got inside the swap is sent again (from a thread, after the hook), not lost, and none stays held."""
+    held = hold_interrupts()
+    signal.raise_signal(signal.SIGINT)
+    sys.setprofile(_second_sigint_as_the_handler_comes_back(interrupts.release_interrupts_after_fork))
+    raised = 0
+    try:
+        interrupts.release_interrupts_after_fork(held, False)
+    except KeyboardInterrupt:
+        raised += 1                                      # in a real hook, dropped
+    finally:
+        sys.setprofile(None)
+    assert raised == 1 and not interrupts._held and interrupts._program_handler[0] is None
+    again = threading.Event()
+    for _ in range(10_000):                              # the resent one, from a thread of its own
+        try:
+            again.wait(0.01)
+        except KeyboardInterrupt:
+            break
+    else:
+        raise AssertionError("the SIGINT was not sent again")
     assert signal.getsignal(signal.SIGINT) is sigint_raises
 
 
