@@ -260,7 +260,7 @@ class Demo:
                 self._warm_draw(vp, position)
             self.renderer.upload_groups(frame.instances[:0], np.zeros_like(frame.group_starts))   # draw nothing yet
         self.scene.warm_up(position)
-        self.pipeline.visible = self.pipeline.visible[:0]
+        self.pipeline.forget_frame()
         log.info("%s: query paths warmed up in %.2f s", self.scene.name, perf_counter() - t0)
 
     def _warm_draw(self, view_projection: np.ndarray, position: np.ndarray) -> None:

@@ -13,8 +13,10 @@ the mouse is in and how to leave it.
 
 from __future__ import annotations
 
+import functools
 import logging
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from time import perf_counter
 from typing import TYPE_CHECKING, Any
@@ -120,6 +122,9 @@ class FlyThroughApp(App):
         self._cursor: tuple[int, int] | None = None     # the free mouse's last place (window points)
         self._dragged = False
         self._scaled_by_key = False     # this press's on_text must not scale a second time
+        #: A load a key asked for (a scene, the interest kernels), run by the next :meth:`on_update`.
+        self._deferred: Callable[[], None] | None = None
+        self._after_load = False        # the next update's dt spans the load: nothing moves across it
         #: The last key's or action's answer, shown on screen until ``status_until``.
         self.status = ""
         self.status_until = 0.0
@@ -223,6 +228,13 @@ class FlyThroughApp(App):
     def on_update(self, dt: float) -> None:
         from pyglet.window import key
 
+        loaded = self._deferred is not None
+        if loaded:
+            deferred, self._deferred = self._deferred, None
+            deferred()
+        if loaded or self._after_load:  # this frame's dt, or the next one's, spans the load
+            dt = 0.0
+        self._after_load = loaded
         k = self.keys
         speed = self.speed * (self.fast_factor if k[key.LSHIFT] or k[key.RSHIFT] else 1.0) * dt
         forward = (k[key.W] - k[key.S]) * speed
@@ -337,11 +349,7 @@ class FlyThroughApp(App):
             else:
                 self.close()
         elif symbol in scene_keys:
-            screen = LoadingScreen(self.window, self.ctx, events=False)  # inside an event handler: draw only
-            await_kernels(SCENES[scene_keys[symbol]].kernels, screen)
-            with building(scene_keys[symbol], demo.objects_for(scene_keys[symbol]), screen=screen) as progress:
-                demo.load_scene(scene_keys[symbol], progress=progress)
-            self.say(f"{SCENES[scene_keys[symbol]].key}: {demo.scene.name}, {len(demo.scene):,} objects")
+            self._deferred = functools.partial(self._switch_scene, scene_keys[symbol])
         elif symbol == key.F:
             demo.toggle_freeze()
             self.say("F: culling frozen: fly away to look at the query point and frustum"
@@ -379,12 +387,12 @@ class FlyThroughApp(App):
             self.say(demo.step_scale(-1))
             self._scaled_by_key = True
         elif symbol in (key.I, key.N):
+            answer = (demo.toggle_interest if symbol == key.I
+                      else functools.partial(demo.follow_next, -1 if modifiers & key.MOD_SHIFT else 1))
             if demo.scene.has_players and not demo.scene.interest_on:     # its kernels, before the first tick
-                await_kernels(("interest",), LoadingScreen(self.window, self.ctx, events=False))
-            if symbol == key.I:
-                self.say(demo.toggle_interest())
+                self._deferred = functools.partial(self._with_kernels, ("interest",), answer)
             else:
-                self.say(demo.follow_next(-1 if modifiers & key.MOD_SHIFT else 1))
+                self.say(answer())
         elif symbol == key.C:
             demo.set_collision(not demo.collide)
             self.say(f"C: camera collision {on_off[demo.collide]}"
@@ -467,6 +475,22 @@ class FlyThroughApp(App):
         if self.mouse_captured:
             self.demo.camera.look(dx * self.mouse_sensitivity, dy * self.mouse_sensitivity)
         return True
+
+    def _switch_scene(self, name: str) -> None:
+        """Load scene ``name`` behind the loading screen.  Run by :meth:`on_update`, not in the key's event
+        handler: the screen answers the window's events between its frames, so closing the window (or Esc,
+        Q) cancels the load, as at start-up, where a load inside the handler drew on a destroyed window
+        (a crash in the GL driver)."""
+        screen = LoadingScreen(self.window, self.ctx)
+        await_kernels(SCENES[name].kernels, screen)
+        with building(name, self.demo.objects_for(name), screen=screen) as progress:
+            self.demo.load_scene(name, progress=progress)
+        self.say(f"{SCENES[name].key}: {self.demo.scene.name}, {len(self.demo.scene):,} objects")
+
+    def _with_kernels(self, groups: tuple[str, ...], answer: Callable[[], str]) -> None:
+        """Make the kernel ``groups`` ready (behind the loading screen while they compile), then say ``answer()``."""
+        await_kernels(groups, LoadingScreen(self.window, self.ctx))
+        self.say(answer())
 
     def on_mouse_drag(self, x: int, y: int, dx: int, dy: int, buttons: int, modifiers: int) -> bool:
         self._cursor = (x, y)

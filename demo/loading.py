@@ -179,16 +179,18 @@ def draw_bar(ctx: moderngl.Context, size: tuple[int, int], fraction: float) -> t
 class LoadingScreen:
     """The window's loading screen: a message above a progress bar, drawn at once by :meth:`show`.
 
-    ``events``: answer the window's events before each frame (False inside an
-    event handler, which must not dispatch events again).  While it is shown,
-    Esc, Q and the window's close button cancel the loading: the next
-    :meth:`show` raises :class:`LoadingCancelled`.
+    It answers the window's events before each frame, so it must not be shown
+    from inside an event handler (a key's load runs from the next update: a
+    load that drew without answering them drew on a window closed meanwhile,
+    and crashed in the GL driver).  While it is shown, Esc, Q and the
+    window's close button cancel the loading (the next :meth:`show` raises
+    :class:`LoadingCancelled`: the demo quits), and no other key is seen.
     """
 
-    def __init__(self, window: pyglet.window.Window, ctx: moderngl.Context, events: bool = True) -> None:
+    def __init__(self, window: pyglet.window.Window, ctx: moderngl.Context) -> None:
         import pyglet
 
-        self.window, self.ctx, self.events = window, ctx, events
+        self.window, self.ctx = window, ctx
         self.cancelled = False
         self.label = pyglet.text.Label("", font_name="DejaVu Sans Mono", font_size=FONT_SIZE, anchor_x="center",
                                        anchor_y="bottom", align="center", color=(235, 235, 235, 255))
@@ -213,11 +215,10 @@ class LoadingScreen:
         if not self.window.visible:  # the engine shows the window once the app is ready: show it now
             self.window.set_caption(LOADING_CAPTION)
             self.window.set_visible(True)
-        if self.events:
-            if not self._pushed:
-                self.window.push_handlers(**self._handlers)
-                self._pushed = True
-            self.window.dispatch_events()
+        if not self._pushed:
+            self.window.push_handlers(**self._handlers)
+            self._pushed = True
+        self.window.dispatch_events()
         if self.cancelled:
             self.close()
             raise LoadingCancelled("closed while loading")

@@ -93,10 +93,16 @@ class CullingPipeline:
         self.set_handles(handles)
         self._staging = np.zeros((_MIN_CAPACITY, INSTANCE_FLOATS), dtype=np.float32)
         #: Object indices drawn this frame, shape (m,), int64, sorted (so grouped by kind).
-        self.visible = np.zeros(0, dtype=np.int64)
+        self.visible: np.ndarray
         self.in_range = np.zeros(0, dtype=np.int64)
         #: The last cull's ``QueryTrace`` when it was asked for one, else None.
         self.trace: QueryTrace | None = None
+        self.forget_frame()
+        self._lod: LodSelector | None = None
+
+    def forget_frame(self) -> None:
+        """No survivors, as before the first :meth:`cull`: the next :meth:`instances` draws nothing."""
+        self.visible = np.zeros(0, dtype=np.int64)
         # The survivors' centres (m, 3), camera distances (m,), (scaled) view
         # distances (m,) and (scaled) begin distances (m,), from cull() for
         # the records, the fade and the level of detail.
@@ -104,7 +110,6 @@ class CullingPipeline:
         self._distance = np.zeros(0)
         self._limit = np.zeros(0)
         self._begin_limit = np.zeros(0)
-        self._lod: LodSelector | None = None
 
     @property
     def lod(self) -> LodSelector:

@@ -190,3 +190,17 @@ def test_a_headless_hud_offers_no_key_hint():
     texts = [[text for text, _ in hud_lines(HudInfo("forest", 10, FrameStats(), help=shown), "compact")]
              for shown in (True, False)]
     assert "H: timings, levels, keys" in texts[0] and "H: timings, levels, keys" not in texts[1]
+
+
+def test_a_frame_drawn_before_the_first_update_of_a_scene_shows_ground_and_sky(make_demo, render):
+    """The load's warm-up left its last cull's survivors behind with no objects to draw them for: a render
+    before the next update raised ``ValueError: out must have shape (745, 8), got (0, 8)`` (the number keys'
+    load, moved out of their event handler, ended a frame before its update; a helper's window probe)."""
+    demo = make_demo("forest", 3_000, overlay=False)
+    for scene in ("forest", "swarm"):
+        demo.load_scene(scene, 1_500)
+        before = render(demo)                      # ground and sky: nothing culled yet
+        assert demo.stats.drawn == 0
+        demo.update(0.0)
+        after = render(demo)
+        assert demo.stats.drawn > 0 and np.abs(after.astype(int) - before.astype(int)).max() > 0

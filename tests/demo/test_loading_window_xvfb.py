@@ -183,3 +183,67 @@ def test_the_loading_screen_shows_in_the_window_before_the_scene(xvfb, tmp_path)
             proc.kill()
     assert proc.returncode == 0, err[-2000:]
     assert "compiling kernels (first run only)" in err
+
+
+#: run_demo.py whose scene switch (a number key's load, not the first) holds its loading screen up, a frame
+#: of it per poll, until the file named by ``$LOADING_RELEASE`` exists; it touches ``$LOADING_HELD`` then.
+_SWITCH = """
+import os, runpy, sys, time
+import demo.demo
+
+RELEASE, HELD = os.environ["LOADING_RELEASE"], os.environ["LOADING_HELD"]
+load_scene, loads = demo.demo.Demo.load_scene, []
+
+def held_load(self, name, objects=None, progress=None):
+    loads.append(name)
+    if len(loads) > 1:
+        open(HELD, "w").close()
+        while not os.path.exists(RELEASE):
+            progress(0, 10, "held by the test")
+            time.sleep(0.1)
+    return load_scene(self, name, objects, progress)
+
+demo.demo.Demo.load_scene = held_load
+sys.argv = ["run_demo.py", *sys.argv[1:]]
+runpy.run_path(sys.argv[0], run_name="__main__")
+"""
+
+
+@pytest.mark.parametrize("how", ["windowclose", "Escape"])
+def test_a_number_keys_loading_screen_answers_the_window_too(xvfb, tmp_path, how):
+    """The number keys' load ran inside the key's event handler, drawing its loading screen without
+    answering the window's events: a window destroyed meanwhile (``xdotool windowclose``) crashed the demo
+    in the GL driver (heap corruption, a segfault) or hung it in a buffer swap, and Esc went unseen.  Now
+    it runs from the next update, and the screen quits as at start-up."""
+    held = tmp_path / "held"
+    env = dict(os.environ, DISPLAY=xvfb, PYTHONPATH=str(ROOT), LOADING_RELEASE=str(tmp_path / "never"),
+               LOADING_HELD=str(held))
+    proc = subprocess.Popen([sys.executable, "-c", _SWITCH, "--objects", "2000", "--size", "320x180",
+                             "--out", str(tmp_path)], env=env, cwd=ROOT, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        window = None
+        for _ in range(3000):  # the demo's window, once its first scene is loaded (attempts, not a time)
+            found = xdotool(env, "search", "--onlyvisible", "--name", "view-distance culling demo").stdout.split()
+            if found or proc.poll() is not None:
+                window = found[0] if found else None
+                break
+            time.sleep(0.05)
+        assert window is not None, f"no demo window; the demo said: {proc.communicate(timeout=60)[1][-2000:]}"
+        xdotool(env, "windowfocus", "--sync", window)
+        for _ in range(600):  # "2": the clusters, 400,000 objects, a load with the screen (held before it builds)
+            xdotool(env, "key", "--window", window, "2")
+            if held.exists() or proc.poll() is not None:
+                break
+            time.sleep(0.1)
+        assert held.exists(), "the number key's load did not start"
+        if how == "windowclose":
+            xdotool(env, "windowclose", window)
+        else:
+            xdotool(env, "key", "--window", window, how)
+        out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, err[-2000:]
+    assert "closed while loading" in err and "Traceback" not in err, err[-2000:]
