@@ -228,9 +228,9 @@ class FlyThroughApp(App):
     def on_update(self, dt: float) -> None:
         from pyglet.window import key
 
-        loaded = self._deferred is not None
-        if loaded:
-            deferred, self._deferred = self._deferred, None
+        deferred, self._deferred = self._deferred, None
+        loaded = deferred is not None
+        if deferred is not None:
             deferred()
         if loaded or self._after_load:  # this frame's dt, or the next one's, spans the load
             dt = 0.0

@@ -17,6 +17,7 @@ import pytest
 from demo_window import xdotool
 from PIL import Image
 
+from demo.interactive import FlyThroughApp
 from demo.loading import FILLED, LOADING_CAPTION
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -77,11 +78,11 @@ def _start(env, tmp_path, steps, *flags):
                             env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
-def _loading_window(env, proc):
-    """The loading window's id once it is visible (None if the demo ended first, or did not show it in
-    a few minutes: a busy machine takes its time to start Python, numba and a GL context)."""
+def _loading_window(env, proc, caption=LOADING_CAPTION):
+    """The window's id once it is visible under ``caption`` (None if the demo ended first, or did not show
+    it in a few minutes: a busy machine takes its time to start Python, numba and a GL context)."""
     for _ in range(3000):
-        found = xdotool(env, "search", "--onlyvisible", "--name", LOADING_CAPTION).stdout.split()
+        found = xdotool(env, "search", "--onlyvisible", "--name", caption).stdout.split()
         if found or proc.poll() is not None:
             return found[0] if found else None
         time.sleep(0.05)
@@ -222,13 +223,7 @@ def test_a_number_keys_loading_screen_answers_the_window_too(xvfb, tmp_path, how
                              "--out", str(tmp_path)], env=env, cwd=ROOT, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
     try:
-        window = None
-        for _ in range(3000):  # the demo's window, once its first scene is loaded (attempts, not a time)
-            found = xdotool(env, "search", "--onlyvisible", "--name", "view-distance culling demo").stdout.split()
-            if found or proc.poll() is not None:
-                window = found[0] if found else None
-                break
-            time.sleep(0.05)
+        window = _loading_window(env, proc, FlyThroughApp.title)  # once its first scene is loaded
         assert window is not None, f"no demo window; the demo said: {proc.communicate(timeout=60)[1][-2000:]}"
         xdotool(env, "windowfocus", "--sync", window)
         for _ in range(600):  # "2": the clusters, 400,000 objects, a load with the screen (held before it builds)
