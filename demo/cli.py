@@ -241,12 +241,9 @@ def memory_estimate(scene: str, objects: int) -> int:
     return BASE_BYTES + objects * BYTES_PER_OBJECT.get(scene, DEFAULT_BYTES_PER_OBJECT)
 
 
-def _plural(n: int, word: str) -> str:
-    return f"{n:,} {word}" + ("" if n == 1 else "s")
-
-
 def _run(args: argparse.Namespace) -> int:
     from demo.demo import DemoSettings
+    from engine.hud import counted
     from scenes import SCENES
 
     if args.gif and args.no_images:
@@ -311,10 +308,10 @@ def _run(args: argparse.Namespace) -> int:
     if result.images:
         where = f"images in {out}/" + (f" and the animation in {result.gif}" if result.gif else "")
         if result.removed:
-            where += f" ({_plural(len(result.removed), 'file')} of an earlier run removed)"
+            where += f" ({counted(len(result.removed), 'file')} of an earlier run removed)"
     else:
         where = "no images written"
-    print(f"{PROG}: ran headless on {result.renderer}: {_plural(len(result.frames), 'frame')} of {args.scene}, "
+    print(f"{PROG}: ran headless on {result.renderer}: {counted(len(result.frames), 'frame')} of {args.scene}, "
           f"{where}; median ms: query {med['query_ms']:.3f}, distance {med['distance_ms']:.3f}, "
           f"frustum {med['frustum_ms']:.3f}, upload {med['upload_ms']:.3f} "
           f"(cull total {med['cull_ms']:.3f}), draw {med['draw_ms']:.1f}, triangles {med['triangles']:,.0f}",

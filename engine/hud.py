@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 
     Font = ImageFont.FreeTypeFont | ImageFont.ImageFont
 
-__all__ = ["CONTROLS_HELP", "HUD_MODES", "HudInfo", "draw_hud", "fit_lines", "hud_font", "hud_font_size", "hud_legend",
+__all__ = ["CONTROLS_HELP", "HUD_MODES", "HudInfo", "counted", "draw_hud", "fit_lines", "hud_font", "hud_font_size", "hud_legend",
            "hud_lines", "text_colour", "wrap_legend"]
 
 CONTROLS_HELP = ("WASD QE fly  Shift fast  wheel speed  1-4 scene  X explain",
@@ -96,6 +96,15 @@ def _moving(stats: FrameStats) -> bool:
     return stats.scene_ms >= 0.05
 
 
+def counted(n: int, word: str) -> str:
+    """``n`` and ``word``, plural unless one.
+
+    >>> counted(1, "object"), counted(20_000, "object"), counted(0, "bird")
+    ('1 object', '20,000 objects', '0 birds')
+    """
+    return f"{n:,} {word}" + ("" if n == 1 else "s")
+
+
 def text_colour(rgb: Iterable[float]) -> tuple[float, float, float]:
     """A level colour lightened towards white so it reads on the dark panel
     (the saturated blues and violets of deep levels are hard to read as they are)."""
@@ -157,7 +166,7 @@ def hud_lines(info: HudInfo, mode: str = "full") -> list[tuple[str, tuple[float,
         return status + lines
     culling = f"{'brute force' if info.brute_force else 'tree'}, {info.shape}s"
     lines = [
-        (f"{info.scene}  {info.objects:,} objects  {culling}{fps}", WHITE),
+        (f"{info.scene}  {counted(info.objects, 'object')}  {culling}{fps}", WHITE),
         (f"ms ({timing})" + (f"  scene {s.scene_ms:.1f}" if _moving(s) else "")
          + f"  cull {s.cull_ms:.2f}  draw {s.draw_ms:.1f}"
          + (f"  overlay {s.trace_ms:.2f}" if info.overlay else ""), WHITE),

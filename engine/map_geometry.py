@@ -294,7 +294,8 @@ def inset_rect(size: tuple[int, int]) -> tuple[int, int, int, int]:
 
 
 def label_position(geometry: MapGeometry, size: tuple[int, int]) -> tuple[int, int]:
-    """Top-left pixel (image coordinates, origin top-left) for the scale bar's label."""
+    """The pixel (image coordinates, origin top-left) the scale bar's label stands on: its text's bottom
+    goes 4 px above it (the window's bottom-anchored pyglet label, the headless frames' Pillow text)."""
     x, y, w, h = inset_rect(size)
     top = size[1] - (y + h)
     return x + int(0.05 * w), top + int(0.94 * h) - 2

@@ -20,6 +20,8 @@ def draw_map_label(image: Any, geometry: MapGeometry, font_size: int = 12) -> An
     from engine.hud import hud_font
 
     px, py = label_position(geometry, image.size)
-    ImageDraw.Draw(image).text((px, py - font_size - 2), geometry.label, font=hud_font(font_size),
-                               fill=(255, 255, 255))
+    # The text's bottom (its descent, "ld") 4 px above the place, as the window's pyglet label (bottom-anchored):
+    # its top-left placed at font_size + 2 above it sat 5 px lower, the bar through the digits.
+    ImageDraw.Draw(image).text((px, py - 4), geometry.label, font=hud_font(font_size), fill=(255, 255, 255),
+                               anchor="ld")
     return image

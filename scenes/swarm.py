@@ -316,7 +316,7 @@ class SwarmScene(Scene):
         left = " ".join(str(h) for h in view.recent_left.tolist()) or "-"
         return [f"interest: {self.followed_name()} (reach {self.reach(self.followed):.0f} m), "
                 f"{view.members.shape[0]:,} in its set",
-                f"  server tick: {view.players:,} players x {len(self) - self.first:,} birds{tick}",
+                f"  server tick: {_counted(view.players, 'player')} x {_counted(len(self) - self.first, 'bird')}{tick}",
                 f"  this tick +{view.entered.shape[0]} -{view.left.shape[0]} "
                 f"(all players +{view.all_entered:,} -{view.all_left:,})",
                 f"  entered {entered}",

@@ -132,3 +132,22 @@ def test_frozen_map_centres_on_the_query_point_and_marks_the_viewer(rng):
     assert g.lines.shape[0] == plain.lines.shape[0] + 8                 # the viewer's square
     square = g.lines[-14:-6][:, [0, 2]]                                 # before the scale bar (6)
     assert np.allclose(square.mean(axis=0), viewer[[0, 2]], atol=1e-3)
+
+
+@pytest.mark.parametrize("size", [(1280, 720), (960, 540), (320, 200)])
+def test_the_headless_scale_label_stands_above_its_place_as_the_windows_does(size):
+    """Headless frames painted the label's top-left at font size + 2 above its place: its digits sat 5 px
+    lower than the window's bottom-anchored label, the scale bar through them (a helper's window probe)."""
+    from types import SimpleNamespace
+
+    from PIL import Image
+
+    from engine.map_geometry import label_position
+    from engine.map_label import draw_map_label
+
+    image = Image.new("RGB", size)
+    font_size = max(10, size[1] // 60)
+    draw_map_label(image, SimpleNamespace(label="200 m"), font_size=font_size)
+    rows = np.flatnonzero(np.asarray(image).max(axis=(1, 2)) > 0)
+    _, place = label_position(SimpleNamespace(label="200 m"), size)
+    assert rows.size and rows[-1] <= place - 4 and rows[0] >= place - 4 - 2 * font_size
