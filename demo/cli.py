@@ -80,12 +80,16 @@ def parse_size(text: str) -> tuple[int, int]:
     return w, h
 
 
+#: A whole number as a person writes it: ``20000``, ``20_000`` (as Python does) or ``20,000`` (groups of three).
+_WHOLE = re.compile(r"[+-]?(\d+(_\d+)*|\d{1,3}(,\d{3})+)")
+
+
 def _whole(text: str, least: int) -> int:
-    """A whole number of at least ``least``, written as a person would (``20_000``, ``20,000``)."""
-    try:
-        value = int(text.replace("_", "").replace(",", ""))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    """A whole number of at least ``least``, written as a person would (``20_000``, ``20,000``); ``1,0,0``
+    (a typo, not a hundred) is refused."""
+    if not _WHOLE.fullmatch(text.strip()):
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}")
+    value = int(text.strip().replace(",", ""))
     if value < least:
         raise argparse.ArgumentTypeError(f"must be >= {least}, got {value}")
     return value

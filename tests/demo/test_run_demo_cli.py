@@ -73,6 +73,8 @@ def test_a_shorter_run_leaves_no_frames_of_a_longer_one(tmp_path, gl_ctx):
     (["--scene", "moon"], "invalid choice"),
     (["--objects", "-3"], "must be >= 0"),
     (["--frames", "0"], "must be >= 1"),
+    (["--objects", "1,0,0"], "expected a whole number, got '1,0,0'"),   # a typo, not a hundred
+    (["--seed", "1__0"], "expected a whole number, got '1__0'"),
     (["--freeze-at", "2"], "must be in [0, 1]"),
     (["--shape", "torus"], "invalid choice"),
     (["--gif", "--no-images", "--headless"], "--gif needs images"),
@@ -87,6 +89,12 @@ def test_bad_flags_give_one_line_and_non_zero_exit(args, fragment, tmp_path):
     err = _lines(proc.stderr)
     assert len(err) == 1, proc.stderr
     assert fragment in err[0] and "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize("text, value", [("20000", 20_000), ("20_000", 20_000), ("20,000", 20_000),
+                                         ("1,000,000", 1_000_000), (" 7 ", 7)])
+def test_counts_are_read_as_a_person_writes_them(text, value):
+    assert cli._count(text) == value
 
 
 def test_no_display_falls_back_to_headless(tmp_path, gl_ctx):
