@@ -26,6 +26,7 @@ from demo.loading import building, warm_up_headless
 from demo.stats import StatsWriter
 from engine.files import write_atomically
 from engine.hud import GREY, WHITE, YELLOW, draw_hud, hud_font_size, hud_legend, hud_lines, text_colour
+from engine.map_geometry import label_font_size
 from engine.map_label import draw_map_label
 from engine.overlay import LEVEL_COLOURS, POINT_COLOUR
 from scenes import SCENES
@@ -243,7 +244,7 @@ def run_headless(options: HeadlessOptions, ctx: moderngl.Context | None = None) 
                     draw_hud(image, lines, font_size=hud_font_size(h, w, chars),
                              legend=hud_legend(info, hud_mode))
                 if demo.show_map and demo.map_inset.geometry is not None:
-                    draw_map_label(image, demo.map_inset.geometry, font_size=max(10, h // 60))
+                    draw_map_label(image, demo.map_inset.geometry, font_size=label_font_size((w, h)))
                 if out is not None:
                     path = out / f"frame_{i:04d}.png"
                     save_image(image, path)

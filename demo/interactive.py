@@ -273,12 +273,15 @@ class FlyThroughApp(App):
             self.hud_batch.draw()
         geometry = self.demo.map_inset.geometry
         if self.demo.show_map and geometry is not None:
-            from engine.map_geometry import label_position
+            from engine.map_geometry import label_font_size, label_position
 
             fb_w, fb_h = self.demo.size  # the inset's frame as drawn (ctx.screen keeps the size at creation)
             w, h = self.window.get_size()
             px, py = label_position(geometry, (fb_w, fb_h))
             self.map_label.text = geometry.label
+            points = label_font_size((fb_w, fb_h)) * 0.75 * h / max(fb_h, 1)  # pixels of the frame to points
+            if self.map_label.font_size != points:  # a new size lays the label out again: only when it changes
+                self.map_label.font_size = points
             self.map_label.x, self.map_label.y = px * w / max(fb_w, 1), (fb_h - py) * h / max(fb_h, 1) + 4
             self.map_label.draw()
         return stats

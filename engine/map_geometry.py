@@ -35,7 +35,7 @@ import numpy as np
 from engine.overlay import level_colour
 
 __all__ = ["LEVEL_OUTLINE_ALPHA", "MAP_FRACTION", "MAP_RADIUS", "MapGeometry", "build_map", "inset_rect",
-           "label_position", "map_matrix", "scale_bar_length"]
+           "label_font_size", "label_position", "map_matrix", "scale_bar_length"]
 
 #: The inset's side is 38 % of the frame's shorter side: big enough to read
 #: node boxes, small enough to leave the view and the HUD (top left) free.
@@ -291,6 +291,18 @@ def inset_rect(size: tuple[int, int]) -> tuple[int, int, int, int]:
     w, h = size
     side = max(16, int(min(w, h) * MAP_FRACTION))
     return max(0, w - side - MAP_MARGIN), MAP_MARGIN, side, side
+
+
+def label_font_size(size: tuple[int, int]) -> int:
+    """The scale bar's label size in pixels for a frame of ``size``: the HUD's (1/60 of the height, 10..16)
+    but no more than an eighth of the inset's side (7 at least), so that in a small window it labels the
+    map instead of covering a quarter of it.
+
+    >>> label_font_size((1280, 720)), label_font_size((3840, 2160)), label_font_size((320, 200))
+    (12, 16, 9)
+    """
+    _, _, side, _ = inset_rect(size)
+    return max(7, min(max(10, size[1] // 60), 16, side // 8))
 
 
 def label_position(geometry: MapGeometry, size: tuple[int, int]) -> tuple[int, int]:
