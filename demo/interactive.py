@@ -485,14 +485,21 @@ class FlyThroughApp(App):
         Q) cancels the load, as at start-up, where a load inside the handler drew on a destroyed window
         (a crash in the GL driver)."""
         screen = LoadingScreen(self.window, self.ctx)
-        await_kernels(SCENES[name].kernels, screen)
-        with building(name, self.demo.objects_for(name), screen=screen) as progress:
-            self.demo.load_scene(name, progress=progress)
+        try:
+            await_kernels(SCENES[name].kernels, screen)
+            with building(name, self.demo.objects_for(name), screen=screen) as progress:
+                self.demo.load_scene(name, progress=progress)
+        finally:  # its handlers off the window: a screen left on it would take every key from then on
+            screen.close()
         self.say(f"{SCENES[name].key}: {self.demo.scene.name}, {len(self.demo.scene):,} objects")
 
     def _with_kernels(self, groups: tuple[str, ...], answer: Callable[[], str]) -> None:
         """Make the kernel ``groups`` ready (behind the loading screen while they compile), then say ``answer()``."""
-        await_kernels(groups, LoadingScreen(self.window, self.ctx))
+        screen = LoadingScreen(self.window, self.ctx)
+        try:
+            await_kernels(groups, screen)
+        finally:
+            screen.close()
         self.say(answer())
 
     def on_mouse_drag(self, x: int, y: int, dx: int, dy: int, buttons: int, modifiers: int) -> bool:

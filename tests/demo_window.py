@@ -67,15 +67,21 @@ class DemoWindow:
 
     @classmethod
     @contextmanager
-    def started(cls, folder: Path, args: Sequence[str], screen: str = "1024x768x24") -> Iterator[DemoWindow]:
+    def started(cls, folder: Path, args: Sequence[str], screen: str = "1024x768x24",
+                prelude: str = "") -> Iterator[DemoWindow]:
         """``run_demo.py ARGS`` in a window on a new Xvfb display, focused, the pointer on it, two frames
-        drawn; ``--stats`` and ``--out`` go into ``folder``.  On leaving, a demo still running is killed."""
+        drawn; ``--stats`` and ``--out`` go into ``folder``.  ``prelude``: Python run first in the demo's
+        process (a stand-in patched in).  On leaving, a demo still running is killed."""
         need_tools()
         xvfb, display = start_xvfb(screen)
         stats, out = folder / "stats.csv", folder / "shots"
         env = dict(os.environ, DISPLAY=display)
-        proc = subprocess.Popen([sys.executable, str(ROOT / "run_demo.py"), *args, "--stats", str(stats),
-                                 "--out", str(out)],
+        program = [str(ROOT / "run_demo.py")]
+        if prelude:
+            env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH", "")) if p)
+            program = ["-c", f"{prelude}\nimport runpy, sys\nsys.argv[0] = {str(ROOT / 'run_demo.py')!r}\n"
+                             "runpy.run_path(sys.argv[0], run_name='__main__')"]
+        proc = subprocess.Popen([sys.executable, *program, *args, "--stats", str(stats), "--out", str(out)],
                                 env=env, cwd=folder, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         demo = cls(display, proc, stats, out)
         try:

@@ -242,3 +242,48 @@ def test_a_number_keys_loading_screen_answers_the_window_too(xvfb, tmp_path, how
             proc.kill()
     assert proc.returncode == 0, err[-2000:]
     assert "closed while loading" in err and "Traceback" not in err, err[-2000:]
+
+
+#: The interest kernels compiling in the background, done after three polls of the loading screen (each
+#: poll touches ``$LOADING_SHOWN``): the I key's wait for them shows the screen.
+_INTEREST_COMPILING = """
+import os, time
+import culling, demo.loading
+
+class Compiling:
+    total, finished = 3, []
+
+    @property
+    def running(self):
+        return len(self.finished) < self.total
+
+    def poll(self, timeout=0.0):
+        time.sleep(timeout or 0.0)
+        self.finished.append(f"step {len(self.finished) + 1}")
+        open(os.environ["LOADING_SHOWN"], "w").close()
+        return self.finished[-1:]
+
+    def cancel(self):
+        self.finished = ["cancelled"] * self.total
+
+cached = culling.kernels_cached
+culling.kernels_cached = lambda groups=None: cached(groups) and not (
+    groups is not None and "interest" in groups and demo.loading._LATER[0].running)
+demo.loading._LATER.append(Compiling())
+demo.loading.compile_the_rest_later = lambda groups: None
+"""
+
+
+def test_keys_reach_the_demo_after_the_i_keys_wait_for_its_kernels(tmp_path, monkeypatch):
+    """I's first press waits for the interest kernels behind the loading screen; the screen's handlers
+    stayed on the window after it (nothing took them off), and every key went to the screen from then on."""
+    from demo_window import DemoWindow
+
+    shown = tmp_path / "shown"
+    monkeypatch.setenv("LOADING_SHOWN", str(shown))
+    with DemoWindow.started(tmp_path, ["--scene", "swarm", "--objects", "2000", "--size", "320x180"],
+                            screen="800x600x24", prelude=_INTEREST_COMPILING) as demo:
+        demo.press_until("i", lambda r: r["interest"] == "1", "I: the interest view on")
+        assert shown.exists(), "the loading screen was not shown for the kernels"
+        demo.press_until("m", lambda r: r["map"] == "1", "M after the loading screen")
+        demo.quit()
