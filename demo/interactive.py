@@ -229,12 +229,11 @@ class FlyThroughApp(App):
         from pyglet.window import key
 
         deferred, self._deferred = self._deferred, None
-        loaded = deferred is not None
         if deferred is not None:
             deferred()
-        if loaded or self._after_load:  # this frame's dt, or the next one's, spans the load
+        if deferred is not None or self._after_load:  # this frame's dt, or the next one's, spans the load
             dt = 0.0
-        self._after_load = loaded
+        self._after_load = deferred is not None
         k = self.keys
         speed = self.speed * (self.fast_factor if k[key.LSHIFT] or k[key.RSHIFT] else 1.0) * dt
         forward = (k[key.W] - k[key.S]) * speed
@@ -484,22 +483,16 @@ class FlyThroughApp(App):
         handler: the screen answers the window's events between its frames, so closing the window (or Esc,
         Q) cancels the load, as at start-up, where a load inside the handler drew on a destroyed window
         (a crash in the GL driver)."""
-        screen = LoadingScreen(self.window, self.ctx)
-        try:
+        with LoadingScreen(self.window, self.ctx) as screen:
             await_kernels(SCENES[name].kernels, screen)
             with building(name, self.demo.objects_for(name), screen=screen) as progress:
                 self.demo.load_scene(name, progress=progress)
-        finally:  # its handlers off the window: a screen left on it would take every key from then on
-            screen.close()
         self.say(f"{SCENES[name].key}: {self.demo.scene.name}, {len(self.demo.scene):,} objects")
 
     def _with_kernels(self, groups: tuple[str, ...], answer: Callable[[], str]) -> None:
         """Make the kernel ``groups`` ready (behind the loading screen while they compile), then say ``answer()``."""
-        screen = LoadingScreen(self.window, self.ctx)
-        try:
+        with LoadingScreen(self.window, self.ctx) as screen:
             await_kernels(groups, screen)
-        finally:
-            screen.close()
         self.say(answer())
 
     def on_mouse_drag(self, x: int, y: int, dx: int, dy: int, buttons: int, modifiers: int) -> bool:

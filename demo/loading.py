@@ -240,6 +240,13 @@ class LoadingScreen:
             self.window.remove_handlers(**self._handlers)
             self._pushed = False
 
+    def __enter__(self) -> LoadingScreen:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        """Closed however the loading ends: a screen left on the window would take every key from then on."""
+        self.close()
+
 
 def warm_up_window(window: pyglet.window.Window, ctx: moderngl.Context, groups: Sequence[str] = ("tree",)) -> float:
     """Compile (first run) or load the kernel ``groups``; on a first run the window shows a loading screen

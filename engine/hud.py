@@ -25,8 +25,8 @@ if TYPE_CHECKING:
 
     Font = ImageFont.FreeTypeFont | ImageFont.ImageFont
 
-__all__ = ["CONTROLS_HELP", "HUD_MODES", "HudInfo", "counted", "draw_hud", "fit_lines", "hud_font", "hud_font_size", "hud_legend",
-           "hud_lines", "text_colour", "wrap_legend"]
+__all__ = ["CONTROLS_HELP", "HUD_MODES", "HudInfo", "counted", "draw_hud", "fit_lines", "hud_font", "hud_font_size",
+           "hud_legend", "hud_lines", "text_colour", "wrap_legend"]
 
 CONTROLS_HELP = ("WASD QE fly  Shift fast  wheel speed  1-4 scene  X explain",
                  "click/Tab mouse  drag look  Z/right mouse zoom  I interest",

@@ -147,9 +147,9 @@ def tick_arguments(viewer_ids: ArrayLike, positions: ArrayLike, radii: ArrayLike
     float64 (m, dim) C-contiguous, radii float64 (m,) or None)``, the same errors in the same words.
 
     For a service that answers ticks elsewhere (``server.ShardedInterest`` routes them to Ray actors): it
-    refuses what ``InterestManager.tick`` refuses before anything is sent.  ``ValueError`` for a ``dim`` other
-    than 1, 2 or 3, ``TypeError`` for ids that are not integers, ``ValueError`` for a repeated id, an id beyond int64, positions of the wrong shape or not
-    finite, radii negative or not finite.
+    refuses what ``InterestManager.tick`` refuses before anything is sent.  ``TypeError`` for ids that are
+    not integers, ``ValueError`` for a ``dim`` other than 1, 2 or 3, a repeated id, an id beyond int64,
+    positions of the wrong shape or not finite, radii negative or not finite.
     """
     dim = as_dim(dim)
     ids = as_viewer_ids(viewer_ids)
