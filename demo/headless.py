@@ -26,7 +26,7 @@ from demo.loading import building, warm_up_headless
 from demo.stats import StatsWriter
 from engine.files import write_atomically
 from engine.hud import GREY, WHITE, YELLOW, draw_hud, hud_font_size, hud_legend, hud_lines, text_colour
-from engine.map_geometry import label_font_size
+from engine.map_geometry import inset_corner, label_font_size
 from engine.map_label import draw_map_label
 from engine.overlay import LEVEL_COLOURS, POINT_COLOUR
 from scenes import SCENES
@@ -241,8 +241,9 @@ def run_headless(options: HeadlessOptions, ctx: moderngl.Context | None = None) 
                     info = demo.hud_info(help=False)
                     lines = hud_lines(info, hud_mode)
                     chars = max((len(text) for text, _ in lines), default=0)
+                    corner = inset_corner((w, h)) if demo.show_map else None  # the map's, kept clear
                     draw_hud(image, lines, font_size=hud_font_size(h, w, chars),
-                             legend=hud_legend(info, hud_mode))
+                             legend=hud_legend(info, hud_mode), keep_clear=corner)
                 if demo.show_map and demo.map_inset.geometry is not None:
                     draw_map_label(image, demo.map_inset.geometry, font_size=label_font_size((w, h)))
                 if out is not None:

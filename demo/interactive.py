@@ -25,7 +25,7 @@ from demo.demo import Demo, DemoError, DemoSettings
 from demo.loading import LoadingCancelled, LoadingScreen, await_kernels, building, warm_up_window
 from demo.stats import StatsWriter
 from engine.files import unwritable_folder, write_atomically
-from engine.hud import HUD_MODES, fit_lines, hud_font_size, hud_legend, hud_lines, text_colour
+from engine.hud import HUD_MODES, fit_lines, hud_font_size, hud_legend, hud_lines, rows_clear_of, text_colour
 from engine.stepped import Stepped
 from engine.window import App, WindowError
 from engine.zoom import zoom_scale
@@ -160,7 +160,6 @@ class FlyThroughApp(App):
         info.status = self.current_status()
         lines = hud_lines(info, self.hud_mode)
         legend_rows = hud_legend(info, self.hud_mode)
-        legend = [(r, item) for r, row in enumerate(legend_rows) for item in row]
         width, height = self.window.get_size()
         chars = max((len(text) for text, _ in lines), default=0)
         size = hud_font_size(height, width, -(-chars // 8) * 8)     # rounded: no flicker as digits change
@@ -177,7 +176,32 @@ class FlyThroughApp(App):
                                                      x=6, y=0, anchor_y="top", batch=self.hud_batch,
                                                      group=self._hud_front))
         line_h = int(size * 1.3)
-        lines = fit_lines(lines, (height - 8) // line_h - len(legend_rows))  # what the window's height holds
+        rows = (height - 8) // line_h                       # what the window's height holds
+        width_used = self._lay_out_hud(lines, legend_rows, rows, size)
+        corner = self._map_corner() if self.demo.show_map else None
+        clear = rows_clear_of(corner, width_used, line_h, rows, 8)
+        if clear < rows:                                    # the panel reached over the map: stop above it
+            self._lay_out_hud(lines, legend_rows, clear, size)
+
+    def _map_corner(self) -> tuple[float, float]:
+        """The map inset's top-left corner in the window's coordinates (origin top-left)."""
+        from engine.map_geometry import inset_corner
+
+        fb_w, fb_h = self.demo.size  # the inset is laid out in the frame's pixels
+        w, h = self.window.get_size()
+        x, top = inset_corner((fb_w, fb_h))
+        return x * w / max(fb_w, 1), top * h / max(fb_h, 1)
+
+    def _lay_out_hud(self, all_lines: list[tuple[str, tuple[float, float, float]]],
+                     legend_rows: list[list[tuple[str, tuple[float, float, float]]]], rows: int, size: int) -> int:
+        """Place the HUD's labels, legend and panel: ``all_lines`` cut to ``rows`` less the legend's
+        (:func:`engine.hud.fit_lines`).  Returns the panel's width in pixels."""
+        import pyglet
+
+        width, height = self.window.get_size()
+        legend = [(r, item) for r, row in enumerate(legend_rows) for item in row]
+        line_h = int(size * 1.3)
+        lines = fit_lines(all_lines, rows - len(legend_rows))
         text_width = 0
         for i, label in enumerate(self.hud_labels):
             text, rgb = lines[i] if i < len(lines) else ("", (1.0, 1.0, 1.0))
@@ -223,6 +247,7 @@ class FlyThroughApp(App):
         self.hud_panel.height = line_h * rows + 8
         self.hud_panel.y = height - self.hud_panel.height
         self.hud_panel.visible = bool(lines) or bool(legend)
+        return int(self.hud_panel.width)
 
     # -- frame -----------------------------------------------------------------------
     def on_update(self, dt: float) -> None:

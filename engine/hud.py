@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     Font = ImageFont.FreeTypeFont | ImageFont.ImageFont
 
 __all__ = ["CONTROLS_HELP", "HUD_MODES", "HudInfo", "counted", "draw_hud", "fit_lines", "hud_font", "hud_font_size",
-           "hud_legend", "hud_lines", "text_colour", "wrap_legend"]
+           "hud_legend", "hud_lines", "rows_clear_of", "text_colour", "wrap_legend"]
 
 CONTROLS_HELP = ("WASD QE fly  Shift fast  wheel speed  1-4 scene  X explain",
                  "click/Tab mouse  drag look  Z/right mouse zoom  I interest",
@@ -295,6 +295,22 @@ def fit_lines(lines: Sequence[tuple[str, Any]], rows: int) -> list[tuple[str, An
     return lines
 
 
+def rows_clear_of(corner: tuple[float, float] | None, panel_width: float, line_height: float, rows: int,
+                  pad: float) -> int:
+    """How many of the ``rows`` the frame's height holds the HUD may show so that its panel (``panel_width``
+    wide, ``pad`` pixels taller than its rows) stays clear of a box in the frame's bottom-right corner whose
+    top-left corner is ``corner`` (image coordinates; the map inset's,
+    :func:`engine.map_geometry.inset_corner`; None: no box).  Only a panel reaching over the box's left
+    edge is cut, to the rows above its top, one at least: in a small window the full HUD covered the map.
+
+    >>> rows_clear_of((295, 145), 390, 11, 14, 10), rows_clear_of((295, 145), 290, 11, 14, 10)
+    (12, 14)
+    """
+    if corner is None or panel_width <= corner[0]:
+        return rows
+    return max(1, min(rows, int((corner[1] - pad) // line_height)))
+
+
 def hud_font_size(height: int, width: int | None = None, chars: int = 0) -> int:
     """Font size (pixels) for a picture ``height`` pixels tall: 1/60 of it, 9..16;
     smaller (down to 7) when ``chars`` monospace characters must fit in ``width``.
@@ -360,13 +376,15 @@ def wrap_legend(legend: Sequence[Sequence[tuple[str, Iterable[float]]]], width: 
 
 
 def draw_hud(image: Image.Image, lines: Sequence[tuple[str, Iterable[float]]], font_size: int = 14,
-             legend: Sequence[Sequence[tuple[str, Iterable[float]]]] = ()) -> Image.Image:
+             legend: Sequence[Sequence[tuple[str, Iterable[float]]]] = (),
+             keep_clear: tuple[int, int] | None = None) -> Image.Image:
     """Paint ``lines`` (from :func:`hud_lines`) in the top-left of a Pillow RGB image.
 
     A translucent dark panel sits behind the text so it reads over sky and
     ground alike.  ``legend`` (from :func:`hud_legend`) adds rows of colour
-    swatches with their labels below the lines.  Returns the image (modified
-    in place).
+    swatches with their labels below the lines.  ``keep_clear``: the top-left
+    corner of a box in the bottom-right (the map inset) the panel stays off
+    (:func:`rows_clear_of`).  Returns the image (modified in place).
     """
     from PIL import Image, ImageDraw
 
@@ -382,9 +400,18 @@ def draw_hud(image: Image.Image, lines: Sequence[tuple[str, Iterable[float]]], f
         return swatch + 3 + int(measure.textlength(text, font=font)) + gap
 
     legend = wrap_legend(legend, image.size[0] - 16, entry)
-    lines = fit_lines(lines, (image.size[1] - 10) // line_height - len(legend)) if lines else []
     legend_width = [sum(entry(text) for text, _ in row) for row in legend]
-    width = max([int(measure.textlength(text, font=font)) for text, _ in lines] + legend_width) + 16
+
+    def fitted(rows: int) -> tuple[list[tuple[str, Iterable[float]]], int]:  # the lines and the panel's width
+        shown = fit_lines(lines, rows - len(legend)) if lines else []
+        return shown, max([int(measure.textlength(text, font=font)) for text, _ in shown] + legend_width) + 16
+
+    rows = (image.size[1] - 10) // line_height
+    shown, width = fitted(rows)
+    clear = rows_clear_of(keep_clear, width, line_height, rows, 10)
+    if clear < rows:
+        shown, width = fitted(clear)
+    lines = shown
     height = line_height * (len(lines) + len(legend)) + 10
     panel = Image.new("RGBA", image.size, (0, 0, 0, 0))
     draw = ImageDraw.Draw(panel)

@@ -34,8 +34,8 @@ import numpy as np
 
 from engine.overlay import level_colour
 
-__all__ = ["LEVEL_OUTLINE_ALPHA", "MAP_FRACTION", "MAP_RADIUS", "MapGeometry", "build_map", "inset_rect",
-           "label_font_size", "label_position", "map_matrix", "scale_bar_length"]
+__all__ = ["LEVEL_OUTLINE_ALPHA", "MAP_FRACTION", "MAP_RADIUS", "MapGeometry", "build_map", "inset_corner",
+           "inset_rect", "label_font_size", "label_position", "map_matrix", "scale_bar_length"]
 
 #: The inset's side is 38 % of the frame's shorter side: big enough to read
 #: node boxes, small enough to leave the view and the HUD (top left) free.
@@ -293,6 +293,17 @@ def inset_rect(size: tuple[int, int]) -> tuple[int, int, int, int]:
     return max(0, w - side - MAP_MARGIN), MAP_MARGIN, side, side
 
 
+def inset_corner(size: tuple[int, int]) -> tuple[int, int]:
+    """The inset's top-left corner in image coordinates (origin top-left) for a frame of ``size``: what
+    the HUD's panel keeps clear of (:func:`engine.hud.rows_clear_of`).
+
+    >>> inset_corner((400, 250))
+    (295, 145)
+    """
+    x, y, _, h = inset_rect(size)
+    return x, size[1] - (y + h)
+
+
 def label_font_size(size: tuple[int, int]) -> int:
     """The scale bar's label size in pixels for a frame of ``size``: the HUD's (1/60 of the height, 10..16)
     but no more than an eighth of the inset's side (7 at least), so that in a small window it labels the
@@ -308,6 +319,6 @@ def label_font_size(size: tuple[int, int]) -> int:
 def label_position(geometry: MapGeometry, size: tuple[int, int]) -> tuple[int, int]:
     """The pixel (image coordinates, origin top-left) the scale bar's label stands on: its text's bottom
     goes 4 px above it (the window's bottom-anchored pyglet label, the headless frames' Pillow text)."""
-    x, y, w, h = inset_rect(size)
-    top = size[1] - (y + h)
-    return x + int(0.05 * w), top + int(0.94 * h) - 2
+    x, top = inset_corner(size)
+    side = inset_rect(size)[2]
+    return x + int(0.05 * side), top + int(0.94 * side) - 2

@@ -356,15 +356,19 @@ def test_resize_reaches_the_renderer(session):
     assert session.grab().shape[:2] == (360, 640)
 
 
+def _resized_with_the_map(session, width: int, height: int) -> None:
+    session.xdo("windowsize", session.window, str(width), str(height))
+    session.wait(lambda r: (r["width"], r["height"]) == (str(width), str(height)), "the resize")
+    session.press_until("m", lambda r: r["map"] == "1", "the map on")
+
+
 def test_after_a_resize_the_maps_label_sits_in_its_inset_and_p_saves_the_new_size(session):
     """The map's scale label was placed for the size the window was created at (moderngl's screen keeps
     it): a wide window drew it in the 3-D view, left of the inset.  P read that old size too."""
     from engine.map_geometry import inset_rect
 
     width, height = 1000, 300
-    session.xdo("windowsize", session.window, str(width), str(height))
-    session.wait(lambda r: (r["width"], r["height"]) == (str(width), str(height)), "the resize")
-    session.press_until("m", lambda r: r["map"] == "1", "the map on")
+    _resized_with_the_map(session, width, height)
     session.settle()
     with_map = session.grab()
     session.press_until("m", lambda r: r["map"] == "0", "the map off")
@@ -377,6 +381,26 @@ def test_after_a_resize_the_maps_label_sits_in_its_inset_and_p_saves_the_new_siz
     row = session.press_until("p", lambda r: r["status"].startswith("P: saved "), "P's answer")
     shot = Image.open(row["status"].removeprefix("P: saved "))
     assert shot.size == (width, height)
+
+
+def test_in_a_small_window_the_full_hud_stops_above_the_map(session):
+    """At 360x240 the full HUD (its key list and level table) ran down the window over the map inset."""
+    from engine.map_geometry import inset_rect
+
+    width, height = 360, 240
+    _resized_with_the_map(session, width, height)
+    session.press_until("h", lambda r: r["hud"] == "full", "the full HUD")
+    session.settle()
+    full = session.grab()
+    session.press_until("h", lambda r: r["hud"] == "off", "the HUD off")
+    session.settle()
+    off = session.grab()
+    session.press_until("h", lambda r: r["hud"] == "compact", "the compact HUD")
+    session.press_until("m", lambda r: r["map"] == "0", "the map off")
+    x, y, side, _ = inset_rect((width, height))
+    top = height - y - side
+    assert np.abs(full[top:height - y, x:x + side] - off[top:height - y, x:x + side]).max() <= 24
+    assert _changed(full[:top, :x], off[:top, :x]) > 0.2  # the full HUD's panel is there, above the map
 
 
 def test_escape_with_the_mouse_free_quits_with_status_zero(session):

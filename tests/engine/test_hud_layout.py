@@ -1,10 +1,22 @@
 """The HUD's size, its legend and its warm figures, checked in pixels and numbers."""
 
 import numpy as np
+import pytest
 from PIL import Image
 
 from engine.frame_stats import FrameStats
-from engine.hud import CONTROLS_HELP, KEYS_HIDDEN, HudInfo, draw_hud, fit_lines, hud_font_size, hud_legend, hud_lines
+from engine.hud import (
+    CONTROLS_HELP,
+    KEYS_HIDDEN,
+    HudInfo,
+    draw_hud,
+    fit_lines,
+    hud_font_size,
+    hud_legend,
+    hud_lines,
+    rows_clear_of,
+)
+from engine.map_geometry import inset_corner, inset_rect
 from engine.overlay import LevelBoxes, level_colour
 
 
@@ -145,3 +157,27 @@ def test_a_narrow_window_wraps_the_legend_and_shows_every_swatch():
         assert len(hits) >= 36, colour                          # each swatch drawn whole, inside the window
     dark = np.asarray(image).max(axis=-1) < 120
     assert dark.any(axis=1).sum() > 3 * 16                      # the legend took more than one row
+
+
+@pytest.mark.parametrize("size", [(320, 200), (400, 250), (480, 300)])
+def test_the_full_hud_stays_off_the_map_inset_and_keeps_its_first_lines(size):
+    """In a small frame the full HUD ran down over the map in the bottom-right corner."""
+    w, h = size
+    lines = hud_lines(_busy_info(), "full")
+    font = hud_font_size(h, w, max(len(text) for text, _ in lines))
+    x, y, side, _ = inset_rect(size)
+    inset = (slice(h - y - side, h - y), slice(x, x + side))
+    covered = Image.new("RGB", size, (255, 255, 255))
+    draw_hud(covered, lines, font)
+    assert (np.asarray(covered)[inset].max(axis=-1) < 120).any()  # without keep_clear: over the map
+    image = Image.new("RGB", size, (255, 255, 255))
+    draw_hud(image, lines, font, keep_clear=inset_corner(size))
+    pixels = np.asarray(image)
+    assert (pixels[inset] == 255).all()
+    assert (pixels[:20, :40].max(axis=-1) < 120).any()  # the panel still stands in the top-left
+
+
+def test_a_hud_narrower_than_the_maps_left_edge_keeps_every_row():
+    assert rows_clear_of((295, 145), 294, 11, 20, 10) == 20
+    assert rows_clear_of(None, 1000, 11, 20, 10) == 20
+    assert rows_clear_of((295, 5), 400, 11, 20, 10) == 1  # one row at least: the status line
