@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import logging
-import math
 import os
 import sys
 import time
@@ -46,20 +45,26 @@ STEP = 1.5
 #: units, so a world far smaller than a radius is no town map (and below 2**-23 of the largest
 #: radius, beyond what a tree can grow to hold).
 MIN_WORLD = 1.0
+#: The largest ``--world``: a town map of radii 10 to 150 needs no more, and a tree over 1e308 grew a
+#: thousand levels down to them (1.4 s a tick, every player alone).
+MAX_WORLD = 1e9
+#: The largest ``--hysteresis``: held until twice the radius.  More, and every player soon holds most of
+#: the world (``--hysteresis 1e308`` at the default counts: 10k x 100k pairs held, a tick never ended).
+MAX_HYSTERESIS = 1.0
 #: The most players or entities the demos take: a hundred million entities are some 40 GB in the
 #: coordinator and the shards together; beyond, NumPy refused the arrays with a traceback.
 MAX_COUNT = 100_000_000
 
 
 def check_world(ap: argparse.ArgumentParser, args: argparse.Namespace, least: int) -> None:
-    """``--players``, ``--entities`` (``least`` .. :data:`MAX_COUNT`) and ``--world`` (finite, at least
-    :data:`MIN_WORLD`): one argparse line each, for both entry points (``server.demo``, ``server.scale``)."""
+    """``--players``, ``--entities`` (``least`` .. :data:`MAX_COUNT`) and ``--world`` (:data:`MIN_WORLD` ..
+    :data:`MAX_WORLD`): one argparse line each, for both entry points (``server.demo``, ``server.scale``)."""
     for name in ("players", "entities"):
         value = getattr(args, name)
         if not least <= value <= MAX_COUNT:
             ap.error(f"--{name} must be from {least} to {MAX_COUNT:,}, got {value}")
-    if not (math.isfinite(args.world) and args.world >= MIN_WORLD):
-        ap.error(f"--world must be a finite number >= {MIN_WORLD:g} (the entities' radii are 10 to 150 "
+    if not MIN_WORLD <= args.world <= MAX_WORLD:  # nan fails too
+        ap.error(f"--world must be from {MIN_WORLD:g} to {MAX_WORLD:g} (the entities' radii are 10 to 150 "
                  f"world units), got {args.world:g}")
 
 
@@ -72,7 +77,7 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
     ap.add_argument("--ticks", type=int, default=20, help="server ticks to run after tick 0, where every player enters (default 20)")
     ap.add_argument("--world", type=float, default=4096.0, help="edge of the square world (default 4096)")
     ap.add_argument("--hysteresis", type=float, default=0.0,
-                    help="leave margin m: an entity leaves beyond r * (1 + m) (default 0)")
+                    help="leave margin m, 0 to 1: an entity leaves beyond r * (1 + m) (default 0)")
     ap.add_argument("--seed", type=int, default=1, help="the world's random seed, 0 or more (default 1)")
     ap.add_argument("--check", action="store_true", help="compare every tick with one InterestManager")
     ap.add_argument("--quiet", action="store_true", help="no per-tick lines, only the bar and the summary")
@@ -84,8 +89,8 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
         ap.error(f"--ticks must be at least 1, got {args.ticks}")
     if not 1 <= args.shards <= MAX_SHARDS:
         ap.error(f"--shards must be from 1 to {MAX_SHARDS}, got {args.shards}")
-    if not (math.isfinite(args.hysteresis) and args.hysteresis >= 0.0):
-        ap.error(f"--hysteresis must be a finite number >= 0, got {args.hysteresis:g}")
+    if not 0.0 <= args.hysteresis <= MAX_HYSTERESIS:  # nan fails too
+        ap.error(f"--hysteresis must be from 0 to {MAX_HYSTERESIS:g}, got {args.hysteresis:g}")
     return args
 
 

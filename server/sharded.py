@@ -344,6 +344,18 @@ class ShardedInterest:
         except RayError:  # RayActorError, or a RayTaskError its apply raised: the coordinator's state stands
             self._rebuild(k)
 
+    def _answer(self, k: int, ask: Callable[[], Any], ref: Any = None) -> Any:
+        """Shard ``k``'s answer to ``ask()`` (``ref``: already asked); an actor that died meanwhile is
+        rebuilt and asked again, three tries in all."""
+        ref = ask() if ref is None else ref
+        for _ in range(2):
+            try:
+                return ray.get(ref)
+            except RayActorError:
+                self._rebuild(k)
+                ref = ask()
+        return ray.get(ref)
+
     @_one_at_a_time
     def held_by(self, k: int) -> NDArray[np.int64]:
         """The global handles shard ``k`` (``0 .. shards - 1``) holds now (a round trip; for tests and operators)."""
@@ -353,7 +365,7 @@ class ShardedInterest:
             raise ValueError(f"the shard must be from 0 to {len(self._actors) - 1}, got {k}")
         self._open()
         self._settle(k)
-        return ray.get(self._actors[k].held.remote())  # type: ignore[no-any-return]
+        return self._answer(k, lambda: self._actors[k].held.remote())  # type: ignore[no-any-return]
 
     # -- ticks ---------------------------------------------------------------
 
@@ -388,15 +400,7 @@ class ShardedInterest:
             if ends[k + 1] > ends[k]:
                 asked[k] = ask(k)
         for k, ref in asked.items():
-            for attempt in range(3):
-                try:
-                    parts[k] = ray.get(ref)
-                    break
-                except RayActorError:
-                    if attempt == 2:
-                        raise
-                    self._rebuild(k)
-                    ref = ask(k)
+            parts[k] = self._answer(k, functools.partial(ask, k), ref)
         empty = (np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64))
         merged = []
         for s in range(len(scales)):

@@ -157,6 +157,22 @@ def test_a_killed_actor_is_rebuilt_and_the_next_tick_is_identical(ray_cluster):
         sh.close()
 
 
+def test_held_by_a_killed_actor_rebuilds_it_as_a_tick_does(ray_cluster):
+    """``held_by`` asked the dead actor and raised Ray's ``ActorDiedError`` (nothing pending to notice it)."""
+    rng = np.random.default_rng(10)
+    im, sh = twins(2)
+    try:
+        populated(im, sh, rng, 200, (0.0, 40.0))
+        first_tick(im, sh, rng, 20)
+        before = sh.held_by(1)
+        kill(ray_cluster, sh.actors[1])
+        assert sh.held_by(1).tolist() == before.tolist()
+        assert sh.restarts == 1
+        check_holdings(sh)
+    finally:
+        sh.close()
+
+
 def test_a_radius_beyond_the_ghosts_and_bad_input_are_refused_and_change_nothing(ray_cluster):
     im, sh = twins(2, margin=5.0)
     try:
@@ -595,12 +611,16 @@ def test_the_demo_interrupted_says_one_line_and_exits_130():
 
 
 @pytest.mark.parametrize("flags, message", [
-    (["--world", "0"], "--world must be a finite number >= 1 (the entities' radii are 10 to 150 world units), got 0"),
-    (["--world", "nan"], "--world must be a finite number >= 1 (the entities' radii are 10 to 150 world units), "
+    (["--world", "0"], "--world must be from 1 to 1e+09 (the entities' radii are 10 to 150 world units), got 0"),
+    (["--world", "nan"], "--world must be from 1 to 1e+09 (the entities' radii are 10 to 150 world units), "
                          "got nan"),
-    (["--world", "1e-300"], "--world must be a finite number >= 1 (the entities' radii are 10 to 150 world units), "
+    (["--world", "1e-300"], "--world must be from 1 to 1e+09 (the entities' radii are 10 to 150 world units), "
                             "got 1e-300"),
-    (["--hysteresis", "-1"], "--hysteresis must be a finite number >= 0, got -1"),
+    (["--world", "1e308"], "--world must be from 1 to 1e+09 (the entities' radii are 10 to 150 world units), "
+                           "got 1e+308"),
+    (["--hysteresis", "-1"], "--hysteresis must be from 0 to 1, got -1"),
+    (["--hysteresis", "1e308"], "--hysteresis must be from 0 to 1, got 1e+308"),
+    (["--hysteresis", "nan"], "--hysteresis must be from 0 to 1, got nan"),
     (["--shards", "65"], "--shards must be from 1 to 64, got 65"),
     (["--shards", "0"], "--shards must be from 1 to 64, got 0"),
     (["--players", "-5"], "--players must be from 0 to 100,000,000, got -5"),
@@ -620,7 +640,7 @@ def test_the_demo_refuses_bad_values_in_one_line_before_ray_starts(flags, messag
 @pytest.mark.parametrize("flags, message", [
     (["--players", str(10**22), "--shards", "1"], f"--players must be from 1 to 100,000,000, got {10**22}"),
     (["--world", "1e-300", "--players", "50", "--entities", "500"],
-     "--world must be a finite number >= 1 (the entities' radii are 10 to 150 world units), got 1e-300"),
+     "--world must be from 1 to 1e+09 (the entities' radii are 10 to 150 world units), got 1e-300"),
     (["--entities", "0"], "--entities must be from 1 to 100,000,000, got 0"),
 ])
 def test_the_scale_model_refuses_what_the_demo_refuses_in_one_line(flags, message, capsys):
