@@ -44,6 +44,7 @@ from culling import (
 from engine.camera import CAMERA_RADIUS, Camera, above_ground
 from engine.culling_pipeline import CullingPipeline
 from engine.frame_stats import FrameStats
+from engine.framebuffers import offscreen_framebuffer
 from engine.hud import HudInfo
 from engine.inspection import Inspection, inspect, pick, screen_ray
 from engine.map import MapInset
@@ -270,11 +271,10 @@ class Demo:
         import moderngl
 
         previous = self.ctx.fbo
-        target = self.ctx.simple_framebuffer(self.size)
         try:
-            self.renderer.draw(view_projection, position, target)
+            with offscreen_framebuffer(self.ctx, self.size) as target:
+                self.renderer.draw(view_projection, position, target)
         finally:
-            target.release()
             if previous is not None and not isinstance(previous.mglo, moderngl.InvalidObject):   # not released
                 previous.use()
 

@@ -25,6 +25,7 @@ from demo.interactive import save_image
 from demo.loading import building, warm_up_headless
 from demo.stats import StatsWriter
 from engine.files import write_atomically
+from engine.framebuffers import release_framebuffer
 from engine.hud import GREY, WHITE, YELLOW, draw_hud, hud_font_size, hud_legend, hud_lines, text_colour
 from engine.map_geometry import inset_corner, label_font_size
 from engine.map_label import draw_map_label
@@ -263,7 +264,7 @@ def run_headless(options: HeadlessOptions, ctx: moderngl.Context | None = None) 
         if writer is not None:
             writer.close()
         demo.release()
-        fbo.release()
+        release_framebuffer(fbo)
         if own_ctx:
             ctx.release()
     return HeadlessResult(frames, images, gif_path, renderer, removed)

@@ -8,6 +8,7 @@ from demo_window import PATIENCE, need_tools
 from xvfb_server import start_xvfb
 
 from demo.demo import Demo, DemoSettings
+from engine.framebuffers import release_framebuffer
 
 
 @pytest.fixture
@@ -38,7 +39,7 @@ def render(gl_ctx):
             return np.asarray(demo.read_image(fbo))
         finally:
             demo.renderer.flat = False
-            fbo.release()
+            release_framebuffer(fbo)
 
     return _render
 

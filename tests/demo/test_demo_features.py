@@ -5,6 +5,7 @@ import pytest
 
 from culling import CollisionCandidates, VisibilityTracker
 from demo.demo import CAMERA_RADIUS, SCALE_STEP, SCALE_STEPS
+from engine.framebuffers import release_framebuffer
 from engine.hud import HudInfo, hud_lines
 from engine.map_geometry import inset_rect
 
@@ -176,7 +177,7 @@ def test_the_map_follows_a_resize_though_the_window_screen_keeps_its_first_size(
             demo.render(screen)
             images.append(np.frombuffer(screen.read(components=3), dtype=np.uint8).reshape(200, 320, 3))
     finally:
-        screen.release()
+        release_framebuffer(screen)
     changed = np.any(images[0] != images[1], axis=-1)  # rows bottom first, as GL reads them
     x, y, w, h = inset_rect((200, 150))
     inside = np.zeros_like(changed)
@@ -204,3 +205,26 @@ def test_a_frame_drawn_before_the_first_update_of_a_scene_shows_ground_and_sky(m
         demo.update(0.0)
         after = render(demo)
         assert demo.stats.drawn > 0 and np.abs(after.astype(int) - before.astype(int)).max() > 0
+
+
+def test_a_scene_load_gives_back_every_gl_object_the_load_before_made(make_demo, monkeypatch):
+    """The load's warm-up drew into a ``simple_framebuffer`` and released the framebuffer alone: its colour
+    and depth renderbuffers stayed, and the window's memory grew with every number key (a helper's
+    window probe: 300 MB to 1 GB in 65 loads)."""
+    import moderngl
+
+    demo = make_demo("forest", 2_000)
+    made: list[object] = []
+    for name in ("buffer", "vertex_array", "program", "renderbuffer", "depth_renderbuffer", "framebuffer",
+                 "simple_framebuffer", "texture", "depth_texture"):
+        def counted(self, *args, _make=getattr(moderngl.Context, name), **kwargs):
+            obj = _make(self, *args, **kwargs)
+            made.append(obj)
+            return obj
+        monkeypatch.setattr(moderngl.Context, name, counted)
+    demo.load_scene("forest", 2_000)
+    first = list(made)
+    assert any(isinstance(obj, moderngl.Renderbuffer) for obj in first)   # the warm-up's target was seen
+    demo.load_scene("swarm", 1_000)
+    kept = [obj for obj in first if not isinstance(obj.mglo, moderngl.InvalidObject)]
+    assert kept == []

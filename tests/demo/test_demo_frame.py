@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from engine.camera import Camera
+from engine.framebuffers import release_framebuffer
 
 
 def _counting(monkeypatch, obj, name, calls):
@@ -44,7 +45,7 @@ def test_update_touches_no_gpu_object_and_render_completes_the_stats(make_demo, 
     try:
         done = demo.render(fbo)
     finally:
-        fbo.release()
+        release_framebuffer(fbo)
     assert done is stats and stats.draw_ms > 0.0 and stats.upload_ms > 0.0
     # Every (kind, level) batch: cross-fading instances are drawn at two levels.
     uploaded = sum(b.count for b in demo.renderer.groups if b is not None)
@@ -74,7 +75,7 @@ def test_one_index_call_and_one_matrix_per_frame_with_or_without_the_overlay(mak
         demo.render(fbo)
         assert len(matrices) == 2                    # the camera's and the frozen camera's
     finally:
-        fbo.release()
+        release_framebuffer(fbo)
 
 
 def test_traced_and_exact_frames_keep_the_same_objects(make_demo):

@@ -11,6 +11,7 @@ import demo.demo as demo_module
 import demo.loading as loading
 from demo.demo import Demo, DemoSettings
 from demo.headless import HeadlessOptions, run_headless
+from engine.framebuffers import release_framebuffer
 
 
 def test_a_large_scene_build_reports_each_step_on_stderr(gl_ctx, capsys, monkeypatch):
@@ -64,7 +65,7 @@ def test_the_loading_screen_bar_is_filled_to_the_fraction(gl_ctx, fraction):
         x, y, bar_w, bar_h = loading.draw_bar(gl_ctx, size, fraction)
         image = np.frombuffer(fbo.read(components=3), dtype=np.uint8).reshape(size[1], size[0], 3)  # bottom row first
     finally:
-        fbo.release()
+        release_framebuffer(fbo)
 
     def pixels(rgb: tuple[float, float, float]) -> np.ndarray:
         return np.all(np.abs(image.astype(np.int16) - np.round(np.asarray(rgb) * 255.0)) <= 1, axis=-1)

@@ -6,6 +6,7 @@ import pytest
 
 from culling import ViewDistanceTree
 from engine.camera import Camera
+from engine.framebuffers import release_framebuffer
 from engine.map import MapRenderer
 from engine.map_geometry import LEVEL_OUTLINE_ALPHA, build_map, inset_rect, map_matrix, scale_bar_length
 from engine.overlay import LEVEL_COLOURS, level_colour
@@ -86,7 +87,7 @@ def _render_inset(gl_ctx, geometry, size=(320, 320)):
         img = np.frombuffer(fbo.read(components=3), dtype=np.uint8).reshape(size[1], size[0], 3)[::-1]
     finally:
         renderer.release()
-        fbo.release()
+        release_framebuffer(fbo)
     x, y, w, h = inset_rect(size)
     rows = np.s_[size[1] - (y + h):size[1] - y]
     return img[rows, x:x + w], np.delete(img, rows, axis=0)
