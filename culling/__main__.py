@@ -54,7 +54,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "ship-kernels":
         from culling.shipped import native_kernels_current, ship_kernels
 
-        folder = args.folder or SHIPPED_DIR
+        if args.folder is not None and not args.folder.strip():  # "" was the package's own folder, silently
+            ship.error("FOLDER must name a folder, got an empty string (leave it out for the package's own)")
+        folder = SHIPPED_DIR if args.folder is None else args.folder
         problem = _unwritable(Path(folder))
         if problem:
             ship.error(f"cannot write the kernels into {folder}: {problem}")
@@ -102,6 +104,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _unwritable(folder: Path) -> str | None:
     """Why ``ship-kernels`` could not write into ``folder`` (made if missing), or None: tried before a
     minute of compiling, so a bad folder is one line, not a traceback at the end."""
+    if folder.exists() and not folder.is_dir():
+        return "it is a file, not a folder"
     try:
         folder.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryFile(dir=folder):
@@ -126,5 +130,15 @@ def exit_without_teardown(status: int) -> NoReturn:
     os._exit(status)
 
 
+def _main_interrupted() -> int:
+    """:func:`main`, a Ctrl-C said in one line (status 130, as a shell gives it): a compile's traceback
+    through the workers' queue said nothing more.  The workers, stopped with it, write to no terminal."""
+    try:
+        return main()
+    except KeyboardInterrupt:
+        print("python -m culling: error: interrupted", file=sys.stderr)
+        return 130
+
+
 if __name__ == "__main__":
-    exit_without_teardown(main())  # a usage error (argparse) or an exception ends the usual way
+    exit_without_teardown(_main_interrupted())  # a usage error (argparse) or an exception ends the usual way

@@ -140,6 +140,12 @@ def _folder(text: str) -> Path:
     return Path(text)
 
 
+def _stats_file(text: str) -> str:
+    if not text.strip():  # it said "cannot write the --stats file .: Is a directory"
+        raise argparse.ArgumentTypeError("must name a file, got an empty string (--stats alone: stdout)")
+    return text
+
+
 def build_parser() -> argparse.ArgumentParser:
     from engine.hud import HUD_MODES
     from scenes import DEFAULT_SCENE, SCENES
@@ -170,7 +176,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "H cycles it in the window (default compact)")
     p.add_argument("--no-images", action="store_true", help="headless: do not write PNGs (for timing runs)")
     p.add_argument("--gif", action="store_true", help="headless: also write an animated GIF (out/demo.gif)")
-    p.add_argument("--stats", nargs="?", const="-", default=None, metavar="FILE",
+    p.add_argument("--stats", nargs="?", const="-", default=None, metavar="FILE", type=_stats_file,
                    help="one CSV row per drawn frame (stage timings, funnel, camera, toggles), flushed each frame, "
                         "on stdout or into FILE")
     p.add_argument("--shape", choices=("sphere", "cube"), default="sphere",

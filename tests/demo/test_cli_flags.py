@@ -305,3 +305,16 @@ def test_help_counts_the_compact_hud_lines_the_window_shows_in_the_forest():
     said = [count for word, count in words.items() if f"{word} lines in the forest" in help_text]
     lines = hud_lines(HudInfo("forest", 200_000, FrameStats(), mouse=MOUSE_FREE), "compact")
     assert said == [len(lines)], (said, [text for text, _ in lines])
+
+
+@pytest.mark.parametrize("flag, message", [
+    ("--stats", "argument --stats: must name a file, got an empty string (--stats alone: stdout)"),
+    ("--out", "argument --out: must name a folder, got an empty string"),
+])
+def test_an_empty_file_or_folder_name_is_refused_in_one_line(flag, message, capsys):
+    """``--stats ""`` said "cannot write the --stats file .: Is a directory"."""
+    with pytest.raises(SystemExit) as exit_:
+        cli.build_parser().parse_args([flag, ""])
+    assert exit_.value.code == cli.EXIT_USAGE
+    assert message in capsys.readouterr().err
+    assert cli.build_parser().parse_args(["--stats"]).stats == "-"  # alone: stdout, as before

@@ -509,6 +509,8 @@ def test_warm_up_reports_progress_and_the_command_draws_a_bar():
     (["warm-up", "--workers", "0"], "--workers must be at least 1, got 0"),
     (["ship-kernels", "/proc/no such folder"],
      "cannot write the kernels into /proc/no such folder: No such file or directory"),
+    (["ship-kernels", ""],  # was the package's own folder: an installed package's files rewritten, status 0
+     "FOLDER must name a folder, got an empty string (leave it out for the package's own)"),
 ])
 def test_the_commands_refuse_bad_flags_with_their_own_usage(args, message, capsys):
     import culling.__main__ as cli
@@ -529,6 +531,24 @@ def test_ship_kernels_into_a_file_is_refused_before_compiling(tmp_path, capsys):
         cli.main(["ship-kernels", str(tmp_path / "a file" / "kernels")])
     assert exit_.value.code == 2
     assert "cannot write the kernels into" in capsys.readouterr().err
+    with pytest.raises(SystemExit):  # the file itself: it said "File exists"
+        cli.main(["ship-kernels", str(tmp_path / "a file")])
+    assert capsys.readouterr().err.endswith(f"cannot write the kernels into {tmp_path / 'a file'}: it is a file, "
+                                            "not a folder\n")
+
+
+def test_ctrl_c_in_a_cold_warm_up_is_one_line_and_status_130(tmp_path):
+    """It was a traceback through the workers' queue, and the status of a process killed by SIGINT."""
+    from interrupts import interrupt_once, sigint_as_a_terminal_gives_it
+
+    env = _env(NUMBA_CACHE_DIR=str(tmp_path / "cache"))
+    proc = subprocess.Popen([sys.executable, "-m", "culling", "warm-up", "--groups", "tree", "--workers", "1"],
+                            env=env, cwd=tmp_path, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True, preexec_fn=sigint_as_a_terminal_gives_it)
+    assert proc.stderr is not None
+    err = interrupt_once(proc, lambda: proc.stderr.readline().startswith("compiling kernels"))
+    assert proc.returncode == 130, err
+    assert err.splitlines()[-1] == "python -m culling: error: interrupted" and "Traceback" not in err, err
 
 
 def test_a_warm_up_that_could_cache_nothing_fails_the_build_step(monkeypatch, capsys):
