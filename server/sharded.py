@@ -133,8 +133,10 @@ class ShardedInterest:
             margin = float(probe_margin)
         except OverflowError:
             margin = math.inf
-        if not math.isfinite(margin) or margin < 0:
-            raise ValueError(f"probe_margin must be a finite number >= 0, got {probe_margin!r}")
+        if not math.isfinite(margin) or margin < 0:  # 10**400 said all its 401 digits
+            shown = "a number beyond float64" if margin == math.inf and not isinstance(probe_margin, float) \
+                else repr(probe_margin)
+            raise ValueError(f"probe_margin must be a finite number >= 0, got {shown}")
         self._margin: float = margin
         self.regions: Regions = Regions(self._tree.size, self._tree.origin, dim, shards)
         if not ray.is_initialized():
