@@ -25,11 +25,15 @@ def unwritable_folder(folder: Path) -> str | None:
     parent when it does not exist yet.
     """
     target = folder
-    while not target.exists() and target.absolute().parent != target.absolute():
-        if target.is_symlink():  # a link to nowhere: mkdir would fail on it after the scene is built
-            return f"--out {folder} is a broken link ({target} -> {os.readlink(target)})"
-        target = target.absolute().parent
-    if not target.is_dir():
+    try:  # Path.exists raises where the system refuses the name itself (ENAMETOOLONG: a traceback)
+        while not target.exists() and target.absolute().parent != target.absolute():
+            if target.is_symlink():  # a link to nowhere: mkdir would fail on it after the scene is built
+                return f"--out {folder} is a broken link ({target} -> {os.readlink(target)})"
+            target = target.absolute().parent
+        is_folder = target.is_dir()
+    except OSError as exc:
+        return f"--out {folder} cannot be used: {exc.strerror or exc}"
+    if not is_folder:
         return f"--out {folder} is not a folder ({target} is a file)" if target != folder \
             else f"--out {folder} is not a folder"
     try:

@@ -32,6 +32,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import os
+import signal
 import sys
 import time
 from pathlib import Path
@@ -356,7 +357,23 @@ def main(argv=None) -> int:
 
     base.taskMgr.add(cull_and_draw, "cull-and-draw")
     if not headless:
+        # Ctrl-C: Panda3D's task manager catches it, prints "* interrupt by keyboard" and returns from run();
+        # noted here instead, and raised after the loop: one line and status 130, as the demo ends
+        interrupted: list[int] = []
+
+        def between_frames(signum, _frame) -> None:  # stops the loop (it catches KeyboardInterrupt)
+            interrupted.append(signum)
+            raise KeyboardInterrupt
+
+        def within_a_frame(signum, _frame) -> None:  # the task manager's own handler, less its print
+            interrupted.append(signum)
+            base.taskMgr.fKeyboardInterrupt = 1      # it raises at the frame's end
+
+        base.taskMgr.keyboardInterruptHandler = within_a_frame
+        signal.signal(signal.SIGINT, between_frames)
         base.run()                                   # Esc, the close button or --frames: userExit, status 0
+        if interrupted:
+            raise KeyboardInterrupt
         return 0
     args.out.mkdir(parents=True, exist_ok=True)
     frame_ms, image = [], PNMImage()

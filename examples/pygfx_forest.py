@@ -32,6 +32,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import os
+import signal
 import sys
 import time
 from pathlib import Path
@@ -372,8 +373,8 @@ def main(argv=None) -> int:
 
     def draw_frame() -> None:                        # pygfx's draw callback: cull, upload, render
         i, t0 = state["frame"], time.perf_counter()
-        if i == 0:  # the frame rate, the path's clock and the first step count from the first frame's start:
-            state.update(said=t0, start=t0, last=t0)  # not from before pygfx compiled its shaders (a second)
+        if i == 0:
+            state.update(said=t0, start=t0, last=t0)
         fly(t0 - state["last"])
         state["last"] = t0
         if state["flown"]:
@@ -399,6 +400,9 @@ def main(argv=None) -> int:
             canvas.close()
             return
         renderer.render(world, camera)
+        if i == 0:  # the frame rate, the path's clock and the first step count from the first frame's end: pygfx
+            end = time.perf_counter()                # compiles its shaders in it (a second and more on a CPU)
+            state.update(said=end, start=end, last=end)
         last = frames is not None and i + 1 >= frames
         if t0 - state["said"] >= SUMMARY_SECONDS or last:
             # the frames finished since the last line, from its frame's start to this one's (this frame is
@@ -422,7 +426,16 @@ def main(argv=None) -> int:
     canvas.request_draw(draw_frame)
     print("first frame: pygfx compiles its shaders (seconds on a CPU renderer) ...", flush=True)
     if not headless:
+        # Ctrl-C: rendercanvas's loop logs "Received signal Interrupt", closes the window and returns; its
+        # handler is replaced once the loop runs, and the interrupt raised after it: one line, status 130
+        def on_ctrl_c(_signum, _frame) -> None:
+            state["interrupted"] = True
+            loop.stop()
+
+        loop.call_soon(lambda: signal.signal(signal.SIGINT, on_ctrl_c))
         loop.run()                                   # until Esc, the close button or --frames
+        if state.get("interrupted"):
+            raise KeyboardInterrupt
         if "error" in state:
             print(state["error"], file=sys.stderr)
             return 1

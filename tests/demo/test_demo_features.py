@@ -215,13 +215,17 @@ def test_a_scene_load_gives_back_every_gl_object_the_load_before_made(make_demo,
 
     demo = make_demo("forest", 2_000)
     made: list[object] = []
-    for name in ("buffer", "vertex_array", "program", "renderbuffer", "depth_renderbuffer", "framebuffer",
-                 "simple_framebuffer", "texture", "depth_texture"):
-        def counted(self, *args, _make=getattr(moderngl.Context, name), **kwargs):
-            obj = _make(self, *args, **kwargs)
+
+    def counting(make):
+        def counted(self, *args, **kwargs):
+            obj = make(self, *args, **kwargs)
             made.append(obj)
             return obj
-        monkeypatch.setattr(moderngl.Context, name, counted)
+        return counted
+
+    for name in ("buffer", "vertex_array", "program", "renderbuffer", "depth_renderbuffer", "framebuffer",
+                 "simple_framebuffer", "texture", "depth_texture"):
+        monkeypatch.setattr(moderngl.Context, name, counting(getattr(moderngl.Context, name)))
     demo.load_scene("forest", 2_000)
     first = list(made)
     assert any(isinstance(obj, moderngl.Renderbuffer) for obj in first)   # the warm-up's target was seen

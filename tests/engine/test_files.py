@@ -62,3 +62,10 @@ def test_a_broken_link_is_named_before_any_work(tmp_path):
     assert unwritable_folder(tmp_path / "frames" / "sub").startswith(f"--out {tmp_path / 'frames' / 'sub'} is a broken link")
     (tmp_path / "nowhere").mkdir()
     assert unwritable_folder(tmp_path / "frames") is None       # the link leads somewhere now
+
+
+def test_a_name_the_system_refuses_is_one_line_not_a_traceback(tmp_path):
+    """``Path.exists`` raises ``OSError: [Errno 36] File name too long`` (both examples' --out: a traceback)."""
+    long = tmp_path / ("a" * 300)
+    for folder in (long, long / "sub"):
+        assert unwritable_folder(folder) == f"--out {folder} cannot be used: File name too long"

@@ -16,6 +16,7 @@ import ctypes.util
 import io
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -24,6 +25,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from interrupts import sigint_as_a_terminal_gives_it
 from xvfb_server import start_xvfb
 
 from tests.examples.test_engine_examples import IN_CI, NEEDS, ROOT, SUMMARY, _load, _need
@@ -91,7 +93,8 @@ class Running:
         self.name, self.display = name, display
         self.env, self.log = dict(os.environ, DISPLAY=display), log
         self.proc = subprocess.Popen([sys.executable, str(ROOT / "examples" / f"{name}.py"), "--objects", str(OBJECTS)],
-                                     cwd=ROOT, env=self.env, stdout=log.open("w"), stderr=subprocess.STDOUT)
+                                     cwd=ROOT, env=self.env, stdout=log.open("w"), stderr=subprocess.STDOUT,
+                                     preexec_fn=sigint_as_a_terminal_gives_it)
 
     def summaries(self) -> list[dict]:
         return [{"frame": int(m["frame"]), "eye": np.array([float(m["x"]), float(m["y"]), float(m["z"])]),
@@ -204,5 +207,22 @@ def test_the_close_button_quits_with_0(name, display, tmp_path):
         app.wait_summaries(1)
         press_close_button(display, int(app.window()))
         assert app.exit_status() == 0, app.log.read_text()[-2000:]
+    finally:
+        app.stop()
+
+
+@pytest.mark.parametrize("name", sorted(NEEDS))
+def test_ctrl_c_in_the_window_is_one_line_and_status_130(name, display, tmp_path):
+    """Panda3D's task manager and rendercanvas's loop each caught Ctrl-C: status 0, and their own words
+    ("* interrupt by keyboard", "Received signal Interrupt"), not the demo's line."""
+    _need(name)
+    app = Running(name, display, tmp_path / "out.txt")
+    try:
+        app.wait_summaries(1)
+        app.proc.send_signal(signal.SIGINT)
+        assert app.exit_status() == 130, app.log.read_text()[-2000:]
+        log = app.log.read_text()
+        assert log.splitlines()[-1] == f"{name}.py: error: interrupted", log[-2000:]
+        assert not any(said in log for said in ("interrupt by keyboard", "Received signal", "Traceback")), log[-2000:]
     finally:
         app.stop()

@@ -539,14 +539,17 @@ def test_ship_kernels_into_a_file_is_refused_before_compiling(tmp_path, capsys):
 
 def test_ctrl_c_in_a_cold_warm_up_is_one_line_and_status_130(tmp_path):
     """It was a traceback through the workers' queue, and the status of a process killed by SIGINT."""
-    from interrupts import interrupt_once, sigint_as_a_terminal_gives_it
+    import signal  # (tests/interrupts.py is not among the tests run against the installed wheel)
 
     env = _env(NUMBA_CACHE_DIR=str(tmp_path / "cache"))
     proc = subprocess.Popen([sys.executable, "-m", "culling", "warm-up", "--groups", "tree", "--workers", "1"],
                             env=env, cwd=tmp_path, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, text=True, preexec_fn=sigint_as_a_terminal_gives_it)
+                            stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # as a terminal
     assert proc.stderr is not None
-    err = interrupt_once(proc, lambda: proc.stderr.readline().startswith("compiling kernels"))
+    assert proc.stderr.readline().startswith("compiling kernels"), proc.communicate()[1]  # under way
+    proc.send_signal(signal.SIGINT)
+    err = proc.communicate(timeout=120)[1]
     assert proc.returncode == 130, err
     assert err.splitlines()[-1] == "python -m culling: error: interrupted" and "Traceback" not in err, err
 
@@ -597,7 +600,7 @@ def test_the_command_ends_without_pythons_teardown_but_runs_the_exit_functions_a
     proc = _run(script.replace("exit_without_teardown(3)", "sys.exit(3)"), _env(), PACKAGE.parent)
     assert proc.returncode == 3 and "torn down" in proc.stdout  # what the usual exit does, and this skips
     text = (PACKAGE / "__main__.py").read_text()
-    assert 'if __name__ == "__main__":\n    exit_without_teardown(main())' in text
+    assert 'if __name__ == "__main__":\n    exit_without_teardown(_main_interrupted())' in text
 
 
 #: Two kernels of two files that share no source (``core/members.py``, ``core/floats.py``), each called once;
