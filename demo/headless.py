@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import logging
 import math
-import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,7 +23,7 @@ from demo.demo import Demo, DemoError, DemoSettings
 from demo.interactive import save_image
 from demo.loading import building, warm_up_headless
 from demo.stats import StatsWriter
-from engine.files import write_atomically
+from engine.files import stale_frames, write_atomically
 from engine.framebuffers import release_framebuffer
 from engine.hud import GREY, WHITE, YELLOW, draw_hud, hud_font_size, hud_legend, hud_lines, text_colour
 from engine.map_geometry import inset_corner, label_font_size
@@ -165,16 +164,11 @@ def write_gif(frames: list[Image.Image], path: Path, frame_ms: int) -> None:
                                                        duration=frame_ms, loop=0, optimize=False))
 
 
-#: The name of a frame :func:`run_headless` writes (``frame_0000.png``, ...).
-FRAME_NAME = re.compile(r"frame_(\d{4,})\.png")
-
-
 def stale_outputs(out: Path, frames: int, gif: bool) -> list[Path]:
     """What an earlier run left in ``out`` that a run of ``frames`` frames (with or without the
-    animation) does not write again: the frames past its last, and ``demo.gif`` where it makes none.
-    Left there, a shorter run's folder read as a longer run's last frames."""
-    found = [path for path in out.iterdir()
-             if (match := FRAME_NAME.fullmatch(path.name)) and int(match.group(1)) >= frames and path.is_file()]
+    animation) does not write again: the frames past its last (:func:`engine.files.stale_frames`), and
+    ``demo.gif`` where it makes none."""
+    found = stale_frames(out, frames)
     if not gif and (out / "demo.gif").is_file():
         found.append(out / "demo.gif")
     return sorted(found)

@@ -5,16 +5,29 @@ A program that writes frames, screenshots or reports into a folder
 before it builds a scene or runs, so a read-only or mistyped folder costs one line on stderr, not a long wait and a
 traceback; and it writes each file under a temporary name and renames it, so
 a Ctrl-C or a full disk never leaves a truncated image under the real name.
+A run of headless frames removes the frames an earlier, longer run left past
+its last (:func:`stale_frames`).
 """
 
 from __future__ import annotations
 
 import os
+import re
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-__all__ = ["unwritable_folder", "write_atomically"]
+__all__ = ["FRAME_NAME", "stale_frames", "unwritable_folder", "write_atomically"]
+
+#: The name of a headless frame (``frame_0000.png``, ...): the demo's and the examples'.
+FRAME_NAME = re.compile(r"frame_(\d{4,})\.png")
+
+
+def stale_frames(out: Path, frames: int) -> list[Path]:
+    """The frames an earlier run left in ``out`` past the last of a run of ``frames``: left there, a
+    shorter run's folder read as a longer run's last frames."""
+    return sorted(path for path in out.iterdir()
+                  if (match := FRAME_NAME.fullmatch(path.name)) and int(match.group(1)) >= frames and path.is_file())
 
 
 def unwritable_folder(folder: Path) -> str | None:

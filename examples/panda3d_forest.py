@@ -172,7 +172,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--frames", type=int, default=None, help="stop after N frames (headless default: 60)")
     p.add_argument("--objects", type=int, default=200_000, help="objects in the forest (default 200000)")
     p.add_argument("--out", type=Path, default=Path("out/panda3d_forest"),
-                   help="folder for headless frames (default %(default)s); checked before any work")
+                   help="folder for headless frames (default %(default)s; an earlier run's extra frames removed); "
+                        "checked before any work")
     p.add_argument("--all", action="store_true", help="draw every object, no culling (to time the engine alone)")
     args = p.parse_args(argv)
     if args.objects < 1 or (args.frames is not None and args.frames < 1):
@@ -218,7 +219,7 @@ def main(argv=None) -> int:
         return 1
     headless = args.headless or not os.environ.get("DISPLAY")
     from engine.display import display_problem
-    from engine.files import unwritable_folder, write_atomically
+    from engine.files import stale_frames, unwritable_folder, write_atomically
 
     problem = None if headless else display_problem()
     if problem is not None:  # Panda3D would raise a bare "Could not open window." after the world is built
@@ -389,6 +390,8 @@ def main(argv=None) -> int:
         except OSError as exc:
             print(f"{Path(__file__).name}: error: could not write {path}: {exc.strerror or exc}", file=sys.stderr)
             return 1
+    for path in stale_frames(args.out, frames):     # a longer earlier run's last frames: not this run's
+        path.unlink(missing_ok=True)
     steady = frame_ms[1:] or frame_ms
     query = "no query" if args.all else f"query {np.median(query_ms[1:] or query_ms):.2f} ms"
     print(f"{frames} frames in {args.out}: median frame {np.median(steady):.1f} ms ({query}), "

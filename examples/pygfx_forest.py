@@ -244,7 +244,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--frames", type=int, default=None, help="stop after N frames (headless default: 60)")
     p.add_argument("--objects", type=int, default=200_000, help="objects in the forest (default 200000)")
     p.add_argument("--out", type=Path, default=Path("out/pygfx_forest"),
-                   help="folder for headless frames (default %(default)s); checked before any work")
+                   help="folder for headless frames (default %(default)s; an earlier run's extra frames removed); "
+                        "checked before any work")
     p.add_argument("--all", action="store_true", help="draw every object, no culling (to time the engine alone)")
     args = p.parse_args(argv)
     if args.objects < 1 or (args.frames is not None and args.frames < 1):
@@ -442,7 +443,7 @@ def main(argv=None) -> int:
         return 0
     from PIL import Image
 
-    from engine.files import write_atomically
+    from engine.files import stale_frames, write_atomically
 
     args.out.mkdir(parents=True, exist_ok=True)
     for i in range(frames):
@@ -456,6 +457,8 @@ def main(argv=None) -> int:
         except OSError as exc:
             print(f"{Path(__file__).name}: error: could not write {path}: {exc.strerror or exc}", file=sys.stderr)
             return 1
+    for path in stale_frames(args.out, frames):     # a longer earlier run's last frames: not this run's
+        path.unlink(missing_ok=True)
     steady = frame_ms[1:] or frame_ms
     query = "no query" if args.all else f"query {np.median(query_ms[1:] or query_ms):.2f} ms"
     print(f"{frames} frames in {args.out}: median frame {np.median(steady):.1f} ms ({query}), "

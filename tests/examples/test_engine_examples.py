@@ -440,3 +440,14 @@ def test_a_first_run_says_it_compiles_with_a_progress_bar(name, monkeypatch, cap
     bars = [line for line in err.splitlines() if line.startswith(f"{COMPILING}: [")]
     assert bars and "##############################] " in bars[-1], err       # a full bar at the end
     assert err.rstrip().splitlines()[-1].startswith("kernels compiled in "), err
+
+
+@pytest.mark.parametrize("name", sorted(NEEDS))
+def test_a_shorter_run_removes_the_frames_an_earlier_run_left_past_its_last(name, tmp_path):
+    """The examples left a longer earlier run's last frames, unlike the demo: the folder read as one run."""
+    _need(name)
+    for left in ("frame_0001.png", "frame_0089.png", "notes.txt"):
+        (tmp_path / left).write_bytes(b"an earlier run's")
+    proc = _run(name, "--headless", "--frames", "1", "--objects", "200", "--out", str(tmp_path))
+    assert proc.returncode == 0, proc.stderr
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["frame_0000.png", "notes.txt"]
