@@ -244,7 +244,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--frames", type=int, default=None, help="stop after N frames (headless default: 60)")
     p.add_argument("--objects", type=int, default=200_000, help="objects in the forest (default 200000)")
     p.add_argument("--out", type=Path, default=Path("out/pygfx_forest"),
-                   help="folder for headless frames (default %(default)s; an earlier run's extra frames removed); "
+                   help="folder for headless frames (default %(default)s), an earlier run's extra frames removed; "
                         "checked before any work")
     p.add_argument("--all", action="store_true", help="draw every object, no culling (to time the engine alone)")
     args = p.parse_args(argv)
