@@ -177,11 +177,11 @@ class FlyThroughApp(App):
                                                      group=self._hud_front))
         line_h = int(size * 1.3)
         rows = (height - 8) // line_h                       # what the window's height holds
-        width_used = self._lay_out_hud(lines, legend_rows, rows, size)
+        width_used = self._lay_out_hud(lines, legend_rows, rows, size, line_h)
         corner = self._map_corner() if self.demo.show_map else None
         clear = rows_clear_of(corner, width_used, line_h, rows, 8)
         if clear < rows:                                    # the panel reached over the map: stop above it
-            self._lay_out_hud(lines, legend_rows, clear, size)
+            self._lay_out_hud(lines, legend_rows, clear, size, line_h)
 
     def _map_corner(self) -> tuple[float, float]:
         """The map inset's top-left corner in the window's coordinates (origin top-left)."""
@@ -193,14 +193,14 @@ class FlyThroughApp(App):
         return x * w / max(fb_w, 1), top * h / max(fb_h, 1)
 
     def _lay_out_hud(self, all_lines: list[tuple[str, tuple[float, float, float]]],
-                     legend_rows: list[list[tuple[str, tuple[float, float, float]]]], rows: int, size: int) -> int:
-        """Place the HUD's labels, legend and panel: ``all_lines`` cut to ``rows`` less the legend's
-        (:func:`engine.hud.fit_lines`).  Returns the panel's width in pixels."""
+                     legend_rows: list[list[tuple[str, tuple[float, float, float]]]], rows: int, size: int,
+                     line_h: int) -> int:
+        """Place the HUD's labels, legend and panel (font ``size``, rows ``line_h`` apart): ``all_lines`` cut
+        to ``rows`` less the legend's (:func:`engine.hud.fit_lines`).  Returns the panel's width in pixels."""
         import pyglet
 
         width, height = self.window.get_size()
         legend = [(r, item) for r, row in enumerate(legend_rows) for item in row]
-        line_h = int(size * 1.3)
         lines = fit_lines(all_lines, rows - len(legend_rows))
         text_width = 0
         for i, label in enumerate(self.hud_labels):

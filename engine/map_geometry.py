@@ -319,6 +319,6 @@ def label_font_size(size: tuple[int, int]) -> int:
 def label_position(geometry: MapGeometry, size: tuple[int, int]) -> tuple[int, int]:
     """The pixel (image coordinates, origin top-left) the scale bar's label stands on: its text's bottom
     goes 4 px above it (the window's bottom-anchored pyglet label, the headless frames' Pillow text)."""
-    x, top = inset_corner(size)
-    side = inset_rect(size)[2]
+    x, y, side, _ = inset_rect(size)
+    top = size[1] - (y + side)
     return x + int(0.05 * side), top + int(0.94 * side) - 2
