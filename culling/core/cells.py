@@ -422,9 +422,11 @@ def face_sign(x: float, o: float, n: float, unit: float, s: float, half: float, 
     # Each term scaled before the sum (exact: the same bound, but |x| + |o| past the largest float stays finite)
     bound = (abs(x) * 2.0 ** -50 + abs(o) * 2.0 ** -50 + abs(product) * 2.0 ** -50 + abs(reach) * 2.0 ** -50
              + grow * 2.0 ** -50) + 1e-300  # + subnormal rounding
-    if r > bound:
+    # A sum that overflowed (inf, or NaN) decides nothing: ``x - o`` past the largest float with a probe
+    # radius near it, ``M - (-5e299) - M``, read as +inf, moved a window's end past the cells it holds.
+    if bound < r < math.inf:
         return 1
-    if r < -bound:
+    if -math.inf < r < -bound:
         return -1
     return _face_sign_exact(x, o, n, unit, s, half, grow)
 

@@ -182,6 +182,53 @@ def test_pairs_and_probes_follow_mutations(kind, dim):
         assert sorted(index.overlapping(p, 2.5, exact=True).tolist()) == truth_probe(objects, p, 2.5, 1.0, "sphere")
 
 
+MAX = float(np.finfo(np.float64).max)
+
+
+@pytest.mark.parametrize("kind", ["tree", "grid"])
+def test_a_probe_at_the_largest_float_with_the_largest_radius_finds_what_it_meets(kind):
+    """|0 - M| = M <= 1 + M: the probe meets the object.  The tree's walk missed it: the distance from the
+    origin, ``M - (-5e299)``, overflowed to +inf inside a face's sign, which then read as 'above' and moved
+    the window's first cell past the object's."""
+    index = ViewDistanceTree(size=1e300, origin=(-5e299,), dim=1) if kind == "tree" else \
+        DenseViewDistanceGrid(size=1e300, origin=(-5e299,), dim=1, min_radius=1e297)
+    h = index.insert((0.0,), 1.0)
+    assert index.overlapping((MAX,), MAX, exact=True).tolist() == [h]
+    assert index.overlapping((MAX,), MAX).tolist() == [h]
+    handles, counts = index.overlapping_many([(MAX,), (-MAX,)], [MAX, MAX], exact=True)
+    assert handles.tolist() == [h, h] and counts.tolist() == [1, 1]
+
+
+# Near the end of the float range: worlds of edge 1e290 to 1e301, probes at or near +-MAX with radii near it.
+huge_coord = st.sampled_from([MAX, -MAX, nudged(MAX, -1), 0.999999999 * MAX, 1e308, 0.0, -1.7e308])
+huge_radius = st.sampled_from([MAX, nudged(MAX, -1), nudged(MAX, -3), 1.797e308, 1.7e308, 1e308, 0.0])
+
+
+@pytest.mark.parametrize("kind", ["tree", "grid"])
+@settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+@given(data=st.data())
+def test_probes_at_the_end_of_the_float_range_are_exact(kind, data):
+    dim = data.draw(st.integers(1, 3))
+    shape = data.draw(st.sampled_from(["sphere", "cube"]))
+    size = 10.0 ** data.draw(st.integers(290, 301))
+    origin = -size * data.draw(st.sampled_from([0.0, 0.5, 0.3]))
+    index = ViewDistanceTree(size=size, origin=(origin,) * dim, dim=dim, shape=shape) if kind == "tree" else \
+        DenseViewDistanceGrid(size=size, origin=(origin,) * dim, dim=dim, shape=shape, min_radius=size / 256)
+    n = data.draw(st.integers(1, 6))
+    centres = [tuple(origin + size * data.draw(st.floats(0.0, 0.999)) for _ in range(dim)) for _ in range(n)]
+    radii = [size * data.draw(st.sampled_from([0.0, 0.001, 0.1, 0.4])) for _ in range(n)]
+    handles = index.insert_many(np.array(centres).reshape(n, dim), np.array(radii))
+    objects = {int(h): (c, r) for h, c, r in zip(handles.tolist(), centres, radii)}
+    p = tuple(data.draw(huge_coord) for _ in range(dim))
+    rho = data.draw(huge_radius)
+    scale = data.draw(st.sampled_from([1.0, 1e-10, 1e10]))
+    expected = truth_probe(objects, p, rho, scale, shape)
+    assert sorted(index.overlapping(p, rho, exact=True, scale=scale).tolist()) == expected
+    assert set(expected) <= set(index.overlapping(p, rho, scale=scale).tolist())
+    got, counts = index.overlapping_many([p], [rho], exact=True, scale=scale)
+    assert sorted(got.tolist()) == expected and counts.tolist() == [len(expected)]
+
+
 @pytest.mark.parametrize("kind", ["tree", "grid"])
 def test_a_probe_covering_the_world_answers_everything(kind):
     index = make(kind, 3, "sphere")
