@@ -87,6 +87,8 @@ RUN_AS = {
         "python -m server.demo --shards 1 --ticks 2 --players 200 --entities 2000 --quiet",
     # Two shards are the default: at these sizes the same run as the bare command above, so it runs once.
     "python -m server.demo --shards 2 --ticks 10": "python -m server.demo --players 200 --entities 2000 --ticks 2 --quiet",
+    "python -m server.demo --players 1000 --entities 10000":
+        "python -m server.demo --players 1000 --entities 10000 --ticks 2 --quiet",
     "python -m server.scale": "python -m server.scale --players 200 --entities 2000 --shards 8",
     "python -m benchmarks --only interest-ticks": "python -m benchmarks --preset tiny --only interest-ticks",
     "python -m benchmarks.frameparts --n 100000 --frames 10": "python -m benchmarks.frameparts --n 500 --frames 3",

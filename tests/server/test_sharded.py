@@ -652,3 +652,12 @@ def test_the_scale_model_refuses_what_the_demo_refuses_in_one_line(flags, messag
         main(flags)
     assert exit_.value.code == 2
     assert capsys.readouterr().err.splitlines()[-1] == f"python -m server.scale: error: {message}"
+
+
+def test_the_shards_calls_are_not_kept_as_ray_task_events():
+    """Two calls a shard a tick, each recorded by Ray's control store (the GCS, up to 100,000 tasks): its
+    memory grew from 58 to 159 MB in 90 s of ``python -m server.demo --players 1000 --entities 10000`` (420
+    MB in 14 minutes); with the events off it stayed at 46-48 MB."""
+    from server import sharded
+
+    assert sharded._actor_options()["enable_task_events"] is False
