@@ -1,7 +1,6 @@
 """``python -m benchmarks``: see :func:`benchmarks.cli.main`."""
 
-import sys
-
 from benchmarks.cli import main
+from benchmarks.command import exit_with
 
-sys.exit(main())
+exit_with(main, "python -m benchmarks")

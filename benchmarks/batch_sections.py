@@ -32,7 +32,7 @@ from benchmarks.broadphase import (
 )
 from benchmarks.jitstart import GROUPS, NUMBA_FIXED, checkout_shipped_cold, cold_and_warm, compile_cost, shipped_cold
 from benchmarks.peers import TIE_TOLERANCE, AgreementError
-from benchmarks.report import Results, Table, Target, fmt_count, fmt_ratio, fmt_speed, fmt_time
+from benchmarks.report import Results, Table, Target, fmt_count, fmt_ratio, fmt_size, fmt_speed, fmt_time
 from benchmarks.suite import Config, Structures
 from benchmarks.timing import clock, no_gc, time_call, wall_clock
 from benchmarks.workloads import (
@@ -52,10 +52,6 @@ PEERS = ("numpy brute force", "scipy cKDTree inverted", "rtree intersection_v")
 #: Seconds: a peer whose checked call in the "points find little" case took longer is timed by that call
 #: alone (rtree there takes tens of times the tree's time; its repeats were most of the section).
 SLOW_CALL = 1.0
-
-
-def _n(n: int) -> str:
-    return f"{n // 1_000_000}M" if n >= 1_000_000 and n % 1_000_000 == 0 else (f"{n // 1000}k" if n >= 1000 else str(n))
 
 
 # ------------------------------------------------------------------ interest
@@ -102,11 +98,11 @@ def _interest_case(wl: Crowd, structs: Structures, repeats: int) -> dict:
 def run_interest(cfg: Config, structs: Structures, res: Results) -> None:
     """Interest management: every viewer's entities each tick, one ``query_many``."""
     n_mobs, n_players = cfg.interest_small
-    cases = [(f"{_n(n_players)} players x {_n(n_mobs)} mobs", mmo(n_mobs, n_players))]
-    cases += [(f"{_n(cfg.interest_viewers)} viewers x {_n(n)} entities", interest(n, cfg.interest_viewers))
+    cases = [(f"{fmt_size(n_players)} players x {fmt_size(n_mobs)} mobs", mmo(n_mobs, n_players))]
+    cases += [(f"{fmt_size(cfg.interest_viewers)} viewers x {fmt_size(n)} entities", interest(n, cfg.interest_viewers))
               for n in cfg.interest_sizes]
     largest = max(cfg.interest_sizes)
-    heavy_label = f"{_n(cfg.interest_viewers)} viewers x {_n(largest)} entities, radii x{HEAVY_REACH:g}"
+    heavy_label = f"{fmt_size(cfg.interest_viewers)} viewers x {fmt_size(largest)} entities, radii x{HEAVY_REACH:g}"
     cases.append((heavy_label, interest_heavy(largest, cfg.interest_viewers)))
     threads = os.cpu_count()
     t = Table(
@@ -181,7 +177,7 @@ def _sparse_many(cfg: Config, structs: Structures, res: Results) -> None:
     t = Table(
         "sparse-many",
         "query_many where points find little",
-        f"{_n(n)} spheres (radius {SPARSE_RADII[0]:g}-{SPARSE_RADII[1]:g}, uniform) and {_n(m)} points, all "
+        f"{fmt_size(n)} spheres (radius {SPARSE_RADII[0]:g}-{SPARSE_RADII[1]:g}, uniform) and {fmt_size(m)} points, all "
         "uniform in a 4096-cube: a point lies in 0.0034 spheres on average, so a batch costs its walks, not "
         "its answers.  `tree.query_many(points, exact=True)` (with so few spheres a point, answered from the "
         "spheres' side: each sphere asks a uniform grid over the points, `culling.tree.inverted`; the answers "
@@ -228,7 +224,7 @@ def _sparse_many(cfg: Config, structs: Structures, res: Results) -> None:
                 meth.query_many(wl.viewers)
                 times[meth.name].append(clock() - t0)
     med = {name: float(MED(v)) for name, v in times.items()}
-    label = f"{_n(m)} points x {_n(n)} spheres"
+    label = f"{fmt_size(m)} points x {fmt_size(n)} spheres"
     answers = int(everything[1].sum())
     for name, v in med.items():
         t.rows.append([label, name, fmt_time(build[name]) if name != KDTreeInverted.name else "(in the call)",
@@ -324,7 +320,7 @@ def frame_parts_sentence(n: int = 100_000, frames: int = FRAME_PARTS_FRAMES) -> 
 
     whole = frame[TreePairs.name] * 1e3
     homes = "movers' homes"  # a part's label, as frameparts names it
-    return (f"Where the {_n(n)} frame goes (`python -m benchmarks.frameparts --n {n} --frames {frames}`, this run; "
+    return (f"Where the {fmt_size(n)} frame goes (`python -m benchmarks.frameparts --n {n} --frames {frames}`, this run; "
             f"medians of {frames} frames interleaved with the peers): {whole:.1f} ms a frame, of which "
             f"`update_many` {at('update_many')} ms (settling the stayers {at('settle')}, the movers' homes "
             f"{at(homes)}, grouping them {at('group movers')}) and `overlapping_pairs` "
@@ -357,7 +353,7 @@ def run_collision(cfg: Config, structs: Structures, res: Results) -> None:
         "then the exact filter; a uniform hash grid in NumPy (cell = twice the largest radius, 13 "
         "forward neighbours), then the exact filter.  Median of "
         f"{' / '.join(str(_n_frames(cfg, n)) for n in cfg.collision_sizes)} frames at N = "
-        f"{' / '.join(_n(n) for n in cfg.collision_sizes)} (at least {cfg.collision_frames}, and about "
+        f"{' / '.join(fmt_size(n) for n in cfg.collision_sizes)} (at least {cfg.collision_frames}, and about "
         f"{COLLISION_CREATURE_FRAMES:,} creature-frames for the small swarms; the first frame a warm-up), wall-clock "
         "time, methods interleaved.",
         ["N", "method", "per frame (median)", "per creature", "time / tree", "pairs", "checked against brute force"],
@@ -375,11 +371,11 @@ def run_collision(cfg: Config, structs: Structures, res: Results) -> None:
             med_by_n[n] = med
             tree_name = methods[0].name
             for name, v in med.items():
-                t.rows.append([_n(n), name, fmt_time(v), fmt_time(v / n), fmt_ratio(v / med[tree_name]),
+                t.rows.append([fmt_size(n), name, fmt_time(v), fmt_time(v / n), fmt_ratio(v / med[tree_name]),
                                fmt_count(len(keys[name])), how])
             best = min((k for k in med if k != tree_name), key=lambda k: med[k])
             t.sentences.append(
-                f"N={_n(n)}: {fmt_count(len(keys[tree_name]))} touching pairs; the tree takes "
+                f"N={fmt_size(n)}: {fmt_count(len(keys[tree_name]))} touching pairs; the tree takes "
                 f"{fmt_time(med[tree_name])} per frame, {fmt_speed(med[best] / med[tree_name])} than the best "
                 f"other method ({best}, {fmt_time(med[best])})."
             )
@@ -418,7 +414,7 @@ def _heavy_tail(cfg: Config, tree_of: object, res: Results) -> None:
     t = Table(
         "collision-heavy",
         "Collision broad phase with a heavy tail of radii",
-        f"{_n(n)} creatures as above, but 1% of them with a radius of 20-50 (each moving up to a quarter "
+        f"{fmt_size(n)} creatures as above, but 1% of them with a radius of 20-50 (each moving up to a quarter "
         "of its radius per frame).  One `query_pairs` at twice the largest radius would return about every "
         "pair, so the peer splits by radius class, each class with the reach it needs: a cKDTree of the "
         "small (radius <= 10) and one of the large, rebuilt every frame; `query_pairs` among the small at "
@@ -438,16 +434,16 @@ def _heavy_tail(cfg: Config, tree_of: object, res: Results) -> None:
     med = {name: float(MED(v[1:])) for name, v in times.items()}
     tree_name = methods[0].name
     for name, v in med.items():
-        t.rows.append([_n(n), name, fmt_time(v), fmt_ratio(v / med[tree_name]), fmt_count(len(keys[name])), how])
+        t.rows.append([fmt_size(n), name, fmt_time(v), fmt_ratio(v / med[tree_name]), fmt_count(len(keys[name])), how])
     peer = methods[1].name
     ratio = med[peer] / med[tree_name]
-    t.sentences.append(f"N={_n(n)} with a heavy tail: {fmt_count(len(keys[tree_name]))} touching pairs; the tree "
+    t.sentences.append(f"N={fmt_size(n)} with a heavy tail: {fmt_count(len(keys[tree_name]))} touching pairs; the tree "
                        f"takes {fmt_time(med[tree_name])} per frame, {fmt_speed(ratio)} than the class-split cKDTree "
                        f"({fmt_time(med[peer])}).")
     res.tables.append(t)
     size = "" if n >= 100_000 else " (preset size; the target is at 100k)"
     res.targets.append(Target(
-        f"collision heavy tail {_n(n)} (1% radius 20-50) vs class-split cKDTree{size}",
+        f"collision heavy tail {fmt_size(n)} (1% radius 20-50) vs class-split cKDTree{size}",
         f"tree {fmt_time(med[tree_name])} per frame, {peer} {fmt_time(med[peer])}",
         fmt_ratio(ratio), ">= 10x faster (aim 20x)", ratio >= 10, ratio >= 20))
 
@@ -466,7 +462,7 @@ def _mixed(cfg: Config, tree_of: object, res: Results) -> None:
     t = Table(
         "collision-mixed",
         "Collision broad phase with mixed radii",
-        f"{_n(n)} creatures in the swarm's cube (one per {SWARM_SPACING:g}^3), radii log-uniform from "
+        f"{fmt_size(n)} creatures in the swarm's cube (one per {SWARM_SPACING:g}^3), radii log-uniform from "
         f"{MIXED_LARGEST:g} / ratio to {MIXED_LARGEST:g} (as many creatures in every octave of radii), each "
         "moving up to a quarter of its radius per frame.  The peers size their reach by the largest radius, "
         "as a cell list must (HOOMD-blue documents that cell lists break down beyond 2:1): cKDTree rebuilt "
@@ -487,14 +483,14 @@ def _mixed(cfg: Config, tree_of: object, res: Results) -> None:
             how = _check_frames(cfg, keys, frames[-1], radii, f"mixed radii {ratio:g}:1 at N={n}")
             med = {name: float(MED(v[1:])) for name, v in times.items()}
             tree_name = methods[0].name
-            label = f"{_n(n)}, {ratio:g}:1"
+            label = f"{fmt_size(n)}, {ratio:g}:1"
             for name, v in med.items():
                 t.rows.append([label, name, fmt_time(v), fmt_time(v / n), fmt_ratio(v / med[tree_name]),
                                fmt_count(len(keys[name])), how])
             best = min((k for k in med if k != tree_name), key=lambda k: med[k])
             ratio_best = med[best] / med[tree_name]
             t.sentences.append(
-                f"N={_n(n)}, radii {ratio:g}:1: {fmt_count(len(keys[tree_name]))} touching pairs; the tree takes "
+                f"N={fmt_size(n)}, radii {ratio:g}:1: {fmt_count(len(keys[tree_name]))} touching pairs; the tree takes "
                 f"{fmt_time(med[tree_name])} per frame, {fmt_speed(ratio_best)} than the best peer "
                 f"({best}, {fmt_time(med[best])}).")
     res.tables.append(t)
@@ -511,7 +507,7 @@ def _probes(cfg: Config, tree_of: object, res: Results) -> None:
     t = Table(
         "collision-probes",
         "Sphere probes with their own radii",
-        f"{fmt_count(m)} probe spheres (radius 5-50, the interest section's players) over {_n(n)} entities "
+        f"{fmt_count(m)} probe spheres (radius 5-50, the interest section's players) over {fmt_size(n)} entities "
         "(radius 10-150, the interest section's world): every (probe, entity) pair with `|c_e - p| <= r_e + "
         "rho_p`.  The tree answers with one `overlapping_many(probes, radii, exact=True)`; the SciPy peers "
         "are a cKDTree of the probes queried by every entity with its radius plus the largest probe radius "
@@ -545,17 +541,17 @@ def _probes(cfg: Config, tree_of: object, res: Results) -> None:
     tree_name = methods[0].name
     how = f"{fmt_count(len(sample))} sampled probes; methods agree on all hits"
     for name, v in med.items():
-        t.rows.append([f"{fmt_count(m)} x {_n(n)}", name, fmt_time(v), fmt_ratio(v / med[tree_name]),
+        t.rows.append([f"{fmt_count(m)} x {fmt_size(n)}", name, fmt_time(v), fmt_ratio(v / med[tree_name]),
                        fmt_count(len(keys[name])), how])
     best = min((k for k in med if k != tree_name), key=lambda k: med[k])
     ratio = med[best] / med[tree_name]
-    t.sentences.append(f"{fmt_count(m)} probes over {_n(n)} entities: {fmt_count(len(keys[tree_name]))} hits; the tree "
+    t.sentences.append(f"{fmt_count(m)} probes over {fmt_size(n)} entities: {fmt_count(len(keys[tree_name]))} hits; the tree "
                        f"takes {fmt_time(med[tree_name])}, {fmt_speed(ratio)} than the better SciPy peer ({best}, "
                        f"{fmt_time(med[best])}).")
     res.tables.append(t)
     size = "" if (m, n) >= (2000, 1_000_000) else " (preset size; the target is 2,000 x 1M)"
     res.targets.append(Target(
-        f"{fmt_count(m)} sphere probes with own radii over {_n(n)} entities vs the better SciPy peer{size}",
+        f"{fmt_count(m)} sphere probes with own radii over {fmt_size(n)} entities vs the better SciPy peer{size}",
         f"tree {fmt_time(med[tree_name])}, {best} {fmt_time(med[best])}",
         fmt_ratio(ratio), ">= 3x faster", ratio >= 3))
 
@@ -596,9 +592,13 @@ def run_jit(cfg: Config, structs: Structures, res: Results) -> None:
         "kernels), builds a tree of "
         "20,000 objects, runs the first exact query, `query_many` of 2,000 points, `update_many` and "
         "`remove_many`, then builds a dense grid and queries it; each step first calls its own group of "
-        "kernels, so cold it is that group's compile.  Cold: `NUMBA_CACHE_DIR` is a new empty folder, so every "
-        "kernel compiles.  Warm: the same folder again, as a program's second launch finds it ("
-        f"{_median_of(cfg.jit_warm_runs, 'launch') if cfg.jit_warm_runs > 0 else 'not run in this preset'}).  "
+        "kernels, so cold it is that group's compile or load.  Cold: `NUMBA_CACHE_DIR` is a new empty folder: "
+        "with nothing shipped every kernel compiles"
+        + (", with the kernels shipped they load" if cfg.jit_cold else " (the full preset only); the rows here "
+           "load the kernels shipped") + ".  Warm: "
+        + ("the same folder again, as a program's second launch finds it" if cfg.jit_cold
+           else "the environment's own numba cache, as a program's later launches find it")
+        + f" ({_median_of(cfg.jit_warm_runs, 'launch') if cfg.jit_warm_runs > 0 else 'not run in this preset'}).  "
         "Wall-clock seconds, interpreter start-up and `import numpy` excluded.",
         ["start", *GROUP_TITLES, "total"],
     )
@@ -653,9 +653,9 @@ def run_jit(cfg: Config, structs: Structures, res: Results) -> None:
                                   shipped["total"] <= 3.0))
     else:
         t.sentences.append(
-            f"numba {numba}: a warm start (the cache this run filled) answers its first exact query after "
+            f"numba {numba}: a warm start (the environment's numba cache) answers its first exact query after "
             f"{fmt_time(warm_first)} and the whole first frame after {fmt_time(warm['total'])}; the cold start "
-            "compiles every kernel and runs only in the full preset."
+            "that compiles every kernel runs only in the full preset."
         )
     res.tables.append(t)
     res.series["jit"] = {"cold": cold, "warm": warm}

@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import argparse
+import os
+import shutil
 import sys
+import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from benchmarks.extras import require
+from benchmarks.command import require
 from benchmarks.plots import write_plots
 from benchmarks.report import Results, to_text, write_markdown
 from benchmarks.suite import PRESETS, SECTION_NAMES, SECTION_TABLES, Structures, run_suite
-from engine.files import unwritable_folder
+from engine.files import folder_argument, unwritable_folder
 
 CHECKOUT = Path(__file__).resolve().parent.parent
 DOCS = CHECKOUT / "docs"
@@ -40,9 +43,26 @@ def run(
     if verbose:
         print(to_text(res))
     if out is not None:
-        written = [write_markdown(res, out), *write_plots(res, out)]
-        log("wrote " + ", ".join(str(p) for p in written))
+        log("wrote " + ", ".join(str(p) for p in write_report(res, out)))
     return res
+
+
+def write_report(res: Results, out: Path) -> list[Path]:
+    """Write PERFORMANCE.md and its plots into ``out``: all of them, or (interrupted) none.
+
+    Each is written into a new folder inside ``out`` first, then moved in, the report last: a Ctrl-C
+    while the plots were written left a report naming plots that were missing, or an earlier run's.
+    """
+    out.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=".writing-", dir=out))
+    try:
+        plots = write_plots(res, staging)
+        report = write_markdown(res, staging)
+        for path in [*plots, report]:
+            os.replace(path, out / path.name)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return [out / path.name for path in (report, *plots)]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -56,9 +76,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         + "; ".join(f"{name}: {what}" for name, what in SECTION_TABLES.items()) + ".",
     )
     ap.add_argument("--quick", action="store_true",
-                    help="small sizes; about half a minute on 2 cores once the kernels are compiled")
+                    help="small sizes; about a minute on 2 cores once the kernels are compiled")
     ap.add_argument("--preset", choices=sorted(PRESETS), help="sizes by name (overrides --quick)")
-    ap.add_argument("--out", type=Path, help="folder for PERFORMANCE.md and the plots")
+    ap.add_argument("--out", type=folder_argument, help="folder for PERFORMANCE.md and the plots")
     ap.add_argument("--only", action="append", choices=SECTION_NAMES, metavar="SECTION",
                     help=f"run only this benchmark (repeatable): {', '.join(SECTION_NAMES)}")
     ap.add_argument("--clock", choices=("cpu", "wall"), default="cpu",

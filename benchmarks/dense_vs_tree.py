@@ -66,7 +66,7 @@ def compare(dim: int, n: int, rounds: int, seed: int = 1) -> dict[str, dict[str,
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m benchmarks.dense_vs_tree", description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(prog="python -m benchmarks.dense_vs_tree", description="The tree against the dense grid on uniform worlds, operation by operation.")
     ap.add_argument("--dim", type=int, default=3, choices=(1, 2, 3), help="dimensions (default 3)")
     ap.add_argument("--objects", type=int, default=200_000, help="objects (default 200,000; at least 1,000)")
     ap.add_argument("--rounds", type=int, default=5, help="rounds of both structures (default 5)")
@@ -84,4 +84,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    from benchmarks.command import exit_with
+
+    exit_with(main, "python -m benchmarks.dense_vs_tree")

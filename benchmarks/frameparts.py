@@ -56,7 +56,7 @@ except ImportError:  # not on Windows
 
 from benchmarks.batch_sections import _world
 from benchmarks.broadphase import TreePairs, peers_of
-from benchmarks.extras import require
+from benchmarks.command import require
 from benchmarks.workloads import swarm_frames
 
 #: ``(module, attribute, label)``: the parts timed, each call's parts indented below it; a method is
@@ -353,11 +353,13 @@ def main(argv: list[str] | None = None) -> int:
             constant(args.ab[0])
         except ValueError as exc:
             ap.error(f"--ab {args.ab[0]}: {exc}")
-        try:
-            values = (ast.literal_eval(args.ab[1]), ast.literal_eval(args.ab[2]))
-        except (ValueError, SyntaxError):
-            ap.error(f"--ab: the values must be Python literals (8000, 2.5, True, 'text'), got {args.ab[1]!r} "
-                     f"and {args.ab[2]!r}")
+        literals = []
+        for text in args.ab[1:]:
+            try:
+                literals.append(ast.literal_eval(text))
+            except (ValueError, SyntaxError):
+                ap.error(f"--ab: the values must be Python literals (8000, 2.5, True, 'text'), got {text!r}")
+        values = (literals[0], literals[1])
         if values[0] == values[1]:
             ap.error(f"--ab: the two values are the same ({values[0]!r})")
     if args.versus:
@@ -390,4 +392,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    from benchmarks.command import exit_with
+
+    exit_with(main, "python -m benchmarks.frameparts")

@@ -35,7 +35,7 @@ import numpy as np
 
 from benchmarks.batchpeers import KDTreeInverted, pair_keys
 from benchmarks.peers import TIE_TOLERANCE, AgreementError
-from benchmarks.report import Results, Table, Target, fmt_count, fmt_ratio, fmt_speed, fmt_time
+from benchmarks.report import Results, Table, Target, fmt_count, fmt_ratio, fmt_size, fmt_speed, fmt_time
 from benchmarks.suite import Config, Structures
 from benchmarks.timing import clock, no_gc, wall_clock
 from benchmarks.workloads import Crowd, interest
@@ -49,10 +49,6 @@ MOVING_SHARE = 0.10
 STEP_SIGMA = 1.5
 
 METHODS = ("culling InterestManager", "scipy cKDTree + np.setdiff1d", "tree + MultiCameraTracker loop")
-
-
-def _n(n: int) -> str:
-    return f"{n // 1_000_000}M" if n >= 1_000_000 and n % 1_000_000 == 0 else (f"{n // 1000}k" if n >= 1000 else str(n))
 
 
 @dataclass
@@ -279,7 +275,7 @@ def run_interest_ticks(cfg: Config, structs: Structures, res: Results) -> None:
     targets = {}
     with wall_clock():
         for m, n in cfg.ticks_cases:
-            label = f"{_n(m)} viewers x {_n(n)} entities"
+            label = f"{fmt_size(m)} viewers x {fmt_size(n)} entities"
             wl = interest(n, m)
             r = run_case(wl, cfg)
             peer_t = r["tick"][METHODS[1]]

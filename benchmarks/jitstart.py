@@ -198,12 +198,15 @@ def main(argv: list[str] | None = None) -> int:
                      help="cold with the kernels this checkout ships (pip install -e . shipped them), not compiled")
     how.add_argument("--compile", action="store_true",
                      help="the compile of every kernel (python -m culling warm-up) on an empty cache: wall and CPU s")
-    ap.add_argument("--warm", type=int, default=3, help="warm starts after the cold one (default 3)")
+    ap.add_argument("--warm", type=int, default=None,
+                    help="warm starts after the cold one (default 3; not with --shipped or --compile)")
     ap.add_argument("--workers", type=int, default=1, help="with --compile: warm-up workers (default 1)")
     ap.add_argument("--groups", help="with --compile: the kernel groups, comma-separated (default all)")
     args = ap.parse_args(argv)
-    if args.warm < 0 or args.workers < 1:
+    if (args.warm is not None and args.warm < 0) or args.workers < 1:
         ap.error("--warm must be at least 0 and --workers at least 1")
+    if args.warm is not None and (args.shipped or args.compile):
+        ap.error("--warm goes with neither --shipped nor --compile (they time no warm start)")
     if (args.groups is not None or args.workers != 1) and not args.compile:
         ap.error("--workers and --groups go with --compile")
     if args.compile:
@@ -216,7 +219,7 @@ def main(argv: list[str] | None = None) -> int:
         if runs["cold, shipped kernels"] is None:
             ap.error("this checkout ships no kernels: run `python -m culling ship-kernels --native` (or pip install -e .)")
     else:
-        cold, warm = cold_and_warm(args.warm)
+        cold, warm = cold_and_warm(3 if args.warm is None else args.warm)
         runs = {"cold (compiles)": cold, **{f"warm {k + 1}": w for k, w in enumerate(warm)}}
     print(f"{'seconds (wall)':24s}" + "".join(f"{step:>13s}" for step in (*GROUPS, "total")))
     for name, run in runs.items():
@@ -226,4 +229,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    from benchmarks.command import exit_with
+
+    exit_with(main, "python -m benchmarks.jitstart")

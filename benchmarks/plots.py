@@ -154,10 +154,11 @@ def dense_vs_tree(series: dict, out: Path) -> Path | None:
         for k, name in enumerate(names):
             vals = [stats[name][key] * scale for _, _, stats in d]
             bars = ax.bar(np.arange(len(d)) + k * width, vals, width, label=name, color=f"C{k}")
-            ax.bar_label(bars, fmt="%.3g", fontsize=7)
+            ax.bar_label(bars, fmt=lambda v: f"{v:,.0f}" if v >= 100 else f"{v:.3g}", fontsize=7)
         ax.set_xticks(np.arange(len(d)) + width * (len(names) - 1) / 2, worlds)
         ax.set(title=label)
-        ax.legend(fontsize=8)
+        ax.margins(y=0.25)  # room above the tallest bar for its label and the legend
+        ax.legend(fontsize=8, loc="upper left")
     return _save(fig, out, "dense_vs_tree.png")
 
 

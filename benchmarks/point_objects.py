@@ -61,4 +61,6 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    from benchmarks.command import exit_with
+
+    exit_with(main, "python -m benchmarks.point_objects")

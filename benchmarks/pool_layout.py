@@ -146,4 +146,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    from benchmarks.command import exit_with
+
+    exit_with(main, "python -m benchmarks.pool_layout")

@@ -28,13 +28,12 @@ import argparse
 import io
 import os
 import re
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 
-from benchmarks.extras import require
+from benchmarks.command import require
 from benchmarks.workloads import Workload, colocated, forest, moving, moving_steps
 from engine.files import unwritable_folder
 
@@ -348,4 +347,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from benchmarks.command import exit_with
+
+    exit_with(main, "python -m benchmarks.profiling")

@@ -18,6 +18,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import NoReturn
 
+from engine.files import folder_argument
+
 __all__ = ["EXIT_ERROR", "EXIT_USAGE", "build_parser", "display_available", "main", "parse_size"]
 
 EXIT_ERROR = 1
@@ -134,12 +136,6 @@ def parse_point(text: str) -> tuple[int, int, int]:
     return x, y, at
 
 
-def _folder(text: str) -> Path:
-    if not text.strip():
-        raise argparse.ArgumentTypeError("must name a folder, got an empty string")
-    return Path(text)
-
-
 def _stats_file(text: str) -> str:
     if not text.strip():  # it said "cannot write the --stats file .: Is a directory"
         raise argparse.ArgumentTypeError("must name a file, got an empty string (--stats alone: stdout)")
@@ -165,7 +161,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="window or image size (default 1280x720 window, 960x540 headless)")
     p.add_argument("--frames", type=_positive, default=None,
                    help=f"headless: frames to render (default {DEFAULT_FRAMES})")
-    p.add_argument("--out", type=_folder, default=None,
+    p.add_argument("--out", type=folder_argument, default=None,
                    help=f"folder for headless PNG frames (an earlier run's extra frames removed) and P-key screenshots "
                         f"(default {DEFAULT_OUT})")
     p.add_argument("--headless", action="store_true", help="render offscreen with EGL instead of opening a window")

@@ -11,13 +11,14 @@ its last (:func:`stale_frames`).
 
 from __future__ import annotations
 
+import argparse
 import os
 import re
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-__all__ = ["FRAME_NAME", "stale_frames", "unwritable_folder", "write_atomically"]
+__all__ = ["FRAME_NAME", "folder_argument", "stale_frames", "unwritable_folder", "write_atomically"]
 
 #: The name of a headless frame (``frame_0000.png``, ...): the demo's and the examples'.
 FRAME_NAME = re.compile(r"frame_(\d{4,})\.png")
@@ -28,6 +29,14 @@ def stale_frames(out: Path, frames: int) -> list[Path]:
     shorter run's folder read as a longer run's last frames."""
     return sorted(path for path in out.iterdir()
                   if (match := FRAME_NAME.fullmatch(path.name)) and int(match.group(1)) >= frames and path.is_file())
+
+
+def folder_argument(text: str) -> Path:
+    """``--out``'s type: a folder's name.  An empty one is refused (``Path("")`` is the current folder:
+    files a run meant for a folder of their own would land among the user's)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("must name a folder, got an empty string")
+    return Path(text)
 
 
 def unwritable_folder(folder: Path) -> str | None:

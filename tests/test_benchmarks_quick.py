@@ -7,10 +7,12 @@ commit it measured.
 """
 
 import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+from interrupts import interrupt_once, sigint_as_a_terminal_gives_it
 
 pytest.importorskip("scipy")
 pytest.importorskip("rtree")
@@ -281,7 +283,8 @@ def test_interest_ticks_compare_the_three_ways_and_agree(tiny):
     (["--ab", "no.such.module.X", "1", "2"], "cannot import no.such.module"),
     (["--ab", "PARALLEL_SETTLE_MIN", "1", "2"], "is not MODULE.NAME"),
     (["--ab", "culling.tree.batch.settle", "1", "2"], "is a function, not a constant"),
-    (["--ab", "culling.tree.batch.PARALLEL_SETTLE_MIN", "abc", "2"], "must be Python literals"),
+    (["--ab", "culling.tree.batch.PARALLEL_SETTLE_MIN", "abc", "2"], "must be Python literals (8000, 2.5, True, 'text'), got 'abc'"),
+    (["--ab", "culling.tree.batch.PARALLEL_SETTLE_MIN", "1", "foo"], "must be Python literals (8000, 2.5, True, 'text'), got 'foo'"),
     (["--ab", "culling.tree.batch.PARALLEL_SETTLE_MIN", "5", "5"], "the two values are the same"),
     (["--ab", "culling.tree.batch.PARALLEL_SETTLE_MIN", "1", "2", "--faults"], "drop --faults"),
     (["--cpu", "--faults"], "not allowed with"),
@@ -329,6 +332,8 @@ def test_profiling_times_the_methods_themselves_and_refuses_bad_options(capsys):
     ("profiling", ["phases", "--out", "/proc/no/such"], "is not writable"),
     ("jitstart", ["--workers", "2"], "go with --compile"),
     ("jitstart", ["--shipped", "--compile"], "not allowed with"),
+    ("jitstart", ["--shipped", "--warm", "1"], "--warm goes with neither --shipped nor --compile"),
+    ("jitstart", ["--compile", "--warm", "2"], "--warm goes with neither --shipped nor --compile"),
 ])
 def test_the_smaller_benchmark_tools_answer_a_bad_option_in_one_usage_line(tool, argv, says, capsys):
     import importlib
@@ -361,7 +366,8 @@ def test_the_benchmark_command_checks_its_out_folder_before_running(tmp_path, ca
     a_file.write_text("")
     for argv, says in ((["--preset", "tiny", "--only", "moving", "--out", str(cli.DOCS)], "would replace the full report"),
                        (["--quick", "--out", str(cli.DOCS)], "a quick run would replace"),
-                       (["--preset", "tiny", "--out", str(a_file)], "is not a folder")):
+                       (["--preset", "tiny", "--out", str(a_file)], "is not a folder"),
+                       (["--preset", "tiny", "--out", ""], "must name a folder, got an empty string")):
         with pytest.raises(SystemExit):
             cli.main(argv)
         assert says in capsys.readouterr().err
@@ -385,3 +391,82 @@ def test_each_benchmark_tool_names_the_extra_it_needs_in_one_line(monkeypatch, c
         assert stopped.value.code == 1
         err = capsys.readouterr().err
         assert says in err and "Traceback" not in err and err.count("\n") == 1, err
+
+
+def test_a_skipped_section_writes_its_sentence_under_no_empty_table(tiny):
+    """The tiny preset skips the start-up section: its report had the table's header with no rows."""
+    res, out, _ = tiny
+    jit = next(t for t in res.tables if t.key == "jit")
+    assert not jit.rows
+    report = (out / "PERFORMANCE.md").read_text()
+    section = report.split(f"## {jit.title}", 1)[1].split("\n## ", 1)[0]
+    assert "Skipped in this preset" in section and "| start |" not in section
+
+
+@pytest.mark.parametrize("n, label", [(200, "200"), (1_000, "1k"), (1_500, "1.5k"), (2_500, "2.5k"),
+                                      (1_234, "1,234"), (20_000, "20k"), (250_000, "250k"), (1_000_000, "1M"),
+                                      (1_500_000, "1.5M"), (2_000_000, "2M")])
+def test_a_size_is_labelled_by_the_size_it_is(n, label):
+    """The tiny preset's 1,500-creature swarm was labelled '1k' (sizes rounded down), against its plot."""
+    from benchmarks.report import fmt_size
+
+    assert fmt_size(n) == label
+
+
+def test_a_build_is_timed_after_an_untimed_one():
+    """cKDTree's first build paid ``import scipy.spatial`` (276 ms against 0.75 ms), and its figure was one run."""
+    from benchmarks.suite import built
+    from benchmarks.workloads import Workload
+
+    class Counted:
+        builds = 0
+
+        def build(self, centres, radii):
+            self.builds += 1
+
+    method, wl = Counted(), Workload("w", np.zeros((3, 3)), np.ones(3), np.zeros((1, 3)))
+    built(method, wl, repeats=3)
+    assert method.builds == 4
+
+
+def test_an_interrupted_report_leaves_the_one_before_whole(tiny, tmp_path, monkeypatch):
+    """A Ctrl-C while the plots were written left a new PERFORMANCE.md naming plots that were missing (or an
+    earlier run's): the files are written aside and moved in at the end, the report last."""
+    from benchmarks import cli
+
+    res, _, _ = tiny
+    first = cli.write_report(res, tmp_path)
+    assert [p.name for p in first][0] == "PERFORMANCE.md" and all(p.is_file() for p in first)
+    before = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
+
+    def interrupted(*args):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli, "write_markdown", interrupted)  # after every plot is written
+    with pytest.raises(KeyboardInterrupt):
+        cli.write_report(res, tmp_path)
+    assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == before  # no staging folder left either
+
+
+def test_ctrl_c_ends_a_benchmark_run_in_one_line_and_leaves_the_report_before_it(tmp_path):
+    out, log = tmp_path / "report", tmp_path / "stderr"
+    out.mkdir()
+    (out / "PERFORMANCE.md").write_text("an earlier run's report")
+    with log.open("w") as err:
+        proc = subprocess.Popen([sys.executable, "-m", "benchmarks", "--preset", "tiny", "--out", str(out)],
+                                cwd=ROOT, stdout=subprocess.DEVNULL, stderr=err, text=True,
+                                preexec_fn=sigint_as_a_terminal_gives_it)
+        interrupt_once(proc, lambda: "running " in log.read_text())
+    assert proc.returncode == 130
+    assert log.read_text().splitlines()[-1] == "python -m benchmarks: error: interrupted"
+    assert "Traceback" not in log.read_text()
+    assert [p.name for p in out.iterdir()] == ["PERFORMANCE.md"]
+    assert (out / "PERFORMANCE.md").read_text() == "an earlier run's report"
+
+
+def test_compile_profile_refuses_an_unknown_kernel_group_in_one_line():
+    done = subprocess.run([sys.executable, str(ROOT / "tools" / "compile_profile.py"), "--groups", "tree,bogus"],
+                          capture_output=True, text=True, cwd=ROOT)
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert done.stderr.splitlines()[-1] == ("tools/compile_profile.py: error: unknown kernel group 'bogus'; the "
+                                            "groups are tree, pairs, grid, interest, cubes")

@@ -97,16 +97,20 @@ def install() -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--groups", default=None)
+    parser = argparse.ArgumentParser(prog="tools/compile_profile.py", description=__doc__.splitlines()[0])
+    parser.add_argument("--groups", default=None, metavar="G[,G...]",
+                        help="only these kernel groups, comma-separated (default: all; see python -m culling warm-up --help)")
     parser.add_argument("--json", default=None, help="write the raw table here")
-    parser.add_argument("--top", type=int, default=40)
+    parser.add_argument("--top", type=int, default=40, help="kernels listed, the costliest first (default 40)")
     args = parser.parse_args()
     t0 = time.process_time()
     import culling  # its numba patches first: the timers wrap what runs
 
+    groups = args.groups.split(",") if args.groups else None
+    if unknown := [group for group in groups or () if group not in culling.KERNEL_GROUPS]:
+        parser.error(f"unknown kernel group {unknown[0]!r}; the groups are {', '.join(culling.KERNEL_GROUPS)}")
     install()
-    culling.warm_up(groups=args.groups.split(",") if args.groups else None, workers=1)
+    culling.warm_up(groups=groups, workers=1)
     total = time.process_time() - t0
     by_kernel: collections.Counter[str] = collections.Counter()
     by_phase: collections.Counter[str] = collections.Counter()
