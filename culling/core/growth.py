@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import math
 import mmap
 
 import numpy as np
 
-__all__ = ["ARRAY_GROWTH", "CACHE_LINE", "HANDLE_SHRINK_RATIO", "allocate", "grown", "untouched_zeros"]
+__all__ = ["ARRAY_GROWTH", "CACHE_LINE", "HANDLE_SHRINK_RATIO", "OUT_OF_MEMORY", "allocate", "grown", "untouched_zeros"]
 
 #: Object and node arrays grow by this factor when full (amortised O(1) inserts).
 ARRAY_GROWTH = 1.5
@@ -17,6 +18,10 @@ ARRAY_GROWTH = 1.5
 #: ``culling.structure``'s ``_trim_handles``).
 HANDLE_SHRINK_RATIO = 4
 
+#: What a failed allocation raises: ``MemoryError``, and from some NumPy 2.4 calls, once the address space
+#: is spent, ``SystemError("error return without exception set")``.  Caught only where the work is optional
+#: (giving memory back after a removal that is done), never where an answer or a change depends on it.
+OUT_OF_MEMORY = (MemoryError, SystemError)
 
 #: Every array :func:`allocate` makes starts on a cache line of this many bytes.
 CACHE_LINE = 64
@@ -36,10 +41,13 @@ def allocate(shape: tuple[int, ...], dtype: type | np.dtype, fill: int | float) 
     walk or a mover's search fetched both; here they are one line.
     """
     dtype = np.dtype(dtype)
-    size = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
-    raw = np.empty(size + CACHE_LINE, dtype=np.uint8)
-    skip = -raw.ctypes.data % CACHE_LINE
-    array = raw[skip:skip + size].view(dtype).reshape(shape)
+    size = math.prod(shape) * dtype.itemsize
+    try:
+        raw = np.empty(size + CACHE_LINE, dtype=np.uint8)
+        skip = -raw.ctypes.data % CACHE_LINE
+        array = raw[skip:skip + size].view(dtype).reshape(shape)
+    except SystemError as exc:  # a failed allocation as some NumPy calls report it (OUT_OF_MEMORY)
+        raise MemoryError(f"Unable to allocate {size:,} bytes ({exc})") from exc
     array.fill(fill)
     return array
 

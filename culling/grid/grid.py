@@ -43,7 +43,7 @@ import culling.grid.walk as gridwalk
 from culling.core import growth, members
 from culling.core.cells import placed_u
 from culling.core.containment import squared_reach, squared_reach_of
-from culling.core.growth import ARRAY_GROWTH
+from culling.core.growth import ARRAY_GROWTH, OUT_OF_MEMORY
 from culling.core.handles import HandleStack
 from culling.core.structs import CellsFields, PoolFields, WorldFields
 from culling.core.validation import (
@@ -182,9 +182,9 @@ class DenseViewDistanceGrid(Structure):
         With :meth:`CellPool.clear` an emptied grid holds no more memory than a new one.
         """
         # Objects, indexed by handle: level (-1 for a free handle); cell and slot in self._cells.
-        self._level = np.full(0, -1, dtype=np.int8)
-        self._ids = HandleStack()
-        self._cells.clear()
+        level, ids = np.full(0, -1, dtype=np.int8), HandleStack()
+        self._cells.clear()  # all made, then all replaced: a MemoryError leaves an emptied grid as it was
+        self._level, self._ids = level, ids
         self._handle_check = 1 << 62  # objects below which the next trim of the per-handle arrays is tried
         self._handle_blocker = (-1, 0)  # the live handle that stopped the last try, and the objects then
 
@@ -308,7 +308,7 @@ class DenseViewDistanceGrid(Structure):
         """Remove one object; its handle may be handed out again.  O(1)."""
         handle = self._live(handle)
         self._ids.make_room(1)  # first: a MemoryError there changes nothing
-        self._cells.unlink(handle)
+        self._cells.unlink(handle, shrink=False)
         self._level_count[self._level[handle]] -= 1
         self._level[handle] = -1
         self._ids.release(handle)
@@ -395,7 +395,7 @@ class DenseViewDistanceGrid(Structure):
             return
         self._ids.make_room(handles.size)  # first: a MemoryError there changes nothing
         level_count = self._level_count - np.bincount(self._level[handles], minlength=self._level_count.size)
-        self._cells.unlink_many(handles)  # allocates before it writes
+        self._cells.unlink_many(handles, shrink=False)  # allocates before it writes; the repack after
         self._level_count[:] = level_count
         self._level[handles] = -1
         self._ids.release(handles)
@@ -703,14 +703,17 @@ class DenseViewDistanceGrid(Structure):
     def _after_removal(self) -> None:
         """Give memory back: reset an emptied grid; cut the per-handle arrays to the highest live handle
         when they hold far more than the objects left need (as the tree's, amortised O(1) per removal).
-        The pool gives its own back as it unlinks (:meth:`CellPool.unlink_many`)."""
-        if not self._count:
-            self._reset_objects()
-        elif self._trim_due():
-            try:
+        The pool gives its own back here too (:meth:`CellPool.give_back`), once the removal's bookkeeping is done."""
+        try:
+            if not self._count:
+                self._reset_objects()
+                return
+            self._cells.give_back()
+            if self._trim_due():
                 self._trim_handles()
-            except MemoryError:  # giving memory back is optional: the removal itself is done
-                logger.warning("no memory to trim the grid's per-handle arrays after a removal; it keeps them")
+        except OUT_OF_MEMORY as exc:  # giving memory back is optional: the removal itself is done
+            logger.warning("no memory to give the grid's arrays back after a removal (%s); it keeps them",
+                           type(exc).__name__)
 
     def _grow_objects(self, needed: int) -> None:
         """Per-object arrays for ``needed`` handles: all allocated, then all replaced."""

@@ -42,6 +42,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from culling.core import growth
+from culling.core.growth import OUT_OF_MEMORY
 from culling.core.rows import RowPool, concat_ranges
 
 __all__ = ["BLOCK_HEADROOM", "CellPool", "MIN_POOL", "POOL_SLACK", "Relink"]
@@ -290,11 +291,8 @@ class CellPool(RowPool):
         if last == 0:
             self.capacity[cell] = 0
             self.nonempty -= 1
-        if shrink and self.handles.shape[0] > SHRINK_RATIO * self.members + MIN_POOL:  # amortised O(1): see SHRINK_RATIO
-            try:
-                self._repack()
-            except MemoryError:  # giving memory back is optional: the removal itself is done
-                logger.warning("no memory to repack the grid's pool after a removal; it keeps its arrays")
+        if shrink:
+            self.give_back()
 
     # ------------------------------------------------------------------
     # Many objects: O(k log k) for grouping, no Python loop; planned whole, then written
@@ -308,11 +306,19 @@ class CellPool(RowPool):
         """Take distinct ``handles`` (each in a cell) out of their cells; ``shrink``: give memory back
         if the pool has become mostly empty (a repack).  All or nothing, as :meth:`link_many`."""
         self.relink(handles, _NONE, _NONE).write()
-        if shrink and self.handles.shape[0] > SHRINK_RATIO * self.members + MIN_POOL:
+        if shrink:
+            self.give_back()
+
+    def give_back(self) -> None:
+        """Repack the pool if it has become mostly empty (amortised O(1) per removal: see
+        :data:`SHRINK_RATIO`).  Optional: without the memory for it the pool keeps its arrays, and
+        the repack allocates before it changes anything."""
+        if self.handles.shape[0] > SHRINK_RATIO * self.members + MIN_POOL:
             try:
                 self._repack()
-            except MemoryError:  # giving memory back is optional: the removal itself is done
-                logger.warning("no memory to repack the grid's pool after a removal; it keeps its arrays")
+            except OUT_OF_MEMORY as exc:  # giving memory back is optional: the removal itself is done
+                logger.warning("no memory to repack the grid's pool after a removal (%s); it keeps its arrays",
+                               type(exc).__name__)
 
     def relink(self, leaving: np.ndarray, joining: np.ndarray, cells: np.ndarray, rows: np.ndarray | None = None,
                rewritten: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None) -> Relink:
@@ -425,9 +431,10 @@ class CellPool(RowPool):
 
         O(1) beyond freeing: with no member, every cell's count and capacity are already 0.
         """
-        RowPool.__init__(self, self.width, MIN_POOL)
-        self.cell = np.full(0, -1, dtype=np.int32)
-        self.slot = np.zeros(0, dtype=np.int32)
+        empty = RowPool(self.width, MIN_POOL)  # all made, then all replaced: a MemoryError changes nothing
+        cell, slot = np.full(0, -1, dtype=np.int32), np.zeros(0, dtype=np.int32)
+        vars(self).update(vars(empty))
+        self.cell, self.slot = cell, slot
         self.members = 0
         self.nonempty = 0
 

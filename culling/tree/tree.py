@@ -45,7 +45,7 @@ import culling.tree.walk as walk
 from culling.core import chunks, growth, members
 from culling.core.cells import home
 from culling.core.containment import reach_of
-from culling.core.growth import HANDLE_SHRINK_RATIO, grown
+from culling.core.growth import HANDLE_SHRINK_RATIO, OUT_OF_MEMORY, grown
 from culling.core.handles import HandleStack
 from culling.core.lattice import ANCHOR, MAX_DEPTH, MAX_GROWTH, Lattice
 from culling.core.structs import (
@@ -136,16 +136,19 @@ class ViewDistanceTree(Structure):
         """
         # Pool columns: the centre's axes, the radius, and the squared reach
         # (see shapes.squared_reach) that makes the exact test root-free.
-        self._pool = BlockPool(self.dim + 2)
+        pool = BlockPool(self.dim + 2)
         # Objects, indexed by handle: their node (-1 when the handle is free)
         # and their row in the pool.  Centre and radius live in the pool row.
-        self._obj_node = growth.allocate((16,), np.int64, -1)
-        self._obj_pos = growth.allocate((16,), np.int64, 0)
-        self._ids = HandleStack()
+        obj_node = growth.allocate((16,), np.int64, -1)
+        obj_pos = growth.allocate((16,), np.int64, 0)
+        ids = HandleStack()
+        nodes = NodeTable(self.dim)
+        root = nodes.new(0, (ANCHOR,) * self.dim, -1)
+        # All made, then all replaced: a MemoryError while making them leaves an emptied tree as it was.
+        self._pool, self._obj_node, self._obj_pos, self._ids = pool, obj_node, obj_pos, ids
+        self._nodes, self._root = nodes, root
         self._handle_check = 1 << 62  # objects below which the next trim of the per-handle arrays is tried
         self._handle_blocker = (-1, 0)  # the live handle that stopped the last try, and the objects then
-        self._nodes = NodeTable(self.dim)
-        self._root = self._nodes.new(0, (ANCHOR,) * self.dim, -1)
 
     def _after_removal(self) -> None:
         """Give memory back: reset an empty tree, compact a pool mostly garbage.
@@ -154,18 +157,19 @@ class ViewDistanceTree(Structure):
         2 rows per object, and the next one needs more than ``SHRINK_RATIO``
         (12), so at least five objects in six were removed in between.
         """
-        if not self._count:
-            self._reset_storage()
-            return
         try:
+            if not self._count:
+                self._reset_storage()
+                return
             if self._pool.wasteful(self._count):
                 self._compact()
             if self._nodes.wasteful():
                 self._compact_nodes()
             if self._trim_due():
                 self._trim_handles()
-        except MemoryError:  # giving memory back is optional: the removal itself is done
-            logger.warning("no memory to compact the tree after a removal; it keeps its arrays")
+        except OUT_OF_MEMORY as exc:  # giving memory back is optional: the removal itself is done
+            logger.warning("no memory to give the tree's arrays back after a removal (%s); it keeps them",
+                           type(exc).__name__)
 
     def _compact_nodes(self) -> None:
         """Renumber the live nodes into a table sized to them (:meth:`NodeTable.compact`); O(nodes + objects)."""
