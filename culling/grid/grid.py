@@ -298,7 +298,7 @@ class DenseViewDistanceGrid(Structure):
             return
         self._cells.reserve_link(cell)  # first: a MemoryError changes nothing
         self._level_count[self._level[handle]] -= 1
-        self._cells.unlink(handle, shrink=False)  # a repack here would give back the room just reserved
+        self._cells.unlink(handle)  # no repack: it would give back the room just reserved
         self._cells.link(handle, cell, row)  # allocates nothing: the room is there
         self._level[handle] = level
         self._level_count[level] += 1
@@ -308,7 +308,7 @@ class DenseViewDistanceGrid(Structure):
         """Remove one object; its handle may be handed out again.  O(1)."""
         handle = self._live(handle)
         self._ids.make_room(1)  # first: a MemoryError there changes nothing
-        self._cells.unlink(handle, shrink=False)
+        self._cells.unlink(handle)
         self._level_count[self._level[handle]] -= 1
         self._level[handle] = -1
         self._ids.release(handle)
@@ -395,7 +395,7 @@ class DenseViewDistanceGrid(Structure):
             return
         self._ids.make_room(handles.size)  # first: a MemoryError there changes nothing
         level_count = self._level_count - np.bincount(self._level[handles], minlength=self._level_count.size)
-        self._cells.unlink_many(handles, shrink=False)  # allocates before it writes; the repack after
+        self._cells.unlink_many(handles)  # allocates before it writes; the repack after (_after_removal)
         self._level_count[:] = level_count
         self._level[handles] = -1
         self._ids.release(handles)

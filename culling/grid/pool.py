@@ -36,18 +36,15 @@ member added, and about 1.9 entries per member right after a repack.
 
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass
 
 import numpy as np
 
 from culling.core import growth
-from culling.core.growth import OUT_OF_MEMORY
 from culling.core.rows import RowPool, concat_ranges
 
 __all__ = ["BLOCK_HEADROOM", "CellPool", "MIN_POOL", "POOL_SLACK", "Relink"]
 
-logger = logging.getLogger(__name__)
 
 #: Smallest pool (entries).  Tiny grids never repack more than a few times.
 MIN_POOL = 64
@@ -273,9 +270,9 @@ class CellPool(RowPool):
         if count == 0:
             self.nonempty += 1
 
-    def unlink(self, handle: int, shrink: bool = True) -> None:
-        """Take ``handle`` out of its cell: the cell's last member moves into its slot; ``shrink``: give
-        memory back if the pool has become mostly empty (a repack)."""
+    def unlink(self, handle: int) -> None:
+        """Take ``handle`` out of its cell: the cell's last member moves into its slot.  No repack: the
+        caller gives memory back once its own bookkeeping is done (:meth:`give_back`)."""
         cell = int(self.cell[handle])
         slot = int(self.slot[handle])
         last = int(self.count[cell]) - 1
@@ -291,8 +288,6 @@ class CellPool(RowPool):
         if last == 0:
             self.capacity[cell] = 0
             self.nonempty -= 1
-        if shrink:
-            self.give_back()
 
     # ------------------------------------------------------------------
     # Many objects: O(k log k) for grouping, no Python loop; planned whole, then written
@@ -302,23 +297,17 @@ class CellPool(RowPool):
         All or nothing: a ``MemoryError`` changes no member (:meth:`relink`)."""
         self.relink(_NONE, handles, cells, rows).write()
 
-    def unlink_many(self, handles: np.ndarray, shrink: bool = True) -> None:
-        """Take distinct ``handles`` (each in a cell) out of their cells; ``shrink``: give memory back
-        if the pool has become mostly empty (a repack).  All or nothing, as :meth:`link_many`."""
+    def unlink_many(self, handles: np.ndarray) -> None:
+        """Take distinct ``handles`` (each in a cell) out of their cells, as :meth:`unlink` each.  All or
+        nothing, as :meth:`link_many`."""
         self.relink(handles, _NONE, _NONE).write()
-        if shrink:
-            self.give_back()
 
     def give_back(self) -> None:
         """Repack the pool if it has become mostly empty (amortised O(1) per removal: see
-        :data:`SHRINK_RATIO`).  Optional: without the memory for it the pool keeps its arrays, and
-        the repack allocates before it changes anything."""
+        :data:`SHRINK_RATIO`).  The repack allocates before it changes anything; a failure is the
+        caller's to take as optional (the grid's ``_after_removal``)."""
         if self.handles.shape[0] > SHRINK_RATIO * self.members + MIN_POOL:
-            try:
-                self._repack()
-            except OUT_OF_MEMORY as exc:  # giving memory back is optional: the removal itself is done
-                logger.warning("no memory to repack the grid's pool after a removal (%s); it keeps its arrays",
-                               type(exc).__name__)
+            self._repack()
 
     def relink(self, leaving: np.ndarray, joining: np.ndarray, cells: np.ndarray, rows: np.ndarray | None = None,
                rewritten: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None) -> Relink:
