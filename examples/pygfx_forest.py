@@ -428,10 +428,12 @@ def main(argv=None) -> int:
     print("first frame: pygfx compiles its shaders (seconds on a CPU renderer) ...", flush=True)
     if not headless:
         # Ctrl-C: rendercanvas's loop logs "Received signal Interrupt", closes the window and returns; its
-        # handler is replaced once the loop runs, and the interrupt raised after it: one line, status 130
+        # handler is replaced once the loop runs, and the interrupt raised after it: one line, status 130.
+        # The handler runs between any two bytecodes, a frame's drawing among them: stopping the loop there
+        # closed the canvas under the frame ("Draw error", a traceback), so the stop waits for the loop's turn.
         def on_ctrl_c(_signum, _frame) -> None:
             state["interrupted"] = True
-            loop.stop()
+            loop.call_soon_threadsafe(loop.stop)
 
         loop.call_soon(lambda: signal.signal(signal.SIGINT, on_ctrl_c))
         loop.run()                                   # until Esc, the close button or --frames
