@@ -72,6 +72,7 @@ import numpy as np
 
 from culling.core.chunks import scratch_keeper
 from culling.core.overlap import NEAR_LANES, first_near, meet_filter, member, partner_rows, reach_up
+from culling.pairs.output import joined, piece_buffers
 from culling.runtime.jit import inline_kernel, kernel
 from culling.runtime.prefetch import AHEAD, prefetch, prefetch_at
 from culling.runtime.threads import run_chunks, thread_count
@@ -692,41 +693,70 @@ def written(lay: Layout, parts: list[Noted], cube: bool, parallel: bool = False,
     the structure's :class:`PlanCache`, whose kept buffers are written again (:meth:`PlanCache.room`).
     """
     room = sum(noted for _, _, noted in parts)
+    parallel = parallel and len(parts) > 1 and thread_count() > 1
+    if room > KEPT_BYTES // (16 * KEPT_BUFFERS):  # too large to keep: each thread's parts into buffers of its own
+        return _written_apart(lay, parts, cube, parallel)
     if plans is not None:  # a kept buffer, when the caller has let go of it (PlanCache.room)
         first, second = plans.room(room)
     else:
         first, second = np.empty(room, dtype=np.int64), np.empty(room, dtype=np.int64)
-    doubt: list[tuple[np.ndarray, np.ndarray]] = []
-    if parallel and room >= PARALLEL_WRITE_MIN and len(parts) > 1 and thread_count() > 1:
+    if parallel and room >= PARALLEL_WRITE_MIN:
         starts = np.cumsum([0] + [noted for _, _, noted in parts])
         ends = np.empty(len(parts), dtype=np.int64)
-
-        def part(lo: int, hi: int) -> list[tuple[np.ndarray, np.ndarray]]:
-            unsure = []
-            for p in range(lo, hi):
-                hits, hk, _ = parts[p]
-                ends[p], unsure_a, unsure_b = _written(lay.columns, lay.handles, hits, hk, cube, first, second,
-                                                       int(starts[p]))
-                unsure.append((unsure_a, unsure_b))
-            return unsure
-
-        doubt = [d for chunk in run_chunks(part, len(parts), chunks=len(parts)) for d in chunk if d[0].size]
+        doubt = _each_written(lay, [[part] for part in parts], cube,
+                              [(first, second, int(start)) for start in starts[:-1]], ends, True)
         k = _closed_up(first, second, starts[:-1], ends)
     else:
-        k = 0
-        for hits, hk, _ in parts:
-            k, unsure_a, unsure_b = _written(lay.columns, lay.handles, hits, hk, cube, first, second, k)
-            if unsure_a.size:
-                doubt.append((unsure_a, unsure_b))
-    if len(doubt) == 1:
-        unsure_a, unsure_b = doubt[0]
-    elif doubt:
-        unsure_a, unsure_b = np.concatenate([d[0] for d in doubt]), np.concatenate([d[1] for d in doubt])
-    else:
-        unsure_a = unsure_b = np.empty(0, dtype=np.int64)
+        ends = np.empty(1, dtype=np.int64)
+        doubt = _each_written(lay, [parts], cube, [(first, second, 0)], ends, False)
+        k = int(ends[0])
+    unsure_a, unsure_b = _doubt_joined(doubt)
     if 2 * k < room:  # most candidates apart: give back the room
         return first[:k].copy(), second[:k].copy(), unsure_a, unsure_b
     return first[:k], second[:k], unsure_a, unsure_b
+
+
+def _written_apart(lay: Layout, parts: list[Noted], cube: bool, parallel: bool) -> Pairs:
+    """:func:`written` for an answer too large to keep: each part's pairs into buffers of its own with
+    room for its rows noted (:func:`culling.pairs.output.piece_buffers`; on the library's threads with
+    ``parallel``), then joined (:func:`culling.pairs.output.joined`).  Memory: the answer and one
+    part's pairs.  One buffer for every part, at the places their noted rows would take, touched up to
+    twice the answer's pages once the gaps were closed, and the answer cut from it was a copy more."""
+    outputs = [(*piece_buffers(noted), 0) for _, _, noted in parts]
+    ends = np.empty(len(parts), dtype=np.int64)
+    doubt = _each_written(lay, [[part] for part in parts], cube, outputs, ends, parallel)
+    pieces = [(first, second, int(end)) for (first, second, _), end in zip(outputs, ends)]
+    outputs.clear()                                  # the pieces hold the buffers alone: joined lets each go
+    return *joined(pieces), *_doubt_joined(doubt)
+
+
+def _each_written(lay: Layout, groups: list[list[Noted]], cube: bool, into: list[tuple[np.ndarray, np.ndarray, int]],
+                  ends: np.ndarray, parallel: bool) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Group ``g``'s parts' pairs written by :func:`_written` one after the other into ``into[g] = (first,
+    second, from row)``, a group a task (on the library's threads with ``parallel``); ``ends[g]``: the
+    row after its last pair.  Returns the rows of the pairs within rounding of touching, of each part
+    that had some."""
+    def task(lo: int, hi: int) -> list[tuple[np.ndarray, np.ndarray]]:
+        unsure = []
+        for g in range(lo, hi):
+            first, second, k = into[g]
+            for hits, hk, _ in groups[g]:
+                k, unsure_a, unsure_b = _written(lay.columns, lay.handles, hits, hk, cube, first, second, k)
+                unsure.append((unsure_a, unsure_b))
+            ends[g] = k
+        return unsure
+
+    chunks = run_chunks(task, len(groups), chunks=len(groups) if parallel else 1)
+    return [d for chunk in chunks for d in chunk if d[0].size]
+
+
+def _doubt_joined(doubt: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
+    """The rows of the pairs within rounding of touching, from every part that had some."""
+    if len(doubt) == 1:
+        return doubt[0]
+    if doubt:
+        return np.concatenate([d[0] for d in doubt]), np.concatenate([d[1] for d in doubt])
+    return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64)
 
 
 #: :func:`written` writes its parts on the library's threads from this many rows noted: below, the

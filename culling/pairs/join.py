@@ -42,8 +42,9 @@ cells and member runs:
 
 The pairs the float filter is unsure of (within ``2**-48`` of touching, or
 with a square out of range) are settled in exact arithmetic
-(:func:`culling.core.containment.decide_pairs`).  Memory: the output, the
-copy and the boxes (O(objects + nodes)) and the work stacks.
+(:func:`culling.core.containment.decide_pairs`).  Memory: the output and
+one chunk's pairs (:func:`culling.pairs.output.joined`), the copy and the
+boxes (O(objects + nodes)) and the work stacks.
 """
 
 from __future__ import annotations
@@ -58,6 +59,7 @@ import culling.pairs.bands as bands
 from culling.core.containment import decide_pairs
 from culling.core.lattice import MAX_DEPTH, MAX_GROWTH
 from culling.core.overlap import appended, far_apart, pair_range, reach_up
+from culling.pairs.output import joined
 from culling.runtime.jit import inline_kernel, kernel
 from culling.runtime.threads import CHUNKS_PER_THREAD, chunk_bounds, run_chunks, thread_count
 
@@ -392,7 +394,7 @@ def join_chunk(items_a: np.ndarray, items_b: np.ndarray, first_item: int, last_i
                                                                    unsure_a, unsure_b, uk)
         else:
             kids, stack_a, stack_b, sp = _expand(a, b, tree, kids, stack_a, stack_b, sp)
-    return first[:k].copy(), second[:k].copy(), unsure_a[:uk].copy(), unsure_b[:uk].copy()
+    return first[:k], second[:k], unsure_a[:uk], unsure_b[:uk]   # views: _settled moves the pairs once
 
 
 def overlapping_pairs(runs: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray], handles: np.ndarray,
@@ -453,17 +455,17 @@ def overlapping_pairs(runs: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray
 
 def _settled(parts: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]], columns: np.ndarray,
              handles: np.ndarray, shape: str) -> tuple[np.ndarray, np.ndarray]:
-    """The chunks' pairs joined, with the unsure ones (rows of ``columns``) decided exactly."""
-    if len(parts) == 1:
-        first, second, unsure_a, unsure_b = parts[0]
-    else:
-        first, second, unsure_a, unsure_b = (np.concatenate(column) for column in zip(*parts))
+    """The chunks' pairs joined (:func:`culling.pairs.output.joined`), with the unsure ones (rows of
+    ``columns``) decided exactly; ``parts`` is emptied, so that each chunk's memory goes once moved."""
+    unsure_a = np.concatenate([part[2] for part in parts]) if len(parts) > 1 else parts[0][2]
+    unsure_b = np.concatenate([part[3] for part in parts]) if len(parts) > 1 else parts[0][3]
+    pieces = [(first, second, first.shape[0]) for first, second, _, _ in parts]
+    parts.clear()
     if unsure_a.size:  # within rounding of touching: exact arithmetic decides
         keep = decide_pairs(columns, unsure_a, unsure_b, shape)
         ends = handles[unsure_a[keep]], handles[unsure_b[keep]]
-        first = np.concatenate([first, np.minimum(*ends)])
-        second = np.concatenate([second, np.maximum(*ends)])
-    return first, second
+        pieces.append((np.minimum(*ends), np.maximum(*ends), int(keep.sum())))
+    return joined(pieces)
 
 
 def dual_pairs(root: int, child: np.ndarray, start: np.ndarray, count: np.ndarray, handles: np.ndarray,
