@@ -16,6 +16,7 @@ the answer before, by 1.23 times now (60,000: 3.95 and 1.39 times).
 
 from __future__ import annotations
 
+import errno
 import mmap
 
 import numpy as np
@@ -37,7 +38,12 @@ def piece_buffers(room: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _unpaged(count: int) -> np.ndarray:
-    memory = mmap.mmap(-1, 8 * count)                # anonymous, private; unmapped once the array is gone
+    try:
+        memory = mmap.mmap(-1, 8 * count)            # anonymous, private; unmapped once the array is gone
+    except OSError as exc:                           # as NumPy says it: the caller's out-of-memory path
+        if exc.errno != errno.ENOMEM:
+            raise
+        raise MemoryError(f"Unable to map {8 * count:,} bytes for a piece of the pairs") from None
     if hasattr(mmap, "MADV_NOHUGEPAGE"):             # Linux
         memory.madvise(mmap.MADV_NOHUGEPAGE)
     return np.frombuffer(memory, dtype=np.int64)

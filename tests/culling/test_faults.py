@@ -1191,6 +1191,54 @@ def test_a_batch_under_any_address_space_limit_is_all_or_nothing(kind, batch):
     assert changed == 0, f"{changed} of {raised} limits left changes"
 
 
+PAIRS_SWEEP_SCRIPT = r"""
+import resource, sys
+import numpy as np
+import culling
+from culling.pairs import bands
+
+def vm_size():
+    with open("/proc/self/status") as f:
+        return next(int(line.split()[1]) * 1024 for line in f if line.startswith("VmSize:"))
+
+bands.KEPT_BYTES = 0   # every answer one too large to keep: written in pieces of their own (mmap)
+kind = sys.argv[1]
+rng = np.random.default_rng(1)
+s = (culling.ViewDistanceTree(size=64.0, dim=3) if kind == "tree"
+     else culling.DenseViewDistanceGrid(size=64.0, dim=3, min_radius=0.5))
+s.insert_many(rng.uniform(0, 50, (6000, 3)), rng.uniform(0.5, 2.5, 6000))
+want = sorted(zip(*(a.tolist() for a in s.overlapping_pairs())))
+soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+raised = passed = limit = 0
+while passed < 3:
+    resource.setrlimit(resource.RLIMIT_AS, (vm_size() + limit, hard))
+    try:
+        got = s.overlapping_pairs()
+    except MemoryError:
+        raised += 1
+    else:
+        passed += 1
+        assert sorted(zip(*(a.tolist() for a in got))) == want
+    finally:
+        resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
+    limit += 64 * 1024
+print(raised)
+"""
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/status"), reason="reads the address space from /proc")
+@pytest.mark.parametrize("kind", STRUCTURES)
+def test_pairs_under_any_address_space_limit_are_a_memory_error_or_the_answer(kind):
+    """An answer too large to keep is written into buffers mapped for it (``mmap``), which says
+    ``OSError`` (ENOMEM) where NumPy says ``MemoryError``: a caller that catches out of memory as
+    the library documents it missed it.  Under every limit, 64 KB apart, the call raises
+    ``MemoryError`` or gives the whole answer."""
+    proc = subprocess.run([sys.executable, "-c", PAIRS_SWEEP_SCRIPT, kind], capture_output=True, text=True,
+                          timeout=HANG_S)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert int(proc.stdout) > 0, "no limit made the call run out of memory: the sweep tested nothing"
+
+
 @pytest.mark.parametrize("kind", STRUCTURES)
 def test_a_removal_that_empties_the_structure_is_all_or_nothing_whichever_allocation_fails(kind, monkeypatch):
     """The emptied structure's fresh arrays were made after the removal was done and outside its guard: a
