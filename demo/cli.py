@@ -154,8 +154,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--scene", choices=list(SCENES), default=DEFAULT_SCENE, help="scene to load (default %(default)s)")
     p.add_argument("--objects", type=_count, default=None,
-                   help="object count of the starting scene (a scene a number key switches to takes its "
-                        "default: " + ", ".join(f"{k} {v.default_objects:,}" for k, v in SCENES.items()) + ")")
+                   help="object count of the starting scene, also when a number key switches back to it (the "
+                        "other scenes take their default: "
+                        + ", ".join(f"{k} {v.default_objects:,}" for k, v in SCENES.items()) + ")")
     p.add_argument("--seed", type=_count, default=1, help="random seed of the scene, >= 0 (default %(default)s)")
     p.add_argument("--size", type=parse_size, default=None, metavar="WxH",
                    help="window or image size (default 1280x720 window, 960x540 headless)")

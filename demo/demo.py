@@ -612,9 +612,7 @@ class Demo:
     def hud_info(self, fps: float | None = None, speed: float | None = None, help: bool = True,
                  mouse: str | None = None) -> HudInfo:
         """The numbers the HUD shows for the last frame (times: medians of recent frames)."""
-        levels = trace_levels(self.trace, self.show_loose)
-        if self.only_depth is not None:
-            levels = [lv for lv in levels if lv.depth == self.only_depth]
+        levels = trace_levels(self.trace, self.show_loose)   # every level: the HUD shows only_depth's row
         ev = self.events
         warm, cold = self.warm_stats()
         return HudInfo(

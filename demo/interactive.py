@@ -450,7 +450,8 @@ class FlyThroughApp(App):
 
     def _explain(self) -> str:
         """The X key: pick the object under the free mouse's cursor, or at the screen's centre while the
-        mouse is captured (it looks where the camera looks), and have the HUD explain it
+        mouse is captured (it looks where the camera looks) or before the mouse has moved over the window
+        (pyglet knows the cursor from its motion events only), and have the HUD explain it
         (:meth:`Demo.inspect_at`)."""
         width, height = self.window.get_size()
         if self.mouse_captured or self._cursor is None:

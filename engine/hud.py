@@ -58,7 +58,7 @@ class HudInfo:
     scene: str
     objects: int
     stats: FrameStats
-    levels: list[LevelBoxes] = field(default_factory=list)   # the drawn levels
+    levels: list[LevelBoxes] = field(default_factory=list)   # the levels walked (only_depth: the one drawn)
     fps: float | None = None
     frozen: bool = False
     overlay: bool = True
@@ -201,7 +201,7 @@ def hud_lines(info: HudInfo, mode: str = "full") -> list[tuple[str, tuple[float,
         if info.only_depth is not None:
             title += f", level {info.only_depth} only"
         lines.append((f"{LEVELS_TITLE}  (drawn: {title})", GREY))
-        for lv in info.levels:
+        for lv in _shown_levels(info):               # the totals below stay those of every level walked
             lines.append((f"{lv.depth:5d} {_size(lv.node_size):>7s} {lv.nodes:6d} {lv.objects:8,d}",
                           text_colour(level_colour(lv.depth))))
         total_nodes = sum(lv.nodes for lv in info.levels)
@@ -212,6 +212,11 @@ def hud_lines(info: HudInfo, mode: str = "full") -> list[tuple[str, tuple[float,
     if info.help:
         lines.extend((text, GREY) for text in CONTROLS_HELP)
     return status + lines
+
+
+def _shown_levels(info: HudInfo) -> list[LevelBoxes]:
+    """The levels the overlay draws: all of them, or the one ``[``/``]`` chose."""
+    return [lv for lv in info.levels if info.only_depth is None or lv.depth == info.only_depth]
 
 
 def _size(metres: float) -> str:
@@ -237,7 +242,7 @@ def hud_legend(info: HudInfo, mode: str = "compact") -> list[list[tuple[str, tup
     if mode != "off" and info.scene_legend:
         rows.append(list(info.scene_legend))
     if mode == "compact" and info.overlay and info.levels:
-        levels = [(_size(lv.node_size), level_colour(lv.depth)) for lv in info.levels]
+        levels = [(_size(lv.node_size), level_colour(lv.depth)) for lv in _shown_levels(info)]
         levels[-1] = (levels[-1][0] + " m boxes", levels[-1][1])
         rows.append(levels)
     return rows

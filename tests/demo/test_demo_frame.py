@@ -111,6 +111,17 @@ def test_demo_uploads_exactly_the_traced_boxes(make_demo, render):
     render(demo)
     assert demo.only_depth == 0
     assert demo.overlay_renderer.count == 24 * 1 + 24 + 6
+    # the HUD's table: the chosen level's row alone, and its "all" row still every level walked (it read
+    # that one level's counts, beside a funnel line counting every level's)
+    from engine.hud import LEVELS_TITLE, TOTALS, hud_lines
+
+    texts = [text for text, _ in hud_lines(demo.hud_info(), "full")]
+    title = next(k for k, text in enumerate(texts) if text.startswith(LEVELS_TITLE))
+    end = next(k for k in range(title, len(texts)) if texts[k].startswith(TOTALS))
+    assert [int(text.split()[0]) for text in texts[title + 1:end]] == [0]
+    nodes, objects = texts[end].split()[1:3]
+    assert int(nodes) == demo.trace.visited_nodes
+    assert int(objects.replace(",", "")) == sum(level.objects for level in demo.trace.levels)
 
 
 def test_hud_times_are_medians_of_recent_frames_and_a_slow_one_is_marked(make_demo, render):
