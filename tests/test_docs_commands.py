@@ -95,6 +95,8 @@ RUN_AS = {
     "python -m benchmarks.frameparts --n 100000 --alone --cpu": "python -m benchmarks.frameparts --n 500 --frames 3 --alone --cpu",
     "python -m benchmarks.frameparts --n 100000 --alone --cpu --workload heavy":
         "python -m benchmarks.frameparts --n 500 --frames 3 --alone --cpu --workload heavy",
+    "python -m benchmarks.frameparts --workload heavy --n 100000 --frames 40 --versus DIR":
+        "python -m benchmarks.frameparts --workload heavy --n 500 --frames 3 --versus . --rounds 1",
 }
 
 #: Written on a page, not run here, and why.
