@@ -691,10 +691,12 @@ def written(lay: Layout, parts: list[Noted], cube: bool, parallel: bool = False,
     :data:`PARALLEL_WRITE_MIN` rows noted, each part at the place its noted rows would take, on
     the library's threads, and then the parts' pairs are moved up to close the gaps.  ``plans``:
     the structure's :class:`PlanCache`, whose kept buffers are written again (:meth:`PlanCache.room`).
+    An answer with more rows noted than a kept buffer may hold is written by :func:`_written_apart`,
+    in the memory of its pairs.
     """
     room = sum(noted for _, _, noted in parts)
     parallel = parallel and len(parts) > 1 and thread_count() > 1
-    if room > KEPT_BYTES // (16 * KEPT_BUFFERS):  # too large to keep: each thread's parts into buffers of its own
+    if room > KEPT_BYTES // (16 * KEPT_BUFFERS):  # too large to keep: each part into buffers of its own
         return _written_apart(lay, parts, cube, parallel)
     if plans is not None:  # a kept buffer, when the caller has let go of it (PlanCache.room)
         first, second = plans.room(room)
