@@ -18,6 +18,8 @@ from collections.abc import Callable
 
 import numpy as np
 
+from engine.arguments import whole_number
+
 #: The world's edge, and each dimension's largest view distance (the smallest is :data:`MIN_RADIUS`).
 SIZE = 4096.0
 LARGEST = {1: 32.0, 2: 32.0, 3: 64.0}
@@ -68,7 +70,7 @@ def compare(dim: int, n: int, rounds: int, seed: int = 1) -> dict[str, dict[str,
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m benchmarks.dense_vs_tree", description="The tree against the dense grid on uniform worlds, operation by operation.")
     ap.add_argument("--dim", type=int, default=3, choices=(1, 2, 3), help="dimensions (default 3)")
-    ap.add_argument("--objects", type=int, default=200_000, help="objects (default 200,000; at least 1,000)")
+    ap.add_argument("--objects", type=whole_number(), default=200_000, help="objects (default 200,000; at least 1,000)")
     ap.add_argument("--rounds", type=int, default=5, help="rounds of both structures (default 5)")
     args = ap.parse_args(argv)
     if args.objects < 1000 or args.rounds < 1:

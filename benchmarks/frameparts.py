@@ -58,6 +58,7 @@ from benchmarks.batch_sections import _world
 from benchmarks.broadphase import TreePairs, peers_of
 from benchmarks.command import require
 from benchmarks.workloads import swarm_frames
+from engine.arguments import whole_number
 
 #: ``(module, attribute, label)``: the parts timed, each call's parts indented below it; a method is
 #: ``"Class.method"``.
@@ -308,8 +309,8 @@ _CLOCKS = {
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m benchmarks.frameparts", description=__doc__.splitlines()[0].replace("``", ""))
-    ap.add_argument("--n", type=int, default=10_000, help="moving creatures (default 10,000; at least 2)")
-    ap.add_argument("--frames", type=int, default=200, help="frames timed (default 200; with --ab at least 2)")
+    ap.add_argument("--n", type=whole_number(), default=10_000, help="moving creatures (default 10,000; at least 2)")
+    ap.add_argument("--frames", type=whole_number(), default=200, help="frames timed (default 200; with --ab at least 2)")
     ap.add_argument("--alone", action="store_true", help="the tree's frames back to back, without the peers")
     clocks = ap.add_mutually_exclusive_group()
     clocks.add_argument("--cpu", action="store_true",
@@ -329,7 +330,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--versus", metavar="DIR",
                     help="alternate processes of this checkout (A) and of the checkout DIR (B), each running "
                          "this tool with the other options")
-    ap.add_argument("--rounds", type=int, default=3, help="with --versus: processes of each checkout (default 3)")
+    ap.add_argument("--rounds", type=whole_number(), default=3, help="with --versus: processes of each checkout (default 3)")
     argv = sys.argv[1:] if argv is None else argv
     args = ap.parse_args(argv)
     if args.n < 2:

@@ -16,6 +16,8 @@ import time
 
 import numpy as np
 
+from engine.arguments import whole_number
+
 
 def _median_ms(fn, repeats: int = 7) -> float:
     fn()  # warm-up (compiles)
@@ -52,7 +54,7 @@ def run(n: int) -> list[tuple[str, float, float]]:
 
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(prog="python -m benchmarks.point_objects", description=__doc__)
-    ap.add_argument("--n", type=int, default=100_000, help="objects (default 100,000; at least 8)")
+    ap.add_argument("--n", type=whole_number(), default=100_000, help="objects (default 100,000; at least 8)")
     args = ap.parse_args(argv)
     if args.n < 8:
         ap.error(f"--n must be at least 8 (a grid of 2 a side), got {args.n}")

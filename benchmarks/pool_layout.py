@@ -26,6 +26,7 @@ import numba
 import numpy as np
 
 from culling.runtime.prefetch import AHEAD, prefetch, prefetch_at
+from engine.arguments import whole_number
 
 
 @numba.njit(nogil=True, cache=True)  # not a library kernel: kept out of culling's warm-up and wheel
@@ -132,8 +133,8 @@ def compare(objects: int = 10_000, repeats: int = 40, dim: int = 3, seed: int = 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m benchmarks.pool_layout", description=__doc__.splitlines()[0].replace("``", ""))
-    ap.add_argument("--objects", type=int, default=10_000, help="objects settled per pass (default 10,000)")
-    ap.add_argument("--repeats", type=int, default=40,
+    ap.add_argument("--objects", type=whole_number(), default=10_000, help="objects settled per pass (default 10,000)")
+    ap.add_argument("--repeats", type=whole_number(), default=40,
                     help="passes per layout (default 40; the first, which compiles, is not counted)")
     args = ap.parse_args(argv)
     if args.objects < 1:

@@ -35,6 +35,7 @@ import numpy as np
 
 from benchmarks.command import require
 from benchmarks.workloads import Workload, colocated, forest, moving, moving_steps
+from engine.arguments import whole_number
 from engine.files import unwritable_folder
 
 Case = Callable[[Workload, object], Callable[[], object]]
@@ -310,12 +311,12 @@ MIN_OBJECTS = 1_000
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m benchmarks.profiling", description=__doc__.splitlines()[0].replace("``", ""))
     ap.add_argument("cases", nargs="*", help=f"cases to profile, of {', '.join(CASES)}, phases (all by default)")
-    ap.add_argument("--n", type=int, help=f"objects (default per case; at least {MIN_OBJECTS:,})")
+    ap.add_argument("--n", type=whole_number(), help=f"objects (default per case; at least {MIN_OBJECTS:,})")
     ap.add_argument("--no-lines", action="store_true", help="skip line_profiler")
     ap.add_argument("--out", type=Path, help="folder for one report file per case")
     ap.add_argument("--perf", action="store_true",
                     help="no Python profilers: run each case for `perf record`, its kernels named in /tmp/perf-<pid>.map")
-    ap.add_argument("--repeat", type=int, default=10, help="with --perf: runs of each case after the map (default 10)")
+    ap.add_argument("--repeat", type=whole_number(), default=10, help="with --perf: runs of each case after the map (default 10)")
     args = ap.parse_args(argv)
     unknown = set(args.cases) - set(CASES) - {"phases"}
     if unknown:

@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import NoReturn
 
+from engine.arguments import whole_number
 from engine.files import folder_argument
 
 __all__ = ["EXIT_ERROR", "EXIT_USAGE", "build_parser", "display_available", "main", "parse_size"]
@@ -82,27 +83,7 @@ def parse_size(text: str) -> tuple[int, int]:
     return w, h
 
 
-#: A whole number as a person writes it: ``20000``, ``20_000`` (as Python does) or ``20,000`` (groups of three).
-_WHOLE = re.compile(r"[+-]?(\d+(_\d+)*|\d{1,3}(,\d{3})+)")
-
-
-def _whole(text: str, least: int) -> int:
-    """A whole number of at least ``least``, written as a person would (``20_000``, ``20,000``); ``1,0,0``
-    (a typo, not a hundred) is refused."""
-    if not _WHOLE.fullmatch(text.strip()):
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}")
-    value = int(text.strip().replace(",", ""))
-    if value < least:
-        raise argparse.ArgumentTypeError(f"must be >= {least}, got {value}")
-    return value
-
-
-def _count(text: str) -> int:
-    return _whole(text, 0)
-
-
-def _positive(text: str) -> int:
-    return _whole(text, 1)
+_count, _positive = whole_number(0), whole_number(1)
 
 
 def _fraction(text: str) -> float:

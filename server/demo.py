@@ -70,8 +70,8 @@ def check_world(ap: argparse.ArgumentParser, args: argparse.Namespace, least: in
 
 def parse(argv: Sequence[str] | None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n\n")[0].replace("``", "`"))
-    ap.add_argument("--players", type=int, default=10_000, help="viewers (default 10,000)")
-    ap.add_argument("--entities", type=int, default=100_000, help="moving entities (default 100,000)")
+    ap.add_argument("--players", type=int, default=10_000, help="viewers (default 10000)")
+    ap.add_argument("--entities", type=int, default=100_000, help="moving entities (default 100000)")
     ap.add_argument("--shards", type=int, default=2,
                     help=f"Ray actors, one per region, 1 to {MAX_SHARDS} (default 2)")
     ap.add_argument("--ticks", type=int, default=20, help="server ticks to run after tick 0, where every player enters (default 20)")

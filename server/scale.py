@@ -103,8 +103,8 @@ def measure(n: int, m: int, size: float, shard_counts: Sequence[int], repeats: i
 
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m server.scale", description=__doc__.split("\n\n")[0].replace("``", "`"))
-    ap.add_argument("--players", type=int, default=10_000, help="viewers (default 10,000)")
-    ap.add_argument("--entities", type=int, default=100_000, help="entities (default 100,000)")
+    ap.add_argument("--players", type=int, default=10_000, help="viewers (default 10000)")
+    ap.add_argument("--entities", type=int, default=100_000, help="entities (default 100000)")
     ap.add_argument("--world", type=float, default=4096.0, help="edge of the square world (default 4096)")
     ap.add_argument("--shards", type=int, nargs="+", default=[1, 2, 8, 16, 32, 64], metavar="K",
                     help=f"the region counts to model, each 1 to {MAX_SHARDS} (default 1 2 8 16 32 64)")

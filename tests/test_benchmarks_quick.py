@@ -470,3 +470,18 @@ def test_compile_profile_refuses_an_unknown_kernel_group_in_one_line():
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert done.stderr.splitlines()[-1] == ("tools/compile_profile.py: error: unknown kernel group 'bogus'; the "
                                             "groups are tree, pairs, grid, interest, cubes")
+
+
+@pytest.mark.parametrize("tool, flag", [("dense_vs_tree", "--objects"), ("frameparts", "--n"), ("point_objects", "--n"),
+                                        ("pool_layout", "--objects"), ("profiling", "--n")])
+def test_the_tools_take_a_count_as_their_help_prints_it(tool, flag, capsys):
+    """Their help prints counts as ``10,000``; typed back, ``int`` refused it.  The count is read before
+    ``--help`` ends the run: status 0, not a usage error."""
+    import importlib
+
+    with pytest.raises(SystemExit) as stopped:
+        importlib.import_module(f"benchmarks.{tool}").main([flag, "10,000", "--help"])
+    assert stopped.value.code == 0, capsys.readouterr().err
+    with pytest.raises(SystemExit) as stopped:
+        importlib.import_module(f"benchmarks.{tool}").main([flag, "10,00", "--help"])
+    assert stopped.value.code == 2 and "expected a whole number, got '10,00'" in capsys.readouterr().err
