@@ -38,8 +38,9 @@ def piece_buffers(room: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _unpaged(count: int) -> np.ndarray:
-    try:
-        memory = mmap.mmap(-1, 8 * count)            # anonymous, private; unmapped once the array is gone
+    private = {"flags": mmap.MAP_PRIVATE} if hasattr(mmap, "MAP_PRIVATE") else {}   # Windows' are its own
+    try:  # anonymous; private: copied on write after a fork, as NumPy's own (shared, a child wrote the parent's)
+        memory = mmap.mmap(-1, 8 * count, **private)  # unmapped once the array is gone
     except OSError as exc:                           # as NumPy says it: the caller's out-of-memory path
         if exc.errno != errno.ENOMEM:
             raise

@@ -485,6 +485,27 @@ def test_piece_buffers_are_writable_int64_of_the_room_asked():
         assert (first == 7).all() and (second == 8).all()
 
 
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_an_answer_in_piece_buffers_is_copied_on_write_after_a_fork():
+    """An answer can be views of a piece's buffers (one piece alone).  Mapped shared, a forked child's
+    writes to its answer showed in the parent's, where NumPy's own arrays are copied on write."""
+    from culling.pairs.output import joined, piece_buffers
+
+    first, second = piece_buffers(1000)
+    first[:10], second[:10] = 1, 2
+    first, second = joined([(first, second, 10)])
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: writes its answer, says what it reads
+        first[:] = 99
+        os.write(write, bytes([int(first[0])]))
+        os._exit(0)
+    os.close(write)
+    assert os.read(read, 1) == bytes([99])
+    os.waitpid(pid, 0)
+    assert first.tolist() == [1] * 10 and second.tolist() == [2] * 10
+
+
 _PEAK_SCRIPT = """
 import sys
 import numpy as np
