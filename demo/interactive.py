@@ -450,8 +450,8 @@ class FlyThroughApp(App):
 
     def _explain(self) -> str:
         """The X key: pick the object under the free mouse's cursor, or at the screen's centre while the
-        mouse is captured (it looks where the camera looks) or before the mouse has moved over the window
-        (pyglet knows the cursor from its motion events only), and have the HUD explain it
+        mouse is captured (it looks where the camera looks) or while the pointer has not yet been over the
+        window (pyglet knows the cursor from its enter and motion events only), and have the HUD explain it
         (:meth:`Demo.inspect_at`)."""
         width, height = self.window.get_size()
         if self.mouse_captured or self._cursor is None:
@@ -496,6 +496,10 @@ class FlyThroughApp(App):
         if self._pressed_at is not None and not self._dragged and not self.mouse_captured:
             self._capture(True)
         self._pressed_at = None
+        return True
+
+    def on_mouse_enter(self, x: int, y: int) -> bool:
+        self._cursor = (x, y)                         # a window opened under a still pointer: X picks there
         return True
 
     def on_mouse_motion(self, x: int, y: int, dx: int, dy: int) -> bool:

@@ -125,7 +125,7 @@ class App:
     #: that returns True consumes the event (pyglet's defaults do not run: the
     #: window's own Esc-closes-the-window, for one).
     input_events = ("on_key_press", "on_key_release", "on_text", "on_mouse_motion", "on_mouse_drag",
-                    "on_mouse_press", "on_mouse_release", "on_mouse_scroll")
+                    "on_mouse_press", "on_mouse_release", "on_mouse_scroll", "on_mouse_enter")
 
     def __init__(self, window: pyglet.window.Window, ctx: moderngl.Context, **kwargs: Any) -> None:
         self.window = window
@@ -168,6 +168,10 @@ class App:
         return None
 
     def on_mouse_scroll(self, x: int, y: int, scroll_x: float, scroll_y: float) -> bool | None:
+        return None
+
+    def on_mouse_enter(self, x: int, y: int) -> bool | None:
+        """The pointer came into the window, or the window opened under it: where it is, before any motion."""
         return None
 
     def on_close(self) -> None:

@@ -68,14 +68,18 @@ class DemoWindow:
     @classmethod
     @contextmanager
     def started(cls, folder: Path, args: Sequence[str], screen: str = "1024x768x24",
-                prelude: str = "") -> Iterator[DemoWindow]:
+                prelude: str = "", pointer_first: tuple[int, int] | None = None) -> Iterator[DemoWindow]:
         """``run_demo.py ARGS`` in a window on a new Xvfb display, focused, the pointer on it, two frames
         drawn; ``--stats`` and ``--out`` go into ``folder``.  ``prelude``: Python run first in the demo's
-        process (a stand-in patched in).  On leaving, a demo still running is killed."""
+        process (a stand-in patched in).  ``pointer_first``: the pointer put at this place on the screen
+        before the demo starts and not moved after (the window opens under a still pointer).  On leaving,
+        a demo still running is killed."""
         need_tools()
         xvfb, display = start_xvfb(screen)
         stats, out = folder / "stats.csv", folder / "shots"
         env = dict(os.environ, DISPLAY=display)
+        if pointer_first is not None:
+            xdotool(env, "mousemove", *map(str, pointer_first), check=True)
         program = [str(ROOT / "run_demo.py")]
         if prelude:
             env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH", "")) if p)
@@ -89,7 +93,8 @@ class DemoWindow:
             demo.xdo("windowmove", demo.window, "0", "0")
             demo.xdo("windowfocus", "--sync", demo.window)
             width, height = demo.size()
-            demo.xdo("mousemove", "--window", demo.window, str(width // 2), str(height // 2))
+            if pointer_first is None:
+                demo.xdo("mousemove", "--window", demo.window, str(width // 2), str(height // 2))
             demo.wait(lambda row: int(row["frame"]) >= 2, "the first frames")
             yield demo
         finally:

@@ -406,3 +406,15 @@ def test_in_a_small_window_the_full_hud_stops_above_the_map(session):
 def test_escape_with_the_mouse_free_quits_with_status_zero(session):
     assert session.settle()["captured"] == "0"
     session.quit()
+
+
+def test_x_picks_under_a_pointer_that_has_not_moved_since_the_window_opened_under_it(tmp_path):
+    """The window opens under a still pointer and X is pressed with no motion at all: the demo knew the
+    cursor from motion events only, and picked at the centre of the view instead.  The pointer's place
+    comes with the window's enter event now."""
+    with DemoWindow.started(tmp_path, ["--objects", str(OBJECTS), "--size", f"{SIZE[0]}x{SIZE[1]}"],
+                            pointer_first=(SIZE[0] // 4, SIZE[1] // 4)) as demo:
+        assert demo.settle()["captured"] == "0"
+        row = demo.press_until("x", lambda r: r["status"].startswith("X: "), "X's answer")
+        assert row["status"].endswith("under the cursor"), row["status"]
+        demo.quit()
