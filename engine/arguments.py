@@ -1,5 +1,5 @@
-"""Whole numbers on the command line as a person writes them, for the demo, the engine examples and the
-benchmark tools.
+"""Whole numbers on the command line as a person writes them, for the demo and the benchmark tools (the
+engine examples print their counts as ``int`` reads them: a copy of one needs no more of ``engine/``).
 
 Their help prints counts as ``200,000``; Python's ``int`` takes ``200000`` and ``200_000`` but refuses
 ``200,000``, so a count copied back from the help was an error.  :func:`whole_number` takes all three.
