@@ -19,12 +19,19 @@ with a progress bar.
 Copying it: besides ``culling`` it imports this repository's ``scenes/`` (the forest: ``make_forest``
 and ``mesh_base``) and four helpers of ``engine/`` (``display_problem``, ``unwritable_folder`` and
 ``write_atomically``, ``above_ground``); run it from the checkout, put the checkout on ``PYTHONPATH``,
-or put your own world and helpers in their place.  From the checkout (or with it on the path) it
+or put your own world and helpers in their place (a package of the same name beside the copy, a
+project's own ``engine/``, comes first on the path and hides the checkout's: it says so in one line).
+From the checkout (or with it on the path) it
 imports the checkout's ``culling/``, not an installed wheel: install the checkout with
 ``pip install -e ".[examples]"``, which compiles its kernels once, or its first run compiles them
 (38 s on a 2-core machine).  Moving objects are one
-``tree.update_many(handles, centres, view_distances)`` a frame before the query (the demo's swarm;
-INTEGRATION.md, section 3); the per-instance data follows from the same arrays.
+``tree.update_many(handles[moved], centres[moved], view_distances[moved])`` a frame before the query
+(``build_world``'s ``handles[i]`` is object ``i``'s; centres in Panda3D's frame; the demo's swarm,
+INTEGRATION.md, section 3), and their rows of ``records`` (the per-instance data) rewritten from the
+same arrays.  The objects are rows grouped by kind (``scene.kind_offsets``), which is how a frame's
+answer splits into the kinds' arrays: an object added later needs its kind kept beside it (split
+``visible`` by ``kind_of[visible]`` instead).  The window draws at most :data:`WINDOW_FPS` frames a
+second (Panda3D's ``clock-mode limited``), as a game does; headless frames follow each other at once.
 """
 
 from __future__ import annotations
@@ -43,10 +50,10 @@ except ModuleNotFoundError:                          # one line, as for the othe
     raise SystemExit(f"{Path(__file__).name}: error: needs numpy: pip install -e \".[examples]\" (the examples extra)") from None
 
 CHECKOUT = Path(__file__).resolve().parents[1]
-if (CHECKOUT / "engine" / "files.py").is_file():  # the checkout: engine/, scenes/ and culling/ (a copy elsewhere,
-    sys.path.insert(0, str(CHECKOUT))              # beside a project's own engine/, finds them on PYTHONPATH)
-#: This repository's packages it imports (the forest, a few helpers; see the docstring), looked for first.
-REPOSITORY_PACKAGES = ("engine", "scenes", "culling")
+if (CHECKOUT / "engine" / "files.py").is_file():  # the checkout: engine/, scenes/ and culling/ (a copy elsewhere
+    sys.path.insert(0, str(CHECKOUT))              # finds them on PYTHONPATH; see missing_message)
+#: This repository's modules it imports (the forest, a few helpers; see the docstring), looked for first.
+REPOSITORY_MODULES = ("engine.camera", "engine.display", "engine.files", "scenes.base", "scenes.forest", "culling")
 # Panda3D, numba and the library load after the arguments are read (main): --help answers at once.
 
 FPS = 30.0            # headless frames are this far apart on the camera path
@@ -54,6 +61,7 @@ PATH_SECONDS = 60.0   # one lap of the scene's camera path
 SIZE = (640, 360)
 MAX_OBJECTS = 100_000_000  # beyond it NumPy's own refusals (arrays too large), not a forest
 SUMMARY_SECONDS = 1.0  # a summary line this often, not a line per frame
+WINDOW_FPS = 60       # the window's frame cap: uncapped, a window looking at the sky drew 800 fps on a whole core
 COMPILING = "compiling kernels (first run only)"   # what a first run says, as the demo and python -m culling do
 #: Simple lathed shapes, (radius, height) from the bottom up, in units of the bounding radius.
 PROFILES = {"grass_card": ([(0.35, 0.0), (0.0, 1.4)], 4), "pebble": ([(0.0, 0.0), (0.45, 0.3), (0.3, 0.6), (0.0, 0.7)], 5),
@@ -102,7 +110,8 @@ def warm_up_kernels() -> None:
 
 
 def build_world(objects: int, seed: int = 1):
-    """The forest, its centres in Panda3D's frame, their tree, and handle -> object index."""
+    """The forest, its centres in Panda3D's frame, their tree, each object's handle (``handles[i]``: object
+    ``i``'s, what ``tree.update_many`` and ``tree.remove`` take) and handle -> object index."""
     from culling import ViewDistanceTree
     from scenes.forest import make_forest
 
@@ -113,7 +122,7 @@ def build_world(objects: int, seed: int = 1):
     handles = tree.insert_many(centres, scene.view_distance)
     object_of = np.full(int(handles.max(initial=-1)) + 1, -1, dtype=np.int64)   # -1: no object (INTEGRATION.md)
     object_of[handles] = np.arange(len(scene))      # a handle is not an index: map it back
-    return scene, centres, tree, object_of
+    return scene, centres, tree, handles, object_of
 
 
 def camera_at(scene, seconds: float) -> tuple[np.ndarray, np.ndarray]:
@@ -167,7 +176,9 @@ ENGINE_MODULES = ("panda3d", "pyrr", "numba")
 
 
 def parse_args(argv=None) -> argparse.Namespace:
-    p = _OneLineParser(prog=Path(__file__).name, description="A forest in Panda3D, culled by view distance.")
+    p = _OneLineParser(prog=Path(__file__).name, description="A forest in Panda3D, culled by view distance.",
+                       epilog="It imports this repository's engine/ and scenes/ besides culling: run it from the "
+                              "checkout, or a copy with the checkout on PYTHONPATH (its docstring: copying it).")
     p.add_argument("--headless", action="store_true", help="render offscreen (the default with no display)")
     p.add_argument("--frames", type=int, default=None, help="stop after N frames (headless default: 60)")
     p.add_argument("--objects", type=int, default=200_000, help="objects in the forest (default 200000)")
@@ -198,17 +209,37 @@ def summary(frame: int, drawn: int, total: int, query_ms: list[float] | None, fp
 
 
 def missing_message(wanted: tuple[str, ...]) -> str | None:
-    """One line naming all this program cannot import, this repository's packages and the extra's (a copy
-    outside the checkout, without the extra, learns both at once), or None."""
-    outside = [name for name in REPOSITORY_PACKAGES if importlib.util.find_spec(name) is None]
+    """One line naming all this program cannot import, this repository's modules and the extra's (a copy
+    outside the checkout, without the extra, learns both at once), or None.  A package of the same name
+    found first (a project's own ``engine/`` beside the copy: the script's folder comes first on the path,
+    before PYTHONPATH) hides the repository's: the line names it."""
+    outside, hidden = [], {}
+    for module in REPOSITORY_MODULES:
+        package = module.partition(".")[0]
+        spec = importlib.util.find_spec(package)
+        if spec is None:
+            outside.append(package)
+        elif module != package and _not_found(module):
+            hidden[package] = next(iter(spec.submodule_search_locations or []), spec.origin)
     missing = [module for module in wanted if importlib.util.find_spec(module) is None]
     needs = []
     if outside:
-        needs.append(f"this repository's {', '.join(outside)}: run it from the checkout or put the checkout on "
-                     "PYTHONPATH (see its docstring)")
+        needs.append(f"this repository's {', '.join(dict.fromkeys(outside))}: run it from the checkout or put the "
+                     "checkout on PYTHONPATH (see its docstring)")
+    for package, where in hidden.items():
+        needs.append(f"this repository's {package}, hidden by {where} (a package of that name found first): "
+                     "rename one, or put your own helpers in its place (see its docstring)")
     if missing:
         needs.append(f"{', '.join(missing)}: pip install -e \".[examples]\" (the examples extra)")
     return f"{Path(__file__).name}: error: needs " + "; and ".join(needs) if needs else None
+
+
+def _not_found(module: str) -> bool:
+    """Whether ``module`` (in a package that exists) cannot be found: its package imported to look."""
+    try:
+        return importlib.util.find_spec(module) is None
+    except ImportError:                              # its package's own imports failed
+        return True
 
 
 def main(argv=None) -> int:
@@ -249,12 +280,13 @@ def main(argv=None) -> int:
     loadPrcFileData("", f"win-size {SIZE[0]} {SIZE[1]}\nwindow-title Panda3D forest: view-distance culling\n"
                         "audio-library-name null\nsync-video false\nnotify-level-egldisplay error\nnotify-level-device fatal\n"
                         "print-pipe-types false\n"
-                        + ("load-display p3headlessgl\nwindow-type offscreen\n" if headless else ""))
+                        + ("load-display p3headlessgl\nwindow-type offscreen\n" if headless
+                           else f"clock-mode limited\nclock-frame-rate {WINDOW_FPS}\n"))
     from direct.showbase.ShowBase import ShowBase
 
     warm_up_kernels()
     print(f"building {args.objects} objects and their tree ...", flush=True)
-    scene, centres, tree, object_of = build_world(args.objects)
+    scene, centres, tree, _, object_of = build_world(args.objects)
     records = np.hstack([centres, scene.bounding_radius[:, None], np.cos(-scene.yaw)[:, None],  # heading turns the
                          np.sin(-scene.yaw)[:, None]]).astype(np.float32)                       # other way in z-up
     offsets = scene.kind_offsets
@@ -291,7 +323,8 @@ def main(argv=None) -> int:
         node.set_shader_input("colour", kind.colour)
         nodes.append(node)
     state = {"flown": False, "frame": 0, "query_ms": [], "said": time.perf_counter(), "said_frame": 0}
-    keys = {"w": (0, 1, 0), "s": (0, -1, 0), "a": (-1, 0, 0), "d": (1, 0, 0), "space": (0, 0, 1), "shift": (0, 0, -1)}
+    keys = {"w": (0, 1, 0), "s": (0, -1, 0), "a": (-1, 0, 0), "d": (1, 0, 0)}   # the camera's own axes
+    rises = {"space": 1, "shift": -1}                # along the world's up, as the demo flies
     turns = {"arrow_left": (1, 0), "arrow_right": (-1, 0), "arrow_up": (0, 1), "arrow_down": (0, -1)}
     frames = args.frames or (60 if headless else None)
     query_ms: list[float] = []                       # every frame's, for the headless run's last line
@@ -302,12 +335,14 @@ def main(argv=None) -> int:
 
     def fly(dt: float) -> None:
         down = base.mouseWatcherNode.is_button_down if base.mouseWatcherNode else (lambda button: False)
-        pressed = [name for name in (*keys, *turns) if down(KeyboardButton.ascii_key(name) if len(name) == 1
+        pressed = [name for name in (*keys, *rises, *turns) if down(KeyboardButton.ascii_key(name) if len(name) == 1
                                                              else getattr(KeyboardButton, name.removeprefix("arrow_"))())]
         state["flown"] = state["flown"] or bool(pressed)
         for name in pressed:
             if name in keys:
                 base.camera.set_pos(base.camera, *(40.0 * dt * np.array(keys[name])))
+            elif name in rises:
+                base.camera.set_z(base.render, base.camera.get_z(base.render) + 40.0 * dt * rises[name])
             else:
                 pitch = base.camera.get_p() + 60.0 * dt * turns[name][1]   # never over the top (the demo's limit)
                 base.camera.set_hpr(base.camera.get_h() + 60.0 * dt * turns[name][0],
@@ -332,7 +367,7 @@ def main(argv=None) -> int:
         state["query_ms"].append(1000.0 * (time.perf_counter() - t_query))
         if headless:                                 # (with --all, the time of np.arange: not reported)
             query_ms.append(state["query_ms"][-1])   # a window runs for hours: it keeps only the summary's
-        cuts = np.searchsorted(visible, offsets)
+        cuts = np.searchsorted(visible, offsets)     # the objects are rows grouped by kind: a kind a slice
         for k, node in enumerate(nodes):
             rows = records[visible[cuts[k]:cuts[k + 1]]]
             node.set_instance_count(len(rows))       # 0 would mean "not instanced": hide instead
@@ -357,20 +392,21 @@ def main(argv=None) -> int:
         return task.cont
 
     base.taskMgr.add(cull_and_draw, "cull-and-draw")
-    if not headless:
-        # Ctrl-C: Panda3D's task manager catches it, prints "* interrupt by keyboard" and returns from run();
-        # noted here instead, and raised after the loop: one line and status 130, as the demo ends
-        interrupted: list[int] = []
+    # Ctrl-C: within a frame Panda3D's task manager catches it, prints "* interrupt by keyboard" and raises at
+    # the frame's end (headless, out of taskMgr.step(); in the window, run() returns); noted here instead,
+    # without the print, and raised after the loop: one line and status 130, as the demo ends
+    interrupted: list[int] = []
 
+    def within_a_frame(signum, _frame) -> None:      # the task manager's own handler, less its print
+        interrupted.append(signum)
+        base.taskMgr.fKeyboardInterrupt = 1          # it raises at the frame's end
+
+    base.taskMgr.keyboardInterruptHandler = within_a_frame
+    if not headless:
         def between_frames(signum, _frame) -> None:  # stops the loop (it catches KeyboardInterrupt)
             interrupted.append(signum)
             raise KeyboardInterrupt
 
-        def within_a_frame(signum, _frame) -> None:  # the task manager's own handler, less its print
-            interrupted.append(signum)
-            base.taskMgr.fKeyboardInterrupt = 1      # it raises at the frame's end
-
-        base.taskMgr.keyboardInterruptHandler = within_a_frame
         signal.signal(signal.SIGINT, between_frames)
         base.run()                                   # Esc, the close button or --frames: userExit, status 0
         if interrupted:

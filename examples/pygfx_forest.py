@@ -19,12 +19,19 @@ the library's kernels and says so, with a progress bar.
 Copying it: besides ``culling`` it imports this repository's ``scenes/`` (the forest: ``make_forest``
 and ``mesh_base``) and four helpers of ``engine/`` (``display_problem``, ``unwritable_folder`` and
 ``write_atomically``, ``above_ground``); run it from the checkout, put the checkout on ``PYTHONPATH``,
-or put your own world and helpers in their place.  From the checkout (or with it on the path) it
+or put your own world and helpers in their place (a package of the same name beside the copy, a
+project's own ``engine/``, comes first on the path and hides the checkout's: it says so in one line).
+From the checkout (or with it on the path) it
 imports the checkout's ``culling/``, not an installed wheel: install the checkout with
 ``pip install -e ".[examples]"``, which compiles its kernels once, or its first run compiles them
 (38 s on a 2-core machine).  Moving objects are one
-``tree.update_many(handles, centres, view_distances)`` a frame before the query (the demo's swarm;
-INTEGRATION.md, section 3); the per-instance data follows from the same arrays.
+``tree.update_many(handles[moved], centres[moved], view_distances[moved])`` a frame before the query
+(``build_world``'s ``handles[i]`` is object ``i``'s; the demo's swarm, INTEGRATION.md, section 3),
+and their rows of ``matrices`` (the per-instance data) rewritten from the same arrays.  The objects
+are rows grouped by kind (``scene.kind_offsets``), which is how a frame's answer splits into the
+kinds' meshes: an object added later needs its kind kept beside it (split ``visible`` by
+``kind_of[visible]`` instead).  The window draws at most :data:`WINDOW_FPS` frames a second
+(rendercanvas's ``max_fps``), as a game does; headless frames follow each other at once.
 """
 
 from __future__ import annotations
@@ -43,10 +50,10 @@ except ModuleNotFoundError:                          # one line, as for the othe
     raise SystemExit(f"{Path(__file__).name}: error: needs numpy: pip install -e \".[examples]\" (the examples extra)") from None
 
 CHECKOUT = Path(__file__).resolve().parents[1]
-if (CHECKOUT / "engine" / "files.py").is_file():  # the checkout: engine/, scenes/ and culling/ (a copy elsewhere,
-    sys.path.insert(0, str(CHECKOUT))              # beside a project's own engine/, finds them on PYTHONPATH)
-#: This repository's packages it imports (the forest, a few helpers; see the docstring), looked for first.
-REPOSITORY_PACKAGES = ("engine", "scenes", "culling")
+if (CHECKOUT / "engine" / "files.py").is_file():  # the checkout: engine/, scenes/ and culling/ (a copy elsewhere
+    sys.path.insert(0, str(CHECKOUT))              # finds them on PYTHONPATH; see missing_message)
+#: This repository's modules it imports (the forest, a few helpers; see the docstring), looked for first.
+REPOSITORY_MODULES = ("engine.camera", "engine.display", "engine.files", "scenes.base", "scenes.forest", "culling")
 # pygfx, wgpu, numba and the library load after the arguments are read (main): --help answers at once.
 
 FPS = 30.0            # headless frames are this far apart on the camera path
@@ -54,6 +61,7 @@ PATH_SECONDS = 60.0   # one lap of the scene's camera path
 SIZE = (640, 360)
 MAX_OBJECTS = 100_000_000  # beyond it NumPy's own refusals (arrays too large), not a forest
 SUMMARY_SECONDS = 1.0  # a summary line this often, not a line per frame
+WINDOW_FPS = 30       # the window's frame cap (rendercanvas's default, said here)
 COMPILING = "compiling kernels (first run only)"   # what a first run says, as the demo and python -m culling do
 #: What pygfx asks of every device by default, but which not every adapter offers (lavapipe's OpenGL
 #: adapter does not): wgpu may hand out that adapter, and then the device request fails.
@@ -61,7 +69,8 @@ PYGFX_FEATURES = ("float32-filterable",)
 #: Adapter kinds and backends, best first.
 ADAPTER_TYPES = ("DiscreteGPU", "IntegratedGPU", "VirtualGPU", "CPU")
 BACKENDS = ("Vulkan", "Metal", "D3D12", "OpenGL")
-MOVES = {"w": (0, 0, -1), "s": (0, 0, 1), "a": (-1, 0, 0), "d": (1, 0, 0), " ": (0, 1, 0), "shift": (0, -1, 0)}
+MOVES = {"w": (0, 0, -1), "s": (0, 0, 1), "a": (-1, 0, 0), "d": (1, 0, 0)}   # along the camera's own axes
+RISES = {" ": 1, "shift": -1}   # along the world's up (y), as the demo flies
 TURNS = {"arrowleft": ((0, 1, 0), 1), "arrowright": ((0, 1, 0), -1), "arrowup": ((1, 0, 0), 1), "arrowdown": ((1, 0, 0), -1)}
 
 
@@ -113,7 +122,8 @@ def choose_adapter() -> str:
 
 
 def build_world(objects: int, seed: int = 1):
-    """The forest (y up, like pygfx), its tree, and handle -> object index."""
+    """The forest (y up, like pygfx), its tree, each object's handle (``handles[i]``: object ``i``'s, what
+    ``tree.update_many`` and ``tree.remove`` take) and handle -> object index."""
     from culling import ViewDistanceTree
     from scenes.forest import make_forest
 
@@ -122,7 +132,7 @@ def build_world(objects: int, seed: int = 1):
     handles = tree.insert_many(scene.centres, scene.view_distance)
     object_of = np.full(int(handles.max(initial=-1)) + 1, -1, dtype=np.int64)   # -1: no object (INTEGRATION.md)
     object_of[handles] = np.arange(len(scene))      # a handle is not an index: map it back
-    return scene, tree, object_of
+    return scene, tree, handles, object_of
 
 
 def camera_at(scene, seconds: float) -> tuple[np.ndarray, np.ndarray]:
@@ -239,7 +249,9 @@ WINDOW_MODULES = ("glfw",)
 
 
 def parse_args(argv=None) -> argparse.Namespace:
-    p = _OneLineParser(prog=Path(__file__).name, description="A forest in pygfx, culled by view distance.")
+    p = _OneLineParser(prog=Path(__file__).name, description="A forest in pygfx, culled by view distance.",
+                       epilog="It imports this repository's engine/ and scenes/ besides culling: run it from the "
+                              "checkout, or a copy with the checkout on PYTHONPATH (its docstring: copying it).")
     p.add_argument("--headless", action="store_true", help="render offscreen (the default with no display)")
     p.add_argument("--frames", type=int, default=None, help="stop after N frames (headless default: 60)")
     p.add_argument("--objects", type=int, default=200_000, help="objects in the forest (default 200000)")
@@ -270,17 +282,37 @@ def summary(frame: int, drawn: int, total: int, query_ms: list[float] | None, fp
 
 
 def missing_message(wanted: tuple[str, ...]) -> str | None:
-    """One line naming all this program cannot import, this repository's packages and the extra's (a copy
-    outside the checkout, without the extra, learns both at once), or None."""
-    outside = [name for name in REPOSITORY_PACKAGES if importlib.util.find_spec(name) is None]
+    """One line naming all this program cannot import, this repository's modules and the extra's (a copy
+    outside the checkout, without the extra, learns both at once), or None.  A package of the same name
+    found first (a project's own ``engine/`` beside the copy: the script's folder comes first on the path,
+    before PYTHONPATH) hides the repository's: the line names it."""
+    outside, hidden = [], {}
+    for module in REPOSITORY_MODULES:
+        package = module.partition(".")[0]
+        spec = importlib.util.find_spec(package)
+        if spec is None:
+            outside.append(package)
+        elif module != package and _not_found(module):
+            hidden[package] = next(iter(spec.submodule_search_locations or []), spec.origin)
     missing = [module for module in wanted if importlib.util.find_spec(module) is None]
     needs = []
     if outside:
-        needs.append(f"this repository's {', '.join(outside)}: run it from the checkout or put the checkout on "
-                     "PYTHONPATH (see its docstring)")
+        needs.append(f"this repository's {', '.join(dict.fromkeys(outside))}: run it from the checkout or put the "
+                     "checkout on PYTHONPATH (see its docstring)")
+    for package, where in hidden.items():
+        needs.append(f"this repository's {package}, hidden by {where} (a package of that name found first): "
+                     "rename one, or put your own helpers in its place (see its docstring)")
     if missing:
         needs.append(f"{', '.join(missing)}: pip install -e \".[examples]\" (the examples extra)")
     return f"{Path(__file__).name}: error: needs " + "; and ".join(needs) if needs else None
+
+
+def _not_found(module: str) -> bool:
+    """Whether ``module`` (in a package that exists) cannot be found: its package imported to look."""
+    try:
+        return importlib.util.find_spec(module) is None
+    except ImportError:                              # its package's own imports failed
+        return True
 
 
 def main(argv=None) -> int:
@@ -316,7 +348,7 @@ def main(argv=None) -> int:
         from rendercanvas.auto import RenderCanvas, loop
     warm_up_kernels()
     print(f"building {args.objects} objects and their tree ...", flush=True)
-    scene, tree, object_of = build_world(args.objects)
+    scene, tree, _, object_of = build_world(args.objects)
     matrices, offsets = instance_matrices(scene), scene.kind_offsets
     try:
         print(f"pygfx on {choose_adapter()}", flush=True)
@@ -324,7 +356,8 @@ def main(argv=None) -> int:
         print(f"{Path(__file__).name}: error: {exc}", file=sys.stderr)
         return 1
 
-    canvas = RenderCanvas(size=SIZE, title="pygfx forest: view-distance culling", **({"pixel_ratio": 1} if headless else {}))
+    canvas = RenderCanvas(size=SIZE, title="pygfx forest: view-distance culling",
+                          **({"pixel_ratio": 1} if headless else {"max_fps": WINDOW_FPS}))
     renderer = gfx.WgpuRenderer(canvas, pixel_scale=1, ppaa="none")    # pygfx supersamples 2x by default: 4x the pixels
     world = gfx.Scene()
     world.add(gfx.Background.from_color(scene.sky), gfx.AmbientLight(intensity=0.8), ground_mesh(scene.terrain))
@@ -358,6 +391,9 @@ def main(argv=None) -> int:
             if key in MOVES:
                 camera.local.position = camera.local.position + la.vec_transform_quat(MOVES[key], camera.local.rotation) * 40.0 * dt
                 moved = True
+            elif key in RISES:
+                camera.local.position = camera.local.position + np.array([0.0, RISES[key] * 40.0 * dt, 0.0])
+                moved = True
             elif key in TURNS:
                 axis, sign = TURNS[key]
                 turn = la.quat_from_axis_angle(axis, sign * np.radians(60.0) * dt)
@@ -390,7 +426,7 @@ def main(argv=None) -> int:
         else:
             visible = np.sort(object_of[tree.query(eye, exact=True)])   # sorted: objects are sorted by kind
         query_ms.append(1000.0 * (time.perf_counter() - t_query))
-        cuts = np.searchsorted(visible, offsets)
+        cuts = np.searchsorted(visible, offsets)     # the objects are rows grouped by kind: a kind a slice
         try:
             for k, instances in enumerate(kinds):
                 instances.show(matrices[visible[cuts[k]:cuts[k + 1]]])

@@ -90,8 +90,9 @@ def test_summary_lines_are_fewer_than_frames_and_end_at_the_last_frame(headless_
 def test_drawn_is_the_exact_answer_at_the_camera_and_fewer_than_all(headless_run):
     name, lines, _, _ = headless_run
     module = _load(name)
-    scene, *world, tree, _ = module.build_world(OBJECTS)
+    scene, *world, tree, handles, object_of = module.build_world(OBJECTS)
     centres = world[0] if world else scene.centres   # Panda3D's example keeps its centres in its own frame
+    assert np.array_equal(object_of[handles], np.arange(len(scene)))   # handles[i] is object i's, for update_many
     for frame, drawn, total in lines:
         eye = module.camera_at(scene, frame / module.FPS)[0]
         brute = int(np.count_nonzero(np.linalg.norm(centres - eye, axis=1) <= scene.view_distance))
@@ -339,6 +340,58 @@ def test_a_copy_in_a_project_with_its_own_engine_package_finds_the_checkout_on_p
         proc.stderr
 
 
+@pytest.mark.parametrize("name", sorted(NEEDS))
+def test_a_copy_beside_a_project_s_own_engine_package_says_it_is_hidden_in_one_line(name, tmp_path):
+    """A copy in the folder that holds the project's own ``engine/``: the script's folder comes first on the
+    path, before PYTHONPATH, so that ``engine`` hid the checkout's and the run ended in ``No module named
+    'engine.files'`` (a template's first run), where the code's comment said it found the checkout's."""
+    _need(name)
+    (tmp_path / "engine").mkdir()
+    (tmp_path / "engine" / "__init__.py").write_text('"""A project engine."""\n')
+    copy = tmp_path / f"{name}.py"
+    copy.write_text((ROOT / "examples" / f"{name}.py").read_text())
+    env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY")}
+    proc = subprocess.run([sys.executable, str(copy), "--headless", "--frames", "1"], cwd=tmp_path,
+                          env=dict(env, PYTHONPATH=str(ROOT)), capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 1 and proc.stdout == "", proc.stdout + proc.stderr
+    assert proc.stderr == (f"{name}.py: error: needs this repository's engine, hidden by {tmp_path / 'engine'} "
+                           "(a package of that name found first): rename one, or put your own helpers in its place "
+                           "(see its docstring)\n"), proc.stderr
+
+
+#: Runs an example headless with the tree's query sending the process a SIGINT inside the third frame's task
+#: (not the warm-up's queries): where a Ctrl-C lands within a frame only now and then, here on every run.
+CTRL_C_IN_A_FRAME = """
+import os, runpy, signal, sys
+import culling
+query, frames = culling.ViewDistanceTree.query, []
+def query_and_interrupt(self, *args, **kwargs):
+    if sys._getframe(1).f_code.co_name in ("cull_and_draw", "draw_frame"):
+        frames.append(1)
+        if len(frames) == 3:
+            os.kill(os.getpid(), signal.SIGINT)   # its handler runs here, inside the frame
+    return query(self, *args, **kwargs)
+culling.ViewDistanceTree.query = query_and_interrupt
+sys.argv = [sys.argv[1], "--headless", "--objects", "5000", "--frames", "50", "--out", sys.argv[2]]
+runpy.run_path(sys.argv[0], run_name="__main__")
+"""
+
+
+@pytest.mark.parametrize("name", sorted(NEEDS))
+def test_ctrl_c_within_a_headless_frame_is_one_line_and_status_130(name, tmp_path):
+    """Panda3D's task manager catches a SIGINT that lands inside ``taskMgr.step()`` and prints "* interrupt
+    by keyboard" before raising at the frame's end: two lines, where the docs promise one (a template's
+    user, one run in four)."""
+    _need(name)
+    env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY")}
+    proc = subprocess.run([sys.executable, "-c", CTRL_C_IN_A_FRAME, str(ROOT / "examples" / f"{name}.py"),
+                           str(tmp_path / "out")], cwd=ROOT, env=env, capture_output=True, text=True, timeout=240,
+                          preexec_fn=sigint_as_a_terminal_gives_it)
+    assert proc.returncode == 130, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert proc.stderr.splitlines()[-1] == f"{name}.py: error: interrupted", proc.stderr[-2000:]
+    assert "interrupt by keyboard" not in proc.stdout + proc.stderr and "Traceback" not in proc.stderr
+
+
 def test_panda3d_frames_are_encoded_in_memory_and_written_by_python():
     """PNMImage.write to a file answered True on a full disk and left an empty frame (exit status 0):
     the PNG is made in memory and Python writes it, which raises where the disk is full."""
@@ -423,6 +476,8 @@ def test_help_shows_the_out_default_and_loads_no_engine(name):
             "print(sorted(m for m in ('numba', 'culling', 'panda3d', 'pygfx', 'wgpu') if m in sys.modules))")
     proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert f"(default out/{name})" in " ".join(proc.stdout.split()), proc.stdout
+    # a copy needs the repository's engine/ and scenes/: --help said nothing of it, only the docstring
+    assert "imports this repository's engine/ and scenes/ besides culling" in " ".join(proc.stdout.split())
     assert proc.stdout.rstrip().endswith("[]"), proc.stdout
 
 

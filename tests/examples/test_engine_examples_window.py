@@ -200,6 +200,31 @@ def test_holding_w_into_the_hills_keeps_the_camera_above_the_ground_and_esc_quit
 
 
 @pytest.mark.parametrize("name", sorted(NEEDS))
+def test_space_rises_along_the_world_s_up_with_the_camera_pitched_down(name, display, tmp_path):
+    """Space moved the camera along its own up: pitched down, it flew mostly sideways (2 s raised it 3.6 m)
+    where the demo rises straight up, as a flying key's "up" means."""
+    _need(name)
+    module = _load(name)
+    scene_frame = module.to_scene if hasattr(module, "to_scene") else (lambda eye: eye)   # y up
+    app = Running(name, display, tmp_path / "out.txt")
+    try:
+        app.wait_summaries(1)
+        window = app.window()
+        app.hold(window, "Down", 0.6)               # off the path, looking down into the forest
+        before = scene_frame(app.wait_summaries(2)["eye"])
+        app.hold(window, "space", 1.0)              # 40 m/s
+        after = scene_frame(app.wait_summaries(2)["eye"])
+        assert after[1] - before[1] > 1.0, (before, after)
+        # printed to 0.1 m: the same place reads at most 0.1 apart
+        assert np.abs(after[[0, 2]] - before[[0, 2]]).max() <= 0.1 + 1e-9, (before, after)
+        app.xdotool("windowfocus", window)
+        app.xdotool("key", "Escape")
+        assert app.exit_status() == 0, app.log.read_text()[-2000:]
+    finally:
+        app.stop()
+
+
+@pytest.mark.parametrize("name", sorted(NEEDS))
 def test_the_close_button_quits_with_0(name, display, tmp_path):
     _need(name)
     app = Running(name, display, tmp_path / "out.txt")
