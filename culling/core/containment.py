@@ -19,8 +19,11 @@ The test has three parts, all here:
 2. such a tile, practically never, is classified again row by row
    (:func:`classify`: the same operations and bounds, one row at a time),
    which tells the ``UNSURE`` rows apart;
-3. the exact decider (:func:`decide`) settles the unsure rows in rational
-   arithmetic, a few microseconds each.
+   Such a row is decided in floats where every step is exact, or by the
+   filter again with its lengths scaled by a power of two (a world whose
+   squares leave the float range: :func:`rescaled_in_floats`);
+3. the exact decider (:func:`decide`) settles the rows still unsure in
+   rational arithmetic, a few microseconds each.
 
 :func:`contains_exact` runs parts 2 and 3 on arrays that are not in a pool.
 
@@ -56,7 +59,8 @@ from culling.core.structs import Pool, Query
 from culling.runtime.jit import inline_kernel, kernel
 
 __all__ = ["FILTER_EPS", "SURE", "TILE", "UNSURE", "at_centre", "classify", "classify_rows", "cube_filter", "contains_exact", "decide", "decide_grown",
-           "decide_in_floats", "decide_pairs", "distances", "flag_rows", "meets_in_floats", "pair_meets_in_floats", "reach_of", "squared_reach",
+           "decide_in_floats", "decide_pairs", "distances", "flag_rows", "meets_in_floats", "pair_meets_in_floats", "reach_of",
+           "rescaled_in_floats", "squared_reach",
            "squared_reach_of", "within_in_floats"]
 
 #: Flag of a row that surely contains the point.
@@ -202,7 +206,8 @@ def _squared_reach(radii: np.ndarray) -> np.ndarray:
 
 @kernel
 def decide_in_floats(columns: np.ndarray, row: int, p: np.ndarray, cube: bool, scale: float) -> int:
-    """Containment where every step is exact in floats: 1 inside, 0 outside, -1 when something rounds.
+    """Containment where every step is exact in floats: 1 inside, 0 outside, -1 when something rounds
+    (and the float filter scaled by a power of two, :func:`rescaled_in_floats`, cannot tell either).
 
     A radius-0 object contains only its centre (``c - p`` is zero exactly when
     ``c == p``); integer-like worlds (a camera on a grid point, whole radii)
@@ -211,9 +216,10 @@ def decide_in_floats(columns: np.ndarray, row: int, p: np.ndarray, cube: bool, s
     """
     radius = columns[p.shape[0], row]
     limit = radius if scale == 1.0 else radius * scale
-    if scale != 1.0 and (not product_is_exact(radius, scale)):
-        return -1
-    return within_in_floats(columns, row, p, limit, cube)
+    exact = -1
+    if scale == 1.0 or product_is_exact(radius, scale):
+        exact = within_in_floats(columns, row, p, limit, cube)
+    return exact if exact >= 0 else rescaled_in_floats(columns, row, p, 0.0, cube, scale)
 
 
 @kernel
@@ -224,11 +230,10 @@ def meets_in_floats(columns: np.ndarray, row: int, p: np.ndarray, rho: float, cu
     here, not in rational arithmetic."""
     radius = columns[p.shape[0], row]
     scaled = radius if scale == 1.0 else radius * scale
-    if scale != 1.0 and (not product_is_exact(radius, scale)):
-        return -1
-    if not sum_is_exact(scaled, rho):
-        return -1
-    return within_in_floats(columns, row, p, scaled + rho, cube)
+    exact = -1
+    if (scale == 1.0 or product_is_exact(radius, scale)) and sum_is_exact(scaled, rho):
+        exact = within_in_floats(columns, row, p, scaled + rho, cube)
+    return exact if exact >= 0 else rescaled_in_floats(columns, row, p, rho, cube, scale)
 
 
 @inline_kernel
@@ -237,9 +242,54 @@ def pair_meets_in_floats(columns: np.ndarray, i: int, j: int, cube: bool) -> int
     dim = columns.shape[0] - 2
     ri = columns[dim, i]
     rj = columns[dim, j]
-    if not sum_is_exact(ri, rj):
+    exact = within_in_floats(columns, j, columns[:dim, i], ri + rj, cube) if sum_is_exact(ri, rj) else -1
+    if exact >= 0:
+        return exact
+    # row i's centre copied: a view of the columns would compile the kernel a second time, for its layout
+    return rescaled_in_floats(columns, j, np.ascontiguousarray(columns[:dim, i]), ri, cube, 1.0)
+
+
+#: :func:`rescaled_in_floats` decides only where the larger of its two sides (the squared distance and
+#: the squared limit; for cubes, the distance and the limit) is at least this: the underflow of their
+#: smaller terms (absolute errors of ``2**-1074``) then stays far inside its relative margin.
+RESCALED_FLOOR = 2.0 ** -900
+#: ... and with this relative margin on each side: a subtraction, a product, a sum and the squares,
+#: each ``2**-53``.
+RESCALED_EPS = 2.0 ** -40
+
+
+@kernel
+def rescaled_in_floats(columns: np.ndarray, row: int, p: np.ndarray, rho: float, cube: bool, scale: float) -> int:
+    """Whether pool ``row``'s object (radius times ``scale``) meets the probe ``(p, rho)`` (``rho`` 0:
+    contains ``p``), by the float filter with every length scaled by one power of two: 1, 0, or -1
+    within its margin of the surface (or where the scale leaves the float range).
+
+    In a world below about ``1e-145`` (or beyond ``1e145``) every square leaves the float filter's
+    safe range, so the filter left every candidate, not just those near a surface, to exact
+    arithmetic: a query among 20,000 spheres of radius ``3 * 2**-490`` took milliseconds, pairs
+    seconds, ``Fraction`` by ``Fraction``.  Multiplying the offsets and radii by ``2**k`` (the largest
+    of them brought to ``[0.5, 1)``) is exact, but for a smaller one then below the normal range,
+    whose loss is far below the margin.  O(dim).
+    """
+    dim = p.shape[0]
+    radius = columns[dim, row]
+    largest = max(radius, rho)
+    for axis in range(dim):
+        largest = max(largest, abs(columns[axis, row] - p[axis]))
+    if not (0.0 < largest < math.inf):
         return -1
-    return within_in_floats(columns, j, columns[:dim, i], ri + rj, cube)
+    shift = -math.frexp(largest)[1]
+    limit = math.ldexp(radius, shift) * scale + math.ldexp(rho, shift)
+    distance = 0.0
+    for axis in range(dim):
+        d = math.ldexp(columns[axis, row] - p[axis], shift)
+        distance = max(distance, abs(d)) if cube else distance + d * d
+    bound = limit if cube else limit * limit
+    if not (max(distance, bound) >= RESCALED_FLOOR and bound < math.inf):
+        return -1
+    if distance <= bound * (1.0 - RESCALED_EPS):
+        return 1
+    return 0 if distance >= bound * (1.0 + RESCALED_EPS) else -1
 
 
 @inline_kernel
@@ -605,3 +655,5 @@ def _exact(axes: Sequence[np.ndarray], point: Sequence[float | np.ndarray], radi
         else:
             result[i] = sum(d * d for d in offsets) <= limit * limit
     return result
+
+

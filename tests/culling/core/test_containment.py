@@ -73,3 +73,36 @@ def test_flag_pass_and_exact_decider_are_the_fraction_answer(magnitude, shape, d
     doubtful = np.flatnonzero(flags == UNSURE)
     got[doubtful] = decide(columns, doubtful, point, shape, scale)
     assert got.tolist() == [exactly_inside(c, point, r, scale, shape) for c, r in zip(centres, radii)]
+
+
+@pytest.mark.parametrize("kind", ["tree", "grid"])
+def test_a_world_below_1e_145_is_decided_in_floats_as_its_copy_at_scale_1_is(kind, monkeypatch):
+    """Below about 1e-145 every square leaves the float filter's safe range, and every candidate (not just
+    those near a surface) went to ``Fraction``: ``query_many`` of 5,000 points among 20,000 spheres of radius
+    ``3 * 2**-490`` took 9 s and 2.4 GB (0.02 s at scale 1), a grid's pairs at ``2**-1000`` minutes.  The
+    filter scaled by a power of two (``rescaled_in_floats``) decides them; nothing here touches exactly (radii
+    of 2.75 units: whole and half-unit offsets never square to 2.75**2, 3.75**2 or 5.5**2), so nothing is
+    left to rational arithmetic."""
+    import culling
+    import culling.core.containment as containment
+
+    sent = []
+    exact = containment._exact
+    monkeypatch.setattr(containment, "_exact", lambda axes, point, radii, shape, scale, which, *rest:
+                        sent.append(which.size) or exact(axes, point, radii, shape, scale, which, *rest))
+    rng = np.random.default_rng(0)
+    cells, points = rng.integers(0, 64, (3000, 3)).astype(float), rng.integers(0, 64, (600, 3)) + 0.5
+    answers = []
+    for unit in (1.0, 2.0 ** -490, 2.0 ** -1000):
+        structure = (culling.ViewDistanceTree(size=128 * unit, dim=3) if kind == "tree"
+                     else culling.DenseViewDistanceGrid(size=128 * unit, dim=3, min_radius=unit))
+        handles = structure.insert_many(cells * unit, np.full(len(cells), 2.75 * unit))
+        found, counts = structure.query_many(points * unit, exact=True)
+        probed, probe_counts = structure.overlapping_many(points * unit, np.full(len(points), unit), exact=True)
+        single = [np.sort(structure.query(p * unit, exact=True)) for p in points[:50]]
+        first, second = structure.overlapping_pairs()
+        answers.append((handles.tolist(), np.sort(found).tolist(), counts.tolist(), np.sort(probed).tolist(),
+                        probe_counts.tolist(), [s.tolist() for s in single],
+                        sorted(zip(first.tolist(), second.tolist()))))
+    assert answers[1] == answers[0] and answers[2] == answers[0]
+    assert sum(sent) == 0, f"{sum(sent)} rows left to rational arithmetic"
