@@ -52,8 +52,10 @@ class GridGeometry:
         with np.errstate(over="ignore"):
             self.hi = origin + size
         levels = np.arange(finest_level + 1)
-        #: edge of a cell on each level, exact: size * 2**-L; float64 (levels,)
-        self.cell_size = np.ldexp(size, -levels)
+        #: edge of a cell on each level, exact: size * 2**-L (rounded, in a world of subnormal size); float64
+        #: (levels,).  The rounding is no error here: NumPy's underflow flag (raised under np.seterr) is not.
+        with np.errstate(under="ignore"):
+            self.cell_size = np.ldexp(size, -levels)
         #: first global id of each level, and the total number of cells last; int64 (levels + 1,)
         self.offsets = np.concatenate([[0], np.cumsum(np.left_shift(np.int64(1), levels * self.dim))])
         self._origin_list: list[float] = origin.tolist()

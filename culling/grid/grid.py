@@ -626,11 +626,12 @@ class DenseViewDistanceGrid(Structure):
         assert (levels == expected_levels).all(), "object on the wrong level"
         cells = self._cells.cell[live].astype(np.int64)
         assert (cells == expected_cells).all(), "object in the wrong cell"
-        w = geo.cell_size[levels]
-        assert (radii < w / 2).all(), "radius not below half its cell's edge"
+        # radius < size / 2**(level + 1), exactly: a subnormal size's cell edge rounds (r times 2**k does not)
         coarse = levels < self.finest_level  # the home level rounds radius / size: an ulp below W/4 may stay
-        assert (radii[coarse] >= np.nextafter(w[coarse] / 4, 0.0) * (1.0 - 2.0 ** -50)).all(), \
-            "radius below a quarter of a coarse cell's edge"
+        with np.errstate(over="ignore", under="ignore"):   # a subnormal result is exact here; NumPy flags it
+            assert (np.ldexp(radii, levels + 1) < self.size).all(), "radius not below half its cell's edge"
+            assert (np.ldexp(radii[coarse], levels[coarse] + 2) >= self.size * (1.0 - 2.0 ** -49)).all(), \
+                "radius below a quarter of a coarse cell's edge"
 
     # ------------------------------------------------------------------
     # Internals

@@ -896,3 +896,13 @@ def test_removals_give_the_per_handle_arrays_back_up_to_the_highest_live_handle(
     new = low_kept.insert_many(centres[:5], radii[:5])                 # handles are handed out again from 10 on
     assert sorted(new.tolist()) == list(range(10, 15)) and len(low_kept) == 15
     low_kept.check_invariants()
+
+
+def test_the_invariant_checker_holds_a_subnormal_world_s_radii_to_its_exact_cell_edges():
+    """A size of 11,469 ulps of 2**-1074: its cells' edges round, and the checker compared a radius of
+    2,867 ulps with the rounded half edge (2,867, not 2,867.25) and failed a valid grid; and under
+    ``np.seterr(all="raise")`` (the suite's, or a caller's) the constructor raised NumPy's underflow."""
+    grid = DenseViewDistanceGrid(size=5.6664e-320, origin=[-2.833e-320], dim=1, shape="cube", min_radius=1.1e-322)
+    h = grid.insert([-2.4768e-320], 1.4165e-320)
+    grid.check_invariants()
+    assert grid.query([-2.4768e-320], exact=True).tolist() == [h]
