@@ -253,7 +253,8 @@ def as_real(value: object, name: str) -> float:
     """
     if type(value) is np.ndarray and value.ndim == 0 and value.dtype.kind in "iuf":
         value = value[()]  # a 0-d array of a real dtype: its number (as a radius or a centre's axis is read)
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+    # np.timedelta64 is a NumPy integer (numbers.Real) that int() refuses, with a message naming nothing
+    if isinstance(value, (bool, np.bool_, np.timedelta64)) or not isinstance(value, numbers.Real):
         raise TypeError(f"{name} must be a real number, got {type(value).__name__}")
     if isinstance(value, (int, np.integer)):
         _reject_huge_integers([value], name)

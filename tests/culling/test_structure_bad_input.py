@@ -382,7 +382,8 @@ def test_query_many_rejects_bad_points(kind, dim, bad, error, match):
 
 
 @pytest.mark.parametrize("scale,error", [(0.0, ValueError), (-1.0, ValueError), (NAN, ValueError),
-                                         (INF, ValueError), ("2", TypeError), (None, TypeError)])
+                                         (INF, ValueError), ("2", TypeError), (None, TypeError),
+                                         (np.timedelta64(1, "s"), TypeError)])   # int() refused it, naming nothing
 def test_bad_scale(kind, dim, scale, error):
     w = World(kind, dim)
     p = w.point(3.0)
