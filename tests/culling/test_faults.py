@@ -1215,12 +1215,13 @@ while passed < 3:
     try:
         got = s.overlapping_pairs()
     except MemoryError:
+        got = None
         raised += 1
-    else:
-        passed += 1
-        assert sorted(zip(*(a.tolist() for a in got))) == want
     finally:
         resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
+    if got is not None:   # checked with the limit lifted: the check's own lists ran out of memory under it
+        passed += 1
+        assert sorted(zip(*(a.tolist() for a in got))) == want
     limit += 64 * 1024
 print(raised)
 """

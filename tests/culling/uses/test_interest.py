@@ -239,7 +239,7 @@ OFF = st.sampled_from([0.0, 0.0, 1e-12, -1e-12, 0.1])
 class InterestMachine(RuleBasedStateMachine):
     """Insert / update / remove / tick (viewers appearing and leaving, per-viewer radii) against the model."""
 
-    @initialize(hysteresis=st.sampled_from([0.0, 0.0, 0.25]), dim=st.sampled_from([2, 3]))
+    @initialize(hysteresis=st.sampled_from([0.0, 0.0, 0.25]), dim=st.sampled_from([1, 2, 3]))
     def start(self, hysteresis, dim):
         self.dim = dim
         self.im = InterestManager(SIZE, dim=dim, hysteresis=hysteresis)
