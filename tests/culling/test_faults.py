@@ -304,6 +304,36 @@ def test_a_forked_child_never_answers_from_the_parents_cached_arrays(kind):
     assert _in_child(work) == "ok"
 
 
+@pytest.mark.parametrize("kind", STRUCTURES)
+def test_a_forked_child_s_pairs_and_probes_follow_its_own_changes(kind):
+    """The broad phase keeps its plan between calls (``PlanCache``) and the probes their arguments: a child
+    forked after the parent used them, which then changes the structure, must answer from its own state."""
+    import culling
+
+    s = _make(kind)
+    rng = np.random.default_rng(3)
+    s.insert_many(rng.uniform(5.0, 60.0, (400, 2)), rng.uniform(0.5, 3.0, 400))
+    s.overlapping_pairs()
+    s.overlapping((30.0, 30.0), 2.0, exact=True)
+    s.overlapping_many([(30.0, 30.0)], [2.0], exact=True)
+
+    def work() -> str:
+        s.remove_many(s.handles()[::3])
+        s.insert_many(rng.uniform(5.0, 90.0, (300, 2)), rng.uniform(0.5, 6.0, 300))
+        handles = s.handles()
+        index = culling.BruteForceIndex(s.centres_of(handles), s.radii_of(handles), "sphere", handles=handles, dim=2)
+        first, second = s.overlapping_pairs()
+        want_first, want_second = index.overlapping_pairs()
+        pairs_ok = set(zip(first.tolist(), second.tolist())) == set(zip(want_first.tolist(), want_second.tolist()))
+        probe_ok = sorted(s.overlapping((30.0, 30.0), 2.0, exact=True).tolist()) == \
+            sorted(index.overlapping((30.0, 30.0), 2.0, exact=True).tolist())
+        many = s.overlapping_many([(30.0, 30.0)], [2.0], exact=True)[0]
+        return "ok" if pairs_ok and probe_ok and sorted(many.tolist()) == \
+            sorted(index.overlapping((30.0, 30.0), 2.0, exact=True).tolist()) else f"pairs {pairs_ok} probe {probe_ok}"
+
+    assert _in_child(work) == "ok"
+
+
 # ----------------------------------------------------------------------------- 3. copies and forks during a mutation
 
 

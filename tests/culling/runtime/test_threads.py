@@ -229,6 +229,11 @@ class Hammer:
         # No query point within 1e-6 of a static surface: the brute force needs no exact arithmetic.
         self.expected = [brute(self.static_centres, self.static_radii, p) for p in self.points]
         self.static_set = set(self.static.tolist())
+        # the static objects' own pairs: every overlapping_pairs under the writers holds exactly these among them
+        import culling
+        first, second = culling.BruteForceIndex(self.static_centres, self.static_radii, "sphere",
+                                                handles=self.static, dim=3).overlapping_pairs()
+        self.static_pairs = set(zip(first.tolist(), second.tolist()))
         self.owned: list[dict[int, tuple[np.ndarray, float]]] = []
         self.errors: list[str] = []
         self.stop = threading.Event()
@@ -246,16 +251,31 @@ class Hammer:
     def reader(self, seed: int) -> None:
         rng = np.random.default_rng(seed)
         while not self.stop.is_set() and not self.errors:
-            if rng.random() < 0.5:
+            which = rng.random()
+            i = int(rng.integers(0, len(self.points)))
+            if which < 0.4:
                 at = int(rng.integers(0, len(self.points) - 100))
                 handles, counts = self.s.query_many(self.points[at:at + 100], exact=True)
                 for k, part in enumerate(split(handles, counts)):
                     self.check_answer(at + k, part)
-            else:
-                i = int(rng.integers(0, len(self.points)))
+            elif which < 0.7:
                 self.check_answer(i, self.s.query(self.points[i], exact=True))
                 h, c, r = self.s.query_spheres(self.points[i], exact=True)
                 self.check_answer(i, h)
+            elif which < 0.9:  # the probes (a radius of 0: the point query's answer), the detailed query, one object
+                self.check_answer(i, self.s.overlapping(self.points[i], 0.0, exact=True))
+                handles, counts = self.s.overlapping_many(self.points[i:i + 1], [0.0], exact=True)
+                self.check_answer(i, handles)
+                self.check_answer(i, self.s.query_detailed(self.points[i], trace=True).handles)
+                h = int(self.static[int(rng.integers(0, len(self.static)))])
+                if self.s.visible_from(h, self.points[i]) != (h in self.static[self.expected[i]]):
+                    self.errors.append(f"visible_from({h}, point {i})")
+            else:  # the broad phase, its plan kept between calls (PlanCache) while the writers move objects
+                first, second = self.s.overlapping_pairs()
+                static = np.isin(first, self.static) & np.isin(second, self.static)
+                got = set(zip(first[static].tolist(), second[static].tolist()))
+                if got != self.static_pairs:
+                    self.errors.append(f"pairs among the static objects: {len(got)}, expected {len(self.static_pairs)}")
 
     def batch_writer(self, seed: int) -> None:
         rng = np.random.default_rng(seed)
