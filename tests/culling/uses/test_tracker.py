@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
 from culling.uses.tracker import MultiCameraTracker, VisibilityEvents, VisibilityTracker
 
@@ -369,3 +370,54 @@ def test_in_takes_one_integer_handle_as_a_structures_in_does():
     assert 1 in tracker and np.int64(5) in tracker and np.uint8(5) in tracker
     for other in ([1], (5,), np.array([1]), 1.0, True, "1", None, 2**70, -1, 2):
         assert other not in tracker
+
+
+class MultiCameraMachine(RuleBasedStateMachine):
+    """MultiCameraTracker against one :class:`ReferenceTracker` per camera, over every call it has: updates
+    (with distances on and beside the band edges), ``forget``, ``remove_camera`` (known and unknown ids)
+    and ``reset``, in any order; each camera's events and state checked after every step."""
+
+    EDGES = (10.0, 20.0, 60.0)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.cams = MultiCameraTracker(self.EDGES)
+        self.refs: dict[str, ReferenceTracker] = {}
+
+    @rule(camera=st.sampled_from(["a", "b", "c"]),
+          frame=st.dictionaries(st.integers(0, 30), st.one_of(st.sampled_from(EDGES), st.floats(0.0, 100.0)),
+                                max_size=15))
+    def update(self, camera, frame):
+        handles, distances = list(frame), list(frame.values())
+        ref = self.refs.setdefault(camera, ReferenceTracker(self.EDGES))
+        ev = self.cams.update(camera, handles, distances)
+        assert_same(self.cams[camera], ref, ev, ref.update(handles, distances))
+
+    @rule(handles=st.lists(st.integers(0, 35), max_size=8))
+    def forget(self, handles):
+        self.cams.forget(handles)
+        for ref in self.refs.values():
+            ref.forget(handles)
+
+    @rule(camera=st.sampled_from(["a", "b", "c", "never seen"]))
+    def remove_camera(self, camera):
+        self.cams.remove_camera(camera)
+        self.refs.pop(camera, None)
+
+    @rule()
+    def reset(self):
+        self.cams.reset()
+        self.refs.clear()
+
+    @invariant()
+    def every_camera_agrees(self):
+        assert sorted(self.cams) == sorted(self.refs) and len(self.cams) == len(self.refs)
+        for camera, ref in self.refs.items():
+            check_state(self.cams[camera], ref)
+        for camera in {"a", "b", "c"} - set(self.refs):
+            assert camera not in self.cams
+            with pytest.raises(KeyError):
+                self.cams[camera]
+
+
+TestMultiCameraMachine = MultiCameraMachine.TestCase
