@@ -58,11 +58,13 @@ def _fingerprint(structure):
         return sorted(map(str, structure)), [(structure[c].visible.tolist()) for c in list(structure)]
     handles = structure.handles()
     centres = structure.centres_of(handles).tolist()
+    radii = (structure.bounding_radius_of(handles) if isinstance(structure, CollisionCandidates)
+             else structure.radii_of(handles)).tolist()
     dim = structure.dim
     answers = [sorted(structure.query(np.full(dim, x), exact=True).tolist()) for x in (0.5, 3.0)] \
         if not isinstance(structure, CollisionCandidates) else \
         [structure.touching(np.full(dim, x)).tolist() for x in (0.5, 3.0)]
-    return handles.tolist(), centres, len(structure), answers
+    return handles.tolist(), centres, radii, len(structure), answers
 
 
 def _make(kind: str, dim: int):
@@ -98,6 +100,9 @@ def _calls(kind: str, dim: int):
     if kind == "collision":
         calls += [
             ("touching", lambda s, v: s.touching(v)),
+            ("touching radius", lambda s, v: s.touching(good_point, v)),
+            ("touching_many centres", lambda s, v: s.touching_many(v)),
+            ("touching_many radii", lambda s, v: s.touching_many([good_point], v)),
             ("candidates", lambda s, v: s.candidates(v)),
             ("resolve point", lambda s, v: s.resolve(v)),
             ("resolve iterations", lambda s, v: s.resolve(good_point, v)),
@@ -118,7 +123,20 @@ def _calls(kind: str, dim: int):
         ("query_spheres scale", lambda s, v: s.query_spheres(good_point, exact=True, scale=v)),
         ("trace point", lambda s, v: s.trace(v)),
         ("trace scale", lambda s, v: s.trace(good_point, scale=v)),
+        ("overlapping point", lambda s, v: s.overlapping(v, 1.0, exact=True)),
+        ("overlapping radius", lambda s, v: s.overlapping(good_point, v, exact=True)),
+        ("overlapping scale", lambda s, v: s.overlapping(good_point, 1.0, exact=True, scale=v)),
+        ("overlapping_many points", lambda s, v: s.overlapping_many(v, [1.0], exact=True)),
+        ("overlapping_many radii", lambda s, v: s.overlapping_many([good_point], v, exact=True)),
+        ("query_detailed point", lambda s, v: s.query_detailed(v)),
+        ("query_detailed scale", lambda s, v: s.query_detailed(good_point, scale=v)),
+        ("visible_from handle", lambda s, v: s.visible_from(v, good_point)),
+        ("visible_from point", lambda s, v: s.visible_from(0, v)),
+        ("visible_from scale", lambda s, v: s.visible_from(0, good_point, scale=v)),
     ]
+    if kind == "tree":
+        calls += [("node_of", lambda s, v: s.node_of(v)), ("node_boxes lo", lambda s, v: s.node_boxes(v, good_point)),
+                  ("node_boxes hi", lambda s, v: s.node_boxes(good_point, v))]
     return calls
 
 
