@@ -82,10 +82,11 @@ def distances(centres: np.ndarray, point: np.ndarray, shape: str) -> np.ndarray:
     return result
 
 
-def exactly_inside(centre, point, radius: float, scale: float, shape: str) -> bool:
-    """The containment test in rational arithmetic: the truth for float64 inputs."""
+def exactly_inside(centre, point, radius: float, scale: float, shape: str, reach: float = 0.0) -> bool:
+    """The containment test in rational arithmetic: the truth for float64 inputs.  ``reach``: a probe's
+    radius, added to ``radius * scale`` (does the object meet the probe sphere at ``point``?)."""
     offsets = [Fraction(float(c)) - Fraction(float(p)) for c, p in zip(centre, point)]
-    limit = Fraction(radius) * Fraction(scale)
+    limit = Fraction(radius) * Fraction(scale) + Fraction(reach)
     if shape == "cube":
         return all(abs(d) <= limit for d in offsets)
     return sum(d * d for d in offsets) <= limit * limit

@@ -26,11 +26,10 @@ Budget: 12 machines x :data:`EXAMPLES` runs of up to :data:`STEPS` steps, about 
 from __future__ import annotations
 
 import math
-from fractions import Fraction
 
 import numpy as np
 import pytest
-from brute_force import KINDS, Kind
+from brute_force import KINDS, Kind, exactly_inside
 from hypothesis import HealthCheck, Phase, note, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import (
@@ -55,16 +54,6 @@ def nudged(x: float, ulps: int) -> float:
     for _ in range(abs(ulps)):
         x = math.nextafter(x, math.inf if ulps > 0 else -math.inf)
     return x
-
-
-def meets(centre, point, radius: float, scale: float, reach: float, shape: str) -> bool:
-    """Whether the object (``centre``, ``radius`` times ``scale``) meets the probe (``point``, ``reach``): the
-    truth, in rational arithmetic on the float inputs (surface points count)."""
-    offsets = [Fraction(c) - Fraction(p) for c, p in zip(centre, point)]
-    limit = Fraction(radius) * Fraction(scale) + Fraction(reach)
-    if shape == "cube":
-        return max(abs(d) for d in offsets) <= limit
-    return sum(d * d for d in offsets) <= limit * limit
 
 
 class WorldsMachine(RuleBasedStateMachine):
@@ -136,7 +125,7 @@ class WorldsMachine(RuleBasedStateMachine):
         return self.centre(data)
 
     def meeting(self, point, reach: float = 0.0, scale: float = 1.0) -> list[int]:
-        return sorted(h for h, (c, r) in self.objects.items() if meets(c, point, r, scale, reach, self.shape))
+        return sorted(h for h, (c, r) in self.objects.items() if exactly_inside(c, point, r, scale, self.shape, reach))
 
     def keep(self, handle, centre, radius) -> None:
         self.objects[int(handle)] = ([float(x) for x in centre], float(radius) + 0.0)
@@ -269,8 +258,8 @@ class WorldsMachine(RuleBasedStateMachine):
         assert len(got) == len(set(got)), "a pair reported twice"
         handles = sorted(self.objects)
         want = {(a, b) for i, a in enumerate(handles) for b in handles[i + 1:]
-                if meets(self.objects[a][0], self.objects[b][0], self.objects[a][1], 1.0, self.objects[b][1],
-                         self.shape)}
+                if exactly_inside(self.objects[a][0], self.objects[b][0], self.objects[a][1], 1.0, self.shape,
+                                  self.objects[b][1])}
         assert set(got) == want, f"missing {want - set(got)}, extra {set(got) - want}"
 
     # -- after every step ---------------------------------------------------------

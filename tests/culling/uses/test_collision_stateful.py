@@ -15,6 +15,7 @@ import math
 from fractions import Fraction
 
 import numpy as np
+from brute_force import exactly_inside
 from hypothesis import HealthCheck, Phase, note, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import (
@@ -31,8 +32,7 @@ from culling.uses.collision import CollisionCandidates
 
 def touches(centre, bounding: float, point, probe: float) -> bool:
     """``|c - p| <= b + q`` in rational arithmetic (contact counts)."""
-    reach = Fraction(bounding) + Fraction(probe)
-    return sum((Fraction(c) - Fraction(p)) ** 2 for c, p in zip(centre, point)) <= reach * reach
+    return exactly_inside(centre, point, bounding, 1.0, "sphere", probe)
 
 
 def overlaps(centre, bounding: float, point, probe: float) -> bool:
