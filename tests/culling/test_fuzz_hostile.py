@@ -21,6 +21,8 @@ import pytest
 from culling import (
     CollisionCandidates,
     DenseViewDistanceGrid,
+    InterestManager,
+    InterestSets,
     MultiCameraTracker,
     ViewDistanceTree,
     VisibilityTracker,
@@ -52,6 +54,13 @@ VALUES = SCALARS + ARRAYS
 
 def _fingerprint(structure):
     """What a failed call must not change: contents, and answers at a few points."""
+    if isinstance(structure, InterestSets):
+        return structure.viewers.tolist(), [structure.interest(v).tolist() for v in structure.viewers]
+    if isinstance(structure, InterestManager):
+        handles = structure.tree.handles()
+        return (_fingerprint(structure.tree), structure.centres_of(handles).tolist(),
+                structure.radii_of(handles).tolist(), structure.viewers.tolist(),
+                [structure.interest(v).tolist() for v in structure.viewers])
     if isinstance(structure, (VisibilityTracker,)):
         return structure.visible.tolist(), structure.bands.tolist()
     if isinstance(structure, MultiCameraTracker):
@@ -154,6 +163,8 @@ def _call_hostile(structure, name, call, value):
             pytest.fail(f"{name}({value!r}) raised {type(error).__name__}: {error}")
     if hasattr(structure, "check_invariants"):
         structure.check_invariants()
+    if isinstance(structure, InterestManager):
+        structure.tree.check_invariants()
     return True
 
 
@@ -248,6 +259,65 @@ def test_trackers_with_hostile_values():
         if _call_hostile(cams, name, call, value):
             cams = MultiCameraTracker(band_edges=(5.0,))
             cams.update("a", [1], distances=[1.0])
+
+
+@pytest.mark.parametrize("dim", [1, 3])
+def test_interest_with_hostile_values(dim):
+    """InterestManager and InterestSets: every call with every hostile value, in every argument."""
+    point = [0.5] * dim
+
+    def make_manager():
+        im = InterestManager(8.0, origin=[-1.0] * dim, dim=dim, hysteresis=0.25)
+        im.insert_many(np.array([[0.5] * dim, [3.0] * dim, [1.0] * dim]), np.array([1.0, 2.0, 0.0]))
+        im.tick([7, 8], np.array([[0.5] * dim, [3.0] * dim]))
+        return im
+
+    def make_sets():
+        sets = InterestSets(0.25)
+        sets.advance([7, 8], [0, 2, 1], [2, 1], [0, 2, 1], [2, 1])
+        return sets
+
+    manager_calls = [
+        ("insert_many centres", lambda s, v: s.insert_many(v, [1.0])),
+        ("insert_many radii", lambda s, v: s.insert_many([point], v)),
+        ("update_many handles", lambda s, v: s.update_many(v, [point])),
+        ("update_many centres", lambda s, v: s.update_many([0], v)),
+        ("remove_many", lambda s, v: s.remove_many(v)),
+        ("contains", lambda s, v: v in s),
+        ("centres_of", lambda s, v: s.centres_of(v)),
+        ("radii_of", lambda s, v: s.radii_of(v)),
+        ("interest", lambda s, v: s.interest(v)),
+        ("tick viewers", lambda s, v: s.tick(v, [point])),
+        ("tick positions", lambda s, v: s.tick([7], v)),
+        ("tick radii", lambda s, v: s.tick([7], [point], v)),
+    ]
+    manager = make_manager()
+    for (name, call), value in itertools.product(manager_calls, VALUES):
+        if _call_hostile(manager, name, call, value) and name.split()[0] in (
+                "insert_many", "update_many", "remove_many", "tick"):
+            manager = make_manager()
+    sets_calls = [
+        ("advance viewers", lambda s, v: s.advance(v, [0], [1], [0], [1])),
+        ("advance handles", lambda s, v: s.advance([7], v, [1], [0, 1], [2])),
+        ("advance counts", lambda s, v: s.advance([7], [0], v, [0], [1])),
+        ("advance outer handles", lambda s, v: s.advance([7], [0], [1], v, [1])),
+        ("advance outer counts", lambda s, v: s.advance([7], [0], [1], [0], v)),
+        ("forget", lambda s, v: s.forget(v)),
+        ("interest", lambda s, v: s.interest(v)),
+        ("contains", lambda s, v: v in s),
+    ]
+    sets = make_sets()
+    for (name, call), value in itertools.product(sets_calls, VALUES):
+        if _call_hostile(sets, name, call, value) and name.split()[0] in ("advance", "forget"):
+            sets = make_sets()
+    for margin in VALUES:
+        for make in (InterestSets, lambda m: InterestManager(8.0, dim=dim, hysteresis=m)):
+            with warnings.catch_warnings(), np.errstate(all="warn"):
+                warnings.simplefilter("error", RuntimeWarning)
+                try:
+                    make(margin)
+                except DOCUMENTED:
+                    pass
 
 
 @pytest.mark.parametrize("kind", ["tree", "grid", "collision"])
