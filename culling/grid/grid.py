@@ -462,8 +462,10 @@ class DenseViewDistanceGrid(Structure):
         joined by bands of levels (:func:`culling.pairs.join.overlapping_pairs`),
         or, for members in a few clusters far apart, the non-empty cells and
         their ancestors as a tree (:func:`culling.pairs.cell_tree.cell_tree`)
-        joined with itself.  O(objects + pairs of members within reach of each
-        other), never O(cells): both read the sorted index of non-empty cells.
+        joined with itself.  O(objects + pairs of members in neighbouring cells),
+        never O(cells): both read the sorted index of non-empty cells.  Members far
+        smaller than ``min_radius`` all share their finest cell, so a crowd of
+        them costs the square of a cell's count (docs/DENSE.md: the tree then suits).
         """
         if self._count < 2:
             return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64)
