@@ -51,6 +51,10 @@ KERNEL_REQUIRES = ["numpy>=1.24", "numba>=0.59"]
 #: What a wheel is built from (copied into a temporary folder): the library and its metadata's files.
 WHEEL_SOURCES = ("culling", "pyproject.toml", "README.md", "LICENSE", "MANIFEST.in", "tools/shipping_backend.py")
 
+#: What the sdist is built from: the wheel's sources, the documentation and the library's own tests
+#: (MANIFEST.in lists them), so that a packager building from it can read the contract and run the tests.
+SDIST_SOURCES = (*WHEEL_SOURCES, "docs", "tests/conftest.py", "tests/culling")
+
 
 def _shipping() -> bool:
     return os.environ.get("CULLING_SHIP_KERNELS", "1").strip() != "0"
@@ -75,16 +79,16 @@ def get_requires_for_build_editable(config_settings=None):  # noqa: ANN001, ANN2
 
 
 @contextlib.contextmanager
-def _in_a_copy() -> Iterator[Path]:
-    """Work in a temporary copy of :data:`WHEEL_SOURCES` (setuptools writes ``build/`` and ``*.egg-info``
+def _in_a_copy(sources: tuple[str, ...] = WHEEL_SOURCES) -> Iterator[Path]:
+    """Work in a temporary copy of ``sources`` (setuptools writes ``build/`` and ``*.egg-info``
     where it runs): the checkout is only read."""
     here = Path.cwd()
     with tempfile.TemporaryDirectory(prefix="culling-wheel-") as tmp:
         copy = Path(tmp)
-        for name in WHEEL_SOURCES:
+        for name in sources:
             source = ROOT / name
             if source.is_dir():
-                shutil.copytree(source, copy / name, ignore=shutil.ignore_patterns("__pycache__", "_compiled"))
+                shutil.copytree(source, copy / name, ignore=shutil.ignore_patterns("__pycache__", "_compiled", ".hypothesis"))
             elif source.exists():
                 (copy / name).parent.mkdir(parents=True, exist_ok=True)
                 shutil.copy2(source, copy / name)
@@ -140,9 +144,10 @@ def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
 
 
 def build_sdist(sdist_directory, config_settings=None):  # noqa: ANN001, ANN201
-    """The library's sources and this backend (no compiled kernels), made in a copy like the wheel."""
+    """The library's sources, its documentation and tests, and this backend (no compiled kernels), made
+    in a copy like the wheel."""
     sdist_directory = os.path.abspath(sdist_directory)
-    with _in_a_copy():
+    with _in_a_copy(SDIST_SOURCES):
         return _setuptools.build_sdist(sdist_directory, config_settings)
 
 
