@@ -96,6 +96,13 @@ WARM_FRAMES = 30
 #: spikes of a loaded machine, below any kernel compile, 0.1 s and more).
 COLD_FACTOR = 5.0
 COLD_MS = 20.0
+#: The camera's far plane lies at least this far (m), and beyond the farthest reach of every view
+#: distance at the frame's scale (:meth:`Demo.update`): an object within its view distance is never
+#: cut by the far plane, whatever the +/- scale or the zoom.
+MIN_FAR = 6000.0
+#: One move of the camera slides along at most this many objects it meets (a corner between two
+#: rocks takes two); then it stops at the last contact.
+SLIDES = 4
 
 class DemoError(RuntimeError):
     """A problem the user can fix (bad scene, unsupported option); one line."""
@@ -149,6 +156,8 @@ class Demo:
         self.view_scale = Stepped(1.0, SCALE_STEP, SCALE_STEPS)
         self.collide = True
         self.frozen: Camera | None = None
+        self.frozen_zoom = 1.0          # the zoom's scale when culling froze: the frozen query keeps it
+        self._farthest_view = 0.0       # the largest view distance (set by load_scene): the far plane follows it
         self.stats = FrameStats()
         self.trace: QueryTrace | None = None
         self.events: VisibilityEvents | None = None
@@ -225,6 +234,9 @@ class Demo:
         self.camera = Camera(pose.position, pose.yaw, pose.pitch, aspect=self._aspect())
         self.zoom = Zoom(self.camera.fov_y)
         self.frozen = None
+        # The farthest any object can be seen at scale 1: its view distance, along the diagonal for cubes.
+        self._farthest_view = float(scene.view_distance.max(initial=0.0)) * \
+            (math.sqrt(3.0) if self.settings.shape == "cube" else 1.0)
         self.time = 0.0
         self.only_depth = None
         self.inspected = None
@@ -295,10 +307,10 @@ class Demo:
         return max(w, 1) / max(h, 1)
 
     def resize(self, size: tuple[int, int]) -> None:
+        """A new window size: the drawing camera's aspect follows it; a frozen camera keeps its own
+        (its frustum stays put, as F says)."""
         self.size = size
         self.camera.aspect = self._aspect()
-        if self.frozen is not None:
-            self.frozen.aspect = self.camera.aspect
 
     # -- camera ------------------------------------------------------------------
     def set_pose(self, position: ArrayLike, yaw: float, pitch: float) -> None:
@@ -308,9 +320,40 @@ class Demo:
     def fly(self, forward: float, right: float, up: float) -> None:
         """Move the camera in its own frame; it stays above the ground, and with
         collision on (the C key) it also slides off solid objects (rocks, trees,
-        towers, houses)."""
+        towers, houses), however far it moves in one frame."""
+        start = self.camera.position.copy()
         self.camera.move_local(forward, right, up)
+        if self.collide:
+            self.camera.position = self._slid(start, self.camera.position)
         self._hold_camera()
+
+    def _slid(self, start: np.ndarray, target: np.ndarray) -> np.ndarray:
+        """Where the camera moving from ``start`` towards ``target`` ends with collision on.
+
+        It stops where it first touches a solid object on the way
+        (:meth:`culling.CollisionCandidates.sweep`), and the rest of the move
+        slides along that object's surface (its part into the object removed,
+        and a hair outward kept, so the next sweep lets it go), up to
+        :data:`SLIDES` times.  Checking only where each move ends let a fast
+        flight (2 km/s, a long frame) pass through a tower between frames.
+        """
+        position = start
+        for _ in range(SLIDES):
+            t, hit = self.collision.sweep(position, target)
+            if hit < 0:
+                return target
+            position = np.asarray(position + (target - position) * t, dtype=np.float64)
+            normal = position - self.collision.centres_of([hit])[0]
+            length = float(np.linalg.norm(normal))
+            if length == 0.0:
+                return position
+            normal /= length
+            rest = target - position
+            into = float(rest @ normal)
+            if into < 0.0:
+                rest = rest - (into - 1e-6 * float(np.linalg.norm(rest))) * normal
+            target = position + rest
+        return position
 
     def set_collision(self, on: bool) -> None:
         """Camera collision on or off (the C key).  Turned on inside an object, the camera leaves
@@ -440,8 +483,10 @@ class Demo:
                 np.concatenate([c for _, c in parts]).astype(np.float32))
 
     def toggle_freeze(self) -> None:
-        """Freeze culling at the current camera, or thaw it."""
+        """Freeze culling at the current camera, or thaw it.  The frozen query keeps the camera's
+        place, frustum and zoom; the +/- scale still applies to it."""
         self.frozen = None if self.frozen is not None else self.camera.copy()
+        self.frozen_zoom = float(self.zoom.scale)
 
     def step_level(self, delta: int) -> None:
         """Show a single level (``[`` / ``]``); stepping past either end shows all."""
@@ -481,8 +526,9 @@ class Demo:
 
     @property
     def query_scale(self) -> float:
-        """The scale every view distance is multiplied by this frame: the +/- keys' times the zoom's."""
-        return self.scale * self.zoom.scale
+        """The scale every view distance is multiplied by this frame: the +/- keys' times the zoom's
+        (while culling is frozen, the zoom's when it froze, as its frustum is the zoom's then)."""
+        return self.scale * (self.frozen_zoom if self.frozen is not None else self.zoom.scale)
 
     # -- the frame -----------------------------------------------------------------
     def update(self, dt: float) -> FrameStats:
@@ -513,6 +559,10 @@ class Demo:
 
         # Camera matrices, once per frame: the drawing camera's, and the frozen
         # one's while culling is frozen (it culls and its frustum is drawn).
+        far = max(MIN_FAR, self._farthest_view * self.query_scale * 1.01)
+        self.camera.far = far
+        if self.frozen is not None:
+            self.frozen.far = far
         self.view_projection = self.camera.view_projection()
         if self.frozen is not None:
             cull_position, cull_vp = self.frozen.position, self.frozen.view_projection()

@@ -45,8 +45,8 @@ class FrameStats:
         return self.query_ms + self.distance_ms + self.frustum_ms + self.upload_ms
 
     #: ``query_ms`` is the index's one call (walk, exact test, distances, and the
-    #: trace with the overlay); ``distance_ms`` the begin-distance test; ``trace_ms`` the debug overlay's own cost (its
-    #: boxes built and uploaded); ``scene_ms`` the scene's own work before culling (its simulation and its
+    #: trace with the overlay); ``distance_ms`` the begin-distance test; ``trace_ms`` the lines over the scene (the
+    #: overlay's boxes, the map inset, the X pick's and the interest view's marks, built and uploaded); ``scene_ms`` the scene's own work before culling (its simulation and its
     #: batches: the swarm's sensing, separation pairs and interest tick) and the tree's ``update_many``
     #: of what moved: with ``cull_ms`` and ``draw_ms``, where a moving scene's frame goes.
     CSV_FIELDS = ("query_ms", "distance_ms", "frustum_ms", "upload_ms", "cull_ms", "draw_ms", "trace_ms",

@@ -115,6 +115,9 @@ def _calls(kind: str, dim: int):
             ("candidates", lambda s, v: s.candidates(v)),
             ("resolve point", lambda s, v: s.resolve(v)),
             ("resolve iterations", lambda s, v: s.resolve(good_point, v)),
+            ("sweep start", lambda s, v: s.sweep(v, good_point)),
+            ("sweep end", lambda s, v: s.sweep(good_point, v)),
+            ("sweep radius", lambda s, v: s.sweep(good_point, [3.0] * dim, v)),
             ("set_probe_radius", lambda s, v: s.set_probe_radius(v)),
             ("bounding_radius_of", lambda s, v: s.bounding_radius_of(v)),
         ]

@@ -37,6 +37,38 @@ def test_camera_cannot_fly_into_a_tree(make_demo):
     assert closest < radius
 
 
+def test_a_fast_flight_stops_at_a_tree_instead_of_jumping_through_it(make_demo):
+    """One frame's move of 60 m straight through a tree 30 m ahead (200 m/s at 0.3 s a frame): collision
+    stops the camera at the tree's surface, where checking only where the move ends let it through."""
+    demo = make_demo("forest", 20_000, overlay=False)
+    scene = demo.scene
+    first = int(scene.kind_offsets[[k.name for k in scene.kinds].index("tree")])
+    centre, radius = scene.centres[first], scene.bounding_radius[first]
+    reach = radius + CAMERA_RADIUS
+    demo.set_pose(centre + np.array([30.0, 0.0, 0.0]), 270.0, 0.0)    # looking down -x, at the tree
+    demo.set_collision(False)
+    demo.fly(60.0, 0.0, 0.0)
+    assert demo.camera.position[0] < centre[0] - reach                  # without collision: through it
+    demo.set_pose(centre + np.array([30.0, 0.0, 0.0]), 270.0, 0.0)
+    demo.set_collision(True)
+    demo.fly(60.0, 0.0, 0.0)
+    gap = np.linalg.norm(demo.camera.position - centre) - reach
+    assert demo.camera.position[0] > centre[0] and -1e-9 <= gap < 0.5  # stopped at its surface
+
+
+def test_a_fast_flight_past_a_tree_slides_along_it(make_demo):
+    """A move that meets a tree off-centre keeps going along its surface, past it."""
+    demo = make_demo("forest", 20_000, overlay=False)
+    scene = demo.scene
+    first = int(scene.kind_offsets[[k.name for k in scene.kinds].index("tree")])
+    centre, radius = scene.centres[first], scene.bounding_radius[first]
+    reach = radius + CAMERA_RADIUS
+    start = centre + np.array([20.0, 0.0, reach / 2])                  # aimed to clip the tree's side
+    moved = demo._slid(start, start - np.array([40.0, 0.0, 0.0]))
+    assert np.linalg.norm(moved - centre) >= reach * (1 - 1e-9)
+    assert moved[0] < centre[0] and moved[2] > start[2]                 # past the tree, pushed sideways
+
+
 def test_flying_down_into_the_hills_stops_the_eye_a_camera_radius_above_the_ground(make_demo):
     demo = make_demo("forest", 20_000, overlay=False)
     pose = demo.scene.camera_pose(0.3)
@@ -232,3 +264,46 @@ def test_a_scene_load_gives_back_every_gl_object_the_load_before_made(make_demo,
     demo.load_scene("swarm", 1_000)
     kept = [obj for obj in first if not isinstance(obj.mglo, moderngl.InvalidObject)]
     assert kept == []
+
+
+def test_freezing_keeps_the_frustum_and_the_zoom_of_the_moment_it_froze(make_demo):
+    """F: the frozen query's frustum (its aspect) and scale (the zoom's) stay put while the window is
+    resized and the zoom moves on; +/- still scales it."""
+    demo = make_demo("forest", 20_000, overlay=False, size=(320, 180))
+    pose = demo.scene.camera_pose(0.3)
+    demo.set_pose(pose.position, pose.yaw, pose.pitch)
+    demo.update(0.0)
+    demo.toggle_freeze()
+    frozen_vp = demo.frozen.view_projection().copy()
+    scale = demo.query_scale
+    kept = demo.pipeline.visible.copy()
+    demo.resize((100, 180))                                # a narrow window
+    demo.zoom.held = True
+    demo.zoom.snap()
+    demo.update(0.0)
+    assert np.array_equal(demo.frozen.view_projection(), frozen_vp)
+    assert demo.query_scale == scale and demo.zoom.scale > 4.0
+    assert np.array_equal(demo.pipeline.visible, kept)
+    demo.view_scale.move(1)                                # +: every view distance x1.25
+    assert demo.query_scale == pytest.approx(scale * SCALE_STEP)
+    demo.toggle_freeze()                                   # thawed: the live zoom again
+    assert demo.query_scale == pytest.approx(SCALE_STEP * demo.zoom.scale)
+
+
+def test_the_far_plane_never_cuts_an_object_within_its_view_distance(make_demo):
+    """At a large +/- scale the reach passes the default 6 km far plane: the far plane follows it, so
+    an object dead ahead and within its scaled view distance is drawn."""
+    from demo.demo import MIN_FAR
+
+    demo = make_demo("forest", 20_000, overlay=False)
+    far_view = float(demo.scene.view_distance.max())
+    obj = int(np.argmax(demo.scene.view_distance))
+    for _ in range(SCALE_STEPS[1]):
+        demo.view_scale.move(1)
+    centre = demo.scene.centres[obj]
+    distance = MIN_FAR * 1.2
+    assert distance < far_view * demo.query_scale
+    demo.set_pose(centre + np.array([distance, 0.0, 0.0]), 270.0, 0.0)   # looking down -x, at it
+    demo.update(0.0)
+    assert demo.camera.far >= far_view * demo.query_scale
+    assert demo.handles[obj] in set(demo.handles[demo.pipeline.visible].tolist())

@@ -139,6 +139,59 @@ class CollisionMachine(RuleBasedStateMachine):
 
     # -- queries ------------------------------------------------------------------
 
+    def path(self, data, probe: float) -> tuple[list[float], list[float]]:
+        """A move aimed at the edges: grazing an object (the line at exactly ``b + q`` from its centre,
+        or an ulp off), ending on its surface, starting on it, or between two places anywhere."""
+        if self.objects and data.draw(st.booleans(), label="aimed"):
+            centre, b = self.objects[self.handle(data)]
+            kind = data.draw(st.sampled_from(["graze", "end on", "start on"]), label="aim")
+            if kind == "graze" and self.dim > 1:
+                axis, other = data.draw(st.permutations(range(self.dim)), label="axes")[:2]
+                start, end = list(centre), list(centre)
+                offset = data.draw(st.sampled_from([-1.0, 1.0]), label="side") * (b + probe)
+                start[other] = end[other] = centre[other] + offset
+                if data.draw(st.booleans(), label="an ulp off"):
+                    start[other] = end[other] = math.nextafter(start[other], math.inf)
+                start[axis] = centre[axis] - self.size / 4
+                end[axis] = centre[axis] + self.size / 4
+                return start, end
+            on = self.point(data, probe) if data.draw(st.booleans(), label="near") else list(centre)
+            away = self.centre(data)
+            return (away, on) if kind == "end on" else (on, away)
+        return self.centre(data), self.centre(data)
+
+    @rule(data=st.data(), own=st.booleans())
+    def sweep(self, data, own):
+        """The first contact along a move, against the exact truth: a path touches an object when its
+        nearest point lies within ``b + q``, unless it starts touching and moves away or along."""
+        probe = data.draw(st.sampled_from([0.0, 0.7]), label="probe") if own else self.probe
+        start, end = self.path(data, probe)
+        t, hit = self.cc.sweep(start, end, probe) if own else self.cc.sweep(start, end)
+        first = {}
+        s, e = [Fraction(x) for x in start], [Fraction(x) for x in end]
+        d = [b - a for a, b in zip(s, e)]
+        ll = sum(x * x for x in d)
+        for h, (c, b) in self.objects.items():
+            w = [a - Fraction(x) for a, x in zip(s, c)]
+            reach = (Fraction(b) + Fraction(probe)) ** 2
+            ww, wd = sum(x * x for x in w), sum(x * y for x, y in zip(w, d))
+            if ll == 0:
+                continue
+            if ww <= reach:
+                if wd < 0:
+                    first[h] = 0.0
+                continue
+            nearest = min(max(-wd / ll, Fraction(0)), Fraction(1))
+            if ww + 2 * nearest * wd + nearest * nearest * ll <= reach:
+                first[h] = float((-wd - Fraction(math.sqrt(max(wd * wd - ll * (ww - reach), 0)))) / ll)
+        note(f"sweep {start} -> {end} (q={probe}): {(t, hit)}; truth {first}")
+        if not first:
+            assert (t, hit) == (1.0, -1)
+            return
+        assert hit in first and 0.0 <= t <= 1.0
+        earliest = min(first.values())
+        assert abs(t - earliest) <= 1e-6 and abs(first[hit] - earliest) <= 1e-6
+
     @rule(data=st.data())
     def touching_and_candidates(self, data):
         p = self.point(data, self.probe)
