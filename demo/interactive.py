@@ -505,8 +505,15 @@ class FlyThroughApp(App):
     def on_mouse_motion(self, x: int, y: int, dx: int, dy: int) -> bool:
         self._cursor = (x, y)
         if self.mouse_captured:
-            self.demo.camera.look(dx * self.mouse_sensitivity, dy * self.mouse_sensitivity)
+            self._look(dx, dy)
         return True
+
+    def _look(self, dx: int, dy: int) -> None:
+        """Turn the camera by a mouse move of ``(dx, dy)`` pixels: :attr:`mouse_sensitivity` degrees a pixel,
+        divided by the zoom's magnification, so that a pixel turns the zoomed view as far on screen as it
+        turns the unzoomed one (0.12 degrees a pixel swung a 15-degree view by a tenth of itself)."""
+        per_pixel = self.mouse_sensitivity / self.demo.zoom.scale
+        self.demo.camera.look(dx * per_pixel, dy * per_pixel)
 
     def _switch_scene(self, name: str) -> None:
         """Load scene ``name`` behind the loading screen.  Run by :meth:`on_update`, not in the key's event
@@ -531,7 +538,7 @@ class FlyThroughApp(App):
             if not self._dragged and self._pressed_at is not None:   # once a drag, not per motion
                 self.say(DRAGGING)
             self._dragged = True
-            self.demo.camera.look(dx * self.mouse_sensitivity, dy * self.mouse_sensitivity)
+            self._look(dx, dy)
         return True
 
     def on_mouse_scroll(self, x: int, y: int, scroll_x: float, scroll_y: float) -> bool:

@@ -270,8 +270,8 @@ LEVELS_TITLE, TOTALS = "depth  node m  nodes  objects", "  all "
 def fit_lines(lines: Sequence[tuple[str, Any]], rows: int) -> list[tuple[str, Any]]:
     """``lines`` (:func:`hud_lines`) cut to ``rows``, what the picture's height holds: the full HUD in a
     small window showed its first lines and lost the rest below the frame.  What goes first: the key
-    list (one line says where it is), then the per-level table's rows (its title and totals kept),
-    then the last lines (one line counts them).  The status line, first, stays.
+    list (one line says where it is), then the per-level table's deepest rows (its title and totals
+    kept, one line counting the rows left out), then the last lines (one line counts them).  The status line, first, stays.
 
     >>> lines = [(text, WHITE) for text in ("status", "times", *CONTROLS_HELP)]
     >>> [text for text, _ in fit_lines(lines, 3)]
@@ -290,8 +290,11 @@ def fit_lines(lines: Sequence[tuple[str, Any]], rows: int) -> list[tuple[str, An
     title = next((k for k, (text, _) in enumerate(lines) if text.startswith(LEVELS_TITLE)), None)
     if len(lines) > rows and title is not None:
         end = next((k for k in range(title + 1, len(lines)) if lines[k][0].startswith(TOTALS)), title + 1)
-        cut = min(end - title - 1, len(lines) - rows)  # level rows to drop, the deepest first
-        lines = lines[:end - cut] + lines[end:]
+        cut = min(end - title - 1, len(lines) - rows + 1)  # level rows to drop, the deepest first, and one
+        if cut >= 2:                                          # line in their place that says so
+            lines = lines[:end - cut] + [(f"... {cut} deeper levels: a taller window shows them", GREY)] + lines[end:]
+        else:
+            lines = lines[:end - cut] + lines[end:]
     if len(lines) > rows == 1:  # room for the first line only
         return lines[:1]
     if len(lines) > rows:

@@ -134,6 +134,32 @@ def test_drag_looks_around_and_leaves_the_mouse_free(session):
     assert after["captured"] == "0" and after["status"] == "drag: looking around, the mouse stays free"
 
 
+def _dragged_yaw(session) -> float:
+    """Degrees a drag of 5 x 15 pixels to the right turns the camera."""
+    before = session.settle()
+    session.xdo("mousemove", "--window", session.window, "200", "130")
+    session.xdo("mousedown", "1")
+    for _ in range(5):
+        session.xdo("mousemove_relative", "--", "15", "0")
+        time.sleep(0.03)
+    session.xdo("mouseup", "1")
+    return (float(session.settle()["yaw"]) - float(before["yaw"])) % 360.0
+
+
+def test_a_drag_while_zoomed_turns_the_view_as_far_on_screen(session):
+    """With Z held the view is 4.4 times narrower, and the same drag turns it 4.4 times less."""
+    plain = _dragged_yaw(session)
+    session.xdo("keydown", "z")
+    try:
+        session.wait(lambda r: float(r["zoom"]) > 4.3, "Z to zoom in")
+        zoomed = _dragged_yaw(session)
+    finally:
+        session.xdo("keyup", "z")
+    session.wait(lambda r: float(r["zoom"]) == 1.0, "the zoom to ease back")
+    assert 3.0 < plain < 180.0 and zoomed > 0.0
+    assert plain / zoomed == pytest.approx(4.385, rel=0.05), (plain, zoomed)
+
+
 def test_click_and_tab_capture_tab_and_esc_release(session):
     session.xdo("mousemove", "--window", session.window, "240", "135")
     session.xdo("click", "1")

@@ -134,7 +134,15 @@ def test_a_full_hud_taller_than_the_window_drops_the_keys_then_levels_and_never_
     table = texts.index(next(t for t in texts if t.startswith("depth  node m")))
     fitted = [text for text, _ in fit_lines(lines, len(lines) - len(CONTROLS_HELP) - 3)]
     assert texts[table] in fitted and any(t.startswith("  all ") for t in fitted)  # the title and totals stay
-    assert fitted.count(KEYS_HIDDEN) == 1 and not any(t.startswith("...") for t in fitted)
+    assert fitted.count(KEYS_HIDDEN) == 1 and not any("more lines" in t for t in fitted)
+    assert sum("deeper levels: a taller window shows them" in t for t in fitted) == 1  # the rows cut, counted
+    for rows in range(2, len(lines)):                     # a count of levels cut names as many as are gone
+        fitted = [text for text, _ in fit_lines(lines, rows)]
+        said = [t for t in fitted if "deeper levels" in t]
+        shown = sum(t in texts[table + 1:] and t[:1] == " " and not t.startswith("  all ") for t in fitted)
+        if said:
+            levels = next(k for k in range(table + 1, len(texts)) if texts[k].startswith("  all ")) - table - 1
+            assert int(said[0].split()[1]) + shown == levels
     for size in ((400, 225), (320, 180), (640, 360)):
         w, h = size
         image = Image.new("RGB", size, (255, 255, 255))
