@@ -41,6 +41,7 @@ AS_WRITTEN = {"python -m culling warm-up"}
 #: Written on a page -> what runs instead: the same command with the page's own flags made small.
 RUN_AS = {
     "python -m benchmarks.dense_vs_tree": "python -m benchmarks.dense_vs_tree --dim 2 --objects 2000 --rounds 1",
+    "python -m benchmarks.dense_vs_tree --crowd": "python -m benchmarks.dense_vs_tree --crowd --objects 5000 --rounds 1",
     ".venv/bin/python examples/panda3d_forest.py":
         ".venv/bin/python examples/panda3d_forest.py --frames 2 --objects 20000",
     ".venv/bin/python examples/pygfx_forest.py --headless --frames 30 --objects 50000":

@@ -462,10 +462,11 @@ class DenseViewDistanceGrid(Structure):
         joined by bands of levels (:func:`culling.pairs.join.overlapping_pairs`),
         or, for members in a few clusters far apart, the non-empty cells and
         their ancestors as a tree (:func:`culling.pairs.cell_tree.cell_tree`)
-        joined with itself.  O(objects + pairs of members in neighbouring cells),
-        never O(cells): both read the sorted index of non-empty cells.  Members far
-        smaller than ``min_radius`` all share their finest cell, so a crowd of
-        them costs the square of a cell's count (docs/DENSE.md: the tree then suits).
+        joined with itself.  O(objects + pairs of members within reach of each
+        other), never O(cells): both read the sorted index of non-empty cells.
+        Members far smaller than ``min_radius`` share their finest cell; a
+        crowded one is split by finer levels first (:func:`culling.pairs.cell_tree.split_crowded`),
+        in a copy of the pool.
         """
         if self._count < 2:
             return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64)
@@ -475,8 +476,10 @@ class DenseViewDistanceGrid(Structure):
         def tree() -> tuple[int, np.ndarray, np.ndarray, np.ndarray]:
             return (0, *cell_tree.cell_tree(occupied, at, cells.start, cells.count, offsets, dim))
 
-        return join.overlapping_pairs(cell_tree.cell_runs(occupied, at, cells.start, cells.count, offsets, dim),
-                                      cells.handles, cells.columns, self._count, (self.origin, self.size, 0.0),
+        runs, handles, columns = cell_tree.split_crowded(
+            cell_tree.cell_runs(occupied, at, cells.start, cells.count, offsets, dim), cells.handles, cells.columns,
+            self.finest_level, self.origin, self.size)
+        return join.overlapping_pairs(runs, handles, columns, self._count, (self.origin, self.size, 0.0),
                                       self._cube, self.shape, tree, self._band_plans)
 
     @reading

@@ -14,13 +14,31 @@ ascending, level ``L``'s from ``at[L]``: the grid's ``_occupied``), so they
 cost O(non-empty cells x levels), never O(cells): a 3-D grid of 2**24 finest
 cells has 19M cells whatever it holds.  A cell's global id is its level's
 offset plus its row-major index (the last axis fastest).
+
+The grid stores every radius below its finest level's on that level, so a
+crowd of objects far smaller than ``min_radius`` shares a few finest cells,
+and a join of those cells tested each member against the whole crowd: the
+square of a cell's count.  :func:`split_crowded` gives such members the
+finer levels the tree would give them, in a copy of the pool, so that the
+join buckets them finely.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["cell_runs", "cell_tree"]
+from culling.core.cells import placed_columns
+from culling.core.lattice import MAX_DEPTH
+from culling.core.rows import concat_ranges
+
+__all__ = ["CROWDED", "cell_runs", "cell_tree", "split_crowded"]
+
+#: A finest cell holding more members than this is split by :func:`split_crowded`.
+CROWDED = 32
+
+#: :func:`split_crowded` goes down until a crowded cell's members would fill about this many cells
+#: each (the bands' own density, :data:`culling.pairs.bands.DENSITY`).
+CROWD_DENSITY = 4.0
 
 
 def _coords(cells: np.ndarray, level: int, offsets: np.ndarray, dim: int) -> np.ndarray:
@@ -92,3 +110,58 @@ def cell_tree(occupied: np.ndarray, at: np.ndarray, start: np.ndarray, count: np
             child[np.searchsorted(nodes, parent_ids[level]), quadrants[level]] = \
                 np.searchsorted(nodes, child_ids[level])
     return child, start[nodes].astype(np.int64), count[nodes].astype(np.int64)
+
+
+Runs = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+
+
+def split_crowded(runs: Runs, handles: np.ndarray, columns: np.ndarray, finest: int, origin: np.ndarray,
+                  size: float) -> tuple[Runs, np.ndarray, np.ndarray]:
+    """``runs`` (:func:`cell_runs`) with each finest cell of more than :data:`CROWDED` members split by
+    finer levels, over a copy of the pool ``(handles, columns)`` whose crowded blocks are reordered.
+
+    A member of a crowded cell goes to the level its radius would have in
+    the tree (:func:`culling.core.cells.level_of`'s ``r < W/2``, so the join's
+    rule still holds), at most as deep as spreads its cell's crowd over
+    about :data:`CROWD_DENSITY` members a cell, and to the exact cell of its
+    exactly placed centre on that level (:func:`~culling.core.cells.placed_columns`,
+    clamped to the world as the grid clamps), the cells the join would compute.
+    Each block's members are only reordered within it, so every run of the
+    grid's own cells still holds the same members (the dual walk may read the
+    copy).  Returns the inputs themselves when no cell is crowded.
+    O(runs + members of crowded cells x log).
+    """
+    start, count, level, coords = runs
+    crowded = np.flatnonzero((level == finest) & (count > CROWDED))
+    if crowded.size == 0:
+        return runs, handles, columns
+    dim = coords.shape[0]
+    rows = concat_ranges(start[crowded], count[crowded])
+    run_of = np.repeat(np.arange(crowded.size, dtype=np.int64), count[crowded])
+    # Each member's own level, r in [W/4, W/2) (MAX_DEPTH for r = 0 and radii below it) ...
+    relative = columns[dim, rows] / size
+    own = np.where(relative > 0.0, -np.frexp(relative)[1] - 1, MAX_DEPTH)
+    # ... no deeper than spreads its cell's crowd over about CROWD_DENSITY members a cell.
+    spread = np.ceil(np.log2(count[crowded] / CROWD_DENSITY) / dim).astype(np.int64)
+    deepest = np.minimum(finest + np.maximum(spread, 1), MAX_DEPTH)
+    new_level = np.clip(own, finest, deepest[run_of]).astype(np.int64)
+    placed = placed_columns(np.ascontiguousarray(columns[:dim, rows].T), np.asarray(origin, dtype=np.float64), size)
+    scale = np.ldexp(1.0, new_level)
+    cells = np.clip(np.floor(placed * scale).astype(np.int64), 0, np.left_shift(1, new_level) - 1)
+    order = np.lexsort((*cells[::-1], new_level, run_of))   # by run (so within its block), level, cell
+    handles = handles.copy()
+    columns = columns.copy()
+    handles[rows] = handles[rows[order]]
+    columns[:, rows] = columns[:, rows[order]]
+    key_level, key_cells, key_run = new_level[order], cells[:, order], run_of[order]
+    first = np.ones(rows.size, dtype=bool)
+    first[1:] = (key_run[1:] != key_run[:-1]) | (key_level[1:] != key_level[:-1]) | \
+        (key_cells[:, 1:] != key_cells[:, :-1]).any(axis=0)
+    firsts = np.flatnonzero(first)
+    sizes = np.diff(np.append(firsts, rows.size))
+    keep = np.ones(start.size, dtype=bool)
+    keep[crowded] = False
+    split = (rows[firsts], sizes, key_level[firsts], key_cells[:, firsts])
+    return (np.concatenate([start[keep], split[0]]), np.concatenate([count[keep], split[1]]),
+            np.concatenate([level[keep], split[2]]), np.concatenate([coords[:, keep], split[3]], axis=1)), \
+        handles, columns

@@ -41,7 +41,7 @@ def brute(centres: np.ndarray, radii: np.ndarray, handles: np.ndarray, shape: st
             dist, bound = np.abs(d).max(axis=1), limit
         else:
             dist, bound = (d * d).sum(axis=1), limit * limit
-        near = np.abs(dist - bound) <= 1e-9 * (bound + 1e-300)
+        near = np.abs(dist - bound) <= 1e-9 * bound + 1e-300
         for j in np.nonzero((dist <= bound) | near)[0] + i + 1:
             if near[j - i - 1]:
                 offsets = [Fraction(a) - Fraction(b) for a, b in zip(centres[i], centres[j])]
@@ -105,6 +105,35 @@ def test_bands_agree_with_the_dual_walk_and_brute_force(dim, shape, kind):
                                      min_radius=max(float(radii.min()), edge * 2.0 ** -8))
         grid_handles = grid.insert_many(centres, radii)
         assert as_set(*grid.overlapping_pairs()) == brute(centres, radii, grid_handles, shape)
+
+
+@pytest.mark.parametrize("dim", [1, 2, 3])
+@pytest.mark.parametrize("shape", ["sphere", "cube"])
+def test_a_crowded_finest_cell_of_the_grid_is_split_and_its_pairs_stay_exact(dim, shape):
+    """Thousands of objects far smaller than ``min_radius`` share a few finest cells (one crowd on the
+    faces at 0, one against the world's far edge): the grid splits those cells by finer levels before
+    the join (every member was tested against its whole cell), and the pairs are brute force's,
+    exact ties included (centres on a 1/64 lattice, radii of 0 and powers of two)."""
+    from culling.pairs import cell_tree
+
+    rng = np.random.default_rng(7 * dim + (shape == "cube"))
+    grid = DenseViewDistanceGrid(64.0, origin=np.full(dim, -32.0), dim=dim, shape=shape, min_radius=4.0)
+    n = 1600
+    centres = np.concatenate([rng.uniform(-1.5, 1.5, (n // 2, dim)), rng.uniform(30.5, 32.0, (n // 2, dim))])
+    centres[::3] = np.round(centres[::3] * 64.0) / 64.0                    # on a lattice: exact ties
+    centres = np.minimum(centres, np.nextafter(32.0, 0.0))                  # the world is half-open
+    radii = rng.choice([0.0, 2.0 ** -7, 2.0 ** -6, 0.01, 0.03], n)
+    radii[rng.random(n) < 0.01] = 5.0                                       # a few on the finest level itself
+    handles = grid.insert_many(centres, radii)
+    occupied, at = grid._occupied()
+    cells = grid._cells
+    runs = cell_tree.cell_runs(occupied, at, cells.start, cells.count, grid._geo.offsets, dim)
+    split, _, _ = cell_tree.split_crowded(runs, cells.handles, cells.columns, grid.finest_level, grid.origin,
+                                          grid.size)
+    assert runs[1].max() > cell_tree.CROWDED and split[1].size > runs[1].size      # crowded, then split
+    assert sorted(split[1].tolist()) != sorted(runs[1].tolist()) and split[1].sum() == runs[1].sum()
+    assert as_set(*grid.overlapping_pairs()) == brute(centres, radii, handles, shape)
+    grid.check_invariants()
 
 
 def test_a_heavy_tail_is_a_band_of_its_own():
