@@ -139,7 +139,8 @@ def split_crowded(runs: Runs, handles: np.ndarray, columns: np.ndarray, finest: 
     rows = concat_ranges(start[crowded], count[crowded])
     run_of = np.repeat(np.arange(crowded.size, dtype=np.int64), count[crowded])
     # Each member's own level, r in [W/4, W/2) (MAX_DEPTH for r = 0 and radii below it) ...
-    relative = columns[dim, rows] / size
+    with np.errstate(under="ignore"):  # a subnormal radius over the size: 0, the deepest level, as level_of
+        relative = columns[dim, rows] / size
     own = np.where(relative > 0.0, -np.frexp(relative)[1] - 1, MAX_DEPTH)
     # ... no deeper than spreads its cell's crowd over about CROWD_DENSITY members a cell.
     spread = np.ceil(np.log2(count[crowded] / CROWD_DENSITY) / dim).astype(np.int64)
