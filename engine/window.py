@@ -134,6 +134,9 @@ class App:
         self.frames = 0
         #: True once the window is closing: no more frames are drawn.
         self.closed = False
+        #: True while the window is unmapped (minimised, on another workspace): frames update but are
+        #: not drawn, so a hidden window spends no time on drawing nobody sees.
+        self.hidden = False
 
     # -- hooks --------------------------------------------------------------------
     def on_update(self, dt: float) -> None:
@@ -264,8 +267,14 @@ class App:
             app.closed = True
             pyglet.app.exit()
 
+        def on_hide() -> None:
+            app.hidden = True
+
+        def on_show() -> None:
+            app.hidden = False
+
         # What ``@window.event`` does (set_handler on the top frame), minus its untyped decorator.
-        for handler in (on_draw, on_resize, on_close):
+        for handler in (on_draw, on_resize, on_close, on_hide, on_show):
             window.set_handler(handler.__name__, handler)
 
         last = [perf_counter()]
@@ -279,7 +288,7 @@ class App:
             now = perf_counter()
             dt, last[0] = now - last[0], now
             app.on_update(dt)
-            if not app.closed:
+            if not app.closed and not app.hidden:
                 window.draw(dt)
 
         pyglet.clock.schedule_interval(frame, cls.update_rate)

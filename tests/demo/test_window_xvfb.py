@@ -134,30 +134,35 @@ def test_drag_looks_around_and_leaves_the_mouse_free(session):
     assert after["captured"] == "0" and after["status"] == "drag: looking around, the mouse stays free"
 
 
-def _dragged_yaw(session) -> float:
-    """Degrees a drag of 5 x 15 pixels to the right turns the camera."""
+def _dragged_yaw(session, step: int = 15) -> float:
+    """Degrees a drag of 5 x ``step`` pixels to the right turns the camera (negative: to the left)."""
     before = session.settle()
-    session.xdo("mousemove", "--window", session.window, "200", "130")
+    session.xdo("mousemove", "--window", session.window, "240", "130")
     session.xdo("mousedown", "1")
     for _ in range(5):
-        session.xdo("mousemove_relative", "--", "15", "0")
+        session.xdo("mousemove_relative", "--", str(step), "0")
         time.sleep(0.03)
     session.xdo("mouseup", "1")
-    return (float(session.settle()["yaw"]) - float(before["yaw"])) % 360.0
+    return (float(session.settle()["yaw"]) - float(before["yaw"]) + 180.0) % 360.0 - 180.0
 
 
 def test_a_drag_while_zoomed_turns_the_view_as_far_on_screen(session):
-    """With Z held the view is 4.4 times narrower, and the same drag turns it 4.4 times less."""
+    """With Z held the view is 4.4 times narrower, and the same drag turns it 4.4 times less.  The drags
+    are undone after (the tests after this one look where the session looked)."""
+    yaw = float(session.settle()["yaw"])
     plain = _dragged_yaw(session)
     session.xdo("keydown", "z")
     try:
         session.wait(lambda r: float(r["zoom"]) > 4.3, "Z to zoom in")
         zoomed = _dragged_yaw(session)
+        _dragged_yaw(session, -15)
     finally:
         session.xdo("keyup", "z")
     session.wait(lambda r: float(r["zoom"]) == 1.0, "the zoom to ease back")
-    assert 3.0 < plain < 180.0 and zoomed > 0.0
+    _dragged_yaw(session, -15)
+    assert 3.0 < plain < 90.0 and zoomed > 0.0
     assert plain / zoomed == pytest.approx(4.385, rel=0.05), (plain, zoomed)
+    assert float(session.settle()["yaw"]) == pytest.approx(yaw, abs=0.5)
 
 
 def test_click_and_tab_capture_tab_and_esc_release(session):
@@ -380,6 +385,24 @@ def test_resize_reaches_the_renderer(session):
     row = session.wait(lambda r: (r["width"], r["height"]) == ("640", "360"), "the resize")
     assert float(row["draw_ms"]) > 0.0
     assert session.grab().shape[:2] == (360, 640)
+
+
+def test_an_unmapped_window_draws_nothing_until_it_is_mapped_again(session):
+    """Minimised or unmapped, the window drew every frame nobody could see; now its rows (one per drawn
+    frame) stop, and start again once it is mapped."""
+    session.settle()
+    session.xdo("windowunmap", "--sync", session.window)
+    try:
+        counts = [len(session.rows())]
+        for _ in range(40):                       # until two reads a while apart agree (attempts, not a time)
+            time.sleep(0.25)
+            counts.append(len(session.rows()))
+            if counts[-1] == counts[-2]:
+                break
+        assert counts[-1] == counts[-2], f"rows kept coming while unmapped: {counts}"
+    finally:
+        session.xdo("windowmap", "--sync", session.window)
+    assert float(session.settle()["draw_ms"]) > 0.0 and session.proc.poll() is None
 
 
 def _resized_with_the_map(session, width: int, height: int) -> None:
