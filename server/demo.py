@@ -54,6 +54,9 @@ MAX_HYSTERESIS = 1.0
 #: The most players or entities the demos take: a hundred million entities are some 40 GB in the
 #: coordinator and the shards together; beyond, NumPy refused the arrays with a traceback.
 MAX_COUNT = 100_000_000
+#: The kernel groups the coordinator and the shards call (``culling.KERNEL_GROUPS``): compiled, with a
+#: bar on stderr, before the first tick where a cold cache holds none of them (the shards then load them).
+KERNELS = ("tree", "interest")
 
 
 def check_world(ap: argparse.ArgumentParser, args: argparse.Namespace, least: int) -> None:
@@ -134,6 +137,7 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None, err: Text
     ray: Any = None
     started_ray = False
     interrupted = False
+    failed: str | None = None
     try:
         _token_auth_by_name()
         try:
@@ -152,6 +156,8 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None, err: Text
                                                         logging_level=logging.WARNING))[1]:
             raise KeyboardInterrupt
         run(args, out, err)
+    except RuntimeError as error:  # Ray's start or the shard actors' (another cluster joined, say): one line
+        failed = " ".join(str(error).split())
     except KeyboardInterrupt:  # Ctrl-C: one line, and Ray's processes stopped below
         interrupted = True
         if getattr(err, "isatty", lambda: False)():  # the bar's line ended first: the message on its own
@@ -164,6 +170,9 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None, err: Text
     if interrupted:
         print(f"{PROG}: error: interrupted", file=err)
         return 130
+    if failed is not None:
+        print(f"{PROG}: error: {failed}", file=err)
+        return 1
     return 0
 
 
@@ -175,8 +184,12 @@ def _load_library() -> None:
 
 def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> None:
     """The demo's ticks on a running Ray: the world, the service, ``--ticks`` ticks and the summary."""
+    import culling
     from culling import InterestManager
     from server.sharded import ShardedInterest
+
+    if not culling.kernels_cached(KERNELS):  # a cold first run: the compile shown, not seconds of silence
+        culling.warm_up(culling.progress_bar(err), groups=KERNELS)
 
     # Both on a terminal: the bar redrawn in place below the figures.  The figures piped (``| tee log``)
     # while the bar is on the terminal: each line of the bar ends, or the pipe's lines ran into it.

@@ -57,15 +57,18 @@ class Shard:
         self.local_of[handles] = local
 
     def apply(self, add: tuple[NDArray[np.int64], NDArray[np.float64], NDArray[np.float64]],
-              move: tuple[NDArray[np.int64], NDArray[np.float64]], drop: NDArray[np.int64]) -> int:
-        """One batch of changes: entities that came into the region, moved within it, left it (disjoint)."""
+              move: tuple[NDArray[np.int64], NDArray[np.float64]] | tuple[NDArray[np.int64], NDArray[np.float64],
+                                                                          NDArray[np.float64]],
+              drop: NDArray[np.int64]) -> int:
+        """One batch of changes: entities that came into the region, moved within it (``(handles, centres)``,
+        or with their new radii ``(handles, centres, radii)``), left it (disjoint)."""
         if drop.size:
             local = self.local_of[drop]
             self.tree.remove_many(local)
             self.local_of[drop] = -1
             self.global_of[local] = -1
         if move[0].size:
-            self.tree.update_many(self.local_of[move[0]], move[1])
+            self.tree.update_many(self.local_of[move[0]], *move[1:])
         self._add(*add)
         return len(self.tree)
 

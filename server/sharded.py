@@ -128,10 +128,8 @@ class ShardedInterest:
         never answered with a set missing entities.
     """
 
-    def __init__(self, size: float, origin: ArrayLike | None = (0.0, 0.0, 0.0), dim: int = 3, shards: int = 2,
+    def __init__(self, size: float, origin: ArrayLike | None = None, dim: int = 3, *, shards: int = 2,
                  hysteresis: float = 0.0, probe_margin: float = 0.0) -> None:
-        if origin is not None and np.shape(origin) == (3,) and dim != 3 and not np.any(np.asarray(origin)):
-            origin = None  # the default zeros, for any dim
         self._tree = ViewDistanceTree(size, origin, dim)          # validates size, origin, dim
         self._sets = InterestSets(hysteresis)                      # validates hysteresis
         if isinstance(probe_margin, bool) or not isinstance(probe_margin, numbers.Real):
@@ -276,10 +274,11 @@ class ShardedInterest:
 
     @runs_whole
     @_one_at_a_time
-    def update_many(self, handles: ArrayLike, centres: ArrayLike) -> None:
-        """As ``InterestManager.update_many``; entities crossing a border migrate, their ghosts follow."""
+    def update_many(self, handles: ArrayLike, centres: ArrayLike, radii: ArrayLike | None = None) -> None:
+        """As ``InterestManager.update_many`` (``radii`` resizes them too); entities crossing a border,
+        or whose grown sphere reaches new regions, migrate, their ghosts follow."""
         self._open()
-        self._tree.update_many(handles, centres)   # validates: a failure changes nothing
+        self._tree.update_many(handles, centres, radii)   # validates: a failure changes nothing
         h = np.asarray(handles, dtype=np.int64).reshape(-1)
         if not h.size:
             return
@@ -290,7 +289,8 @@ class ShardedInterest:
         for k, actor in enumerate(self._actors):
             came, stay, went = new[:, k] & ~old[:, k], new[:, k] & old[:, k], old[:, k] & ~new[:, k]
             if came.any() or stay.any() or went.any():
-                self._send(k, actor.apply.remote, (h[came], c[came], r[came]), (h[stay], c[stay]), h[went])
+                moved = (h[stay], c[stay]) if radii is None else (h[stay], c[stay], r[stay])
+                self._send(k, actor.apply.remote, (h[came], c[came], r[came]), moved, h[went])
 
     @runs_whole
     @_one_at_a_time

@@ -685,9 +685,12 @@ class InterestManager:
         return handles
 
     @writing
-    def update_many(self, handles: ArrayLike, centres: ArrayLike) -> None:
-        """Move entities (their radii kept).  As ``ViewDistanceTree.update_many(handles, centres)``."""
-        self._tree.update_many(handles, centres)
+    def update_many(self, handles: ArrayLike, centres: ArrayLike, radii: ArrayLike | None = None) -> None:
+        """Move entities, and with ``radii`` resize them too (omitted: each one's radius kept).  As
+        ``ViewDistanceTree.update_many``.  An entity keeps its handle: at the next tick it enters or
+        leaves only for the viewers its new sphere gains or loses (a remove and an insert would make it
+        leave and enter again for every viewer that holds it)."""
+        self._tree.update_many(handles, centres, radii)
 
     @writing
     def remove_many(self, handles: ArrayLike) -> None:

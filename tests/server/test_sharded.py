@@ -94,6 +94,24 @@ def check_holdings(sh):
         assert np.array_equal(held, live[where[:, k]]), f"shard {k}"
 
 
+def test_the_constructor_takes_shards_and_margins_by_keyword_and_origin_as_interest_manager_does(ray_cluster):
+    """``ShardedInterest(1024.0, None, 3, 1)`` read 1 as the shard count where ``InterestManager`` reads it as
+    the hysteresis; and a 3-D origin of zeros with ``dim=2`` passed, where ``InterestManager`` refuses it."""
+    from server import ShardedInterest
+
+    with pytest.raises(TypeError):
+        ShardedInterest(SIZE, None, 3, 1)
+    with pytest.raises(ValueError, match="origin"):
+        InterestManager(SIZE, (0.0, 0.0, 0.0), 2)
+    with pytest.raises(ValueError, match="origin"):
+        ShardedInterest(SIZE, (0.0, 0.0, 0.0), 2, shards=1)
+    sh = ShardedInterest(SIZE, dim=2, shards=1)
+    try:
+        assert sh.origin.tolist() == [0.0, 0.0]
+    finally:
+        sh.close()
+
+
 @pytest.mark.parametrize("shards, hysteresis, margin", [(3, 0.0, 0.0), (2, 0.25, 12.0)])
 def test_shards_answer_as_one_interest_manager_tick_for_tick(ray_cluster, shards, hysteresis, margin):
     rng = np.random.default_rng(shards)
@@ -119,8 +137,14 @@ def test_shards_answer_as_one_interest_manager_tick_for_tick(ray_cluster, shards
             moved = live[rng.random(live.size) < 0.3]
             jump = rng.normal(0.0, 40.0, (moved.size, 3))   # far enough to cross borders
             new = np.clip(im.centres_of(moved) + jump, -20.0, SIZE + 20.0)
-            im.update_many(moved, new)
-            sh.update_many(moved, new)
+            if tick % 3 == 1:                               # resized too: a sphere grown past a border
+                radii = rng.choice([0.0, 5.0, 20.0, region_width], moved.size)
+                im.update_many(moved, new, radii)
+                sh.update_many(moved, new, radii)
+                assert np.array_equal(sh.radii_of(moved), radii)
+            else:
+                im.update_many(moved, new)
+                sh.update_many(moved, new)
             gone = live[:: 17][:5] if tick % 2 else live[:0]
             im.remove_many(gone)
             sh.remove_many(gone)
@@ -143,6 +167,8 @@ def test_a_killed_actor_is_rebuilt_and_the_next_tick_is_identical(ray_cluster):
         new = rng.uniform(0.0, SIZE, (120, 3))
         im.update_many(moved, new)
         sh.update_many(moved, new)                  # sent; the kill may land before it is applied
+        im.update_many(h[300:320], im.centres_of(h[300:320]), np.full(20, 55.0))
+        sh.update_many(h[300:320], sh.centres_of(h[300:320]), np.full(20, 55.0))   # resized in place
         kill(ray_cluster, sh.actors[1])
         im.remove_many(h[200:210])
         sh.remove_many(h[200:210])
@@ -512,6 +538,40 @@ def test_the_demo_interrupted_on_a_terminal_ends_the_bar_line_first(ray_cluster,
     out, err = io.StringIO(), Terminal()
     assert demo.main(["--ticks", "400"], out=out, err=err) == 130
     assert err.getvalue().endswith(f"{demo.bar(4, 400)}\npython -m server.demo: error: interrupted\n")
+
+
+def test_the_demo_whose_shard_actors_cannot_start_says_one_line(ray_cluster, monkeypatch):
+    """Joined to a cluster whose authentication differs (an earlier ``ray start``), the actors never run:
+    the constructor's RuntimeError is one line and status 1, not a traceback."""
+    import server.demo as demo
+    import server.sharded as sharded
+
+    def cannot(self):  # as _started fails: its actors killed first
+        for actor in self._actors:
+            ray_cluster.kill(actor)
+        raise RuntimeError("the shard actors did not start (The actor never ran -\n it was cancelled)")
+
+    monkeypatch.setattr(sharded.ShardedInterest, "_started", cannot)
+    out, err = io.StringIO(), io.StringIO()
+    assert demo.main(["--players", "40", "--entities", "400", "--ticks", "1", "--shards", "1"], out=out, err=err) == 1
+    assert err.getvalue().splitlines()[-1] == ("python -m server.demo: error: the shard actors did not start "
+                                               "(The actor never ran - it was cancelled)")
+
+
+def test_the_demo_on_a_cold_cache_shows_the_compile_before_its_first_tick(ray_cluster, monkeypatch):
+    """An empty numba cache: tick 0 took 9 s in silence; now the compile is a bar on stderr, first."""
+    import culling
+    import server.demo as demo
+
+    calls = []
+    monkeypatch.setattr(culling, "kernels_cached", lambda groups=None: False)
+    monkeypatch.setattr(culling, "warm_up", lambda progress=None, groups=None, workers=None:
+                        calls.append(groups) or progress(1, 1, "interest: tick") or 0.0)
+    out, err = io.StringIO(), io.StringIO()
+    assert demo.main(["--players", "40", "--entities", "400", "--ticks", "1", "--shards", "1", "--world", "512",
+                      "--quiet"], out=out, err=err) == 0
+    assert calls == [demo.KERNELS]
+    assert err.getvalue().startswith(f"{culling.COMPILING}: [{'#' * 30}] 1/1")
 
 
 def test_the_demo_redraws_its_bar_in_place_on_a_terminal_and_clears_it_for_each_tick_line(ray_cluster):

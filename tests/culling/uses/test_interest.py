@@ -58,9 +58,10 @@ class Model:
             assert h not in self.entities
             self.entities[h] = (tuple(c), r)
 
-    def update(self, handles, centres) -> None:
-        for h, c in zip(np.asarray(handles).tolist(), np.asarray(centres).tolist()):
-            self.entities[h] = (tuple(c), self.entities[h][1])
+    def update(self, handles, centres, radii=None) -> None:
+        kept = [self.entities[h][1] for h in np.asarray(handles).tolist()] if radii is None else radii
+        for h, c, r in zip(np.asarray(handles).tolist(), np.asarray(centres).tolist(), np.asarray(kept).tolist()):
+            self.entities[h] = (tuple(c), r)
 
     def remove(self, handles) -> None:
         for h in np.asarray(handles).tolist():
@@ -264,8 +265,14 @@ class InterestMachine(RuleBasedStateMachine):
         handles = data.draw(st.lists(st.sampled_from(sorted(self.model.entities)), min_size=1, max_size=4,
                                      unique=True))
         centres = np.array(data.draw(self.points(len(handles))), dtype=float)
-        self.im.update_many(handles, centres)
-        self.model.update(handles, centres)
+        if data.draw(st.booleans(), label="resized too"):   # a new radius keeps the handle: no leave and enter
+            radii = np.array(data.draw(st.lists(st.sampled_from([0.0, 0.5, 2.5, 40.0]), min_size=len(handles),
+                                                max_size=len(handles))))
+            self.im.update_many(handles, centres, radii)
+            self.model.update(handles, centres, radii)
+        else:
+            self.im.update_many(handles, centres)
+            self.model.update(handles, centres)
 
     @precondition(lambda self: self.model.entities)
     @rule(data=st.data())
