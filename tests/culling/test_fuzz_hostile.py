@@ -285,6 +285,7 @@ def test_interest_with_hostile_values(dim):
         ("insert_many radii", lambda s, v: s.insert_many([point], v)),
         ("update_many handles", lambda s, v: s.update_many(v, [point])),
         ("update_many centres", lambda s, v: s.update_many([0], v)),
+        ("update_many radii", lambda s, v: s.update_many([0], [point], v)),
         ("remove_many", lambda s, v: s.remove_many(v)),
         ("contains", lambda s, v: v in s),
         ("centres_of", lambda s, v: s.centres_of(v)),
