@@ -93,15 +93,24 @@ def _smooth(t: float) -> float:
 
 
 class ClustersScene(Scene):
-    """Static; the camera circles the neighbourhood, then flies to settlement 0 and into it."""
+    """Static; the camera circles the neighbourhood, then flies to settlement 0 and into it (with no
+    settlement, too few objects for one, it circles the neighbourhood the whole way)."""
 
     cluster_centres: np.ndarray
+    #: How many of the sites hold a settlement (0 to ``CLUSTER_COUNT``).
+    settlements: int = CLUSTER_COUNT
 
     #: The path (fractions of it): the neighbourhood, the long flight, the slow approach
     #: through the stand-in's cross-fade, the last stretch into the streets.
     LEGS = (0.3, 0.55, 0.85)
 
     def camera_pose(self, u: float) -> Pose:
+        if not self.settlements:  # nothing out there to fly to: the neighbourhood's ring, all the way round
+            a = 2.0 * math.pi * u
+            pos = np.array([250.0 * math.sin(a), 0.0, 250.0 * (1.0 - math.cos(a))])
+            pos[1] = float(self.ground_height(np.array(pos[0]), np.array(pos[2]))) + 50.0
+            heading = np.array([0.0, 0.0, 250.0]) - pos             # at the ring's centre, across the objects
+            return Pose(pos, math.degrees(math.atan2(heading[0], -heading[2])), -4.0)
         target = self.cluster_centres[0]
         ring, fly, slow = self.LEGS
         start = np.array([0.0, 0.0, 500.0])
@@ -220,4 +229,5 @@ def make_clusters(objects: int = 400_000, seed: int = 1) -> ClustersScene:
         begin_distance=np.concatenate(begin), **build_arrays(parts, len(CLUSTER_KINDS)),
     )
     scene.cluster_centres = cluster_centres
+    scene.settlements = sites
     return scene
