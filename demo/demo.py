@@ -103,6 +103,8 @@ MIN_FAR = 6000.0
 #: One move of the camera slides along at most this many objects it meets (a corner between two
 #: rocks takes two); then it stops at the last contact.
 SLIDES = 4
+#: Rounds of push-out and lift a camera's hold takes (:meth:`Demo._hold_camera`) before it gives up.
+HOLDS = 4
 
 class DemoError(RuntimeError):
     """A problem the user can fix (bad scene, unsupported option); one line."""
@@ -325,7 +327,7 @@ class Demo:
         self.camera.move_local(forward, right, up)
         if self.collide:
             self.camera.position = self._slid(start, self.camera.position)
-        self._hold_camera()
+        self._hold_camera(fallback=start)
 
     def _slid(self, start: np.ndarray, target: np.ndarray) -> np.ndarray:
         """Where the camera moving from ``start`` towards ``target`` ends with collision on.
@@ -338,6 +340,7 @@ class Demo:
         flight (2 km/s, a long frame) pass through a tower between frames.
         """
         position = start
+        target = above_ground(target, self.scene.ground_height)
         for _ in range(SLIDES):
             t, hit = self.collision.sweep(position, target)
             if hit < 0:
@@ -352,7 +355,7 @@ class Demo:
             into = float(rest @ normal)
             if into < 0.0:
                 rest = rest - (into - 1e-6 * float(np.linalg.norm(rest))) * normal
-            target = position + rest
+            target = above_ground(position + rest, self.scene.ground_height)   # no slide under the terrain
         return position
 
     def set_collision(self, on: bool) -> None:
@@ -361,11 +364,23 @@ class Demo:
         self.collide = bool(on)
         self._hold_camera()
 
-    def _hold_camera(self) -> None:
+    def _hold_camera(self, fallback: np.ndarray | None = None) -> None:
         """The ground holds the camera whatever collision says (nobody means to fly under the
-        terrain); collision adds the solid objects."""
-        position = self.collision.resolve(self.camera.position) if self.collide else self.camera.position
-        self.camera.position = above_ground(position, self.scene.ground_height)
+        terrain); collision adds the solid objects.  A push out of an object that ends under the
+        ground, lifted back into the object (a tower's sphere reaching below its base), is pushed
+        again, a few times; a place still inside an object then gives way to ``fallback`` (where a
+        move started), so the camera never rests inside one."""
+        position = self.camera.position
+        for _ in range(HOLDS):
+            if self.collide:
+                position = self.collision.resolve(position)
+            lifted = above_ground(position, self.scene.ground_height)
+            if np.array_equal(lifted, position):
+                break
+            position = lifted
+        if self.collide and fallback is not None and not np.array_equal(self.collision.resolve(position), position):
+            position = fallback
+        self.camera.position = position
 
     # -- toggles -----------------------------------------------------------------
     def toggle_interest(self) -> str:
@@ -624,6 +639,7 @@ class Demo:
             stats.trace_ms = (perf_counter() - t1) * 1e3
             self._drawn = True
         vp = self.view_projection
+        self.renderer.fog_scale = self.scale      # +/-: objects seen farther, and the fog thins with them
         stats.draw_ms = self.renderer.draw(vp, self.camera.position, framebuffer)
         self.overlay_renderer.draw(vp, framebuffer)          # nothing when there are no lines
         if self.show_map and self.map_inset.geometry is not None:

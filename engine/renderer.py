@@ -131,6 +131,9 @@ class Renderer:
             self._ground_buffers = (vbo, ibo)
         self.dither = True
         self.flat = False       # unlit kind colours, no fog: for pixel tests
+        #: The fog's distance is the scene's times this (the demo's +/- view-distance scale: a larger
+        #: scale shows objects farther away, and the fog thins with it so that they can be seen).
+        self.fog_scale = 1.0
 
     @property
     def batches(self) -> list[_KindBatch]:
@@ -178,7 +181,7 @@ class Renderer:
         ctx.enable_only(moderngl.DEPTH_TEST)
         cam = tuple(float(v) for v in np.asarray(camera_position, dtype=np.float64).reshape(3))
         common = dict(u_camera=cam, u_light_dir=tuple(LIGHT_DIR), u_sky=tuple(scene.sky),
-                      u_fog_distance=float(scene.fog_distance), u_flat=self.flat)
+                      u_fog_distance=float(scene.fog_distance) * self.fog_scale, u_flat=self.flat)
         terrain = scene.terrain
         if self.ground_vao is not None and terrain is not None:
             prog = self.ground_program

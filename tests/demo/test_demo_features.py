@@ -307,3 +307,45 @@ def test_the_far_plane_never_cuts_an_object_within_its_view_distance(make_demo):
     demo.update(0.0)
     assert demo.camera.far >= far_view * demo.query_scale
     assert demo.handles[obj] in set(demo.handles[demo.pipeline.visible].tolist())
+
+
+def test_flying_at_a_towers_base_never_passes_through_it_or_rests_inside(make_demo):
+    """A tower's bounding sphere reaches a little below its base: flying along the ground at its axis, the
+    slide along the sphere went under the terrain, the ground lifted the camera into the sphere, and the
+    next move (away from the centre) carried it through the tower.  Now every frame ends outside every
+    object and on the near side."""
+    demo = make_demo("forest", 50_000, overlay=False, seed=1)
+    scene = demo.scene
+    towers = np.flatnonzero(scene.kind == [k.name for k in scene.kinds].index("tower"))
+    tried = 0
+    for tower in towers:
+        centre, radius = scene.centres[tower], scene.bounding_radius[tower]
+        start = centre + np.array([radius + 30.0, 0.0, 0.0])
+        start[1] = float(scene.ground_height(start[0], start[2])) + CAMERA_RADIUS
+        demo.set_pose(start, 270.0, -2.0)                        # along the ground, at the tower's axis
+        demo.set_collision(True)
+        if not np.array_equal(demo.collision.resolve(demo.camera.position), demo.camera.position):
+            continue                                            # a rock or a tree where it would start
+        tried += 1
+        for _ in range(400):                                    # 25 m/s at 60 frames a second
+            demo.fly(25.0 / 60.0, 0.0, 0.0)
+            at = demo.camera.position
+            assert np.array_equal(demo.collision.resolve(at), at), f"inside an object at {at}"
+            assert at[0] > centre[0], f"through tower {tower}: {at}"
+    assert tried >= 3
+
+
+def test_a_larger_view_scale_thins_the_fog_so_far_objects_show(make_demo, render):
+    """+ to x35: objects 6 km away are within their scaled view distances and drawn, and the fog (2.5 km at
+    x1) held them at 99.7 %: the frame was plain sky.  The fog's distance now follows the scale."""
+    demo = make_demo("forest", 20_000, overlay=False, size=(160, 90))
+    for _ in range(SCALE_STEPS[1]):
+        demo.view_scale.move(1)
+    demo.set_collision(False)
+    demo.set_pose((0.0, 400.0, 6000.0), 0.0, -3.0)               # 6 km out, looking back at the forest
+    demo.update(0.0)
+    assert demo.pipeline.visible.size > 100
+    image = render(demo).astype(int)
+    sky = np.array(demo.scene.sky) * 255.0
+    differs = np.abs(image - sky).max(axis=-1) > 40
+    assert differs.mean() > 0.01, differs.mean()                # the forest's band on the horizon (x1: none)
