@@ -62,6 +62,7 @@ RUN_AS = {
         "run_demo.py --headless --scene clusters --objects 20000 --frames 2 --size 1280x720",
     "run_demo.py --headless --scene aggro --frames 30 --size 1280x720 --no-overlay":
         "run_demo.py --headless --scene aggro --objects 3000 --frames 2 --size 1280x720 --no-overlay",
+    "run_demo.py --scene aggro": "run_demo.py --headless --scene aggro --objects 3000 --frames 2",
     "run_demo.py --headless --scene swarm --frames 12 --size 1280x720":
         "run_demo.py --headless --scene swarm --frames 2 --size 1280x720",
     "run_demo.py --headless --frames 40 --size 1280x720 --inspect 425,432":
