@@ -442,8 +442,8 @@ class CollisionCandidates:
         -------
         (float, int)
             ``(t, handle)``: the fraction ``0 <= t <= 1`` of the move at which the probe first touches
-            the object ``handle`` (``|c - p| = b + q`` at ``p = start + t * (end - start)``; the
-            smallest handle of those touched first), or ``(1.0, -1)`` when the path is clear (or
+            the object ``handle`` (``|c - p| = b + q`` at ``p = start + t * (end - start)``), or
+            ``(1.0, -1)`` when the path is clear (or
             ``start == end``).  An object the probe already touches at ``start`` stops it there
             (``t = 0``) only when the move goes deeper into it, so a probe resting against a wall
             can slide along it or leave it.
@@ -451,40 +451,41 @@ class CollisionCandidates:
         Raises
         ------
         ValueError
-            Bad input, or a move too long for float64 (its squared length, or a candidate's test,
-            overflows).
+            Bad input, or a move too long for float64 (its length overflows).
 
         Notes
         -----
         One sphere probe around the path's midpoint (radius half the path plus ``q``: every object
         the moving probe can touch), then the first root of ``|start + t d - c| = b + q`` for each
-        candidate (:func:`_first_contacts`).  Whether the path touches an object is decided exactly
-        for the float64 inputs, as :meth:`touching` decides (a grazing path counts); ``t`` itself
-        is a float within rounding of the real contact, so the probe there may overlap by an ulp or
-        miss by one (:meth:`resolve` settles it exactly).  O(levels + candidates), the candidates
-        tested in NumPy.
+        candidate (:func:`_first_contacts`, on coordinates scaled by a power of two to about 1).
+        Whether the path touches an object is decided exactly for the float64 inputs, as
+        :meth:`touching` decides (a grazing path counts); ``t`` itself is a float, its contact
+        point within a few roundings of the scene's largest magnitude of the real one, so the probe
+        there may overlap a little or miss by as much (:meth:`resolve` settles it exactly).  Two
+        objects touched first at the same real ``t`` are told apart by their float ``t``, then by
+        handle.  O(levels + candidates), the candidates tested in NumPy, and in fractions those
+        within rounding of a decision that could come first.
         """
         a = as_point(start, self._dim, "start")
         b = as_point(end, self._dim, "end")
         q = self._probe_of(probe_radius)
+        if np.array_equal(a, b):
+            return 1.0, -1
         with np.errstate(all="ignore"):
             d = b - a
-            length_sq = float(d @ d)
-            if not math.isfinite(length_sq):
-                raise ValueError(f"the move from {a.tolist()} to {b.tolist()} is too long for float64")
-            if length_sq == 0.0:
-                return 1.0, -1
+            longest = float(np.abs(d).max())
+            length = longest * float(np.sqrt(np.sum((d / longest) ** 2)))   # scaled: no square underflows
             # Rounded up, by a share and by the grain of the coordinates (the midpoint and d are rounded):
             # every object the moving probe touches is a candidate.
             grain = 2.0 ** -50 * float(max(np.abs(a).max(), np.abs(b).max()))
-            reach = (math.sqrt(length_sq) / 2.0 + q) * (1.0 + 2.0 ** -48) + grain
+            reach = (length / 2.0 + q) * (1.0 + 2.0 ** -48) + grain
             if not math.isfinite(reach):
                 raise ValueError(f"the move from {a.tolist()} to {b.tolist()} is too long for float64")
-            hs = self._tree.overlapping((a + b) / 2.0, reach)
+            hs = self._tree.overlapping(a / 2.0 + b / 2.0, reach)
             if hs.size == 0:
                 return 1.0, -1
             centres = self._tree.centres_of(hs)
-            t = _first_contacts(a, b, length_sq, centres, self._bounding[hs], q)
+            t = _first_contacts(a, b, centres, self._bounding[hs], q)
         hit = np.flatnonzero(t <= 1.0)
         if hit.size == 0:
             return 1.0, -1
@@ -515,49 +516,65 @@ class CollisionCandidates:
 _SWEEP_DOUBT = 2.0 ** -40
 
 
-def _first_contacts(start: NDArray[np.float64], end: NDArray[np.float64], length_sq: float,
-                    centres: NDArray[np.float64], bounding: NDArray[np.float64], q: float) -> NDArray[np.float64]:
-    """Each candidate's first contact along the move ``start + t d``, ``d = end - start`` of squared length
-    ``length_sq`` (``t`` in floats; inf: none).
+def _first_contacts(start: NDArray[np.float64], end: NDArray[np.float64], centres: NDArray[np.float64],
+                    bounding: NDArray[np.float64], q: float) -> NDArray[np.float64]:
+    """Each candidate's first contact along the move from ``start`` to ``end`` (``t`` in floats; inf: none).
 
-    With ``w = start - c`` and ``r = b + q``, the probe touches where ``|w + t d|^2 = r^2``: the
-    nearer root of ``length_sq t^2 + 2 (w.d) t + (|w|^2 - r^2)``.  A move away from or along an
-    object it touches at ``start`` (``w.d >= 0``) never touches it again: no contact.  Where
-    a sign decides within rounding (a grazing path, a contact at the very end, a start on the
-    surface), the answer comes from fractions: the path touches when its nearest point does.
-    Called with NumPy's floating-point errors ignored; a test that overflows is a ``ValueError``.
+    Everything is first scaled by one power of two (exact) so that the largest magnitude is about 1:
+    no square underflows or overflows, and every rounding is below ``2**-50`` in absolute terms.
+    With ``d = end - start``, ``w = start - c`` and ``r = b + q``, the path touches an object when
+    its nearest point lies within ``r``, unless the probe touches it at ``start`` and moves away or
+    along (``w.d >= 0``): that is decided in floats where the distance lies clearly off ``r`` (and
+    ``w.d`` clearly off 0), and in fractions otherwise (:func:`_first_contact_exactly`), only for the
+    candidates that could come first.  The contact's ``t``: 0 for one touched at ``start``, else the
+    nearer crossing of the sphere by the line, from the line's nearest point (no cancellation of
+    large terms), kept within ``[0, 1]``.  Called with NumPy's floating-point errors ignored.
     """
-    d = end - start
-    w = start - centres
-    r = bounding + q
-    along = w @ d                                        # < 0: the move goes towards the centre
-    ww = np.einsum("ij,ij->i", w, w)
-    apart = ww - r * r                                   # <= 0: touching at start
-    disc = along * along - length_sq * apart
-    if not (np.isfinite(disc).all() and np.isfinite(ww).all()):
-        raise ValueError("the sweep's test overflows float64: the move or the objects lie too far apart")
+    largest = max(float(np.abs(start).max()), float(np.abs(end).max()), float(np.abs(centres).max()),
+                  float(bounding.max()) + q)
+    f = math.ldexp(1.0, -math.frexp(largest)[1]) if largest > 0.0 else 1.0
+    s, e, c, r = start * f, end * f, centres * f, (bounding + q) * f
+    d = e - s
+    ll = float(d @ d)
     t = np.full(r.size, np.inf)
-    ahead = (along < 0.0) & (disc >= 0.0)
-    # The nearer root, (-along - sqrt(disc)) / length_sq, as apart / (-along + sqrt(disc)): no
-    # cancellation when a contact lies just ahead of start.
-    t[ahead] = np.maximum(apart[ahead], 0.0) / (np.sqrt(disc[ahead]) - along[ahead])
-    size = along * along + length_sq * (ww + r * r)
-    doubt = np.flatnonzero((np.abs(disc) <= _SWEEP_DOUBT * size)
-                           | (np.abs(along) <= _SWEEP_DOUBT * np.sqrt(length_sq * ww))
-                           | (np.abs(apart) <= _SWEEP_DOUBT * (ww + r * r))
-                           | (np.abs(t - 1.0) <= _SWEEP_DOUBT))
-    for i in doubt.tolist():
-        t[i] = _first_contact_exactly(start, end, centres[i], float(bounding[i]), q, float(along[i]),
-                                      float(apart[i]), float(disc[i]))
+    if not ll > 0.0:                      # a move below 2**-537 of the scene: every candidate in fractions
+        for i in range(r.size):
+            t[i] = _first_contact_exactly(start, end, centres[i], float(bounding[i]), q, math.inf)
+        return t
+    w = s - c
+    along = w @ d                                           # < 0: the move goes towards the centre
+    at_start = np.sqrt(np.einsum("ij,ij->i", w, w))
+    line_t = -along / ll                                    # the line's nearest point to each centre
+    nearest_t = np.clip(line_t, 0.0, 1.0)
+    nearest = s + nearest_t[:, None] * d
+    nearest[nearest_t == 1.0] = e                           # the end exactly, not start + (end - start)
+    near = np.sqrt(np.einsum("ij,ij->i", nearest - c, nearest - c))
+    slack = 2.0 ** -44 + r * 2.0 ** -48                     # well above every rounding, in scaled units
+    touched_first = at_start <= r - slack                   # surely touching at start
+    touches = (near <= r - slack) & ~touched_first          # surely touching on the way
+    doubt = (np.abs(near - r) <= slack) | (np.abs(at_start - r) <= slack) | \
+        ((at_start <= r + slack) & (np.abs(along) <= 2.0 ** -44 * math.sqrt(ll)))
+    sure_start = touched_first & ~doubt
+    t[sure_start & (along < 0.0)] = 0.0
+    on_line = s + line_t[:, None] * d
+    h2 = np.einsum("ij,ij->i", on_line - c, on_line - c)
+    crossing = np.clip(line_t - np.sqrt(np.maximum(r * r - h2, 0.0) / ll), 0.0, 1.0)
+    sure = touches & ~doubt
+    t[sure] = crossing[sure]
+    best = float(t.min())
+    for i in np.flatnonzero(doubt).tolist():   # in fractions, only where it could come first
+        if crossing[i] <= best + 2.0 ** -20 or at_start[i] <= r[i] + slack[i]:
+            t[i] = _first_contact_exactly(start, end, centres[i], float(bounding[i]), q, float(crossing[i]))
     return t
 
 
 def _first_contact_exactly(start: NDArray[np.float64], end: NDArray[np.float64], centre: NDArray[np.float64],
-                           bounding: float, q: float, along: float, apart: float, disc: float) -> float:
+                           bounding: float, q: float, crossing: float) -> float:
     """:func:`_first_contacts` for one candidate, whether it is touched decided in fractions: the
     path touches when the squared distance at its nearest point is at most ``(b + q)^2``, unless
     it touches at ``start`` and moves away or along (``w.d >= 0``).  Then ``t``: 0 at ``start``,
-    else the float root (at most 1: a contact the fractions found at the end stays there)."""
+    else ``crossing`` (the float estimate; inf: none known, then 1, the end, where the move is too
+    short for floats to place it)."""
     w = [Fraction(float(a)) - Fraction(float(c)) for a, c in zip(start, centre)]
     dd = [Fraction(float(e)) - Fraction(float(a)) for a, e in zip(start, end)]   # the move itself, not rounded
     reach = (Fraction(bounding) + Fraction(q)) ** 2
@@ -569,8 +586,7 @@ def _first_contact_exactly(start: NDArray[np.float64], end: NDArray[np.float64],
     nearest = min(max(-wd / ll, Fraction(0)), Fraction(1))
     if ww + 2 * nearest * wd + nearest * nearest * ll > reach:
         return math.inf
-    root = max(apart, 0.0) / (math.sqrt(max(disc, 0.0)) - along) if along < 0.0 else 0.0
-    return min(root, 1.0)
+    return min(crossing, 1.0)
 
 
 def _overlaps(centre: list[float], point: list[float], bounding: float, probe: float) -> bool:

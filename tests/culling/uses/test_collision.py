@@ -436,3 +436,27 @@ def test_resolve_stops_when_two_overlapping_objects_push_the_probe_back_and_fort
     cc._contacts = lambda point: (calls.append(1), real(point))[1]  # count the passes
     moved = cc.resolve(-4.0, 10_000)
     assert moved.tolist() in ([-2.5], [-3.5]) and len(calls) <= 4
+
+
+def test_sweep_decides_the_edges_a_probe_found_exactly():
+    """Cases where the first sweep's float test was wrong (an exact truth in each comment)."""
+    from fractions import Fraction as F
+
+    cc = CollisionCandidates(probe_radius=0.0, size=4.0, origin=(-2.0, -2.0, -2.0), dim=3)
+    wall = cc.insert((0.0, 0.0, 0.0), 1.0)
+    t, hit = cc.sweep((1.0000077329968196, 0.0, 0.0), (1.0, 0.0, 0.0))       # ends exactly on the surface
+    assert hit == wall and t == pytest.approx(1.0, abs=1e-9)
+    c, b, q = 1.0866476238067597, 0.38154295243846603, 0.001
+    cc = CollisionCandidates(probe_radius=q, size=4.0, origin=(-2.0,), dim=1)
+    cc.insert(c, b)
+    assert F(c) - F(0.7041046713682937) - (F(b) + F(q)) > 0                 # the end stops short: no contact
+    assert cc.sweep(0.7041046649255505, 0.7041046713682937) == (1.0, -1)
+    for scale in (1.0, 2.0 ** -300, 2.0 ** -540, 2.0 ** 300):               # no square under- or overflows
+        cc = CollisionCandidates(probe_radius=0.0, size=4.0 * scale, origin=(-2.0 * scale,), dim=1)
+        cc.insert(0.0, scale)
+        t, hit = cc.sweep(3.0 * scale, -3.0 * scale)
+        assert hit == 0 and t == pytest.approx(1.0 / 3.0, rel=1e-12), scale
+    cc = CollisionCandidates(probe_radius=0.0, size=4096.0, origin=(-2048.0,) * 3, dim=3)
+    cc.insert((960.0, 0.288, 0.0), 1e-6)                                    # a small sphere far along the move
+    t, hit = cc.sweep((0.0, 0.0, 0.0), (1200.0, 0.36, 0.0))
+    assert hit == 0 and abs(t - 0.7999999991666668) < 1e-12                # not 0.8, its centre
