@@ -122,8 +122,8 @@ def split_crowded(runs: Runs, handles: np.ndarray, columns: np.ndarray, finest: 
 
     A member of a crowded cell goes to the level its radius would have in
     the tree (:func:`culling.core.cells.level_of`'s ``r < W/2``, so the join's
-    rule still holds), at most as deep as spreads its cell's crowd over
-    about :data:`CROWD_DENSITY` members a cell, and to the exact cell of its
+    rule still holds), at most as deep as spreads its cell's crowd (the box of
+    its centres) over about :data:`CROWD_DENSITY` members a cell, and to the exact cell of its
     exactly placed centre on that level (:func:`~culling.core.cells.placed_columns`,
     clamped to the world as the grid clamps), the cells the join would compute.
     Each block's members are only reordered within it, so every run of the
@@ -142,11 +142,15 @@ def split_crowded(runs: Runs, handles: np.ndarray, columns: np.ndarray, finest: 
     with np.errstate(under="ignore"):  # a subnormal radius over the size: 0, the deepest level, as level_of
         relative = columns[dim, rows] / size
     own = np.where(relative > 0.0, -np.frexp(relative)[1] - 1, MAX_DEPTH)
-    # ... no deeper than spreads its cell's crowd over about CROWD_DENSITY members a cell.
-    spread = np.ceil(np.log2(count[crowded] / CROWD_DENSITY) / dim).astype(np.int64)
-    deepest = np.minimum(finest + np.maximum(spread, 1), MAX_DEPTH)
-    new_level = np.clip(own, finest, deepest[run_of]).astype(np.int64)
+    # ... no deeper than spreads the crowd's own box (root-relative: it may fill a sliver of its cell)
+    # over about CROWD_DENSITY members a cell.
     placed = placed_columns(np.ascontiguousarray(columns[:dim, rows].T), np.asarray(origin, dtype=np.float64), size)
+    firsts = np.cumsum(count[crowded]) - count[crowded]
+    extent = (np.maximum.reduceat(placed, firsts, axis=1) - np.minimum.reduceat(placed, firsts, axis=1)).max(axis=0)
+    with np.errstate(divide="ignore"):   # a crowd at one place: no level spreads it, the deepest
+        wanted = np.log2(count[crowded] / CROWD_DENSITY) / dim - np.log2(extent)
+    deepest = np.clip(np.ceil(np.nan_to_num(wanted, posinf=MAX_DEPTH)), finest + 1, MAX_DEPTH).astype(np.int64)
+    new_level = np.clip(own, finest, deepest[run_of]).astype(np.int64)
     scale = np.ldexp(1.0, new_level)
     cells = np.clip(np.floor(placed * scale).astype(np.int64), 0, np.left_shift(1, new_level) - 1)
     order = np.lexsort((*cells[::-1], new_level, run_of))   # by run (so within its block), level, cell

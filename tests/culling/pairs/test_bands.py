@@ -169,6 +169,28 @@ def test_every_finest_cell_split_gives_brute_forces_pairs(data, dim, shape, orig
     assert as_set(*grid.overlapping_pairs()) == brute(centres, radii, handles, shape)
 
 
+@pytest.mark.parametrize("dim", [1, 2, 3])
+def test_a_crowd_in_a_sliver_of_its_cell_is_split_as_finely_as_its_own_box_needs(dim):
+    """The split's depth follows the crowd's box, not its cell: a crowd filling a thousandth of its cell
+    stayed a few hundred to a cell (100k objects in 3-D: 9.6 s a call against the tree's 0.02 s)."""
+    from culling.pairs import cell_tree
+
+    rng = np.random.default_rng(dim)
+    grid = DenseViewDistanceGrid(1024.0, dim=dim, min_radius=4.0)
+    cell = 1024.0 / 2 ** grid.finest_level
+    n = 4000
+    centres = 5.3 * cell + rng.random((n, dim)) * cell * 0.001
+    radii = np.full(n, cell * 1e-9)
+    handles = grid.insert_many(centres, radii)
+    occupied, at = grid._occupied()
+    cells = grid._cells
+    runs = cell_tree.cell_runs(occupied, at, cells.start, cells.count, grid._geo.offsets, dim)
+    split, _, _ = cell_tree.split_crowded(runs, cells.handles, cells.columns, grid.finest_level, grid.origin,
+                                          grid.size)
+    assert runs[1].max() == n and split[1].max() <= 16 * cell_tree.CROWD_DENSITY
+    assert as_set(*grid.overlapping_pairs()) == brute(centres, radii, handles, "sphere")
+
+
 def test_a_heavy_tail_is_a_band_of_its_own():
     rng = np.random.default_rng(3)
     centres, radii, edge = world("heavy", 4000, 3, rng)
