@@ -76,6 +76,19 @@ def dual(tree: ViewDistanceTree) -> set[tuple[int, int]]:
                                     tree._pool.columns, len(tree), tree._cube, tree.shape))
 
 
+def runs_and_split(grid: DenseViewDistanceGrid) -> tuple[tuple, tuple]:
+    """The grid's cells as the broad phase's runs, before and after :func:`split_crowded`, as
+    ``DenseViewDistanceGrid.overlapping_pairs`` makes them."""
+    from culling.pairs import cell_tree
+
+    occupied, at = grid._occupied()
+    cells = grid._cells
+    runs = cell_tree.cell_runs(occupied, at, cells.start, cells.count, grid._geo.offsets, grid.dim)
+    split, _, _ = cell_tree.split_crowded(runs, cells.handles, cells.columns, grid.finest_level, grid.origin,
+                                          grid.size)
+    return runs, split
+
+
 def world(kind: str, n: int, dim: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, float]:
     edge = float((n * 6.0 ** dim) ** (1.0 / dim))
     centres = rng.uniform(0, edge, (n, dim))
@@ -128,11 +141,7 @@ def test_a_crowded_finest_cell_of_the_grid_is_split_and_its_pairs_stay_exact(dim
     radii = rng.choice([0.0, 2.0 ** -7, 2.0 ** -6, 0.01, 0.03], n)
     radii[rng.random(n) < 0.01] = 5.0                                       # a few on the finest level itself
     handles = grid.insert_many(centres, radii)
-    occupied, at = grid._occupied()
-    cells = grid._cells
-    runs = cell_tree.cell_runs(occupied, at, cells.start, cells.count, grid._geo.offsets, dim)
-    split, _, _ = cell_tree.split_crowded(runs, cells.handles, cells.columns, grid.finest_level, grid.origin,
-                                          grid.size)
+    runs, split = runs_and_split(grid)
     assert runs[1].max() > cell_tree.CROWDED and split[1].size > runs[1].size      # crowded, then split
     assert sorted(split[1].tolist()) != sorted(runs[1].tolist()) and split[1].sum() == runs[1].sum()
     assert as_set(*grid.overlapping_pairs()) == brute(centres, radii, handles, shape)
@@ -182,11 +191,7 @@ def test_a_crowd_in_a_sliver_of_its_cell_is_split_as_finely_as_its_own_box_needs
     centres = 5.3 * cell + rng.random((n, dim)) * cell * 0.001
     radii = np.full(n, cell * 1e-9)
     handles = grid.insert_many(centres, radii)
-    occupied, at = grid._occupied()
-    cells = grid._cells
-    runs = cell_tree.cell_runs(occupied, at, cells.start, cells.count, grid._geo.offsets, dim)
-    split, _, _ = cell_tree.split_crowded(runs, cells.handles, cells.columns, grid.finest_level, grid.origin,
-                                          grid.size)
+    runs, split = runs_and_split(grid)
     assert runs[1].max() == n and split[1].max() <= 16 * cell_tree.CROWD_DENSITY
     assert as_set(*grid.overlapping_pairs()) == brute(centres, radii, handles, "sphere")
 
