@@ -540,10 +540,16 @@ class Demo:
             self.camera.fov_y = self.zoom.fov
 
     @property
+    def query_zoom(self) -> float:
+        """The zoom's view-distance factor culling uses this frame: the live zoom's, or while culling is
+        frozen the zoom's when it froze (its frustum is the zoom's then)."""
+        return self.frozen_zoom if self.frozen is not None else float(self.zoom.scale)
+
+    @property
     def query_scale(self) -> float:
         """The scale every view distance is multiplied by this frame: the +/- keys' times the zoom's
-        (while culling is frozen, the zoom's when it froze, as its frustum is the zoom's then)."""
-        return self.scale * (self.frozen_zoom if self.frozen is not None else self.zoom.scale)
+        (:attr:`query_zoom`)."""
+        return self.scale * self.query_zoom
 
     # -- the frame -----------------------------------------------------------------
     def update(self, dt: float) -> FrameStats:
@@ -655,7 +661,7 @@ class Demo:
                     loose=self.show_loose, level="" if self.only_depth is None else self.only_depth,
                     fade=self.fade, collide=self.collide,
                     width=int(self.size[0]), height=int(self.size[1]),
-                    lod=self.lod, map=self.show_map, zoom=float(self.zoom.scale),
+                    lod=self.lod, map=self.show_map, zoom=self.query_zoom,
                     interest=self.scene.interest_on, followed=self.scene.followed_name(),
                     inspected="" if self.inspected is None else self.inspected)
 
@@ -687,7 +693,8 @@ class Demo:
             frozen=self.frozen is not None, overlay=self.show_overlay, loose=self.show_loose,
             only_depth=self.only_depth, fade=self.fade,
             scale=self.scale,
-            zoom=self.zoom.scale if self.zoom.scale != 1.0 else None,
+            zoom=self.query_zoom if self.query_zoom != 1.0 else None,
+            view_zoom=float(self.zoom.scale) if self.zoom.scale != self.query_zoom else None,
             lod=self.lod, show_map=self.show_map,
             collision=self.collide,
             entered=None if ev is None else int(ev.entered.shape[0]),

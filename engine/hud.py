@@ -66,7 +66,8 @@ class HudInfo:
     only_depth: int | None = None
     fade: bool = True
     scale: float | None = None          # None: the tree has no scaled query
-    zoom: float | None = None           # view-distance factor of the zoom; None: not zoomed
+    zoom: float | None = None           # view-distance factor of the zoom culling uses; None: not zoomed
+    view_zoom: float | None = None      # the view's own zoom where it differs (culling frozen); None: the same
     lod: bool = True
     show_map: bool = False
     collision: bool | None = None       # None: no collision module
@@ -143,6 +144,8 @@ def hud_lines(info: HudInfo, mode: str = "full") -> list[tuple[str, tuple[float,
         state.append(f"view scale x{scale_text(info.scale)}")
     if info.zoom is not None:
         state.append(f"zoom x{info.zoom:.1f}")
+    if info.view_zoom is not None:
+        state.append(f"view zoom x{info.view_zoom:.1f}")
     if not info.lod:
         state.append("full detail (G)")
     timing = f"median of {info.warm_frames}" if info.warm_frames > 1 else "this frame"
@@ -182,6 +185,8 @@ def hud_lines(info: HudInfo, mode: str = "full") -> list[tuple[str, tuple[float,
         extras.append(f"scale x{scale_text(info.scale)}")
     if info.zoom is not None:
         extras.append(f"zoom x{info.zoom:.2f}")
+    if info.view_zoom is not None:
+        extras.append(f"view zoom x{info.view_zoom:.2f}")
     if info.speed is not None:
         extras.append(f"speed {info.speed:.0f} m/s")
     extras.append(f"fade {'on' if info.fade else 'off'}")

@@ -284,6 +284,11 @@ def test_freezing_keeps_the_frustum_and_the_zoom_of_the_moment_it_froze(make_dem
     assert np.array_equal(demo.frozen.view_projection(), frozen_vp)
     assert demo.query_scale == scale and demo.zoom.scale > 4.0
     assert np.array_equal(demo.pipeline.visible, kept)
+    # The rows and the HUD report the zoom culling uses, and the HUD the view's own beside it.
+    assert demo.state()["zoom"] == 1.0
+    hud = demo.hud_info()
+    assert hud.zoom is None and hud.view_zoom == pytest.approx(demo.zoom.scale)
+    assert f"view zoom x{demo.zoom.scale:.2f}" in "\n".join(text for text, _ in hud_lines(hud, "full"))
     demo.view_scale.move(1)                                # +: every view distance x1.25
     assert demo.query_scale == pytest.approx(scale * SCALE_STEP)
     demo.toggle_freeze()                                   # thawed: the live zoom again
