@@ -30,7 +30,7 @@ PROG = "python -m server.demo"
 try:
     import numpy as np
 
-    from server.interrupts import ctrl_c_held
+    from server.interrupts import Termination, ctrl_c_held, terminate_as_ctrl_c
     from server.regions import MAX_SHARDS
 except KeyboardInterrupt:  # a Ctrl-C while NumPy loads (a tenth of a second): as main() says it later
     if __name__ != "__main__":
@@ -134,6 +134,20 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None, err: Text
     args = parse(argv)
     out = out or sys.stdout
     err = err or sys.stderr
+    with terminate_as_ctrl_c() as termination:
+        status = _serve(args, out, err, termination)
+    if termination.came:  # SIGTERM took Ctrl-C's way out: said as what it was
+        print(f"{PROG}: error: terminated", file=err)
+        return 143
+    if status == 130:
+        print(f"{PROG}: error: interrupted", file=err)
+    return status
+
+
+def _serve(args: argparse.Namespace, out: TextIO, err: TextIO, termination: Termination) -> int:
+    """:func:`main`'s work: Ray started where none runs, :func:`run`, Ray stopped; 130 where a Ctrl-C (or
+    a SIGTERM, which takes its way) cut it short, 1 with the line printed where Ray failed, else 0.
+    A SIGTERM while a step holds Ctrl-C is acted on after it even where the program ignores SIGINT."""
     ray: Any = None
     started_ray = False
     interrupted = False
@@ -147,14 +161,15 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None, err: Text
             return 1
         # The library's import (numba's C extensions) held too: a Ctrl-C inside an extension's import became
         # its ImportError ("numba._devicearray failed to import"), a traceback instead of this one line
-        if ctrl_c_held(_load_library)[1]:
+        if ctrl_c_held(_load_library)[1] or termination.came:
             raise KeyboardInterrupt
         started_ray = not ray.is_initialized()
         # Ray's own INFO lines (the local instance it started) left out; a Ctrl-C while Ray starts its
         # processes waits until they run, so that the shutdown below stops them all
         if started_ray and ctrl_c_held(lambda: ray.init(include_dashboard=False, log_to_driver=False,
-                                                        logging_level=logging.WARNING))[1]:
+                                                        logging_level=logging.WARNING))[1] or termination.came:
             raise KeyboardInterrupt
+        termination.claim()  # ray.init's own SIGTERM handler printed a C++ stack dump and skipped the shutdown
         run(args, out, err)
     except RuntimeError as error:  # Ray's start or the shard actors' (another cluster joined, say): one line
         failed = " ".join(str(error).split())
@@ -168,7 +183,6 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None, err: Text
         if started_ray and ctrl_c_held(ray.shutdown)[1]:
             interrupted = True
     if interrupted:
-        print(f"{PROG}: error: interrupted", file=err)
         return 130
     if failed is not None:
         print(f"{PROG}: error: {failed}", file=err)

@@ -9,17 +9,20 @@ interrupt (a server's console, a notebook).  :func:`runs_whole` holds a
 SIGINT that arrives meanwhile and hands it to the program's handler at the
 end; :func:`ctrl_c_held` tells its caller whether one came instead.  Only
 the main thread receives signals, so elsewhere both just run the step.
+:func:`terminate_as_ctrl_c` makes SIGTERM (``kill``, ``timeout``, a service
+manager's stop) take the same way out as Ctrl-C.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import signal
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any, ParamSpec, TypeVar
 
-__all__ = ["ctrl_c_held", "runs_whole"]
+__all__ = ["Termination", "ctrl_c_held", "runs_whole", "terminate_as_ctrl_c"]
 
 T = TypeVar("T")
 P = ParamSpec("P")
@@ -78,3 +81,43 @@ def _deliver(handler: Any) -> None:
         handler(signal.SIGINT, None)
     elif handler == signal.SIG_DFL:
         signal.raise_signal(signal.SIGINT)
+
+
+class Termination:
+    """What :func:`terminate_as_ctrl_c` yields: whether a SIGTERM came, and :meth:`claim` to take the
+    signal back from a library that installed its own handler meanwhile."""
+
+    def __init__(self) -> None:
+        self.came = False
+
+    def handle(self, number: int, frame: Any) -> None:
+        """SIGTERM: a SIGINT to this process, so that whatever holds Ctrl-C holds it too; where SIGINT is
+        ignored or not Python's to handle, the ``KeyboardInterrupt`` raised here instead."""
+        self.came = True
+        if callable(signal.getsignal(signal.SIGINT)):
+            signal.raise_signal(signal.SIGINT)
+        else:
+            raise KeyboardInterrupt
+
+    def claim(self) -> None:
+        """Install :meth:`handle` for SIGTERM again (Ray's ``init`` puts a handler of its own there, which
+        prints a C++ stack and ends the process without its clean-up).  Main thread only."""
+        if threading.current_thread() is threading.main_thread():
+            signal.signal(signal.SIGTERM, self.handle)
+
+
+@contextlib.contextmanager
+def terminate_as_ctrl_c() -> Iterator[Termination]:
+    """SIGTERM handled as a Ctrl-C while the block runs (held where :func:`ctrl_c_held` holds one, then
+    ``KeyboardInterrupt``), and the handler before put back at its end; ``.came`` says whether one came.
+    Off the main thread nothing changes."""
+    termination = Termination()
+    if threading.current_thread() is not threading.main_thread():
+        yield termination
+        return
+    previous = signal.getsignal(signal.SIGTERM)
+    termination.claim()
+    try:
+        yield termination
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL if previous is None else previous)

@@ -15,12 +15,14 @@ def sigint_as_a_terminal_gives_it() -> None:
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
-def interrupt_once(proc: subprocess.Popen[str], ready: Callable[[], bool], patience: float = 240.0) -> str:
+def interrupt_once(proc: subprocess.Popen[str], ready: Callable[[], bool], patience: float = 240.0,
+                   signal_number: int = signal.SIGINT) -> str:
     """Wait until ``ready()`` (the run is under way; ``patience`` seconds at most, a bound for a stuck
-    child, not a timing), send SIGINT, and return the child's stderr once it has ended."""
+    child, not a timing), send SIGINT (or ``signal_number``), and return the child's stderr once it has
+    ended."""
     deadline = time.monotonic() + patience
     while time.monotonic() < deadline and proc.poll() is None and not ready():
         time.sleep(0.05)
     assert proc.poll() is None, proc.communicate()[1]  # still running when Ctrl-C comes
-    proc.send_signal(signal.SIGINT)
+    proc.send_signal(signal_number)
     return proc.communicate(timeout=120)[1]

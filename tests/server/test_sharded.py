@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import io
 import os
+import signal
 from fractions import Fraction
 from pathlib import Path
 
@@ -229,7 +230,6 @@ def test_a_ctrl_c_inside_a_mutation_waits_for_it_and_the_shards_agree(ray_cluste
     seen: while the regions are worked out) is raised when ``update_many`` has finished: the next tick
     is InterestManager's, with the same update.  Before, the tree had moved and the shards had not,
     and a viewer on top of a moved entity was told it left."""
-    import signal
 
     rng = np.random.default_rng(4)
     im, sh = twins(2)
@@ -467,7 +467,6 @@ def test_a_script_that_puts_the_checkout_on_sys_path_gets_working_shards(tmp_pat
 def test_ctrl_c_ignored_by_the_program_is_not_reported_held():
     """``python -m server.demo ... &`` from a script, or under ``nohup``: SIGINT is ignored, and the demo
     went on only if the signal came after Ray had loaded."""
-    import signal
 
     from server.interrupts import ctrl_c_held
 
@@ -504,7 +503,6 @@ def test_the_demo_interrupted_while_the_library_loads_says_one_line(monkeypatch)
     """A Ctrl-C inside numba's C extensions' import came out as their ImportError ("numba._devicearray failed
     to import"): a traceback, status 1.  The library's import is held now: a SIGINT during it is one line and
     status 130, and the ticks never start."""
-    import signal
 
     import server.demo as demo
 
@@ -610,7 +608,6 @@ def test_the_demo_with_its_figures_piped_ends_every_line_of_its_bar_on_the_termi
 def test_the_demo_interrupted_while_ray_shuts_down_at_the_end_says_so(monkeypatch):
     """A Ctrl-C after the summary, while Ray's processes stop: the shutdown finishes, then one line and 130
     (it exited 0 in silence)."""
-    import signal
     import sys
     import types
 
@@ -624,6 +621,32 @@ def test_the_demo_interrupted_while_ray_shuts_down_at_the_end_says_so(monkeypatc
     out, err = io.StringIO(), io.StringIO()
     assert demo.main(["--ticks", "1"], out=out, err=err) == 130
     assert stopped and err.getvalue() == "python -m server.demo: error: interrupted\n"
+
+
+@pytest.mark.parametrize("sigint", ["default", "ignored"])
+def test_the_demo_terminated_while_ray_starts_stops_it_and_says_so(monkeypatch, sigint):
+    """A SIGTERM while Ray starts waits until Ray is up, as a Ctrl-C does, then stops it: one line, 143;
+    also in a job that ignores SIGINT (``&`` from a script), where the held Ctrl-C would be dropped."""
+    import sys
+    import types
+
+    import server.demo as demo
+
+    stopped = []
+    fake = types.SimpleNamespace(is_initialized=lambda: False, init=lambda **kw: signal.raise_signal(signal.SIGTERM),
+                                 shutdown=lambda: stopped.append(True))
+    monkeypatch.setitem(sys.modules, "ray", fake)
+    monkeypatch.setattr(demo, "run", lambda *a: pytest.fail("ran after the SIGTERM"))
+    before = signal.getsignal(signal.SIGTERM)
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN) if sigint == "ignored" else None
+    try:
+        out, err = io.StringIO(), io.StringIO()
+        assert demo.main(["--ticks", "1"], out=out, err=err) == 143
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGINT, previous)
+    assert stopped and err.getvalue() == "python -m server.demo: error: terminated\n"
+    assert signal.getsignal(signal.SIGTERM) == before  # the program's own handler back
 
 
 def test_the_demo_runs_tiny_and_matches_interest_manager(ray_cluster):
@@ -669,6 +692,29 @@ def test_the_demo_interrupted_says_one_line_and_exits_130():
     assert proc.returncode == 130, err
     assert err.splitlines()[-1] == "python -m server.demo: error: interrupted" and "Traceback" not in err, err
     assert "authentication" not in err, err  # asked for by name: Ray's warning of a mode left unset stays out
+
+
+def test_the_demo_terminated_says_one_line_stops_ray_and_exits_143():
+    """SIGTERM mid-run (``kill``, ``timeout``, a service manager's stop) takes Ctrl-C's way out: one line,
+    Ray's processes stopped, status 143.  Ray's own handler printed a C++ stack dump and skipped the
+    shutdown."""
+    import subprocess
+    import sys
+
+    from interrupts import interrupt_once
+
+    pytest.importorskip("ray")
+    proc = subprocess.Popen([sys.executable, "-m", "server.demo", "--players", "100", "--entities", "1000",
+                             "--ticks", "100000", "--shards", "1", "--world", "512"], cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "RAY_ADDRESS": "local"})
+    def ticking() -> bool:
+        return proc.stdout.readline().startswith("tick    2:")
+
+    err = interrupt_once(proc, ticking, signal_number=signal.SIGTERM)
+    assert proc.returncode == 143, err
+    assert err.splitlines()[-1] == "python -m server.demo: error: terminated", err
+    assert "SIGTERM received" not in err and "Traceback" not in err, err
 
 
 @pytest.mark.parametrize("flags, message", [
