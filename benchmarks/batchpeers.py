@@ -14,6 +14,10 @@ entities being ``indices[counts[:i].sum():][:counts[i]]``.
   *viewers* (rebuilt every tick, since players move), each entity asking with
   its own radius (``query_ball_point(centres, radii, workers=-1)``, all
   cores), then the (entity, viewer) pairs regrouped by viewer;
+- :class:`KDTreeClasses`: scipy the other way: the entities stand still between
+  ticks, so one cKDTree per radius class (octave) over them, built once as
+  the tree is; every viewer asks each class at the class's largest radius
+  (all cores), then the exact filter;
 - :class:`RTreeBatch`: rtree over the entities' boxes, all viewers in one
   ``intersection_v`` call, then the exact filter.
 
@@ -22,12 +26,19 @@ entities being ``indices[counts[:i].sum():][:counts[i]]``.
 
 from __future__ import annotations
 
-from itertools import chain
 from typing import Any
 
 import numpy as np
 
-from benchmarks.peers import TIE_TOLERANCE, AgreementError, BruteForce, rebuilt_kdtree, rtree_boxes
+from benchmarks.peers import (
+    TIE_TOLERANCE,
+    AgreementError,
+    BruteForce,
+    flattened,
+    radius_classes,
+    rebuilt_kdtree,
+    rtree_boxes,
+)
 
 
 def _grouped(viewer_of: np.ndarray, entity: np.ndarray, m: int) -> tuple[np.ndarray, np.ndarray]:
@@ -101,9 +112,38 @@ class KDTreeInverted:
     def _pairs(self, viewers: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Every (viewer, entity) that meet, in the entities' order: two int64 arrays."""
         lists = rebuilt_kdtree(viewers).query_ball_point(self.centres, self.radii, workers=-1, return_sorted=False)
-        lengths = np.fromiter(map(len, lists), dtype=np.int64, count=len(lists))
-        viewer_of = np.fromiter(chain.from_iterable(lists), dtype=np.int64, count=int(lengths.sum()))
-        return viewer_of, np.repeat(np.arange(len(lists), dtype=np.int64), lengths)
+        entity, viewer_of = flattened(lists)
+        return viewer_of, entity
+
+    def indices(self, raw: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+        return raw
+
+
+class KDTreeClasses:
+    """scipy cKDTree over the entities, one per radius class (:func:`~benchmarks.peers.radius_classes`,
+    built once: entities stand still here); every viewer asks each class at the class's largest radius
+    on all cores (``workers=-1``), then the exact filter and the pairs grouped by viewer.  Asking each
+    class at its own reach returns each entity's ball at most twice its radius, where one tree asked at
+    the largest radius would return most of the world."""
+
+    name = "scipy cKDTree per radius class"
+
+    def build(self, centres: np.ndarray, radii: np.ndarray) -> None:
+        from scipy.spatial import cKDTree
+
+        self.centres, self.r2 = centres, radii * radii
+        self.classes = [(idx, cKDTree(centres[idx]), float(radii[idx].max())) for idx in radius_classes(radii)]
+
+    def query_many(self, viewers: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        viewer_parts, entity_parts = [], []
+        for idx, kd, reach in self.classes:
+            viewer_of, found = flattened(kd.query_ball_point(viewers, reach, workers=-1, return_sorted=False))
+            viewer_parts.append(viewer_of)
+            entity_parts.append(idx[found])
+        viewer_of, entity = np.concatenate(viewer_parts), np.concatenate(entity_parts)
+        d = self.centres[entity] - viewers[viewer_of]
+        keep = np.einsum("ij,ij->i", d, d) <= self.r2[entity]
+        return _grouped(viewer_of[keep], entity[keep], len(viewers))
 
     def indices(self, raw: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
         return raw

@@ -26,7 +26,9 @@ only in how they find candidates:
 The sphere probes (many probes, each with its own radius, over many
 entities with their own radii): :class:`TreeProbes` (``overlapping_many``),
 :class:`KDTreeProbesInverted` (a cKDTree of the probes, queried by every
-entity with its radius plus the largest probe radius) and
+entity with its radius plus the largest probe radius),
+:class:`KDTreeProbesClasses` (a cKDTree of the entities per radius class,
+queried by every probe at its radius plus the class's largest) and
 :class:`KDTreeProbesSparse` (``sparse_distance_matrix`` between a tree of the
 probes and a tree of the entities).
 
@@ -42,7 +44,7 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks.peers import TIE_TOLERANCE, AgreementError, rebuilt_kdtree
+from benchmarks.peers import TIE_TOLERANCE, AgreementError, flattened, radius_classes, rebuilt_kdtree
 from culling import BruteForceIndex
 
 
@@ -303,10 +305,31 @@ class KDTreeProbesInverted:
     def probe(self, probes: np.ndarray, rho: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         lists = rebuilt_kdtree(probes).query_ball_point(self.centres, self.radii + float(rho.max()), workers=-1,
                                                  return_sorted=False)
-        counts = np.fromiter((len(x) for x in lists), dtype=np.int64, count=len(lists))
-        p = np.fromiter((q for x in lists for q in x), dtype=np.int64, count=int(counts.sum()))
-        e = np.repeat(np.arange(len(lists), dtype=np.int64), counts)
+        e, p = flattened(lists)
         return exact_probe_pairs(p, e, probes, rho, self.centres, self.radii)
+
+
+class KDTreeProbesClasses:
+    """One cKDTree of the entities per radius class (:func:`~benchmarks.peers.radius_classes`, built once:
+    the entities stand still here); every probe asks each class at its own radius plus the class's
+    largest (``query_ball_point`` with a radius per probe, all cores), then the exact filter."""
+
+    name = "scipy cKDTree per radius class (probes ask)"
+
+    def build(self, centres: np.ndarray, radii: np.ndarray, size: float) -> None:
+        from scipy.spatial import cKDTree
+
+        self.centres, self.radii = centres, radii
+        self.classes = [(idx, cKDTree(centres[idx]), float(radii[idx].max())) for idx in radius_classes(radii)]
+
+    def probe(self, probes: np.ndarray, rho: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        probe_parts, entity_parts = [], []
+        for idx, kd, reach in self.classes:
+            p, found = flattened(kd.query_ball_point(probes, rho + reach, workers=-1, return_sorted=False))
+            probe_parts.append(p)
+            entity_parts.append(idx[found])
+        return exact_probe_pairs(np.concatenate(probe_parts), np.concatenate(entity_parts), probes, rho,
+                                 self.centres, self.radii)
 
 
 class KDTreeProbesSparse:

@@ -159,6 +159,19 @@ def _list_keys(rows: list[np.ndarray], n: int) -> np.ndarray:
     return pair_keys(values, counts, n)
 
 
+def _check_events(held: np.ndarray, entered: np.ndarray, left: np.ndarray, t: int) -> None:
+    """Tick ``t``'s events (sorted pair keys) against the pairs ``held`` before it: no pair twice, none
+    entered that was held, none left that was not.  Then the sets they add up to change by exactly
+    them, and comparing those sets with the peer's checks the events too."""
+    for kind, keys in (("entered", entered), ("left", left)):
+        if keys.size > 1 and not np.all(keys[1:] != keys[:-1]):
+            raise AgreementError(f"InterestManager at tick {t}: a pair {kind} twice")
+    if np.intersect1d(entered, held, assume_unique=True).size:
+        raise AgreementError(f"InterestManager at tick {t}: a pair entered that it already held")
+    if np.setdiff1d(left, held, assume_unique=True).size:
+        raise AgreementError(f"InterestManager at tick {t}: a pair left that it did not hold")
+
+
 def _ties_only(what: str, a: np.ndarray, b: np.ndarray, wl: Crowd, s: Script, t: int, centres: np.ndarray) -> int:
     """``a`` and ``b`` (sorted keys) equal up to surface ties at tick ``t``; returns the ties."""
     diff = np.concatenate([np.setdiff1d(a, b, assume_unique=True), np.setdiff1d(b, a, assume_unique=True)])
@@ -225,8 +238,9 @@ def run_case(wl: Crowd, cfg: Config) -> dict:
     peered = ticking[METHODS[1]].results
     tracked = ticking[METHODS[2]].results if METHODS[2] in ticking else []
 
-    # The checks: the manager's sets (added up from its events) equal the peer's, pair for pair but for
-    # surface ties, and the trackers' events equal the manager's.
+    # The checks: the manager's events are events (no pair twice; what entered was not held, what left
+    # was), so that they are exactly the changes of the sets they add up to; those sets equal the peer's,
+    # pair for pair but for surface ties; the trackers' events equal the manager's.
     held = np.empty(0, dtype=np.int64)
     centres = wl.centres.copy()
     ties = 0
@@ -234,6 +248,7 @@ def run_case(wl: Crowd, cfg: Config) -> dict:
     for t, (eo, ev, lo, lv) in enumerate(managed):
         centres[s.moved[t]] = s.centres[t]
         entered, left = _keys(eo, ev, wl.n), _keys(lo, lv, wl.n)
+        _check_events(held, entered, left, t)
         events.append(entered.size + left.size)
         held = np.union1d(np.setdiff1d(held, left, assume_unique=True), entered)
         if t < len(peered):

@@ -29,6 +29,7 @@ whose methods disagree is a failed benchmark.
 
 from __future__ import annotations
 
+from itertools import chain
 from typing import Any, Protocol
 
 import numpy as np
@@ -143,6 +144,13 @@ def radius_classes(radii: np.ndarray) -> list[np.ndarray]:
     its own, where one ball of the largest radius would return most of a world of mixed radii."""
     octave = np.floor(np.log2(np.maximum(radii, np.finfo(np.float64).tiny))).astype(np.int64)
     return [np.flatnonzero(octave == k) for k in np.unique(octave)]
+
+
+def flattened(lists: Any) -> tuple[np.ndarray, np.ndarray]:
+    """``query_ball_point``'s lists as two int64 arrays: ``(asker, found)``, the askers' rows repeated."""
+    lengths = np.fromiter(map(len, lists), dtype=np.int64, count=len(lists))
+    found = np.fromiter(chain.from_iterable(lists), dtype=np.int64, count=int(lengths.sum()))
+    return np.repeat(np.arange(len(lists), dtype=np.int64), lengths), found
 
 
 def rebuilt_kdtree(points: np.ndarray) -> Any:

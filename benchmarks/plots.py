@@ -166,6 +166,7 @@ BATCH_COLOURS = {
     "tree query_many": "C0",
     "numpy brute force": "C3",
     "scipy cKDTree inverted": "C2",
+    "scipy cKDTree per radius class": "C5",
     "rtree intersection_v": "C1",
     "tree: update_many + overlapping_pairs": "C0",
     "scipy cKDTree query_pairs": "C2",

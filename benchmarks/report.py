@@ -175,8 +175,9 @@ CLOCK_TEXT = {
 MANY_TEXT = ("The many-query sections (interest management, collision broad phase, JIT\n"
              "start-up) always measure wall-clock time: `query_many` and cKDTree's\n"
              "`workers=-1` use every core, which one thread's CPU time would not see.\n"
-             "So does the forest table's `query_many` row, and the moving and dense\n"
-             "tables' `update_many` rows count the process's CPU time (every thread's).")
+             "The forest table's `query_many` row and the moving and dense tables'\n"
+             "`update_many` rows count the process's CPU time (every thread's), CPU time\n"
+             "as the single calls beside them are.")
 
 TARGET_COLUMNS = ["target", "figures", "measured", "required", "result"]
 

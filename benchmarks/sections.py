@@ -36,7 +36,6 @@ from benchmarks.timing import (
     time_interleaved,
     time_points,
     traced_memory,
-    wall_clock,
 )
 from benchmarks.workloads import MIN_VIEW, Workload, clusters, colocated, forest, moving, moving_steps, sprawl
 
@@ -116,7 +115,7 @@ def run_forest(cfg: Config, structs: Structures, res: Results) -> None:
         for p in peers:
             times[p.name] = time_points(p.query, wl.path, cfg.peer_repeats)
         gather = time_points(lambda i: wl.centres[expected[int(i)]], np.arange(len(wl.path)), cfg.repeats)
-        with wall_clock():  # query_many runs on the library's threads too: the caller's CPU time would miss them
+        with process_clock():  # on the library's threads too: every thread's CPU, as the single queries' is CPU
             batch = time_call(lambda: tree.structure.query_many(wl.path, exact=True), cfg.repeats) / len(wl.path)
         levels, nodes = visited_nodes(tree, wl)
         mem = _memory(tree, wl)
@@ -500,8 +499,10 @@ def run_dense(cfg: Config, structs: Structures, res: Results) -> None:
         "dense",
         "Dense grid against the tree: dense and sparse worlds",
         "`DenseViewDistanceGrid` (fixed world of 8192 from the origin, `min_radius` 20, the smallest "
-        "view distance) against the tree on the forest at a dense and a sparse N.  Memory by "
-        "tracemalloc; `update_many` is one frame of the moving workload.",
+        "view distance) against the tree on the forest at a dense and a sparse N.  Memory: the larger of "
+        "tracemalloc's count and the structure's own `nbytes()` (the grid maps its per-cell arrays outside "
+        "NumPy's allocator, where tracemalloc does not see them; `nbytes()` counts them whole, pages touched "
+        "or not); `update_many` is one frame of the moving workload.",
         ["world", "N", "structure", "build", "query", "update_many / object", "update()", "remove()", "memory / object"],
         plots=["dense_vs_tree.png"],
     )

@@ -59,13 +59,18 @@ def test_many_query_sections_compare_every_method(tiny):
     res, _, _ = tiny
     tables = {t.key: t for t in res.tables}
     methods = {row[1] for row in tables["interest"].rows}
-    assert methods == {"tree query_many", "numpy brute force", "scipy cKDTree inverted", "rtree intersection_v"}
+    assert methods == {"tree query_many", "numpy brute force", "scipy cKDTree inverted", "scipy cKDTree per radius class",
+                       "rtree intersection_v"}
     for case in {row[0] for row in tables["interest"].rows}:
         pairs = {row[5] for row in tables["interest"].rows if row[0] == case}
         assert len(pairs) == 1                     # every method found the same pairs
     assert {row[1] for row in tables["sparse-many"].rows} == {"tree query_many", "scipy cKDTree inverted",
                                                               "rtree intersection_v"}
     assert any(row[0].endswith("radii x2") for row in tables["interest"].rows)   # the heavier variant
+    assert {row[1] for row in tables["collision-probes"].rows} == {
+        "tree: overlapping_many", "scipy cKDTree inverted (entities ask)",
+        "scipy cKDTree per radius class (probes ask)", "scipy cKDTree sparse_distance_matrix"}
+    assert len({row[4] for row in tables["collision-probes"].rows}) == 1          # the same hits
     collision = tables["collision"].rows
     assert {row[1] for row in collision} == {"tree: update_many + overlapping_pairs", "scipy cKDTree query_pairs",
                                             "numpy uniform hash grid"}
@@ -274,6 +279,40 @@ def test_interest_ticks_compare_the_three_ways_and_agree(tiny):
                                         "tree + MultiCameraTracker loop"}
     assert len({row[5] for row in rows}) == 1          # every method holds the same pairs
     assert any(t.name.startswith("interest tick with events") for t in res.targets)
+
+
+@pytest.mark.parametrize("plant", ["a pair left that it did not hold", "a pair entered twice"])
+def test_an_event_that_changes_nothing_fails_the_interest_ticks_run(monkeypatch, plant):
+    """The manager's sets are rebuilt from its events and compared with the peer's; a set operation
+    swallowed an event for a pair never held, or one reported twice.  Each event is now checked against
+    the pairs held before it."""
+    from benchmarks import interest_ticks
+
+    real_tick = interest_ticks.Manager.tick
+
+    def planted(self, s, t):
+        eo, ev, lo, lv = real_tick(self, s, t)
+        if t < 2:
+            return eo, ev, lo, lv
+        if plant == "a pair entered twice":
+            rows = np.flatnonzero(np.diff(eo))                   # the viewers with something entered
+            if not rows.size:
+                return eo, ev, lo, lv
+            row = int(rows[0])
+            ev = np.insert(ev, eo[row], ev[eo[row]])
+            eo = eo + (np.arange(eo.size) > row)
+        else:
+            last = self.ids.size - 1
+            held = self.im.interest(self.ids[last])
+            stranger = int(np.setdiff1d(np.arange(held.size + 1), held)[0])
+            lv = np.append(lv, stranger)
+            lo = lo.copy()
+            lo[-1] += 1
+        return eo, ev, lo, lv
+
+    monkeypatch.setattr(interest_ticks.Manager, "tick", planted)
+    with pytest.raises(AgreementError, match=plant):
+        run(preset="tiny", only=["interest-ticks"], verbose=False)
 
 
 @pytest.mark.parametrize("argv, says", [
