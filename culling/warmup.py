@@ -185,6 +185,15 @@ def _many_movers() -> None:
     tree.update_many(handles, _SIZE - centres, np.full(n, 0.3))  # every object moves
 
 
+def _root_grown_and_shrunk() -> None:
+    """A view distance past the tree's root grows it; removing that object shrinks it back and releases
+    the root's old blocks (:func:`culling.tree.pool.release`, called from Python only there: left out, the
+    first removal of such an object compiled it, half a second)."""
+    tree = _new_tree()
+    tree.insert((1.0, 1.0, 1.0), 1.0)
+    tree.remove(tree.insert((2.0, 2.0, 2.0), 4.0 * _SIZE))
+
+
 def _filled(make: Callable[[], Structure]) -> Structure:
     """A new structure holding the small crowd (the probes' own: a group may run after the shared
     structure was emptied by the mutations' step, or alone in a worker)."""
@@ -215,6 +224,7 @@ def _steps(name: str, make: Callable[[], Structure]) -> tuple[tuple[str, Callabl
         _mutations(structure, handles)
         if isinstance(structure, ViewDistanceTree):
             _many_movers()
+            _root_grown_and_shrunk()
 
     return (
         (f"{name}: insert_many", build),
@@ -319,7 +329,7 @@ _PROBED: dict[str, tuple[Any, ...]] = {
     "tree": (batch.place, tree_walk.query, tree_walk._visits_from, tree_walk._group_visits_from, members._answer_many,
              members._write_answers, members._place_answers, batch._layout_into,
              batch._settle_part, tree_module._remove_one, chunks._place_rows, containment._classify_all,
-             inverted.grid_pairs, inverted.scatter_groups),
+             inverted.grid_pairs, inverted.scatter_groups, tree_pool.release),
     "pairs": (join.join_chunk, bands._sphere_cells, bands._sphere_rows, bands._closed_up, batch.place,
               tree_probe.probe_chunk, nodes._descend, tree_pool._make_room),
     "grid": (grid_walk.query, grid_walk._visits, grid_probe.probe_visits, bands.gather, members._answer_many,

@@ -304,12 +304,12 @@ class CollisionCandidates:
         point = as_point(probe_centre, self._dim, "probe_centre")
         return self._tree.overlapping(point, self._probe_of(probe_radius))
 
-    def _contacts(self, point: NDArray[np.float64]) -> tuple[
+    def _contacts(self, point: NDArray[np.float64], q: float) -> tuple[
             NDArray[np.int64], NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
-        """Candidates with their centres, reach ``b + q`` and distance to ``point``."""
-        hs = self._tree.overlapping(point, self._probe)
+        """Candidates of a probe of radius ``q`` with their centres, reach ``b + q`` and distance to ``point``."""
+        hs = self._tree.overlapping(point, q)
         centres = self._tree.centres_of(hs)
-        reach = self._bounding[hs] + self._probe
+        reach = self._bounding[hs] + q
         return hs, centres, reach, distances(list(centres.T), point.tolist(), "sphere")
 
     def touching(self, probe_centre: ArrayLike, probe_radius: Real | None = None) -> NDArray[np.int64]:
@@ -359,7 +359,8 @@ class CollisionCandidates:
         first, second = self._tree.overlapping_pairs()
         return first, second
 
-    def resolve(self, probe_centre: ArrayLike, iterations: int = 4) -> NDArray[np.float64]:
+    def resolve(self, probe_centre: ArrayLike, iterations: int = 4,
+                probe_radius: Real | None = None) -> NDArray[np.float64]:
         """Push the probe out of every object it overlaps.
 
         Each pass queries the tree at the current position and, deepest
@@ -379,6 +380,8 @@ class CollisionCandidates:
             in, or two that overlap each other and push the probe back and
             forth (the passes then stop at once), the result may still
             overlap; check :meth:`touching` if that matters.
+        probe_radius : float, optional
+            This call's probe radius ``q``; the default one when None.
 
         Returns
         -------
@@ -402,10 +405,10 @@ class CollisionCandidates:
             raise TypeError(f"iterations must be an integer, got {type(iterations).__name__}")
         if not 0 <= iterations <= MAX_RESOLVE_ITERATIONS:
             raise ValueError(f"iterations must be in [0, {MAX_RESOLVE_ITERATIONS}], got {iterations}")
-        q = self._probe
+        q = self._probe_of(probe_radius)
         before = None  # the position two passes ago: a pass that comes back to it starts a cycle
         for _ in range(int(iterations)):
-            hs, centres, reach, dist = self._contacts(point)
+            hs, centres, reach, dist = self._contacts(point, q)
             p = point.tolist()
             bounds = self._bounding[hs].tolist()
             overlap = [i for i, (centre, b) in enumerate(zip(centres.tolist(), bounds)) if _overlaps(centre, p, b, q)]
@@ -459,12 +462,12 @@ class CollisionCandidates:
         the moving probe can touch), then the first root of ``|start + t d - c| = b + q`` for each
         candidate (:func:`_first_contacts`, on coordinates scaled by a power of two to about 1).
         Whether the path touches an object is decided exactly for the float64 inputs, as
-        :meth:`touching` decides (a grazing path counts); ``t`` itself is a float, its contact
-        point within a few roundings of the scene's largest magnitude of the real one, so the probe
-        there may overlap a little or miss by as much (:meth:`resolve` settles it exactly).  Two
-        objects touched first at the same real ``t`` are told apart by their float ``t``, then by
-        handle.  O(levels + candidates), the candidates tested in NumPy, and in fractions those
-        within rounding of a decision that could come first.
+        :meth:`touching` decides (a grazing path counts).  ``t`` is the float nearest the real
+        contact (within an ulp or two) for every object that could come first, recomputed in
+        fractions (a grazing path's float root loses half its digits), so the probe at ``t`` may
+        overlap or miss by a rounding (:meth:`resolve` settles it exactly).  Objects whose ``t``
+        round to the same float go by handle.  O(levels + candidates), the candidates tested in
+        NumPy, and in fractions those that could come first.
         """
         a = as_point(start, self._dim, "start")
         b = as_point(end, self._dim, "end")
@@ -479,9 +482,10 @@ class CollisionCandidates:
             # every object the moving probe touches is a candidate.
             grain = 2.0 ** -50 * float(max(np.abs(a).max(), np.abs(b).max()))
             reach = (length / 2.0 + q) * (1.0 + 2.0 ** -48) + grain
-            if not math.isfinite(reach):
+            if not math.isfinite(length):
                 raise ValueError(f"the move from {a.tolist()} to {b.tolist()} is too long for float64")
-            hs = self._tree.overlapping(a / 2.0 + b / 2.0, reach)
+            # A probe radius near the largest float takes the reach past float64: every object a candidate
+            hs = self._tree.overlapping(a / 2.0 + b / 2.0, reach) if math.isfinite(reach) else self.handles()
             if hs.size == 0:
                 return 1.0, -1
             centres = self._tree.centres_of(hs)
@@ -520,7 +524,8 @@ def _first_contacts(start: NDArray[np.float64], end: NDArray[np.float64], centre
                     bounding: NDArray[np.float64], q: float) -> NDArray[np.float64]:
     """Each candidate's first contact along the move from ``start`` to ``end`` (``t`` in floats; inf: none).
 
-    Everything is first scaled by one power of two (exact) so that the largest magnitude is about 1:
+    Everything is first scaled by one power of two (exact; ``ldexp``, as ``2**k`` itself may overflow)
+    so that the largest magnitude is about 1:
     no square underflows or overflows, and every rounding is below ``2**-50`` in absolute terms.
     With ``d = end - start``, ``w = start - c`` and ``r = b + q``, the path touches an object when
     its nearest point lies within ``r``, unless the probe touches it at ``start`` and moves away or
@@ -531,9 +536,10 @@ def _first_contacts(start: NDArray[np.float64], end: NDArray[np.float64], centre
     large terms), kept within ``[0, 1]``.  Called with NumPy's floating-point errors ignored.
     """
     largest = max(float(np.abs(start).max()), float(np.abs(end).max()), float(np.abs(centres).max()),
-                  float(bounding.max()) + q)
-    f = math.ldexp(1.0, -math.frexp(largest)[1]) if largest > 0.0 else 1.0
-    s, e, c, r = start * f, end * f, centres * f, (bounding + q) * f
+                  float(bounding.max()), q)
+    k = -math.frexp(largest)[1] if largest > 0.0 else 0   # up to 1074 for a subnormal scene: 2**k overflows
+    s, e, c = np.ldexp(start, k), np.ldexp(end, k), np.ldexp(centres, k)
+    r = np.ldexp(bounding, k) + math.ldexp(q, k)          # each below 1: b + q cannot overflow here
     d = e - s
     ll = float(d @ d)
     t = np.full(r.size, np.inf)
@@ -565,6 +571,11 @@ def _first_contacts(start: NDArray[np.float64], end: NDArray[np.float64], centre
     for i in np.flatnonzero(doubt).tolist():   # in fractions, only where it could come first
         if crossing[i] <= best + 2.0 ** -20 or at_start[i] <= r[i] + slack[i]:
             t[i] = _first_contact_exactly(start, end, centres[i], float(bounding[i]), q, float(crossing[i]))
+    # The contacts that could come first, their t from fractions: a path that grazes a sphere crosses it
+    # where r*r - h*h cancels, and the floats' t then lost half its digits (3.2e-8 of a move of 2).
+    best = float(t.min())
+    for i in np.flatnonzero((t > 0.0) & (t <= min(best + 2.0 ** -20, 1.0))).tolist():
+        t[i] = _crossing_exactly(start, end, centres[i], float(bounding[i]), q, float(t[i]))
     return t
 
 
@@ -587,6 +598,39 @@ def _first_contact_exactly(start: NDArray[np.float64], end: NDArray[np.float64],
     if ww + 2 * nearest * wd + nearest * nearest * ll > reach:
         return math.inf
     return min(crossing, 1.0)
+
+
+def _crossing_exactly(start: NDArray[np.float64], end: NDArray[np.float64], centre: NDArray[np.float64],
+                      bounding: float, q: float, estimate: float) -> float:
+    """Where the probe moving from ``start`` to ``end`` first crosses the sphere ``|p - c| = b + q``, as
+    the float nearest the real ``t`` (within an ulp or two), for a candidate :func:`_first_contacts` found
+    touched on the way (``estimate``, its float ``t``, is kept where the line does not cross: a touch at
+    the very end decided within rounding).  The nearer root in the form without cancellation,
+    ``t = (|w|^2 - r^2) / |d|^2 / (m + sqrt(m^2 - (|w|^2 - r^2) / |d|^2))`` with ``m = -w.d / |d|^2``,
+    in fractions, the square root of an integer of about 128 bits."""
+    w = [Fraction(float(a)) - Fraction(float(c)) for a, c in zip(start, centre)]
+    dd = [Fraction(float(e)) - Fraction(float(a)) for a, e in zip(start, end)]
+    reach = (Fraction(bounding) + Fraction(q)) ** 2
+    ll = sum((x * x for x in dd), Fraction(0))
+    outside = (sum((x * x for x in w), Fraction(0)) - reach) / ll    # > 0: the probe starts clear of the sphere
+    middle = -sum((x * y for x, y in zip(w, dd)), Fraction(0)) / ll  # the line's nearest point
+    under_root = middle * middle - outside
+    if outside <= 0 or middle <= 0 or under_root < 0:
+        return estimate
+    t = outside / (middle + _square_root(under_root))
+    return min(max(float(t), 0.0), 1.0)
+
+
+def _square_root(x: Fraction) -> Fraction:
+    """The square root of a fraction ``x >= 0``, within ``2**-63`` of itself: an integer square root of
+    ``x`` scaled by a power of four to about 128 bits (floats would overflow or underflow at the
+    extremes ``x`` reaches)."""
+    if x <= 0:
+        return Fraction(0)
+    p, n = x.numerator, x.denominator
+    k = (128 - (p.bit_length() - n.bit_length())) // 2
+    scaled = (p << (2 * k)) // n if k >= 0 else p // (n << (-2 * k))
+    return Fraction(math.isqrt(scaled), 1 << k) if k >= 0 else Fraction(math.isqrt(scaled) << -k)
 
 
 def _overlaps(centre: list[float], point: list[float], bounding: float, probe: float) -> bool:

@@ -446,6 +446,10 @@ try:
 except ValueError:  # beyond the largest world: refused, the others' rows put back
     pass
 big.check_invariants()
+grown = culling.ViewDistanceTree(1024.0, dim=3)
+grown.insert((10.0, 10.0, 10.0), 30.0)
+grown.remove(grown.insert((100.0, 100.0, 100.0), 5000.0))  # the root grown, then shrunk: its blocks released
+grown.check_invariants()
 
 def frozen(a):  # what Ray hands an actor, np.broadcast_to, a read-only memmap
     a = np.array(a)

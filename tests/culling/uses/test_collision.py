@@ -2,6 +2,7 @@
 
 import math
 import sys
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -433,7 +434,7 @@ def test_resolve_stops_when_two_overlapping_objects_push_the_probe_back_and_fort
     cc.insert_many(np.array([[-4.0], [-2.0]]), np.array([0.5, 0.5]))
     calls = []
     real = cc._contacts
-    cc._contacts = lambda point: (calls.append(1), real(point))[1]  # count the passes
+    cc._contacts = lambda point, q: (calls.append(1), real(point, q))[1]  # count the passes
     moved = cc.resolve(-4.0, 10_000)
     assert moved.tolist() in ([-2.5], [-3.5]) and len(calls) <= 4
 
@@ -460,3 +461,46 @@ def test_sweep_decides_the_edges_a_probe_found_exactly():
     cc.insert((960.0, 0.288, 0.0), 1e-6)                                    # a small sphere far along the move
     t, hit = cc.sweep((0.0, 0.0, 0.0), (1200.0, 0.36, 0.0))
     assert hit == 0 and abs(t - 0.7999999991666668) < 1e-12                # not 0.8, its centre
+
+
+def test_sweep_in_a_subnormal_scene_finds_the_contact():
+    """Every value below about 5.6e-309: the scale ``2**k`` that brings the scene to about 1 overflowed
+    (``OverflowError``), where the contract says no call raises it."""
+    cc = CollisionCandidates(probe_radius=0.0, size=1.0, dim=2)
+    cc.insert((1e-310, 0.0), 1e-310)
+    assert cc.sweep((-1e-310, 0.0), (3e-310, 0.0)) == (0.25, 0)
+    assert cc.sweep((-5e-309, 0.0), (5e-309, 0.0)) == (0.5, 0)
+
+
+def test_sweep_grazing_a_sphere_gives_the_contact_to_an_ulp():
+    """A path an ulp inside the top of a sphere: its float root cancels (r*r - h*h) and lost half its
+    digits, t 0.5 where the real contact is 0.4999999840202849."""
+    cc = CollisionCandidates(probe_radius=0.0, size=16.0, dim=2)
+    cc.insert((0.0, 1.3), 2.3)
+    start, end = (-1.0, 1.3 + 2.3), (1.0, 1.3 + 2.3)
+    w = [Fraction(start[0]), Fraction(start[1]) - Fraction(1.3)]
+    ll, wd = Fraction(4), Fraction(2) * w[0]
+    outside = w[0] ** 2 + w[1] ** 2 - Fraction(2.3) ** 2
+    disc = wd * wd - ll * outside
+    root = Fraction(math.isqrt(disc.numerator * 4 ** 200 // disc.denominator), 2 ** 200)
+    t, hit = cc.sweep(start, end)
+    assert hit == 0 and abs(t - float(outside / (-wd + root))) <= 2.0 ** -52
+
+
+def test_sweep_with_a_probe_radius_near_the_largest_float():
+    """``touching`` takes such a probe; ``sweep``'s candidate reach overflowed and it blamed the move."""
+    cc = CollisionCandidates(probe_radius=0.5, size=64.0, dim=2)
+    cc.insert((1.0, 1.0), 2.0)
+    q = sys.float_info.max
+    assert cc.touching((0.0, 0.0), probe_radius=q).tolist() == [0]
+    assert cc.sweep((0.0, 0.0), (1.0, 0.0), probe_radius=q) == (0.0, 0)    # touching, and going deeper
+    assert cc.sweep((0.0, 0.0), (-1.0, 0.0), probe_radius=q) == (1.0, -1)  # touching, and leaving
+
+
+def test_resolve_takes_its_own_probe_radius():
+    """The contract says every query may pass its own probe radius; ``resolve`` took none."""
+    cc = CollisionCandidates(0.5, 64.0, dim=2)
+    cc.insert((0.0, 0.0), 1.0)
+    assert cc.resolve((0.0, 1.0)).tolist() == [0.0, 1.5]
+    assert cc.resolve((0.0, 1.0), probe_radius=2.0).tolist() == [0.0, 3.0]
+    assert cc.resolve((0.0, 1.0), 4, 0.0).tolist() == [0.0, 1.0]       # already clear of the object
