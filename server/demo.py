@@ -166,8 +166,7 @@ def _serve(args: argparse.Namespace, out: TextIO, err: TextIO, termination: Term
         started_ray = not ray.is_initialized()
         # Ray's own INFO lines (the local instance it started) left out; a Ctrl-C while Ray starts its
         # processes waits until they run, so that the shutdown below stops them all
-        if started_ray and ctrl_c_held(lambda: ray.init(include_dashboard=False, log_to_driver=False,
-                                                        logging_level=logging.WARNING))[1] or termination.came:
+        if started_ray and ctrl_c_held(lambda: _init_keeping_sigterm(ray, termination))[1] or termination.came:
             raise KeyboardInterrupt
         termination.claim()  # ray.init's own SIGTERM handler printed a C++ stack dump and skipped the shutdown
         run(args, out, err)
@@ -188,6 +187,22 @@ def _serve(args: argparse.Namespace, out: TextIO, err: TextIO, termination: Term
         print(f"{PROG}: error: {failed}", file=err)
         return 1
     return 0
+
+
+def _init_keeping_sigterm(ray: Any, termination: Termination) -> None:
+    """``ray.init`` with SIGTERM left to ``termination`` while it runs: Ray puts in a handler of its own
+    at the start of ``init`` (``sys.exit(15)`` from wherever the start was, its processes half made:
+    status 15 and Ray's agents left running), through ``ray._private.utils.set_sigterm_handler``, which
+    installs ``termination``'s here instead.  Where Ray has no such function, ``init`` runs as it is."""
+    utils: Any = getattr(getattr(ray, "_private", None), "utils", None)
+    setter = getattr(utils, "set_sigterm_handler", None)
+    if setter is not None:
+        utils.set_sigterm_handler = lambda handler: termination.claim()
+    try:
+        ray.init(include_dashboard=False, log_to_driver=False, logging_level=logging.WARNING)
+    finally:
+        if setter is not None:
+            utils.set_sigterm_handler = setter
 
 
 def _load_library() -> None:

@@ -309,7 +309,8 @@ class CollisionCandidates:
         """Candidates of a probe of radius ``q`` with their centres, reach ``b + q`` and distance to ``point``."""
         hs = self._tree.overlapping(point, q)
         centres = self._tree.centres_of(hs)
-        reach = self._bounding[hs] + q
+        with np.errstate(over="ignore"):  # inf past the largest float: the push refuses it (ValueError)
+            reach = self._bounding[hs] + q
         return hs, centres, reach, distances(list(centres.T), point.tolist(), "sphere")
 
     def touching(self, probe_centre: ArrayLike, probe_radius: Real | None = None) -> NDArray[np.int64]:
@@ -545,7 +546,7 @@ def _first_contacts(start: NDArray[np.float64], end: NDArray[np.float64], centre
     t = np.full(r.size, np.inf)
     if not ll > 0.0:                      # a move below 2**-537 of the scene: every candidate in fractions
         for i in range(r.size):
-            t[i] = _first_contact_exactly(start, end, centres[i], float(bounding[i]), q, math.inf)
+            t[i] = _first_contact_exactly(start, end, centres[i], float(bounding[i]), q)
         return t
     w = s - c
     along = w @ d                                           # < 0: the move goes towards the centre
@@ -568,57 +569,64 @@ def _first_contacts(start: NDArray[np.float64], end: NDArray[np.float64], centre
     sure = touches & ~doubt
     t[sure] = crossing[sure]
     best = float(t.min())
+    exact = np.zeros(r.size, dtype=np.bool_)   # t from fractions already (0 there: touched at start)
     for i in np.flatnonzero(doubt).tolist():   # in fractions, only where it could come first
         if crossing[i] <= best + 2.0 ** -20 or at_start[i] <= r[i] + slack[i]:
-            t[i] = _first_contact_exactly(start, end, centres[i], float(bounding[i]), q, float(crossing[i]))
-    # The contacts that could come first, their t from fractions: a path that grazes a sphere crosses it
-    # where r*r - h*h cancels, and the floats' t then lost half its digits (3.2e-8 of a move of 2).
+            t[i] = _first_contact_exactly(start, end, centres[i], float(bounding[i]), q)
+            exact[i] = True
+    # The other contacts on the way that could come first, their t from fractions too: a path that grazes
+    # a sphere crosses it where r*r - h*h cancels, and the floats' t lost half its digits (3.2e-8 of a
+    # move of 2); a crossing clipped to 0 would read as a touch at start.
     best = float(t.min())
-    for i in np.flatnonzero((t > 0.0) & (t <= min(best + 2.0 ** -20, 1.0))).tolist():
-        t[i] = _crossing_exactly(start, end, centres[i], float(bounding[i]), q, float(t[i]))
+    for i in np.flatnonzero(sure & (t <= min(best + 2.0 ** -20, 1.0)) & ~exact).tolist():
+        t[i] = _crossing_exactly(start, end, centres[i], float(bounding[i]), q, max(float(t[i]), math.ulp(0.0)))
     return t
 
 
 def _first_contact_exactly(start: NDArray[np.float64], end: NDArray[np.float64], centre: NDArray[np.float64],
-                           bounding: float, q: float, crossing: float) -> float:
+                           bounding: float, q: float) -> float:
     """:func:`_first_contacts` for one candidate, whether it is touched decided in fractions: the
     path touches when the squared distance at its nearest point is at most ``(b + q)^2``, unless
     it touches at ``start`` and moves away or along (``w.d >= 0``).  Then ``t``: 0 at ``start``,
-    else ``crossing`` (the float estimate; inf: none known, then 1, the end, where the move is too
-    short for floats to place it)."""
-    w = [Fraction(float(a)) - Fraction(float(c)) for a, c in zip(start, centre)]
-    dd = [Fraction(float(e)) - Fraction(float(a)) for a, e in zip(start, end)]   # the move itself, not rounded
-    reach = (Fraction(bounding) + Fraction(q)) ** 2
-    ww = sum(x * x for x in w)
-    wd = sum(x * y for x, y in zip(w, dd))
-    ll = sum(x * x for x in dd)
+    else the crossing in fractions (:func:`_root_exactly`); inf where it does not touch."""
+    ww, wd, ll, reach = _exact_terms(start, end, centre, bounding, q)
     if ww <= reach:
         return 0.0 if wd < 0 else math.inf
     nearest = min(max(-wd / ll, Fraction(0)), Fraction(1))
     if ww + 2 * nearest * wd + nearest * nearest * ll > reach:
         return math.inf
-    return min(crossing, 1.0)
+    return _root_exactly(ww, wd, ll, reach)
 
 
 def _crossing_exactly(start: NDArray[np.float64], end: NDArray[np.float64], centre: NDArray[np.float64],
                       bounding: float, q: float, estimate: float) -> float:
-    """Where the probe moving from ``start`` to ``end`` first crosses the sphere ``|p - c| = b + q``, as
-    the float nearest the real ``t`` (within an ulp or two), for a candidate :func:`_first_contacts` found
-    touched on the way (``estimate``, its float ``t``, is kept where the line does not cross: a touch at
-    the very end decided within rounding).  The nearer root in the form without cancellation,
-    ``t = (|w|^2 - r^2) / |d|^2 / (m + sqrt(m^2 - (|w|^2 - r^2) / |d|^2))`` with ``m = -w.d / |d|^2``,
-    in fractions, the square root of an integer of about 128 bits."""
+    """The float ``t`` of a candidate :func:`_first_contacts` found touched on the way, recomputed in
+    fractions (:func:`_root_exactly`); ``estimate``, its float ``t``, is kept where the line, in exact
+    arithmetic, does not cross from outside (a touch decided within rounding at the very end)."""
+    ww, wd, ll, reach = _exact_terms(start, end, centre, bounding, q)
+    if ww <= reach or wd >= 0 or wd * wd < ll * (ww - reach):
+        return estimate
+    return _root_exactly(ww, wd, ll, reach)
+
+
+def _exact_terms(start: NDArray[np.float64], end: NDArray[np.float64], centre: NDArray[np.float64],
+                 bounding: float, q: float) -> tuple[Fraction, Fraction, Fraction, Fraction]:
+    """``(|w|^2, w.d, |d|^2, (b + q)^2)`` in fractions, with ``w = start - c`` and ``d = end - start``
+    (the move itself, not its rounding)."""
     w = [Fraction(float(a)) - Fraction(float(c)) for a, c in zip(start, centre)]
     dd = [Fraction(float(e)) - Fraction(float(a)) for a, e in zip(start, end)]
-    reach = (Fraction(bounding) + Fraction(q)) ** 2
-    ll = sum((x * x for x in dd), Fraction(0))
-    outside = (sum((x * x for x in w), Fraction(0)) - reach) / ll    # > 0: the probe starts clear of the sphere
-    middle = -sum((x * y for x, y in zip(w, dd)), Fraction(0)) / ll  # the line's nearest point
-    under_root = middle * middle - outside
-    if outside <= 0 or middle <= 0 or under_root < 0:
-        return estimate
-    t = outside / (middle + _square_root(under_root))
-    return min(max(float(t), 0.0), 1.0)
+    return (sum((x * x for x in w), Fraction(0)), sum((x * y for x, y in zip(w, dd)), Fraction(0)),
+            sum((x * x for x in dd), Fraction(0)), (Fraction(bounding) + Fraction(q)) ** 2)
+
+
+def _root_exactly(ww: Fraction, wd: Fraction, ll: Fraction, reach: Fraction) -> float:
+    """The first crossing of a sphere by a probe that starts clear of it (``ww > reach``) on a line that
+    crosses it (``w.d < 0``): the nearer root in the form without cancellation,
+    ``t = (|w|^2 - r^2) / (-w.d + sqrt((w.d)^2 - |d|^2 (|w|^2 - r^2)))``, as the float nearest it
+    (within an ulp or two), in ``(0, 1]``: never 0, which says the probe touched at ``start``."""
+    outside = ww - reach
+    t = outside / (-wd + _square_root(wd * wd - ll * outside))
+    return min(max(float(t), math.ulp(0.0)), 1.0)
 
 
 def _square_root(x: Fraction) -> Fraction:

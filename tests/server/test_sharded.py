@@ -612,6 +612,7 @@ def test_the_demo_interrupted_while_ray_shuts_down_at_the_end_says_so(monkeypatc
     import types
 
     import server.demo as demo
+    import server.sharded  # noqa: F401  (with the real Ray, before it is faked)
 
     stopped = []
     fake = types.SimpleNamespace(is_initialized=lambda: False, init=lambda **kw: None,
@@ -623,6 +624,36 @@ def test_the_demo_interrupted_while_ray_shuts_down_at_the_end_says_so(monkeypatc
     assert stopped and err.getvalue() == "python -m server.demo: error: interrupted\n"
 
 
+def test_the_demo_keeps_sigterm_while_ray_init_puts_its_own_in(monkeypatch):
+    """``ray.init`` installs a SIGTERM handler of its own at its start (``sys.exit(15)``: status 15, Ray's
+    processes half made and left running); the demo keeps its own there, so a SIGTERM during the start
+    waits for it, as a Ctrl-C does, then stops Ray: one line, 143."""
+    import sys
+    import types
+
+    import server.demo as demo
+    import server.sharded  # noqa: F401  (with the real Ray, before it is faked)
+
+    stopped = []
+
+    def set_sigterm_handler(handler):
+        signal.signal(signal.SIGTERM, handler)
+
+    def init(**kw):
+        fake._private.utils.set_sigterm_handler(lambda number, frame: sys.exit(number))
+        signal.raise_signal(signal.SIGTERM)
+
+    fake = types.SimpleNamespace(is_initialized=lambda: False, init=init, shutdown=lambda: stopped.append(True),
+                                 _private=types.SimpleNamespace(utils=types.SimpleNamespace(
+                                     set_sigterm_handler=set_sigterm_handler)))
+    monkeypatch.setitem(sys.modules, "ray", fake)
+    monkeypatch.setattr(demo, "run", lambda *a: pytest.fail("ran after the SIGTERM"))
+    out, err = io.StringIO(), io.StringIO()
+    assert demo.main(["--ticks", "1"], out=out, err=err) == 143
+    assert stopped and err.getvalue() == "python -m server.demo: error: terminated\n"
+    assert fake._private.utils.set_sigterm_handler is set_sigterm_handler   # Ray's own put back
+
+
 @pytest.mark.parametrize("sigint", ["default", "ignored"])
 def test_the_demo_terminated_while_ray_starts_stops_it_and_says_so(monkeypatch, sigint):
     """A SIGTERM while Ray starts waits until Ray is up, as a Ctrl-C does, then stops it: one line, 143;
@@ -631,6 +662,7 @@ def test_the_demo_terminated_while_ray_starts_stops_it_and_says_so(monkeypatch, 
     import types
 
     import server.demo as demo
+    import server.sharded  # noqa: F401  (with the real Ray, before it is faked)
 
     stopped = []
     fake = types.SimpleNamespace(is_initialized=lambda: False, init=lambda **kw: signal.raise_signal(signal.SIGTERM),

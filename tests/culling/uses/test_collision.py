@@ -504,3 +504,23 @@ def test_resolve_takes_its_own_probe_radius():
     assert cc.resolve((0.0, 1.0)).tolist() == [0.0, 1.5]
     assert cc.resolve((0.0, 1.0), probe_radius=2.0).tolist() == [0.0, 3.0]
     assert cc.resolve((0.0, 1.0), 4, 0.0).tolist() == [0.0, 1.0]       # already clear of the object
+
+
+def test_sweep_from_just_clear_of_a_sphere_is_not_a_touch_at_start():
+    """A start an ulp clear of a sphere, decided in fractions: its float crossing clipped to 0 was kept,
+    so ``t`` read as a touch at start, and a tie at 0 with an object really touched there went by
+    handle to the wrong one."""
+    cc = CollisionCandidates(probe_radius=0.2, size=64.0, dim=1)
+    rock = cc.insert(0.0, 0.1)
+    start = 0.1 + 0.2                                                      # 0.30000000000000004: clear
+    assert cc.touching(start).size == 0
+    exact = float((Fraction(start) - Fraction(0.1) - Fraction(0.2)) / (Fraction(start) - Fraction(-1.0)))
+    assert cc.sweep(start, -1.0) == (exact, rock) and exact > 0.0
+    wall = cc.insert(0.25, 0.1)                                            # touched at start, going deeper
+    assert cc.sweep(start, -1.0) == (0.0, wall)
+    cc = CollisionCandidates(probe_radius=0.0, size=64.0, dim=2)
+    cc.insert([-1.7423478984394536, -2.6437863399855175], 2.250261510984017)
+    a, b = [0.48675640166435574, -2.9516351455293712], [0.4867564016643557, -2.9516351455293712]
+    assert cc.touching(a).size == 0 and cc.touching(b).tolist() == [0]
+    t, hit = cc.sweep(a, b)                                                # a one-ulp move
+    assert hit == 0 and abs(t - 0.5141948393197191) <= 2.0 ** -52
