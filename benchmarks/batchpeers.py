@@ -34,8 +34,8 @@ from benchmarks.peers import (
     TIE_TOLERANCE,
     AgreementError,
     BruteForce,
+    class_trees,
     flattened,
-    radius_classes,
     rebuilt_kdtree,
     rtree_boxes,
 )
@@ -129,10 +129,8 @@ class KDTreeClasses:
     name = "scipy cKDTree per radius class"
 
     def build(self, centres: np.ndarray, radii: np.ndarray) -> None:
-        from scipy.spatial import cKDTree
-
         self.centres, self.r2 = centres, radii * radii
-        self.classes = [(idx, cKDTree(centres[idx]), float(radii[idx].max())) for idx in radius_classes(radii)]
+        self.classes = class_trees(centres, radii)
 
     def query_many(self, viewers: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         viewer_parts, entity_parts = [], []

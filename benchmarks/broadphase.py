@@ -44,7 +44,7 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks.peers import TIE_TOLERANCE, AgreementError, flattened, radius_classes, rebuilt_kdtree
+from benchmarks.peers import TIE_TOLERANCE, AgreementError, class_trees, flattened, rebuilt_kdtree
 from culling import BruteForceIndex
 
 
@@ -317,10 +317,8 @@ class KDTreeProbesClasses:
     name = "scipy cKDTree per radius class (probes ask)"
 
     def build(self, centres: np.ndarray, radii: np.ndarray, size: float) -> None:
-        from scipy.spatial import cKDTree
-
         self.centres, self.radii = centres, radii
-        self.classes = [(idx, cKDTree(centres[idx]), float(radii[idx].max())) for idx in radius_classes(radii)]
+        self.classes = class_trees(centres, radii)
 
     def probe(self, probes: np.ndarray, rho: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         probe_parts, entity_parts = [], []

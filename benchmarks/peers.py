@@ -153,6 +153,14 @@ def flattened(lists: Any) -> tuple[np.ndarray, np.ndarray]:
     return np.repeat(np.arange(len(lists), dtype=np.int64), lengths), found
 
 
+def class_trees(centres: np.ndarray, radii: np.ndarray) -> list[tuple[np.ndarray, Any, float]]:
+    """One cKDTree per radius class (:func:`radius_classes`, scipy's default build: built once, asked
+    often): ``(indices, tree, the class's largest radius)`` each."""
+    from scipy.spatial import cKDTree
+
+    return [(idx, cKDTree(centres[idx]), float(radii[idx].max())) for idx in radius_classes(radii)]
+
+
 def rebuilt_kdtree(points: np.ndarray) -> Any:
     """A cKDTree built for one call or frame, the way a per-frame rebuild should be: scipy's fast build
     (``balanced_tree=False, compact_nodes=False``, sliding midpoint splits), about twice as fast as
@@ -171,11 +179,9 @@ class KDTreePeer:
     name = "scipy cKDTree"
 
     def build(self, centres: np.ndarray, radii: np.ndarray) -> None:
-        from scipy.spatial import cKDTree
-
         self.centres = centres
         self.r2 = radii * radii
-        self.classes = [(idx, cKDTree(centres[idx]), float(radii[idx].max())) for idx in radius_classes(radii)]
+        self.classes = class_trees(centres, radii)
 
     def query(self, point: np.ndarray) -> np.ndarray:
         found = [idx[np.asarray(kd.query_ball_point(point, rmax, return_sorted=False), dtype=np.intp)]
