@@ -419,6 +419,16 @@ class Demo:
             return "O: overlay on, but brute force visits no nodes: no boxes to draw (the overlay needs the tree)"
         return "O: overlay on (the nodes the query visited)"
 
+    def toggle_map(self) -> str:
+        """The map inset on / off (the M key); returns the status line.  Brute force has no tree: the map
+        then shows the visible objects and the camera, and the line says why no node is drawn."""
+        self.show_map = not self.show_map
+        if not self.show_map:
+            return "M: map off"
+        if self.tree is None:
+            return "M: map on: the visible objects; brute force visits no nodes, so none is drawn (nodes need the tree)"
+        return "M: map on"
+
     def toggle_loose(self) -> str:
         """The overlay's grown (loose) boxes or the nodes' own (the L key); returns the status line."""
         if self.tree is None:  # nothing changes

@@ -25,7 +25,7 @@ from demo.loading import building, warm_up_headless
 from demo.stats import StatsWriter
 from engine.files import stale_frames, write_atomically
 from engine.framebuffers import release_framebuffer
-from engine.hud import GREY, WHITE, YELLOW, draw_hud, hud_font_size, hud_legend, hud_lines, text_colour
+from engine.hud import GREY, STATUS_SECONDS, WHITE, YELLOW, draw_hud, hud_font_size, hud_legend, hud_lines, text_colour
 from engine.map_geometry import inset_corner, label_font_size
 from engine.map_label import draw_map_label
 from engine.overlay import LEVEL_COLOURS, POINT_COLOUR
@@ -209,7 +209,7 @@ def run_headless(options: HeadlessOptions, ctx: moderngl.Context | None = None) 
     images: list[Path] = []
     gif_frames: list[Image.Image] = []
     gif_path = None
-    said = ""  # the status line of the frame: X's answer, on the frame it is pressed on
+    said, said_until = "", -1  # X's answer and the last frame it is on screen: STATUS_SECONDS, as in the window
     try:
         for i in range(options.frames):
             u = i / (options.frames - 1) if options.frames > 1 else 0.0
@@ -225,15 +225,18 @@ def run_headless(options: HeadlessOptions, ctx: moderngl.Context | None = None) 
                 x, y, _ = inspect
                 said = demo.inspect_at(((x + 0.5) / w * 2.0 - 1.0, 1.0 - (y + 0.5) / h * 2.0),
                                        f"pixel {x},{y}")
+                said_until = i + round(STATUS_SECONDS / FRAME_DT) - 1
                 print(f"run_demo.py: {said}", file=sys.stderr)
+            status = said if i <= said_until else ""
             stats = demo.render(fbo)
             frames.append(stats)
             if writer is not None:
-                writer.write(i, stats, dict(demo.state(), captured=False, hud=hud_mode, status=said if pressed else ""))
+                writer.write(i, stats, dict(demo.state(), captured=False, hud=hud_mode, status=status))
             if out is not None or options.gif:
                 image = demo.read_image(fbo)
-                if hud_mode != "off":
+                if hud_mode != "off" or status:
                     info = demo.hud_info(help=False)
+                    info.status = status
                     lines = hud_lines(info, hud_mode)
                     chars = max((len(text) for text, _ in lines), default=0)
                     corner = inset_corner((w, h)) if demo.show_map else None  # the map's, kept clear

@@ -25,7 +25,16 @@ from demo.demo import Demo, DemoError, DemoSettings
 from demo.loading import LoadingCancelled, LoadingScreen, await_kernels, building, warm_up_window
 from demo.stats import StatsWriter
 from engine.files import unwritable_folder, write_atomically
-from engine.hud import HUD_MODES, fit_lines, hud_font_size, hud_legend, hud_lines, rows_clear_of, text_colour
+from engine.hud import (
+    HUD_MODES,
+    STATUS_SECONDS,
+    fit_lines,
+    hud_font_size,
+    hud_legend,
+    hud_lines,
+    rows_clear_of,
+    text_colour,
+)
 from engine.stepped import Stepped
 from engine.window import App, WindowError
 from engine.zoom import zoom_scale
@@ -48,8 +57,6 @@ MOUSE_CAPTURED = "mouse captured: moving looks around; Tab or Esc releases"
 MOUSE_FREE = "mouse free: click or Tab captures, drag looks; Esc quits"
 #: What a drag (a button held while the mouse moves, not captured) says: it looks, the mouse stays free.
 DRAGGING = "drag: looking around, the mouse stays free"
-#: How long a key's answer stays on screen (seconds): long enough to read a short line.
-STATUS_SECONDS = 3.0
 #: Typed characters that scale every view distance, and by how many steps.  ``+`` is read
 #: from the typed text: after the first Shift+= press, X servers (Xvfb included) deliver
 #: further presses with a key symbol pyglet does not map to ``key.PLUS``, only the text.
@@ -400,8 +407,7 @@ class FlyThroughApp(App):
             self.say("T: dithered fade on" if demo.fade
                      else f"T: fade off: objects pop{', levels switch hard' if demo.lod else ''}")
         elif symbol == key.M:
-            demo.show_map = not demo.show_map
-            self.say(f"M: map {on_off[demo.show_map]}")
+            self.say(demo.toggle_map())
         elif symbol == key.G:
             demo.lod = not demo.lod
             self.say("G: levels of detail on" if demo.lod else "G: levels of detail off: full detail everywhere")

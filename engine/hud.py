@@ -46,6 +46,8 @@ STATUS = (0.45, 1.0, 1.0)
 #: The status line's width in characters: a longer answer (a path in a failed save) is wrapped onto more
 #: lines, as the HUD's own lines stay within it, rather than the whole HUD's font shrunk to fit it.
 STATUS_CHARS = 60
+#: How long a key's answer stays on screen (seconds): long enough to read a short line.
+STATUS_SECONDS = 3.0
 #: Opacity of the panel behind the text: dark enough that every level colour
 #: reads over sky, ground, roofs and walls alike.
 PANEL_ALPHA = 200

@@ -260,8 +260,9 @@ def parse_args(argv=None) -> argparse.Namespace:
                         "checked before any work")
     p.add_argument("--all", action="store_true", help="draw every object, no culling (to time the engine alone)")
     args = p.parse_args(argv)
-    if args.objects < 1 or (args.frames is not None and args.frames < 1):
-        p.error("--objects and --frames must be at least 1")
+    for flag, value in (("--objects", args.objects), ("--frames", args.frames)):
+        if value is not None and value < 1:
+            p.error(f"{flag} must be at least 1, got {value}")
     if args.objects > MAX_OBJECTS:
         p.error(f"--objects must be at most {MAX_OBJECTS:,}, got {args.objects:,}")
     if not str(args.out).strip() or str(args.out) == ".":   # Path("") is "." : frames into the current folder

@@ -191,12 +191,12 @@ class SwarmScene(Scene):
         sensing, separation = self.aggro.sensing, self.aggro.separation
         if brief:
             return self._interest_lines(brief) + [
-                f"sensing: {sensing.answers:,} birds sensed  {sensing.brief()}".rstrip(),
+                f"sensing: {sensing.answers:,} sensed pairs  {sensing.brief()}".rstrip(),
                 f"separation: {separation.answers:,} pairs  {separation.brief()}".rstrip()]
         other = "tree runs" if self.aggro.method == "brute force" else "peers run"
         reach = f" ({low:.0f}-{high:.0f} m)" if hunters else ""
         return self._interest_lines() + [f"sensing: you + {_counted(hunters, 'hunter')}{reach} x {_counted(birds, 'bird')}",
-                f"  {sensing.answers:,} sensed, {self.aggro_count:,} chasing",
+                f"  {sensing.answers:,} (bird, sensor) pairs sensed, {self.aggro_count:,} birds chasing",
                 sensing.line(),
                 f"separation: {_counted(separation.answers, 'pair')}, {_counted(self.flocks, 'flock')}",
                 separation.line(),

@@ -67,6 +67,8 @@ RUN_AS = {
         "run_demo.py --headless --scene swarm --frames 2 --size 1280x720",
     "run_demo.py --headless --frames 40 --size 1280x720 --inspect 425,432":
         "run_demo.py --headless --objects 20000 --frames 2 --size 1280x720 --inspect 425,432",
+    "run_demo.py --headless --objects 1000000 --frames 40 --size 1280x720 --hud full --map":
+        "run_demo.py --headless --objects 20000 --frames 2 --size 1280x720 --hud full --map",
     # The whole run at the tiny sizes: every section, answers checked against brute force (the --quick sizes
     # run the same code on more objects, 17 s of the suite; tests/test_benchmarks_quick.py checks the tiny
     # run's report section by section, in its own process); a page's --only form checks the flag (the jit

@@ -163,11 +163,10 @@ class DenseViewDistanceGrid(Structure):
         self._origin_list = self.origin.tolist()
         self._hi_list = geo.hi.tolist()
         self._cube = shape == "cube"
-        span = max(abs(x) for x in self._origin_list + self._hi_list)
-        if geo.cell_size[-1] < 4 * math.ulp(span):
+        span, edge = self._narrowest_cell()
+        if geo.cell_size[-1] < edge:
             raise ValueError(f"finest cells of {geo.cell_size[-1]:g} are too small for float64 coordinates near "
-                             f"{span:g} (4 ulps of them, {4 * math.ulp(span):g}, at least); "
-                             f"{self._coarsest_fit(4 * math.ulp(span))}")
+                             f"{span:g} (4 ulps of them, {edge:g}, at least); {self._coarsest_fit(edge)}")
         # Cell members, each with its sphere as a pool row, as in the tree's pool (the query
         # kernels of culling.core.members read both): the centre's axes, the radius and the squared
         # reach (culling.core.containment.squared_reach) that makes the sphere test root-free.
@@ -187,6 +186,12 @@ class DenseViewDistanceGrid(Structure):
         self._level, self._ids = level, ids
         self._handle_check = 1 << 62  # objects below which the next trim of the per-handle arrays is tried
         self._handle_blocker = (-1, 0)  # the live handle that stopped the last try, and the objects then
+
+    def _narrowest_cell(self) -> tuple[float, float]:
+        """The largest coordinate magnitude in the world and the narrowest cell edge float64 can
+        place there (4 ulps of it)."""
+        span = float(np.abs(np.concatenate([self.origin, self.origin + self.size])).max())
+        return span, 4 * math.ulp(span)
 
     def _coarsest_fit(self, edge: float) -> str:
         """What to do where finest cells must be at least ``edge`` wide: the smallest ``min_radius`` whose
@@ -211,16 +216,18 @@ class DenseViewDistanceGrid(Structure):
             raise ValueError(f"min_radius must be a finite number > 0, got {min_radius!r}") from None
         if not math.isfinite(value) or value <= 0:
             raise ValueError(f"min_radius must be a finite number > 0, got {min_radius!r}")
-        if value >= self.size / 2:
+        if 2.0 * value >= self.size:  # value >= size/2 exactly: a subnormal size's half rounds, the double never
             raise ValueError(f"min_radius must be below size/2 = {self.size / 2:g}, got {value:g}")
         level = 0
         while value < math.ldexp(self.size, -(level + 2)):
             level += 1
             if level > max_level:
-                raise ValueError(
-                    f"min_radius={value!r} needs more than MAX_FINEST_CELLS = "
-                    f"2**{MAX_FINEST_CELLS.bit_length() - 1} cells on the finest level; use min_radius >= "
-                    f"{math.ldexp(self.size, -(max_level + 2))!r} (size/2**{max_level + 2}) or the tree")
+                _, edge = self._narrowest_cell()  # the bound's cells may still be too narrow for the origin
+                fit = (self._coarsest_fit(edge) if math.ldexp(self.size, -max_level) < edge else
+                       f"use min_radius >= {math.ldexp(self.size, -(max_level + 2))!r} (size/2**{max_level + 2}) "
+                       "or the tree")
+                raise ValueError(f"min_radius={value!r} needs more than MAX_FINEST_CELLS = "
+                                 f"2**{MAX_FINEST_CELLS.bit_length() - 1} cells on the finest level; {fit}")
         return level, value
 
     # ------------------------------------------------------------------
@@ -647,7 +654,7 @@ class DenseViewDistanceGrid(Structure):
 
     def _home(self, point: list[float], radius: float) -> tuple[int, int]:
         """Level and global cell of one validated sphere; ``ValueError`` outside the world."""
-        if radius >= self.size / 2 or not all(o <= c and placed_u(c, o, self.size) < 1.0 for c, o in
+        if 2.0 * radius >= self.size or not all(o <= c and placed_u(c, o, self.size) < 1.0 for c, o in
                                                 zip(point, self._origin_list)):
             self._homes(np.array([point]), np.array([radius]), single=True)  # raises the ValueError, if outside
         return self._geo.home(point, radius)
@@ -680,7 +687,8 @@ class DenseViewDistanceGrid(Structure):
             which = f"got {centres[i].tolist()}" if single else f"centres[{i}] is {centres[i].tolist()}"
             raise ValueError(f"{'centre' if single else 'centres'} must lie in the grid's world "
                              f"[{self._origin_list}, {self._hi_list}) (a dense grid does not grow); {which}")
-        too_big = radii >= self.size / 2
+        with np.errstate(over="ignore"):  # radius >= size/2 exactly: a subnormal size's half rounds, the double never
+            too_big = 2.0 * radii >= self.size
         if too_big.any():
             i = int(np.flatnonzero(too_big)[0])
             which = f"got {radii[i]:g}" if single else f"radii[{i}] is {radii[i]:g}"

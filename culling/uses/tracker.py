@@ -188,7 +188,7 @@ class VisibilityTracker:
             if not np.isfinite(edges).all():
                 raise ValueError("band_edges must be finite (no NaN or inf)")
             if edges.size > 1 and not (edges[1:] > edges[:-1]).all():  # no np.diff: it overflows
-                raise ValueError(f"band_edges must be strictly increasing, got {edges.tolist()}")
+                raise ValueError(f"band_edges must be strictly increasing as float64, got {edges.tolist()}")
             self._edges = _frozen(edges + 0.0)
         self.reset()
 

@@ -173,7 +173,7 @@ def test_inspect_presses_x_at_a_pixel_of_the_first_frame_and_every_row_names_the
     rows = list(csv.DictReader(stats.open()))
     picked = said[0].split("#")[1].split()[0].rstrip(",")
     assert [r["inspected"] for r in rows] == [picked] * 3
-    assert [r["status"] for r in rows] == [said[0].removeprefix("run_demo.py: "), "", ""]  # as the window's
+    assert [r["status"] for r in rows] == [said[0].removeprefix("run_demo.py: ")] * 3  # on screen for 3 s
 
 
 def test_inspect_at_a_later_frame_presses_x_there(tmp_path):
@@ -197,7 +197,26 @@ def test_inspect_on_a_pixel_with_nothing_says_so_on_stderr_and_in_the_status_col
     assert proc.returncode == 0, proc.stderr
     assert "run_demo.py: X: no object under pixel 160,0" in _err_lines(proc), proc.stderr
     rows = list(csv.DictReader(stats.open()))
-    assert [(r["status"], r["inspected"]) for r in rows] == [("X: no object under pixel 160,0", ""), ("", "")]
+    assert [(r["status"], r["inspected"]) for r in rows] == [("X: no object under pixel 160,0", "")] * 2
+
+
+def test_the_answer_of_inspect_is_drawn_for_three_seconds_of_frames_as_the_window_shows_it(tmp_path):
+    """The window shows a key's answer for STATUS_SECONDS; headless frames are 1/30 s apart, so X's answer
+    is drawn (in the status line's cyan, with the HUD off too) and in the status column on the 90 frames
+    from its press, and gone from the 91st.  It was in the column of the pressed frame only, never drawn."""
+    stats, out = tmp_path / "s.csv", tmp_path / "out"
+    proc = run_demo(["--headless", "--objects", "2000", "--frames", "92", "--size", "320x180", "--hud", "off",
+                     "--inspect", "160,0@1", "--stats", str(stats), "--out", str(out)], tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    said = "X: no object under pixel 160,0"
+    assert [r["status"] for r in csv.DictReader(stats.open())] == [""] + [said] * 90 + [""]
+
+    def cyan_pixels(frame: int) -> int:
+        image = np.asarray(Image.open(out / f"frame_{frame:04d}.png").convert("RGB"), dtype=np.int16)[:40]
+        return int(((image[..., 0] < 160) & (image[..., 1] > 220) & (image[..., 2] > 220)).sum())
+
+    assert cyan_pixels(0) == 0 and cyan_pixels(91) == 0
+    assert cyan_pixels(1) > 50 and cyan_pixels(90) > 50
 
 
 def test_screenshot_names_never_overwrite(tmp_path):

@@ -161,6 +161,8 @@ def test_brute_force_says_the_overlay_has_no_nodes_and_the_hud_names_the_shape(m
     loose = demo.toggle_loose()
     assert "brute force visits no nodes" in loose and "the grown (loose) boxes the query tested" not in loose
     assert not demo.show_loose and not demo.state()["loose"]  # nothing to show: nothing changed (--stats says so)
+    shown = demo.toggle_map()
+    assert demo.show_map and "brute force visits no nodes" in shown and demo.toggle_map() == "M: map off"
     demo.update(0.0)
     assert hud_lines(demo.hud_info(), "full")[0][0].startswith("forest  2,000 objects  brute force, cubes")
 

@@ -100,7 +100,7 @@ def test_times_say_they_are_medians_and_cold_frames_are_marked():
 
 def test_compact_hud_shows_the_scenes_brief_lines_and_leaves_most_of_a_small_view_free():
     brief = ["interest: hunter 126, 335 in its set, +5 -1; tick 18.53 ms",
-             "sensing: 11,201 birds sensed  7.62 ms (24.9x brute force)",
+             "sensing: 11,201 sensed pairs  7.62 ms (24.9x brute force)",
              "separation: 11,433 pairs  6.46 ms (3.5x NumPy grid)"]
     info = _busy_info(brief_notes=brief)
     texts = [text for text, _ in hud_lines(info, "compact")]

@@ -206,6 +206,8 @@ def test_bad_values_are_refused_by_the_parser(name, flags, capsys):
     assert stop.value.code == 2
     err = capsys.readouterr().err
     assert len(err.splitlines()) == 1 and err.startswith(f"{name}.py: error: "), err
+    if flags[1:] in (("0",), ("-5",)):                  # the flag refused is the one named, with its value
+        assert err.rstrip().endswith(f"{flags[0]} must be at least 1, got {flags[1]}"), err
 
 
 def test_pygfx_says_which_adapter_it_chose(headless_run):

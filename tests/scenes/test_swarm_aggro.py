@@ -110,7 +110,7 @@ def test_swarm_asks_both_batches_once_a_frame_and_checks_them():
     assert f"every {COMPARE_EVERY}th frame" in lines[5]
     assert max(len(line) for line in lines) <= 62
     brief = scene.status_lines(brief=True)                     # the compact HUD's: a line per batch
-    assert brief[0].startswith(f"sensing: {scene.sensing_stats.answers:,} birds sensed  ")
+    assert brief[0].startswith(f"sensing: {scene.sensing_stats.answers:,} sensed pairs  ")
     assert brief[0].endswith("x brute force)") and brief[1].endswith("x NumPy grid)")
     assert brief[1].startswith(f"separation: {scene.separation_stats.answers:,} pairs  ")
     assert len(brief) == 2 and max(len(line) for line in brief) <= 62

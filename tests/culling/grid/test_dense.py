@@ -138,6 +138,17 @@ def test_the_memory_bounds_message_names_a_min_radius_that_is_accepted(dim):
     assert DenseViewDistanceGrid(1.0, dim=dim, min_radius=named).min_radius == named
 
 
+@pytest.mark.parametrize("dim", [1, 2, 3])
+def test_the_memory_bounds_message_in_a_world_narrow_for_its_origin_names_a_value_that_fits_both(dim):
+    """Near 1e15 the cells the memory bound allows are narrower than float64 can place: the refusal named
+    that bound, which was then refused as too fine for the origin; it now names the coarser of the two."""
+    origin = np.full(dim, 1e15)
+    with pytest.raises(ValueError, match="MAX_FINEST_CELLS") as refused:
+        DenseViewDistanceGrid(1024.0, origin=origin, dim=dim, min_radius=1e-300)
+    named = float(re.search(r"use min_radius >= (\S+) ", str(refused.value)).group(1))
+    assert DenseViewDistanceGrid(1024.0, origin=origin, dim=dim, min_radius=named).min_radius == named
+
+
 def test_repr_gives_min_radius_in_full():
     grid = DenseViewDistanceGrid(1 / 3, origin=(0.1,), dim=1, min_radius=1 / 3000)
     assert f"min_radius={1 / 3000!r}," in repr(grid)
@@ -906,3 +917,28 @@ def test_the_invariant_checker_holds_a_subnormal_world_s_radii_to_its_exact_cell
     h = grid.insert([-2.4768e-320], 1.4165e-320)
     grid.check_invariants()
     assert grid.query([-2.4768e-320], exact=True).tolist() == [h]
+
+
+@pytest.mark.parametrize("dim", [1, 2, 3])
+def test_a_radius_just_below_half_a_subnormal_size_is_accepted_everywhere_it_is_checked(dim):
+    """``size = 1025`` ulps of ``2**-1074``: ``size / 2`` is 512.5 ulps and rounds to 512, so a radius of
+    512 ulps is below it exactly and was refused by insert, insert_many, update, update_many and as
+    ``min_radius``; 513 ulps is at or above it and still is."""
+    ulp = 5e-324
+    size, below, above = 1025 * ulp, 512 * ulp, 513 * ulp
+    grid = DenseViewDistanceGrid(size, dim=dim, min_radius=64 * ulp)
+    h = grid.insert(np.zeros(dim), below)
+    many = grid.insert_many(np.zeros((2, dim)), [0.0, below])
+    grid.update(h, np.zeros(dim), below)
+    grid.update_many(many, np.zeros((2, dim)), [below, below])
+    assert DenseViewDistanceGrid(size, dim=dim, min_radius=below).min_radius == below
+    grid.check_invariants()
+    assert sorted(grid.query(np.zeros(dim), exact=True).tolist()) == sorted([h, *many.tolist()])
+    before = snapshot(grid)
+    with pytest.raises(ValueError, match=r"^radius must be below size/2"):
+        grid.insert(np.zeros(dim), above)
+    with pytest.raises(ValueError, match=r"^radii must be below size/2"):
+        grid.insert_many(np.zeros((2, dim)), [below, above])
+    with pytest.raises(ValueError, match=r"^min_radius must be below size/2"):
+        DenseViewDistanceGrid(size, dim=dim, min_radius=above)
+    assert_unchanged(before, snapshot(grid))
