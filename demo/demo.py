@@ -42,6 +42,7 @@ from culling import (
     VisibilityTracker,
 )
 from engine.camera import CAMERA_RADIUS, Camera, above_ground
+from engine.collision_shapes import collision_spheres
 from engine.culling_pipeline import CullingPipeline
 from engine.frame_stats import FrameStats
 from engine.framebuffers import offscreen_framebuffer
@@ -245,7 +246,8 @@ class Demo:
         solid = np.flatnonzero([k.solid for k in scene.kinds])
         mask = np.isin(scene.kind, solid)
         self.collision = CollisionCandidates(CAMERA_RADIUS, scene.world_size, scene.world_origin, dim=3)
-        self.collision.insert_many(scene.centres[mask], scene.bounding_radius[mask])
+        self.collision.insert_many(*collision_spheres(scene.centres[mask], scene.bounding_radius[mask],
+                                                      [k.mesh for k in scene.kinds], scene.kind[mask]))
         report("collision candidates")
         self.tracker = VisibilityTracker()
         self.events = None

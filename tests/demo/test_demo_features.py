@@ -342,6 +342,31 @@ def test_flying_at_a_towers_base_never_passes_through_it_or_rests_inside(make_de
     assert tried >= 3
 
 
+def test_flying_at_a_towers_shaft_stops_at_its_wall_not_its_bounding_sphere(make_demo):
+    """The shaft is 0.17 of the tower's bounding radius wide: held off the bounding sphere, the camera
+    stopped some 30 m short of a 40 m tower's wall, against thin air.  Flying at the shaft at half its
+    height now stops within a metre or two of the wall (the column's sphere there), and never inside."""
+    demo = make_demo("forest", 50_000, overlay=False, seed=1)
+    scene = demo.scene
+    towers = np.flatnonzero(scene.kind == [k.name for k in scene.kinds].index("tower"))
+    tried = 0
+    for tower in towers:
+        centre, radius = scene.centres[tower], scene.bounding_radius[tower]
+        start = centre + np.array([radius + 30.0, -0.4 * radius, 0.0])   # the shaft's middle, its height
+        if start[1] < float(scene.ground_height(start[0], start[2])) + 2.0 * CAMERA_RADIUS:
+            continue
+        demo.set_pose(start, 270.0, 0.0)                                 # looking down -x, at the axis
+        demo.set_collision(True)
+        if not np.array_equal(demo.camera.position, start):
+            continue                                                     # a tree where it would start
+        tried += 1
+        for _ in range(200):
+            demo.fly(0.5, 0.0, 0.0)
+        off_axis = float(np.hypot(*(demo.camera.position - centre)[[0, 2]]))
+        assert 0.17 * radius < off_axis < 0.25 * radius + CAMERA_RADIUS + 0.5, (tower, off_axis, radius)
+    assert tried >= 3
+
+
 def test_a_larger_view_scale_thins_the_fog_so_far_objects_show(make_demo, render):
     """+ to x35: objects 6 km away are within their scaled view distances and drawn, and the fog (2.5 km at
     x1) held them at 99.7 %: the frame was plain sky.  The fog's distance now follows the scale."""
