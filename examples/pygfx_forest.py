@@ -63,6 +63,12 @@ MAX_OBJECTS = 100_000_000  # beyond it NumPy's own refusals (arrays too large), 
 SUMMARY_SECONDS = 1.0  # a summary line this often, not a line per frame
 WINDOW_FPS = 30       # the window's frame cap (rendercanvas's default, said here)
 COMPILING = "compiling kernels (first run only)"   # what a first run says, as the demo and python -m culling do
+#: Simple lathed shapes, (radius, height) from the bottom up, in units of the bounding radius (the Panda3D
+#: example's, so both draw the same forest).
+PROFILES = {"grass_card": ([(0.35, 0.0), (0.0, 1.4)], 4), "pebble": ([(0.0, 0.0), (0.45, 0.3), (0.3, 0.6), (0.0, 0.7)], 5),
+            "bush": ([(0.0, 0.0), (0.6, 0.3), (0.76, 0.76), (0.5, 1.3), (0.0, 1.5)], 7),
+            "rock": ([(0.0, 0.0), (0.6, 0.3), (0.5, 0.9), (0.0, 1.1)], 5),
+            "cone_tree": ([(0.1, 0.0), (0.1, 0.4), (0.6, 0.4), (0.0, 1.98)], 8), "tower": ([(0.2, 0.0), (0.1, 1.94), (0.0, 1.94)], 6)}
 #: What pygfx asks of every device by default, but which not every adapter offers (lavapipe's OpenGL
 #: adapter does not): wgpu may hand out that adapter, and then the device request fails.
 PYGFX_FEATURES = ("float32-filterable",)
@@ -155,20 +161,24 @@ def instance_matrices(scene) -> np.ndarray:
 
 
 def kind_geometry(mesh: str):
-    """A unit shape per mesh name, turned y-up and standing where the scene expects its base: a gfx.Geometry."""
+    """A lathed shape of :data:`PROFILES` with flat normals, y up, standing where the scene expects its
+    base: a gfx.Geometry (the Panda3D example's shapes, turned from its z up)."""
     import pygfx as gfx
 
     from scenes.base import mesh_base
 
-    shapes = {"grass_card": lambda: gfx.cone_geometry(0.35, 1.4, 4), "pebble": lambda: gfx.icosahedron_geometry(0.4),
-              "bush": lambda: gfx.sphere_geometry(0.76, 8, 6), "rock": lambda: gfx.dodecahedron_geometry(0.6),
-              "cone_tree": lambda: gfx.cone_geometry(0.55, 1.98, 8), "tower": lambda: gfx.cylinder_geometry(0.2, 0.1, 1.94, 8)}
-    geometry = shapes[mesh]()
-    for name in ("positions", "normals"):           # pygfx builds cones along z; the scene's up is y
-        v = getattr(geometry, name).data
-        v[:] = np.stack([v[:, 0], v[:, 2], -v[:, 1]], axis=1)
-    geometry.positions.data[:, 1] += mesh_base(mesh) - geometry.positions.data[:, 1].min()
-    return geometry
+    profile, segments = np.array(PROFILES[mesh][0]), PROFILES[mesh][1]
+    a = np.linspace(0.0, 2.0 * np.pi, segments + 1)
+    rings = np.stack([np.outer(profile[:, 0], np.cos(a)), np.repeat(profile[:, 1:] + mesh_base(mesh), a.size, axis=1),
+                      -np.outer(profile[:, 0], np.sin(a))], axis=-1)   # (x, y, z) z up -> (x, z, -y) y up: a turn
+    p00, p01, p10, p11 = rings[:-1, :-1], rings[:-1, 1:], rings[1:, :-1], rings[1:, 1:]
+    tris = np.concatenate([np.stack([p00, p01, p11], -2).reshape(-1, 3, 3), np.stack([p00, p11, p10], -2).reshape(-1, 3, 3)])
+    normals = np.cross(tris[:, 1] - tris[:, 0], tris[:, 2] - tris[:, 0])
+    keep = np.linalg.norm(normals, axis=1) > 1e-9  # drop the degenerate triangles at the tips
+    normals = np.repeat(normals[keep] / np.linalg.norm(normals[keep], axis=1, keepdims=True), 3, axis=0)
+    positions = tris[keep].reshape(-1, 3)
+    return gfx.Geometry(positions=positions.astype(np.float32), normals=normals.astype(np.float32),
+                        indices=np.arange(positions.shape[0], dtype=np.int32).reshape(-1, 3))
 
 
 #: pygfx gives every instance of every InstancedMesh an id of its own, at most this many in a process

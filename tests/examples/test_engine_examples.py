@@ -508,3 +508,23 @@ def test_a_shorter_run_removes_the_frames_an_earlier_run_left_past_its_last(name
     proc = _run(name, "--headless", "--frames", "1", "--objects", "200", "--out", str(tmp_path))
     assert proc.returncode == 0, proc.stderr
     assert sorted(path.name for path in tmp_path.iterdir()) == ["frame_0000.png", "notes.txt"]
+
+
+def test_both_examples_draw_the_same_lathed_shapes():
+    """pygfx drew its own library shapes (a cone tree without a trunk, a plain cylinder for a tower);
+    it now lathes the Panda3D example's profiles: the same shapes, turned y up, on the same bases."""
+    _need("pygfx_forest")
+    from scenes.base import mesh_base
+
+    pygfx_example, panda_example = _load("pygfx_forest"), _load("panda3d_forest")
+    assert pygfx_example.PROFILES == panda_example.PROFILES
+    for mesh, (profile, _) in pygfx_example.PROFILES.items():
+        at = pygfx_example.kind_geometry(mesh).positions.data.astype(np.float64)
+        heights = [h for _, h in profile]
+        assert np.isclose(at[:, 1].min(), mesh_base(mesh) + min(heights), atol=1e-6)
+        assert np.isclose(at[:, 1].max(), mesh_base(mesh) + max(heights), atol=1e-6)
+        across = np.hypot(at[:, 0], at[:, 2])
+        assert np.isclose(across.max(), max(r for r, _ in profile), atol=1e-6)
+    tree = pygfx_example.kind_geometry("cone_tree").positions.data.astype(np.float64)
+    trunk = tree[tree[:, 1] < mesh_base("cone_tree") + 0.4 - 1e-6]
+    assert trunk.size and np.allclose(np.hypot(trunk[:, 0], trunk[:, 2]), 0.1, atol=1e-6)   # the trunk is there
