@@ -11,6 +11,7 @@ import argparse
 import atexit
 import contextlib
 import os
+import signal
 import sys
 import tempfile
 import time
@@ -130,12 +131,37 @@ def exit_without_teardown(status: int) -> NoReturn:
     os._exit(status)
 
 
+def _terminate_as_ctrl_c(terminated: list[int]) -> None:
+    """A SIGTERM (``docker stop``, a service manager) taken as a Ctrl-C: the same SIGINT, so a compile
+    still runs whole and the workers are stopped and their folder removed, where the default action
+    ended this process alone and left its workers compiling.  Noted in ``terminated``.  Where SIGINT is
+    ignored, the handler raises the ``KeyboardInterrupt`` itself; where SIGTERM is already handled or
+    ignored, nothing changes."""
+    if signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
+        return
+    ignored = signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+
+    def on_sigterm(signum: int, frame: object) -> None:
+        terminated.append(signum)
+        if ignored:
+            raise KeyboardInterrupt
+        signal.raise_signal(signal.SIGINT)
+
+    signal.signal(signal.SIGTERM, on_sigterm)
+
+
 def _main_interrupted() -> int:
-    """:func:`main`, a Ctrl-C said in one line (status 130, as a shell gives it): a compile's traceback
-    through the workers' queue said nothing more.  The workers, stopped with it, write to no terminal."""
+    """:func:`main`, a Ctrl-C said in one line (status 130, as a shell gives it), a SIGTERM likewise
+    (status 143): a compile's traceback through the workers' queue said nothing more.  The workers,
+    stopped with it, write to no terminal."""
+    terminated: list[int] = []
+    _terminate_as_ctrl_c(terminated)
     try:
         return main()
     except KeyboardInterrupt:
+        if terminated:
+            print("python -m culling: error: terminated", file=sys.stderr)
+            return 128 + signal.SIGTERM
         print("python -m culling: error: interrupted", file=sys.stderr)
         return 130
 

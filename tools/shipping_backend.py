@@ -46,7 +46,7 @@ from setuptools import build_meta as _setuptools
 ROOT = Path(__file__).resolve().parent.parent
 
 #: What compiling the kernels needs on top of setuptools: the library's own dependencies.
-KERNEL_REQUIRES = ["numpy>=1.24", "numba>=0.59"]
+KERNEL_REQUIRES = ["numpy>=1.24", "numba>=0.63"]
 
 #: What a wheel is built from (copied into a temporary folder): the library and its metadata's files.
 WHEEL_SOURCES = ("culling", "pyproject.toml", "README.md", "LICENSE", "MANIFEST.in", "tools/shipping_backend.py")

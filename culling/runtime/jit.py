@@ -91,10 +91,15 @@ def _warn_cache(kind: str, folder: str, exc: BaseException) -> None:
     if kind in _WARNED:
         return
     _WARNED.add(kind)
-    what = ("cannot be read (a damaged cache file), so the kernels it should hold are compiled again"
-            if kind == "read" else "cannot be written, so kernels compiled now are kept in memory only")
-    warnings.warn(f"culling: the numba cache in {folder} {what} ({type(exc).__name__}: {exc}); delete the folder "
-                  "or set NUMBA_CACHE_DIR to a writable one", RuntimeWarning, stacklevel=4)
+    if kind == "read":
+        what = ("cannot be read (a damaged cache file), so the kernels it should hold are compiled again "
+                "(and saved again where the folder can be written)")
+        advice = "nothing to do unless it comes back; then delete the folder"
+    else:
+        what = "cannot be written, so kernels compiled now are kept in memory only"
+        advice = "set NUMBA_CACHE_DIR to a writable folder"
+    warnings.warn(f"culling: the numba cache in {folder} {what} ({type(exc).__name__}: {exc}); {advice}",
+                  RuntimeWarning, stacklevel=4)
 
 
 def _fingerprinted(cache: Any, py_func: Callable[..., Any], label: str,

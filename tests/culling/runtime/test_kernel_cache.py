@@ -167,6 +167,7 @@ def test_a_damaged_cache_entry_compiles_again_with_one_warning_naming_the_cache(
     assert damaged.stdout.split("\n")[:2] == [first[0], "0 1"]  # the same answer, compiled again
     warnings = [line for line in damaged.stderr.splitlines() if "RuntimeWarning" in line]
     assert len(warnings) == 1 and "cannot be read" in warnings[0] and str(cache) in warnings[0], damaged.stderr
+    assert "saved again" in warnings[0] and "NUMBA_CACHE_DIR" not in warnings[0]   # the folder is writable
     healed = _run(PROBE, env, tmp_path)  # the save replaced the damaged entry
     assert healed.stdout.split("\n")[1] == "1 0" and "RuntimeWarning" not in healed.stderr
 

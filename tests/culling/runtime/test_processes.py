@@ -8,6 +8,7 @@ one another, about 15 CPU seconds cold; or one small kernel).
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import os
 import shutil
@@ -556,6 +557,32 @@ def test_ctrl_c_in_a_cold_warm_up_is_one_line_and_status_130(tmp_path):
     err = proc.communicate(timeout=120)[1]
     assert proc.returncode == 130, err
     assert err.splitlines()[-1] == "python -m culling: error: interrupted" and "Traceback" not in err, err
+
+
+def test_sigterm_in_a_cold_warm_up_stops_its_workers_and_is_one_line_and_status_143(tmp_path):
+    """``docker stop`` sends SIGTERM: it ended the parent alone, its workers went on compiling and their
+    folder stayed.  Now it is a Ctrl-C: the workers are stopped, the folder removed, one line, 143."""
+    import signal
+
+    env = _env(NUMBA_CACHE_DIR=str(tmp_path / "cache"), TMPDIR=str(tmp_path))
+    proc = subprocess.Popen([sys.executable, "-m", "culling", "warm-up", "--groups", "tree", "--workers", "2"],
+                            env=env, cwd=tmp_path, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    assert proc.stderr is not None
+    assert proc.stderr.readline().startswith("compiling kernels"), proc.communicate()[1]  # under way
+    proc.send_signal(signal.SIGTERM)                                     # the parent alone
+    err = proc.communicate(timeout=120)[1]
+    assert proc.returncode == 143, err
+    assert err.splitlines()[-1] == "python -m culling: error: terminated" and "Traceback" not in err, err
+    left = []                                                            # the session held only its workers
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        with contextlib.suppress(OSError):
+            fields = stat.read_text().rsplit(")", 1)[1].split()          # after the command's name
+            if int(fields[3]) == proc.pid and fields[0] != "Z":          # its session, not a zombie
+                left.append(stat.parent.name)
+    assert left == [], f"workers still running: {left}"
+    assert not list(tmp_path.glob("culling-warm-up-*"))
 
 
 def test_a_warm_up_that_could_cache_nothing_fails_the_build_step(monkeypatch, capsys):
