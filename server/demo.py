@@ -200,6 +200,11 @@ def _init_keeping_sigterm(ray: Any, termination: Termination) -> None:
         utils.set_sigterm_handler = lambda handler: termination.claim()
     try:
         ray.init(include_dashboard=False, log_to_driver=False, logging_level=logging.WARNING)
+    except Exception:
+        if not termination.came:
+            raise
+        # The SIGTERM reached Ray's own processes too (a stop sent to the process group): their start
+        # failed for it ("Failed to connect to GCS"), a traceback and status 1; it is the termination
     finally:
         if setter is not None:
             utils.set_sigterm_handler = setter

@@ -681,6 +681,33 @@ def test_the_demo_terminated_while_ray_starts_stops_it_and_says_so(monkeypatch, 
     assert signal.getsignal(signal.SIGTERM) == before  # the program's own handler back
 
 
+def test_the_demo_terminated_with_its_process_group_while_ray_starts_says_so(monkeypatch):
+    """A stop sent to the whole process group (``timeout``, a service manager) reaches Ray's own
+    processes too, and ``ray.init`` fails for it ("Failed to connect to GCS"): that was a traceback and
+    status 1; it is the termination, one line and 143, with Ray stopped.  A start that fails without
+    a SIGTERM is still Ray's error."""
+    import sys
+    import types
+
+    import server.demo as demo
+    import server.sharded  # noqa: F401  (with the real Ray, before it is faked)
+
+    def init(**kw):
+        signal.raise_signal(signal.SIGTERM)
+        raise ConnectionError("Failed to connect to GCS")
+
+    stopped = []
+    fake = types.SimpleNamespace(is_initialized=lambda: False, init=init, shutdown=lambda: stopped.append(True))
+    monkeypatch.setitem(sys.modules, "ray", fake)
+    monkeypatch.setattr(demo, "run", lambda *a: pytest.fail("ran after the SIGTERM"))
+    out, err = io.StringIO(), io.StringIO()
+    assert demo.main(["--ticks", "1"], out=out, err=err) == 143
+    assert stopped and err.getvalue() == "python -m server.demo: error: terminated\n"
+    fake.init = lambda **kw: (_ for _ in ()).throw(ConnectionError("Failed to connect to GCS"))
+    with pytest.raises(ConnectionError):
+        demo.main(["--ticks", "1"], out=io.StringIO(), err=io.StringIO())
+
+
 def test_the_demo_runs_tiny_and_matches_interest_manager(ray_cluster):
     from server.demo import main
 
